@@ -1,0 +1,31 @@
+// Sub-command registry of the gossamer binary.
+//
+// Each apps/cmd_*.cpp defines one sub-command and registers it with GOSSAMER_REGISTER_COMMAND. A command
+// receives argv with its own name as argv[0] and returns the process exit code. Commands print JSON or
+// files on success; on a gossamer::Error, main() prints the message to stderr and exits 1.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+
+namespace gossamer::app {
+
+using CommandFn = std::function<int(int argc, char** argv)>;
+
+struct CommandInfo {
+  std::string summary;
+  CommandFn run;
+};
+
+// Name → command, sorted for `gossamer --help`.
+std::map<std::string, CommandInfo>& command_table();
+
+struct CommandRegistrar {
+  CommandRegistrar(const std::string& name, const std::string& summary, CommandFn run);
+};
+
+}  // namespace gossamer::app
+
+#define GOSSAMER_REGISTER_COMMAND(name, summary, function) \
+  static ::gossamer::app::CommandRegistrar gossamer_command_registrar_##function(name, summary, function)

@@ -1,0 +1,56 @@
+// The model API shared by the `cpu` and `cuda` backends.
+//
+// A forward step takes slices of several sequences at once (prefill chunks and decode tokens mixed).
+// The KV cache is paged: the caller (engine) owns block allocation and passes each sequence's block
+// table; the model owns the cache memory (num_blocks × block_size positions × every layer).
+//
+// Contract:
+//  - allocate_kv_cache must be called before forward; it discards any previous cache contents.
+//  - For each sequence, positions [0, num_cached) must already be in the cache (written by earlier
+//    forward calls through the same blocks); forward writes positions [num_cached, num_cached + n).
+//  - block_table must cover positions [0, num_cached + n): ceil((num_cached + n) / block_size) blocks.
+//  - Logits come back float32, one row of vocab_size per requested position, in batch order
+//    (sequence by sequence; kAll gives every new position, kLast only the last new position).
+//  - Invalid input (token id ≥ vocab, positions past max_position_embeddings, short block table)
+//    throws gossamer::Error before anything is written.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+
+namespace gossamer::model {
+
+enum class LogitsWanted : uint8_t { kNone, kLast, kAll };
+
+struct SequenceInput {
+  std::span<const int32_t> tokens;       // [num_new] token ids to run
+  int32_t num_cached = 0;                // position of tokens[0]; earlier positions are in the cache
+  std::span<const int32_t> block_table;  // KV block ids for positions [0, num_cached + num_new)
+  LogitsWanted logits = LogitsWanted::kLast;
+};
+
+struct ForwardBatch {
+  std::vector<SequenceInput> sequences;
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  virtual const GptOssConfig& config() const = 0;
+  virtual std::string backend_name() const = 0;
+  // Allocates (or re-allocates) the paged KV cache.
+  virtual void allocate_kv_cache(int32_t num_blocks, int32_t block_size) = 0;
+  virtual int32_t kv_num_blocks() const = 0;
+  virtual int32_t kv_block_size() const = 0;
+  // Bytes one KV block takes over all layers (for sizing the cache from a memory budget).
+  virtual int64_t kv_bytes_per_block() const = 0;
+  // Runs one step. logits is resized to [num_rows, vocab_size] float32 (row-major).
+  virtual void forward(const ForwardBatch& batch, std::vector<float>& logits) = 0;
+};
+
+}  // namespace gossamer::model
