@@ -1,0 +1,46 @@
+#include "engine/engine_config.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "model/model.h"
+
+namespace gossamer::engine {
+
+void EngineConfig::validate() const {
+  GOSSAMER_CHECK(max_num_seqs >= 1, "max_num_seqs must be >= 1 (got ", max_num_seqs, ")");
+  GOSSAMER_CHECK(max_num_batched_tokens >= 1, "max_num_batched_tokens must be >= 1 (got ", max_num_batched_tokens, ")");
+  GOSSAMER_CHECK(max_model_len >= 2, "max_model_len must be >= 2 (got ", max_model_len, ")");
+  GOSSAMER_CHECK(block_size >= 1 && block_size <= 1024, "block_size must be in [1, 1024] (got ", block_size, ")");
+  GOSSAMER_CHECK(num_kv_blocks >= 1, "num_kv_blocks must be >= 1 (got ", num_kv_blocks, ")");
+  GOSSAMER_CHECK(max_queued_requests >= 0, "max_queued_requests must be >= 0 (got ", max_queued_requests, ")");
+  const int64_t blocks_for_one = (static_cast<int64_t>(max_model_len) + block_size - 1) / block_size;
+  GOSSAMER_CHECK(num_kv_blocks >= blocks_for_one, "the KV cache (", num_kv_blocks, " blocks of ", block_size,
+                 " positions) cannot hold one sequence of max_model_len ", max_model_len,
+                 " tokens: lower --max-model-len or give the cache more memory");
+}
+
+EngineConfig EngineConfig::resolve(const model::Model& model) const {
+  EngineConfig out = *this;
+  const int32_t context = model.config().max_position_embeddings;
+  if (out.max_model_len == 0) out.max_model_len = context;
+  GOSSAMER_CHECK(context <= 0 || out.max_model_len <= context, "max_model_len ", out.max_model_len,
+                 " exceeds the model's context of ", context, " tokens");
+  if (out.num_kv_blocks == 0) {
+    // NOTE: before allocate_kv_cache the model may not know its block size; estimate float32 K and V per layer.
+    const auto& cfg = model.config();
+    int64_t per_position = static_cast<int64_t>(cfg.num_layers) * 2 * cfg.kv_width() * 4;
+    if (model.kv_block_size() > 0 && model.kv_bytes_per_block() > 0) {
+      per_position = model.kv_bytes_per_block() / model.kv_block_size();
+    }
+    const int64_t per_block = std::max<int64_t>(1, per_position * out.block_size);
+    const int64_t by_memory = out.kv_cache_memory_bytes / per_block;
+    const int64_t blocks_per_seq = (static_cast<int64_t>(out.max_model_len) + out.block_size - 1) / out.block_size;
+    const int64_t wanted = blocks_per_seq * out.max_num_seqs;
+    out.num_kv_blocks = static_cast<int32_t>(std::clamp<int64_t>(std::min(by_memory, wanted), 1, 1 << 30));
+  }
+  out.validate();
+  return out;
+}
+
+}  // namespace gossamer::engine

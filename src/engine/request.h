@@ -1,0 +1,105 @@
+// A generation request as the engine sees it: token ids in, token ids out, sampling and stopping rules.
+//
+// Contract: the engine owns Request objects; callers see them only through RequestOutput events and the
+// id returned by Engine::submit. States only move forward, except kRunning → kPreempted → kRunning
+// (preemption by recompute); any state may jump to kFinished.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gossamer::engine {
+
+using TokenId = int32_t;
+using RequestId = uint64_t;
+using Clock = std::chrono::steady_clock;
+
+// Harmony's assistant-action stop tokens and the end-of-text token.
+inline constexpr TokenId kTokenReturn = 200002;     // <|return|>
+inline constexpr TokenId kTokenCall = 200012;       // <|call|>
+inline constexpr TokenId kTokenEndOfText = 199999;  // <|endoftext|>
+
+enum class RequestState : uint8_t {
+  kWaiting = 0,    // queued, no KV blocks
+  kRunning = 1,    // in the batch (prefilling or decoding), holds KV blocks
+  kPreempted = 2,  // blocks taken back; will recompute from scratch, back in the queue at its front
+  kFinished = 3,   // done; blocks freed
+};
+
+enum class FinishReason : uint8_t {
+  kNone = 0,
+  kStop,       // a stop token (<|return|>, <|endoftext|>) or a stop string found by the caller
+  kToolCall,   // <|call|>
+  kLength,     // max_tokens or the context length
+  kAbort,      // cancelled (client gone, server shutdown)
+};
+
+const char* to_string(RequestState state);
+const char* to_string(FinishReason reason);
+
+struct SamplingParams {
+  float temperature = 1.0f;   // 0 = greedy
+  float top_p = 1.0f;         // nucleus mass in (0, 1]
+  int32_t top_k = 0;          // 0 = off
+  std::optional<uint64_t> seed;
+  int32_t max_tokens = 0;     // 0 = up to the context length
+  bool ignore_eos = false;    // keep going past stop tokens (benchmarks)
+  std::vector<TokenId> stop_token_ids = {kTokenReturn, kTokenCall, kTokenEndOfText};
+};
+
+// Timestamps of one request's life, for metrics.
+struct RequestTimes {
+  Clock::time_point arrival;
+  Clock::time_point first_scheduled;  // left the queue (first time)
+  Clock::time_point first_token;
+  Clock::time_point finished;
+};
+
+// What the engine reports for a request after a step that produced tokens, or when it finishes.
+struct RequestOutput {
+  RequestId id = 0;
+  std::vector<TokenId> new_tokens;  // tokens generated since the last event (includes a stop token)
+  int32_t num_prompt_tokens = 0;
+  int32_t num_output_tokens = 0;    // total so far
+  bool finished = false;
+  FinishReason finish_reason = FinishReason::kNone;
+  std::optional<TokenId> stop_token;  // set when a stop token ended the request
+  RequestTimes times;
+  int32_t num_preemptions = 0;
+};
+
+// Called on the engine thread; must be quick and must not call back into the engine except cancel().
+using OutputCallback = std::function<void(const RequestOutput&)>;
+
+struct Request {
+  RequestId id = 0;
+  std::vector<TokenId> prompt;
+  std::vector<TokenId> output;
+  SamplingParams sampling;
+  OutputCallback on_output;
+  RequestState state = RequestState::kWaiting;
+  FinishReason finish_reason = FinishReason::kNone;
+  int32_t max_total_tokens = 0;  // prompt + output limit (min of context and prompt + max_tokens)
+
+  // KV bookkeeping: positions [0, num_computed) of all_tokens() are in the cache through block_table.
+  std::vector<int32_t> block_table;
+  int32_t num_computed = 0;
+  int32_t num_preemptions = 0;
+
+  RequestTimes times;
+  uint64_t rng_state = 0;  // per-request sampler state (splitmix64), advanced only when sampling
+
+  int32_t num_tokens() const { return static_cast<int32_t>(prompt.size() + output.size()); }
+  TokenId token_at(int32_t position) const {
+    const auto prompt_len = static_cast<int32_t>(prompt.size());
+    return position < prompt_len ? prompt[position] : output[position - prompt_len];
+  }
+  int32_t num_uncomputed() const { return num_tokens() - num_computed; }
+};
+
+}  // namespace gossamer::engine

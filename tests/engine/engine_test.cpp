@@ -1,0 +1,248 @@
+#include "engine/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+
+#include "engine/fake_model.h"
+
+namespace gossamer::engine {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Records every request's events; waits until the expected number have finished.
+class Collector {
+ public:
+  OutputCallback callback() {
+    return [this](const RequestOutput& output) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto& record = records_[output.id];
+      EXPECT_FALSE(record.finished) << "event after the final one";
+      record.tokens.insert(record.tokens.end(), output.new_tokens.begin(), output.new_tokens.end());
+      ++record.num_events;
+      if (output.finished) {
+        record.finished = true;
+        record.reason = output.finish_reason;
+        record.num_output_tokens = output.num_output_tokens;
+        ++num_finished_;
+        done_.notify_all();
+      }
+    };
+  }
+  bool wait(int count, std::chrono::milliseconds timeout = 20s) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    return done_.wait_for(lock, timeout, [&] { return num_finished_ >= count; });
+  }
+  struct Record {
+    std::vector<TokenId> tokens;
+    bool finished = false;
+    FinishReason reason = FinishReason::kNone;
+    int32_t num_output_tokens = 0;
+    int num_events = 0;
+  };
+  Record get(RequestId id) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return records_[id];
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable done_;
+  std::map<RequestId, Record> records_;
+  int num_finished_ = 0;
+};
+
+std::vector<TokenId> reference_greedy(const FakeModel& model, std::vector<TokenId> history, int32_t max_tokens) {
+  std::vector<TokenId> out;
+  for (int i = 0; i < max_tokens; ++i) {
+    const TokenId token = model.next_token(history);
+    out.push_back(token);
+    history.push_back(token);
+    if (token == kTokenReturn || token == kTokenCall) break;
+  }
+  return out;
+}
+
+EngineConfig test_config() {
+  EngineConfig config;
+  config.block_size = 4;
+  config.num_kv_blocks = 256;
+  config.max_num_batched_tokens = 32;
+  config.max_num_seqs = 16;
+  config.max_model_len = 256;
+  return config;
+}
+
+SubmitParams greedy(std::vector<TokenId> prompt, int32_t max_tokens, Collector& collector) {
+  SubmitParams params;
+  params.prompt = std::move(prompt);
+  params.sampling.temperature = 0.0f;
+  params.sampling.max_tokens = max_tokens;
+  params.on_output = collector.callback();
+  return params;
+}
+
+std::vector<TokenId> prompt_of(int index, int length) {
+  std::vector<TokenId> prompt;
+  for (int i = 0; i < length; ++i) prompt.push_back(1000 + index * 31 + i * 7);
+  return prompt;
+}
+
+TEST(Engine, GreedyOutputMatchesTheModelRunAlone) {
+  FakeModel reference;
+  Engine engine(std::make_unique<FakeModel>(), test_config());
+  Collector collector;
+  const RequestId id = engine.submit(greedy(prompt_of(0, 50), 20, collector));  // 50 > budget: chunked prefill
+  ASSERT_TRUE(collector.wait(1));
+  const auto record = collector.get(id);
+  EXPECT_EQ(record.tokens, reference_greedy(reference, prompt_of(0, 50), 20));
+  EXPECT_EQ(record.reason, FinishReason::kLength);
+  EXPECT_EQ(record.num_output_tokens, 20);
+  EXPECT_EQ(record.num_events, 20);  // one event per token, the last one finished
+  EXPECT_EQ(engine.stats().num_free_kv_blocks, 256);
+}
+
+TEST(Engine, BatchingAndPreemptionDoNotChangeGreedyOutputs) {
+  FakeModel reference;
+  EngineConfig config = test_config();
+  config.num_kv_blocks = 40;  // 160 positions for 24 requests of ~60: forces preemption
+  config.max_model_len = 128;
+  Engine engine(std::make_unique<FakeModel>(), config);
+  Collector collector;
+  std::map<RequestId, int> index_of;
+  const int n = 24;
+  for (int i = 0; i < n; ++i) index_of[engine.submit(greedy(prompt_of(i, 10 + i), 40, collector))] = i;
+  ASSERT_TRUE(collector.wait(n, 60s));
+  for (const auto& [id, i] : index_of) {
+    const auto record = collector.get(id);
+    EXPECT_EQ(record.tokens, reference_greedy(reference, prompt_of(i, 10 + i), 40)) << "request " << i;
+    EXPECT_EQ(record.reason, FinishReason::kLength);
+  }
+  const EngineStats stats = engine.stats();
+  EXPECT_GT(stats.num_preemptions_total, 0);
+  EXPECT_EQ(stats.num_free_kv_blocks, config.num_kv_blocks);
+  EXPECT_EQ(stats.num_running, 0);
+  EXPECT_EQ(stats.num_waiting, 0);
+}
+
+TEST(Engine, StopsOnReturnAndCallTokens) {
+  FakeModelOptions options;
+  options.scripts.push_back({{5, 5, 5}, {200005, 17, 18, kTokenReturn, 99}});
+  options.scripts.push_back({{6, 6, 6}, {200005, 19, kTokenCall, 99}});
+  Engine engine(std::make_unique<FakeModel>(options), test_config());
+  Collector collector;
+  const RequestId stop = engine.submit(greedy({5, 5, 5}, 50, collector));
+  const RequestId call = engine.submit(greedy({6, 6, 6}, 50, collector));
+  auto ignore = greedy({5, 5, 5}, 6, collector);
+  ignore.sampling.ignore_eos = true;
+  const RequestId ignored = engine.submit(std::move(ignore));
+  ASSERT_TRUE(collector.wait(3));
+  EXPECT_EQ(collector.get(stop).tokens, (std::vector<TokenId>{200005, 17, 18, kTokenReturn}));
+  EXPECT_EQ(collector.get(stop).reason, FinishReason::kStop);
+  EXPECT_EQ(collector.get(call).tokens, (std::vector<TokenId>{200005, 19, kTokenCall}));
+  EXPECT_EQ(collector.get(call).reason, FinishReason::kToolCall);
+  EXPECT_EQ(collector.get(ignored).tokens.size(), 6u);
+  EXPECT_EQ(collector.get(ignored).reason, FinishReason::kLength);
+}
+
+TEST(Engine, StopsAtTheContextLength) {
+  EngineConfig config = test_config();
+  config.max_model_len = 24;
+  Engine engine(std::make_unique<FakeModel>(), config);
+  Collector collector;
+  const RequestId id = engine.submit(greedy(prompt_of(1, 20), 0, collector));  // 0 = up to the context
+  ASSERT_TRUE(collector.wait(1));
+  EXPECT_EQ(collector.get(id).tokens.size(), 4u);
+  EXPECT_EQ(collector.get(id).reason, FinishReason::kLength);
+}
+
+TEST(Engine, RejectsOversizedAndInvalidRequests) {
+  EngineConfig config = test_config();
+  config.max_model_len = 32;
+  Engine engine(std::make_unique<FakeModel>(), config);
+  Collector collector;
+  try {
+    engine.submit(greedy(prompt_of(0, 30), 10, collector));
+    FAIL() << "expected ContextLengthError";
+  } catch (const ContextLengthError& error) {
+    EXPECT_EQ(error.prompt_tokens, 30);
+    EXPECT_EQ(error.max_model_len, 32);
+    EXPECT_NE(std::string(error.what()).find("maximum context length is 32"), std::string::npos);
+  }
+  EXPECT_THROW(engine.submit(greedy({}, 1, collector)), Error);
+  EXPECT_THROW(engine.submit(greedy({-1}, 1, collector)), Error);
+  EXPECT_THROW(engine.submit(greedy({300000}, 1, collector)), Error);
+}
+
+TEST(Engine, CancelFreesBlocksAndReportsAbort) {
+  FakeModelOptions options;
+  options.step_delay_us = 2000;
+  Engine engine(std::make_unique<FakeModel>(options), test_config());
+  Collector collector;
+  const RequestId id = engine.submit(greedy(prompt_of(2, 40), 200, collector));
+  while (engine.stats().num_running == 0) std::this_thread::sleep_for(1ms);
+  EXPECT_LT(engine.stats().num_free_kv_blocks, 256);
+  engine.cancel(id);
+  ASSERT_TRUE(collector.wait(1));
+  EXPECT_EQ(collector.get(id).reason, FinishReason::kAbort);
+  for (int i = 0; i < 100 && engine.stats().num_free_kv_blocks != 256; ++i) std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(engine.stats().num_free_kv_blocks, 256);
+  engine.cancel(id);  // unknown now: ignored
+  engine.cancel(12345);
+}
+
+TEST(Engine, RefusesWhenTheQueueIsFull) {
+  FakeModelOptions options;
+  options.step_delay_us = 5000;
+  EngineConfig config = test_config();
+  config.max_num_seqs = 1;
+  config.max_queued_requests = 2;
+  Engine engine(std::make_unique<FakeModel>(options), config);
+  Collector collector;
+  int accepted = 0;
+  bool refused = false;
+  for (int i = 0; i < 10 && !refused; ++i) {
+    try {
+      engine.submit(greedy(prompt_of(i, 4), 50, collector));
+      ++accepted;
+    } catch (const QueueFullError&) {
+      refused = true;
+    }
+  }
+  EXPECT_TRUE(refused);
+  EXPECT_LE(accepted, 4);
+}
+
+TEST(Engine, ShutdownAbortsEveryRequest) {
+  FakeModelOptions options;
+  options.step_delay_us = 2000;
+  Collector collector;
+  auto engine = std::make_unique<Engine>(std::make_unique<FakeModel>(options), test_config());
+  for (int i = 0; i < 5; ++i) engine->submit(greedy(prompt_of(i, 8), 200, collector));
+  engine.reset();
+  ASSERT_TRUE(collector.wait(5, 1s));
+}
+
+TEST(Engine, SeededSamplingIsReproducible) {
+  Collector collector;
+  Engine engine(std::make_unique<FakeModel>(), test_config());
+  std::vector<RequestId> ids;
+  for (int i = 0; i < 2; ++i) {
+    SubmitParams params;
+    params.prompt = prompt_of(3, 12);
+    params.sampling.temperature = 1.0f;
+    params.sampling.seed = 77;
+    params.sampling.max_tokens = 16;
+    params.on_output = collector.callback();
+    ids.push_back(engine.submit(std::move(params)));
+  }
+  ASSERT_TRUE(collector.wait(2));
+  EXPECT_EQ(collector.get(ids[0]).tokens, collector.get(ids[1]).tokens);
+}
+
+}  // namespace
+}  // namespace gossamer::engine
