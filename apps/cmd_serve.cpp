@@ -1,0 +1,200 @@
+// `gossamer serve [MODEL_DIR | --model DIR]`: the OpenAI-compatible server (vLLM's flag names, spec §2).
+#include <pthread.h>
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "command.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/mapped_file.h"
+#include "engine/fake_model.h"
+#include "model/embedded_default.h"
+#include "model/loader.h"
+#include "server/openai_server.h"
+#include "text/tokenizer.h"
+
+namespace gossamer::app {
+
+namespace {
+
+struct TestBackend {
+  std::string kind;         // "", "fake"
+  std::string script_path;  // JSON [{"trigger": text, "output": harmony text}]
+  int step_delay_ms = 0;
+  int stop_one_in = 0;
+  int max_position_embeddings = 8192;
+};
+
+// The hidden test backend: a FakeModel whose scripts are given as text and tokenized here.
+std::unique_ptr<model::Model> make_test_model(const TestBackend& backend, const text::Tokenizer& tokenizer) {
+  engine::FakeModelOptions options;
+  options.step_delay_us = backend.step_delay_ms * 1000;
+  options.stop_one_in = backend.stop_one_in;
+  options.max_position_embeddings = backend.max_position_embeddings;
+  if (!backend.script_path.empty()) {
+    const auto scripts = nlohmann::json::parse(read_text_file(backend.script_path));
+    GOSSAMER_CHECK(scripts.is_array(), backend.script_path, ": expected an array of {trigger, output}");
+    for (const auto& script : scripts) {
+      engine::FakeScript fake;
+      fake.trigger = tokenizer.encode_ordinary(script.at("trigger").get<std::string>());
+      fake.output = tokenizer.encode(script.at("output").get<std::string>(), {}, true);
+      options.scripts.push_back(std::move(fake));
+    }
+  }
+  return std::make_unique<engine::FakeModel>(std::move(options));
+}
+
+int run_serve(int argc, char** argv) {
+  CLI::App cli{"Serve gpt-oss over an OpenAI-compatible HTTP API (without a model: the embedded default on the CPU)"};
+  cli.option_defaults()->always_capture_default();
+  std::string model_dir, model_flag, device = "auto", served_name, log_format = "text", log_level = "info";
+  std::string reasoning_field = "reasoning", port_file;
+  std::vector<std::string> api_keys;
+  server::ServerConfig config;
+  engine::EngineConfig engine_config;
+  int tensor_parallel = 1;
+  double gpu_memory_utilization = 0.9;
+  int64_t kv_cache_memory_bytes = 0;
+  bool disable_log_stats = false, no_vllm_metrics = false;
+  uint64_t seed = 0;
+  TestBackend test;
+
+  cli.add_option("model_dir", model_dir, "checkpoint directory (Hugging Face layout); none = embedded default");
+  cli.add_option("--model", model_flag, "same as the positional MODEL_DIR")->envname("GOSSAMER_MODEL")->group("Model");
+  cli.add_option("--device", device, "auto | cpu | cuda")->envname("GOSSAMER_DEVICE")->group("Model");
+  cli.add_option("-tp,--tensor-parallel-size", tensor_parallel, "GPUs to split the model over")
+      ->envname("GOSSAMER_TENSOR_PARALLEL_SIZE")->group("Model");
+  cli.add_option("--served-model-name", served_name, "model id in the API (default: the model path)")
+      ->envname("GOSSAMER_SERVED_MODEL_NAME")->group("Model");
+  cli.add_option("--seed", seed, "seed of the embedded default model and of unseeded requests")
+      ->envname("GOSSAMER_SEED")->group("Model");
+
+  cli.add_option("--host", config.http.host, "address to bind")->envname("GOSSAMER_HOST")->group("HTTP");
+  cli.add_option("--port", config.http.port, "port to bind (0 = any free port)")->envname("GOSSAMER_PORT")->group("HTTP");
+  cli.add_option("--api-key", api_keys, "required bearer key(s) for /v1/* (repeatable)")
+      ->envname("GOSSAMER_API_KEY")->group("HTTP");
+  cli.add_option("--http-threads", config.http.num_threads, "HTTP I/O threads")->envname("GOSSAMER_HTTP_THREADS")->group("HTTP");
+  cli.add_option("--reasoning-field", reasoning_field, "where the analysis channel goes: reasoning | reasoning_content | both")
+      ->check(CLI::IsMember({"reasoning", "reasoning_content", "both"}))->envname("GOSSAMER_REASONING_FIELD")->group("HTTP");
+  cli.add_option("--shutdown-timeout", config.shutdown_timeout_s, "seconds to let in-flight requests finish on SIGTERM")
+      ->envname("GOSSAMER_SHUTDOWN_TIMEOUT")->group("HTTP");
+
+  cli.add_option("--max-model-len", engine_config.max_model_len, "context length per request (0 = the model's)")
+      ->envname("GOSSAMER_MAX_MODEL_LEN")->group("Scheduler");
+  cli.add_option("--max-num-seqs", engine_config.max_num_seqs, "most sequences per step")
+      ->envname("GOSSAMER_MAX_NUM_SEQS")->group("Scheduler");
+  cli.add_option("--max-num-batched-tokens", engine_config.max_num_batched_tokens, "token budget per step")
+      ->envname("GOSSAMER_MAX_NUM_BATCHED_TOKENS")->group("Scheduler");
+  cli.add_option("--max-queued-requests", engine_config.max_queued_requests, "waiting requests beyond which new ones get 429")
+      ->envname("GOSSAMER_MAX_QUEUED_REQUESTS")->group("Scheduler");
+  cli.add_option("--block-size", engine_config.block_size, "KV cache block size in tokens")
+      ->envname("GOSSAMER_BLOCK_SIZE")->group("Scheduler");
+  cli.add_option("--num-gpu-blocks-override", engine_config.num_kv_blocks, "KV cache blocks (0 = from the memory budget)")
+      ->envname("GOSSAMER_NUM_GPU_BLOCKS_OVERRIDE")->group("Scheduler");
+  cli.add_option("--gpu-memory-utilization", gpu_memory_utilization, "share of GPU memory for weights and KV cache (cuda)")
+      ->envname("GOSSAMER_GPU_MEMORY_UTILIZATION")->group("Scheduler");
+  cli.add_option("--kv-cache-memory-bytes", kv_cache_memory_bytes, "KV cache budget in bytes (0 = 1 GiB on cpu)")
+      ->envname("GOSSAMER_KV_CACHE_MEMORY_BYTES")->group("Scheduler");
+
+  cli.add_option("--log-format", log_format, "text | json")->check(CLI::IsMember({"text", "json"}))
+      ->envname("GOSSAMER_LOG_FORMAT")->group("Logging");
+  cli.add_option("--log-level", log_level, "debug | info | warning | error")
+      ->check(CLI::IsMember({"debug", "info", "warning", "error"}))->envname("GOSSAMER_LOG_LEVEL")->group("Logging");
+  cli.add_flag("--enable-log-requests", config.enable_log_requests, "log every request with its figures")->group("Logging");
+  cli.add_flag("--disable-log-stats", disable_log_stats, "no periodic stats line")->group("Logging");
+  cli.add_flag("--disable-vllm-metric-names", no_vllm_metrics, "emit only gossamer:* metric names")->group("Logging");
+
+  // Hidden: test backends and harness hooks.
+  cli.add_option("--test-backend", test.kind, "")->group("");
+  cli.add_option("--test-script", test.script_path, "")->group("");
+  cli.add_option("--test-step-delay-ms", test.step_delay_ms, "")->group("");
+  cli.add_option("--test-stop-one-in", test.stop_one_in, "")->group("");
+  cli.add_option("--test-max-positions", test.max_position_embeddings, "")->group("");
+  cli.add_option("--port-file", port_file, "")->group("");
+  CLI11_PARSE(cli, argc, argv);
+
+  log::set_format(log_format == "json" ? log::Format::kJson : log::Format::kText);
+  log::set_level(log_level == "debug" ? log::Level::kDebug : log_level == "warning" ? log::Level::kWarning
+                 : log_level == "error" ? log::Level::kError : log::Level::kInfo);
+  if (model_dir.empty()) model_dir = model_flag;
+  GOSSAMER_CHECK(model_flag.empty() || model_flag == model_dir, "give the model once (positional or --model)");
+  GOSSAMER_CHECK(tensor_parallel == 1, "--tensor-parallel-size ", tensor_parallel, " is not supported yet (only 1)");
+  GOSSAMER_CHECK(gpu_memory_utilization > 0.0 && gpu_memory_utilization <= 1.0, "--gpu-memory-utilization must be in (0, 1]");
+  GOSSAMER_CHECK(test.kind.empty() || test.kind == "fake", "--test-backend must be 'fake'");
+  config.api_keys = api_keys;
+  config.reasoning_field = reasoning_field == "both" ? server::ReasoningField::kBoth
+                           : reasoning_field == "reasoning_content" ? server::ReasoningField::kReasoningContent
+                                                                    : server::ReasoningField::kReasoning;
+  config.log_stats = !disable_log_stats;
+  config.vllm_metrics_alias = !no_vllm_metrics;
+  if (served_name.empty()) {
+    served_name = !test.kind.empty() ? "gossamer-test-fake" : model_dir.empty() ? model::kEmbeddedDefaultName : model_dir;
+  }
+  config.served_model_name = served_name;
+  if (!model_dir.empty() && model_dir != served_name) config.model_aliases.push_back(model_dir);
+  engine_config.default_seed = seed;
+  if (kv_cache_memory_bytes > 0) engine_config.kv_cache_memory_bytes = kv_cache_memory_bytes;
+
+  // NOTE: block SIGTERM/SIGINT before any thread starts; the main thread takes them with sigwait().
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  GOSSAMER_LOG_INFO("gossamer serve: model ", model_dir.empty() ? "(embedded default)" : model_dir, ", served as '",
+                    served_name, "'");
+  server::OpenAiServer server(config);
+  server.start();
+  if (!port_file.empty()) {
+    std::ofstream(port_file) << server.port() << "\n";
+  }
+
+  try {
+    server.set_loading_message("loading tokenizer");
+    auto tokenizer = text::Tokenizer::load_default();
+    std::unique_ptr<model::Model> model;
+    if (!test.kind.empty()) {
+      model = make_test_model(test, *tokenizer);
+    } else if (model_dir.empty()) {
+      server.set_loading_message("building the embedded default model");
+      model = model::make_embedded_default_model(seed);
+    } else {
+      server.set_loading_message("loading model from " + model_dir);
+      std::string backend = device;
+      if (backend == "auto") {
+#ifdef GOSSAMER_HAVE_CUDA
+        backend = "cuda";
+#else
+        backend = "cpu";
+#endif
+      }
+      model = model::load_model(model_dir, backend);
+    }
+    server.attach(std::move(model), engine_config, tokenizer);
+  } catch (const std::exception& error) {
+    GOSSAMER_LOG_ERROR("cannot start: ", error.what());
+    server.set_failed(error.what());
+    server.drain_and_stop();
+    return 1;
+  }
+
+  int received = 0;
+  sigwait(&signals, &received);
+  GOSSAMER_LOG_INFO("received ", received == SIGTERM ? "SIGTERM" : "SIGINT", ", draining");
+  server.drain_and_stop();
+  return 0;
+}
+
+}  // namespace
+
+GOSSAMER_REGISTER_COMMAND("serve", "OpenAI-compatible HTTP server (continuous batching; embedded default without a model)",
+                          run_serve);
+
+}  // namespace gossamer::app

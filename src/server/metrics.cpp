@@ -1,0 +1,195 @@
+#include "server/metrics.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+namespace gossamer::server {
+
+namespace {
+
+const std::vector<double> kTtftBuckets = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75,
+                                          1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0};
+const std::vector<double> kItlBuckets = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5,
+                                         0.75, 1.0,   2.5,  5.0,   7.5, 10.0, 20.0, 40.0, 80.0};
+const std::vector<double> kLatencyBuckets = {0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,   10.0,  15.0, 20.0,
+                                             30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
+
+// vLLM's build_1_2_5_buckets: 1, 2, 5, 10, 20, 50, ... up to max_value.
+std::vector<double> buckets_1_2_5(double max_value) {
+  std::vector<double> out;
+  for (double exponent = 1.0;; exponent *= 10.0) {
+    for (const double mantissa : {1.0, 2.0, 5.0}) {
+      const double value = mantissa * exponent;
+      if (value > max_value) return out;
+      out.push_back(value);
+    }
+  }
+}
+
+std::vector<double> iteration_buckets() {
+  return {1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
+}
+
+std::string number(double value) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.17g", value);
+  return text;
+}
+
+std::string escape_label(const std::string& value) {
+  std::string out;
+  for (const char c : value) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+Histogram::Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
+
+void Histogram::observe(double value) {
+  const auto index = std::lower_bound(bounds_.begin(), bounds_.end(), value) - bounds_.begin();
+  ++counts_[index];
+  sum_ += value;
+  ++count_;
+}
+
+Metrics::Metrics(std::string model_name, int32_t max_model_len, bool vllm_alias)
+    : model_name_(std::move(model_name)),
+      vllm_alias_(vllm_alias),
+      ttft_(kTtftBuckets),
+      itl_(kItlBuckets),
+      tpot_(kItlBuckets),
+      e2e_(kLatencyBuckets),
+      queue_(kLatencyBuckets),
+      prompt_tokens_(buckets_1_2_5(max_model_len)),
+      generation_tokens_(buckets_1_2_5(max_model_len)),
+      max_tokens_(buckets_1_2_5(max_model_len)),
+      iteration_tokens_(iteration_buckets()) {}
+
+void Metrics::observe_finished(const engine::RequestOutput& output, const std::string& finish_reason, int32_t max_tokens) {
+  using seconds = std::chrono::duration<double>;
+  const auto& times = output.times;
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++success_by_reason_[finish_reason];
+  if (times.first_token != engine::Clock::time_point{}) {
+    ttft_.observe(seconds(times.first_token - times.arrival).count());
+    if (output.num_output_tokens > 1) {
+      tpot_.observe(seconds(times.finished - times.first_token).count() / (output.num_output_tokens - 1));
+    }
+  }
+  e2e_.observe(seconds(times.finished - times.arrival).count());
+  if (times.first_scheduled != engine::Clock::time_point{}) queue_.observe(seconds(times.first_scheduled - times.arrival).count());
+  prompt_tokens_.observe(output.num_prompt_tokens);
+  generation_tokens_.observe(output.num_output_tokens);
+  max_tokens_.observe(max_tokens);
+}
+
+void Metrics::observe_inter_token(double seconds) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  itl_.observe(seconds);
+}
+
+void Metrics::observe_step(const engine::StepInfo& step) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  iteration_tokens_.observe(step.num_tokens);
+}
+
+void Metrics::count_rejected(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++rejected_by_reason_[reason];
+}
+
+void Metrics::count_disconnect() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++disconnects_;
+}
+
+void Metrics::count_http(int status) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++http_by_status_[status];
+}
+
+std::string Metrics::render(const engine::EngineStats* stats) const {
+  std::ostringstream out;
+  const std::string model_label = "model_name=\"" + escape_label(model_name_) + "\"";
+  std::lock_guard<std::mutex> lock(mutex_);
+
+  std::vector<std::string> prefixes = {"gossamer:"};
+  if (vllm_alias_) prefixes.push_back("vllm:");
+  for (const std::string& prefix : prefixes) {
+    const auto header = [&](const std::string& name, const char* type, const char* help) {
+      out << "# HELP " << prefix << name << " " << help << "\n# TYPE " << prefix << name << " " << type << "\n";
+    };
+    const auto gauge = [&](const std::string& name, const char* help, double value) {
+      header(name, "gauge", help);
+      out << prefix << name << "{" << model_label << "} " << number(value) << "\n";
+    };
+    const auto counter = [&](const std::string& name, const char* help, double value) {
+      header(name, "counter", help);
+      out << prefix << name << "_total{" << model_label << "} " << number(value) << "\n";
+    };
+    const auto histogram = [&](const std::string& name, const char* help, const Histogram& h) {
+      header(name, "histogram", help);
+      uint64_t cumulative = 0;
+      for (size_t i = 0; i < h.bounds().size(); ++i) {
+        cumulative += h.counts()[i];
+        out << prefix << name << "_bucket{" << model_label << ",le=\"" << number(h.bounds()[i]) << "\"} " << cumulative
+            << "\n";
+      }
+      cumulative += h.counts().back();
+      out << prefix << name << "_bucket{" << model_label << ",le=\"+Inf\"} " << cumulative << "\n";
+      out << prefix << name << "_sum{" << model_label << "} " << number(h.sum()) << "\n";
+      out << prefix << name << "_count{" << model_label << "} " << h.count() << "\n";
+    };
+
+    const engine::EngineStats empty;
+    const engine::EngineStats& s = stats ? *stats : empty;
+    gauge("num_requests_running", "Number of requests in model execution batches.", s.num_running);
+    gauge("num_requests_waiting", "Number of requests waiting to be processed.", s.num_waiting);
+    gauge("kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", s.kv_usage());
+    counter("num_preemptions", "Cumulative number of preemptions (by recompute).", static_cast<double>(s.num_preemptions_total));
+    counter("prompt_tokens", "Number of prefill tokens processed.", static_cast<double>(s.num_prompt_tokens_total));
+    counter("generation_tokens", "Number of generation tokens processed.", static_cast<double>(s.num_generation_tokens_total));
+    header("request_success", "counter", "Count of successfully processed requests.");
+    for (const char* reason : {"stop", "length", "tool_calls", "abort"}) {
+      const auto found = success_by_reason_.find(reason);
+      out << prefix << "request_success_total{" << model_label << ",finished_reason=\"" << reason << "\"} "
+          << (found == success_by_reason_.end() ? 0 : found->second) << "\n";
+    }
+    histogram("time_to_first_token_seconds", "Histogram of time to first token in seconds.", ttft_);
+    histogram("inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", itl_);
+    histogram("request_time_per_output_token_seconds", "Histogram of time_per_output_token_seconds per request.", tpot_);
+    histogram("e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", e2e_);
+    histogram("request_queue_time_seconds", "Histogram of time spent in the WAITING phase for request.", queue_);
+    histogram("request_prompt_tokens", "Number of prefill tokens processed.", prompt_tokens_);
+    histogram("request_generation_tokens", "Number of generation tokens processed.", generation_tokens_);
+    histogram("request_params_max_tokens", "Histogram of the max_tokens request parameter.", max_tokens_);
+    histogram("iteration_tokens_total", "Histogram of number of tokens per engine_step.", iteration_tokens_);
+  }
+
+  out << "# HELP gossamer:requests_rejected Requests refused before reaching the engine.\n"
+         "# TYPE gossamer:requests_rejected counter\n";
+  for (const char* reason : {"overload", "auth", "validation", "draining", "loading"}) {
+    const auto found = rejected_by_reason_.find(reason);
+    out << "gossamer:requests_rejected_total{" << model_label << ",reason=\"" << reason << "\"} "
+        << (found == rejected_by_reason_.end() ? 0 : found->second) << "\n";
+  }
+  out << "# HELP gossamer:client_disconnects Clients that went away before their response was complete.\n"
+         "# TYPE gossamer:client_disconnects counter\n"
+      << "gossamer:client_disconnects_total{" << model_label << "} " << disconnects_ << "\n";
+  out << "# HELP gossamer:http_requests HTTP requests answered, by status.\n# TYPE gossamer:http_requests counter\n";
+  for (const auto& [status, count] : http_by_status_) {
+    out << "gossamer:http_requests_total{" << model_label << ",status=\"" << status << "\"} " << count << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace gossamer::server

@@ -1,0 +1,61 @@
+// Metrics: Prometheus text exposition of vLLM's serving metrics (spec §3.1), written by hand.
+//
+// Every metric is emitted under the `gossamer:` prefix and, with vllm_alias, again under `vllm:` so that
+// dashboards and AIPerf work unchanged. Labels: model_name (and finished_reason / reason where noted).
+//
+// Contract: thread-safe (one mutex); observe_* are cheap. Gauges for the engine come from the EngineStats
+// passed to render().
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+
+namespace gossamer::server {
+
+class Histogram {
+ public:
+  explicit Histogram(std::vector<double> bounds);
+  void observe(double value);
+  const std::vector<double>& bounds() const { return bounds_; }
+  const std::vector<uint64_t>& counts() const { return counts_; }  // not cumulative; last = +Inf
+  double sum() const { return sum_; }
+  uint64_t count() const { return count_; }
+
+ private:
+  std::vector<double> bounds_;
+  std::vector<uint64_t> counts_;
+  double sum_ = 0.0;
+  uint64_t count_ = 0;
+};
+
+class Metrics {
+ public:
+  Metrics(std::string model_name, int32_t max_model_len, bool vllm_alias);
+
+  void observe_finished(const engine::RequestOutput& output, const std::string& finish_reason, int32_t max_tokens);
+  void observe_inter_token(double seconds);
+  void observe_step(const engine::StepInfo& step);
+  void count_rejected(const std::string& reason);
+  void count_disconnect();
+  void count_http(int status);
+
+  // Prometheus text format 0.0.4.
+  std::string render(const engine::EngineStats* stats) const;
+
+ private:
+  std::string model_name_;
+  bool vllm_alias_;
+  mutable std::mutex mutex_;
+  Histogram ttft_, itl_, tpot_, e2e_, queue_, prompt_tokens_, generation_tokens_, max_tokens_, iteration_tokens_;
+  std::map<std::string, uint64_t> success_by_reason_;
+  std::map<std::string, uint64_t> rejected_by_reason_;
+  std::map<int, uint64_t> http_by_status_;
+  uint64_t disconnects_ = 0;
+};
+
+}  // namespace gossamer::server

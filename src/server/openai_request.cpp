@@ -1,0 +1,387 @@
+#include "server/openai_request.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "core/error.h"
+#include "server/api_error.h"
+
+namespace gossamer::server {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+namespace harmony = text::harmony;
+
+std::string type_name(const Json& value) {
+  if (value.is_null()) return "null";
+  if (value.is_boolean()) return "boolean";
+  if (value.is_number_integer() || value.is_number_unsigned()) return "integer";
+  if (value.is_number()) return "number";
+  if (value.is_string()) return "string";
+  if (value.is_array()) return "array";
+  return "object";
+}
+
+[[noreturn]] void wrong_type(const std::string& param, const char* wanted, const Json& value) {
+  throw ApiError::invalid("'" + param + "' must be " + wanted + ", got " + type_name(value), param);
+}
+
+const Json* field(const Json& object, const char* key) {
+  const auto found = object.find(key);
+  if (found == object.end() || found->is_null()) return nullptr;
+  return &*found;
+}
+
+std::optional<double> get_number(const Json& object, const char* key) {
+  const Json* value = field(object, key);
+  if (!value) return std::nullopt;
+  if (!value->is_number()) wrong_type(key, "a number", *value);
+  return value->get<double>();
+}
+
+std::optional<int64_t> get_integer(const Json& object, const char* key) {
+  const Json* value = field(object, key);
+  if (!value) return std::nullopt;
+  if (value->is_number_float()) {
+    const double d = value->get<double>();
+    if (d == static_cast<double>(static_cast<int64_t>(d))) return static_cast<int64_t>(d);
+  }
+  if (!value->is_number_integer() && !value->is_number_unsigned()) wrong_type(key, "an integer", *value);
+  return value->get<int64_t>();
+}
+
+std::optional<bool> get_bool(const Json& object, const char* key) {
+  const Json* value = field(object, key);
+  if (!value) return std::nullopt;
+  if (!value->is_boolean()) wrong_type(key, "a boolean", *value);
+  return value->get<bool>();
+}
+
+std::optional<std::string> get_string(const Json& object, const char* key, const std::string& param) {
+  const auto found = object.find(key);
+  if (found == object.end() || found->is_null()) return std::nullopt;
+  if (!found->is_string()) wrong_type(param, "a string", *found);
+  return found->get<std::string>();
+}
+
+void check_model(const Json& body, const ApiContext& context) {
+  const auto model = get_string(body, "model", "model");
+  if (!model || model->empty() || *model == context.served_model_name) return;
+  if (std::find(context.model_aliases.begin(), context.model_aliases.end(), *model) != context.model_aliases.end()) return;
+  throw ApiError(404, "not_found_error", "The model `" + *model + "` does not exist.", "model", "model_not_found");
+}
+
+// Sampling fields common to both endpoints.
+void parse_sampling(const Json& body, GenerationRequest& out, int32_t default_max_tokens) {
+  if (const auto t = get_number(body, "temperature")) {
+    if (*t < 0.0 || *t > 2.0) throw ApiError::invalid("temperature must be in [0, 2], got " + std::to_string(*t), "temperature");
+    out.sampling.temperature = static_cast<float>(*t);
+  }
+  if (const auto p = get_number(body, "top_p")) {
+    if (*p <= 0.0 || *p > 1.0) throw ApiError::invalid("top_p must be in (0, 1], got " + std::to_string(*p), "top_p");
+    out.sampling.top_p = static_cast<float>(*p);
+  }
+  if (const auto k = get_integer(body, "top_k")) {
+    if (*k < -1) throw ApiError::invalid("top_k must be >= 0 (or -1 for off)", "top_k");
+    out.sampling.top_k = *k <= 0 ? 0 : static_cast<int32_t>(std::min<int64_t>(*k, 1 << 30));
+  }
+  if (const Json* seed = field(body, "seed")) {
+    if (!seed->is_number_integer() && !seed->is_number_unsigned()) wrong_type("seed", "an integer", *seed);
+    out.sampling.seed = seed->is_number_unsigned() ? seed->get<uint64_t>() : static_cast<uint64_t>(seed->get<int64_t>());
+  }
+  std::optional<int64_t> max_tokens = get_integer(body, "max_tokens");
+  const char* max_param = "max_tokens";
+  if (const auto newer = get_integer(body, "max_completion_tokens")) {
+    max_tokens = newer;
+    max_param = "max_completion_tokens";
+  }
+  if (max_tokens) {
+    if (*max_tokens < 1) throw ApiError::invalid(std::string(max_param) + " must be at least 1", max_param);
+    out.requested_max_tokens = static_cast<int32_t>(std::min<int64_t>(*max_tokens, 1 << 30));
+    out.sampling.max_tokens = out.requested_max_tokens;
+  } else {
+    out.sampling.max_tokens = default_max_tokens;
+  }
+  if (const auto n = get_integer(body, "n"); n && *n != 1) throw ApiError::invalid("only n=1 is supported", "n");
+  if (const auto ignore = get_bool(body, "ignore_eos")) out.sampling.ignore_eos = *ignore;
+  if (const auto stream = get_bool(body, "stream")) out.stream = *stream;
+  if (const Json* options = field(body, "stream_options")) {
+    if (!options->is_object()) wrong_type("stream_options", "an object", *options);
+    if (const auto usage = get_bool(*options, "include_usage")) out.include_usage = *usage;
+  }
+  if (const Json* stop = field(body, "stop")) {
+    if (stop->is_string()) {
+      out.stop.push_back(stop->get<std::string>());
+    } else if (stop->is_array()) {
+      if (stop->size() > 4) throw ApiError::invalid("'stop' takes at most 4 sequences", "stop");
+      for (const Json& item : *stop) {
+        if (!item.is_string()) wrong_type("stop", "a string or an array of strings", *stop);
+        out.stop.push_back(item.get<std::string>());
+      }
+    } else {
+      wrong_type("stop", "a string or an array of strings", *stop);
+    }
+    std::erase_if(out.stop, [](const std::string& s) { return s.empty(); });
+  }
+  if (const auto logprobs = get_bool(body, "logprobs"); logprobs && *logprobs) {
+    throw ApiError::invalid("logprobs are not supported yet", "logprobs");
+  }
+  if (const auto top = get_integer(body, "top_logprobs"); top && (*top < 0 || *top > 20)) {
+    throw ApiError::invalid("top_logprobs must be in [0, 20]", "top_logprobs");
+  }
+}
+
+void collect_ignored(const Json& body, const std::set<std::string>& known, GenerationRequest& out) {
+  for (const auto& [key, value] : body.items()) {
+    if (!known.count(key)) out.ignored_fields.push_back(key);
+  }
+}
+
+// Text of an OpenAI message content: a string, or an array of {"type": "text", "text"} parts.
+std::optional<std::string> content_text(const Json& message, const std::string& param) {
+  const auto found = message.find("content");
+  if (found == message.end() || found->is_null()) return std::nullopt;
+  if (found->is_string()) return found->get<std::string>();
+  if (!found->is_array()) wrong_type(param, "a string or an array of content parts", *found);
+  std::string text;
+  for (size_t i = 0; i < found->size(); ++i) {
+    const Json& part = (*found)[i];
+    const std::string part_param = param + "[" + std::to_string(i) + "]";
+    if (!part.is_object()) wrong_type(part_param, "an object", part);
+    const auto type = get_string(part, "type", part_param + ".type");
+    if (type != "text" && type != "input_text") {
+      throw ApiError::invalid("unsupported content part type '" + type.value_or("") + "' (only text is supported)",
+                              part_param + ".type");
+    }
+    const auto part_text = get_string(part, "text", part_param + ".text");
+    if (!part_text) throw ApiError::invalid("a text part needs 'text'", part_param + ".text");
+    text += *part_text;
+  }
+  return text;
+}
+
+harmony::Message text_message(harmony::Role role, std::string text, std::optional<std::string> channel = std::nullopt) {
+  harmony::Message message = harmony::Message::text(role, std::move(text));
+  message.channel = std::move(channel);
+  return message;
+}
+
+}  // namespace
+
+nlohmann::ordered_json parse_json_body(const std::string& body) {
+  Json json;
+  try {
+    json = Json::parse(body);
+  } catch (const nlohmann::json::exception& error) {
+    throw ApiError::invalid(std::string("the request body is not valid JSON: ") + error.what());
+  }
+  if (!json.is_object()) throw ApiError::invalid("the request body must be a JSON object");
+  return json;
+}
+
+GenerationRequest parse_chat_request(const nlohmann::ordered_json& body, const ApiContext& context,
+                                     const text::harmony::HarmonyRenderer& renderer) {
+  GenerationRequest out;
+  check_model(body, context);
+  collect_ignored(body,
+                  {"model", "messages", "temperature", "top_p", "top_k", "seed", "max_tokens", "max_completion_tokens",
+                   "n", "stream", "stream_options", "stop", "ignore_eos", "tools", "tool_choice", "reasoning_effort",
+                   "reasoning", "include_reasoning", "logprobs", "top_logprobs", "response_format",
+                   "parallel_tool_calls"},
+                  out);
+  parse_sampling(body, out, 0);  // 0 = up to the context (gpt-oss reasons at length)
+
+  // Reasoning effort and switches.
+  harmony::SystemContent system;
+  std::optional<std::string> effort = get_string(body, "reasoning_effort", "reasoning_effort");
+  if (const Json* reasoning = field(body, "reasoning")) {
+    if (!reasoning->is_object()) wrong_type("reasoning", "an object", *reasoning);
+    if (!effort) effort = get_string(*reasoning, "effort", "reasoning.effort");
+    if (const auto exclude = get_bool(*reasoning, "exclude"); exclude && *exclude) out.include_reasoning = false;
+  }
+  if (effort) {
+    const auto parsed = harmony::parse_reasoning_effort(*effort);
+    if (!parsed) throw ApiError::invalid("reasoning_effort must be one of low, medium, high", "reasoning_effort");
+    system.reasoning_effort = *parsed;
+  }
+  if (const auto include = get_bool(body, "include_reasoning"); include && !*include) out.include_reasoning = false;
+  if (const Json* format = field(body, "response_format")) {
+    if (!format->is_object() || get_string(*format, "type", "response_format.type").value_or("text") != "text") {
+      throw ApiError::invalid("response_format other than text is not supported yet", "response_format");
+    }
+  }
+
+  // Tools.
+  bool tools_enabled = true;
+  if (const Json* choice = field(body, "tool_choice")) {
+    if (choice->is_string() && (*choice == "auto" || *choice == "none")) {
+      tools_enabled = *choice == "auto";
+    } else if (choice->is_string() && *choice == "required") {
+      throw ApiError::invalid("tool_choice \"required\" is not supported yet (needs constrained decoding)", "tool_choice");
+    } else if (choice->is_object()) {
+      throw ApiError::invalid("named tool_choice is not supported yet (needs constrained decoding)", "tool_choice");
+    } else {
+      throw ApiError::invalid("tool_choice must be \"auto\" or \"none\"", "tool_choice");
+    }
+  }
+  harmony::ToolNamespace functions;
+  functions.name = "functions";
+  if (const Json* tools = field(body, "tools")) {
+    if (!tools->is_array()) wrong_type("tools", "an array", *tools);
+    for (size_t i = 0; i < tools->size(); ++i) {
+      const Json& tool = (*tools)[i];
+      const std::string param = "tools[" + std::to_string(i) + "]";
+      if (!tool.is_object()) wrong_type(param, "an object", tool);
+      if (get_string(tool, "type", param + ".type").value_or("function") != "function") {
+        throw ApiError::invalid("only function tools are supported", param + ".type");
+      }
+      const Json* function = field(tool, "function");
+      if (!function || !function->is_object()) throw ApiError::invalid("a tool needs a 'function' object", param + ".function");
+      harmony::ToolDescription description;
+      const auto name = get_string(*function, "name", param + ".function.name");
+      if (!name || name->empty()) throw ApiError::invalid("a function tool needs a name", param + ".function.name");
+      description.name = *name;
+      description.description = get_string(*function, "description", param + ".function.description").value_or("");
+      if (const Json* parameters = field(*function, "parameters")) {
+        if (!parameters->is_object()) wrong_type(param + ".function.parameters", "an object", *parameters);
+        description.parameters = *parameters;
+      }
+      out.tool_names.push_back(description.name);
+      functions.tools.push_back(std::move(description));
+    }
+  }
+
+  // Messages.
+  const Json* messages = field(body, "messages");
+  if (!messages) throw ApiError::invalid("'messages' is required", "messages");
+  if (!messages->is_array()) wrong_type("messages", "an array", *messages);
+  if (messages->empty()) throw ApiError::invalid("'messages' must not be empty", "messages");
+  std::string instructions;
+  std::vector<harmony::Message> turns;
+  std::map<std::string, std::string> tool_name_by_call_id;
+  for (size_t i = 0; i < messages->size(); ++i) {
+    const Json& message = (*messages)[i];
+    const std::string param = "messages[" + std::to_string(i) + "]";
+    if (!message.is_object()) wrong_type(param, "an object", message);
+    const auto role = get_string(message, "role", param + ".role");
+    if (!role) throw ApiError::invalid("a message needs a role", param + ".role");
+    const auto text = content_text(message, param + ".content");
+    if (*role == "system" || *role == "developer") {
+      if (text && !text->empty()) instructions += (instructions.empty() ? "" : "\n\n") + *text;
+    } else if (*role == "user") {
+      if (!text) throw ApiError::invalid("a user message needs content", param + ".content");
+      turns.push_back(text_message(harmony::Role::kUser, *text));
+    } else if (*role == "assistant") {
+      std::optional<std::string> reasoning = get_string(message, "reasoning", param + ".reasoning");
+      if (!reasoning) reasoning = get_string(message, "reasoning_content", param + ".reasoning_content");
+      if (reasoning && !reasoning->empty()) turns.push_back(text_message(harmony::Role::kAssistant, *reasoning, "analysis"));
+      const Json* calls = field(message, "tool_calls");
+      if (calls && !calls->is_array()) wrong_type(param + ".tool_calls", "an array", *calls);
+      const bool has_calls = calls && !calls->empty();
+      if (text && !text->empty()) {
+        turns.push_back(text_message(harmony::Role::kAssistant, *text, has_calls ? "commentary" : "final"));
+      }
+      if (has_calls) {
+        for (size_t c = 0; c < calls->size(); ++c) {
+          const Json& call = (*calls)[c];
+          const std::string call_param = param + ".tool_calls[" + std::to_string(c) + "]";
+          if (!call.is_object()) wrong_type(call_param, "an object", call);
+          const Json* function = field(call, "function");
+          if (!function || !function->is_object()) throw ApiError::invalid("a tool call needs 'function'", call_param + ".function");
+          const auto name = get_string(*function, "name", call_param + ".function.name");
+          if (!name || name->empty()) throw ApiError::invalid("a tool call needs a function name", call_param + ".function.name");
+          const auto arguments = get_string(*function, "arguments", call_param + ".function.arguments").value_or("{}");
+          if (const auto id = get_string(call, "id", call_param + ".id")) tool_name_by_call_id[*id] = *name;
+          harmony::Message call_message = text_message(harmony::Role::kAssistant, arguments, "commentary");
+          call_message.recipient = "functions." + *name;
+          call_message.content_type = "<|constrain|>json";
+          turns.push_back(std::move(call_message));
+        }
+      }
+    } else if (*role == "tool") {
+      std::optional<std::string> name = get_string(message, "name", param + ".name");
+      if (!name) {
+        const auto id = get_string(message, "tool_call_id", param + ".tool_call_id");
+        const auto found = id ? tool_name_by_call_id.find(*id) : tool_name_by_call_id.end();
+        if (found == tool_name_by_call_id.end()) {
+          throw ApiError::invalid("a tool message needs a 'tool_call_id' of an earlier assistant tool call (or a 'name')",
+                                  param + ".tool_call_id");
+        }
+        name = found->second;
+      }
+      harmony::Message result = text_message(harmony::Role::kTool, text.value_or(""), "commentary");
+      result.author.name = "functions." + *name;
+      result.recipient = "assistant";
+      turns.push_back(std::move(result));
+    } else {
+      throw ApiError::invalid("unknown role '" + *role + "' (expected system, developer, user, assistant or tool)",
+                              param + ".role");
+    }
+  }
+
+  harmony::Conversation conversation;
+  harmony::Message system_message;
+  system_message.author.role = harmony::Role::kSystem;
+  system_message.content.emplace_back(system);
+  conversation.messages.push_back(std::move(system_message));
+  const bool with_tools = tools_enabled && !functions.tools.empty();
+  if (!instructions.empty() || with_tools) {
+    harmony::DeveloperContent developer;
+    if (!instructions.empty()) developer.instructions = instructions;
+    if (with_tools) developer.tools = harmony::ToolNamespaces{{"functions", functions}};
+    harmony::Message developer_message;
+    developer_message.author.role = harmony::Role::kDeveloper;
+    developer_message.content.emplace_back(std::move(developer));
+    conversation.messages.push_back(std::move(developer_message));
+  }
+  for (auto& turn : turns) conversation.messages.push_back(std::move(turn));
+  try {
+    out.prompt = renderer.render(conversation).tokens;
+  } catch (const Error& error) {
+    throw ApiError::invalid(std::string("cannot render the conversation: ") + error.what(), "messages");
+  }
+  return out;
+}
+
+GenerationRequest parse_completion_request(const nlohmann::ordered_json& body, const ApiContext& context,
+                                           const text::Tokenizer& tokenizer) {
+  GenerationRequest out;
+  check_model(body, context);
+  collect_ignored(body,
+                  {"model", "prompt", "temperature", "top_p", "top_k", "seed", "max_tokens", "max_completion_tokens",
+                   "n", "stream", "stream_options", "stop", "ignore_eos", "logprobs", "echo"},
+                  out);
+  parse_sampling(body, out, 16);  // OpenAI's and vLLM's default for completions
+  const Json* prompt = field(body, "prompt");
+  if (!prompt) throw ApiError::invalid("'prompt' is required", "prompt");
+  const Json* single = prompt;
+  if (prompt->is_array() && !prompt->empty() && (prompt->front().is_string() || prompt->front().is_array())) {
+    if (prompt->size() != 1) throw ApiError::invalid("only one prompt per request is supported", "prompt");
+    single = &prompt->front();
+  }
+  if (single->is_string()) {
+    try {
+      out.prompt = tokenizer.encode(single->get<std::string>(), {}, true);
+    } catch (const Error& error) {
+      throw ApiError::invalid(std::string("cannot tokenize the prompt: ") + error.what(), "prompt");
+    }
+  } else if (single->is_array()) {
+    for (const Json& id : *single) {
+      if (!id.is_number_integer() && !id.is_number_unsigned()) wrong_type("prompt", "a string or an array of token ids", *prompt);
+      const int64_t value = id.get<int64_t>();
+      if (value < 0 || value >= tokenizer.vocab_size()) {
+        throw ApiError::invalid("token id " + std::to_string(value) + " is outside the vocabulary", "prompt");
+      }
+      out.prompt.push_back(static_cast<engine::TokenId>(value));
+    }
+  } else {
+    wrong_type("prompt", "a string or an array of token ids", *prompt);
+  }
+  if (out.prompt.empty()) throw ApiError::invalid("the prompt is empty", "prompt");
+  if (const auto echo = get_bool(body, "echo"); echo && *echo) throw ApiError::invalid("echo is not supported", "echo");
+  return out;
+}
+
+}  // namespace gossamer::server

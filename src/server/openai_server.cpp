@@ -1,0 +1,310 @@
+#include "server/openai_server.h"
+
+#include <cstring>
+
+#include "core/log.h"
+#include "server/api_error.h"
+#include "server/generation.h"
+#include "text/incremental_detokenizer.h"
+
+namespace gossamer::server {
+
+namespace {
+
+using Json = nlohmann::json;
+
+bool constant_time_equal(const std::string& a, const std::string& b) {
+  // NOTE: compares every byte of the longer string so timing does not reveal a prefix match.
+  const size_t n = std::max(a.size(), b.size());
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < n; ++i) {
+    diff |= static_cast<unsigned char>((i < a.size() ? a[i] : 0) ^ (i < b.size() ? b[i] : 0));
+  }
+  return diff == 0;
+}
+
+HttpResponse json_response(const Json& body, int status = 200) {
+  HttpResponse response;
+  response.status = status;
+  response.body = body.dump(-1, ' ', false, Json::error_handler_t::replace);
+  return response;
+}
+
+}  // namespace
+
+OpenAiServer::OpenAiServer(ServerConfig config) : config_(std::move(config)) {
+  started_at_ = std::chrono::system_clock::now();
+  http_ = std::make_unique<HttpServer>(config_.http, [this](const HttpRequest& request, std::shared_ptr<ResponseChannel> channel) {
+    handle(request, std::move(channel));
+  });
+}
+
+OpenAiServer::~OpenAiServer() {
+  stop_stats_ = true;
+  stats_wake_.notify_all();
+  if (stats_thread_.joinable()) stats_thread_.join();
+  http_->stop();
+  engine_.reset();
+}
+
+void OpenAiServer::start() {
+  http_->start();
+  GOSSAMER_LOG_INFO("listening on http://", config_.http.host, ":", http_->port(), " (", config_.http.num_threads,
+                    " I/O threads); /health answers 503 until the model is loaded");
+}
+
+void OpenAiServer::set_loading_message(const std::string& message) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  status_message_ = message;
+}
+
+void OpenAiServer::attach(std::unique_ptr<model::Model> model, const engine::EngineConfig& engine_config,
+                          std::shared_ptr<const text::Tokenizer> tokenizer) {
+  tokenizer_ = std::move(tokenizer);
+  renderer_ = std::make_unique<text::harmony::HarmonyRenderer>(tokenizer_);
+  const engine::EngineConfig resolved = engine_config.resolve(*model);
+  metrics_ = std::make_unique<Metrics>(config_.served_model_name, resolved.max_model_len, config_.vllm_metrics_alias);
+  Metrics* metrics = metrics_.get();
+  engine_ = std::make_unique<engine::Engine>(std::move(model), resolved,
+                                             [metrics](const engine::StepInfo& step) { metrics->observe_step(step); });
+  api_context_.served_model_name = config_.served_model_name;
+  api_context_.model_aliases = config_.model_aliases;
+  api_context_.max_model_len = engine_->config().max_model_len;
+  if (config_.log_stats) stats_thread_ = std::thread([this] { stats_loop(); });
+  state_ = State::kReady;
+  GOSSAMER_LOG_INFO("ready: serving '", config_.served_model_name, "' (", engine_->model().backend_name(),
+                    " backend); try: curl http://", config_.http.host, ":", http_->port(), "/v1/models");
+}
+
+void OpenAiServer::set_failed(const std::string& message) {
+  set_loading_message("model failed to load: " + message);
+  state_ = State::kFailed;
+}
+
+void OpenAiServer::request_done() {
+  if (active_.fetch_sub(1) == 1) {
+    std::lock_guard<std::mutex> lock(drain_mutex_);
+    drained_.notify_all();
+  }
+}
+
+void OpenAiServer::drain_and_stop() {
+  const bool was_ready = state_ == State::kReady;
+  state_ = State::kDraining;
+  set_loading_message("server is shutting down");
+  GOSSAMER_LOG_INFO("draining: ", active_.load(), " request(s) in flight, new requests get 503 (timeout ",
+                    config_.shutdown_timeout_s, " s)");
+  if (was_ready) {
+    std::unique_lock<std::mutex> lock(drain_mutex_);
+    const bool drained = drained_.wait_for(lock, std::chrono::duration<double>(config_.shutdown_timeout_s),
+                                           [&] { return active_.load() == 0; });
+    if (!drained) {
+      GOSSAMER_LOG_WARN("drain timed out with ", active_.load(), " request(s) in flight: aborting them");
+      lock.unlock();
+      engine_->shutdown();  // aborts every request; their streams end with finish_reason "abort"
+      lock.lock();
+      drained_.wait_for(lock, std::chrono::seconds(5), [&] { return active_.load() == 0; });
+    }
+  }
+  // NOTE: give the I/O threads a moment to flush the last bytes of finished streams before stopping.
+  http_->stop_accepting();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  stop_stats_ = true;
+  stats_wake_.notify_all();
+  if (stats_thread_.joinable()) stats_thread_.join();
+  if (engine_) engine_->shutdown();
+  http_->stop();
+  GOSSAMER_LOG_INFO("shut down cleanly");
+}
+
+void OpenAiServer::stats_loop() {
+  int64_t last_prompt = 0;
+  int64_t last_generation = 0;
+  auto last = std::chrono::steady_clock::now();
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(stats_mutex_);
+      if (stats_wake_.wait_for(lock, std::chrono::seconds(5), [&] { return stop_stats_.load(); })) return;
+    }
+    const engine::EngineStats stats = engine_->stats();
+    const auto now = std::chrono::steady_clock::now();
+    const double seconds = std::chrono::duration<double>(now - last).count();
+    const int64_t prompt = stats.num_prompt_tokens_total - last_prompt;
+    const int64_t generation = stats.num_generation_tokens_total - last_generation;
+    if (prompt > 0 || generation > 0 || stats.num_running > 0 || stats.num_waiting > 0) {
+      char line[256];
+      std::snprintf(line, sizeof(line),
+                    "Engine 000: Avg prompt throughput: %.1f tokens/s, Avg generation throughput: %.1f tokens/s, "
+                    "Running: %d reqs, Waiting: %d reqs, KV cache usage: %.1f%%, Preemptions: %lld",
+                    prompt / seconds, generation / seconds, stats.num_running, stats.num_waiting, 100.0 * stats.kv_usage(),
+                    static_cast<long long>(stats.num_preemptions_total));
+      GOSSAMER_LOG_INFO(line);
+    }
+    last_prompt = stats.num_prompt_tokens_total;
+    last_generation = stats.num_generation_tokens_total;
+    last = now;
+  }
+}
+
+HttpResponse OpenAiServer::unavailable() const {
+  std::string message;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    message = status_message_;
+  }
+  HttpResponse response = ApiError(503, "unavailable_error", message, std::nullopt).to_response();
+  response.headers.emplace_back("Retry-After", "5");
+  return response;
+}
+
+bool OpenAiServer::authorized(const HttpRequest& request) const {
+  if (config_.api_keys.empty()) return true;
+  std::string key = request.header("authorization");
+  if (key.rfind("Bearer ", 0) == 0) {
+    key = key.substr(7);
+  } else if (key.empty()) {
+    key = request.header("x-api-key");
+  } else {
+    return false;
+  }
+  bool ok = false;
+  for (const auto& allowed : config_.api_keys) ok |= constant_time_equal(key, allowed);
+  return ok;
+}
+
+void OpenAiServer::reply(const std::shared_ptr<ResponseChannel>& channel, HttpResponse response) {
+  if (metrics_ && state_ != State::kLoading && state_ != State::kFailed) metrics_->count_http(response.status);
+  channel->respond(std::move(response));
+}
+
+void OpenAiServer::handle(const HttpRequest& request, std::shared_ptr<ResponseChannel> channel) {
+  GOSSAMER_LOG_DEBUG(request.remote, " - \"", request.method, " ", request.target, "\"");
+  const State state = state_.load();
+  const bool serving = state == State::kReady;
+  const std::string& path = request.path;
+  const bool get = request.method == "GET" || request.method == "HEAD";
+  const bool post = request.method == "POST";
+  try {
+    if (path == "/health" || path == "/ping") {
+      return reply(channel, serving ? json_response(Json::object()) : unavailable());
+    }
+    if (path == "/version" && get) return reply(channel, json_response({{"version", "0.1.0"}}));
+    if (path == "/metrics" && get) {
+      HttpResponse response;
+      response.content_type = "text/plain; version=0.0.4; charset=utf-8";
+      if (state == State::kReady || state == State::kDraining) {
+        const engine::EngineStats stats = engine_->stats();
+        response.body = metrics_->render(&stats);
+      } else {
+        response.body = "# the model is not loaded yet\n";
+      }
+      return reply(channel, std::move(response));
+    }
+    const bool generation = path == "/v1/chat/completions" || path == "/v1/completions";
+    const bool known = generation || path == "/v1/models" || path == "/tokenize" || path == "/detokenize";
+    if (!known) return reply(channel, ApiError(404, "not_found_error", "Not found: " + request.method + " " + path).to_response());
+    if ((path == "/v1/models" && !get) || (path != "/v1/models" && !post)) {
+      return reply(channel, ApiError(405, "invalid_request_error", "Method " + request.method + " not allowed on " + path).to_response());
+    }
+    if (path != "/v1/models" && !authorized(request)) {
+      if (metrics_ && serving) metrics_->count_rejected("auth");
+      return reply(channel, ApiError(401, "authentication_error",
+                                     "Incorrect API key provided. Pass it as 'Authorization: Bearer <key>'.")
+                                .to_response());
+    }
+    if (!serving) {
+      if (metrics_ && state == State::kDraining) metrics_->count_rejected("draining");
+      return reply(channel, unavailable());
+    }
+    if (path == "/v1/models") return reply(channel, handle_models());
+    if (path == "/tokenize") return reply(channel, handle_tokenize(request));
+    if (path == "/detokenize") return reply(channel, handle_detokenize(request));
+    handle_generation(request, std::move(channel), path == "/v1/chat/completions");
+  } catch (const ApiError& error) {
+    if (metrics_ && serving && error.status == 400) metrics_->count_rejected("validation");
+    reply(channel, error.to_response());
+  } catch (const std::exception& error) {
+    GOSSAMER_LOG_ERROR("internal error on ", request.method, " ", path, ": ", error.what());
+    reply(channel, ApiError(500, "server_error", std::string("internal error: ") + error.what()).to_response());
+  }
+}
+
+void OpenAiServer::handle_generation(const HttpRequest& request, std::shared_ptr<ResponseChannel> channel, bool chat) {
+  const auto body = parse_json_body(request.body);
+  GenerationRequest parsed = chat ? parse_chat_request(body, api_context_, *renderer_)
+                                  : parse_completion_request(body, api_context_, *tokenizer_);
+  if (!parsed.ignored_fields.empty()) {
+    std::string fields;
+    for (const auto& field : parsed.ignored_fields) fields += (fields.empty() ? "" : ", ") + field;
+    GOSSAMER_LOG_WARN("ignoring unsupported request fields: ", fields);
+  }
+  auto state = std::make_shared<GenerationState>(*this, channel, std::move(parsed), chat);
+  active_.fetch_add(1);
+  try {
+    state->submit();
+  } catch (...) {
+    request_done();
+    throw;
+  }
+}
+
+HttpResponse OpenAiServer::handle_models() const {
+  const int64_t created = std::chrono::duration_cast<std::chrono::seconds>(started_at_.time_since_epoch()).count();
+  Json data = Json::array();
+  data.push_back({{"id", config_.served_model_name},
+                  {"object", "model"},
+                  {"created", created},
+                  {"owned_by", "gossamer"},
+                  {"root", config_.served_model_name},
+                  {"max_model_len", api_context_.max_model_len}});
+  return json_response({{"object", "list"}, {"data", data}});
+}
+
+HttpResponse OpenAiServer::handle_tokenize(const HttpRequest& request) const {
+  const auto body = parse_json_body(request.body);
+  std::vector<engine::TokenId> tokens;
+  if (body.contains("messages")) {
+    tokens = parse_chat_request(body, api_context_, *renderer_).prompt;
+  } else {
+    const auto prompt = body.find("prompt");
+    if (prompt == body.end() || !prompt->is_string()) throw ApiError::invalid("'prompt' (a string) or 'messages' is required", "prompt");
+    try {
+      tokens = tokenizer_->encode(prompt->get<std::string>(), {}, true);
+    } catch (const Error& error) {
+      throw ApiError::invalid(std::string("cannot tokenize the prompt: ") + error.what(), "prompt");
+    }
+  }
+  Json out = {{"count", tokens.size()}, {"max_model_len", api_context_.max_model_len}, {"tokens", tokens}};
+  const auto strs = body.find("return_token_strs");
+  if (strs != body.end() && strs->is_boolean() && strs->get<bool>()) {
+    Json token_strs = Json::array();
+    for (const auto token : tokens) {
+      text::IncrementalDetokenizer detokenizer(*tokenizer_);
+      token_strs.push_back(detokenizer.push(token) + detokenizer.flush());
+    }
+    out["token_strs"] = std::move(token_strs);
+  }
+  return json_response(out);
+}
+
+HttpResponse OpenAiServer::handle_detokenize(const HttpRequest& request) const {
+  const auto body = parse_json_body(request.body);
+  const auto tokens = body.find("tokens");
+  if (tokens == body.end() || !tokens->is_array()) throw ApiError::invalid("'tokens' (an array of ids) is required", "tokens");
+  text::IncrementalDetokenizer detokenizer(*tokenizer_);
+  std::string text;
+  for (const auto& token : *tokens) {
+    if (!token.is_number_integer() || token.get<int64_t>() < 0 || token.get<int64_t>() >= tokenizer_->vocab_size()) {
+      throw ApiError::invalid("'tokens' must hold token ids in [0, " + std::to_string(tokenizer_->vocab_size()) + ")", "tokens");
+    }
+    try {
+      text += detokenizer.push(static_cast<engine::TokenId>(token.get<int64_t>()));
+    } catch (const Error& error) {
+      throw ApiError::invalid(error.what(), "tokens");
+    }
+  }
+  text += detokenizer.flush();
+  return json_response({{"prompt", text}});
+}
+
+}  // namespace gossamer::server
