@@ -1,0 +1,34 @@
+// Float32 reference operators of the CPU backend (the oracle for every GPU op).
+//
+// All activations are row-major float32. Weights are TensorViews of bf16/f16/f32 (converted per row on
+// use) or MXFP4 (decoded per expert on use), so a checkpoint is never expanded in RAM.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/tensor.h"
+#include "model/weights.h"
+
+namespace gossamer::model::cpu {
+
+// Converts row `row` of a dense 2-D view ([rows, cols]) — or a whole 1-D view when row == 0 — to f32.
+void load_row(const TensorView& tensor, int64_t row, float* out);
+std::vector<float> to_f32(const TensorView& tensor);  // whole tensor, any dense dtype
+
+// out[t, n] = bias[n] + Σ_k x[t, k] · W[n, k].   x: [T, K] f32; W: [N, K] dense; bias: [N] or null; out: [T, N]
+void matmul_bias(const float* x, int64_t num_rows, const TensorView& weight, const float* bias, float* out);
+// Same with an f32 weight already in memory ([N, K] row-major).
+void matmul_bias_f32(const float* x, int64_t num_rows, const float* weight, int64_t n, int64_t k, const float* bias,
+                     float* out);
+
+// Decodes expert `expert` of an MXFP4 tensor to f32: out [rows, cols] (element 32g+2j = low nibble of byte j).
+void decode_mxfp4_expert(const MxFp4Tensor& tensor, int64_t expert, float* out);
+
+// y = x · rsqrt(mean(x²) + eps) · weight, per row.   x, y: [T, H]; weight: [H]
+void rms_norm(const float* x, int64_t num_rows, int64_t hidden, const float* weight, float eps, float* y);
+
+// Top-k of `logits` ([n]) by value, ties to the lower index, in descending order.
+void top_k(const float* logits, int64_t n, int k, int32_t* indices, float* values);
+
+}  // namespace gossamer::model::cpu

@@ -1,0 +1,48 @@
+// Shared helpers for comparing the CPU backend with golden logits from transformers.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/mapped_file.h"
+#include "core/npy.h"
+
+namespace gossamer::model::testing {
+
+inline std::string golden_dir() { return std::string(GOSSAMER_TEST_DATA_DIR) + "/golden"; }
+
+inline std::vector<std::vector<int32_t>> golden_tokens(const std::string& name) {
+  const auto parsed = nlohmann::json::parse(read_text_file(golden_dir() + "/" + name + "_tokens.json"));
+  return parsed.get<std::vector<std::vector<int32_t>>>();
+}
+
+inline NpyArray golden_logits(const std::string& name) { return read_npy_f32(golden_dir() + "/" + name + "_logits.npy"); }
+
+struct Agreement {
+  double relative_l2 = 0.0;   // ‖ours − ref‖ / ‖ref‖ over the compared rows
+  double argmax_match = 0.0;  // fraction of rows with the same argmax
+};
+
+// Compares `rows` rows of width `vocab` starting at ours[0] and ref[0].
+inline Agreement compare_rows(const float* ours, const float* ref, int64_t rows, int64_t vocab) {
+  double diff = 0.0, norm = 0.0;
+  int64_t same = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t best_ours = 0, best_ref = 0;
+    for (int64_t v = 0; v < vocab; ++v) {
+      const double a = ours[r * vocab + v], b = ref[r * vocab + v];
+      diff += (a - b) * (a - b);
+      norm += b * b;
+      if (ours[r * vocab + v] > ours[r * vocab + best_ours]) best_ours = v;
+      if (ref[r * vocab + v] > ref[r * vocab + best_ref]) best_ref = v;
+    }
+    same += best_ours == best_ref;
+  }
+  return Agreement{std::sqrt(diff / norm), static_cast<double>(same) / static_cast<double>(rows)};
+}
+
+}  // namespace gossamer::model::testing
