@@ -1,0 +1,424 @@
+// Kernel benchmarks at gpt-oss shapes. Prints one markdown table row per case:
+// | kernel | shape | µs | TFLOP/s | GB/s | baseline µs | ours/baseline speed | vs ceiling |
+// Ceilings (measured on this H200 by the team, spec/performance-targets.md): copy 4,260 GB/s; fp8
+// block-scaled cuBLASLt 1,225 TFLOP/s at 8192³; bf16 dense 791 TFLOP/s. Working sets smaller than
+// ~4× L2 are rotated over several copies so bandwidth figures are HBM, not L2.
+#include <cublasLt.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kernels/attention.h"
+#include "kernels/cuda_utils.h"
+#include "kernels/embedding.h"
+#include "kernels/gemm_fp8.h"
+#include "kernels/moe.h"
+#include "kernels/mxfp4_convert.h"
+#include "kernels/quantize_fp8.h"
+#include "kernels/rmsnorm.h"
+#include "kernels/rope.h"
+#include "kernels/sampling.h"
+
+using namespace gossamer::kernels;
+
+namespace {
+
+constexpr double kCopyGBs = 4260.0;
+constexpr double kFp8BlockTflops = 1225.0;
+constexpr double kBf16Tflops = 791.0;
+constexpr size_t kRotateBytes = 256ull << 20;
+
+__global__ void fill_kernel(uint8_t* p, size_t n, uint32_t seed, int kind, float lo, float hi) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    uint32_t h = uint32_t(i) * 2654435761u ^ seed;
+    h ^= h >> 15;
+    h *= 2246822519u;
+    h ^= h >> 13;
+    const float u = (h & 0xFFFFFF) / 16777216.0f;
+    if (kind == 0) p[i] = uint8_t(h & 0x77);                                            // fp8 without NaN/huge
+    if (kind == 1) reinterpret_cast<float*>(p)[i] = lo + (hi - lo) * u;                  // fp32 uniform
+    if (kind == 2) {                                                                    // bf16 uniform
+      const __nv_bfloat16 b = __float2bfloat16(lo + (hi - lo) * u);
+      reinterpret_cast<__nv_bfloat16*>(p)[i] = b;
+    }
+    if (kind == 3) reinterpret_cast<int32_t*>(p)[i] = int32_t(h % uint32_t(hi));         // ints in [0, hi)
+  }
+}
+
+struct Buf {
+  void* ptr = nullptr;
+  size_t bytes = 0;
+  explicit Buf(size_t b) : bytes(b) { GOSSAMER_CUDA_CHECK(cudaMalloc(&ptr, std::max<size_t>(b, 256))); }
+  ~Buf() { cudaFree(ptr); }
+  template <typename T>
+  T* as() const { return static_cast<T*>(ptr); }
+};
+uint32_t g_seed = 1;
+void fill(const Buf& b, int kind, size_t n, float lo = 0.f, float hi = 1.f) {
+  fill_kernel<<<1024, 256>>>(b.as<uint8_t>(), n, g_seed++ * 7919u, kind, lo, hi);
+  GOSSAMER_CUDA_CHECK_LAUNCH();
+}
+void fill_fp8(const Buf& b) { fill(b, 0, b.bytes); }
+void fill_f32(const Buf& b, float lo, float hi) { fill(b, 1, b.bytes / 4, lo, hi); }
+void fill_bf16(const Buf& b, float lo, float hi) { fill(b, 2, b.bytes / 2, lo, hi); }
+
+// Mean µs per call over `iters` after warm-up; fn(i) runs call i (i selects the rotated copy).
+double time_us(const std::function<void(int)>& fn, int iters = 20) {
+  for (int i = 0; i < 3; ++i) fn(i);
+  cudaEvent_t a, b;
+  cudaEventCreate(&a);
+  cudaEventCreate(&b);
+  cudaEventRecord(a);
+  for (int i = 0; i < iters; ++i) fn(i);
+  cudaEventRecord(b);
+  GOSSAMER_CUDA_CHECK(cudaEventSynchronize(b));
+  float ms = 0;
+  cudaEventElapsedTime(&ms, a, b);
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  GOSSAMER_CUDA_CHECK(cudaGetLastError());
+  return ms * 1000.0 / iters;
+}
+
+int copies_for(size_t bytes) { return static_cast<int>(std::clamp<size_t>(kRotateBytes / std::max<size_t>(bytes, 1) + 1, 1, 16)); }
+
+void row(const char* kernel, const std::string& shape, double us, double flops, double bytes, double base_us,
+         const char* ceiling_kind) {
+  const double tflops = flops > 0 ? flops / us / 1e6 : 0;
+  const double gbs = bytes > 0 ? bytes / us / 1e3 : 0;
+  char tf[32] = "-", gb[32] = "-", base[48] = "-", ceil[48] = "-";
+  if (flops > 0) std::snprintf(tf, sizeof tf, "%.1f", tflops);
+  if (bytes > 0) std::snprintf(gb, sizeof gb, "%.0f", gbs);
+  if (base_us > 0) std::snprintf(base, sizeof base, "%.1f (%.2fx)", base_us, base_us / us);
+  if (std::strcmp(ceiling_kind, "copy") == 0) std::snprintf(ceil, sizeof ceil, "%.0f%% of copy", 100 * gbs / kCopyGBs);
+  if (std::strcmp(ceiling_kind, "fp8") == 0) std::snprintf(ceil, sizeof ceil, "%.0f%% of fp8-blk", 100 * tflops / kFp8BlockTflops);
+  if (std::strcmp(ceiling_kind, "bf16") == 0) std::snprintf(ceil, sizeof ceil, "%.0f%% of bf16", 100 * tflops / kBf16Tflops);
+  std::printf("| %s | %s | %.1f | %s | %s | %s | %s |\n", kernel, shape.c_str(), us, tf, gb, base, ceil);
+  std::fflush(stdout);
+}
+
+// ---- cuBLASLt block-scaled FP8 baseline (A: activations with VEC128 scales, B: weights with 128×128) ----
+struct LtGemm {
+  cublasLtHandle_t handle = nullptr;
+  Buf workspace{64ull << 20};
+  LtGemm() { cublasLtCreate(&handle); }
+  ~LtGemm() { cublasLtDestroy(handle); }
+  // out[N, M] (column-major M×N) = X[M,K]·W[N,K]ᵀ; returns µs or −1 when cuBLASLt has no algorithm.
+  double time(int M, int N, int K, const std::vector<const void*>& w, const void* x, const float* xs,
+              const std::vector<const float*>& ws, void* out) {
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+    const cublasOperation_t t = CUBLAS_OP_T, n = CUBLAS_OP_N;
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t);
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &n, sizeof n);
+    const int32_t vec = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F, blk = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &vec, sizeof vec);
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &blk, sizeof blk);
+    cublasLtMatrixLayout_t la, lb, ld;
+    cublasLtMatrixLayoutCreate(&la, CUDA_R_8F_E4M3, K, M, K);
+    cublasLtMatrixLayoutCreate(&lb, CUDA_R_8F_E4M3, K, N, K);
+    cublasLtMatrixLayoutCreate(&ld, CUDA_R_16BF, M, N, M);
+    cublasLtMatmulPreference_t pref;
+    cublasLtMatmulPreferenceCreate(&pref);
+    size_t ws_bytes = workspace.bytes;
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes);
+    cublasLtMatmulHeuristicResult_t heur{};
+    int found = 0;
+    double us = -1;
+    if (cublasLtMatmulAlgoGetHeuristic(handle, desc, la, lb, ld, ld, pref, 1, &heur, &found) == CUBLAS_STATUS_SUCCESS &&
+        found > 0) {
+      const float alpha = 1.f, beta = 0.f;
+      bool ok = true;
+      us = time_us([&](int i) {
+        const int c = i % static_cast<int>(w.size());
+        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &xs, sizeof xs);
+        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &ws[c], sizeof ws[c]);
+        if (cublasLtMatmul(handle, desc, &alpha, x, la, w[c], lb, &beta, out, ld, out, ld, &heur.algo, workspace.ptr,
+                           workspace.bytes, nullptr) != CUBLAS_STATUS_SUCCESS)
+          ok = false;
+      });
+      if (!ok) us = -1;
+    }
+    cublasLtMatmulPreferenceDestroy(pref);
+    cublasLtMatrixLayoutDestroy(la);
+    cublasLtMatrixLayoutDestroy(lb);
+    cublasLtMatrixLayoutDestroy(ld);
+    cublasLtMatmulDescDestroy(desc);
+    return us;
+  }
+};
+
+void bench_gemm(LtGemm& lt, const char* name, int M, int N, int K) {
+  const int kb = (K + 127) / 128, nb = (N + 127) / 128;
+  const size_t wbytes = size_t(N) * K;
+  const int copies = copies_for(wbytes);
+  std::vector<Buf*> w, s;
+  std::vector<const void*> wp;
+  std::vector<const float*> sp;
+  for (int c = 0; c < copies; ++c) {
+    w.push_back(new Buf(wbytes));
+    s.push_back(new Buf(size_t(nb) * kb * 4 + 4096));
+    fill_fp8(*w.back());
+    fill_f32(*s.back(), 1e-3f, 2e-3f);
+    wp.push_back(w.back()->ptr);
+    sp.push_back(s.back()->as<float>());
+  }
+  Buf x(size_t(M) * K), xs(size_t(M) * kb * 4 + 4096), bias(size_t(N) * 2), out(size_t(M) * N * 2);
+  fill_fp8(x);
+  fill_f32(xs, 1e-3f, 2e-3f);
+  fill_bf16(bias, -1.f, 1.f);
+  GemmFp8Params p;
+  p.a = x.as<uint8_t>();
+  p.lda = K;
+  p.a_scales = xs.as<float>();
+  p.bias = bias.as<uint16_t>();
+  p.out = out.as<uint16_t>();
+  p.ldc = N;
+  p.M = M;
+  p.N = N;
+  p.K = K;
+  const double us = time_us([&](int i) {
+    p.b = static_cast<const uint8_t*>(wp[i % copies]);
+    p.b_scales = sp[i % copies];
+    launch_gemm_fp8(p, M, nullptr);
+  });
+  const double base = lt.time(M, N, K, wp, x.ptr, xs.as<float>(), sp, out.ptr);
+  const double flops = 2.0 * M * N * K;
+  const double bytes = double(N) * K + double(M) * K + 2.0 * M * N;
+  const std::string shape = std::string(name) + " M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K);
+  row("gemm_fp8 (+bias)", shape, us, flops, bytes, base, M <= 64 ? "copy" : "fp8");
+  for (auto* b : w) delete b;
+  for (auto* b : s) delete b;
+}
+
+void bench_small() {
+  const int T = 16384, H = 2880;
+  {
+    Buf x(size_t(T) * H * 2), res(size_t(T) * H * 2), w(H * 2), out(size_t(T) * H * 2);
+    fill_bf16(x, -2, 2);
+    fill_bf16(res, -2, 2);
+    fill_bf16(w, 0.5f, 1.5f);
+    RmsNormParams p{x.as<uint16_t>(), res.as<uint16_t>(), w.as<uint16_t>(), out.as<uint16_t>(), T, H, 1e-5f};
+    const double us = time_us([&](int) { launch_rmsnorm(p, nullptr); });
+    row("rmsnorm+residual", "16384x2880", us, 0, 4.0 * T * H * 2, 0, "copy");
+  }
+  {
+    const int stride = 5120;
+    Buf qkv(size_t(T) * stride * 2), pos(T * 4), q(size_t(T) * 4096 * 2), kc(size_t(T) * 512 * 2),
+        vc(size_t(T) * 512 * 2), slots(T * 8);
+    fill_bf16(qkv, -2, 2);
+    fill(pos, 3, T, 0, 131072);
+    std::vector<int64_t> hs(T);
+    for (int i = 0; i < T; ++i) hs[i] = i;
+    cudaMemcpy(slots.ptr, hs.data(), T * 8, cudaMemcpyHostToDevice);
+    RopeParams p;
+    p.qkv = qkv.as<uint16_t>();
+    p.positions = pos.as<int32_t>();
+    p.q_out = q.as<uint16_t>();
+    p.k_cache = kc.as<uint16_t>();
+    p.v_cache = vc.as<uint16_t>();
+    p.slots = slots.as<int64_t>();
+    p.num_tokens = T;
+    p.inv_freq = yarn_inv_freq(YarnConfig{});
+    p.concentration = yarn_concentration(YarnConfig{});
+    const double us = time_us([&](int) { launch_rope(p, nullptr); });
+    row("rope+kv_write", "16384 tok, 64q/8kv", us, 0, double(T) * (stride + stride) * 2, 0, "copy");
+  }
+  {
+    const int vocab = 201088;
+    Buf table(size_t(vocab) * H * 2), ids(T * 4), out(size_t(T) * H * 2);
+    fill_bf16(table, -1, 1);
+    fill(ids, 3, T, 0, vocab);
+    EmbeddingParams p{table.as<uint16_t>(), ids.as<int32_t>(), out.as<uint16_t>(), T, H, vocab};
+    const double us = time_us([&](int) { launch_embedding(p, nullptr); });
+    row("embedding", "16384x2880", us, 0, 2.0 * T * H * 2, 0, "copy");
+  }
+  {
+    Buf x(size_t(T) * H * 2), q(size_t(T) * H), s(size_t(T) * 23 * 4);
+    fill_bf16(x, -3, 3);
+    QuantizeFp8Params p{x.as<uint16_t>(), H, q.as<uint8_t>(), H, s.as<float>(), T, H};
+    const double us = time_us([&](int) { launch_quantize_fp8(p, nullptr); });
+    row("quantize_fp8 1x128", "16384x2880", us, 0, double(T) * H * 3 + T * 23 * 4, 0, "copy");
+  }
+  {
+    const int E = 32, rows = 5760, cols = 2880;
+    Buf blocks(size_t(E) * rows * cols / 2), scales(size_t(E) * rows * cols / 32), out(size_t(E) * rows * cols),
+        osc(size_t(E) * 45 * 23 * 4);
+    fill_fp8(blocks);
+    fill(scales, 0, scales.bytes);
+    Mxfp4ToFp8Params p{blocks.as<uint8_t>(), scales.as<uint8_t>(), out.as<uint8_t>(), osc.as<float>(), E, rows, cols};
+    const double us = time_us([&](int) { launch_mxfp4_to_fp8(p, nullptr); }, 5);
+    row("mxfp4_to_fp8", "32x5760x2880 (one 20b gate_up)", us, 0, double(E) * rows * cols * (0.5 + 1.0 / 32 + 1.0), 0, "copy");
+  }
+}
+
+void bench_moe(int T, int E) {
+  const int H = 2880, I = 2880;
+  Buf w1(size_t(E) * 2 * I * H), w2(size_t(E) * H * I), w1s(size_t(E) * 45 * 23 * 4), w2s(size_t(E) * 23 * 23 * 4),
+      b1(size_t(E) * 2 * I * 2), b2(size_t(E) * H * 2), x(size_t(T) * H * 2), logits(size_t(T) * E * 2),
+      out(size_t(T) * H * 2), ws(moe_workspace_bytes(T, E, H, I));
+  fill_fp8(w1);
+  fill_fp8(w2);
+  fill_f32(w1s, 1e-4f, 3e-4f);
+  fill_f32(w2s, 1e-4f, 3e-4f);
+  fill_bf16(b1, -0.5f, 0.5f);
+  fill_bf16(b2, -0.5f, 0.5f);
+  fill_bf16(x, -2, 2);
+  fill_bf16(logits, -4, 4);
+  MoeParams p;
+  p.x = x.as<uint16_t>();
+  p.logits = logits.as<uint16_t>();
+  p.out = out.as<uint16_t>();
+  p.w1 = w1.as<uint8_t>();
+  p.w1_scales = w1s.as<float>();
+  p.b1 = b1.as<uint16_t>();
+  p.w2 = w2.as<uint8_t>();
+  p.w2_scales = w2s.as<float>();
+  p.b2 = b2.as<uint16_t>();
+  p.num_tokens = T;
+  p.num_experts = E;
+  p.num_local_experts = E;
+  p.hidden = H;
+  p.inter = I;
+  const double us = time_us([&](int) { launch_moe(p, ws.ptr, nullptr); }, 10);
+  const double flops = double(T) * 4 * 2 * (2.0 * I * H + double(H) * I);
+  const int touched = std::min(E, T * 4);
+  const double bytes = double(touched) * 3.0 * I * H;
+  row("moe (route..combine)", std::to_string(T) + " tok, E=" + std::to_string(E) + ", top-4", us, flops, bytes, 0,
+      T <= 16 ? "copy" : "fp8");
+}
+
+struct PagedKv {
+  std::vector<int32_t> cu{0}, kv, indptr{0}, idx;
+  int pages = 0;
+};
+
+void bench_attention(const char* name, const std::vector<std::pair<int, int>>& seqs, int window, bool decode) {
+  const int page = 64, qh = 64, kvh = 8;
+  PagedKv b;
+  long long visible = 0;
+  int max_kv = 0;
+  for (auto [q, kv] : seqs) {
+    b.cu.push_back(b.cu.back() + q);
+    b.kv.push_back(kv);
+    const int np = (kv + page - 1) / page;
+    for (int i = 0; i < np; ++i) b.idx.push_back(b.pages + i);
+    b.pages += np;
+    b.indptr.push_back(b.indptr.back() + np);
+    max_kv = std::max(max_kv, kv);
+    for (int i = 0; i < q; ++i) {
+      const long long pos = kv - q + i;
+      visible += window > 0 ? std::min<long long>(pos + 1, window) : pos + 1;
+    }
+  }
+  const int tokens = b.cu.back();
+  Buf q(size_t(tokens) * qh * 64 * 2), out(size_t(tokens) * qh * 64 * 2), kc(size_t(b.pages) * page * kvh * 64 * 2),
+      vc(size_t(b.pages) * page * kvh * 64 * 2), sinks(qh * 4), cu(b.cu.size() * 4), kvl(b.kv.size() * 4),
+      ip(b.indptr.size() * 4), ix(b.idx.size() * 4);
+  fill_bf16(q, -1, 1);
+  fill_bf16(kc, -1, 1);
+  fill_bf16(vc, -1, 1);
+  fill_f32(sinks, -1, 1);
+  cudaMemcpy(cu.ptr, b.cu.data(), cu.bytes, cudaMemcpyHostToDevice);
+  cudaMemcpy(kvl.ptr, b.kv.data(), kvl.bytes, cudaMemcpyHostToDevice);
+  cudaMemcpy(ip.ptr, b.indptr.data(), ip.bytes, cudaMemcpyHostToDevice);
+  cudaMemcpy(ix.ptr, b.idx.data(), ix.bytes, cudaMemcpyHostToDevice);
+  AttentionParams p;
+  p.q = q.as<uint16_t>();
+  p.out = out.as<uint16_t>();
+  p.k_cache = kc.as<uint16_t>();
+  p.v_cache = vc.as<uint16_t>();
+  p.page_indptr = ip.as<int32_t>();
+  p.page_indices = ix.as<int32_t>();
+  p.cu_seqlens_q = cu.as<int32_t>();
+  p.kv_lens = kvl.as<int32_t>();
+  p.sinks = sinks.as<float>();
+  p.num_seqs = static_cast<int>(seqs.size());
+  p.num_tokens = tokens;
+  p.page_size = page;
+  p.window = window;
+  p.max_kv_len = max_kv;
+  Buf ws(decode ? attention_decode_workspace_bytes(p) : 0);
+  p.workspace = ws.ptr;
+  const double us = time_us([&](int) {
+    if (decode) {
+      launch_attention_decode(p, nullptr);
+    } else {
+      launch_attention_prefill(p, nullptr);
+    }
+  });
+  const double flops = 4.0 * 64 * qh * double(visible);
+  // Decode reads each visible key once per KV head (the 8 query heads of a group share it).
+  const double kv_bytes = 2.0 * 2 * 64 * kvh * double(visible) / std::max(1, tokens / int(seqs.size()));
+  std::string shape = name;
+  shape += window > 0 ? " window 128" : " causal";
+  row(decode ? "attention_decode" : "attention_prefill", shape, us, flops, decode ? kv_bytes : 0, 0,
+      decode ? "copy" : "bf16");
+}
+
+void bench_sampling(int rows, float temp, int top_k, float top_p, const char* name) {
+  const int vocab = 201088;
+  Buf logits(size_t(rows) * vocab * 4), out(rows * 4), t(rows * 4), k(rows * 4), pp(rows * 4), seeds(rows * 8);
+  fill_f32(logits, -10, 10);
+  std::vector<float> ht(rows, temp), hp(rows, top_p);
+  std::vector<int32_t> hk(rows, top_k);
+  std::vector<uint64_t> hs(rows, 42);
+  cudaMemcpy(t.ptr, ht.data(), rows * 4, cudaMemcpyHostToDevice);
+  cudaMemcpy(pp.ptr, hp.data(), rows * 4, cudaMemcpyHostToDevice);
+  cudaMemcpy(k.ptr, hk.data(), rows * 4, cudaMemcpyHostToDevice);
+  cudaMemcpy(seeds.ptr, hs.data(), rows * 8, cudaMemcpyHostToDevice);
+  SamplingParams p{logits.as<float>(), out.as<int32_t>(), t.as<float>(), k.as<int32_t>(), pp.as<float>(),
+                   seeds.as<uint64_t>(), rows, vocab};
+  const double us = time_us([&](int) { launch_sampling(p, nullptr); }, 10);
+  row("sampling", std::to_string(rows) + "x201088 " + name, us, 0, double(rows) * vocab * 4, 0, "copy");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string only = argc > 1 ? argv[1] : "";
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+    std::printf("SKIPPED: no CUDA device\n");
+    return 0;
+  }
+  std::printf("| kernel | shape | µs | TFLOP/s | GB/s | baseline µs (speed-up) | vs ceiling |\n|---|---|---|---|---|---|---|\n");
+  auto want = [&](const char* group) { return only.empty() || only == group; };
+  if (want("small")) bench_small();
+  if (want("gemm")) {
+    LtGemm lt;
+    for (int M : {1, 16, 128, 1024, 4096, 8192, 16384}) {
+      bench_gemm(lt, "qkv", M, 5120, 2880);
+      bench_gemm(lt, "o", M, 2880, 4096);
+    }
+    for (int M : {4096, 8192}) bench_gemm(lt, "gate_up-dense", M, 5760, 2880);
+    for (int M : {1, 16, 4096}) bench_gemm(lt, "unembed", M, 201088, 2880);
+    bench_gemm(lt, "square", 8192, 8192, 8192);
+  }
+  if (want("moe")) {
+    for (int T : {1, 16, 512, 8192}) bench_moe(T, 32);
+    bench_moe(1, 128);
+    bench_moe(8192, 128);
+  }
+  if (want("attention")) {
+    bench_attention("1x8192", {{8192, 8192}}, 0, false);
+    bench_attention("1x32768", {{32768, 32768}}, 0, false);
+    bench_attention("8x2048", std::vector<std::pair<int, int>>(8, {2048, 2048}), 0, false);
+    bench_attention("1x32768", {{32768, 32768}}, 128, false);
+    bench_attention("b1 ctx 8192", {{1, 8192}}, 0, true);
+    bench_attention("b1 ctx 32768", {{1, 32768}}, 0, true);
+    bench_attention("b1 ctx 131072", {{1, 131072}}, 0, true);
+    bench_attention("b64 ctx 4096", std::vector<std::pair<int, int>>(64, {1, 4096}), 0, true);
+    bench_attention("b64 ctx 4096", std::vector<std::pair<int, int>>(64, {1, 4096}), 128, true);
+  }
+  if (want("sampling")) {
+    bench_sampling(1, 0.f, 0, 1.f, "greedy");
+    bench_sampling(1, 0.8f, 50, 0.95f, "top-k 50 top-p 0.95");
+    bench_sampling(64, 0.8f, 0, 0.9f, "top-p 0.9");
+  }
+  return 0;
+}

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Runs every kernel test and benchmark on the GPU machine and prints one table:
+# kernel | shape | µs | TFLOP/s | GB/s | baseline (speed-up) | vs ceiling | max rel err (tests).
+#
+# Usage: bench/run_gpu_suite.sh [bin_dir] [bench_group]
+#   bin_dir: where gossamer_kernels_tests and gossamer_kernels_bench are (default build-kernels). Build
+#   them with `GOSSAMER_BUILD_DIR=build-kernels bash scripts/build.sh` then
+#   `cmake --build build-kernels --target gossamer_kernels_tests gossamer_kernels_bench`; they can be
+#   built on a machine without a GPU and carried to the GPU machine.
+#   bench_group: small | gemm | moe | attention | sampling (default: all).
+# Logs go to $OUT (default /tmp/gossamer-suite): gpu.txt, tests.log, bench.log, table.md.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bin=${1:-build-kernels}
+group=${2:-}
+out=${OUT:-/tmp/gossamer-suite}
+mkdir -p "$out"
+tests=$(find "$bin" -name gossamer_kernels_tests -type f | head -1)
+bench=$(find "$bin" -name gossamer_kernels_bench -type f | head -1)
+[[ -x "$tests" && -x "$bench" ]] || { echo "kernel binaries not found under $bin" >&2; exit 2; }
+for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib; do
+  [[ -d $d ]] && export LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
+done
+if ! ldd "$bench" | grep -q 'libcublasLt.so.13 =>.*/'; then
+  lt=$(find / -name 'libcublasLt.so.13*' -not -path '*/proc/*' 2>/dev/null | head -1)
+  [[ -n "$lt" ]] && export LD_LIBRARY_PATH="$(dirname "$lt"):$LD_LIBRARY_PATH"
+fi
+
+{ date -u '+%Y-%m-%d %H:%M UTC'; git rev-parse --short HEAD 2>/dev/null || echo "commit unknown";
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv,noheader; } | tee "$out/gpu.txt"
+echo "SASS: $(cuobjdump --dump-sass "$tests" 2>/dev/null | grep -c QGMMA) QGMMA (fp8 wgmma), $(cuobjdump --dump-sass "$tests" 2>/dev/null | grep -c HMMA) HMMA (mma.sync)" | tee -a "$out/gpu.txt"
+
+echo "== tests ==" 
+"$tests" --gtest_color=no > "$out/tests.log" 2>&1
+tests_rc=$?
+grep -E '^\[ +(OK|FAILED|SKIPPED) +\]|^\[relerr\]|Failure|Expected|Which is|error' "$out/tests.log" | head -150
+echo "tests exit code: $tests_rc"
+
+echo "== benchmarks =="
+"$bench" $group > "$out/bench.log" 2>&1
+bench_rc=$?
+echo "bench exit code: $bench_rc"
+
+# ---- merge: the worst relative error each kernel showed in its tests ----
+awk -F'|' '
+  FNR == NR { if ($0 ~ /^\[relerr\]/) { n = split($0, f, " "); k = f[2]; e = f[n - 2] + 0;
+              if (!(k in worst) || e > worst[k]) worst[k] = e } next }
+  /^\| kernel/ { print $0 " max rel err (tests) |"; next }
+  /^\|---/ { print $0 "---|"; next }
+  /^\| / { k = $2; gsub(/^ +| +$/, "", k); split(k, parts, /[ +(]/); key = parts[1];
+           printf "%s %s |\n", $0, (key in worst) ? sprintf("%.2e", worst[key]) : "-"; next }
+  { print }
+' "$out/tests.log" "$out/bench.log" | tee "$out/table.md"
+exit $(( tests_rc != 0 ? 1 : bench_rc != 0 ? 3 : 0 ))

@@ -1,0 +1,57 @@
+// Attention with sinks over a paged KV cache (spec §2.3 item 5), GQA, head_dim 64, bf16 in/out.
+//
+// Logits l = (q·k)·scale; the per-head sink S_h is a raw logit appended as one extra column whose
+// probability is dropped: o = Σ_s exp(l_s − m) v_s / (Σ_s exp(l_s − m) + exp(S_h − m)). Causal; with
+// window W > 0 a query at position t sees keys t−W < s ≤ t. Softmax in fp32 (running max initialised to
+// the sink logit), QK and PV on bf16 tensor cores with fp32 accumulation.
+//
+// Batch layout (varlen): sequence b owns query tokens [cu_seqlens_q[b], cu_seqlens_q[b+1]); they are the
+// LAST q_len_b positions of its kv_lens[b] cached tokens (the new K/V must already be in the cache:
+// launch_rope writes them). Cache: token at position s of sequence b lives in physical page
+// page_indices[page_indptr[b] + s / page_size], row s % page_size; each row is [num_kv_heads, 64] bf16.
+// Sliding layers read only their last W positions, so the engine may recycle older pages (a ring).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace gossamer::kernels {
+
+struct AttentionParams {
+  const uint16_t* q = nullptr;  // [num_tokens, num_q_heads, 64] bf16 (after RoPE)
+  uint16_t* out = nullptr;      // [num_tokens, num_q_heads, 64] bf16
+  const uint16_t* k_cache = nullptr;  // [num_pages·page_size, num_kv_heads, 64] bf16
+  const uint16_t* v_cache = nullptr;
+  const int32_t* page_indptr = nullptr;   // [num_seqs + 1]
+  const int32_t* page_indices = nullptr;  // [page_indptr[num_seqs]]
+  const int32_t* cu_seqlens_q = nullptr;  // [num_seqs + 1]
+  const int32_t* kv_lens = nullptr;       // [num_seqs], ≥ the sequence's query count
+  const float* sinks = nullptr;           // [num_q_heads] fp32 raw logits
+  int num_seqs = 0;
+  int num_tokens = 0;
+  int num_q_heads = 64;
+  int num_kv_heads = 8;
+  int page_size = 16;
+  int window = 0;  // 0: full causal; else sliding window (128)
+  float scale = 0.125f;
+  // Host-side plan facts (upper bounds), used to size grids and splits.
+  int max_kv_len = 0;
+  // Decode only: split-KV scratch, sized by attention_decode_workspace_bytes.
+  void* workspace = nullptr;
+};
+
+// Prefill / chunked prefill / mixed batches: any q_len per sequence.
+void launch_attention_prefill(const AttentionParams& p, cudaStream_t stream);
+
+// Decode: at most kDecodeMaxQ query tokens per sequence (speculative decoding), split-KV across the GPU,
+// the sink counted once (first split), then a combine kernel.
+inline constexpr int kDecodeMaxQ = 2;
+// Scratch the decode launch needs for these params (host fields: num_seqs, num_tokens, heads, max_kv_len).
+size_t attention_decode_workspace_bytes(const AttentionParams& p);
+void launch_attention_decode(const AttentionParams& p, cudaStream_t stream);
+
+// fp32 reference (bf16 inputs as uint16_t bits, host memory).
+void attention_cpu(const AttentionParams& p);
+
+}  // namespace gossamer::kernels

@@ -1,0 +1,166 @@
+// Warp-level building blocks shared by the prefill and decode attention kernels (mma.sync bf16
+// m16n8k16, fp32 accumulators). Tiles of 64 rows × 64 bf16 (128 B) live in shared memory with 16-byte
+// chunks XOR-swizzled by row (chunk c of row r at c ^ (r & 7)) so ldmatrix is conflict free.
+#pragma once
+
+#include <cfloat>
+#include <cstdint>
+
+#include "kernels/attention.h"
+#include "kernels/cuda_utils.h"
+
+namespace gossamer::kernels::attn {
+
+inline constexpr int kHead = 64;
+inline constexpr int kKeysPerTile = 64;
+inline constexpr float kLog2e = 1.4426950408889634f;
+
+__device__ __forceinline__ int swz(int row, int chunk) { return row * 128 + ((chunk ^ (row & 7)) << 4); }
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* p) {
+  const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* p) {
+  const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+}
+__device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+               "{%0,%1,%2,%3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ float ex2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+__device__ __forceinline__ uint32_t pack_bf16(float a, float b) {
+  const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+  return *reinterpret_cast<const uint32_t*>(&h);
+}
+
+// Loads one tile of 64 cache rows (positions kv0…kv0+63 of one sequence, one kv head) into swizzled
+// shared memory; positions ≥ kv_len are zero-filled. Called by all `num_threads` threads.
+__device__ __forceinline__ void load_kv_tile(uint8_t* smem, const uint16_t* cache, const AttentionParams& p,
+                                             const int32_t* pages, int kv_head, int kv0, int kv_len, int tid,
+                                             int num_threads) {
+  for (int i = tid; i < kKeysPerTile * 8; i += num_threads) {
+    const int r = i / 8, c = i % 8;
+    const int pos = kv0 + r;
+    const bool ok = pos < kv_len;
+    const uint16_t* src = cache;
+    if (ok) {
+      const int64_t slot = static_cast<int64_t>(pages[pos / p.page_size]) * p.page_size + pos % p.page_size;
+      src = cache + (slot * p.num_kv_heads + kv_head) * kHead + c * 8;
+    }
+    cp_async_16(smem + swz(r, c), src, ok);
+  }
+}
+
+// Per-warp online-softmax state for 16 query rows (this thread: rows lane/4 and lane/4 + 8).
+struct RowState {
+  float m[2];     // running max, log2 domain
+  float l[2];     // this thread's partial row sum (quad-reduced at the end)
+  float o[8][4];  // 16 × 64 output accumulator fragment
+};
+
+// Processes `kNumKeys` keys (a slice of a 64-key tile starting at key_off) for one warp:
+// S = Q Kᵀ, mask, online softmax, O += P V. q_frag: the warp's Q A-fragments (4 k-steps over dims).
+// row_pos[h]: position of this thread's row h (−1: padding row); key positions are kv0 + key index.
+template <int kNumKeys, bool kMask>
+__device__ __forceinline__ void attend_tile(RowState& st, const uint32_t (&q_frag)[4][4], const uint8_t* sk,
+                                            const uint8_t* sv, int key_off, int kv0, const int (&row_pos)[2],
+                                            int window, float scale_log2) {
+  constexpr int kNT = kNumKeys / 8;  // n-tiles of S
+  const int lane = threadIdx.x % 32;
+  float s[kNT][4];
+#pragma unroll
+  for (int n = 0; n < kNT; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+  // ---- S = Q Kᵀ ----
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) {
+#pragma unroll
+    for (int n = 0; n < kNT; n += 2) {
+      const int i = lane / 8;
+      const int key = key_off + (n + i / 2) * 8 + lane % 8;
+      uint32_t b[4];
+      ldmatrix_x4(b, sk + swz(key, 2 * kk + (i % 2)));
+      mma_bf16(s[n], q_frag[kk], b[0], b[1]);
+      mma_bf16(s[n + 1], q_frag[kk], b[2], b[3]);
+    }
+  }
+  // ---- mask and online softmax ----
+  float row_max[2] = {st.m[0], st.m[1]};
+#pragma unroll
+  for (int n = 0; n < kNT; ++n) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      float v = s[n][e] * scale_log2;
+      if constexpr (kMask) {
+        const int h = e / 2;
+        const int kpos = kv0 + key_off + n * 8 + 2 * (lane % 4) + (e % 2);
+        const int qpos = row_pos[h];
+        if (kpos > qpos || (window > 0 && qpos - kpos >= window)) v = -INFINITY;
+      }
+      s[n][e] = v;
+      row_max[e / 2] = fmaxf(row_max[e / 2], v);
+    }
+  }
+  float alpha[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    row_max[h] = fmaxf(row_max[h], __shfl_xor_sync(0xffffffffu, row_max[h], 1));
+    row_max[h] = fmaxf(row_max[h], __shfl_xor_sync(0xffffffffu, row_max[h], 2));
+    const float m_safe = row_max[h] == -INFINITY ? 0.f : row_max[h];
+    alpha[h] = ex2(st.m[h] - m_safe);
+    st.m[h] = row_max[h];
+    st.l[h] *= alpha[h];
+#pragma unroll
+    for (int n = 0; n < kNT; ++n) {
+      s[n][2 * h] = ex2(s[n][2 * h] - m_safe);
+      s[n][2 * h + 1] = ex2(s[n][2 * h + 1] - m_safe);
+      st.l[h] += s[n][2 * h] + s[n][2 * h + 1];
+    }
+  }
+#pragma unroll
+  for (int d = 0; d < 8; ++d) {
+    st.o[d][0] *= alpha[0];
+    st.o[d][1] *= alpha[0];
+    st.o[d][2] *= alpha[1];
+    st.o[d][3] *= alpha[1];
+  }
+  // ---- O += P V ----
+#pragma unroll
+  for (int kk = 0; kk < kNumKeys / 16; ++kk) {
+    uint32_t a[4];
+    a[0] = pack_bf16(s[2 * kk][0], s[2 * kk][1]);
+    a[1] = pack_bf16(s[2 * kk][2], s[2 * kk][3]);
+    a[2] = pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+    a[3] = pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+#pragma unroll
+    for (int d = 0; d < 8; d += 2) {
+      const int i = lane / 8;
+      const int key = key_off + kk * 16 + (i % 2) * 8 + lane % 8;
+      uint32_t b[4];
+      ldmatrix_x4_trans(b, sv + swz(key, d + i / 2));
+      mma_bf16(st.o[d], a, b[0], b[1]);
+      mma_bf16(st.o[d + 1], a, b[2], b[3]);
+    }
+  }
+}
+
+// Loads the warp's 16×64 Q A-fragments from a swizzled smem tile (rows row0…row0+15).
+__device__ __forceinline__ void load_q_frag(uint32_t (&q)[4][4], const uint8_t* sq, int row0) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) {
+    const int row = row0 + (lane % 8) + 8 * ((lane / 8) % 2);
+    ldmatrix_x4(q[kk], sq + swz(row, 2 * kk + lane / 16));
+  }
+}
+
+}  // namespace gossamer::kernels::attn

@@ -1,0 +1,53 @@
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/dtype.h"
+#include "kernels/attention.h"
+
+namespace gossamer::kernels {
+
+void attention_cpu(const AttentionParams& p) {
+  constexpr int kD = 64;
+  const int group = p.num_q_heads / p.num_kv_heads;
+  std::vector<float> logits;
+  for (int b = 0; b < p.num_seqs; ++b) {
+    const int q_begin = p.cu_seqlens_q[b];
+    const int q_len = p.cu_seqlens_q[b + 1] - q_begin;
+    const int kv_len = p.kv_lens[b];
+    const int32_t* pages = p.page_indices + p.page_indptr[b];
+    auto row = [&](const uint16_t* cache, int pos, int kv_head) {
+      const int64_t slot = static_cast<int64_t>(pages[pos / p.page_size]) * p.page_size + pos % p.page_size;
+      return cache + (slot * p.num_kv_heads + kv_head) * kD;
+    };
+    for (int i = 0; i < q_len; ++i) {
+      const int pos = kv_len - q_len + i;
+      const int s0 = p.window > 0 ? std::max(0, pos - p.window + 1) : 0;
+      for (int h = 0; h < p.num_q_heads; ++h) {
+        const int kvh = h / group;
+        const uint16_t* q = p.q + (static_cast<int64_t>(q_begin + i) * p.num_q_heads + h) * kD;
+        logits.assign(pos - s0 + 1, 0.f);
+        float m = p.sinks ? p.sinks[h] : -INFINITY;
+        for (int s = s0; s <= pos; ++s) {
+          const uint16_t* k = row(p.k_cache, s, kvh);
+          float dot = 0.f;
+          for (int d = 0; d < kD; ++d) dot += bf16_to_float(q[d]) * bf16_to_float(k[d]);
+          logits[s - s0] = dot * p.scale;
+          m = std::max(m, logits[s - s0]);
+        }
+        double denom = p.sinks ? std::exp(static_cast<double>(p.sinks[h]) - m) : 0.0;
+        double o[kD] = {};
+        for (int s = s0; s <= pos; ++s) {
+          const double w = std::exp(static_cast<double>(logits[s - s0]) - m);
+          denom += w;
+          const uint16_t* v = row(p.v_cache, s, kvh);
+          for (int d = 0; d < kD; ++d) o[d] += w * bf16_to_float(v[d]);
+        }
+        uint16_t* out = p.out + (static_cast<int64_t>(q_begin + i) * p.num_q_heads + h) * kD;
+        for (int d = 0; d < kD; ++d) out[d] = float_to_bf16(static_cast<float>(o[d] / denom));
+      }
+    }
+  }
+}
+
+}  // namespace gossamer::kernels

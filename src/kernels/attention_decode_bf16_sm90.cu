@@ -1,0 +1,183 @@
+// Decode attention with sinks, split-KV: one CTA per (sequence, kv head, split). The CTA's 16 mma rows
+// are (query token, query head of the group) pairs, so the 8 query heads sharing a KV head read each
+// K/V tile once. The 4 warps split every 64-key tile into 16-key slices with independent softmax states,
+// merged at the end; the sink enters only split 0. A combine kernel merges the splits.
+#include <algorithm>
+
+#include "kernels/attention_common_sm90.cuh"
+
+namespace gossamer::kernels {
+namespace {
+
+using namespace attn;
+constexpr int kWarps = 4;
+constexpr int kThreads = 32 * kWarps;
+constexpr int kRows = 16;
+constexpr int kMaxSplits = 32;
+constexpr int kTileBytes = kKeysPerTile * 128;
+
+int decode_num_splits(const AttentionParams& p) {
+  const int ctas = std::max(1, p.num_seqs * p.num_kv_heads);
+  const int want = ceil_div(2 * 132, ctas);
+  const int tiles = std::max(1, ceil_div(p.window > 0 ? std::min(p.max_kv_len, p.window + kDecodeMaxQ) : p.max_kv_len,
+                                         kKeysPerTile) + 1);
+  return std::clamp(std::min(want, tiles), 1, kMaxSplits);
+}
+
+__global__ void __launch_bounds__(kThreads) attention_decode_kernel(const AttentionParams p, int num_splits,
+                                                                    float* o_part, float* lse_part) {
+  __shared__ __align__(128) uint8_t sq[kRows * 128];
+  __shared__ __align__(128) uint8_t skv[4][kTileBytes];  // K0 V0 K1 V1, reused for the warp merge
+  __shared__ float s_m[kWarps][kRows], s_l[kWarps][kRows];
+  const int b = blockIdx.x, g = blockIdx.y, split = blockIdx.z;
+  const int group = p.num_q_heads / p.num_kv_heads;
+  const int q_begin = p.cu_seqlens_q[b];
+  const int q_len = p.cu_seqlens_q[b + 1] - q_begin;
+  const int kv_len = p.kv_lens[b];
+  const int first_pos = kv_len - q_len;
+  const int kv_start = p.window > 0 ? max(0, first_pos - p.window + 1) : 0;
+  const int t_begin = kv_start / kKeysPerTile, t_end = ceil_div(kv_len, kKeysPerTile);
+  const int per_split = ceil_div(t_end - t_begin, num_splits);
+  const int my_begin = t_begin + split * per_split;
+  const int my_end = min(t_end, my_begin + per_split);
+  const int32_t* pages = p.page_indices + p.page_indptr[b];
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+
+  // ---- load Q rows (row i: token i / group, head g·group + i % group) ----
+  for (int i = tid; i < kRows * 8; i += kThreads) {
+    const int r = i / 8, c = i % 8;
+    const int qi = r / group;
+    const bool ok = qi < q_len;
+    const uint16_t* src =
+        ok ? p.q + (static_cast<int64_t>(q_begin + qi) * p.num_q_heads + g * group + r % group) * kHead + c * 8 : p.q;
+    cp_async_16(sq + swz(r, c), src, ok);
+  }
+  if (my_begin < my_end) {
+    load_kv_tile(skv[0], p.k_cache, p, pages, g, my_begin * kKeysPerTile, kv_len, tid, kThreads);
+    load_kv_tile(skv[1], p.v_cache, p, pages, g, my_begin * kKeysPerTile, kv_len, tid, kThreads);
+  }
+  cp_async_commit();
+
+  RowState st;
+  int row_pos[2];
+  const float scale_log2 = p.scale * kLog2e;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int r = lane / 4 + 8 * h;
+    const int qi = r / group;
+    row_pos[h] = qi < q_len ? first_pos + qi : -1;
+    const bool sink = split == 0 && p.sinks && qi < q_len;
+    st.m[h] = sink ? p.sinks[g * group + r % group] * kLog2e : -INFINITY;
+    st.l[h] = (sink && lane % 4 == 0) ? 1.f : 0.f;
+  }
+#pragma unroll
+  for (int d = 0; d < 8; ++d) st.o[d][0] = st.o[d][1] = st.o[d][2] = st.o[d][3] = 0.f;
+  uint32_t q_frag[4][4];
+  cp_async_wait<0>();
+  __syncthreads();
+  load_q_frag(q_frag, sq, 0);
+
+  // ---- key tiles of this split ----
+  for (int j = my_begin; j < my_end; ++j) {
+    const int stage = (j - my_begin) % 2;
+    if (j + 1 < my_end) {
+      load_kv_tile(skv[2 * (stage ^ 1)], p.k_cache, p, pages, g, (j + 1) * kKeysPerTile, kv_len, tid, kThreads);
+      load_kv_tile(skv[2 * (stage ^ 1) + 1], p.v_cache, p, pages, g, (j + 1) * kKeysPerTile, kv_len, tid, kThreads);
+      cp_async_commit();
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
+    }
+    __syncthreads();
+    attend_tile<16, true>(st, q_frag, skv[2 * stage], skv[2 * stage + 1], warp * 16, j * kKeysPerTile, row_pos,
+                          p.window, scale_log2);
+    __syncthreads();
+  }
+
+  // ---- merge the 4 warps ----
+  float* s_o = reinterpret_cast<float*>(&skv[0][0]);  // [kWarps][kRows][64]
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float l = st.l[h];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const int r = lane / 4 + 8 * h;
+    if (lane % 4 == 0) {
+      s_m[warp][r] = st.m[h];
+      s_l[warp][r] = l;
+    }
+#pragma unroll
+    for (int d = 0; d < 8; ++d) {
+      s_o[(warp * kRows + r) * kHead + 8 * d + 2 * (lane % 4)] = st.o[d][2 * h];
+      s_o[(warp * kRows + r) * kHead + 8 * d + 2 * (lane % 4) + 1] = st.o[d][2 * h + 1];
+    }
+  }
+  __syncthreads();
+  for (int i = tid; i < kRows * kHead; i += kThreads) {
+    const int r = i / kHead, d = i % kHead;
+    const int qi = r / group;
+    if (qi >= q_len || r >= group * kDecodeMaxQ) continue;
+    float m = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) m = fmaxf(m, s_m[w][r]);
+    float l = 0.f, o = 0.f;
+    if (m != -INFINITY) {
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w) {
+        const float f = ex2(s_m[w][r] - m);
+        l += s_l[w][r] * f;
+        o += s_o[(w * kRows + r) * kHead + d] * f;
+      }
+    }
+    const int64_t idx = (static_cast<int64_t>(q_begin + qi) * p.num_q_heads + g * group + r % group) * num_splits + split;
+    o_part[idx * kHead + d] = l > 0.f ? o / l : 0.f;
+    if (d == 0) lse_part[idx] = l > 0.f ? m + __log2f(l) : -INFINITY;
+  }
+}
+
+// One thread per (token, head, dim): merges the splits' normalised outputs by their log-sum-exp.
+__global__ void attention_decode_combine_kernel(const AttentionParams p, int num_splits, const float* o_part,
+                                                const float* lse_part) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= static_cast<int64_t>(p.num_tokens) * p.num_q_heads * kHead) return;
+  const int64_t th = i / kHead;
+  const int d = static_cast<int>(i % kHead);
+  float m = -INFINITY;
+  for (int s = 0; s < num_splits; ++s) m = fmaxf(m, lse_part[th * num_splits + s]);
+  float l = 0.f, o = 0.f;
+  if (m != -INFINITY) {
+    for (int s = 0; s < num_splits; ++s) {
+      const float f = ex2(lse_part[th * num_splits + s] - m);
+      l += f;
+      o += f * o_part[(th * num_splits + s) * kHead + d];
+    }
+  }
+  const __nv_bfloat16 r = __float2bfloat16_rn(l > 0.f ? o / l : 0.f);
+  p.out[i] = *reinterpret_cast<const uint16_t*>(&r);
+}
+
+}  // namespace
+
+size_t attention_decode_workspace_bytes(const AttentionParams& p) {
+  const size_t per = static_cast<size_t>(p.num_tokens) * p.num_q_heads * decode_num_splits(p);
+  return per * (kHead + 1) * sizeof(float) + 256;
+}
+
+void launch_attention_decode(const AttentionParams& p, cudaStream_t stream) {
+  GOSSAMER_CHECK(p.num_kv_heads > 0 && p.num_q_heads % p.num_kv_heads == 0 &&
+                     p.num_q_heads / p.num_kv_heads * kDecodeMaxQ <= kRows,
+                 "attention decode: needs at most 8 query heads per kv head");
+  GOSSAMER_CHECK(p.workspace != nullptr, "attention decode: workspace missing");
+  if (p.num_tokens == 0) return;
+  const int splits = decode_num_splits(p);
+  float* o_part = static_cast<float*>(p.workspace);
+  float* lse_part = o_part + static_cast<size_t>(p.num_tokens) * p.num_q_heads * splits * kHead;
+  attention_decode_kernel<<<dim3(p.num_seqs, p.num_kv_heads, splits), kThreads, 0, stream>>>(p, splits, o_part, lse_part);
+  GOSSAMER_CUDA_CHECK_LAUNCH();
+  const int64_t n = static_cast<int64_t>(p.num_tokens) * p.num_q_heads * kHead;
+  attention_decode_combine_kernel<<<static_cast<unsigned>(ceil_div<int64_t>(n, 256)), 256, 0, stream>>>(p, splits, o_part,
+                                                                                                       lse_part);
+  GOSSAMER_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace gossamer::kernels

@@ -1,0 +1,118 @@
+// Prefill attention with sinks: one CTA per (64-query tile of one sequence, query head), 4 warps of
+// 16 query rows, 64-key K/V tiles double-buffered with cp.async from the paged cache. Sliding layers
+// visit only the key tiles that intersect some query's window.
+#include "kernels/attention_common_sm90.cuh"
+
+namespace gossamer::kernels {
+namespace {
+
+using namespace attn;
+constexpr int kWarps = 4;
+constexpr int kBM = 16 * kWarps;
+constexpr int kThreads = 32 * kWarps;
+constexpr int kTileBytes = kKeysPerTile * 128;
+
+__global__ void __launch_bounds__(kThreads) attention_prefill_kernel(const AttentionParams p) {
+  __shared__ __align__(128) uint8_t sq[kBM * 128];
+  __shared__ __align__(128) uint8_t sk[2][kTileBytes];
+  __shared__ __align__(128) uint8_t sv[2][kTileBytes];
+  // ---- which (sequence, query tile) ----
+  int t = blockIdx.x, b = 0;
+  for (; b < p.num_seqs; ++b) {
+    const int n = ceil_div(p.cu_seqlens_q[b + 1] - p.cu_seqlens_q[b], kBM);
+    if (t < n) break;
+    t -= n;
+  }
+  if (b == p.num_seqs) return;
+  const int head = blockIdx.y;
+  const int kv_head = head / (p.num_q_heads / p.num_kv_heads);
+  const int q_begin = p.cu_seqlens_q[b];
+  const int q_len = p.cu_seqlens_q[b + 1] - q_begin;
+  const int kv_len = p.kv_lens[b];
+  const int first_pos = kv_len - q_len;
+  const int q_lo = t * kBM, q_hi = min(q_len, q_lo + kBM);  // query indices of this tile
+  const int q0pos = first_pos + q_lo, q1pos = first_pos + q_hi - 1;
+  const int kv_start = p.window > 0 ? max(0, q0pos - p.window + 1) : 0;
+  const int tile_begin = kv_start / kKeysPerTile;
+  const int tile_end = ceil_div(q1pos + 1, kKeysPerTile);
+  const int32_t* pages = p.page_indices + p.page_indptr[b];
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+
+  // ---- load Q tile and the first K/V tile ----
+  for (int i = tid; i < kBM * 8; i += kThreads) {
+    const int r = i / 8, c = i % 8;
+    const bool ok = q_lo + r < q_len;
+    const uint16_t* src = ok ? p.q + (static_cast<int64_t>(q_begin + q_lo + r) * p.num_q_heads + head) * kHead + c * 8 : p.q;
+    cp_async_16(sq + swz(r, c), src, ok);
+  }
+  load_kv_tile(sk[0], p.k_cache, p, pages, kv_head, tile_begin * kKeysPerTile, kv_len, tid, kThreads);
+  load_kv_tile(sv[0], p.v_cache, p, pages, kv_head, tile_begin * kKeysPerTile, kv_len, tid, kThreads);
+  cp_async_commit();
+
+  RowState st;
+  const float scale_log2 = p.scale * kLog2e;
+  const float sink = p.sinks ? p.sinks[head] * kLog2e : -INFINITY;
+  int row_pos[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int qi = q_lo + warp * 16 + lane / 4 + 8 * h;
+    row_pos[h] = qi < q_len ? first_pos + qi : -1;
+    st.m[h] = sink;
+    st.l[h] = (p.sinks && lane % 4 == 0) ? 1.f : 0.f;
+  }
+#pragma unroll
+  for (int d = 0; d < 8; ++d) st.o[d][0] = st.o[d][1] = st.o[d][2] = st.o[d][3] = 0.f;
+  uint32_t q_frag[4][4];
+
+  // ---- main loop over key tiles ----
+  for (int j = tile_begin; j < tile_end; ++j) {
+    const int stage = (j - tile_begin) % 2;
+    if (j + 1 < tile_end) {
+      load_kv_tile(sk[stage ^ 1], p.k_cache, p, pages, kv_head, (j + 1) * kKeysPerTile, kv_len, tid, kThreads);
+      load_kv_tile(sv[stage ^ 1], p.v_cache, p, pages, kv_head, (j + 1) * kKeysPerTile, kv_len, tid, kThreads);
+      cp_async_commit();
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
+    }
+    __syncthreads();
+    if (j == tile_begin) load_q_frag(q_frag, sq, warp * 16);
+    const int kv0 = j * kKeysPerTile;
+    const bool need_mask = kv0 + kKeysPerTile - 1 > q0pos || (p.window > 0 && kv0 <= q1pos - p.window);
+    if (need_mask) {
+      attend_tile<kKeysPerTile, true>(st, q_frag, sk[stage], sv[stage], 0, kv0, row_pos, p.window, scale_log2);
+    } else {
+      attend_tile<kKeysPerTile, false>(st, q_frag, sk[stage], sv[stage], 0, kv0, row_pos, p.window, scale_log2);
+    }
+    __syncthreads();  // NOTE: the next iteration refills the other stage only after everyone read it.
+  }
+
+  // ---- write O ----
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float l = st.l[h];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    if (row_pos[h] < 0) continue;
+    const float inv = l > 0.f ? 1.f / l : 0.f;
+    const int qi = q_lo + warp * 16 + lane / 4 + 8 * h;
+    uint16_t* dst = p.out + (static_cast<int64_t>(q_begin + qi) * p.num_q_heads + head) * kHead;
+#pragma unroll
+    for (int d = 0; d < 8; ++d) {
+      *reinterpret_cast<uint32_t*>(dst + 8 * d + 2 * (lane % 4)) = pack_bf16(st.o[d][2 * h] * inv, st.o[d][2 * h + 1] * inv);
+    }
+  }
+}
+
+}  // namespace
+
+void launch_attention_prefill(const AttentionParams& p, cudaStream_t stream) {
+  GOSSAMER_CHECK(p.num_kv_heads > 0 && p.num_q_heads % p.num_kv_heads == 0, "attention: bad head counts");
+  if (p.num_tokens == 0) return;
+  // Upper bound on the total number of query tiles: Σ ceil(q_len / 64) ≤ num_tokens / 64 + num_seqs.
+  const dim3 grid(p.num_tokens / kBM + p.num_seqs, p.num_q_heads);
+  attention_prefill_kernel<<<grid, kThreads, 0, stream>>>(p);
+  GOSSAMER_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace gossamer::kernels

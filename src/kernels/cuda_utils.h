@@ -1,0 +1,49 @@
+// Small CUDA helpers shared by the kernels in this folder (host and device).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "core/error.h"
+
+// Throws gossamer::Error when a CUDA runtime call fails (API boundary: launch configuration, memory).
+#define GOSSAMER_CUDA_CHECK(expr)                                                                  \
+  do {                                                                                             \
+    const cudaError_t gossamer_cuda_status_ = (expr);                                              \
+    GOSSAMER_CHECK(gossamer_cuda_status_ == cudaSuccess, #expr, " failed: ",                       \
+                   cudaGetErrorString(gossamer_cuda_status_));                                     \
+  } while (0)
+
+// Checks the launch that was just issued on this thread.
+#define GOSSAMER_CUDA_CHECK_LAUNCH() GOSSAMER_CUDA_CHECK(cudaGetLastError())
+
+namespace gossamer::kernels {
+
+template <typename T>
+__host__ __device__ constexpr T ceil_div(T a, T b) {
+  return (a + b - 1) / b;
+}
+
+#ifdef __CUDACC__
+// 16-byte async copy global → shared; when !valid the destination is zero-filled and nothing is read.
+__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, bool valid) {
+  const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async_4(void* smem, const void* gmem, bool valid) {
+  const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(gmem), "r"(valid ? 4 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+// Makes this thread's generic-proxy shared-memory writes (cp.async included) visible to the async proxy
+// (wgmma operand reads); follow with a barrier.
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+#endif
+
+}  // namespace gossamer::kernels

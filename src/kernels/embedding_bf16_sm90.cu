@@ -1,0 +1,28 @@
+#include "kernels/cuda_utils.h"
+#include "kernels/embedding.h"
+
+namespace gossamer::kernels {
+namespace {
+
+__global__ void embedding_kernel(EmbeddingParams p) {
+  const int64_t t = blockIdx.y;
+  const int vi = blockIdx.x * blockDim.x + threadIdx.x;
+  if (vi >= p.hidden / 8) return;
+  const int32_t id = p.ids[t];
+  uint4 v = make_uint4(0, 0, 0, 0);
+  if (id >= 0 && id < p.vocab) v = reinterpret_cast<const uint4*>(p.table + static_cast<int64_t>(id) * p.hidden)[vi];
+  reinterpret_cast<uint4*>(p.out + t * p.hidden)[vi] = v;
+}
+
+}  // namespace
+
+void launch_embedding(const EmbeddingParams& p, cudaStream_t stream) {
+  GOSSAMER_CHECK(p.hidden % 8 == 0, "embedding: hidden must be a multiple of 8");
+  if (p.num_tokens == 0) return;
+  const int threads = 128;
+  const dim3 grid(ceil_div(p.hidden / 8, threads), p.num_tokens);
+  embedding_kernel<<<grid, threads, 0, stream>>>(p);
+  GOSSAMER_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace gossamer::kernels

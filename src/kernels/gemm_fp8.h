@@ -1,0 +1,55 @@
+// FP8 e4m3 GEMM with DeepSeek-style block scales, bf16 out:  out[m, n] = epilogue(bias[n] +
+//   Σ_kb a_scale[m, kb] · b_scale[n/128, kb] · Σ_{k ∈ kb} A[m, k] · B[n, k]).
+// A: activations quantized per token in 1×128 groups (quantize_fp8.h); B: weights [N, K] with one fp32
+// scale per 128×128 block. K and N need not be multiples of 128 (partial blocks are zero-filled).
+//
+// Grouped mode (MoE): rows are partitioned into groups (experts) by `group_offsets`; each group g uses
+// B[g], b_scales[g] and bias[g]. A row r of the grouped problem reads A row a_row_index[r] (a gather, so
+// tokens need not be copied into expert order). The M tiles come from a device tile list
+// (tile_group, tile_m0, num_tiles) built by moe_build_tiles (moe.h); tile_rows must equal the BM the
+// launcher picks for max_rows_per_tile (gemm_fp8_tile_rows).
+//
+// Epilogues: kBias writes out[m, n]; kSwiGlu treats even columns as gate and odd columns as up
+// (spec §2.6: gate = min(gate, 7), up = clamp(up, ±7), out = gate·σ(1.702·gate)·(up + 1)) and writes
+// out[m, n/2]. Accumulation and epilogue math in fp32, one rounding to bf16.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace gossamer::kernels {
+
+enum class GemmEpilogue : int { kBias = 0, kSwiGlu = 1 };
+
+struct GemmFp8Params {
+  const uint8_t* a = nullptr;         // [rows_a, K] fp8, row stride lda bytes (multiple of 16)
+  int64_t lda = 0;
+  const float* a_scales = nullptr;    // [rows_a, ceil(K/128)] fp32
+  const int32_t* a_row_index = nullptr;  // [M] or null (identity)
+  const uint8_t* b = nullptr;         // [num_groups, N, K] fp8, K contiguous
+  const float* b_scales = nullptr;    // [num_groups, ceil(N/128), ceil(K/128)] fp32
+  const uint16_t* bias = nullptr;     // [num_groups, N] bf16 or null
+  uint16_t* out = nullptr;            // [M, N] (kBias) or [M, N/2] (kSwiGlu) bf16, row stride ldc elements
+  int64_t ldc = 0;
+  int M = 0;  // rows of the (grouped) problem
+  int N = 0;  // multiple of 8 (even pairs for kSwiGlu)
+  int K = 0;  // multiple of 16
+  GemmEpilogue epilogue = GemmEpilogue::kBias;
+  // Grouped mode (all null for a plain GEMM).
+  const int32_t* group_offsets = nullptr;  // [num_groups + 1] row offsets
+  const int32_t* tile_group = nullptr;     // [max_tiles]
+  const int32_t* tile_m0 = nullptr;        // [max_tiles]
+  const int32_t* num_tiles = nullptr;      // [1]
+  int max_tiles = 0;                       // grid bound in grouped mode
+};
+
+// The BM the launcher uses: 64 when every tile has at most 64 rows worth computing, else 128.
+int gemm_fp8_tile_rows(int max_rows_per_tile);
+
+// `rows_hint` picks the tile shape: the plain M, or in grouped mode the expected rows per group.
+void launch_gemm_fp8(const GemmFp8Params& p, int rows_hint, cudaStream_t stream);
+
+void gemm_fp8_cpu(const GemmFp8Params& p);
+
+}  // namespace gossamer::kernels

@@ -1,0 +1,233 @@
+// FP8 block-scaled GEMM on Hopper: cp.async multi-stage pipeline into 128B-swizzled shared memory,
+// wgmma m64nNk32 e4m3 per 128-wide K block into a temporary accumulator, then promotion into the fp32
+// accumulator with a_scale[row]·b_scale (the block-scale recipe needs one promotion per K block).
+#include "kernels/cuda_utils.h"
+#include "kernels/gemm_fp8.h"
+#include "kernels/wgmma_fp8_sm90.cuh"
+
+namespace gossamer::kernels {
+namespace {
+
+constexpr int kBK = 128;  // bytes = fp8 elements per K block (= the scale block)
+
+template <int kBM, int kBN>
+struct Tile {
+  static constexpr int kThreads = kBM * 2;  // one warpgroup per 64 rows
+  static constexpr int kStages = kBM == 128 ? 4 : 6;
+  static constexpr int kABytes = kBM * kBK;
+  static constexpr int kBBytes = kBN * kBK;
+  static constexpr int kStageBytes = kABytes + kBBytes;
+  static constexpr int kScaleFloats = kBM + 4;  // a scales, then the b scale
+  static constexpr int kSmemBytes = 1024 + kStages * kStageBytes + kStages * kScaleFloats * 4;
+  static constexpr int kAChunks = kBM * 8 / kThreads;  // 16-byte chunks per thread per stage
+  static constexpr int kBChunks = kBN * 8 / kThreads;
+};
+
+template <int kBN>
+__device__ __forceinline__ void wgmma_k32(float (&d)[kBN / 2], uint64_t da, uint64_t db, int scale_d) {
+  if constexpr (kBN == 128) {
+    wgmma::wgmma_m64n128k32_e4m3(d, da, db, scale_d);
+  } else {
+    wgmma::wgmma_m64n64k32_e4m3(d, da, db, scale_d);
+  }
+}
+
+__device__ __forceinline__ float swiglu(float gate, float up) {
+  gate = fminf(gate, 7.0f);
+  up = fminf(fmaxf(up, -7.0f), 7.0f);
+  return gate / (1.0f + __expf(-1.702f * gate)) * (up + 1.0f);
+}
+
+template <int kBM, int kBN>
+__global__ void __launch_bounds__(Tile<kBM, kBN>::kThreads, 1) gemm_fp8_kernel(const GemmFp8Params p) {
+  using T = Tile<kBM, kBN>;
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  float* smem_scales = reinterpret_cast<float*>(smem + T::kStages * T::kStageBytes);
+
+  // ---- which tile ----
+  int group = 0, m0, row_end = p.M;
+  if (p.tile_group) {
+    if (static_cast<int>(blockIdx.x) >= *p.num_tiles) return;
+    group = p.tile_group[blockIdx.x];
+    m0 = p.tile_m0[blockIdx.x];
+    row_end = p.group_offsets[group + 1];
+  } else {
+    m0 = blockIdx.x * kBM;
+  }
+  const int n0 = blockIdx.y * kBN;
+  const int num_kb = ceil_div(p.K, kBK);
+  const int num_nb = ceil_div(p.N, 128);
+  const int tid = threadIdx.x;
+  const int chunk_col = tid % 8;
+  const uint8_t* b_group = p.b + static_cast<int64_t>(group) * p.N * p.K;
+  const float* b_scale_row = p.b_scales + (static_cast<int64_t>(group) * num_nb + n0 / 128) * num_kb;
+
+  // ---- per-thread source rows (fixed across K blocks) ----
+  const uint8_t* a_src[T::kAChunks];
+  bool a_ok[T::kAChunks];
+#pragma unroll
+  for (int i = 0; i < T::kAChunks; ++i) {
+    const int r = (tid + i * T::kThreads) / 8;
+    const int row = m0 + r;
+    a_ok[i] = row < row_end;
+    const int src_row = a_ok[i] ? (p.a_row_index ? p.a_row_index[row] : row) : 0;
+    a_src[i] = p.a + static_cast<int64_t>(src_row) * p.lda + chunk_col * 16;
+  }
+  const uint8_t* b_src[T::kBChunks];
+  bool b_ok[T::kBChunks];
+#pragma unroll
+  for (int i = 0; i < T::kBChunks; ++i) {
+    const int r = (tid + i * T::kThreads) / 8;
+    b_ok[i] = n0 + r < p.N;
+    b_src[i] = b_group + static_cast<int64_t>(b_ok[i] ? n0 + r : 0) * p.K + chunk_col * 16;
+  }
+  const float* a_scale_src = nullptr;
+  bool a_scale_ok = false;
+  if (tid < kBM && m0 + tid < row_end) {
+    a_scale_ok = true;
+    const int row = m0 + tid;
+    a_scale_src = p.a_scales + static_cast<int64_t>(p.a_row_index ? p.a_row_index[row] : row) * num_kb;
+  }
+
+  auto load_stage = [&](int kb) {
+    const int stage = kb % T::kStages;
+    uint8_t* sa = smem + stage * T::kStageBytes;
+    uint8_t* sb = sa + T::kABytes;
+    const int k0 = kb * kBK;
+    const bool k_ok = k0 + chunk_col * 16 < p.K;
+#pragma unroll
+    for (int i = 0; i < T::kAChunks; ++i) {
+      const int r = (tid + i * T::kThreads) / 8;
+      cp_async_16(sa + r * 128 + ((chunk_col ^ (r & 7)) << 4), a_src[i] + k0, a_ok[i] && k_ok);
+    }
+#pragma unroll
+    for (int i = 0; i < T::kBChunks; ++i) {
+      const int r = (tid + i * T::kThreads) / 8;
+      cp_async_16(sb + r * 128 + ((chunk_col ^ (r & 7)) << 4), b_src[i] + k0, b_ok[i] && k_ok);
+    }
+    float* sc = smem_scales + stage * T::kScaleFloats;
+    if (tid < kBM) cp_async_4(sc + tid, a_scale_ok ? a_scale_src + kb : p.a_scales, a_scale_ok);
+    if (tid == 0) cp_async_4(sc + kBM, b_scale_row + kb, true);
+  };
+
+  // ---- accumulators, initialised with the bias ----
+  const int wg = tid / 128;
+  const int warp = (tid % 128) / 32;
+  const int lane = tid % 32;
+  const int local_row = wg * 64 + warp * 16 + lane / 4;  // and local_row + 8
+  float acc[kBN / 2];
+  float tmp[kBN / 2];
+#pragma unroll
+  for (int j = 0; j < kBN / 8; ++j) {
+    const int col = n0 + 8 * j + 2 * (lane % 4);
+    float b0 = 0.f, b1 = 0.f;
+    if (p.bias && col < p.N) {
+      const uint32_t bb = *reinterpret_cast<const uint32_t*>(p.bias + static_cast<int64_t>(group) * p.N + col);
+      b0 = __uint_as_float(bb << 16);
+      b1 = __uint_as_float(bb & 0xFFFF0000u);
+    }
+    acc[4 * j + 0] = b0;
+    acc[4 * j + 1] = b1;
+    acc[4 * j + 2] = b0;
+    acc[4 * j + 3] = b1;
+  }
+
+  // ---- pipeline prologue ----
+#pragma unroll
+  for (int s = 0; s < T::kStages - 1; ++s) {
+    if (s < num_kb) load_stage(s);
+    cp_async_commit();
+  }
+
+  // ---- main loop over K blocks ----
+  for (int kb = 0; kb < num_kb; ++kb) {
+    cp_async_wait<T::kStages - 2>();
+    fence_proxy_async();
+    __syncthreads();
+    // NOTE: the stage refilled here was consumed in iteration kb − 1, whose wgmma all threads awaited
+    // before the barrier above.
+    if (kb + T::kStages - 1 < num_kb) load_stage(kb + T::kStages - 1);
+    cp_async_commit();
+
+    const int stage = kb % T::kStages;
+    const uint8_t* sa = smem + stage * T::kStageBytes + wg * 64 * kBK;
+    const uint8_t* sb = smem + stage * T::kStageBytes + T::kABytes;
+    wgmma::fence();
+#pragma unroll
+    for (int kk = 0; kk < kBK / 32; ++kk) {
+      wgmma_k32<kBN>(tmp, wgmma::desc_k128_sw128(sa + kk * 32), wgmma::desc_k128_sw128(sb + kk * 32), kk > 0);
+    }
+    wgmma::commit();
+    wgmma::wait<0>();
+
+    // ---- promote with the block scales ----
+    const float* sc = smem_scales + stage * T::kScaleFloats;
+    const float s_b = sc[kBM];
+    const float s0 = sc[local_row] * s_b;
+    const float s1 = sc[local_row + 8] * s_b;
+#pragma unroll
+    for (int j = 0; j < kBN / 8; ++j) {
+      acc[4 * j + 0] += tmp[4 * j + 0] * s0;
+      acc[4 * j + 1] += tmp[4 * j + 1] * s0;
+      acc[4 * j + 2] += tmp[4 * j + 2] * s1;
+      acc[4 * j + 3] += tmp[4 * j + 3] * s1;
+    }
+  }
+  cp_async_wait<0>();
+
+  // ---- write out ----
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int row = m0 + local_row + 8 * h;
+    if (row >= row_end) continue;
+    uint16_t* out_row = p.out + static_cast<int64_t>(row) * p.ldc;
+#pragma unroll
+    for (int j = 0; j < kBN / 8; ++j) {
+      const int col = n0 + 8 * j + 2 * (lane % 4);
+      if (col >= p.N) continue;
+      const float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
+      if (p.epilogue == GemmEpilogue::kSwiGlu) {
+        const __nv_bfloat16 r = __float2bfloat16_rn(swiglu(v0, v1));
+        out_row[col / 2] = *reinterpret_cast<const uint16_t*>(&r);
+      } else {
+        const __nv_bfloat162 r = __floats2bfloat162_rn(v0, v1);
+        *reinterpret_cast<__nv_bfloat162*>(out_row + col) = r;
+      }
+    }
+  }
+}
+
+template <int kBM, int kBN>
+void launch_tile(const GemmFp8Params& p, cudaStream_t stream) {
+  using T = Tile<kBM, kBN>;
+  static bool configured = false;
+  if (!configured) {
+    GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(gemm_fp8_kernel<kBM, kBN>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             T::kSmemBytes));
+    configured = true;
+  }
+  const int tiles_m = p.tile_group ? p.max_tiles : ceil_div(p.M, kBM);
+  const dim3 grid(tiles_m, ceil_div(p.N, kBN));
+  if (grid.x == 0) return;
+  gemm_fp8_kernel<kBM, kBN><<<grid, T::kThreads, T::kSmemBytes, stream>>>(p);
+  GOSSAMER_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+int gemm_fp8_tile_rows(int max_rows_per_tile) { return max_rows_per_tile <= 64 ? 64 : 128; }
+
+void launch_gemm_fp8(const GemmFp8Params& p, int rows_hint, cudaStream_t stream) {
+  GOSSAMER_CHECK(p.K % 16 == 0 && p.lda % 16 == 0 && p.N % 8 == 0, "gemm_fp8: K (", p.K, ") and lda (", p.lda,
+                 ") must be multiples of 16 and N (", p.N, ") of 8");
+  GOSSAMER_CHECK(!p.tile_group || (p.group_offsets && p.tile_m0 && p.num_tiles), "gemm_fp8: incomplete grouped params");
+  if (p.M == 0 || p.N == 0) return;
+  if (gemm_fp8_tile_rows(rows_hint) == 64) {
+    launch_tile<64, 64>(p, stream);
+  } else {
+    launch_tile<128, 128>(p, stream);
+  }
+}
+
+}  // namespace gossamer::kernels

@@ -1,0 +1,56 @@
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/dtype.h"
+#include "kernels/gemm_fp8.h"
+
+namespace gossamer::kernels {
+namespace {
+
+float swiglu_ref(float gate, float up) {
+  gate = std::fmin(gate, 7.0f);
+  up = std::fmin(std::fmax(up, -7.0f), 7.0f);
+  return gate / (1.0f + std::exp(-1.702f * gate)) * (up + 1.0f);
+}
+
+}  // namespace
+
+// NOTE: in grouped mode the CPU reference reads group_offsets (host memory here) directly; tile lists
+// are a GPU scheduling detail and are ignored.
+void gemm_fp8_cpu(const GemmFp8Params& p) {
+  const int num_kb = (p.K + 127) / 128, num_nb = (p.N + 127) / 128;
+  float lut[256];
+  for (int i = 0; i < 256; ++i) lut[i] = fp8e4m3_to_float(static_cast<uint8_t>(i));
+  std::vector<float> a_row(p.K);
+  std::vector<float> out_row(p.N);
+  int group = 0;
+  for (int m = 0; m < p.M; ++m) {
+    if (p.group_offsets) {
+      while (m >= p.group_offsets[group + 1]) ++group;
+    }
+    const int src = p.a_row_index ? p.a_row_index[m] : m;
+    for (int k = 0; k < p.K; ++k) a_row[k] = lut[p.a[static_cast<int64_t>(src) * p.lda + k]];
+    const uint8_t* b = p.b + static_cast<int64_t>(group) * p.N * p.K;
+    for (int n = 0; n < p.N; ++n) {
+      float acc = p.bias ? bf16_to_float(p.bias[static_cast<int64_t>(group) * p.N + n]) : 0.f;
+      for (int kb = 0; kb < num_kb; ++kb) {
+        float partial = 0.f;
+        const int k1 = std::min(p.K, (kb + 1) * 128);
+        for (int k = kb * 128; k < k1; ++k) partial += a_row[k] * lut[b[static_cast<int64_t>(n) * p.K + k]];
+        const float sa = p.a_scales[static_cast<int64_t>(src) * num_kb + kb];
+        const float sb = p.b_scales[(static_cast<int64_t>(group) * num_nb + n / 128) * num_kb + kb];
+        acc += partial * sa * sb;
+      }
+      out_row[n] = acc;
+    }
+    uint16_t* out = p.out + static_cast<int64_t>(m) * p.ldc;
+    if (p.epilogue == GemmEpilogue::kSwiGlu) {
+      for (int n = 0; n < p.N; n += 2) out[n / 2] = float_to_bf16(swiglu_ref(out_row[n], out_row[n + 1]));
+    } else {
+      for (int n = 0; n < p.N; ++n) out[n] = float_to_bf16(out_row[n]);
+    }
+  }
+}
+
+}  // namespace gossamer::kernels

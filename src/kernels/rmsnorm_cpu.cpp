@@ -1,0 +1,31 @@
+#include <cmath>
+#include <vector>
+
+#include "core/dtype.h"
+#include "kernels/rmsnorm.h"
+
+namespace gossamer::kernels {
+
+void rmsnorm_cpu(const RmsNormParams& p) {
+  for (int64_t t = 0; t < p.num_tokens; ++t) {
+    const int64_t base = t * p.hidden;
+    float sum_sq = 0.f;
+    std::vector<float> s(p.hidden);
+    for (int i = 0; i < p.hidden; ++i) {
+      float v = bf16_to_float(p.x[base + i]);
+      if (p.residual) {
+        const uint16_t sum = float_to_bf16(v + bf16_to_float(p.residual[base + i]));
+        p.residual[base + i] = sum;
+        v = bf16_to_float(sum);
+      }
+      s[i] = v;
+      sum_sq += v * v;
+    }
+    const float inv_rms = 1.0f / std::sqrt(sum_sq / static_cast<float>(p.hidden) + p.eps);
+    for (int i = 0; i < p.hidden; ++i) {
+      p.out[base + i] = float_to_bf16(s[i] * inv_rms * bf16_to_float(p.weight[i]));
+    }
+  }
+}
+
+}  // namespace gossamer::kernels

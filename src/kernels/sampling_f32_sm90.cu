@@ -1,0 +1,132 @@
+// One block of 1024 threads per row. The top-k and top-p thresholds are found by bitwise binary search
+// over the order-preserving integer image of x (32 counting passes each), so no sort is needed.
+#include <cfloat>
+
+#include "kernels/cuda_utils.h"
+#include "kernels/sampling.h"
+
+namespace gossamer::kernels {
+namespace {
+
+constexpr int kThreads = 1024;
+
+__device__ __forceinline__ uint32_t order_key(float x) {
+  const uint32_t u = __float_as_uint(x);
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+template <typename T, typename Op>
+__device__ T block_reduce(T v, Op op, T* scratch) {
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  __syncthreads();
+  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
+  __syncthreads();
+  T r = scratch[0];
+  for (int i = 1; i < kThreads / 32; ++i) r = op(r, scratch[i]);
+  return r;
+}
+
+__global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingParams p) {
+  __shared__ float f_scratch[32];
+  __shared__ int i_scratch[32];
+  __shared__ unsigned long long u_scratch[32];
+  __shared__ float chunk_prefix[kThreads];
+  const int row = blockIdx.x;
+  const float* x = p.logits + static_cast<int64_t>(row) * p.vocab;
+  const float temp = p.temperature ? p.temperature[row] : 0.f;
+  // ---- greedy: (max value, lowest index) packed so that a max-reduce finds it ----
+  if (temp <= 0.f) {
+    unsigned long long best = 0;
+    for (int i = threadIdx.x; i < p.vocab; i += kThreads) {
+      const unsigned long long key = (static_cast<unsigned long long>(order_key(x[i])) << 32) | (0xFFFFFFFFu - i);
+      best = key > best ? key : best;
+    }
+    best = block_reduce(best, [](unsigned long long a, unsigned long long b) { return a > b ? a : b; }, u_scratch);
+    if (threadIdx.x == 0) p.out_tokens[row] = static_cast<int32_t>(0xFFFFFFFFu - static_cast<uint32_t>(best));
+    return;
+  }
+  const float inv_t = 1.0f / temp;
+  float mx = -FLT_MAX;
+  for (int i = threadIdx.x; i < p.vocab; i += kThreads) mx = fmaxf(mx, x[i] * inv_t);
+  mx = block_reduce(mx, [](float a, float b) { return fmaxf(a, b); }, f_scratch);
+  // ---- top-k threshold ----
+  uint32_t t_k = 0;
+  const int k = p.top_k ? p.top_k[row] : 0;
+  if (k > 0 && k < p.vocab) {
+    for (int bit = 31; bit >= 0; --bit) {
+      const uint32_t cand = t_k | (1u << bit);
+      int c = 0;
+      for (int i = threadIdx.x; i < p.vocab; i += kThreads) c += order_key(x[i] * inv_t) >= cand;
+      c = block_reduce(c, [](int a, int b) { return a + b; }, i_scratch);
+      if (c >= k) t_k = cand;
+    }
+  }
+  auto mass_above = [&](uint32_t t) {
+    float s = 0.f;
+    for (int i = threadIdx.x; i < p.vocab; i += kThreads) {
+      const float v = x[i] * inv_t;
+      if (order_key(v) >= t) s += __expf(v - mx);
+    }
+    return block_reduce(s, [](float a, float b) { return a + b; }, f_scratch);
+  };
+  // ---- top-p threshold ----
+  uint32_t t_final = t_k;
+  const float top_p = p.top_p ? p.top_p[row] : 1.f;
+  if (top_p < 1.f) {
+    const float target = top_p * mass_above(t_k);
+    uint32_t t2 = 0;
+    for (int bit = 31; bit >= 0; --bit) {
+      const uint32_t cand = t2 | (1u << bit);
+      if (mass_above(max(cand, t_k)) >= target) t2 = cand;
+    }
+    t_final = max(t2, t_k);
+  }
+  // ---- sample in index order ----
+  const int chunk = ceil_div(p.vocab, kThreads);
+  const int i0 = threadIdx.x * chunk, i1 = min(p.vocab, i0 + chunk);
+  float my = 0.f;
+  for (int i = i0; i < i1; ++i) {
+    const float v = x[i] * inv_t;
+    if (order_key(v) >= t_final) my += __expf(v - mx);
+  }
+  chunk_prefix[threadIdx.x] = my;
+  __syncthreads();
+  if (threadIdx.x == 0) {  // NOTE: serial scan over 1024 partial sums; negligible next to the passes above
+    float run = 0.f;
+    for (int i = 0; i < kThreads; ++i) {
+      const float v = chunk_prefix[i];
+      chunk_prefix[i] = run;
+      run += v;
+    }
+    f_scratch[0] = run;
+  }
+  __syncthreads();
+  const float target = sampling_uniform(p.seeds ? p.seeds[row] : 0ull) * f_scratch[0];
+  int found = -1, last_kept = -1;
+  float run = chunk_prefix[threadIdx.x];
+  for (int i = i0; i < i1; ++i) {
+    const float v = x[i] * inv_t;
+    if (order_key(v) < t_final) continue;
+    last_kept = i;
+    run += __expf(v - mx);
+    if (run > target) {
+      found = i;
+      break;
+    }
+  }
+  // The first thread (lowest index) that crossed the target wins; if rounding left none, the last kept.
+  const int first = block_reduce(found < 0 ? INT_MAX : found, [](int a, int b) { return min(a, b); }, i_scratch);
+  const int last = block_reduce(last_kept, [](int a, int b) { return max(a, b); }, i_scratch);
+  if (threadIdx.x == 0) p.out_tokens[row] = first != INT_MAX ? first : last;
+}
+
+}  // namespace
+
+void launch_sampling(const SamplingParams& p, cudaStream_t stream) {
+  GOSSAMER_CHECK(p.vocab > 0, "sampling: empty vocabulary");
+  if (p.num_rows == 0) return;
+  sampling_kernel<<<p.num_rows, kThreads, 0, stream>>>(p);
+  GOSSAMER_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace gossamer::kernels

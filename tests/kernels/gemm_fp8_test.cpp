@@ -1,0 +1,181 @@
+// FP8 block-scaled GEMM (plain, bias and SwiGLU epilogues) and the MoE block against CPU references.
+#include <algorithm>
+
+#include "kernels/gemm_fp8.h"
+#include "kernels/moe.h"
+#include "kernels/quantize_fp8.h"
+#include "kernel_test_utils.h"
+
+namespace gossamer::kernels {
+namespace {
+
+using namespace test;
+
+std::vector<uint8_t> random_fp8(size_t n, std::mt19937& rng) {
+  std::normal_distribution<float> d(0.f, 100.f);
+  std::vector<uint8_t> v(n);
+  for (auto& x : v) x = float_to_fp8e4m3(d(rng));
+  return v;
+}
+std::vector<float> random_scales(size_t n, std::mt19937& rng, float lo, float hi) {
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+struct GemmCase {
+  int m, n, k;
+  GemmEpilogue epi;
+};
+
+TEST(GemmFp8Kernel, MatchesReference) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(10);
+  const GemmCase cases[] = {{1, 256, 2880, GemmEpilogue::kBias},    {16, 2880, 2880, GemmEpilogue::kBias},
+                            {64, 384, 2880, GemmEpilogue::kBias},   {65, 320, 576, GemmEpilogue::kBias},
+                            {130, 640, 2880, GemmEpilogue::kBias},  {300, 264, 1024, GemmEpilogue::kBias},
+                            {17, 768, 576, GemmEpilogue::kSwiGlu},  {200, 640, 2880, GemmEpilogue::kSwiGlu},
+                            {3, 136, 48, GemmEpilogue::kBias}};
+  for (const auto& c : cases) {
+    const int kb = (c.k + 127) / 128, nb = (c.n + 127) / 128;
+    const int64_t lda = (c.k + 15) / 16 * 16;
+    auto a = random_fp8(size_t(c.m) * lda, rng);
+    auto as = random_scales(size_t(c.m) * kb, rng, 0.001f, 0.01f);
+    auto b = random_fp8(size_t(c.n) * c.k, rng);
+    auto bs = random_scales(size_t(nb) * kb, rng, 0.0005f, 0.002f);
+    auto bias = random_bf16(c.n, rng, 1.0f);
+    const int out_cols = c.epi == GemmEpilogue::kSwiGlu ? c.n / 2 : c.n;
+    DeviceBuffer<uint8_t> da(a), db(b);
+    DeviceBuffer<float> das(as), dbs(bs);
+    DeviceBuffer<uint16_t> dbias(bias), dout(size_t(c.m) * out_cols);
+    dout.poison();
+    GemmFp8Params p;
+    p.a = da.get();
+    p.lda = lda;
+    p.a_scales = das.get();
+    p.b = db.get();
+    p.b_scales = dbs.get();
+    p.bias = dbias.get();
+    p.out = dout.get();
+    p.ldc = out_cols;
+    p.M = c.m;
+    p.N = c.n;
+    p.K = c.k;
+    p.epilogue = c.epi;
+    launch_gemm_fp8(p, c.m, nullptr);
+    std::vector<uint16_t> ref(dout.size());
+    GemmFp8Params r = p;
+    r.a = a.data();
+    r.a_scales = as.data();
+    r.b = b.data();
+    r.b_scales = bs.data();
+    r.bias = bias.data();
+    r.out = ref.data();
+    gemm_fp8_cpu(r);
+    const double err = rel_error_bf16(dout.download(), ref);
+    const std::string shape = std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k) +
+                              (c.epi == GemmEpilogue::kSwiGlu ? " swiglu" : " bias");
+    report("gemm_fp8", shape, err, kTolBf16);
+    EXPECT_LT(err, kTolBf16) << shape;
+  }
+}
+
+TEST(MoeRouteKernel, TopFourWithTiesToLowerIndex) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(11);
+  for (const int experts : {32, 128}) {
+    const int tokens = 97;
+    auto logits = random_bf16(size_t(tokens) * experts, rng, 2.0f);
+    // Token 0: ties everywhere; token 1: ties at the 4th/5th place.
+    for (int e = 0; e < experts; ++e) logits[e] = float_to_bf16(1.0f);
+    for (int e = 0; e < experts; ++e) logits[experts + e] = float_to_bf16(e == 7 ? 3.0f : (e % 5 == 1 ? 2.0f : 0.0f));
+    DeviceBuffer<uint16_t> dl(logits);
+    DeviceBuffer<int32_t> dids(size_t(tokens) * 4);
+    DeviceBuffer<float> dw(size_t(tokens) * 4);
+    dids.poison();
+    dw.poison();
+    launch_moe_route({dl.get(), dids.get(), dw.get(), tokens, experts}, nullptr);
+    std::vector<int32_t> ids(dids.size());
+    std::vector<float> w(dw.size());
+    moe_route_cpu({logits.data(), ids.data(), w.data(), tokens, experts});
+    EXPECT_EQ(dids.download(), ids);
+    EXPECT_EQ((std::vector<int32_t>{ids[0], ids[1], ids[2], ids[3]}), (std::vector<int32_t>{0, 1, 2, 3}));
+    EXPECT_EQ((std::vector<int32_t>{ids[4], ids[5], ids[6], ids[7]}), (std::vector<int32_t>{7, 1, 6, 11}));
+    const double err = rel_error(dw.download(), w);
+    report("moe_route", std::to_string(tokens) + "x" + std::to_string(experts), err, 1e-5);
+    EXPECT_LT(err, 1e-5);
+  }
+}
+
+struct MoeCase {
+  int tokens, experts, expert_begin, local, hidden, inter;
+  bool residual;
+};
+
+TEST(MoeKernel, MatchesReference) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(12);
+  const MoeCase cases[] = {{1, 32, 0, 32, 576, 320, false},  {5, 8, 0, 8, 512, 384, true},
+                           {300, 32, 0, 32, 576, 320, true}, {64, 8, 4, 4, 576, 320, false},
+                           {8, 4, 0, 4, 2880, 2880, true}};
+  for (const auto& c : cases) {
+    const int H = c.hidden, I = c.inter, E = c.local;
+    const int kbh = (H + 127) / 128, kbi = (I + 127) / 128;
+    auto x = random_bf16(size_t(c.tokens) * H, rng, 1.0f);
+    auto logits = random_bf16(size_t(c.tokens) * c.experts, rng, 2.0f);
+    auto res = random_bf16(size_t(c.tokens) * H, rng, 1.0f);
+    auto w1 = random_fp8(size_t(E) * 2 * I * H, rng);
+    auto w1s = random_scales(size_t(E) * ((2 * I + 127) / 128) * kbh, rng, 0.0002f, 0.0006f);
+    auto b1 = random_bf16(size_t(E) * 2 * I, rng, 0.5f);
+    auto w2 = random_fp8(size_t(E) * H * I, rng);
+    auto w2s = random_scales(size_t(E) * ((H + 127) / 128) * kbi, rng, 0.0002f, 0.0006f);
+    auto b2 = random_bf16(size_t(E) * H, rng, 0.5f);
+    DeviceBuffer<uint16_t> dx(x), dl(logits), dres(res), db1(b1), db2(b2), dout(x.size());
+    DeviceBuffer<uint8_t> dw1(w1), dw2(w2);
+    DeviceBuffer<float> dw1s(w1s), dw2s(w2s);
+    DeviceBuffer<uint8_t> ws(moe_workspace_bytes(c.tokens, E, H, I));
+    dout.poison();
+    ws.poison();
+    MoeParams p;
+    p.x = dx.get();
+    p.logits = dl.get();
+    p.residual = c.residual ? dres.get() : nullptr;
+    p.out = dout.get();
+    p.w1 = dw1.get();
+    p.w1_scales = dw1s.get();
+    p.b1 = db1.get();
+    p.w2 = dw2.get();
+    p.w2_scales = dw2s.get();
+    p.b2 = db2.get();
+    p.num_tokens = c.tokens;
+    p.num_experts = c.experts;
+    p.expert_begin = c.expert_begin;
+    p.num_local_experts = E;
+    p.hidden = H;
+    p.inter = I;
+    launch_moe(p, ws.get(), nullptr);
+    std::vector<uint16_t> ref(x.size());
+    MoeParams r = p;
+    r.x = x.data();
+    r.logits = logits.data();
+    r.residual = c.residual ? res.data() : nullptr;
+    r.out = ref.data();
+    r.w1 = w1.data();
+    r.w1_scales = w1s.data();
+    r.b1 = b1.data();
+    r.w2 = w2.data();
+    r.w2_scales = w2s.data();
+    r.b2 = b2.data();
+    moe_cpu(r);
+    const double err = rel_error_bf16(dout.download(), ref);
+    const std::string shape = std::to_string(c.tokens) + "tok E" + std::to_string(c.experts) + " local[" +
+                              std::to_string(c.expert_begin) + "+" + std::to_string(E) + "] h" + std::to_string(H) +
+                              " i" + std::to_string(I);
+    report("moe", shape, err, kTolBf16Requant);
+    EXPECT_LT(err, kTolBf16Requant) << shape;
+  }
+}
+
+}  // namespace
+}  // namespace gossamer::kernels

@@ -1,0 +1,115 @@
+// Shared helpers for the GPU kernel tests: GPU presence check, device buffers with NaN poisoning,
+// random inputs, and the relative-error metric ‖out − ref‖ / ‖ref‖ with per-dtype tolerances.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "kernels/cuda_utils.h"
+
+namespace gossamer::kernels::test {
+
+// Tolerances on ‖out − ref‖/‖ref‖, per output dtype and path.
+inline constexpr double kTolBf16 = 1e-2;         // bf16 output of fp32 math (one rounding, different order)
+inline constexpr double kTolBf16Requant = 3e-2;  // pipelines that re-quantize an intermediate to fp8
+
+inline bool has_gpu(std::string* why) {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    *why = std::string("no usable CUDA device (") + cudaGetErrorString(e) + ")";
+    return false;
+  }
+  if (n == 0) {
+    *why = "no CUDA device";
+    return false;
+  }
+  return true;
+}
+
+#define GOSSAMER_REQUIRE_GPU()                                   \
+  do {                                                           \
+    std::string why_;                                            \
+    if (!::gossamer::kernels::test::has_gpu(&why_)) {            \
+      GTEST_SKIP() << "SKIPPED (needs a GPU): " << why_;         \
+    }                                                            \
+  } while (0)
+
+template <typename T>
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t n) : n_(n) {
+    if (n) GOSSAMER_CUDA_CHECK(cudaMalloc(&ptr_, n * sizeof(T)));
+  }
+  explicit DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(host.size()) { upload(host); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), n_(o.n_) { o.ptr_ = nullptr; o.n_ = 0; }
+  ~DeviceBuffer() {
+    if (ptr_) cudaFree(ptr_);
+  }
+  T* get() const { return ptr_; }
+  size_t size() const { return n_; }
+  void upload(const std::vector<T>& host) {
+    GOSSAMER_CUDA_CHECK(cudaMemcpy(ptr_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+  }
+  std::vector<T> download() const {
+    std::vector<T> host(n_);
+    GOSSAMER_CUDA_CHECK(cudaDeviceSynchronize());
+    GOSSAMER_CUDA_CHECK(cudaMemcpy(host.data(), ptr_, n_ * sizeof(T), cudaMemcpyDeviceToHost));
+    return host;
+  }
+  // All bytes 0xFF: NaN in bf16, fp32 and fp8 e4m3; −1 in integers.
+  void poison() {
+    if (n_) GOSSAMER_CUDA_CHECK(cudaMemset(ptr_, 0xFF, n_ * sizeof(T)));
+  }
+
+ private:
+  T* ptr_ = nullptr;
+  size_t n_ = 0;
+};
+
+inline std::vector<uint16_t> random_bf16(size_t n, std::mt19937& rng, float stddev = 1.0f, float mean = 0.0f) {
+  std::normal_distribution<float> dist(mean, stddev);
+  std::vector<uint16_t> v(n);
+  for (auto& x : v) x = float_to_bf16(dist(rng));
+  return v;
+}
+
+inline std::vector<float> bf16_to_floats(const std::vector<uint16_t>& v) {
+  std::vector<float> f(v.size());
+  for (size_t i = 0; i < v.size(); ++i) f[i] = bf16_to_float(v[i]);
+  return f;
+}
+
+// ‖out − ref‖/‖ref‖; any non-finite output makes it infinite.
+inline double rel_error(const std::vector<float>& out, const std::vector<float>& ref) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!std::isfinite(out[i])) return INFINITY;
+    const double d = static_cast<double>(out[i]) - ref[i];
+    num += d * d;
+    den += static_cast<double>(ref[i]) * ref[i];
+  }
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+inline double rel_error_bf16(const std::vector<uint16_t>& out, const std::vector<uint16_t>& ref) {
+  return rel_error(bf16_to_floats(out), bf16_to_floats(ref));
+}
+
+// One machine-readable line per checked case; bench/run_gpu_suite.sh collects the maxima.
+inline void report(const char* kernel, const std::string& shape, double err, double tol) {
+  std::printf("[relerr] %s %s %.3e (tol %.1e)\n", kernel, shape.c_str(), err, tol);
+}
+
+}  // namespace gossamer::kernels::test

@@ -1,0 +1,210 @@
+// Tests for RMSNorm, YaRN RoPE (+ paged cache write), embedding gather, activation quantization and
+// MXFP4 → FP8 conversion against their CPU references.
+#include <algorithm>
+#include <numeric>
+
+#include "kernels/embedding.h"
+#include "kernels/mxfp4_convert.h"
+#include "kernels/quantize_fp8.h"
+#include "kernels/rmsnorm.h"
+#include "kernels/rope.h"
+#include "kernel_test_utils.h"
+
+namespace gossamer::kernels {
+namespace {
+
+using namespace test;
+
+TEST(YarnTable, MatchesSpecOmegas) {
+  const auto w = yarn_inv_freq(YarnConfig{});
+  EXPECT_FLOAT_EQ(w[0], 1.0f);
+  EXPECT_NEAR(w[8], 0.05081327482f, 1e-8);
+  EXPECT_NEAR(w[9], 3.170569618e-02f, 3e-8);
+  EXPECT_NEAR(w[13], 3.860359317e-03f, 3e-9);
+  EXPECT_NEAR(w[17], 1.293187012e-04f, 3e-10);
+  EXPECT_NEAR(w[18], 3.830881237e-05f, 1e-11);
+  EXPECT_NEAR(w[31], 3.023511428e-07f, 1e-13);
+  EXPECT_FLOAT_EQ(yarn_concentration(YarnConfig{}), 1.3465735912322998f);
+}
+
+TEST(RmsNormKernel, MatchesReference) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(1);
+  for (const auto [tokens, hidden] : {std::pair{1, 2880}, {7, 2880}, {33, 512}, {5, 8}, {300, 2880}}) {
+    for (const bool fused : {false, true}) {
+      auto x = random_bf16(size_t(tokens) * hidden, rng, 2.0f);
+      auto res = random_bf16(size_t(tokens) * hidden, rng, 1.0f);
+      auto w = random_bf16(hidden, rng, 0.3f, 1.0f);
+      DeviceBuffer<uint16_t> dx(x), dres(res), dw(w), dout(x.size());
+      dout.poison();
+      RmsNormParams p{dx.get(), fused ? dres.get() : nullptr, dw.get(), dout.get(), tokens, hidden, 1e-5f};
+      launch_rmsnorm(p, nullptr);
+      std::vector<uint16_t> ref(x.size()), ref_res = res;
+      RmsNormParams c{x.data(), fused ? ref_res.data() : nullptr, w.data(), ref.data(), tokens, hidden, 1e-5f};
+      rmsnorm_cpu(c);
+      const double err = rel_error_bf16(dout.download(), ref);
+      report("rmsnorm", std::to_string(tokens) + "x" + std::to_string(hidden) + (fused ? "+res" : ""), err, kTolBf16);
+      EXPECT_LT(err, kTolBf16);
+      if (fused) EXPECT_EQ(dres.download(), ref_res) << "residual sum must be exact";
+    }
+  }
+}
+
+TEST(RopeKernel, MatchesReferenceAndWritesCache) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(2);
+  for (const int tokens : {1, 5, 257}) {
+    const int qh = 64, kvh = 8, stride = (qh + 2 * kvh) * 64;
+    auto qkv = random_bf16(size_t(tokens) * stride, rng, 1.0f);
+    std::vector<int32_t> pos(tokens);
+    std::uniform_int_distribution<int> pd(0, 131071);
+    for (auto& x : pos) x = pd(rng);
+    pos[0] = 0;
+    const int cache_rows = tokens * 2 + 3;
+    std::vector<int64_t> slots(tokens);
+    std::iota(slots.begin(), slots.end(), 0);
+    std::shuffle(slots.begin(), slots.end(), rng);
+    for (auto& s : slots) s = s * 2 + 1;
+    if (tokens > 1) slots[1] = -1;
+    DeviceBuffer<uint16_t> dqkv(qkv), dq(size_t(tokens) * qh * 64), dk(size_t(tokens) * kvh * 64),
+        dv(size_t(tokens) * kvh * 64), dkc(size_t(cache_rows) * kvh * 64), dvc(size_t(cache_rows) * kvh * 64);
+    DeviceBuffer<int32_t> dpos(pos);
+    DeviceBuffer<int64_t> dslots(slots);
+    for (auto* b : {&dq, &dk, &dv, &dkc, &dvc}) b->poison();
+    RopeParams p;
+    p.qkv = dqkv.get();
+    p.positions = dpos.get();
+    p.q_out = dq.get();
+    p.k_out = dk.get();
+    p.v_out = dv.get();
+    p.k_cache = dkc.get();
+    p.v_cache = dvc.get();
+    p.slots = dslots.get();
+    p.num_tokens = tokens;
+    p.inv_freq = yarn_inv_freq(YarnConfig{});
+    p.concentration = yarn_concentration(YarnConfig{});
+    launch_rope(p, nullptr);
+    std::vector<uint16_t> q(dq.size()), k(dk.size()), v(dv.size()), kc(dkc.size(), 0xFFFF), vc(dvc.size(), 0xFFFF);
+    RopeParams c = p;
+    c.qkv = qkv.data();
+    c.positions = pos.data();
+    c.q_out = q.data();
+    c.k_out = k.data();
+    c.v_out = v.data();
+    c.k_cache = kc.data();
+    c.v_cache = vc.data();
+    c.slots = slots.data();
+    rope_cpu(c);
+    const double eq = rel_error_bf16(dq.download(), q), ek = rel_error_bf16(dk.download(), k);
+    report("rope", "q " + std::to_string(tokens) + " tokens", eq, kTolBf16);
+    report("rope", "k " + std::to_string(tokens) + " tokens", ek, kTolBf16);
+    EXPECT_LT(eq, kTolBf16);
+    EXPECT_LT(ek, kTolBf16);
+    EXPECT_EQ(dv.download(), v);
+    // Cache rows: compare written rows; unwritten rows stay poisoned on both sides.
+    const auto gkc = dkc.download(), gvc = dvc.download();
+    std::vector<float> a, b;
+    for (size_t i = 0; i < kc.size(); ++i) {
+      if (kc[i] == 0xFFFF) {
+        EXPECT_EQ(gkc[i], 0xFFFF) << "cache row written that should not be, element " << i;
+        continue;
+      }
+      a.push_back(bf16_to_float(gkc[i]));
+      b.push_back(bf16_to_float(kc[i]));
+    }
+    EXPECT_LT(rel_error(a, b), kTolBf16);
+    EXPECT_EQ(gvc, vc);
+  }
+}
+
+TEST(EmbeddingKernel, GathersRows) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(3);
+  const int vocab = 1000, hidden = 2880, tokens = 37;
+  auto table = random_bf16(size_t(vocab) * hidden, rng);
+  std::vector<int32_t> ids(tokens);
+  std::uniform_int_distribution<int> d(0, vocab - 1);
+  for (auto& x : ids) x = d(rng);
+  ids[3] = vocab + 5;  // out of range → zero row
+  DeviceBuffer<uint16_t> dt(table), dout(size_t(tokens) * hidden);
+  DeviceBuffer<int32_t> dids(ids);
+  dout.poison();
+  EmbeddingParams p{dt.get(), dids.get(), dout.get(), tokens, hidden, vocab};
+  launch_embedding(p, nullptr);
+  std::vector<uint16_t> ref(dout.size());
+  EmbeddingParams c{table.data(), ids.data(), ref.data(), tokens, hidden, vocab};
+  embedding_cpu(c);
+  EXPECT_EQ(dout.download(), ref);
+  report("embedding", "37x2880", 0.0, 0.0);
+}
+
+TEST(QuantizeFp8Kernel, MatchesReferenceExactly) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(4);
+  for (const auto [m, k] : {std::pair{1, 2880}, {37, 576}, {5, 64}, {130, 4096}}) {
+    auto x = random_bf16(size_t(m) * k, rng, 3.0f);
+    x[0] = 0;  // an all-small group still gets a positive scale
+    const int groups = (k + 127) / 128;
+    const int64_t ldq = (k + 15) / 16 * 16;
+    DeviceBuffer<uint16_t> dx(x);
+    DeviceBuffer<uint8_t> dq(size_t(m) * ldq);
+    DeviceBuffer<float> ds(size_t(m) * groups);
+    dq.poison();
+    ds.poison();
+    launch_quantize_fp8({dx.get(), k, dq.get(), ldq, ds.get(), m, k}, nullptr);
+    std::vector<uint8_t> q(dq.size(), 0xFF);
+    std::vector<float> s(ds.size());
+    quantize_fp8_cpu({x.data(), k, q.data(), ldq, s.data(), m, k});
+    EXPECT_EQ(dq.download(), q);
+    EXPECT_EQ(ds.download(), s);
+    std::vector<float> deq(size_t(m) * k), orig(size_t(m) * k);
+    for (int r = 0; r < m; ++r)
+      for (int c = 0; c < k; ++c) {
+        deq[size_t(r) * k + c] = fp8e4m3_to_float(q[r * ldq + c]) * s[r * groups + c / 128];
+        orig[size_t(r) * k + c] = bf16_to_float(x[size_t(r) * k + c]);
+      }
+    const double err = rel_error(deq, orig);
+    report("quantize_fp8", std::to_string(m) + "x" + std::to_string(k) + " (vs bf16 input)", err, 0.05);
+    EXPECT_LT(err, 0.05);  // e4m3 has 3 mantissa bits: ~2-3% rms relative
+  }
+}
+
+TEST(Mxfp4ToFp8Kernel, MatchesReferenceAndIsLossless) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(5);
+  for (const auto [experts, rows, cols] : {std::tuple{2, 200, 2880}, {1, 128, 256}, {3, 64, 96}}) {
+    const int mx = cols / 32;
+    std::vector<uint8_t> blocks(size_t(experts) * rows * mx * 16), scales(size_t(experts) * rows * mx);
+    std::uniform_int_distribution<int> byte(0, 255), sc(118, 128);
+    for (auto& b : blocks) b = static_cast<uint8_t>(byte(rng));
+    for (auto& s : scales) s = static_cast<uint8_t>(sc(rng));
+    const int rbs = (rows + 127) / 128, kbs = (cols + 127) / 128;
+    DeviceBuffer<uint8_t> db(blocks), ds(scales), dout(size_t(experts) * rows * cols);
+    DeviceBuffer<float> dsc(size_t(experts) * rbs * kbs);
+    dout.poison();
+    dsc.poison();
+    launch_mxfp4_to_fp8({db.get(), ds.get(), dout.get(), dsc.get(), experts, rows, cols}, nullptr);
+    std::vector<uint8_t> out(dout.size());
+    std::vector<float> osc(dsc.size());
+    mxfp4_to_fp8_cpu({blocks.data(), scales.data(), out.data(), osc.data(), experts, rows, cols});
+    EXPECT_EQ(dout.download(), out);
+    EXPECT_EQ(dsc.download(), osc);
+    // Dequantized FP8 must equal the MXFP4 values (exponent spread ≤ 10 here: exact).
+    double max_diff = 0;
+    for (int e = 0; e < experts; ++e)
+      for (int r = 0; r < rows; ++r)
+        for (int c = 0; c < cols; ++c) {
+          const size_t mb = (size_t(e) * rows + r) * mx + c / 32;
+          const uint8_t byte = blocks[mb * 16 + (c % 32) / 2];
+          const float want = fp4e2m1_to_float(c % 2 ? byte >> 4 : byte & 0xF) * e8m0_to_float(scales[mb]);
+          const float got = fp8e4m3_to_float(out[(size_t(e) * rows + r) * cols + c]) *
+                            osc[(size_t(e) * rbs + r / 128) * kbs + c / 128];
+          max_diff = std::max(max_diff, static_cast<double>(std::fabs(got - want)));
+        }
+    report("mxfp4_to_fp8", std::to_string(experts) + "x" + std::to_string(rows) + "x" + std::to_string(cols), max_diff, 0.0);
+    EXPECT_EQ(max_diff, 0.0);
+  }
+}
+
+}  // namespace
+}  // namespace gossamer::kernels
