@@ -193,12 +193,10 @@ json GptOssConfig::to_hf_json() const {
                        {"beta_slow", rope_beta_slow},
                        {"original_max_position_embeddings", rope_original_max_positions},
                        {"truncate", rope_truncate}};
-  return json{{"architectures", {"GptOssForCausalLM"}},
+  json config{{"architectures", {"GptOssForCausalLM"}},
               {"model_type", "gpt_oss"},
               {"attention_bias", true},
               {"attention_dropout", 0.0},
-              {"eos_token_id", 200002},
-              {"pad_token_id", 199999},
               {"experts_per_token", experts_per_token},
               {"num_experts_per_tok", experts_per_token},
               {"head_dim", head_dim},
@@ -227,6 +225,12 @@ json GptOssConfig::to_hf_json() const {
               {"tie_word_embeddings", false},
               {"use_cache", true},
               {"vocab_size", vocab_size}};
+  // The published ids (<|return|>, <|endoftext|>) only exist in the full vocabulary.
+  if (vocab_size > 200002) {
+    config["eos_token_id"] = 200002;
+    config["pad_token_id"] = 199999;
+  }
+  return config;
 }
 
 }  // namespace gossamer::model
