@@ -67,7 +67,7 @@ int run_serve(int argc, char** argv) {
   cli.add_option("model_dir", model_dir, "checkpoint directory (Hugging Face layout); none = embedded default");
   cli.add_option("--model", model_flag, "same as the positional MODEL_DIR")->envname("GOSSAMER_MODEL")->group("Model");
   cli.add_option("--device", device, "auto | cpu | cuda")->envname("GOSSAMER_DEVICE")->group("Model");
-  cli.add_option("-tp,--tensor-parallel-size", tensor_parallel, "GPUs to split the model over")
+  cli.add_option("--tensor-parallel-size", tensor_parallel, "GPUs to split the model over (also -tp)")
       ->envname("GOSSAMER_TENSOR_PARALLEL_SIZE")->group("Model");
   cli.add_option("--served-model-name", served_name, "model id in the API (default: the model path)")
       ->envname("GOSSAMER_SERVED_MODEL_NAME")->group("Model");
@@ -116,7 +116,15 @@ int run_serve(int argc, char** argv) {
   cli.add_option("--test-stop-one-in", test.stop_one_in, "")->group("");
   cli.add_option("--test-max-positions", test.max_position_embeddings, "")->group("");
   cli.add_option("--port-file", port_file, "")->group("");
-  CLI11_PARSE(cli, argc, argv);
+  // NOTE: CLI11 2.1 has no multi-letter short options; vLLM's -tp is rewritten to its long form.
+  std::vector<std::string> args(argv, argv + argc);
+  for (auto& arg : args) {
+    if (arg == "-tp") arg = "--tensor-parallel-size";
+    if (arg.rfind("-tp=", 0) == 0) arg = "--tensor-parallel-size=" + arg.substr(4);
+  }
+  std::vector<char*> arg_pointers;
+  for (auto& arg : args) arg_pointers.push_back(arg.data());
+  CLI11_PARSE(cli, argc, arg_pointers.data());
 
   log::set_format(log_format == "json" ? log::Format::kJson : log::Format::kText);
   log::set_level(log_level == "debug" ? log::Level::kDebug : log_level == "warning" ? log::Level::kWarning

@@ -219,7 +219,7 @@ void OpenAiServer::handle(const HttpRequest& request, std::shared_ptr<ResponseCh
     if (path == "/v1/models") return reply(channel, handle_models());
     if (path == "/tokenize") return reply(channel, handle_tokenize(request));
     if (path == "/detokenize") return reply(channel, handle_detokenize(request));
-    handle_generation(request, std::move(channel), path == "/v1/chat/completions");
+    handle_generation(request, channel, path == "/v1/chat/completions");
   } catch (const ApiError& error) {
     if (metrics_ && serving && error.status == 400) metrics_->count_rejected("validation");
     reply(channel, error.to_response());

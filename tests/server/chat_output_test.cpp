@@ -1,0 +1,143 @@
+#include "server/chat_output.h"
+
+#include <gtest/gtest.h>
+
+#include "server/stop_strings.h"
+
+namespace gossamer::server {
+namespace {
+
+std::shared_ptr<const text::Tokenizer> tokenizer() {
+  static auto instance = text::Tokenizer::load_default();
+  return instance;
+}
+
+std::vector<text::TokenId> harmony_tokens(const std::string& text) { return tokenizer()->encode(text, {}, true); }
+
+// Feeds every token and the end; returns the concatenation of all deltas.
+ChatDelta run(ChatOutputParser& parser, const std::string& output) {
+  ChatDelta all;
+  for (const auto token : harmony_tokens(output)) all.append(parser.push(token));
+  all.append(parser.finish());
+  return all;
+}
+
+TEST(ChatOutput, AnalysisIsReasoningAndFinalIsContent) {
+  ChatOutputParser parser(tokenizer(), {});
+  const ChatDelta all = run(parser,
+                            "<|channel|>analysis<|message|>User says hi. Reply.<|end|>"
+                            "<|start|>assistant<|channel|>final<|message|>Hello there!<|return|>");
+  EXPECT_EQ(all.reasoning, "User says hi. Reply.");
+  EXPECT_EQ(all.content, "Hello there!");
+  EXPECT_EQ(parser.reasoning(), "User says hi. Reply.");
+  EXPECT_EQ(parser.content(), "Hello there!");
+  EXPECT_TRUE(parser.tool_calls().empty());
+  EXPECT_FALSE(parser.malformed());
+  EXPECT_GT(parser.num_reasoning_tokens(), 3);
+}
+
+TEST(ChatOutput, ToolCallStreamsNameFirstThenArguments) {
+  ChatOutputParser parser(tokenizer(), {});
+  std::vector<ToolCallDelta> deltas;
+  for (const auto token : harmony_tokens("<|channel|>analysis<|message|>Need weather.<|end|>"
+                                         "<|start|>assistant<|channel|>commentary to=functions.get_weather "
+                                         "<|constrain|>json<|message|>{\"city\":\"Paris\"}<|call|>")) {
+    for (auto& call : parser.push(token).tool_calls) deltas.push_back(call);
+  }
+  parser.finish();
+  ASSERT_GE(deltas.size(), 2u);
+  EXPECT_EQ(deltas[0].index, 0);
+  ASSERT_TRUE(deltas[0].id.has_value());
+  EXPECT_EQ(deltas[0].id->rfind("call_", 0), 0u);
+  EXPECT_EQ(deltas[0].name.value_or(""), "get_weather");
+  EXPECT_EQ(deltas[0].arguments, "");
+  std::string arguments;
+  for (size_t i = 1; i < deltas.size(); ++i) {
+    EXPECT_FALSE(deltas[i].id.has_value());
+    arguments += deltas[i].arguments;
+  }
+  EXPECT_EQ(arguments, "{\"city\":\"Paris\"}");
+  ASSERT_EQ(parser.tool_calls().size(), 1u);
+  EXPECT_EQ(parser.tool_calls()[0].name, "get_weather");
+  EXPECT_EQ(parser.tool_calls()[0].arguments, "{\"city\":\"Paris\"}");
+  EXPECT_EQ(parser.reasoning(), "Need weather.");
+}
+
+TEST(ChatOutput, RecipientInTheRolePartIsAToolCallToo) {
+  ChatOutputParser parser(tokenizer(), {});
+  run(parser, " to=functions.lookup<|channel|>commentary <|constrain|>json<|message|>{}<|call|>");
+  ASSERT_EQ(parser.tool_calls().size(), 1u);
+  EXPECT_EQ(parser.tool_calls()[0].name, "lookup");
+}
+
+TEST(ChatOutput, CommentaryWithoutRecipientIsContent) {
+  ChatOutputParser parser(tokenizer(), {});
+  run(parser, "<|channel|>commentary<|message|>Let me check.<|end|>");
+  EXPECT_EQ(parser.content(), "Let me check.");
+}
+
+TEST(ChatOutput, NonHarmonyOutputPassesThroughAsContent) {
+  ChatOutputParser parser(tokenizer(), {});
+  const ChatDelta all = run(parser, "just some words, not harmony");
+  EXPECT_TRUE(parser.malformed());
+  EXPECT_EQ(all.content, "just some words, not harmony");
+}
+
+TEST(ChatOutput, GarbageAfterAValidMessageKeepsWhatCameBefore) {
+  ChatOutputParser parser(tokenizer(), {});
+  const ChatDelta all = run(parser, "<|channel|>final<|message|>Hello<|end|>garbage here<|return|>");
+  EXPECT_TRUE(parser.malformed());
+  EXPECT_EQ(all.content, "Hellogarbage here");
+}
+
+TEST(ChatOutput, AHeaderThatNeverEndsBecomesContent) {
+  ChatOutputParser parser(tokenizer(), {});
+  std::string endless = "<|channel|>";
+  for (int i = 0; i < 100; ++i) endless += " word";
+  const ChatDelta all = run(parser, endless);
+  EXPECT_TRUE(parser.malformed());
+  EXPECT_NE(all.content.find("word word"), std::string::npos);
+}
+
+TEST(ChatOutput, StopStringsMatchOnTheFinalChannelOnly) {
+  ChatOutputParser parser(tokenizer(), {"STOP"});
+  const ChatDelta all = run(parser,
+                            "<|channel|>analysis<|message|>I will say STOP later.<|end|>"
+                            "<|start|>assistant<|channel|>final<|message|>Hello STOP world<|return|>");
+  EXPECT_EQ(all.reasoning, "I will say STOP later.");
+  EXPECT_EQ(all.content, "Hello ");
+  EXPECT_TRUE(parser.stopped_by_string());
+}
+
+TEST(ChatOutput, SplitUtf8NeverLeaksHalfACharacter) {
+  ChatOutputParser parser(tokenizer(), {});
+  std::string content;
+  for (const auto token : harmony_tokens("<|channel|>final<|message|>héllo 🌍 日本語<|return|>")) {
+    const ChatDelta delta = parser.push(token);
+    // every delta must be valid UTF-8 on its own
+    EXPECT_NO_THROW(nlohmann::json(delta.content).dump()) << delta.content;
+    content += delta.content;
+  }
+  content += parser.finish().content;
+  EXPECT_EQ(content, "héllo 🌍 日本語");
+}
+
+TEST(StopStrings, HoldsBackAPossiblePrefixAcrossPushes) {
+  StopStringMatcher matcher({"</end>"});
+  std::string out = matcher.push("abc</e");
+  EXPECT_EQ(out, "a");
+  out += matcher.push("nd> tail");
+  EXPECT_EQ(out, "abc");
+  EXPECT_TRUE(matcher.stopped());
+  EXPECT_EQ(matcher.push("more"), "");
+}
+
+TEST(StopStrings, FlushReturnsTheHeldText) {
+  StopStringMatcher matcher({"XYZ"});
+  const std::string out = matcher.push("hello XY");
+  EXPECT_EQ(out + matcher.flush(), "hello XY");
+  EXPECT_FALSE(matcher.stopped());
+}
+
+}  // namespace
+}  // namespace gossamer::server
