@@ -1,0 +1,46 @@
+// Pre-tokenization: splits text into the pieces of o200k's `pat_str` (spec/harmony-and-tokenizer.md §5.1),
+// with PCRE2 (UTF + UCP, JIT) as the matcher.
+//
+// Contract:
+//  - A Pretokenizer is immutable after construction and safe to use from many threads at once (match data
+//    and the JIT stack are per thread).
+//  - next_piece() requires `text` to be valid UTF-8 (the caller validates once; PCRE2 is told not to check,
+//    which keeps matching linear).
+//  - Pieces follow the leftmost-first, greedy, backtracking semantics of tiktoken's fancy_regex, with the
+//    character classes of the Unicode version tiktoken's regex tables use (see pretokenizer_unicode.h).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace gossamer::text {
+
+class Pretokenizer {
+ public:
+  Pretokenizer();
+  ~Pretokenizer();
+  Pretokenizer(const Pretokenizer&) = delete;
+  Pretokenizer& operator=(const Pretokenizer&) = delete;
+
+  // Finds the next piece of `text` at or after byte `from`. Returns false when there is none; otherwise sets
+  // [begin, end) (begin >= from, end > begin). Throws gossamer::Error if PCRE2 fails (e.g. resource limits).
+  bool next_piece(std::string_view text, size_t from, size_t& begin, size_t& end) const;
+
+  // The PCRE2 pattern actually compiled (o200k's pat_str with explicit character classes).
+  const std::string& pattern() const { return pattern_; }
+  bool jit_enabled() const { return jit_; }
+
+  // o200k's pat_str exactly as tiktoken publishes it; the loader checks the data file against it.
+  static constexpr std::string_view kO200kPatStr =
+      "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'"
+      "d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|"
+      "'m|'ll|'d)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
+ private:
+  std::string pattern_;
+  void* code_ = nullptr;  // pcre2_code_8*
+  bool jit_ = false;
+};
+
+}  // namespace gossamer::text
