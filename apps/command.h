@@ -21,11 +21,21 @@ struct CommandInfo {
 // Name → command, sorted for `gossamer --help`.
 std::map<std::string, CommandInfo>& command_table();
 
+// `gossamer bench <name> ...` sub-commands (serve, prefill, decode): argv[0] is the bench name.
+std::map<std::string, CommandInfo>& bench_table();
+
+// Registering a name twice aborts at start-up (two files claiming one command is a bug).
 struct CommandRegistrar {
   CommandRegistrar(const std::string& name, const std::string& summary, CommandFn run);
+};
+struct BenchRegistrar {
+  BenchRegistrar(const std::string& name, const std::string& summary, CommandFn run);
 };
 
 }  // namespace gossamer::app
 
 #define GOSSAMER_REGISTER_COMMAND(name, summary, function) \
   static ::gossamer::app::CommandRegistrar gossamer_command_registrar_##function(name, summary, function)
+// Registers `gossamer bench <name>`; do not register "bench" itself (apps/main.cpp owns it).
+#define GOSSAMER_REGISTER_BENCH(name, summary, function) \
+  static ::gossamer::app::BenchRegistrar gossamer_bench_registrar_##function(name, summary, function)

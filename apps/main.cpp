@@ -1,5 +1,6 @@
 // The gossamer binary: dispatches to the sub-command named by argv[1].
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <string>
 
@@ -13,9 +14,41 @@ std::map<std::string, CommandInfo>& command_table() {
   return table;
 }
 
-CommandRegistrar::CommandRegistrar(const std::string& name, const std::string& summary, CommandFn run) {
-  command_table()[name] = CommandInfo{summary, std::move(run)};
+std::map<std::string, CommandInfo>& bench_table() {
+  static std::map<std::string, CommandInfo> table;
+  return table;
 }
+
+namespace {
+void register_into(std::map<std::string, CommandInfo>& table, const std::string& kind, const std::string& name,
+                   const std::string& summary, CommandFn run) {
+  if (!table.emplace(name, CommandInfo{summary, std::move(run)}).second) {
+    std::fprintf(stderr, "gossamer: internal error: %s '%s' registered twice\n", kind.c_str(), name.c_str());
+    std::abort();
+  }
+}
+
+int run_bench(int argc, char** argv) {
+  const auto& table = bench_table();
+  const auto found = argc >= 2 ? table.find(argv[1]) : table.end();
+  if (found == table.end()) {
+    std::fprintf(stderr, "usage: gossamer bench <name> [options]\n\nbenchmarks:\n");
+    for (const auto& [name, info] : table) std::fprintf(stderr, "  %-10s %s\n", name.c_str(), info.summary.c_str());
+    return argc >= 2 && std::string(argv[1]) != "--help" ? 2 : 0;
+  }
+  return found->second.run(argc - 1, argv + 1);
+}
+}  // namespace
+
+CommandRegistrar::CommandRegistrar(const std::string& name, const std::string& summary, CommandFn run) {
+  register_into(command_table(), "command", name, summary, std::move(run));
+}
+
+BenchRegistrar::BenchRegistrar(const std::string& name, const std::string& summary, CommandFn run) {
+  register_into(bench_table(), "benchmark", name, summary, std::move(run));
+}
+
+GOSSAMER_REGISTER_COMMAND("bench", "benchmarks: serve (load generator), prefill, decode", run_bench);
 
 }  // namespace gossamer::app
 
