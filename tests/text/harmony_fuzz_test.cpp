@@ -144,7 +144,7 @@ TEST(HarmonyFuzz, ParserNeverCrashes) {
   StreamGenerator generator(tokenizer, 20250805);
   const auto start = std::chrono::steady_clock::now();
   size_t parsed = 0, rejected = 0;
-  for (int i = 0; i < 1500; ++i) {
+  for (int i = 0; i < 5000; ++i) {
     const std::vector<TokenId> ids = generator.next();
     for (std::optional<Role> hint : {std::optional<Role>(), std::optional<Role>(Role::kAssistant)}) {
       for (bool strict : {true, false}) {
