@@ -26,18 +26,18 @@ if ! ldd "$bench" | grep -q 'libcublasLt.so.13 =>.*/'; then
   [[ -n "$lt" ]] && export LD_LIBRARY_PATH="$(dirname "$lt"):$LD_LIBRARY_PATH"
 fi
 
-{ date -u '+%Y-%m-%d %H:%M UTC'; git rev-parse --short HEAD 2>/dev/null || echo "commit unknown";
+{ date -u "+%Y-%m-%d %H:%M UTC"; echo "commit ${GOSSAMER_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}";
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv,noheader; } | tee "$out/gpu.txt"
 echo "SASS: $(cuobjdump --dump-sass "$tests" 2>/dev/null | grep -c QGMMA) QGMMA (fp8 wgmma), $(cuobjdump --dump-sass "$tests" 2>/dev/null | grep -c HMMA) HMMA (mma.sync)" | tee -a "$out/gpu.txt"
 
 echo "== tests ==" 
-"$tests" --gtest_color=no > "$out/tests.log" 2>&1
+timeout 300 "$tests" --gtest_color=no > "$out/tests.log" 2>&1
 tests_rc=$?
 grep -E '^\[ +(OK|FAILED|SKIPPED) +\]|^\[relerr\]|Failure|Expected|Which is|error' "$out/tests.log" | head -150
 echo "tests exit code: $tests_rc"
 
 echo "== benchmarks =="
-"$bench" $group > "$out/bench.log" 2>&1
+timeout 300 "$bench" $group > "$out/bench.log" 2>&1
 bench_rc=$?
 echo "bench exit code: $bench_rc"
 

@@ -107,21 +107,36 @@ struct LtGemm {
   Buf workspace{64ull << 20};
   LtGemm() { cublasLtCreate(&handle); }
   ~LtGemm() { cublasLtDestroy(handle); }
-  // out[N, M] (column-major M×N) = X[M,K]·W[N,K]ᵀ; returns µs or −1 when cuBLASLt has no algorithm.
+  // Tries two operand orders: (A = X with VEC128 scales, B = W with 128×128 blocks) and the swapped
+  // one; returns µs of the first cuBLASLt accepts, or −1 (with the status codes on stderr).
   double time(int M, int N, int K, const std::vector<const void*>& w, const void* x, const float* xs,
               const std::vector<const float*>& ws, void* out) {
+    for (int variant = 0; variant < 2; ++variant) {
+      const double us = time_variant(variant, M, N, K, w, x, xs, ws, out);
+      if (us > 0) return us;
+    }
+    return -1;
+  }
+  double time_variant(int variant, int M, int N, int K, const std::vector<const void*>& w, const void* x,
+                      const float* xs, const std::vector<const float*>& ws, void* out) {
+    const bool x_first = variant == 0;
+    const int m = x_first ? M : N, n = x_first ? N : M;
     cublasLtMatmulDesc_t desc;
     cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F);
-    const cublasOperation_t t = CUBLAS_OP_T, n = CUBLAS_OP_N;
+    const cublasOperation_t t = CUBLAS_OP_T, nn = CUBLAS_OP_N;
     cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t);
-    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &n, sizeof n);
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &nn, sizeof nn);
     const int32_t vec = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F, blk = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
-    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &vec, sizeof vec);
-    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &blk, sizeof blk);
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, x_first ? &vec : &blk, sizeof vec);
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, x_first ? &blk : &vec, sizeof vec);
+    const void* a_scale = x_first ? static_cast<const void*>(xs) : static_cast<const void*>(ws[0]);
+    const void* b_scale = x_first ? static_cast<const void*>(ws[0]) : static_cast<const void*>(xs);
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &a_scale, sizeof a_scale);
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &b_scale, sizeof b_scale);
     cublasLtMatrixLayout_t la, lb, ld;
-    cublasLtMatrixLayoutCreate(&la, CUDA_R_8F_E4M3, K, M, K);
-    cublasLtMatrixLayoutCreate(&lb, CUDA_R_8F_E4M3, K, N, K);
-    cublasLtMatrixLayoutCreate(&ld, CUDA_R_16BF, M, N, M);
+    cublasLtMatrixLayoutCreate(&la, CUDA_R_8F_E4M3, K, m, K);
+    cublasLtMatrixLayoutCreate(&lb, CUDA_R_8F_E4M3, K, n, K);
+    cublasLtMatrixLayoutCreate(&ld, CUDA_R_16BF, m, n, m);
     cublasLtMatmulPreference_t pref;
     cublasLtMatmulPreferenceCreate(&pref);
     size_t ws_bytes = workspace.bytes;
@@ -129,19 +144,28 @@ struct LtGemm {
     cublasLtMatmulHeuristicResult_t heur{};
     int found = 0;
     double us = -1;
-    if (cublasLtMatmulAlgoGetHeuristic(handle, desc, la, lb, ld, ld, pref, 1, &heur, &found) == CUBLAS_STATUS_SUCCESS &&
-        found > 0) {
+    const cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(handle, desc, la, lb, ld, ld, pref, 1, &heur, &found);
+    if (hs == CUBLAS_STATUS_SUCCESS && found > 0) {
       const float alpha = 1.f, beta = 0.f;
-      bool ok = true;
+      cublasStatus_t ms = CUBLAS_STATUS_SUCCESS;
       us = time_us([&](int i) {
         const int c = i % static_cast<int>(w.size());
-        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &xs, sizeof xs);
-        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &ws[c], sizeof ws[c]);
-        if (cublasLtMatmul(handle, desc, &alpha, x, la, w[c], lb, &beta, out, ld, out, ld, &heur.algo, workspace.ptr,
-                           workspace.bytes, nullptr) != CUBLAS_STATUS_SUCCESS)
-          ok = false;
+        const void* ws_c = ws[c];
+        cublasLtMatmulDescSetAttribute(desc, x_first ? CUBLASLT_MATMUL_DESC_B_SCALE_POINTER : CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+                                       &ws_c, sizeof ws_c);
+        const void* a = x_first ? x : w[c];
+        const void* b = x_first ? w[c] : x;
+        const cublasStatus_t st = cublasLtMatmul(handle, desc, &alpha, a, la, b, lb, &beta, out, ld, out, ld, &heur.algo,
+                                                 workspace.ptr, workspace.bytes, nullptr);
+        if (st != CUBLAS_STATUS_SUCCESS) ms = st;
       });
-      if (!ok) us = -1;
+      if (ms != CUBLAS_STATUS_SUCCESS) {
+        std::fprintf(stderr, "cuBLASLt matmul variant %d M=%d N=%d K=%d: status %d\n", variant, M, N, K, int(ms));
+        us = -1;
+      }
+    } else {
+      std::fprintf(stderr, "cuBLASLt heuristic variant %d M=%d N=%d K=%d: status %d, found %d\n", variant, M, N, K,
+                   int(hs), found);
     }
     cublasLtMatmulPreferenceDestroy(pref);
     cublasLtMatrixLayoutDestroy(la);
@@ -181,6 +205,10 @@ void bench_gemm(LtGemm& lt, const char* name, int M, int N, int K) {
   p.M = M;
   p.N = N;
   p.K = K;
+  const size_t split_bytes = gemm_fp8_split_workspace_bytes(M, N, K);
+  Buf split(split_bytes);
+  p.split_workspace = split.as<float>();
+  p.split_workspace_bytes = split_bytes;
   const double us = time_us([&](int i) {
     p.b = static_cast<const uint8_t*>(wp[i % copies]);
     p.b_scales = sp[i % copies];

@@ -32,7 +32,7 @@ struct AttentionParams {
   int num_tokens = 0;
   int num_q_heads = 64;
   int num_kv_heads = 8;
-  int page_size = 16;
+  int page_size = 16;  // tokens per page, a power of two
   int window = 0;  // 0: full causal; else sliding window (128)
   float scale = 0.125f;
   // Host-side plan facts (upper bounds), used to size grids and splits.

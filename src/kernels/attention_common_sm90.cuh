@@ -43,21 +43,25 @@ __device__ __forceinline__ uint32_t pack_bf16(float a, float b) {
   return *reinterpret_cast<const uint32_t*>(&h);
 }
 
-// Loads one tile of 64 cache rows (positions kv0…kv0+63 of one sequence, one kv head) into swizzled
-// shared memory; positions ≥ kv_len are zero-filled. Called by all `num_threads` threads.
-__device__ __forceinline__ void load_kv_tile(uint8_t* smem, const uint16_t* cache, const AttentionParams& p,
-                                             const int32_t* pages, int kv_head, int kv0, int kv_len, int tid,
-                                             int num_threads) {
-  for (int i = tid; i < kKeysPerTile * 8; i += num_threads) {
-    const int r = i / 8, c = i % 8;
+// Loads one K tile and one V tile of 64 cache rows (positions kv0…kv0+63 of one sequence, one kv head)
+// into swizzled shared memory; positions ≥ kv_len are zero-filled. Called by all `kThreads` threads.
+// page_size is a power of two (page_shift = log2): the row → slot mapping is shifts and masks.
+template <int kThreads>
+__device__ __forceinline__ void load_kv_tiles(uint8_t* sk, uint8_t* sv, const AttentionParams& p, const int32_t* pages,
+                                              int page_shift, int kv_head, int kv0, int kv_len, int tid) {
+  constexpr int kRowsPerPass = kThreads / 8;
+  const int c = tid % 8;
+#pragma unroll
+  for (int r = tid / 8; r < kKeysPerTile; r += kRowsPerPass) {
     const int pos = kv0 + r;
     const bool ok = pos < kv_len;
-    const uint16_t* src = cache;
+    int64_t off = 0;
     if (ok) {
-      const int64_t slot = static_cast<int64_t>(pages[pos / p.page_size]) * p.page_size + pos % p.page_size;
-      src = cache + (slot * p.num_kv_heads + kv_head) * kHead + c * 8;
+      const int64_t slot = (static_cast<int64_t>(pages[pos >> page_shift]) << page_shift) | (pos & ((1 << page_shift) - 1));
+      off = (slot * p.num_kv_heads + kv_head) * kHead + c * 8;
     }
-    cp_async_16(smem + swz(r, c), src, ok);
+    cp_async_16(sk + swz(r, c), p.k_cache + off, ok);
+    cp_async_16(sv + swz(r, c), p.v_cache + off, ok);
   }
 }
 

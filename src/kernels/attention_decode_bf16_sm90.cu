@@ -13,12 +13,12 @@ using namespace attn;
 constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
 constexpr int kRows = 16;
-constexpr int kMaxSplits = 32;
+constexpr int kMaxSplits = 64;
 constexpr int kTileBytes = kKeysPerTile * 128;
 
 int decode_num_splits(const AttentionParams& p) {
   const int ctas = std::max(1, p.num_seqs * p.num_kv_heads);
-  const int want = ceil_div(2 * 132, ctas);
+  const int want = ceil_div(6 * 132, ctas);  // ~6 CTAs per SM keep enough loads in flight
   const int tiles = std::max(1, ceil_div(p.window > 0 ? std::min(p.max_kv_len, p.window + kDecodeMaxQ) : p.max_kv_len,
                                          kKeysPerTile) + 1);
   return std::clamp(std::min(want, tiles), 1, kMaxSplits);
@@ -52,9 +52,9 @@ __global__ void __launch_bounds__(kThreads) attention_decode_kernel(const Attent
         ok ? p.q + (static_cast<int64_t>(q_begin + qi) * p.num_q_heads + g * group + r % group) * kHead + c * 8 : p.q;
     cp_async_16(sq + swz(r, c), src, ok);
   }
+  const int page_shift = __ffs(p.page_size) - 1;
   if (my_begin < my_end) {
-    load_kv_tile(skv[0], p.k_cache, p, pages, g, my_begin * kKeysPerTile, kv_len, tid, kThreads);
-    load_kv_tile(skv[1], p.v_cache, p, pages, g, my_begin * kKeysPerTile, kv_len, tid, kThreads);
+    load_kv_tiles<kThreads>(skv[0], skv[1], p, pages, page_shift, g, my_begin * kKeysPerTile, kv_len, tid);
   }
   cp_async_commit();
 
@@ -66,7 +66,8 @@ __global__ void __launch_bounds__(kThreads) attention_decode_kernel(const Attent
     const int r = lane / 4 + 8 * h;
     const int qi = r / group;
     row_pos[h] = qi < q_len ? first_pos + qi : -1;
-    const bool sink = split == 0 && p.sinks && qi < q_len;
+    // NOTE: the sink enters once per row: split 0, warp 0 (the warps' states are merged below).
+    const bool sink = split == 0 && warp == 0 && p.sinks && qi < q_len;
     st.m[h] = sink ? p.sinks[g * group + r % group] * kLog2e : -INFINITY;
     st.l[h] = (sink && lane % 4 == 0) ? 1.f : 0.f;
   }
@@ -81,8 +82,8 @@ __global__ void __launch_bounds__(kThreads) attention_decode_kernel(const Attent
   for (int j = my_begin; j < my_end; ++j) {
     const int stage = (j - my_begin) % 2;
     if (j + 1 < my_end) {
-      load_kv_tile(skv[2 * (stage ^ 1)], p.k_cache, p, pages, g, (j + 1) * kKeysPerTile, kv_len, tid, kThreads);
-      load_kv_tile(skv[2 * (stage ^ 1) + 1], p.v_cache, p, pages, g, (j + 1) * kKeysPerTile, kv_len, tid, kThreads);
+      load_kv_tiles<kThreads>(skv[2 * (stage ^ 1)], skv[2 * (stage ^ 1) + 1], p, pages, page_shift, g,
+                              (j + 1) * kKeysPerTile, kv_len, tid);
       cp_async_commit();
       cp_async_wait<1>();
     } else {
@@ -168,6 +169,8 @@ void launch_attention_decode(const AttentionParams& p, cudaStream_t stream) {
                      p.num_q_heads / p.num_kv_heads * kDecodeMaxQ <= kRows,
                  "attention decode: needs at most 8 query heads per kv head");
   GOSSAMER_CHECK(p.workspace != nullptr, "attention decode: workspace missing");
+  GOSSAMER_CHECK(p.page_size > 0 && (p.page_size & (p.page_size - 1)) == 0, "attention: page_size ", p.page_size,
+                 " must be a power of two");
   if (p.num_tokens == 0) return;
   const int splits = decode_num_splits(p);
   float* o_part = static_cast<float*>(p.workspace);

@@ -45,8 +45,8 @@ __global__ void __launch_bounds__(kThreads) attention_prefill_kernel(const Atten
     const uint16_t* src = ok ? p.q + (static_cast<int64_t>(q_begin + q_lo + r) * p.num_q_heads + head) * kHead + c * 8 : p.q;
     cp_async_16(sq + swz(r, c), src, ok);
   }
-  load_kv_tile(sk[0], p.k_cache, p, pages, kv_head, tile_begin * kKeysPerTile, kv_len, tid, kThreads);
-  load_kv_tile(sv[0], p.v_cache, p, pages, kv_head, tile_begin * kKeysPerTile, kv_len, tid, kThreads);
+  const int page_shift = __ffs(p.page_size) - 1;
+  load_kv_tiles<kThreads>(sk[0], sv[0], p, pages, page_shift, kv_head, tile_begin * kKeysPerTile, kv_len, tid);
   cp_async_commit();
 
   RowState st;
@@ -68,8 +68,8 @@ __global__ void __launch_bounds__(kThreads) attention_prefill_kernel(const Atten
   for (int j = tile_begin; j < tile_end; ++j) {
     const int stage = (j - tile_begin) % 2;
     if (j + 1 < tile_end) {
-      load_kv_tile(sk[stage ^ 1], p.k_cache, p, pages, kv_head, (j + 1) * kKeysPerTile, kv_len, tid, kThreads);
-      load_kv_tile(sv[stage ^ 1], p.v_cache, p, pages, kv_head, (j + 1) * kKeysPerTile, kv_len, tid, kThreads);
+      load_kv_tiles<kThreads>(sk[stage ^ 1], sv[stage ^ 1], p, pages, page_shift, kv_head, (j + 1) * kKeysPerTile,
+                              kv_len, tid);
       cp_async_commit();
       cp_async_wait<1>();
     } else {
@@ -108,6 +108,8 @@ __global__ void __launch_bounds__(kThreads) attention_prefill_kernel(const Atten
 
 void launch_attention_prefill(const AttentionParams& p, cudaStream_t stream) {
   GOSSAMER_CHECK(p.num_kv_heads > 0 && p.num_q_heads % p.num_kv_heads == 0, "attention: bad head counts");
+  GOSSAMER_CHECK(p.page_size > 0 && (p.page_size & (p.page_size - 1)) == 0, "attention: page_size ", p.page_size,
+                 " must be a power of two");
   if (p.num_tokens == 0) return;
   // Upper bound on the total number of query tiles: Σ ceil(q_len / 64) ≤ num_tokens / 64 + num_seqs.
   const dim3 grid(p.num_tokens / kBM + p.num_seqs, p.num_q_heads);

@@ -42,10 +42,19 @@ struct GemmFp8Params {
   const int32_t* tile_m0 = nullptr;        // [max_tiles]
   const int32_t* num_tiles = nullptr;      // [1]
   int max_tiles = 0;                       // grid bound in grouped mode
+  // Split-K scratch for small plain GEMMs (M ≤ 64): gemm_fp8_split_workspace_bytes(M, N, K) bytes, or
+  // null when that is 0. Partials are summed in a fixed order (deterministic).
+  float* split_workspace = nullptr;
+  size_t split_workspace_bytes = 0;
+  int k_splits = 1;  // set by the launcher
 };
 
 // The BM the launcher uses: 64 when every tile has at most 64 rows worth computing, else 128.
 int gemm_fp8_tile_rows(int max_rows_per_tile);
+
+// K splits the launcher uses for a plain GEMM of this shape (1 = none) and the scratch they need.
+int gemm_fp8_split_k(int M, int N, int K, bool grouped);
+size_t gemm_fp8_split_workspace_bytes(int M, int N, int K);
 
 // `rows_hint` picks the tile shape: the plain M, or in grouped mode the expected rows per group.
 void launch_gemm_fp8(const GemmFp8Params& p, int rows_hint, cudaStream_t stream);

@@ -6,7 +6,7 @@
 namespace gossamer::kernels {
 namespace {
 
-// One warp per (row, 128-column group): 16 lanes × 8 columns.
+// One warp per (row, 128-column group): 32 lanes × 4 columns.
 __global__ void quantize_fp8_kernel(QuantizeFp8Params p) {
   const int groups = ceil_div(p.K, 128);
   const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
@@ -14,15 +14,15 @@ __global__ void quantize_fp8_kernel(QuantizeFp8Params p) {
   if (warp >= static_cast<int64_t>(p.M) * groups) return;
   const int64_t row = warp / groups;
   const int g = static_cast<int>(warp % groups);
-  const int col = g * 128 + (lane % 16) * 8;
-  const bool active = lane < 16 && col < p.K;
-  float v[8] = {};
+  const int col = g * 128 + lane * 4;
+  const bool active = col < p.K;
+  float v[4] = {};
   float amax = 0.f;
   if (active) {
-    const uint4 raw = *reinterpret_cast<const uint4*>(p.x + row * p.ldx + col);
+    const uint2 raw = *reinterpret_cast<const uint2*>(p.x + row * p.ldx + col);
     const __nv_bfloat16* b = reinterpret_cast<const __nv_bfloat16*>(&raw);
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
+    for (int j = 0; j < 4; ++j) {
       v[j] = __bfloat162float(b[j]);
       amax = fmaxf(amax, fabsf(v[j]));
     }
@@ -32,11 +32,11 @@ __global__ void quantize_fp8_kernel(QuantizeFp8Params p) {
   const float inv = 448.0f / amax;
   if (lane == 0) p.scales[row * groups + g] = amax / 448.0f;
   if (!active) return;
-  uint2 out;
+  uint32_t out;
   uint8_t* ob = reinterpret_cast<uint8_t*>(&out);
 #pragma unroll
-  for (int j = 0; j < 8; ++j) ob[j] = __nv_cvt_float_to_fp8(__fmul_rn(v[j], inv), __NV_SATFINITE, __NV_E4M3);
-  *reinterpret_cast<uint2*>(p.q + row * p.ldq + col) = out;
+  for (int j = 0; j < 4; ++j) ob[j] = __nv_cvt_float_to_fp8(__fmul_rn(v[j], inv), __NV_SATFINITE, __NV_E4M3);
+  *reinterpret_cast<uint32_t*>(p.q + row * p.ldq + col) = out;
 }
 
 }  // namespace

@@ -32,7 +32,8 @@ struct GemmCase {
 TEST(GemmFp8Kernel, MatchesReference) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(10);
-  const GemmCase cases[] = {{1, 256, 2880, GemmEpilogue::kBias},    {16, 2880, 2880, GemmEpilogue::kBias},
+  const GemmCase cases[] = {{1, 256, 2880, GemmEpilogue::kBias},    {1, 5120, 2880, GemmEpilogue::kBias},
+                            {16, 2880, 4096, GemmEpilogue::kBias},  {9, 1024, 2880, GemmEpilogue::kSwiGlu},    {16, 2880, 2880, GemmEpilogue::kBias},
                             {64, 384, 2880, GemmEpilogue::kBias},   {65, 320, 576, GemmEpilogue::kBias},
                             {130, 640, 2880, GemmEpilogue::kBias},  {300, 264, 1024, GemmEpilogue::kBias},
                             {17, 768, 576, GemmEpilogue::kSwiGlu},  {200, 640, 2880, GemmEpilogue::kSwiGlu},
@@ -64,6 +65,21 @@ TEST(GemmFp8Kernel, MatchesReference) {
     p.K = c.k;
     p.epilogue = c.epi;
     launch_gemm_fp8(p, c.m, nullptr);
+    // Small M also runs split-K (deterministic partial sums) when given scratch.
+    std::vector<uint16_t> split_out;
+    const size_t split_bytes = gemm_fp8_split_workspace_bytes(c.m, c.n, c.k);
+    if (split_bytes > 0) {
+      DeviceBuffer<float> ws(split_bytes / sizeof(float));
+      DeviceBuffer<uint16_t> dout2(dout.size());
+      ws.poison();
+      dout2.poison();
+      GemmFp8Params q = p;
+      q.out = dout2.get();
+      q.split_workspace = ws.get();
+      q.split_workspace_bytes = split_bytes;
+      launch_gemm_fp8(q, c.m, nullptr);
+      split_out = dout2.download();
+    }
     std::vector<uint16_t> ref(dout.size());
     GemmFp8Params r = p;
     r.a = a.data();
@@ -78,6 +94,11 @@ TEST(GemmFp8Kernel, MatchesReference) {
                               (c.epi == GemmEpilogue::kSwiGlu ? " swiglu" : " bias");
     report("gemm_fp8", shape, err, kTolBf16);
     EXPECT_LT(err, kTolBf16) << shape;
+    if (!split_out.empty()) {
+      const double split_err = rel_error_bf16(split_out, ref);
+      report("gemm_fp8", shape + " split-k " + std::to_string(gemm_fp8_split_k(c.m, c.n, c.k, false)), split_err, kTolBf16);
+      EXPECT_LT(split_err, kTolBf16) << shape << " split-K";
+    }
   }
 }
 
