@@ -97,6 +97,7 @@ def main():
         print('// Kept at their Unicode 14.0 class (recategorised later): ' + ' '.join(f'U+{cp:04X}' for cp in kept))
     print('#pragma once')
     print()
+    print('#include <cstdint>')
     print('#include <string_view>')
     print()
     print('namespace gossamer::text::unicode_delta {')
@@ -107,6 +108,28 @@ def main():
                                ('kExtraNumber', 'number', 'became Nd, Nl or No')]:
         print(f'// {comment}: {sum(b - a + 1 for a, b in ranges[key])} code points')
         print(f'inline constexpr std::string_view {name} =\n    {fragment(ranges[key])};')
+    merged = []
+    for a, b in sorted(span for spans in ranges.values() for span in spans):
+        if merged and merged[-1][1] == a - 1:
+            merged[-1][1] = b
+        else:
+            merged.append([a, b])
+    print()
+    print('// Every code point above, as sorted, disjoint [first, last] ranges.')
+    print('struct Range {')
+    print('  char32_t first;')
+    print('  char32_t last;')
+    print('};')
+    print(f'inline constexpr Range kAllRanges[] = {{')
+    line = ' '
+    for a, b in merged:
+        item = f' {{0x{a:X}, 0x{b:X}}},'
+        if len(line) + len(item) > 116:
+            print(line)
+            line = ' '
+        line += item
+    print(line)
+    print('};')
     print()
     print('}  // namespace gossamer::text::unicode_delta')
 

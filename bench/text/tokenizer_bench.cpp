@@ -117,7 +117,8 @@ int main(int argc, char** argv) {
     const double split_s = time_per_run(seconds / 2, [&] {
       size_t pos = 0, begin = 0, end = 0;
       num_pieces = 0;
-      while (pretokenizer.next_piece(corpus, pos, begin, end)) {
+      const auto variant = gossamer::text::Pretokenizer::variant_for(corpus);
+      while (pretokenizer.next_piece(corpus, pos, begin, end, variant)) {
         pos = end;
         ++num_pieces;
       }

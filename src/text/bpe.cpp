@@ -12,24 +12,21 @@ namespace gossamer::text {
 
 namespace {
 
-// 64-bit hash of a short byte string: 8-byte words folded with a multiply-xorshift mix.
-inline uint64_t hash_bytes(std::string_view bytes) {
+// The first min(8, size) bytes of `bytes`, zero padded.
+inline uint64_t load_prefix(std::string_view bytes) {
+  uint64_t word = 0;
+  std::memcpy(&word, bytes.data(), bytes.size() < 8 ? bytes.size() : 8);
+  return word;
+}
+
+// 64-bit hash of a byte string whose prefix word is `prefix`: 8-byte words folded with a multiply-xorshift.
+inline uint64_t hash_bytes(std::string_view bytes, uint64_t prefix) {
   constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
-  uint64_t h = bytes.size() * kMul;
-  const char* p = bytes.data();
-  size_t n = bytes.size();
-  while (n >= 8) {
-    uint64_t word;
-    std::memcpy(&word, p, 8);
-    h = (h ^ word) * kMul;
-    h ^= h >> 29;
-    p += 8;
-    n -= 8;
-  }
-  if (n > 0) {
+  uint64_t h = (bytes.size() * kMul) ^ prefix;
+  for (size_t i = 8; i < bytes.size(); i += 8) {
     uint64_t word = 0;
-    std::memcpy(&word, p, n);
-    h = (h ^ word) * kMul;
+    std::memcpy(&word, bytes.data() + i, bytes.size() - i < 8 ? bytes.size() - i : 8);
+    h = (h * kMul) ^ word;
     h ^= h >> 29;
   }
   h *= 0xBF58476D1CE4E5B9ull;
@@ -143,17 +140,17 @@ RankTable::RankTable(std::string arena, std::vector<uint32_t> offsets)
   const size_t num = offsets_.size() - 1;
   size_t capacity = 16;
   while (capacity < num * 2 + 2) capacity *= 2;
-  slots_.assign(capacity, Slot{0, kNoRank});
+  slots_.assign(capacity, Slot{0, 0, kNoRank});
   mask_ = capacity - 1;
   std::fill(std::begin(byte_rank_), std::end(byte_rank_), kNoRank);
   for (Rank rank = 0; rank < num; ++rank) {
     const std::string_view token = bytes(rank);
     GOSSAMER_CHECK(!token.empty(), "rank table: rank ", rank, " has no bytes");
     GOSSAMER_CHECK(find(token) == kNoRank, "rank table: duplicate token bytes at rank ", rank);
-    const uint64_t h = hash_bytes(token);
-    uint64_t slot = h & mask_;
-    while (slots_[slot].rank != kNoRank) slot = (slot + 1) & mask_;
-    slots_[slot] = Slot{static_cast<uint32_t>(h >> 32), rank};
+    const uint64_t prefix = load_prefix(token);
+    uint64_t slot = hash_bytes(token, prefix) & mask_;
+    while (slots_[slot].size != 0) slot = (slot + 1) & mask_;
+    slots_[slot] = Slot{prefix, static_cast<uint32_t>(token.size()), rank};
     if (token.size() == 1) byte_rank_[static_cast<uint8_t>(token[0])] = rank;
   }
   for (int byte = 0; byte < 256; ++byte) {
@@ -162,15 +159,14 @@ RankTable::RankTable(std::string arena, std::vector<uint32_t> offsets)
 }
 
 Rank RankTable::find(std::string_view key) const {
-  const uint64_t h = hash_bytes(key);
-  const auto tag = static_cast<uint32_t>(h >> 32);
-  for (uint64_t slot = h & mask_;; slot = (slot + 1) & mask_) {
+  const uint64_t prefix = load_prefix(key);
+  const auto size = static_cast<uint32_t>(key.size());
+  for (uint64_t slot = hash_bytes(key, prefix) & mask_;; slot = (slot + 1) & mask_) {
     const Slot& s = slots_[slot];
-    if (s.rank == kNoRank) return kNoRank;
-    if (s.tag == tag) {
-      const uint32_t begin = offsets_[s.rank];
-      const uint32_t size = offsets_[s.rank + 1] - begin;
-      if (size == key.size() && std::memcmp(arena_.data() + begin, key.data(), size) == 0) return s.rank;
+    if (s.size == 0) return kNoRank;
+    if (s.size == size && s.prefix == prefix &&
+        (size <= 8 || std::memcmp(arena_.data() + offsets_[s.rank] + 8, key.data() + 8, size - 8) == 0)) {
+      return s.rank;
     }
   }
 }

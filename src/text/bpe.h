@@ -29,9 +29,12 @@ class RankTable {
   Rank byte_rank(uint8_t byte) const { return byte_rank_[byte]; }
 
  private:
+  // NOTE: a slot holds the key's first 8 bytes inline, so a lookup of a token of up to 8 bytes (most of them)
+  // touches one cache line; longer keys compare their tail against the arena.
   struct Slot {
-    uint32_t tag;   // high bits of the hash, to skip most byte comparisons
-    uint32_t rank;  // kNoRank: empty
+    uint64_t prefix;  // first min(8, size) bytes, zero padded
+    uint32_t size;    // 0: empty
+    Rank rank;
   };
   std::string arena_;
   std::vector<uint32_t> offsets_;   // [num_ranks + 1]

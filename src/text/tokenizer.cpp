@@ -117,7 +117,8 @@ class O200kHarmonyTokenizer final : public Tokenizer {
   // `text` must be valid UTF-8.
   void encode_ordinary_valid(std::string_view text, std::vector<TokenId>& out) const {
     size_t pos = 0, begin = 0, end = 0;
-    while (pretokenizer_.next_piece(text, pos, begin, end)) {
+    const Pretokenizer::Variant variant = Pretokenizer::variant_for(text);
+    while (pretokenizer_.next_piece(text, pos, begin, end, variant)) {
       byte_pair_encode(ranks_, text.substr(begin, end - begin), out);
       pos = end;
     }

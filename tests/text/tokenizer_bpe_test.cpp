@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "text/bpe.h"
 #include "text/pretokenizer.h"
+#include "text/pretokenizer_unicode.h"
 #include "text/sha256.h"
 #include "text/tokenizer_ranks.h"
 #include "text/tokenizer_test_util.h"
@@ -80,10 +81,11 @@ TEST(CompactRanksTest, ATamperedFileFailsWithAClearMessage) {
   EXPECT_THROW((void)Tokenizer::load_o200k_harmony("/nonexistent.json"), Error);
 }
 
-std::vector<std::string> pieces(const Pretokenizer& pre, std::string_view text) {
+std::vector<std::string> pieces(const Pretokenizer& pre, std::string_view text,
+                                Pretokenizer::Variant variant = Pretokenizer::Variant::kFull) {
   std::vector<std::string> out;
   size_t pos = 0, begin = 0, end = 0;
-  while (pre.next_piece(text, pos, begin, end)) {
+  while (pre.next_piece(text, pos, begin, end, variant)) {
     EXPECT_EQ(begin, pos) << "gap before a piece";
     out.emplace_back(text.substr(begin, end - begin));
     pos = end;
@@ -114,6 +116,27 @@ TEST(PretokenizerTest, SplitsLikeTheSpec) {
   EXPECT_EQ(pieces(pre, std::string(200000, ' ') + "x").size(), 2u);
   EXPECT_EQ(pieces(pre, std::string(200000, 'a')).size(), 1u);
   EXPECT_EQ(pieces(pre, std::string(100000, '!')).size(), 1u);
+}
+
+TEST(PretokenizerTest, PicksThePlainPatternOnlyWhenItIsExact) {
+  using Variant = Pretokenizer::Variant;
+  EXPECT_EQ(Pretokenizer::variant_for(""), Variant::kPlain);
+  EXPECT_EQ(Pretokenizer::variant_for("hello wörld 中文 🙂 ʕ"), Variant::kPlain);
+  EXPECT_EQ(Pretokenizer::variant_for("x\xF0\x90\x97\x80"), Variant::kFull);  // U+105C0 (Unicode 16)
+  EXPECT_EQ(Pretokenizer::variant_for(std::string(1000, 'a') + "\xE0\xA2\x97"), Variant::kFull);  // U+0897
+  // Every code point: kFull exactly for those listed in pretokenizer_unicode.h.
+  for (char32_t cp = 0; cp <= 0x10FFFF; ++cp) {
+    if (cp >= 0xD800 && cp <= 0xDFFF) continue;
+    bool listed = false;
+    for (const auto& range : unicode_delta::kAllRanges) listed |= range.first <= cp && cp <= range.last;
+    std::string text = "ab";
+    append_utf8(text, cp);
+    ASSERT_EQ(Pretokenizer::variant_for(text), listed ? Variant::kFull : Variant::kPlain) << std::hex << static_cast<uint32_t>(cp);
+  }
+  // Both variants split text without listed code points identically.
+  const Pretokenizer pre;
+  const std::string text = "Ǆemo HTMLParser it's 12345 \r\n\t ÆsirVölundr 中文字符 🙂👍🏽 e\xCC\x81 ٣٤ Ⅻ\xC2\xA0x  ";
+  EXPECT_EQ(pieces(pre, text, Variant::kPlain), pieces(pre, text, Variant::kFull));
 }
 
 // The educational BPE (tiktoken/_educational.py): merge the lowest-ranked adjacent pair, leftmost on ties.
