@@ -12,6 +12,8 @@ namespace gossamer {
 class SplitMix64 {
  public:
   explicit SplitMix64(uint64_t seed) : state_(seed) {}
+  // Jumps over n draws of next() (the generator is a counter, so chunks of one stream can be made in parallel).
+  void skip(uint64_t n) { state_ += n * 0x9E3779B97F4A7C15ull; }
   uint64_t next() {
     uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "model/batch_check.h"
 #include "model/cpu_ops.h"
 
 namespace gossamer::model {
@@ -37,30 +38,8 @@ int64_t CpuModel::kv_bytes_per_block() const {
   return int64_t{2} * config_.num_layers * config_.kv_width() * std::max(block_size_, 1) * int64_t{4};
 }
 
-void CpuModel::validate(const ForwardBatch& batch) const {
-  GOSSAMER_CHECK(num_blocks_ > 0, "forward before allocate_kv_cache");
-  for (size_t s = 0; s < batch.sequences.size(); ++s) {
-    const SequenceInput& seq = batch.sequences[s];
-    GOSSAMER_CHECK(seq.num_cached >= 0, "sequence ", s, ": negative num_cached");
-    const int64_t end = int64_t{seq.num_cached} + static_cast<int64_t>(seq.tokens.size());
-    GOSSAMER_CHECK(end <= config_.max_position_embeddings, "sequence ", s, ": ", end,
-                   " positions exceed the model's context of ", config_.max_position_embeddings);
-    for (int32_t token : seq.tokens) {
-      GOSSAMER_CHECK(token >= 0 && token < config_.vocab_size, "sequence ", s, ": token id ", token,
-                     " is outside the vocabulary [0, ", config_.vocab_size, ")");
-    }
-    const int64_t blocks_needed = (end + block_size_ - 1) / block_size_;
-    GOSSAMER_CHECK(static_cast<int64_t>(seq.block_table.size()) >= blocks_needed, "sequence ", s, ": block table has ",
-                   seq.block_table.size(), " blocks, ", blocks_needed, " needed");
-    for (int64_t b = 0; b < blocks_needed; ++b) {
-      const int32_t block = seq.block_table[static_cast<size_t>(b)];
-      GOSSAMER_CHECK(block >= 0 && block < num_blocks_, "sequence ", s, ": block id ", block, " out of range");
-    }
-  }
-}
-
 void CpuModel::forward(const ForwardBatch& batch, std::vector<float>& logits) {
-  validate(batch);
+  check_forward_batch(config_, num_blocks_, block_size_, batch);
   const int64_t hidden = config_.hidden_size, half = config_.head_dim / 2;
   // ---- plan: one entry per new token ----
   std::vector<TokenPlan> plan;

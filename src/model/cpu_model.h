@@ -37,7 +37,6 @@ class CpuModel final : public Model {
     int64_t slot = 0;         // KV cache row
   };
 
-  void validate(const ForwardBatch& batch) const;
   void attention_block(int layer, const std::vector<TokenPlan>& plan, const ForwardBatch& batch,
                        const std::vector<float>& cos, const std::vector<float>& sin, std::vector<float>& x);
   void moe_block(int layer, int64_t num_tokens, std::vector<float>& x);

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/parallel.h"
 #include "core/random.h"
 #include "model/cpu_model.h"
 #include "model/embedded_default.h"
@@ -49,10 +50,21 @@ void alternate_layers(GptOssConfig& c) {
 
 enum class Fill { kNormal, kOnePlusNormal, kUniform };
 
+// Fills `count` items in parallel chunks; item i of the stream uses draws [i·draws, (i+1)·draws) of one
+// SplitMix64 sequence, so the result does not depend on the chunking.
+template <typename Fn>
+void fill_stream(uint64_t seed, int64_t count, uint64_t draws_per_item, const Fn& fill_item) {
+  parallel_for(count, int64_t{1} << 20, [&](int64_t begin, int64_t end) {
+    SplitMix64 rng(seed);
+    rng.skip(static_cast<uint64_t>(begin) * draws_per_item);
+    for (int64_t i = begin; i < end; ++i) fill_item(i, rng);
+  });
+}
+
 SafetensorsWriter::Producer bf16_producer(uint64_t seed, Fill fill, double a, double b) {
   return [=](std::vector<uint8_t>& bytes) {
-    SplitMix64 rng(seed);
-    for (size_t i = 0; i + 1 < bytes.size(); i += 2) {
+    const uint64_t draws = fill == Fill::kUniform ? 1 : 2;
+    fill_stream(seed, static_cast<int64_t>(bytes.size() / 2), draws, [&](int64_t i, SplitMix64& rng) {
       double value = 0.0;
       switch (fill) {
         case Fill::kNormal: value = a * rng.normal(); break;
@@ -60,21 +72,22 @@ SafetensorsWriter::Producer bf16_producer(uint64_t seed, Fill fill, double a, do
         case Fill::kUniform: value = rng.uniform(a, b); break;
       }
       const uint16_t bits = float_to_bf16(static_cast<float>(value));
-      std::memcpy(&bytes[i], &bits, 2);
-    }
+      std::memcpy(&bytes[static_cast<size_t>(2 * i)], &bits, 2);
+    });
   };
 }
 
 // MXFP4 blocks: uniform random codes. Scales: e8m0 exponents around `target_std / std(fp4 code)`.
 SafetensorsWriter::Producer blocks_producer(uint64_t seed) {
   return [=](std::vector<uint8_t>& bytes) {
-    SplitMix64 rng(seed);
-    size_t i = 0;
-    for (; i + 8 <= bytes.size(); i += 8) {
+    const int64_t words = static_cast<int64_t>(bytes.size() / 8);
+    fill_stream(seed, words, 1, [&](int64_t i, SplitMix64& rng) {
       const uint64_t word = rng.next();
-      std::memcpy(&bytes[i], &word, 8);
-    }
-    for (; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(rng.next());
+      std::memcpy(&bytes[static_cast<size_t>(8 * i)], &word, 8);
+    });
+    SplitMix64 tail(seed);
+    tail.skip(static_cast<uint64_t>(words));
+    for (size_t i = static_cast<size_t>(words) * 8; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(tail.next());
   };
 }
 
@@ -84,8 +97,9 @@ SafetensorsWriter::Producer scales_producer(uint64_t seed, double target_std) {
   const int low = static_cast<int>(std::floor(exponent));
   const double frac = exponent - low;
   return [=](std::vector<uint8_t>& bytes) {
-    SplitMix64 rng(seed);
-    for (uint8_t& byte : bytes) byte = static_cast<uint8_t>(127 + low + (rng.uniform() < frac ? 1 : 0));
+    fill_stream(seed, static_cast<int64_t>(bytes.size()), 1, [&](int64_t i, SplitMix64& rng) {
+      bytes[static_cast<size_t>(i)] = static_cast<uint8_t>(127 + low + (rng.uniform() < frac ? 1 : 0));
+    });
   };
 }
 
@@ -94,10 +108,14 @@ std::string layer_name(int layer, const char* suffix) { return "model.layers." +
 // Tensors built in memory, looked up by name.
 class InMemoryTensors final : public TensorSource {
  public:
-  void add(const DummyTensor& tensor) {
-    Stored stored{tensor.dtype, tensor.shape, std::vector<uint8_t>(static_cast<size_t>(tensor.shape.num_elements() * size_of(tensor.dtype)))};
-    tensor.produce(stored.bytes);
-    tensors_.emplace(tensor.name, std::move(stored));
+  // Generates every tensor and stores it by name.
+  explicit InMemoryTensors(const std::vector<DummyTensor>& tensors) {
+    for (const DummyTensor& tensor : tensors) {  // each producer fills its tensor in parallel
+      Stored stored{tensor.dtype, tensor.shape,
+                    std::vector<uint8_t>(static_cast<size_t>(tensor.shape.num_elements() * size_of(tensor.dtype)))};
+      tensor.produce(stored.bytes);
+      tensors_.emplace(tensor.name, std::move(stored));
+    }
   }
   bool contains(const std::string& name) const override { return tensors_.count(name) != 0; }
   TensorView tensor(const std::string& name) const override {
@@ -214,13 +232,19 @@ void write_dummy_checkpoint(const GptOssConfig& config, uint64_t seed, const std
   }
 }
 
+DummyWeights make_dummy_weights(const GptOssConfig& config, uint64_t seed) {
+  GptOssConfig hf = config;
+  hf.layout = CheckpointLayout::kHuggingFace;
+  auto storage = std::make_shared<InMemoryTensors>(dummy_tensors(hf, seed));
+  GptOssWeights weights = map_weights(hf, *storage);
+  return DummyWeights{storage, std::move(weights)};
+}
+
 std::unique_ptr<Model> make_dummy_cpu_model(const GptOssConfig& config, uint64_t seed) {
   GptOssConfig hf = config;
   hf.layout = CheckpointLayout::kHuggingFace;
-  auto storage = std::make_shared<InMemoryTensors>();
-  for (const DummyTensor& tensor : dummy_tensors(hf, seed)) storage->add(tensor);
-  GptOssWeights weights = map_weights(hf, *storage);
-  return std::make_unique<CpuModel>(hf, std::move(weights), storage);
+  DummyWeights dummy = make_dummy_weights(hf, seed);
+  return std::make_unique<CpuModel>(hf, std::move(dummy.weights), std::move(dummy.storage));
 }
 
 std::unique_ptr<Model> make_embedded_default_model(uint64_t seed) {

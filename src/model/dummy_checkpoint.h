@@ -14,6 +14,7 @@
 #include "model/config.h"
 #include "model/model.h"
 #include "model/safetensors_writer.h"
+#include "model/weights.h"
 
 namespace gossamer::model {
 
@@ -33,7 +34,15 @@ std::vector<DummyTensor> dummy_tensors(const GptOssConfig& config, uint64_t seed
 // Writes DIR/config.json and the safetensors (sharded above 4 GiB, with an index), streaming tensors.
 void write_dummy_checkpoint(const GptOssConfig& config, uint64_t seed, const std::string& dir);
 
-// Builds the same weights in memory and returns a CPU model over them (no disk).
+// The same weights built in host memory (tensors generated in parallel). `storage` owns the bytes the
+// views in `weights` point into.
+struct DummyWeights {
+  std::shared_ptr<const void> storage;
+  GptOssWeights weights;
+};
+DummyWeights make_dummy_weights(const GptOssConfig& config, uint64_t seed);
+
+// A CPU model over make_dummy_weights (no disk).
 std::unique_ptr<Model> make_dummy_cpu_model(const GptOssConfig& config, uint64_t seed);
 
 }  // namespace gossamer::model

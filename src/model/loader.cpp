@@ -3,6 +3,10 @@
 #include "core/error.h"
 #include "model/checkpoint.h"
 #include "model/cpu_model.h"
+#include "model/dummy_checkpoint.h"
+#ifdef GOSSAMER_HAVE_CUDA
+#include "model/cuda/cuda_model.h"
+#endif
 
 namespace gossamer::model {
 
@@ -14,7 +18,24 @@ std::unique_ptr<Model> load_model(const std::string& dir, const std::string& dev
     return std::make_unique<CpuModel>(config, std::move(weights), std::move(checkpoint));
   }
   GOSSAMER_CHECK(device == "cuda", "unknown device '", device, "' (expected cpu or cuda)");
-  GOSSAMER_THROW("the cuda model backend is not implemented yet; use --device cpu");
+#ifdef GOSSAMER_HAVE_CUDA
+  const std::unique_ptr<Checkpoint> checkpoint = Checkpoint::open(dir);
+  return std::make_unique<cuda::CudaModel>(checkpoint->config(), checkpoint->weights());
+#else
+  GOSSAMER_THROW("this gossamer was built without CUDA (nvcc not found at build time); use --device cpu");
+#endif
+}
+
+std::unique_ptr<Model> load_dummy_model(const std::string& preset, uint64_t seed, const std::string& device) {
+  const GptOssConfig config = preset_config(preset);
+  if (device == "cpu") return make_dummy_cpu_model(config, seed);
+  GOSSAMER_CHECK(device == "cuda", "unknown device '", device, "' (expected cpu or cuda)");
+#ifdef GOSSAMER_HAVE_CUDA
+  const DummyWeights dummy = make_dummy_weights(config, seed);
+  return std::make_unique<cuda::CudaModel>(config, dummy.weights);
+#else
+  GOSSAMER_THROW("this gossamer was built without CUDA (nvcc not found at build time); use --device cpu");
+#endif
 }
 
 }  // namespace gossamer::model

@@ -4,6 +4,7 @@
 // bad checkpoint or an unavailable backend.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -12,5 +13,9 @@
 namespace gossamer::model {
 
 std::unique_ptr<Model> load_model(const std::string& dir, const std::string& device = "cpu");
+
+// `--load-format dummy`: random weights of a preset's real shapes (model/dummy_checkpoint.h), built in
+// host memory and converted on the device like a checkpoint, with no disk.
+std::unique_ptr<Model> load_dummy_model(const std::string& preset, uint64_t seed, const std::string& device);
 
 }  // namespace gossamer::model

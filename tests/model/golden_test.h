@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -13,7 +14,11 @@
 
 namespace gossamer::model::testing {
 
-inline std::string golden_dir() { return std::string(GOSSAMER_TEST_DATA_DIR) + "/golden"; }
+// $GOSSAMER_TEST_DATA_DIR overrides the compiled-in path (binaries carried to the GPU machine).
+inline std::string golden_dir() {
+  const char* override_dir = std::getenv("GOSSAMER_TEST_DATA_DIR");
+  return std::string(override_dir ? override_dir : GOSSAMER_TEST_DATA_DIR) + "/golden";
+}
 
 inline std::vector<std::vector<int32_t>> golden_tokens(const std::string& name) {
   const auto parsed = nlohmann::json::parse(read_text_file(golden_dir() + "/" + name + "_tokens.json"));

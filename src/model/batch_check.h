@@ -1,0 +1,13 @@
+// Validation of a ForwardBatch against a model's config and KV cache, shared by every backend.
+#pragma once
+
+#include "model/config.h"
+#include "model/model.h"
+
+namespace gossamer::model {
+
+// Throws gossamer::Error (naming the sequence) for a token outside the vocabulary, positions past the
+// context, a block table that does not cover the positions, or a block id outside the cache.
+void check_forward_batch(const GptOssConfig& config, int32_t num_blocks, int32_t block_size, const ForwardBatch& batch);
+
+}  // namespace gossamer::model

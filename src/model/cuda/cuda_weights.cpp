@@ -1,0 +1,144 @@
+#include "model/cuda/cuda_weights.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "core/dtype.h"
+#include "core/log.h"
+#include "core/parallel.h"
+#include "kernels/mxfp4_convert.h"
+#include "model/cpu_ops.h"
+
+namespace gossamer::model::cuda {
+
+namespace {
+
+constexpr int kBlock = 128;
+
+template <typename T>
+DeviceBuffer upload_vector(const std::vector<T>& host, uint64_t& counter) {
+  DeviceBuffer buffer(std::max<size_t>(host.size() * sizeof(T), 16));
+  GOSSAMER_CUDA_CHECK(cudaMemcpy(buffer.get(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+  counter += buffer.bytes();
+  return buffer;
+}
+
+std::vector<uint16_t> to_bf16(const TensorView& tensor) {
+  const std::vector<float> values = cpu::to_f32(tensor);
+  std::vector<uint16_t> out(values.size());
+  for (size_t i = 0; i < values.size(); ++i) out[i] = float_to_bf16(values[i]);
+  return out;
+}
+
+// Rows of several dense [rows_i, K] views stacked: the fused QKV is q | k | v.
+struct StackedRows {
+  std::vector<TensorView> parts;
+  int64_t rows() const {
+    int64_t total = 0;
+    for (const TensorView& part : parts) total += part.shape[0];
+    return total;
+  }
+  void load(int64_t row, float* out) const {
+    for (const TensorView& part : parts) {
+      if (row < part.shape[0]) return cpu::load_row(part, row, out);
+      row -= part.shape[0];
+    }
+  }
+};
+
+// Dense weight → FP8 e4m3 with one fp32 scale per 128×128 block: scale = amax / 448, q = fp8(w / scale).
+Fp8Linear quantize_linear(const StackedRows& rows, const std::vector<TensorView>& biases, uint64_t& counter) {
+  Fp8Linear linear;
+  linear.n = static_cast<int>(rows.rows());
+  linear.k = static_cast<int>(rows.parts.front().shape[1]);
+  const int64_t n = linear.n, k = linear.k, row_blocks = (n + kBlock - 1) / kBlock, col_blocks = (k + kBlock - 1) / kBlock;
+  std::vector<uint8_t> weight(static_cast<size_t>(n * k));
+  std::vector<float> scales(static_cast<size_t>(row_blocks * col_blocks));
+  parallel_for(row_blocks, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> block(static_cast<size_t>(kBlock * k));
+    for (int64_t rb = begin; rb < end; ++rb) {
+      const int64_t row0 = rb * kBlock, count = std::min<int64_t>(kBlock, n - row0);
+      for (int64_t r = 0; r < count; ++r) rows.load(row0 + r, block.data() + r * k);
+      for (int64_t cb = 0; cb < col_blocks; ++cb) {
+        const int64_t col0 = cb * kBlock, width = std::min<int64_t>(kBlock, k - col0);
+        float amax = 0.0f;
+        for (int64_t r = 0; r < count; ++r) {
+          for (int64_t c = 0; c < width; ++c) amax = std::max(amax, std::fabs(block[static_cast<size_t>(r * k + col0 + c)]));
+        }
+        const float scale = amax > 0.0f ? amax / kFp8E4M3Max : 1.0f;
+        scales[static_cast<size_t>(rb * col_blocks + cb)] = scale;
+        for (int64_t r = 0; r < count; ++r) {
+          for (int64_t c = 0; c < width; ++c) {
+            weight[static_cast<size_t>((row0 + r) * k + col0 + c)] =
+                float_to_fp8e4m3(block[static_cast<size_t>(r * k + col0 + c)] / scale);
+          }
+        }
+      }
+    }
+  });
+  linear.weight = upload_vector(weight, counter);
+  linear.scales = upload_vector(scales, counter);
+  if (!biases.empty()) {
+    std::vector<uint16_t> bias;
+    for (const TensorView& part : biases) {
+      const auto values = to_bf16(part);
+      bias.insert(bias.end(), values.begin(), values.end());
+    }
+    linear.bias = upload_vector(bias, counter);
+  }
+  return linear;
+}
+
+Fp8Experts convert_experts(const MxFp4Tensor& tensor, const TensorView& bias, uint64_t& counter) {
+  Fp8Experts experts;
+  const int64_t e = tensor.num_experts(), rows = tensor.rows(), cols = tensor.cols();
+  DeviceBuffer blocks(static_cast<size_t>(tensor.blocks.num_bytes())), scales(static_cast<size_t>(tensor.scales.num_bytes()));
+  GOSSAMER_CUDA_CHECK(cudaMemcpy(blocks.get(), tensor.blocks.data, blocks.bytes(), cudaMemcpyHostToDevice));
+  GOSSAMER_CUDA_CHECK(cudaMemcpy(scales.get(), tensor.scales.data, scales.bytes(), cudaMemcpyHostToDevice));
+  experts.weight.ensure(static_cast<size_t>(e * rows * cols));
+  experts.scales.ensure(static_cast<size_t>(e * ((rows + kBlock - 1) / kBlock) * ((cols + kBlock - 1) / kBlock)) * sizeof(float));
+  kernels::Mxfp4ToFp8Params params;
+  params.blocks = blocks.get<uint8_t>();
+  params.scales = scales.get<uint8_t>();
+  params.out = experts.weight.get<uint8_t>();
+  params.out_scales = experts.scales.get<float>();
+  params.num_experts = static_cast<int>(e);
+  params.rows = static_cast<int>(rows);
+  params.cols = static_cast<int>(cols);
+  kernels::launch_mxfp4_to_fp8(params, nullptr);
+  GOSSAMER_CUDA_CHECK(cudaDeviceSynchronize());
+  counter += experts.weight.bytes() + experts.scales.bytes();
+  experts.bias = upload_vector(to_bf16(bias), counter);
+  return experts;
+}
+
+}  // namespace
+
+CudaWeights CudaWeights::upload(const GptOssConfig& config, const GptOssWeights& host) {
+  const auto start = std::chrono::steady_clock::now();
+  CudaWeights weights;
+  uint64_t& bytes = weights.device_bytes;
+  weights.embedding = upload_vector(to_bf16(host.embedding), bytes);
+  weights.final_norm = upload_vector(to_bf16(host.final_norm), bytes);
+  weights.unembedding = quantize_linear(StackedRows{{host.unembedding}}, {}, bytes);
+  for (int layer = 0; layer < config.num_layers; ++layer) {
+    const LayerWeights& w = host.layers[static_cast<size_t>(layer)];
+    CudaLayer l;
+    l.attn_norm = upload_vector(to_bf16(w.attn_norm), bytes);
+    l.qkv = quantize_linear(StackedRows{{w.q_proj, w.k_proj, w.v_proj}}, {w.q_bias, w.k_bias, w.v_bias}, bytes);
+    l.o = quantize_linear(StackedRows{{w.o_proj}}, {w.o_bias}, bytes);
+    l.sinks = upload_vector(cpu::to_f32(w.sinks), bytes);
+    l.mlp_norm = upload_vector(to_bf16(w.mlp_norm), bytes);
+    l.router = quantize_linear(StackedRows{{w.router}}, {w.router_bias}, bytes);
+    l.gate_up = convert_experts(w.gate_up, w.gate_up_bias, bytes);
+    l.down = convert_experts(w.down, w.down_bias, bytes);
+    weights.layers.push_back(std::move(l));
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    GOSSAMER_LOG_INFO("loading weights: layer ", layer + 1, "/", config.num_layers, ", ",
+                      static_cast<double>(bytes) / (1u << 30), " GiB on the GPU, ", seconds, " s");
+  }
+  return weights;
+}
+
+}  // namespace gossamer::model::cuda
