@@ -5,6 +5,8 @@
 //   gossamer_tokenizer_bench [--write-corpus PATH] [--seconds S] [--threads N]
 //
 // The corpus is deterministic: fixed system text files (Debian 12) mixed by a seeded std::mt19937.
+#include <time.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -66,19 +68,31 @@ std::string build_corpus(size_t target_bytes) {
   return corpus;
 }
 
-// Runs `fn` repeatedly for at least `seconds` (and 3 times); returns the mean seconds per run.
+double process_cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+struct Timing {
+  double wall_s;  // mean wall seconds per run
+  double cpu_s;   // mean process CPU seconds per run (robust when other jobs share the cores)
+};
+
+// Runs `fn` repeatedly for at least `seconds` of wall time (and 3 times); returns the mean per run.
 template <typename Fn>
-double time_per_run(double seconds, Fn&& fn) {
+Timing time_per_run(double seconds, Fn&& fn) {
   fn();  // warm-up
   int runs = 0;
   const auto start = Clock::now();
+  const double cpu_start = process_cpu_seconds();
   double elapsed = 0;
   while (elapsed < seconds || runs < 3) {
     fn();
     ++runs;
     elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   }
-  return elapsed / runs;
+  return {elapsed / runs, (process_cpu_seconds() - cpu_start) / runs};
 }
 
 }  // namespace
@@ -110,11 +124,11 @@ int main(int argc, char** argv) {
     const double mb = static_cast<double>(corpus.size()) / 1e6;
 
     std::vector<TokenId> ids;
-    const double encode_s = time_per_run(seconds, [&] { ids = tokenizer->encode_ordinary(corpus); });
+    const Timing encode = time_per_run(seconds, [&] { ids = tokenizer->encode_ordinary(corpus); });
 
     const gossamer::text::Pretokenizer pretokenizer;
     size_t num_pieces = 0;
-    const double split_s = time_per_run(seconds / 2, [&] {
+    const Timing split = time_per_run(seconds / 2, [&] {
       size_t pos = 0, begin = 0, end = 0;
       num_pieces = 0;
       const auto variant = gossamer::text::Pretokenizer::variant_for(corpus);
@@ -124,7 +138,7 @@ int main(int argc, char** argv) {
       }
     });
     std::string decoded;
-    const double decode_s = time_per_run(seconds / 2, [&] { decoded = tokenizer->decode_bytes(ids); });
+    const Timing decode = time_per_run(seconds / 2, [&] { decoded = tokenizer->decode_bytes(ids); });
     GOSSAMER_CHECK(decoded == corpus, "decode(encode(corpus)) != corpus");
 
     double threaded_mb_per_s = 0;
@@ -133,14 +147,15 @@ int main(int argc, char** argv) {
         std::vector<std::thread> pool;
         for (int t = 0; t < threads; ++t) pool.emplace_back([&] { (void)tokenizer->encode_ordinary(corpus); });
         for (auto& thread : pool) thread.join();
-      });
+      }).wall_s;
       threaded_mb_per_s = mb * threads / wall;
     }
     std::printf(
         "{\"bytes\": %zu, \"tokens\": %zu, \"pieces\": %zu, \"load_s\": %.3f, \"encode_mb_per_s\": %.2f, "
-        "\"pretokenize_mb_per_s\": %.2f, \"decode_mb_per_s\": %.2f, \"threads\": %d, \"threaded_mb_per_s\": %.2f}\n",
-        corpus.size(), ids.size(), num_pieces, load_seconds, mb / encode_s, mb / split_s, mb / decode_s, threads,
-        threaded_mb_per_s);
+        "\"encode_cpu_mb_per_s\": %.2f, \"pretokenize_mb_per_s\": %.2f, \"pretokenize_cpu_mb_per_s\": %.2f, "
+        "\"decode_mb_per_s\": %.2f, \"threads\": %d, \"threaded_mb_per_s\": %.2f}\n",
+        corpus.size(), ids.size(), num_pieces, load_seconds, mb / encode.wall_s, mb / encode.cpu_s, mb / split.wall_s,
+        mb / split.cpu_s, mb / decode.wall_s, threads, threaded_mb_per_s);
   } catch (const std::exception& error) {
     std::fprintf(stderr, "gossamer_tokenizer_bench: error: %s\n", error.what());
     return 1;

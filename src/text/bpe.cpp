@@ -143,22 +143,24 @@ RankTable::RankTable(std::string arena, std::vector<uint32_t> offsets)
   slots_.assign(capacity, Slot{0, 0, kNoRank});
   mask_ = capacity - 1;
   std::fill(std::begin(byte_rank_), std::end(byte_rank_), kNoRank);
+  pair_rank_.assign(65536, kNoRank);
   for (Rank rank = 0; rank < num; ++rank) {
     const std::string_view token = bytes(rank);
     GOSSAMER_CHECK(!token.empty(), "rank table: rank ", rank, " has no bytes");
-    GOSSAMER_CHECK(find(token) == kNoRank, "rank table: duplicate token bytes at rank ", rank);
+    GOSSAMER_CHECK(find_hashed(token) == kNoRank, "rank table: duplicate token bytes at rank ", rank);
     const uint64_t prefix = load_prefix(token);
     uint64_t slot = hash_bytes(token, prefix) & mask_;
     while (slots_[slot].size != 0) slot = (slot + 1) & mask_;
     slots_[slot] = Slot{prefix, static_cast<uint32_t>(token.size()), rank};
     if (token.size() == 1) byte_rank_[static_cast<uint8_t>(token[0])] = rank;
+    if (token.size() == 2) pair_rank_[static_cast<uint8_t>(token[0]) << 8 | static_cast<uint8_t>(token[1])] = rank;
   }
   for (int byte = 0; byte < 256; ++byte) {
     GOSSAMER_CHECK(byte_rank_[byte] != kNoRank, "rank table: byte ", byte, " has no rank");
   }
 }
 
-Rank RankTable::find(std::string_view key) const {
+Rank RankTable::find_hashed(std::string_view key) const {
   const uint64_t prefix = load_prefix(key);
   const auto size = static_cast<uint32_t>(key.size());
   for (uint64_t slot = hash_bytes(key, prefix) & mask_;; slot = (slot + 1) & mask_) {

@@ -21,7 +21,10 @@ class RankTable {
   RankTable(std::string arena, std::vector<uint32_t> offsets);
 
   // The rank of exactly these bytes, or kNoRank.
-  Rank find(std::string_view bytes) const;
+  Rank find(std::string_view bytes) const {
+    if (bytes.size() == 2) return pair_rank_[static_cast<uint8_t>(bytes[0]) << 8 | static_cast<uint8_t>(bytes[1])];
+    return find_hashed(bytes);
+  }
   std::string_view bytes(Rank rank) const {
     return std::string_view(arena_).substr(offsets_[rank], offsets_[rank + 1] - offsets_[rank]);
   }
@@ -31,6 +34,8 @@ class RankTable {
  private:
   // NOTE: a slot holds the key's first 8 bytes inline, so a lookup of a token of up to 8 bytes (most of them)
   // touches one cache line; longer keys compare their tail against the arena.
+  Rank find_hashed(std::string_view bytes) const;
+
   struct Slot {
     uint64_t prefix;  // first min(8, size) bytes, zero padded
     uint32_t size;    // 0: empty
@@ -41,6 +46,7 @@ class RankTable {
   std::vector<Slot> slots_;         // open addressing, linear probing, power-of-two size
   uint64_t mask_ = 0;
   Rank byte_rank_[256];
+  std::vector<Rank> pair_rank_;     // [65536]: rank of each 2-byte string (BPE's first lookups), L2-resident
 };
 
 // Appends the ranks of one pre-tokenized piece (non-empty) to `out`, exactly as tiktoken: the whole piece if

@@ -93,7 +93,10 @@ class O200kHarmonyTokenizer final : public Tokenizer {
   }
 
   std::string decode_bytes(std::span<const TokenId> ids) const override {
+    size_t size = 0;
+    for (const TokenId id : ids) size += token_bytes(id).size();
     std::string out;
+    out.reserve(size);
     for (const TokenId id : ids) out.append(token_bytes(id));
     return out;
   }
