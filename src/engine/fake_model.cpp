@@ -42,7 +42,7 @@ void FakeModel::allocate_kv_cache(int32_t num_blocks, int32_t block_size) {
   cache_.assign(static_cast<size_t>(num_blocks) * block_size, -1);
 }
 
-int32_t FakeModel::next_token(const std::vector<int32_t>& history) const {
+std::optional<int32_t> FakeModel::scripted_token(const std::vector<int32_t>& history) const {
   for (const FakeScript& script : options_.scripts) {
     const bool triggered =
         script.trigger.empty() ||
@@ -60,6 +60,11 @@ int32_t FakeModel::next_token(const std::vector<int32_t>& history) const {
       }
     }
   }
+  return std::nullopt;
+}
+
+int32_t FakeModel::next_token(const std::vector<int32_t>& history) const {
+  if (const auto scripted = scripted_token(history)) return *scripted;
   uint64_t h = 0x1234567;
   for (const int32_t token : history) h = mix(h, static_cast<uint64_t>(token));
   if (options_.stop_one_in > 0 && h % options_.stop_one_in == 0) return kReturnToken;
@@ -89,7 +94,7 @@ void FakeModel::forward(const model::ForwardBatch& batch, std::vector<float>& lo
   ++num_forward_calls_;
 
   const size_t vocab = static_cast<size_t>(config_.vocab_size);
-  logits.assign(num_rows * vocab, 0.0f);
+  logits.assign(num_rows * vocab, -30.0f);
   size_t row = 0;
   for (const model::SequenceInput& seq : batch.sequences) {
     const auto slot = [&](int32_t position) -> int32_t& {
@@ -109,10 +114,11 @@ void FakeModel::forward(const model::ForwardBatch& batch, std::vector<float>& lo
     }
     for (int32_t length = first_row_position; length <= end; ++length) {
       const std::vector<int32_t> prefix(history.begin(), history.begin() + length);
-      const int32_t best = next_token(prefix);
+      const std::optional<int32_t> scripted = scripted_token(prefix);
+      const int32_t best = scripted ? *scripted : next_token(prefix);
       float* out = logits.data() + row * vocab;
       uint64_t h = static_cast<uint64_t>(best) * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(length);
-      for (int i = 1; i <= 3; ++i) {
+      for (int i = 1; i <= (scripted ? 0 : 3); ++i) {
         h = mix(h, static_cast<uint64_t>(i));
         out[(h >> 5) % std::min<size_t>(vocab, kOrdinaryTokens)] = 7.0f - static_cast<float>(i);
       }

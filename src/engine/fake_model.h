@@ -3,15 +3,18 @@
 // Its "KV cache" stores token ids in pages, so every forward reads a sequence's history back through the
 // block table it was given: a wrong block table changes the output, which is what the tests want to catch.
 // The next token is a deterministic function of the whole history (a hash → an ordinary token id, with a
-// few runner-up tokens so that sampling has a distribution to draw from). Scripts force exact outputs: the
+// few runner-up tokens so that sampling has a distribution to draw from; every other token is at -30, so
+// sampling at temperature 1 stays on those four). Scripts force exact outputs: the
 // first script whose trigger (token ids) occurs in the history plays its tokens in order after the prompt
-// (the position in the script is the longest suffix of the history that is a prefix of the script).
+// (the position in the script is the longest suffix of the history that is a prefix of the script); a
+// scripted token gets all the probability mass, so scripts play the same at any temperature.
 //
 // Contract: same as model::Model (validates block tables, throws gossamer::Error on bad input).
 // Thread-compatible: one forward at a time.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +49,8 @@ class FakeModel : public model::Model {
 
   // The token the model would put first in its logits after `history` (for tests).
   int32_t next_token(const std::vector<int32_t>& history) const;
+  // The script's next token when a script is playing, else nullopt.
+  std::optional<int32_t> scripted_token(const std::vector<int32_t>& history) const;
   int64_t num_forward_calls() const { return num_forward_calls_; }
 
  private:

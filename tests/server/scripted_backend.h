@@ -1,0 +1,37 @@
+// The scripted outputs the fake test backend plays (`gossamer serve --test-backend fake --test-script FILE`):
+// a user message equal to a trigger makes the model emit that Harmony text.
+#pragma once
+
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace gossamer::server::testing {
+
+inline std::string write_script_file() {
+  const nlohmann::json scripts = nlohmann::json::array({
+      {{"trigger", "Please answer SCRIPTANSWER"},
+       {"output",
+        "<|channel|>analysis<|message|>The user wants 42. Say 42.<|end|>"
+        "<|start|>assistant<|channel|>final<|message|>The answer is 42.<|return|>"}},
+      {{"trigger", "Please call SCRIPTTOOL"},
+       {"output",
+        "<|channel|>analysis<|message|>Need weather for Paris.<|end|>"
+        "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json"
+        "<|message|>{\"city\":\"Paris\",\"unit\":\"celsius\"}<|call|>"}},
+      {{"trigger", "Please break SCRIPTBROKEN"},
+       {"output", "<|channel|>final<|message|>Hello<|end|>garbage after the end<|return|>"}},
+      {{"trigger", "Please call SCRIPTNORECIPIENT"}, {"output", "<|channel|>commentary<|message|>{}<|call|>"}},
+      {{"trigger", "Please call SCRIPTBADJSON"},
+       {"output", "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": Par<|call|>"}},
+      {{"trigger", "Please say SCRIPTUTF"}, {"output", "<|channel|>final<|message|>héllo 🌍 日本語<|return|>"}},
+  });
+  char pattern[] = "/tmp/gossamer-script-XXXXXX";
+  const int fd = mkstemp(pattern);
+  close(fd);
+  std::ofstream(pattern) << scripts.dump();
+  return pattern;
+}
+
+}  // namespace gossamer::server::testing
