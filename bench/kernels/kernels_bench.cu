@@ -185,13 +185,14 @@ void bench_gemm(LtGemm& lt, const char* name, int M, int N, int K) {
   std::vector<const float*> sp;
   for (int c = 0; c < copies; ++c) {
     w.push_back(new Buf(wbytes));
-    s.push_back(new Buf(size_t(nb) * kb * 4 + 4096));
+    // NOTE: generous padding: cuBLASLt may round scale-tensor dimensions up.
+    s.push_back(new Buf(size_t(nb + 8) * (kb + 8) * 4 * 2));
     fill_fp8(*w.back());
     fill_f32(*s.back(), 1e-3f, 2e-3f);
     wp.push_back(w.back()->ptr);
     sp.push_back(s.back()->as<float>());
   }
-  Buf x(size_t(M) * K), xs(size_t(M) * kb * 4 + 4096), bias(size_t(N) * 2), out(size_t(M) * N * 2);
+  Buf x(size_t(M) * K), xs(size_t((M + 127) / 128 * 128 + 128) * (kb + 8) * 4), bias(size_t(N) * 2), out(size_t(M) * N * 2);
   fill_fp8(x);
   fill_f32(xs, 1e-3f, 2e-3f);
   fill_bf16(bias, -1.f, 1.f);
@@ -209,16 +210,22 @@ void bench_gemm(LtGemm& lt, const char* name, int M, int N, int K) {
   Buf split(split_bytes);
   p.split_workspace = split.as<float>();
   p.split_workspace_bytes = split_bytes;
-  const double us = time_us([&](int i) {
-    p.b = static_cast<const uint8_t*>(wp[i % copies]);
-    p.b_scales = sp[i % copies];
-    launch_gemm_fp8(p, M, nullptr);
-  });
   const double base = lt.time(M, N, K, wp, x.ptr, xs.as<float>(), sp, out.ptr);
   const double flops = 2.0 * M * N * K;
   const double bytes = double(N) * K + double(M) * K + 2.0 * M * N;
   const std::string shape = std::string(name) + " M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K);
-  row("gemm_fp8 (+bias)", shape, us, flops, bytes, base, M <= 64 ? "copy" : "fp8");
+  // Large M: both big-tile variants (the default picks 128×128); small M: the default (64×64, split-K).
+  for (const GemmTile tile : M > 64 ? std::vector<GemmTile>{GemmTile::k128x128, GemmTile::k64x128}
+                                    : std::vector<GemmTile>{GemmTile::kAuto}) {
+    p.tile = tile;
+    const double us = time_us([&](int i) {
+      p.b = static_cast<const uint8_t*>(wp[i % copies]);
+      p.b_scales = sp[i % copies];
+      launch_gemm_fp8(p, M, nullptr);
+    });
+    const char* label = tile == GemmTile::k64x128 ? "gemm_fp8 (+bias) 64x128" : "gemm_fp8 (+bias)";
+    row(label, shape, us, flops, bytes, base, M <= 64 ? "copy" : "fp8");
+  }
   for (auto* b : w) delete b;
   for (auto* b : s) delete b;
 }
@@ -325,7 +332,8 @@ struct PagedKv {
   int pages = 0;
 };
 
-void bench_attention(const char* name, const std::vector<std::pair<int, int>>& seqs, int window, bool decode) {
+void bench_attention(const char* name, const std::vector<std::pair<int, int>>& seqs, int window, bool decode,
+                     int prefill_warps = 4) {
   const int page = 64, qh = 64, kvh = 8;
   PagedKv b;
   long long visible = 0;
@@ -370,6 +378,7 @@ void bench_attention(const char* name, const std::vector<std::pair<int, int>>& s
   p.page_size = page;
   p.window = window;
   p.max_kv_len = max_kv;
+  p.prefill_warps = prefill_warps;
   Buf ws(decode ? attention_decode_workspace_bytes(p) : 0);
   p.workspace = ws.ptr;
   const double us = time_us([&](int) {
@@ -384,6 +393,7 @@ void bench_attention(const char* name, const std::vector<std::pair<int, int>>& s
   const double kv_bytes = 2.0 * 2 * 64 * kvh * double(visible) / std::max(1, tokens / int(seqs.size()));
   std::string shape = name;
   shape += window > 0 ? " window 128" : " causal";
+  if (!decode) shape += prefill_warps == 8 ? " (8 warps)" : " (4 warps)";
   row(decode ? "attention_decode" : "attention_prefill", shape, us, flops, decode ? kv_bytes : 0, 0,
       decode ? "copy" : "bf16");
 }
@@ -414,7 +424,9 @@ int main(int argc, char** argv) {
     std::printf("SKIPPED: no CUDA device\n");
     return 0;
   }
-  std::printf("| kernel | shape | µs | TFLOP/s | GB/s | baseline µs (speed-up) | vs ceiling |\n|---|---|---|---|---|---|---|\n");
+  if (only.empty() || only == "header") {
+    std::printf("| kernel | shape | µs | TFLOP/s | GB/s | baseline µs (speed-up) | vs ceiling |\n|---|---|---|---|---|---|---|\n");
+  }
   auto want = [&](const char* group) { return only.empty() || only == group; };
   if (want("small")) bench_small();
   if (want("gemm")) {
@@ -433,10 +445,12 @@ int main(int argc, char** argv) {
     bench_moe(8192, 128);
   }
   if (want("attention")) {
-    bench_attention("1x8192", {{8192, 8192}}, 0, false);
-    bench_attention("1x32768", {{32768, 32768}}, 0, false);
-    bench_attention("8x2048", std::vector<std::pair<int, int>>(8, {2048, 2048}), 0, false);
-    bench_attention("1x32768", {{32768, 32768}}, 128, false);
+    for (const int warps : {4, 8}) {
+      bench_attention("1x8192", {{8192, 8192}}, 0, false, warps);
+      bench_attention("1x32768", {{32768, 32768}}, 0, false, warps);
+      bench_attention("8x2048", std::vector<std::pair<int, int>>(8, {2048, 2048}), 0, false, warps);
+      bench_attention("1x32768", {{32768, 32768}}, 128, false, warps);
+    }
     bench_attention("b1 ctx 8192", {{1, 8192}}, 0, true);
     bench_attention("b1 ctx 32768", {{1, 32768}}, 0, true);
     bench_attention("b1 ctx 131072", {{1, 131072}}, 0, true);

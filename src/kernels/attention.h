@@ -37,6 +37,8 @@ struct AttentionParams {
   float scale = 0.125f;
   // Host-side plan facts (upper bounds), used to size grids and splits.
   int max_kv_len = 0;
+  // Prefill CTA shape: 4 warps (64 query rows, default) or 8 warps (128 rows).
+  int prefill_warps = 4;
   // Decode only: split-KV scratch, sized by attention_decode_workspace_bytes.
   void* workspace = nullptr;
 };

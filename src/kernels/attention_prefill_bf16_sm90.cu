@@ -7,12 +7,13 @@ namespace gossamer::kernels {
 namespace {
 
 using namespace attn;
-constexpr int kWarps = 4;
-constexpr int kBM = 16 * kWarps;
-constexpr int kThreads = 32 * kWarps;
 constexpr int kTileBytes = kKeysPerTile * 128;
 
-__global__ void __launch_bounds__(kThreads) attention_prefill_kernel(const AttentionParams p) {
+// kWarps = 4 (64 query rows per CTA) or 8 (128 rows: each K/V tile serves twice the queries).
+template <int kWarps>
+__global__ void __launch_bounds__(32 * kWarps) attention_prefill_kernel(const AttentionParams p) {
+  constexpr int kBM = 16 * kWarps;
+  constexpr int kThreads = 32 * kWarps;
   __shared__ __align__(128) uint8_t sq[kBM * 128];
   __shared__ __align__(128) uint8_t sk[2][kTileBytes];
   __shared__ __align__(128) uint8_t sv[2][kTileBytes];
@@ -111,9 +112,14 @@ void launch_attention_prefill(const AttentionParams& p, cudaStream_t stream) {
   GOSSAMER_CHECK(p.page_size > 0 && (p.page_size & (p.page_size - 1)) == 0, "attention: page_size ", p.page_size,
                  " must be a power of two");
   if (p.num_tokens == 0) return;
-  // Upper bound on the total number of query tiles: Σ ceil(q_len / 64) ≤ num_tokens / 64 + num_seqs.
-  const dim3 grid(p.num_tokens / kBM + p.num_seqs, p.num_q_heads);
-  attention_prefill_kernel<<<grid, kThreads, 0, stream>>>(p);
+  // Upper bound on the total number of query tiles: Σ ceil(q_len / BM) ≤ num_tokens / BM + num_seqs.
+  if (p.prefill_warps == 8) {
+    const dim3 grid(p.num_tokens / 128 + p.num_seqs, p.num_q_heads);
+    attention_prefill_kernel<8><<<grid, 256, 0, stream>>>(p);
+  } else {
+    const dim3 grid(p.num_tokens / 64 + p.num_seqs, p.num_q_heads);
+    attention_prefill_kernel<4><<<grid, 128, 0, stream>>>(p);
+  }
   GOSSAMER_CUDA_CHECK_LAUNCH();
 }
 

@@ -21,6 +21,9 @@
 namespace gossamer::kernels {
 
 enum class GemmEpilogue : int { kBias = 0, kSwiGlu = 1 };
+// CTA tile (BM×BN). kAuto picks 64×64 for ≤ 64 rows per tile, else 128×128. Grouped (MoE) launches must
+// use a tile whose BM equals the tile list's tile_rows.
+enum class GemmTile : int { kAuto = 0, k64x64 = 1, k64x128 = 2, k128x128 = 3 };
 
 struct GemmFp8Params {
   const uint8_t* a = nullptr;         // [rows_a, K] fp8, row stride lda bytes (multiple of 16)
@@ -47,6 +50,7 @@ struct GemmFp8Params {
   float* split_workspace = nullptr;
   size_t split_workspace_bytes = 0;
   int k_splits = 1;  // set by the launcher
+  GemmTile tile = GemmTile::kAuto;
 };
 
 // The BM the launcher uses: 64 when every tile has at most 64 rows worth computing, else 128.

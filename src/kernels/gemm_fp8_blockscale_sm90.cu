@@ -15,7 +15,10 @@ constexpr int kBK = 128;  // bytes = fp8 elements per K block (= the scale block
 template <int kBM, int kBN>
 struct Tile {
   static constexpr int kThreads = kBM * 2;  // one warpgroup per 64 rows
-  static constexpr int kStages = kBM == 128 ? 4 : 6;
+  // 128×128: 1 CTA/SM (4 stages, 2 warpgroups); 64×128: 2 CTAs/SM (4 stages each) so one CTA's
+  // barrier/promotion bubbles overlap the other's wgmma; 64×64: small M, deep prefetch.
+  static constexpr int kStages = kBN == 64 ? 6 : 4;
+  static constexpr int kMinBlocks = kBM == 64 && kBN == 128 ? 2 : 1;
   static constexpr int kABytes = kBM * kBK;
   static constexpr int kBBytes = kBN * kBK;
   static constexpr int kStageBytes = kABytes + kBBytes;
@@ -41,7 +44,7 @@ __device__ __forceinline__ float swiglu(float gate, float up) {
 }
 
 template <int kBM, int kBN>
-__global__ void __launch_bounds__(Tile<kBM, kBN>::kThreads, 1) gemm_fp8_kernel(const GemmFp8Params p) {
+__global__ void __launch_bounds__(Tile<kBM, kBN>::kThreads, Tile<kBM, kBN>::kMinBlocks) gemm_fp8_kernel(const GemmFp8Params p) {
   using T = Tile<kBM, kBN>;
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
@@ -277,10 +280,17 @@ void launch_gemm_fp8(const GemmFp8Params& p, int rows_hint, cudaStream_t stream)
   q.k_splits = (p.tile_group == nullptr && need > 0 && p.split_workspace && p.split_workspace_bytes >= need)
                    ? gemm_fp8_split_k(p.M, p.N, p.K, false)
                    : 1;
-  if (gemm_fp8_tile_rows(rows_hint) == 64) {
-    launch_tile<64, 64>(q, stream);
-  } else {
-    launch_tile<128, 128>(q, stream);
+  switch (p.tile != GemmTile::kAuto ? p.tile
+                                   : (gemm_fp8_tile_rows(rows_hint) == 64 ? GemmTile::k64x64 : GemmTile::k128x128)) {
+    case GemmTile::k64x64:
+      launch_tile<64, 64>(q, stream);
+      break;
+    case GemmTile::k64x128:
+      launch_tile<64, 128>(q, stream);
+      break;
+    default:
+      launch_tile<128, 128>(q, stream);
+      break;
   }
 }
 

@@ -1,5 +1,5 @@
-// One block of 1024 threads per row. The top-k and top-p thresholds are found by bitwise binary search
-// over the order-preserving integer image of x (32 counting passes each), so no sort is needed.
+// One block of 1024 threads per row. The top-k and top-p thresholds are found by radix selection over
+// the order-preserving integer image of x (4 histogram passes of 8 bits each), so no sort is needed.
 #include <cfloat>
 
 #include "kernels/cuda_utils.h"
@@ -49,17 +49,44 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingParams p) {
   float mx = -FLT_MAX;
   for (int i = threadIdx.x; i < p.vocab; i += kThreads) mx = fmaxf(mx, x[i] * inv_t);
   mx = block_reduce(mx, [](float a, float b) { return fmaxf(a, b); }, f_scratch);
-  // ---- top-k threshold ----
+  // ---- top-k threshold: the k-th largest key, by 4 radix passes of 8 bits ----
+  __shared__ int hist[256];
+  __shared__ float fhist[256];
+  __shared__ uint32_t s_prefix;
+  __shared__ float s_above;
   uint32_t t_k = 0;
   const int k = p.top_k ? p.top_k[row] : 0;
   if (k > 0 && k < p.vocab) {
-    for (int bit = 31; bit >= 0; --bit) {
-      const uint32_t cand = t_k | (1u << bit);
-      int c = 0;
-      for (int i = threadIdx.x; i < p.vocab; i += kThreads) c += order_key(x[i] * inv_t) >= cand;
-      c = block_reduce(c, [](int a, int b) { return a + b; }, i_scratch);
-      if (c >= k) t_k = cand;
+    uint32_t prefix = 0, mask = 0;
+    int remaining = k;
+    for (int shift = 24; shift >= 0; shift -= 8) {
+      for (int b = threadIdx.x; b < 256; b += kThreads) hist[b] = 0;
+      __syncthreads();
+      for (int i = threadIdx.x; i < p.vocab; i += kThreads) {
+        const uint32_t key = order_key(x[i] * inv_t);
+        if ((key & mask) == prefix) atomicAdd(&hist[(key >> shift) & 255], 1);
+      }
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        int cum = 0, chosen = 0;
+        for (int b = 255; b >= 0; --b) {
+          if (cum + hist[b] >= remaining) {
+            chosen = b;
+            break;
+          }
+          cum += hist[b];
+        }
+        remaining -= cum;
+        s_prefix = prefix | (uint32_t(chosen) << shift);
+        i_scratch[0] = remaining;
+      }
+      __syncthreads();
+      prefix = s_prefix;
+      remaining = i_scratch[0];
+      mask |= 255u << shift;
+      __syncthreads();
     }
+    t_k = prefix;
   }
   auto mass_above = [&](uint32_t t) {
     float s = 0.f;
@@ -69,17 +96,49 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingParams p) {
     }
     return block_reduce(s, [](float a, float b) { return a + b; }, f_scratch);
   };
-  // ---- top-p threshold ----
+  // ---- top-p threshold: the key where the mass from the top first reaches top_p·mass(top-k set),
+  //      by 4 radix passes over mass histograms ----
   uint32_t t_final = t_k;
   const float top_p = p.top_p ? p.top_p[row] : 1.f;
   if (top_p < 1.f) {
     const float target = top_p * mass_above(t_k);
-    uint32_t t2 = 0;
-    for (int bit = 31; bit >= 0; --bit) {
-      const uint32_t cand = t2 | (1u << bit);
-      if (mass_above(max(cand, t_k)) >= target) t2 = cand;
+    uint32_t prefix = 0, mask = 0;
+    float above = 0.f;  // mass of kept keys above the current prefix range
+    for (int shift = 24; shift >= 0; shift -= 8) {
+      for (int b = threadIdx.x; b < 256; b += kThreads) fhist[b] = 0.f;
+      __syncthreads();
+      for (int i = threadIdx.x; i < p.vocab; i += kThreads) {
+        const float v = x[i] * inv_t;
+        const uint32_t key = order_key(v);
+        if (key >= t_k && (key & mask) == prefix) atomicAdd(&fhist[(key >> shift) & 255], __expf(v - mx));
+      }
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        float cum = above;
+        int chosen = -1, lowest = 0;
+        for (int b = 255; b >= 0; --b) {
+          if (fhist[b] > 0.f) lowest = b;
+          if (fhist[b] > 0.f && cum + fhist[b] >= target) {
+            chosen = b;
+            break;
+          }
+          cum += fhist[b];
+        }
+        if (chosen < 0) {  // rounding left the target unreached: keep everything down to the lowest bin
+          chosen = lowest;
+          cum = above;
+          for (int b = 255; b > lowest; --b) cum += fhist[b];
+        }
+        s_prefix = prefix | (uint32_t(chosen) << shift);
+        s_above = cum;
+      }
+      __syncthreads();
+      prefix = s_prefix;
+      above = s_above;
+      mask |= 255u << shift;
+      __syncthreads();
     }
-    t_final = max(t2, t_k);
+    t_final = max(prefix, t_k);
   }
   // ---- sample in index order ----
   const int chunk = ceil_div(p.vocab, kThreads);

@@ -35,7 +35,7 @@ Batch make_batch(const std::vector<std::pair<int, int>>& seqs, int page_size, st
 }
 
 void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_heads, int kv_heads, int page_size,
-              bool decode, std::mt19937& rng) {
+              bool decode, std::mt19937& rng, int prefill_warps = 4) {
   const Batch b = make_batch(seqs, page_size, rng);
   const int tokens = b.cu_q.back();
   int max_kv = 0;
@@ -68,6 +68,7 @@ void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_he
   p.page_size = page_size;
   p.window = window;
   p.max_kv_len = max_kv;
+  p.prefill_warps = prefill_warps;
   DeviceBuffer<uint8_t> ws(decode ? attention_decode_workspace_bytes(p) : 0);
   if (decode) {
     ws.poison();
@@ -92,7 +93,7 @@ void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_he
   std::string shape = std::to_string(seqs.size()) + " seqs (q,kv)=";
   for (auto [ql, kv] : seqs) shape += "(" + std::to_string(ql) + "," + std::to_string(kv) + ")";
   shape += " heads " + std::to_string(q_heads) + "/" + std::to_string(kv_heads) + " page " + std::to_string(page_size) +
-           " window " + std::to_string(window);
+           " window " + std::to_string(window) + (decode ? "" : " warps " + std::to_string(prefill_warps));
   report(decode ? "attention_decode" : "attention_prefill", shape, err, kTolBf16);
   EXPECT_LT(err, kTolBf16) << shape;
 }
@@ -100,11 +101,13 @@ void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_he
 TEST(AttentionPrefillKernel, MatchesReference) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(20);
-  for (const int window : {0, 128}) {
-    run_case({{1, 1}}, window, 16, 2, 16, false, rng);
-    run_case({{70, 70}, {129, 200}, {5, 300}}, window, 16, 2, 16, false, rng);
-    run_case({{300, 300}, {64, 64}, {1, 77}}, window, 16, 2, 64, false, rng);
-    run_case({{200, 456}}, window, 64, 8, 32, false, rng);
+  for (const int warps : {4, 8}) {
+    for (const int window : {0, 128}) {
+      run_case({{1, 1}}, window, 16, 2, 16, false, rng, warps);
+      run_case({{70, 70}, {129, 200}, {5, 300}}, window, 16, 2, 16, false, rng, warps);
+      run_case({{300, 300}, {64, 64}, {1, 77}}, window, 16, 2, 64, false, rng, warps);
+      run_case({{200, 456}}, window, 64, 8, 32, false, rng, warps);
+    }
   }
 }
 

@@ -64,22 +64,6 @@ TEST(GemmFp8Kernel, MatchesReference) {
     p.N = c.n;
     p.K = c.k;
     p.epilogue = c.epi;
-    launch_gemm_fp8(p, c.m, nullptr);
-    // Small M also runs split-K (deterministic partial sums) when given scratch.
-    std::vector<uint16_t> split_out;
-    const size_t split_bytes = gemm_fp8_split_workspace_bytes(c.m, c.n, c.k);
-    if (split_bytes > 0) {
-      DeviceBuffer<float> ws(split_bytes / sizeof(float));
-      DeviceBuffer<uint16_t> dout2(dout.size());
-      ws.poison();
-      dout2.poison();
-      GemmFp8Params q = p;
-      q.out = dout2.get();
-      q.split_workspace = ws.get();
-      q.split_workspace_bytes = split_bytes;
-      launch_gemm_fp8(q, c.m, nullptr);
-      split_out = dout2.download();
-    }
     std::vector<uint16_t> ref(dout.size());
     GemmFp8Params r = p;
     r.a = a.data();
@@ -89,15 +73,32 @@ TEST(GemmFp8Kernel, MatchesReference) {
     r.bias = bias.data();
     r.out = ref.data();
     gemm_fp8_cpu(r);
-    const double err = rel_error_bf16(dout.download(), ref);
     const std::string shape = std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k) +
                               (c.epi == GemmEpilogue::kSwiGlu ? " swiglu" : " bias");
-    report("gemm_fp8", shape, err, kTolBf16);
-    EXPECT_LT(err, kTolBf16) << shape;
-    if (!split_out.empty()) {
-      const double split_err = rel_error_bf16(split_out, ref);
-      report("gemm_fp8", shape + " split-k " + std::to_string(gemm_fp8_split_k(c.m, c.n, c.k, false)), split_err, kTolBf16);
-      EXPECT_LT(split_err, kTolBf16) << shape << " split-K";
+    // Every tile shape, and split-K where the launcher would use it.
+    const size_t split_bytes = gemm_fp8_split_workspace_bytes(c.m, c.n, c.k);
+    DeviceBuffer<float> ws(split_bytes / sizeof(float));
+    struct Variant {
+      GemmTile tile;
+      bool split;
+      const char* name;
+    };
+    for (const Variant v : {Variant{GemmTile::kAuto, false, ""}, Variant{GemmTile::k64x128, false, " tile64x128"},
+                            Variant{GemmTile::k128x128, false, " tile128x128"}, Variant{GemmTile::k64x64, false, " tile64x64"},
+                            Variant{GemmTile::kAuto, true, " split-k"}}) {
+      if (v.split && split_bytes == 0) continue;
+      dout.poison();
+      ws.poison();
+      GemmFp8Params q = p;
+      q.tile = v.tile;
+      if (v.split) {
+        q.split_workspace = ws.get();
+        q.split_workspace_bytes = split_bytes;
+      }
+      launch_gemm_fp8(q, c.m, nullptr);
+      const double err = rel_error_bf16(dout.download(), ref);
+      report("gemm_fp8", shape + v.name, err, kTolBf16);
+      EXPECT_LT(err, kTolBf16) << shape << v.name;
     }
   }
 }
