@@ -1,6 +1,7 @@
 // `gossamer serve [MODEL_DIR | --model DIR]`: the OpenAI-compatible server (vLLM's flag names, spec §2).
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -155,8 +156,14 @@ int run_serve(int argc, char** argv) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  // Many concurrent streams need many sockets: lift the soft open-file limit to the hard one.
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
 
-  GOSSAMER_LOG_INFO("gossamer serve: model ", model_dir.empty() ? "(embedded default)" : model_dir, ", served as '",
+  GOSSAMER_LOG_INFO("gossamer serve: model ", !test.kind.empty() ? "(test backend)" : model_dir.empty() ? "(embedded default)" : model_dir, ", served as '",
                     served_name, "'");
   server::OpenAiServer server(config);
   server.start();
