@@ -210,7 +210,9 @@ void bench_gemm(LtGemm& lt, const char* name, int M, int N, int K) {
   Buf split(split_bytes);
   p.split_workspace = split.as<float>();
   p.split_workspace_bytes = split_bytes;
-  const double base = lt.time(M, N, K, wp, x.ptr, xs.as<float>(), sp, out.ptr);
+  // NOTE: the cuBLASLt baseline at the unembedding width (N = 201088) aborted the process with an illegal
+  // address on the H200 (105892e; cause not established), so it is skipped there.
+  const double base = N > 65536 ? -1 : lt.time(M, N, K, wp, x.ptr, xs.as<float>(), sp, out.ptr);
   const double flops = 2.0 * M * N * K;
   const double bytes = double(N) * K + double(M) * K + 2.0 * M * N;
   const std::string shape = std::string(name) + " M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K);
