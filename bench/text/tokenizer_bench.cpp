@@ -41,12 +41,22 @@ std::string build_corpus(size_t target_bytes) {
                                                read_or_empty("/usr/include/c++/12/bits/basic_string.h")};
   const std::vector<std::string> multilingual = {
       "Это простой пример текста на русском языке, с числами 2026 и 3,14. ",
-      "これは日本語のテキストです。東京は晴れ、気温は23度。", "这是一个中文句子，包含标点符号和数字１２３！",
-      "هذا نص عربي للاختبار مع أرقام ٣٤٥. ", "यह हिंदी में एक वाक्य है। ", "Ελληνικά κείμενα με τόνους. ",
-      "한국어 문장도 포함합니다. ", "Ça coûte 12,50 € — n'est-ce pas? ", "ภาษาไทยไม่มีช่องว่าง ",
-      "Emoji 🙂👍🏽🇫🇷👨‍👩‍👧 and combining e\xCC\x81 a\xCC\x8A. ", "NBSP\xC2\xA0" "and\xE3\x80\x80" "ideographic space. ",
-      "I'm sure you're right, we'LL see; they'VE DON'T. ", "getHTTPResponseCode(HTMLParser, camelCase_42);\r\n",
-      "<|start|>assistant<|channel|>analysis<|message|>Let me think.<|end|>", "\t\tindent\twith\ttabs\r\n"};
+      "これは日本語のテキストです。東京は晴れ、気温は23度。",
+      "这是一个中文句子，包含标点符号和数字１２３！",
+      "هذا نص عربي للاختبار مع أرقام ٣٤٥. ",
+      "यह हिंदी में एक वाक्य है। ",
+      "Ελληνικά κείμενα με τόνους. ",
+      "한국어 문장도 포함합니다. ",
+      "Ça coûte 12,50 € — n'est-ce pas? ",
+      "ภาษาไทยไม่มีช่องว่าง ",
+      "Emoji 🙂👍🏽🇫🇷👨‍👩‍👧 and combining e\xCC\x81 a\xCC\x8A. ",
+      "NBSP\xC2\xA0"
+      "and\xE3\x80\x80"
+      "ideographic space. ",
+      "I'm sure you're right, we'LL see; they'VE DON'T. ",
+      "getHTTPResponseCode(HTMLParser, camelCase_42);\r\n",
+      "<|start|>assistant<|channel|>analysis<|message|>Let me think.<|end|>",
+      "\t\tindent\twith\ttabs\r\n"};
   std::mt19937 rng(1);
   std::string corpus;
   corpus.reserve(target_bytes + 4096);
@@ -144,10 +154,11 @@ int main(int argc, char** argv) {
     double threaded_mb_per_s = 0;
     if (threads > 1) {
       const double wall = time_per_run(seconds, [&] {
-        std::vector<std::thread> pool;
-        for (int t = 0; t < threads; ++t) pool.emplace_back([&] { (void)tokenizer->encode_ordinary(corpus); });
-        for (auto& thread : pool) thread.join();
-      }).wall_s;
+                            std::vector<std::thread> pool;
+                            for (int t = 0; t < threads; ++t)
+                              pool.emplace_back([&] { (void)tokenizer->encode_ordinary(corpus); });
+                            for (auto& thread : pool) thread.join();
+                          }).wall_s;
       threaded_mb_per_s = mb * threads / wall;
     }
     std::printf(

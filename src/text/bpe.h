@@ -42,11 +42,11 @@ class RankTable {
     Rank rank;
   };
   std::string arena_;
-  std::vector<uint32_t> offsets_;   // [num_ranks + 1]
-  std::vector<Slot> slots_;         // open addressing, linear probing, power-of-two size
+  std::vector<uint32_t> offsets_;  // [num_ranks + 1]
+  std::vector<Slot> slots_;        // open addressing, linear probing, power-of-two size
   uint64_t mask_ = 0;
   Rank byte_rank_[256];
-  std::vector<Rank> pair_rank_;     // [65536]: rank of each 2-byte string (BPE's first lookups), L2-resident
+  std::vector<Rank> pair_rank_;  // [65536]: rank of each 2-byte string (BPE's first lookups), L2-resident
 };
 
 // Appends the ranks of one pre-tokenized piece (non-empty) to `out`, exactly as tiktoken: the whole piece if

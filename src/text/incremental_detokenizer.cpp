@@ -4,7 +4,9 @@
 
 namespace gossamer::text {
 
-std::string IncrementalDetokenizer::push(TokenId id) { return push_bytes(tokenizer_.token_bytes(id)); }
+std::string IncrementalDetokenizer::push(TokenId id) {
+  return push_bytes(tokenizer_.token_bytes(id));
+}
 
 std::string IncrementalDetokenizer::push(std::span<const TokenId> ids) {
   std::string bytes;

@@ -23,13 +23,13 @@ std::string build_pattern(bool with_delta) {
   const std::string_view kExtraLower = with_delta ? unicode_delta::kExtraLower : "";
   const std::string_view kExtraOther = with_delta ? unicode_delta::kExtraOther : "";
   const std::string_view kExtraNumber = with_delta ? unicode_delta::kExtraNumber : "";
-  const std::string upper = std::string("\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}") + std::string(kExtraUpper) +
-                            std::string(kExtraOther);
-  const std::string lower = std::string("\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}") + std::string(kExtraLower) +
-                            std::string(kExtraOther);
+  const std::string upper =
+      std::string("\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}") + std::string(kExtraUpper) + std::string(kExtraOther);
+  const std::string lower =
+      std::string("\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}") + std::string(kExtraLower) + std::string(kExtraOther);
   const std::string number = std::string("\\p{N}") + std::string(kExtraNumber);
-  const std::string letter_or_number = std::string("\\p{L}") + std::string(kExtraUpper) +
-                                       std::string(kExtraLower) + std::string(kExtraOther) + number;
+  const std::string letter_or_number =
+      std::string("\\p{L}") + std::string(kExtraUpper) + std::string(kExtraLower) + std::string(kExtraOther) + number;
   const std::string space(kSpace);
   const std::string contraction = "(?i:'s|'t|'re|'ve|'m|'ll|'d)?";
   std::string p;
@@ -72,8 +72,8 @@ ThreadMatchState& thread_state() {
 void* compile(const std::string& pattern, bool& jit) {
   int error_code = 0;
   PCRE2_SIZE error_offset = 0;
-  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                                   PCRE2_UTF | PCRE2_UCP, &error_code, &error_offset, nullptr);
+  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), PCRE2_UTF | PCRE2_UCP,
+                                   &error_code, &error_offset, nullptr);
   if (code == nullptr) {
     PCRE2_UCHAR message[256];
     pcre2_get_error_message(error_code, message, sizeof(message));
@@ -150,16 +150,15 @@ Pretokenizer::Variant Pretokenizer::variant_for(std::string_view text) {
   return Variant::kPlain;
 }
 
-bool Pretokenizer::next_piece(std::string_view text, size_t from, size_t& begin, size_t& end,
-                              Variant variant) const {
+bool Pretokenizer::next_piece(std::string_view text, size_t from, size_t& begin, size_t& end, Variant variant) const {
   if (from >= text.size()) return false;
   ThreadMatchState& state = thread_state();
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   const size_t i = index(variant);
   auto* code = static_cast<const pcre2_code*>(codes_[i]);
-  const int rc = jit_[i] ? pcre2_jit_match(code, subject, text.size(), from, 0, state.match_data, state.context)
-                      : pcre2_match(code, subject, text.size(), from, PCRE2_NO_UTF_CHECK, state.match_data,
-                                    state.context);
+  const int rc =
+      jit_[i] ? pcre2_jit_match(code, subject, text.size(), from, 0, state.match_data, state.context)
+              : pcre2_match(code, subject, text.size(), from, PCRE2_NO_UTF_CHECK, state.match_data, state.context);
   if (rc == PCRE2_ERROR_NOMATCH) return false;
   if (rc < 0) {
     PCRE2_UCHAR message[256];

@@ -37,8 +37,7 @@ constexpr size_t kMaxSpecialLength = 32;
 
 class O200kHarmonyTokenizer final : public Tokenizer {
  public:
-  explicit O200kHarmonyTokenizer(RankData data)
-      : ranks_(std::move(data.arena), std::move(data.offsets)) {
+  explicit O200kHarmonyTokenizer(RankData data) : ranks_(std::move(data.arena), std::move(data.offsets)) {
     GOSSAMER_CHECK(ranks_.num_ranks() == static_cast<Rank>(kNumOrdinaryTokens), "tokenizer data has ",
                    ranks_.num_ranks(), " ranks, expected ", kNumOrdinaryTokens);
     special_strings_.reserve(kVocabSize - kFirstSpecialToken);
@@ -167,9 +166,10 @@ std::shared_ptr<const Tokenizer> Tokenizer::load_default() {
   }
   std::string where;
   for (const auto& dir : searched) where += "\n  " + (dir / relative).string();
-  GOSSAMER_THROW("tokenizer data not found: set GOSSAMER_TIKTOKEN_JSON to o200k_base.json, or run "
-                 "`bash scripts/setup.sh` in the repository (it installs the npm package tiktoken). Looked in:",
-                 where);
+  GOSSAMER_THROW(
+      "tokenizer data not found: set GOSSAMER_TIKTOKEN_JSON to o200k_base.json, or run "
+      "`bash scripts/setup.sh` in the repository (it installs the npm package tiktoken). Looked in:",
+      where);
 }
 
 }  // namespace gossamer::text

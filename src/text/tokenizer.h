@@ -5,8 +5,15 @@
 //  - A Tokenizer is immutable after construction and safe to use from many threads at once.
 //  - encode_ordinary treats special-token text as ordinary text; encode splits out the specials named
 //    in `allowed_special` (all of them with allow_all_special) and encodes the rest as ordinary text.
+//    Special-token text that is not allowed is encoded as ordinary text, never an error (tiktoken's core
+//    `encode`; the Python layer's "disallowed special" error is a policy callers can add with
+//    special_token_id).
 //  - Input text must be valid UTF-8: invalid input throws gossamer::Error (the message gives the byte offset).
-//  - decode_bytes returns raw bytes (which may be invalid UTF-8 when cut mid-character); unknown ids throw.
+//  - decode_bytes returns raw bytes (which may be invalid UTF-8 when cut mid-character); unknown ids throw
+//    "Invalid token for decoding: N". 201088 (the harmony crate's extra <|reserved_201088|>) is not a token.
+//  - special_token_id also maps o200k_base's "<|endofprompt|>" to 200018, as tiktoken's o200k_harmony does;
+//    token_bytes(200018) is "<|reserved_200018|>", as in the harmony crate.
+//  - Streaming decode to text: IncrementalDetokenizer (incremental_detokenizer.h).
 #pragma once
 
 #include <cstdint>

@@ -81,8 +81,8 @@ RankData decode_compact_ranks(std::string_view text, std::string_view source) {
         GOSSAMER_CHECK(ec == std::errc() && end == field.data() + field.size(), source, ": line ", line_number,
                        ": bad offset '", field, "'");
       } else {
-        GOSSAMER_CHECK(rank == data.offsets.size() - 1, source, ": ranks are not contiguous at rank ", rank,
-                       " (line ", line_number, ")");
+        GOSSAMER_CHECK(rank == data.offsets.size() - 1, source, ": ranks are not contiguous at rank ", rank, " (line ",
+                       line_number, ")");
         GOSSAMER_CHECK(decode_base64(field, data.arena), source, ": bad base64 '", field, "' for rank ", rank);
         data.offsets.push_back(static_cast<uint32_t>(data.arena.size()));
         // the `.tiktoken` line: "<base64> <rank>\n"

@@ -23,7 +23,9 @@ TokenId byte_token(uint8_t byte) {
   throw std::runtime_error("no single-byte token");
 }
 
-bool is_valid_utf8(const std::string& text) { return utf8_valid_prefix(text) == text.size(); }
+bool is_valid_utf8(const std::string& text) {
+  return utf8_valid_prefix(text) == text.size();
+}
 
 TEST(IncrementalDetokenizerTest, HoldsBackASplitCharacterUntilItCompletes) {
   IncrementalDetokenizer detok(test_tokenizer());
@@ -52,7 +54,8 @@ TEST(IncrementalDetokenizerTest, EveryByteSplitOfMultiByteCharacters) {
 TEST(IncrementalDetokenizerTest, RealTokenStreamsInRandomChunks) {
   const Tokenizer& tok = test_tokenizer();
   const std::string text =
-      "Streaming 🙂👍🏽🇫🇷 with 中文字符, العربية, हिन्दी, 한국어 and emoji 👨‍👩‍👧 across token boundaries. "
+      "Streaming 🙂👍🏽🇫🇷 with 中文字符, العربية, हिन्दी, 한국어 and emoji 👨‍👩‍👧 across token "
+      "boundaries. "
       "Ẓ̵̡̛a̴l̷g̶o̸ and 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 𝟗𝟖.";
   const auto ids = tok.encode_ordinary(text);
   std::mt19937 rng(3);
@@ -85,8 +88,8 @@ TEST(IncrementalDetokenizerTest, InvalidBytesBecomeReplacementCharactersAtOnce) 
   EXPECT_EQ(detok.push(byte_token(0xFF)), kReplacement);
   EXPECT_EQ(detok.push(byte_token(0xE2)), "");
   EXPECT_EQ(detok.push(byte_token('a')), kReplacement + "a");  // lead byte then a non-continuation
-  EXPECT_EQ(detok.push(byte_token(0x80)), kReplacement);        // stray continuation byte
-  EXPECT_EQ(detok.push(200006), "<|start|>");                   // specials decode to their text
+  EXPECT_EQ(detok.push(byte_token(0x80)), kReplacement);       // stray continuation byte
+  EXPECT_EQ(detok.push(200006), "<|start|>");                  // specials decode to their text
   EXPECT_EQ(detok.flush(), "");
 }
 
@@ -99,7 +102,7 @@ TEST(IncrementalDetokenizerTest, StreamingEqualsLossyDecodingOfTheWhole) {
     for (size_t i = 0; i < n; ++i) {
       // mostly byte-level and short tokens, which split characters most often
       const uint32_t kind = rng() % 4;
-      ids.push_back(kind == 0 ? static_cast<TokenId>(rng() % 256)
+      ids.push_back(kind == 0   ? static_cast<TokenId>(rng() % 256)
                     : kind == 3 ? static_cast<TokenId>(199998 + rng() % 1090)
                                 : static_cast<TokenId>(rng() % kNumOrdinaryTokens));
     }

@@ -47,12 +47,12 @@ TEST(CompactRanksTest, DecodesTheFormat) {
 }
 
 TEST(CompactRanksTest, RejectsMalformedData) {
-  EXPECT_THROW(decode_compact_ranks("IQ== 0", "t"), Error);             // plain .tiktoken form
+  EXPECT_THROW(decode_compact_ranks("IQ== 0", "t"), Error);                   // plain .tiktoken form
   EXPECT_THROW(decode_compact_ranks("! 0 IQ== Ig==\n! 5 Iw==", "t"), Error);  // gap in ranks
-  EXPECT_THROW(decode_compact_ranks("! 1 IQ==", "t"), Error);           // does not start at 0
-  EXPECT_THROW(decode_compact_ranks("! 0 I*==", "t"), Error);           // bad base64
-  EXPECT_THROW(decode_compact_ranks("! 0 IQ=", "t"), Error);            // bad length
-  EXPECT_THROW(decode_compact_ranks("! x IQ==", "t"), Error);           // bad offset
+  EXPECT_THROW(decode_compact_ranks("! 1 IQ==", "t"), Error);                 // does not start at 0
+  EXPECT_THROW(decode_compact_ranks("! 0 I*==", "t"), Error);                 // bad base64
+  EXPECT_THROW(decode_compact_ranks("! 0 IQ=", "t"), Error);                  // bad length
+  EXPECT_THROW(decode_compact_ranks("! x IQ==", "t"), Error);                 // bad offset
 }
 
 TEST(CompactRanksTest, TheShippedFileMatchesThePinnedHash) {
@@ -107,7 +107,12 @@ TEST(PretokenizerTest, SplitsLikeTheSpec) {
   EXPECT_EQ(pieces(pre, "foo/bar//baz\n/"), (V{"foo", "/bar", "//", "baz", "\n", "/"}));
   EXPECT_EQ(pieces(pre, "trailing   "), (V{"trailing", "   "}));
   // \s is Unicode White_Space: U+0085, U+00A0, U+2028, U+3000 are spaces; U+001C..U+001F are not.
-  EXPECT_EQ(pieces(pre, "a\xC2\x85\xC2\x85" "b"), (V{"a", "\xC2\x85", "\xC2\x85" "b"}));
+  EXPECT_EQ(pieces(pre,
+                   "a\xC2\x85\xC2\x85"
+                   "b"),
+            (V{"a", "\xC2\x85",
+               "\xC2\x85"
+               "b"}));
   EXPECT_EQ(pieces(pre, "a\xC2\xA0\xE2\x80\xA8\xE3\x80\x80"), (V{"a", "\xC2\xA0\xE2\x80\xA8\xE3\x80\x80"}));
   EXPECT_EQ(pieces(pre, "a\x1C\x1D"), (V{"a", "\x1C\x1D"}));
   // Unicode 16 letters that PCRE2 10.42 (Unicode 14) does not know: Todhri U+105C0 is a letter.
@@ -131,11 +136,13 @@ TEST(PretokenizerTest, PicksThePlainPatternOnlyWhenItIsExact) {
     for (const auto& range : unicode_delta::kAllRanges) listed |= range.first <= cp && cp <= range.last;
     std::string text = "ab";
     append_utf8(text, cp);
-    ASSERT_EQ(Pretokenizer::variant_for(text), listed ? Variant::kFull : Variant::kPlain) << std::hex << static_cast<uint32_t>(cp);
+    ASSERT_EQ(Pretokenizer::variant_for(text), listed ? Variant::kFull : Variant::kPlain)
+        << std::hex << static_cast<uint32_t>(cp);
   }
   // Both variants split text without listed code points identically.
   const Pretokenizer pre;
-  const std::string text = "Ǆemo HTMLParser it's 12345 \r\n\t ÆsirVölundr 中文字符 🙂👍🏽 e\xCC\x81 ٣٤ Ⅻ\xC2\xA0x  ";
+  const std::string text =
+      "Ǆemo HTMLParser it's 12345 \r\n\t ÆsirVölundr 中文字符 🙂👍🏽 e\xCC\x81 ٣٤ Ⅻ\xC2\xA0x  ";
   EXPECT_EQ(pieces(pre, text, Variant::kPlain), pieces(pre, text, Variant::kFull));
 }
 
@@ -168,8 +175,8 @@ TEST(BpeTest, MatchesTheNaiveReferenceOnShortAndLongPieces) {
   EXPECT_EQ(table.find("hello"), 24912u);
   EXPECT_EQ(table.find("no such token in o200k"), kNoRank);
   std::mt19937_64 rng(7);
-  const std::vector<std::string> alphabet = {"a", "b", "e", "r", "t", "in", "er", " ", "é", "ü", "ß", "中", "🙂",
-                                             "\xF0", "\x9F", "ing", "tion", "_", "0", "x"};
+  const std::vector<std::string> alphabet = {"a", "b",  "e",    "r",    "t",    "in",  "er",   " ", "é", "ü",
+                                             "ß", "中", "🙂", "\xF0", "\x9F", "ing", "tion", "_", "0", "x"};
   for (int trial = 0; trial < 400; ++trial) {
     // lengths around the small/large boundary (128 bytes) and well beyond it
     const size_t target = trial < 300 ? 2 + rng() % 200 : 100 + rng() % 900;
@@ -179,7 +186,8 @@ TEST(BpeTest, MatchesTheNaiveReferenceOnShortAndLongPieces) {
     byte_pair_encode(table, piece, got);
     // The whole-piece shortcut aside, the result must equal the naive merge.
     const Rank whole = table.find(piece);
-    const auto expected = whole != kNoRank ? std::vector<int32_t>{static_cast<int32_t>(whole)} : naive_bpe(table, piece);
+    const auto expected =
+        whole != kNoRank ? std::vector<int32_t>{static_cast<int32_t>(whole)} : naive_bpe(table, piece);
     ASSERT_EQ(got, expected) << "piece of " << piece.size() << " bytes, trial " << trial;
   }
   std::vector<int32_t> got;
@@ -190,8 +198,11 @@ TEST(BpeTest, MatchesTheNaiveReferenceOnShortAndLongPieces) {
 TEST(Utf8Test, ValidationAndLossyDecoding) {
   EXPECT_EQ(utf8_valid_prefix("hello, wörld 🙂"), std::string_view("hello, wörld 🙂").size());
   EXPECT_EQ(utf8_valid_prefix("abcdefghij\xFFxyz"), 10u);
-  EXPECT_EQ(utf8_lossy("a\xFF" "b"), "a\xEF\xBF\xBD" "b");
-  EXPECT_EQ(utf8_lossy("a\xF0\x9F"), "a\xEF\xBF\xBD");                  // truncated: one U+FFFD
+  EXPECT_EQ(utf8_lossy("a\xFF"
+                       "b"),
+            "a\xEF\xBF\xBD"
+            "b");
+  EXPECT_EQ(utf8_lossy("a\xF0\x9F"), "a\xEF\xBF\xBD");                            // truncated: one U+FFFD
   EXPECT_EQ(utf8_lossy("\xE0\x80\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // overlong: per byte
   EXPECT_EQ(utf8_lossy("\xF0\x9F\x98x"), "\xEF\xBF\xBDx");
   EXPECT_THROW(check_utf8("\xC0\xAF"), Error);

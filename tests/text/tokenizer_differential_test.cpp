@@ -2,6 +2,7 @@
 // node: a deterministic ~200 KB corpus of adversarial text is encoded by both and every id compared.
 // Set-up (scripts/setup.sh) installs node and the package, so their absence is a failure, not a skip.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -9,7 +10,6 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
-#include <unistd.h>
 
 #include "text/tokenizer.h"
 #include "text/tokenizer_test_util.h"
@@ -25,7 +25,9 @@ class CorpusGenerator {
 
   uint32_t below(uint32_t n) { return static_cast<uint32_t>(rng_() % n); }
   template <typename T>
-  const T& pick(const std::vector<T>& items) { return items[below(static_cast<uint32_t>(items.size()))]; }
+  const T& pick(const std::vector<T>& items) {
+    return items[below(static_cast<uint32_t>(items.size()))];
+  }
 
   std::vector<std::string> segments(size_t target_bytes) {
     std::vector<std::string> out;
@@ -54,21 +56,21 @@ class CorpusGenerator {
   // White_Space and its near misses, rare and recently encoded scripts, unassigned and private-use points.
   std::string random_unicode(size_t count) {
     static const std::vector<std::pair<char32_t, char32_t>> ranges = {
-        {0x20, 0x7E},       {0x20, 0x7E},       {0x20, 0x7E},       {0xA0, 0xFF},       {0x100, 0x24F},
-        {0x250, 0x2FF},     {0x300, 0x36F},     {0x370, 0x3FF},     {0x400, 0x4FF},     {0x530, 0x58F},
-        {0x590, 0x5FF},     {0x600, 0x6FF},     {0x900, 0x97F},     {0x980, 0x9FF},     {0xE00, 0xE7F},
-        {0x10A0, 0x10FF},   {0x1100, 0x11FF},   {0x1C80, 0x1C8F},   {0x1DC0, 0x1DFF},   {0x1E00, 0x1EFF},
-        {0x1F00, 0x1FFF},   {0x2000, 0x206F},   {0x20D0, 0x20FF},   {0x2150, 0x218F},   {0x2460, 0x24FF},
-        {0x3000, 0x303F},   {0x3040, 0x30FF},   {0x4E00, 0x9FFF},   {0xA7C0, 0xA7FF},   {0xAC00, 0xD7A3},
-        {0xFB00, 0xFB4F},   {0xFE00, 0xFE0F},   {0xFF00, 0xFFEF},   {0xFFF0, 0xFFFF},   {0x10330, 0x1034F},
-        {0x105C0, 0x105FF}, {0x10D40, 0x10D8F}, {0x11F00, 0x11F5F}, {0x12000, 0x1203F}, {0x16100, 0x1613F},
-        {0x16D40, 0x16D7F}, {0x16EA0, 0x16EDF}, {0x17000, 0x1707F}, {0x1D400, 0x1D4FF}, {0x1E4D0, 0x1E4FF},
-        {0x1E5D0, 0x1E5FF}, {0x1F300, 0x1F64F}, {0x1F900, 0x1F9FF}, {0x1FA70, 0x1FAFF}, {0x20000, 0x2004F},
-        {0x2EBF0, 0x2EC1F}, {0x31350, 0x3139F}, {0x323B0, 0x323FF}, {0xE0000, 0xE007F}, {0xF0000, 0xF004F},
+        {0x20, 0x7E},        {0x20, 0x7E},       {0x20, 0x7E},       {0xA0, 0xFF},       {0x100, 0x24F},
+        {0x250, 0x2FF},      {0x300, 0x36F},     {0x370, 0x3FF},     {0x400, 0x4FF},     {0x530, 0x58F},
+        {0x590, 0x5FF},      {0x600, 0x6FF},     {0x900, 0x97F},     {0x980, 0x9FF},     {0xE00, 0xE7F},
+        {0x10A0, 0x10FF},    {0x1100, 0x11FF},   {0x1C80, 0x1C8F},   {0x1DC0, 0x1DFF},   {0x1E00, 0x1EFF},
+        {0x1F00, 0x1FFF},    {0x2000, 0x206F},   {0x20D0, 0x20FF},   {0x2150, 0x218F},   {0x2460, 0x24FF},
+        {0x3000, 0x303F},    {0x3040, 0x30FF},   {0x4E00, 0x9FFF},   {0xA7C0, 0xA7FF},   {0xAC00, 0xD7A3},
+        {0xFB00, 0xFB4F},    {0xFE00, 0xFE0F},   {0xFF00, 0xFFEF},   {0xFFF0, 0xFFFF},   {0x10330, 0x1034F},
+        {0x105C0, 0x105FF},  {0x10D40, 0x10D8F}, {0x11F00, 0x11F5F}, {0x12000, 0x1203F}, {0x16100, 0x1613F},
+        {0x16D40, 0x16D7F},  {0x16EA0, 0x16EDF}, {0x17000, 0x1707F}, {0x1D400, 0x1D4FF}, {0x1E4D0, 0x1E4FF},
+        {0x1E5D0, 0x1E5FF},  {0x1F300, 0x1F64F}, {0x1F900, 0x1F9FF}, {0x1FA70, 0x1FAFF}, {0x20000, 0x2004F},
+        {0x2EBF0, 0x2EC1F},  {0x31350, 0x3139F}, {0x323B0, 0x323FF}, {0xE0000, 0xE007F}, {0xF0000, 0xF004F},
         {0x10FFF0, 0x10FFFF}};
-    static const std::vector<char32_t> spaces = {'\t', '\n', '\v', '\f', '\r', ' ', 0x85, 0xA0, 0x1680, 0x2000,
-                                                 0x2007, 0x200A, 0x200B, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000,
-                                                 0x1C, 0x1D, 0x1E, 0x1F, 0x180E, 0xFEFF};
+    static const std::vector<char32_t> spaces = {'\t',   '\n',   '\v',   '\f',   '\r',   ' ',    0x85,   0xA0,
+                                                 0x1680, 0x2000, 0x2007, 0x200A, 0x200B, 0x2028, 0x2029, 0x202F,
+                                                 0x205F, 0x3000, 0x1C,   0x1D,   0x1E,   0x1F,   0x180E, 0xFEFF};
     std::string out;
     for (size_t i = 0; i < count; ++i) {
       if (below(6) == 0) {
@@ -93,9 +95,10 @@ class CorpusGenerator {
         "    <div class=\"container\"><a href=\"https://example.com/path?q=1&r=2\">link</a></div>\n",
         "fn main() { let v: Vec<u8> = b\"\\xF0\\x9F\".to_vec(); println!(\"{:?}\", v); }\n",
         "x=[1,2,3];y={'a':1};z=lambda:None;print(x[::-1],y,z)//comment/*x*/\n"};
-    static const std::vector<std::string> identifiers = {"HTMLParser", "camelCase", "snake_case_name", "URLs",
-                                                         "getHTTPResponseCode", "__init__", "ÆsirVölundr",
-                                                         "x1y2z3", "MAX_VALUE", "iOS", "NaN"};
+    static const std::vector<std::string> identifiers = {
+        "HTMLParser", "camelCase",   "snake_case_name", "URLs",      "getHTTPResponseCode",
+        "__init__",   "ÆsirVölundr", "x1y2z3",          "MAX_VALUE", "iOS",
+        "NaN"};
     std::string out = pick(snippets);
     const size_t at = below(static_cast<uint32_t>(out.size()));
     // keep UTF-8 intact: insert only at an ASCII position
@@ -104,9 +107,9 @@ class CorpusGenerator {
   }
 
   std::string whitespace_mix() {
-    static const std::vector<std::string> pieces = {" ", " ", "  ", "\t", "\n", "\r\n", "\r", "\n\n",
-                                                    "\xC2\xA0", "\xE3\x80\x80", "\xE2\x80\xA8", "\xC2\x85",
-                                                    "\v", "\f", "\xE2\x80\x89"};
+    static const std::vector<std::string> pieces = {
+        " ",        " ",  "  ", "\t",          "\n", "\r\n", "\r", "\n\n", "\xC2\xA0", "\xE3\x80\x80", "\xE2\x80\xA8",
+        "\xC2\x85", "\v", "\f", "\xE2\x80\x89"};
     static const std::vector<std::string> after = {"word", "Word", "1", "!", "/", "", "é", "中", "🙂", "'s", "\n"};
     std::string out = pick(after);
     const uint32_t runs = 1 + below(6);
@@ -119,11 +122,11 @@ class CorpusGenerator {
   }
 
   std::string contractions() {
-    static const std::vector<std::string> words = {"I", "you", "we", "they", "DON", "can", "it", "he", "She",
-                                                   "o", "ÉLAN", "naïve", "x", "Ǆ", "ǅ", "ǆ"};
-    static const std::vector<std::string> suffixes = {"s", "t", "re", "ve", "m", "ll", "d", "S", "T", "RE", "Ve",
-                                                      "vE", "M", "LL", "lL", "D", "ſ", "\xE2\x84\xAA", "x", "",
-                                                      "ll've", "d'", "s's"};
+    static const std::vector<std::string> words = {"I",   "you", "we",   "they",  "DON", "can", "it", "he",
+                                                   "She", "o",   "ÉLAN", "naïve", "x",   "Ǆ",   "ǅ",  "ǆ"};
+    static const std::vector<std::string> suffixes = {"s",  "t",  "re",    "ve", "m",  "ll", "d", "S", "T",
+                                                      "RE", "Ve", "vE",    "M",  "LL", "lL", "D", "ſ", "\xE2\x84\xAA",
+                                                      "x",  "",   "ll've", "d'", "s's"};
     static const std::vector<std::string> apostrophes = {"'", "'", "'", "\xE2\x80\x99", "''"};
     std::string out;
     const uint32_t n = 1 + below(12);
@@ -136,27 +139,29 @@ class CorpusGenerator {
   }
 
   std::string numbers() {
-    static const std::vector<std::string> other_digits = {"٣", "۴", "५", "৬", "๗", "１", "²", "½", "Ⅻ", "⑩",
-                                                          "𝟗", "〇", "፲"};
+    static const std::vector<std::string> other_digits = {"٣", "۴", "५", "৬", "๗",  "１", "²",
+                                                          "½", "Ⅻ", "⑩", "𝟗", "〇", "፲"};
     std::string out;
     const uint32_t n = 1 + below(10);
     for (uint32_t i = 0; i < n; ++i) {
       const uint32_t len = 1 + below(30);
-      for (uint32_t d = 0; d < len; ++d) out += below(8) == 0 ? pick(other_digits) : std::string(1, char('0' + below(10)));
+      for (uint32_t d = 0; d < len; ++d)
+        out += below(8) == 0 ? pick(other_digits) : std::string(1, char('0' + below(10)));
       out += pick(std::vector<std::string>{" ", ".", ",", "-", "e", "x", "%", "$", "", " +", "\n", "a"});
     }
     return out;
   }
 
   std::string long_word() {
-    static const std::vector<std::string> letters = {"a", "b", "e", "r", "n", "t", "A", "Z", "é", "ñ", "ж", "中",
-                                                     "\xCC\x81"};
+    static const std::vector<std::string> letters = {"a", "b", "e", "r", "n",  "t",       "A",
+                                                     "Z", "é", "ñ", "ж", "中", "\xCC\x81"};
     std::string out;
     const uint32_t kind = below(5);
     const uint32_t len = 100 + below(3000);
     if (kind == 0) return std::string(len, "aZ!. _-0"[below(8)]);
     if (kind == 1) {
-      for (uint32_t i = 0; i < len / 4; ++i) out += pick(std::vector<std::string>{"🙂", "👍🏽", "🇫🇷", "👨‍👩‍👧"});
+      for (uint32_t i = 0; i < len / 4; ++i)
+        out += pick(std::vector<std::string>{"🙂", "👍🏽", "🇫🇷", "👨‍👩‍👧"});
       return out;
     }
     for (uint32_t i = 0; i < len; ++i) out += kind == 2 ? std::string(1, char('a' + below(26))) : pick(letters);
@@ -164,12 +169,20 @@ class CorpusGenerator {
   }
 
   std::string prose() {
-    static const std::vector<std::string> sentences = {
-        "The quick brown fox jumps over the lazy dog. ", "Это простой пример текста на русском языке. ",
-        "これは日本語のテキストです。", "这是一个中文句子，包含标点符号！", "هذا نص عربي للاختبار. ",
-        "यह हिंदी में एक वाक्य है। ", "Ελληνικά κείμενα με τόνους. ", "한국어 문장도 포함합니다. ",
-        "Ça coûte 12,50 € — n'est-ce pas? ", "ÀÉÎÕÜ àéîõü ÑÑÑ ñ. ", "ภาษาไทยไม่มีช่องว่าง ",
-        "Ẓ̵̡̛a̴l̷g̶o̸ t̵e̸x̴t̷ ", "עברית נכתבת מימין לשמאל. ", "Ge'ez: ሰላም ዓለም። "};
+    static const std::vector<std::string> sentences = {"The quick brown fox jumps over the lazy dog. ",
+                                                       "Это простой пример текста на русском языке. ",
+                                                       "これは日本語のテキストです。",
+                                                       "这是一个中文句子，包含标点符号！",
+                                                       "هذا نص عربي للاختبار. ",
+                                                       "यह हिंदी में एक वाक्य है। ",
+                                                       "Ελληνικά κείμενα με τόνους. ",
+                                                       "한국어 문장도 포함합니다. ",
+                                                       "Ça coûte 12,50 € — n'est-ce pas? ",
+                                                       "ÀÉÎÕÜ àéîõü ÑÑÑ ñ. ",
+                                                       "ภาษาไทยไม่มีช่องว่าง ",
+                                                       "Ẓ̵̡̛a̴l̷g̶o̸ t̵e̸x̴t̷ ",
+                                                       "עברית נכתבת מימין לשמאל. ",
+                                                       "Ge'ez: ሰላም ዓለም። "};
     std::string out;
     const uint32_t n = 1 + below(8);
     for (uint32_t i = 0; i < n; ++i) out += pick(sentences);
@@ -177,10 +190,21 @@ class CorpusGenerator {
   }
 
   std::string specials() {
-    static const std::vector<std::string> tokens = {"<|start|>", "<|end|>", "<|message|>", "<|channel|>",
-                                                    "<|return|>", "<|call|>", "<|constrain|>", "<|endoftext|>",
-                                                    "<|reserved_200100|>", "<|endofprompt|>", "<|bogus|>", "<|",
-                                                    "|>", "<|<|start|>", "<|start"};
+    static const std::vector<std::string> tokens = {"<|start|>",
+                                                    "<|end|>",
+                                                    "<|message|>",
+                                                    "<|channel|>",
+                                                    "<|return|>",
+                                                    "<|call|>",
+                                                    "<|constrain|>",
+                                                    "<|endoftext|>",
+                                                    "<|reserved_200100|>",
+                                                    "<|endofprompt|>",
+                                                    "<|bogus|>",
+                                                    "<|",
+                                                    "|>",
+                                                    "<|<|start|>",
+                                                    "<|start"};
     std::string out;
     const uint32_t n = 1 + below(6);
     for (uint32_t i = 0; i < n; ++i) out += pick(tokens) + pick(std::vector<std::string>{"", "user", " hi", "\n"});
@@ -242,8 +266,8 @@ TEST(TokenizerDifferentialTest, AgreesWithNpmTiktokenOnEveryId) {
   const std::string input = ::testing::TempDir() + "gossamer_tiktoken_corpus.json";
   const std::string output = ::testing::TempDir() + "gossamer_tiktoken_ids.json";
   std::ofstream(input) << nlohmann::json{{"segments", segments}}.dump();
-  const std::string command = "'" + node + "' '" + source + "/tools/tiktoken_reference.mjs' --input '" + input +
-                              "' --output '" + output + "'";
+  const std::string command =
+      "'" + node + "' '" + source + "/tools/tiktoken_reference.mjs' --input '" + input + "' --output '" + output + "'";
   ASSERT_EQ(std::system(command.c_str()), 0) << command;
   const auto reference = nlohmann::json::parse(testing::read_file(output));
 

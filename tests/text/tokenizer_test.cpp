@@ -1,4 +1,6 @@
 // o200k_harmony tokenizer: the shared vectors, special-token rules, decoding, errors, threads.
+#include "text/tokenizer.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -6,7 +8,6 @@
 #include <thread>
 
 #include "core/error.h"
-#include "text/tokenizer.h"
 #include "text/tokenizer_test_util.h"
 
 namespace gossamer::text {
@@ -15,7 +16,9 @@ namespace {
 using testing::read_file;
 using testing::test_tokenizer;
 
-std::string ids_to_string(const std::vector<TokenId>& ids) { return nlohmann::json(ids).dump(); }
+std::string ids_to_string(const std::vector<TokenId>& ids) {
+  return nlohmann::json(ids).dump();
+}
 
 TEST(TokenizerTest, AllSharedTokenizerCases) {
   const auto json = nlohmann::json::parse(
@@ -60,11 +63,11 @@ TEST(TokenizerTest, HarmonyTextVectorsWithSpecialsAllowed) {
 TEST(TokenizerTest, KnownIdsFromTheSpec) {
   const Tokenizer& tok = test_tokenizer();
   const std::vector<std::pair<std::string, TokenId>> known = {
-      {"hello", 24912},      {" world", 2375}, {"<", 27},       {"|", 91},        {"start", 5236},  {">", 29},
-      {"assistant", 173781}, {"analysis", 35644}, {"final", 17196}, {"user", 1428},  {"system", 17360},
-      {"developer", 77944},  {" to", 316},    {"=", 28},       {" code", 3490},  {" json", 5701},
-      {"json", 4108},        {" ", 220},      {"lookup", 29712}, {"_weather", 170154}, {"Tokyo", 173844},
-      {"Chicken", 132990}};
+      {"hello", 24912},  {" world", 2375},      {"<", 27},           {"|", 91},         {"start", 5236},
+      {">", 29},         {"assistant", 173781}, {"analysis", 35644}, {"final", 17196},  {"user", 1428},
+      {"system", 17360}, {"developer", 77944},  {" to", 316},        {"=", 28},         {" code", 3490},
+      {" json", 5701},   {"json", 4108},        {" ", 220},          {"lookup", 29712}, {"_weather", 170154},
+      {"Tokyo", 173844}, {"Chicken", 132990}};
   for (const auto& [text, id] : known) {
     EXPECT_EQ(tok.encode_ordinary(text), std::vector<TokenId>{id}) << text;
     EXPECT_EQ(tok.token_bytes(id), text);
@@ -78,12 +81,14 @@ TEST(TokenizerTest, KnownIdsFromTheSpec) {
 TEST(TokenizerTest, SpecialTokenTable) {
   const Tokenizer& tok = test_tokenizer();
   const std::vector<std::pair<std::string, TokenId>> named = {
-      {"<|startoftext|>", 199998}, {"<|endoftext|>", 199999}, {"<|reserved_200000|>", 200000},
-      {"<|reserved_200001|>", 200001}, {"<|return|>", 200002}, {"<|constrain|>", 200003},
-      {"<|reserved_200004|>", 200004}, {"<|channel|>", 200005}, {"<|start|>", 200006},
-      {"<|end|>", 200007}, {"<|message|>", 200008}, {"<|reserved_200009|>", 200009},
-      {"<|reserved_200011|>", 200011}, {"<|call|>", 200012}, {"<|reserved_200013|>", 200013},
-      {"<|reserved_201087|>", 201087}};
+      {"<|startoftext|>", 199998},     {"<|endoftext|>", 199999},
+      {"<|reserved_200000|>", 200000}, {"<|reserved_200001|>", 200001},
+      {"<|return|>", 200002},          {"<|constrain|>", 200003},
+      {"<|reserved_200004|>", 200004}, {"<|channel|>", 200005},
+      {"<|start|>", 200006},           {"<|end|>", 200007},
+      {"<|message|>", 200008},         {"<|reserved_200009|>", 200009},
+      {"<|reserved_200011|>", 200011}, {"<|call|>", 200012},
+      {"<|reserved_200013|>", 200013}, {"<|reserved_201087|>", 201087}};
   for (const auto& [text, id] : named) {
     EXPECT_EQ(tok.special_token_id(text), id) << text;
     EXPECT_EQ(tok.token_bytes(id), text);
@@ -168,7 +173,7 @@ TEST(TokenizerTest, InvalidUtf8IsRejectedWithTheOffset) {
   const Tokenizer& tok = test_tokenizer();
   const std::vector<std::pair<std::string, size_t>> bad = {
       {"\xFF", 0},           {"ab\xC0\x80", 2},       {"abc\xED\xA0\x80", 3},  // overlong, surrogate
-      {"hi \xE2\x82", 3},    {"\xF4\x90\x80\x80", 0}, {"x\x80y", 1},            // truncated, > U+10FFFF, stray
+      {"hi \xE2\x82", 3},    {"\xF4\x90\x80\x80", 0}, {"x\x80y", 1},           // truncated, > U+10FFFF, stray
       {"ok\xF0\x9F\x98", 2}, {"\xC3\x28", 0}};
   for (const auto& [text, offset] : bad) {
     for (int mode = 0; mode < 2; ++mode) {
