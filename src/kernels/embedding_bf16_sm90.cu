@@ -5,8 +5,8 @@ namespace gossamer::kernels {
 namespace {
 
 __global__ void embedding_kernel(EmbeddingParams p) {
-  const int64_t t = blockIdx.y;
-  const int vi = blockIdx.x * blockDim.x + threadIdx.x;
+  const int64_t t = blockIdx.x;
+  const int vi = blockIdx.y * blockDim.x + threadIdx.x;
   if (vi >= p.hidden / 8) return;
   const int32_t id = p.ids[t];
   uint4 v = make_uint4(0, 0, 0, 0);
@@ -20,7 +20,7 @@ void launch_embedding(const EmbeddingParams& p, cudaStream_t stream) {
   GOSSAMER_CHECK(p.hidden % 8 == 0, "embedding: hidden must be a multiple of 8");
   if (p.num_tokens == 0) return;
   const int threads = 128;
-  const dim3 grid(ceil_div(p.hidden / 8, threads), p.num_tokens);
+  const dim3 grid(p.num_tokens, ceil_div(p.hidden / 8, threads));  // tokens on x: y is limited to 65,535
   embedding_kernel<<<grid, threads, 0, stream>>>(p);
   GOSSAMER_CUDA_CHECK_LAUNCH();
 }

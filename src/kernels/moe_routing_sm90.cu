@@ -117,8 +117,8 @@ __global__ void __launch_bounds__(1024) moe_plan_kernel(MoePlanParams p) {
 }
 
 __global__ void moe_combine_kernel(MoeCombineParams p) {
-  const int64_t t = blockIdx.y;
-  const int vi = blockIdx.x * blockDim.x + threadIdx.x;
+  const int64_t t = blockIdx.x;
+  const int vi = blockIdx.y * blockDim.x + threadIdx.x;
   if (vi >= p.hidden / 8) return;
   float acc[8] = {};
   if (p.residual) {
@@ -218,7 +218,7 @@ void launch_moe_plan(const MoePlanParams& p, cudaStream_t stream) {
 void launch_moe_combine(const MoeCombineParams& p, cudaStream_t stream) {
   GOSSAMER_CHECK(p.hidden % 8 == 0, "moe_combine: hidden must be a multiple of 8");
   if (p.num_tokens == 0) return;
-  const dim3 grid(ceil_div(p.hidden / 8, 128), p.num_tokens);
+  const dim3 grid(p.num_tokens, ceil_div(p.hidden / 8, 128));  // tokens on x: y is limited to 65,535
   moe_combine_kernel<<<grid, 128, 0, stream>>>(p);
   GOSSAMER_CUDA_CHECK_LAUNCH();
 }
