@@ -179,6 +179,9 @@ int run_serve(int argc, char** argv) {
       model = make_test_model(test, *tokenizer);
     } else if (model_dir.empty()) {
       server.set_loading_message("building the embedded default model");
+      // NOTE: the embedded default is a toy on the CPU: a modest context and KV budget unless asked otherwise.
+      if (engine_config.max_model_len == 0) engine_config.max_model_len = 8192;
+      if (kv_cache_memory_bytes == 0) engine_config.kv_cache_memory_bytes = 256LL << 20;
       model = model::make_embedded_default_model(seed);
     } else {
       server.set_loading_message("loading model from " + model_dir);

@@ -190,8 +190,8 @@ void GenerationState::on_output(const engine::RequestOutput& output) {
         break;
       }
     } else {
-      const bool is_stop_token = output.stop_token && token == *output.stop_token;
-      if (!is_stop_token) text_delta += stop_->push(detokenizer_->push(token));
+      // NOTE: special tokens (stop tokens included) are not text, as with vLLM's skip_special_tokens.
+      if (!server_.tokenizer_->is_special(token)) text_delta += stop_->push(detokenizer_->push(token));
       if (stop_->stopped()) {
         stopped_by_string_ = true;
         break;

@@ -3,6 +3,8 @@
 
 #include <sys/socket.h>
 
+#include <cerrno>
+
 #include <atomic>
 #include <deque>
 #include <mutex>
@@ -196,14 +198,14 @@ class Session : public std::enable_shared_from_this<Session> {
     stream_.socket().async_wait(tcp::socket::wait_read, [self = shared_from_this()](error_code ec) {
       self->watching_ = false;
       if (ec || self->closed_) return;
+      // NOTE: plain recv(2): Asio's synchronous receive would block the strand until data arrives.
       char byte;
-      error_code peek_error;
-      const size_t n = self->stream_.socket().receive(net::buffer(&byte, 1), MSG_PEEK | MSG_DONTWAIT, peek_error);
-      if (peek_error == net::error::would_block || peek_error == net::error::try_again) {
+      const ssize_t n = ::recv(self->stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
         if (!self->response_done_) self->watch_disconnect();
         return;
       }
-      if (peek_error || n == 0) self->mark_closed();
+      if (n <= 0) self->mark_closed();
     });
   }
 

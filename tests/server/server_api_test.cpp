@@ -258,6 +258,25 @@ TEST_F(ServerApi, CompletionsWithTextAndTokenIds) {
   EXPECT_EQ(by_text["usage"]["prompt_tokens"], 2);
 }
 
+TEST_F(ServerApi, KeepAliveConnectionServesStreamsAndPlainResponses) {
+  HttpClient client("127.0.0.1", server_->port(), 10.0);
+  const Json body = chat("Please answer SCRIPTANSWER");
+  for (int round = 0; round < 2; ++round) {
+    EXPECT_EQ(client.request("POST", "/v1/chat/completions", body.dump()).status, 200);
+    Json streamed = body;
+    streamed["stream"] = true;
+    SseReader reader;
+    std::vector<std::string> events;
+    const auto response = client.request("POST", "/v1/chat/completions", streamed.dump(), {}, [&](std::string_view data) {
+      for (auto& event : reader.push(data)) events.push_back(event);
+      return true;
+    });
+    EXPECT_EQ(response.status, 200);
+    ASSERT_FALSE(events.empty());
+    EXPECT_EQ(events.back(), "[DONE]");
+  }
+}
+
 TEST_F(ServerApi, TokenizeAndDetokenize) {
   const Json tokens = post_json("/tokenize", {{"prompt", "hello world"}});
   EXPECT_EQ(tokens["count"], 2);

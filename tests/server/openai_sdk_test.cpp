@@ -1,0 +1,54 @@
+// Runs the official `openai` npm client (tests/server/openai_sdk_test.mjs) against `gossamer serve`:
+// on the embedded default (shapes, streaming with usage, errors, auth) and on the scripted fake backend
+// (tool calls and reasoning through the SDK).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include "scripted_backend.h"
+#include "server_process.h"
+
+namespace gossamer::server::testing {
+namespace {
+
+// Runs the script with the server's URL; returns (exit code, output).
+std::pair<int, std::string> run_sdk_script(int port, const std::string& api_key, const std::string& mode) {
+  const std::string source = GOSSAMER_SOURCE_DIR;
+  const std::string command = "cd '" + source + "' && GOSSAMER_BASE_URL=http://127.0.0.1:" + std::to_string(port) +
+                              "/v1 GOSSAMER_API_KEY=" + api_key + " GOSSAMER_MODE=" + mode +
+                              " node tests/server/openai_sdk_test.mjs 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return {-1, "popen failed"};
+  std::string output;
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) output.append(buffer, n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+void require_node_and_sdk() {
+  const std::filesystem::path sdk = std::filesystem::path(GOSSAMER_SOURCE_DIR) / "node_modules" / "openai" / "package.json";
+  ASSERT_TRUE(std::filesystem::exists(sdk)) << "the openai npm package is missing: run scripts/setup.sh";
+  ASSERT_EQ(std::system("node --version > /dev/null 2>&1"), 0) << "node is missing: run scripts/setup.sh";
+}
+
+TEST(OpenAiSdk, EmbeddedDefaultModel) {
+  require_node_and_sdk();
+  ServerProcess server({"--api-key", "sk-gossamer-test", "--max-model-len", "2048"});
+  const auto [code, output] = run_sdk_script(server.port(), "sk-gossamer-test", "embedded");
+  EXPECT_EQ(code, 0) << output << "\n--- server log ---\n" << server.log();
+  EXPECT_NE(output.find("checks passed (embedded)"), std::string::npos) << output;
+}
+
+TEST(OpenAiSdk, ScriptedToolCallsAndReasoning) {
+  require_node_and_sdk();
+  ServerProcess server({"--test-backend", "fake", "--test-script", write_script_file(), "--api-key", "sk-gossamer-test"});
+  const auto [code, output] = run_sdk_script(server.port(), "sk-gossamer-test", "scripted");
+  EXPECT_EQ(code, 0) << output << "\n--- server log ---\n" << server.log();
+}
+
+}  // namespace
+}  // namespace gossamer::server::testing
