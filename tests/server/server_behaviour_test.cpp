@@ -217,3 +217,34 @@ TEST(ServerBehaviour, BurstOfAThousandConnects) {
 
 }  // namespace
 }  // namespace gossamer::server::testing
+
+namespace gossamer::server::testing {
+namespace {
+
+TEST(BenchServe, ReportsVllmFiguresAgainstTheServer) {
+  ServerProcess server({"--test-backend", "fake"});
+  char pattern[] = "/tmp/gossamer-bench-XXXXXX";
+  const int fd = mkstemp(pattern);
+  close(fd);
+  const std::string command = std::string(GOSSAMER_BINARY) + " bench serve --port " + std::to_string(server.port()) +
+                              " --num-prompts 12 --random-input-len 32 --random-output-len 8 --max-concurrency 4" +
+                              " --request-rate 200 --ignore-eos --goodput ttft:60000 --result-filename " + pattern +
+                              " > /dev/null 2>&1";
+  ASSERT_EQ(std::system(command.c_str()), 0);
+  std::ifstream in(pattern);
+  const Json result = Json::parse(in);
+  EXPECT_EQ(result["completed"], 12);
+  EXPECT_EQ(result["failed"], 0);
+  EXPECT_EQ(result["total_output_tokens"], 12 * 8);
+  EXPECT_GT(result["total_input_tokens"], 12 * 32);  // the chat template adds tokens
+  EXPECT_EQ(result["max_concurrency"], 4);
+  for (const char* key : {"request_throughput", "output_throughput", "total_token_throughput", "request_goodput",
+                          "mean_ttft_ms", "median_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "median_tpot_ms", "p99_tpot_ms",
+                          "mean_itl_ms", "median_itl_ms", "p99_itl_ms", "mean_e2el_ms", "median_e2el_ms", "p99_e2el_ms"}) {
+    ASSERT_TRUE(result.contains(key)) << key;
+    EXPECT_GT(result[key].get<double>(), 0.0) << key;
+  }
+}
+
+}  // namespace
+}  // namespace gossamer::server::testing
