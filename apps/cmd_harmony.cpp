@@ -22,16 +22,6 @@ using Json = nlohmann::ordered_json;
 using text::TokenId;
 namespace harmony = text::harmony;
 
-// The file's text; "-" reads stdin.
-std::string read_input(const std::string& path) {
-  if (path == "-") return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-  std::ifstream in(path, std::ios::binary);
-  GOSSAMER_CHECK(in.good(), "cannot open input file '", path, "'");
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
 Json parse_json(const std::string& path) {
   try {
     return Json::parse(read_input(path));

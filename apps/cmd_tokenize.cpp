@@ -20,15 +20,6 @@ namespace {
 
 using text::TokenId;
 
-std::string read_all(const std::string& path) {
-  if (path == "-") return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-  std::ifstream in(path, std::ios::binary);
-  GOSSAMER_CHECK(in.good(), "cannot open input file '", path, "'");
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
 void write_all(std::string_view bytes) {
   GOSSAMER_CHECK(std::fwrite(bytes.data(), 1, bytes.size(), stdout) == bytes.size() && std::fflush(stdout) == 0,
                  "cannot write to stdout");
@@ -43,7 +34,7 @@ int run_tokenize(int argc, char** argv) {
                "turn special-token text such as <|start|> into its id (default: encode it as ordinary text)");
   CLI11_PARSE(cli, argc, argv);
 
-  const std::string text = read_all(input);
+  const std::string text = read_input(input);
   text::check_utf8(text, "input");
   const auto tokenizer = text::Tokenizer::load_default();
   const std::vector<TokenId> ids =
@@ -82,7 +73,7 @@ int run_detokenize(int argc, char** argv) {
   cli.add_flag("--lossy", lossy, "replace invalid UTF-8 (ids that cut a character) with U+FFFD instead of failing");
   CLI11_PARSE(cli, argc, argv);
 
-  const std::vector<TokenId> ids = parse_ids(read_all(input), input == "-" ? "stdin" : input);
+  const std::vector<TokenId> ids = parse_ids(read_input(input), input == "-" ? "stdin" : input);
   const auto tokenizer = text::Tokenizer::load_default();
   const std::string bytes = tokenizer->decode_bytes(ids);
   if (lossy) {

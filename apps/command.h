@@ -21,6 +21,9 @@ struct CommandInfo {
 // Name → command, sorted for `gossamer --help`.
 std::map<std::string, CommandInfo>& command_table();
 
+// The whole content of a file; "-" reads stdin. Throws gossamer::Error naming the path.
+std::string read_input(const std::string& path);
+
 // `gossamer bench <name> ...` sub-commands (serve, prefill, decode): argv[0] is the bench name.
 std::map<std::string, CommandInfo>& bench_table();
 

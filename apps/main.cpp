@@ -2,6 +2,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
 #include <string>
 
 #include "command.h"
@@ -12,6 +16,15 @@ namespace gossamer::app {
 std::map<std::string, CommandInfo>& command_table() {
   static std::map<std::string, CommandInfo> table;
   return table;
+}
+
+std::string read_input(const std::string& path) {
+  if (path == "-") return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  std::ifstream in(path, std::ios::binary);
+  GOSSAMER_CHECK(in.good(), "cannot open input file '", path, "'");
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
 }
 
 std::map<std::string, CommandInfo>& bench_table() {
