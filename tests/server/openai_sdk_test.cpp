@@ -43,6 +43,22 @@ TEST(OpenAiSdk, EmbeddedDefaultModel) {
   EXPECT_NE(output.find("checks passed (embedded)"), std::string::npos) << output;
 }
 
+TEST(ServerLoading, HealthAndRequestsAre503UntilTheModelIsReady) {
+  // The embedded default takes a few seconds to build: HTTP is up before that.
+  ServerProcess server({"--max-model-len", "1024"}, 120.0, /*wait_ready=*/false);
+  const auto health = server.get("/health");
+  if (health.status == 200) GTEST_SKIP() << "the model loaded before the first probe";
+  EXPECT_EQ(health.status, 503);
+  EXPECT_EQ(nlohmann::json::parse(health.body)["error"]["type"], "unavailable_error");
+  const auto chat = server.post("/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "hi"}}}}});
+  EXPECT_TRUE(chat.status == 503 || chat.status == 200) << chat.body;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (server.get("/health").status != 200 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(server.get("/health").status, 200);
+}
+
 TEST(OpenAiSdk, ScriptedToolCallsAndReasoning) {
   require_node_and_sdk();
   ServerProcess server({"--test-backend", "fake", "--test-script", write_script_file(), "--api-key", "sk-gossamer-test"});

@@ -23,8 +23,9 @@ namespace gossamer::server::testing {
 
 class ServerProcess {
  public:
-  // Starts `gossamer serve --port 0 <args>` and waits until /health answers 200 (or throws).
-  explicit ServerProcess(const std::vector<std::string>& args, double ready_timeout_s = 120.0) {
+  // Starts `gossamer serve --port 0 <args>` and waits until /health answers 200 (or throws); with
+  // wait_ready false, only until the port is known (the model may still be loading).
+  explicit ServerProcess(const std::vector<std::string>& args, double ready_timeout_s = 120.0, bool wait_ready = true) {
     char pattern[] = "/tmp/gossamer-serve-XXXXXX";
     dir_ = mkdtemp(pattern);
     const std::string port_file = dir_ + "/port";
@@ -50,6 +51,7 @@ class ServerProcess {
         std::ifstream in(port_file);
         in >> port_;
       }
+      if (port_ != 0 && !wait_ready) return;
       if (port_ != 0) {
         try {
           HttpClient client("127.0.0.1", port_, 5.0);
