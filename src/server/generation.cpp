@@ -29,9 +29,10 @@ double ms_between(engine::Clock::time_point a, engine::Clock::time_point b) {
 }  // namespace
 
 GenerationState::GenerationState(OpenAiServer& server, std::shared_ptr<ResponseChannel> channel,
-                                 GenerationRequest request, bool chat)
+                                 GenerationRequest request, bool chat, std::string client_request_id)
     : server_(server), channel_(std::move(channel)), request_(std::move(request)), chat_(chat) {
   id_ = (chat_ ? "chatcmpl-" : "cmpl-") + random_hex(24);
+  request_id_header_ = client_request_id.empty() ? id_ : client_request_id;
   created_ = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   num_prompt_tokens_ = static_cast<int32_t>(request_.prompt.size());
   if (chat_) {
@@ -90,7 +91,7 @@ void GenerationState::on_client_gone() {
 }
 
 void GenerationState::send_stream_start() {
-  HeaderList headers = {{"Cache-Control", "no-cache"}, {"X-Request-Id", id_}};
+  HeaderList headers = {{"Cache-Control", "no-cache"}, {"X-Request-Id", request_id_header_}};
   channel_->start_stream(200, "text/event-stream", std::move(headers));
 }
 
@@ -272,7 +273,7 @@ void GenerationState::finish(const engine::RequestOutput& output) {
                        {"choices", Json::array({std::move(choice)})},
                        {"usage", usage_json(completion_tokens)}};
     HttpResponse response;
-    response.headers.emplace_back("X-Request-Id", id_);
+    response.headers.emplace_back("X-Request-Id", request_id_header_);
     response.body = dump(body);
     channel_->respond(std::move(response));
   }

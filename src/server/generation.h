@@ -26,7 +26,9 @@ class OpenAiServer;
 
 class GenerationState : public std::enable_shared_from_this<GenerationState> {
  public:
-  GenerationState(OpenAiServer& server, std::shared_ptr<ResponseChannel> channel, GenerationRequest request, bool chat);
+  // client_request_id: the client's X-Request-Id, echoed back (empty = none).
+  GenerationState(OpenAiServer& server, std::shared_ptr<ResponseChannel> channel, GenerationRequest request, bool chat,
+                  std::string client_request_id = {});
 
   // Submits to the engine; throws ApiError (429, 400 context length, 503) before anything is sent.
   void submit();
@@ -49,6 +51,7 @@ class GenerationState : public std::enable_shared_from_this<GenerationState> {
   GenerationRequest request_;
   bool chat_;
   std::string id_;
+  std::string request_id_header_;  // X-Request-Id sent back
   int64_t created_ = 0;
 
   // Engine-thread state.

@@ -173,7 +173,8 @@ bool OpenAiServer::authorized(const HttpRequest& request) const {
 }
 
 void OpenAiServer::reply(const std::shared_ptr<ResponseChannel>& channel, HttpResponse response) {
-  if (metrics_ && state_ != State::kLoading && state_ != State::kFailed) metrics_->count_http(response.status);
+  const State state = state_.load();
+  if ((state == State::kReady || state == State::kDraining) && metrics_) metrics_->count_http(response.status);
   channel->respond(std::move(response));
 }
 
@@ -207,13 +208,13 @@ void OpenAiServer::handle(const HttpRequest& request, std::shared_ptr<ResponseCh
       return reply(channel, ApiError(405, "invalid_request_error", "Method " + request.method + " not allowed on " + path).to_response());
     }
     if (path != "/v1/models" && !authorized(request)) {
-      if (metrics_ && serving) metrics_->count_rejected("auth");
+      if (serving && metrics_) metrics_->count_rejected("auth");
       return reply(channel, ApiError(401, "authentication_error",
                                      "Incorrect API key provided. Pass it as 'Authorization: Bearer <key>'.")
                                 .to_response());
     }
     if (!serving) {
-      if (metrics_ && state == State::kDraining) metrics_->count_rejected("draining");
+      if (state == State::kDraining && metrics_) metrics_->count_rejected("draining");
       return reply(channel, unavailable());
     }
     if (path == "/v1/models") return reply(channel, handle_models());
@@ -221,7 +222,7 @@ void OpenAiServer::handle(const HttpRequest& request, std::shared_ptr<ResponseCh
     if (path == "/detokenize") return reply(channel, handle_detokenize(request));
     handle_generation(request, channel, path == "/v1/chat/completions");
   } catch (const ApiError& error) {
-    if (metrics_ && serving && error.status == 400) metrics_->count_rejected("validation");
+    if (serving && metrics_ && error.status == 400) metrics_->count_rejected("validation");
     reply(channel, error.to_response());
   } catch (const std::exception& error) {
     GOSSAMER_LOG_ERROR("internal error on ", request.method, " ", path, ": ", error.what());
@@ -238,7 +239,7 @@ void OpenAiServer::handle_generation(const HttpRequest& request, std::shared_ptr
     for (const auto& field : parsed.ignored_fields) fields += (fields.empty() ? "" : ", ") + field;
     GOSSAMER_LOG_WARN("ignoring unsupported request fields: ", fields);
   }
-  auto state = std::make_shared<GenerationState>(*this, channel, std::move(parsed), chat);
+  auto state = std::make_shared<GenerationState>(*this, channel, std::move(parsed), chat, request.header("x-request-id"));
   active_.fetch_add(1);
   try {
     state->submit();

@@ -277,6 +277,12 @@ TEST_F(ServerApi, KeepAliveConnectionServesStreamsAndPlainResponses) {
   }
 }
 
+TEST_F(ServerApi, EchoesTheClientRequestId) {
+  const auto response = server_->post("/v1/chat/completions", chat("Please answer SCRIPTANSWER"), {{"X-Request-Id", "req-123"}});
+  EXPECT_EQ(response.status, 200);
+  EXPECT_EQ(response.headers.at("x-request-id"), "req-123");
+}
+
 TEST_F(ServerApi, TokenizeAndDetokenize) {
   const Json tokens = post_json("/tokenize", {{"prompt", "hello world"}});
   EXPECT_EQ(tokens["count"], 2);
