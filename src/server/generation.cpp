@@ -234,6 +234,9 @@ void GenerationState::finish(const engine::RequestOutput& output) {
   responded_ = true;
   const std::string reason = finish_reason(output.finish_reason);
   const int32_t completion_tokens = stopped_by_string_ ? num_tokens_seen_ : output.num_output_tokens;
+  // NOTE: metrics first, so that a client reading /metrics right after its response sees this request.
+  server_.metrics_->count_http(200);
+  if (output.finished) server_.metrics_->observe_finished(output, reason, request_.sampling.max_tokens);
   if (request_.stream) {
     if (!client_gone_) {
       if (!started_) send_stream_start();
@@ -277,8 +280,6 @@ void GenerationState::finish(const engine::RequestOutput& output) {
     response.body = dump(body);
     channel_->respond(std::move(response));
   }
-  server_.metrics_->count_http(200);
-
   const auto& times = output.times;
   const double ttft_ms = times.first_token == engine::Clock::time_point{} ? 0.0 : ms_between(times.arrival, times.first_token);
   const double e2e_ms = ms_between(times.arrival, output.finished ? times.finished : engine::Clock::now());
@@ -287,10 +288,7 @@ void GenerationState::finish(const engine::RequestOutput& output) {
                       " ttft_ms=", ttft_ms, " e2e_ms=", e2e_ms, " finish_reason=", reason,
                       client_gone_ ? " (client disconnected)" : "");
   }
-  if (output.finished) {
-    server_.metrics_->observe_finished(output, reason, request_.sampling.max_tokens);
-    server_.request_done();
-  }
+  if (output.finished) server_.request_done();
 }
 
 }  // namespace gossamer::server
