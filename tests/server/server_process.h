@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -69,6 +70,8 @@ class ServerProcess {
       kill(pid_, SIGKILL);
       waitpid(pid_, nullptr, 0);
     }
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
   }
 
   int port() const { return port_; }
