@@ -67,7 +67,11 @@ int run_serve(int argc, char** argv) {
 
   cli.add_option("model_dir", model_dir, "checkpoint directory (Hugging Face layout); none = embedded default");
   cli.add_option("--model", model_flag, "same as the positional MODEL_DIR")->envname("GOSSAMER_MODEL")->group("Model");
-  cli.add_option("--device", device, "auto | cpu | cuda")->envname("GOSSAMER_DEVICE")->group("Model");
+  cli.add_option("--device", device, "auto (cuda when a GPU is present) | cpu | cuda")->envname("GOSSAMER_DEVICE")->group("Model");
+  std::string load_format = "auto", preset = "20b";
+  cli.add_option("--load-format", load_format, "auto | dummy (random weights of --preset shapes, no disk)")
+      ->envname("GOSSAMER_LOAD_FORMAT")->group("Model");
+  cli.add_option("--preset", preset, "20b | 120b | tiny (with --load-format dummy)")->group("Model");
   cli.add_option("--tensor-parallel-size", tensor_parallel, "GPUs to split the model over (also -tp)")
       ->envname("GOSSAMER_TENSOR_PARALLEL_SIZE")->group("Model");
   cli.add_option("--served-model-name", served_name, "model id in the API (default: the model path)")
@@ -142,7 +146,10 @@ int run_serve(int argc, char** argv) {
   config.log_stats = !disable_log_stats;
   config.vllm_metrics_alias = !no_vllm_metrics;
   if (served_name.empty()) {
-    served_name = !test.kind.empty() ? "gossamer-test-fake" : model_dir.empty() ? model::kEmbeddedDefaultName : model_dir;
+    served_name = !test.kind.empty()          ? "gossamer-test-fake"
+                  : load_format == "dummy"    ? "gossamer-dummy-" + preset
+                  : model_dir.empty()         ? model::kEmbeddedDefaultName
+                                              : model_dir;
   }
   config.served_model_name = served_name;
   if (!model_dir.empty() && model_dir != served_name) config.model_aliases.push_back(model_dir);
@@ -177,6 +184,9 @@ int run_serve(int argc, char** argv) {
     std::unique_ptr<model::Model> model;
     if (!test.kind.empty()) {
       model = make_test_model(test, *tokenizer);
+    } else if (load_format == "dummy") {
+      server.set_loading_message("building dummy " + preset + " weights");
+      model = model::load_dummy_model(preset, seed, model::resolve_device(device));
     } else if (model_dir.empty()) {
       server.set_loading_message("building the embedded default model");
       // NOTE: the embedded default is a toy on the CPU: a modest context and KV budget unless asked otherwise.
@@ -185,15 +195,7 @@ int run_serve(int argc, char** argv) {
       model = model::make_embedded_default_model(seed);
     } else {
       server.set_loading_message("loading model from " + model_dir);
-      std::string backend = device;
-      if (backend == "auto") {
-#ifdef GOSSAMER_HAVE_CUDA
-        backend = "cuda";
-#else
-        backend = "cpu";
-#endif
-      }
-      model = model::load_model(model_dir, backend);
+      model = model::load_model(model_dir, model::resolve_device(device));
     }
     server.attach(std::move(model), engine_config, tokenizer);
   } catch (const std::exception& error) {

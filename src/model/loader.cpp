@@ -5,10 +5,21 @@
 #include "model/cpu_model.h"
 #include "model/dummy_checkpoint.h"
 #ifdef GOSSAMER_HAVE_CUDA
+#include <cuda_runtime.h>
+
 #include "model/cuda/cuda_model.h"
 #endif
 
 namespace gossamer::model {
+
+std::string resolve_device(const std::string& device) {
+  if (device != "auto") return device;
+#ifdef GOSSAMER_HAVE_CUDA
+  int count = 0;
+  if (cudaGetDeviceCount(&count) == cudaSuccess && count > 0) return "cuda";
+#endif
+  return "cpu";
+}
 
 std::unique_ptr<Model> load_model(const std::string& dir, const std::string& device) {
   if (device == "cpu") {

@@ -12,6 +12,9 @@
 
 namespace gossamer::model {
 
+// "auto" → "cuda" when this build has CUDA and a GPU is visible, else "cpu"; other names pass through.
+std::string resolve_device(const std::string& device);
+
 std::unique_ptr<Model> load_model(const std::string& dir, const std::string& device = "cpu");
 
 // `--load-format dummy`: random weights of a preset's real shapes (model/dummy_checkpoint.h), built in
