@@ -103,7 +103,7 @@ int run_serve(int argc, char** argv) {
       ->envname("GOSSAMER_NUM_GPU_BLOCKS_OVERRIDE")->group("Scheduler");
   cli.add_option("--gpu-memory-utilization", gpu_memory_utilization, "share of GPU memory for weights and KV cache (cuda)")
       ->envname("GOSSAMER_GPU_MEMORY_UTILIZATION")->group("Scheduler");
-  cli.add_option("--kv-cache-memory-bytes", kv_cache_memory_bytes, "KV cache budget in bytes (0 = 1 GiB on cpu)")
+  cli.add_option("--kv-cache-memory-bytes", kv_cache_memory_bytes, "KV cache budget in bytes (0 = 1 GiB on cpu; on cuda from --gpu-memory-utilization)")
       ->envname("GOSSAMER_KV_CACHE_MEMORY_BYTES")->group("Scheduler");
 
   cli.add_option("--log-format", log_format, "text | json")->check(CLI::IsMember({"text", "json"}))
@@ -196,6 +196,12 @@ int run_serve(int argc, char** argv) {
     } else {
       server.set_loading_message("loading model from " + model_dir);
       model = model::load_model(model_dir, model::resolve_device(device));
+    }
+    if (model->backend_name() == "cuda" && kv_cache_memory_bytes == 0) {
+      // vLLM's rule: weights + KV cache (+ activation headroom) within --gpu-memory-utilization of the GPU.
+      engine_config.kv_cache_memory_bytes = model::gpu_kv_cache_budget_bytes(gpu_memory_utilization);
+      GOSSAMER_LOG_INFO("KV cache budget ", engine_config.kv_cache_memory_bytes / double(1 << 30), " GiB (",
+                        "--gpu-memory-utilization ", gpu_memory_utilization, ")");
     }
     server.attach(std::move(model), engine_config, tokenizer);
   } catch (const std::exception& error) {

@@ -1,5 +1,7 @@
 #include "model/loader.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "model/checkpoint.h"
 #include "model/cpu_model.h"
@@ -19,6 +21,20 @@ std::string resolve_device(const std::string& device) {
   if (cudaGetDeviceCount(&count) == cudaSuccess && count > 0) return "cuda";
 #endif
   return "cpu";
+}
+
+int64_t gpu_kv_cache_budget_bytes(double utilization, int64_t headroom_bytes) {
+#ifdef GOSSAMER_HAVE_CUDA
+  size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) return 0;
+  const double allowed = utilization * static_cast<double>(total_bytes);
+  const double used = static_cast<double>(total_bytes - free_bytes);
+  return std::max<int64_t>(0, static_cast<int64_t>(allowed - used) - headroom_bytes);
+#else
+  (void)utilization;
+  (void)headroom_bytes;
+  return 0;
+#endif
 }
 
 std::unique_ptr<Model> load_model(const std::string& dir, const std::string& device) {

@@ -15,6 +15,10 @@ namespace gossamer::model {
 // "auto" → "cuda" when this build has CUDA and a GPU is visible, else "cpu"; other names pass through.
 std::string resolve_device(const std::string& device);
 
+// Bytes the KV cache may take on the current GPU so that everything allocated so far plus the cache
+// stays within `utilization` of its memory, keeping `headroom_bytes` for step activations. 0 without CUDA.
+int64_t gpu_kv_cache_budget_bytes(double utilization, int64_t headroom_bytes = int64_t{4} << 30);
+
 std::unique_ptr<Model> load_model(const std::string& dir, const std::string& device = "cpu");
 
 // `--load-format dummy`: random weights of a preset's real shapes (model/dummy_checkpoint.h), built in
