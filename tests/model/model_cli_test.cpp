@@ -2,33 +2,20 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "core/mapped_file.h"
+#include "run_binary.h"
 
 namespace gossamer::model {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int status = 0;
-  std::string output;  // stdout + stderr
-};
-
-Result run(const std::string& arguments) {
-  const std::string command = std::string(GOSSAMER_BINARY) + " " + arguments + " 2>&1";
-  Result result;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  std::array<char, 4096> buffer{};
-  size_t read = 0;
-  while ((read = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.output.append(buffer.data(), read);
-  result.status = ::pclose(pipe);
-  return result;
-}
+using Result = testing::BinaryResult;
+Result run(const std::string& arguments) { return testing::run_gossamer(arguments); }
 
 class ModelCliTest : public ::testing::Test {
  protected:
