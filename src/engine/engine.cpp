@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "core/log.h"
+#include "core/parallel.h"
 #include "engine/sampler.h"
 
 namespace gossamer::engine {
@@ -189,15 +190,28 @@ void Engine::run_step(const SchedulerOutput& scheduled) {
     return;
   }
 
-  // Post-process: advance, sample, stop, stream out.
+  // Sample every logits row in parallel (each request owns its RNG state, so the result does not depend
+  // on the thread count): a full-vocabulary softmax per sequence dominated the step on the CPU.
+  std::vector<Request*> sampled;
+  for (const ScheduledSequence& seq : scheduled.sequences) {
+    if (seq.sample) sampled.push_back(seq.request);
+  }
+  std::vector<TokenId> sampled_tokens(sampled.size());
+  parallel_for(static_cast<int64_t>(sampled.size()), 1, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const std::span<const float> logits(logits_.data() + row * vocab_size_, vocab_size_);
+      Request* request = sampled[static_cast<size_t>(row)];
+      sampled_tokens[static_cast<size_t>(row)] = sample_token(logits, request->sampling, request->rng_state);
+    }
+  });
+
+  // Post-process in batch order: advance, stop, stream out.
   size_t row = 0;
   for (const ScheduledSequence& seq : scheduled.sequences) {
     Request* request = seq.request;
     request->num_computed += seq.num_new;
     if (!seq.sample) continue;
-    const std::span<const float> logits(logits_.data() + row * vocab_size_, vocab_size_);
-    ++row;
-    const TokenId token = sample_token(logits, request->sampling, request->rng_state);
+    const TokenId token = sampled_tokens[row++];
     request->output.push_back(token);
     ++stat_generation_tokens_;
     const auto now = Clock::now();

@@ -6,6 +6,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/parallel.h"
 #include "kernels/attention.h"
 #include "kernels/embedding.h"
 #include "kernels/gemm_fp8.h"
@@ -300,7 +301,9 @@ void CudaModel::forward(const ForwardBatch& batch, std::vector<float>& logits) {
     GOSSAMER_CUDA_CHECK(cudaStreamSynchronize(stream_));
     logits.resize(count);
     const uint16_t* bits = host_logits_.get<uint16_t>();
-    for (size_t i = 0; i < count; ++i) logits[i] = bf16_to_float(bits[i]);
+    parallel_for(static_cast<int64_t>(count), int64_t{1} << 20, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) logits[static_cast<size_t>(i)] = bf16_to_float(bits[i]);
+    });
   } else {
     GOSSAMER_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
