@@ -173,6 +173,12 @@ std::vector<DummyTensor> dummy_tensors(const GptOssConfig& c, uint64_t seed) {
   auto dense = [&](const std::string& name, Shape shape, Fill fill, double a, double b = 0.0) {
     tensors.push_back({name, DType::kBF16, shape, bf16_producer(seed_of(name), fill, a, b)});
   };
+  // MXFP4 experts [experts, rows, cols]: `<prefix>_blocks` and `<prefix>_scales` aimed at `target_std`.
+  auto mxfp4 = [&](const std::string& prefix, int64_t rows, int64_t cols, double target_std) {
+    tensors.push_back({prefix + "_blocks", DType::kU8, {experts, rows, cols / 32, 16}, blocks_producer(seed_of(prefix + "_blocks"))});
+    tensors.push_back({prefix + "_scales", DType::kU8, {experts, rows, cols / 32},
+                       scales_producer(seed_of(prefix + "_scales"), target_std)});
+  };
   auto matrix = [&](const std::string& name, int64_t rows, int64_t cols) {
     dense(name, {rows, cols}, Fill::kNormal, 1.0 / std::sqrt(static_cast<double>(cols)));
   };
@@ -192,18 +198,10 @@ std::vector<DummyTensor> dummy_tensors(const GptOssConfig& c, uint64_t seed) {
     dense(name("post_attention_layernorm.weight"), {hidden}, Fill::kOnePlusNormal, 0.1);
     matrix(name("mlp.router.weight"), experts, hidden);
     dense(name("mlp.router.bias"), {experts}, Fill::kNormal, 0.1);
-    const std::string gate_up_blocks = name("mlp.experts.gate_up_proj_blocks");
-    tensors.push_back({gate_up_blocks, DType::kU8, {experts, 2 * inter, hidden / 32, 16}, blocks_producer(seed_of(gate_up_blocks))});
-    const std::string gate_up_scales = name("mlp.experts.gate_up_proj_scales");
-    tensors.push_back({gate_up_scales, DType::kU8, {experts, 2 * inter, hidden / 32},
-                       scales_producer(seed_of(gate_up_scales), 3.0 / std::sqrt(static_cast<double>(hidden)))});
+    mxfp4(name("mlp.experts.gate_up_proj"), 2 * inter, hidden, 3.0 / std::sqrt(static_cast<double>(hidden)));
     dense(name("mlp.experts.gate_up_proj_bias"), {experts, 2 * inter}, Fill::kNormal, 0.1);
-    const std::string down_blocks = name("mlp.experts.down_proj_blocks");
-    tensors.push_back({down_blocks, DType::kU8, {experts, hidden, inter / 32, 16}, blocks_producer(seed_of(down_blocks))});
-    const std::string down_scales = name("mlp.experts.down_proj_scales");
     // SwiGLU outputs have std ≈ 2 here, so aim the down weights at ≈ 0.5/√inter for O(1) outputs.
-    tensors.push_back({down_scales, DType::kU8, {experts, hidden, inter / 32},
-                       scales_producer(seed_of(down_scales), 0.5 / std::sqrt(static_cast<double>(inter)))});
+    mxfp4(name("mlp.experts.down_proj"), hidden, inter, 0.5 / std::sqrt(static_cast<double>(inter)));
     dense(name("mlp.experts.down_proj_bias"), {experts, hidden}, Fill::kNormal, 0.1);
   }
   dense("model.norm.weight", {hidden}, Fill::kOnePlusNormal, 0.1);

@@ -78,7 +78,7 @@ void CudaModel::allocate_kv_cache(int32_t num_blocks, int32_t block_size) {
   block_size_ = block_size;
 }
 
-void CudaModel::ensure_workspace(int num_tokens, int num_logit_rows, int num_pages, int num_seqs) {
+void CudaModel::ensure_workspace(int num_tokens, int num_logit_rows) {
   const int64_t t = std::max(num_tokens, 1), h = config_.hidden_size, qkv = config_.qkv_width(), qw = config_.q_width();
   const int64_t kmax = round_up(std::max(config_.hidden_size, config_.q_width()), 16);
   residual_.ensure(t * h * 2);
@@ -95,8 +95,6 @@ void CudaModel::ensure_workspace(int num_tokens, int num_logit_rows, int num_pag
   final_rows_.ensure(std::max(num_logit_rows, 1) * h * 2);
   logits_.ensure(static_cast<size_t>(std::max(num_logit_rows, 1)) * config_.vocab_size * 2);
   host_logits_.ensure(static_cast<size_t>(std::max(num_logit_rows, 1)) * config_.vocab_size * 2);
-  (void)num_pages;
-  (void)num_seqs;
 }
 
 void CudaModel::linear(const uint16_t* x, int m, const Fp8Linear& w, uint16_t* out) {
@@ -182,7 +180,7 @@ void CudaModel::forward(const ForwardBatch& batch, std::vector<float>& logits) {
   }
   GOSSAMER_CUDA_CHECK(cudaMemcpyAsync(plan_.get(), host, words * 4, cudaMemcpyHostToDevice, stream_));
   const int32_t* dev = plan_.get<int32_t>();
-  ensure_workspace(plan.num_tokens, plan.num_rows, plan.num_pages, plan.num_seqs);
+  ensure_workspace(plan.num_tokens, plan.num_rows);
 
   const int t = plan.num_tokens, hidden = config_.hidden_size;
   auto bf16 = [](const DeviceBuffer& buffer) { return buffer.get<uint16_t>(); };

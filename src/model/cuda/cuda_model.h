@@ -38,7 +38,7 @@ class CudaModel final : public Model {
 
  private:
   struct StepPlan;
-  void ensure_workspace(int num_tokens, int num_logit_rows, int num_pages, int num_seqs);
+  void ensure_workspace(int num_tokens, int num_logit_rows);
   // out [m, w.n] bf16 = x [m, w.k] bf16 · wᵀ + bias, through per-token 1×128 FP8 quantization.
   void linear(const uint16_t* x, int m, const Fp8Linear& w, uint16_t* out);
 
