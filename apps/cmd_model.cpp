@@ -24,9 +24,12 @@ int run_make_dummy(int argc, char** argv) {
   cli.add_option("--preset", preset, "tiny | 20b | 120b")->check(CLI::IsMember({"tiny", "20b", "120b"}));
   cli.add_option("--out", out, "output directory")->required();
   cli.add_option("--seed", seed, "random seed");
+  std::string init = "standard";
+  cli.add_option("--init", init, "weight scaling: standard | conditioned (see model/dummy_checkpoint.h)")
+      ->check(CLI::IsMember({"standard", "conditioned"}));
   CLI11_PARSE(cli, argc, argv);
   const auto config = model::preset_config(preset);
-  model::write_dummy_checkpoint(config, seed, out);
+  model::write_dummy_checkpoint(config, seed, out, model::parse_dummy_init(init));
   std::printf("{\"preset\": \"%s\", \"out\": \"%s\", \"seed\": %llu}\n", preset.c_str(), out.c_str(),
               static_cast<unsigned long long>(seed));
   return 0;

@@ -65,6 +65,7 @@ void CpuModel::forward(const ForwardBatch& batch, std::vector<float>& logits) {
       for (int32_t token : seq.tokens) cpu::load_row(weights_.embedding, token, x.data() + (t++) * hidden);
     }
   }
+  if (numerics_.bf16_activations) cpu::round_to_bf16(x.data(), static_cast<int64_t>(x.size()));
   // ---- rotary tables per token: [T, head_dim / 2] ----
   std::vector<float> cos(static_cast<size_t>(num_tokens * half)), sin(cos.size());
   for (int64_t t = 0; t < num_tokens; ++t) rope_.at(plan[static_cast<size_t>(t)].position, cos.data() + t * half, sin.data() + t * half);
@@ -81,7 +82,19 @@ void CpuModel::forward(const ForwardBatch& batch, std::vector<float>& logits) {
                   config_.rms_norm_eps, selected.data() + r * hidden);
   }
   logits.resize(static_cast<size_t>(num_rows * config_.vocab_size));
-  if (num_rows > 0) cpu::matmul_bias(selected.data(), num_rows, weights_.unembedding, nullptr, logits.data());
+  if (num_rows > 0) linear(selected.data(), num_rows, weights_.unembedding, nullptr, logits.data(), numerics_.fp8_unembedding);
+}
+
+void CpuModel::linear(const float* x, int64_t num_rows, const TensorView& weight, const float* bias, float* out,
+                      bool fp8) {
+  if (!fp8) return cpu::matmul_bias(x, num_rows, weight, bias, out);
+  const int64_t n = weight.shape[0], k = weight.shape[1];
+  auto [it, inserted] = fp8_weights_.try_emplace(weight.data);
+  if (inserted) it->second = cpu::fake_quantize_fp8_blocks(cpu::to_f32(weight).data(), n, k);
+  std::vector<float> quantized(x, x + num_rows * k);
+  cpu::fake_quantize_fp8_activations(quantized.data(), num_rows, k);
+  cpu::matmul_bias_f32(quantized.data(), num_rows, it->second.data(), n, k, bias, out);
+  cpu::round_to_bf16(out, num_rows * n);
 }
 
 void CpuModel::attention_block(int layer, const std::vector<TokenPlan>& plan, const ForwardBatch& batch,
@@ -97,9 +110,10 @@ void CpuModel::attention_block(int layer, const std::vector<TokenPlan>& plan, co
   std::vector<float> normed(x.size()), q(static_cast<size_t>(num_tokens * q_width)), k(static_cast<size_t>(num_tokens * kv_width)),
       v(k.size());
   cpu::rms_norm(x.data(), num_tokens, hidden, p.attn_norm.data(), config_.rms_norm_eps, normed.data());
-  cpu::matmul_bias(normed.data(), num_tokens, w.q_proj, p.q_bias.data(), q.data());
-  cpu::matmul_bias(normed.data(), num_tokens, w.k_proj, p.k_bias.data(), k.data());
-  cpu::matmul_bias(normed.data(), num_tokens, w.v_proj, p.v_bias.data(), v.data());
+  const bool fp8 = numerics_.fp8_attention;
+  linear(normed.data(), num_tokens, w.q_proj, p.q_bias.data(), q.data(), fp8);
+  linear(normed.data(), num_tokens, w.k_proj, p.k_bias.data(), k.data(), fp8);
+  linear(normed.data(), num_tokens, w.v_proj, p.v_bias.data(), v.data(), fp8);
 
   // ---- RoPE on q and k, then write k/v into the cache ----
   std::vector<float>& k_cache = k_cache_[static_cast<size_t>(layer)];
@@ -109,6 +123,11 @@ void CpuModel::attention_block(int layer, const std::vector<TokenPlan>& plan, co
     const float* s = sin.data() + t * half;
     for (int64_t h = 0; h < config_.num_q_heads; ++h) apply_rope(q.data() + t * q_width + h * head_dim, config_.head_dim, c, s);
     for (int64_t h = 0; h < config_.num_kv_heads; ++h) apply_rope(k.data() + t * kv_width + h * head_dim, config_.head_dim, c, s);
+    if (numerics_.bf16_activations) {
+      cpu::round_to_bf16(q.data() + t * q_width, q_width);
+      cpu::round_to_bf16(k.data() + t * kv_width, kv_width);
+      cpu::round_to_bf16(v.data() + t * kv_width, kv_width);
+    }
     const int64_t slot = plan[static_cast<size_t>(t)].slot;
     std::copy_n(k.data() + t * kv_width, kv_width, k_cache.data() + slot * kv_width);
     std::copy_n(v.data() + t * kv_width, kv_width, v_cache.data() + slot * kv_width);
@@ -153,8 +172,10 @@ void CpuModel::attention_block(int layer, const std::vector<TokenPlan>& plan, co
 
   // ---- output projection + residual ----
   std::vector<float> projected(x.size());
-  cpu::matmul_bias(out.data(), num_tokens, w.o_proj, p.o_bias.data(), projected.data());
+  if (numerics_.bf16_activations) cpu::round_to_bf16(out.data(), static_cast<int64_t>(out.size()));
+  linear(out.data(), num_tokens, w.o_proj, p.o_bias.data(), projected.data(), fp8);
   for (size_t i = 0; i < x.size(); ++i) x[i] += projected[i];
+  if (numerics_.bf16_activations) cpu::round_to_bf16(x.data(), static_cast<int64_t>(x.size()));
 }
 
 void CpuModel::moe_block(int layer, int64_t num_tokens, std::vector<float>& x) {
@@ -166,7 +187,8 @@ void CpuModel::moe_block(int layer, int64_t num_tokens, std::vector<float>& x) {
   // ---- norm + router: logits [T, E] → top-k → softmax over the k ----
   std::vector<float> normed(x.size()), router(static_cast<size_t>(num_tokens * num_experts));
   cpu::rms_norm(x.data(), num_tokens, hidden, p.mlp_norm.data(), config_.rms_norm_eps, normed.data());
-  cpu::matmul_bias(normed.data(), num_tokens, w.router, p.router_bias.data(), router.data());
+  if (numerics_.bf16_activations) cpu::round_to_bf16(normed.data(), static_cast<int64_t>(normed.size()));
+  linear(normed.data(), num_tokens, w.router, p.router_bias.data(), router.data(), numerics_.fp8_router);
   std::vector<int32_t> chosen(static_cast<size_t>(num_tokens * top));
   std::vector<float> gates(chosen.size());
   std::vector<std::vector<std::pair<int64_t, float>>> tokens_of_expert(static_cast<size_t>(num_experts));
@@ -192,6 +214,7 @@ void CpuModel::moe_block(int layer, int64_t num_tokens, std::vector<float>& x) {
     std::vector<float> rows(static_cast<size_t>(n * hidden)), gate_up(static_cast<size_t>(n * 2 * inter)),
         activation(static_cast<size_t>(n * inter)), y(static_cast<size_t>(n * hidden));
     for (int64_t i = 0; i < n; ++i) std::copy_n(normed.data() + assigned[static_cast<size_t>(i)].first * hidden, hidden, rows.data() + i * hidden);
+    if (numerics_.fp8_experts) cpu::fake_quantize_fp8_activations(rows.data(), n, hidden);
     cpu::matmul_bias_f32(rows.data(), n, gate_up_w.data(), 2 * inter, hidden, p.gate_up_bias.data() + e * 2 * inter, gate_up.data());
     // clamped SwiGLU on interleaved (gate = even, up = odd) columns
     for (int64_t i = 0; i < n; ++i) {
@@ -202,13 +225,16 @@ void CpuModel::moe_block(int layer, int64_t num_tokens, std::vector<float>& x) {
         activation[static_cast<size_t>(i * inter + j)] = (up + 1.0f) * glu;
       }
     }
+    if (numerics_.fp8_experts) cpu::fake_quantize_fp8_activations(activation.data(), n, inter);
     cpu::matmul_bias_f32(activation.data(), n, down_w.data(), hidden, inter, p.down_bias.data() + e * hidden, y.data());
+    if (numerics_.bf16_activations) cpu::round_to_bf16(y.data(), static_cast<int64_t>(y.size()));
     for (int64_t i = 0; i < n; ++i) {
       const auto [token, weight] = assigned[static_cast<size_t>(i)];
       for (int64_t d = 0; d < hidden; ++d) moe_out[static_cast<size_t>(token * hidden + d)] += weight * y[static_cast<size_t>(i * hidden + d)];
     }
   }
   for (size_t i = 0; i < x.size(); ++i) x[i] += moe_out[i];
+  if (numerics_.bf16_activations) cpu::round_to_bf16(x.data(), static_cast<int64_t>(x.size()));
 }
 
 }  // namespace gossamer::model

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "model/config.h"
@@ -14,6 +15,20 @@
 #include "model/weights.h"
 
 namespace gossamer::model {
+
+// Quantization points of the cuda backend that the CPU reference can emulate (all off by default: the
+// float32 oracle). With them on, the CPU model is the oracle for the cuda backend's FP8 mode, and the
+// flags separate the format's error from kernel error (docs/model-checkpoints-and-backends.md).
+struct CpuNumerics {
+  bool fp8_attention = false;     // q/k/v/o: FP8 128×128 weights, FP8 1×128 activations (bf16 first)
+  bool fp8_router = false;        // the router linear, likewise
+  bool fp8_experts = false;       // expert gate_up/down activations to FP8 1×128 (MXFP4 weights are exact in FP8)
+  bool fp8_unembedding = false;   // the unembedding, likewise
+  bool bf16_activations = false;  // hidden states, attention inputs and K/V rounded to bf16 where the cuda path stores them
+
+  // The cuda fp8 mode: the router stays bf16 there.
+  static CpuNumerics fp8_like_cuda() { return {true, false, true, true, true}; }
+};
 
 class CpuModel final : public Model {
  public:
@@ -26,6 +41,9 @@ class CpuModel final : public Model {
   int32_t kv_block_size() const override { return block_size_; }
   int64_t kv_bytes_per_block() const override;
   void forward(const ForwardBatch& batch, std::vector<float>& logits) override;
+
+  // Switches the emulated quantization points (takes effect on the next forward).
+  void set_numerics(const CpuNumerics& numerics) { numerics_ = numerics; }
 
  private:
   struct SmallLayerParams {  // f32 copies of the small per-layer vectors
@@ -40,6 +58,8 @@ class CpuModel final : public Model {
   void attention_block(int layer, const std::vector<TokenPlan>& plan, const ForwardBatch& batch,
                        const std::vector<float>& cos, const std::vector<float>& sin, std::vector<float>& x);
   void moe_block(int layer, int64_t num_tokens, std::vector<float>& x);
+  // out [rows, N] = x [rows, K] · Wᵀ + bias, through FP8 when `fp8` (weights quantized once, cached).
+  void linear(const float* x, int64_t num_rows, const TensorView& weight, const float* bias, float* out, bool fp8);
 
   GptOssConfig config_;
   GptOssWeights weights_;
@@ -49,7 +69,9 @@ class CpuModel final : public Model {
   RopeTables rope_;
   int32_t num_blocks_ = 0;
   int32_t block_size_ = 0;
-  std::vector<std::vector<float>> k_cache_, v_cache_;  // per layer: [num_blocks · block_size, kv_width] f32
+  std::vector<std::vector<float>> k_cache_, v_cache_;
+  CpuNumerics numerics_;
+  std::unordered_map<const void*, std::vector<float>> fp8_weights_;  // dequantized FP8 weights by view data  // per layer: [num_blocks · block_size, kv_width] f32
 };
 
 }  // namespace gossamer::model

@@ -138,4 +138,45 @@ void top_k(const float* logits, int64_t n, int k, int32_t* indices, float* value
   }
 }
 
+void round_to_bf16(float* x, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) x[i] = bf16_to_float(float_to_bf16(x[i]));
+}
+
+void fake_quantize_fp8_activations(float* x, int64_t num_rows, int64_t k) {
+  round_to_bf16(x, num_rows * k);
+  for (int64_t r = 0; r < num_rows; ++r) {
+    for (int64_t c0 = 0; c0 < k; c0 += 128) {
+      float* group = x + r * k + c0;
+      const int64_t width = std::min<int64_t>(128, k - c0);
+      float amax = 0.0f;
+      for (int64_t c = 0; c < width; ++c) amax = std::max(amax, std::fabs(group[c]));
+      amax = std::max(amax, 1e-4f);
+      const float scale = amax / 448.0f, inverse = 448.0f / amax;
+      for (int64_t c = 0; c < width; ++c) group[c] = fp8e4m3_to_float(float_to_fp8e4m3(group[c] * inverse)) * scale;
+    }
+  }
+}
+
+std::vector<float> fake_quantize_fp8_blocks(const float* w, int64_t n, int64_t k) {
+  std::vector<float> out(static_cast<size_t>(n * k));
+  for (int64_t r0 = 0; r0 < n; r0 += 128) {
+    const int64_t rows = std::min<int64_t>(128, n - r0);
+    for (int64_t c0 = 0; c0 < k; c0 += 128) {
+      const int64_t width = std::min<int64_t>(128, k - c0);
+      float amax = 0.0f;
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t c = 0; c < width; ++c) amax = std::max(amax, std::fabs(w[(r0 + r) * k + c0 + c]));
+      }
+      const float scale = amax > 0.0f ? amax / kFp8E4M3Max : 1.0f;
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t c = 0; c < width; ++c) {
+          const int64_t i = (r0 + r) * k + c0 + c;
+          out[static_cast<size_t>(i)] = fp8e4m3_to_float(float_to_fp8e4m3(w[i] / scale)) * scale;
+        }
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace gossamer::model::cpu

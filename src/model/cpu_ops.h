@@ -22,6 +22,16 @@ void matmul_bias(const float* x, int64_t num_rows, const TensorView& weight, con
 void matmul_bias_f32(const float* x, int64_t num_rows, const float* weight, int64_t n, int64_t k, const float* bias,
                      float* out);
 
+// The cuda backend's FP8 quantization points, emulated in float (the CPU model's fp8 numerics mode):
+// activations are rounded to bf16, then per row and per 1×128 column group q = fp8(x / s) with
+// s = max(amax, 1e-4) / 448, and replaced by q · s (kernels/quantize_fp8.h).   x: [rows, k] f32, in place.
+void fake_quantize_fp8_activations(float* x, int64_t num_rows, int64_t k);
+// Weights → FP8 e4m3 with one scale per 128×128 block (s = amax / 448), returned dequantized (w ≈ q · s)
+// as in the cuda backend's load-time conversion.   w: [n, k] f32 → [n, k] f32.
+std::vector<float> fake_quantize_fp8_blocks(const float* w, int64_t n, int64_t k);
+// Rounds every element to bf16 and back (the cuda backend stores activations in bf16).
+void round_to_bf16(float* x, int64_t count);
+
 // Decodes expert `expert` of an MXFP4 tensor to f32: out [rows, cols] (element 32g+2j = low nibble of byte j).
 void decode_mxfp4_expert(const MxFp4Tensor& tensor, int64_t expert, float* out);
 

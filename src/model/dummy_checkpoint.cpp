@@ -166,7 +166,15 @@ GptOssConfig preset_config(const std::string& preset) {
   return c;
 }
 
-std::vector<DummyTensor> dummy_tensors(const GptOssConfig& c, uint64_t seed) {
+DummyInit parse_dummy_init(const std::string& name) {
+  if (name == "standard") return DummyInit::kStandard;
+  if (name == "conditioned") return DummyInit::kConditioned;
+  GOSSAMER_THROW("unknown dummy init '", name, "' (expected standard or conditioned)");
+}
+
+std::vector<DummyTensor> dummy_tensors(const GptOssConfig& c, uint64_t seed, DummyInit init) {
+  const bool conditioned = init == DummyInit::kConditioned;
+  const double residual_scale = conditioned ? 0.1 : 1.0, router_scale = conditioned ? 4.0 : 1.0;
   std::vector<DummyTensor> tensors;
   const int64_t hidden = c.hidden_size, inter = c.intermediate_size, experts = c.num_experts;
   auto seed_of = [&](const std::string& name) { return SplitMix64(seed ^ fnv1a(name)).next(); };
@@ -179,8 +187,8 @@ std::vector<DummyTensor> dummy_tensors(const GptOssConfig& c, uint64_t seed) {
     tensors.push_back({prefix + "_scales", DType::kU8, {experts, rows, cols / 32},
                        scales_producer(seed_of(prefix + "_scales"), target_std)});
   };
-  auto matrix = [&](const std::string& name, int64_t rows, int64_t cols) {
-    dense(name, {rows, cols}, Fill::kNormal, 1.0 / std::sqrt(static_cast<double>(cols)));
+  auto matrix = [&](const std::string& name, int64_t rows, int64_t cols, double scale = 1.0) {
+    dense(name, {rows, cols}, Fill::kNormal, scale / std::sqrt(static_cast<double>(cols)));
   };
   dense("model.embed_tokens.weight", {c.vocab_size, hidden}, Fill::kNormal, 1.0);
   for (int layer = 0; layer < c.num_layers; ++layer) {
@@ -192,24 +200,30 @@ std::vector<DummyTensor> dummy_tensors(const GptOssConfig& c, uint64_t seed) {
     dense(name("self_attn.k_proj.bias"), {c.kv_width()}, Fill::kNormal, 0.1);
     matrix(name("self_attn.v_proj.weight"), c.kv_width(), hidden);
     dense(name("self_attn.v_proj.bias"), {c.kv_width()}, Fill::kNormal, 0.1);
-    matrix(name("self_attn.o_proj.weight"), hidden, c.q_width());
+    matrix(name("self_attn.o_proj.weight"), hidden, c.q_width(), residual_scale);
     dense(name("self_attn.o_proj.bias"), {hidden}, Fill::kNormal, 0.1);
     dense(name("self_attn.sinks"), {c.num_q_heads}, Fill::kUniform, -2.0, 4.0);
     dense(name("post_attention_layernorm.weight"), {hidden}, Fill::kOnePlusNormal, 0.1);
-    matrix(name("mlp.router.weight"), experts, hidden);
+    matrix(name("mlp.router.weight"), experts, hidden, router_scale);
     dense(name("mlp.router.bias"), {experts}, Fill::kNormal, 0.1);
     mxfp4(name("mlp.experts.gate_up_proj"), 2 * inter, hidden, 3.0 / std::sqrt(static_cast<double>(hidden)));
     dense(name("mlp.experts.gate_up_proj_bias"), {experts, 2 * inter}, Fill::kNormal, 0.1);
     // SwiGLU outputs have std ≈ 2 here, so aim the down weights at ≈ 0.5/√inter for O(1) outputs.
-    mxfp4(name("mlp.experts.down_proj"), hidden, inter, 0.5 / std::sqrt(static_cast<double>(inter)));
+    mxfp4(name("mlp.experts.down_proj"), hidden, inter, residual_scale * 0.5 / std::sqrt(static_cast<double>(inter)));
     dense(name("mlp.experts.down_proj_bias"), {experts, hidden}, Fill::kNormal, 0.1);
   }
   dense("model.norm.weight", {hidden}, Fill::kOnePlusNormal, 0.1);
-  matrix("lm_head.weight", c.vocab_size, hidden);
+  if (conditioned) {  // tied: the embedding's values (same seed) scaled by 1/√hidden
+    tensors.push_back({"lm_head.weight", DType::kBF16, {c.vocab_size, hidden},
+                       bf16_producer(seed_of("model.embed_tokens.weight"), Fill::kNormal,
+                                     1.0 / std::sqrt(static_cast<double>(hidden)), 0.0)});
+  } else {
+    matrix("lm_head.weight", c.vocab_size, hidden);
+  }
   return tensors;
 }
 
-void write_dummy_checkpoint(const GptOssConfig& config, uint64_t seed, const std::string& dir) {
+void write_dummy_checkpoint(const GptOssConfig& config, uint64_t seed, const std::string& dir, DummyInit init) {
   namespace fs = std::filesystem;
   fs::create_directories(dir);
   GptOssConfig hf = config;
@@ -220,7 +234,7 @@ void write_dummy_checkpoint(const GptOssConfig& config, uint64_t seed, const std
     out << hf.to_hf_json().dump(2) << "\n";
   }
   SafetensorsWriter writer;
-  for (DummyTensor& tensor : dummy_tensors(hf, seed)) writer.add(tensor.name, tensor.dtype, tensor.shape, std::move(tensor.produce));
+  for (DummyTensor& tensor : dummy_tensors(hf, seed, init)) writer.add(tensor.name, tensor.dtype, tensor.shape, std::move(tensor.produce));
   constexpr uint64_t kShardBytes = 4ull << 30;
   const uint64_t total = writer.total_bytes();
   if (total > kShardBytes) {
@@ -230,18 +244,18 @@ void write_dummy_checkpoint(const GptOssConfig& config, uint64_t seed, const std
   }
 }
 
-DummyWeights make_dummy_weights(const GptOssConfig& config, uint64_t seed) {
+DummyWeights make_dummy_weights(const GptOssConfig& config, uint64_t seed, DummyInit init) {
   GptOssConfig hf = config;
   hf.layout = CheckpointLayout::kHuggingFace;
-  auto storage = std::make_shared<InMemoryTensors>(dummy_tensors(hf, seed));
+  auto storage = std::make_shared<InMemoryTensors>(dummy_tensors(hf, seed, init));
   GptOssWeights weights = map_weights(hf, *storage);
   return DummyWeights{storage, std::move(weights)};
 }
 
-std::unique_ptr<Model> make_dummy_cpu_model(const GptOssConfig& config, uint64_t seed) {
+std::unique_ptr<Model> make_dummy_cpu_model(const GptOssConfig& config, uint64_t seed, DummyInit init) {
   GptOssConfig hf = config;
   hf.layout = CheckpointLayout::kHuggingFace;
-  DummyWeights dummy = make_dummy_weights(hf, seed);
+  DummyWeights dummy = make_dummy_weights(hf, seed, init);
   return std::make_unique<CpuModel>(hf, std::move(dummy.weights), std::move(dummy.storage));
 }
 

@@ -22,6 +22,15 @@ namespace gossamer::model {
 // default: tiny layers, full 201,088-token vocabulary). Throws on an unknown name.
 GptOssConfig preset_config(const std::string& preset);
 
+// How the random weights are scaled. `standard` (the default, byte-stable: the tiny golden depends on it)
+// gives every layer an O(1) update of an O(1) residual stream: a chaotic map in which a bf16 rounding of
+// the activations alone moves the tiny model's logits by ~10%. `conditioned` is closer to a trained
+// model's statistics, so that accuracy bounds measure the arithmetic rather than the chaos: residual
+// updates (o_proj, expert down) scaled by 0.1, router weights by 4 (clear top-4 margins), and the
+// unembedding tied to the embedding (÷√hidden), so that logits have a clear winner as a trained model's do.
+enum class DummyInit { kStandard, kConditioned };
+DummyInit parse_dummy_init(const std::string& name);  // "standard" | "conditioned"; throws otherwise
+
 struct DummyTensor {
   std::string name;  // Hugging Face name
   DType dtype;
@@ -29,10 +38,11 @@ struct DummyTensor {
   SafetensorsWriter::Producer produce;
 };
 
-std::vector<DummyTensor> dummy_tensors(const GptOssConfig& config, uint64_t seed);
+std::vector<DummyTensor> dummy_tensors(const GptOssConfig& config, uint64_t seed, DummyInit init = DummyInit::kStandard);
 
 // Writes DIR/config.json and the safetensors (sharded above 4 GiB, with an index), streaming tensors.
-void write_dummy_checkpoint(const GptOssConfig& config, uint64_t seed, const std::string& dir);
+void write_dummy_checkpoint(const GptOssConfig& config, uint64_t seed, const std::string& dir,
+                            DummyInit init = DummyInit::kStandard);
 
 // The same weights built in host memory (tensors generated in parallel). `storage` owns the bytes the
 // views in `weights` point into.
@@ -40,9 +50,10 @@ struct DummyWeights {
   std::shared_ptr<const void> storage;
   GptOssWeights weights;
 };
-DummyWeights make_dummy_weights(const GptOssConfig& config, uint64_t seed);
+DummyWeights make_dummy_weights(const GptOssConfig& config, uint64_t seed, DummyInit init = DummyInit::kStandard);
 
 // A CPU model over make_dummy_weights (no disk).
-std::unique_ptr<Model> make_dummy_cpu_model(const GptOssConfig& config, uint64_t seed);
+std::unique_ptr<Model> make_dummy_cpu_model(const GptOssConfig& config, uint64_t seed,
+                                            DummyInit init = DummyInit::kStandard);
 
 }  // namespace gossamer::model
