@@ -8,12 +8,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <numeric>
 
 #include "command.h"
 #include "core/error.h"
+#include "core/plot.h"
 #include "core/random.h"
 #include "model/loader.h"
 
@@ -27,7 +29,10 @@ constexpr int32_t kBenchBlockSize = 16;
 struct ModelChoice {
   std::string model_dir, load_format = "auto", preset = "20b", device = "cuda";
   uint64_t seed = 0;
+  model::ModelOptions options;
   void add_options(CLI::App& cli) {
+    cli.add_option("--weights", options.weights, "cuda weight format: fp8 | bf16")->check(CLI::IsMember({"fp8", "bf16"}));
+    cli.add_flag("--enforce-eager", [this](int64_t) { options.cuda_graphs = false; }, "no CUDA graphs for decode steps");
     cli.add_option("--model", model_dir, "checkpoint directory");
     cli.add_option("--load-format", load_format, "auto | dummy (random weights of --preset shapes, no disk)");
     cli.add_option("--preset", preset, "20b | 120b | tiny (with --load-format dummy)");
@@ -37,7 +42,8 @@ struct ModelChoice {
   std::unique_ptr<model::Model> load() const {
     const auto start = std::chrono::steady_clock::now();
     GOSSAMER_CHECK(load_format == "dummy" || !model_dir.empty(), "give --model DIR or --load-format dummy");
-    auto model = load_format == "dummy" ? model::load_dummy_model(preset, seed, device) : model::load_model(model_dir, device);
+    auto model = load_format == "dummy" ? model::load_dummy_model(preset, seed, device, options)
+                                           : model::load_model(model_dir, device, options);
     std::fprintf(stderr, "loaded %s on %s in %.1f s\n", load_format == "dummy" ? ("dummy " + preset).c_str() : model_dir.c_str(),
                  model->backend_name().c_str(),
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
@@ -116,14 +122,23 @@ int run_bench_decode(int argc, char** argv) {
   std::vector<int> batch_sizes = {1, 2, 4, 8, 16, 32, 64, 128};
   std::vector<int64_t> contexts = {8192, 32768};
   int steps = 20;
-  std::string json_out;
+  std::string json_out, plot_out;
   double kv_budget_gib = 100.0;
   cli.add_option("--batch-sizes", batch_sizes, "batch sizes")->delimiter(',');
   cli.add_option("--contexts", contexts, "cached context per sequence")->delimiter(',');
   cli.add_option("--steps", steps, "timed decode steps per point");
   cli.add_option("--kv-budget-gib", kv_budget_gib, "largest KV cache to allocate; bigger points are skipped");
   cli.add_option("--json-out", json_out, "also write the results as JSON");
+  cli.add_option("--plot", plot_out,
+                 "also write a PNG chart: $ per 1M output tokens (log scale) against tokens/s per sequence, "
+                 "one line per context, points labelled with the batch size");
   CLI11_PARSE(cli, argc, argv);
+  if (!plot_out.empty()) {  // fail now, not after the measurements
+    const std::filesystem::path parent = std::filesystem::path(plot_out).parent_path();
+    std::error_code error;
+    GOSSAMER_CHECK(parent.empty() || std::filesystem::is_directory(parent, error), "--plot ", plot_out,
+                   ": no directory ", parent.string());
+  }
   auto model = choice.load();
   nlohmann::json results = nlohmann::json::array();
   std::printf("| model | context | batch | step (ms) | tok/s per seq | tok/s total | $ / 1M output tokens |\n"
@@ -169,6 +184,28 @@ int run_bench_decode(int argc, char** argv) {
     }
   }
   write_json(json_out, {{"bench", "decode"}, {"model", choice.name()}, {"device", model->backend_name()}, {"results", results}});
+  if (!plot_out.empty()) {
+    PlotSpec plot;
+    plot.title =
+        "gossamer bench decode: " + choice.name() + " (" + model->backend_name() + "), point labels = batch size";
+    plot.x_label = "tokens/s per sequence";
+    char price[32];
+    std::snprintf(price, sizeof(price), "%.2f", kDollarsPerGpuHour);
+    plot.y_label = std::string("$ per 1M output tokens (at $") + price + "/GPU-hour)";
+    plot.log_y = true;
+    for (int64_t context : contexts) {
+      PlotSeries series{"context " + std::to_string(context), {}, {}, {}};
+      for (const nlohmann::json& point : results) {
+        if (point["context"].get<int64_t>() != context) continue;
+        series.x.push_back(point["tokens_per_s_per_seq"].get<double>());
+        series.y.push_back(point["dollars_per_million_output_tokens"].get<double>());
+        series.labels.push_back(std::to_string(point["batch"].get<int>()));
+      }
+      if (!series.x.empty()) plot.series.push_back(std::move(series));  // every point skipped: no line
+    }
+    write_plot_png(plot, plot_out);
+    std::printf("\nplot: %s\n", plot_out.c_str());
+  }
   return 0;
 }
 

@@ -21,7 +21,8 @@ int run_make_dummy(int argc, char** argv) {
   CLI::App cli{"Write a deterministic random gpt-oss checkpoint in the Hugging Face layout"};
   std::string preset = "tiny", out;
   uint64_t seed = 0;
-  cli.add_option("--preset", preset, "tiny | 20b | 120b")->check(CLI::IsMember({"tiny", "20b", "120b"}));
+  cli.add_option("--preset", preset, "tiny | 20b | 20b-2layers | 120b")
+      ->check(CLI::IsMember({"tiny", "20b", "20b-2layers", "120b"}));
   cli.add_option("--out", out, "output directory")->required();
   cli.add_option("--seed", seed, "random seed");
   std::string init = "standard";
@@ -66,9 +67,11 @@ int run_logits(int argc, char** argv) {
   cli.add_option("--input", input, "tokens.json: a JSON array of equal-length arrays of token ids")->required();
   cli.add_option("--output", output, "output .npy path")->required();
   cli.add_option("--device", device, "cpu | cuda");
+  model::ModelOptions options;
+  cli.add_option("--weights", options.weights, "cuda weight format: fp8 | bf16")->check(CLI::IsMember({"fp8", "bf16"}));
   CLI11_PARSE(cli, argc, argv);
   const auto batch = read_token_batch(input);
-  auto model = model::load_model(model_dir, device);
+  auto model = model::load_model(model_dir, device, options);
   const auto start = std::chrono::steady_clock::now();
   const std::vector<float> logits = model::prefill_logits(*model, batch);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -87,6 +90,9 @@ int run_generate(int argc, char** argv) {
   cli.add_option("--prompt-tokens", prompt, "comma-separated token ids, e.g. 1,2,3")->required();
   cli.add_option("--max-tokens", max_tokens, "tokens to generate")->check(CLI::NonNegativeNumber);
   cli.add_option("--device", device, "cpu | cuda");
+  model::ModelOptions options;
+  cli.add_option("--weights", options.weights, "cuda weight format: fp8 | bf16")->check(CLI::IsMember({"fp8", "bf16"}));
+  cli.add_flag("--enforce-eager", [&](int64_t) { options.cuda_graphs = false; }, "no CUDA graphs for decode steps");
   CLI11_PARSE(cli, argc, argv);
   std::vector<int32_t> ids;
   for (const auto& piece : CLI::detail::split(prompt, ',')) {
@@ -99,7 +105,7 @@ int run_generate(int argc, char** argv) {
       GOSSAMER_THROW("bad token id '", piece, "' in --prompt-tokens");
     }
   }
-  auto model = model::load_model(model_dir, device);
+  auto model = model::load_model(model_dir, device, options);
   const auto start = std::chrono::steady_clock::now();
   const auto generated = model::greedy_generate(*model, ids, max_tokens, {200002, 200012});
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

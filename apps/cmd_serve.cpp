@@ -68,6 +68,12 @@ int run_serve(int argc, char** argv) {
   cli.add_option("model_dir", model_dir, "checkpoint directory (Hugging Face layout); none = embedded default");
   cli.add_option("--model", model_flag, "same as the positional MODEL_DIR")->envname("GOSSAMER_MODEL")->group("Model");
   cli.add_option("--device", device, "auto (cuda when a GPU is present) | cpu | cuda")->envname("GOSSAMER_DEVICE")->group("Model");
+  model::ModelOptions model_options;
+  cli.add_option("--weights", model_options.weights, "cuda weight format: fp8 (default) | bf16 (accuracy baseline)")
+      ->check(CLI::IsMember({"fp8", "bf16"}))
+      ->group("Model");
+  cli.add_flag("--enforce-eager", [&](int64_t) { model_options.cuda_graphs = false; }, "no CUDA graphs for decode steps")
+      ->group("Model");
   std::string load_format = "auto", preset = "20b";
   cli.add_option("--load-format", load_format, "auto | dummy (random weights of --preset shapes, no disk)")
       ->envname("GOSSAMER_LOAD_FORMAT")->group("Model");
@@ -186,7 +192,7 @@ int run_serve(int argc, char** argv) {
       model = make_test_model(test, *tokenizer);
     } else if (load_format == "dummy") {
       server.set_loading_message("building dummy " + preset + " weights");
-      model = model::load_dummy_model(preset, seed, model::resolve_device(device));
+      model = model::load_dummy_model(preset, seed, model::resolve_device(device), model_options);
     } else if (model_dir.empty()) {
       server.set_loading_message("building the embedded default model");
       // NOTE: the embedded default is a toy on the CPU: a modest context and KV budget unless asked otherwise.
@@ -195,7 +201,7 @@ int run_serve(int argc, char** argv) {
       model = model::make_embedded_default_model(seed);
     } else {
       server.set_loading_message("loading model from " + model_dir);
-      model = model::load_model(model_dir, model::resolve_device(device));
+      model = model::load_model(model_dir, model::resolve_device(device), model_options);
     }
     if (model->backend_name() == "cuda" && kv_cache_memory_bytes == 0) {
       // vLLM's rule: weights + KV cache (+ activation headroom) within --gpu-memory-utilization of the GPU.

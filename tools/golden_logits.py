@@ -16,6 +16,11 @@ Expert weights are dequantized from the same MXFP4 bytes with transformers' own
 `convert_moe_packed_tensors` (checked against an independent numpy decode).
 
 Usage: python3 tools/golden_logits.py --tiny DIR --out OUTDIR
+       python3 tools/golden_logits.py --case NAME --checkpoint DIR --batch B --length L [--rows N]
+               [--device cuda] --out OUTDIR
+The second form runs one gossamer-written checkpoint (e.g. `make-dummy --init conditioned`) and, with
+--rows N, keeps the logits of N positions per sequence spread over the sequence (plus the last), written
+with NAME_positions.json, for vocabularies too large to store every row.
 """
 import argparse
 import json
@@ -76,9 +81,12 @@ def load_tensors(weights_path):
 
 
 def orient(param_shape, dq):
-    """dq is [E, out, in]; return it in the parameter's orientation."""
-    if tuple(dq.shape) == tuple(param_shape):
-        return dq
+    """dq is [E, out, in] (the checkpoint's orientation); return it in the parameter's.
+
+    transformers' GptOssExperts keeps [E, in, out] parameters (gate_up [E, hidden, 2*inter], down
+    [E, inter, hidden]): transpose always. Shapes alone cannot tell when in == out (20b's down_proj is
+    2880 x 2880), so the shape is only checked, never used to decide.
+    """
     t = dq.transpose(1, 2).contiguous()
     assert tuple(t.shape) == tuple(param_shape), (param_shape, dq.shape)
     return t
@@ -138,7 +146,7 @@ def hf_state_dict(model, tensors, original, num_layers, q_width, kv_width):
     return out
 
 
-def run_hf(config, tensors, original, tokens):
+def run_hf(config, tensors, original, tokens, device="cpu", positions=None):
     config._attn_implementation = "eager"
     for key in ("pad_token_id", "eos_token_id", "bos_token_id"):  # small test vocabularies lack these ids
         if isinstance(getattr(config, key, None), int) and getattr(config, key) >= config.vocab_size:
@@ -154,10 +162,16 @@ def run_hf(config, tensors, original, tokens):
     kv_width = config.num_key_value_heads * config.head_dim
     state = hf_state_dict(model, tensors, original, config.num_hidden_layers, q_width, kv_width)
     missing, unexpected = model.load_state_dict(state, strict=True), None
+    del state
+    model = model.to(device)
+    torch.backends.cuda.matmul.allow_tf32 = False  # float32 means float32
+    torch.backends.cudnn.allow_tf32 = False
     with torch.no_grad():
-        ids = torch.tensor(tokens, dtype=torch.long)
+        ids = torch.tensor(tokens, dtype=torch.long, device=device)
         logits = model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=False).logits
-    return logits.float().numpy()
+        if positions is not None:
+            logits = logits[:, positions, :]
+    return logits.float().cpu().numpy()
 
 
 def random_bf16(gen, shape, std, mean=0.0):
@@ -267,13 +281,37 @@ def save_case(out_dir, name, tokens, logits):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--tiny", required=True, help="checkpoint dir written by gossamer make-dummy --preset tiny")
+    ap.add_argument("--tiny", help="checkpoint dir written by gossamer make-dummy --preset tiny")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--case", help="one named case from --checkpoint instead of the three default cases")
+    ap.add_argument("--checkpoint", help="gossamer-written checkpoint dir (with --case)")
+    ap.add_argument("--batch", type=int, default=2)
+    ap.add_argument("--length", type=int, default=200)
+    ap.add_argument("--seed", type=int, default=1, help="token seed")
+    ap.add_argument("--rows", type=int, default=0, help="positions kept per sequence (0 = all)")
+    ap.add_argument("--device", default="cpu")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     torch.set_num_threads(min(16, os.cpu_count() or 1))
     import transformers
     print("transformers", transformers.__version__, "torch", torch.__version__, flush=True)
+
+    if args.case:
+        config = AutoConfig.from_pretrained(args.checkpoint)
+        index = os.path.join(args.checkpoint, "model.safetensors.index.json")
+        tensors = load_tensors(index if os.path.exists(index) else os.path.join(args.checkpoint, "model.safetensors"))
+        tokens = random_tokens(args.seed, args.batch, args.length, config.vocab_size)
+        positions = None
+        if args.rows:
+            # rows − 8 positions spread over the sequence, then its last 8 (decoded one token at a time).
+            spread = max(1, args.rows - 8)
+            step = max(1, (args.length - 8) // spread)
+            positions = sorted(set(list(range(step - 1, args.length - 8, step))[:spread] +
+                                   list(range(args.length - 8, args.length))))
+            json.dump(positions, open(os.path.join(args.out, f"{args.case}_positions.json"), "w"))
+        save_case(args.out, args.case, tokens, run_hf(config, tensors, False, tokens, args.device, positions))
+        return
+    assert args.tiny, "give --tiny DIR (or --case with --checkpoint)"
 
     # 1. gossamer's own tiny checkpoint.
     config = AutoConfig.from_pretrained(args.tiny)

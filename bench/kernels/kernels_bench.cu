@@ -16,6 +16,7 @@
 #include "kernels/cuda_utils.h"
 #include "kernels/embedding.h"
 #include "kernels/gemm_fp8.h"
+#include "kernels/gemv_fp8.h"
 #include "kernels/moe.h"
 #include "kernels/mxfp4_convert.h"
 #include "kernels/quantize_fp8.h"
@@ -329,6 +330,119 @@ void bench_moe(int T, int E) {
       T <= 16 ? "copy" : "fp8");
 }
 
+// ---- decode GEMV (gemv_fp8.h) vs quantize_fp8 + gemm_fp8 (split-K) at the same shape ----
+// GB/s counts the weight bytes only (N·K): the quantity the decode GEMV exists to stream. "gemv_fp8" rows
+// use programmatic dependent launch, so back-to-back launches overlap one kernel's weight prefetch with
+// the previous one's tail (as in a PDL-chained decode step); "no-PDL" rows are plain stream order.
+void bench_gemv(const char* name, int M, int N, int K, GemmEpilogue epi) {
+  const int kb = (K + 127) / 128, nb = (N + 127) / 128;
+  const size_t wbytes = size_t(N) * K;
+  const int copies = copies_for(wbytes);
+  std::vector<Buf*> w, s;
+  for (int c = 0; c < copies; ++c) {
+    w.push_back(new Buf(wbytes));
+    s.push_back(new Buf(size_t(nb) * kb * 4));
+    fill_fp8(*w.back());
+    fill_f32(*s.back(), 1e-3f, 2e-3f);
+  }
+  const int out_cols = epi == GemmEpilogue::kSwiGlu ? N / 2 : N;
+  const int64_t ldq = (K + 15) / 16 * 16;
+  Buf x(size_t(M) * K * 2), bias(size_t(N) * 2), out(size_t(M) * out_cols * 2), xq(size_t(M) * ldq),
+      xs(size_t(M) * kb * 4);
+  fill_bf16(x, -2, 2);
+  fill_bf16(bias, -1, 1);
+  GemvFp8Params p;
+  p.x = x.as<uint16_t>();
+  p.ldx = K;
+  p.bias = bias.as<uint16_t>();
+  p.out = out.as<uint16_t>();
+  p.ldc = out_cols;
+  p.M = M;
+  p.N = N;
+  p.K = K;
+  p.epilogue = epi;
+  // Baseline: the current decode path (activations quantized to fp8, then the FP8 GEMM with split-K).
+  GemmFp8Params g;
+  g.a = xq.as<uint8_t>();
+  g.lda = ldq;
+  g.a_scales = xs.as<float>();
+  g.bias = bias.as<uint16_t>();
+  g.out = out.as<uint16_t>();
+  g.ldc = out_cols;
+  g.M = M;
+  g.N = N;
+  g.K = K;
+  g.epilogue = epi;
+  const size_t split_bytes = gemm_fp8_split_workspace_bytes(M, N, K);
+  Buf split(split_bytes);
+  g.split_workspace = split.as<float>();
+  g.split_workspace_bytes = split_bytes;
+  const double base = time_us([&](int i) {
+    launch_quantize_fp8({x.as<uint16_t>(), K, xq.as<uint8_t>(), ldq, xs.as<float>(), M, K}, nullptr);
+    g.b = w[i % copies]->as<uint8_t>();
+    g.b_scales = s[i % copies]->as<float>();
+    launch_gemm_fp8(g, M, nullptr);
+  });
+  const std::string shape = std::string(name) + " M=" + std::to_string(M) + " N=" + std::to_string(N) +
+                            " K=" + std::to_string(K) + (epi == GemmEpilogue::kSwiGlu ? " swiglu" : "");
+  for (const bool pdl : {true, false}) {
+    p.programmatic_launch = pdl;
+    const double us = time_us([&](int i) {
+      p.w = w[i % copies]->as<uint8_t>();
+      p.w_scales = s[i % copies]->as<float>();
+      launch_gemv_fp8(p, nullptr);
+    });
+    row(pdl ? "gemv_fp8" : "gemv_fp8 no-PDL", shape, us, 2.0 * M * N * K, double(wbytes), base, "copy");
+  }
+  for (auto* b : w) delete b;
+  for (auto* b : s) delete b;
+}
+
+// MoE block at decode batch sizes: launch_moe_decode vs launch_moe. The router logits rotate over 8
+// random copies so consecutive launches pick different experts (HBM, not L2). GB/s counts the weights of
+// the touched experts (assumed distinct).
+void bench_moe_decode(int T, int E) {
+  const int H = 2880, I = 2880, logit_copies = 8;
+  Buf w1(size_t(E) * 2 * I * H), w2(size_t(E) * H * I), w1s(size_t(E) * 45 * 23 * 4), w2s(size_t(E) * 23 * 23 * 4),
+      b1(size_t(E) * 2 * I * 2), b2(size_t(E) * H * 2), x(size_t(T) * H * 2), logits(size_t(logit_copies) * T * E * 2),
+      out(size_t(T) * H * 2), ws(moe_decode_workspace_bytes(T, H, I)), ws_base(moe_workspace_bytes(T, E, H, I));
+  fill_fp8(w1);
+  fill_fp8(w2);
+  fill_f32(w1s, 1e-4f, 3e-4f);
+  fill_f32(w2s, 1e-4f, 3e-4f);
+  fill_bf16(b1, -0.5f, 0.5f);
+  fill_bf16(b2, -0.5f, 0.5f);
+  fill_bf16(x, -2, 2);
+  fill_bf16(logits, -4, 4);
+  MoeParams p;
+  p.x = x.as<uint16_t>();
+  p.out = out.as<uint16_t>();
+  p.w1 = w1.as<uint8_t>();
+  p.w1_scales = w1s.as<float>();
+  p.b1 = b1.as<uint16_t>();
+  p.w2 = w2.as<uint8_t>();
+  p.w2_scales = w2s.as<float>();
+  p.b2 = b2.as<uint16_t>();
+  p.num_tokens = T;
+  p.num_experts = E;
+  p.num_local_experts = E;
+  p.hidden = H;
+  p.inter = I;
+  auto logits_of = [&](int i) { return logits.as<uint16_t>() + size_t(i % logit_copies) * T * E; };
+  const double base = time_us([&](int i) {
+    p.logits = logits_of(i);
+    launch_moe(p, ws_base.ptr, nullptr);
+  }, 16);
+  const double us = time_us([&](int i) {
+    p.logits = logits_of(i);
+    launch_moe_decode(p, ws.ptr, nullptr);
+  }, 16);
+  const double flops = double(T) * 4 * 2 * (2.0 * I * H + double(H) * I);
+  const double bytes = double(std::min(E, T * 4)) * 3.0 * I * H;
+  row("moe_decode (route..combine)", std::to_string(T) + " tok, E=" + std::to_string(E) + ", top-4", us, flops, bytes,
+      base, "copy");
+}
+
 struct PagedKv {
   std::vector<int32_t> cu{0}, kv, indptr{0}, idx;
   int pages = 0;
@@ -445,6 +559,20 @@ int main(int argc, char** argv) {
     for (int T : {1, 16, 512, 8192}) bench_moe(T, 32);
     bench_moe(1, 128);
     bench_moe(8192, 128);
+  }
+  if (want("gemv")) {
+    for (int M : {1, 2, 4, 8}) {
+      bench_gemv("qkv", M, 5120, 2880, GemmEpilogue::kBias);
+      bench_gemv("o", M, 2880, 4096, GemmEpilogue::kBias);
+      bench_gemv("router-20b", M, 32, 2880, GemmEpilogue::kBias);
+      bench_gemv("router-120b", M, 128, 2880, GemmEpilogue::kBias);
+      bench_gemv("gate_up", M, 5760, 2880, GemmEpilogue::kSwiGlu);
+      bench_gemv("down", M, 2880, 2880, GemmEpilogue::kBias);
+      bench_gemv("unembed", M, 201088, 2880, GemmEpilogue::kBias);
+    }
+    bench_moe_decode(1, 32);
+    bench_moe_decode(1, 128);
+    bench_moe_decode(4, 32);
   }
   if (want("attention")) {
     for (const int warps : {4, 8}) {

@@ -140,6 +140,8 @@ GptOssConfig preset_config(const std::string& preset) {
   GptOssConfig c = base_config();
   if (preset == "20b") {
     // published shapes (base)
+  } else if (preset == "20b-2layers") {
+    c.num_layers = 2;  // every 20b dimension (vocab, hidden, heads, experts), one sliding + one full layer
   } else if (preset == "120b") {
     c.num_layers = 36;
     c.num_experts = 128;
@@ -159,7 +161,7 @@ GptOssConfig preset_config(const std::string& preset) {
     c.num_q_heads = 8;
     c.num_kv_heads = 1;
   } else {
-    GOSSAMER_THROW("unknown preset '", preset, "' (expected tiny, 20b, 120b or embedded)");
+    GOSSAMER_THROW("unknown preset '", preset, "' (expected tiny, 20b, 20b-2layers, 120b or embedded)");
   }
   alternate_layers(c);
   c.validate("preset " + preset);

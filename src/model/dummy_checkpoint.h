@@ -18,7 +18,8 @@
 
 namespace gossamer::model {
 
-// Presets: "tiny" (CI-sized, a few MB), "20b", "120b" (published shapes), "embedded" (the embedded
+// Presets: "tiny" (CI-sized, a few MB), "20b", "120b" (published shapes), "20b-2layers" (20b's shapes
+// with 2 layers: large goldens from transformers stay affordable), "embedded" (the embedded
 // default: tiny layers, full 201,088-token vocabulary). Throws on an unknown name.
 GptOssConfig preset_config(const std::string& preset);
 

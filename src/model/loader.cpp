@@ -37,7 +37,20 @@ int64_t gpu_kv_cache_budget_bytes(double utilization, int64_t headroom_bytes) {
 #endif
 }
 
-std::unique_ptr<Model> load_model(const std::string& dir, const std::string& device) {
+#ifdef GOSSAMER_HAVE_CUDA
+namespace {
+cuda::CudaOptions cuda_options(const ModelOptions& options) {
+  cuda::CudaOptions out;
+  out.weights = cuda::parse_weight_format(options.weights);
+  out.cuda_graphs = options.cuda_graphs;
+  return out;
+}
+}  // namespace
+#endif
+
+std::unique_ptr<Model> load_model(const std::string& dir, const std::string& device, const ModelOptions& options) {
+  GOSSAMER_CHECK(options.weights == "fp8" || options.weights == "bf16", "unknown weight format '", options.weights,
+                 "' (expected fp8 or bf16)");
   if (device == "cpu") {
     std::shared_ptr<Checkpoint> checkpoint = Checkpoint::open(dir);
     const GptOssConfig config = checkpoint->config();
@@ -47,20 +60,23 @@ std::unique_ptr<Model> load_model(const std::string& dir, const std::string& dev
   GOSSAMER_CHECK(device == "cuda", "unknown device '", device, "' (expected cpu or cuda)");
 #ifdef GOSSAMER_HAVE_CUDA
   const std::unique_ptr<Checkpoint> checkpoint = Checkpoint::open(dir);
-  return std::make_unique<cuda::CudaModel>(checkpoint->config(), checkpoint->weights());
+  return std::make_unique<cuda::CudaModel>(checkpoint->config(), checkpoint->weights(), cuda_options(options));
 #else
+  (void)options;
   GOSSAMER_THROW("this gossamer was built without CUDA (nvcc not found at build time); use --device cpu");
 #endif
 }
 
-std::unique_ptr<Model> load_dummy_model(const std::string& preset, uint64_t seed, const std::string& device) {
+std::unique_ptr<Model> load_dummy_model(const std::string& preset, uint64_t seed, const std::string& device,
+                                        const ModelOptions& options) {
   const GptOssConfig config = preset_config(preset);
   if (device == "cpu") return make_dummy_cpu_model(config, seed);
   GOSSAMER_CHECK(device == "cuda", "unknown device '", device, "' (expected cpu or cuda)");
 #ifdef GOSSAMER_HAVE_CUDA
   const DummyWeights dummy = make_dummy_weights(config, seed);
-  return std::make_unique<cuda::CudaModel>(config, dummy.weights);
+  return std::make_unique<cuda::CudaModel>(config, dummy.weights, cuda_options(options));
 #else
+  (void)options;
   GOSSAMER_THROW("this gossamer was built without CUDA (nvcc not found at build time); use --device cpu");
 #endif
 }

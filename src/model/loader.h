@@ -19,10 +19,17 @@ std::string resolve_device(const std::string& device);
 // stays within `utilization` of its memory, keeping `headroom_bytes` for step activations. 0 without CUDA.
 int64_t gpu_kv_cache_budget_bytes(double utilization, int64_t headroom_bytes = int64_t{4} << 30);
 
-std::unique_ptr<Model> load_model(const std::string& dir, const std::string& device = "cpu");
+// Backend options (ignored by the cpu backend).
+struct ModelOptions {
+  std::string weights = "fp8";  // cuda weight format: "fp8" (128×128 block-scaled) or "bf16" (accuracy baseline)
+  bool cuda_graphs = true;      // false = vLLM's --enforce-eager: no decode graphs
+};
+
+std::unique_ptr<Model> load_model(const std::string& dir, const std::string& device = "cpu", const ModelOptions& options = {});
 
 // `--load-format dummy`: random weights of a preset's real shapes (model/dummy_checkpoint.h), built in
 // host memory and converted on the device like a checkpoint, with no disk.
-std::unique_ptr<Model> load_dummy_model(const std::string& preset, uint64_t seed, const std::string& device);
+std::unique_ptr<Model> load_dummy_model(const std::string& preset, uint64_t seed, const std::string& device,
+                                        const ModelOptions& options = {});
 
 }  // namespace gossamer::model

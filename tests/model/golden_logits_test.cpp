@@ -22,12 +22,13 @@ constexpr double kMaxRelativeL2 = 1e-3;
 constexpr double kMinArgmaxMatch = 0.995;
 
 std::string checkpoint_for(const std::string& name) {
-  if (name == "tiny") {
+  if (name == "tiny" || name == "tiny_conditioned") {
     // Tests run as parallel processes: write to a private folder, then publish it with an atomic rename.
-    const auto dir = std::filesystem::temp_directory_path() / "gossamer_golden_tiny";
+    const auto dir = std::filesystem::temp_directory_path() / ("gossamer_golden_" + name);
     if (!std::filesystem::exists(dir / "model.safetensors")) {
-      const auto staging = std::filesystem::temp_directory_path() / ("gossamer_golden_tiny." + std::to_string(::getpid()));
-      write_dummy_checkpoint(preset_config("tiny"), 0, staging.string());
+      const auto staging = std::filesystem::temp_directory_path() / ("gossamer_golden_" + name + "." + std::to_string(::getpid()));
+      write_dummy_checkpoint(preset_config("tiny"), 0, staging.string(),
+                             name == "tiny" ? DummyInit::kStandard : DummyInit::kConditioned);
       std::error_code ignored;
       std::filesystem::rename(staging, dir, ignored);
       std::filesystem::remove_all(staging, ignored);
@@ -97,7 +98,7 @@ TEST_P(GoldenLogitsTest, ChunkedPrefillAndDecodeMatchOneLongPrefill) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Checkpoints, GoldenLogitsTest, ::testing::Values("tiny", "hf_sharded", "original_layout"));
+INSTANTIATE_TEST_SUITE_P(Checkpoints, GoldenLogitsTest, ::testing::Values("tiny", "tiny_conditioned", "hf_sharded", "original_layout"));
 
 TEST(GoldenLogitsTest, LogitsCommandWritesTheSameNpy) {
   const auto dir = std::filesystem::temp_directory_path() / "gossamer_logits_cmd";

@@ -1,13 +1,22 @@
-// The cuda backend (FP8 weights) against transformers' float32 golden logits (tests/data/golden).
-// Bounds from the CUDA model issue for fp8 mode: relative L2 ≤ 6e-2 and the same argmax at ≥ 95% of
-// positions, for one long prefill and for chunked prefill + decode. Skips visibly without a GPU.
+// The cuda backend against transformers' float32 golden logits (tests/data/golden), on the H200.
+//
+// Bounds from the CUDA model issue: fp8 mode relative L2 ≤ 6e-2 and the same argmax at ≥ 95% of
+// positions; bf16 mode ≤ 2e-2 and ≥ 98%. They are asserted on the `conditioned` tiny checkpoint
+// (model/dummy_checkpoint.h): the standard random init is chaotic — a bf16 rounding alone moves its
+// logits by ~10% (tests/model/fp8_numerics_test.cpp) — so there the cuda backend is only checked for
+// sanity and its numbers printed. A 20b-shaped golden (every 20b dimension, 2 layers, sequences of a few
+// thousand tokens) is made on the H200 by bench/run_model_gpu.sh and read from $GOSSAMER_GOLDEN_20B.
+// Skips visibly without a GPU.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <numeric>
 
 #include "../model/golden_test.h"
+#include "core/mapped_file.h"
+#include "model/cuda/cuda_model.h"
 #include "model/dummy_checkpoint.h"
 #include "model/loader.h"
 #include "model/sequence_runner.h"
@@ -15,69 +24,185 @@
 namespace gossamer::model {
 namespace {
 
-constexpr double kMaxRelativeL2 = 6e-2;
-constexpr double kMinArgmaxMatch = 0.95;
+struct Bounds {
+  double max_relative_l2;
+  double min_argmax_match;
+};
+Bounds bounds_for(const std::string& weights) { return weights == "bf16" ? Bounds{2e-2, 0.98} : Bounds{6e-2, 0.95}; }
 
 bool have_gpu() {
   int count = 0;
   return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
 }
 
-std::string tiny_checkpoint() {
-  const auto dir = std::filesystem::temp_directory_path() / ("gossamer_cuda_tiny." + std::to_string(::getpid()));
-  if (!std::filesystem::exists(dir / "model.safetensors")) write_dummy_checkpoint(preset_config("tiny"), 0, dir.string());
+std::string tiny_checkpoint(DummyInit init) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ((init == DummyInit::kConditioned ? "gossamer_cuda_tiny_cond." : "gossamer_cuda_tiny.") + std::to_string(::getpid()));
+  if (!std::filesystem::exists(dir / "model.safetensors")) write_dummy_checkpoint(preset_config("tiny"), 0, dir.string(), init);
   return dir.string();
 }
 
-TEST(CudaModelGpuTest, PrefillMatchesTransformersWithinFp8Bounds) {
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU: cuda backend golden test not run";
-  const auto tokens = testing::golden_tokens("tiny");
-  const NpyArray ref = testing::golden_logits("tiny");
-  auto model = load_model(tiny_checkpoint(), "cuda");
-  const int64_t vocab = model->config().vocab_size, length = static_cast<int64_t>(tokens[0].size());
-  const std::vector<float> logits = prefill_logits(*model, tokens);
-  ASSERT_EQ(static_cast<int64_t>(logits.size()), 2 * length * vocab);
-  for (size_t s = 0; s < tokens.size(); ++s) {
-    const auto agreement = testing::compare_rows(logits.data() + s * length * vocab, ref.data.data() + s * length * vocab, length, vocab);
-    std::printf("[cuda golden] tiny seq %zu: rel L2 %.3e, argmax match %.4f\n", s, agreement.relative_l2, agreement.argmax_match);
-    EXPECT_LE(agreement.relative_l2, kMaxRelativeL2);
-    EXPECT_GE(agreement.argmax_match, kMinArgmaxMatch);
-  }
+std::unique_ptr<Model> load(const std::string& dir, const std::string& weights, bool graphs = true) {
+  ModelOptions options;
+  options.weights = weights;
+  options.cuda_graphs = graphs;
+  return load_model(dir, "cuda", options);
 }
 
-TEST(CudaModelGpuTest, DecodeAfterPrefillMatchesTransformers) {
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU: cuda backend decode test not run";
-  const auto tokens = testing::golden_tokens("tiny");
-  const NpyArray ref = testing::golden_logits("tiny");
-  auto model = load_model(tiny_checkpoint(), "cuda");
-  const int64_t vocab = model->config().vocab_size, length = static_cast<int64_t>(tokens[0].size());
+// Prefill `prefix` tokens of every sequence at once, then decode one token per step (all sequences in
+// one step: the decode kernels and, with graphs on, the replayed graphs). Logits of every position.
+std::vector<std::vector<float>> prefill_then_decode(Model& model, const std::vector<std::vector<int32_t>>& tokens, int64_t prefix) {
+  const int64_t vocab = model.config().vocab_size, length = static_cast<int64_t>(tokens[0].size());
   const int32_t block = 16, per_seq = static_cast<int32_t>((length + block - 1) / block);
-  model->allocate_kv_cache(2 * per_seq, block);
-  std::vector<int32_t> table0(static_cast<size_t>(per_seq)), table1(static_cast<size_t>(per_seq));
+  const int32_t num_seqs = static_cast<int32_t>(tokens.size());
+  model.allocate_kv_cache(num_seqs * per_seq, block);
+  std::vector<std::vector<int32_t>> tables(tokens.size(), std::vector<int32_t>(static_cast<size_t>(per_seq)));
   for (int32_t b = 0; b < per_seq; ++b) {
-    table0[static_cast<size_t>(b)] = 2 * b;
-    table1[static_cast<size_t>(b)] = 2 * b + 1;
+    for (int32_t s = 0; s < num_seqs; ++s) tables[static_cast<size_t>(s)][static_cast<size_t>(b)] = num_seqs * b + s;  // interleaved
   }
-  // Prefill 150 tokens of both, then decode both one token per step (a decode-kernel batch).
-  const int64_t prefix = 150;
-  std::vector<std::vector<float>> ours(2, std::vector<float>(static_cast<size_t>(length * vocab)));
+  std::vector<std::vector<float>> out(tokens.size(), std::vector<float>(static_cast<size_t>(length * vocab)));
   std::vector<float> logits;
   for (int64_t done = 0; done < length;) {
     const int64_t n = done == 0 ? prefix : 1;
     ForwardBatch batch;
-    batch.sequences.push_back({std::span(tokens[0]).subspan(done, n), static_cast<int32_t>(done), table0, LogitsWanted::kAll});
-    batch.sequences.push_back({std::span(tokens[1]).subspan(done, n), static_cast<int32_t>(done), table1, LogitsWanted::kAll});
-    model->forward(batch, logits);
-    std::copy_n(logits.begin(), n * vocab, ours[0].begin() + done * vocab);
-    std::copy_n(logits.begin() + n * vocab, n * vocab, ours[1].begin() + done * vocab);
+    for (size_t s = 0; s < tokens.size(); ++s) {
+      batch.sequences.push_back({std::span(tokens[s]).subspan(static_cast<size_t>(done), static_cast<size_t>(n)),
+                                 static_cast<int32_t>(done), tables[s], LogitsWanted::kAll});
+    }
+    model.forward(batch, logits);
+    for (size_t s = 0; s < tokens.size(); ++s) {
+      std::copy_n(logits.begin() + static_cast<int64_t>(s) * n * vocab, n * vocab, out[s].begin() + done * vocab);
+    }
     done += n;
   }
-  for (size_t s = 0; s < 2; ++s) {
+  return out;
+}
+
+class CudaGoldenTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CudaGoldenTest, ConditionedPrefillWithinBounds) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU: cuda backend golden test not run";
+  const std::string weights = GetParam();
+  const auto tokens = testing::golden_tokens("tiny_conditioned");
+  const NpyArray ref = testing::golden_logits("tiny_conditioned");
+  auto model = load(tiny_checkpoint(DummyInit::kConditioned), weights);
+  const int64_t vocab = model->config().vocab_size, length = static_cast<int64_t>(tokens[0].size());
+  const std::vector<float> logits = prefill_logits(*model, tokens);
+  ASSERT_EQ(static_cast<int64_t>(logits.size()), 2 * length * vocab);
+  const Bounds bounds = bounds_for(weights);
+  for (size_t s = 0; s < tokens.size(); ++s) {
+    const auto agreement = testing::compare_rows(logits.data() + s * length * vocab, ref.data.data() + s * length * vocab, length, vocab);
+    std::printf("[cuda golden] %s tiny_conditioned seq %zu prefill: rel L2 %.3e, argmax match %.4f\n", weights.c_str(), s,
+                agreement.relative_l2, agreement.argmax_match);
+    EXPECT_LE(agreement.relative_l2, bounds.max_relative_l2);
+    EXPECT_GE(agreement.argmax_match, bounds.min_argmax_match);
+  }
+}
+
+TEST_P(CudaGoldenTest, ConditionedDecodeAfterPrefillWithinBounds) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU: cuda backend decode test not run";
+  const std::string weights = GetParam();
+  const auto tokens = testing::golden_tokens("tiny_conditioned");
+  const NpyArray ref = testing::golden_logits("tiny_conditioned");
+  auto model = load(tiny_checkpoint(DummyInit::kConditioned), weights);
+  const int64_t vocab = model->config().vocab_size, length = static_cast<int64_t>(tokens[0].size()), prefix = 150;
+  const auto ours = prefill_then_decode(*model, tokens, prefix);
+  const Bounds bounds = bounds_for(weights);
+  for (size_t s = 0; s < tokens.size(); ++s) {
     const auto decoded = testing::compare_rows(ours[s].data() + prefix * vocab, ref.data.data() + (s * length + prefix) * vocab,
                                                length - prefix, vocab);
-    std::printf("[cuda golden] tiny seq %zu decode: rel L2 %.3e, argmax match %.4f\n", s, decoded.relative_l2, decoded.argmax_match);
-    EXPECT_LE(decoded.relative_l2, kMaxRelativeL2);
-    EXPECT_GE(decoded.argmax_match, kMinArgmaxMatch);
+    std::printf("[cuda golden] %s tiny_conditioned seq %zu decode: rel L2 %.3e, argmax match %.4f\n", weights.c_str(), s,
+                decoded.relative_l2, decoded.argmax_match);
+    EXPECT_LE(decoded.relative_l2, bounds.max_relative_l2);
+    EXPECT_GE(decoded.argmax_match, bounds.min_argmax_match);
+  }
+  // 50 decode steps at batch 2: the first warms up, then the graph is captured and replayed.
+  EXPECT_GE(dynamic_cast<cuda::CudaModel&>(*model).graph_replays(), 40);
+}
+
+INSTANTIATE_TEST_SUITE_P(Weights, CudaGoldenTest, ::testing::Values("fp8", "bf16"));
+
+TEST(CudaModelGpuTest, GraphDecodeMatchesEagerDecode) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU: decode graph test not run";
+  auto tokens = testing::golden_tokens("tiny_conditioned");
+  tokens.push_back(std::vector<int32_t>(tokens[0].rbegin(), tokens[0].rend()));  // 3 sequences: padded to 4
+  const std::string dir = tiny_checkpoint(DummyInit::kConditioned);
+  auto graphs = load(dir, "fp8", true);
+  auto eager = load(dir, "fp8", false);
+  const auto with_graphs = prefill_then_decode(*graphs, tokens, 120);
+  const auto without = prefill_then_decode(*eager, tokens, 120);
+  EXPECT_GT(dynamic_cast<cuda::CudaModel&>(*graphs).graph_replays(), 0);
+  EXPECT_EQ(dynamic_cast<cuda::CudaModel&>(*eager).graph_replays(), 0);
+  const int64_t vocab = graphs->config().vocab_size, length = static_cast<int64_t>(tokens[0].size());
+  for (size_t s = 0; s < tokens.size(); ++s) {
+    const auto agreement = testing::compare_rows(with_graphs[s].data(), without[s].data(), length, vocab);
+    std::printf("[cuda graphs] seq %zu graph vs eager: rel L2 %.3e, argmax match %.4f\n", s, agreement.relative_l2,
+                agreement.argmax_match);
+    EXPECT_LE(agreement.relative_l2, 1e-3);
+    EXPECT_EQ(agreement.argmax_match, 1.0);
+  }
+}
+
+TEST(CudaModelGpuTest, StandardTinyIsSaneAndRecorded) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU: cuda backend golden test not run";
+  const auto tokens = testing::golden_tokens("tiny");
+  const NpyArray ref = testing::golden_logits("tiny");
+  for (const char* weights : {"fp8", "bf16"}) {
+    auto model = load(tiny_checkpoint(DummyInit::kStandard), weights);
+    const std::vector<float> logits = prefill_logits(*model, tokens);
+    const int64_t rows = static_cast<int64_t>(logits.size()) / model->config().vocab_size;
+    const auto agreement = testing::compare_rows(logits.data(), ref.data.data(), rows, model->config().vocab_size);
+    std::printf("[cuda golden] %s tiny (standard, chaotic) prefill: rel L2 %.3e, argmax match %.4f\n", weights,
+                agreement.relative_l2, agreement.argmax_match);
+    // Only sanity here (a broken kernel gives ~1.4 and chance-level argmax): see the file comment.
+    EXPECT_LT(agreement.relative_l2, 0.5);
+    EXPECT_GT(agreement.argmax_match, 0.5);
+  }
+}
+
+// 20b shapes, a few thousand tokens: chunked prefill whose chunks end at the golden's saved positions.
+TEST(CudaModelGpuTest, Shaped20bGoldenWithinBounds) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU: 20b-shaped golden test not run";
+  const char* dir_env = std::getenv("GOSSAMER_GOLDEN_20B");
+  if (dir_env == nullptr) GTEST_SKIP() << "GOSSAMER_GOLDEN_20B not set (bench/run_model_gpu.sh makes it on the H200)";
+  const std::string dir = dir_env;
+  const auto tokens = nlohmann::json::parse(read_text_file(dir + "/shaped20b_tokens.json")).get<std::vector<std::vector<int32_t>>>();
+  const auto positions = nlohmann::json::parse(read_text_file(dir + "/shaped20b_positions.json")).get<std::vector<int64_t>>();
+  const NpyArray ref = read_npy_f32(dir + "/shaped20b_logits.npy");  // [batch, positions, vocab]
+  for (const char* weights : {"fp8", "bf16"}) {
+    auto model = load(dir + "/checkpoint", weights);
+    const int64_t vocab = model->config().vocab_size, length = static_cast<int64_t>(tokens[0].size());
+    const int32_t block = 16, per_seq = static_cast<int32_t>((length + block - 1) / block);
+    model->allocate_kv_cache(per_seq * static_cast<int32_t>(tokens.size()), block);
+    for (size_t s = 0; s < tokens.size(); ++s) {
+      std::vector<int32_t> table(static_cast<size_t>(per_seq));
+      std::iota(table.begin(), table.end(), static_cast<int32_t>(s) * per_seq);
+      std::vector<float> ours, logits;
+      int64_t done = 0;
+      for (int64_t position : positions) {
+        ForwardBatch batch;
+        batch.sequences.push_back({std::span(tokens[s]).subspan(static_cast<size_t>(done), static_cast<size_t>(position + 1 - done)),
+                                   static_cast<int32_t>(done), table, LogitsWanted::kLast});
+        model->forward(batch, logits);
+        ours.insert(ours.end(), logits.begin(), logits.end());
+        done = position + 1;
+      }
+      const int64_t rows = static_cast<int64_t>(positions.size());
+      if (s == 0) {  // per position, to see whether the error grows along the sequence
+        std::printf("[cuda golden] %s shaped20b seq 0 per position:", weights);
+        for (int64_t r = 0; r < rows; r += 4) {
+          const auto one = testing::compare_rows(ours.data() + r * vocab, ref.data.data() + r * vocab, 1, vocab);
+          std::printf(" %lld:%.3f", static_cast<long long>(positions[static_cast<size_t>(r)]), one.relative_l2);
+        }
+        std::printf("\n");
+      }
+      const auto agreement = testing::compare_rows(ours.data(), ref.data.data() + static_cast<int64_t>(s) * rows * vocab, rows, vocab);
+      std::printf("[cuda golden] %s shaped20b seq %zu (%lld tokens, %lld positions): rel L2 %.3e, argmax match %.4f\n", weights, s,
+                  static_cast<long long>(length), static_cast<long long>(rows), agreement.relative_l2, agreement.argmax_match);
+      const Bounds bounds = bounds_for(weights);
+      EXPECT_LE(agreement.relative_l2, bounds.max_relative_l2);
+      EXPECT_GE(agreement.argmax_match, bounds.min_argmax_match);
+    }
   }
 }
 

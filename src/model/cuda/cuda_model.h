@@ -1,10 +1,15 @@
-// The `cuda` backend (sm_90a): gpt-oss on one GPU with FP8 128×128 block-scaled linears and experts,
-// bf16 activations and paged bf16 KV cache, attention with sinks from src/kernels.
+// The `cuda` backend (sm_90a): gpt-oss on one GPU with FP8 128×128 block-scaled (default) or bf16
+// linears and experts, bf16 activations and a paged bf16 KV cache, attention with sinks from src/kernels.
 //
 // Contract: the constructor uploads and converts all weights (host views may be released afterwards)
 // and throws gossamer::Error when the config is outside what the kernels support (head_dim 64, top-4,
 // dims multiples of 16, experts a multiple of 8). forward() runs on one stream and returns float32
 // logits (converted from bf16). Not thread-safe: one forward at a time.
+//
+// Paths of a step: rows ≤ 8 (decode) use weight-only GEMVs (activations stay bf16), larger steps the
+// FP8 GEMMs with per-token 1×128 activation quantization (or the bf16 GEMMs in bf16 mode). Pure decode
+// steps (one new token per sequence, ≤ kMaxGraphBatch sequences) replay a CUDA graph captured once per
+// padded batch size; padding sequences compute on a scratch KV block that no caller can own.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -19,9 +24,14 @@
 
 namespace gossamer::model::cuda {
 
+struct CudaOptions {
+  WeightFormat weights = WeightFormat::kFp8;
+  bool cuda_graphs = true;  // replay decode steps as CUDA graphs
+};
+
 class CudaModel final : public Model {
  public:
-  CudaModel(GptOssConfig config, const GptOssWeights& host_weights);
+  CudaModel(GptOssConfig config, const GptOssWeights& host_weights, CudaOptions options = {});
   ~CudaModel() override;
 
   const GptOssConfig& config() const override { return config_; }
@@ -33,29 +43,62 @@ class CudaModel final : public Model {
   void forward(const ForwardBatch& batch, std::vector<float>& logits) override;
 
   uint64_t weight_bytes() const { return weights_.device_bytes; }
+  WeightFormat weight_format() const { return weights_.format; }
   // Waits for the GPU (for timing).
   void synchronize() const;
+  // Decode steps replayed from graphs so far (for tests and benchmarks).
+  int64_t graph_replays() const { return graph_replays_; }
+
+  static constexpr int kMaxGraphBatch = 256;
 
  private:
-  struct StepPlan;
-  void ensure_workspace(int num_tokens, int num_logit_rows);
-  // out [m, w.n] bf16 = x [m, w.k] bf16 · wᵀ + bias, through per-token 1×128 FP8 quantization.
-  void linear(const uint16_t* x, int m, const Fp8Linear& w, uint16_t* out);
+  // Word offsets (int32 words) of the step's arrays in one plan buffer, and the step's sizes.
+  struct StepPlan {
+    int num_tokens = 0, num_seqs = 0, num_rows = 0, max_q = 0, max_kv = 0;
+    size_t ids = 0, positions = 0, slots = 0, cu_seqlens = 0, kv_lens = 0, page_indptr = 0, page_indices = 0, rows = 0,
+           total_words = 0;
+  };
+  struct DecodeGraph {
+    int batch = 0;
+    StepPlan plan;
+    DeviceBuffer device_plan;
+    cudaGraphExec_t exec = nullptr;
+    uint64_t generation = 0;  // workspace generation the graph was captured against
+    bool warmed_up = false;   // one eager run first (launchers set kernel attributes on first use)
+  };
+
+  static StepPlan layout_plan(int tokens, int seqs, int pages, int rows);
+  // Writes the plan of `batch` into host_plan_ (padding with scratch sequences up to plan.num_seqs);
+  // returns the words to upload (through the last used page index).
+  size_t fill_plan(const ForwardBatch& batch, const StepPlan& plan);
+  // Grows every step buffer for `plan` (bumping workspace_generation_ when anything moves).
+  void prepare_workspace(const StepPlan& plan);
+  // Enqueues the whole step on stream_ (no synchronisation, no allocation: graph capturable).
+  void enqueue_step(const StepPlan& plan, const int32_t* device_plan);
+  void copy_logits_out(int num_rows, std::vector<float>& logits);
+  bool run_decode_graph(const ForwardBatch& batch, std::vector<float>& logits);
+
+  // out [m, w.n] bf16 = x [m, w.k] bf16 · wᵀ + bias (GEMV for m ≤ 8, else FP8 or bf16 GEMM).
+  void linear(const uint16_t* x, int m, const DeviceLinear& w, uint16_t* out);
+  void experts(int layer, int num_tokens);
 
   GptOssConfig config_;
+  CudaOptions options_;
   CudaWeights weights_;
   RopeTables rope_;
   cudaStream_t stream_ = nullptr;
   int32_t num_blocks_ = 0;
   int32_t block_size_ = 0;
-  std::vector<DeviceBuffer> k_cache_, v_cache_;  // per layer: [num_blocks·block_size, kv_heads, 64] bf16
+  std::vector<DeviceBuffer> k_cache_, v_cache_;  // per layer: [(num_blocks + 1)·block_size, kv_heads, 64] bf16
 
-  // Step workspace, grown on demand (never shrunk).
+  // Step workspace, grown on demand (never shrunk); captured graphs hold its pointers.
   PinnedBuffer host_plan_, host_logits_;
-  DeviceBuffer plan_;  // ids, positions, slots, cu_seqlens, kv_lens, page_indptr, page_indices, logit rows
+  DeviceBuffer plan_;  // eager steps' plan
   DeviceBuffer residual_, delta_, normed_, qkv_, q_, attn_out_, act_, act_scales_, router_logits_, moe_workspace_,
       decode_workspace_, final_rows_, logits_;
-  int capacity_tokens_ = 0;
+  uint64_t workspace_generation_ = 0;
+  std::vector<DecodeGraph> graphs_;
+  int64_t graph_replays_ = 0;
 };
 
 }  // namespace gossamer::model::cuda

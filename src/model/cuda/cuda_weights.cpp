@@ -31,6 +31,17 @@ std::vector<uint16_t> to_bf16(const TensorView& tensor) {
   return out;
 }
 
+// The biases of stacked linears, concatenated (empty when there are none).
+DeviceBuffer upload_biases(const std::vector<TensorView>& biases, uint64_t& counter) {
+  if (biases.empty()) return DeviceBuffer{};
+  std::vector<uint16_t> bias;
+  for (const TensorView& part : biases) {
+    const auto values = to_bf16(part);
+    bias.insert(bias.end(), values.begin(), values.end());
+  }
+  return upload_vector(bias, counter);
+}
+
 // Rows of several dense [rows_i, K] views stacked: the fused QKV is q | k | v.
 struct StackedRows {
   std::vector<TensorView> parts;
@@ -47,9 +58,29 @@ struct StackedRows {
   }
 };
 
+// Dense weight → bf16 (the rows stacked), with the stacked biases.
+DeviceLinear bf16_linear(const StackedRows& rows, const std::vector<TensorView>& biases, uint64_t& counter) {
+  DeviceLinear linear;
+  linear.fp8 = false;
+  linear.n = static_cast<int>(rows.rows());
+  linear.k = static_cast<int>(rows.parts.front().shape[1]);
+  const int64_t n = linear.n, k = linear.k;
+  std::vector<uint16_t> weight(static_cast<size_t>(n * k));
+  parallel_for(n, 64, [&](int64_t begin, int64_t end) {
+    std::vector<float> row(static_cast<size_t>(k));
+    for (int64_t r = begin; r < end; ++r) {
+      rows.load(r, row.data());
+      for (int64_t c = 0; c < k; ++c) weight[static_cast<size_t>(r * k + c)] = float_to_bf16(row[static_cast<size_t>(c)]);
+    }
+  });
+  linear.weight = upload_vector(weight, counter);
+  linear.bias = upload_biases(biases, counter);
+  return linear;
+}
+
 // Dense weight → FP8 e4m3 with one fp32 scale per 128×128 block: scale = amax / 448, q = fp8(w / scale).
-Fp8Linear quantize_linear(const StackedRows& rows, const std::vector<TensorView>& biases, uint64_t& counter) {
-  Fp8Linear linear;
+DeviceLinear quantize_linear(const StackedRows& rows, const std::vector<TensorView>& biases, uint64_t& counter) {
+  DeviceLinear linear;
   linear.n = static_cast<int>(rows.rows());
   linear.k = static_cast<int>(rows.parts.front().shape[1]);
   const int64_t n = linear.n, k = linear.k, row_blocks = (n + kBlock - 1) / kBlock, col_blocks = (k + kBlock - 1) / kBlock;
@@ -79,19 +110,33 @@ Fp8Linear quantize_linear(const StackedRows& rows, const std::vector<TensorView>
   });
   linear.weight = upload_vector(weight, counter);
   linear.scales = upload_vector(scales, counter);
-  if (!biases.empty()) {
-    std::vector<uint16_t> bias;
-    for (const TensorView& part : biases) {
-      const auto values = to_bf16(part);
-      bias.insert(bias.end(), values.begin(), values.end());
-    }
-    linear.bias = upload_vector(bias, counter);
-  }
+  linear.bias = upload_biases(biases, counter);
   return linear;
 }
 
-Fp8Experts convert_experts(const MxFp4Tensor& tensor, const TensorView& bias, uint64_t& counter) {
-  Fp8Experts experts;
+// MXFP4 experts → bf16, decoded exactly on the host one expert at a time: [E, rows, cols] bf16.
+DeviceExperts bf16_experts(const MxFp4Tensor& tensor, const TensorView& bias, uint64_t& counter) {
+  DeviceExperts experts;
+  experts.fp8 = false;
+  const int64_t e = tensor.num_experts(), per_expert = tensor.rows() * tensor.cols();
+  experts.weight.ensure(static_cast<size_t>(e * per_expert) * 2);
+  std::vector<float> decoded(static_cast<size_t>(per_expert));
+  std::vector<uint16_t> bits(static_cast<size_t>(per_expert));
+  for (int64_t expert = 0; expert < e; ++expert) {
+    cpu::decode_mxfp4_expert(tensor, expert, decoded.data());
+    parallel_for(per_expert, int64_t{1} << 16, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) bits[static_cast<size_t>(i)] = float_to_bf16(decoded[static_cast<size_t>(i)]);
+    });
+    GOSSAMER_CUDA_CHECK(cudaMemcpy(experts.weight.get<uint16_t>() + expert * per_expert, bits.data(),
+                                   static_cast<size_t>(per_expert) * 2, cudaMemcpyHostToDevice));
+  }
+  counter += experts.weight.bytes();
+  experts.bias = upload_vector(to_bf16(bias), counter);
+  return experts;
+}
+
+DeviceExperts convert_experts(const MxFp4Tensor& tensor, const TensorView& bias, uint64_t& counter) {
+  DeviceExperts experts;
   const int64_t e = tensor.num_experts(), rows = tensor.rows(), cols = tensor.cols();
   DeviceBuffer blocks(static_cast<size_t>(tensor.blocks.num_bytes())), scales(static_cast<size_t>(tensor.scales.num_bytes()));
   GOSSAMER_CUDA_CHECK(cudaMemcpy(blocks.get(), tensor.blocks.data, blocks.bytes(), cudaMemcpyHostToDevice));
@@ -115,27 +160,43 @@ Fp8Experts convert_experts(const MxFp4Tensor& tensor, const TensorView& bias, ui
 
 }  // namespace
 
-CudaWeights CudaWeights::upload(const GptOssConfig& config, const GptOssWeights& host) {
+WeightFormat parse_weight_format(const std::string& name) {
+  if (name == "fp8") return WeightFormat::kFp8;
+  if (name == "bf16") return WeightFormat::kBf16;
+  GOSSAMER_THROW("unknown weight format '", name, "' (expected fp8 or bf16)");
+}
+
+const char* weight_format_name(WeightFormat format) { return format == WeightFormat::kFp8 ? "fp8" : "bf16"; }
+
+CudaWeights CudaWeights::upload(const GptOssConfig& config, const GptOssWeights& host, WeightFormat format) {
   const auto start = std::chrono::steady_clock::now();
   CudaWeights weights;
+  weights.format = format;
+  const bool fp8 = format == WeightFormat::kFp8;
   uint64_t& bytes = weights.device_bytes;
+  auto linear = [&](const StackedRows& rows, const std::vector<TensorView>& biases) {
+    return fp8 ? quantize_linear(rows, biases, bytes) : bf16_linear(rows, biases, bytes);
+  };
+  auto experts = [&](const MxFp4Tensor& tensor, const TensorView& bias) {
+    return fp8 ? convert_experts(tensor, bias, bytes) : bf16_experts(tensor, bias, bytes);
+  };
   weights.embedding = upload_vector(to_bf16(host.embedding), bytes);
   weights.final_norm = upload_vector(to_bf16(host.final_norm), bytes);
-  weights.unembedding = quantize_linear(StackedRows{{host.unembedding}}, {}, bytes);
+  weights.unembedding = linear(StackedRows{{host.unembedding}}, {});
   for (int layer = 0; layer < config.num_layers; ++layer) {
     const LayerWeights& w = host.layers[static_cast<size_t>(layer)];
     CudaLayer l;
     l.attn_norm = upload_vector(to_bf16(w.attn_norm), bytes);
-    l.qkv = quantize_linear(StackedRows{{w.q_proj, w.k_proj, w.v_proj}}, {w.q_bias, w.k_bias, w.v_bias}, bytes);
-    l.o = quantize_linear(StackedRows{{w.o_proj}}, {w.o_bias}, bytes);
+    l.qkv = linear(StackedRows{{w.q_proj, w.k_proj, w.v_proj}}, {w.q_bias, w.k_bias, w.v_bias});
+    l.o = linear(StackedRows{{w.o_proj}}, {w.o_bias});
     l.sinks = upload_vector(cpu::to_f32(w.sinks), bytes);
     l.mlp_norm = upload_vector(to_bf16(w.mlp_norm), bytes);
-    l.router = quantize_linear(StackedRows{{w.router}}, {w.router_bias}, bytes);
-    l.gate_up = convert_experts(w.gate_up, w.gate_up_bias, bytes);
-    l.down = convert_experts(w.down, w.down_bias, bytes);
+    l.router = bf16_linear(StackedRows{{w.router}}, {w.router_bias}, bytes);
+    l.gate_up = experts(w.gate_up, w.gate_up_bias);
+    l.down = experts(w.down, w.down_bias);
     weights.layers.push_back(std::move(l));
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    GOSSAMER_LOG_INFO("loading weights: layer ", layer + 1, "/", config.num_layers, ", ",
+    GOSSAMER_LOG_INFO("loading weights (", weight_format_name(format), "): layer ", layer + 1, "/", config.num_layers, ", ",
                       static_cast<double>(bytes) / (1u << 30), " GiB on the GPU, ", seconds, " s");
   }
   return weights;

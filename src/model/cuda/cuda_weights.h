@@ -1,11 +1,16 @@
-// gpt-oss weights on the GPU in the serving format: dense linears as FP8 e4m3 with 128×128 fp32 block
-// scales, experts converted from MXFP4 to the same format on the GPU, norms/biases bf16, sinks fp32.
+// gpt-oss weights on the GPU in a serving format:
+//  - kFp8 (default): attention linears and the unembedding as FP8 e4m3 with 128×128 fp32 block scales,
+//    experts converted from MXFP4 to the same format on the GPU; the router stays bf16 (2880 × E: a
+//    negligible read, and FP8 router logits flip top-4 choices: docs/model-checkpoints-and-backends.md).
+//  - kBf16 (the accuracy baseline): every linear and expert in bf16 (MXFP4 decoded exactly on the host).
+// Norms and biases are bf16, sinks fp32, in both formats.
 //
 // Contract: upload() reads host views (a mapped checkpoint or in-memory weights) and returns device
 // buffers owned by CudaWeights; host memory may be released afterwards. Progress goes to the log.
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "model/config.h"
@@ -14,39 +19,46 @@
 
 namespace gossamer::model::cuda {
 
-struct Fp8Linear {
-  DeviceBuffer weight;  // [N, K] fp8 e4m3 (K contiguous)
-  DeviceBuffer scales;  // [ceil(N/128), ceil(K/128)] fp32
+enum class WeightFormat { kFp8, kBf16 };
+WeightFormat parse_weight_format(const std::string& name);  // "fp8" | "bf16"; throws otherwise
+const char* weight_format_name(WeightFormat format);
+
+struct DeviceLinear {
+  DeviceBuffer weight;  // [N, K] fp8 e4m3 or bf16 (K contiguous)
+  DeviceBuffer scales;  // fp8: [ceil(N/128), ceil(K/128)] fp32; bf16: empty
   DeviceBuffer bias;    // [N] bf16, or empty
   int n = 0;
   int k = 0;
+  bool fp8 = true;
 };
 
-struct Fp8Experts {
-  DeviceBuffer weight;  // [E, rows, cols] fp8
-  DeviceBuffer scales;  // [E, ceil(rows/128), ceil(cols/128)] fp32
+struct DeviceExperts {
+  DeviceBuffer weight;  // [E, rows, cols] fp8 or bf16
+  DeviceBuffer scales;  // fp8: [E, ceil(rows/128), ceil(cols/128)] fp32; bf16: empty
   DeviceBuffer bias;    // [E, rows] bf16
+  bool fp8 = true;
 };
 
 struct CudaLayer {
   DeviceBuffer attn_norm;  // [hidden] bf16
-  Fp8Linear qkv;           // [q_width + 2·kv_width, hidden]
-  Fp8Linear o;             // [hidden, q_width]
+  DeviceLinear qkv;        // [q_width + 2·kv_width, hidden]
+  DeviceLinear o;          // [hidden, q_width]
   DeviceBuffer sinks;      // [num_q_heads] fp32
   DeviceBuffer mlp_norm;   // [hidden] bf16
-  Fp8Linear router;        // [num_experts, hidden]
-  Fp8Experts gate_up;      // rows 2·inter (interleaved gate/up), cols hidden
-  Fp8Experts down;         // rows hidden, cols inter
+  DeviceLinear router;     // [num_experts, hidden], bf16 in both formats
+  DeviceExperts gate_up;   // rows 2·inter (interleaved gate/up), cols hidden
+  DeviceExperts down;      // rows hidden, cols inter
 };
 
 struct CudaWeights {
   DeviceBuffer embedding;   // [vocab, hidden] bf16
   DeviceBuffer final_norm;  // [hidden] bf16
-  Fp8Linear unembedding;    // [vocab, hidden], no bias
+  DeviceLinear unembedding;  // [vocab, hidden], no bias
   std::vector<CudaLayer> layers;
   uint64_t device_bytes = 0;
+  WeightFormat format = WeightFormat::kFp8;
 
-  static CudaWeights upload(const GptOssConfig& config, const GptOssWeights& host);
+  static CudaWeights upload(const GptOssConfig& config, const GptOssWeights& host, WeightFormat format);
 };
 
 }  // namespace gossamer::model::cuda

@@ -1,0 +1,85 @@
+// bf16 GEMM for the "--weights bf16" accuracy baseline (the FP8 path stays the default):
+//   out[m, n] = epilogue(bias[n] + Σ_k A[m, k] · B[n, k]),  bf16 inputs, fp32 accumulation, one rounding.
+// Tensor cores through mma.sync m16n8k16 (bf16 × bf16 → fp32), 128×128×32 CTA tiles, 8 warps, cp.async
+// multi-buffered into XOR-swizzled shared memory. Partial M/N/K tiles are zero-filled (K need not be a
+// multiple of the 32-wide K tile).
+//
+// Grouped mode (MoE): identical to GemmFp8Params — rows are partitioned into groups by `group_offsets`;
+// group g uses B[g] and bias[g]; row r of the grouped problem reads A row a_row_index[r]; M tiles come
+// from the device tile list built by launch_moe_plan (moe.h) with tile_rows = gemm_bf16_tile_rows().
+//
+// Epilogues (kernels::GemmEpilogue): kBias writes out[m, n]; kSwiGlu treats even columns as gate and odd
+// columns as up (gate = min(gate, 7), up = clamp(up, ±7), out = gate·σ(1.702·gate)·(up + 1)) and writes
+// out[m, n/2]. The bias is added before the SwiGLU (accumulators start from it).
+//
+// Contracts: K a multiple of 16, N a multiple of 8, M ≥ 0 (0 is a no-op); lda a multiple of 8 elements and
+// a, b 16-byte aligned (cp.async 16); bias 4-byte aligned; kBias needs ldc even and out 4-byte aligned.
+// The launchers never synchronise or allocate (CUDA-graph capturable).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/gemm_fp8.h"  // GemmEpilogue
+
+namespace gossamer::kernels {
+
+struct GemmBf16Params {
+  const uint16_t* a = nullptr;           // [rows_a, K] bf16, row stride lda elements (multiple of 8)
+  int64_t lda = 0;
+  const int32_t* a_row_index = nullptr;  // [M] int32 or null (identity): grouped row → A row
+  const uint16_t* b = nullptr;           // [num_groups, N, K] bf16, K contiguous
+  const uint16_t* bias = nullptr;        // [num_groups, N] bf16 or null
+  uint16_t* out = nullptr;               // [M, N] (kBias) or [M, N/2] (kSwiGlu) bf16, row stride ldc elements
+  int64_t ldc = 0;
+  int M = 0;  // rows of the (grouped) problem
+  int N = 0;  // multiple of 8 (even/odd pairs for kSwiGlu)
+  int K = 0;  // multiple of 16
+  GemmEpilogue epilogue = GemmEpilogue::kBias;
+  // Grouped mode (all null for a plain GEMM); device memory, as produced by launch_moe_plan.
+  const int32_t* group_offsets = nullptr;  // [num_groups + 1] int32 row offsets
+  const int32_t* tile_group = nullptr;     // [max_tiles] int32
+  const int32_t* tile_m0 = nullptr;        // [max_tiles] int32
+  const int32_t* num_tiles = nullptr;      // [1] int32
+  int max_tiles = 0;                       // grid bound in grouped mode (moe_max_tiles(T, E, gemm_bf16_tile_rows()))
+};
+
+// The BM of the launcher's CTA tile (128); grouped tile lists must be built with this tile_rows.
+int gemm_bf16_tile_rows();
+
+void launch_gemm_bf16(const GemmBf16Params& p, cudaStream_t stream);
+
+// Host reference (all pointers host memory; in grouped mode group_offsets is read directly and the tile
+// list is ignored). fp32 accumulation, epilogue in fp32, one rounding to bf16.
+void gemm_bf16_cpu(const GemmBf16Params& p);
+
+// ---- MoE expert block with bf16 weights --------------------------------------------------------------
+// Same chain as launch_moe (moe.h) without the fp8 quantization: route → plan → grouped gate_up GEMM
+// (A rows gathered by row_token) + b1 + clamped SwiGLU → h bf16 → grouped down GEMM + b2 → y bf16 →
+// weighted combine (+ residual). Rounding points: h and y in bf16, the combine sums in fp32.
+struct MoeBf16Params {
+  const uint16_t* x = nullptr;         // [num_tokens, hidden] bf16 (normalised activations)
+  const uint16_t* logits = nullptr;    // [num_tokens, num_experts] bf16 router output (bias included)
+  const uint16_t* residual = nullptr;  // [num_tokens, hidden] bf16 or null
+  uint16_t* out = nullptr;             // [num_tokens, hidden] bf16 (may alias residual)
+  // Local experts [expert_begin, expert_begin + num_local_experts).
+  const uint16_t* w1 = nullptr;  // [E_local, 2·inter, hidden] bf16, rows interleaved gate/up
+  const uint16_t* b1 = nullptr;  // [E_local, 2·inter] bf16
+  const uint16_t* w2 = nullptr;  // [E_local, hidden, inter] bf16
+  const uint16_t* b2 = nullptr;  // [E_local, hidden] bf16
+  int num_tokens = 0;
+  int num_experts = 0;  // in [4, 256]
+  int expert_begin = 0;
+  int num_local_experts = 0;
+  int hidden = 2880;  // multiple of 16
+  int inter = 2880;   // multiple of 16
+};
+// Device scratch for launch_moe_bf16, carved from one buffer of this many bytes (16-byte aligned base).
+size_t moe_bf16_workspace_bytes(int num_tokens, int num_local_experts, int hidden, int inter);
+void launch_moe_bf16(const MoeBf16Params& p, void* workspace, cudaStream_t stream);
+// Reference of the whole block with the same rounding points (host memory throughout).
+void moe_bf16_cpu(const MoeBf16Params& p);
+
+}  // namespace gossamer::kernels

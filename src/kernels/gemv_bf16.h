@@ -1,0 +1,37 @@
+// bf16 GEMV for a few rows (decode; the router in both weight formats):
+//   out[m, n] = bf16(bias[n] + Σ_k x[m, k] · W[n, k]),  fp32 accumulation, one rounding.
+// One warp per output column n: the warp streams W's row n with 16-byte loads and dots it with the
+// ≤ kGemvBf16MaxRows rows of x (held in shared memory), then reduces across lanes in a fixed order
+// (deterministic). Weight-bandwidth bound; small N (the router's 32–128 experts) still spreads over the
+// GPU because every column is its own warp.
+//
+// Contracts: K a multiple of 8 and ≤ kGemvBf16MaxK, x/W rows 16-byte aligned (ldx a multiple of 8),
+// 1 ≤ M ≤ kGemvBf16MaxRows. The launcher never synchronises or allocates (CUDA-graph capturable).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace gossamer::kernels {
+
+inline constexpr int kGemvBf16MaxRows = 8;
+inline constexpr int kGemvBf16MaxK = 8192;
+
+struct GemvBf16Params {
+  const uint16_t* x = nullptr;     // [M, K] bf16, row stride ldx elements
+  int64_t ldx = 0;
+  const uint16_t* w = nullptr;     // [N, K] bf16, K contiguous
+  const uint16_t* bias = nullptr;  // [N] bf16 or null
+  uint16_t* out = nullptr;         // [M, N] bf16, row stride ldc elements
+  int64_t ldc = 0;
+  int M = 0;
+  int N = 0;
+  int K = 0;
+};
+
+void launch_gemv_bf16(const GemvBf16Params& p, cudaStream_t stream);
+// Host reference (host pointers), same math.
+void gemv_bf16_cpu(const GemvBf16Params& p);
+
+}  // namespace gossamer::kernels

@@ -1,0 +1,93 @@
+#include "kernels/cuda_utils.h"
+#include "kernels/gemv_bf16.h"
+
+namespace gossamer::kernels {
+namespace {
+
+constexpr int kWarps = 8;
+constexpr int kThreads = 32 * kWarps;
+
+__device__ __forceinline__ float lo(uint32_t v) { return __uint_as_float(v << 16); }
+__device__ __forceinline__ float hi(uint32_t v) { return __uint_as_float(v & 0xFFFF0000u); }
+
+// Block: kWarps output columns; x rows staged in shared memory as bf16 (M·K·2 ≤ 128 KiB dynamic).
+template <int kRows>
+__global__ void __launch_bounds__(kThreads) gemv_bf16_kernel(const GemvBf16Params p) {
+  extern __shared__ __align__(16) uint4 sx[];  // [kRows, K/8] 16-byte vectors
+  const int vecs = p.K / 8;
+  for (int i = threadIdx.x; i < kRows * vecs; i += kThreads) {
+    const int r = i / vecs, c = i % vecs;
+    sx[i] = *reinterpret_cast<const uint4*>(p.x + r * p.ldx + c * 8);
+  }
+  __syncthreads();
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int n = blockIdx.x * kWarps + warp;
+  if (n >= p.N) return;
+  const uint4* wrow = reinterpret_cast<const uint4*>(p.w + static_cast<int64_t>(n) * p.K);
+  float acc[kRows] = {};
+  for (int c = lane; c < vecs; c += 32) {
+    const uint4 wv = __ldg(wrow + c);
+    const uint32_t wp[4] = {wv.x, wv.y, wv.z, wv.w};
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      const uint4 xv = sx[r * vecs + c];
+      const uint32_t xp[4] = {xv.x, xv.y, xv.z, xv.w};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) acc[r] += lo(wp[j]) * lo(xp[j]) + hi(wp[j]) * hi(xp[j]);
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    float v = acc[r];
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    if (lane == 0) {
+      const float b = p.bias ? __uint_as_float(static_cast<uint32_t>(p.bias[n]) << 16) : 0.f;
+      const __nv_bfloat16 h = __float2bfloat16_rn(v + b);
+      p.out[r * p.ldc + n] = *reinterpret_cast<const uint16_t*>(&h);
+    }
+  }
+}
+
+template <int kRows>
+void launch_rows(const GemvBf16Params& p, cudaStream_t stream) {
+  const size_t smem = static_cast<size_t>(kRows) * p.K * 2;
+  if (smem > 48 * 1024) {
+    GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(gemv_bf16_kernel<kRows>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             static_cast<int>(smem)));
+  }
+  gemv_bf16_kernel<kRows><<<ceil_div(p.N, kWarps), kThreads, smem, stream>>>(p);
+}
+
+}  // namespace
+
+void launch_gemv_bf16(const GemvBf16Params& p, cudaStream_t stream) {
+  GOSSAMER_CHECK(p.M >= 1 && p.M <= kGemvBf16MaxRows, "gemv_bf16: M must be in [1, ", kGemvBf16MaxRows, "], got ", p.M);
+  GOSSAMER_CHECK(p.K % 8 == 0 && p.K > 0 && p.K <= kGemvBf16MaxK, "gemv_bf16: K must be a multiple of 8 up to ",
+                 kGemvBf16MaxK, ", got ", p.K);
+  GOSSAMER_CHECK(p.ldx % 8 == 0 && p.N > 0, "gemv_bf16: ldx must be a multiple of 8 and N positive");
+  switch (p.M) {
+    case 1: launch_rows<1>(p, stream); break;
+    case 2: launch_rows<2>(p, stream); break;
+    case 3: case 4: {
+      GemvBf16Params q = p;
+      launch_rows<2>(q, stream);
+      q.x += 2 * p.ldx;
+      q.out += 2 * p.ldc;
+      q.M = p.M - 2;
+      if (q.M == 1) launch_rows<1>(q, stream); else launch_rows<2>(q, stream);
+      break;
+    }
+    default: {
+      GemvBf16Params q = p;
+      launch_rows<4>(q, stream);
+      q.x += 4 * p.ldx;
+      q.out += 4 * p.ldc;
+      q.M = p.M - 4;
+      launch_gemv_bf16(q, stream);
+      break;
+    }
+  }
+  GOSSAMER_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace gossamer::kernels

@@ -1,0 +1,59 @@
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/dtype.h"
+#include "kernels/gemv_fp8.h"
+
+namespace gossamer::kernels {
+namespace {
+
+float swiglu_ref(float gate, float up) {
+  gate = std::fmin(gate, 7.0f);
+  up = std::fmin(std::fmax(up, -7.0f), 7.0f);
+  return gate / (1.0f + std::exp(-1.702f * gate)) * (up + 1.0f);
+}
+
+}  // namespace
+
+// Per output: fp32 dot products per 128-column block, times the block scale, summed over blocks on top
+// of the bias; one rounding to bf16 (after SwiGLU for kSwiGlu).
+void gemv_fp8_cpu(const GemvFp8Params& p) {
+  const int num_kb = (p.K + 127) / 128, num_nb = (p.N + 127) / 128;
+  float lut[256];
+  for (int i = 0; i < 256; ++i) lut[i] = fp8e4m3_to_float(static_cast<uint8_t>(i));
+  std::vector<float> x_row(p.K), out_row(p.N);
+  // One output row from one x row with the weights of `group`.
+  auto one_row = [&](const uint16_t* x, int group, uint16_t* out) {
+    for (int k = 0; k < p.K; ++k) x_row[k] = bf16_to_float(x[k]);
+    const uint8_t* w = p.w + static_cast<int64_t>(group) * p.N * p.K;
+    const float* scales = p.w_scales + static_cast<int64_t>(group) * num_nb * num_kb;
+    for (int n = 0; n < p.N; ++n) {
+      float acc = p.bias ? bf16_to_float(p.bias[static_cast<int64_t>(group) * p.N + n]) : 0.f;
+      for (int kb = 0; kb < num_kb; ++kb) {
+        float partial = 0.f;
+        const int k1 = std::min(p.K, (kb + 1) * 128);
+        for (int k = kb * 128; k < k1; ++k) partial += x_row[k] * lut[w[static_cast<int64_t>(n) * p.K + k]];
+        acc += partial * scales[(n / 128) * num_kb + kb];
+      }
+      out_row[n] = acc;
+    }
+    if (p.epilogue == GemmEpilogue::kSwiGlu) {
+      for (int n = 0; n < p.N; n += 2) out[n / 2] = float_to_bf16(swiglu_ref(out_row[n], out_row[n + 1]));
+    } else {
+      for (int n = 0; n < p.N; ++n) out[n] = float_to_bf16(out_row[n]);
+    }
+  };
+  if (!p.topk_ids) {
+    for (int m = 0; m < p.M; ++m) one_row(p.x + m * p.ldx, 0, p.out + m * p.ldc);
+    return;
+  }
+  for (int q = 0; q < p.num_pairs; ++q) {
+    const int e = p.topk_ids[q] - p.expert_begin;
+    const bool local = e >= 0 && e < p.num_local_experts;
+    if (p.pair_row) p.pair_row[q] = local ? q : -1;
+    if (local) one_row(p.x + (q / p.x_pair_divisor) * p.ldx, e, p.out + q * p.ldc);
+  }
+}
+
+}  // namespace gossamer::kernels

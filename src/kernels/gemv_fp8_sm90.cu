@@ -1,0 +1,406 @@
+// FP8 weight-only GEMV for decode (gemv_fp8.h) on Hopper.
+//
+// Work split: a cluster of `cluster` CTAs (1–8) owns 64 output rows n0..n0+63 (one 128-row scale block
+// holds all of them) and splits the K steps (64 columns each) between its CTAs; inside a CTA the 8 warps
+// take the CTA's K steps round robin. Per K step a warp computes the 64 rows × 64 columns × ≤ 8 x-rows
+// product with 16 mma.sync m16n8k16 (4 row tiles × 4 K sub-steps), A = weights (fp8 → f16, exact),
+// B = activations (bf16 → f16 after a power-of-two scale per (x row, K step)), fp32 accumulate; the
+// step's result, times the inverse power of two and w_scale, is added to the running fp32 sum (one K
+// step never straddles a 128-column scale block). Partials are summed over warps in shared memory, then
+// over the cluster's CTAs by rank 0 through distributed shared memory (fixed order), which adds the bias,
+// applies the epilogue and stores bf16.
+//
+// MMA operand layout (the K order inside one step is a free permutation, applied to A and B alike):
+// lane (g = lane/4, t = lane%4) loads 16 bytes of weight rows g and g+8 of each 16-row tile at columns
+// k0 + 16t … k0 + 16t + 15, and the 16 bf16 of x row g at the same columns. For the MMA's K sub-step j
+// (0..3) its four bytes 4j..4j+3 are logical columns {2t, 2t+1, 2t+8, 2t+9}: a0/a2 are the low/high byte
+// pairs of row g, a1/a3 those of row g+8, and b0/b1 the matching x pairs. The C fragment then holds rows
+// (g, g+8) × x rows (2t, 2t+1).
+//
+// Memory: every weight byte is read once, by a 16-byte cp.async (L2 only) into a per-warp ring of kStages
+// K steps in shared memory (4 KiB per step, 96 KiB per CTA, two CTAs per SM), so up to 192 KiB per SM
+// are in flight without holding registers; small matrices are requested in full at kernel start. Each
+// lane reads back only the chunks it copied (no warp synchronisation). x is read from L2 into registers
+// per CTA (≤ 25% of the weight bytes at 8 rows).
+#include <cooperative_groups.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <atomic>
+
+#include "kernels/cuda_utils.h"
+#include "kernels/gemv_fp8.h"
+
+namespace gossamer::kernels {
+namespace {
+
+namespace cg = cooperative_groups;
+
+constexpr int kWarps = 8;
+constexpr int kThreads = kWarps * 32;
+constexpr int kMinCtasPerSm = 2;  // __launch_bounds__ target (≤ 128 registers per thread)
+constexpr int kTileRows = 64;     // output rows per cluster: 4 MMA tiles of 16
+constexpr int kNTiles = kTileRows / 16;
+constexpr int kKStep = 64;                                  // K columns per warp step: 4 lanes × 16 bytes
+constexpr int kStages = 3;                                  // K steps each warp keeps in flight (cp.async ring)
+constexpr int kChunks = kNTiles * 2;                        // 16-byte weight chunks per lane per K step
+constexpr int kStageBytes = kChunks * 32 * 16;              // 4 KiB per warp and K step
+constexpr int kSmemBytes = kWarps * kStages * kStageBytes;  // 96 KiB (dynamic)
+constexpr int kMaxCluster = 8;                              // portable cluster size
+constexpr int kRedStride = kTileRows + 4;                   // 68: the partial-sum stores below are bank-conflict free
+
+// ---- device helpers ----
+
+// Programmatic dependent launch: wait for the previous kernel in the stream (its writes visible), and
+// let the next one start launching (it waits in turn before touching our outputs).
+__device__ __forceinline__ void pdl_wait() {
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+}
+__device__ __forceinline__ void pdl_launch_dependents() {
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+}
+
+// Two e4m3 (low byte → low half) to f16x2; exact.
+__device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t pair16) {
+  uint32_t r;
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(r) : "h"(static_cast<uint16_t>(pair16)));
+  return r;
+}
+
+// D (16×8 fp32) += A (16×16 f16, row) · B (16×8 f16, col).
+__device__ __forceinline__ void mma_f16_16x8x16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  // volatile: stays after the shared-memory reads whose data it consumes and before the cp.async that
+  // refills the same stage.
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// The B fragment of one K step, in place: `x` holds this lane's 16 bf16 of x (8 words of bf16 pairs) and
+// becomes 8 f16x2. The 64 columns of x row g (held by lanes 4g..4g+3) are scaled by 2^(14 − E),
+// E = ⌊log2 max|x|⌋, so the largest lands in [2^14, 2^15) and the f16 conversion is exact for everything
+// ≥ 2^-28 of it (smaller elements become f16 subnormals, error ≤ 2^-39 of the largest). Returns the
+// inverse factors of x rows 2t and 2t+1 (this lane's C columns). All 32 lanes must call it.
+__device__ __forceinline__ void x_fragment(uint32_t (&x)[8], float& inv_even, float& inv_odd, int t) {
+  // max |x| on the bit patterns: for non-negative floats the integer order is the float order (NaNs are
+  // ignored here and still propagate through the MMA).
+  uint32_t amax_bits = 0;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) amax_bits = max(amax_bits, max(x[i] & 0x7FFF0000u, (x[i] << 16) & 0x7FFF0000u));
+  amax_bits = min(amax_bits, 0x7F800000u);
+  amax_bits = max(amax_bits, __shfl_xor_sync(0xffffffffu, amax_bits, 1));
+  amax_bits = max(amax_bits, __shfl_xor_sync(0xffffffffu, amax_bits, 2));
+  // f = 2^(fe − 127) with fe = 127 + 14 − E = 268 − biased exponent, kept normal together with 1/f.
+  const int fe = min(max(268 - static_cast<int>(amax_bits >> 23), 1), 253);
+  const float f = __uint_as_float(static_cast<uint32_t>(fe) << 23);
+  const float inv = __uint_as_float(static_cast<uint32_t>(254 - fe) << 23);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const __half2 h = __floats2half2_rn(__uint_as_float(x[i] << 16) * f, __uint_as_float(x[i] & 0xFFFF0000u) * f);
+    x[i] = *reinterpret_cast<const uint32_t*>(&h);
+  }
+  inv_even = __shfl_sync(0xffffffffu, inv, 8 * t);     // a lane of group g = 2t
+  inv_odd = __shfl_sync(0xffffffffu, inv, 8 * t + 4);  // a lane of group g = 2t + 1
+}
+
+__device__ __forceinline__ float swiglu(float gate, float up) {
+  gate = fminf(gate, 7.0f);
+  up = fminf(fmaxf(up, -7.0f), 7.0f);
+  return gate / (1.0f + __expf(-1.702f * gate)) * (up + 1.0f);
+}
+
+// grid: x = tiles × cluster (a cluster's CTAs are consecutive in x), y = expert slot (grouped) or 1.
+template <bool kSwiGlu>
+__global__ void __launch_bounds__(kThreads, kMinCtasPerSm)
+    gemv_fp8_kernel(const GemvFp8Params p, int cluster, int k_steps) {
+  // Dynamic: the warps' cp.async rings [warp][stage][chunk][lane] (16 bytes each); after the main loop the
+  // same bytes hold the partial sums.
+  extern __shared__ __align__(16) uint8_t smem[];
+  using RedRow = float[kGemvMaxRows][kRedStride];
+  // red[warp]: per-warp partials [x row][tile row]; part: this CTA's sum, which cluster rank 0 reads.
+  RedRow* red = reinterpret_cast<RedRow*>(smem);
+  RedRow& part = *reinterpret_cast<RedRow*>(smem + kWarps * sizeof(RedRow));
+  __shared__ int s_pair[kGemvMaxRows];  // grouped: the slot's pairs (x/out rows)
+  __shared__ int s_expert, s_rows, s_slots;
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / 4, t = lane % 4;
+  const int rank = cluster > 1 ? static_cast<int>(cg::this_cluster().block_rank()) : 0;
+  const int n0 = static_cast<int>(blockIdx.x) / cluster * kTileRows;
+  const int ks_begin = rank * k_steps / cluster;
+  const int ks_end = (rank + 1) * k_steps / cluster;
+  const int num_kb = ceil_div(p.K, 128), num_nb = ceil_div(p.N, 128);
+  const bool grouped = p.topk_ids != nullptr;
+
+  // ---- grouped: group the pairs by local expert (warp 0), pick this CTA's slot ----
+  int rows = p.M;
+  int group = 0;
+  if (grouped) {
+    pdl_wait();  // topk_ids come from the previous kernel
+    pdl_launch_dependents();
+    if (warp == 0) {
+      int e = -1;
+      if (lane < p.num_pairs) {
+        e = p.topk_ids[lane] - p.expert_begin;
+        if (e < 0 || e >= p.num_local_experts) e = -1;
+      }
+      if (p.pair_row && blockIdx.x == 0 && blockIdx.y == 0 && lane < p.num_pairs) p.pair_row[lane] = e >= 0 ? lane : -1;
+      // Pairs of one expert form ceil(count / 8) slots of ≤ 8 pairs, in pair order; slots are numbered by
+      // the expert's first pair.
+      const unsigned same = __match_any_sync(0xffffffffu, e >= 0 ? e : -1 - lane);
+      const bool leader = e >= 0 && (same & ((1u << lane) - 1u)) == 0;
+      const int chunks = leader ? (__popc(same) + kGemvMaxRows - 1) / kGemvMaxRows : 0;
+      int incl = chunks;
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const int v = __shfl_up_sync(0xffffffffu, incl, o);
+        if (lane >= o) incl += v;
+      }
+      const int slot = static_cast<int>(blockIdx.y);
+      if (slot >= incl - chunks && slot < incl) {  // exactly one lane (a leader)
+        unsigned members = same;
+        for (int i = 0; i < (slot - incl + chunks) * kGemvMaxRows; ++i) members &= members - 1u;
+        int r = 0;
+        for (; members != 0u && r < kGemvMaxRows; ++r) {
+          s_pair[r] = __ffs(static_cast<int>(members)) - 1;
+          members &= members - 1u;
+        }
+        s_rows = r;
+        s_expert = e;
+      }
+      if (lane == 31) s_slots = incl;
+    }
+    __syncthreads();
+    if (static_cast<int>(blockIdx.y) >= s_slots) return;  // uniform over the cluster (same blockIdx.y)
+    rows = s_rows;
+    group = s_expert;
+  }
+
+  // ---- this lane's sources and ring ----
+  const int64_t K = p.K;
+  const uint8_t* w_lane = p.w + (static_cast<int64_t>(group) * p.N + n0 + g) * K + 16 * t;
+  const int rows_left = p.N - n0 - g;  // chunk c (row n0 + 8c + g) exists iff 8c < rows_left
+  const float* scale_row = p.w_scales + (static_cast<int64_t>(group) * num_nb + n0 / 128) * num_kb;
+  uint4* ring = reinterpret_cast<uint4*>(smem + warp * kStages * kStageBytes) + lane;  // [stage][chunk] stride 32
+  float scale[kStages];
+
+  // Weights of K step `step` into ring stage `stage` (zero-filled outside N/K), and its block scale. One
+  // commit group per call, empty past the end, so the group count stays uniform.
+  auto issue = [&](int step, int stage) {
+    if (step < ks_end) {  // warp-uniform
+      const bool k_ok = step * kKStep + 16 * t < p.K;
+      const uint8_t* src = w_lane + static_cast<int64_t>(step) * kKStep;
+#pragma unroll
+      for (int c = 0; c < kChunks; ++c) {
+        const bool ok = k_ok && 8 * c < rows_left;
+        cp_async_16(ring + (stage * kChunks + c) * 32, ok ? src + 8 * c * K : p.w, ok);
+      }
+      scale[stage] = __ldg(scale_row + step * kKStep / 128);
+    }
+    cp_async_commit();
+  };
+#pragma unroll
+  for (int s = 0; s < kStages; ++s) issue(ks_begin + warp + s * kWarps, s);
+  if (!grouped) {
+    pdl_wait();  // weights were requested already; x, bias and out follow the stream order
+    pdl_launch_dependents();
+  }
+
+  // x of K step `step`: this lane's 16 bf16 of x row g, zero outside rows/K.
+  const uint16_t* x_lane = p.x;
+  if (g < rows) {
+    const int x_row = grouped ? s_pair[g] / p.x_pair_divisor : g;
+    x_lane = p.x + static_cast<int64_t>(x_row) * p.ldx + 16 * t;
+  }
+  auto load_x = [&](int step, uint32_t(&xr)[8]) {
+    if (step < ks_end && g < rows && step * kKStep + 16 * t < p.K) {
+      const uint4* src = reinterpret_cast<const uint4*>(x_lane + static_cast<int64_t>(step) * kKStep);
+      const uint4 a = __ldcg(src), b = __ldcg(src + 1);
+      xr[0] = a.x, xr[1] = a.y, xr[2] = a.z, xr[3] = a.w;
+      xr[4] = b.x, xr[5] = b.y, xr[6] = b.z, xr[7] = b.w;
+    } else {
+#pragma unroll
+      for (int i = 0; i < 8; ++i) xr[i] = 0u;
+    }
+  };
+  uint32_t xr[kStages][8];
+#pragma unroll
+  for (int s = 0; s < kStages; ++s) load_x(ks_begin + warp + s * kWarps, xr[s]);
+
+  // ---- main loop: consume the oldest stage, refill it with the step kStages·kWarps later ----
+  float acc[kNTiles][4] = {};
+  for (int step0 = ks_begin + warp; step0 < ks_end; step0 += kStages * kWarps) {
+#pragma unroll
+    for (int s = 0; s < kStages; ++s) {
+      const int step = step0 + s * kWarps;
+      if (step >= ks_end) break;  // warp-uniform
+      cp_async_wait<kStages - 1>();
+      float inv_even, inv_odd;
+      x_fragment(xr[s], inv_even, inv_odd, t);
+#pragma unroll
+      for (int nt = 0; nt < kNTiles; ++nt) {
+        const uint4 w0 = ring[(s * kChunks + 2 * nt) * 32];      // row 16·nt + g
+        const uint4 w1 = ring[(s * kChunks + 2 * nt + 1) * 32];  // row 16·nt + g + 8
+        const uint32_t r0[4] = {w0.x, w0.y, w0.z, w0.w}, r1[4] = {w1.x, w1.y, w1.z, w1.w};
+        float d[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const uint32_t a[4] = {e4m3x2_to_f16x2(r0[j]), e4m3x2_to_f16x2(r1[j]), e4m3x2_to_f16x2(r0[j] >> 16),
+                                 e4m3x2_to_f16x2(r1[j] >> 16)};
+          mma_f16_16x8x16(d, a, xr[s][2 * j], xr[s][2 * j + 1]);
+        }
+        acc[nt][0] = fmaf(d[0] * inv_even, scale[s], acc[nt][0]);
+        acc[nt][1] = fmaf(d[1] * inv_odd, scale[s], acc[nt][1]);
+        acc[nt][2] = fmaf(d[2] * inv_even, scale[s], acc[nt][2]);
+        acc[nt][3] = fmaf(d[3] * inv_odd, scale[s], acc[nt][3]);
+      }
+      issue(step + kStages * kWarps, s);
+      load_x(step + kStages * kWarps, xr[s]);
+    }
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // the rings become the reduction buffers
+
+  // ---- sum over warps (fixed order) ----
+#pragma unroll
+  for (int nt = 0; nt < kNTiles; ++nt) {
+    const int r = 16 * nt + g;
+    red[warp][2 * t][r] = acc[nt][0];
+    red[warp][2 * t + 1][r] = acc[nt][1];
+    red[warp][2 * t][r + 8] = acc[nt][2];
+    red[warp][2 * t + 1][r + 8] = acc[nt][3];
+  }
+  __syncthreads();
+  const int m = threadIdx.x / 32;        // x row of this thread's outputs
+  const int c = 2 * (threadIdx.x % 32);  // tile rows c, c + 1
+  float2 sum = make_float2(0.f, 0.f);
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) {
+    const float2 v = *reinterpret_cast<const float2*>(&red[w][m][c]);
+    sum.x += v.x;
+    sum.y += v.y;
+  }
+
+  // ---- sum over the cluster's CTAs (rank order) ----
+  if (cluster > 1) {
+    *reinterpret_cast<float2*>(&part[m][c]) = sum;  // placed after red
+    cg::cluster_group cl = cg::this_cluster();
+    cl.sync();
+    if (rank == 0) {
+      for (int r = 1; r < cluster; ++r) {
+        const float2 v = *reinterpret_cast<const float2*>(cl.map_shared_rank(&part[m][c], r));
+        sum.x += v.x;
+        sum.y += v.y;
+      }
+    }
+  }
+
+  // ---- epilogue (rank 0): bias, SwiGLU or plain, bf16 ----
+  const int n = n0 + c;
+  if (rank == 0 && m < rows && n < p.N) {
+    float v0 = sum.x, v1 = sum.y;
+    if (p.bias) {
+      const uint32_t bb = *reinterpret_cast<const uint32_t*>(p.bias + static_cast<int64_t>(group) * p.N + n);
+      v0 += __uint_as_float(bb << 16);
+      v1 += __uint_as_float(bb & 0xFFFF0000u);
+    }
+    const int out_row = grouped ? s_pair[m] : m;
+    uint16_t* out = p.out + static_cast<int64_t>(out_row) * p.ldc;
+    if constexpr (kSwiGlu) {
+      const __nv_bfloat16 h = __float2bfloat16_rn(swiglu(v0, v1));
+      out[n / 2] = *reinterpret_cast<const uint16_t*>(&h);
+    } else {
+      const __nv_bfloat162 h = __floats2bfloat162_rn(v0, v1);
+      *reinterpret_cast<__nv_bfloat162*>(out + n) = h;
+    }
+  }
+  if (cluster > 1) cg::this_cluster().sync();  // keep `part` alive until rank 0 has read it
+}
+
+static_assert(kSmemBytes >= (kWarps + 1) * kGemvMaxRows * kRedStride * static_cast<int>(sizeof(float)),
+              "the reduction buffers overlay the rings");
+
+// Opts the kernel into 96 KiB of dynamic shared memory, once per device (a function attribute, not a
+// stream operation: fine during graph capture; a repeated call is harmless).
+template <bool kSwiGlu>
+void prepare_kernel(int device) {
+  static std::atomic<uint64_t> done{0};
+  const uint64_t bit = uint64_t(1) << (device & 63);
+  if (done.load(std::memory_order_acquire) & bit) return;
+  GOSSAMER_CUDA_CHECK(
+      cudaFuncSetAttribute(gemv_fp8_kernel<kSwiGlu>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+  done.fetch_or(bit, std::memory_order_release);
+}
+
+}  // namespace
+
+void launch_gemv_fp8(const GemvFp8Params& p, cudaStream_t stream) {
+  const bool grouped = p.topk_ids != nullptr;
+  const bool swiglu = p.epilogue == GemmEpilogue::kSwiGlu;
+  GOSSAMER_CHECK(p.K > 0 && p.K % 16 == 0 && p.N > 0 && p.N % 8 == 0, "gemv_fp8: K (", p.K,
+                 ") must be a positive multiple of 16 and N (", p.N, ") of 8");
+  int slots = 1;  // grid.y: expert slots in grouped mode
+  if (grouped) {
+    GOSSAMER_CHECK(p.num_pairs >= 1 && p.num_pairs <= kGemvMaxPairs, "gemv_fp8: num_pairs ", p.num_pairs,
+                   " not in [1, ", kGemvMaxPairs, "]");
+    GOSSAMER_CHECK(p.num_local_experts >= 1 && p.x_pair_divisor >= 1, "gemv_fp8: bad grouped parameters");
+    // Σ over used experts of ceil(pairs / 8) ≤ min(pairs, experts · ceil(pairs / 8)).
+    slots = std::min(p.num_pairs, p.num_local_experts * ceil_div(p.num_pairs, kGemvMaxRows));
+  } else {
+    GOSSAMER_CHECK(p.M >= 0 && p.M <= kGemvMaxRows, "gemv_fp8: M (", p.M, ") must be ≤ ", kGemvMaxRows);
+    if (p.M == 0) return;
+  }
+  GOSSAMER_CHECK(p.x && p.w && p.w_scales && p.out, "gemv_fp8: null operand");
+  GOSSAMER_CHECK(p.ldx >= p.K && p.ldx % 8 == 0, "gemv_fp8: ldx (", p.ldx, ") must be ≥ K and a multiple of 8");
+  GOSSAMER_CHECK(p.ldc >= (swiglu ? p.N / 2 : p.N) && (swiglu || p.ldc % 2 == 0), "gemv_fp8: bad ldc ", p.ldc);
+  GOSSAMER_CHECK(reinterpret_cast<uintptr_t>(p.x) % 16 == 0 && reinterpret_cast<uintptr_t>(p.w) % 16 == 0 &&
+                     reinterpret_cast<uintptr_t>(p.out) % (swiglu ? 2 : 4) == 0 &&
+                     reinterpret_cast<uintptr_t>(p.bias) % 4 == 0,
+                 "gemv_fp8: x and w must be 16-byte aligned, bias 4-byte aligned, out 4-byte aligned (kBias)");
+  int device = 0, sms = 0;
+  GOSSAMER_CUDA_CHECK(cudaGetDevice(&device));
+  GOSSAMER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int k_steps = ceil_div(p.K, kKStep);
+  const int tiles = ceil_div(p.N, kTileRows);
+  // Split K over a cluster while the grid still fits in one wave of kMinCtasPerSm CTAs per SM and every
+  // warp keeps at least one K step.
+  const int64_t capacity = static_cast<int64_t>(sms) * kMinCtasPerSm;
+  int cluster = 1;
+  while (cluster < kMaxCluster && static_cast<int64_t>(tiles) * slots * cluster * 2 <= capacity &&
+         k_steps >= 2 * cluster * kWarps) {
+    cluster *= 2;
+  }
+
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(tiles * cluster), static_cast<unsigned>(slots), 1);
+  cfg.blockDim = dim3(kThreads, 1, 1);
+  cfg.dynamicSmemBytes = kSmemBytes;
+  cfg.stream = stream;
+  cudaLaunchAttribute attrs[2];
+  unsigned num_attrs = 0;
+  if (cluster > 1) {
+    attrs[num_attrs].id = cudaLaunchAttributeClusterDimension;
+    attrs[num_attrs].val.clusterDim.x = static_cast<unsigned>(cluster);
+    attrs[num_attrs].val.clusterDim.y = 1;
+    attrs[num_attrs].val.clusterDim.z = 1;
+    ++num_attrs;
+  }
+  if (p.programmatic_launch) {
+    attrs[num_attrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attrs[num_attrs].val.programmaticStreamSerializationAllowed = 1;
+    ++num_attrs;
+  }
+  cfg.attrs = attrs;
+  cfg.numAttrs = num_attrs;
+  if (swiglu) {
+    prepare_kernel<true>(device);
+    GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv_fp8_kernel<true>, p, cluster, k_steps));
+  } else {
+    prepare_kernel<false>(device);
+    GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv_fp8_kernel<false>, p, cluster, k_steps));
+  }
+}
+
+}  // namespace gossamer::kernels

@@ -1,0 +1,231 @@
+// The cuda backend's step: every kernel launch of one forward pass, in order, on one stream. Nothing here
+// synchronises or allocates, so the same code runs eagerly and under CUDA-graph capture.
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/attention.h"
+#include "kernels/embedding.h"
+#include "kernels/gemm_bf16.h"
+#include "kernels/gemm_fp8.h"
+#include "kernels/gemv_bf16.h"
+#include "kernels/gemv_fp8.h"
+#include "kernels/moe.h"
+#include "kernels/quantize_fp8.h"
+#include "kernels/rmsnorm.h"
+#include "kernels/rope.h"
+#include "model/cuda/cuda_model.h"
+
+namespace gossamer::model::cuda {
+
+namespace {
+
+int round_up(int value, int multiple) { return (value + multiple - 1) / multiple * multiple; }
+const uint16_t* bias_of(const DeviceLinear& w) { return w.bias.bytes() ? w.bias.get<uint16_t>() : nullptr; }
+
+}  // namespace
+
+void CudaModel::linear(const uint16_t* x, int m, const DeviceLinear& w, uint16_t* out) {
+  if (m <= 0) return;
+  if (!w.fp8) {
+    if (m <= kernels::kGemvBf16MaxRows && w.k <= kernels::kGemvBf16MaxK) {
+      kernels::GemvBf16Params gemv;
+      gemv.x = x;
+      gemv.ldx = w.k;
+      gemv.w = w.weight.get<uint16_t>();
+      gemv.bias = bias_of(w);
+      gemv.out = out;
+      gemv.ldc = w.n;
+      gemv.M = m;
+      gemv.N = w.n;
+      gemv.K = w.k;
+      return kernels::launch_gemv_bf16(gemv, stream_);
+    }
+    kernels::GemmBf16Params gemm;
+    gemm.a = x;
+    gemm.lda = w.k;
+    gemm.b = w.weight.get<uint16_t>();
+    gemm.bias = bias_of(w);
+    gemm.out = out;
+    gemm.ldc = w.n;
+    gemm.M = m;
+    gemm.N = w.n;
+    gemm.K = w.k;
+    return kernels::launch_gemm_bf16(gemm, stream_);
+  }
+  if (m <= kernels::kGemvMaxRows) {  // decode: weight-only FP8, activations stay bf16
+    kernels::GemvFp8Params gemv;
+    gemv.x = x;
+    gemv.ldx = w.k;
+    gemv.w = w.weight.get<uint8_t>();
+    gemv.w_scales = w.scales.get<float>();
+    gemv.bias = bias_of(w);
+    gemv.out = out;
+    gemv.ldc = w.n;
+    gemv.M = m;
+    gemv.N = w.n;
+    gemv.K = w.k;
+    return kernels::launch_gemv_fp8(gemv, stream_);
+  }
+  const int ldq = round_up(w.k, 16);
+  kernels::QuantizeFp8Params quant;
+  quant.x = x;
+  quant.ldx = w.k;
+  quant.q = act_.get<uint8_t>();
+  quant.ldq = ldq;
+  quant.scales = act_scales_.get<float>();
+  quant.M = m;
+  quant.K = w.k;
+  kernels::launch_quantize_fp8(quant, stream_);
+  kernels::GemmFp8Params gemm;
+  gemm.a = act_.get<uint8_t>();
+  gemm.lda = ldq;
+  gemm.a_scales = act_scales_.get<float>();
+  gemm.b = w.weight.get<uint8_t>();
+  gemm.b_scales = w.scales.get<float>();
+  gemm.bias = bias_of(w);
+  gemm.out = out;
+  gemm.ldc = w.n;
+  gemm.M = m;
+  gemm.N = w.n;
+  gemm.K = w.k;
+  gemm.epilogue = kernels::GemmEpilogue::kBias;
+  kernels::launch_gemm_fp8(gemm, m, stream_);
+}
+
+// Experts of one layer: normed_ [T, hidden] and router_logits_ [T, E] → delta_ [T, hidden].
+void CudaModel::experts(int layer, int num_tokens) {
+  const CudaLayer& w = weights_.layers[static_cast<size_t>(layer)];
+  if (!w.gate_up.fp8) {
+    kernels::MoeBf16Params moe;
+    moe.x = normed_.get<uint16_t>();
+    moe.logits = router_logits_.get<uint16_t>();
+    moe.out = delta_.get<uint16_t>();
+    moe.w1 = w.gate_up.weight.get<uint16_t>();
+    moe.b1 = w.gate_up.bias.get<uint16_t>();
+    moe.w2 = w.down.weight.get<uint16_t>();
+    moe.b2 = w.down.bias.get<uint16_t>();
+    moe.num_tokens = num_tokens;
+    moe.num_experts = config_.num_experts;
+    moe.num_local_experts = config_.num_experts;
+    moe.hidden = config_.hidden_size;
+    moe.inter = config_.intermediate_size;
+    return kernels::launch_moe_bf16(moe, moe_workspace_.get(), stream_);
+  }
+  kernels::MoeParams moe;
+  moe.x = normed_.get<uint16_t>();
+  moe.logits = router_logits_.get<uint16_t>();
+  moe.out = delta_.get<uint16_t>();
+  moe.w1 = w.gate_up.weight.get<uint8_t>();
+  moe.w1_scales = w.gate_up.scales.get<float>();
+  moe.b1 = w.gate_up.bias.get<uint16_t>();
+  moe.w2 = w.down.weight.get<uint8_t>();
+  moe.w2_scales = w.down.scales.get<float>();
+  moe.b2 = w.down.bias.get<uint16_t>();
+  moe.num_tokens = num_tokens;
+  moe.num_experts = config_.num_experts;
+  moe.num_local_experts = config_.num_experts;
+  moe.hidden = config_.hidden_size;
+  moe.inter = config_.intermediate_size;
+  if (num_tokens <= kernels::kGemvMaxRows) return kernels::launch_moe_decode(moe, moe_workspace_.get(), stream_);
+  kernels::launch_moe(moe, moe_workspace_.get(), stream_);
+}
+
+void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
+  const int t = plan.num_tokens, hidden = config_.hidden_size;
+  auto bf16 = [](const DeviceBuffer& buffer) { return buffer.get<uint16_t>(); };
+
+  // ---- embedding: residual [T, hidden] bf16 ----
+  kernels::EmbeddingParams embed;
+  embed.table = bf16(weights_.embedding);
+  embed.ids = dev + plan.ids;
+  embed.out = bf16(residual_);
+  embed.num_tokens = t;
+  embed.hidden = hidden;
+  embed.vocab = config_.vocab_size;
+  kernels::launch_embedding(embed, stream_);
+
+  kernels::RopeParams rope;
+  rope.qkv_stride = config_.qkv_width();
+  rope.positions = dev + plan.positions;
+  rope.slots = reinterpret_cast<const int64_t*>(dev + plan.slots);
+  rope.num_tokens = t;
+  rope.num_q_heads = config_.num_q_heads;
+  rope.num_kv_heads = config_.num_kv_heads;
+  std::copy(rope_.inv_freq.begin(), rope_.inv_freq.end(), rope.inv_freq.begin());
+  rope.concentration = rope_.concentration;
+
+  kernels::AttentionParams attention;
+  attention.page_indptr = dev + plan.page_indptr;
+  attention.page_indices = dev + plan.page_indices;
+  attention.cu_seqlens_q = dev + plan.cu_seqlens;
+  attention.kv_lens = dev + plan.kv_lens;
+  attention.num_seqs = plan.num_seqs;
+  attention.num_tokens = t;
+  attention.num_q_heads = config_.num_q_heads;
+  attention.num_kv_heads = config_.num_kv_heads;
+  attention.page_size = block_size_;
+  attention.scale = 1.0f / std::sqrt(static_cast<float>(config_.head_dim));
+  attention.max_kv_len = plan.max_kv;
+  const bool decode = plan.max_q <= kernels::kDecodeMaxQ;
+  attention.workspace = decode_workspace_.get();
+
+  kernels::RmsNormParams norm;
+  norm.num_tokens = t;
+  norm.hidden = hidden;
+  norm.eps = config_.rms_norm_eps;
+  for (int layer = 0; layer < config_.num_layers; ++layer) {
+    const CudaLayer& w = weights_.layers[static_cast<size_t>(layer)];
+    // ---- attention norm (fused with the residual add of the previous block) ----
+    norm.x = layer == 0 ? bf16(residual_) : bf16(delta_);
+    norm.residual = layer == 0 ? nullptr : bf16(residual_);
+    norm.weight = bf16(w.attn_norm);
+    norm.out = bf16(normed_);
+    kernels::launch_rmsnorm(norm, stream_);
+    // ---- qkv [T, qkv_width] → RoPE (q → q_, k/v → paged cache) → attention → o-proj into delta ----
+    linear(bf16(normed_), t, w.qkv, bf16(qkv_));
+    rope.qkv = bf16(qkv_);
+    rope.q_out = bf16(q_);
+    rope.k_cache = bf16(k_cache_[static_cast<size_t>(layer)]);
+    rope.v_cache = bf16(v_cache_[static_cast<size_t>(layer)]);
+    kernels::launch_rope(rope, stream_);
+    attention.q = bf16(q_);
+    attention.out = bf16(attn_out_);
+    attention.k_cache = bf16(k_cache_[static_cast<size_t>(layer)]);
+    attention.v_cache = bf16(v_cache_[static_cast<size_t>(layer)]);
+    attention.sinks = w.sinks.get<float>();
+    attention.window = config_.layer_is_sliding[static_cast<size_t>(layer)] ? config_.sliding_window : 0;
+    if (decode) {
+      kernels::launch_attention_decode(attention, stream_);
+    } else {
+      kernels::launch_attention_prefill(attention, stream_);
+    }
+    linear(bf16(attn_out_), t, w.o, bf16(delta_));
+    // ---- MLP norm (residual += attention output) → router → experts into delta ----
+    norm.x = bf16(delta_);
+    norm.residual = bf16(residual_);
+    norm.weight = bf16(w.mlp_norm);
+    norm.out = bf16(normed_);
+    kernels::launch_rmsnorm(norm, stream_);
+    linear(bf16(normed_), t, w.router, bf16(router_logits_));
+    experts(layer, t);
+  }
+  // ---- final norm, gather the wanted rows, unembedding → logits_ [rows, vocab] bf16 ----
+  norm.x = bf16(delta_);
+  norm.residual = bf16(residual_);
+  norm.weight = bf16(weights_.final_norm);
+  norm.out = bf16(normed_);
+  kernels::launch_rmsnorm(norm, stream_);
+  if (plan.num_rows > 0) {
+    kernels::EmbeddingParams gather;  // a row gather: the "table" is the normalised hidden states
+    gather.table = bf16(normed_);
+    gather.ids = dev + plan.rows;
+    gather.out = bf16(final_rows_);
+    gather.num_tokens = plan.num_rows;
+    gather.hidden = hidden;
+    gather.vocab = t;
+    kernels::launch_embedding(gather, stream_);
+    linear(bf16(final_rows_), plan.num_rows, weights_.unembedding, bf16(logits_));
+  }
+}
+
+}  // namespace gossamer::model::cuda

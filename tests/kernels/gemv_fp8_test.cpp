@@ -1,0 +1,584 @@
+// Weight-only FP8 decode GEMV (dense, SwiGLU, grouped by expert) and the MoE decode block against CPU
+// references; PDL chains and CUDA-graph capture.
+#include "kernels/gemv_fp8.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "kernel_test_utils.h"
+#include "kernels/moe.h"
+
+namespace gossamer::kernels {
+namespace {
+
+using namespace test;
+
+// MoE decode against moe_cpu, which quantizes x and the SwiGLU output to fp8 e4m3 (≈2.5% rms relative
+// error each, in series) where the decode path keeps them bf16: a sanity bound on the semantics; the
+// tight check is against the reference with the decode path's own rounding points (kTolBf16).
+constexpr double kTolVsFp8Activations = 8e-2;
+
+// Random e4m3 bytes over the whole finite range (the NaN codes 0x7F/0xFF become ±448). Fast enough for
+// the 579 MB unembedding.
+std::vector<uint8_t> random_fp8(size_t n, std::mt19937& rng) {
+  std::vector<uint8_t> v(n);
+  for (size_t i = 0; i < n; i += 4) {
+    uint32_t r = rng();
+    for (size_t j = i; j < std::min(n, i + 4); ++j, r >>= 8) {
+      const uint8_t b = static_cast<uint8_t>(r);
+      v[j] = (b & 0x7F) == 0x7F ? static_cast<uint8_t>(b ^ 1) : b;
+    }
+  }
+  return v;
+}
+std::vector<float> random_scales(size_t n, std::mt19937& rng, float lo, float hi) {
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+size_t scale_count(int groups, int n, int k) {
+  return size_t(groups) * ((n + 127) / 128) * ((k + 127) / 128);
+}
+
+// Rows [0, rows) × columns [0, cols) of a row-major [·, ld] bf16 matrix, as floats.
+std::vector<float> block(const std::vector<uint16_t>& v, int rows, int cols, int64_t ld) {
+  std::vector<float> f;
+  f.reserve(size_t(rows) * cols);
+  for (int r = 0; r < rows; ++r) {
+    for (int c = 0; c < cols; ++c) f.push_back(bf16_to_float(v[r * ld + c]));
+  }
+  return f;
+}
+
+// True when every element outside [0, cols) of rows [0, rows) (the padding up to ld) is still poisoned.
+bool padding_untouched(const std::vector<uint16_t>& v, int rows, int cols, int64_t ld) {
+  for (int r = 0; r < rows; ++r) {
+    for (int64_t c = cols; c < ld; ++c) {
+      if (v[r * ld + c] != 0xFFFF) return false;
+    }
+  }
+  return true;
+}
+
+// ---- dense ----
+
+struct DenseShape {
+  const char* name;
+  int n, k;
+  GemmEpilogue epi;
+  std::vector<int> ms;
+  bool bias;
+  int ldx_pad, ldc_pad;  // extra elements per row of x / out
+};
+
+TEST(GemvFp8Kernel, MatchesReference) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(20);
+  const std::vector<int> all = {1, 2, 3, 4, 5, 6, 7, 8};
+  const DenseShape shapes[] = {
+      {"qkv", 5120, 2880, GemmEpilogue::kBias, all, true, 0, 0},
+      {"o", 2880, 4096, GemmEpilogue::kBias, all, true, 0, 0},
+      {"router32", 32, 2880, GemmEpilogue::kBias, all, true, 0, 0},
+      {"router128", 128, 2880, GemmEpilogue::kBias, {1, 4, 8}, false, 0, 0},
+      {"gate_up", 5760, 2880, GemmEpilogue::kSwiGlu, all, true, 0, 0},
+      {"down", 2880, 2880, GemmEpilogue::kBias, all, true, 0, 0},
+      {"n8", 8, 16, GemmEpilogue::kBias, {1, 8}, true, 8, 8},
+      {"n136", 136, 272, GemmEpilogue::kBias, all, true, 16, 8},
+      {"n24k48", 24, 48, GemmEpilogue::kSwiGlu, {1, 3, 8}, true, 0, 4},
+      {"k1040", 200, 1040, GemmEpilogue::kBias, {2, 7}, false, 24, 0},
+      {"k80", 72, 80, GemmEpilogue::kSwiGlu, {1, 5}, false, 0, 0},
+      {"cluster8", 1024, 4096, GemmEpilogue::kBias, {1, 8}, true, 0, 0},  // K split over 8 CTAs (132 SMs)
+      {"wide", 16384, 272, GemmEpilogue::kBias, {1, 8}, true, 0, 0},      // no K split
+      {"unembed", 201088, 2880, GemmEpilogue::kBias, {1}, false, 0, 0},
+  };
+  for (const auto& s : shapes) {
+    const bool swiglu = s.epi == GemmEpilogue::kSwiGlu;
+    const int out_cols = swiglu ? s.n / 2 : s.n;
+    const int64_t ldx = s.k + s.ldx_pad, ldc = out_cols + s.ldc_pad;
+    auto w = random_fp8(size_t(s.n) * s.k, rng);
+    auto ws = random_scales(scale_count(1, s.n, s.k), rng, 0.0005f, 0.002f);
+    auto bias = random_bf16(s.n, rng, 1.0f);
+    DeviceBuffer<uint8_t> dw(w);
+    DeviceBuffer<float> dws(ws);
+    DeviceBuffer<uint16_t> dbias(bias);
+    for (const int m : s.ms) {
+      auto x = random_bf16(size_t(m) * ldx, rng, 1.0f);
+      for (int r = 0; r < m; ++r)
+        std::fill(x.begin() + r * ldx + s.k, x.begin() + (r + 1) * ldx, 0xFFFF);  // NaN: never read
+      DeviceBuffer<uint16_t> dx(x), dout(size_t(m) * ldc);
+      GemvFp8Params p;
+      p.x = dx.get();
+      p.ldx = ldx;
+      p.w = dw.get();
+      p.w_scales = dws.get();
+      p.bias = s.bias ? dbias.get() : nullptr;
+      p.out = dout.get();
+      p.ldc = ldc;
+      p.M = m;
+      p.N = s.n;
+      p.K = s.k;
+      p.epilogue = s.epi;
+      std::vector<uint16_t> ref(dout.size(), 0xFFFF);
+      GemvFp8Params r = p;
+      r.x = x.data();
+      r.w = w.data();
+      r.w_scales = ws.data();
+      r.bias = s.bias ? bias.data() : nullptr;
+      r.out = ref.data();
+      gemv_fp8_cpu(r);
+      const auto ref_block = block(ref, m, out_cols, ldc);
+      for (const bool pdl : {true, false}) {
+        dout.poison();
+        p.programmatic_launch = pdl;
+        launch_gemv_fp8(p, nullptr);
+        const auto out = dout.download();
+        const double err = rel_error(block(out, m, out_cols, ldc), ref_block);
+        const std::string shape = std::string(s.name) + " M=" + std::to_string(m) + " N=" + std::to_string(s.n) +
+                                  " K=" + std::to_string(s.k) + (swiglu ? " swiglu" : "") + (s.bias ? " bias" : "") +
+                                  (pdl ? "" : " no-pdl");
+        report("gemv_fp8", shape, err, kTolBf16);
+        EXPECT_LT(err, kTolBf16) << shape;
+        EXPECT_TRUE(padding_untouched(out, m, out_cols, ldc)) << shape << ": wrote past the output columns";
+      }
+    }
+  }
+}
+
+// Activation rows of very different magnitudes (beyond the f16 range and far below it), and chunks of
+// very different magnitudes inside one row: the per-chunk power-of-two staging must keep each row exact.
+TEST(GemvFp8Kernel, ActivationRange) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(21);
+  const int M = 8, N = 264, K = 2880;
+  const float row_scale[M] = {1e-30f, 1e-12f, 1e-5f, 1.0f, 300.0f, 1e5f, 1e12f, 1e30f};
+  std::vector<uint16_t> x(size_t(M) * K);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  for (int m = 0; m < M; ++m) {
+    for (int k = 0; k < K; ++k) {
+      // Row 3: alternate 64-column chunks at 1e4 and 1e-4.
+      const float chunk = m == 3 ? ((k / 64) % 2 ? 1e4f : 1e-4f) : 1.0f;
+      x[size_t(m) * K + k] = float_to_bf16(nd(rng) * row_scale[m] * chunk);
+    }
+  }
+  auto w = random_fp8(size_t(N) * K, rng);
+  auto ws = random_scales(scale_count(1, N, K), rng, 0.0005f, 0.002f);
+  DeviceBuffer<uint16_t> dx(x), dout(size_t(M) * N);
+  DeviceBuffer<uint8_t> dw(w);
+  DeviceBuffer<float> dws(ws);
+  dout.poison();
+  GemvFp8Params p;
+  p.x = dx.get();
+  p.ldx = K;
+  p.w = dw.get();
+  p.w_scales = dws.get();
+  p.out = dout.get();
+  p.ldc = N;
+  p.M = M;
+  p.N = N;
+  p.K = K;
+  launch_gemv_fp8(p, nullptr);
+  std::vector<uint16_t> ref(size_t(M) * N);
+  GemvFp8Params r = p;
+  r.x = x.data();
+  r.w = w.data();
+  r.w_scales = ws.data();
+  r.out = ref.data();
+  gemv_fp8_cpu(r);
+  const auto out = dout.download();
+  for (int m = 0; m < M; ++m) {
+    const std::vector<uint16_t> o(out.begin() + m * N, out.begin() + (m + 1) * N);
+    const std::vector<uint16_t> e(ref.begin() + m * N, ref.begin() + (m + 1) * N);
+    const double err = rel_error_bf16(o, e);
+    char shape[64];
+    std::snprintf(shape, sizeof shape, "range row %d (|x| ~ %.0e)", m, row_scale[m]);
+    report("gemv_fp8", shape, err, kTolBf16);
+    EXPECT_LT(err, kTolBf16) << shape;
+  }
+}
+
+// ---- grouped (MoE) mode, driven directly with chosen expert ids ----
+
+struct GroupedCase {
+  const char* name;
+  std::vector<int32_t> ids;  // global expert per pair
+  int divisor;               // pair p reads x row p / divisor
+  int expert_begin, local;   // local experts [expert_begin, expert_begin + local)
+  int n, k;
+  GemmEpilogue epi;
+};
+
+TEST(GemvFp8Kernel, GroupedMatchesReference) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(22);
+  std::vector<int32_t> same32(32, 3), mixed32(32), spread12 = {5, 1, 9, 2, 1, 5, 7, 0, 9, 1, 6, 3};
+  for (int i = 0; i < 32; ++i) mixed32[i] = static_cast<int32_t>((i * 7 + i / 5) % 12);
+  const GroupedCase cases[] = {
+      {"T1 distinct", {4, 0, 7, 2}, 4, 0, 8, 576, 320, GemmEpilogue::kSwiGlu},
+      {"32 pairs one expert (4 slots of 8)", same32, 1, 0, 8, 320, 576, GemmEpilogue::kBias},
+      {"32 pairs, local [4, 8)", mixed32, 1, 4, 4, 264, 272, GemmEpilogue::kBias},
+      {"T3 shared experts", spread12, 4, 0, 10, 512, 2880, GemmEpilogue::kSwiGlu},
+      {"T3 local [5, 10)", spread12, 4, 5, 5, 2880, 512, GemmEpilogue::kBias},
+      {"none local", {0, 1, 2, 3}, 4, 4, 4, 128, 256, GemmEpilogue::kBias},
+  };
+  for (const auto& c : cases) {
+    const int pairs = static_cast<int>(c.ids.size());
+    const bool swiglu = c.epi == GemmEpilogue::kSwiGlu;
+    const int out_cols = swiglu ? c.n / 2 : c.n;
+    const int x_rows = (pairs + c.divisor - 1) / c.divisor;
+    auto x = random_bf16(size_t(x_rows) * c.k, rng, 1.0f);
+    auto w = random_fp8(size_t(c.local) * c.n * c.k, rng);
+    auto ws = random_scales(scale_count(c.local, c.n, c.k), rng, 0.0005f, 0.002f);
+    auto bias = random_bf16(size_t(c.local) * c.n, rng, 1.0f);
+    DeviceBuffer<uint16_t> dx(x), dbias(bias), dout(size_t(pairs) * out_cols);
+    DeviceBuffer<uint8_t> dw(w);
+    DeviceBuffer<float> dws(ws);
+    DeviceBuffer<int32_t> dids(c.ids), dpair_row(pairs);
+    dout.poison();
+    dpair_row.poison();
+    GemvFp8Params p;
+    p.x = dx.get();
+    p.ldx = c.k;
+    p.w = dw.get();
+    p.w_scales = dws.get();
+    p.bias = dbias.get();
+    p.out = dout.get();
+    p.ldc = out_cols;
+    p.N = c.n;
+    p.K = c.k;
+    p.epilogue = c.epi;
+    p.topk_ids = dids.get();
+    p.num_pairs = pairs;
+    p.expert_begin = c.expert_begin;
+    p.num_local_experts = c.local;
+    p.x_pair_divisor = c.divisor;
+    p.pair_row = dpair_row.get();
+    launch_gemv_fp8(p, nullptr);
+    std::vector<uint16_t> ref(dout.size(), 0xFFFF);
+    std::vector<int32_t> ref_pair_row(pairs);
+    GemvFp8Params r = p;
+    r.x = x.data();
+    r.w = w.data();
+    r.w_scales = ws.data();
+    r.bias = bias.data();
+    r.out = ref.data();
+    r.topk_ids = c.ids.data();
+    r.pair_row = ref_pair_row.data();
+    gemv_fp8_cpu(r);
+    const auto out = dout.download();
+    EXPECT_EQ(dpair_row.download(), ref_pair_row) << c.name;
+    // Local pairs' rows against the reference; rows of other ranks' pairs must stay untouched.
+    std::vector<float> got, want;
+    bool others_untouched = true;
+    for (int q = 0; q < pairs; ++q) {
+      for (int col = 0; col < out_cols; ++col) {
+        const size_t i = size_t(q) * out_cols + col;
+        if (ref_pair_row[q] >= 0) {
+          got.push_back(bf16_to_float(out[i]));
+          want.push_back(bf16_to_float(ref[i]));
+        } else if (out[i] != 0xFFFF) {
+          others_untouched = false;
+        }
+      }
+    }
+    const double err = got.empty() ? 0.0 : rel_error(got, want);
+    const std::string shape =
+        std::string("grouped ") + c.name + " N=" + std::to_string(c.n) + " K=" + std::to_string(c.k);
+    report("gemv_fp8", shape, err, kTolBf16);
+    EXPECT_LT(err, kTolBf16) << shape;
+    EXPECT_TRUE(others_untouched) << shape << ": wrote rows of non-local pairs";
+  }
+}
+
+// ---- MoE decode ----
+
+struct MoeDecodeCase {
+  int tokens, experts, expert_begin, local, hidden, inter;
+  bool residual;
+  int distinct_logit_rows;  // 0: every token its own logits; d > 0: token t uses logits row t % d
+};
+
+// The decode path's own rounding points: bf16 x, fp32 GEMVs, act and y rounded to bf16, fp32 combine.
+std::vector<uint16_t> moe_decode_ref(const MoeParams& p) {
+  const int T = p.num_tokens, H = p.hidden, I = p.inter, pairs = T * kMoeTopK;
+  std::vector<int32_t> ids(pairs);
+  std::vector<float> weights(pairs);
+  moe_route_cpu({p.logits, ids.data(), weights.data(), T, p.num_experts});
+  std::vector<uint16_t> act(size_t(pairs) * I), y(size_t(pairs) * H);
+  std::vector<int32_t> pair_row(pairs);
+  GemvFp8Params g1;
+  g1.x = p.x;
+  g1.ldx = H;
+  g1.w = p.w1;
+  g1.w_scales = p.w1_scales;
+  g1.bias = p.b1;
+  g1.out = act.data();
+  g1.ldc = I;
+  g1.N = 2 * I;
+  g1.K = H;
+  g1.epilogue = GemmEpilogue::kSwiGlu;
+  g1.topk_ids = ids.data();
+  g1.num_pairs = pairs;
+  g1.expert_begin = p.expert_begin;
+  g1.num_local_experts = p.num_local_experts;
+  g1.x_pair_divisor = kMoeTopK;
+  g1.pair_row = pair_row.data();
+  gemv_fp8_cpu(g1);
+  GemvFp8Params g2 = g1;
+  g2.x = act.data();
+  g2.ldx = I;
+  g2.w = p.w2;
+  g2.w_scales = p.w2_scales;
+  g2.bias = p.b2;
+  g2.out = y.data();
+  g2.ldc = H;
+  g2.N = H;
+  g2.K = I;
+  g2.epilogue = GemmEpilogue::kBias;
+  g2.x_pair_divisor = 1;
+  g2.pair_row = nullptr;
+  gemv_fp8_cpu(g2);
+  std::vector<uint16_t> out(size_t(T) * H);
+  for (int t = 0; t < T; ++t) {
+    for (int c = 0; c < H; ++c) {
+      float sum = 0.f;
+      for (int k = 0; k < kMoeTopK; ++k) {
+        const int q = t * kMoeTopK + k;
+        if (pair_row[q] >= 0) sum += weights[q] * bf16_to_float(y[size_t(q) * H + c]);
+      }
+      const float r = p.residual ? bf16_to_float(p.residual[size_t(t) * H + c]) : 0.f;
+      out[size_t(t) * H + c] = float_to_bf16(r + sum);
+    }
+  }
+  return out;
+}
+
+// One random MoE problem: host data, its device copies, and MoeParams for both (dev.out is the caller's).
+struct MoeProblem {
+  MoeProblem(const MoeDecodeCase& c, std::mt19937& rng)
+      : x(random_bf16(size_t(c.tokens) * c.hidden, rng, 1.0f)),
+        logits(make_logits(c, rng)),
+        res(random_bf16(size_t(c.tokens) * c.hidden, rng, 1.0f)),
+        b1(random_bf16(size_t(c.local) * 2 * c.inter, rng, 0.5f)),
+        b2(random_bf16(size_t(c.local) * c.hidden, rng, 0.5f)),
+        w1(random_fp8(size_t(c.local) * 2 * c.inter * c.hidden, rng)),
+        w2(random_fp8(size_t(c.local) * c.hidden * c.inter, rng)),
+        w1s(random_scales(scale_count(c.local, 2 * c.inter, c.hidden), rng, 0.0002f, 0.0006f)),
+        w2s(random_scales(scale_count(c.local, c.hidden, c.inter), rng, 0.0002f, 0.0006f)),
+        dx(x),
+        dl(logits),
+        dres(res),
+        db1(b1),
+        db2(b2),
+        dw1(w1),
+        dw2(w2),
+        dw1s(w1s),
+        dw2s(w2s) {
+    host.num_tokens = c.tokens;
+    host.num_experts = c.experts;
+    host.expert_begin = c.expert_begin;
+    host.num_local_experts = c.local;
+    host.hidden = c.hidden;
+    host.inter = c.inter;
+    dev = host;
+    host.x = x.data();
+    host.logits = logits.data();
+    host.residual = c.residual ? res.data() : nullptr;
+    host.w1 = w1.data();
+    host.w1_scales = w1s.data();
+    host.b1 = b1.data();
+    host.w2 = w2.data();
+    host.w2_scales = w2s.data();
+    host.b2 = b2.data();
+    dev.x = dx.get();
+    dev.logits = dl.get();
+    dev.residual = c.residual ? dres.get() : nullptr;
+    dev.w1 = dw1.get();
+    dev.w1_scales = dw1s.get();
+    dev.b1 = db1.get();
+    dev.w2 = dw2.get();
+    dev.w2_scales = dw2s.get();
+    dev.b2 = db2.get();
+  }
+  // Router logits; with distinct_logit_rows = d > 0 token t copies row t % d (tokens share experts).
+  static std::vector<uint16_t> make_logits(const MoeDecodeCase& c, std::mt19937& rng) {
+    const int rows = c.distinct_logit_rows > 0 ? c.distinct_logit_rows : c.tokens;
+    const auto base = random_bf16(size_t(rows) * c.experts, rng, 2.0f);
+    std::vector<uint16_t> l(size_t(c.tokens) * c.experts);
+    for (int t = 0; t < c.tokens; ++t) {
+      std::copy_n(base.begin() + size_t(t % rows) * c.experts, c.experts, l.begin() + size_t(t) * c.experts);
+    }
+    return l;
+  }
+
+  std::vector<uint16_t> x, logits, res, b1, b2;
+  std::vector<uint8_t> w1, w2;
+  std::vector<float> w1s, w2s;
+  DeviceBuffer<uint16_t> dx, dl, dres, db1, db2;
+  DeviceBuffer<uint8_t> dw1, dw2;
+  DeviceBuffer<float> dw1s, dw2s;
+  MoeParams host, dev;
+};
+
+TEST(MoeDecodeKernel, MatchesReference) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(23);
+  std::vector<MoeDecodeCase> cases = {
+      {1, 32, 0, 32, 2880, 2880, true, 0},  // gpt-oss-20b shapes
+      {8, 32, 0, 32, 576, 320, true, 1},    // every token the same 4 experts: slots of 8 pairs
+      {8, 32, 0, 32, 576, 320, false, 3},   // partly shared
+      {6, 128, 0, 128, 512, 256, true, 2},  {4, 32, 8, 8, 576, 320, true, 0},  // local range [8, 16)
+      {8, 128, 64, 32, 512, 256, false, 0},                                    // local range [64, 96)
+      {3, 32, 28, 4, 576, 320, true, 0},                                       // local range at the end
+  };
+  for (int t = 1; t <= kGemvMaxRows; ++t) cases.push_back({t, 32, 0, 32, 576, 320, t % 2 == 1, 0});
+  for (const int t : {1, 2, 5, 8}) cases.push_back({t, 128, 0, 128, 512, 256, t % 2 == 0, 0});
+  for (const auto& c : cases) {
+    MoeProblem m(c, rng);
+    DeviceBuffer<uint16_t> dout(size_t(c.tokens) * c.hidden);
+    DeviceBuffer<uint8_t> ws(moe_decode_workspace_bytes(c.tokens, c.hidden, c.inter));
+    dout.poison();
+    ws.poison();
+    MoeParams p = m.dev;
+    p.out = dout.get();
+    launch_moe_decode(p, ws.get(), nullptr);
+    const auto out = dout.download();
+    MoeParams r = m.host;
+    const auto ref = moe_decode_ref(r);
+    std::vector<uint16_t> ref_fp8(ref.size());
+    r.out = ref_fp8.data();
+    moe_cpu(r);
+    const std::string shape = std::to_string(c.tokens) + "tok E" + std::to_string(c.experts) + " local[" +
+                              std::to_string(c.expert_begin) + "+" + std::to_string(c.local) + "] h" +
+                              std::to_string(c.hidden) + " i" + std::to_string(c.inter) +
+                              (c.distinct_logit_rows ? " shared-experts" : "") + (c.residual ? " +res" : "");
+    const double err = rel_error_bf16(out, ref);
+    report("moe_decode", shape, err, kTolBf16);
+    EXPECT_LT(err, kTolBf16) << shape;
+    const double err_fp8 = rel_error_bf16(out, ref_fp8);
+    report("moe_decode", shape + " vs moe_cpu (fp8 activations)", err_fp8, kTolVsFp8Activations);
+    EXPECT_LT(err_fp8, kTolVsFp8Activations) << shape;
+  }
+}
+
+// All of a token's experts on other ranks: the output is the residual alone.
+TEST(MoeDecodeKernel, NoLocalExperts) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(24);
+  MoeDecodeCase c{2, 32, 16, 16, 576, 320, true, 1};
+  MoeProblem m(c, rng);
+  // Make experts 0..3 the top 4 of both tokens (outside the local range [16, 32)).
+  for (int t = 0; t < c.tokens; ++t) {
+    for (int e = 0; e < 4; ++e) m.logits[size_t(t) * c.experts + e] = float_to_bf16(10.0f + e);
+  }
+  m.dl.upload(m.logits);
+  DeviceBuffer<uint16_t> dout(size_t(c.tokens) * c.hidden);
+  DeviceBuffer<uint8_t> ws(moe_decode_workspace_bytes(c.tokens, c.hidden, c.inter));
+  dout.poison();
+  ws.poison();
+  MoeParams p = m.dev;
+  p.out = dout.get();
+  launch_moe_decode(p, ws.get(), nullptr);
+  EXPECT_EQ(dout.download(), m.res);
+}
+
+// A PDL chain (GEMV → GEMV reading its output → MoE decode) on a stream, then the same captured into a
+// CUDA graph and replayed: same results as the CPU.
+TEST(GemvFp8Kernel, ChainAndGraphCapture) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(25);
+  const int M = 4, K1 = 2880, N1 = 2880, N2 = 5120;
+  auto x = random_bf16(size_t(M) * K1, rng, 1.0f);
+  auto w1 = random_fp8(size_t(N1) * K1, rng), w2 = random_fp8(size_t(N2) * N1, rng);
+  auto s1 = random_scales(scale_count(1, N1, K1), rng, 0.0002f, 0.0006f);
+  auto s2 = random_scales(scale_count(1, N2, N1), rng, 0.0002f, 0.0006f);
+  auto b1 = random_bf16(N1, rng, 1.0f), b2 = random_bf16(N2, rng, 1.0f);
+  DeviceBuffer<uint16_t> dx(x), db1(b1), db2(b2), dh(size_t(M) * N1), dy(size_t(M) * N2);
+  DeviceBuffer<uint8_t> dw1(w1), dw2(w2);
+  DeviceBuffer<float> ds1(s1), ds2(s2);
+  GemvFp8Params p1;
+  p1.x = dx.get();
+  p1.ldx = K1;
+  p1.w = dw1.get();
+  p1.w_scales = ds1.get();
+  p1.bias = db1.get();
+  p1.out = dh.get();
+  p1.ldc = N1;
+  p1.M = M;
+  p1.N = N1;
+  p1.K = K1;
+  GemvFp8Params p2 = p1;
+  p2.x = dh.get();
+  p2.ldx = N1;
+  p2.w = dw2.get();
+  p2.w_scales = ds2.get();
+  p2.bias = db2.get();
+  p2.out = dy.get();
+  p2.ldc = N2;
+  p2.N = N2;
+  p2.K = N1;
+  // CPU: h = gemv(x), y = gemv(h) with the rounded h.
+  std::vector<uint16_t> h_ref(size_t(M) * N1), y_ref(size_t(M) * N2);
+  GemvFp8Params r1 = p1, r2 = p2;
+  r1.x = x.data();
+  r1.w = w1.data();
+  r1.w_scales = s1.data();
+  r1.bias = b1.data();
+  r1.out = h_ref.data();
+  gemv_fp8_cpu(r1);
+  r2.x = h_ref.data();
+  r2.w = w2.data();
+  r2.w_scales = s2.data();
+  r2.bias = b2.data();
+  r2.out = y_ref.data();
+  gemv_fp8_cpu(r2);
+  MoeDecodeCase mc{3, 32, 0, 32, 576, 320, true, 0};
+  MoeProblem moe(mc, rng);
+  DeviceBuffer<uint16_t> dmoe_out(size_t(mc.tokens) * mc.hidden);
+  DeviceBuffer<uint8_t> ws(moe_decode_workspace_bytes(mc.tokens, mc.hidden, mc.inter));
+  MoeParams mp = moe.dev;
+  mp.out = dmoe_out.get();
+  const auto moe_ref = moe_decode_ref(moe.host);
+
+  cudaStream_t stream;
+  GOSSAMER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  auto enqueue = [&] {
+    launch_gemv_fp8(p1, stream);
+    launch_gemv_fp8(p2, stream);
+    launch_moe_decode(mp, ws.get(), stream);
+  };
+  auto check = [&](const char* how) {
+    GOSSAMER_CUDA_CHECK(cudaStreamSynchronize(stream));
+    const double eh = rel_error_bf16(dh.download(), h_ref), ey = rel_error_bf16(dy.download(), y_ref);
+    const double em = rel_error_bf16(dmoe_out.download(), moe_ref);
+    report("gemv_fp8", std::string("chain h ") + how, eh, kTolBf16);
+    report("gemv_fp8", std::string("chain y=gemv(h) ") + how, ey, kTolBf16);
+    report("moe_decode", std::string("chain ") + how, em, kTolBf16);
+    EXPECT_LT(eh, kTolBf16) << how;
+    EXPECT_LT(ey, kTolBf16) << how;
+    EXPECT_LT(em, kTolBf16) << how;
+  };
+  dh.poison();
+  dy.poison();
+  dmoe_out.poison();
+  enqueue();
+  check("stream");
+
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  GOSSAMER_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  enqueue();
+  GOSSAMER_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  GOSSAMER_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  dh.poison();
+  dy.poison();
+  dmoe_out.poison();
+  for (int i = 0; i < 3; ++i) GOSSAMER_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+  check("graph x3");
+  GOSSAMER_CUDA_CHECK(cudaGraphExecDestroy(exec));
+  GOSSAMER_CUDA_CHECK(cudaGraphDestroy(graph));
+  GOSSAMER_CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
+}  // namespace
+}  // namespace gossamer::kernels
