@@ -163,8 +163,9 @@ void CudaModel::prepare_workspace(const StepPlan& plan) {
   attention.num_q_heads = config_.num_q_heads;
   attention.num_kv_heads = config_.num_kv_heads;
   attention.max_kv_len = plan.max_kv;
-  size_t decode_bytes = 16;
+  size_t decode_bytes = 16;  // split-KV scratch, only for decode steps (prefill needs none)
   for (int window : {0, config_.sliding_window}) {
+    if (plan.max_q > kernels::kDecodeMaxQ) break;
     attention.window = window;
     decode_bytes = std::max(decode_bytes, kernels::attention_decode_workspace_bytes(attention));
   }
