@@ -26,6 +26,8 @@ int decode_num_splits(const AttentionParams& p) {
 
 __global__ void __launch_bounds__(kThreads) attention_decode_kernel(const AttentionParams p, int num_splits,
                                                                     float* o_part, float* lse_part) {
+  pdl_wait();
+  pdl_trigger();
   __shared__ __align__(128) uint8_t sq[kRows * 128];
   __shared__ __align__(128) uint8_t skv[4][kTileBytes];  // K0 V0 K1 V1, reused for the warp merge
   __shared__ float s_m[kWarps][kRows], s_l[kWarps][kRows];
@@ -139,6 +141,8 @@ __global__ void __launch_bounds__(kThreads) attention_decode_kernel(const Attent
 // One thread per (token, head, dim): merges the splits' normalised outputs by their log-sum-exp.
 __global__ void attention_decode_combine_kernel(const AttentionParams p, int num_splits, const float* o_part,
                                                 const float* lse_part) {
+  pdl_wait();
+  pdl_trigger();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= static_cast<int64_t>(p.num_tokens) * p.num_q_heads * kHead) return;
   const int64_t th = i / kHead;
@@ -175,11 +179,12 @@ void launch_attention_decode(const AttentionParams& p, cudaStream_t stream) {
   const int splits = decode_num_splits(p);
   float* o_part = static_cast<float*>(p.workspace);
   float* lse_part = o_part + static_cast<size_t>(p.num_tokens) * p.num_q_heads * splits * kHead;
-  attention_decode_kernel<<<dim3(p.num_seqs, p.num_kv_heads, splits), kThreads, 0, stream>>>(p, splits, o_part, lse_part);
+  launch_pdl(attention_decode_kernel, dim3(p.num_seqs, p.num_kv_heads, splits), dim3(kThreads), 0, stream, p, splits, o_part,
+             lse_part);
   GOSSAMER_CUDA_CHECK_LAUNCH();
   const int64_t n = static_cast<int64_t>(p.num_tokens) * p.num_q_heads * kHead;
-  attention_decode_combine_kernel<<<static_cast<unsigned>(ceil_div<int64_t>(n, 256)), 256, 0, stream>>>(p, splits, o_part,
-                                                                                                       lse_part);
+  launch_pdl(attention_decode_combine_kernel, dim3(static_cast<unsigned>(ceil_div<int64_t>(n, 256))), dim3(256), 0, stream, p,
+             splits, static_cast<const float*>(o_part), static_cast<const float*>(lse_part));
   GOSSAMER_CUDA_CHECK_LAUNCH();
 }
 

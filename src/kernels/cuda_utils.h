@@ -44,6 +44,30 @@ __device__ __forceinline__ void cp_async_wait() {
 // Makes this thread's generic-proxy shared-memory writes (cp.async included) visible to the async proxy
 // (wgmma operand reads); follow with a barrier.
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+// Programmatic dependent launch (PDL). pdl_wait() blocks until the previous kernel in the stream has
+// completed and its writes are visible (a no-op when this grid was launched without PDL); a kernel
+// launched with launch_pdl must call it before touching any global memory an earlier kernel reads or
+// writes. pdl_trigger() lets the next PDL-launched kernel be scheduled now (it still waits in pdl_wait).
+__device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
+__device__ __forceinline__ void pdl_trigger() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
+
+// Launches `kernel` with programmatic stream serialization: its launch and CTA scheduling overlap the
+// previous kernel's tail (the kernel must start with pdl_wait()). Graph capturable.
+template <typename... KernelArgs, typename... Args>
+void launch_pdl(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, Args... args) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute[0].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, static_cast<KernelArgs>(args)...));
+}
 #endif
 
 }  // namespace gossamer::kernels

@@ -5,6 +5,8 @@ namespace gossamer::kernels {
 namespace {
 
 __global__ void embedding_kernel(EmbeddingParams p) {
+  pdl_wait();
+  pdl_trigger();
   const int64_t t = blockIdx.x;
   const int vi = blockIdx.y * blockDim.x + threadIdx.x;
   if (vi >= p.hidden / 8) return;
@@ -21,7 +23,7 @@ void launch_embedding(const EmbeddingParams& p, cudaStream_t stream) {
   if (p.num_tokens == 0) return;
   const int threads = 128;
   const dim3 grid(p.num_tokens, ceil_div(p.hidden / 8, threads));  // tokens on x: y is limited to 65,535
-  embedding_kernel<<<grid, threads, 0, stream>>>(p);
+  launch_pdl(embedding_kernel, grid, dim3(threads), 0, stream, p);
   GOSSAMER_CUDA_CHECK_LAUNCH();
 }
 

@@ -2,8 +2,8 @@
 //   out[m, n] = bf16(bias[n] + Σ_k x[m, k] · W[n, k]),  fp32 accumulation, one rounding.
 // One warp per output column n: the warp streams W's row n with 16-byte loads and dots it with the
 // ≤ kGemvBf16MaxRows rows of x (held in shared memory), then reduces across lanes in a fixed order
-// (deterministic). Weight-bandwidth bound; small N (the router's 32–128 experts) still spreads over the
-// GPU because every column is its own warp.
+// (deterministic). Weight-bandwidth bound. For N ≤ 1024 (the router's 32–128 experts) every column gets
+// a whole block whose 8 warps split K (partials added in warp order), so a small read still spreads.
 //
 // Contracts: K a multiple of 8 and ≤ kGemvBf16MaxK, x/W rows 16-byte aligned (ldx a multiple of 8),
 // 1 ≤ M ≤ kGemvBf16MaxRows. The launcher never synchronises or allocates (CUDA-graph capturable).

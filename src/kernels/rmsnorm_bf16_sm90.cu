@@ -27,6 +27,8 @@ __device__ float block_sum(float v) {
 // One block per token; 16-byte vectors (8 bf16). The row (≤ 8 vectors per thread) stays in registers.
 template <int kMaxVecPerThread>
 __global__ void __launch_bounds__(kThreads) rmsnorm_kernel(RmsNormParams p) {
+  pdl_wait();
+  pdl_trigger();
   const int64_t row = blockIdx.x;
   const int num_vec = p.hidden / 8;
   const uint4* x = reinterpret_cast<const uint4*>(p.x + row * p.hidden);
@@ -89,7 +91,7 @@ void launch_rmsnorm(const RmsNormParams& p, cudaStream_t stream) {
   GOSSAMER_CHECK(p.hidden % 8 == 0 && p.hidden <= 8 * kThreads * 4, "rmsnorm: hidden ", p.hidden,
                  " must be a multiple of 8 and at most 8192");
   if (p.num_tokens == 0) return;
-  rmsnorm_kernel<4><<<p.num_tokens, kThreads, 0, stream>>>(p);
+  launch_pdl(rmsnorm_kernel<4>, dim3(p.num_tokens), dim3(kThreads), 0, stream, p);
   GOSSAMER_CUDA_CHECK_LAUNCH();
 }
 

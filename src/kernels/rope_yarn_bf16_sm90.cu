@@ -6,6 +6,8 @@ namespace {
 
 // One block per token; 4 threads per head, each rotating 8 pairs (two 16-byte vectors).
 __global__ void rope_kernel(RopeParams p) {
+  pdl_wait();
+  pdl_trigger();
   const int64_t t = blockIdx.x;
   const int num_heads = p.num_q_heads + 2 * p.num_kv_heads;
   const int head = threadIdx.x / 4;
@@ -66,7 +68,7 @@ void launch_rope(const RopeParams& p, cudaStream_t stream) {
   if (p.num_tokens == 0) return;
   const int threads = 4 * (p.num_q_heads + 2 * p.num_kv_heads);
   GOSSAMER_CHECK(threads <= 1024, "rope: too many heads");
-  rope_kernel<<<p.num_tokens, threads, 0, stream>>>(p);
+  launch_pdl(rope_kernel, dim3(p.num_tokens), dim3(threads), 0, stream, p);
   GOSSAMER_CUDA_CHECK_LAUNCH();
 }
 
