@@ -12,6 +12,8 @@ __device__ __forceinline__ bool better(float v1, int i1, float v2, int i2) { ret
 
 // One warp per token; lane l holds experts l, l + 32, ….
 __global__ void moe_route_kernel(MoeRouteParams p) {
+  pdl_wait();  // PDL: nothing global is touched before the previous kernel is done
+  pdl_trigger();
   const int t = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
   const int lane = threadIdx.x % 32;
   if (t >= p.num_tokens) return;
@@ -67,6 +69,8 @@ __global__ void moe_route_kernel(MoeRouteParams p) {
 }
 
 __global__ void __launch_bounds__(1024) moe_plan_kernel(MoePlanParams p) {
+  pdl_wait();  // PDL: nothing global is touched before the previous kernel is done
+  pdl_trigger();
   __shared__ int count[kMoeMaxExperts];
   __shared__ int offset[kMoeMaxExperts];
   __shared__ int tile_offset[kMoeMaxExperts];
@@ -117,6 +121,8 @@ __global__ void __launch_bounds__(1024) moe_plan_kernel(MoePlanParams p) {
 }
 
 __global__ void moe_combine_kernel(MoeCombineParams p) {
+  pdl_wait();  // PDL: nothing global is touched before the previous kernel is done
+  pdl_trigger();
   const int64_t t = blockIdx.x;
   const int vi = blockIdx.y * blockDim.x + threadIdx.x;
   if (vi >= p.hidden / 8) return;
@@ -205,13 +211,13 @@ void launch_moe_route(const MoeRouteParams& p, cudaStream_t stream) {
   GOSSAMER_CHECK(p.num_experts >= kMoeTopK && p.num_experts <= kMoeMaxExperts, "moe_route: ", p.num_experts,
                  " experts not in [4, 256]");
   if (p.num_tokens == 0) return;
-  moe_route_kernel<<<ceil_div(p.num_tokens * 32, 256), 256, 0, stream>>>(p);
+  launch_pdl(moe_route_kernel, dim3(ceil_div(p.num_tokens * 32, 256)), dim3(256), 0, stream, p);
   GOSSAMER_CUDA_CHECK_LAUNCH();
 }
 
 void launch_moe_plan(const MoePlanParams& p, cudaStream_t stream) {
   GOSSAMER_CHECK(p.num_local_experts > 0 && p.num_local_experts <= kMoeMaxExperts, "moe_plan: bad expert count");
-  moe_plan_kernel<<<1, 1024, 0, stream>>>(p);
+  launch_pdl(moe_plan_kernel, dim3(1), dim3(1024), 0, stream, p);
   GOSSAMER_CUDA_CHECK_LAUNCH();
 }
 
@@ -219,7 +225,7 @@ void launch_moe_combine(const MoeCombineParams& p, cudaStream_t stream) {
   GOSSAMER_CHECK(p.hidden % 8 == 0, "moe_combine: hidden must be a multiple of 8");
   if (p.num_tokens == 0) return;
   const dim3 grid(p.num_tokens, ceil_div(p.hidden / 8, 128));  // tokens on x: y is limited to 65,535
-  moe_combine_kernel<<<grid, 128, 0, stream>>>(p);
+  launch_pdl(moe_combine_kernel, grid, dim3(128), 0, stream, p);
   GOSSAMER_CUDA_CHECK_LAUNCH();
 }
 
