@@ -15,13 +15,17 @@ Engine::Engine(std::unique_ptr<model::Model> model, const EngineConfig& config, 
       observer_(std::move(observer)),
       vocab_size_(model_->config().vocab_size),
       allocator_(config_.num_kv_blocks),
-      scheduler_(config_, allocator_) {
-  model_->allocate_kv_cache(config_.num_kv_blocks, config_.block_size);
+      sliding_allocator_(config_.num_sliding_kv_blocks),
+      scheduler_(config_, allocator_, &sliding_allocator_) {
+  model_->allocate_kv_cache(config_.num_kv_blocks, config_.block_size, config_.num_sliding_kv_blocks);
   stat_free_blocks_ = allocator_.num_free();
   GOSSAMER_LOG_INFO("engine: ", config_.num_kv_blocks, " KV blocks of ", config_.block_size, " positions (",
                     static_cast<int64_t>(config_.num_kv_blocks) * config_.block_size, " tokens), max_model_len ",
                     config_.max_model_len, ", max_num_seqs ", config_.max_num_seqs, ", max_num_batched_tokens ",
-                    config_.max_num_batched_tokens);
+                    config_.max_num_batched_tokens,
+                    config_.num_sliding_kv_blocks > 0
+                        ? ", sliding-window ring of " + std::to_string(config_.num_sliding_kv_blocks) + " blocks"
+                        : std::string(", no sliding-window ring"));
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -178,6 +182,7 @@ void Engine::run_step(const SchedulerOutput& scheduled) {
     input.tokens = tokens;
     input.num_cached = request->num_computed;
     input.block_table = request->block_table;
+    input.sliding_block_table = request->sliding_block_table;
     input.logits = seq.sample ? model::LogitsWanted::kLast : model::LogitsWanted::kNone;
     batch.sequences.push_back(input);
   }

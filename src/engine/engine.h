@@ -108,6 +108,7 @@ class Engine {
 
   // Engine-thread state.
   BlockAllocator allocator_;
+  BlockAllocator sliding_allocator_;  // the sliding-window ring's pool (0 blocks without a ring)
   Scheduler scheduler_;
   std::unordered_map<RequestId, std::unique_ptr<Request>> requests_;
   std::vector<float> logits_;  // [num_rows, vocab_size] float32

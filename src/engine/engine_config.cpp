@@ -20,8 +20,18 @@ void EngineConfig::validate() const {
                  " tokens: lower --max-model-len or give the cache more memory");
 }
 
+int32_t EngineConfig::ring_blocks_needed(int32_t window) const {
+  const int64_t per_seq = (int64_t{window} - 1 + model::kSlidingKeepMargin + block_size - 1) / block_size + 3;
+  const int64_t chunk = (int64_t{max_num_batched_tokens} + block_size - 1) / block_size;
+  return static_cast<int32_t>(std::min<int64_t>(per_seq * max_num_seqs + chunk, 1 << 30));
+}
+
 EngineConfig EngineConfig::resolve(const model::Model& model) const {
   EngineConfig out = *this;
+  const int32_t sliding_layers = model.num_sliding_layers(), layers = std::max(1, model.config().num_layers);
+  const bool ring = out.sliding_window_ring && sliding_layers > 0;
+  out.sliding_window = ring ? model.config().sliding_window : 0;
+  out.num_sliding_kv_blocks = ring ? out.ring_blocks_needed(out.sliding_window) : 0;
   const int32_t context = model.config().max_position_embeddings;
   if (out.max_model_len == 0) out.max_model_len = context;
   GOSSAMER_CHECK(context <= 0 || out.max_model_len <= context, "max_model_len ", out.max_model_len,
@@ -33,8 +43,14 @@ EngineConfig EngineConfig::resolve(const model::Model& model) const {
     if (model.kv_block_size() > 0 && model.kv_bytes_per_block() > 0) {
       per_position = model.kv_bytes_per_block() / model.kv_block_size();
     }
-    const int64_t per_block = std::max<int64_t>(1, per_position * out.block_size);
-    const int64_t by_memory = out.kv_cache_memory_bytes / per_block;
+    int64_t per_block = std::max<int64_t>(1, per_position * out.block_size);
+    int64_t memory = out.kv_cache_memory_bytes;
+    if (ring) {  // the ring's pool first (sliding layers only), the rest for full-attention layers
+      const int64_t sliding_per_block = per_block * sliding_layers / layers;
+      memory -= sliding_per_block * out.num_sliding_kv_blocks;
+      per_block = std::max<int64_t>(1, per_block - sliding_per_block);
+    }
+    const int64_t by_memory = std::max<int64_t>(0, memory) / per_block;
     const int64_t blocks_per_seq = (static_cast<int64_t>(out.max_model_len) + out.block_size - 1) / out.block_size;
     const int64_t wanted = blocks_per_seq * out.max_num_seqs;
     out.num_kv_blocks = static_cast<int32_t>(std::clamp<int64_t>(std::min(by_memory, wanted), 1, 1 << 30));

@@ -3,6 +3,9 @@
 // Contract: validate() throws gossamer::Error naming the first bad field. resolve() fills the derived
 // fields that depend on the model (max_model_len 0 → the model's context, num_kv_blocks 0 → enough
 // blocks for max_num_seqs full-length sequences capped by kv_cache_memory_bytes) and then validates.
+// With the ring (a model with sliding-window layers and sliding_window_ring), the sliding layers get a
+// pool sized so that it can never run out (ring_blocks_needed), and num_kv_blocks counts blocks of the
+// full-attention layers only, so the same memory holds about twice the tokens on gpt-oss.
 #pragma once
 
 #include <cstdint>
@@ -21,9 +24,15 @@ struct EngineConfig {
   int32_t num_kv_blocks = 0;                // KV cache blocks; 0 = derived from kv_cache_memory_bytes
   int64_t kv_cache_memory_bytes = 1LL << 30;  // KV budget used when num_kv_blocks is 0
   int32_t max_queued_requests = 1024;       // waiting requests beyond which submit() is refused (HTTP 429)
+  bool sliding_window_ring = true;          // sliding-window layers keep only their window (a second pool)
+  int32_t num_sliding_kv_blocks = 0;        // derived: the ring's pool (0 = no ring)
+  int32_t sliding_window = 0;               // derived: the model's window when the ring is on
   uint64_t default_seed = 0;                // seed for requests that give none (mixed with the request id)
 
   void validate() const;
+  // Sliding-pool blocks that always suffice: every running sequence keeps window + margin positions
+  // (+2 blocks of rounding) and one step adds at most max_num_batched_tokens positions (+1 block each).
+  int32_t ring_blocks_needed(int32_t window) const;
   // Fills max_model_len and num_kv_blocks from the model, then validates. Returns the resolved copy.
   EngineConfig resolve(const model::Model& model) const;
 };

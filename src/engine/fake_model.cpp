@@ -35,7 +35,7 @@ FakeModel::FakeModel(FakeModelOptions options) : options_(std::move(options)) {
   config_.max_position_embeddings = options_.max_position_embeddings;
 }
 
-void FakeModel::allocate_kv_cache(int32_t num_blocks, int32_t block_size) {
+void FakeModel::allocate_kv_cache_impl(int32_t num_blocks, int32_t block_size, int32_t /*num_sliding_blocks*/) {
   GOSSAMER_CHECK(num_blocks > 0 && block_size > 0, "FakeModel: bad KV cache shape");
   num_blocks_ = num_blocks;
   block_size_ = block_size;

@@ -41,7 +41,8 @@ class FakeModel : public model::Model {
 
   const model::GptOssConfig& config() const override { return config_; }
   std::string backend_name() const override { return "fake"; }
-  void allocate_kv_cache(int32_t num_blocks, int32_t block_size) override;
+  // (The sliding pool of the ring is accepted and ignored: the fake keeps one cache.)
+  void allocate_kv_cache_impl(int32_t num_blocks, int32_t block_size, int32_t num_sliding_blocks) override;
   int32_t kv_num_blocks() const override { return num_blocks_; }
   int32_t kv_block_size() const override { return block_size_; }
   int64_t kv_bytes_per_block() const override { return static_cast<int64_t>(block_size_ > 0 ? block_size_ : 16) * 4; }

@@ -88,6 +88,10 @@ struct Request {
 
   // KV bookkeeping: positions [0, num_computed) of all_tokens() are in the cache through block_table.
   std::vector<int32_t> block_table;
+  // The sliding-window ring (EngineConfig::num_sliding_kv_blocks > 0): the sliding layers' blocks, same
+  // indexing; entries [0, sliding_trimmed) were returned to the sliding pool (stale ids, never read).
+  std::vector<int32_t> sliding_block_table;
+  int32_t sliding_trimmed = 0;
   int32_t num_computed = 0;
   int32_t num_preemptions = 0;
 

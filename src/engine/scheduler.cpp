@@ -3,10 +3,42 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "model/model.h"
 
 namespace gossamer::engine {
 
-Scheduler::Scheduler(const EngineConfig& config, BlockAllocator& allocator) : config_(config), allocator_(allocator) {}
+Scheduler::Scheduler(const EngineConfig& config, BlockAllocator& allocator, BlockAllocator* sliding_allocator)
+    : config_(config), allocator_(allocator), sliding_allocator_(config.num_sliding_kv_blocks > 0 ? sliding_allocator : nullptr) {}
+
+void Scheduler::release_blocks(Request* request) {
+  allocator_.free_all(request->block_table);
+  request->block_table.clear();
+  if (sliding_allocator_ != nullptr) {
+    sliding_allocator_->free_all(std::span(request->sliding_block_table).subspan(static_cast<size_t>(request->sliding_trimmed)));
+  }
+  request->sliding_block_table.clear();
+  request->sliding_trimmed = 0;
+}
+
+void Scheduler::trim_ring(Request* request) {
+  if (sliding_allocator_ == nullptr) return;
+  // The next step's first query is at num_computed: it reads keys from num_computed − window + 1 on.
+  const int64_t first_read =
+      std::max<int64_t>(0, int64_t{request->num_computed} - config_.sliding_window + 1 - model::kSlidingKeepMargin);
+  const int32_t keep_from = std::min(static_cast<int32_t>(first_read / config_.block_size),
+                                     static_cast<int32_t>(request->sliding_block_table.size()));
+  for (int32_t b = request->sliding_trimmed; b < keep_from; ++b) sliding_allocator_->free(request->sliding_block_table[static_cast<size_t>(b)]);
+  request->sliding_trimmed = std::max(request->sliding_trimmed, keep_from);
+}
+
+void Scheduler::grow_tables(Request* request, int32_t count) {
+  if (count <= 0) return;
+  GOSSAMER_ASSERT(allocator_.allocate_many(count, request->block_table), "allocation failed");
+  if (sliding_allocator_ != nullptr) {
+    GOSSAMER_ASSERT(sliding_allocator_->allocate_many(count, request->sliding_block_table),
+                    "the sliding-window pool ran out (", sliding_allocator_->num_blocks(), " blocks): sizing bug");
+  }
+}
 
 void Scheduler::add(Request* request) {
   GOSSAMER_ASSERT(request->num_tokens() > 0, "a request needs at least one prompt token");
@@ -19,8 +51,7 @@ int32_t Scheduler::blocks_for(int32_t num_positions) const {
 }
 
 void Scheduler::preempt(Request* request) {
-  allocator_.free_all(request->block_table);
-  request->block_table.clear();
+  release_blocks(request);
   request->num_computed = 0;
   request->state = RequestState::kPreempted;
   ++request->num_preemptions;
@@ -32,6 +63,7 @@ SchedulerOutput Scheduler::schedule() {
   SchedulerOutput out;
   int32_t budget = config_.max_num_batched_tokens;
 
+  for (Request* request : running_) trim_ring(request);
   // Running requests first, oldest first; preempt from the newest end when blocks run out.
   size_t index = 0;
   while (index < running_.size() && budget > 0) {
@@ -51,7 +83,7 @@ SchedulerOutput Scheduler::schedule() {
       }
     }
     if (self_preempted) break;
-    if (needed > 0) GOSSAMER_ASSERT(allocator_.allocate_many(needed, request->block_table), "allocation failed");
+    grow_tables(request, needed);
     out.sequences.push_back({request, num_new, request->num_computed + num_new == request->num_tokens()});
     budget -= num_new;
     ++index;
@@ -68,7 +100,7 @@ SchedulerOutput Scheduler::schedule() {
       const int32_t needed = blocks_for(request->num_computed + num_new);
       const int32_t reserve = running_.empty() ? 0 : watermark;
       if (needed + reserve > allocator_.num_free()) break;
-      GOSSAMER_ASSERT(allocator_.allocate_many(needed, request->block_table), "allocation failed");
+      grow_tables(request, needed);
       waiting_.pop_front();
       request->state = RequestState::kRunning;
       running_.push_back(request);
@@ -91,8 +123,7 @@ void Scheduler::finish(Request* request, FinishReason reason) {
     GOSSAMER_ASSERT(found != waiting_.end(), "waiting request ", request->id, " not in the queue");
     waiting_.erase(found);
   }
-  allocator_.free_all(request->block_table);
-  request->block_table.clear();
+  release_blocks(request);
   request->state = RequestState::kFinished;
   request->finish_reason = reason;
 }

@@ -8,6 +8,11 @@
 // chunk and no preemption happened in this step. A request never fails because the cache is full:
 // EngineConfig::validate guarantees one max_model_len sequence fits in the whole cache.
 //
+// The sliding-window ring (a second allocator): every scheduled sequence also gets sliding-pool blocks
+// for its new positions, and at the start of each schedule() every running sequence returns the blocks
+// that lie wholly below its window start − kSlidingKeepMargin (model.h). The pool is sized by
+// EngineConfig::ring_blocks_needed, so it never runs out (asserted).
+//
 // Contract: not thread-safe; the engine thread owns it. Requests are owned by the caller and must
 // outlive their time in the scheduler (until finish() or remove()).
 #pragma once
@@ -37,7 +42,8 @@ struct SchedulerOutput {
 
 class Scheduler {
  public:
-  Scheduler(const EngineConfig& config, BlockAllocator& allocator);
+  // `sliding_allocator` is the ring's pool, or null without a ring.
+  Scheduler(const EngineConfig& config, BlockAllocator& allocator, BlockAllocator* sliding_allocator = nullptr);
 
   // Queues a new request (state kWaiting).
   void add(Request* request);
@@ -53,9 +59,14 @@ class Scheduler {
  private:
   int32_t blocks_for(int32_t num_positions) const;
   void preempt(Request* request);
+  void release_blocks(Request* request);
+  // Ring: returns the sliding blocks this request no longer reads; then grows both tables by `count`.
+  void trim_ring(Request* request);
+  void grow_tables(Request* request, int32_t count);
 
   EngineConfig config_;
   BlockAllocator& allocator_;
+  BlockAllocator* sliding_allocator_ = nullptr;
   std::deque<Request*> waiting_;
   std::vector<Request*> running_;  // in admission order
   int64_t num_preemptions_total_ = 0;

@@ -25,12 +25,17 @@ CpuModel::CpuModel(GptOssConfig config, GptOssWeights weights, std::shared_ptr<c
   rope_ = RopeTables::from_config(config_);
 }
 
-void CpuModel::allocate_kv_cache(int32_t num_blocks, int32_t block_size) {
-  GOSSAMER_CHECK(num_blocks > 0 && block_size > 0, "KV cache needs positive blocks and block size");
+void CpuModel::allocate_kv_cache_impl(int32_t num_blocks, int32_t block_size, int32_t num_sliding_blocks) {
+  GOSSAMER_CHECK(num_blocks > 0 && block_size > 0 && num_sliding_blocks >= 0, "KV cache needs positive blocks and block size");
   num_blocks_ = num_blocks;
   block_size_ = block_size;
-  const size_t rows = static_cast<size_t>(num_blocks) * static_cast<size_t>(block_size);
-  k_cache_.assign(static_cast<size_t>(config_.num_layers), std::vector<float>(rows * static_cast<size_t>(config_.kv_width())));
+  num_sliding_blocks_ = num_sliding_layers() > 0 ? num_sliding_blocks : 0;
+  k_cache_.clear();
+  for (int layer = 0; layer < config_.num_layers; ++layer) {
+    const bool ring = num_sliding_blocks_ > 0 && config_.layer_is_sliding[static_cast<size_t>(layer)];
+    const size_t rows = static_cast<size_t>(ring ? num_sliding_blocks_ : num_blocks) * static_cast<size_t>(block_size);
+    k_cache_.emplace_back(rows * static_cast<size_t>(config_.kv_width()));
+  }
   v_cache_ = k_cache_;
 }
 
@@ -39,7 +44,7 @@ int64_t CpuModel::kv_bytes_per_block() const {
 }
 
 void CpuModel::forward(const ForwardBatch& batch, std::vector<float>& logits) {
-  check_forward_batch(config_, num_blocks_, block_size_, batch);
+  check_forward_batch(config_, num_blocks_, block_size_, batch, num_sliding_blocks_);
   const int64_t hidden = config_.hidden_size, half = config_.head_dim / 2;
   // ---- plan: one entry per new token ----
   std::vector<TokenPlan> plan;
@@ -49,7 +54,10 @@ void CpuModel::forward(const ForwardBatch& batch, std::vector<float>& logits) {
     for (size_t i = 0; i < seq.tokens.size(); ++i) {
       const int32_t position = seq.num_cached + static_cast<int32_t>(i);
       const int64_t block = seq.block_table[static_cast<size_t>(position / block_size_)];
-      plan.push_back(TokenPlan{static_cast<int32_t>(s), position, block * block_size_ + position % block_size_});
+      const int64_t sliding_block =
+          num_sliding_blocks_ > 0 ? seq.sliding_block_table[static_cast<size_t>(position / block_size_)] : block;
+      plan.push_back(TokenPlan{static_cast<int32_t>(s), position, block * block_size_ + position % block_size_,
+                               sliding_block * block_size_ + position % block_size_});
       const bool last = i + 1 == seq.tokens.size();
       if (seq.logits == LogitsWanted::kAll || (seq.logits == LogitsWanted::kLast && last)) {
         logit_rows.push_back(static_cast<int64_t>(plan.size()) - 1);
@@ -105,6 +113,7 @@ void CpuModel::attention_block(int layer, const std::vector<TokenPlan>& plan, co
   const int64_t head_dim = config_.head_dim, half = head_dim / 2, q_width = config_.q_width(), kv_width = config_.kv_width();
   const int64_t group = config_.num_q_heads / config_.num_kv_heads;
   const bool sliding = config_.layer_is_sliding[static_cast<size_t>(layer)];
+  const bool ring = sliding && num_sliding_blocks_ > 0;  // this layer's K/V live in the sliding pool
 
   // ---- norm + projections: q [T, q_width], k/v [T, kv_width] ----
   std::vector<float> normed(x.size()), q(static_cast<size_t>(num_tokens * q_width)), k(static_cast<size_t>(num_tokens * kv_width)),
@@ -128,7 +137,7 @@ void CpuModel::attention_block(int layer, const std::vector<TokenPlan>& plan, co
       cpu::round_to_bf16(k.data() + t * kv_width, kv_width);
       cpu::round_to_bf16(v.data() + t * kv_width, kv_width);
     }
-    const int64_t slot = plan[static_cast<size_t>(t)].slot;
+    const int64_t slot = ring ? plan[static_cast<size_t>(t)].sliding_slot : plan[static_cast<size_t>(t)].slot;
     std::copy_n(k.data() + t * kv_width, kv_width, k_cache.data() + slot * kv_width);
     std::copy_n(v.data() + t * kv_width, kv_width, v_cache.data() + slot * kv_width);
   }
@@ -142,12 +151,13 @@ void CpuModel::attention_block(int layer, const std::vector<TokenPlan>& plan, co
       const int64_t t = item / config_.num_q_heads, h = item % config_.num_q_heads, kv_head = h / group;
       const TokenPlan& token = plan[static_cast<size_t>(t)];
       const SequenceInput& seq = batch.sequences[static_cast<size_t>(token.sequence)];
+      const std::span<const int32_t> table = ring ? seq.sliding_block_table : seq.block_table;
       const int32_t first = sliding ? std::max(0, token.position - config_.sliding_window + 1) : 0;
       const float* qh = q.data() + t * q_width + h * head_dim;
       scores.assign(static_cast<size_t>(token.position - first + 1), 0.0f);
       float max_score = p.sinks[static_cast<size_t>(h)];
       for (int32_t pos = first; pos <= token.position; ++pos) {
-        const int64_t slot = int64_t{seq.block_table[static_cast<size_t>(pos / block_size_)]} * block_size_ + pos % block_size_;
+        const int64_t slot = int64_t{table[static_cast<size_t>(pos / block_size_)]} * block_size_ + pos % block_size_;
         const float* kh = k_cache.data() + slot * kv_width + kv_head * head_dim;
         float dot = 0.0f;
         for (int64_t d = 0; d < head_dim; ++d) dot += qh[d] * kh[d];
@@ -162,7 +172,7 @@ void CpuModel::attention_block(int layer, const std::vector<TokenPlan>& plan, co
       float* oh = out.data() + t * q_width + h * head_dim;
       std::fill_n(oh, head_dim, 0.0f);
       for (int32_t pos = first; pos <= token.position; ++pos) {
-        const int64_t slot = int64_t{seq.block_table[static_cast<size_t>(pos / block_size_)]} * block_size_ + pos % block_size_;
+        const int64_t slot = int64_t{table[static_cast<size_t>(pos / block_size_)]} * block_size_ + pos % block_size_;
         const float* vh = v_cache.data() + slot * kv_width + kv_head * head_dim;
         const float weight = scores[static_cast<size_t>(pos - first)] / denominator;
         for (int64_t d = 0; d < head_dim; ++d) oh[d] += weight * vh[d];

@@ -36,14 +36,17 @@ class CpuModel final : public Model {
 
   const GptOssConfig& config() const override { return config_; }
   std::string backend_name() const override { return "cpu"; }
-  void allocate_kv_cache(int32_t num_blocks, int32_t block_size) override;
   int32_t kv_num_blocks() const override { return num_blocks_; }
+  int32_t kv_num_sliding_blocks() const override { return num_sliding_blocks_; }
   int32_t kv_block_size() const override { return block_size_; }
   int64_t kv_bytes_per_block() const override;
   void forward(const ForwardBatch& batch, std::vector<float>& logits) override;
 
   // Switches the emulated quantization points (takes effect on the next forward).
   void set_numerics(const CpuNumerics& numerics) { numerics_ = numerics; }
+
+ protected:
+  void allocate_kv_cache_impl(int32_t num_blocks, int32_t block_size, int32_t num_sliding_blocks) override;
 
  private:
   struct SmallLayerParams {  // f32 copies of the small per-layer vectors
@@ -52,7 +55,8 @@ class CpuModel final : public Model {
   struct TokenPlan {          // where each new token of the step sits
     int32_t sequence = 0;
     int32_t position = 0;
-    int64_t slot = 0;         // KV cache row
+    int64_t slot = 0;          // KV cache row (full-attention layers; every layer without a ring)
+    int64_t sliding_slot = 0;  // KV cache row in the sliding pool (sliding layers, with a ring)
   };
 
   void attention_block(int layer, const std::vector<TokenPlan>& plan, const ForwardBatch& batch,
@@ -69,9 +73,11 @@ class CpuModel final : public Model {
   RopeTables rope_;
   int32_t num_blocks_ = 0;
   int32_t block_size_ = 0;
+  int32_t num_sliding_blocks_ = 0;  // > 0: sliding layers use their own pool (the ring)
+  // per layer: [blocks · block_size, kv_width] f32 (blocks = num_sliding_blocks_ for ring layers)
   std::vector<std::vector<float>> k_cache_, v_cache_;
   CpuNumerics numerics_;
-  std::unordered_map<const void*, std::vector<float>> fp8_weights_;  // dequantized FP8 weights by view data  // per layer: [num_blocks · block_size, kv_width] f32
+  std::unordered_map<const void*, std::vector<float>> fp8_weights_;  // dequantized FP8 weights by view data
 };
 
 }  // namespace gossamer::model

@@ -13,6 +13,11 @@
 //    (sequence by sequence; kAll gives every new position, kLast only the last new position).
 //  - Invalid input (token id ≥ vocab, positions past max_position_embeddings, short block table)
 //    throws gossamer::Error before anything is written.
+//  - Sliding-window ring (num_sliding_blocks > 0): the sliding-window layers keep their K/V in a second,
+//    smaller pool addressed by each sequence's sliding_block_table (same indexing: position / block_size).
+//    Entries for positions below max(0, num_cached − window + 1 − kSlidingKeepMargin) are never read, so
+//    the caller may recycle those blocks (keeping any in-range id in the table). With no sliding pool the
+//    sliding layers share block_table's blocks like every other layer.
 #pragma once
 
 #include <cstdint>
@@ -27,11 +32,16 @@ namespace gossamer::model {
 
 enum class LogitsWanted : uint8_t { kNone, kLast, kAll };
 
+// Positions below a sliding layer's window that kernels may still touch (masked) when they round the
+// window start down to their key tile: blocks wholly below window start − margin may be recycled.
+inline constexpr int32_t kSlidingKeepMargin = 128;
+
 struct SequenceInput {
   std::span<const int32_t> tokens;       // [num_new] token ids to run
   int32_t num_cached = 0;                // position of tokens[0]; earlier positions are in the cache
   std::span<const int32_t> block_table;  // KV block ids for positions [0, num_cached + num_new)
   LogitsWanted logits = LogitsWanted::kLast;
+  std::span<const int32_t> sliding_block_table = {};  // sliding-pool block ids (same indexing), or empty
 };
 
 struct ForwardBatch {
@@ -43,14 +53,28 @@ class Model {
   virtual ~Model() = default;
   virtual const GptOssConfig& config() const = 0;
   virtual std::string backend_name() const = 0;
-  // Allocates (or re-allocates) the paged KV cache.
-  virtual void allocate_kv_cache(int32_t num_blocks, int32_t block_size) = 0;
+  // Allocates (or re-allocates) the paged KV cache: num_blocks blocks for every layer, or with
+  // num_sliding_blocks > 0 (the ring) num_blocks for the full-attention layers and num_sliding_blocks for
+  // the sliding-window layers.
+  void allocate_kv_cache(int32_t num_blocks, int32_t block_size, int32_t num_sliding_blocks = 0) {
+    allocate_kv_cache_impl(num_blocks, block_size, num_sliding_blocks);
+  }
   virtual int32_t kv_num_blocks() const = 0;
+  virtual int32_t kv_num_sliding_blocks() const { return 0; }
   virtual int32_t kv_block_size() const = 0;
   // Bytes one KV block takes over all layers (for sizing the cache from a memory budget).
   virtual int64_t kv_bytes_per_block() const = 0;
   // Runs one step. logits is resized to [num_rows, vocab_size] float32 (row-major).
   virtual void forward(const ForwardBatch& batch, std::vector<float>& logits) = 0;
+  // Layers with a sliding window (the ring's pool serves them).
+  int32_t num_sliding_layers() const {
+    int32_t count = 0;
+    for (bool sliding : config().layer_is_sliding) count += sliding;
+    return config().sliding_window > 0 ? count : 0;
+  }
+
+ protected:
+  virtual void allocate_kv_cache_impl(int32_t num_blocks, int32_t block_size, int32_t num_sliding_blocks) = 0;
 };
 
 }  // namespace gossamer::model

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "core/error.h"
+#include "model/model.h"
 
 namespace gossamer::engine {
 namespace {
@@ -173,6 +174,54 @@ TEST(EngineConfig, RejectsACacheTooSmallForOneSequence) {
   EXPECT_THROW(config.validate(), Error);
   config.num_kv_blocks = 4;
   EXPECT_NO_THROW(config.validate());
+}
+
+// The sliding-window ring: sliding blocks are returned once wholly below window start − margin, the pool
+// sized by ring_blocks_needed never runs out with many long sequences, and everything comes back.
+TEST(Scheduler, SlidingRingTrimsAndNeverRunsOut) {
+  EngineConfig config;
+  config.block_size = 4;
+  config.num_kv_blocks = 4096;
+  config.max_num_batched_tokens = 24;
+  config.max_num_seqs = 4;
+  config.max_model_len = 2048;
+  config.validate();
+  config.sliding_window = 8;
+  config.num_sliding_kv_blocks = config.ring_blocks_needed(config.sliding_window);
+  BlockAllocator allocator(config.num_kv_blocks), sliding(config.num_sliding_kv_blocks);
+  Scheduler scheduler(config, allocator, &sliding);
+  std::vector<std::unique_ptr<Request>> requests;
+  for (RequestId id = 1; id <= 6; ++id) {  // more requests than max_num_seqs: admission and finishing mix
+    requests.push_back(make_request(id, 40 + 30 * static_cast<int32_t>(id)));
+    scheduler.add(requests.back().get());
+  }
+  const int32_t ring_blocks = (config.sliding_window - 1 + model::kSlidingKeepMargin + config.block_size - 1) / config.block_size + 3;
+  int steps = 0;
+  int32_t most_trimmed = 0;
+  while (scheduler.has_work() && steps < 10000) {
+    const auto out = scheduler.schedule();
+    for (const auto& seq : out.sequences) {
+      Request* request = seq.request;
+      EXPECT_EQ(request->sliding_block_table.size(), request->block_table.size());
+      const int32_t held = static_cast<int32_t>(request->sliding_block_table.size()) - request->sliding_trimmed;
+      EXPECT_LE(held, ring_blocks + (seq.num_new + config.block_size - 1) / config.block_size) << "request " << request->id;
+      // Every block a query of this step may read is still owned (not trimmed).
+      const int64_t first_read = std::max<int64_t>(0, int64_t{request->num_computed} - config.sliding_window + 1 - model::kSlidingKeepMargin);
+      EXPECT_LE(request->sliding_trimmed, first_read / config.block_size);
+      most_trimmed = std::max(most_trimmed, request->sliding_trimmed);
+    }
+    complete_step(out);
+    for (const auto& seq : out.sequences) {
+      if (seq.request->output.size() >= 200) scheduler.finish(seq.request, FinishReason::kLength);
+    }
+    ++steps;
+  }
+  EXPECT_FALSE(scheduler.has_work());
+  EXPECT_GT(most_trimmed, 20);  // blocks really went back to the pool
+  EXPECT_EQ(sliding.num_free(), sliding.num_blocks());
+  EXPECT_EQ(allocator.num_free(), allocator.num_blocks());
+  // Long sequences (up to 380 positions) went through a pool far smaller than their tables.
+  EXPECT_LT(sliding.num_blocks(), 6 * 380 / config.block_size);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "golden_test.h"
+#include "ring_pool.h"
 #include "model/dummy_checkpoint.h"
 #include "model/loader.h"
 #include "model/sequence_runner.h"
@@ -91,6 +92,51 @@ TEST_P(GoldenLogitsTest, ChunkedPrefillAndDecodeMatchOneLongPrefill) {
     done0 += n0;
     done1 += n1;
   }
+  for (size_t s = 0; s < 2; ++s) {
+    const auto agreement = compare_rows(ours[s].data(), ref.data.data() + s * length * vocab, length, vocab);
+    EXPECT_LE(agreement.relative_l2, kMaxRelativeL2) << name << " sequence " << s;
+    EXPECT_GE(agreement.argmax_match, kMinArgmaxMatch) << name << " sequence " << s;
+  }
+}
+
+// The sliding-window ring: sliding layers in a pool smaller than the sequences, blocks recycled as soon as
+// they fall out of the window (margin 0) and handed to the other sequence. Both sequences prefill in
+// chunks of 7, then decode; every position must still match the golden logits.
+TEST_P(GoldenLogitsTest, SlidingRingWithRecycledBlocksMatches) {
+  const std::string name = GetParam();
+  const auto tokens = testing::golden_tokens(name);
+  const NpyArray ref = testing::golden_logits(name);
+  auto model = load_model(checkpoint_for(name), "cpu");
+  const int32_t window = model->config().sliding_window;
+  const int64_t vocab = model->config().vocab_size, length = static_cast<int64_t>(tokens[0].size()), chunk = 7;
+  const int32_t block = 8, blocks_per_seq = static_cast<int32_t>((length + block - 1) / block);
+  const int32_t ring_per_seq = static_cast<int32_t>((window - 1 + chunk + block - 1) / block) + 2;
+  model->allocate_kv_cache(2 * blocks_per_seq, block, 2 * ring_per_seq);
+  ASSERT_EQ(model->kv_num_sliding_blocks(), 2 * ring_per_seq);
+  std::vector<int32_t> table0(static_cast<size_t>(blocks_per_seq)), table1(static_cast<size_t>(blocks_per_seq));
+  for (int32_t b = 0; b < blocks_per_seq; ++b) {
+    table0[static_cast<size_t>(b)] = b;
+    table1[static_cast<size_t>(b)] = blocks_per_seq + b;
+  }
+  testing::RingPool pool(2 * ring_per_seq);
+  testing::RingPool::Sequence ring0, ring1;
+  std::vector<std::vector<float>> ours(2, std::vector<float>(static_cast<size_t>(length * vocab)));
+  std::vector<float> logits;
+  for (int64_t done = 0; done < length;) {
+    const int64_t n = std::min<int64_t>(done < length / 2 ? chunk : 1, length - done);
+    pool.prepare(ring0, done, done + n, window, 0, block);
+    pool.prepare(ring1, done, done + n, window, 0, block);
+    ForwardBatch batch;
+    batch.sequences.push_back({std::span(tokens[0]).subspan(done, n), static_cast<int32_t>(done), table0, LogitsWanted::kAll, ring0.table});
+    batch.sequences.push_back({std::span(tokens[1]).subspan(done, n), static_cast<int32_t>(done), table1, LogitsWanted::kAll, ring1.table});
+    model->forward(batch, logits);
+    std::copy_n(logits.begin(), n * vocab, ours[0].begin() + done * vocab);
+    std::copy_n(logits.begin() + n * vocab, n * vocab, ours[1].begin() + done * vocab);
+    done += n;
+  }
+  std::printf("[ring] %s: window %d, pool %d blocks for 2 x %d positions, %lld blocks handed out\n", name.c_str(), window,
+              2 * ring_per_seq, static_cast<int>(length), static_cast<long long>(pool.handed_out()));
+  EXPECT_GT(pool.handed_out(), 2 * ring_per_seq) << "the test must recycle blocks";
   for (size_t s = 0; s < 2; ++s) {
     const auto agreement = compare_rows(ours[s].data(), ref.data.data() + s * length * vocab, length, vocab);
     EXPECT_LE(agreement.relative_l2, kMaxRelativeL2) << name << " sequence " << s;

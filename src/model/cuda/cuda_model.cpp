@@ -66,14 +66,20 @@ int64_t CudaModel::kv_bytes_per_block() const {
   return int64_t{2} * config_.num_layers * config_.kv_width() * std::max(block_size_, 16) * 2;
 }
 
-void CudaModel::allocate_kv_cache(int32_t num_blocks, int32_t block_size) {
-  GOSSAMER_CHECK(num_blocks > 0 && block_size > 0 && (block_size & (block_size - 1)) == 0,
+void CudaModel::allocate_kv_cache_impl(int32_t num_blocks, int32_t block_size, int32_t num_sliding_blocks) {
+  GOSSAMER_CHECK(num_blocks > 0 && block_size > 0 && (block_size & (block_size - 1)) == 0 && num_sliding_blocks >= 0,
                  "KV cache needs positive blocks and a power-of-two block size");
   k_cache_.clear();
   v_cache_.clear();
-  // One extra block past the caller's range: the scratch block of graph padding sequences.
-  const size_t bytes = static_cast<size_t>(num_blocks + 1) * block_size * config_.kv_width() * 2;
+  num_sliding_blocks_ = num_sliding_layers() > 0 ? num_sliding_blocks : 0;
+  for (DecodeGraph& graph : graphs_) {  // their plan layouts and cache pointers are stale
+    if (graph.exec != nullptr) cudaGraphExecDestroy(graph.exec);
+  }
+  graphs_.clear();
   for (int layer = 0; layer < config_.num_layers; ++layer) {
+    // One extra block past the caller's range in each pool: the scratch block of graph padding sequences.
+    const bool ring = num_sliding_blocks_ > 0 && config_.layer_is_sliding[static_cast<size_t>(layer)];
+    const size_t bytes = static_cast<size_t>((ring ? num_sliding_blocks_ : num_blocks) + 1) * block_size * config_.kv_width() * 2;
     k_cache_.emplace_back(bytes);
     v_cache_.emplace_back(bytes);
     // Zeroed so that positions never written (e.g. a benchmark's synthetic context) are finite.
@@ -86,7 +92,8 @@ void CudaModel::allocate_kv_cache(int32_t num_blocks, int32_t block_size) {
   ++workspace_generation_;  // graphs hold cache pointers
 }
 
-CudaModel::StepPlan CudaModel::layout_plan(int tokens, int seqs, int pages, int rows) {
+CudaModel::StepPlan CudaModel::layout_plan(int tokens, int seqs, int pages, int rows) const {
+  const bool ring = num_sliding_blocks_ > 0;
   StepPlan plan;
   size_t words = 0;
   auto reserve = [&](size_t count, size_t width) {
@@ -98,34 +105,44 @@ CudaModel::StepPlan CudaModel::layout_plan(int tokens, int seqs, int pages, int 
   plan.ids = reserve(tokens, 1);
   plan.positions = reserve(tokens, 1);
   plan.slots = reserve(tokens, 2);  // int64
+  plan.sliding_slots = ring ? reserve(tokens, 2) : plan.slots;
   plan.cu_seqlens = reserve(seqs + 1, 1);
   plan.kv_lens = reserve(seqs, 1);
   plan.page_indptr = reserve(seqs + 1, 1);
+  plan.sliding_page_indptr = ring ? reserve(seqs + 1, 1) : plan.page_indptr;
   plan.rows = reserve(std::max(rows, 1), 1);
-  plan.page_indices = reserve(std::max(pages, 1), 1);  // last: a step uploads only the pages it uses
+  // Page tables last: a step uploads only the pages it uses.
+  plan.page_indices = reserve(std::max(pages, 1), 1);
+  plan.sliding_page_indices = ring ? reserve(std::max(pages, 1), 1) : plan.page_indices;
   plan.total_words = words;
   return plan;
 }
 
-size_t CudaModel::fill_plan(const ForwardBatch& batch, const StepPlan& plan) {
+void CudaModel::fill_and_upload_plan(const ForwardBatch& batch, const StepPlan& plan, DeviceBuffer& device) {
   host_plan_.ensure(plan.total_words * 4);
   int32_t* host = host_plan_.get<int32_t>();
   int64_t* slots = reinterpret_cast<int64_t*>(host + plan.slots);
+  int64_t* sliding_slots = reinterpret_cast<int64_t*>(host + plan.sliding_slots);
+  const bool ring = num_sliding_blocks_ > 0;
   int token = 0, page = 0, row = 0;
   host[plan.cu_seqlens] = 0;
   host[plan.page_indptr] = 0;
+  host[plan.sliding_page_indptr] = 0;
   const int real = static_cast<int>(batch.sequences.size());
   for (int s = 0; s < plan.num_seqs; ++s) {
     if (s >= real) {  // padding: one token at position 0 of the scratch block
       host[plan.ids + token] = 0;
       host[plan.positions + token] = 0;
       slots[token] = int64_t{num_blocks_} * block_size_;
+      if (ring) sliding_slots[token] = int64_t{num_sliding_blocks_} * block_size_;
       host[plan.rows + row++] = token;
       ++token;
       host[plan.cu_seqlens + s + 1] = token;
       host[plan.kv_lens + s] = 1;
+      if (ring) host[plan.sliding_page_indices + page] = num_sliding_blocks_;
       host[plan.page_indices + page++] = num_blocks_;
       host[plan.page_indptr + s + 1] = page;
+      host[plan.sliding_page_indptr + s + 1] = page;
       continue;
     }
     const SequenceInput& seq = batch.sequences[static_cast<size_t>(s)];
@@ -135,15 +152,29 @@ size_t CudaModel::fill_plan(const ForwardBatch& batch, const StepPlan& plan) {
       host[plan.ids + token] = seq.tokens[static_cast<size_t>(i)];
       host[plan.positions + token] = position;
       slots[token] = int64_t{seq.block_table[static_cast<size_t>(position / block_size_)]} * block_size_ + position % block_size_;
+      if (ring) {
+        sliding_slots[token] =
+            int64_t{seq.sliding_block_table[static_cast<size_t>(position / block_size_)]} * block_size_ + position % block_size_;
+      }
       if (seq.logits == LogitsWanted::kAll || (seq.logits == LogitsWanted::kLast && i + 1 == n)) host[plan.rows + row++] = token;
     }
     host[plan.cu_seqlens + s + 1] = token;
     host[plan.kv_lens + s] = seq.num_cached + n;
     const int pages = (seq.num_cached + n + block_size_ - 1) / block_size_;
-    for (int p = 0; p < pages; ++p) host[plan.page_indices + page++] = seq.block_table[static_cast<size_t>(p)];
+    for (int p = 0; p < pages; ++p) {
+      // Ring entries below the window may be stale ids (still in range: batch_check); never read.
+      if (ring) host[plan.sliding_page_indices + page] = seq.sliding_block_table[static_cast<size_t>(p)];
+      host[plan.page_indices + page++] = seq.block_table[static_cast<size_t>(p)];
+    }
     host[plan.page_indptr + s + 1] = page;
+    host[plan.sliding_page_indptr + s + 1] = page;
   }
-  return plan.page_indices + static_cast<size_t>(std::max(page, 1));
+  const size_t used = std::max(page, 1);
+  GOSSAMER_CUDA_CHECK(cudaMemcpyAsync(device.get(), host, (plan.page_indices + used) * 4, cudaMemcpyHostToDevice, stream_));
+  if (ring) {
+    GOSSAMER_CUDA_CHECK(cudaMemcpyAsync(device.get<int32_t>() + plan.sliding_page_indices, host + plan.sliding_page_indices,
+                                        used * 4, cudaMemcpyHostToDevice, stream_));
+  }
 }
 
 void CudaModel::prepare_workspace(const StepPlan& plan) {
@@ -223,9 +254,7 @@ bool CudaModel::run_decode_graph(const ForwardBatch& batch, std::vector<float>& 
   }
   DecodeGraph& graph = *found;
   prepare_workspace(graph.plan);
-  const size_t used_words = fill_plan(batch, graph.plan);
-  GOSSAMER_CUDA_CHECK(cudaMemcpyAsync(graph.device_plan.get(), host_plan_.get(), used_words * 4,
-                                      cudaMemcpyHostToDevice, stream_));
+  fill_and_upload_plan(batch, graph.plan, graph.device_plan);
   const int32_t* device_plan = graph.device_plan.get<int32_t>();
   if (!graph.warmed_up) {
     enqueue_step(graph.plan, device_plan);
@@ -258,7 +287,7 @@ bool CudaModel::run_decode_graph(const ForwardBatch& batch, std::vector<float>& 
 }
 
 void CudaModel::forward(const ForwardBatch& batch, std::vector<float>& logits) {
-  check_forward_batch(config_, num_blocks_, block_size_, batch);
+  check_forward_batch(config_, num_blocks_, block_size_, batch, num_sliding_blocks_);
   logits.clear();
   if (run_decode_graph(batch, logits)) return;
   int tokens = 0, pages = 0, rows = 0, max_q = 0, max_kv = 0;
@@ -278,9 +307,8 @@ void CudaModel::forward(const ForwardBatch& batch, std::vector<float>& logits) {
   plan.max_q = max_q;
   plan.max_kv = max_kv;
   prepare_workspace(plan);
-  const size_t used_words = fill_plan(batch, plan);
   plan_.ensure(plan.total_words * 4);
-  GOSSAMER_CUDA_CHECK(cudaMemcpyAsync(plan_.get(), host_plan_.get(), used_words * 4, cudaMemcpyHostToDevice, stream_));
+  fill_and_upload_plan(batch, plan, plan_);
   enqueue_step(plan, plan_.get<int32_t>());
   copy_logits_out(rows, logits);
 }

@@ -36,8 +36,8 @@ class CudaModel final : public Model {
 
   const GptOssConfig& config() const override { return config_; }
   std::string backend_name() const override { return "cuda"; }
-  void allocate_kv_cache(int32_t num_blocks, int32_t block_size) override;
   int32_t kv_num_blocks() const override { return num_blocks_; }
+  int32_t kv_num_sliding_blocks() const override { return num_sliding_blocks_; }
   int32_t kv_block_size() const override { return block_size_; }
   int64_t kv_bytes_per_block() const override;
   void forward(const ForwardBatch& batch, std::vector<float>& logits) override;
@@ -51,12 +51,17 @@ class CudaModel final : public Model {
 
   static constexpr int kMaxGraphBatch = 256;
 
+ protected:
+  void allocate_kv_cache_impl(int32_t num_blocks, int32_t block_size, int32_t num_sliding_blocks) override;
+
  private:
   // Word offsets (int32 words) of the step's arrays in one plan buffer, and the step's sizes.
   struct StepPlan {
     int num_tokens = 0, num_seqs = 0, num_rows = 0, max_q = 0, max_kv = 0;
     size_t ids = 0, positions = 0, slots = 0, cu_seqlens = 0, kv_lens = 0, page_indptr = 0, page_indices = 0, rows = 0,
            total_words = 0;
+    // The ring's sliding-pool slots and page table (aliases of slots / page_* without a ring).
+    size_t sliding_slots = 0, sliding_page_indptr = 0, sliding_page_indices = 0;
   };
   struct DecodeGraph {
     int batch = 0;
@@ -67,10 +72,10 @@ class CudaModel final : public Model {
     bool warmed_up = false;   // one eager run first (launchers set kernel attributes on first use)
   };
 
-  static StepPlan layout_plan(int tokens, int seqs, int pages, int rows);
-  // Writes the plan of `batch` into host_plan_ (padding with scratch sequences up to plan.num_seqs);
-  // returns the words to upload (through the last used page index).
-  size_t fill_plan(const ForwardBatch& batch, const StepPlan& plan);
+  StepPlan layout_plan(int tokens, int seqs, int pages, int rows) const;
+  // Writes the plan of `batch` into host_plan_ (padding with scratch sequences up to plan.num_seqs) and
+  // uploads the used words (two ranges with a ring: its page table sits after the main one) to `device`.
+  void fill_and_upload_plan(const ForwardBatch& batch, const StepPlan& plan, DeviceBuffer& device);
   // Grows every step buffer for `plan` (bumping workspace_generation_ when anything moves).
   void prepare_workspace(const StepPlan& plan);
   // Enqueues the whole step on stream_ (no synchronisation, no allocation: graph capturable).
@@ -89,7 +94,9 @@ class CudaModel final : public Model {
   cudaStream_t stream_ = nullptr;
   int32_t num_blocks_ = 0;
   int32_t block_size_ = 0;
-  std::vector<DeviceBuffer> k_cache_, v_cache_;  // per layer: [(num_blocks + 1)·block_size, kv_heads, 64] bf16
+  int32_t num_sliding_blocks_ = 0;  // > 0: sliding layers use their own pool (the ring)
+  // per layer: [(blocks + 1)·block_size, kv_heads, 64] bf16, blocks = num_sliding_blocks_ for ring layers
+  std::vector<DeviceBuffer> k_cache_, v_cache_;
 
   // Step workspace, grown on demand (never shrunk); captured graphs hold its pointers.
   PinnedBuffer host_plan_, host_logits_;

@@ -183,6 +183,10 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
     kernels::launch_rmsnorm(norm, stream_);
     // ---- qkv [T, qkv_width] → RoPE (q → q_, k/v → paged cache) → attention → o-proj into delta ----
     linear(bf16(normed_), t, w.qkv, bf16(qkv_));
+    const bool ring = num_sliding_blocks_ > 0 && config_.layer_is_sliding[static_cast<size_t>(layer)];
+    rope.slots = reinterpret_cast<const int64_t*>(dev + (ring ? plan.sliding_slots : plan.slots));
+    attention.page_indptr = dev + (ring ? plan.sliding_page_indptr : plan.page_indptr);
+    attention.page_indices = dev + (ring ? plan.sliding_page_indices : plan.page_indices);
     rope.qkv = bf16(qkv_);
     rope.q_out = bf16(q_);
     rope.k_cache = bf16(k_cache_[static_cast<size_t>(layer)]);
