@@ -37,12 +37,8 @@ EngineConfig EngineConfig::resolve(const model::Model& model) const {
   GOSSAMER_CHECK(context <= 0 || out.max_model_len <= context, "max_model_len ", out.max_model_len,
                  " exceeds the model's context of ", context, " tokens");
   if (out.num_kv_blocks == 0) {
-    // NOTE: before allocate_kv_cache the model may not know its block size; estimate float32 K and V per layer.
-    const auto& cfg = model.config();
-    int64_t per_position = static_cast<int64_t>(cfg.num_layers) * 2 * cfg.kv_width() * 4;
-    if (model.kv_block_size() > 0 && model.kv_bytes_per_block() > 0) {
-      per_position = model.kv_bytes_per_block() / model.kv_block_size();
-    }
+    // NOTE: the model's own bytes per position (bf16 on cuda, float32 on cpu), known before allocation.
+    const int64_t per_position = std::max<int64_t>(1, model.kv_bytes_per_token());
     int64_t per_block = std::max<int64_t>(1, per_position * out.block_size);
     int64_t memory = out.kv_cache_memory_bytes;
     if (ring) {  // the ring's pool first (sliding layers only), the rest for full-attention layers

@@ -64,6 +64,9 @@ class Model {
   virtual int32_t kv_block_size() const = 0;
   // Bytes one KV block takes over all layers (for sizing the cache from a memory budget).
   virtual int64_t kv_bytes_per_block() const = 0;
+  // Bytes K and V of one position take over all layers, known before allocate_kv_cache (for sizing the
+  // cache from a memory budget). The default assumes float32.
+  virtual int64_t kv_bytes_per_token() const { return int64_t{2} * config().num_layers * config().kv_width() * 4; }
   // Runs one step. logits is resized to [num_rows, vocab_size] float32 (row-major).
   virtual void forward(const ForwardBatch& batch, std::vector<float>& logits) = 0;
   // Layers with a sliding window (the ring's pool serves them).

@@ -40,6 +40,7 @@ class CudaModel final : public Model {
   int32_t kv_num_sliding_blocks() const override { return num_sliding_blocks_; }
   int32_t kv_block_size() const override { return block_size_; }
   int64_t kv_bytes_per_block() const override;
+  int64_t kv_bytes_per_token() const override { return int64_t{2} * config_.num_layers * config_.kv_width() * 2; }  // bf16
   void forward(const ForwardBatch& batch, std::vector<float>& logits) override;
 
   uint64_t weight_bytes() const { return weights_.device_bytes; }
