@@ -69,6 +69,8 @@ class Model {
   virtual int64_t kv_bytes_per_token() const { return int64_t{2} * config().num_layers * config().kv_width() * 4; }
   // Runs one step. logits is resized to [num_rows, vocab_size] float32 (row-major).
   virtual void forward(const ForwardBatch& batch, std::vector<float>& logits) = 0;
+  // Bytes of weights the backend holds on its device (0 when it reads them in place, like the cpu backend).
+  virtual uint64_t weight_bytes() const { return 0; }
   // Layers with a sliding window (the ring's pool serves them).
   int32_t num_sliding_layers() const {
     int32_t count = 0;

@@ -43,7 +43,7 @@ class CudaModel final : public Model {
   int64_t kv_bytes_per_token() const override { return int64_t{2} * config_.num_layers * config_.kv_width() * 2; }  // bf16
   void forward(const ForwardBatch& batch, std::vector<float>& logits) override;
 
-  uint64_t weight_bytes() const { return weights_.device_bytes; }
+  uint64_t weight_bytes() const override { return weights_.device_bytes; }
   WeightFormat weight_format() const { return weights_.format; }
   // Waits for the GPU (for timing).
   void synchronize() const;
