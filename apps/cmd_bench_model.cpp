@@ -3,7 +3,7 @@
 // prefill: batch 1 at each input length; latency, tokens/s, $ per million input tokens at $3.00/GPU-hour.
 // decode: B sequences each with a synthetic context of C cached positions (zeroed KV: attention reads
 // the real number of bytes), one new token per sequence per step; tokens/s per sequence and in total,
-// $ per million output tokens.
+// $ per million output tokens. Sliding-window layers keep only their window (the engine's ring) unless --no-ring.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -128,6 +128,8 @@ int run_bench_decode(int argc, char** argv) {
   cli.add_option("--contexts", contexts, "cached context per sequence")->delimiter(',');
   cli.add_option("--steps", steps, "timed decode steps per point");
   cli.add_option("--kv-budget-gib", kv_budget_gib, "largest KV cache to allocate; bigger points are skipped");
+  bool ring = true;
+  cli.add_flag("!--no-ring", ring, "full-length KV on the sliding-window layers too (as before the ring)");
   cli.add_option("--json-out", json_out, "also write the results as JSON");
   cli.add_option("--plot", plot_out,
                  "also write a PNG chart: $ per 1M output tokens (log scale) against tokens/s per sequence, "
@@ -146,17 +148,34 @@ int run_bench_decode(int argc, char** argv) {
   for (int64_t context : contexts) {
     for (int batch_size : batch_sizes) {
       const int64_t per_seq_blocks = (context + steps + 4 + kBenchBlockSize - 1) / kBenchBlockSize;
-      const double kv_gib = static_cast<double>(per_seq_blocks * batch_size) * static_cast<double>(model->kv_bytes_per_block()) / (1u << 30);
+      // The ring (as the engine does it): sliding layers hold only the last window + margin + the steps.
+      const int32_t layers = std::max(1, model->config().num_layers);
+      const int32_t sliding_layers = ring ? model->num_sliding_layers() : 0;
+      const int64_t ring_positions = model->config().sliding_window + model::kSlidingKeepMargin + steps + 4;
+      const int64_t ring_per_seq = sliding_layers > 0 ? std::min(per_seq_blocks, ring_positions / kBenchBlockSize + 2) : 0;
+      const double block_bytes = static_cast<double>(model->kv_bytes_per_block());
+      const double kv_gib = (static_cast<double>(per_seq_blocks * batch_size) * block_bytes * (layers - sliding_layers) / layers +
+                             static_cast<double>(ring_per_seq * batch_size) * block_bytes * sliding_layers / layers) /
+                            (1u << 30);
       if (kv_gib > kv_budget_gib) {
         std::printf("| %s | %lld | %d | skipped: KV cache %.0f GiB > budget %.0f GiB | | | |\n", choice.name().c_str(),
                     static_cast<long long>(context), batch_size, kv_gib, kv_budget_gib);
         continue;
       }
-      model->allocate_kv_cache(static_cast<int32_t>(per_seq_blocks * batch_size), kBenchBlockSize);
-      std::vector<std::vector<int32_t>> tables(static_cast<size_t>(batch_size));
+      model->allocate_kv_cache(static_cast<int32_t>(per_seq_blocks * batch_size), kBenchBlockSize,
+                               static_cast<int32_t>(ring_per_seq * batch_size));
+      std::vector<std::vector<int32_t>> tables(static_cast<size_t>(batch_size)), sliding_tables(tables.size());
       for (int b = 0; b < batch_size; ++b) {
         tables[static_cast<size_t>(b)].resize(static_cast<size_t>(per_seq_blocks));
         std::iota(tables[static_cast<size_t>(b)].begin(), tables[static_cast<size_t>(b)].end(), static_cast<int32_t>(b * per_seq_blocks));
+        if (ring_per_seq == 0) continue;
+        // The last ring_per_seq blocks get the sequence's own ring blocks; older entries are stale (never read).
+        std::vector<int32_t>& sliding = sliding_tables[static_cast<size_t>(b)];
+        sliding.resize(static_cast<size_t>(per_seq_blocks));
+        const int64_t first_ring = per_seq_blocks - ring_per_seq;
+        for (int64_t i = 0; i < per_seq_blocks; ++i) {
+          sliding[static_cast<size_t>(i)] = static_cast<int32_t>(b * ring_per_seq + std::max<int64_t>(0, i - first_ring));
+        }
       }
       const auto tokens = random_tokens(choice.seed + static_cast<uint64_t>(batch_size), batch_size, model->config().vocab_size);
       std::vector<float> logits;
@@ -165,7 +184,7 @@ int run_bench_decode(int argc, char** argv) {
         for (int b = 0; b < batch_size; ++b) {
           batch.sequences.push_back(model::SequenceInput{std::span(tokens).subspan(static_cast<size_t>(b), 1),
                                                          static_cast<int32_t>(context + index), tables[static_cast<size_t>(b)],
-                                                         model::LogitsWanted::kLast});
+                                                         model::LogitsWanted::kLast, sliding_tables[static_cast<size_t>(b)]});
         }
         model->forward(batch, logits);
       };

@@ -37,6 +37,24 @@ TEST_F(ModelCliTest, MakeDummyIsDeterministicPerSeed) {
   EXPECT_LT(a.size(), 16u << 20) << "the tiny preset must stay small enough for CI";
 }
 
+// bench decode runs with the sliding-window ring (default) and without, writes its JSON, and refuses a
+// plot into a missing folder before measuring anything.
+TEST_F(ModelCliTest, BenchDecodeWithAndWithoutTheRing) {
+  fs::create_directories(dir_);
+  for (const std::string flag : {"", " --no-ring"}) {
+    const std::string json = (dir_ / ("decode" + std::to_string(flag.size()) + ".json")).string();
+    const Result result = run("bench decode --load-format dummy --preset tiny --device cpu --batch-sizes 1,2 --contexts 300 "
+                              "--steps 2 --json-out " + json + flag);
+    ASSERT_EQ(result.status, 0) << result.output;
+    EXPECT_NE(result.output.find("| dummy-tiny (cpu) | 300 | 2 |"), std::string::npos) << result.output;
+    const auto parsed = nlohmann::json::parse(read_text_file(json));
+    EXPECT_EQ(parsed["results"].size(), 2u);
+  }
+  const Result refused = run("bench decode --load-format dummy --preset tiny --device cpu --plot /nonexistent/dir/x.png");
+  EXPECT_NE(refused.status, 0);
+  EXPECT_NE(refused.output.find("no directory"), std::string::npos) << refused.output;
+}
+
 TEST_F(ModelCliTest, GenerateIsGreedyAndRepeatable) {
   ASSERT_EQ(run("make-dummy --preset tiny --out " + (dir_ / "m").string()).status, 0);
   const Result first = run("generate --model " + (dir_ / "m").string() + " --prompt-tokens 5,6,7 --max-tokens 8");
