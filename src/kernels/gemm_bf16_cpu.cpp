@@ -6,15 +6,10 @@
 #include "core/error.h"
 #include "kernels/gemm_bf16.h"
 #include "kernels/moe.h"
+#include "kernels/swiglu.h"
 
 namespace gossamer::kernels {
 namespace {
-
-float swiglu_ref(float gate, float up) {
-  gate = std::fmin(gate, 7.0f);
-  up = std::fmin(std::fmax(up, -7.0f), 7.0f);
-  return gate / (1.0f + std::exp(-1.702f * gate)) * (up + 1.0f);
-}
 
 // Σ_k a[k]·b[k] in fp32 over 8 interleaved partial sums (K is a multiple of 16), so the loop vectorises;
 // any fixed fp32 order is an equally valid reference for the GPU's tile order.
@@ -54,7 +49,7 @@ void gemm_bf16_cpu(const GemmBf16Params& p) {
     }
     uint16_t* out = p.out + static_cast<int64_t>(m) * p.ldc;
     if (p.epilogue == GemmEpilogue::kSwiGlu) {
-      for (int n = 0; n < p.N; n += 2) out[n / 2] = float_to_bf16(swiglu_ref(out_row[n], out_row[n + 1]));
+      for (int n = 0; n < p.N; n += 2) out[n / 2] = float_to_bf16(swiglu_clamped_cpu(out_row[n], out_row[n + 1]));
     } else {
       for (int n = 0; n < p.N; ++n) out[n] = float_to_bf16(out_row[n]);
     }

@@ -5,6 +5,7 @@
 // bank groups.
 #include "kernels/cuda_utils.h"
 #include "kernels/gemm_bf16.h"
+#include "kernels/swiglu.h"
 
 namespace gossamer::kernels {
 namespace {
@@ -41,12 +42,6 @@ __device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[
                "{%0,%1,%2,%3};\n"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-__device__ __forceinline__ float swiglu(float gate, float up) {
-  gate = fminf(gate, 7.0f);
-  up = fminf(fmaxf(up, -7.0f), 7.0f);
-  return gate / (1.0f + __expf(-1.702f * gate)) * (up + 1.0f);
 }
 
 __global__ void __launch_bounds__(kThreads) gemm_bf16_kernel(const GemmBf16Params p) {
@@ -190,7 +185,7 @@ __global__ void __launch_bounds__(kThreads) gemm_bf16_kernel(const GemmBf16Param
         if (col >= p.N) continue;
         const float v0 = acc[mi][ni][2 * h], v1 = acc[mi][ni][2 * h + 1];
         if (p.epilogue == GemmEpilogue::kSwiGlu) {
-          const __nv_bfloat16 r = __float2bfloat16_rn(swiglu(v0, v1));
+          const __nv_bfloat16 r = __float2bfloat16_rn(swiglu_clamped(v0, v1));
           out_row[col / 2] = *reinterpret_cast<const uint16_t*>(&r);
         } else {
           *reinterpret_cast<__nv_bfloat162*>(out_row + col) = __floats2bfloat162_rn(v0, v1);

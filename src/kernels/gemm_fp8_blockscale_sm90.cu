@@ -6,6 +6,7 @@
 #include "kernels/cuda_utils.h"
 #include "kernels/gemm_fp8.h"
 #include "kernels/wgmma_fp8_sm90.cuh"
+#include "kernels/swiglu.h"
 
 namespace gossamer::kernels {
 namespace {
@@ -35,12 +36,6 @@ __device__ __forceinline__ void wgmma_k32(float (&d)[kBN / 2], uint64_t da, uint
   } else {
     wgmma::wgmma_m64n64k32_e4m3(d, da, db, scale_d);
   }
-}
-
-__device__ __forceinline__ float swiglu(float gate, float up) {
-  gate = fminf(gate, 7.0f);
-  up = fminf(fmaxf(up, -7.0f), 7.0f);
-  return gate / (1.0f + __expf(-1.702f * gate)) * (up + 1.0f);
 }
 
 template <int kBM, int kBN>
@@ -200,7 +195,7 @@ __global__ void __launch_bounds__(Tile<kBM, kBN>::kThreads, Tile<kBM, kBN>::kMin
         float* part = p.split_workspace + (static_cast<int64_t>(blockIdx.z) * p.M + row) * p.N + col;
         *reinterpret_cast<float2*>(part) = make_float2(v0, v1);
       } else if (p.epilogue == GemmEpilogue::kSwiGlu) {
-        const __nv_bfloat16 r = __float2bfloat16_rn(swiglu(v0, v1));
+        const __nv_bfloat16 r = __float2bfloat16_rn(swiglu_clamped(v0, v1));
         out_row[col / 2] = *reinterpret_cast<const uint16_t*>(&r);
       } else {
         const __nv_bfloat162 r = __floats2bfloat162_rn(v0, v1);
@@ -224,7 +219,7 @@ __global__ void gemm_fp8_split_finalize_kernel(const GemmFp8Params p) {
   }
   uint16_t* out_row = p.out + row * p.ldc;
   if (p.epilogue == GemmEpilogue::kSwiGlu) {
-    const __nv_bfloat16 r = __float2bfloat16_rn(swiglu(v0, v1));
+    const __nv_bfloat16 r = __float2bfloat16_rn(swiglu_clamped(v0, v1));
     out_row[col / 2] = *reinterpret_cast<const uint16_t*>(&r);
   } else {
     *reinterpret_cast<__nv_bfloat162*>(out_row + col) = __floats2bfloat162_rn(v0, v1);

@@ -4,17 +4,9 @@
 
 #include "core/dtype.h"
 #include "kernels/gemm_fp8.h"
+#include "kernels/swiglu.h"
 
 namespace gossamer::kernels {
-namespace {
-
-float swiglu_ref(float gate, float up) {
-  gate = std::fmin(gate, 7.0f);
-  up = std::fmin(std::fmax(up, -7.0f), 7.0f);
-  return gate / (1.0f + std::exp(-1.702f * gate)) * (up + 1.0f);
-}
-
-}  // namespace
 
 // NOTE: in grouped mode the CPU reference reads group_offsets (host memory here) directly; tile lists
 // are a GPU scheduling detail and are ignored.
@@ -46,7 +38,7 @@ void gemm_fp8_cpu(const GemmFp8Params& p) {
     }
     uint16_t* out = p.out + static_cast<int64_t>(m) * p.ldc;
     if (p.epilogue == GemmEpilogue::kSwiGlu) {
-      for (int n = 0; n < p.N; n += 2) out[n / 2] = float_to_bf16(swiglu_ref(out_row[n], out_row[n + 1]));
+      for (int n = 0; n < p.N; n += 2) out[n / 2] = float_to_bf16(swiglu_clamped_cpu(out_row[n], out_row[n + 1]));
     } else {
       for (int n = 0; n < p.N; ++n) out[n] = float_to_bf16(out_row[n]);
     }

@@ -4,17 +4,9 @@
 
 #include "core/dtype.h"
 #include "kernels/gemv_fp8.h"
+#include "kernels/swiglu.h"
 
 namespace gossamer::kernels {
-namespace {
-
-float swiglu_ref(float gate, float up) {
-  gate = std::fmin(gate, 7.0f);
-  up = std::fmin(std::fmax(up, -7.0f), 7.0f);
-  return gate / (1.0f + std::exp(-1.702f * gate)) * (up + 1.0f);
-}
-
-}  // namespace
 
 // Per output: fp32 dot products per 128-column block, times the block scale, summed over blocks on top
 // of the bias; one rounding to bf16 (after SwiGLU for kSwiGlu).
@@ -39,7 +31,7 @@ void gemv_fp8_cpu(const GemvFp8Params& p) {
       out_row[n] = acc;
     }
     if (p.epilogue == GemmEpilogue::kSwiGlu) {
-      for (int n = 0; n < p.N; n += 2) out[n / 2] = float_to_bf16(swiglu_ref(out_row[n], out_row[n + 1]));
+      for (int n = 0; n < p.N; n += 2) out[n / 2] = float_to_bf16(swiglu_clamped_cpu(out_row[n], out_row[n + 1]));
     } else {
       for (int n = 0; n < p.N; ++n) out[n] = float_to_bf16(out_row[n]);
     }

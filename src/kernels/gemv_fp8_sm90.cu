@@ -30,6 +30,7 @@
 
 #include "kernels/cuda_utils.h"
 #include "kernels/gemv_fp8.h"
+#include "kernels/swiglu.h"
 
 namespace gossamer::kernels {
 namespace {
@@ -51,14 +52,7 @@ constexpr int kRedStride = kTileRows + 4;                   // 68: the partial-s
 
 // ---- device helpers ----
 
-// Programmatic dependent launch: wait for the previous kernel in the stream (its writes visible), and
-// let the next one start launching (it waits in turn before touching our outputs).
-__device__ __forceinline__ void pdl_wait() {
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-}
-__device__ __forceinline__ void pdl_launch_dependents() {
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-}
+// (pdl_wait / pdl_trigger: programmatic dependent launch, kernels/cuda_utils.h.)
 
 // Two e4m3 (low byte → low half) to f16x2; exact.
 __device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t pair16) {
@@ -105,12 +99,6 @@ __device__ __forceinline__ void x_fragment(uint32_t (&x)[8], float& inv_even, fl
   inv_odd = __shfl_sync(0xffffffffu, inv, 8 * t + 4);  // a lane of group g = 2t + 1
 }
 
-__device__ __forceinline__ float swiglu(float gate, float up) {
-  gate = fminf(gate, 7.0f);
-  up = fminf(fmaxf(up, -7.0f), 7.0f);
-  return gate / (1.0f + __expf(-1.702f * gate)) * (up + 1.0f);
-}
-
 // grid: x = tiles × cluster (a cluster's CTAs are consecutive in x), y = expert slot (grouped) or 1.
 template <bool kSwiGlu>
 __global__ void __launch_bounds__(kThreads, kMinCtasPerSm)
@@ -139,7 +127,7 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm)
   int group = 0;
   if (grouped) {
     pdl_wait();  // topk_ids come from the previous kernel
-    pdl_launch_dependents();
+    pdl_trigger();
     if (warp == 0) {
       int e = -1;
       if (lane < p.num_pairs) {
@@ -205,7 +193,7 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm)
   for (int s = 0; s < kStages; ++s) issue(ks_begin + warp + s * kWarps, s);
   if (!grouped) {
     pdl_wait();  // weights were requested already; x, bias and out follow the stream order
-    pdl_launch_dependents();
+    pdl_trigger();
   }
 
   // x of K step `step`: this lane's 16 bf16 of x row g, zero outside rows/K.
@@ -309,7 +297,7 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm)
     const int out_row = grouped ? s_pair[m] : m;
     uint16_t* out = p.out + static_cast<int64_t>(out_row) * p.ldc;
     if constexpr (kSwiGlu) {
-      const __nv_bfloat16 h = __float2bfloat16_rn(swiglu(v0, v1));
+      const __nv_bfloat16 h = __float2bfloat16_rn(swiglu_clamped(v0, v1));
       out[n / 2] = *reinterpret_cast<const uint16_t*>(&h);
     } else {
       const __nv_bfloat162 h = __floats2bfloat162_rn(v0, v1);
