@@ -95,37 +95,32 @@ void CudaModel::linear(const uint16_t* x, int m, const DeviceLinear& w, uint16_t
 // Experts of one layer: normed_ [T, hidden] and router_logits_ [T, E] → delta_ [T, hidden].
 void CudaModel::experts(int layer, int num_tokens) {
   const CudaLayer& w = weights_.layers[static_cast<size_t>(layer)];
-  if (!w.gate_up.fp8) {
-    kernels::MoeBf16Params moe;
+  // The fields both weight formats' parameter structs share.
+  auto common = [&](auto& moe) {
     moe.x = normed_.get<uint16_t>();
     moe.logits = router_logits_.get<uint16_t>();
     moe.out = delta_.get<uint16_t>();
-    moe.w1 = w.gate_up.weight.get<uint16_t>();
     moe.b1 = w.gate_up.bias.get<uint16_t>();
-    moe.w2 = w.down.weight.get<uint16_t>();
     moe.b2 = w.down.bias.get<uint16_t>();
     moe.num_tokens = num_tokens;
     moe.num_experts = config_.num_experts;
     moe.num_local_experts = config_.num_experts;
     moe.hidden = config_.hidden_size;
     moe.inter = config_.intermediate_size;
+  };
+  if (!w.gate_up.fp8) {
+    kernels::MoeBf16Params moe;
+    common(moe);
+    moe.w1 = w.gate_up.weight.get<uint16_t>();
+    moe.w2 = w.down.weight.get<uint16_t>();
     return kernels::launch_moe_bf16(moe, moe_workspace_.get(), stream_);
   }
   kernels::MoeParams moe;
-  moe.x = normed_.get<uint16_t>();
-  moe.logits = router_logits_.get<uint16_t>();
-  moe.out = delta_.get<uint16_t>();
+  common(moe);
   moe.w1 = w.gate_up.weight.get<uint8_t>();
   moe.w1_scales = w.gate_up.scales.get<float>();
-  moe.b1 = w.gate_up.bias.get<uint16_t>();
   moe.w2 = w.down.weight.get<uint8_t>();
   moe.w2_scales = w.down.scales.get<float>();
-  moe.b2 = w.down.bias.get<uint16_t>();
-  moe.num_tokens = num_tokens;
-  moe.num_experts = config_.num_experts;
-  moe.num_local_experts = config_.num_experts;
-  moe.hidden = config_.hidden_size;
-  moe.inter = config_.intermediate_size;
   if (num_tokens <= kernels::kGemvMaxRows) return kernels::launch_moe_decode(moe, moe_workspace_.get(), stream_);
   kernels::launch_moe(moe, moe_workspace_.get(), stream_);
 }
