@@ -180,6 +180,7 @@ struct LtGemm {
 void bench_gemm(LtGemm& lt, const char* name, int M, int N, int K) {
   const int kb = (K + 127) / 128, nb = (N + 127) / 128;
   const size_t wbytes = size_t(N) * K;
+  const size_t alloc = std::max<size_t>(wbytes, size_t((N + 63) / 64 * 64) * ((K + 63) / 64 * 64));
   const int copies = copies_for(wbytes);
   std::vector<Buf*> w, s;
   std::vector<const void*> wp;
@@ -334,13 +335,14 @@ void bench_moe(int T, int E) {
 // GB/s counts the weight bytes only (N·K): the quantity the decode GEMV exists to stream. "gemv_fp8" rows
 // use programmatic dependent launch, so back-to-back launches overlap one kernel's weight prefetch with
 // the previous one's tail (as in a PDL-chained decode step); "no-PDL" rows are plain stream order.
-void bench_gemv(const char* name, int M, int N, int K, GemmEpilogue epi) {
+void bench_gemv(const char* name, int M, int N, int K, GemmEpilogue epi, bool baseline = true) {
   const int kb = (K + 127) / 128, nb = (N + 127) / 128;
   const size_t wbytes = size_t(N) * K;
+  const size_t alloc = std::max<size_t>(wbytes, size_t((N + 63) / 64 * 64) * ((K + 63) / 64 * 64));
   const int copies = copies_for(wbytes);
   std::vector<Buf*> w, s;
   for (int c = 0; c < copies; ++c) {
-    w.push_back(new Buf(wbytes));
+    w.push_back(new Buf(alloc));
     s.push_back(new Buf(size_t(nb) * kb * 4));
     fill_fp8(*w.back());
     fill_f32(*s.back(), 1e-3f, 2e-3f);
@@ -377,7 +379,7 @@ void bench_gemv(const char* name, int M, int N, int K, GemmEpilogue epi) {
   Buf split(split_bytes);
   g.split_workspace = split.as<float>();
   g.split_workspace_bytes = split_bytes;
-  const double base = time_us([&](int i) {
+  const double base = !baseline ? 0.0 : time_us([&](int i) {
     launch_quantize_fp8({x.as<uint16_t>(), K, xq.as<uint8_t>(), ldq, xs.as<float>(), M, K}, nullptr);
     g.b = w[i % copies]->as<uint8_t>();
     g.b_scales = s[i % copies]->as<float>();
@@ -385,23 +387,109 @@ void bench_gemv(const char* name, int M, int N, int K, GemmEpilogue epi) {
   });
   const std::string shape = std::string(name) + " M=" + std::to_string(M) + " N=" + std::to_string(N) +
                             " K=" + std::to_string(K) + (epi == GemmEpilogue::kSwiGlu ? " swiglu" : "");
-  for (const bool pdl : {true, false}) {
+  // The model's layout (tile-major weights, PDL), then row-major with and without PDL. Random bytes: the
+  // layout changes only the order in which they are read.
+  for (const auto& [pdl, tile_major] : {std::pair{true, true}, std::pair{true, false}, std::pair{false, false}}) {
     p.programmatic_launch = pdl;
+    p.w_tiled = tile_major;
     const double us = time_us([&](int i) {
       p.w = w[i % copies]->as<uint8_t>();
       p.w_scales = s[i % copies]->as<float>();
       launch_gemv_fp8(p, nullptr);
     });
-    row(pdl ? "gemv_fp8" : "gemv_fp8 no-PDL", shape, us, 2.0 * M * N * K, double(wbytes), base, "copy");
+    row(tile_major ? "gemv_fp8" : pdl ? "gemv_fp8 row-major" : "gemv_fp8 row-major no-PDL", shape, us, 2.0 * M * N * K,
+        double(wbytes), base, "copy");
   }
   for (auto* b : w) delete b;
   for (auto* b : s) delete b;
 }
 
+// The read ceiling of one launch: a kernel that only streams `bytes` of HBM (16-byte loads that bypass
+// L1, a sum so nothing is optimised away), back to back like the GEMVs, over rotated copies. What a
+// decode GEMV of the same weight bytes could reach at best, launch and ramp included.
+__global__ void read_kernel(const uint4* __restrict__ src, size_t n, uint32_t* sink) {
+  uint32_t acc = 0;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    const uint4 v = __ldcs(src + i);
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x12345678u) *sink = acc;
+}
+
+void bench_read(const char* name, size_t bytes) {
+  const int copies = copies_for(bytes);
+  std::vector<Buf*> b;
+  for (int c = 0; c < copies; ++c) {
+    b.push_back(new Buf(bytes));
+    fill_fp8(*b.back());
+  }
+  Buf sink(4);
+  int sms = 0;
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+  const double us = time_us([&](int i) {
+    read_kernel<<<sms * 4, 512>>>(b[i % copies]->as<uint4>(), bytes / 16, sink.as<uint32_t>());
+  });
+  row("read ceiling", std::string(name) + " " + std::to_string(bytes >> 10) + " KiB", us, 0, double(bytes), 0, "copy");
+  for (auto* x : b) delete x;
+}
+
+// The decode GEMV's access pattern without its arithmetic: a CTA of 8 warps per 64-row tile of an
+// [N, K] fp8 matrix, warp w reading K steps w, w + 8, … (per step 64 rows × 64 bytes: each lane 8 chunks
+// of 16 bytes, rows g + 8c, columns 16t), three steps in flight. `tiled` reads the same bytes as if the
+// matrix were stored tile-major (each 64 × 64 step contiguous, 4 KiB). Separates DRAM access-pattern
+// limits from instruction limits.
+__global__ void __launch_bounds__(256) read_pattern_kernel(const uint8_t* __restrict__ w, int N, int K, bool tiled,
+                                                           uint32_t* sink) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int n0 = blockIdx.x * 64, k_steps = K / 64;
+  uint32_t acc = 0;
+  for (int s0 = warp; s0 < k_steps; s0 += 24) {
+    uint4 v[3][8];
+#pragma unroll
+    for (int u = 0; u < 3; ++u) {
+      const int s = s0 + 8 * u;
+#pragma unroll
+      for (int c = 0; c < 8; ++c) {
+        if (s < k_steps) {
+          const size_t off = tiled ? (size_t(blockIdx.x) * k_steps + s) * 4096 + c * 512 + lane * 16
+                                   : size_t(n0 + g + 8 * c) * K + s * 64 + 16 * t;
+          v[u][c] = __ldcs(reinterpret_cast<const uint4*>(w + off));
+        } else {
+          v[u][c] = make_uint4(0, 0, 0, 0);
+        }
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < 3; ++u)
+#pragma unroll
+      for (int c = 0; c < 8; ++c) acc ^= v[u][c].x ^ v[u][c].y ^ v[u][c].z ^ v[u][c].w;
+  }
+  if (acc == 0x12345678u && N < 0) *sink = acc;
+}
+
+void bench_read_pattern(const char* name, int N, int K) {
+  const size_t bytes = size_t(N) * K;
+  const int copies = copies_for(bytes);
+  std::vector<Buf*> b;
+  for (int c = 0; c < copies; ++c) {
+    b.push_back(new Buf(bytes));
+    fill_fp8(*b.back());
+  }
+  Buf sink(4);
+  for (const bool tiled : {false, true}) {
+    const double us = time_us([&](int i) {
+      read_pattern_kernel<<<N / 64, 256>>>(b[i % copies]->as<uint8_t>(), N, K, tiled, sink.as<uint32_t>());
+    });
+    row(tiled ? "read gemv pattern, tile-major" : "read gemv pattern, row-major", std::string(name), us, 0,
+        double(bytes), 0, "copy");
+  }
+  for (auto* x : b) delete x;
+}
+
 // MoE block at decode batch sizes: launch_moe_decode vs launch_moe. The router logits rotate over 8
 // random copies so consecutive launches pick different experts (HBM, not L2). GB/s counts the weights of
 // the touched experts (assumed distinct).
-void bench_moe_decode(int T, int E) {
+void bench_moe_decode(int T, int E, bool baseline = true) {
   const int H = 2880, I = 2880, logit_copies = 8;
   Buf w1(size_t(E) * 2 * I * H), w2(size_t(E) * H * I), w1s(size_t(E) * 45 * 23 * 4), w2s(size_t(E) * 23 * 23 * 4),
       b1(size_t(E) * 2 * I * 2), b2(size_t(E) * H * 2), x(size_t(T) * H * 2), logits(size_t(logit_copies) * T * E * 2),
@@ -429,18 +517,25 @@ void bench_moe_decode(int T, int E) {
   p.hidden = H;
   p.inter = I;
   auto logits_of = [&](int i) { return logits.as<uint16_t>() + size_t(i % logit_copies) * T * E; };
-  const double base = time_us([&](int i) {
+  const double base = !baseline ? 0.0 : time_us([&](int i) {
     p.logits = logits_of(i);
     launch_moe(p, ws_base.ptr, nullptr);
   }, 16);
+  p.weights_tiled = true;  // the model's layout (20b/120b shapes are multiples of 64: same bytes)
   const double us = time_us([&](int i) {
+    p.logits = logits_of(i);
+    launch_moe_decode(p, ws.ptr, nullptr);
+  }, 16);
+  p.weights_tiled = false;
+  const double us_row_major = time_us([&](int i) {
     p.logits = logits_of(i);
     launch_moe_decode(p, ws.ptr, nullptr);
   }, 16);
   const double flops = double(T) * 4 * 2 * (2.0 * I * H + double(H) * I);
   const double bytes = double(std::min(E, T * 4)) * 3.0 * I * H;
-  row("moe_decode (route..combine)", std::to_string(T) + " tok, E=" + std::to_string(E) + ", top-4", us, flops, bytes,
-      base, "copy");
+  const std::string shape = std::to_string(T) + " tok, E=" + std::to_string(E) + ", top-4";
+  row("moe_decode (route..combine)", shape, us, flops, bytes, base, "copy");
+  row("moe_decode row-major", shape, us_row_major, flops, bytes, base, "copy");
 }
 
 struct PagedKv {
@@ -573,6 +668,15 @@ int main(int argc, char** argv) {
     bench_moe_decode(1, 32);
     bench_moe_decode(1, 128);
     bench_moe_decode(4, 32);
+  }
+  if (want("gemvx")) {  // read ceilings and the decode GEMV access pattern, row-major vs tile-major
+    bench_read("down", size_t(2880) * 2880);
+    bench_read("qkv", size_t(5120) * 2880);
+    bench_read("moe 4 experts", size_t(4) * 3 * 2880 * 2880);
+    bench_read("unembed", size_t(201088) * 2880);
+    bench_read_pattern("qkv 5120x2880", 5120, 2880);
+    bench_read_pattern("4x gate_up 23040x2880", 23040, 2880);
+    bench_read_pattern("unembed 201088x2880", 201088, 2880);
   }
   if (want("attention")) {
     for (const int warps : {4, 8}) {

@@ -30,7 +30,8 @@ struct GemmFp8Params {
   int64_t lda = 0;
   const float* a_scales = nullptr;    // [rows_a, ceil(K/128)] fp32
   const int32_t* a_row_index = nullptr;  // [M] or null (identity)
-  const uint8_t* b = nullptr;         // [num_groups, N, K] fp8, K contiguous
+  const uint8_t* b = nullptr;         // [num_groups, N, K] fp8, K contiguous (or tile-major: b_tiled)
+  bool b_tiled = false;               // b in the tile-major layout of fp8_tiled.h
   const float* b_scales = nullptr;    // [num_groups, ceil(N/128), ceil(K/128)] fp32
   const uint16_t* bias = nullptr;     // [num_groups, N] bf16 or null
   uint16_t* out = nullptr;            // [M, N] (kBias) or [M, N/2] (kSwiGlu) bf16, row stride ldc elements

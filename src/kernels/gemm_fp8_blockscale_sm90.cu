@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "kernels/cuda_utils.h"
+#include "kernels/fp8_tiled.h"
 #include "kernels/gemm_fp8.h"
 #include "kernels/wgmma_fp8_sm90.cuh"
 #include "kernels/swiglu.h"
@@ -64,7 +65,9 @@ __global__ void __launch_bounds__(Tile<kBM, kBN>::kThreads, Tile<kBM, kBN>::kMin
   const int num_nb = ceil_div(p.N, 128);
   const int tid = threadIdx.x;
   const int chunk_col = tid % 8;
-  const uint8_t* b_group = p.b + static_cast<int64_t>(group) * p.N * p.K;
+  const uint8_t* b_group = p.b + static_cast<int64_t>(group) * (p.b_tiled ? fp8_tiled_group_bytes(p.N, p.K) : int64_t(p.N) * p.K);
+  // Tile-major B: K block kb starts 2·kb tiles (kb · 128 · 64 bytes) into each 64-row band.
+  const int64_t b_k_step = p.b_tiled ? kFp8TileDim : 1;
   const float* b_scale_row = p.b_scales + (static_cast<int64_t>(group) * num_nb + n0 / 128) * num_kb;
 
   // ---- per-thread source rows (fixed across K blocks) ----
@@ -84,7 +87,8 @@ __global__ void __launch_bounds__(Tile<kBM, kBN>::kThreads, Tile<kBM, kBN>::kMin
   for (int i = 0; i < T::kBChunks; ++i) {
     const int r = (tid + i * T::kThreads) / 8;
     b_ok[i] = n0 + r < p.N;
-    b_src[i] = b_group + static_cast<int64_t>(b_ok[i] ? n0 + r : 0) * p.K + chunk_col * 16;
+    const int64_t row = b_ok[i] ? n0 + r : 0;
+    b_src[i] = b_group + (p.b_tiled ? fp8_tiled_offset(row, chunk_col * 16, fp8_tiled_pad(p.K)) : row * p.K + chunk_col * 16);
   }
   const float* a_scale_src = nullptr;
   bool a_scale_ok = false;
@@ -108,7 +112,7 @@ __global__ void __launch_bounds__(Tile<kBM, kBN>::kThreads, Tile<kBM, kBN>::kMin
 #pragma unroll
     for (int i = 0; i < T::kBChunks; ++i) {
       const int r = (tid + i * T::kThreads) / 8;
-      cp_async_16(sb + r * 128 + ((chunk_col ^ (r & 7)) << 4), b_src[i] + k0, b_ok[i] && k_ok);
+      cp_async_16(sb + r * 128 + ((chunk_col ^ (r & 7)) << 4), b_src[i] + k0 * b_k_step, b_ok[i] && k_ok);
     }
     float* sc = smem_scales + stage * T::kScaleFloats;
     if (tid < kBM) cp_async_4(sc + tid, a_scale_ok ? a_scale_src + kb : p.a_scales, a_scale_ok);

@@ -27,7 +27,8 @@
 // Launches are CUDA-graph capturable (fixed grid for given shapes, no host synchronisation). With
 // programmatic_launch the kernel is launched with programmatic dependent launch (PDL): a dense GEMV
 // issues its first weight loads before waiting for the previous kernel in the stream (weights must not
-// be written by it); x, bias/topk_ids and out are touched only after the wait. Harmless when the
+// be written by it); x, bias/topk_ids and out are touched only after the wait (a grouped GEMV with
+// topk_from_earlier_kernel reads topk_ids and streams weights before it). Harmless when the
 // neighbouring kernels are ordinary launches.
 #pragma once
 
@@ -47,7 +48,8 @@ inline constexpr int kGemvMaxPairs = kGemvMaxRows * kMoeTopK;  // grouped mode: 
 struct GemvFp8Params {
   const uint16_t* x = nullptr;  // [rows_x, K] bf16, row stride ldx elements (multiple of 8), 16-byte aligned
   int64_t ldx = 0;
-  const uint8_t* w = nullptr;       // [num_groups, N, K] fp8 e4m3, K contiguous, 16-byte aligned
+  const uint8_t* w = nullptr;       // [num_groups, N, K] fp8 e4m3, K contiguous, 16-byte aligned (or w_tiled)
+  bool w_tiled = false;             // w in the tile-major layout of fp8_tiled.h (the model's layout)
   const float* w_scales = nullptr;  // [num_groups, ceil(N/128), ceil(K/128)] fp32
   const uint16_t* bias = nullptr;   // [num_groups, N] bf16 or null
   uint16_t* out = nullptr;          // [rows_out, N] (kBias, ldc even) or [rows_out, N/2] (kSwiGlu) bf16,
@@ -64,6 +66,10 @@ struct GemvFp8Params {
   int num_local_experts = 0;    // ≥ 1
   int x_pair_divisor = 1;       // pair p reads x row p / x_pair_divisor (kMoeTopK: its token)
   int32_t* pair_row = nullptr;  // [num_pairs] or null: written p (local pair) or −1 (for moe_combine)
+  // True when topk_ids were written by a kernel at least two launches earlier in the stream (the MoE
+  // down projection after gate_up): with PDL the routed experts' weights then stream before the wait.
+  // Needs pair_row null.
+  bool topk_from_earlier_kernel = false;
 };
 
 // Validates the contract above and launches (M = 0 is a no-op).

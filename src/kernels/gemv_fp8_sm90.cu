@@ -29,6 +29,7 @@
 #include <atomic>
 
 #include "kernels/cuda_utils.h"
+#include "kernels/fp8_tiled.h"
 #include "kernels/gemv_fp8.h"
 #include "kernels/swiglu.h"
 
@@ -125,9 +126,12 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm)
   // ---- grouped: group the pairs by local expert (warp 0), pick this CTA's slot ----
   int rows = p.M;
   int group = 0;
+  const bool wait_first = grouped && !p.topk_from_earlier_kernel;
   if (grouped) {
-    pdl_wait();  // topk_ids come from the previous kernel
-    pdl_trigger();
+    if (wait_first) {
+      pdl_wait();  // topk_ids come from the previous kernel
+      pdl_trigger();
+    }
     if (warp == 0) {
       int e = -1;
       if (lane < p.num_pairs) {
@@ -168,7 +172,12 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm)
 
   // ---- this lane's sources and ring ----
   const int64_t K = p.K;
-  const uint8_t* w_lane = p.w + (static_cast<int64_t>(group) * p.N + n0 + g) * K + 16 * t;
+  // Row-major: step s of chunk c at w_lane + 64·s + 8·c·K. Tile-major: the step is one 4 KiB tile (n0 is a
+  // multiple of 64, so the lane's rows g + 8c sit at 64·(g + 8c) inside it).
+  const int64_t step_stride = p.w_tiled ? 4096 : kKStep, chunk_stride = p.w_tiled ? 512 : 8 * K;
+  const uint8_t* w_lane =
+      p.w_tiled ? p.w + group * fp8_tiled_group_bytes(p.N, p.K) + fp8_tiled_offset(n0 + g, 16 * t, fp8_tiled_pad(p.K))
+                : p.w + (static_cast<int64_t>(group) * p.N + n0 + g) * K + 16 * t;
   const int rows_left = p.N - n0 - g;  // chunk c (row n0 + 8c + g) exists iff 8c < rows_left
   const float* scale_row = p.w_scales + (static_cast<int64_t>(group) * num_nb + n0 / 128) * num_kb;
   uint4* ring = reinterpret_cast<uint4*>(smem + warp * kStages * kStageBytes) + lane;  // [stage][chunk] stride 32
@@ -179,11 +188,11 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm)
   auto issue = [&](int step, int stage) {
     if (step < ks_end) {  // warp-uniform
       const bool k_ok = step * kKStep + 16 * t < p.K;
-      const uint8_t* src = w_lane + static_cast<int64_t>(step) * kKStep;
+      const uint8_t* src = w_lane + step * step_stride;
 #pragma unroll
       for (int c = 0; c < kChunks; ++c) {
         const bool ok = k_ok && 8 * c < rows_left;
-        cp_async_16(ring + (stage * kChunks + c) * 32, ok ? src + 8 * c * K : p.w, ok);
+        cp_async_16(ring + (stage * kChunks + c) * 32, ok ? src + c * chunk_stride : p.w, ok);
       }
       scale[stage] = __ldg(scale_row + step * kKStep / 128);
     }
@@ -191,7 +200,7 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm)
   };
 #pragma unroll
   for (int s = 0; s < kStages; ++s) issue(ks_begin + warp + s * kWarps, s);
-  if (!grouped) {
+  if (!wait_first) {
     pdl_wait();  // weights were requested already; x, bias and out follow the stream order
     pdl_trigger();
   }
@@ -334,6 +343,7 @@ void launch_gemv_fp8(const GemvFp8Params& p, cudaStream_t stream) {
     GOSSAMER_CHECK(p.num_pairs >= 1 && p.num_pairs <= kGemvMaxPairs, "gemv_fp8: num_pairs ", p.num_pairs,
                    " not in [1, ", kGemvMaxPairs, "]");
     GOSSAMER_CHECK(p.num_local_experts >= 1 && p.x_pair_divisor >= 1, "gemv_fp8: bad grouped parameters");
+    GOSSAMER_CHECK(!(p.pair_row && p.topk_from_earlier_kernel), "gemv_fp8: pair_row needs topk_from_earlier_kernel off");
     // Σ over used experts of ceil(pairs / 8) ≤ min(pairs, experts · ceil(pairs / 8)).
     slots = std::min(p.num_pairs, p.num_local_experts * ceil_div(p.num_pairs, kGemvMaxRows));
   } else {

@@ -67,6 +67,7 @@ struct MoeParams {
   const uint8_t* w2 = nullptr;   // [E_local, hidden, inter] fp8
   const float* w2_scales = nullptr;
   const uint16_t* b2 = nullptr;  // [E_local, hidden] bf16
+  bool weights_tiled = false;    // w1 and w2 in the tile-major layout of fp8_tiled.h
   int num_tokens = 0;
   int num_experts = 0;
   int expert_begin = 0;

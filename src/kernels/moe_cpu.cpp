@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "kernels/fp8_tiled.h"
 #include "kernels/gemm_fp8.h"
 #include "kernels/moe.h"
 #include "kernels/quantize_fp8.h"
@@ -46,7 +47,8 @@ void moe_cpu(const MoeParams& p) {
       g1.a = xq.data();
       g1.lda = H;
       g1.a_scales = xs.data();
-      g1.b = p.w1 + static_cast<int64_t>(e) * 2 * I * H;
+      g1.b = p.w1 + static_cast<int64_t>(e) * (p.weights_tiled ? fp8_tiled_group_bytes(2 * I, H) : int64_t(2) * I * H);
+      g1.b_tiled = p.weights_tiled;
       g1.b_scales = p.w1_scales + static_cast<int64_t>(e) * ((2 * I + 127) / 128) * kb_h;
       g1.bias = p.b1 + static_cast<int64_t>(e) * 2 * I;
       g1.out = h.data();
@@ -61,7 +63,8 @@ void moe_cpu(const MoeParams& p) {
       g2.a = hq.data();
       g2.lda = I;
       g2.a_scales = hs.data();
-      g2.b = p.w2 + static_cast<int64_t>(e) * H * I;
+      g2.b = p.w2 + static_cast<int64_t>(e) * (p.weights_tiled ? fp8_tiled_group_bytes(H, I) : int64_t(H) * I);
+      g2.b_tiled = p.weights_tiled;
       g2.b_scales = p.w2_scales + static_cast<int64_t>(e) * ((H + 127) / 128) * kb_i;
       g2.bias = p.b2 + static_cast<int64_t>(e) * H;
       g2.out = y.data();

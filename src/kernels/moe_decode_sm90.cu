@@ -4,7 +4,9 @@
 // The grouped GEMVs group the T·4 (token, k) pairs by expert on the device (each used expert's weights are
 // read once for all its pairs) and keep everything in pair order: act and y have one row per pair, so the
 // combine's pair_row is the identity (−1 for pairs whose expert lives on another rank), written by the
-// gate_up launch. Four launches, fixed grids for a given (T, shapes): graph capturable.
+// gate_up launch. Four launches, fixed grids for a given (T, shapes): graph capturable. The down GEMV
+// reads the routing before its PDL wait (it was written two launches back), so its weights stream while
+// gate_up finishes.
 #include "kernels/cuda_utils.h"
 #include "kernels/gemv_fp8.h"
 #include "kernels/moe.h"
@@ -66,6 +68,7 @@ void launch_moe_decode(const MoeParams& p, void* workspace, cudaStream_t stream)
   g1.x = p.x;
   g1.ldx = p.hidden;
   g1.w = p.w1;
+  g1.w_tiled = p.weights_tiled;
   g1.w_scales = p.w1_scales;
   g1.bias = p.b1;
   g1.out = w.act;
@@ -95,6 +98,7 @@ void launch_moe_decode(const MoeParams& p, void* workspace, cudaStream_t stream)
   g2.epilogue = GemmEpilogue::kBias;
   g2.x_pair_divisor = 1;
   g2.pair_row = nullptr;
+  g2.topk_from_earlier_kernel = true;  // routed two launches back: the experts' weights stream before the wait
   launch_gemv_fp8(g2, stream);
 
   // ---- weighted combine (+ residual) back to token order ----

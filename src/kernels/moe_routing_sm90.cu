@@ -255,6 +255,7 @@ void launch_moe(const MoeParams& p, void* workspace, cudaStream_t stream) {
   g1.a_scales = w.x_scales;
   g1.a_row_index = w.row_token;
   g1.b = p.w1;
+  g1.b_tiled = p.weights_tiled;
   g1.b_scales = p.w1_scales;
   g1.bias = p.b1;
   g1.out = w.h;

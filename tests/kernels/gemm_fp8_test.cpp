@@ -1,6 +1,7 @@
 // FP8 block-scaled GEMM (plain, bias and SwiGLU epilogues) and the MoE block against CPU references.
 #include <algorithm>
 
+#include "kernels/fp8_tiled.h"
 #include "kernels/gemm_fp8.h"
 #include "kernels/moe.h"
 #include "kernels/quantize_fp8.h"
@@ -83,14 +84,22 @@ TEST(GemmFp8Kernel, MatchesReference) {
       bool split;
       const char* name;
     };
+    std::vector<uint8_t> b_tiled(fp8_tiled_group_bytes(c.n, c.k));
+    fp8_to_tiled_cpu(b.data(), b_tiled.data(), 1, c.n, c.k);
+    DeviceBuffer<uint8_t> dbt(b_tiled);
     for (const Variant v : {Variant{GemmTile::kAuto, false, ""}, Variant{GemmTile::k64x128, false, " tile64x128"},
                             Variant{GemmTile::k128x128, false, " tile128x128"}, Variant{GemmTile::k64x64, false, " tile64x64"},
-                            Variant{GemmTile::kAuto, true, " split-k"}}) {
+                            Variant{GemmTile::kAuto, true, " split-k"}, Variant{GemmTile::kAuto, false, " b tile-major"},
+                            Variant{GemmTile::k128x128, false, " tile128x128 b tile-major"}}) {
       if (v.split && split_bytes == 0) continue;
       dout.poison();
       ws.poison();
       GemmFp8Params q = p;
       q.tile = v.tile;
+      if (std::string(v.name).find("tile-major") != std::string::npos) {
+        q.b = dbt.get();
+        q.b_tiled = true;
+      }
       if (v.split) {
         q.split_workspace = ws.get();
         q.split_workspace_bytes = split_bytes;
@@ -177,6 +186,20 @@ TEST(MoeKernel, MatchesReference) {
     p.hidden = H;
     p.inter = I;
     launch_moe(p, ws.get(), nullptr);
+    const auto out = dout.download();
+    {  // tile-major expert weights (the model's layout): bit-identical
+      std::vector<uint8_t> w1t(size_t(E) * fp8_tiled_group_bytes(2 * I, H)), w2t(size_t(E) * fp8_tiled_group_bytes(H, I));
+      fp8_to_tiled_cpu(w1.data(), w1t.data(), E, 2 * I, H);
+      fp8_to_tiled_cpu(w2.data(), w2t.data(), E, H, I);
+      DeviceBuffer<uint8_t> dw1t(w1t), dw2t(w2t);
+      MoeParams t = p;
+      t.w1 = dw1t.get();
+      t.w2 = dw2t.get();
+      t.weights_tiled = true;
+      dout.poison();
+      launch_moe(t, ws.get(), nullptr);
+      EXPECT_EQ(dout.download(), out) << "tile-major experts, " << c.tokens << " tokens";
+    }
     std::vector<uint16_t> ref(x.size());
     MoeParams r = p;
     r.x = x.data();
@@ -190,7 +213,7 @@ TEST(MoeKernel, MatchesReference) {
     r.w2_scales = w2s.data();
     r.b2 = b2.data();
     moe_cpu(r);
-    const double err = rel_error_bf16(dout.download(), ref);
+    const double err = rel_error_bf16(out, ref);
     const std::string shape = std::to_string(c.tokens) + "tok E" + std::to_string(c.experts) + " local[" +
                               std::to_string(c.expert_begin) + "+" + std::to_string(E) + "] h" + std::to_string(H) +
                               " i" + std::to_string(I);

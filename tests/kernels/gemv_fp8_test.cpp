@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <numeric>
+#include <tuple>
 
 #include "kernel_test_utils.h"
+#include "kernels/fp8_tiled.h"
 #include "kernels/moe.h"
 
 namespace gossamer::kernels {
@@ -39,6 +41,13 @@ std::vector<float> random_scales(size_t n, std::mt19937& rng, float lo, float hi
 }
 size_t scale_count(int groups, int n, int k) {
   return size_t(groups) * ((n + 127) / 128) * ((k + 127) / 128);
+}
+
+// [groups, n, k] row-major fp8 → the tile-major layout of fp8_tiled.h.
+std::vector<uint8_t> tiled(const std::vector<uint8_t>& w, int groups, int n, int k) {
+  std::vector<uint8_t> t(size_t(groups) * fp8_tiled_group_bytes(n, k));
+  fp8_to_tiled_cpu(w.data(), t.data(), groups, n, k);
+  return t;
 }
 
 // Rows [0, rows) × columns [0, cols) of a row-major [·, ld] bf16 matrix, as floats.
@@ -99,7 +108,7 @@ TEST(GemvFp8Kernel, MatchesReference) {
     auto w = random_fp8(size_t(s.n) * s.k, rng);
     auto ws = random_scales(scale_count(1, s.n, s.k), rng, 0.0005f, 0.002f);
     auto bias = random_bf16(s.n, rng, 1.0f);
-    DeviceBuffer<uint8_t> dw(w);
+    DeviceBuffer<uint8_t> dw(w), dwt(tiled(w, 1, s.n, s.k));
     DeviceBuffer<float> dws(ws);
     DeviceBuffer<uint16_t> dbias(bias);
     for (const int m : s.ms) {
@@ -128,15 +137,18 @@ TEST(GemvFp8Kernel, MatchesReference) {
       r.out = ref.data();
       gemv_fp8_cpu(r);
       const auto ref_block = block(ref, m, out_cols, ldc);
-      for (const bool pdl : {true, false}) {
+      // Row-major with and without PDL, and the model's tile-major layout (same reference).
+      for (const auto& [pdl, tile_major] : {std::pair{true, false}, std::pair{false, false}, std::pair{true, true}}) {
         dout.poison();
         p.programmatic_launch = pdl;
+        p.w = tile_major ? dwt.get() : dw.get();
+        p.w_tiled = tile_major;
         launch_gemv_fp8(p, nullptr);
         const auto out = dout.download();
         const double err = rel_error(block(out, m, out_cols, ldc), ref_block);
         const std::string shape = std::string(s.name) + " M=" + std::to_string(m) + " N=" + std::to_string(s.n) +
                                   " K=" + std::to_string(s.k) + (swiglu ? " swiglu" : "") + (s.bias ? " bias" : "") +
-                                  (pdl ? "" : " no-pdl");
+                                  (pdl ? "" : " no-pdl") + (tile_major ? " tile-major" : "");
         report("gemv_fp8", shape, err, kTolBf16);
         EXPECT_LT(err, kTolBf16) << shape;
         EXPECT_TRUE(padding_untouched(out, m, out_cols, ldc)) << shape << ": wrote past the output columns";
@@ -197,6 +209,58 @@ TEST(GemvFp8Kernel, ActivationRange) {
   }
 }
 
+// CPU only (runs without a GPU): the relayout keeps every element, and the references read both layouts
+// to the same bits.
+TEST(Fp8Tiled, ReferencesReadBothLayoutsAlike) {
+  std::mt19937 rng(27);
+  for (const auto& [groups, n, k] : {std::tuple{1, 200, 80}, std::tuple{3, 64, 64}, std::tuple{2, 136, 272}}) {
+    const auto w = random_fp8(size_t(groups) * n * k, rng);
+    const auto t = tiled(w, groups, n, k);
+    ASSERT_EQ(t.size(), size_t(groups) * ((n + 63) / 64 * 64) * ((k + 63) / 64 * 64));
+    size_t nonzero_padding = 0;
+    for (int g = 0; g < groups; ++g) {
+      for (int r = 0; r < (n + 63) / 64 * 64; ++r) {
+        for (int c = 0; c < (k + 63) / 64 * 64; ++c) {
+          const uint8_t v = t[size_t(g) * fp8_tiled_group_bytes(n, k) + fp8_tiled_offset(r, c, fp8_tiled_pad(k))];
+          if (r < n && c < k) {
+            ASSERT_EQ(v, w[(size_t(g) * n + r) * k + c]) << g << " " << r << " " << c;
+          } else {
+            nonzero_padding += v != 0;
+          }
+        }
+      }
+    }
+    EXPECT_EQ(nonzero_padding, 0u);
+    const auto x = random_bf16(size_t(3) * k, rng, 1.0f);
+    const auto scales = random_scales(scale_count(groups, n, k), rng, 0.0005f, 0.002f);
+    std::vector<int32_t> ids = {groups - 1, 0, groups - 1};
+    for (const bool grouped : {false, true}) {
+      std::vector<uint16_t> a(size_t(3) * n), b(size_t(3) * n);
+      GemvFp8Params p;
+      p.x = x.data();
+      p.ldx = k;
+      p.w = w.data();
+      p.w_scales = scales.data();
+      p.out = a.data();
+      p.ldc = n;
+      p.M = 3;
+      p.N = n;
+      p.K = k;
+      if (grouped) {
+        p.topk_ids = ids.data();
+        p.num_pairs = 3;
+        p.num_local_experts = groups;
+      }
+      gemv_fp8_cpu(p);
+      p.w = t.data();
+      p.w_tiled = true;
+      p.out = b.data();
+      gemv_fp8_cpu(p);
+      EXPECT_EQ(a, b) << "gemv_fp8_cpu, grouped " << grouped;
+    }
+  }
+}
+
 // ---- grouped (MoE) mode, driven directly with chosen expert ids ----
 
 struct GroupedCase {
@@ -253,6 +317,15 @@ TEST(GemvFp8Kernel, GroupedMatchesReference) {
     p.num_local_experts = c.local;
     p.x_pair_divisor = c.divisor;
     p.pair_row = dpair_row.get();
+    // The tile-major copy first (checked against the same reference below), then row-major.
+    DeviceBuffer<uint8_t> dwt(tiled(w, c.local, c.n, c.k));
+    p.w = dwt.get();
+    p.w_tiled = true;
+    launch_gemv_fp8(p, nullptr);
+    const auto out_tiled = dout.download();
+    dout.poison();
+    p.w = dw.get();
+    p.w_tiled = false;
     launch_gemv_fp8(p, nullptr);
     std::vector<uint16_t> ref(dout.size(), 0xFFFF);
     std::vector<int32_t> ref_pair_row(pairs);
@@ -266,6 +339,7 @@ TEST(GemvFp8Kernel, GroupedMatchesReference) {
     r.pair_row = ref_pair_row.data();
     gemv_fp8_cpu(r);
     const auto out = dout.download();
+    EXPECT_EQ(out_tiled, out) << c.name << ": tile-major weights gave other results";
     EXPECT_EQ(dpair_row.download(), ref_pair_row) << c.name;
     // Local pairs' rows against the reference; rows of other ranks' pairs must stay untouched.
     std::vector<float> got, want;
@@ -443,6 +517,16 @@ TEST(MoeDecodeKernel, MatchesReference) {
     p.out = dout.get();
     launch_moe_decode(p, ws.get(), nullptr);
     const auto out = dout.download();
+    {  // the same with tile-major weights: bit-identical
+      DeviceBuffer<uint8_t> dw1t(tiled(m.w1, c.local, 2 * c.inter, c.hidden)), dw2t(tiled(m.w2, c.local, c.hidden, c.inter));
+      MoeParams t = p;
+      t.w1 = dw1t.get();
+      t.w2 = dw2t.get();
+      t.weights_tiled = true;
+      dout.poison();
+      launch_moe_decode(t, ws.get(), nullptr);
+      EXPECT_EQ(dout.download(), out) << "tile-major weights, " << c.tokens << " tokens";
+    }
     MoeParams r = m.host;
     const auto ref = moe_decode_ref(r);
     std::vector<uint16_t> ref_fp8(ref.size());

@@ -57,6 +57,7 @@ void CudaModel::linear(const uint16_t* x, int m, const DeviceLinear& w, uint16_t
     gemv.x = x;
     gemv.ldx = w.k;
     gemv.w = w.weight.get<uint8_t>();
+    gemv.w_tiled = true;
     gemv.w_scales = w.scales.get<float>();
     gemv.bias = bias_of(w);
     gemv.out = out;
@@ -81,6 +82,7 @@ void CudaModel::linear(const uint16_t* x, int m, const DeviceLinear& w, uint16_t
   gemm.lda = ldq;
   gemm.a_scales = act_scales_.get<float>();
   gemm.b = w.weight.get<uint8_t>();
+  gemm.b_tiled = true;
   gemm.b_scales = w.scales.get<float>();
   gemm.bias = bias_of(w);
   gemm.out = out;
@@ -117,6 +119,7 @@ void CudaModel::experts(int layer, int num_tokens) {
   }
   kernels::MoeParams moe;
   common(moe);
+  moe.weights_tiled = true;
   moe.w1 = w.gate_up.weight.get<uint8_t>();
   moe.w1_scales = w.gate_up.scales.get<float>();
   moe.w2 = w.down.weight.get<uint8_t>();

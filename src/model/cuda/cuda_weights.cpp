@@ -7,6 +7,7 @@
 #include "core/dtype.h"
 #include "core/log.h"
 #include "core/parallel.h"
+#include "kernels/fp8_tiled.h"
 #include "kernels/mxfp4_convert.h"
 #include "model/cpu_ops.h"
 
@@ -108,7 +109,9 @@ DeviceLinear quantize_linear(const StackedRows& rows, const std::vector<TensorVi
       }
     }
   });
-  linear.weight = upload_vector(weight, counter);
+  std::vector<uint8_t> tiled(static_cast<size_t>(kernels::fp8_tiled_group_bytes(n, k)));
+  kernels::fp8_to_tiled_cpu(weight.data(), tiled.data(), 1, static_cast<int>(n), static_cast<int>(k));
+  linear.weight = upload_vector(tiled, counter);
   linear.scales = upload_vector(scales, counter);
   linear.bias = upload_biases(biases, counter);
   return linear;
@@ -152,7 +155,12 @@ DeviceExperts convert_experts(const MxFp4Tensor& tensor, const TensorView& bias,
   params.rows = static_cast<int>(rows);
   params.cols = static_cast<int>(cols);
   kernels::launch_mxfp4_to_fp8(params, nullptr);
+  // Row-major → tile-major (the conversion's output is the temporary; one tensor's worth at a time).
+  DeviceBuffer tiled(static_cast<size_t>(e * kernels::fp8_tiled_group_bytes(rows, cols)));
+  kernels::launch_fp8_to_tiled(experts.weight.get<uint8_t>(), tiled.get<uint8_t>(), static_cast<int>(e),
+                               static_cast<int>(rows), static_cast<int>(cols), nullptr);
   GOSSAMER_CUDA_CHECK(cudaDeviceSynchronize());
+  experts.weight = std::move(tiled);
   counter += experts.weight.bytes() + experts.scales.bytes();
   experts.bias = upload_vector(to_bf16(bias), counter);
   return experts;

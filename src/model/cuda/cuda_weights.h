@@ -23,8 +23,10 @@ enum class WeightFormat { kFp8, kBf16 };
 WeightFormat parse_weight_format(const std::string& name);  // "fp8" | "bf16"; throws otherwise
 const char* weight_format_name(WeightFormat format);
 
+// FP8 weights are stored tile-major (kernels/fp8_tiled.h: 64 × 64 tiles of 4 KiB, N and K padded to 64),
+// the layout the decode GEMVs stream fastest; bf16 weights are row-major.
 struct DeviceLinear {
-  DeviceBuffer weight;  // [N, K] fp8 e4m3 or bf16 (K contiguous)
+  DeviceBuffer weight;  // fp8: [pad64(N)/64, pad64(K)/64, 64, 64] e4m3 tile-major; bf16: [N, K] row-major
   DeviceBuffer scales;  // fp8: [ceil(N/128), ceil(K/128)] fp32; bf16: empty
   DeviceBuffer bias;    // [N] bf16, or empty
   int n = 0;
@@ -33,7 +35,7 @@ struct DeviceLinear {
 };
 
 struct DeviceExperts {
-  DeviceBuffer weight;  // [E, rows, cols] fp8 or bf16
+  DeviceBuffer weight;  // fp8: [E] × tile-major [rows, cols] (fp8_tiled.h); bf16: [E, rows, cols] row-major
   DeviceBuffer scales;  // fp8: [E, ceil(rows/128), ceil(cols/128)] fp32; bf16: empty
   DeviceBuffer bias;    // [E, rows] bf16
   bool fp8 = true;
