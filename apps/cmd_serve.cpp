@@ -74,6 +74,10 @@ int run_serve(int argc, char** argv) {
       ->group("Model");
   cli.add_flag("--enforce-eager", [&](int64_t) { model_options.cuda_graphs = false; }, "no CUDA graphs for decode steps")
       ->group("Model");
+  bool host_sampling = false;
+  cli.add_flag("--host-sampling", host_sampling,
+               "sample on the CPU from copied logits (default: on the GPU, only token ids come back)")
+      ->group("Model");
   std::string load_format = "auto", preset = "20b";
   cli.add_option("--load-format", load_format, "auto | dummy (random weights of --preset shapes, no disk)")
       ->envname("GOSSAMER_LOAD_FORMAT")->group("Model");
@@ -160,6 +164,7 @@ int run_serve(int argc, char** argv) {
   config.served_model_name = served_name;
   if (!model_dir.empty() && model_dir != served_name) config.model_aliases.push_back(model_dir);
   engine_config.default_seed = seed;
+  engine_config.device_sampling = !host_sampling;
   if (kv_cache_memory_bytes > 0) engine_config.kv_cache_memory_bytes = kv_cache_memory_bytes;
 
   // NOTE: block SIGTERM/SIGINT before any thread starts; the main thread takes them with sigwait().

@@ -624,6 +624,11 @@ void bench_sampling(int rows, float temp, int top_k, float top_p, const char* na
                    seeds.as<uint64_t>(), rows, vocab};
   const double us = time_us([&](int) { launch_sampling(p, nullptr); }, 10);
   row("sampling", std::to_string(rows) + "x201088 " + name, us, 0, double(rows) * vocab * 4, 0, "copy");
+  // The serving path reads the model's bf16 logits in place.
+  p.logits_bf16 = logits.as<uint16_t>();
+  p.logits = nullptr;
+  const double us_bf16 = time_us([&](int) { launch_sampling(p, nullptr); }, 10);
+  row("sampling", std::to_string(rows) + "x201088 bf16 " + name, us_bf16, 0, double(rows) * vocab * 2, 0, "copy");
 }
 
 }  // namespace
@@ -695,6 +700,8 @@ int main(int argc, char** argv) {
     bench_sampling(1, 0.f, 0, 1.f, "greedy");
     bench_sampling(1, 0.8f, 50, 0.95f, "top-k 50 top-p 0.95");
     bench_sampling(64, 0.8f, 0, 0.9f, "top-p 0.9");
+    bench_sampling(64, 1.0f, 0, 1.0f, "temperature 1");
+    bench_sampling(64, 0.f, 0, 1.0f, "greedy");
   }
   return 0;
 }

@@ -198,28 +198,40 @@ void Engine::run_step(const SchedulerOutput& scheduled) {
     batch.sequences.push_back(input);
   }
 
+  std::vector<Request*> sampled;
+  for (const ScheduledSequence& seq : scheduled.sequences) {
+    if (seq.sample) sampled.push_back(seq.request);
+  }
+  std::vector<TokenId> sampled_tokens(sampled.size());
+  // On the device when the backend can: only token ids cross back (no [rows, vocab] logits copy and
+  // host softmax). The rows' RNG states advance before the step; a failed step aborts its requests.
+  const bool on_device = config_.device_sampling && model_->samples_on_device();
   try {
-    model_->forward(batch, logits_);
+    if (on_device) {
+      std::vector<model::RowSampling> rows;
+      rows.reserve(sampled.size());
+      for (Request* request : sampled) rows.push_back(device_row_sampling(request->sampling, request->rng_state));
+      model_->forward_sample(batch, rows, sampled_tokens);
+    } else {
+      model_->forward(batch, logits_);
+    }
   } catch (const std::exception& error) {
     GOSSAMER_LOG_ERROR("engine: forward failed, aborting ", scheduled.sequences.size(), " requests: ", error.what());
     for (const ScheduledSequence& seq : scheduled.sequences) finish(seq.request, FinishReason::kAbort);
     return;
   }
 
-  // Sample every logits row in parallel (each request owns its RNG state, so the result does not depend
-  // on the thread count): a full-vocabulary softmax per sequence dominated the step on the CPU.
-  std::vector<Request*> sampled;
-  for (const ScheduledSequence& seq : scheduled.sequences) {
-    if (seq.sample) sampled.push_back(seq.request);
+  // Host sampling: every logits row in parallel (each request owns its RNG state, so the result does not
+  // depend on the thread count): a full-vocabulary softmax per sequence dominated the step on the CPU.
+  if (!on_device) {
+    parallel_for(static_cast<int64_t>(sampled.size()), 1, [&](int64_t begin, int64_t end) {
+      for (int64_t row = begin; row < end; ++row) {
+        const std::span<const float> logits(logits_.data() + row * vocab_size_, vocab_size_);
+        Request* request = sampled[static_cast<size_t>(row)];
+        sampled_tokens[static_cast<size_t>(row)] = sample_token(logits, request->sampling, request->rng_state);
+      }
+    });
   }
-  std::vector<TokenId> sampled_tokens(sampled.size());
-  parallel_for(static_cast<int64_t>(sampled.size()), 1, [&](int64_t begin, int64_t end) {
-    for (int64_t row = begin; row < end; ++row) {
-      const std::span<const float> logits(logits_.data() + row * vocab_size_, vocab_size_);
-      Request* request = sampled[static_cast<size_t>(row)];
-      sampled_tokens[static_cast<size_t>(row)] = sample_token(logits, request->sampling, request->rng_state);
-    }
-  });
 
   // Post-process in batch order: advance, stop, stream out.
   size_t row = 0;

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "engine/sampler.h"
 
 namespace gossamer::engine {
 
@@ -125,6 +126,25 @@ void FakeModel::forward(const model::ForwardBatch& batch, std::vector<float>& lo
       out[best] = 10.0f;
       ++row;
     }
+  }
+}
+
+void FakeModel::forward_sample(const model::ForwardBatch& batch, std::span<const model::RowSampling> rows,
+                               std::vector<int32_t>& tokens) {
+  GOSSAMER_CHECK(options_.device_sampling, "FakeModel: device sampling is off");
+  std::vector<float> logits;
+  forward(batch, logits);
+  const size_t vocab = static_cast<size_t>(config_.vocab_size), n = logits.size() / vocab;
+  GOSSAMER_CHECK(rows.size() == n, "FakeModel: ", rows.size(), " sampling rows for ", n, " logits rows");
+  ++num_forward_sample_calls_;
+  tokens.resize(n);
+  for (size_t r = 0; r < n; ++r) {
+    SamplingParams params;
+    params.temperature = rows[r].temperature;
+    params.top_k = rows[r].top_k;
+    params.top_p = rows[r].top_p;
+    uint64_t state = rows[r].seed;
+    tokens[r] = sample_token(std::span<const float>(logits.data() + r * vocab, vocab), params, state);
   }
 }
 

@@ -33,6 +33,7 @@ struct FakeModelOptions {
   int32_t step_delay_us = 0;     // sleep per forward, to make streams last in tests
   int32_t stop_one_in = 0;       // without a script: emit <|return|> when hash % stop_one_in == 0 (0 = never)
   std::vector<FakeScript> scripts;
+  bool device_sampling = false;  // offer forward_sample (drawn with the host sampler from each row's seed)
 };
 
 class FakeModel : public model::Model {
@@ -47,6 +48,10 @@ class FakeModel : public model::Model {
   int32_t kv_block_size() const override { return block_size_; }
   int64_t kv_bytes_per_block() const override { return static_cast<int64_t>(block_size_ > 0 ? block_size_ : 16) * 4; }
   void forward(const model::ForwardBatch& batch, std::vector<float>& logits) override;
+  bool samples_on_device() const override { return options_.device_sampling; }
+  void forward_sample(const model::ForwardBatch& batch, std::span<const model::RowSampling> rows,
+                      std::vector<int32_t>& tokens) override;
+  int64_t num_forward_sample_calls() const { return num_forward_sample_calls_; }
 
   // The token the model would put first in its logits after `history` (for tests).
   int32_t next_token(const std::vector<int32_t>& history) const;
@@ -61,6 +66,7 @@ class FakeModel : public model::Model {
   int32_t block_size_ = 0;
   std::vector<int32_t> cache_;  // [num_blocks * block_size] token ids, -1 = never written
   int64_t num_forward_calls_ = 0;
+  int64_t num_forward_sample_calls_ = 0;
 };
 
 }  // namespace gossamer::engine

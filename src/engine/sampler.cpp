@@ -135,4 +135,14 @@ TokenId sample_token(std::span<const float> logits, const SamplingParams& params
   return candidates[kept - 1].second;
 }
 
+model::RowSampling device_row_sampling(const SamplingParams& params, uint64_t& rng_state) {
+  model::RowSampling row;
+  if (params.temperature <= 1e-5f || params.top_k == 1) return row;  // greedy
+  row.temperature = params.temperature;
+  row.top_k = params.top_k;
+  row.top_p = params.top_p;
+  row.seed = splitmix64(rng_state);
+  return row;
+}
+
 }  // namespace gossamer::engine

@@ -9,6 +9,7 @@
 #include <span>
 
 #include "engine/request.h"
+#include "model/model.h"
 
 namespace gossamer::engine {
 
@@ -17,5 +18,10 @@ uint64_t initial_rng_state(const SamplingParams& params, uint64_t default_seed, 
 
 // logits: [vocab_size] float32.
 TokenId sample_token(std::span<const float> logits, const SamplingParams& params, uint64_t& rng_state);
+
+// The same request settings for a backend that samples on its device (model::Model::forward_sample):
+// greedy where sample_token is greedy (no draw, rng_state unchanged), else one draw of rng_state becomes
+// the row's seed. The device sampler's filters differ from sample_token's in rounding only.
+model::RowSampling device_row_sampling(const SamplingParams& params, uint64_t& rng_state);
 
 }  // namespace gossamer::engine

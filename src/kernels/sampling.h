@@ -15,7 +15,7 @@
 namespace gossamer::kernels {
 
 struct SamplingParams {
-  const float* logits = nullptr;       // [num_rows, vocab] fp32
+  const float* logits = nullptr;       // [num_rows, vocab] fp32, or null with logits_bf16
   int32_t* out_tokens = nullptr;       // [num_rows]
   const float* temperature = nullptr;  // [num_rows]
   const int32_t* top_k = nullptr;      // [num_rows] or null (off)
@@ -23,6 +23,7 @@ struct SamplingParams {
   const uint64_t* seeds = nullptr;     // [num_rows] (e.g. request seed mixed with the step)
   int num_rows = 0;
   int vocab = 0;
+  const uint16_t* logits_bf16 = nullptr;  // [num_rows, vocab] bf16 instead of logits (the model's, in place)
 };
 
 // The uniform draw both implementations use.

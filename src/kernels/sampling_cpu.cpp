@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "core/dtype.h"
 #include "kernels/sampling.h"
 
 namespace gossamer::kernels {
@@ -18,9 +19,13 @@ uint32_t order_key(float x) {
 
 void sampling_cpu(const SamplingParams& p) {
   std::vector<uint32_t> keys(p.vocab);
-  std::vector<float> v(p.vocab);
+  std::vector<float> v(p.vocab), row(p.logits ? 0 : p.vocab);
   for (int r = 0; r < p.num_rows; ++r) {
     const float* x = p.logits + static_cast<int64_t>(r) * p.vocab;
+    if (!p.logits) {  // bf16 logits: widen the row (exact)
+      for (int i = 0; i < p.vocab; ++i) row[i] = bf16_to_float(p.logits_bf16[static_cast<int64_t>(r) * p.vocab + i]);
+      x = row.data();
+    }
     const float temp = p.temperature ? p.temperature[r] : 0.f;
     if (temp <= 0.f) {
       int best = 0;

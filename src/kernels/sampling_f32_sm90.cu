@@ -1,4 +1,4 @@
-// One block of 1024 threads per row. The top-k and top-p thresholds are found by radix selection over
+// One block of 1024 threads per row (fp32 or bf16 logits). The top-k and top-p thresholds are found by radix selection over
 // the order-preserving integer image of x (4 histogram passes of 8 bits each), so no sort is needed.
 #include <cfloat>
 
@@ -26,19 +26,26 @@ __device__ T block_reduce(T v, Op op, T* scratch) {
   return r;
 }
 
-__global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingParams p) {
+// Logits as fp32 (exact widening for bf16).
+__device__ __forceinline__ float logit_value(const float* x, int i) { return x[i]; }
+__device__ __forceinline__ float logit_value(const uint16_t* x, int i) {
+  return __uint_as_float(static_cast<uint32_t>(x[i]) << 16);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingParams p, const T* logits) {
   __shared__ float f_scratch[32];
   __shared__ int i_scratch[32];
   __shared__ unsigned long long u_scratch[32];
   __shared__ float chunk_prefix[kThreads];
   const int row = blockIdx.x;
-  const float* x = p.logits + static_cast<int64_t>(row) * p.vocab;
+  const T* x = logits + static_cast<int64_t>(row) * p.vocab;
   const float temp = p.temperature ? p.temperature[row] : 0.f;
   // ---- greedy: (max value, lowest index) packed so that a max-reduce finds it ----
   if (temp <= 0.f) {
     unsigned long long best = 0;
     for (int i = threadIdx.x; i < p.vocab; i += kThreads) {
-      const unsigned long long key = (static_cast<unsigned long long>(order_key(x[i])) << 32) | (0xFFFFFFFFu - i);
+      const unsigned long long key = (static_cast<unsigned long long>(order_key(logit_value(x, i))) << 32) | (0xFFFFFFFFu - i);
       best = key > best ? key : best;
     }
     best = block_reduce(best, [](unsigned long long a, unsigned long long b) { return a > b ? a : b; }, u_scratch);
@@ -47,7 +54,7 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingParams p) {
   }
   const float inv_t = 1.0f / temp;
   float mx = -FLT_MAX;
-  for (int i = threadIdx.x; i < p.vocab; i += kThreads) mx = fmaxf(mx, x[i] * inv_t);
+  for (int i = threadIdx.x; i < p.vocab; i += kThreads) mx = fmaxf(mx, logit_value(x, i) * inv_t);
   mx = block_reduce(mx, [](float a, float b) { return fmaxf(a, b); }, f_scratch);
   // ---- top-k threshold: the k-th largest key, by 4 radix passes of 8 bits ----
   __shared__ int hist[256];
@@ -63,7 +70,7 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingParams p) {
       for (int b = threadIdx.x; b < 256; b += kThreads) hist[b] = 0;
       __syncthreads();
       for (int i = threadIdx.x; i < p.vocab; i += kThreads) {
-        const uint32_t key = order_key(x[i] * inv_t);
+        const uint32_t key = order_key(logit_value(x, i) * inv_t);
         if ((key & mask) == prefix) atomicAdd(&hist[(key >> shift) & 255], 1);
       }
       __syncthreads();
@@ -91,7 +98,7 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingParams p) {
   auto mass_above = [&](uint32_t t) {
     float s = 0.f;
     for (int i = threadIdx.x; i < p.vocab; i += kThreads) {
-      const float v = x[i] * inv_t;
+      const float v = logit_value(x, i) * inv_t;
       if (order_key(v) >= t) s += __expf(v - mx);
     }
     return block_reduce(s, [](float a, float b) { return a + b; }, f_scratch);
@@ -108,7 +115,7 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingParams p) {
       for (int b = threadIdx.x; b < 256; b += kThreads) fhist[b] = 0.f;
       __syncthreads();
       for (int i = threadIdx.x; i < p.vocab; i += kThreads) {
-        const float v = x[i] * inv_t;
+        const float v = logit_value(x, i) * inv_t;
         const uint32_t key = order_key(v);
         if (key >= t_k && (key & mask) == prefix) atomicAdd(&fhist[(key >> shift) & 255], __expf(v - mx));
       }
@@ -145,7 +152,7 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingParams p) {
   const int i0 = threadIdx.x * chunk, i1 = min(p.vocab, i0 + chunk);
   float my = 0.f;
   for (int i = i0; i < i1; ++i) {
-    const float v = x[i] * inv_t;
+    const float v = logit_value(x, i) * inv_t;
     if (order_key(v) >= t_final) my += __expf(v - mx);
   }
   chunk_prefix[threadIdx.x] = my;
@@ -164,7 +171,7 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingParams p) {
   int found = -1, last_kept = -1;
   float run = chunk_prefix[threadIdx.x];
   for (int i = i0; i < i1; ++i) {
-    const float v = x[i] * inv_t;
+    const float v = logit_value(x, i) * inv_t;
     if (order_key(v) < t_final) continue;
     last_kept = i;
     run += __expf(v - mx);
@@ -183,8 +190,13 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingParams p) {
 
 void launch_sampling(const SamplingParams& p, cudaStream_t stream) {
   GOSSAMER_CHECK(p.vocab > 0, "sampling: empty vocabulary");
+  GOSSAMER_CHECK((p.logits != nullptr) != (p.logits_bf16 != nullptr), "sampling: give logits or logits_bf16");
   if (p.num_rows == 0) return;
-  sampling_kernel<<<p.num_rows, kThreads, 0, stream>>>(p);
+  if (p.logits_bf16) {
+    sampling_kernel<uint16_t><<<p.num_rows, kThreads, 0, stream>>>(p, p.logits_bf16);
+  } else {
+    sampling_kernel<float><<<p.num_rows, kThreads, 0, stream>>>(p, p.logits);
+  }
   GOSSAMER_CUDA_CHECK_LAUNCH();
 }
 

@@ -48,6 +48,16 @@ struct ForwardBatch {
   std::vector<SequenceInput> sequences;
 };
 
+// How to draw one row's token in forward_sample (the semantics of kernels/sampling.h): temperature 0 is
+// greedy (lowest id on ties); otherwise softmax(logits / temperature) filtered by top_k (0 = off) and
+// top_p (1 = off), one draw from `seed`.
+struct RowSampling {
+  float temperature = 0.0f;
+  int32_t top_k = 0;
+  float top_p = 1.0f;
+  uint64_t seed = 0;
+};
+
 class Model {
  public:
   virtual ~Model() = default;
@@ -69,6 +79,12 @@ class Model {
   virtual int64_t kv_bytes_per_token() const { return int64_t{2} * config().num_layers * config().kv_width() * 4; }
   // Runs one step. logits is resized to [num_rows, vocab_size] float32 (row-major).
   virtual void forward(const ForwardBatch& batch, std::vector<float>& logits) = 0;
+  // True when forward_sample is available: the backend samples on its device and only token ids come
+  // back (no full-vocabulary logits copied to the host).
+  virtual bool samples_on_device() const { return false; }
+  // Runs one step like forward() and draws one token per logits row (rows in the same order; `rows` has
+  // one entry per row). tokens is resized to the number of rows. Throws where unsupported.
+  virtual void forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows, std::vector<int32_t>& tokens);
   // Bytes of weights the backend holds on its device (0 when it reads them in place, like the cpu backend).
   virtual uint64_t weight_bytes() const { return 0; }
   // Layers with a sliding window (the ring's pool serves them).

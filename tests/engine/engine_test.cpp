@@ -244,5 +244,45 @@ TEST(Engine, SeededSamplingIsReproducible) {
   EXPECT_EQ(collector.get(ids[0]).tokens, collector.get(ids[1]).tokens);
 }
 
+// A backend that samples on its device: the engine hands it each row's settings instead of sampling
+// logits itself. Greedy rows give the model's own tokens; seeded rows are reproducible and draw from the
+// request's RNG (two different seeds diverge); with device_sampling off the engine samples on the host.
+TEST(Engine, DeviceSamplingPathIsUsedAndSeeded) {
+  FakeModel reference;
+  FakeModelOptions options;
+  options.device_sampling = true;
+  auto owned = std::make_unique<FakeModel>(options);
+  FakeModel* model = owned.get();
+  Engine engine(std::move(owned), test_config());
+  Collector collector;
+  const RequestId greedy_id = engine.submit(greedy(prompt_of(1, 30), 12, collector));
+  std::vector<RequestId> seeded;
+  for (const uint64_t seed : {5u, 5u, 6u}) {
+    SubmitParams params;
+    params.prompt = prompt_of(2, 9);
+    params.sampling.temperature = 3.0f;  // the fake's top token keeps ~60% (97% at 1): seeds diverge
+    params.sampling.seed = seed;
+    params.sampling.max_tokens = 24;
+    params.on_output = collector.callback();
+    seeded.push_back(engine.submit(std::move(params)));
+  }
+  ASSERT_TRUE(collector.wait(4));
+  EXPECT_EQ(collector.get(greedy_id).tokens, reference_greedy(reference, prompt_of(1, 30), 12));
+  EXPECT_EQ(collector.get(seeded[0]).tokens, collector.get(seeded[1]).tokens);
+  EXPECT_NE(collector.get(seeded[0]).tokens, collector.get(seeded[2]).tokens);
+  EXPECT_GT(model->num_forward_sample_calls(), 0);
+
+  EngineConfig host = test_config();
+  host.device_sampling = false;
+  auto host_owned = std::make_unique<FakeModel>(options);
+  FakeModel* host_model = host_owned.get();
+  Engine host_engine(std::move(host_owned), host);
+  Collector host_collector;
+  const RequestId id = host_engine.submit(greedy(prompt_of(1, 30), 12, host_collector));
+  ASSERT_TRUE(host_collector.wait(1));
+  EXPECT_EQ(host_collector.get(id).tokens, collector.get(greedy_id).tokens);
+  EXPECT_EQ(host_model->num_forward_sample_calls(), 0);
+}
+
 }  // namespace
 }  // namespace gossamer::engine

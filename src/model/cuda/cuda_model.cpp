@@ -14,6 +14,7 @@
 #include "kernels/gemv_fp8.h"
 #include "kernels/moe.h"
 #include "kernels/rope.h"
+#include "kernels/sampling.h"
 #include "model/batch_check.h"
 
 namespace gossamer::model::cuda {
@@ -232,7 +233,7 @@ void CudaModel::copy_logits_out(int num_rows, std::vector<float>& logits) {
   });
 }
 
-bool CudaModel::run_decode_graph(const ForwardBatch& batch, std::vector<float>& logits) {
+bool CudaModel::run_decode_graph(const ForwardBatch& batch) {
   const int n = static_cast<int>(batch.sequences.size());
   if (!options_.cuda_graphs || n == 0 || n > kMaxGraphBatch) return false;
   for (const SequenceInput& seq : batch.sequences) {
@@ -282,14 +283,56 @@ bool CudaModel::run_decode_graph(const ForwardBatch& batch, std::vector<float>& 
     GOSSAMER_CUDA_CHECK(cudaGraphLaunch(graph.exec, stream_));
     ++graph_replays_;
   }
-  copy_logits_out(n, logits);  // the real sequences' rows come first
-  return true;
+  return true;  // the real sequences' rows come first in logits_
 }
 
 void CudaModel::forward(const ForwardBatch& batch, std::vector<float>& logits) {
-  check_forward_batch(config_, num_blocks_, block_size_, batch, num_sliding_blocks_);
   logits.clear();
-  if (run_decode_graph(batch, logits)) return;
+  copy_logits_out(enqueue_forward(batch), logits);
+}
+
+void CudaModel::forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows, std::vector<int32_t>& tokens) {
+  const int n = enqueue_forward(batch);
+  GOSSAMER_CHECK(static_cast<size_t>(n) == rows.size(), "forward_sample: ", rows.size(), " sampling rows for ", n,
+                 " logits rows");
+  tokens.assign(static_cast<size_t>(n), 0);
+  if (n == 0) return;
+  // One upload of the settings [temperature f32 | top_k i32 | top_p f32 | seed u64 (8-aligned)], one
+  // download of the tokens [i32].
+  const size_t seeds_offset = (static_cast<size_t>(n) * 12 + 7) / 8 * 8;
+  const size_t settings = seeds_offset + static_cast<size_t>(n) * 8, bytes = settings + static_cast<size_t>(n) * 4;
+  host_sampling_.ensure(bytes);
+  sampling_.ensure(bytes);
+  auto* host = host_sampling_.get<uint8_t>();
+  for (int r = 0; r < n; ++r) {
+    const RowSampling& row = rows[static_cast<size_t>(r)];
+    reinterpret_cast<float*>(host)[r] = row.temperature;
+    reinterpret_cast<int32_t*>(host + n * 4)[r] = row.top_k;
+    reinterpret_cast<float*>(host + n * 8)[r] = row.top_p;
+    reinterpret_cast<uint64_t*>(host + seeds_offset)[r] = row.seed;
+  }
+  auto* device = sampling_.get<uint8_t>();
+  GOSSAMER_CUDA_CHECK(cudaMemcpyAsync(device, host, settings, cudaMemcpyHostToDevice, stream_));
+  kernels::SamplingParams params;
+  params.logits_bf16 = logits_.get<uint16_t>();
+  params.out_tokens = reinterpret_cast<int32_t*>(device + settings);
+  params.temperature = reinterpret_cast<const float*>(device);
+  params.top_k = reinterpret_cast<const int32_t*>(device + n * 4);
+  params.top_p = reinterpret_cast<const float*>(device + n * 8);
+  params.seeds = reinterpret_cast<const uint64_t*>(device + seeds_offset);
+  params.num_rows = n;
+  params.vocab = config_.vocab_size;
+  kernels::launch_sampling(params, stream_);
+  GOSSAMER_CUDA_CHECK(cudaMemcpyAsync(host + settings, device + settings, static_cast<size_t>(n) * 4,
+                                      cudaMemcpyDeviceToHost, stream_));
+  GOSSAMER_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  GOSSAMER_CUDA_CHECK(cudaGetLastError());
+  std::memcpy(tokens.data(), host + settings, static_cast<size_t>(n) * 4);
+}
+
+int CudaModel::enqueue_forward(const ForwardBatch& batch) {
+  check_forward_batch(config_, num_blocks_, block_size_, batch, num_sliding_blocks_);
+  if (run_decode_graph(batch)) return static_cast<int>(batch.sequences.size());
   int tokens = 0, pages = 0, rows = 0, max_q = 0, max_kv = 0;
   for (const SequenceInput& seq : batch.sequences) {
     const int n = static_cast<int>(seq.tokens.size());
@@ -299,7 +342,7 @@ void CudaModel::forward(const ForwardBatch& batch, std::vector<float>& logits) {
     pages += (seq.num_cached + n + block_size_ - 1) / block_size_;
     rows += seq.logits == LogitsWanted::kAll ? n : (seq.logits == LogitsWanted::kLast && n > 0 ? 1 : 0);
   }
-  if (tokens == 0) return;
+  if (tokens == 0) return 0;
   StepPlan plan = layout_plan(tokens, static_cast<int>(batch.sequences.size()), pages, rows);
   plan.num_tokens = tokens;
   plan.num_seqs = static_cast<int>(batch.sequences.size());
@@ -310,7 +353,7 @@ void CudaModel::forward(const ForwardBatch& batch, std::vector<float>& logits) {
   plan_.ensure(plan.total_words * 4);
   fill_and_upload_plan(batch, plan, plan_);
   enqueue_step(plan, plan_.get<int32_t>());
-  copy_logits_out(rows, logits);
+  return rows;
 }
 
 }  // namespace gossamer::model::cuda

@@ -42,6 +42,9 @@ class CudaModel final : public Model {
   int64_t kv_bytes_per_block() const override;
   int64_t kv_bytes_per_token() const override { return int64_t{2} * config_.num_layers * config_.kv_width() * 2; }  // bf16
   void forward(const ForwardBatch& batch, std::vector<float>& logits) override;
+  bool samples_on_device() const override { return true; }
+  // Samples straight from the bf16 logits on the GPU (kernels/sampling.h); only token ids come back.
+  void forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows, std::vector<int32_t>& tokens) override;
 
   uint64_t weight_bytes() const override { return weights_.device_bytes; }
   WeightFormat weight_format() const { return weights_.format; }
@@ -82,7 +85,9 @@ class CudaModel final : public Model {
   // Enqueues the whole step on stream_ (no synchronisation, no allocation: graph capturable).
   void enqueue_step(const StepPlan& plan, const int32_t* device_plan);
   void copy_logits_out(int num_rows, std::vector<float>& logits);
-  bool run_decode_graph(const ForwardBatch& batch, std::vector<float>& logits);
+  // The step up to logits_ ([rows, vocab] bf16 on the device, enqueued on stream_); returns the rows.
+  int enqueue_forward(const ForwardBatch& batch);
+  bool run_decode_graph(const ForwardBatch& batch);
 
   // out [m, w.n] bf16 = x [m, w.k] bf16 · wᵀ + bias (GEMV for m ≤ 8, else FP8 or bf16 GEMM).
   void linear(const uint16_t* x, int m, const DeviceLinear& w, uint16_t* out);
@@ -100,7 +105,8 @@ class CudaModel final : public Model {
   std::vector<DeviceBuffer> k_cache_, v_cache_;
 
   // Step workspace, grown on demand (never shrunk); captured graphs hold its pointers.
-  PinnedBuffer host_plan_, host_logits_;
+  PinnedBuffer host_plan_, host_logits_, host_sampling_;
+  DeviceBuffer sampling_;  // forward_sample's per-row settings and drawn tokens
   DeviceBuffer plan_;  // eager steps' plan
   DeviceBuffer residual_, delta_, normed_, qkv_, q_, attn_out_, act_, act_scales_, router_logits_, moe_workspace_,
       decode_workspace_, final_rows_, logits_;
