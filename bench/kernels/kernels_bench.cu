@@ -180,7 +180,6 @@ struct LtGemm {
 void bench_gemm(LtGemm& lt, const char* name, int M, int N, int K) {
   const int kb = (K + 127) / 128, nb = (N + 127) / 128;
   const size_t wbytes = size_t(N) * K;
-  const size_t alloc = std::max<size_t>(wbytes, size_t((N + 63) / 64 * 64) * ((K + 63) / 64 * 64));
   const int copies = copies_for(wbytes);
   std::vector<Buf*> w, s;
   std::vector<const void*> wp;
@@ -654,6 +653,11 @@ int main(int argc, char** argv) {
     for (int M : {4096, 8192}) bench_gemm(lt, "gate_up-dense", M, 5760, 2880);
     for (int M : {1, 16, 4096}) bench_gemm(lt, "unembed", M, 201088, 2880);
     bench_gemm(lt, "square", 8192, 8192, 8192);
+  }
+  if (only == "profile") {  // one GEMM and one prefill attention shape, for a profiler (ncu -k ...)
+    LtGemm lt;
+    bench_gemm(lt, "qkv", 8192, 5120, 2880);
+    bench_attention("1x8192", {{8192, 8192}}, 0, false, 4);
   }
   if (want("moe")) {
     for (int T : {1, 16, 512, 8192}) bench_moe(T, 32);

@@ -73,8 +73,8 @@ std::unique_ptr<Model> load_dummy_model(const std::string& preset, uint64_t seed
   if (device == "cpu") return make_dummy_cpu_model(config, seed);
   GOSSAMER_CHECK(device == "cuda", "unknown device '", device, "' (expected cpu or cuda)");
 #ifdef GOSSAMER_HAVE_CUDA
-  const DummyWeights dummy = make_dummy_weights(config, seed);
-  return std::make_unique<cuda::CudaModel>(config, dummy.weights, cuda_options(options));
+  // Made directly in GPU memory (seconds even for 120b); not the host dummy's values.
+  return std::make_unique<cuda::CudaModel>(config, cuda::RandomWeights{seed}, cuda_options(options));
 #else
   (void)options;
   GOSSAMER_THROW("this gossamer was built without CUDA (nvcc not found at build time); use --device cpu");

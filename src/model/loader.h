@@ -27,8 +27,9 @@ struct ModelOptions {
 
 std::unique_ptr<Model> load_model(const std::string& dir, const std::string& device = "cpu", const ModelOptions& options = {});
 
-// `--load-format dummy`: random weights of a preset's real shapes (model/dummy_checkpoint.h), built in
-// host memory and converted on the device like a checkpoint, with no disk.
+// `--load-format dummy`: random weights of a preset's real shapes, with no disk. On cpu the host dummy
+// weights of model/dummy_checkpoint.h; on cuda made directly in GPU memory (CudaWeights::random: same
+// scales, other values), so even 120b is ready in seconds.
 std::unique_ptr<Model> load_dummy_model(const std::string& preset, uint64_t seed, const std::string& device,
                                         const ModelOptions& options = {});
 

@@ -11,6 +11,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <numeric>
 
@@ -215,6 +217,32 @@ TEST(CudaModelGpuTest, DeviceSamplingMatchesTheLogits) {
   std::printf("[cuda sampling] %d of %d seeded draws differ from the reference (expf vs __expf at a boundary)\n",
               mismatches, draws);
   EXPECT_LE(mismatches, 1);
+}
+
+// `--load-format dummy` on cuda makes its weights on the GPU: finite logits, the same for the same seed in
+// either weight format, different for another seed; the preset's real shapes load in seconds.
+TEST(CudaModelGpuTest, DummyWeightsMadeOnTheGpu) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU: GPU dummy weights not tested";
+  const std::vector<int32_t> prompt = {1, 200, 3000, 40000, 500, 6, 70, 800, 9000, 100};
+  auto run = [&](uint64_t seed, const std::string& weights) {
+    ModelOptions options;
+    options.weights = weights;
+    auto model = load_dummy_model("tiny", seed, "cuda", options);
+    model->allocate_kv_cache(4, 16);
+    const std::vector<int32_t> table = {0};
+    ForwardBatch batch;
+    batch.sequences.push_back({prompt, 0, table, LogitsWanted::kAll});
+    std::vector<float> logits;
+    model->forward(batch, logits);
+    return logits;
+  };
+  for (const std::string weights : {"fp8", "bf16"}) {
+    const auto a = run(5, weights), b = run(5, weights), c = run(6, weights);
+    ASSERT_FALSE(a.empty());
+    EXPECT_TRUE(std::all_of(a.begin(), a.end(), [](float v) { return std::isfinite(v); })) << weights;
+    EXPECT_EQ(a, b) << weights;
+    EXPECT_NE(a, c) << weights;
+  }
 }
 
 TEST(CudaModelGpuTest, SlidingRingMatchesFullLengthKv) {

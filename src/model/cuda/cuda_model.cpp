@@ -45,12 +45,20 @@ bool grow(DeviceBuffer& buffer, size_t bytes) {
 }  // namespace
 
 CudaModel::CudaModel(GptOssConfig config, const GptOssWeights& host_weights, CudaOptions options)
+    : CudaModel(std::move(config), options,
+                [&](const GptOssConfig& c) { return CudaWeights::upload(c, host_weights, options.weights); }) {}
+
+CudaModel::CudaModel(GptOssConfig config, RandomWeights random, CudaOptions options)
+    : CudaModel(std::move(config), options,
+                [&](const GptOssConfig& c) { return CudaWeights::random(c, random.seed, options.weights); }) {}
+
+CudaModel::CudaModel(GptOssConfig config, CudaOptions options, const std::function<CudaWeights(const GptOssConfig&)>& make)
     : config_(std::move(config)), options_(options) {
   check_supported(config_);
   int device_count = 0;
   GOSSAMER_CHECK(cudaGetDeviceCount(&device_count) == cudaSuccess && device_count > 0, "cuda backend: no CUDA GPU found");
   GOSSAMER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  weights_ = CudaWeights::upload(config_, host_weights, options_.weights);
+  weights_ = make(config_);
   rope_ = RopeTables::from_config(config_);
 }
 

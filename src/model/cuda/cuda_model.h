@@ -14,6 +14,8 @@
 
 #include <cuda_runtime.h>
 
+#include <functional>
+
 #include <memory>
 #include <vector>
 
@@ -29,9 +31,15 @@ struct CudaOptions {
   bool cuda_graphs = true;  // replay decode steps as CUDA graphs
 };
 
+// Selects CudaModel's constructor that makes random weights on the GPU (CudaWeights::random).
+struct RandomWeights {
+  uint64_t seed = 0;
+};
+
 class CudaModel final : public Model {
  public:
   CudaModel(GptOssConfig config, const GptOssWeights& host_weights, CudaOptions options = {});
+  CudaModel(GptOssConfig config, RandomWeights random, CudaOptions options = {});
   ~CudaModel() override;
 
   const GptOssConfig& config() const override { return config_; }
@@ -59,6 +67,9 @@ class CudaModel final : public Model {
   void allocate_kv_cache_impl(int32_t num_blocks, int32_t block_size, int32_t num_sliding_blocks) override;
 
  private:
+  // Checks the config and the GPU, then takes the weights `make` builds.
+  CudaModel(GptOssConfig config, CudaOptions options, const std::function<CudaWeights(const GptOssConfig&)>& make);
+
   // Word offsets (int32 words) of the step's arrays in one plan buffer, and the step's sizes.
   struct StepPlan {
     int num_tokens = 0, num_seqs = 0, num_rows = 0, max_q = 0, max_kv = 0;

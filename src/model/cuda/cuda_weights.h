@@ -61,6 +61,11 @@ struct CudaWeights {
   WeightFormat format = WeightFormat::kFp8;
 
   static CudaWeights upload(const GptOssConfig& config, const GptOssWeights& host, WeightFormat format);
+  // Random weights of the config's shapes made directly in GPU memory (benchmarks: no host copy, seconds
+  // for 120b). Deterministic for a seed; the same scales as the host dummy checkpoint (std 1/√fan-in for
+  // dense matrices, 3/√hidden and 0.5/√inter for the experts, biases 0.1, norms 1 ± 0.1, sinks in
+  // [−2, 4)), but not the same values. FP8 matrices use one block scale of 4·std/448 throughout.
+  static CudaWeights random(const GptOssConfig& config, uint64_t seed, WeightFormat format);
 };
 
 }  // namespace gossamer::model::cuda

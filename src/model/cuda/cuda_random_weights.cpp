@@ -1,0 +1,111 @@
+// CudaWeights::random: dummy weights generated on the GPU (kernels/random_fill.h), for benchmarks.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "core/dtype.h"
+#include "core/log.h"
+#include "kernels/fp8_tiled.h"
+#include "kernels/random_fill.h"
+#include "model/cuda/cuda_weights.h"
+
+namespace gossamer::model::cuda {
+
+namespace {
+
+constexpr int kBlock = 128;
+
+class RandomBuilder {
+ public:
+  RandomBuilder(uint64_t seed, uint64_t& counter) : seed_(seed), counter_(counter) {}
+
+  // [count] elements, normal(mean, std) (or uniform [a, b)) in `type`.
+  DeviceBuffer fill(int64_t count, kernels::RandomFillType type, kernels::RandomDist dist, float a, float b,
+                    float inv_scale = 1.0f) {
+    const size_t bytes = static_cast<size_t>(count) * (type == kernels::RandomFillType::kF32 ? 4
+                                                       : type == kernels::RandomFillType::kBf16 ? 2
+                                                                                                 : 1);
+    DeviceBuffer buffer(std::max<size_t>(bytes, 16));
+    kernels::RandomFillParams p;
+    p.out = buffer.get();
+    p.count = count;
+    p.type = type;
+    p.dist = dist;
+    p.a = a;
+    p.b = b;
+    p.inv_scale = inv_scale;
+    p.seed = next_seed();
+    kernels::launch_random_fill(p, nullptr);
+    counter_ += buffer.bytes();
+    return buffer;
+  }
+  DeviceBuffer bf16(int64_t count, float mean, float std) {
+    return fill(count, kernels::RandomFillType::kBf16, kernels::RandomDist::kNormal, mean, std);
+  }
+  // `groups` stacked [rows, cols] matrices with entries of standard deviation `std`: fp8 tile-major with a
+  // constant block scale, or bf16 row-major.
+  DeviceBuffer matrix(int64_t groups, int64_t rows, int64_t cols, float std, bool fp8, DeviceBuffer* scales) {
+    if (!fp8) return bf16(groups * rows * cols, 0.0f, std);
+    const float scale = 4.0f * std / kFp8E4M3Max;
+    const int64_t blocks = groups * ((rows + kBlock - 1) / kBlock) * ((cols + kBlock - 1) / kBlock);
+    *scales = fill(blocks, kernels::RandomFillType::kF32, kernels::RandomDist::kUniform, scale, scale);
+    return fill(groups * kernels::fp8_tiled_group_bytes(rows, cols), kernels::RandomFillType::kFp8E4M3,
+                kernels::RandomDist::kNormal, 0.0f, std, 1.0f / scale);
+  }
+  DeviceLinear linear(int64_t n, int64_t k, float std, bool fp8, bool bias) {
+    DeviceLinear l;
+    l.n = static_cast<int>(n);
+    l.k = static_cast<int>(k);
+    l.fp8 = fp8;
+    l.weight = matrix(1, n, k, std, fp8, &l.scales);
+    if (bias) l.bias = bf16(n, 0.0f, 0.1f);
+    return l;
+  }
+  DeviceExperts experts(int64_t count, int64_t rows, int64_t cols, float std, bool fp8) {
+    DeviceExperts e;
+    e.fp8 = fp8;
+    e.weight = matrix(count, rows, cols, std, fp8, &e.scales);
+    e.bias = bf16(count * rows, 0.0f, 0.1f);
+    return e;
+  }
+
+ private:
+  uint64_t next_seed() { return seed_ ^ (++index_ * 0xD1B54A32D192ED03ull); }
+  uint64_t seed_;
+  uint64_t index_ = 0;
+  uint64_t& counter_;
+};
+
+}  // namespace
+
+CudaWeights CudaWeights::random(const GptOssConfig& config, uint64_t seed, WeightFormat format) {
+  const auto start = std::chrono::steady_clock::now();
+  CudaWeights weights;
+  weights.format = format;
+  const bool fp8 = format == WeightFormat::kFp8;
+  RandomBuilder make(seed, weights.device_bytes);
+  const int64_t hidden = config.hidden_size, inter = config.intermediate_size, experts = config.num_experts;
+  const float inv_sqrt_hidden = 1.0f / std::sqrt(static_cast<float>(hidden));
+  weights.embedding = make.bf16(int64_t{config.vocab_size} * hidden, 0.0f, 1.0f);
+  weights.final_norm = make.bf16(hidden, 1.0f, 0.1f);
+  weights.unembedding = make.linear(config.vocab_size, hidden, inv_sqrt_hidden, fp8, false);
+  for (int layer = 0; layer < config.num_layers; ++layer) {
+    CudaLayer l;
+    l.attn_norm = make.bf16(hidden, 1.0f, 0.1f);
+    l.qkv = make.linear(config.qkv_width(), hidden, inv_sqrt_hidden, fp8, true);
+    l.o = make.linear(hidden, config.q_width(), 1.0f / std::sqrt(static_cast<float>(config.q_width())), fp8, true);
+    l.sinks = make.fill(config.num_q_heads, kernels::RandomFillType::kF32, kernels::RandomDist::kUniform, -2.0f, 4.0f);
+    l.mlp_norm = make.bf16(hidden, 1.0f, 0.1f);
+    l.router = make.linear(experts, hidden, inv_sqrt_hidden, false, true);  // bf16 in both formats
+    l.gate_up = make.experts(experts, 2 * inter, hidden, 3.0f * inv_sqrt_hidden, fp8);
+    l.down = make.experts(experts, hidden, inter, 0.5f / std::sqrt(static_cast<float>(inter)), fp8);
+    weights.layers.push_back(std::move(l));
+  }
+  GOSSAMER_CUDA_CHECK(cudaDeviceSynchronize());
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  GOSSAMER_LOG_INFO("random weights (", weight_format_name(format), ") made on the GPU: ",
+                    static_cast<double>(weights.device_bytes) / (1u << 30), " GiB in ", seconds, " s");
+  return weights;
+}
+
+}  // namespace gossamer::model::cuda
