@@ -223,7 +223,7 @@ TEST(CudaModelGpuTest, DeviceSamplingMatchesTheLogits) {
 // either weight format, different for another seed; the preset's real shapes load in seconds.
 TEST(CudaModelGpuTest, DummyWeightsMadeOnTheGpu) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU: GPU dummy weights not tested";
-  const std::vector<int32_t> prompt = {1, 200, 3000, 40000, 500, 6, 70, 800, 9000, 100};
+  const std::vector<int32_t> prompt = {1, 200, 300, 400, 500, 6, 70, 800, 900, 100};  // tiny's vocab is 1,024
   auto run = [&](uint64_t seed, const std::string& weights) {
     ModelOptions options;
     options.weights = weights;
