@@ -217,8 +217,8 @@ void bench_gemm(LtGemm& lt, const char* name, int M, int N, int K) {
   const double flops = 2.0 * M * N * K;
   const double bytes = double(N) * K + double(M) * K + 2.0 * M * N;
   const std::string shape = std::string(name) + " M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K);
-  // Large M: both big-tile variants (the default picks 128×128); small M: the default (64×64, split-K).
-  for (const GemmTile tile : M > 64 ? std::vector<GemmTile>{GemmTile::k128x128, GemmTile::k64x128}
+  // Large M: the big tiles (the default picks the plain 128×128); small M: the default (64×64, split-K).
+  for (const GemmTile tile : M > 64 ? std::vector<GemmTile>{GemmTile::k128x128, GemmTile::k128x128ws, GemmTile::k64x128}
                                     : std::vector<GemmTile>{GemmTile::kAuto}) {
     p.tile = tile;
     const double us = time_us([&](int i) {
@@ -226,7 +226,9 @@ void bench_gemm(LtGemm& lt, const char* name, int M, int N, int K) {
       p.b_scales = sp[i % copies];
       launch_gemm_fp8(p, M, nullptr);
     });
-    const char* label = tile == GemmTile::k64x128 ? "gemm_fp8 (+bias) 64x128" : "gemm_fp8 (+bias)";
+    const char* label = tile == GemmTile::k64x128      ? "gemm_fp8 (+bias) 64x128"
+                        : tile == GemmTile::k128x128ws ? "gemm_fp8 (+bias) 128x128 warp-specialised"
+                                                       : "gemm_fp8 (+bias)";
     row(label, shape, us, flops, bytes, base, M <= 64 ? "copy" : "fp8");
   }
   for (auto* b : w) delete b;
@@ -657,6 +659,17 @@ int main(int argc, char** argv) {
   if (only == "profile") {  // one GEMM and one prefill attention shape, for a profiler (ncu -k ...)
     LtGemm lt;
     bench_gemm(lt, "qkv", 8192, 5120, 2880);
+  }
+  if (only == "gemm-large") {  // the prefill GEMM shapes only
+    LtGemm lt;
+    for (int M : {1024, 4096, 8192}) {
+      bench_gemm(lt, "qkv", M, 5120, 2880);
+      bench_gemm(lt, "o", M, 2880, 4096);
+    }
+    bench_gemm(lt, "gate_up-dense", 8192, 5760, 2880);
+    bench_gemm(lt, "square", 8192, 8192, 8192);
+  }
+  if (only == "profile") {
     bench_attention("1x8192", {{8192, 8192}}, 0, false, 4);
   }
   if (want("moe")) {

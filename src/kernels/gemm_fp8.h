@@ -22,8 +22,9 @@ namespace gossamer::kernels {
 
 enum class GemmEpilogue : int { kBias = 0, kSwiGlu = 1 };
 // CTA tile (BM×BN). kAuto picks 64×64 for ≤ 64 rows per tile, 64×128 for plain GEMMs of 65–256 rows,
-// else 128×128. Grouped (MoE) launches must use a tile whose BM equals the tile list's tile_rows.
-enum class GemmTile : int { kAuto = 0, k64x64 = 1, k64x128 = 2, k128x128 = 3 };
+// else 128×128; k128x128ws is a warp-specialised 128×128 (measured 3–5% slower, not picked by kAuto).
+// Grouped (MoE) launches must use a tile whose BM equals the tile list's tile_rows.
+enum class GemmTile : int { kAuto = 0, k64x64 = 1, k64x128 = 2, k128x128 = 3, k128x128ws = 4 };
 
 struct GemmFp8Params {
   const uint8_t* a = nullptr;         // [rows_a, K] fp8, row stride lda bytes (multiple of 16)

@@ -38,7 +38,7 @@ TEST(GemmFp8Kernel, MatchesReference) {
                             {64, 384, 2880, GemmEpilogue::kBias},   {65, 320, 576, GemmEpilogue::kBias},
                             {130, 640, 2880, GemmEpilogue::kBias},  {300, 264, 1024, GemmEpilogue::kBias},
                             {17, 768, 576, GemmEpilogue::kSwiGlu},  {200, 640, 2880, GemmEpilogue::kSwiGlu},
-                            {3, 136, 48, GemmEpilogue::kBias}};
+                            {3, 136, 48, GemmEpilogue::kBias},      {257, 384, 8192, GemmEpilogue::kBias}};
   for (const auto& c : cases) {
     const int kb = (c.k + 127) / 128, nb = (c.n + 127) / 128;
     const int64_t lda = (c.k + 15) / 16 * 16;
@@ -89,6 +89,8 @@ TEST(GemmFp8Kernel, MatchesReference) {
     DeviceBuffer<uint8_t> dbt(b_tiled);
     for (const Variant v : {Variant{GemmTile::kAuto, false, ""}, Variant{GemmTile::k64x128, false, " tile64x128"},
                             Variant{GemmTile::k128x128, false, " tile128x128"}, Variant{GemmTile::k64x64, false, " tile64x64"},
+                            Variant{GemmTile::k128x128ws, false, " tile128x128 warp-specialised"},
+                            Variant{GemmTile::k128x128ws, false, " tile128x128 warp-specialised b tile-major"},
                             Variant{GemmTile::kAuto, true, " split-k"}, Variant{GemmTile::kAuto, false, " b tile-major"},
                             Variant{GemmTile::k128x128, false, " tile128x128 b tile-major"}}) {
       if (v.split && split_bytes == 0) continue;
@@ -149,7 +151,8 @@ TEST(MoeKernel, MatchesReference) {
   std::mt19937 rng(12);
   const MoeCase cases[] = {{1, 32, 0, 32, 576, 320, false},  {5, 8, 0, 8, 512, 384, true},
                            {300, 32, 0, 32, 576, 320, true}, {64, 8, 4, 4, 576, 320, false},
-                           {8, 4, 0, 4, 2880, 2880, true}};
+                           {8, 4, 0, 4, 2880, 2880, true},
+                           {512, 4, 0, 4, 512, 256, true}};  // 512 rows per expert: the warp-specialised 128×128 tile
   for (const auto& c : cases) {
     const int H = c.hidden, I = c.inter, E = c.local;
     const int kbh = (H + 127) / 128, kbi = (I + 127) / 128;

@@ -1,0 +1,30 @@
+// mbarrier helpers (shared::cta) for producer/consumer pipelines on sm_90.
+#pragma once
+
+#include <cstdint>
+
+namespace gossamer::kernels::mbar {
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+
+// Expects `count` arrivals per phase. Follow with a CTA barrier before any thread uses the barrier.
+__device__ __forceinline__ void init(uint64_t* bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count) : "memory");
+}
+
+// One arrival (release semantics at CTA scope: this thread's earlier writes are visible to waiters).
+__device__ __forceinline__ void arrive(uint64_t* bar) {
+  asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0];\n}\n" ::"r"(smem_addr(bar)) : "memory");
+}
+
+// Blocks until the phase of parity `parity` has completed (the first phase has parity 0).
+__device__ __forceinline__ void wait(uint64_t* bar, uint32_t parity) {
+  asm volatile(
+      "{\n.reg .pred done;\nWAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT;\n}\n" ::"r"(smem_addr(bar)),
+      "r"(parity)
+      : "memory");
+}
+
+}  // namespace gossamer::kernels::mbar
