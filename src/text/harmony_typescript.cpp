@@ -38,11 +38,21 @@ const Json* one_of(const Json& schema) {
 // serde_json's compact form; nlohmann's dump() matches it for the values schemas carry.
 std::string compact_json(const Json& value) { return value.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
+// "text" with raw double quotes around it (appended, not operator+: GCC 12 reports a false -Wrestrict there).
+std::string quoted(const std::string& text) {
+  std::string out;
+  out.reserve(text.size() + 2);
+  out += '"';
+  out += text;
+  out += '"';
+  return out;
+}
+
 // A default as it appears in a property comment: enum strings bare, other strings quoted raw, else JSON.
 std::string format_default(const Json& schema, const Json& value) {
   if (value.is_string()) {
     if (has_non_empty_enum(schema)) return value.get<std::string>();
-    return "\"" + value.get<std::string>() + "\"";
+    return quoted(value.get<std::string>());
   }
   return compact_json(value);
 }
@@ -162,7 +172,7 @@ std::string string_type(const Json& schema) {
   std::vector<std::string> values;
   if (const Json* options = member(schema, "enum"); options != nullptr && options->is_array()) {
     for (const Json& option : *options) {
-      if (option.is_string()) values.push_back("\"" + option.get<std::string>() + "\"");
+      if (option.is_string()) values.push_back(quoted(option.get<std::string>()));
     }
   }
   return values.empty() ? "string" : join(values, " | ");

@@ -30,7 +30,7 @@ TEST(YarnTable, MatchesSpecOmegas) {
 TEST(RmsNormKernel, MatchesReference) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(1);
-  for (const auto [tokens, hidden] : {std::pair{1, 2880}, {7, 2880}, {33, 512}, {5, 8}, {300, 2880}}) {
+  for (const auto& [tokens, hidden] : {std::pair{1, 2880}, {7, 2880}, {33, 512}, {5, 8}, {300, 2880}}) {
     for (const bool fused : {false, true}) {
       auto x = random_bf16(size_t(tokens) * hidden, rng, 2.0f);
       auto res = random_bf16(size_t(tokens) * hidden, rng, 1.0f);
@@ -45,7 +45,9 @@ TEST(RmsNormKernel, MatchesReference) {
       const double err = rel_error_bf16(dout.download(), ref);
       report("rmsnorm", std::to_string(tokens) + "x" + std::to_string(hidden) + (fused ? "+res" : ""), err, kTolBf16);
       EXPECT_LT(err, kTolBf16);
-      if (fused) EXPECT_EQ(dres.download(), ref_res) << "residual sum must be exact";
+      if (fused) {
+        EXPECT_EQ(dres.download(), ref_res) << "residual sum must be exact";
+      }
     }
   }
 }
@@ -141,7 +143,7 @@ TEST(EmbeddingKernel, GathersRows) {
 TEST(QuantizeFp8Kernel, MatchesReferenceExactly) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(4);
-  for (const auto [m, k] : {std::pair{1, 2880}, {37, 576}, {5, 64}, {130, 4096}}) {
+  for (const auto& [m, k] : {std::pair{1, 2880}, {37, 576}, {5, 64}, {130, 4096}}) {
     auto x = random_bf16(size_t(m) * k, rng, 3.0f);
     x[0] = 0;  // an all-small group still gets a positive scale
     const int groups = (k + 127) / 128;
@@ -172,7 +174,7 @@ TEST(QuantizeFp8Kernel, MatchesReferenceExactly) {
 TEST(Mxfp4ToFp8Kernel, MatchesReferenceAndIsLossless) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(5);
-  for (const auto [experts, rows, cols] : {std::tuple{2, 200, 2880}, {1, 128, 256}, {3, 64, 96}}) {
+  for (const auto& [experts, rows, cols] : {std::tuple{2, 200, 2880}, {1, 128, 256}, {3, 64, 96}}) {
     const int mx = cols / 32;
     std::vector<uint8_t> blocks(size_t(experts) * rows * mx * 16), scales(size_t(experts) * rows * mx);
     std::uniform_int_distribution<int> byte(0, 255), sc(118, 128);

@@ -103,7 +103,9 @@ TEST(TokenizerTest, SpecialTokenTable) {
   EXPECT_FALSE(tok.is_special(201088));
   for (TokenId id = 199998; id < 201088; ++id) {
     const auto text = std::string(tok.token_bytes(id));
-    if (id != 200018) EXPECT_EQ(tok.special_token_id(text), id);
+    if (id != 200018) {
+      EXPECT_EQ(tok.special_token_id(text), id);
+    }
   }
 }
 
@@ -188,7 +190,7 @@ TEST(TokenizerTest, InvalidUtf8IsRejectedWithTheOffset) {
     }
   }
   // Valid edge cases: U+0000, U+10FFFF, U+FFFF, U+D7FF, U+E000.
-  for (const std::string good : {std::string("a\0b", 3), std::string("\xF4\x8F\xBF\xBF"), std::string("\xEF\xBF\xBF"),
+  for (const std::string& good : {std::string("a\0b", 3), std::string("\xF4\x8F\xBF\xBF"), std::string("\xEF\xBF\xBF"),
                                  std::string("\xED\x9F\xBF"), std::string("\xEE\x80\x80")}) {
     const auto ids = tok.encode_ordinary(good);
     EXPECT_EQ(tok.decode_bytes(ids), good);
