@@ -87,8 +87,7 @@ TEST(Fp8TiledKernel, MatchesReference) {
                                      std::tuple{4, 5760, 2880}, std::tuple{1, 8, 16}}) {
     std::vector<uint8_t> w(size_t(groups) * n * k);
     for (auto& b : w) b = static_cast<uint8_t>(rng());
-    std::vector<uint8_t> want(size_t(groups) * fp8_tiled_group_bytes(n, k));
-    fp8_to_tiled_cpu(w.data(), want.data(), groups, n, k);
+    const auto want = tiled(w, groups, n, k);
     DeviceBuffer<uint8_t> src(w), dst(want.size());
     dst.poison();
     launch_fp8_to_tiled(src.get(), dst.get(), groups, n, k, nullptr);

@@ -1,7 +1,6 @@
 // FP8 block-scaled GEMM (plain, bias and SwiGLU epilogues) and the MoE block against CPU references.
 #include <algorithm>
 
-#include "kernels/fp8_tiled.h"
 #include "kernels/gemm_fp8.h"
 #include "kernels/moe.h"
 #include "kernels/quantize_fp8.h"
@@ -84,9 +83,7 @@ TEST(GemmFp8Kernel, MatchesReference) {
       bool split;
       const char* name;
     };
-    std::vector<uint8_t> b_tiled(fp8_tiled_group_bytes(c.n, c.k));
-    fp8_to_tiled_cpu(b.data(), b_tiled.data(), 1, c.n, c.k);
-    DeviceBuffer<uint8_t> dbt(b_tiled);
+    DeviceBuffer<uint8_t> dbt(tiled(b, 1, c.n, c.k));
     for (const Variant v : {Variant{GemmTile::kAuto, false, ""}, Variant{GemmTile::k64x128, false, " tile64x128"},
                             Variant{GemmTile::k128x128, false, " tile128x128"}, Variant{GemmTile::k64x64, false, " tile64x64"},
                             Variant{GemmTile::k128x128ws, false, " tile128x128 warp-specialised"},
@@ -191,10 +188,7 @@ TEST(MoeKernel, MatchesReference) {
     launch_moe(p, ws.get(), nullptr);
     const auto out = dout.download();
     {  // tile-major expert weights (the model's layout): bit-identical
-      std::vector<uint8_t> w1t(size_t(E) * fp8_tiled_group_bytes(2 * I, H)), w2t(size_t(E) * fp8_tiled_group_bytes(H, I));
-      fp8_to_tiled_cpu(w1.data(), w1t.data(), E, 2 * I, H);
-      fp8_to_tiled_cpu(w2.data(), w2t.data(), E, H, I);
-      DeviceBuffer<uint8_t> dw1t(w1t), dw2t(w2t);
+      DeviceBuffer<uint8_t> dw1t(tiled(w1, E, 2 * I, H)), dw2t(tiled(w2, E, H, I));
       MoeParams t = p;
       t.w1 = dw1t.get();
       t.w2 = dw2t.get();

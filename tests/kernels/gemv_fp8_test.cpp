@@ -43,13 +43,6 @@ size_t scale_count(int groups, int n, int k) {
   return size_t(groups) * ((n + 127) / 128) * ((k + 127) / 128);
 }
 
-// [groups, n, k] row-major fp8 → the tile-major layout of fp8_tiled.h.
-std::vector<uint8_t> tiled(const std::vector<uint8_t>& w, int groups, int n, int k) {
-  std::vector<uint8_t> t(size_t(groups) * fp8_tiled_group_bytes(n, k));
-  fp8_to_tiled_cpu(w.data(), t.data(), groups, n, k);
-  return t;
-}
-
 // Rows [0, rows) × columns [0, cols) of a row-major [·, ld] bf16 matrix, as floats.
 std::vector<float> block(const std::vector<uint16_t>& v, int rows, int cols, int64_t ld) {
   std::vector<float> f;

@@ -14,6 +14,7 @@
 
 #include "core/dtype.h"
 #include "kernels/cuda_utils.h"
+#include "kernels/fp8_tiled.h"
 
 namespace gossamer::kernels::test {
 
@@ -77,6 +78,13 @@ class DeviceBuffer {
   T* ptr_ = nullptr;
   size_t n_ = 0;
 };
+
+// [groups, n, k] row-major fp8 → the tile-major layout of kernels/fp8_tiled.h (the model's layout).
+inline std::vector<uint8_t> tiled(const std::vector<uint8_t>& w, int groups, int n, int k) {
+  std::vector<uint8_t> t(size_t(groups) * fp8_tiled_group_bytes(n, k));
+  fp8_to_tiled_cpu(w.data(), t.data(), groups, n, k);
+  return t;
+}
 
 inline std::vector<uint16_t> random_bf16(size_t n, std::mt19937& rng, float stddev = 1.0f, float mean = 0.0f) {
   std::normal_distribution<float> dist(mean, stddev);
