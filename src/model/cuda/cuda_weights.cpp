@@ -85,7 +85,9 @@ DeviceLinear quantize_linear(const StackedRows& rows, const std::vector<TensorVi
   linear.n = static_cast<int>(rows.rows());
   linear.k = static_cast<int>(rows.parts.front().shape[1]);
   const int64_t n = linear.n, k = linear.k, row_blocks = (n + kBlock - 1) / kBlock, col_blocks = (k + kBlock - 1) / kBlock;
-  std::vector<uint8_t> weight(static_cast<size_t>(n * k));
+  // Written straight into the tile-major layout (padding stays zero).
+  std::vector<uint8_t> weight(static_cast<size_t>(kernels::fp8_tiled_group_bytes(n, k)), 0);
+  const int64_t k_padded = kernels::fp8_tiled_pad(k);
   std::vector<float> scales(static_cast<size_t>(row_blocks * col_blocks));
   parallel_for(row_blocks, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> block(static_cast<size_t>(kBlock * k));
@@ -102,16 +104,14 @@ DeviceLinear quantize_linear(const StackedRows& rows, const std::vector<TensorVi
         scales[static_cast<size_t>(rb * col_blocks + cb)] = scale;
         for (int64_t r = 0; r < count; ++r) {
           for (int64_t c = 0; c < width; ++c) {
-            weight[static_cast<size_t>((row0 + r) * k + col0 + c)] =
+            weight[static_cast<size_t>(kernels::fp8_tiled_offset(row0 + r, col0 + c, k_padded))] =
                 float_to_fp8e4m3(block[static_cast<size_t>(r * k + col0 + c)] / scale);
           }
         }
       }
     }
   });
-  std::vector<uint8_t> tiled(static_cast<size_t>(kernels::fp8_tiled_group_bytes(n, k)));
-  kernels::fp8_to_tiled_cpu(weight.data(), tiled.data(), 1, static_cast<int>(n), static_cast<int>(k));
-  linear.weight = upload_vector(tiled, counter);
+  linear.weight = upload_vector(weight, counter);
   linear.scales = upload_vector(scales, counter);
   linear.bias = upload_biases(biases, counter);
   return linear;
