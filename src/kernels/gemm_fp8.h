@@ -22,7 +22,7 @@ namespace gossamer::kernels {
 
 enum class GemmEpilogue : int { kBias = 0, kSwiGlu = 1 };
 // CTA tile (BM×BN). kAuto picks 64×64 for ≤ 64 rows per tile, 64×128 for plain GEMMs of 65–256 rows,
-// else 128×128; k128x128ws is a warp-specialised 128×128 (measured 3–5% slower, not picked by kAuto).
+// else 128×128; k128x128ws is a warp-specialised 128×128 (not picked by kAuto: see gemm_fp8_ws_sm90.cu).
 // Grouped (MoE) launches must use a tile whose BM equals the tile list's tile_rows.
 enum class GemmTile : int { kAuto = 0, k64x64 = 1, k64x128 = 2, k128x128 = 3, k128x128ws = 4 };
 

@@ -235,8 +235,8 @@ void launch_gemm_fp8(const GemmFp8Params& p, int rows_hint, cudaStream_t stream)
     if (gemm_fp8_tile_rows(rows_hint) == 64) {
       tile = GemmTile::k64x64;
     } else {
-      // The warp-specialised 128×128 is 3–5% slower than the plain one at M ≥ 4096 (PERF.md, 20b79b9+):
-      // kept as an explicit variant, not the default.
+      // The warp-specialised 128×128 is an explicit variant until an A/B in one run shows it faster
+      // (gemm_fp8_ws_sm90.cu, PERF.md).
       tile = (p.tile_group == nullptr && p.M <= 256) ? GemmTile::k64x128 : GemmTile::k128x128;
     }
   }

@@ -1,9 +1,9 @@
 // Warp-specialised FP8 block-scaled GEMM, 128×128 tiles (GemmTile::k128x128ws; see gemm_fp8.h). Not the
-// default: measured 3–5% slower than the plain kernel of gemm_fp8_blockscale_sm90.cu (PERF.md). Its
-// consumers still wait for each K block's wgmma before promoting; at 148 registers (384 threads) there is
-// no room for a second temporary accumulator to overlap them. The starting point for setmaxnreg (consumers
-// to ~232 registers) and that double temporary.
-#include "kernels/fp8_tiled.h"
+// default. First measured 3–5% slower than the plain kernel of gemm_fp8_blockscale_sm90.cu; after its
+// address set-up moved to the shared helpers of gemm_fp8_common_sm90.cuh, one run gave 607 TFLOP/s at
+// 8192×5120×2880 where the plain kernel measures 528–557 (PERF.md). It becomes the default only after an
+// A/B in one session. Its consumers still wait for each K block's wgmma before promoting; at 148 registers
+// (384 threads) there is no room for a second temporary accumulator to overlap them (setmaxnreg next).
 #include "kernels/gemm_fp8_common_sm90.cuh"
 #include "kernels/mbarrier_sm90.cuh"
 
@@ -32,22 +32,10 @@ __global__ void __launch_bounds__(kWsThreads, 1) gemm_fp8_ws_kernel(const GemmFp
   uint64_t* full = reinterpret_cast<uint64_t*>(smem_scales + kWsStages * kWsScaleFloats);
   uint64_t* empty = full + kWsStages;
 
-  // ---- which tile ----
-  int group = 0, m0, row_end = p.M;
-  if (p.tile_group) {
-    if (static_cast<int>(blockIdx.x) >= *p.num_tiles) return;
-    group = p.tile_group[blockIdx.x];
-    m0 = p.tile_m0[blockIdx.x];
-    row_end = p.group_offsets[group + 1];
-  } else {
-    m0 = blockIdx.x * 128;
-  }
-  const int n0 = blockIdx.y * 128;
-  const int num_kb = ceil_div(p.K, kBK);
-  const int kb_per_split = ceil_div(num_kb, p.k_splits);
-  const int kb_begin = blockIdx.z * kb_per_split;
-  const int kb_end = min(num_kb, kb_begin + kb_per_split);
-  const int n_blocks = max(0, kb_end - kb_begin);
+  TileOrigin t;
+  if (!tile_origin<128, 128>(p, t)) return;
+  const int group = t.group, m0 = t.m0, row_end = t.row_end, n0 = t.n0, num_kb = t.num_kb, kb_begin = t.kb_begin;
+  const int n_blocks = max(0, t.kb_end - kb_begin);
   const int tid = threadIdx.x;
   if (tid == 0) {
     for (int s = 0; s < kWsStages; ++s) {
@@ -61,11 +49,8 @@ __global__ void __launch_bounds__(kWsThreads, 1) gemm_fp8_ws_kernel(const GemmFp
     // ================= producers =================
     const int ptid = tid - kWsConsumers;
     const int chunk_col = ptid % 8;
-    const int num_nb = ceil_div(p.N, 128);
-    const uint8_t* b_group =
-        p.b + static_cast<int64_t>(group) * (p.b_tiled ? fp8_tiled_group_bytes(p.N, p.K) : int64_t(p.N) * p.K);
-    const int64_t b_k_step = p.b_tiled ? kFp8TileDim : 1;
-    const float* b_scale_row = p.b_scales + (static_cast<int64_t>(group) * num_nb + n0 / 128) * num_kb;
+    const int64_t b_step = b_k_step(p);
+    const float* b_scales = b_scale_row(p, group, n0, num_kb);
     constexpr int kChunks = 128 * 8 / kWsProducers;  // 16-byte chunks of A (and of B) per thread per stage
     const uint8_t* a_src[kChunks];
     const uint8_t* b_src[kChunks];
@@ -73,15 +58,11 @@ __global__ void __launch_bounds__(kWsThreads, 1) gemm_fp8_ws_kernel(const GemmFp
 #pragma unroll
     for (int i = 0; i < kChunks; ++i) {
       const int r = (ptid + i * kWsProducers) / 8;
-      const int row = m0 + r;
-      const bool ok_a = row < row_end;
+      bool ok_a, ok_b;
+      a_src[i] = a_chunk_source(p, m0 + r, row_end, chunk_col, ok_a);
+      b_src[i] = b_chunk_source(p, group, n0 + r, chunk_col, ok_b);
       a_ok |= uint32_t(ok_a) << i;
-      const int src_row = ok_a ? (p.a_row_index ? p.a_row_index[row] : row) : 0;
-      a_src[i] = p.a + static_cast<int64_t>(src_row) * p.lda + chunk_col * 16;
-      const bool ok_b = n0 + r < p.N;
       b_ok |= uint32_t(ok_b) << i;
-      const int64_t brow = ok_b ? n0 + r : 0;
-      b_src[i] = b_group + (p.b_tiled ? fp8_tiled_offset(brow, chunk_col * 16, fp8_tiled_pad(p.K)) : brow * p.K + chunk_col * 16);
     }
     // a scales: rows ptid + kWsProducers·h.
     constexpr int kScaleRows = 128 / kWsProducers;
@@ -89,10 +70,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) gemm_fp8_ws_kernel(const GemmFp
     bool a_scale_ok[kScaleRows];
 #pragma unroll
     for (int h = 0; h < kScaleRows; ++h) {
-      const int row = m0 + ptid + kWsProducers * h;
-      a_scale_ok[h] = row < row_end;
-      a_scale_src[h] = a_scale_ok[h] ? p.a_scales + static_cast<int64_t>(p.a_row_index ? p.a_row_index[row] : row) * num_kb
-                                     : p.a_scales;
+      a_scale_src[h] = a_scale_source(p, m0 + ptid + kWsProducers * h, row_end, num_kb, a_scale_ok[h]);
     }
     for (int i = 0; i < n_blocks; ++i) {
       const int stage = i % kWsStages, kb = kb_begin + i;
@@ -105,14 +83,14 @@ __global__ void __launch_bounds__(kWsThreads, 1) gemm_fp8_ws_kernel(const GemmFp
       for (int c = 0; c < kChunks; ++c) {
         const int r = (ptid + c * kWsProducers) / 8;
         cp_async_16(sa + r * 128 + ((chunk_col ^ (r & 7)) << 4), a_src[c] + k0, ((a_ok >> c) & 1) && k_ok);
-        cp_async_16(sb + r * 128 + ((chunk_col ^ (r & 7)) << 4), b_src[c] + k0 * b_k_step, ((b_ok >> c) & 1) && k_ok);
+        cp_async_16(sb + r * 128 + ((chunk_col ^ (r & 7)) << 4), b_src[c] + k0 * b_step, ((b_ok >> c) & 1) && k_ok);
       }
       float* sc = smem_scales + stage * kWsScaleFloats;
 #pragma unroll
       for (int h = 0; h < kScaleRows; ++h) {
         cp_async_4(sc + ptid + kWsProducers * h, a_scale_src[h] + (a_scale_ok[h] ? kb : 0), a_scale_ok[h]);
       }
-      if (ptid == 0) cp_async_4(sc + 128, b_scale_row + kb, true);
+      if (ptid == 0) cp_async_4(sc + 128, b_scales + kb, true);
       cp_async_commit();
       if (i >= kWsInFlight - 1) {  // stage i − (kWsInFlight − 1) has landed for this thread
         cp_async_wait<kWsInFlight - 1>();
