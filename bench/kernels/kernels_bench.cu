@@ -219,16 +219,21 @@ void bench_gemm(LtGemm& lt, const char* name, int M, int N, int K) {
   const double bytes = double(N) * K + double(M) * K + 2.0 * M * N;
   const std::string shape = std::string(name) + " M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K);
   // Large M: the big tiles (the default picks the plain 128×128); small M: the default (64×64, split-K).
-  for (const GemmTile tile : M > 64 ? std::vector<GemmTile>{GemmTile::k128x128, GemmTile::k128x128ws, GemmTile::k64x128}
+  // The TMA kernel reads B tile-major (the product's layout; the random bytes serve either layout).
+  for (const GemmTile tile : M > 64 ? std::vector<GemmTile>{GemmTile::k128x128, GemmTile::k128x128tma,
+                                                            GemmTile::k128x192tma, GemmTile::k64x128}
                                     : std::vector<GemmTile>{GemmTile::kAuto}) {
     p.tile = tile;
+    p.b_tiled = tile == GemmTile::k128x128tma || tile == GemmTile::k128x192tma;
     const double us = time_us([&](int i) {
       p.b = static_cast<const uint8_t*>(wp[i % copies]);
       p.b_scales = sp[i % copies];
       launch_gemm_fp8(p, M, nullptr);
     });
-    const char* label = tile == GemmTile::k64x128      ? "gemm_fp8 (+bias) 64x128"
-                        : tile == GemmTile::k128x128ws ? "gemm_fp8 (+bias) 128x128 warp-specialised"
+    const char* label = tile == GemmTile::k64x128       ? "gemm_fp8 (+bias) 64x128"
+                        : tile == GemmTile::k128x128tma ? "gemm_fp8 (+bias) 128x128 tma"
+                        : tile == GemmTile::k128x192tma ? "gemm_fp8 (+bias) 128x192 tma"
+                        : tile == GemmTile::k128x128ws  ? "gemm_fp8 (+bias) 128x128 warp-specialised"
                                                        : "gemm_fp8 (+bias)";
     row(label, shape, us, flops, bytes, base, M <= 64 ? "copy" : "fp8");
   }
@@ -325,12 +330,19 @@ void bench_moe(int T, int E) {
   p.num_local_experts = E;
   p.hidden = H;
   p.inter = I;
-  const double us = time_us([&](int) { launch_moe(p, ws.ptr, nullptr); }, 10);
   const double flops = double(T) * 4 * 2 * (2.0 * I * H + double(H) * I);
   const int touched = std::min(E, T * 4);
   const double bytes = double(touched) * 3.0 * I * H;
-  row("moe (route..combine)", std::to_string(T) + " tok, E=" + std::to_string(E) + ", top-4", us, flops, bytes, 0,
-      T <= 16 ? "copy" : "fp8");
+  // Row-major experts (cp.async GEMM), then the model's tile-major layout (the TMA GEMM at 128-row tiles).
+  for (const GemmTile tile : {GemmTile::kAuto, GemmTile::k128x128tma, GemmTile::k128x192tma}) {
+    const bool tiled = tile != GemmTile::kAuto;
+    if (tiled && T * 4 / E <= 64) continue;  // 64-row tiles: no TMA kernel
+    p.weights_tiled = tiled;
+    p.gemm_tile = tile;
+    const double us = time_us([&](int) { launch_moe(p, ws.ptr, nullptr); }, 10);
+    row(!tiled ? "moe (route..combine)" : tile == GemmTile::k128x128tma ? "moe tma 128x128" : "moe tma 128x192",
+        std::to_string(T) + " tok, E=" + std::to_string(E) + ", top-4", us, flops, bytes, 0, T <= 16 ? "copy" : "fp8");
+  }
 }
 
 // ---- decode GEMV (gemv_fp8.h) vs quantize_fp8 + gemm_fp8 (split-K) at the same shape ----

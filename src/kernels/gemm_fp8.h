@@ -22,9 +22,20 @@ namespace gossamer::kernels {
 
 enum class GemmEpilogue : int { kBias = 0, kSwiGlu = 1 };
 // CTA tile (BM×BN). kAuto picks 64×64 for ≤ 64 rows per tile, 64×128 for plain GEMMs of 65–256 rows,
-// else 128×128; k128x128ws is a warp-specialised 128×128 (not picked by kAuto: see gemm_fp8_ws_sm90.cu).
+// else 128-row tiles — the persistent TMA warp-specialised kernel (k128x128tma / k128x192tma,
+// gemm_fp8_tma_sm90.cu) when B is tile-major and A is not gathered, the cp.async kernel (k128x128)
+// otherwise; k128x128ws is a cp.async
+// warp-specialised 128×128 (not picked by kAuto: see gemm_fp8_ws_sm90.cu).
 // Grouped (MoE) launches must use a tile whose BM equals the tile list's tile_rows.
-enum class GemmTile : int { kAuto = 0, k64x64 = 1, k64x128 = 2, k128x128 = 3, k128x128ws = 4 };
+enum class GemmTile : int {
+  kAuto = 0,
+  k64x64 = 1,
+  k64x128 = 2,
+  k128x128 = 3,
+  k128x128ws = 4,
+  k128x128tma = 5,
+  k128x192tma = 6
+};
 
 struct GemmFp8Params {
   const uint8_t* a = nullptr;         // [rows_a, K] fp8, row stride lda bytes (multiple of 16)
@@ -47,6 +58,7 @@ struct GemmFp8Params {
   const int32_t* tile_m0 = nullptr;        // [max_tiles]
   const int32_t* num_tiles = nullptr;      // [1]
   int max_tiles = 0;                       // grid bound in grouped mode
+  int num_groups = 1;                      // groups (experts) in b and b_scales in grouped mode
   // Split-K scratch for small plain GEMMs (M ≤ 64): gemm_fp8_split_workspace_bytes(M, N, K) bytes, or
   // null when that is 0. Partials are summed in a fixed order (deterministic).
   float* split_workspace = nullptr;

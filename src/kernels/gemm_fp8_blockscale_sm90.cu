@@ -235,9 +235,13 @@ void launch_gemm_fp8(const GemmFp8Params& p, int rows_hint, cudaStream_t stream)
     if (gemm_fp8_tile_rows(rows_hint) == 64) {
       tile = GemmTile::k64x64;
     } else {
-      // The warp-specialised 128×128 is an explicit variant until an A/B in one run shows it faster
-      // (gemm_fp8_ws_sm90.cu, PERF.md).
-      tile = (p.tile_group == nullptr && p.M <= 256) ? GemmTile::k64x128 : GemmTile::k128x128;
+      // 128-row tiles: the persistent TMA kernel with 128×192 tiles wherever its operand rules hold
+      // (tile-major B, contiguous A): measured 1.15–1.35× the cp.async 128×128 kernel from M = 1024 up and
+      // on the grouped MoE (PERF.md, 2026-12-01); else the cp.async kernel.
+      const bool tma_ok = p.b_tiled && p.a_row_index == nullptr && q.k_splits == 1;
+      tile = (p.tile_group == nullptr && p.M <= 256) ? GemmTile::k64x128
+             : tma_ok                                ? GemmTile::k128x192tma
+                                                     : GemmTile::k128x128;
     }
   }
   switch (tile) {
@@ -249,6 +253,12 @@ void launch_gemm_fp8(const GemmFp8Params& p, int rows_hint, cudaStream_t stream)
       break;
     case GemmTile::k128x128ws:
       launch_ws(q, stream);
+      break;
+    case GemmTile::k128x128tma:
+      launch_tma(q, 128, stream);
+      break;
+    case GemmTile::k128x192tma:
+      launch_tma(q, 192, stream);
       break;
     default:
       launch_tile<128, 128>(q, stream);

@@ -155,5 +155,8 @@ __device__ __forceinline__ void write_out(const GemmFp8Params& p, const float (&
 void launch_split_finalize(const GemmFp8Params& p, cudaStream_t stream);
 // The warp-specialised 128×128 kernel (gemm_fp8_ws_sm90.cu) with its grid; then the finalize if split.
 void launch_ws(const GemmFp8Params& p, cudaStream_t stream);
+// The persistent TMA warp-specialised kernel (gemm_fp8_tma_sm90.cu), 128 × tile_n tiles (tile_n 128 or
+// 192): tile-major B, contiguous A only.
+void launch_tma(const GemmFp8Params& p, int tile_n, cudaStream_t stream);
 
 }  // namespace gossamer::kernels::gemm_fp8_detail

@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "kernels/gemm_fp8.h"
+
 namespace gossamer::kernels {
 
 inline constexpr int kMoeTopK = 4;
@@ -74,6 +76,9 @@ struct MoeParams {
   int num_local_experts = 0;
   int hidden = 2880;
   int inter = 2880;
+  // The expert GEMMs' tile at 128-row tiles (k128x128tma / k128x192tma need weights_tiled); kAuto lets
+  // launch_gemm_fp8 choose. Benchmarks and tests pin it to compare kernels.
+  GemmTile gemm_tile = GemmTile::kAuto;
 };
 // Device scratch for launch_moe, carved from one buffer of moe_workspace_bytes().
 size_t moe_workspace_bytes(int num_tokens, int num_local_experts, int hidden, int inter);

@@ -189,8 +189,8 @@ MoeWorkspace carve(uint8_t* base, int T, int E, int hidden, int inter, int tile_
   w.tile_group = reinterpret_cast<int32_t*>(take(max_tiles * 4));
   w.tile_m0 = reinterpret_cast<int32_t*>(take(max_tiles * 4));
   w.num_tiles = reinterpret_cast<int32_t*>(take(4));
-  w.x_q = take(T * ld16(hidden));
-  w.x_scales = reinterpret_cast<float*>(take(T * ceil_div(hidden, 128) * 4));
+  w.x_q = take(pairs * ld16(hidden));  // tokens permuted into expert order
+  w.x_scales = reinterpret_cast<float*>(take(pairs * ceil_div(hidden, 128) * 4));
   w.h = reinterpret_cast<uint16_t*>(take(pairs * inter * 2));
   w.h_q = take(pairs * ld16(inter));
   w.h_scales = reinterpret_cast<float*>(take(pairs * ceil_div(inter, 128) * 4));
@@ -245,15 +245,18 @@ void launch_moe(const MoeParams& p, void* workspace, cudaStream_t stream) {
   MoePlanParams plan{w.topk_ids, T, p.expert_begin, E, tile_rows, w.group_offsets, w.row_token, w.pair_row,
                      w.tile_group, w.tile_m0, w.num_tiles};
   launch_moe_plan(plan, stream);
-  // ---- gate_up (gathered tokens) + bias + SwiGLU ----
-  launch_quantize_fp8({p.x, p.hidden, w.x_q, ld16(p.hidden), w.x_scales, T, p.hidden}, stream);
+  // ---- gate_up (tokens permuted into expert order while quantized) + bias + SwiGLU ----
+  QuantizeFp8Params qx{p.x, p.hidden, w.x_q, ld16(p.hidden), w.x_scales, T * kMoeTopK, p.hidden};
+  qx.row_index = w.row_token;
+  qx.num_valid_rows = w.group_offsets + E;
+  launch_quantize_fp8(qx, stream);
   const int max_tiles = moe_max_tiles(T, E, tile_rows);
   const int rows_hint = ceil_div(T * kMoeTopK, E);
   GemmFp8Params g1;
   g1.a = w.x_q;
   g1.lda = ld16(p.hidden);
   g1.a_scales = w.x_scales;
-  g1.a_row_index = w.row_token;
+  g1.a_row_index = nullptr;
   g1.b = p.w1;
   g1.b_tiled = p.weights_tiled;
   g1.b_scales = p.w1_scales;
@@ -269,6 +272,8 @@ void launch_moe(const MoeParams& p, void* workspace, cudaStream_t stream) {
   g1.tile_m0 = w.tile_m0;
   g1.num_tiles = w.num_tiles;
   g1.max_tiles = max_tiles;
+  g1.num_groups = E;
+  if (tile_rows == 128) g1.tile = p.gemm_tile;
   launch_gemm_fp8(g1, rows_hint, stream);
   // ---- down + bias ----
   // NOTE: rows past group_offsets[E] (pairs routed to other ranks) are quantized but never read.

@@ -2,6 +2,8 @@
 //
 // For row r and group g (columns [128g, 128g + 128) ∩ [0, K)): amax = max(|x|, 1e-4),
 // scale = amax / 448, q = fp8(x · (448 / amax)) (round to nearest even, saturating).
+// With row_index, output row r quantizes input row row_index[r] (a gather: the grouped MoE GEMM reads
+// tokens permuted into expert order), and rows r ≥ *num_valid_rows are left untouched.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -18,6 +20,8 @@ struct QuantizeFp8Params {
   float* scales = nullptr;      // [M, ceil(K/128)] fp32
   int M = 0;
   int K = 0;  // multiple of 8
+  const int32_t* row_index = nullptr;       // [M] device (host for the reference) source rows, or null
+  const int32_t* num_valid_rows = nullptr;  // [1] with row_index: rows past it are skipped; null = all M
 };
 
 void launch_quantize_fp8(const QuantizeFp8Params& p, cudaStream_t stream);

@@ -13,13 +13,15 @@ __global__ void quantize_fp8_kernel(QuantizeFp8Params p) {
   const int lane = threadIdx.x % 32;
   if (warp >= static_cast<int64_t>(p.M) * groups) return;
   const int64_t row = warp / groups;
+  if (p.num_valid_rows && row >= *p.num_valid_rows) return;
+  const int64_t src_row = p.row_index ? p.row_index[row] : row;
   const int g = static_cast<int>(warp % groups);
   const int col = g * 128 + lane * 4;
   const bool active = col < p.K;
   float v[4] = {};
   float amax = 0.f;
   if (active) {
-    const uint2 raw = *reinterpret_cast<const uint2*>(p.x + row * p.ldx + col);
+    const uint2 raw = *reinterpret_cast<const uint2*>(p.x + src_row * p.ldx + col);
     const __nv_bfloat16* b = reinterpret_cast<const __nv_bfloat16*>(&raw);
 #pragma unroll
     for (int j = 0; j < 4; ++j) {

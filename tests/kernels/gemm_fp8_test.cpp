@@ -37,7 +37,8 @@ TEST(GemmFp8Kernel, MatchesReference) {
                             {64, 384, 2880, GemmEpilogue::kBias},   {65, 320, 576, GemmEpilogue::kBias},
                             {130, 640, 2880, GemmEpilogue::kBias},  {300, 264, 1024, GemmEpilogue::kBias},
                             {17, 768, 576, GemmEpilogue::kSwiGlu},  {200, 640, 2880, GemmEpilogue::kSwiGlu},
-                            {3, 136, 48, GemmEpilogue::kBias},      {257, 384, 8192, GemmEpilogue::kBias}};
+                            {3, 136, 48, GemmEpilogue::kBias},      {257, 384, 8192, GemmEpilogue::kBias},
+                            {520, 2880, 2880, GemmEpilogue::kBias}, {384, 5760, 2880, GemmEpilogue::kSwiGlu}};
   for (const auto& c : cases) {
     const int kb = (c.k + 127) / 128, nb = (c.n + 127) / 128;
     const int64_t lda = (c.k + 15) / 16 * 16;
@@ -89,7 +90,9 @@ TEST(GemmFp8Kernel, MatchesReference) {
                             Variant{GemmTile::k128x128ws, false, " tile128x128 warp-specialised"},
                             Variant{GemmTile::k128x128ws, false, " tile128x128 warp-specialised b tile-major"},
                             Variant{GemmTile::kAuto, true, " split-k"}, Variant{GemmTile::kAuto, false, " b tile-major"},
-                            Variant{GemmTile::k128x128, false, " tile128x128 b tile-major"}}) {
+                            Variant{GemmTile::k128x128, false, " tile128x128 b tile-major"},
+                            Variant{GemmTile::k128x128tma, false, " tile128x128 tma b tile-major"},
+                            Variant{GemmTile::k128x192tma, false, " tile128x192 tma b tile-major"}}) {
       if (v.split && split_bytes == 0) continue;
       dout.poison();
       ws.poison();
@@ -149,7 +152,8 @@ TEST(MoeKernel, MatchesReference) {
   const MoeCase cases[] = {{1, 32, 0, 32, 576, 320, false},  {5, 8, 0, 8, 512, 384, true},
                            {300, 32, 0, 32, 576, 320, true}, {64, 8, 4, 4, 576, 320, false},
                            {8, 4, 0, 4, 2880, 2880, true},
-                           {512, 4, 0, 4, 512, 256, true}};  // 512 rows per expert: the warp-specialised 128×128 tile
+                           {512, 4, 0, 4, 512, 256, true},  // 512 rows per expert: 128-row tiles
+                           {160, 8, 2, 4, 2880, 2880, false}};  // 128-row tiles at the model's width, EP slice
   for (const auto& c : cases) {
     const int H = c.hidden, I = c.inter, E = c.local;
     const int kbh = (H + 127) / 128, kbi = (I + 127) / 128;
@@ -187,15 +191,18 @@ TEST(MoeKernel, MatchesReference) {
     p.inter = I;
     launch_moe(p, ws.get(), nullptr);
     const auto out = dout.download();
-    {  // tile-major expert weights (the model's layout): bit-identical
+    // Tile-major expert weights (the model's layout), with each 128-row kernel: bit-identical.
+    for (const GemmTile tile : {GemmTile::kAuto, GemmTile::k128x128tma, GemmTile::k128x192tma}) {
       DeviceBuffer<uint8_t> dw1t(tiled(w1, E, 2 * I, H)), dw2t(tiled(w2, E, H, I));
       MoeParams t = p;
       t.w1 = dw1t.get();
       t.w2 = dw2t.get();
       t.weights_tiled = true;
+      t.gemm_tile = tile;
       dout.poison();
       launch_moe(t, ws.get(), nullptr);
-      EXPECT_EQ(dout.download(), out) << "tile-major experts, " << c.tokens << " tokens";
+      EXPECT_EQ(dout.download(), out) << "tile-major experts, tile " << static_cast<int>(tile) << ", " << c.tokens
+                                      << " tokens";
     }
     std::vector<uint16_t> ref(x.size());
     MoeParams r = p;

@@ -1,0 +1,234 @@
+// FP8 block-scaled GEMM on Hopper with TMA and warp specialisation (GemmTile::k128x128tma and
+// k128x192tma; gemm_fp8.h). Persistent: one CTA per SM walks the tiles (m fastest, so CTAs running
+// together share B tiles in L2), and the producer runs ahead into the next tile while the consumers
+// write the last one out.
+//
+// A CTA computes 128×kBN tiles (kBN = 128 or 192) with 384 threads:
+//   warpgroup 0  producer: one thread issues the bulk tensor copies of A (128 rows × 128 K bytes) and B
+//                (kBN rows × 128 K bytes, tile-major) into a ring of kStages stages, each guarded by a
+//                full barrier (transaction-counted) and an empty barrier (8 consumer warps arrive).
+//                A stage holds each operand as two K halves of 128 rows × 64 bytes, 64B-swizzled (the
+//                tile-major tiles are 64 bytes wide; tma_sm90.cuh);
+//   warpgroups 1 and 2  consumers: rows 0–63 and 64–127. Per K block: four wgmma m64nkBNk32 into a
+//                temporary accumulator, wait, release the stage, promote with a_scale[row] · b_scale.
+// The producer gives its registers to the consumers (setmaxnreg). A must be contiguous rows (grouped MoE
+// callers permute tokens into expert order first: quantize_fp8's row_index); B must be tile-major.
+// Partial tiles: TMA zero-fills rows, columns and K past the tensor bounds; writes stop at row_end and N.
+// 192-wide tiles cover two 128-row B scale blocks: each 8-column group takes the scale of its block.
+#include <algorithm>
+
+#include "kernels/gemm_fp8_common_sm90.cuh"
+#include "kernels/mbarrier_sm90.cuh"
+#include "kernels/tma_sm90.cuh"
+
+namespace gossamer::kernels::gemm_fp8_detail {
+namespace {
+
+constexpr int kTmaThreads = 384;
+constexpr int kProducerRegs = 40;
+constexpr int kConsumerRegs = 232;
+
+template <int kBN>
+struct TmaTile {
+  static constexpr int kStages = kBN == 128 ? 6 : 5;
+  static constexpr int kABytes = 128 * kBK;  // [K half][128 rows][64 bytes]
+  static constexpr int kBBytes = kBN * kBK;  // [K half][kBN rows][64 bytes]
+  static constexpr int kStageBytes = kABytes + kBBytes;
+  static constexpr int kSmemBytes = 1024 + kStages * kStageBytes + 2 * kStages * 8;
+};
+
+// Tile t of the walk: expert, rows [m0, row_end) and columns from n0.
+struct TmaTileCoord {
+  int group, m0, row_end, n0;
+};
+template <int kBN>
+__device__ __forceinline__ TmaTileCoord tma_tile(const GemmFp8Params& p, int t, int m_tiles) {
+  const int mt = t % m_tiles;
+  TmaTileCoord c;
+  c.n0 = (t / m_tiles) * kBN;
+  if (p.tile_group) {
+    c.group = p.tile_group[mt];
+    c.m0 = p.tile_m0[mt];
+    c.row_end = p.group_offsets[c.group + 1];
+  } else {
+    c.group = 0;
+    c.m0 = mt * 128;
+    c.row_end = p.M;
+  }
+  return c;
+}
+
+template <int kBN>
+__device__ __forceinline__ void wgmma_tile(float (&d)[kBN / 2], uint64_t da, uint64_t db, int scale_d) {
+  if constexpr (kBN == 192) {
+    wgmma::wgmma_m64n192k32_e4m3(d, da, db, scale_d);
+  } else {
+    wgmma::wgmma_m64n128k32_e4m3(d, da, db, scale_d);
+  }
+}
+
+template <int kBN>
+__global__ void __launch_bounds__(kTmaThreads, 1)
+    gemm_fp8_tma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
+                        const GemmFp8Params p) {
+  using T = TmaTile<kBN>;
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + T::kStages * T::kStageBytes);
+  uint64_t* empty = full + T::kStages;
+
+  const int m_tiles = p.tile_group ? *p.num_tiles : ceil_div(p.M, 128);
+  const int num_tiles = m_tiles * ceil_div(p.N, kBN);
+  const int num_kb = ceil_div(p.K, kBK);
+  const int tid = threadIdx.x;
+  if (tid == 0) {
+    tma::prefetch_map(&map_a);
+    tma::prefetch_map(&map_b);
+    for (int s = 0; s < T::kStages; ++s) {
+      mbar::init(&full[s], 1);
+      mbar::init(&empty[s], 8);
+    }
+    tma::fence_barrier_init();
+  }
+  __syncthreads();
+
+  if (tid < 128) {
+    // ================= producer =================
+    tma::regs_release<kProducerRegs>();
+    if (tid == 0) {
+      // B bands: 64-row bands of the tile-major layout, G · pad(N)/64 of them.
+      const int bands_per_group = static_cast<int>(fp8_tiled_pad(p.N) / 64);
+      int it = 0;
+      for (int t = blockIdx.x; t < num_tiles; t += gridDim.x) {
+        const TmaTileCoord c = tma_tile<kBN>(p, t, m_tiles);
+        const int band0 = c.group * bands_per_group + c.n0 / 64;
+        for (int kb = 0; kb < num_kb; ++kb, ++it) {
+          const int s = it % T::kStages;
+          mbar::wait(&empty[s], ((it / T::kStages) & 1) ^ 1);
+          uint8_t* sa = smem + s * T::kStageBytes;
+          tma::arrive_expect_tx(&full[s], T::kStageBytes);
+          tma::copy_2d(sa, &map_a, kb * kBK, c.m0, &full[s]);
+          tma::copy_2d(sa + T::kABytes / 2, &map_a, kb * kBK + 64, c.m0, &full[s]);
+          tma::copy_4d(sa + T::kABytes, &map_b, 0, 0, band0, 2 * kb, &full[s]);
+        }
+      }
+    }
+    return;
+  }
+
+  // ================= consumers =================
+  tma::regs_claim<kConsumerRegs>();
+  const int cw = tid / 128 - 1;  // consumer warpgroup: rows 64·cw …
+  const int warp = (tid % 128) / 32;
+  const int lane = tid % 32;
+  const int local_row = cw * 64 + warp * 16 + lane / 4;  // and local_row + 8
+  const int num_nb = ceil_div(p.N, 128);
+  float acc[kBN / 2];
+  float tmp[kBN / 2];
+  int it = 0;
+  for (int t = blockIdx.x; t < num_tiles; t += gridDim.x) {
+    const TmaTileCoord c = tma_tile<kBN>(p, t, m_tiles);
+    init_with_bias<kBN>(p, acc, c.group, c.n0, lane);
+    // B scales of the (one or two) 128-row blocks the tile covers; 8-column groups j < j_split use the first.
+    const float* bs0 = b_scale_row(p, c.group, c.n0, num_kb);
+    const float* bs1 = c.n0 / 128 + 1 < num_nb ? bs0 + num_kb : bs0;
+    const int j_split = (128 - c.n0 % 128) / 8;
+    const int r0 = c.m0 + local_row, r1 = r0 + 8;
+    const bool ok0 = r0 < c.row_end, ok1 = r1 < c.row_end;
+    const float* as0 = p.a_scales + static_cast<int64_t>(ok0 ? r0 : 0) * num_kb;
+    const float* as1 = p.a_scales + static_cast<int64_t>(ok1 ? r1 : 0) * num_kb;
+
+    for (int kb = 0; kb < num_kb; ++kb, ++it) {
+      const int s = it % T::kStages;
+      // The scales' load latency hides behind the barrier wait and the wgmma.
+      const float sb0 = __ldg(bs0 + kb);
+      const float sb1 = kBN > 128 ? __ldg(bs1 + kb) : sb0;
+      const float sa0 = ok0 ? __ldg(as0 + kb) : 0.f;
+      const float sa1 = ok1 ? __ldg(as1 + kb) : 0.f;
+      mbar::wait(&full[s], (it / T::kStages) & 1);
+      const uint8_t* sa = smem + s * T::kStageBytes + cw * 64 * 64;
+      const uint8_t* sbm = smem + s * T::kStageBytes + T::kABytes;
+      wgmma::fence();
+#pragma unroll
+      for (int kk = 0; kk < kBK / 32; ++kk) {
+        const int off_a = (kk / 2) * (T::kABytes / 2) + (kk % 2) * 32;
+        const int off_b = (kk / 2) * (T::kBBytes / 2) + (kk % 2) * 32;
+        wgmma_tile<kBN>(tmp, wgmma::desc_k64_sw64(sa + off_a), wgmma::desc_k64_sw64(sbm + off_b), kk > 0);
+      }
+      wgmma::commit();
+      wgmma::wait<0>();
+      if (lane == 0) mbar::arrive(&empty[s]);
+
+      // ---- promote with the block scales (the other kernels' arithmetic: bit-identical results) ----
+      const float s0a = sa0 * sb0, s1a = sa1 * sb0, s0b = sa0 * sb1, s1b = sa1 * sb1;
+#pragma unroll
+      for (int j = 0; j < kBN / 8; ++j) {
+        const bool first = kBN == 128 || j < j_split;
+        const float s0 = first ? s0a : s0b, s1 = first ? s1a : s1b;
+        acc[4 * j + 0] += tmp[4 * j + 0] * s0;
+        acc[4 * j + 1] += tmp[4 * j + 1] * s0;
+        acc[4 * j + 2] += tmp[4 * j + 2] * s1;
+        acc[4 * j + 3] += tmp[4 * j + 3] * s1;
+      }
+    }
+    write_out<kBN>(p, acc, c.m0, c.n0, c.row_end, local_row, lane);
+  }
+}
+
+int num_sms() {
+  static const int n = [] {
+    int device = 0, count = 0;
+    GOSSAMER_CUDA_CHECK(cudaGetDevice(&device));
+    GOSSAMER_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
+    return count;
+  }();
+  return n;
+}
+
+template <int kBN>
+void launch_tma_tile(const GemmFp8Params& p, cudaStream_t stream) {
+  using T = TmaTile<kBN>;
+  static bool configured = false;
+  if (!configured) {
+    GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(gemm_fp8_tma_kernel<kBN>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             T::kSmemBytes));
+    configured = true;
+  }
+  // A: [M, K] bytes with row stride lda; box 64 K bytes × 128 rows (two per stage).
+  const uint64_t a_dims[2] = {static_cast<uint64_t>(p.K), static_cast<uint64_t>(p.M)};
+  const uint64_t a_strides[1] = {static_cast<uint64_t>(p.lda)};
+  const uint32_t a_box[2] = {64, 128};
+  const CUtensorMap map_a = tma::make_map_u8_sw64(p.a, 2, a_dims, a_strides, a_box);
+  // B tile-major (fp8_tiled.h: 4 KiB tiles ordered (g, n / 64, k / 64)) as dims (k in tile 64, row in
+  // band 64, band G·NT, k tile KT); box (64, 64, kBN / 64, 2) lands as [K half][kBN rows][64 bytes].
+  const uint64_t kt = static_cast<uint64_t>(fp8_tiled_pad(p.K) / 64);
+  const uint64_t bands = static_cast<uint64_t>(fp8_tiled_pad(p.N) / 64);
+  const uint64_t groups = p.tile_group ? static_cast<uint64_t>(p.num_groups) : 1;
+  const uint64_t b_dims[4] = {64, 64, bands * groups, kt};
+  const uint64_t b_strides[3] = {64, kt * 4096, 4096};
+  const uint32_t b_box[4] = {64, 64, kBN / 64, 2};
+  const CUtensorMap map_b = tma::make_map_u8_sw64(p.b, 4, b_dims, b_strides, b_box);
+  const int64_t max_tiles =
+      static_cast<int64_t>(p.tile_group ? p.max_tiles : ceil_div(p.M, 128)) * ceil_div(p.N, kBN);
+  const int grid = static_cast<int>(std::min<int64_t>(max_tiles, num_sms()));
+  if (grid == 0) return;
+  gemm_fp8_tma_kernel<kBN><<<grid, kTmaThreads, T::kSmemBytes, stream>>>(map_a, map_b, p);
+  GOSSAMER_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void launch_tma(const GemmFp8Params& p, int tile_n, cudaStream_t stream) {
+  GOSSAMER_CHECK(p.b_tiled, "gemm_fp8: the TMA kernel reads tile-major B only");
+  GOSSAMER_CHECK(p.a_row_index == nullptr, "gemm_fp8: the TMA kernel reads contiguous A rows (no gather)");
+  GOSSAMER_CHECK(p.k_splits == 1, "gemm_fp8: the TMA kernel has no split-K");
+  GOSSAMER_CHECK(reinterpret_cast<uintptr_t>(p.a) % 16 == 0 && reinterpret_cast<uintptr_t>(p.b) % 16 == 0,
+                 "gemm_fp8: the TMA kernel needs 16-byte aligned operands");
+  if (tile_n == 192) {
+    launch_tma_tile<192>(p, stream);
+  } else {
+    launch_tma_tile<128>(p, stream);
+  }
+}
+
+}  // namespace gossamer::kernels::gemm_fp8_detail
