@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cuda/device_buffer.h"
 #include "kernels/attention.h"
 #include "kernels/cuda_utils.h"
 #include "kernels/embedding.h"
@@ -51,13 +52,13 @@ __global__ void fill_kernel(uint8_t* p, size_t n, uint32_t seed, int kind, float
   }
 }
 
-struct Buf {
-  void* ptr = nullptr;
-  size_t bytes = 0;
-  explicit Buf(size_t b) : bytes(b) { GOSSAMER_CUDA_CHECK(cudaMalloc(&ptr, std::max<size_t>(b, 256))); }
-  ~Buf() { cudaFree(ptr); }
+// Device memory of the benches: core/cuda/device_buffer.h's buffer, never empty (zero-size shapes still
+// get a valid pointer).
+struct Buf : gossamer::cuda::DeviceBuffer {
+  explicit Buf(size_t b) : DeviceBuffer(std::max<size_t>(b, 256)), bytes(b) {}
+  size_t bytes;  // as asked for
   template <typename T>
-  T* as() const { return static_cast<T*>(ptr); }
+  T* as() const { return get<T>(); }
 };
 uint32_t g_seed = 1;
 void fill(const Buf& b, int kind, size_t n, float lo = 0.f, float hi = 1.f) {
@@ -158,7 +159,7 @@ struct LtGemm {
         const void* a = x_first ? x : w[c];
         const void* b = x_first ? w[c] : x;
         const cublasStatus_t st = cublasLtMatmul(handle, desc, &alpha, a, la, b, lb, &beta, out, ld, out, ld, &heur.algo,
-                                                 workspace.ptr, workspace.bytes, nullptr);
+                                                 workspace.get(), workspace.bytes, nullptr);
         if (st != CUBLAS_STATUS_SUCCESS) ms = st;
       });
       if (ms != CUBLAS_STATUS_SUCCESS) {
@@ -208,18 +209,14 @@ void bench_gemm(LtGemm& lt, const char* name, int M, int N, int K) {
   p.M = M;
   p.N = N;
   p.K = K;
-  const size_t split_bytes = gemm_fp8_split_workspace_bytes(M, N, K);
-  Buf split(split_bytes);
-  p.split_workspace = split.as<float>();
-  p.split_workspace_bytes = split_bytes;
   // NOTE: the cuBLASLt baseline at the unembedding width (N = 201088) aborted the process with an illegal
   // address on the H200 (105892e; cause not established), so it is skipped there.
-  const double base = N > 65536 ? -1 : lt.time(M, N, K, wp, x.ptr, xs.as<float>(), sp, out.ptr);
+  const double base = N > 65536 ? -1 : lt.time(M, N, K, wp, x.get(), xs.as<float>(), sp, out.get());
   const double flops = 2.0 * M * N * K;
   const double bytes = double(N) * K + double(M) * K + 2.0 * M * N;
   const std::string shape = std::string(name) + " M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K);
-  // Large M: the big tiles (the default picks the plain 128×128); small M: the default (64×64, split-K).
-  for (const GemmTile tile : M > 64 ? std::vector<GemmTile>{GemmTile::k128x128, GemmTile::k128x128ws, GemmTile::k64x128}
+  // Large M: the big tiles (the default picks the plain 128×128); small M: the default (64×64).
+  for (const GemmTile tile : M > 64 ? std::vector<GemmTile>{GemmTile::k128x128, GemmTile::k64x128}
                                     : std::vector<GemmTile>{GemmTile::kAuto}) {
     p.tile = tile;
     const double us = time_us([&](int i) {
@@ -227,9 +224,7 @@ void bench_gemm(LtGemm& lt, const char* name, int M, int N, int K) {
       p.b_scales = sp[i % copies];
       launch_gemm_fp8(p, M, nullptr);
     });
-    const char* label = tile == GemmTile::k64x128      ? "gemm_fp8 (+bias) 64x128"
-                        : tile == GemmTile::k128x128ws ? "gemm_fp8 (+bias) 128x128 warp-specialised"
-                                                       : "gemm_fp8 (+bias)";
+    const char* label = tile == GemmTile::k64x128 ? "gemm_fp8 (+bias) 64x128" : "gemm_fp8 (+bias)";
     row(label, shape, us, flops, bytes, base, M <= 64 ? "copy" : "fp8");
   }
   for (auto* b : w) delete b;
@@ -255,7 +250,7 @@ void bench_small() {
     fill(pos, 3, T, 0, 131072);
     std::vector<int64_t> hs(T);
     for (int i = 0; i < T; ++i) hs[i] = i;
-    cudaMemcpy(slots.ptr, hs.data(), T * 8, cudaMemcpyHostToDevice);
+    cudaMemcpy(slots.get(), hs.data(), T * 8, cudaMemcpyHostToDevice);
     RopeParams p;
     p.qkv = qkv.as<uint16_t>();
     p.positions = pos.as<int32_t>();
@@ -325,7 +320,7 @@ void bench_moe(int T, int E) {
   p.num_local_experts = E;
   p.hidden = H;
   p.inter = I;
-  const double us = time_us([&](int) { launch_moe(p, ws.ptr, nullptr); }, 10);
+  const double us = time_us([&](int) { launch_moe(p, ws.get(), nullptr); }, 10);
   const double flops = double(T) * 4 * 2 * (2.0 * I * H + double(H) * I);
   const int touched = std::min(E, T * 4);
   const double bytes = double(touched) * 3.0 * I * H;
@@ -377,10 +372,6 @@ void bench_gemv(const char* name, int M, int N, int K, GemmEpilogue epi, bool ba
   g.N = N;
   g.K = K;
   g.epilogue = epi;
-  const size_t split_bytes = gemm_fp8_split_workspace_bytes(M, N, K);
-  Buf split(split_bytes);
-  g.split_workspace = split.as<float>();
-  g.split_workspace_bytes = split_bytes;
   const double base = !baseline ? 0.0 : time_us([&](int i) {
     launch_quantize_fp8({x.as<uint16_t>(), K, xq.as<uint8_t>(), ldq, xs.as<float>(), M, K}, nullptr);
     g.b = w[i % copies]->as<uint8_t>();
@@ -521,17 +512,17 @@ void bench_moe_decode(int T, int E, bool baseline = true) {
   auto logits_of = [&](int i) { return logits.as<uint16_t>() + size_t(i % logit_copies) * T * E; };
   const double base = !baseline ? 0.0 : time_us([&](int i) {
     p.logits = logits_of(i);
-    launch_moe(p, ws_base.ptr, nullptr);
+    launch_moe(p, ws_base.get(), nullptr);
   }, 16);
   p.weights_tiled = true;  // the model's layout (20b/120b shapes are multiples of 64: same bytes)
   const double us = time_us([&](int i) {
     p.logits = logits_of(i);
-    launch_moe_decode(p, ws.ptr, nullptr);
+    launch_moe_decode(p, ws.get(), nullptr);
   }, 16);
   p.weights_tiled = false;
   const double us_row_major = time_us([&](int i) {
     p.logits = logits_of(i);
-    launch_moe_decode(p, ws.ptr, nullptr);
+    launch_moe_decode(p, ws.get(), nullptr);
   }, 16);
   const double flops = double(T) * 4 * 2 * (2.0 * I * H + double(H) * I);
   const double bytes = double(std::min(E, T * 4)) * 3.0 * I * H;
@@ -572,10 +563,10 @@ void bench_attention(const char* name, const std::vector<std::pair<int, int>>& s
   fill_bf16(kc, -1, 1);
   fill_bf16(vc, -1, 1);
   fill_f32(sinks, -1, 1);
-  cudaMemcpy(cu.ptr, b.cu.data(), cu.bytes, cudaMemcpyHostToDevice);
-  cudaMemcpy(kvl.ptr, b.kv.data(), kvl.bytes, cudaMemcpyHostToDevice);
-  cudaMemcpy(ip.ptr, b.indptr.data(), ip.bytes, cudaMemcpyHostToDevice);
-  cudaMemcpy(ix.ptr, b.idx.data(), ix.bytes, cudaMemcpyHostToDevice);
+  cudaMemcpy(cu.get(), b.cu.data(), cu.bytes, cudaMemcpyHostToDevice);
+  cudaMemcpy(kvl.get(), b.kv.data(), kvl.bytes, cudaMemcpyHostToDevice);
+  cudaMemcpy(ip.get(), b.indptr.data(), ip.bytes, cudaMemcpyHostToDevice);
+  cudaMemcpy(ix.get(), b.idx.data(), ix.bytes, cudaMemcpyHostToDevice);
   AttentionParams p;
   p.q = q.as<uint16_t>();
   p.out = out.as<uint16_t>();
@@ -593,7 +584,7 @@ void bench_attention(const char* name, const std::vector<std::pair<int, int>>& s
   p.max_kv_len = max_kv;
   p.prefill_warps = prefill_warps;
   Buf ws(decode ? attention_decode_workspace_bytes(p) : 0);
-  p.workspace = ws.ptr;
+  p.workspace = ws.get();
   const double us = time_us([&](int) {
     if (decode) {
       launch_attention_decode(p, nullptr);
@@ -618,10 +609,10 @@ void bench_sampling(int rows, float temp, int top_k, float top_p, const char* na
   std::vector<float> ht(rows, temp), hp(rows, top_p);
   std::vector<int32_t> hk(rows, top_k);
   std::vector<uint64_t> hs(rows, 42);
-  cudaMemcpy(t.ptr, ht.data(), rows * 4, cudaMemcpyHostToDevice);
-  cudaMemcpy(pp.ptr, hp.data(), rows * 4, cudaMemcpyHostToDevice);
-  cudaMemcpy(k.ptr, hk.data(), rows * 4, cudaMemcpyHostToDevice);
-  cudaMemcpy(seeds.ptr, hs.data(), rows * 8, cudaMemcpyHostToDevice);
+  cudaMemcpy(t.get(), ht.data(), rows * 4, cudaMemcpyHostToDevice);
+  cudaMemcpy(pp.get(), hp.data(), rows * 4, cudaMemcpyHostToDevice);
+  cudaMemcpy(k.get(), hk.data(), rows * 4, cudaMemcpyHostToDevice);
+  cudaMemcpy(seeds.get(), hs.data(), rows * 8, cudaMemcpyHostToDevice);
   SamplingParams p{logits.as<float>(), out.as<int32_t>(), t.as<float>(), k.as<int32_t>(), pp.as<float>(),
                    seeds.as<uint64_t>(), rows, vocab};
   const double us = time_us([&](int) { launch_sampling(p, nullptr); }, 10);

@@ -6,9 +6,9 @@
 // This is exact whenever e_max − e ≤ 13 within a block (fp8 subnormals cover the rest approximately).
 #pragma once
 
-#include <cuda_runtime.h>
-
 #include <cstdint>
+
+#include "core/cuda/cuda_types.h"  // cudaStream_t, GOSSAMER_HOST_DEVICE
 
 namespace gossamer::kernels {
 

@@ -365,58 +365,11 @@ struct MoeDecodeCase {
   int distinct_logit_rows;  // 0: every token its own logits; d > 0: token t uses logits row t % d
 };
 
-// The decode path's own rounding points: bf16 x, fp32 GEMVs, act and y rounded to bf16, fp32 combine.
-std::vector<uint16_t> moe_decode_ref(const MoeParams& p) {
-  const int T = p.num_tokens, H = p.hidden, I = p.inter, pairs = T * kMoeTopK;
-  std::vector<int32_t> ids(pairs);
-  std::vector<float> weights(pairs);
-  moe_route_cpu({p.logits, ids.data(), weights.data(), T, p.num_experts});
-  std::vector<uint16_t> act(size_t(pairs) * I), y(size_t(pairs) * H);
-  std::vector<int32_t> pair_row(pairs);
-  GemvFp8Params g1;
-  g1.x = p.x;
-  g1.ldx = H;
-  g1.w = p.w1;
-  g1.w_scales = p.w1_scales;
-  g1.bias = p.b1;
-  g1.out = act.data();
-  g1.ldc = I;
-  g1.N = 2 * I;
-  g1.K = H;
-  g1.epilogue = GemmEpilogue::kSwiGlu;
-  g1.topk_ids = ids.data();
-  g1.num_pairs = pairs;
-  g1.expert_begin = p.expert_begin;
-  g1.num_local_experts = p.num_local_experts;
-  g1.x_pair_divisor = kMoeTopK;
-  g1.pair_row = pair_row.data();
-  gemv_fp8_cpu(g1);
-  GemvFp8Params g2 = g1;
-  g2.x = act.data();
-  g2.ldx = I;
-  g2.w = p.w2;
-  g2.w_scales = p.w2_scales;
-  g2.bias = p.b2;
-  g2.out = y.data();
-  g2.ldc = H;
-  g2.N = H;
-  g2.K = I;
-  g2.epilogue = GemmEpilogue::kBias;
-  g2.x_pair_divisor = 1;
-  g2.pair_row = nullptr;
-  gemv_fp8_cpu(g2);
-  std::vector<uint16_t> out(size_t(T) * H);
-  for (int t = 0; t < T; ++t) {
-    for (int c = 0; c < H; ++c) {
-      float sum = 0.f;
-      for (int k = 0; k < kMoeTopK; ++k) {
-        const int q = t * kMoeTopK + k;
-        if (pair_row[q] >= 0) sum += weights[q] * bf16_to_float(y[size_t(q) * H + c]);
-      }
-      const float r = p.residual ? bf16_to_float(p.residual[size_t(t) * H + c]) : 0.f;
-      out[size_t(t) * H + c] = float_to_bf16(r + sum);
-    }
-  }
+// moe_decode_cpu (moe.h) into a fresh output.
+std::vector<uint16_t> moe_decode_ref(MoeParams p) {
+  std::vector<uint16_t> out(size_t(p.num_tokens) * p.hidden);
+  p.out = out.data();
+  moe_decode_cpu(p);
   return out;
 }
 
