@@ -8,7 +8,7 @@
 
 #include "command.h"
 #include "core/error.h"
-#include "server/bench_serve.h"
+#include "bench/bench_serve.h"
 #include "text/tokenizer.h"
 
 namespace gossamer::app {

@@ -32,8 +32,8 @@ TEST(MoePlanKernel, MatchesReference) {
                             PlanCase{2048, 128, 32, 32, 128}}) {
     const int pairs = c.tokens * kMoeTopK, max_tiles = moe_max_tiles(c.tokens, c.local, c.tile_rows);
     const auto ids = random_topk(c.tokens, c.experts, rng);
-    DeviceBuffer<int32_t> d_ids(ids), d_offsets(c.local + 1), d_row_token(pairs), d_pair_row(pairs), d_tile_group(max_tiles),
-        d_tile_m0(max_tiles), d_num_tiles(1);
+    DeviceBuffer<int32_t> d_ids(ids), d_offsets(c.local + 1), d_row_token(pairs), d_pair_row(pairs),
+        d_tile_group(max_tiles), d_tile_m0(max_tiles), d_num_tiles(1);
     for (auto* b : {&d_offsets, &d_row_token, &d_pair_row, &d_tile_group, &d_tile_m0, &d_num_tiles}) b->poison();
     launch_moe_plan({d_ids.get(), c.tokens, c.expert_begin, c.local, c.tile_rows, d_offsets.get(), d_row_token.get(),
                      d_pair_row.get(), d_tile_group.get(), d_tile_m0.get(), d_num_tiles.get()},
@@ -82,11 +82,12 @@ TEST(MoeCombineKernel, MatchesReference) {
     DeviceBuffer<int32_t> d_pair_row(pair_row);
     DeviceBuffer<float> d_weights(weights);
     d_out.poison();
-    launch_moe_combine({d_y.get(), d_pair_row.get(), d_weights.get(), residual ? d_res.get() : nullptr, d_out.get(),
-                        tokens, hidden},
-                       nullptr);
+    launch_moe_combine(
+        {d_y.get(), d_pair_row.get(), d_weights.get(), residual ? d_res.get() : nullptr, d_out.get(), tokens, hidden},
+        nullptr);
     std::vector<uint16_t> ref(d_out.size());
-    moe_combine_cpu({y.data(), pair_row.data(), weights.data(), residual ? res.data() : nullptr, ref.data(), tokens, hidden});
+    moe_combine_cpu(
+        {y.data(), pair_row.data(), weights.data(), residual ? res.data() : nullptr, ref.data(), tokens, hidden});
     const double err = rel_error_bf16(d_out.download(), ref);
     report("moe_combine", std::to_string(tokens) + "x" + std::to_string(hidden), err, kTolBf16);
     EXPECT_LT(err, kTolBf16);

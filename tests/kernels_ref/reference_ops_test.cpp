@@ -76,16 +76,17 @@ TEST(MoePlan, GroupsPairsByLocalExpertWithTiles) {
   const std::vector<int32_t> ids = {2, 0, 3, 4,  //
                                     3, 2, 5, 1,  //
                                     4, 2, 3, 0};
-  std::vector<int32_t> offsets(4), row_token(12, -7), pair_row(12), tile_group(moe_max_tiles(3, 3, 2)), tile_m0(tile_group.size()),
-      num_tiles(1);
+  std::vector<int32_t> offsets(4), row_token(12, -7), pair_row(12), tile_group(moe_max_tiles(3, 3, 2)),
+      tile_m0(tile_group.size()), num_tiles(1);
   moe_plan_cpu({ids.data(), 3, 2, 3, 2, offsets.data(), row_token.data(), pair_row.data(), tile_group.data(),
                 tile_m0.data(), num_tiles.data()});
   EXPECT_EQ(offsets, (std::vector<int32_t>{0, 3, 6, 8}));  // expert 2: 3 pairs, 3: 3 pairs, 4: 2 pairs
-  ASSERT_EQ(num_tiles[0], 5);                               // 2 + 2 + 1 tiles of 2 rows
+  ASSERT_EQ(num_tiles[0], 5);                              // 2 + 2 + 1 tiles of 2 rows
   EXPECT_EQ((std::vector<int32_t>(tile_group.begin(), tile_group.begin() + 5)), (std::vector<int32_t>{0, 0, 1, 1, 2}));
   EXPECT_EQ((std::vector<int32_t>(tile_m0.begin(), tile_m0.begin() + 5)), (std::vector<int32_t>{0, 2, 3, 5, 6}));
   EXPECT_EQ(pair_row, (std::vector<int32_t>{0, -1, 3, 6, 4, 1, -1, -1, 7, 2, 5, -1}));
-  EXPECT_EQ((std::vector<int32_t>(row_token.begin(), row_token.begin() + 8)), (std::vector<int32_t>{0, 1, 2, 0, 1, 2, 0, 2}));
+  EXPECT_EQ((std::vector<int32_t>(row_token.begin(), row_token.begin() + 8)),
+            (std::vector<int32_t>{0, 1, 2, 0, 1, 2, 0, 2}));
   EXPECT_EQ(row_token[8], -7);  // rows past the local pairs are not written
 }
 
@@ -97,7 +98,8 @@ TEST(MoeCombine, WeightedSumOfRoutedRowsPlusResidual) {
   for (float v : y_values) y.push_back(float_to_bf16(v));
   const std::vector<int32_t> pair_row = {1, 0, -1, 2, 3, -1, -1, -1};
   const std::vector<float> weights = {0.5f, 0.25f, 0.125f, 0.125f, 1.0f, 0.0f, 0.0f, 0.0f};
-  const std::vector<uint16_t> residual = {float_to_bf16(1.0f), float_to_bf16(-1.0f), float_to_bf16(0.0f), float_to_bf16(2.0f)};
+  const std::vector<uint16_t> residual = {float_to_bf16(1.0f), float_to_bf16(-1.0f), float_to_bf16(0.0f),
+                                          float_to_bf16(2.0f)};
   std::vector<uint16_t> out(4);
   moe_combine_cpu({y.data(), pair_row.data(), weights.data(), residual.data(), out.data(), 2, hidden});
   EXPECT_FLOAT_EQ(bf16_to_float(out[0]), 1.0f + 0.5f * 0.5f + 0.25f * 1.0f + 0.125f * 4.0f);
@@ -118,8 +120,8 @@ TEST(QuantizeFp8, GroupScaleAndActivationRule) {
   EXPECT_FLOAT_EQ(quantize_fp8_group_cpu(tiny.data(), 3, q), 1e-4f / 448.0f);  // amax floored at 1e-4
   const std::vector<float> block = {2.0f, -8.0f, 0.0f, 4.0f};
   std::vector<float> seen(4);
-  const float scale = quantize_fp8_weight_block_cpu(block.data(), 2, 2, 2,
-                                                    [&](int64_t r, int64_t c, uint8_t v) { seen[r * 2 + c] = fp8e4m3_to_float(v); });
+  const float scale = quantize_fp8_weight_block_cpu(
+      block.data(), 2, 2, 2, [&](int64_t r, int64_t c, uint8_t v) { seen[r * 2 + c] = fp8e4m3_to_float(v); });
   EXPECT_FLOAT_EQ(scale, 8.0f / 448.0f);
   EXPECT_FLOAT_EQ(seen[1], -448.0f);
   EXPECT_FLOAT_EQ(quantize_fp8_weight_block_cpu(tiny.data(), 1, 1, 3, [](int64_t, int64_t, uint8_t) {}), 1.0f);

@@ -9,11 +9,11 @@
 
 #include "core/error.h"
 
-#define GOSSAMER_CUDA_CHECK(expr)                                                                  \
-  do {                                                                                             \
-    const cudaError_t gossamer_cuda_status_ = (expr);                                              \
-    GOSSAMER_CHECK(gossamer_cuda_status_ == cudaSuccess, #expr, " failed: ",                       \
-                   cudaGetErrorString(gossamer_cuda_status_));                                     \
+#define GOSSAMER_CUDA_CHECK(expr)                                           \
+  do {                                                                      \
+    const cudaError_t gossamer_cuda_status_ = (expr);                       \
+    GOSSAMER_CHECK(gossamer_cuda_status_ == cudaSuccess, #expr,             \
+                   " failed: ", cudaGetErrorString(gossamer_cuda_status_)); \
   } while (0)
 
 #define GOSSAMER_CUDA_CHECK_LAUNCH() GOSSAMER_CUDA_CHECK(cudaGetLastError())

@@ -22,7 +22,8 @@ class DeviceBuffer {
   DeviceBuffer() = default;
   explicit DeviceBuffer(size_t bytes) { ensure(bytes); }
   ~DeviceBuffer() { release(); }
-  DeviceBuffer(DeviceBuffer&& other) noexcept : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+  DeviceBuffer(DeviceBuffer&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
   DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
     if (this != &other) {
       release();
