@@ -65,6 +65,10 @@ void moe_route_cpu(const MoeRouteParams& p) {
   }
 }
 
+int moe_max_tiles(int num_tokens, int num_local_experts, int tile_rows) {
+  return (num_tokens * kMoeTopK + tile_rows - 1) / tile_rows + num_local_experts;
+}
+
 void moe_plan_cpu(const MoePlanParams& p) {
   const int num_pairs = p.num_tokens * kMoeTopK;
   std::vector<int> count(p.num_local_experts, 0), tile_offset(p.num_local_experts, 0);

@@ -203,10 +203,6 @@ int moe_tile_rows(int T, int E) { return gemm_fp8_tile_rows(ceil_div(T * kMoeTop
 
 }  // namespace
 
-int moe_max_tiles(int num_tokens, int num_local_experts, int tile_rows) {
-  return ceil_div(num_tokens * kMoeTopK, tile_rows) + num_local_experts;
-}
-
 void launch_moe_route(const MoeRouteParams& p, cudaStream_t stream) {
   GOSSAMER_CHECK(p.num_experts >= kMoeTopK && p.num_experts <= kMoeMaxExperts, "moe_route: ", p.num_experts,
                  " experts not in [4, 256]");
