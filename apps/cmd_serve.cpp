@@ -103,6 +103,7 @@ int run_serve(int argc, char** argv) {
   cli.add_option("--test-step-delay-ms", test.step_delay_ms, "")->group("");
   cli.add_option("--test-stop-one-in", test.stop_one_in, "")->group("");
   cli.add_option("--test-max-positions", test.max_position_embeddings, "")->group("");
+  cli.add_option("--test-load-delay-ms", test.load_delay_ms, "")->group("");
   cli.add_option("--port-file", port_file, "")->group("");
   // NOTE: CLI11 2.1 has no multi-letter short options; vLLM's -tp is rewritten to its long form.
   std::vector<std::string> args(argv, argv + argc);

@@ -192,7 +192,7 @@ void bench_gemm(LtGemm& lt, const char* name, int M, int N, int K) {
     s.push_back(new Buf(size_t(nb + 8) * (kb + 8) * 4 * 2));
     fill_fp8(*w.back());
     fill_f32(*s.back(), 1e-3f, 2e-3f);
-    wp.push_back(w.back()->ptr);
+    wp.push_back(w.back()->get());
     sp.push_back(s.back()->as<float>());
   }
   Buf x(size_t(M) * K), xs(size_t((M + 127) / 128 * 128 + 128) * (kb + 8) * 4), bias(size_t(N) * 2), out(size_t(M) * N * 2);
@@ -259,8 +259,9 @@ void bench_small() {
     p.v_cache = vc.as<uint16_t>();
     p.slots = slots.as<int64_t>();
     p.num_tokens = T;
-    p.inv_freq = yarn_inv_freq(YarnConfig{});
-    p.concentration = yarn_concentration(YarnConfig{});
+    const std::vector<float> inv_freq = rope_inv_freq(RopeScaling{}, kHeadDim);
+    std::copy(inv_freq.begin(), inv_freq.end(), p.inv_freq.begin());
+    p.concentration = rope_concentration(RopeScaling{});
     const double us = time_us([&](int) { launch_rope(p, nullptr); });
     row("rope+kv_write", "16384 tok, 64q/8kv", us, 0, double(T) * (stride + stride) * 2, 0, "copy");
   }

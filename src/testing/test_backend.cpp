@@ -1,6 +1,8 @@
 #include "testing/test_backend.h"
 
+#include <chrono>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "core/error.h"
 #include "core/mapped_file.h"
@@ -9,6 +11,7 @@
 namespace gossamer::test_support {
 
 std::unique_ptr<model::Model> make_test_model(const TestBackend& backend, const text::Tokenizer& tokenizer) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(backend.load_delay_ms));
   engine::FakeModelOptions options;
   options.step_delay_us = backend.step_delay_ms * 1000;
   options.stop_one_in = backend.stop_one_in;

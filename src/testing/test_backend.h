@@ -23,6 +23,7 @@ struct TestBackend {
   int step_delay_ms = 0;
   int stop_one_in = 0;
   int max_position_embeddings = 8192;
+  int load_delay_ms = 0;  // make_test_model takes this long, as a real load does (the loading-state tests)
 };
 
 std::unique_ptr<model::Model> make_test_model(const TestBackend& backend, const text::Tokenizer& tokenizer);
