@@ -1,4 +1,4 @@
-// `gossamer bench serve`: load generator with `vllm bench serve`'s options and figures (spec §4).
+// `gossamer bench serve`: load generator with `vllm bench serve`'s options and figures (src/bench/bench_serve.h).
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>

@@ -1,6 +1,6 @@
 // Kernel benchmarks at gpt-oss shapes. Prints one markdown table row per case:
 // | kernel | shape | µs | TFLOP/s | GB/s | baseline µs | ours/baseline speed | vs ceiling |
-// Ceilings (measured on this H200 by the team, spec/performance-targets.md): copy 4,260 GB/s; fp8
+// Ceilings (measured on the H200 by the team, docs/PERF.md): copy 4,260 GB/s; fp8
 // block-scaled cuBLASLt 1,225 TFLOP/s at 8192³; bf16 dense 791 TFLOP/s. Working sets smaller than
 // ~4× L2 are rotated over several copies so bandwidth figures are HBM, not L2.
 #include <cublasLt.h>

@@ -1,4 +1,4 @@
-// Attention with sinks over a paged KV cache (spec §2.3 item 5), GQA, head_dim 64, bf16 in/out.
+// Attention with sinks over a paged KV cache (the reference: attention_cpu.cpp; the model: src/model/cpu_model.cpp), GQA, head_dim 64, bf16 in/out.
 //
 // Logits l = (q·k)·scale; the per-head sink S_h is a raw logit appended as one extra column whose
 // probability is dropped: o = Σ_s exp(l_s − m) v_s / (Σ_s exp(l_s − m) + exp(S_h − m)). Causal; with

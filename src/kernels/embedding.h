@@ -1,4 +1,4 @@
-// Embedding gather: out[t] = table[ids[t]] (spec §2.1, no scaling).
+// Embedding gather: out[t] = table[ids[t]] (no scaling, as src/model/cpu_model.cpp).
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// RMSNorm over the hidden dimension, optionally fused with the residual add (spec §2.2).
+// RMSNorm over the hidden dimension, optionally fused with the residual add (the reference forward pass: src/model/cpu_model.cpp).
 //
 //   with residual:    s = bf(x + residual); residual ← s;  out = bf(s · rsqrt(mean(s²) + eps) · w)
 //   without residual: out = bf(x · rsqrt(mean(x²) + eps) · w)

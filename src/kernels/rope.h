@@ -1,5 +1,5 @@
 // YaRN rotary embedding (NeoX half split) applied to q and k of the fused QKV output, with the K/V
-// write into the paged cache fused in (spec §2.3 items 3–4, §2.7: keys are cached after RoPE).
+// write into the paged cache fused in (keys are cached after RoPE, as in src/model/cpu_model.cpp).
 //
 // For pair i ∈ [0,32) at position p: c = bf(C·cos(p·ω_i)), s = bf(C·sin(p·ω_i)) (fp32 math, cos/sin
 // rounded to bf16 as in the reference tables), x'[i] = bf(a·c − b·s), x'[i+32] = bf(b·c + a·s).
