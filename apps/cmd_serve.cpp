@@ -1,4 +1,4 @@
-// `gossamer serve [MODEL_DIR | --model DIR]`: the OpenAI-compatible server (vLLM's flag names, spec §2).
+// `gossamer serve [MODEL_DIR | --model DIR]`: the OpenAI-compatible server (vLLM's flag names; docs/server-http.md).
 #include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>

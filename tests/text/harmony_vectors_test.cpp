@@ -1,4 +1,4 @@
-// Every upstream openai/harmony test vector (tests/data/harmony_vectors), built as spec §4 describes.
+// Every upstream openai/harmony test vector (tests/data/harmony_vectors), built as upstream's tests build them.
 #include <filesystem>
 #include <functional>
 #include <map>
