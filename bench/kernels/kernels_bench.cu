@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -19,6 +20,7 @@
 #include "kernels/embedding.h"
 #include "kernels/gemm_fp8.h"
 #include "kernels/gemv_fp8.h"
+#include "kernels/gpt_oss_cases.h"  // tests/kernels/: the cases the kernel tests check
 #include "kernels/moe.h"
 #include "kernels/mxfp4_convert.h"
 #include "kernels/quantize_fp8.h"
@@ -85,6 +87,14 @@ double time_us(const std::function<void(int)>& fn, int iters = 20) {
   cudaEventDestroy(b);
   GOSSAMER_CUDA_CHECK(cudaGetLastError());
   return ms * 1000.0 / iters;
+}
+
+const gpt_oss::LinearCase& linear(const char* name) {
+  for (const gpt_oss::LinearCase& l : gpt_oss::kLinears) {
+    if (std::strcmp(l.name, name) == 0) return l;
+  }
+  std::fprintf(stderr, "no linear case '%s'\n", name);
+  std::abort();
 }
 
 int copies_for(size_t bytes) { return static_cast<int>(std::clamp<size_t>(kRotateBytes / std::max<size_t>(bytes, 1) + 1, 1, 16)); }
@@ -641,9 +651,8 @@ int main(int argc, char** argv) {
   if (want("small")) bench_small();
   if (want("gemm")) {
     LtGemm lt;
-    for (int M : {1, 16, 128, 1024, 4096, 8192, 16384}) {
-      bench_gemm(lt, "qkv", M, 5120, 2880);
-      bench_gemm(lt, "o", M, 2880, 4096);
+    for (int M : gpt_oss::kPrefillRows) {
+      for (const char* name : {"qkv", "o"}) bench_gemm(lt, name, M, linear(name).n, linear(name).k);
     }
     for (int M : {4096, 8192}) bench_gemm(lt, "gate_up-dense", M, 5760, 2880);
     for (int M : {1, 16, 4096}) bench_gemm(lt, "unembed", M, 201088, 2880);
@@ -664,23 +673,13 @@ int main(int argc, char** argv) {
     bench_attention("1x8192", {{8192, 8192}}, 0, false, 4);
   }
   if (want("moe")) {
-    for (int T : {1, 16, 512, 8192}) bench_moe(T, 32);
-    bench_moe(1, 128);
-    bench_moe(8192, 128);
+    for (const gpt_oss::MoeCase& m : gpt_oss::kMoePrefill) bench_moe(m.tokens, m.experts);
   }
   if (want("gemv")) {
-    for (int M : {1, 2, 4, 8}) {
-      bench_gemv("qkv", M, 5120, 2880, GemmEpilogue::kBias);
-      bench_gemv("o", M, 2880, 4096, GemmEpilogue::kBias);
-      bench_gemv("router-20b", M, 32, 2880, GemmEpilogue::kBias);
-      bench_gemv("router-120b", M, 128, 2880, GemmEpilogue::kBias);
-      bench_gemv("gate_up", M, 5760, 2880, GemmEpilogue::kSwiGlu);
-      bench_gemv("down", M, 2880, 2880, GemmEpilogue::kBias);
-      bench_gemv("unembed", M, 201088, 2880, GemmEpilogue::kBias);
+    for (int M : gpt_oss::kDecodeRows) {
+      for (const gpt_oss::LinearCase& l : gpt_oss::kLinears) bench_gemv(l.name, M, l.n, l.k, l.epilogue);
     }
-    bench_moe_decode(1, 32);
-    bench_moe_decode(1, 128);
-    bench_moe_decode(4, 32);
+    for (const gpt_oss::MoeCase& m : gpt_oss::kMoeDecode) bench_moe_decode(m.tokens, m.experts);
   }
   if (want("gemvx")) {  // read ceilings and the decode GEMV access pattern, row-major vs tile-major
     bench_read("down", size_t(2880) * 2880);

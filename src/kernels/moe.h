@@ -1,6 +1,6 @@
 // The MoE op family, one header: the pieces — router top-4 + softmax over the 4 (route), permutation by
 // expert with the grouped GEMMs' tile list (plan), the weighted combine back to token order (combine) —
-// and the three compositions of the expert block over them:
+// and the expert block over them: one composition (moe_sm90.cu) with three entry points,
 //   launch_moe         FP8 experts, grouped FP8 GEMMs with per-token activation quantization (prefill);
 //   launch_moe_decode  FP8 experts, grouped weight-only GEMVs, ≤ kGemvMaxRows tokens (decode);
 //   launch_moe_bf16    bf16 experts, grouped bf16 GEMMs (the --weights bf16 accuracy baseline).
@@ -124,7 +124,7 @@ void launch_moe_bf16(const MoeBf16Params& p, void* workspace, cudaStream_t strea
 // Reference of the whole block with the same rounding points (host memory throughout).
 void moe_bf16_cpu(const MoeBf16Params& p);
 
-// ---- MoE decode on the weight-only GEMV (moe_decode_sm90.cu) ----
+// ---- MoE decode on the weight-only GEMV ----
 // The whole expert block above (same MoeParams, same result up to rounding) for num_tokens ≤
 // kGemvMaxRows, with weight-only quantization: launch_moe_route → grouped GEMV gate_up + bias + SwiGLU
 // (act [T·4, inter] bf16, one row per pair) → grouped GEMV down + bias (y [T·4, hidden] bf16) →

@@ -4,6 +4,7 @@
 #include "kernels/gemm_fp8.h"
 #include "kernels/moe.h"
 #include "kernels/quantize_fp8.h"
+#include "gpt_oss_cases.h"
 #include "kernel_test_utils.h"
 
 namespace gossamer::kernels {
@@ -135,10 +136,14 @@ struct MoeCase {
 TEST(MoeKernel, MatchesReference) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(12);
-  const MoeCase cases[] = {{1, 32, 0, 32, 576, 320, false},  {5, 8, 0, 8, 512, 384, true},
-                           {300, 32, 0, 32, 576, 320, true}, {64, 8, 4, 4, 576, 320, false},
-                           {8, 4, 0, 4, 2880, 2880, true},
-                           {512, 4, 0, 4, 512, 256, true}};  // 512 rows per expert: the 128×128 tile
+  std::vector<MoeCase> cases = {{1, 32, 0, 32, 576, 320, false},  {5, 8, 0, 8, 512, 384, true},
+                                {300, 32, 0, 32, 576, 320, true}, {64, 8, 4, 4, 576, 320, false},
+                                {8, 4, 0, 4, 2880, 2880, true},
+                                {512, 4, 0, 4, 512, 256, true}};  // 512 rows per expert: the 128×128 tile
+  // The bench's prefill blocks small enough for the CPU reference (moe_cpu), at the model's sizes.
+  for (const gpt_oss::MoeCase& m : gpt_oss::kMoePrefill) {
+    if (m.tokens <= 16) cases.push_back({m.tokens, m.experts, 0, m.experts, 2880, 2880, true});
+  }
   for (const auto& c : cases) {
     const int H = c.hidden, I = c.inter, E = c.local;
     const int kbh = (H + 127) / 128, kbi = (I + 127) / 128;

@@ -6,6 +6,7 @@
 #include <numeric>
 #include <tuple>
 
+#include "gpt_oss_cases.h"
 #include "kernel_test_utils.h"
 #include "kernels/fp8_tiled.h"
 #include "kernels/moe.h"
@@ -78,13 +79,14 @@ TEST(GemvFp8Kernel, MatchesReference) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(20);
   const std::vector<int> all = {1, 2, 3, 4, 5, 6, 7, 8};
-  const DenseShape shapes[] = {
-      {"qkv", 5120, 2880, GemmEpilogue::kBias, all, true, 0, 0},
-      {"o", 2880, 4096, GemmEpilogue::kBias, all, true, 0, 0},
-      {"router32", 32, 2880, GemmEpilogue::kBias, all, true, 0, 0},
-      {"router128", 128, 2880, GemmEpilogue::kBias, {1, 4, 8}, false, 0, 0},
-      {"gate_up", 5760, 2880, GemmEpilogue::kSwiGlu, all, true, 0, 0},
-      {"down", 2880, 2880, GemmEpilogue::kBias, all, true, 0, 0},
+  std::vector<DenseShape> shapes;
+  // The model's linears (the bench's table), every decode row count; the unembedding once, without bias.
+  for (const gpt_oss::LinearCase& l : gpt_oss::kLinears) {
+    const bool unembed = l.n > 100000;
+    shapes.push_back({l.name, l.n, l.k, l.epilogue, unembed ? std::vector<int>{1} : all, !unembed, 0, 0});
+  }
+  // Odd shapes: partial tiles, strides, K splits.
+  const DenseShape odd[] = {
       {"n8", 8, 16, GemmEpilogue::kBias, {1, 8}, true, 8, 8},
       {"n136", 136, 272, GemmEpilogue::kBias, all, true, 16, 8},
       {"n24k48", 24, 48, GemmEpilogue::kSwiGlu, {1, 3, 8}, true, 0, 4},
@@ -92,8 +94,8 @@ TEST(GemvFp8Kernel, MatchesReference) {
       {"k80", 72, 80, GemmEpilogue::kSwiGlu, {1, 5}, false, 0, 0},
       {"cluster8", 1024, 4096, GemmEpilogue::kBias, {1, 8}, true, 0, 0},  // K split over 8 CTAs (132 SMs)
       {"wide", 16384, 272, GemmEpilogue::kBias, {1, 8}, true, 0, 0},      // no K split
-      {"unembed", 201088, 2880, GemmEpilogue::kBias, {1}, false, 0, 0},
   };
+  shapes.insert(shapes.end(), std::begin(odd), std::end(odd));
   for (const auto& s : shapes) {
     const bool swiglu = s.epi == GemmEpilogue::kSwiGlu;
     const int out_cols = swiglu ? s.n / 2 : s.n;
@@ -444,13 +446,13 @@ TEST(MoeDecodeKernel, MatchesReference) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(23);
   std::vector<MoeDecodeCase> cases = {
-      {1, 32, 0, 32, 2880, 2880, true, 0},  // gpt-oss-20b shapes
       {8, 32, 0, 32, 576, 320, true, 1},    // every token the same 4 experts: slots of 8 pairs
       {8, 32, 0, 32, 576, 320, false, 3},   // partly shared
       {6, 128, 0, 128, 512, 256, true, 2},  {4, 32, 8, 8, 576, 320, true, 0},  // local range [8, 16)
       {8, 128, 64, 32, 512, 256, false, 0},                                    // local range [64, 96)
       {3, 32, 28, 4, 576, 320, true, 0},                                       // local range at the end
   };
+  for (const gpt_oss::MoeCase& m : gpt_oss::kMoeDecode) cases.push_back({m.tokens, m.experts, 0, m.experts, 2880, 2880, true, 0});
   for (int t = 1; t <= kGemvMaxRows; ++t) cases.push_back({t, 32, 0, 32, 576, 320, t % 2 == 1, 0});
   for (const int t : {1, 2, 5, 8}) cases.push_back({t, 128, 0, 128, 512, 256, t % 2 == 0, 0});
   for (const auto& c : cases) {
