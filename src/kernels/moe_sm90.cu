@@ -131,81 +131,55 @@ MoeBlock block_of(const MoeBf16Params& p) {
 
 // ---- expert steps: gate_up + bias + SwiGLU → w.h, then down + bias → w.y ----
 
+// The grouped GEMM of one projection, for GemmFp8Params or GemmBf16Params (the same grouped fields):
+// gate_up reads A rows gathered through row_token and writes h with the SwiGLU epilogue; down reads h's
+// rows in place and writes y.
+template <typename Gemm, typename A, typename Weight>
+Gemm grouped_projection(const MoeBlock& b, const MoeWorkspace& w, bool gate_up, const A* a, int64_t lda,
+                        const void* weights, const uint16_t* bias) {
+  Gemm g;
+  g.a = a;
+  g.lda = lda;
+  g.a_row_index = gate_up ? w.row_token : nullptr;
+  g.b = static_cast<const Weight*>(weights);
+  g.bias = bias;
+  g.out = gate_up ? w.h : w.y;
+  g.ldc = gate_up ? b.inter : b.hidden;
+  g.M = b.T * kMoeTopK;
+  g.N = gate_up ? 2 * b.inter : b.hidden;
+  g.K = gate_up ? b.hidden : b.inter;
+  g.epilogue = gate_up ? GemmEpilogue::kSwiGlu : GemmEpilogue::kBias;
+  g.group_offsets = w.group_offsets;
+  g.tile_group = w.tile_group;
+  g.tile_m0 = w.tile_m0;
+  g.num_tiles = w.num_tiles;
+  g.max_tiles = moe_max_tiles(b.T, b.E, plan_tile_rows(b.step, b.T, b.E));
+  return g;
+}
+
 void experts_fp8_gemm(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t stream) {
-  const int T = b.T, E = b.E, tile_rows = plan_tile_rows(b.step, T, E);
-  launch_quantize_fp8({b.x, b.hidden, w.x_q, ld16(b.hidden), w.x_scales, T, b.hidden}, stream);
-  const int rows_hint = ceil_div(T * kMoeTopK, E);
-  GemmFp8Params g1;
-  g1.a = w.x_q;
-  g1.lda = ld16(b.hidden);
+  const int rows_hint = ceil_div(b.T * kMoeTopK, b.E);
+  launch_quantize_fp8({b.x, b.hidden, w.x_q, ld16(b.hidden), w.x_scales, b.T, b.hidden}, stream);
+  auto g1 = grouped_projection<GemmFp8Params, uint8_t, uint8_t>(b, w, true, w.x_q, ld16(b.hidden), b.w1, b.b1);
   g1.a_scales = w.x_scales;
-  g1.a_row_index = w.row_token;
-  g1.b = static_cast<const uint8_t*>(b.w1);
   g1.b_tiled = b.weights_tiled;
   g1.b_scales = b.w1_scales;
-  g1.bias = b.b1;
-  g1.out = w.h;
-  g1.ldc = b.inter;
-  g1.M = T * kMoeTopK;
-  g1.N = 2 * b.inter;
-  g1.K = b.hidden;
-  g1.epilogue = GemmEpilogue::kSwiGlu;
-  g1.group_offsets = w.group_offsets;
-  g1.tile_group = w.tile_group;
-  g1.tile_m0 = w.tile_m0;
-  g1.num_tiles = w.num_tiles;
-  g1.max_tiles = moe_max_tiles(T, E, tile_rows);
   launch_gemm_fp8(g1, rows_hint, stream);
   // NOTE: rows past group_offsets[E] (pairs routed to other ranks) are quantized but never read.
-  launch_quantize_fp8({w.h, b.inter, w.h_q, ld16(b.inter), w.h_scales, T * kMoeTopK, b.inter}, stream);
-  GemmFp8Params g2 = g1;
-  g2.a = w.h_q;
-  g2.lda = ld16(b.inter);
+  launch_quantize_fp8({w.h, b.inter, w.h_q, ld16(b.inter), w.h_scales, b.T * kMoeTopK, b.inter}, stream);
+  auto g2 = grouped_projection<GemmFp8Params, uint8_t, uint8_t>(b, w, false, w.h_q, ld16(b.inter), b.w2, b.b2);
   g2.a_scales = w.h_scales;
-  g2.a_row_index = nullptr;
-  g2.b = static_cast<const uint8_t*>(b.w2);
+  g2.b_tiled = b.weights_tiled;
   g2.b_scales = b.w2_scales;
-  g2.bias = b.b2;
-  g2.out = w.y;
-  g2.ldc = b.hidden;
-  g2.N = b.hidden;
-  g2.K = b.inter;
-  g2.epilogue = GemmEpilogue::kBias;
   launch_gemm_fp8(g2, rows_hint, stream);
 }
 
 void experts_bf16_gemm(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t stream) {
-  GemmBf16Params g1;
-  g1.a = b.x;
-  g1.lda = b.hidden;
-  g1.a_row_index = w.row_token;
-  g1.b = static_cast<const uint16_t*>(b.w1);
-  g1.bias = b.b1;
-  g1.out = w.h;
-  g1.ldc = b.inter;
-  g1.M = b.T * kMoeTopK;
-  g1.N = 2 * b.inter;
-  g1.K = b.hidden;
-  g1.epilogue = GemmEpilogue::kSwiGlu;
-  g1.group_offsets = w.group_offsets;
-  g1.tile_group = w.tile_group;
-  g1.tile_m0 = w.tile_m0;
-  g1.num_tiles = w.num_tiles;
-  g1.max_tiles = moe_max_tiles(b.T, b.E, plan_tile_rows(b.step, b.T, b.E));
-  launch_gemm_bf16(g1, stream);
+  launch_gemm_bf16(grouped_projection<GemmBf16Params, uint16_t, uint16_t>(b, w, true, b.x, b.hidden, b.w1, b.b1),
+                   stream);
   // NOTE: rows of h past group_offsets[E] (pairs routed to other ranks) are never written nor read.
-  GemmBf16Params g2 = g1;
-  g2.a = w.h;
-  g2.lda = b.inter;
-  g2.a_row_index = nullptr;
-  g2.b = static_cast<const uint16_t*>(b.w2);
-  g2.bias = b.b2;
-  g2.out = w.y;
-  g2.ldc = b.hidden;
-  g2.N = b.hidden;
-  g2.K = b.inter;
-  g2.epilogue = GemmEpilogue::kBias;
-  launch_gemm_bf16(g2, stream);
+  launch_gemm_bf16(grouped_projection<GemmBf16Params, uint16_t, uint16_t>(b, w, false, w.h, b.inter, b.w2, b.b2),
+                   stream);
 }
 
 void experts_fp8_gemv(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t stream) {
