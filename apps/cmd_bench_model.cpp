@@ -13,9 +13,9 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 
+#include "bench/chart.h"
 #include "command.h"
 #include "core/error.h"
-#include "core/plot.h"
 #include "core/random.h"
 #include "model/loader.h"
 
@@ -132,7 +132,8 @@ int run_bench_decode(int argc, char** argv) {
   cli.add_flag("!--no-ring", ring, "full-length KV on the sliding-window layers too (as before the ring)");
   cli.add_option("--json-out", json_out, "also write the results as JSON");
   cli.add_option("--plot", plot_out,
-                 "also write a PNG chart: $ per 1M output tokens (log scale) against tokens/s per sequence, "
+                 "also write a chart (PNG, or SVG for a .svg path): $ per 1M output tokens (log scale) against "
+                 "tokens/s per sequence, "
                  "one line per context, points labelled with the batch size");
   CLI11_PARSE(cli, argc, argv);
   if (!plot_out.empty()) {  // fail now, not after the measurements
@@ -204,7 +205,7 @@ int run_bench_decode(int argc, char** argv) {
   }
   write_json(json_out, {{"bench", "decode"}, {"model", choice.name()}, {"device", model->backend_name()}, {"results", results}});
   if (!plot_out.empty()) {
-    PlotSpec plot;
+    bench::ChartSpec plot;
     plot.title =
         "gossamer bench decode: " + choice.name() + " (" + model->backend_name() + "), point labels = batch size";
     plot.x_label = "tokens/s per sequence";
@@ -213,7 +214,7 @@ int run_bench_decode(int argc, char** argv) {
     plot.y_label = std::string("$ per 1M output tokens (at $") + price + "/GPU-hour)";
     plot.log_y = true;
     for (int64_t context : contexts) {
-      PlotSeries series{"context " + std::to_string(context), {}, {}, {}};
+      bench::ChartSeries series{"context " + std::to_string(context), {}, {}, {}};
       for (const nlohmann::json& point : results) {
         if (point["context"].get<int64_t>() != context) continue;
         series.x.push_back(point["tokens_per_s_per_seq"].get<double>());
@@ -222,7 +223,7 @@ int run_bench_decode(int argc, char** argv) {
       }
       if (!series.x.empty()) plot.series.push_back(std::move(series));  // every point skipped: no line
     }
-    write_plot_png(plot, plot_out);
+    bench::write_chart(plot, plot_out);
     std::printf("\nplot: %s\n", plot_out.c_str());
   }
   return 0;

@@ -1,4 +1,4 @@
-// `gossamer bench serve`: load generator with `vllm bench serve`'s options and figures (spec §4).
+// `gossamer bench serve`: load generator with `vllm bench serve`'s options and figures (src/bench/bench_serve.h).
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
@@ -8,7 +8,7 @@
 
 #include "command.h"
 #include "core/error.h"
-#include "server/bench_serve.h"
+#include "bench/bench_serve.h"
 #include "text/tokenizer.h"
 
 namespace gossamer::app {

@@ -1,4 +1,4 @@
-// `gossamer serve [MODEL_DIR | --model DIR]`: the OpenAI-compatible server (vLLM's flag names, spec §2).
+// `gossamer serve [MODEL_DIR | --model DIR]`: the OpenAI-compatible server (vLLM's flag names; docs/server-http.md).
 #include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -13,42 +13,15 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/mapped_file.h"
-#include "engine/fake_model.h"
 #include "model/embedded_default.h"
 #include "model/loader.h"
 #include "server/openai_server.h"
+#include "testing/test_backend.h"
 #include "text/tokenizer.h"
 
 namespace gossamer::app {
 
 namespace {
-
-struct TestBackend {
-  std::string kind;         // "", "fake"
-  std::string script_path;  // JSON [{"trigger": text, "output": harmony text}]
-  int step_delay_ms = 0;
-  int stop_one_in = 0;
-  int max_position_embeddings = 8192;
-};
-
-// The hidden test backend: a FakeModel whose scripts are given as text and tokenized here.
-std::unique_ptr<model::Model> make_test_model(const TestBackend& backend, const text::Tokenizer& tokenizer) {
-  engine::FakeModelOptions options;
-  options.step_delay_us = backend.step_delay_ms * 1000;
-  options.stop_one_in = backend.stop_one_in;
-  options.max_position_embeddings = backend.max_position_embeddings;
-  if (!backend.script_path.empty()) {
-    const auto scripts = nlohmann::json::parse(read_text_file(backend.script_path));
-    GOSSAMER_CHECK(scripts.is_array(), backend.script_path, ": expected an array of {trigger, output}");
-    for (const auto& script : scripts) {
-      engine::FakeScript fake;
-      fake.trigger = tokenizer.encode_ordinary(script.at("trigger").get<std::string>());
-      fake.output = tokenizer.encode(script.at("output").get<std::string>(), {}, true);
-      options.scripts.push_back(std::move(fake));
-    }
-  }
-  return std::make_unique<engine::FakeModel>(std::move(options));
-}
 
 int run_serve(int argc, char** argv) {
   CLI::App cli{"Serve gpt-oss over an OpenAI-compatible HTTP API (without a model: the embedded default on the CPU)"};
@@ -63,7 +36,7 @@ int run_serve(int argc, char** argv) {
   int64_t kv_cache_memory_bytes = 0;
   bool disable_log_stats = false, no_vllm_metrics = false;
   uint64_t seed = 0;
-  TestBackend test;
+  test_support::TestBackend test;  // hidden flags of the end-to-end tests; off the product path unless given
 
   cli.add_option("model_dir", model_dir, "checkpoint directory (Hugging Face layout); none = embedded default");
   cli.add_option("--model", model_flag, "same as the positional MODEL_DIR")->envname("GOSSAMER_MODEL")->group("Model");
@@ -130,6 +103,7 @@ int run_serve(int argc, char** argv) {
   cli.add_option("--test-step-delay-ms", test.step_delay_ms, "")->group("");
   cli.add_option("--test-stop-one-in", test.stop_one_in, "")->group("");
   cli.add_option("--test-max-positions", test.max_position_embeddings, "")->group("");
+  cli.add_option("--test-load-delay-ms", test.load_delay_ms, "")->group("");
   cli.add_option("--port-file", port_file, "")->group("");
   // NOTE: CLI11 2.1 has no multi-letter short options; vLLM's -tp is rewritten to its long form.
   std::vector<std::string> args(argv, argv + argc);
@@ -194,7 +168,7 @@ int run_serve(int argc, char** argv) {
     auto tokenizer = text::Tokenizer::load_default();
     std::unique_ptr<model::Model> model;
     if (!test.kind.empty()) {
-      model = make_test_model(test, *tokenizer);
+      model = test_support::make_test_model(test, *tokenizer);
     } else if (load_format == "dummy") {
       server.set_loading_message("building dummy " + preset + " weights");
       model = model::load_dummy_model(preset, seed, model::resolve_device(device), model_options);

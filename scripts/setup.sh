@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything gossamer needs on a fresh Debian/Ubuntu machine: Debian packages (compiler, CMake,
-# GoogleTest, headers, PCRE2) and the npm packages in package.json (tokenizer data, test clients).
+# GoogleTest, headers, PCRE2, cairo and a font for the benchmark charts, clang-format 14 for
+# scripts/check_format.sh) and the npm packages in package.json (tokenizer data, test clients).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,6 +10,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libpcre2-dev libcli11-dev
   libboost1.81-dev
+  libcairo2-dev fonts-dejavu-core
+  clang-format-14
 )
 missing=()
 for package in "${packages[@]}"; do

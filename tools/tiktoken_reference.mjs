@@ -9,7 +9,7 @@
 //   node tools/tiktoken_reference.mjs --bench corpus.txt [--seconds 3]
 //     prints {bytes, tokens, runs, seconds, mb_per_s (wall), cpu_mb_per_s} for encode_ordinary of the file
 //
-// The o200k_harmony specials (spec/harmony-and-tokenizer.md §1) extend o200k_base's, as tiktoken's
+// The o200k_harmony specials (openai-harmony's list) extend o200k_base's, as tiktoken's
 // o200k_harmony does.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';

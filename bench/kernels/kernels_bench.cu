@@ -1,23 +1,26 @@
 // Kernel benchmarks at gpt-oss shapes. Prints one markdown table row per case:
 // | kernel | shape | µs | TFLOP/s | GB/s | baseline µs | ours/baseline speed | vs ceiling |
-// Ceilings (measured on this H200 by the team, spec/performance-targets.md): copy 4,260 GB/s; fp8
+// Ceilings (measured on the H200 by the team, docs/PERF.md): copy 4,260 GB/s; fp8
 // block-scaled cuBLASLt 1,225 TFLOP/s at 8192³; bf16 dense 791 TFLOP/s. Working sets smaller than
 // ~4× L2 are rotated over several copies so bandwidth figures are HBM, not L2.
 #include <cublasLt.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "core/cuda/device_buffer.h"
 #include "kernels/attention.h"
 #include "kernels/cuda_utils.h"
 #include "kernels/embedding.h"
 #include "kernels/gemm_fp8.h"
 #include "kernels/gemv_fp8.h"
+#include "kernels/gpt_oss_cases.h"  // tests/kernels/: the cases the kernel tests check
 #include "kernels/moe.h"
 #include "kernels/mxfp4_convert.h"
 #include "kernels/quantize_fp8.h"
@@ -51,13 +54,13 @@ __global__ void fill_kernel(uint8_t* p, size_t n, uint32_t seed, int kind, float
   }
 }
 
-struct Buf {
-  void* ptr = nullptr;
-  size_t bytes = 0;
-  explicit Buf(size_t b) : bytes(b) { GOSSAMER_CUDA_CHECK(cudaMalloc(&ptr, std::max<size_t>(b, 256))); }
-  ~Buf() { cudaFree(ptr); }
+// Device memory of the benches: core/cuda/device_buffer.h's buffer, never empty (zero-size shapes still
+// get a valid pointer).
+struct Buf : gossamer::cuda::DeviceBuffer {
+  explicit Buf(size_t b) : DeviceBuffer(std::max<size_t>(b, 256)), bytes(b) {}
+  size_t bytes;  // as asked for
   template <typename T>
-  T* as() const { return static_cast<T*>(ptr); }
+  T* as() const { return get<T>(); }
 };
 uint32_t g_seed = 1;
 void fill(const Buf& b, int kind, size_t n, float lo = 0.f, float hi = 1.f) {
@@ -84,6 +87,14 @@ double time_us(const std::function<void(int)>& fn, int iters = 20) {
   cudaEventDestroy(b);
   GOSSAMER_CUDA_CHECK(cudaGetLastError());
   return ms * 1000.0 / iters;
+}
+
+const gpt_oss::LinearCase& linear(const char* name) {
+  for (const gpt_oss::LinearCase& l : gpt_oss::kLinears) {
+    if (std::strcmp(l.name, name) == 0) return l;
+  }
+  std::fprintf(stderr, "no linear case '%s'\n", name);
+  std::abort();
 }
 
 int copies_for(size_t bytes) { return static_cast<int>(std::clamp<size_t>(kRotateBytes / std::max<size_t>(bytes, 1) + 1, 1, 16)); }
@@ -158,7 +169,7 @@ struct LtGemm {
         const void* a = x_first ? x : w[c];
         const void* b = x_first ? w[c] : x;
         const cublasStatus_t st = cublasLtMatmul(handle, desc, &alpha, a, la, b, lb, &beta, out, ld, out, ld, &heur.algo,
-                                                 workspace.ptr, workspace.bytes, nullptr);
+                                                 workspace.get(), workspace.bytes, nullptr);
         if (st != CUBLAS_STATUS_SUCCESS) ms = st;
       });
       if (ms != CUBLAS_STATUS_SUCCESS) {
@@ -191,7 +202,7 @@ void bench_gemm(LtGemm& lt, const char* name, int M, int N, int K) {
     s.push_back(new Buf(size_t(nb + 8) * (kb + 8) * 4 * 2));
     fill_fp8(*w.back());
     fill_f32(*s.back(), 1e-3f, 2e-3f);
-    wp.push_back(w.back()->ptr);
+    wp.push_back(w.back()->get());
     sp.push_back(s.back()->as<float>());
   }
   Buf x(size_t(M) * K), xs(size_t((M + 127) / 128 * 128 + 128) * (kb + 8) * 4), bias(size_t(N) * 2), out(size_t(M) * N * 2);
@@ -208,23 +219,19 @@ void bench_gemm(LtGemm& lt, const char* name, int M, int N, int K) {
   p.M = M;
   p.N = N;
   p.K = K;
-  const size_t split_bytes = gemm_fp8_split_workspace_bytes(M, N, K);
-  Buf split(split_bytes);
-  p.split_workspace = split.as<float>();
-  p.split_workspace_bytes = split_bytes;
   // NOTE: the cuBLASLt baseline at the unembedding width (N = 201088) aborted the process with an illegal
   // address on the H200 (105892e; cause not established), so it is skipped there.
-  const double base = N > 65536 ? -1 : lt.time(M, N, K, wp, x.ptr, xs.as<float>(), sp, out.ptr);
+  const double base = N > 65536 ? -1 : lt.time(M, N, K, wp, x.get(), xs.as<float>(), sp, out.get());
   const double flops = 2.0 * M * N * K;
   const double bytes = double(N) * K + double(M) * K + 2.0 * M * N;
   const std::string shape = std::string(name) + " M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K);
-  // Large M: the big tiles (the default picks the plain 128×128); small M: the default (64×64, split-K).
+  // Large M: the big tiles (the default picks the plain 128×128); small M: the default (64×64).
   // The TMA kernel reads B tile-major (the product's layout; the random bytes serve either layout).
   for (const GemmTile tile : M > 64 ? std::vector<GemmTile>{GemmTile::k128x128, GemmTile::k128x128tma,
                                                             GemmTile::k128x192tma, GemmTile::k64x128}
                                     : std::vector<GemmTile>{GemmTile::kAuto}) {
-    p.tile = tile;
     p.b_tiled = tile == GemmTile::k128x128tma || tile == GemmTile::k128x192tma;
+    p.tile = tile;
     const double us = time_us([&](int i) {
       p.b = static_cast<const uint8_t*>(wp[i % copies]);
       p.b_scales = sp[i % copies];
@@ -233,8 +240,7 @@ void bench_gemm(LtGemm& lt, const char* name, int M, int N, int K) {
     const char* label = tile == GemmTile::k64x128       ? "gemm_fp8 (+bias) 64x128"
                         : tile == GemmTile::k128x128tma ? "gemm_fp8 (+bias) 128x128 tma"
                         : tile == GemmTile::k128x192tma ? "gemm_fp8 (+bias) 128x192 tma"
-                        : tile == GemmTile::k128x128ws  ? "gemm_fp8 (+bias) 128x128 warp-specialised"
-                                                       : "gemm_fp8 (+bias)";
+                                                        : "gemm_fp8 (+bias)";
     row(label, shape, us, flops, bytes, base, M <= 64 ? "copy" : "fp8");
   }
   for (auto* b : w) delete b;
@@ -260,7 +266,7 @@ void bench_small() {
     fill(pos, 3, T, 0, 131072);
     std::vector<int64_t> hs(T);
     for (int i = 0; i < T; ++i) hs[i] = i;
-    cudaMemcpy(slots.ptr, hs.data(), T * 8, cudaMemcpyHostToDevice);
+    cudaMemcpy(slots.get(), hs.data(), T * 8, cudaMemcpyHostToDevice);
     RopeParams p;
     p.qkv = qkv.as<uint16_t>();
     p.positions = pos.as<int32_t>();
@@ -269,8 +275,9 @@ void bench_small() {
     p.v_cache = vc.as<uint16_t>();
     p.slots = slots.as<int64_t>();
     p.num_tokens = T;
-    p.inv_freq = yarn_inv_freq(YarnConfig{});
-    p.concentration = yarn_concentration(YarnConfig{});
+    const std::vector<float> inv_freq = rope_inv_freq(RopeScaling{}, kHeadDim);
+    std::copy(inv_freq.begin(), inv_freq.end(), p.inv_freq.begin());
+    p.concentration = rope_concentration(RopeScaling{});
     const double us = time_us([&](int) { launch_rope(p, nullptr); });
     row("rope+kv_write", "16384 tok, 64q/8kv", us, 0, double(T) * (stride + stride) * 2, 0, "copy");
   }
@@ -333,13 +340,13 @@ void bench_moe(int T, int E) {
   const double flops = double(T) * 4 * 2 * (2.0 * I * H + double(H) * I);
   const int touched = std::min(E, T * 4);
   const double bytes = double(touched) * 3.0 * I * H;
-  // Row-major experts (cp.async GEMM), then the model's tile-major layout (the TMA GEMM at 128-row tiles).
+  // Row-major experts (cp.async GEMM), then the model's tile-major layout with each TMA tile (128-row tiles).
   for (const GemmTile tile : {GemmTile::kAuto, GemmTile::k128x128tma, GemmTile::k128x192tma}) {
     const bool tiled = tile != GemmTile::kAuto;
     if (tiled && T * 4 / E <= 64) continue;  // 64-row tiles: no TMA kernel
     p.weights_tiled = tiled;
     p.gemm_tile = tile;
-    const double us = time_us([&](int) { launch_moe(p, ws.ptr, nullptr); }, 10);
+    const double us = time_us([&](int) { launch_moe(p, ws.get(), nullptr); }, 10);
     row(!tiled ? "moe (route..combine)" : tile == GemmTile::k128x128tma ? "moe tma 128x128" : "moe tma 128x192",
         std::to_string(T) + " tok, E=" + std::to_string(E) + ", top-4", us, flops, bytes, 0, T <= 16 ? "copy" : "fp8");
   }
@@ -389,10 +396,6 @@ void bench_gemv(const char* name, int M, int N, int K, GemmEpilogue epi, bool ba
   g.N = N;
   g.K = K;
   g.epilogue = epi;
-  const size_t split_bytes = gemm_fp8_split_workspace_bytes(M, N, K);
-  Buf split(split_bytes);
-  g.split_workspace = split.as<float>();
-  g.split_workspace_bytes = split_bytes;
   const double base = !baseline ? 0.0 : time_us([&](int i) {
     launch_quantize_fp8({x.as<uint16_t>(), K, xq.as<uint8_t>(), ldq, xs.as<float>(), M, K}, nullptr);
     g.b = w[i % copies]->as<uint8_t>();
@@ -533,17 +536,17 @@ void bench_moe_decode(int T, int E, bool baseline = true) {
   auto logits_of = [&](int i) { return logits.as<uint16_t>() + size_t(i % logit_copies) * T * E; };
   const double base = !baseline ? 0.0 : time_us([&](int i) {
     p.logits = logits_of(i);
-    launch_moe(p, ws_base.ptr, nullptr);
+    launch_moe(p, ws_base.get(), nullptr);
   }, 16);
   p.weights_tiled = true;  // the model's layout (20b/120b shapes are multiples of 64: same bytes)
   const double us = time_us([&](int i) {
     p.logits = logits_of(i);
-    launch_moe_decode(p, ws.ptr, nullptr);
+    launch_moe_decode(p, ws.get(), nullptr);
   }, 16);
   p.weights_tiled = false;
   const double us_row_major = time_us([&](int i) {
     p.logits = logits_of(i);
-    launch_moe_decode(p, ws.ptr, nullptr);
+    launch_moe_decode(p, ws.get(), nullptr);
   }, 16);
   const double flops = double(T) * 4 * 2 * (2.0 * I * H + double(H) * I);
   const double bytes = double(std::min(E, T * 4)) * 3.0 * I * H;
@@ -584,10 +587,10 @@ void bench_attention(const char* name, const std::vector<std::pair<int, int>>& s
   fill_bf16(kc, -1, 1);
   fill_bf16(vc, -1, 1);
   fill_f32(sinks, -1, 1);
-  cudaMemcpy(cu.ptr, b.cu.data(), cu.bytes, cudaMemcpyHostToDevice);
-  cudaMemcpy(kvl.ptr, b.kv.data(), kvl.bytes, cudaMemcpyHostToDevice);
-  cudaMemcpy(ip.ptr, b.indptr.data(), ip.bytes, cudaMemcpyHostToDevice);
-  cudaMemcpy(ix.ptr, b.idx.data(), ix.bytes, cudaMemcpyHostToDevice);
+  cudaMemcpy(cu.get(), b.cu.data(), cu.bytes, cudaMemcpyHostToDevice);
+  cudaMemcpy(kvl.get(), b.kv.data(), kvl.bytes, cudaMemcpyHostToDevice);
+  cudaMemcpy(ip.get(), b.indptr.data(), ip.bytes, cudaMemcpyHostToDevice);
+  cudaMemcpy(ix.get(), b.idx.data(), ix.bytes, cudaMemcpyHostToDevice);
   AttentionParams p;
   p.q = q.as<uint16_t>();
   p.out = out.as<uint16_t>();
@@ -605,7 +608,7 @@ void bench_attention(const char* name, const std::vector<std::pair<int, int>>& s
   p.max_kv_len = max_kv;
   p.prefill_warps = prefill_warps;
   Buf ws(decode ? attention_decode_workspace_bytes(p) : 0);
-  p.workspace = ws.ptr;
+  p.workspace = ws.get();
   const double us = time_us([&](int) {
     if (decode) {
       launch_attention_decode(p, nullptr);
@@ -630,10 +633,10 @@ void bench_sampling(int rows, float temp, int top_k, float top_p, const char* na
   std::vector<float> ht(rows, temp), hp(rows, top_p);
   std::vector<int32_t> hk(rows, top_k);
   std::vector<uint64_t> hs(rows, 42);
-  cudaMemcpy(t.ptr, ht.data(), rows * 4, cudaMemcpyHostToDevice);
-  cudaMemcpy(pp.ptr, hp.data(), rows * 4, cudaMemcpyHostToDevice);
-  cudaMemcpy(k.ptr, hk.data(), rows * 4, cudaMemcpyHostToDevice);
-  cudaMemcpy(seeds.ptr, hs.data(), rows * 8, cudaMemcpyHostToDevice);
+  cudaMemcpy(t.get(), ht.data(), rows * 4, cudaMemcpyHostToDevice);
+  cudaMemcpy(pp.get(), hp.data(), rows * 4, cudaMemcpyHostToDevice);
+  cudaMemcpy(k.get(), hk.data(), rows * 4, cudaMemcpyHostToDevice);
+  cudaMemcpy(seeds.get(), hs.data(), rows * 8, cudaMemcpyHostToDevice);
   SamplingParams p{logits.as<float>(), out.as<int32_t>(), t.as<float>(), k.as<int32_t>(), pp.as<float>(),
                    seeds.as<uint64_t>(), rows, vocab};
   const double us = time_us([&](int) { launch_sampling(p, nullptr); }, 10);
@@ -661,9 +664,8 @@ int main(int argc, char** argv) {
   if (want("small")) bench_small();
   if (want("gemm")) {
     LtGemm lt;
-    for (int M : {1, 16, 128, 1024, 4096, 8192, 16384}) {
-      bench_gemm(lt, "qkv", M, 5120, 2880);
-      bench_gemm(lt, "o", M, 2880, 4096);
+    for (int M : gpt_oss::kPrefillRows) {
+      for (const char* name : {"qkv", "o"}) bench_gemm(lt, name, M, linear(name).n, linear(name).k);
     }
     for (int M : {4096, 8192}) bench_gemm(lt, "gate_up-dense", M, 5760, 2880);
     for (int M : {1, 16, 4096}) bench_gemm(lt, "unembed", M, 201088, 2880);
@@ -684,23 +686,13 @@ int main(int argc, char** argv) {
     bench_attention("1x8192", {{8192, 8192}}, 0, false, 4);
   }
   if (want("moe")) {
-    for (int T : {1, 16, 512, 8192}) bench_moe(T, 32);
-    bench_moe(1, 128);
-    bench_moe(8192, 128);
+    for (const gpt_oss::MoeCase& m : gpt_oss::kMoePrefill) bench_moe(m.tokens, m.experts);
   }
   if (want("gemv")) {
-    for (int M : {1, 2, 4, 8}) {
-      bench_gemv("qkv", M, 5120, 2880, GemmEpilogue::kBias);
-      bench_gemv("o", M, 2880, 4096, GemmEpilogue::kBias);
-      bench_gemv("router-20b", M, 32, 2880, GemmEpilogue::kBias);
-      bench_gemv("router-120b", M, 128, 2880, GemmEpilogue::kBias);
-      bench_gemv("gate_up", M, 5760, 2880, GemmEpilogue::kSwiGlu);
-      bench_gemv("down", M, 2880, 2880, GemmEpilogue::kBias);
-      bench_gemv("unembed", M, 201088, 2880, GemmEpilogue::kBias);
+    for (int M : gpt_oss::kDecodeRows) {
+      for (const gpt_oss::LinearCase& l : gpt_oss::kLinears) bench_gemv(l.name, M, l.n, l.k, l.epilogue);
     }
-    bench_moe_decode(1, 32);
-    bench_moe_decode(1, 128);
-    bench_moe_decode(4, 32);
+    for (const gpt_oss::MoeCase& m : gpt_oss::kMoeDecode) bench_moe_decode(m.tokens, m.experts);
   }
   if (want("gemvx")) {  // read ceilings and the decode GEMV access pattern, row-major vs tile-major
     bench_read("down", size_t(2880) * 2880);

@@ -1,4 +1,4 @@
-// Attention with sinks over a paged KV cache (spec §2.3 item 5), GQA, head_dim 64, bf16 in/out.
+// Attention with sinks over a paged KV cache (the reference: attention_cpu.cpp; the model: src/model/cpu_model.cpp), GQA, head_dim 64, bf16 in/out.
 //
 // Logits l = (q·k)·scale; the per-head sink S_h is a raw logit appended as one extra column whose
 // probability is dropped: o = Σ_s exp(l_s − m) v_s / (Σ_s exp(l_s − m) + exp(S_h − m)). Causal; with
@@ -12,9 +12,9 @@
 // Sliding layers read only their last W positions, so the engine may recycle older pages (a ring).
 #pragma once
 
-#include <cuda_runtime.h>
-
 #include <cstdint>
+
+#include "core/cuda/cuda_types.h"  // cudaStream_t, GOSSAMER_HOST_DEVICE
 
 namespace gossamer::kernels {
 
@@ -49,6 +49,8 @@ void launch_attention_prefill(const AttentionParams& p, cudaStream_t stream);
 // Decode: at most kDecodeMaxQ query tokens per sequence (speculative decoding), split-KV across the GPU,
 // the sink counted once (first split), then a combine kernel.
 inline constexpr int kDecodeMaxQ = 2;
+// Query heads per KV head the decode kernel handles (its 16-row MMA tile holds group × kDecodeMaxQ rows).
+inline constexpr int kAttentionMaxGroup = 8;
 // Scratch the decode launch needs for these params (host fields: num_seqs, num_tokens, heads, max_kv_len).
 size_t attention_decode_workspace_bytes(const AttentionParams& p);
 void launch_attention_decode(const AttentionParams& p, cudaStream_t stream);

@@ -13,6 +13,7 @@ using namespace attn;
 constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
 constexpr int kRows = 16;
+static_assert(kAttentionMaxGroup * kDecodeMaxQ <= kRows, "attention.h promises groups of kAttentionMaxGroup");
 constexpr int kMaxSplits = 64;
 constexpr int kTileBytes = kKeysPerTile * 128;
 

@@ -6,18 +6,8 @@
 
 #include <cstdint>
 
+#include "core/cuda/check.h"  // GOSSAMER_CUDA_CHECK
 #include "core/error.h"
-
-// Throws gossamer::Error when a CUDA runtime call fails (API boundary: launch configuration, memory).
-#define GOSSAMER_CUDA_CHECK(expr)                                                                  \
-  do {                                                                                             \
-    const cudaError_t gossamer_cuda_status_ = (expr);                                              \
-    GOSSAMER_CHECK(gossamer_cuda_status_ == cudaSuccess, #expr, " failed: ",                       \
-                   cudaGetErrorString(gossamer_cuda_status_));                                     \
-  } while (0)
-
-// Checks the launch that was just issued on this thread.
-#define GOSSAMER_CUDA_CHECK_LAUNCH() GOSSAMER_CUDA_CHECK(cudaGetLastError())
 
 namespace gossamer::kernels {
 

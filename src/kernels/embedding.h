@@ -1,9 +1,9 @@
-// Embedding gather: out[t] = table[ids[t]] (spec §2.1, no scaling).
+// Embedding gather: out[t] = table[ids[t]] (no scaling, as src/model/cpu_model.cpp).
 #pragma once
 
-#include <cuda_runtime.h>
-
 #include <cstdint>
+
+#include "core/cuda/cuda_types.h"  // cudaStream_t, GOSSAMER_HOST_DEVICE
 
 namespace gossamer::kernels {
 

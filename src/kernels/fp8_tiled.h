@@ -10,24 +10,24 @@
 // read 16-byte chunks, which never straddle a tile row, so they read either layout at the same speed.
 #pragma once
 
-#include <cuda_runtime.h>
-
 #include <cstddef>
 #include <cstdint>
+
+#include "core/cuda/cuda_types.h"  // cudaStream_t, GOSSAMER_HOST_DEVICE
 
 namespace gossamer::kernels {
 
 inline constexpr int kFp8TileDim = 64;
 
-__host__ __device__ constexpr int64_t fp8_tiled_pad(int64_t v) { return (v + 63) / 64 * 64; }
+GOSSAMER_HOST_DEVICE constexpr int64_t fp8_tiled_pad(int64_t v) { return (v + 63) / 64 * 64; }
 
 // Byte offset of element (n, k) inside one group's tiled matrix of padded width k_padded = pad(K).
-__host__ __device__ constexpr int64_t fp8_tiled_offset(int64_t n, int64_t k, int64_t k_padded) {
+GOSSAMER_HOST_DEVICE constexpr int64_t fp8_tiled_offset(int64_t n, int64_t k, int64_t k_padded) {
   return (n >> 6) * (k_padded << 6) + ((k >> 6) << 12) + ((n & 63) << 6) + (k & 63);
 }
 
 // Bytes of one group: pad(N) · pad(K).
-__host__ __device__ constexpr int64_t fp8_tiled_group_bytes(int64_t n, int64_t k) {
+GOSSAMER_HOST_DEVICE constexpr int64_t fp8_tiled_group_bytes(int64_t n, int64_t k) {
   return fp8_tiled_pad(n) * fp8_tiled_pad(k);
 }
 

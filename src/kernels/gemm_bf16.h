@@ -7,6 +7,7 @@
 // Grouped mode (MoE): identical to GemmFp8Params — rows are partitioned into groups by `group_offsets`;
 // group g uses B[g] and bias[g]; row r of the grouped problem reads A row a_row_index[r]; M tiles come
 // from the device tile list built by launch_moe_plan (moe.h) with tile_rows = gemm_bf16_tile_rows().
+// The MoE block with bf16 experts (launch_moe_bf16) lives in moe.h with the other MoE compositions.
 //
 // Epilogues (kernels::GemmEpilogue): kBias writes out[m, n]; kSwiGlu treats even columns as gate and odd
 // columns as up (gate = min(gate, 7), up = clamp(up, ±7), out = gate·σ(1.702·gate)·(up + 1)) and writes
@@ -17,11 +18,10 @@
 // The launchers never synchronise or allocate (CUDA-graph capturable).
 #pragma once
 
-#include <cuda_runtime.h>
-
 #include <cstddef>
 #include <cstdint>
 
+#include "core/cuda/cuda_types.h"  // cudaStream_t, GOSSAMER_HOST_DEVICE
 #include "kernels/gemm_fp8.h"  // GemmEpilogue
 
 namespace gossamer::kernels {
@@ -54,32 +54,5 @@ void launch_gemm_bf16(const GemmBf16Params& p, cudaStream_t stream);
 // Host reference (all pointers host memory; in grouped mode group_offsets is read directly and the tile
 // list is ignored). fp32 accumulation, epilogue in fp32, one rounding to bf16.
 void gemm_bf16_cpu(const GemmBf16Params& p);
-
-// ---- MoE expert block with bf16 weights --------------------------------------------------------------
-// Same chain as launch_moe (moe.h) without the fp8 quantization: route → plan → grouped gate_up GEMM
-// (A rows gathered by row_token) + b1 + clamped SwiGLU → h bf16 → grouped down GEMM + b2 → y bf16 →
-// weighted combine (+ residual). Rounding points: h and y in bf16, the combine sums in fp32.
-struct MoeBf16Params {
-  const uint16_t* x = nullptr;         // [num_tokens, hidden] bf16 (normalised activations)
-  const uint16_t* logits = nullptr;    // [num_tokens, num_experts] bf16 router output (bias included)
-  const uint16_t* residual = nullptr;  // [num_tokens, hidden] bf16 or null
-  uint16_t* out = nullptr;             // [num_tokens, hidden] bf16 (may alias residual)
-  // Local experts [expert_begin, expert_begin + num_local_experts).
-  const uint16_t* w1 = nullptr;  // [E_local, 2·inter, hidden] bf16, rows interleaved gate/up
-  const uint16_t* b1 = nullptr;  // [E_local, 2·inter] bf16
-  const uint16_t* w2 = nullptr;  // [E_local, hidden, inter] bf16
-  const uint16_t* b2 = nullptr;  // [E_local, hidden] bf16
-  int num_tokens = 0;
-  int num_experts = 0;  // in [4, 256]
-  int expert_begin = 0;
-  int num_local_experts = 0;
-  int hidden = 2880;  // multiple of 16
-  int inter = 2880;   // multiple of 16
-};
-// Device scratch for launch_moe_bf16, carved from one buffer of this many bytes (16-byte aligned base).
-size_t moe_bf16_workspace_bytes(int num_tokens, int num_local_experts, int hidden, int inter);
-void launch_moe_bf16(const MoeBf16Params& p, void* workspace, cudaStream_t stream);
-// Reference of the whole block with the same rounding points (host memory throughout).
-void moe_bf16_cpu(const MoeBf16Params& p);
 
 }  // namespace gossamer::kernels

@@ -5,7 +5,6 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "kernels/gemm_bf16.h"
-#include "kernels/moe.h"
 #include "kernels/swiglu.h"
 
 namespace gossamer::kernels {
@@ -55,74 +54,4 @@ void gemm_bf16_cpu(const GemmBf16Params& p) {
     }
   }
 }
-
-void moe_bf16_cpu(const MoeBf16Params& p) {
-  const int T = p.num_tokens, H = p.hidden, I = p.inter;
-  std::vector<int32_t> ids(static_cast<size_t>(T) * kMoeTopK);
-  std::vector<float> weights(static_cast<size_t>(T) * kMoeTopK);
-  moe_route_cpu({p.logits, ids.data(), weights.data(), T, p.num_experts});
-  // Rows of all (token, k) pairs per local expert, so each expert's weights are converted once.
-  std::vector<std::vector<int>> expert_pairs(std::max(p.num_local_experts, 0));
-  for (int i = 0; i < T * kMoeTopK; ++i) {
-    const int e = ids[i] - p.expert_begin;
-    if (e >= 0 && e < p.num_local_experts) expert_pairs[e].push_back(i);
-  }
-  // y[pair] (bf16, bias included) for pairs routed here, as the GPU path's permuted y.
-  std::vector<uint16_t> y(static_cast<size_t>(T) * kMoeTopK * H);
-  std::vector<uint16_t> h;
-  for (int e = 0; e < p.num_local_experts; ++e) {
-    const std::vector<int>& pairs = expert_pairs[e];
-    if (pairs.empty()) continue;
-    const int rows = static_cast<int>(pairs.size());
-    std::vector<int32_t> tokens(rows);
-    for (int r = 0; r < rows; ++r) tokens[r] = pairs[r] / kMoeTopK;
-    h.assign(static_cast<size_t>(rows) * I, 0);
-    std::vector<uint16_t> ye(static_cast<size_t>(rows) * H);
-    GemmBf16Params g1;
-    g1.a = p.x;
-    g1.lda = H;
-    g1.a_row_index = tokens.data();
-    g1.b = p.w1 + static_cast<int64_t>(e) * 2 * I * H;
-    g1.bias = p.b1 + static_cast<int64_t>(e) * 2 * I;
-    g1.out = h.data();
-    g1.ldc = I;
-    g1.M = rows;
-    g1.N = 2 * I;
-    g1.K = H;
-    g1.epilogue = GemmEpilogue::kSwiGlu;
-    gemm_bf16_cpu(g1);
-    GemmBf16Params g2;
-    g2.a = h.data();
-    g2.lda = I;
-    g2.b = p.w2 + static_cast<int64_t>(e) * H * I;
-    g2.bias = p.b2 + static_cast<int64_t>(e) * H;
-    g2.out = ye.data();
-    g2.ldc = H;
-    g2.M = rows;
-    g2.N = H;
-    g2.K = I;
-    gemm_bf16_cpu(g2);
-    for (int r = 0; r < rows; ++r) {
-      std::copy_n(ye.data() + static_cast<size_t>(r) * H, H, y.data() + static_cast<size_t>(pairs[r]) * H);
-    }
-  }
-  // ---- combine: out = bf(residual + Σ_k w·y), fp32 ----
-  std::vector<float> acc(H);
-  for (int t = 0; t < T; ++t) {
-    std::fill(acc.begin(), acc.end(), 0.f);
-    for (int k = 0; k < kMoeTopK; ++k) {
-      const int i = t * kMoeTopK + k;
-      const int e = ids[i] - p.expert_begin;
-      if (e < 0 || e >= p.num_local_experts) continue;
-      const float w = weights[i];
-      const uint16_t* yr = y.data() + static_cast<size_t>(i) * H;
-      for (int c = 0; c < H; ++c) acc[c] += w * bf16_to_float(yr[c]);
-    }
-    for (int c = 0; c < H; ++c) {
-      const float r = p.residual ? bf16_to_float(p.residual[static_cast<int64_t>(t) * H + c]) : 0.f;
-      p.out[static_cast<int64_t>(t) * H + c] = float_to_bf16(r + acc[c]);
-    }
-  }
-}
-
 }  // namespace gossamer::kernels

@@ -10,32 +10,22 @@
 // launcher picks for max_rows_per_tile (gemm_fp8_tile_rows).
 //
 // Epilogues: kBias writes out[m, n]; kSwiGlu treats even columns as gate and odd columns as up
-// (spec §2.6: gate = min(gate, 7), up = clamp(up, ±7), out = gate·σ(1.702·gate)·(up + 1)) and writes
+// (kernels/swiglu.h: gate = min(gate, 7), up = clamp(up, ±7), out = gate·σ(1.702·gate)·(up + 1)) and writes
 // out[m, n/2]. Accumulation and epilogue math in fp32, one rounding to bf16.
 #pragma once
 
-#include <cuda_runtime.h>
-
 #include <cstdint>
+
+#include "core/cuda/cuda_types.h"  // cudaStream_t, GOSSAMER_HOST_DEVICE
 
 namespace gossamer::kernels {
 
 enum class GemmEpilogue : int { kBias = 0, kSwiGlu = 1 };
 // CTA tile (BM×BN). kAuto picks 64×64 for ≤ 64 rows per tile, 64×128 for plain GEMMs of 65–256 rows,
-// else 128-row tiles — the persistent TMA warp-specialised kernel (k128x128tma / k128x192tma,
+// else 128-row tiles: the persistent TMA warp-specialised kernel (k128x128tma / k128x192tma,
 // gemm_fp8_tma_sm90.cu) when B is tile-major and A is not gathered, the cp.async kernel (k128x128)
-// otherwise; k128x128ws is a cp.async
-// warp-specialised 128×128 (not picked by kAuto: see gemm_fp8_ws_sm90.cu).
-// Grouped (MoE) launches must use a tile whose BM equals the tile list's tile_rows.
-enum class GemmTile : int {
-  kAuto = 0,
-  k64x64 = 1,
-  k64x128 = 2,
-  k128x128 = 3,
-  k128x128ws = 4,
-  k128x128tma = 5,
-  k128x192tma = 6
-};
+// otherwise. Grouped (MoE) launches must use a tile whose BM equals the tile list's tile_rows.
+enum class GemmTile : int { kAuto = 0, k64x64 = 1, k64x128 = 2, k128x128 = 3, k128x128tma = 4, k128x192tma = 5 };
 
 struct GemmFp8Params {
   const uint8_t* a = nullptr;         // [rows_a, K] fp8, row stride lda bytes (multiple of 16)
@@ -59,20 +49,11 @@ struct GemmFp8Params {
   const int32_t* num_tiles = nullptr;      // [1]
   int max_tiles = 0;                       // grid bound in grouped mode
   int num_groups = 1;                      // groups (experts) in b and b_scales in grouped mode
-  // Split-K scratch for small plain GEMMs (M ≤ 64): gemm_fp8_split_workspace_bytes(M, N, K) bytes, or
-  // null when that is 0. Partials are summed in a fixed order (deterministic).
-  float* split_workspace = nullptr;
-  size_t split_workspace_bytes = 0;
-  int k_splits = 1;  // set by the launcher
   GemmTile tile = GemmTile::kAuto;
 };
 
 // The BM the launcher uses: 64 when every tile has at most 64 rows worth computing, else 128.
 int gemm_fp8_tile_rows(int max_rows_per_tile);
-
-// K splits the launcher uses for a plain GEMM of this shape (1 = none) and the scratch they need.
-int gemm_fp8_split_k(int M, int N, int K, bool grouped);
-size_t gemm_fp8_split_workspace_bytes(int M, int N, int K);
 
 // `rows_hint` picks the tile shape: the plain M, or in grouped mode the expected rows per group.
 void launch_gemm_fp8(const GemmFp8Params& p, int rows_hint, cudaStream_t stream);

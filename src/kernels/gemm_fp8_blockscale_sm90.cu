@@ -2,7 +2,7 @@
 // wgmma m64nNk32 e4m3 per 128-wide K block into a temporary accumulator, then promotion into the fp32
 // accumulator with a_scale[row]·b_scale (the block-scale recipe needs one promotion per K block). Every
 // warp loads and computes, one __syncthreads per stage; tiles 64×64, 64×128 and 128×128 (the default for
-// large M). The warp-specialised 128×128 variant is in gemm_fp8_ws_sm90.cu.
+// large M).
 #include <algorithm>
 
 #include "kernels/cuda_utils.h"
@@ -51,10 +51,6 @@ __global__ void __launch_bounds__(Tile<kBM, kBN>::kThreads, Tile<kBM, kBN>::kMin
   }
   const int n0 = blockIdx.y * kBN;
   const int num_kb = ceil_div(p.K, kBK);
-  // Split-K (small M): this CTA covers K blocks [kb_begin, kb_end).
-  const int kb_per_split = ceil_div(num_kb, p.k_splits);
-  const int kb_begin = blockIdx.z * kb_per_split;
-  const int kb_end = min(num_kb, kb_begin + kb_per_split);
   const int num_nb = ceil_div(p.N, 128);
   const int tid = threadIdx.x;
   const int chunk_col = tid % 8;
@@ -92,7 +88,7 @@ __global__ void __launch_bounds__(Tile<kBM, kBN>::kThreads, Tile<kBM, kBN>::kMin
   }
 
   auto load_stage = [&](int kb) {
-    const int stage = (kb - kb_begin) % T::kStages;
+    const int stage = kb % T::kStages;
     uint8_t* sa = smem + stage * T::kStageBytes;
     uint8_t* sb = sa + T::kABytes;
     const int k0 = kb * kBK;
@@ -124,21 +120,21 @@ __global__ void __launch_bounds__(Tile<kBM, kBN>::kThreads, Tile<kBM, kBN>::kMin
   // ---- pipeline prologue ----
 #pragma unroll
   for (int s = 0; s < T::kStages - 1; ++s) {
-    if (kb_begin + s < kb_end) load_stage(kb_begin + s);
+    if (s < num_kb) load_stage(s);
     cp_async_commit();
   }
 
   // ---- main loop over K blocks ----
-  for (int kb = kb_begin; kb < kb_end; ++kb) {
+  for (int kb = 0; kb < num_kb; ++kb) {
     cp_async_wait<T::kStages - 2>();
     fence_proxy_async();
     __syncthreads();
     // NOTE: the stage refilled here was consumed in iteration kb − 1, whose wgmma all threads awaited
     // before the barrier above.
-    if (kb + T::kStages - 1 < kb_end) load_stage(kb + T::kStages - 1);
+    if (kb + T::kStages - 1 < num_kb) load_stage(kb + T::kStages - 1);
     cp_async_commit();
 
-    const int stage = (kb - kb_begin) % T::kStages;
+    const int stage = kb % T::kStages;
     const uint8_t* sa = smem + stage * T::kStageBytes + wg * 64 * kBK;
     const uint8_t* sb = smem + stage * T::kStageBytes + T::kABytes;
     wgmma::fence();
@@ -156,27 +152,6 @@ __global__ void __launch_bounds__(Tile<kBM, kBN>::kThreads, Tile<kBM, kBN>::kMin
   write_out<kBN>(p, acc, m0, n0, row_end, local_row, lane);
 }
 
-// Sums the split-K partials in split order (deterministic) and applies the epilogue.
-__global__ void gemm_fp8_split_finalize_kernel(const GemmFp8Params p) {
-  const int64_t pair = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (pair >= static_cast<int64_t>(p.M) * p.N / 2) return;
-  const int64_t row = pair / (p.N / 2);
-  const int col = static_cast<int>(pair % (p.N / 2)) * 2;
-  float v0 = 0.f, v1 = 0.f;
-  for (int z = 0; z < p.k_splits; ++z) {
-    const float2 v = *reinterpret_cast<const float2*>(p.split_workspace + (z * p.M + row) * p.N + col);
-    v0 += v.x;
-    v1 += v.y;
-  }
-  uint16_t* out_row = p.out + row * p.ldc;
-  if (p.epilogue == GemmEpilogue::kSwiGlu) {
-    const __nv_bfloat16 r = __float2bfloat16_rn(swiglu_clamped(v0, v1));
-    out_row[col / 2] = *reinterpret_cast<const uint16_t*>(&r);
-  } else {
-    *reinterpret_cast<__nv_bfloat162*>(out_row + col) = __floats2bfloat162_rn(v0, v1);
-  }
-}
-
 template <int kBM, int kBN>
 void launch_tile(const GemmFp8Params& p, cudaStream_t stream) {
   using T = Tile<kBM, kBN>;
@@ -187,47 +162,21 @@ void launch_tile(const GemmFp8Params& p, cudaStream_t stream) {
     configured = true;
   }
   const int tiles_m = p.tile_group ? p.max_tiles : ceil_div(p.M, kBM);
-  const dim3 grid(tiles_m, ceil_div(p.N, kBN), p.k_splits);
+  const dim3 grid(tiles_m, ceil_div(p.N, kBN));
   if (grid.x == 0) return;
   gemm_fp8_kernel<kBM, kBN><<<grid, T::kThreads, T::kSmemBytes, stream>>>(p);
   GOSSAMER_CUDA_CHECK_LAUNCH();
-  if (p.k_splits > 1) launch_split_finalize(p, stream);
 }
 
 }  // namespace
 
-void gemm_fp8_detail::launch_split_finalize(const GemmFp8Params& p, cudaStream_t stream) {
-  const int64_t pairs = static_cast<int64_t>(p.M) * p.N / 2;
-  gemm_fp8_split_finalize_kernel<<<static_cast<unsigned>(ceil_div<int64_t>(pairs, 256)), 256, 0, stream>>>(p);
-  GOSSAMER_CUDA_CHECK_LAUNCH();
-}
-
 int gemm_fp8_tile_rows(int max_rows_per_tile) { return max_rows_per_tile <= 64 ? 64 : 128; }
-
-int gemm_fp8_split_k(int M, int N, int K, bool grouped) {
-  if (grouped || M > 64) return 1;
-  const int tiles = ceil_div(N, 64);
-  const int num_kb = ceil_div(K, kBK);
-  // Enough CTAs for ~3 per SM (132 SMs), each keeping at least 3 K blocks.
-  return std::clamp(std::min(ceil_div(3 * 132, tiles), num_kb / 3), 1, 8);
-}
-
-size_t gemm_fp8_split_workspace_bytes(int M, int N, int K) {
-  const int splits = gemm_fp8_split_k(M, N, K, false);
-  return splits > 1 ? static_cast<size_t>(splits) * M * N * sizeof(float) : 0;
-}
 
 void launch_gemm_fp8(const GemmFp8Params& p, int rows_hint, cudaStream_t stream) {
   GOSSAMER_CHECK(p.K % 16 == 0 && p.lda % 16 == 0 && p.N % 8 == 0, "gemm_fp8: K (", p.K, ") and lda (", p.lda,
                  ") must be multiples of 16 and N (", p.N, ") of 8");
   GOSSAMER_CHECK(!p.tile_group || (p.group_offsets && p.tile_m0 && p.num_tiles), "gemm_fp8: incomplete grouped params");
   if (p.M == 0 || p.N == 0) return;
-  GemmFp8Params q = p;
-  // Split-K only when the caller provided the scratch for it.
-  const size_t need = gemm_fp8_split_workspace_bytes(p.M, p.N, p.K);
-  q.k_splits = (p.tile_group == nullptr && need > 0 && p.split_workspace && p.split_workspace_bytes >= need)
-                   ? gemm_fp8_split_k(p.M, p.N, p.K, false)
-                   : 1;
   GemmTile tile = p.tile;
   if (tile == GemmTile::kAuto) {
     // Measured on the H200 (docs/PERF.md, 105892e): 64×128 at 2 CTAs/SM wins for plain GEMMs of 65–256
@@ -236,9 +185,9 @@ void launch_gemm_fp8(const GemmFp8Params& p, int rows_hint, cudaStream_t stream)
       tile = GemmTile::k64x64;
     } else {
       // 128-row tiles: the persistent TMA kernel with 128×192 tiles wherever its operand rules hold
-      // (tile-major B, contiguous A): measured 1.15–1.35× the cp.async 128×128 kernel from M = 1024 up and
-      // on the grouped MoE (PERF.md, 2026-12-01); else the cp.async kernel.
-      const bool tma_ok = p.b_tiled && p.a_row_index == nullptr && q.k_splits == 1;
+      // (tile-major B, contiguous A): measured 1.15–1.3× the cp.async 128×128 kernel from M = 1024 up and
+      // 1.1–1.15× on the grouped MoE (PERF.md, 2026-12-01); else the cp.async kernel.
+      const bool tma_ok = p.b_tiled && p.a_row_index == nullptr;
       tile = (p.tile_group == nullptr && p.M <= 256) ? GemmTile::k64x128
              : tma_ok                                ? GemmTile::k128x192tma
                                                      : GemmTile::k128x128;
@@ -246,22 +195,19 @@ void launch_gemm_fp8(const GemmFp8Params& p, int rows_hint, cudaStream_t stream)
   }
   switch (tile) {
     case GemmTile::k64x64:
-      launch_tile<64, 64>(q, stream);
+      launch_tile<64, 64>(p, stream);
       break;
     case GemmTile::k64x128:
-      launch_tile<64, 128>(q, stream);
-      break;
-    case GemmTile::k128x128ws:
-      launch_ws(q, stream);
+      launch_tile<64, 128>(p, stream);
       break;
     case GemmTile::k128x128tma:
-      launch_tma(q, 128, stream);
+      launch_tma(p, 128, stream);
       break;
     case GemmTile::k128x192tma:
-      launch_tma(q, 192, stream);
+      launch_tma(p, 192, stream);
       break;
     default:
-      launch_tile<128, 128>(q, stream);
+      launch_tile<128, 128>(p, stream);
       break;
   }
 }

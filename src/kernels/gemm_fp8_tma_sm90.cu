@@ -221,7 +221,6 @@ void launch_tma_tile(const GemmFp8Params& p, cudaStream_t stream) {
 void launch_tma(const GemmFp8Params& p, int tile_n, cudaStream_t stream) {
   GOSSAMER_CHECK(p.b_tiled, "gemm_fp8: the TMA kernel reads tile-major B only");
   GOSSAMER_CHECK(p.a_row_index == nullptr, "gemm_fp8: the TMA kernel reads contiguous A rows (no gather)");
-  GOSSAMER_CHECK(p.k_splits == 1, "gemm_fp8: the TMA kernel has no split-K");
   GOSSAMER_CHECK(reinterpret_cast<uintptr_t>(p.a) % 16 == 0 && reinterpret_cast<uintptr_t>(p.b) % 16 == 0,
                  "gemm_fp8: the TMA kernel needs 16-byte aligned operands");
   if (tile_n == 192) {

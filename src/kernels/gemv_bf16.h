@@ -9,9 +9,9 @@
 // 1 ≤ M ≤ kGemvBf16MaxRows. The launcher never synchronises or allocates (CUDA-graph capturable).
 #pragma once
 
-#include <cuda_runtime.h>
-
 #include <cstdint>
+
+#include "core/cuda/cuda_types.h"  // cudaStream_t, GOSSAMER_HOST_DEVICE
 
 namespace gossamer::kernels {
 

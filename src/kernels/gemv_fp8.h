@@ -32,18 +32,16 @@
 // neighbouring kernels are ordinary launches.
 #pragma once
 
-#include <cuda_runtime.h>
-
 #include <cstddef>
 #include <cstdint>
 
+#include "core/cuda/cuda_types.h"  // cudaStream_t, GOSSAMER_HOST_DEVICE
 #include "kernels/gemm_fp8.h"
-#include "kernels/moe.h"
 
 namespace gossamer::kernels {
 
 inline constexpr int kGemvMaxRows = 8;                         // activation rows per GEMV (the MMA's N)
-inline constexpr int kGemvMaxPairs = kGemvMaxRows * kMoeTopK;  // grouped mode: (token, k) pairs
+inline constexpr int kGemvMaxPairs = kGemvMaxRows * 4;  // grouped mode: (token, k) pairs (× kMoeTopK, moe.h)
 
 struct GemvFp8Params {
   const uint16_t* x = nullptr;  // [rows_x, K] bf16, row stride ldx elements (multiple of 8), 16-byte aligned
@@ -78,14 +76,6 @@ void launch_gemv_fp8(const GemvFp8Params& p, cudaStream_t stream);
 // Reference with the same math (host memory; topk_ids and pair_row in host memory in grouped mode).
 void gemv_fp8_cpu(const GemvFp8Params& p);
 
-// ---- MoE decode (moe_decode_sm90.cu) ----
-// The whole expert block of moe.h (same MoeParams, same result up to rounding) for num_tokens ≤
-// kGemvMaxRows, with weight-only quantization: launch_moe_route → grouped GEMV gate_up + bias + SwiGLU
-// (act [T·4, inter] bf16, one row per pair) → grouped GEMV down + bias (y [T·4, hidden] bf16) →
-// launch_moe_combine with pair_row = identity (−1 for pairs routed to other ranks). Unlike launch_moe
-// (and moe_cpu), x and the SwiGLU output are not quantized to fp8: act and y are rounded to bf16.
-// Requires hidden and inter multiples of 16, num_local_experts ≥ 1. Graph capturable.
-size_t moe_decode_workspace_bytes(int num_tokens, int hidden, int inter);
-void launch_moe_decode(const MoeParams& p, void* workspace, cudaStream_t stream);
+// The MoE decode block over this GEMV (launch_moe_decode) lives in moe.h.
 
 }  // namespace gossamer::kernels

@@ -1,18 +1,24 @@
-// MoE block pieces (spec §2.4): router top-4 + softmax over the 4, permutation by expert (a plan for
-// the grouped FP8 GEMMs), and the weighted combine back to token order. `launch_moe` chains them with
-// quantize_fp8 and the grouped gemm_fp8 (gate_up + bias + clamped SwiGLU, then down + bias).
+// The MoE op family, one header: the pieces — router top-4 + softmax over the 4 (route), permutation by
+// expert with the grouped GEMMs' tile list (plan), the weighted combine back to token order (combine) —
+// and the expert block over them: one composition (moe_sm90.cu) with three entry points,
+//   launch_moe         FP8 experts, grouped FP8 GEMMs with per-token activation quantization (prefill);
+//   launch_moe_decode  FP8 experts, grouped weight-only GEMVs, ≤ kGemvMaxRows tokens (decode);
+//   launch_moe_bf16    bf16 experts, grouped bf16 GEMMs (the --weights bf16 accuracy baseline).
+// Each is route → (plan) → gate_up + bias + clamped SwiGLU → down + bias → combine. Every piece and every
+// composition has its CPU reference in moe_cpu.cpp (library gossamer_kernels_ref).
 #pragma once
-
-#include <cuda_runtime.h>
 
 #include <cstdint>
 
-#include "kernels/gemm_fp8.h"
+#include "core/cuda/cuda_types.h"  // cudaStream_t, GOSSAMER_HOST_DEVICE
+#include "kernels/gemm_fp8.h"      // GemmTile
+#include "kernels/gemv_fp8.h"      // kGemvMaxRows, kGemvMaxPairs
 
 namespace gossamer::kernels {
 
 inline constexpr int kMoeTopK = 4;
 inline constexpr int kMoeMaxExperts = 256;
+static_assert(kGemvMaxPairs == kGemvMaxRows * kMoeTopK, "gemv_fp8.h sizes its grouped mode for top-4");
 
 struct MoeRouteParams {
   const uint16_t* logits = nullptr;  // [num_tokens, num_experts] bf16 (router GEMM output, bias included)
@@ -23,6 +29,10 @@ struct MoeRouteParams {
 };
 void launch_moe_route(const MoeRouteParams& p, cudaStream_t stream);
 void moe_route_cpu(const MoeRouteParams& p);
+// One row of the rule above on float logits with any k (the CPU backend's router): the k largest of
+// logits[0, num_experts) in descending order, ties to the lower index, and softmax weights over them
+// (exp(l − l_max) / Σ, fp32).   logits: [num_experts] f32 → ids: [k] int32, weights: [k] f32
+void moe_topk_softmax_cpu(const float* logits, int num_experts, int k, int32_t* ids, float* weights);
 
 // Groups the num_tokens·4 (token, k) pairs by expert (order inside an expert is unspecified) and builds
 // the GEMM tile list for tiles of `tile_rows` rows. Experts outside [expert_begin, expert_begin +
@@ -42,6 +52,10 @@ struct MoePlanParams {
 };
 int moe_max_tiles(int num_tokens, int num_local_experts, int tile_rows);
 void launch_moe_plan(const MoePlanParams& p, cudaStream_t stream);
+// Reference (host memory). Within an expert, rows follow (token, k) pair order; the GPU's order inside an
+// expert is unspecified, so compare plans by group_offsets, tile lists and the (token, k) → row → token
+// round trip, not row by row.
+void moe_plan_cpu(const MoePlanParams& p);
 
 // out[t] = bf(residual[t] + Σ_k w[t,k] · y[pair_row[t,k]]) (pairs with row −1 are skipped;
 // residual may be null). fp32 sum, one rounding.
@@ -55,6 +69,7 @@ struct MoeCombineParams {
   int hidden = 0;  // multiple of 8
 };
 void launch_moe_combine(const MoeCombineParams& p, cudaStream_t stream);
+void moe_combine_cpu(const MoeCombineParams& p);  // reference (host memory), same sum order: k = 0..3
 
 // The whole expert block for tokens already normalised (t = RMSNorm_mlp(x)) and routed.
 struct MoeParams {
@@ -85,5 +100,45 @@ size_t moe_workspace_bytes(int num_tokens, int num_local_experts, int hidden, in
 void launch_moe(const MoeParams& p, void* workspace, cudaStream_t stream);
 // Reference of the whole block with the same quantization points (host memory throughout).
 void moe_cpu(const MoeParams& p);
+
+// ---- MoE expert block with bf16 weights --------------------------------------------------------------
+// Same chain as launch_moe without the fp8 quantization: route → plan → grouped gate_up GEMM
+// (A rows gathered by row_token) + b1 + clamped SwiGLU → h bf16 → grouped down GEMM + b2 → y bf16 →
+// weighted combine (+ residual). Rounding points: h and y in bf16, the combine sums in fp32.
+struct MoeBf16Params {
+  const uint16_t* x = nullptr;         // [num_tokens, hidden] bf16 (normalised activations)
+  const uint16_t* logits = nullptr;    // [num_tokens, num_experts] bf16 router output (bias included)
+  const uint16_t* residual = nullptr;  // [num_tokens, hidden] bf16 or null
+  uint16_t* out = nullptr;             // [num_tokens, hidden] bf16 (may alias residual)
+  // Local experts [expert_begin, expert_begin + num_local_experts).
+  const uint16_t* w1 = nullptr;  // [E_local, 2·inter, hidden] bf16, rows interleaved gate/up
+  const uint16_t* b1 = nullptr;  // [E_local, 2·inter] bf16
+  const uint16_t* w2 = nullptr;  // [E_local, hidden, inter] bf16
+  const uint16_t* b2 = nullptr;  // [E_local, hidden] bf16
+  int num_tokens = 0;
+  int num_experts = 0;  // in [4, 256]
+  int expert_begin = 0;
+  int num_local_experts = 0;
+  int hidden = 2880;  // multiple of 16
+  int inter = 2880;   // multiple of 16
+};
+// Device scratch for launch_moe_bf16, carved from one buffer of this many bytes (16-byte aligned base).
+size_t moe_bf16_workspace_bytes(int num_tokens, int num_local_experts, int hidden, int inter);
+void launch_moe_bf16(const MoeBf16Params& p, void* workspace, cudaStream_t stream);
+// Reference of the whole block with the same rounding points (host memory throughout).
+void moe_bf16_cpu(const MoeBf16Params& p);
+
+// ---- MoE decode on the weight-only GEMV ----
+// The whole expert block above (same MoeParams, same result up to rounding) for num_tokens ≤
+// kGemvMaxRows, with weight-only quantization: launch_moe_route → grouped GEMV gate_up + bias + SwiGLU
+// (act [T·4, inter] bf16, one row per pair) → grouped GEMV down + bias (y [T·4, hidden] bf16) →
+// launch_moe_combine with pair_row = identity (−1 for pairs routed to other ranks). Unlike launch_moe
+// (and moe_cpu), x and the SwiGLU output are not quantized to fp8: act and y are rounded to bf16.
+// Requires hidden and inter multiples of 16, num_local_experts ≥ 1. Graph capturable.
+size_t moe_decode_workspace_bytes(int num_tokens, int hidden, int inter);
+void launch_moe_decode(const MoeParams& p, void* workspace, cudaStream_t stream);
+// Reference with the decode path's own rounding points: bf16 x, fp32 GEMVs (gemv_fp8_cpu), act and y
+// rounded to bf16, fp32 combine (host memory throughout; writes p.out).
+void moe_decode_cpu(const MoeParams& p);
 
 }  // namespace gossamer::kernels

@@ -1,48 +1,130 @@
 #include <algorithm>
 #include <cmath>
-#include <numeric>
+#include <functional>
 #include <vector>
 
 #include "core/dtype.h"
 #include "kernels/fp8_tiled.h"
+#include "kernels/gemm_bf16.h"
 #include "kernels/gemm_fp8.h"
+#include "kernels/gemv_fp8.h"
 #include "kernels/moe.h"
 #include "kernels/quantize_fp8.h"
 
 namespace gossamer::kernels {
+namespace {
+
+// y rows [T·4, hidden] bf16 for the pairs of local expert e (in pair order); written by the caller's expert.
+using ExpertRows = std::function<void(int e, const std::vector<int>& pairs, uint16_t* y)>;
+
+// The reference composition of launch_moe and launch_moe_bf16: route → each local expert's (token, k)
+// pairs → y per pair → weighted combine (+ residual).
+void moe_compose_cpu(const uint16_t* logits, const uint16_t* residual, uint16_t* out, int T, int num_experts,
+                     int expert_begin, int num_local_experts, int hidden, const ExpertRows& run_expert) {
+  std::vector<int32_t> ids(static_cast<size_t>(T) * kMoeTopK), pair_row(ids.size(), -1);
+  std::vector<float> weights(ids.size());
+  moe_route_cpu({logits, ids.data(), weights.data(), T, num_experts});
+  std::vector<std::vector<int>> expert_pairs(std::max(num_local_experts, 0));
+  for (int i = 0; i < T * kMoeTopK; ++i) {
+    const int e = ids[i] - expert_begin;
+    if (e < 0 || e >= num_local_experts) continue;
+    expert_pairs[e].push_back(i);
+    pair_row[i] = i;
+  }
+  std::vector<uint16_t> y(static_cast<size_t>(T) * kMoeTopK * hidden);
+  for (int e = 0; e < num_local_experts; ++e) {
+    if (!expert_pairs[e].empty()) run_expert(e, expert_pairs[e], y.data());
+  }
+  moe_combine_cpu({y.data(), pair_row.data(), weights.data(), residual, out, T, hidden});
+}
+
+}  // namespace
+
+void moe_topk_softmax_cpu(const float* logits, int num_experts, int k, int32_t* ids, float* weights) {
+  for (int slot = 0; slot < k; ++slot) {
+    int32_t best = -1;
+    for (int i = 0; i < num_experts; ++i) {
+      bool taken = false;
+      for (int s = 0; s < slot; ++s) taken |= ids[s] == i;
+      if (taken) continue;
+      if (best < 0 || logits[i] > logits[best]) best = i;  // strict: ties keep the lower index
+    }
+    ids[slot] = best;
+  }
+  float sum = 0.f;
+  for (int slot = 0; slot < k; ++slot) sum += (weights[slot] = std::exp(logits[ids[slot]] - logits[ids[0]]));
+  for (int slot = 0; slot < k; ++slot) weights[slot] /= sum;
+}
 
 void moe_route_cpu(const MoeRouteParams& p) {
-  std::vector<int> order(p.num_experts);
+  std::vector<float> row(p.num_experts);
   for (int t = 0; t < p.num_tokens; ++t) {
     const uint16_t* l = p.logits + static_cast<int64_t>(t) * p.num_experts;
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return bf16_to_float(l[a]) > bf16_to_float(l[b]); });
-    float w[kMoeTopK], sum = 0.f;
-    const float top = bf16_to_float(l[order[0]]);
-    for (int k = 0; k < kMoeTopK; ++k) sum += (w[k] = std::exp(bf16_to_float(l[order[k]]) - top));
-    for (int k = 0; k < kMoeTopK; ++k) {
-      p.topk_ids[t * kMoeTopK + k] = order[k];
-      p.topk_weights[t * kMoeTopK + k] = w[k] / sum;
+    for (int e = 0; e < p.num_experts; ++e) row[e] = bf16_to_float(l[e]);
+    moe_topk_softmax_cpu(row.data(), p.num_experts, kMoeTopK, p.topk_ids + t * kMoeTopK, p.topk_weights + t * kMoeTopK);
+  }
+}
+
+int moe_max_tiles(int num_tokens, int num_local_experts, int tile_rows) {
+  return (num_tokens * kMoeTopK + tile_rows - 1) / tile_rows + num_local_experts;
+}
+
+void moe_plan_cpu(const MoePlanParams& p) {
+  const int num_pairs = p.num_tokens * kMoeTopK;
+  std::vector<int> count(p.num_local_experts, 0), tile_offset(p.num_local_experts, 0);
+  for (int i = 0; i < num_pairs; ++i) {
+    const int e = p.topk_ids[i] - p.expert_begin;
+    if (e >= 0 && e < p.num_local_experts) ++count[e];
+  }
+  int rows = 0, tiles = 0;
+  for (int e = 0; e < p.num_local_experts; ++e) {
+    p.group_offsets[e] = rows;
+    tile_offset[e] = tiles;
+    for (int t = 0; t * p.tile_rows < count[e]; ++t) {
+      p.tile_group[tiles] = e;
+      p.tile_m0[tiles++] = rows + t * p.tile_rows;
+    }
+    rows += count[e];
+  }
+  p.group_offsets[p.num_local_experts] = rows;
+  *p.num_tiles = tiles;
+  std::fill(count.begin(), count.end(), 0);
+  for (int i = 0; i < num_pairs; ++i) {
+    const int e = p.topk_ids[i] - p.expert_begin;
+    int row = -1;
+    if (e >= 0 && e < p.num_local_experts) {
+      row = p.group_offsets[e] + count[e]++;
+      p.row_token[row] = i / kMoeTopK;
+    }
+    p.pair_row[i] = row;
+  }
+}
+
+void moe_combine_cpu(const MoeCombineParams& p) {
+  for (int t = 0; t < p.num_tokens; ++t) {
+    for (int c = 0; c < p.hidden; ++c) {
+      float sum = 0.f;
+      for (int k = 0; k < kMoeTopK; ++k) {
+        const int row = p.pair_row[t * kMoeTopK + k];
+        if (row >= 0) sum += p.topk_weights[t * kMoeTopK + k] * bf16_to_float(p.y[static_cast<int64_t>(row) * p.hidden + c]);
+      }
+      const float r = p.residual ? bf16_to_float(p.residual[static_cast<int64_t>(t) * p.hidden + c]) : 0.f;
+      p.out[static_cast<int64_t>(t) * p.hidden + c] = float_to_bf16(r + sum);
     }
   }
 }
 
 void moe_cpu(const MoeParams& p) {
-  const int T = p.num_tokens, H = p.hidden, I = p.inter;
-  std::vector<int32_t> ids(T * kMoeTopK);
-  std::vector<float> weights(T * kMoeTopK);
-  moe_route_cpu({p.logits, ids.data(), weights.data(), T, p.num_experts});
+  const int H = p.hidden, I = p.inter;
   const int kb_h = (H + 127) / 128, kb_i = (I + 127) / 128;
   std::vector<uint8_t> xq(H), hq(I);
   std::vector<float> xs(kb_h), hs(kb_i);
-  std::vector<uint16_t> h(I), y(H);
-  std::vector<float> acc(H);
-  for (int t = 0; t < T; ++t) {
-    quantize_fp8_cpu({p.x + static_cast<int64_t>(t) * H, H, xq.data(), H, xs.data(), 1, H});
-    std::fill(acc.begin(), acc.end(), 0.f);
-    for (int k = 0; k < kMoeTopK; ++k) {
-      const int e = ids[t * kMoeTopK + k] - p.expert_begin;
-      if (e < 0 || e >= p.num_local_experts) continue;
+  std::vector<uint16_t> h(I);
+  moe_compose_cpu(p.logits, p.residual, p.out, p.num_tokens, p.num_experts, p.expert_begin, p.num_local_experts, H,
+                  [&](int e, const std::vector<int>& pairs, uint16_t* y) {
+    for (const int pair : pairs) {
+      const int t = pair / kMoeTopK;
+      quantize_fp8_cpu({p.x + static_cast<int64_t>(t) * H, H, xq.data(), H, xs.data(), 1, H});
       GemmFp8Params g1;
       g1.a = xq.data();
       g1.lda = H;
@@ -67,20 +149,93 @@ void moe_cpu(const MoeParams& p) {
       g2.b_tiled = p.weights_tiled;
       g2.b_scales = p.w2_scales + static_cast<int64_t>(e) * ((H + 127) / 128) * kb_i;
       g2.bias = p.b2 + static_cast<int64_t>(e) * H;
-      g2.out = y.data();
+      g2.out = y + static_cast<int64_t>(pair) * H;
       g2.ldc = H;
       g2.M = 1;
       g2.N = H;
       g2.K = I;
       gemm_fp8_cpu(g2);
-      const float w = weights[t * kMoeTopK + k];
-      for (int c = 0; c < H; ++c) acc[c] += w * bf16_to_float(y[c]);
     }
-    for (int c = 0; c < H; ++c) {
-      const float r = p.residual ? bf16_to_float(p.residual[static_cast<int64_t>(t) * H + c]) : 0.f;
-      p.out[static_cast<int64_t>(t) * H + c] = float_to_bf16(r + acc[c]);
-    }
-  }
+  });
+}
+
+void moe_bf16_cpu(const MoeBf16Params& p) {
+  const int H = p.hidden, I = p.inter;
+  // All of an expert's pairs in one GEMM, so its weights are converted once.
+  moe_compose_cpu(p.logits, p.residual, p.out, p.num_tokens, p.num_experts, p.expert_begin, p.num_local_experts, H,
+                  [&](int e, const std::vector<int>& pairs, uint16_t* y) {
+    const int rows = static_cast<int>(pairs.size());
+    std::vector<int32_t> tokens(rows);
+    for (int r = 0; r < rows; ++r) tokens[r] = pairs[r] / kMoeTopK;
+    std::vector<uint16_t> h(static_cast<size_t>(rows) * I), ye(static_cast<size_t>(rows) * H);
+    GemmBf16Params g1;
+    g1.a = p.x;
+    g1.lda = H;
+    g1.a_row_index = tokens.data();
+    g1.b = p.w1 + static_cast<int64_t>(e) * 2 * I * H;
+    g1.bias = p.b1 + static_cast<int64_t>(e) * 2 * I;
+    g1.out = h.data();
+    g1.ldc = I;
+    g1.M = rows;
+    g1.N = 2 * I;
+    g1.K = H;
+    g1.epilogue = GemmEpilogue::kSwiGlu;
+    gemm_bf16_cpu(g1);
+    GemmBf16Params g2;
+    g2.a = h.data();
+    g2.lda = I;
+    g2.b = p.w2 + static_cast<int64_t>(e) * H * I;
+    g2.bias = p.b2 + static_cast<int64_t>(e) * H;
+    g2.out = ye.data();
+    g2.ldc = H;
+    g2.M = rows;
+    g2.N = H;
+    g2.K = I;
+    gemm_bf16_cpu(g2);
+    for (int r = 0; r < rows; ++r) std::copy_n(ye.data() + static_cast<size_t>(r) * H, H, y + static_cast<size_t>(pairs[r]) * H);
+  });
+}
+
+void moe_decode_cpu(const MoeParams& p) {
+  const int T = p.num_tokens, H = p.hidden, I = p.inter, pairs = T * kMoeTopK;
+  std::vector<int32_t> ids(pairs), pair_row(pairs);
+  std::vector<float> weights(pairs);
+  moe_route_cpu({p.logits, ids.data(), weights.data(), T, p.num_experts});
+  std::vector<uint16_t> act(size_t(pairs) * I), y(size_t(pairs) * H);
+  GemvFp8Params g1;
+  g1.x = p.x;
+  g1.ldx = H;
+  g1.w = p.w1;
+  g1.w_tiled = p.weights_tiled;
+  g1.w_scales = p.w1_scales;
+  g1.bias = p.b1;
+  g1.out = act.data();
+  g1.ldc = I;
+  g1.N = 2 * I;
+  g1.K = H;
+  g1.epilogue = GemmEpilogue::kSwiGlu;
+  g1.topk_ids = ids.data();
+  g1.num_pairs = pairs;
+  g1.expert_begin = p.expert_begin;
+  g1.num_local_experts = p.num_local_experts;
+  g1.x_pair_divisor = kMoeTopK;
+  g1.pair_row = pair_row.data();
+  gemv_fp8_cpu(g1);
+  GemvFp8Params g2 = g1;
+  g2.x = act.data();
+  g2.ldx = I;
+  g2.w = p.w2;
+  g2.w_scales = p.w2_scales;
+  g2.bias = p.b2;
+  g2.out = y.data();
+  g2.ldc = H;
+  g2.N = H;
+  g2.K = I;
+  g2.epilogue = GemmEpilogue::kBias;
+  g2.x_pair_divisor = 1;
+  g2.pair_row = nullptr;
+  gemv_fp8_cpu(g2);
+  moe_combine_cpu({y.data(), pair_row.data(), weights.data(), p.residual, p.out, T, H});
 }
 
 }  // namespace gossamer::kernels

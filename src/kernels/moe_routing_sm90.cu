@@ -1,9 +1,9 @@
+// The MoE pieces of moe.h on the GPU: route (one warp per token), plan (one CTA) and combine. The
+// compositions of the expert block over them are in moe_sm90.cu.
 #include <cfloat>
 
 #include "kernels/cuda_utils.h"
-#include "kernels/gemm_fp8.h"
 #include "kernels/moe.h"
-#include "kernels/quantize_fp8.h"
 
 namespace gossamer::kernels {
 namespace {
@@ -160,52 +160,7 @@ __global__ void moe_combine_kernel(MoeCombineParams p) {
   reinterpret_cast<uint4*>(p.out + t * p.hidden)[vi] = o;
 }
 
-size_t align_up(size_t v) { return (v + 255) & ~size_t(255); }
-int64_t ld16(int cols) { return (cols + 15) / 16 * 16; }
-
-struct MoeWorkspace {
-  int32_t *topk_ids, *group_offsets, *row_token, *pair_row, *tile_group, *tile_m0, *num_tiles;
-  float *topk_weights, *x_scales, *h_scales;
-  uint8_t *x_q, *h_q;
-  uint16_t *h, *y;
-  size_t bytes;
-};
-
-MoeWorkspace carve(uint8_t* base, int T, int E, int hidden, int inter, int tile_rows) {
-  MoeWorkspace w{};
-  size_t off = 0;
-  auto take = [&](size_t bytes) {
-    uint8_t* ptr = base ? base + off : nullptr;
-    off += align_up(bytes);
-    return ptr;
-  };
-  const size_t pairs = static_cast<size_t>(T) * kMoeTopK;
-  const int max_tiles = moe_max_tiles(T, E, tile_rows);
-  w.topk_ids = reinterpret_cast<int32_t*>(take(pairs * 4));
-  w.topk_weights = reinterpret_cast<float*>(take(pairs * 4));
-  w.group_offsets = reinterpret_cast<int32_t*>(take((E + 1) * 4));
-  w.row_token = reinterpret_cast<int32_t*>(take(pairs * 4));
-  w.pair_row = reinterpret_cast<int32_t*>(take(pairs * 4));
-  w.tile_group = reinterpret_cast<int32_t*>(take(max_tiles * 4));
-  w.tile_m0 = reinterpret_cast<int32_t*>(take(max_tiles * 4));
-  w.num_tiles = reinterpret_cast<int32_t*>(take(4));
-  w.x_q = take(pairs * ld16(hidden));  // tokens permuted into expert order
-  w.x_scales = reinterpret_cast<float*>(take(pairs * ceil_div(hidden, 128) * 4));
-  w.h = reinterpret_cast<uint16_t*>(take(pairs * inter * 2));
-  w.h_q = take(pairs * ld16(inter));
-  w.h_scales = reinterpret_cast<float*>(take(pairs * ceil_div(inter, 128) * 4));
-  w.y = reinterpret_cast<uint16_t*>(take(pairs * hidden * 2));
-  w.bytes = off;
-  return w;
-}
-
-int moe_tile_rows(int T, int E) { return gemm_fp8_tile_rows(ceil_div(T * kMoeTopK, std::max(E, 1))); }
-
 }  // namespace
-
-int moe_max_tiles(int num_tokens, int num_local_experts, int tile_rows) {
-  return ceil_div(num_tokens * kMoeTopK, tile_rows) + num_local_experts;
-}
 
 void launch_moe_route(const MoeRouteParams& p, cudaStream_t stream) {
   GOSSAMER_CHECK(p.num_experts >= kMoeTopK && p.num_experts <= kMoeMaxExperts, "moe_route: ", p.num_experts,
@@ -227,73 +182,6 @@ void launch_moe_combine(const MoeCombineParams& p, cudaStream_t stream) {
   const dim3 grid(p.num_tokens, ceil_div(p.hidden / 8, 128));  // tokens on x: y is limited to 65,535
   launch_pdl(moe_combine_kernel, grid, dim3(128), 0, stream, p);
   GOSSAMER_CUDA_CHECK_LAUNCH();
-}
-
-size_t moe_workspace_bytes(int num_tokens, int num_local_experts, int hidden, int inter) {
-  return carve(nullptr, num_tokens, num_local_experts, hidden, inter, moe_tile_rows(num_tokens, num_local_experts))
-      .bytes;
-}
-
-void launch_moe(const MoeParams& p, void* workspace, cudaStream_t stream) {
-  GOSSAMER_CHECK(p.hidden % 16 == 0 && p.inter % 16 == 0, "moe: hidden and inter must be multiples of 16");
-  if (p.num_tokens == 0) return;
-  const int T = p.num_tokens, E = p.num_local_experts;
-  const int tile_rows = moe_tile_rows(T, E);
-  const MoeWorkspace w = carve(static_cast<uint8_t*>(workspace), T, E, p.hidden, p.inter, tile_rows);
-  // ---- route and plan ----
-  launch_moe_route({p.logits, w.topk_ids, w.topk_weights, T, p.num_experts}, stream);
-  MoePlanParams plan{w.topk_ids, T, p.expert_begin, E, tile_rows, w.group_offsets, w.row_token, w.pair_row,
-                     w.tile_group, w.tile_m0, w.num_tiles};
-  launch_moe_plan(plan, stream);
-  // ---- gate_up (tokens permuted into expert order while quantized) + bias + SwiGLU ----
-  QuantizeFp8Params qx{p.x, p.hidden, w.x_q, ld16(p.hidden), w.x_scales, T * kMoeTopK, p.hidden};
-  qx.row_index = w.row_token;
-  qx.num_valid_rows = w.group_offsets + E;
-  launch_quantize_fp8(qx, stream);
-  const int max_tiles = moe_max_tiles(T, E, tile_rows);
-  const int rows_hint = ceil_div(T * kMoeTopK, E);
-  GemmFp8Params g1;
-  g1.a = w.x_q;
-  g1.lda = ld16(p.hidden);
-  g1.a_scales = w.x_scales;
-  g1.a_row_index = nullptr;
-  g1.b = p.w1;
-  g1.b_tiled = p.weights_tiled;
-  g1.b_scales = p.w1_scales;
-  g1.bias = p.b1;
-  g1.out = w.h;
-  g1.ldc = p.inter;
-  g1.M = T * kMoeTopK;
-  g1.N = 2 * p.inter;
-  g1.K = p.hidden;
-  g1.epilogue = GemmEpilogue::kSwiGlu;
-  g1.group_offsets = w.group_offsets;
-  g1.tile_group = w.tile_group;
-  g1.tile_m0 = w.tile_m0;
-  g1.num_tiles = w.num_tiles;
-  g1.max_tiles = max_tiles;
-  g1.num_groups = E;
-  if (tile_rows == 128) g1.tile = p.gemm_tile;
-  launch_gemm_fp8(g1, rows_hint, stream);
-  // ---- down + bias ----
-  // NOTE: rows past group_offsets[E] (pairs routed to other ranks) are quantized but never read.
-  launch_quantize_fp8({w.h, p.inter, w.h_q, ld16(p.inter), w.h_scales, T * kMoeTopK, p.inter}, stream);
-  GemmFp8Params g2 = g1;
-  g2.a = w.h_q;
-  g2.lda = ld16(p.inter);
-  g2.a_scales = w.h_scales;
-  g2.a_row_index = nullptr;
-  g2.b = p.w2;
-  g2.b_scales = p.w2_scales;
-  g2.bias = p.b2;
-  g2.out = w.y;
-  g2.ldc = p.hidden;
-  g2.N = p.hidden;
-  g2.K = p.inter;
-  g2.epilogue = GemmEpilogue::kBias;
-  launch_gemm_fp8(g2, rows_hint, stream);
-  // ---- weighted combine ----
-  launch_moe_combine({w.y, w.pair_row, w.topk_weights, p.residual, p.out, T, p.hidden}, stream);
 }
 
 }  // namespace gossamer::kernels

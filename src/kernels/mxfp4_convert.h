@@ -1,4 +1,4 @@
-// MXFP4 → FP8 e4m3 with 128×128 fp32 block scales (spec §3.3; the load-time weight conversion).
+// MXFP4 → FP8 e4m3 with 128×128 fp32 block scales (the load-time weight conversion, docs/model-checkpoints-and-backends.md).
 //
 // Per 128×128 block (rows of one expert × input columns) with largest MX exponent byte e_max, the
 // scale is the power of two 2^(e_max − 127 − 6), so the largest fp4 magnitude (6·2^(e_max−127)) maps
@@ -6,9 +6,9 @@
 // This is exact whenever e_max − e ≤ 13 within a block (fp8 subnormals cover the rest approximately).
 #pragma once
 
-#include <cuda_runtime.h>
-
 #include <cstdint>
+
+#include "core/cuda/cuda_types.h"  // cudaStream_t, GOSSAMER_HOST_DEVICE
 
 namespace gossamer::kernels {
 

@@ -6,9 +6,12 @@
 // tokens permuted into expert order), and rows r ≥ *num_valid_rows are left untouched.
 #pragma once
 
-#include <cuda_runtime.h>
-
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+
+#include "core/cuda/cuda_types.h"  // cudaStream_t, GOSSAMER_HOST_DEVICE
+#include "core/dtype.h"
 
 namespace gossamer::kernels {
 
@@ -26,5 +29,24 @@ struct QuantizeFp8Params {
 
 void launch_quantize_fp8(const QuantizeFp8Params& p, cudaStream_t stream);
 void quantize_fp8_cpu(const QuantizeFp8Params& p);
+
+// One activation group of the rule above on float input (the reference's and the CPU backend's fp8
+// emulation): q[i] = fp8(x[i] · (448 / amax)); returns the scale amax / 448.   x: [n] f32 → q: [n] fp8
+float quantize_fp8_group_cpu(const float* x, int64_t n, uint8_t* q);
+
+// One weight block (the load-time conversion of dense linears, 128×128): s = amax / 448, or 1 for an
+// all-zero block; store(r, c, fp8(w[r·ldw + c] / s)) for every element. Returns s.   w: [rows, cols] f32
+template <typename Store>
+float quantize_fp8_weight_block_cpu(const float* w, int64_t ldw, int64_t rows, int64_t cols, Store&& store) {
+  float amax = 0.0f;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) amax = std::max(amax, std::fabs(w[r * ldw + c]));
+  }
+  const float scale = amax > 0.0f ? amax / kFp8E4M3Max : 1.0f;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) store(r, c, float_to_fp8e4m3(w[r * ldw + c] / scale));
+  }
+  return scale;
+}
 
 }  // namespace gossamer::kernels

@@ -7,9 +7,9 @@
 // never NaN). Every step is exact or a single IEEE rounding, so the CPU reference gives the same bits.
 #pragma once
 
-#include <cuda_runtime.h>
-
 #include <cstdint>
+
+#include "core/cuda/cuda_types.h"  // cudaStream_t, GOSSAMER_HOST_DEVICE
 
 namespace gossamer::kernels {
 
@@ -32,14 +32,14 @@ void launch_random_fill(const RandomFillParams& p, cudaStream_t stream);
 void random_fill_cpu(const RandomFillParams& p);
 
 // Multiply and add without contraction into an FMA (nvcc contracts by default), so both sides round alike.
-__host__ __device__ inline float random_fill_mul(float x, float y) {
+GOSSAMER_HOST_DEVICE inline float random_fill_mul(float x, float y) {
 #ifdef __CUDA_ARCH__
   return __fmul_rn(x, y);
 #else
   return x * y;
 #endif
 }
-__host__ __device__ inline float random_fill_add(float x, float y) {
+GOSSAMER_HOST_DEVICE inline float random_fill_add(float x, float y) {
 #ifdef __CUDA_ARCH__
   return __fadd_rn(x, y);
 #else
@@ -48,7 +48,7 @@ __host__ __device__ inline float random_fill_add(float x, float y) {
 }
 
 // The value of element i before storage (shared by both implementations).
-__host__ __device__ inline float random_fill_value(const RandomFillParams& p, int64_t i) {
+GOSSAMER_HOST_DEVICE inline float random_fill_value(const RandomFillParams& p, int64_t i) {
   float u[4];
   for (int j = 0; j < 4; ++j) {
     uint64_t z = p.seed + static_cast<uint64_t>(4 * i + j) * 0x9E3779B97F4A7C15ull + 0x9E3779B97F4A7C15ull;

@@ -1,13 +1,13 @@
-// RMSNorm over the hidden dimension, optionally fused with the residual add (spec §2.2).
+// RMSNorm over the hidden dimension, optionally fused with the residual add (the reference forward pass: src/model/cpu_model.cpp).
 //
 //   with residual:    s = bf(x + residual); residual ← s;  out = bf(s · rsqrt(mean(s²) + eps) · w)
 //   without residual: out = bf(x · rsqrt(mean(x²) + eps) · w)
 // Math in fp32, one rounding to bf16 at the end. `out` may alias `x` (row-wise in place).
 #pragma once
 
-#include <cuda_runtime.h>
-
 #include <cstdint>
+
+#include "core/cuda/cuda_types.h"  // cudaStream_t, GOSSAMER_HOST_DEVICE
 
 namespace gossamer::kernels {
 
@@ -25,5 +25,9 @@ void launch_rmsnorm(const RmsNormParams& p, cudaStream_t stream);
 
 // float32 reference with the same rounding points (bf16 in/out as uint16_t bits).
 void rmsnorm_cpu(const RmsNormParams& p);
+
+// The float32 form (the CPU backend): y = x · 1/sqrt(mean(x²) + eps) · weight per row, the sum of squares
+// in double, no rounding.   x, y: [num_rows, hidden] f32 (may alias); weight: [hidden] f32
+void rmsnorm_f32_cpu(const float* x, int64_t num_rows, int64_t hidden, const float* weight, float eps, float* y);
 
 }  // namespace gossamer::kernels

@@ -6,6 +6,17 @@
 
 namespace gossamer::kernels {
 
+void rmsnorm_f32_cpu(const float* x, int64_t num_rows, int64_t hidden, const float* weight, float eps, float* y) {
+  for (int64_t t = 0; t < num_rows; ++t) {
+    const float* xt = x + t * hidden;
+    float* yt = y + t * hidden;
+    double sum_squares = 0.0;
+    for (int64_t i = 0; i < hidden; ++i) sum_squares += static_cast<double>(xt[i]) * xt[i];
+    const float inv = 1.0f / std::sqrt(static_cast<float>(sum_squares / static_cast<double>(hidden)) + eps);
+    for (int64_t i = 0; i < hidden; ++i) yt[i] = (xt[i] * inv) * weight[i];
+  }
+}
+
 void rmsnorm_cpu(const RmsNormParams& p) {
   for (int64_t t = 0; t < p.num_tokens; ++t) {
     const int64_t base = t * p.hidden;

@@ -1,14 +1,15 @@
 // YaRN rotary embedding (NeoX half split) applied to q and k of the fused QKV output, with the K/V
-// write into the paged cache fused in (spec §2.3 items 3–4, §2.7: keys are cached after RoPE).
+// write into the paged cache fused in (keys are cached after RoPE, as in src/model/cpu_model.cpp).
 //
 // For pair i ∈ [0,32) at position p: c = bf(C·cos(p·ω_i)), s = bf(C·sin(p·ω_i)) (fp32 math, cos/sin
 // rounded to bf16 as in the reference tables), x'[i] = bf(a·c − b·s), x'[i+32] = bf(b·c + a·s).
 #pragma once
 
-#include <cuda_runtime.h>
-
 #include <array>
 #include <cstdint>
+#include <vector>
+
+#include "core/cuda/cuda_types.h"  // cudaStream_t, GOSSAMER_HOST_DEVICE
 
 namespace gossamer::kernels {
 
@@ -16,18 +17,22 @@ inline constexpr int kHeadDim = 64;
 inline constexpr int kNumQHeads = 64;
 inline constexpr int kNumKvHeads = 8;
 
-struct YarnConfig {
+// The rotary parameters of a checkpoint (GptOssConfig's rope_* fields); the defaults are gpt-oss's.
+// YaRN applies when factor > 1 and original_context > 0, otherwise plain RoPE (ω_i = θ^(−2i/d), C = 1).
+struct RopeScaling {
   double theta = 150000.0;
   double factor = 32.0;
-  double original_context = 4096.0;
+  int original_context = 4096;
   double beta_fast = 32.0;
   double beta_slow = 1.0;
+  bool truncate = false;  // round the correction range to integers (transformers' `truncate`)
 };
 
-// ω_i for i ∈ [0,32) computed in fp32 as the reference does (fractional bounds, no truncation).
-std::array<float, kHeadDim / 2> yarn_inv_freq(const YarnConfig& config);
-// 0.1·ln(factor) + 1 rounded to fp32 (1.3465735912322998 for factor 32).
-float yarn_concentration(const YarnConfig& config);
+// ω_i for i ∈ [0, head_dim/2) as transformers' `_compute_yarn_parameters` computes them (fp32 pow and
+// ramp, fractional correction range unless `truncate`): the one table of the CPU and cuda backends.
+std::vector<float> rope_inv_freq(const RopeScaling& scaling, int head_dim);
+// C = 0.1·ln(factor) + 1 rounded to fp32 under YaRN (1.3465735912322998 for factor 32), else 1.
+float rope_concentration(const RopeScaling& scaling);
 
 struct RopeParams {
   const uint16_t* qkv = nullptr;  // [num_tokens, qkv_stride] bf16: q (64×64) | k (8×64) | v (8×64)

@@ -7,24 +7,51 @@
 
 namespace gossamer::kernels {
 
-std::array<float, kHeadDim / 2> yarn_inv_freq(const YarnConfig& c) {
-  const double d = kHeadDim;
-  const double low = d * std::log(c.original_context / (c.beta_fast * 2.0 * std::numbers::pi)) /
-                     (2.0 * std::log(c.theta));
-  const double high = d * std::log(c.original_context / (c.beta_slow * 2.0 * std::numbers::pi)) /
-                      (2.0 * std::log(c.theta));
-  std::array<float, kHeadDim / 2> out{};
-  for (int i = 0; i < kHeadDim / 2; ++i) {
-    const float f = std::pow(static_cast<float>(c.theta), static_cast<float>(2 * i) / static_cast<float>(d));
-    const float w_ext = 1.0f / f;
-    const float w_int = 1.0f / (static_cast<float>(c.factor) * f);
-    const float r = std::clamp(static_cast<float>((i - low) / (high - low)), 0.0f, 1.0f);
-    out[i] = w_int * r + w_ext * (1.0f - r);
-  }
-  return out;
+namespace {
+
+bool is_yarn(const RopeScaling& s) { return s.factor > 1.0 && s.original_context > 0; }
+
+double correction_dim(double num_rotations, int dim, double base, double original_positions) {
+  return (dim * std::log(original_positions / (num_rotations * 2.0 * std::numbers::pi))) / (2.0 * std::log(base));
 }
 
-float yarn_concentration(const YarnConfig& c) { return static_cast<float>(0.1 * std::log(c.factor) + 1.0); }
+}  // namespace
+
+std::vector<float> rope_inv_freq(const RopeScaling& s, int head_dim) {
+  const int dim = head_dim, half = dim / 2;
+  std::vector<float> inv_freq(static_cast<size_t>(half));
+  const float factor = static_cast<float>(s.factor);
+  const bool yarn = is_yarn(s);
+  double low = 0.0, high = 0.0;
+  if (yarn) {
+    low = correction_dim(s.beta_fast, dim, s.theta, s.original_context);
+    high = correction_dim(s.beta_slow, dim, s.theta, s.original_context);
+    if (s.truncate) {
+      low = std::floor(low);
+      high = std::ceil(high);
+    }
+    low = std::max(low, 0.0);
+    high = std::min(high, static_cast<double>(dim - 1));
+    if (low == high) high += 0.001;
+  }
+  for (int i = 0; i < half; ++i) {
+    const float pos_freq = std::pow(static_cast<float>(s.theta), static_cast<float>(2 * i) / static_cast<float>(dim));
+    const float extrapolation = 1.0f / pos_freq;
+    if (!yarn) {
+      inv_freq[static_cast<size_t>(i)] = extrapolation;
+      continue;
+    }
+    const float interpolation = 1.0f / (factor * pos_freq);
+    const float ramp = std::clamp((static_cast<float>(i) - static_cast<float>(low)) / static_cast<float>(high - low), 0.0f, 1.0f);
+    const float extrapolation_weight = 1.0f - ramp;
+    inv_freq[static_cast<size_t>(i)] = interpolation * (1.0f - extrapolation_weight) + extrapolation * extrapolation_weight;
+  }
+  return inv_freq;
+}
+
+float rope_concentration(const RopeScaling& s) {
+  return is_yarn(s) ? static_cast<float>(0.1 * std::log(s.factor) + 1.0) : 1.0f;
+}
 
 void rope_cpu(const RopeParams& p) {
   const int num_heads = p.num_q_heads + 2 * p.num_kv_heads;

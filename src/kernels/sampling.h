@@ -8,9 +8,9 @@
 //     whose running kept mass exceeds u · (total kept mass).
 #pragma once
 
-#include <cuda_runtime.h>
-
 #include <cstdint>
+
+#include "core/cuda/cuda_types.h"  // cudaStream_t, GOSSAMER_HOST_DEVICE
 
 namespace gossamer::kernels {
 
@@ -27,7 +27,7 @@ struct SamplingParams {
 };
 
 // The uniform draw both implementations use.
-__host__ __device__ inline float sampling_uniform(uint64_t seed) {
+GOSSAMER_HOST_DEVICE inline float sampling_uniform(uint64_t seed) {
   uint64_t z = seed + 0x9E3779B97F4A7C15ull;
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;

@@ -1,24 +1,31 @@
-// gpt-oss's clamped SwiGLU (spec §2.6), the kSwiGlu epilogue of every GEMM/GEMV here:
-//   gate = min(gate, 7), up = clamp(up, ±7), out = gate · σ(1.702 · gate) · (up + 1).
-// One device version (fast exp) for the kernels and one host version for their CPU references.
+// gpt-oss's clamped SwiGLU, the kSwiGlu epilogue of every GEMM/GEMV here:
+//   gate = min(gate, limit), up = clamp(up, ±limit), out = gate · σ(alpha · gate) · (up + 1).
+//
+// The CUDA epilogues are compiled for the published constants (limit 7, alpha 1.702: kSwigluLimit,
+// kSwigluAlpha); the cuda backend refuses a checkpoint with other values at load (model/cuda/cuda_model.cpp).
+// The host version takes both from the model config (GptOssConfig::swiglu_limit, swiglu_alpha) and is the
+// one formula of the CPU backend and of the kernels' CPU references.
 #pragma once
 
 #include <cmath>
 
 namespace gossamer::kernels {
 
+inline constexpr float kSwigluLimit = 7.0f;
+inline constexpr float kSwigluAlpha = 1.702f;
+
 #ifdef __CUDACC__
 __device__ __forceinline__ float swiglu_clamped(float gate, float up) {
-  gate = fminf(gate, 7.0f);
-  up = fminf(fmaxf(up, -7.0f), 7.0f);
-  return gate / (1.0f + __expf(-1.702f * gate)) * (up + 1.0f);
+  gate = fminf(gate, kSwigluLimit);
+  up = fminf(fmaxf(up, -kSwigluLimit), kSwigluLimit);
+  return gate / (1.0f + __expf(-kSwigluAlpha * gate)) * (up + 1.0f);
 }
 #endif
 
-inline float swiglu_clamped_cpu(float gate, float up) {
-  gate = std::fmin(gate, 7.0f);
-  up = std::fmin(std::fmax(up, -7.0f), 7.0f);
-  return gate / (1.0f + std::exp(-1.702f * gate)) * (up + 1.0f);
+inline float swiglu_clamped_cpu(float gate, float up, float limit = kSwigluLimit, float alpha = kSwigluAlpha) {
+  gate = std::fmin(gate, limit);
+  up = std::fmin(std::fmax(up, -limit), limit);
+  return gate / (1.0f + std::exp(-alpha * gate)) * (up + 1.0f);
 }
 
 }  // namespace gossamer::kernels

@@ -6,6 +6,9 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "kernels/moe.h"
+#include "kernels/rmsnorm.h"
+#include "kernels/swiglu.h"
 #include "model/batch_check.h"
 #include "model/cpu_ops.h"
 
@@ -86,7 +89,7 @@ void CpuModel::forward(const ForwardBatch& batch, std::vector<float>& logits) {
   const int64_t num_rows = static_cast<int64_t>(logit_rows.size());
   std::vector<float> selected(static_cast<size_t>(num_rows * hidden));
   for (int64_t r = 0; r < num_rows; ++r) {
-    cpu::rms_norm(x.data() + logit_rows[static_cast<size_t>(r)] * hidden, 1, hidden, final_norm_.data(),
+    kernels::rmsnorm_f32_cpu(x.data() + logit_rows[static_cast<size_t>(r)] * hidden, 1, hidden, final_norm_.data(),
                   config_.rms_norm_eps, selected.data() + r * hidden);
   }
   logits.resize(static_cast<size_t>(num_rows * config_.vocab_size));
@@ -118,7 +121,7 @@ void CpuModel::attention_block(int layer, const std::vector<TokenPlan>& plan, co
   // ---- norm + projections: q [T, q_width], k/v [T, kv_width] ----
   std::vector<float> normed(x.size()), q(static_cast<size_t>(num_tokens * q_width)), k(static_cast<size_t>(num_tokens * kv_width)),
       v(k.size());
-  cpu::rms_norm(x.data(), num_tokens, hidden, p.attn_norm.data(), config_.rms_norm_eps, normed.data());
+  kernels::rmsnorm_f32_cpu(x.data(), num_tokens, hidden, p.attn_norm.data(), config_.rms_norm_eps, normed.data());
   const bool fp8 = numerics_.fp8_attention;
   linear(normed.data(), num_tokens, w.q_proj, p.q_bias.data(), q.data(), fp8);
   linear(normed.data(), num_tokens, w.k_proj, p.k_bias.data(), k.data(), fp8);
@@ -196,7 +199,7 @@ void CpuModel::moe_block(int layer, int64_t num_tokens, std::vector<float>& x) {
 
   // ---- norm + router: logits [T, E] → top-k → softmax over the k ----
   std::vector<float> normed(x.size()), router(static_cast<size_t>(num_tokens * num_experts));
-  cpu::rms_norm(x.data(), num_tokens, hidden, p.mlp_norm.data(), config_.rms_norm_eps, normed.data());
+  kernels::rmsnorm_f32_cpu(x.data(), num_tokens, hidden, p.mlp_norm.data(), config_.rms_norm_eps, normed.data());
   if (numerics_.bf16_activations) cpu::round_to_bf16(normed.data(), static_cast<int64_t>(normed.size()));
   linear(normed.data(), num_tokens, w.router, p.router_bias.data(), router.data(), numerics_.fp8_router);
   std::vector<int32_t> chosen(static_cast<size_t>(num_tokens * top));
@@ -205,11 +208,8 @@ void CpuModel::moe_block(int layer, int64_t num_tokens, std::vector<float>& x) {
   for (int64_t t = 0; t < num_tokens; ++t) {
     int32_t* idx = chosen.data() + t * top;
     float* val = gates.data() + t * top;
-    cpu::top_k(router.data() + t * num_experts, num_experts, top, idx, val);
-    const float max_value = val[0];
-    float sum = 0.0f;
-    for (int k = 0; k < top; ++k) sum += (val[k] = std::exp(val[k] - max_value));
-    for (int k = 0; k < top; ++k) tokens_of_expert[static_cast<size_t>(idx[k])].push_back({t, val[k] / sum});
+    kernels::moe_topk_softmax_cpu(router.data() + t * num_experts, static_cast<int>(num_experts), top, idx, val);
+    for (int k = 0; k < top; ++k) tokens_of_expert[static_cast<size_t>(idx[k])].push_back({t, val[k]});
   }
 
   // ---- experts: decode MXFP4 once per used expert, run its tokens, combine with the gate weights ----
@@ -229,10 +229,10 @@ void CpuModel::moe_block(int layer, int64_t num_tokens, std::vector<float>& x) {
     // clamped SwiGLU on interleaved (gate = even, up = odd) columns
     for (int64_t i = 0; i < n; ++i) {
       for (int64_t j = 0; j < inter; ++j) {
-        const float gate = std::min(gate_up[static_cast<size_t>(i * 2 * inter + 2 * j)], config_.swiglu_limit);
-        const float up = std::clamp(gate_up[static_cast<size_t>(i * 2 * inter + 2 * j + 1)], -config_.swiglu_limit, config_.swiglu_limit);
-        const float glu = gate / (1.0f + std::exp(-config_.swiglu_alpha * gate));
-        activation[static_cast<size_t>(i * inter + j)] = (up + 1.0f) * glu;
+        activation[static_cast<size_t>(i * inter + j)] =
+            kernels::swiglu_clamped_cpu(gate_up[static_cast<size_t>(i * 2 * inter + 2 * j)],
+                                        gate_up[static_cast<size_t>(i * 2 * inter + 2 * j + 1)], config_.swiglu_limit,
+                                        config_.swiglu_alpha);
       }
     }
     if (numerics_.fp8_experts) cpu::fake_quantize_fp8_activations(activation.data(), n, inter);

@@ -1,4 +1,4 @@
-// The `cpu` backend: a float32 reference forward pass of gpt-oss (spec/gpt-oss-model.md §2).
+// The `cpu` backend: a float32 reference forward pass of gpt-oss (the transformers GptOss model; docs/model-checkpoints-and-backends.md).
 //
 // Contract: the model keeps `storage` alive (a mapped Checkpoint or owned buffers) for as long as it
 // lives; weights are read through views into it (dense rows converted to f32 on use, MXFP4 experts

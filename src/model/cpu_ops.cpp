@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "kernels/quantize_fp8.h"
 
 namespace gossamer::model::cpu {
 
@@ -113,46 +114,19 @@ void decode_mxfp4_expert(const MxFp4Tensor& tensor, int64_t expert, float* out) 
   });
 }
 
-void rms_norm(const float* x, int64_t num_rows, int64_t hidden, const float* weight, float eps, float* y) {
-  for (int64_t t = 0; t < num_rows; ++t) {
-    const float* xt = x + t * hidden;
-    float* yt = y + t * hidden;
-    double sum_squares = 0.0;
-    for (int64_t i = 0; i < hidden; ++i) sum_squares += static_cast<double>(xt[i]) * xt[i];
-    const float inv = 1.0f / std::sqrt(static_cast<float>(sum_squares / static_cast<double>(hidden)) + eps);
-    for (int64_t i = 0; i < hidden; ++i) yt[i] = (xt[i] * inv) * weight[i];
-  }
-}
-
-void top_k(const float* logits, int64_t n, int k, int32_t* indices, float* values) {
-  for (int slot = 0; slot < k; ++slot) {
-    int32_t best = -1;
-    for (int64_t i = 0; i < n; ++i) {
-      bool taken = false;
-      for (int s = 0; s < slot; ++s) taken |= indices[s] == i;
-      if (taken) continue;
-      if (best < 0 || logits[i] > logits[best]) best = static_cast<int32_t>(i);  // strict: ties keep the lower index
-    }
-    indices[slot] = best;
-    values[slot] = logits[best];
-  }
-}
-
 void round_to_bf16(float* x, int64_t count) {
   for (int64_t i = 0; i < count; ++i) x[i] = bf16_to_float(float_to_bf16(x[i]));
 }
 
 void fake_quantize_fp8_activations(float* x, int64_t num_rows, int64_t k) {
   round_to_bf16(x, num_rows * k);
+  uint8_t q[128];
   for (int64_t r = 0; r < num_rows; ++r) {
     for (int64_t c0 = 0; c0 < k; c0 += 128) {
       float* group = x + r * k + c0;
       const int64_t width = std::min<int64_t>(128, k - c0);
-      float amax = 0.0f;
-      for (int64_t c = 0; c < width; ++c) amax = std::max(amax, std::fabs(group[c]));
-      amax = std::max(amax, 1e-4f);
-      const float scale = amax / 448.0f, inverse = 448.0f / amax;
-      for (int64_t c = 0; c < width; ++c) group[c] = fp8e4m3_to_float(float_to_fp8e4m3(group[c] * inverse)) * scale;
+      const float scale = kernels::quantize_fp8_group_cpu(group, width, q);
+      for (int64_t c = 0; c < width; ++c) group[c] = fp8e4m3_to_float(q[c]) * scale;
     }
   }
 }
@@ -160,19 +134,13 @@ void fake_quantize_fp8_activations(float* x, int64_t num_rows, int64_t k) {
 std::vector<float> fake_quantize_fp8_blocks(const float* w, int64_t n, int64_t k) {
   std::vector<float> out(static_cast<size_t>(n * k));
   for (int64_t r0 = 0; r0 < n; r0 += 128) {
-    const int64_t rows = std::min<int64_t>(128, n - r0);
     for (int64_t c0 = 0; c0 < k; c0 += 128) {
-      const int64_t width = std::min<int64_t>(128, k - c0);
-      float amax = 0.0f;
+      const int64_t rows = std::min<int64_t>(128, n - r0), width = std::min<int64_t>(128, k - c0);
+      float* block = out.data() + r0 * k + c0;
+      const float scale = kernels::quantize_fp8_weight_block_cpu(
+          w + r0 * k + c0, k, rows, width, [&](int64_t r, int64_t c, uint8_t q) { block[r * k + c] = fp8e4m3_to_float(q); });
       for (int64_t r = 0; r < rows; ++r) {
-        for (int64_t c = 0; c < width; ++c) amax = std::max(amax, std::fabs(w[(r0 + r) * k + c0 + c]));
-      }
-      const float scale = amax > 0.0f ? amax / kFp8E4M3Max : 1.0f;
-      for (int64_t r = 0; r < rows; ++r) {
-        for (int64_t c = 0; c < width; ++c) {
-          const int64_t i = (r0 + r) * k + c0 + c;
-          out[static_cast<size_t>(i)] = fp8e4m3_to_float(float_to_fp8e4m3(w[i] / scale)) * scale;
-        }
+        for (int64_t c = 0; c < width; ++c) block[r * k + c] *= scale;
       }
     }
   }

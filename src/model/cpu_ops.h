@@ -1,4 +1,7 @@
-// Float32 reference operators of the CPU backend (the oracle for every GPU op).
+// The CPU backend's glue between checkpoint tensors and the float32 references: dtype conversion, the
+// dense matmul over TensorViews, MXFP4 decoding and the cuda path's FP8 quantization points. The ops
+// themselves (RMSNorm, router top-k, SwiGLU, RoPE tables, FP8 rounding rules) are the kernels' CPU
+// references (src/kernels/*_cpu.cpp, library gossamer_kernels_ref), shared with the kernel tests.
 //
 // All activations are row-major float32. Weights are TensorViews of bf16/f16/f32 (converted per row on
 // use) or MXFP4 (decoded per expert on use), so a checkpoint is never expanded in RAM.
@@ -24,10 +27,10 @@ void matmul_bias_f32(const float* x, int64_t num_rows, const float* weight, int6
 
 // The cuda backend's FP8 quantization points, emulated in float (the CPU model's fp8 numerics mode):
 // activations are rounded to bf16, then per row and per 1×128 column group q = fp8(x / s) with
-// s = max(amax, 1e-4) / 448, and replaced by q · s (kernels/quantize_fp8.h).   x: [rows, k] f32, in place.
+// s = max(amax, 1e-4) / 448, and replaced by q · s (kernels::quantize_fp8_group_cpu).   x: [rows, k] f32, in place.
 void fake_quantize_fp8_activations(float* x, int64_t num_rows, int64_t k);
-// Weights → FP8 e4m3 with one scale per 128×128 block (s = amax / 448), returned dequantized (w ≈ q · s)
-// as in the cuda backend's load-time conversion.   w: [n, k] f32 → [n, k] f32.
+// Weights → FP8 e4m3 with one scale per 128×128 block (kernels::quantize_fp8_weight_block_cpu, the cuda
+// backend's load-time conversion), returned dequantized (w ≈ q · s).   w: [n, k] f32 → [n, k] f32.
 std::vector<float> fake_quantize_fp8_blocks(const float* w, int64_t n, int64_t k);
 // Rounds every element to bf16 and back (the cuda backend stores activations in bf16).
 void round_to_bf16(float* x, int64_t count);
@@ -35,10 +38,5 @@ void round_to_bf16(float* x, int64_t count);
 // Decodes expert `expert` of an MXFP4 tensor to f32: out [rows, cols] (element 32g+2j = low nibble of byte j).
 void decode_mxfp4_expert(const MxFp4Tensor& tensor, int64_t expert, float* out);
 
-// y = x · rsqrt(mean(x²) + eps) · weight, per row.   x, y: [T, H]; weight: [H]
-void rms_norm(const float* x, int64_t num_rows, int64_t hidden, const float* weight, float eps, float* y);
-
-// Top-k of `logits` ([n]) by value, ties to the lower index, in descending order.
-void top_k(const float* logits, int64_t n, int k, int32_t* indices, float* values);
 
 }  // namespace gossamer::model::cpu

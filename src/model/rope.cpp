@@ -1,50 +1,15 @@
 #include "model/rope.h"
 
-#include <algorithm>
 #include <cmath>
-#include <numbers>
+
+#include "kernels/rope.h"
 
 namespace gossamer::model {
 
-namespace {
-double correction_dim(double num_rotations, int dim, double base, double original_positions) {
-  return (dim * std::log(original_positions / (num_rotations * 2.0 * std::numbers::pi))) / (2.0 * std::log(base));
-}
-}  // namespace
-
 RopeTables RopeTables::from_config(const GptOssConfig& config) {
-  RopeTables tables;
-  const int dim = config.head_dim, half = dim / 2;
-  tables.inv_freq.resize(static_cast<size_t>(half));
-  const float factor = static_cast<float>(config.rope_scaling_factor);
-  const bool yarn = config.rope_scaling_factor > 1.0 && config.rope_original_max_positions > 0;
-  double low = 0.0, high = 0.0;
-  if (yarn) {
-    low = correction_dim(config.rope_beta_fast, dim, config.rope_theta, config.rope_original_max_positions);
-    high = correction_dim(config.rope_beta_slow, dim, config.rope_theta, config.rope_original_max_positions);
-    if (config.rope_truncate) {
-      low = std::floor(low);
-      high = std::ceil(high);
-    }
-    low = std::max(low, 0.0);
-    high = std::min(high, static_cast<double>(dim - 1));
-    if (low == high) high += 0.001;
-    tables.concentration = static_cast<float>(0.1 * std::log(config.rope_scaling_factor) + 1.0);
-  }
-  for (int i = 0; i < half; ++i) {
-    const float pos_freq = std::pow(static_cast<float>(config.rope_theta), static_cast<float>(2 * i) / static_cast<float>(dim));
-    const float extrapolation = 1.0f / pos_freq;
-    if (!yarn) {
-      tables.inv_freq[static_cast<size_t>(i)] = extrapolation;
-      continue;
-    }
-    const float interpolation = 1.0f / (factor * pos_freq);
-    const float ramp = std::clamp((static_cast<float>(i) - static_cast<float>(low)) / static_cast<float>(high - low), 0.0f, 1.0f);
-    const float extrapolation_weight = 1.0f - ramp;
-    tables.inv_freq[static_cast<size_t>(i)] =
-        interpolation * (1.0f - extrapolation_weight) + extrapolation * extrapolation_weight;
-  }
-  return tables;
+  const kernels::RopeScaling scaling{config.rope_theta,     config.rope_scaling_factor, config.rope_original_max_positions,
+                                     config.rope_beta_fast, config.rope_beta_slow,      config.rope_truncate};
+  return RopeTables{kernels::rope_inv_freq(scaling, config.head_dim), kernels::rope_concentration(scaling)};
 }
 
 void RopeTables::at(int32_t position, float* cos_out, float* sin_out) const {

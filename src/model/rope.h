@@ -1,7 +1,7 @@
 // YaRN rotary embedding tables for gpt-oss (NeoX half split, concentration on cos and sin).
 //
-// inv_freq follows transformers' `_compute_yarn_parameters` (fp32 pow, fractional correction range
-// unless `truncate`); cos/sin(p) = C · cos/sin(p · ω_i) with C = 0.1·ln(factor) + 1 when factor > 1.
+// inv_freq and C come from the config through kernels/rope.h (rope_inv_freq, rope_concentration: the one
+// table of both backends); cos/sin(p) = C · cos/sin(p · ω_i).
 #pragma once
 
 #include <vector>

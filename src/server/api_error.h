@@ -1,5 +1,5 @@
 // ApiError: an error answered to an API client in OpenAI's envelope
-// {"error": {"message", "type", "param", "code"}} with an HTTP status (spec §0.3, §5.1).
+// {"error": {"message", "type", "param", "code"}} with an HTTP status (OpenAI's error shape; docs/server-http.md).
 //
 // Contract: thrown by request parsing and handlers; the router turns it into the response. `code` is a
 // string code ("context_length_exceeded", "model_not_found") or, when empty, the HTTP status number.

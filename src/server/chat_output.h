@@ -1,6 +1,6 @@
 // ChatOutputParser: turns the generated Harmony tokens of one chat completion into OpenAI deltas:
 // reasoning (analysis channel), content (final channel and commentary preambles) and tool calls
-// (messages addressed to a recipient such as functions.NAME), following spec §1.4-§1.5.
+// (messages addressed to a recipient such as functions.NAME), as docs/server-http.md describes.
 //
 // Malformed output never fails the request: when the Harmony parser rejects the stream (or a header runs
 // on without <|message|>), the text from there on is passed through as content. This is also what the

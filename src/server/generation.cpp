@@ -212,7 +212,7 @@ void GenerationState::on_output(const engine::RequestOutput& output) {
 
   if (request_.stream && !client_gone_) {
     if (!started_ && (!output.new_tokens.empty() || ending)) {
-      // NOTE: no choice-bearing chunk before the first generated token (TTFT is measured on it, spec §4.1).
+      // NOTE: no choice-bearing chunk before the first generated token (TTFT is measured on it: src/bench/bench_serve.h).
       started_ = true;
       send_stream_start();
       if (chat_ && output.num_output_tokens > 0) send_chunk({{"role", "assistant"}, {"content", ""}}, std::nullopt);

@@ -1,5 +1,5 @@
 // GenerationState: one /v1/chat/completions or /v1/completions request in flight, from engine events to
-// the client's response (non-streamed JSON or SSE chunks, spec §1.5).
+// the client's response (non-streamed JSON or SSE chunks, docs/server-http.md).
 //
 // Contract: created on an I/O thread, then driven by engine events on the engine thread (one at a time)
 // and by a disconnect notice from an I/O thread (which only cancels). It calls OpenAiServer::request_done()

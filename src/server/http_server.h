@@ -1,6 +1,6 @@
-// HttpServer: HTTP/1.1 on Boost.Beast/Asio with one pool of I/O threads (spec §6.4).
+// HttpServer: HTTP/1.1 on Boost.Beast/Asio with one pool of I/O threads (docs/server-http.md).
 //
-// Sockets: a listen backlog of 4096 (bursts of 1,000 connects must not stall, spec §5.3), SO_REUSEADDR (no
+// Sockets: a listen backlog of 4096 (bursts of 1,000 connects must not stall: tests/server/server_behaviour_test.cpp), SO_REUSEADDR (no
 // SO_REUSEPORT), TCP_NODELAY. Limits: request header and body sizes, a timeout for reading a request
 // (also the keep-alive idle timeout) and for each write. Keep-alive is honoured.
 //

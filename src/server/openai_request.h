@@ -2,7 +2,7 @@
 //
 // Contract: every function throws ApiError (status 400, or 404 for an unknown model) with `param` naming
 // the offending field; nothing else escapes (tokenizer and renderer errors are wrapped). Unknown fields are
-// accepted and listed in `ignored_fields` (the caller logs them, spec §1.2).
+// accepted and listed in `ignored_fields` (the caller logs them; docs/server-http.md).
 #pragma once
 
 #include <memory>

@@ -1,4 +1,4 @@
-// OpenAiServer: the OpenAI-compatible HTTP API in front of one engine::Engine (spec §1, §3, §5).
+// OpenAiServer: the OpenAI-compatible HTTP API in front of one engine::Engine (docs/server-http.md).
 //
 // Life cycle: start() serves HTTP at once with /health 503 ("loading"); attach() builds the engine and turns
 // the server ready; drain_and_stop() (SIGTERM) turns /health and new requests to 503, lets in-flight

@@ -1,4 +1,4 @@
-// Rank-based byte-pair encoding (tiktoken's `byte_pair_encode`, spec/harmony-and-tokenizer.md §5.2).
+// Rank-based byte-pair encoding (tiktoken's `byte_pair_encode`; tools/tiktoken_reference.mjs runs the original).
 //
 // Contract: a RankTable is immutable after construction and safe to share between threads. Ranks are the
 // token ids 0..num_ranks()-1; every single byte must have a rank (checked at construction).

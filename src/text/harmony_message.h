@@ -1,4 +1,4 @@
-// Harmony data model: the messages of a gpt-oss conversation (spec/harmony-and-tokenizer.md §2.1).
+// Harmony data model: the messages of a gpt-oss conversation (openai-harmony's Message; docs/harmony-json.md).
 //
 // Contract:
 //  - Plain value types; no invariants are enforced on construction. The renderer checks what it needs
@@ -22,7 +22,7 @@
 
 namespace gossamer::text::harmony {
 
-// Special tokens of o200k_harmony that the format uses (spec §1).
+// Special tokens of o200k_harmony that the format uses (text/tokenizer_specials.h).
 inline constexpr TokenId kReturnToken = 200002;     // <|return|>: end of the final answer, stop token
 inline constexpr TokenId kConstrainToken = 200003;  // <|constrain|>: starts a constrained content type
 inline constexpr TokenId kChannelToken = 200005;    // <|channel|>

@@ -275,7 +275,7 @@ void HarmonyParser::append_content(TokenId token) {
       bytes.append(tokenizer_->token_bytes(id));
     }
   } catch (const std::exception&) {
-    return;  // an unknown id stays pending (spec §3.3)
+    return;  // an unknown id stays pending (as openai-harmony's parser keeps it)
   }
   undecoded_tokens_.clear();
   undecoded_bytes_ += bytes;

@@ -1,11 +1,11 @@
-// Streaming Harmony parser: token ids → messages with role, channel, recipient and content type (spec §3).
+// Streaming Harmony parser: token ids → messages with role, channel, recipient and content type (openai-harmony's StreamableParser; tests/data/harmony_vectors).
 //
 // Contract:
 //  - Feed ids one at a time with process(), then process_eos() at the end of the stream. Any id is accepted
 //    (unknown ids included); malformed output throws gossamer::Error and never crashes. After an error the
 //    parser is failed: every later call throws the same error again.
 //  - Strict mode (the default) rejects malformed headers; lenient mode recovers from a missing <|message|>
-//    in the first header (spec §3.4) and returns what it can.
+//    in the first header (as openai-harmony does) and returns what it can.
 //  - Content is decoded incrementally and UTF-8 safely: a character split across ids is emitted once whole;
 //    invalid bytes become U+FFFD. A finished message holds exactly one TextContent item.
 //  - Getters return references valid until the next call that changes the parser.
@@ -40,7 +40,7 @@ struct ParsedHeader {
   std::optional<std::string> content_type;
 };
 
-// Parses decoded header text (everything between <|start|> and <|message|>), spec §3.2. Throws on bad headers.
+// Parses decoded header text (everything between <|start|> and <|message|>) (openai-harmony's header grammar). Throws on bad headers.
 ParsedHeader parse_harmony_header(std::string_view header, std::optional<Role> role_hint);
 
 class HarmonyParser {

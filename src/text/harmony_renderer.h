@@ -1,4 +1,4 @@
-// Harmony renderer: conversation → token ids, exactly as openai-harmony renders it (spec §2).
+// Harmony renderer: conversation → token ids, exactly as openai-harmony renders it (tests/data/harmony_vectors holds its outputs).
 //
 // Contract:
 //  - Text is encoded with Tokenizer::encode_ordinary, one segment at a time (role, " to=…", channel, each
@@ -26,7 +26,7 @@ enum class RenderMode : uint8_t {
 struct RenderOptions {
   RenderMode mode = RenderMode::kCompletion;
   Role next_role = Role::kAssistant;  // kCompletion only
-  // Drop analysis messages before the first `final` once the last assistant message is final (spec §2.8).
+  // Drop analysis messages before the first `final` once the last assistant message is final (openai-harmony's rule).
   bool auto_drop_analysis = true;
 };
 
@@ -41,18 +41,18 @@ class HarmonyRenderer {
 
   RenderedConversation render(const Conversation& conversation, const RenderOptions& options = {}) const;
 
-  // One message on its own. `has_function_tools` adds the functions note to system content (spec §2.4).
+  // One message on its own. `has_function_tools` adds the functions note to system content (as openai-harmony does).
   RenderedConversation render_message(const Message& message, bool has_function_tools = false) const;
 
-  // The plain texts of structured content items (spec §2.4, §2.5); no tokens.
+  // The plain texts of structured content items (as openai-harmony reads them); no tokens.
   static std::string system_content_text(const SystemContent& content, bool has_function_tools);
   static std::string developer_content_text(const DeveloperContent& content);
-  // "# Tools\n\n## ns\n..." (spec §2.6).
+  // "# Tools\n\n## ns\n..." (openai-harmony's tool section).
   static std::string tools_section_text(const ToolNamespaces& namespaces);
 
   // Whether a developer message declares at least one tool in namespace "functions".
   static bool has_function_tools(const Conversation& conversation);
-  // Indices of the messages rendered after the analysis-dropping rule (spec §2.8).
+  // Indices of the messages rendered after the analysis-dropping rule (openai-harmony's rule).
   static std::vector<size_t> kept_message_indices(const Conversation& conversation, bool auto_drop_analysis);
 
  private:

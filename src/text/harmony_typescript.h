@@ -1,4 +1,4 @@
-// JSON Schema → the TypeScript-like type text Harmony puts in tool descriptions (spec §2.7).
+// JSON Schema → the TypeScript-like type text Harmony puts in tool descriptions (openai-harmony's rendering; tests/text/harmony_typescript_test.cpp).
 //
 // Contract: total over any JSON value; never throws on odd schemas (unsupported constructs render as `any`).
 // Property order is the order of the input object, so pass nlohmann::ordered_json parsed from the user's text.

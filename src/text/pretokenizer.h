@@ -1,4 +1,4 @@
-// Pre-tokenization: splits text into the pieces of o200k's `pat_str` (spec/harmony-and-tokenizer.md §5.1),
+// Pre-tokenization: splits text into the pieces of o200k's `pat_str` (npm tiktoken's o200k_base.json),
 // with PCRE2 (UTF + UCP, JIT) as the matcher.
 //
 // Contract:

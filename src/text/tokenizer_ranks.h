@@ -1,5 +1,5 @@
 // Reads the o200k_base ranks from the npm `tiktoken` package's `encoders/o200k_base.json`, whose
-// `bpe_ranks` field uses the compact format of spec/harmony-and-tokenizer.md §6, and verifies them.
+// `bpe_ranks` field uses the compact format of npm tiktoken's encoders/o200k_base.json, and verifies them.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// The Harmony special tokens of o200k_harmony (spec/harmony-and-tokenizer.md §1), ids 199998..201087.
+// The Harmony special tokens of o200k_harmony (as openai-harmony and tools/tiktoken_reference.mjs list them), ids 199998..201087.
 #pragma once
 
 #include <string>

@@ -7,7 +7,7 @@
 #include <map>
 #include <mutex>
 
-#include "engine/fake_model.h"
+#include "testing/fake_model.h"
 
 namespace gossamer::engine {
 namespace {

@@ -4,6 +4,7 @@
 #include "kernels/gemm_fp8.h"
 #include "kernels/moe.h"
 #include "kernels/quantize_fp8.h"
+#include "gpt_oss_cases.h"
 #include "kernel_test_utils.h"
 
 namespace gossamer::kernels {
@@ -76,35 +77,24 @@ TEST(GemmFp8Kernel, MatchesReference) {
     gemm_fp8_cpu(r);
     const std::string shape = std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k) +
                               (c.epi == GemmEpilogue::kSwiGlu ? " swiglu" : " bias");
-    // Every tile shape, and split-K where the launcher would use it.
-    const size_t split_bytes = gemm_fp8_split_workspace_bytes(c.m, c.n, c.k);
-    DeviceBuffer<float> ws(split_bytes / sizeof(float));
+    // Every tile shape, with B row-major and tile-major.
     struct Variant {
       GemmTile tile;
-      bool split;
       const char* name;
     };
     DeviceBuffer<uint8_t> dbt(tiled(b, 1, c.n, c.k));
-    for (const Variant v : {Variant{GemmTile::kAuto, false, ""}, Variant{GemmTile::k64x128, false, " tile64x128"},
-                            Variant{GemmTile::k128x128, false, " tile128x128"}, Variant{GemmTile::k64x64, false, " tile64x64"},
-                            Variant{GemmTile::k128x128ws, false, " tile128x128 warp-specialised"},
-                            Variant{GemmTile::k128x128ws, false, " tile128x128 warp-specialised b tile-major"},
-                            Variant{GemmTile::kAuto, true, " split-k"}, Variant{GemmTile::kAuto, false, " b tile-major"},
-                            Variant{GemmTile::k128x128, false, " tile128x128 b tile-major"},
-                            Variant{GemmTile::k128x128tma, false, " tile128x128 tma b tile-major"},
-                            Variant{GemmTile::k128x192tma, false, " tile128x192 tma b tile-major"}}) {
-      if (v.split && split_bytes == 0) continue;
+    for (const Variant v : {Variant{GemmTile::kAuto, ""}, Variant{GemmTile::k64x128, " tile64x128"},
+                            Variant{GemmTile::k128x128, " tile128x128"}, Variant{GemmTile::k64x64, " tile64x64"},
+                            Variant{GemmTile::kAuto, " b tile-major"},
+                            Variant{GemmTile::k128x128, " tile128x128 b tile-major"},
+                            Variant{GemmTile::k128x128tma, " tile128x128 tma b tile-major"},
+                            Variant{GemmTile::k128x192tma, " tile128x192 tma b tile-major"}}) {
       dout.poison();
-      ws.poison();
       GemmFp8Params q = p;
       q.tile = v.tile;
       if (std::string(v.name).find("tile-major") != std::string::npos) {
         q.b = dbt.get();
         q.b_tiled = true;
-      }
-      if (v.split) {
-        q.split_workspace = ws.get();
-        q.split_workspace_bytes = split_bytes;
       }
       launch_gemm_fp8(q, c.m, nullptr);
       const double err = rel_error_bf16(dout.download(), ref);
@@ -149,11 +139,15 @@ struct MoeCase {
 TEST(MoeKernel, MatchesReference) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(12);
-  const MoeCase cases[] = {{1, 32, 0, 32, 576, 320, false},  {5, 8, 0, 8, 512, 384, true},
-                           {300, 32, 0, 32, 576, 320, true}, {64, 8, 4, 4, 576, 320, false},
-                           {8, 4, 0, 4, 2880, 2880, true},
-                           {512, 4, 0, 4, 512, 256, true},  // 512 rows per expert: 128-row tiles
-                           {160, 8, 2, 4, 2880, 2880, false}};  // 128-row tiles at the model's width, EP slice
+  std::vector<MoeCase> cases = {{1, 32, 0, 32, 576, 320, false},  {5, 8, 0, 8, 512, 384, true},
+                                {300, 32, 0, 32, 576, 320, true}, {64, 8, 4, 4, 576, 320, false},
+                                {8, 4, 0, 4, 2880, 2880, true},
+                                {512, 4, 0, 4, 512, 256, true},  // 512 rows per expert: 128-row tiles
+                                {160, 8, 2, 4, 2880, 2880, false}};  // 128-row tiles at the model's width, EP slice
+  // The bench's prefill blocks small enough for the CPU reference (moe_cpu), at the model's sizes.
+  for (const gpt_oss::MoeCase& m : gpt_oss::kMoePrefill) {
+    if (m.tokens <= 16) cases.push_back({m.tokens, m.experts, 0, m.experts, 2880, 2880, true});
+  }
   for (const auto& c : cases) {
     const int H = c.hidden, I = c.inter, E = c.local;
     const int kbh = (H + 127) / 128, kbi = (I + 127) / 128;

@@ -6,6 +6,7 @@
 #include <numeric>
 #include <tuple>
 
+#include "gpt_oss_cases.h"
 #include "kernel_test_utils.h"
 #include "kernels/fp8_tiled.h"
 #include "kernels/moe.h"
@@ -78,13 +79,14 @@ TEST(GemvFp8Kernel, MatchesReference) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(20);
   const std::vector<int> all = {1, 2, 3, 4, 5, 6, 7, 8};
-  const DenseShape shapes[] = {
-      {"qkv", 5120, 2880, GemmEpilogue::kBias, all, true, 0, 0},
-      {"o", 2880, 4096, GemmEpilogue::kBias, all, true, 0, 0},
-      {"router32", 32, 2880, GemmEpilogue::kBias, all, true, 0, 0},
-      {"router128", 128, 2880, GemmEpilogue::kBias, {1, 4, 8}, false, 0, 0},
-      {"gate_up", 5760, 2880, GemmEpilogue::kSwiGlu, all, true, 0, 0},
-      {"down", 2880, 2880, GemmEpilogue::kBias, all, true, 0, 0},
+  std::vector<DenseShape> shapes;
+  // The model's linears (the bench's table), every decode row count; the unembedding once, without bias.
+  for (const gpt_oss::LinearCase& l : gpt_oss::kLinears) {
+    const bool unembed = l.n > 100000;
+    shapes.push_back({l.name, l.n, l.k, l.epilogue, unembed ? std::vector<int>{1} : all, !unembed, 0, 0});
+  }
+  // Odd shapes: partial tiles, strides, K splits.
+  const DenseShape odd[] = {
       {"n8", 8, 16, GemmEpilogue::kBias, {1, 8}, true, 8, 8},
       {"n136", 136, 272, GemmEpilogue::kBias, all, true, 16, 8},
       {"n24k48", 24, 48, GemmEpilogue::kSwiGlu, {1, 3, 8}, true, 0, 4},
@@ -92,8 +94,8 @@ TEST(GemvFp8Kernel, MatchesReference) {
       {"k80", 72, 80, GemmEpilogue::kSwiGlu, {1, 5}, false, 0, 0},
       {"cluster8", 1024, 4096, GemmEpilogue::kBias, {1, 8}, true, 0, 0},  // K split over 8 CTAs (132 SMs)
       {"wide", 16384, 272, GemmEpilogue::kBias, {1, 8}, true, 0, 0},      // no K split
-      {"unembed", 201088, 2880, GemmEpilogue::kBias, {1}, false, 0, 0},
   };
+  shapes.insert(shapes.end(), std::begin(odd), std::end(odd));
   for (const auto& s : shapes) {
     const bool swiglu = s.epi == GemmEpilogue::kSwiGlu;
     const int out_cols = swiglu ? s.n / 2 : s.n;
@@ -365,58 +367,11 @@ struct MoeDecodeCase {
   int distinct_logit_rows;  // 0: every token its own logits; d > 0: token t uses logits row t % d
 };
 
-// The decode path's own rounding points: bf16 x, fp32 GEMVs, act and y rounded to bf16, fp32 combine.
-std::vector<uint16_t> moe_decode_ref(const MoeParams& p) {
-  const int T = p.num_tokens, H = p.hidden, I = p.inter, pairs = T * kMoeTopK;
-  std::vector<int32_t> ids(pairs);
-  std::vector<float> weights(pairs);
-  moe_route_cpu({p.logits, ids.data(), weights.data(), T, p.num_experts});
-  std::vector<uint16_t> act(size_t(pairs) * I), y(size_t(pairs) * H);
-  std::vector<int32_t> pair_row(pairs);
-  GemvFp8Params g1;
-  g1.x = p.x;
-  g1.ldx = H;
-  g1.w = p.w1;
-  g1.w_scales = p.w1_scales;
-  g1.bias = p.b1;
-  g1.out = act.data();
-  g1.ldc = I;
-  g1.N = 2 * I;
-  g1.K = H;
-  g1.epilogue = GemmEpilogue::kSwiGlu;
-  g1.topk_ids = ids.data();
-  g1.num_pairs = pairs;
-  g1.expert_begin = p.expert_begin;
-  g1.num_local_experts = p.num_local_experts;
-  g1.x_pair_divisor = kMoeTopK;
-  g1.pair_row = pair_row.data();
-  gemv_fp8_cpu(g1);
-  GemvFp8Params g2 = g1;
-  g2.x = act.data();
-  g2.ldx = I;
-  g2.w = p.w2;
-  g2.w_scales = p.w2_scales;
-  g2.bias = p.b2;
-  g2.out = y.data();
-  g2.ldc = H;
-  g2.N = H;
-  g2.K = I;
-  g2.epilogue = GemmEpilogue::kBias;
-  g2.x_pair_divisor = 1;
-  g2.pair_row = nullptr;
-  gemv_fp8_cpu(g2);
-  std::vector<uint16_t> out(size_t(T) * H);
-  for (int t = 0; t < T; ++t) {
-    for (int c = 0; c < H; ++c) {
-      float sum = 0.f;
-      for (int k = 0; k < kMoeTopK; ++k) {
-        const int q = t * kMoeTopK + k;
-        if (pair_row[q] >= 0) sum += weights[q] * bf16_to_float(y[size_t(q) * H + c]);
-      }
-      const float r = p.residual ? bf16_to_float(p.residual[size_t(t) * H + c]) : 0.f;
-      out[size_t(t) * H + c] = float_to_bf16(r + sum);
-    }
-  }
+// moe_decode_cpu (moe.h) into a fresh output.
+std::vector<uint16_t> moe_decode_ref(MoeParams p) {
+  std::vector<uint16_t> out(size_t(p.num_tokens) * p.hidden);
+  p.out = out.data();
+  moe_decode_cpu(p);
   return out;
 }
 
@@ -491,13 +446,13 @@ TEST(MoeDecodeKernel, MatchesReference) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(23);
   std::vector<MoeDecodeCase> cases = {
-      {1, 32, 0, 32, 2880, 2880, true, 0},  // gpt-oss-20b shapes
       {8, 32, 0, 32, 576, 320, true, 1},    // every token the same 4 experts: slots of 8 pairs
       {8, 32, 0, 32, 576, 320, false, 3},   // partly shared
       {6, 128, 0, 128, 512, 256, true, 2},  {4, 32, 8, 8, 576, 320, true, 0},  // local range [8, 16)
       {8, 128, 64, 32, 512, 256, false, 0},                                    // local range [64, 96)
       {3, 32, 28, 4, 576, 320, true, 0},                                       // local range at the end
   };
+  for (const gpt_oss::MoeCase& m : gpt_oss::kMoeDecode) cases.push_back({m.tokens, m.experts, 0, m.experts, 2880, 2880, true, 0});
   for (int t = 1; t <= kGemvMaxRows; ++t) cases.push_back({t, 32, 0, 32, 576, 320, t % 2 == 1, 0});
   for (const int t : {1, 2, 5, 8}) cases.push_back({t, 128, 0, 128, 512, 256, t % 2 == 0, 0});
   for (const auto& c : cases) {

@@ -1,4 +1,4 @@
-// Shared helpers for the GPU kernel tests: GPU presence check, device buffers with NaN poisoning,
+// Shared helpers for the GPU kernel tests: GPU presence check, device arrays with NaN poisoning,
 // random inputs, and the relative-error metric ‖out − ref‖ / ‖ref‖ with per-dtype tolerances.
 #pragma once
 
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/dtype.h"
-#include "kernels/cuda_utils.h"
+#include "core/cuda/device_buffer.h"
 #include "kernels/fp8_tiled.h"
 
 namespace gossamer::kernels::test {
@@ -44,40 +44,9 @@ inline bool has_gpu(std::string* why) {
     }                                                            \
   } while (0)
 
+// Typed device arrays with host copies and NaN poisoning (core/cuda/device_buffer.h).
 template <typename T>
-class DeviceBuffer {
- public:
-  DeviceBuffer() = default;
-  explicit DeviceBuffer(size_t n) : n_(n) {
-    if (n) GOSSAMER_CUDA_CHECK(cudaMalloc(&ptr_, n * sizeof(T)));
-  }
-  explicit DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(host.size()) { upload(host); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), n_(o.n_) { o.ptr_ = nullptr; o.n_ = 0; }
-  ~DeviceBuffer() {
-    if (ptr_) cudaFree(ptr_);
-  }
-  T* get() const { return ptr_; }
-  size_t size() const { return n_; }
-  void upload(const std::vector<T>& host) {
-    GOSSAMER_CUDA_CHECK(cudaMemcpy(ptr_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
-  }
-  std::vector<T> download() const {
-    std::vector<T> host(n_);
-    GOSSAMER_CUDA_CHECK(cudaDeviceSynchronize());
-    GOSSAMER_CUDA_CHECK(cudaMemcpy(host.data(), ptr_, n_ * sizeof(T), cudaMemcpyDeviceToHost));
-    return host;
-  }
-  // All bytes 0xFF: NaN in bf16, fp32 and fp8 e4m3; −1 in integers.
-  void poison() {
-    if (n_) GOSSAMER_CUDA_CHECK(cudaMemset(ptr_, 0xFF, n_ * sizeof(T)));
-  }
-
- private:
-  T* ptr_ = nullptr;
-  size_t n_ = 0;
-};
+using DeviceBuffer = ::gossamer::cuda::DeviceArray<T>;
 
 // [groups, n, k] row-major fp8 → the tile-major layout of kernels/fp8_tiled.h (the model's layout).
 inline std::vector<uint8_t> tiled(const std::vector<uint8_t>& w, int groups, int n, int k) {

@@ -1,4 +1,4 @@
-// Tests for RMSNorm, YaRN RoPE (+ paged cache write), embedding gather, activation quantization and
+// Tests for RMSNorm, YaRN RoPE (+ paged cache write; the tables are tested in tests/kernels_ref), embedding gather, activation quantization and
 // MXFP4 → FP8 conversion against their CPU references.
 #include <algorithm>
 #include <numeric>
@@ -14,18 +14,6 @@ namespace gossamer::kernels {
 namespace {
 
 using namespace test;
-
-TEST(YarnTable, MatchesSpecOmegas) {
-  const auto w = yarn_inv_freq(YarnConfig{});
-  EXPECT_FLOAT_EQ(w[0], 1.0f);
-  EXPECT_NEAR(w[8], 0.05081327482f, 1e-8);
-  EXPECT_NEAR(w[9], 3.170569618e-02f, 3e-8);
-  EXPECT_NEAR(w[13], 3.860359317e-03f, 3e-9);
-  EXPECT_NEAR(w[17], 1.293187012e-04f, 3e-10);
-  EXPECT_NEAR(w[18], 3.830881237e-05f, 1e-11);
-  EXPECT_NEAR(w[31], 3.023511428e-07f, 1e-13);
-  EXPECT_FLOAT_EQ(yarn_concentration(YarnConfig{}), 1.3465735912322998f);
-}
 
 TEST(RmsNormKernel, MatchesReference) {
   GOSSAMER_REQUIRE_GPU();
@@ -83,8 +71,9 @@ TEST(RopeKernel, MatchesReferenceAndWritesCache) {
     p.v_cache = dvc.get();
     p.slots = dslots.get();
     p.num_tokens = tokens;
-    p.inv_freq = yarn_inv_freq(YarnConfig{});
-    p.concentration = yarn_concentration(YarnConfig{});
+    const std::vector<float> inv_freq = rope_inv_freq(RopeScaling{}, kHeadDim);
+    std::copy(inv_freq.begin(), inv_freq.end(), p.inv_freq.begin());
+    p.concentration = rope_concentration(RopeScaling{});
     launch_rope(p, nullptr);
     std::vector<uint16_t> q(dq.size()), k(dk.size()), v(dv.size()), kc(dkc.size(), 0xFFFF), vc(dvc.size(), 0xFFFF);
     RopeParams c = p;

@@ -15,7 +15,7 @@ namespace {
 using nlohmann::json;
 
 json published_120b_config() {
-  // openai/gpt-oss-120b/config.json as published (spec/gpt-oss-model.md §3.2).
+  // openai/gpt-oss-120b/config.json as published (tests/data/golden/checkpoints/hf_sharded/config.json has the same fields).
   json layer_types = json::array();
   for (int i = 0; i < 18; ++i) {
     layer_types.push_back("sliding_attention");
@@ -107,7 +107,7 @@ TEST(ConfigTest, HfJsonRoundTrips) {
   EXPECT_EQ(again.rope_scaling_factor, tiny.rope_scaling_factor);
 }
 
-// ω_i from spec/gpt-oss-model.md §2.3 (float64 reference values; fp32 differs in the last ulp).
+// ω_i of transformers' YaRN (float64 reference values; fp32 differs in the last ulp).
 TEST(RopeTest, YarnFrequenciesMatchTheReferenceTable) {
   const RopeTables rope = RopeTables::from_config(preset_config("20b"));
   const std::pair<int, double> expected[] = {{0, 1.0}, {8, 0.05081327482}, {9, 3.170569618e-02}, {10, 1.933500113e-02},

@@ -44,19 +44,22 @@ TEST(OpenAiSdk, EmbeddedDefaultModel) {
 }
 
 TEST(ServerLoading, HealthAndRequestsAre503UntilTheModelIsReady) {
-  // The embedded default takes a few seconds to build: HTTP is up before that.
-  ServerProcess server({"--max-model-len", "1024"}, 120.0, /*wait_ready=*/false);
+  // HTTP is up before the model: the test backend's load takes 4 s, so the probes below always run while
+  // it loads (no race with a fast load), and the same request succeeds once /health says ready.
+  ServerProcess server({"--test-backend", "fake", "--test-load-delay-ms", "4000"}, 120.0, /*wait_ready=*/false);
+  const nlohmann::json request = {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 4}};
   const auto health = server.get("/health");
-  if (health.status == 200) GTEST_SKIP() << "the model loaded before the first probe";
-  EXPECT_EQ(health.status, 503);
+  EXPECT_EQ(health.status, 503) << health.body;
   EXPECT_EQ(nlohmann::json::parse(health.body)["error"]["type"], "unavailable_error");
-  const auto chat = server.post("/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "hi"}}}}});
-  EXPECT_TRUE(chat.status == 503 || chat.status == 200) << chat.body;
+  const auto chat = server.post("/v1/chat/completions", request);
+  EXPECT_EQ(chat.status, 503) << chat.body;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   while (server.get("/health").status != 200 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  EXPECT_EQ(server.get("/health").status, 200);
+  ASSERT_EQ(server.get("/health").status, 200);
+  const auto ready = server.post("/v1/chat/completions", request);
+  EXPECT_EQ(ready.status, 200) << ready.body;
 }
 
 TEST(OpenAiSdk, ScriptedToolCallsAndReasoning) {

@@ -1,4 +1,4 @@
-// Behaviour under load and failure (spec §5.4), against `gossamer serve` with the fake backend:
+// Behaviour under load and failure (docs/server-http.md), against `gossamer serve` with the fake backend:
 // 64 concurrent streams with preemption give the same greedy tokens as requests run alone and leave no KV
 // block behind; a client that disconnects mid-stream frees its blocks; a full queue answers 429; SIGTERM
 // drains; a burst of 1,000 connects is served.

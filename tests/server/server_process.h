@@ -18,7 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "server/http_client.h"
+#include "bench/http_client.h"
 
 namespace gossamer::server::testing {
 

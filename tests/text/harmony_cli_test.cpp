@@ -24,7 +24,7 @@ struct RunResult {
 class HarmonyCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (real_tokenizer() == nullptr) GTEST_SKIP() << "needs the real o200k_harmony tokenizer";
+    GOSSAMER_REQUIRE_REAL_TOKENIZER(real_tokenizer());
     dir_ = std::filesystem::temp_directory_path() /
            ("gossamer_harmony_cli_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
             std::to_string(reinterpret_cast<uintptr_t>(this)));

@@ -72,7 +72,7 @@ TEST(HarmonyHeader, Grammar) {
 
 TEST(HarmonyParser, DocsTokenList) {
   const auto tokenizer = real_tokenizer();
-  if (tokenizer == nullptr) GTEST_SKIP() << "needs the real o200k_harmony tokenizer";
+  GOSSAMER_REQUIRE_REAL_TOKENIZER(tokenizer);
   const std::vector<TokenId> ids = {200005, 35644, 200008, 1844,  31064, 25,    392,    4827,  382,   220,
                                     17,     659,   220,    17,    16842, 12295, 81645,  13,    51441, 6052,
                                     13,     200007, 200006, 173781, 200005, 17196, 200008, 17,   659,   220,
@@ -212,7 +212,7 @@ std::vector<TokenId> concat(std::vector<TokenId> a, const std::vector<TokenId>& 
 
 TEST(HarmonyParser, Utf8Streaming) {
   const auto tokenizer = real_tokenizer();
-  if (tokenizer == nullptr) GTEST_SKIP() << "needs the real o200k_harmony tokenizer";
+  GOSSAMER_REQUIRE_REAL_TOKENIZER(tokenizer);
   ASSERT_EQ(tokenizer->token_bytes(9552), " \xF0\x9F");
   const std::string fffd = "\uFFFD";
   auto ordinary = [&](const char* text) { return tokenizer->encode_ordinary(text); };

@@ -1,8 +1,15 @@
 #include "harmony_test_util.h"
 
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 
 namespace gossamer::text::harmony::test_support {
+
+bool running_under_ci() {
+  const char* ci = std::getenv("CI");
+  return ci != nullptr && std::string(ci) == "true";
+}
 
 std::shared_ptr<const Tokenizer> real_tokenizer() {
   static const std::shared_ptr<const Tokenizer> tokenizer = [] {

@@ -89,6 +89,20 @@ inline std::shared_ptr<const Tokenizer> byte_tokenizer() {
 
 // The real o200k_harmony tokenizer, or nullptr while it is not available in this build.
 std::shared_ptr<const Tokenizer> real_tokenizer();
+// True under CI (CI=true), where scripts/setup.sh has installed the npm tokenizer data.
+bool running_under_ci();
+
+// For tests that need the real tokenizer: without its npm data they skip on a developer's machine, and
+// fail under CI, where a missing fixture means a broken set-up (a skip would pass it).
+#define GOSSAMER_REQUIRE_REAL_TOKENIZER(tokenizer)                                                        \
+  do {                                                                                                    \
+    if ((tokenizer) == nullptr) {                                                                         \
+      if (::gossamer::text::harmony::test_support::running_under_ci()) {                                  \
+        FAIL() << "the real o200k_harmony tokenizer (npm data) is missing under CI: run scripts/setup.sh"; \
+      }                                                                                                   \
+      GTEST_SKIP() << "needs the real o200k_harmony tokenizer (npm data: scripts/setup.sh)";              \
+    }                                                                                                     \
+  } while (0)
 
 // The real tokenizer when available, else the byte stand-in.
 inline std::shared_ptr<const Tokenizer> any_tokenizer() {

@@ -1,4 +1,4 @@
-// JSON Schema → TypeScript-like types beyond the upstream vectors (spec §2.7, code-reading cases).
+// JSON Schema → TypeScript-like types beyond the upstream vectors (cases read from openai-harmony's code).
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 

@@ -1,4 +1,4 @@
-// Every upstream openai/harmony test vector (tests/data/harmony_vectors), built as spec §4 describes.
+// Every upstream openai/harmony test vector (tests/data/harmony_vectors), built as upstream's tests build them.
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -229,7 +229,7 @@ TEST_P(HarmonyRenderVector, MatchesTextAndIds) {
   // The structure does not depend on BPE: the byte-level stand-in renders the same text.
   const auto bytes = HarmonyRenderer(byte_tokenizer()).render(test_case.build(), test_case.options);
   EXPECT_EQ(byte_tokenizer()->decode_bytes(bytes.tokens), rendered.text);
-  if (real_tokenizer() == nullptr) GTEST_SKIP() << "ids need the real o200k_harmony tokenizer";
+  GOSSAMER_REQUIRE_REAL_TOKENIZER(real_tokenizer());
   EXPECT_EQ(rendered.tokens, expected_ids(name));
 }
 
@@ -248,7 +248,7 @@ INSTANTIATE_TEST_SUITE_P(All, HarmonyRenderVector, ::testing::ValuesIn(render_ca
 // The text vectors that are parser inputs must also be what the tokenizer gives for them.
 TEST(HarmonyVectors, ParserTextVectorsTokenizeToExpectedIds) {
   const auto tokenizer = real_tokenizer();
-  if (tokenizer == nullptr) GTEST_SKIP() << "needs the real o200k_harmony tokenizer";
+  GOSSAMER_REQUIRE_REAL_TOKENIZER(tokenizer);
   for (const char* name : {"test_streamable_parser.txt", "test_tool_response_parsing.txt"}) {
     EXPECT_EQ(tokenizer->encode(read_vector(name), {}, true), expected_ids(name)) << name;
   }
@@ -256,7 +256,7 @@ TEST(HarmonyVectors, ParserTextVectorsTokenizeToExpectedIds) {
 
 TEST(HarmonyVectors, SimpleReasoningResponse) {
   const auto tokenizer = real_tokenizer();
-  if (tokenizer == nullptr) GTEST_SKIP() << "needs the real o200k_harmony tokenizer";
+  GOSSAMER_REQUIRE_REAL_TOKENIZER(tokenizer);
   const auto messages =
       parse_completion_tokens(tokenizer, read_id_vector("test_simple_reasoning_response.txt"), Role::kAssistant);
   ASSERT_EQ(messages.size(), 2u);
@@ -267,7 +267,7 @@ TEST(HarmonyVectors, SimpleReasoningResponse) {
 
 TEST(HarmonyVectors, SimpleToolCall) {
   const auto tokenizer = real_tokenizer();
-  if (tokenizer == nullptr) GTEST_SKIP() << "needs the real o200k_harmony tokenizer";
+  GOSSAMER_REQUIRE_REAL_TOKENIZER(tokenizer);
   const std::vector<TokenId> ids = read_id_vector("test_simple_tool_call.txt");
   const auto messages = parse_completion_tokens(tokenizer, ids, Role::kAssistant);
   ASSERT_EQ(messages.size(), 2u);

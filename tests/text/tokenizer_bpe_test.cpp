@@ -94,7 +94,7 @@ std::vector<std::string> pieces(const Pretokenizer& pre, std::string_view text,
   return out;
 }
 
-// The examples of spec/harmony-and-tokenizer.md §5.1, and the classes it names.
+// Examples of o200k's pre-tokenizer pattern, one per character class it names.
 TEST(PretokenizerTest, SplitsLikeTheSpec) {
   const Pretokenizer pre;
   EXPECT_TRUE(pre.jit_enabled());

@@ -109,7 +109,7 @@ TEST(TokenizerTest, SpecialTokenTable) {
   }
 }
 
-// spec/harmony-and-tokenizer.md §5.3: leftmost occurrence; disallowed specials are ordinary text.
+// tiktoken's special-token rule: leftmost occurrence; disallowed specials are ordinary text.
 TEST(TokenizerTest, SpecialTokenEncodeRules) {
   const Tokenizer& tok = test_tokenizer();
   const std::vector<TokenId> start_as_text = {27, 91, 5236, 91, 29};

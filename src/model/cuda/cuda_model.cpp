@@ -15,6 +15,7 @@
 #include "kernels/moe.h"
 #include "kernels/rope.h"
 #include "kernels/sampling.h"
+#include "kernels/swiglu.h"
 #include "model/batch_check.h"
 
 namespace gossamer::model::cuda {
@@ -31,6 +32,16 @@ void check_supported(const GptOssConfig& c) {
                  "cuda backend: num_experts must be a multiple of 8 up to 256, got ", c.num_experts);
   GOSSAMER_CHECK(c.hidden_size % 16 == 0 && c.intermediate_size % 16 == 0 && c.q_width() % 16 == 0,
                  "cuda backend: hidden, intermediate and q widths must be multiples of 16");
+  GOSSAMER_CHECK(c.num_kv_heads > 0 && c.num_q_heads % c.num_kv_heads == 0 &&
+                     c.num_q_heads / c.num_kv_heads <= kernels::kAttentionMaxGroup,
+                 "cuda backend: at most ", kernels::kAttentionMaxGroup, " query heads per KV head, got ",
+                 c.num_q_heads, " query and ", c.num_kv_heads, " KV heads");
+  // The SwiGLU epilogues are compiled for the published constants (kernels/swiglu.h); the window, the rope
+  // tables and the attention scale are passed from the config at run time.
+  GOSSAMER_CHECK(c.swiglu_limit == kernels::kSwigluLimit && c.swiglu_alpha == kernels::kSwigluAlpha,
+                 "cuda backend: the SwiGLU kernels are built for swiglu_limit ", kernels::kSwigluLimit, " and alpha ",
+                 kernels::kSwigluAlpha, ", the checkpoint has ", c.swiglu_limit, " and ", c.swiglu_alpha,
+                 " (use --device cpu)");
 }
 
 // Padded batch sizes that get a decode graph; a step uses the smallest one that fits.

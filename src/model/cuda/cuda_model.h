@@ -19,8 +19,8 @@
 #include <memory>
 #include <vector>
 
+#include "core/cuda/device_buffer.h"
 #include "model/cuda/cuda_weights.h"
-#include "model/cuda/device_buffer.h"
 #include "model/model.h"
 #include "model/rope.h"
 

@@ -9,6 +9,7 @@
 #include "core/parallel.h"
 #include "kernels/fp8_tiled.h"
 #include "kernels/mxfp4_convert.h"
+#include "kernels/quantize_fp8.h"
 #include "model/cpu_ops.h"
 
 namespace gossamer::model::cuda {
@@ -96,18 +97,10 @@ DeviceLinear quantize_linear(const StackedRows& rows, const std::vector<TensorVi
       for (int64_t r = 0; r < count; ++r) rows.load(row0 + r, block.data() + r * k);
       for (int64_t cb = 0; cb < col_blocks; ++cb) {
         const int64_t col0 = cb * kBlock, width = std::min<int64_t>(kBlock, k - col0);
-        float amax = 0.0f;
-        for (int64_t r = 0; r < count; ++r) {
-          for (int64_t c = 0; c < width; ++c) amax = std::max(amax, std::fabs(block[static_cast<size_t>(r * k + col0 + c)]));
-        }
-        const float scale = amax > 0.0f ? amax / kFp8E4M3Max : 1.0f;
-        scales[static_cast<size_t>(rb * col_blocks + cb)] = scale;
-        for (int64_t r = 0; r < count; ++r) {
-          for (int64_t c = 0; c < width; ++c) {
-            weight[static_cast<size_t>(kernels::fp8_tiled_offset(row0 + r, col0 + c, k_padded))] =
-                float_to_fp8e4m3(block[static_cast<size_t>(r * k + col0 + c)] / scale);
-          }
-        }
+        scales[static_cast<size_t>(rb * col_blocks + cb)] = kernels::quantize_fp8_weight_block_cpu(
+            block.data() + col0, k, count, width, [&](int64_t r, int64_t c, uint8_t q) {
+              weight[static_cast<size_t>(kernels::fp8_tiled_offset(row0 + r, col0 + c, k_padded))] = q;
+            });
       }
     }
   });

@@ -13,11 +13,14 @@
 #include <string>
 #include <vector>
 
+#include "core/cuda/device_buffer.h"
 #include "model/config.h"
-#include "model/cuda/device_buffer.h"
 #include "model/weights.h"
 
 namespace gossamer::model::cuda {
+
+using ::gossamer::cuda::DeviceBuffer;  // core/cuda/device_buffer.h
+using ::gossamer::cuda::PinnedBuffer;
 
 enum class WeightFormat { kFp8, kBf16 };
 WeightFormat parse_weight_format(const std::string& name);  // "fp8" | "bf16"; throws otherwise

@@ -1,4 +1,4 @@
-#include "server/bench_serve.h"
+#include "bench/bench_serve.h"
 
 #include <algorithm>
 #include <chrono>
@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "core/error.h"
-#include "server/http_client.h"
+#include "bench/http_client.h"
 #include "text/incremental_detokenizer.h"
 
 namespace gossamer::server {

@@ -1,4 +1,4 @@
-#include "engine/fake_model.h"
+#include "testing/fake_model.h"
 
 #include <algorithm>
 #include <chrono>

@@ -1,24 +1,29 @@
-// Owning device (cudaMalloc) and pinned host (cudaMallocHost) buffers, RAII, move-only.
+// Owning device (cudaMalloc) and pinned host (cudaMallocHost) memory, RAII, move-only: the one set of
+// buffers for the cuda backend, the GPU tests and the kernel benchmarks.
 //
-// Contract: allocation failures throw gossamer::Error with the size asked for; ensure() grows a buffer
-// (contents lost) only when it is too small, so the hot path allocates nothing once sizes settle.
+// Contract: allocation failures throw gossamer::Error with the size asked for; DeviceBuffer::ensure()
+// grows a buffer (contents lost) only when it is too small, so the hot path allocates nothing once sizes
+// settle. DeviceArray<T> is a DeviceBuffer of n elements of T with host copies in and out (tests and
+// benches); its download() synchronises the device first.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstddef>
 #include <utility>
+#include <vector>
 
-#include "kernels/cuda_utils.h"
+#include "core/cuda/check.h"
 
-namespace gossamer::model::cuda {
+namespace gossamer::cuda {
 
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
   explicit DeviceBuffer(size_t bytes) { ensure(bytes); }
   ~DeviceBuffer() { release(); }
-  DeviceBuffer(DeviceBuffer&& other) noexcept : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+  DeviceBuffer(DeviceBuffer&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
   DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
     if (this != &other) {
       release();
@@ -79,4 +84,31 @@ class PinnedBuffer {
   size_t bytes_ = 0;
 };
 
-}  // namespace gossamer::model::cuda
+template <typename T>
+class DeviceArray {
+ public:
+  DeviceArray() = default;
+  explicit DeviceArray(size_t n) : buffer_(n * sizeof(T)), n_(n) {}
+  explicit DeviceArray(const std::vector<T>& host) : DeviceArray(host.size()) { upload(host); }
+  T* get() const { return buffer_.get<T>(); }
+  size_t size() const { return n_; }
+  void upload(const std::vector<T>& host) {
+    GOSSAMER_CUDA_CHECK(cudaMemcpy(get(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+  }
+  std::vector<T> download() const {
+    std::vector<T> host(n_);
+    GOSSAMER_CUDA_CHECK(cudaDeviceSynchronize());
+    GOSSAMER_CUDA_CHECK(cudaMemcpy(host.data(), get(), n_ * sizeof(T), cudaMemcpyDeviceToHost));
+    return host;
+  }
+  // All bytes 0xFF: NaN in bf16, fp32 and fp8 e4m3; −1 in integers.
+  void poison() {
+    if (n_) GOSSAMER_CUDA_CHECK(cudaMemset(get(), 0xFF, n_ * sizeof(T)));
+  }
+
+ private:
+  DeviceBuffer buffer_;
+  size_t n_ = 0;
+};
+
+}  // namespace gossamer::cuda

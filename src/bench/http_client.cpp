@@ -1,4 +1,4 @@
-#include "server/http_client.h"
+#include "bench/http_client.h"
 
 #include <netdb.h>
 #include <netinet/in.h>

@@ -1,4 +1,4 @@
-// The `gossamer bench serve` load generator: vLLM's `bench serve` options and figures (spec §4.1) against any
+// The `gossamer bench serve` load generator: vLLM's `bench serve` options and figures (docs/PERF.md shows them) against any
 // OpenAI-compatible server, with the random dataset (random ordinary o200k tokens decoded to text).
 //
 // Contract: run_bench_serve() blocks until every request has finished; failed requests are counted, never

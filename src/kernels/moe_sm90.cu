@@ -1,0 +1,297 @@
+// The one composition of the MoE expert block (moe.h) on the GPU, for its three kinds of expert step:
+//
+//   route → [plan] → gate_up + bias + clamped SwiGLU → down + bias → combine (+ residual)
+//
+//   kFp8Gemm  (launch_moe):        plan with the FP8 GEMM's tile rows; x and h quantized per token (1×128)
+//                                  and fed to the grouped FP8 GEMMs (A rows gathered through row_token).
+//   kBf16Gemm (launch_moe_bf16):   plan with the bf16 GEMM's tile rows; grouped bf16 GEMMs, h and y bf16.
+//   kFp8Gemv  (launch_moe_decode): no plan: the grouped weight-only GEMVs group the ≤ 32 (token, k) pairs
+//                                  by expert themselves and keep pair order (pair_row = identity or −1,
+//                                  written by the gate_up launch); the down GEMV streams its experts'
+//                                  weights before its PDL wait (the routing was written two launches back).
+//
+// Each launch has a fixed grid for given shapes and no host synchronisation: graph capturable.
+#include <algorithm>
+
+#include "kernels/cuda_utils.h"
+#include "kernels/gemm_bf16.h"
+#include "kernels/gemm_fp8.h"
+#include "kernels/gemv_fp8.h"
+#include "kernels/moe.h"
+#include "kernels/quantize_fp8.h"
+
+namespace gossamer::kernels {
+namespace {
+
+enum class ExpertStep { kFp8Gemm, kBf16Gemm, kFp8Gemv };
+
+size_t align_up(size_t v) {
+  return (v + 255) & ~size_t(255);
+}
+int64_t ld16(int cols) {
+  return (cols + 15) / 16 * 16;
+}
+
+// The rows per tile of the plan (0: no plan).
+int plan_tile_rows(ExpertStep step, int T, int E) {
+  switch (step) {
+    case ExpertStep::kFp8Gemm: return gemm_fp8_tile_rows(ceil_div(T * kMoeTopK, std::max(E, 1)));
+    case ExpertStep::kBf16Gemm: return gemm_bf16_tile_rows();
+    default: return 0;
+  }
+}
+
+// Device scratch, 256-byte aligned pieces from one buffer; a step carves only what it uses (null otherwise).
+struct MoeWorkspace {
+  int32_t *topk_ids = nullptr, *pair_row = nullptr;  // [T·4] int32
+  float* topk_weights = nullptr;                     // [T·4] fp32
+  // plan (GEMM steps)
+  int32_t *group_offsets = nullptr, *row_token = nullptr;                   // [E + 1], [T·4] int32
+  int32_t *tile_group = nullptr, *tile_m0 = nullptr, *num_tiles = nullptr;  // [max_tiles], [max_tiles], [1]
+  // activations
+  uint8_t *x_q = nullptr, *h_q = nullptr;          // fp8 GEMM: [T·4, ld16(hidden)], [T·4, ld16(inter)] e4m3
+  float *x_scales = nullptr, *h_scales = nullptr;  // fp8 GEMM: [T·4, ⌈hidden/128⌉], [T·4, ⌈inter/128⌉] fp32
+  uint16_t* h = nullptr;                           // [T·4, inter] bf16: SwiGLU output per pair (row)
+  uint16_t* y = nullptr;                           // [T·4, hidden] bf16: down projection + bias per pair (row)
+  size_t bytes = 0;
+};
+
+// With base == nullptr only `bytes` is meaningful.
+MoeWorkspace carve(uint8_t* base, ExpertStep step, int T, int E, int hidden, int inter) {
+  MoeWorkspace w;
+  size_t off = 0;
+  auto take = [&](size_t bytes) {
+    uint8_t* ptr = base ? base + off : nullptr;
+    off += align_up(bytes);
+    return ptr;
+  };
+  const size_t pairs = static_cast<size_t>(T) * kMoeTopK;
+  w.topk_ids = reinterpret_cast<int32_t*>(take(pairs * 4));
+  w.topk_weights = reinterpret_cast<float*>(take(pairs * 4));
+  w.pair_row = reinterpret_cast<int32_t*>(take(pairs * 4));
+  if (step != ExpertStep::kFp8Gemv) {
+    const size_t max_tiles = static_cast<size_t>(moe_max_tiles(T, E, plan_tile_rows(step, T, E)));
+    w.group_offsets = reinterpret_cast<int32_t*>(take((static_cast<size_t>(E) + 1) * 4));
+    w.row_token = reinterpret_cast<int32_t*>(take(pairs * 4));
+    w.tile_group = reinterpret_cast<int32_t*>(take(max_tiles * 4));
+    w.tile_m0 = reinterpret_cast<int32_t*>(take(max_tiles * 4));
+    w.num_tiles = reinterpret_cast<int32_t*>(take(4));
+  }
+  if (step == ExpertStep::kFp8Gemm) {
+    // x quantized straight into expert order (one row per routed pair): both GEMMs read contiguous A.
+    w.x_q = take(pairs * ld16(hidden));
+    w.x_scales = reinterpret_cast<float*>(take(pairs * ceil_div(hidden, 128) * 4));
+    w.h_q = take(pairs * ld16(inter));
+    w.h_scales = reinterpret_cast<float*>(take(pairs * ceil_div(inter, 128) * 4));
+  }
+  w.h = reinterpret_cast<uint16_t*>(take(pairs * inter * 2));
+  w.y = reinterpret_cast<uint16_t*>(take(pairs * hidden * 2));
+  w.bytes = off;
+  return w;
+}
+
+// What a composition needs of its params (MoeParams or MoeBf16Params), weights as the step reads them.
+struct MoeBlock {
+  ExpertStep step;
+  const uint16_t *x, *logits, *residual;
+  uint16_t* out;
+  const void *w1, *w2;
+  const float *w1_scales = nullptr, *w2_scales = nullptr;
+  const uint16_t *b1, *b2;
+  bool weights_tiled = false;
+  int T, num_experts, expert_begin, E, hidden, inter;
+  GemmTile gemm_tile = GemmTile::kAuto;  // the FP8 expert GEMMs' tile at 128-row tiles (MoeParams)
+};
+
+MoeBlock block_of(const MoeParams& p, ExpertStep step) {
+  return {
+      step,        p.x,    p.logits, p.residual,      p.out,        p.w1,          p.w2,           p.w1_scales,
+      p.w2_scales, p.b1,   p.b2,     p.weights_tiled, p.num_tokens, p.num_experts, p.expert_begin, p.num_local_experts,
+      p.hidden,    p.inter,  p.gemm_tile};
+}
+
+MoeBlock block_of(const MoeBf16Params& p) {
+  return {ExpertStep::kBf16Gemm,
+          p.x,
+          p.logits,
+          p.residual,
+          p.out,
+          p.w1,
+          p.w2,
+          nullptr,
+          nullptr,
+          p.b1,
+          p.b2,
+          false,
+          p.num_tokens,
+          p.num_experts,
+          p.expert_begin,
+          p.num_local_experts,
+          p.hidden,
+          p.inter};
+}
+
+// ---- expert steps: gate_up + bias + SwiGLU → w.h, then down + bias → w.y ----
+
+// The grouped GEMM of one projection, for GemmFp8Params or GemmBf16Params (the same grouped fields):
+// gate_up reads A rows gathered through row_token and writes h with the SwiGLU epilogue; down reads h's
+// rows in place and writes y.
+template <typename Gemm, typename A, typename Weight>
+Gemm grouped_projection(const MoeBlock& b, const MoeWorkspace& w, bool gate_up, const A* a, int64_t lda,
+                        const void* weights, const uint16_t* bias) {
+  Gemm g;
+  g.a = a;
+  g.lda = lda;
+  g.a_row_index = gate_up ? w.row_token : nullptr;
+  g.b = static_cast<const Weight*>(weights);
+  g.bias = bias;
+  g.out = gate_up ? w.h : w.y;
+  g.ldc = gate_up ? b.inter : b.hidden;
+  g.M = b.T * kMoeTopK;
+  g.N = gate_up ? 2 * b.inter : b.hidden;
+  g.K = gate_up ? b.hidden : b.inter;
+  g.epilogue = gate_up ? GemmEpilogue::kSwiGlu : GemmEpilogue::kBias;
+  g.group_offsets = w.group_offsets;
+  g.tile_group = w.tile_group;
+  g.tile_m0 = w.tile_m0;
+  g.num_tiles = w.num_tiles;
+  g.max_tiles = moe_max_tiles(b.T, b.E, plan_tile_rows(b.step, b.T, b.E));
+  return g;
+}
+
+void experts_fp8_gemm(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t stream) {
+  const int rows_hint = ceil_div(b.T * kMoeTopK, b.E);
+  // Tokens permuted into expert order while quantized (rows past group_offsets[E] are left untouched).
+  QuantizeFp8Params qx{b.x, b.hidden, w.x_q, ld16(b.hidden), w.x_scales, b.T * kMoeTopK, b.hidden};
+  qx.row_index = w.row_token;
+  qx.num_valid_rows = w.group_offsets + b.E;
+  launch_quantize_fp8(qx, stream);
+  auto g1 = grouped_projection<GemmFp8Params, uint8_t, uint8_t>(b, w, true, w.x_q, ld16(b.hidden), b.w1, b.b1);
+  g1.a_row_index = nullptr;
+  g1.a_scales = w.x_scales;
+  g1.b_tiled = b.weights_tiled;
+  g1.b_scales = b.w1_scales;
+  g1.num_groups = b.E;
+  if (plan_tile_rows(b.step, b.T, b.E) == 128) g1.tile = b.gemm_tile;
+  launch_gemm_fp8(g1, rows_hint, stream);
+  // NOTE: rows past group_offsets[E] (pairs routed to other ranks) are quantized but never read.
+  launch_quantize_fp8({w.h, b.inter, w.h_q, ld16(b.inter), w.h_scales, b.T * kMoeTopK, b.inter}, stream);
+  auto g2 = grouped_projection<GemmFp8Params, uint8_t, uint8_t>(b, w, false, w.h_q, ld16(b.inter), b.w2, b.b2);
+  g2.a_scales = w.h_scales;
+  g2.b_tiled = b.weights_tiled;
+  g2.b_scales = b.w2_scales;
+  g2.num_groups = b.E;
+  g2.tile = g1.tile;
+  launch_gemm_fp8(g2, rows_hint, stream);
+}
+
+void experts_bf16_gemm(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t stream) {
+  launch_gemm_bf16(grouped_projection<GemmBf16Params, uint16_t, uint16_t>(b, w, true, b.x, b.hidden, b.w1, b.b1),
+                   stream);
+  // NOTE: rows of h past group_offsets[E] (pairs routed to other ranks) are never written nor read.
+  launch_gemm_bf16(grouped_projection<GemmBf16Params, uint16_t, uint16_t>(b, w, false, w.h, b.inter, b.w2, b.b2),
+                   stream);
+}
+
+void experts_fp8_gemv(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t stream) {
+  // Pair q reads token q / 4 and writes h row q; pair_row[q] = q (local) or −1.
+  GemvFp8Params g1;
+  g1.x = b.x;
+  g1.ldx = b.hidden;
+  g1.w = static_cast<const uint8_t*>(b.w1);
+  g1.w_tiled = b.weights_tiled;
+  g1.w_scales = b.w1_scales;
+  g1.bias = b.b1;
+  g1.out = w.h;
+  g1.ldc = b.inter;
+  g1.N = 2 * b.inter;
+  g1.K = b.hidden;
+  g1.epilogue = GemmEpilogue::kSwiGlu;
+  g1.topk_ids = w.topk_ids;
+  g1.num_pairs = b.T * kMoeTopK;
+  g1.expert_begin = b.expert_begin;
+  g1.num_local_experts = b.E;
+  g1.x_pair_divisor = kMoeTopK;
+  g1.pair_row = w.pair_row;
+  launch_gemv_fp8(g1, stream);
+  // Pair q reads h row q and writes y row q.
+  GemvFp8Params g2 = g1;
+  g2.x = w.h;
+  g2.ldx = b.inter;
+  g2.w = static_cast<const uint8_t*>(b.w2);
+  g2.w_scales = b.w2_scales;
+  g2.bias = b.b2;
+  g2.out = w.y;
+  g2.ldc = b.hidden;
+  g2.N = b.hidden;
+  g2.K = b.inter;
+  g2.epilogue = GemmEpilogue::kBias;
+  g2.x_pair_divisor = 1;
+  g2.pair_row = nullptr;
+  g2.topk_from_earlier_kernel = true;  // routed two launches back: the experts' weights stream before the wait
+  launch_gemv_fp8(g2, stream);
+}
+
+// The composition (b.T > 0; the caller checked the step's contract).
+void launch_moe_block(const MoeBlock& b, void* workspace, cudaStream_t stream) {
+  const MoeWorkspace w = carve(static_cast<uint8_t*>(workspace), b.step, b.T, b.E, b.hidden, b.inter);
+  // ---- route ----
+  launch_moe_route({b.logits, w.topk_ids, w.topk_weights, b.T, b.num_experts}, stream);
+  // ---- plan: pairs grouped by local expert, the GEMMs' tile list ----
+  if (b.step != ExpertStep::kFp8Gemv) {
+    launch_moe_plan({w.topk_ids, b.T, b.expert_begin, b.E, plan_tile_rows(b.step, b.T, b.E), w.group_offsets,
+                     w.row_token, w.pair_row, w.tile_group, w.tile_m0, w.num_tiles},
+                    stream);
+  }
+  // ---- experts ----
+  switch (b.step) {
+    case ExpertStep::kFp8Gemm: experts_fp8_gemm(b, w, stream); break;
+    case ExpertStep::kBf16Gemm: experts_bf16_gemm(b, w, stream); break;
+    case ExpertStep::kFp8Gemv: experts_fp8_gemv(b, w, stream); break;
+  }
+  // ---- weighted combine (+ residual) back to token order ----
+  launch_moe_combine({w.y, w.pair_row, w.topk_weights, b.residual, b.out, b.T, b.hidden}, stream);
+}
+
+}  // namespace
+
+size_t moe_workspace_bytes(int num_tokens, int num_local_experts, int hidden, int inter) {
+  return carve(nullptr, ExpertStep::kFp8Gemm, num_tokens, num_local_experts, hidden, inter).bytes;
+}
+
+void launch_moe(const MoeParams& p, void* workspace, cudaStream_t stream) {
+  GOSSAMER_CHECK(p.hidden % 16 == 0 && p.inter % 16 == 0, "moe: hidden and inter must be multiples of 16");
+  if (p.num_tokens == 0) return;
+  launch_moe_block(block_of(p, ExpertStep::kFp8Gemm), workspace, stream);
+}
+
+size_t moe_bf16_workspace_bytes(int num_tokens, int num_local_experts, int hidden, int inter) {
+  return carve(nullptr, ExpertStep::kBf16Gemm, num_tokens, num_local_experts, hidden, inter).bytes;
+}
+
+void launch_moe_bf16(const MoeBf16Params& p, void* workspace, cudaStream_t stream) {
+  GOSSAMER_CHECK(p.hidden % 16 == 0 && p.inter % 16 == 0, "moe_bf16: hidden (", p.hidden, ") and inter (", p.inter,
+                 ") must be multiples of 16");
+  GOSSAMER_CHECK(
+      p.num_local_experts > 0 && p.expert_begin >= 0 && p.expert_begin + p.num_local_experts <= p.num_experts,
+      "moe_bf16: local experts [", p.expert_begin, ", +", p.num_local_experts, ") outside ", p.num_experts);
+  if (p.num_tokens == 0) return;
+  GOSSAMER_CHECK(workspace != nullptr && reinterpret_cast<uintptr_t>(workspace) % 16 == 0,
+                 "moe_bf16: workspace must be a 16-byte aligned buffer of moe_bf16_workspace_bytes()");
+  launch_moe_block(block_of(p), workspace, stream);
+}
+
+size_t moe_decode_workspace_bytes(int num_tokens, int hidden, int inter) {
+  return carve(nullptr, ExpertStep::kFp8Gemv, num_tokens, 1, hidden, inter).bytes;
+}
+
+void launch_moe_decode(const MoeParams& p, void* workspace, cudaStream_t stream) {
+  GOSSAMER_CHECK(p.num_tokens >= 0 && p.num_tokens <= kGemvMaxRows, "moe_decode: ", p.num_tokens, " tokens (at most ",
+                 kGemvMaxRows, "; use launch_moe)");
+  GOSSAMER_CHECK(p.hidden % 16 == 0 && p.inter % 16 == 0, "moe_decode: hidden and inter must be multiples of 16");
+  GOSSAMER_CHECK(p.num_local_experts >= 1, "moe_decode: no local experts");
+  if (p.num_tokens == 0) return;
+  launch_moe_block(block_of(p, ExpertStep::kFp8Gemv), workspace, stream);
+}
+
+}  // namespace gossamer::kernels

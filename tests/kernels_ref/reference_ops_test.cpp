@@ -1,0 +1,142 @@
+// The kernels' CPU references (library gossamer_kernels_ref) on hand-computed cases: they build and run
+// without CUDA, so these run everywhere; tests/kernels compares the CUDA kernels against the same functions.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "core/dtype.h"
+#include "kernels/moe.h"
+#include "kernels/quantize_fp8.h"
+#include "kernels/rmsnorm.h"
+#include "kernels/rope.h"
+#include "kernels/swiglu.h"
+
+namespace gossamer::kernels {
+namespace {
+
+TEST(RopeTables, MatchesGptOssOmegas) {
+  const std::vector<float> w = rope_inv_freq(RopeScaling{}, kHeadDim);
+  ASSERT_EQ(w.size(), 32u);
+  EXPECT_FLOAT_EQ(w[0], 1.0f);
+  EXPECT_NEAR(w[8], 0.05081327482f, 1e-8);
+  EXPECT_NEAR(w[9], 3.170569618e-02f, 3e-8);
+  EXPECT_NEAR(w[13], 3.860359317e-03f, 3e-9);
+  EXPECT_NEAR(w[17], 1.293187012e-04f, 3e-10);
+  EXPECT_NEAR(w[18], 3.830881237e-05f, 1e-11);
+  EXPECT_NEAR(w[31], 3.023511428e-07f, 1e-13);
+  EXPECT_FLOAT_EQ(rope_concentration(RopeScaling{}), 1.3465735912322998f);
+}
+
+TEST(RopeTables, PlainRopeWithoutScaling) {
+  RopeScaling plain;
+  plain.factor = 1.0;
+  const std::vector<float> w = rope_inv_freq(plain, 8);
+  ASSERT_EQ(w.size(), 4u);
+  for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(w[i], 1.0f / std::pow(150000.0f, 2.0f * i / 8.0f));
+  EXPECT_EQ(rope_concentration(plain), 1.0f);
+}
+
+TEST(Swiglu, HonoursLimitAndAlpha) {
+  // Below the limit: gate · σ(α · gate) · (up + 1).
+  EXPECT_FLOAT_EQ(swiglu_clamped_cpu(1.0f, 0.5f), 1.0f / (1.0f + std::exp(-1.702f)) * 1.5f);
+  // Clamped at the default limit 7, and at another limit and alpha when the config says so.
+  EXPECT_FLOAT_EQ(swiglu_clamped_cpu(9.0f, 9.0f), swiglu_clamped_cpu(7.0f, 7.0f));
+  EXPECT_FLOAT_EQ(swiglu_clamped_cpu(9.0f, -9.0f, 3.0f, 1.0f), 3.0f / (1.0f + std::exp(-3.0f)) * (-2.0f));
+  EXPECT_NE(swiglu_clamped_cpu(6.0f, 0.0f, 7.0f, 1.0f), swiglu_clamped_cpu(6.0f, 0.0f));
+}
+
+TEST(MoeTopkSoftmax, DescendingWithTiesToLowerIndex) {
+  const std::vector<float> logits = {0.5f, 2.0f, 2.0f, -1.0f, 3.0f, 2.0f};
+  int32_t ids[4];
+  float weights[4];
+  moe_topk_softmax_cpu(logits.data(), 6, 4, ids, weights);
+  EXPECT_EQ((std::vector<int32_t>(ids, ids + 4)), (std::vector<int32_t>{4, 1, 2, 5}));
+  const float z = 1.0f + 3.0f * std::exp(-1.0f);
+  EXPECT_FLOAT_EQ(weights[0], 1.0f / z);
+  for (int k = 1; k < 4; ++k) EXPECT_FLOAT_EQ(weights[k], std::exp(-1.0f) / z);
+}
+
+TEST(MoeRoute, Bf16RowsAgreeWithFloatRule) {
+  const std::vector<float> row = {0.25f, -2.0f, 1.5f, 1.5f, 4.0f, 0.0f, -0.5f, 3.0f};
+  std::vector<uint16_t> logits;
+  for (int t = 0; t < 2; ++t)
+    for (float v : row) logits.push_back(float_to_bf16(v * (t + 1)));
+  std::vector<int32_t> ids(8);
+  std::vector<float> weights(8);
+  moe_route_cpu({logits.data(), ids.data(), weights.data(), 2, 8});
+  EXPECT_EQ((std::vector<int32_t>(ids.begin(), ids.begin() + 4)), (std::vector<int32_t>{4, 7, 2, 3}));
+  EXPECT_EQ((std::vector<int32_t>(ids.begin() + 4, ids.end())), (std::vector<int32_t>{4, 7, 2, 3}));
+  EXPECT_NEAR(weights[0] + weights[1] + weights[2] + weights[3], 1.0f, 1e-6);
+}
+
+TEST(MoePlan, GroupsPairsByLocalExpertWithTiles) {
+  // 3 tokens × 4 pairs over experts 0..5; this rank owns experts [2, 5), tiles of 2 rows.
+  const std::vector<int32_t> ids = {2, 0, 3, 4,  //
+                                    3, 2, 5, 1,  //
+                                    4, 2, 3, 0};
+  std::vector<int32_t> offsets(4), row_token(12, -7), pair_row(12), tile_group(moe_max_tiles(3, 3, 2)),
+      tile_m0(tile_group.size()), num_tiles(1);
+  moe_plan_cpu({ids.data(), 3, 2, 3, 2, offsets.data(), row_token.data(), pair_row.data(), tile_group.data(),
+                tile_m0.data(), num_tiles.data()});
+  EXPECT_EQ(offsets, (std::vector<int32_t>{0, 3, 6, 8}));  // expert 2: 3 pairs, 3: 3 pairs, 4: 2 pairs
+  ASSERT_EQ(num_tiles[0], 5);                              // 2 + 2 + 1 tiles of 2 rows
+  EXPECT_EQ((std::vector<int32_t>(tile_group.begin(), tile_group.begin() + 5)), (std::vector<int32_t>{0, 0, 1, 1, 2}));
+  EXPECT_EQ((std::vector<int32_t>(tile_m0.begin(), tile_m0.begin() + 5)), (std::vector<int32_t>{0, 2, 3, 5, 6}));
+  EXPECT_EQ(pair_row, (std::vector<int32_t>{0, -1, 3, 6, 4, 1, -1, -1, 7, 2, 5, -1}));
+  EXPECT_EQ((std::vector<int32_t>(row_token.begin(), row_token.begin() + 8)),
+            (std::vector<int32_t>{0, 1, 2, 0, 1, 2, 0, 2}));
+  EXPECT_EQ(row_token[8], -7);  // rows past the local pairs are not written
+}
+
+TEST(MoeCombine, WeightedSumOfRoutedRowsPlusResidual) {
+  const int hidden = 2;
+  // y rows (bf16-exact values); token 0 uses rows 1, 0, −1 (other rank), 2; token 1 uses row 3 only.
+  const std::vector<float> y_values = {1.0f, 2.0f, 0.5f, -1.0f, 4.0f, 8.0f, -2.0f, 0.25f};
+  std::vector<uint16_t> y;
+  for (float v : y_values) y.push_back(float_to_bf16(v));
+  const std::vector<int32_t> pair_row = {1, 0, -1, 2, 3, -1, -1, -1};
+  const std::vector<float> weights = {0.5f, 0.25f, 0.125f, 0.125f, 1.0f, 0.0f, 0.0f, 0.0f};
+  const std::vector<uint16_t> residual = {float_to_bf16(1.0f), float_to_bf16(-1.0f), float_to_bf16(0.0f),
+                                          float_to_bf16(2.0f)};
+  std::vector<uint16_t> out(4);
+  moe_combine_cpu({y.data(), pair_row.data(), weights.data(), residual.data(), out.data(), 2, hidden});
+  EXPECT_FLOAT_EQ(bf16_to_float(out[0]), 1.0f + 0.5f * 0.5f + 0.25f * 1.0f + 0.125f * 4.0f);
+  EXPECT_FLOAT_EQ(bf16_to_float(out[1]), -1.0f + 0.5f * -1.0f + 0.25f * 2.0f + 0.125f * 8.0f);
+  EXPECT_FLOAT_EQ(bf16_to_float(out[2]), -2.0f);
+  EXPECT_FLOAT_EQ(bf16_to_float(out[3]), 2.25f);
+  moe_combine_cpu({y.data(), pair_row.data(), weights.data(), nullptr, out.data(), 2, hidden});
+  EXPECT_FLOAT_EQ(bf16_to_float(out[3]), 0.25f);
+}
+
+TEST(QuantizeFp8, GroupScaleAndActivationRule) {
+  std::vector<float> x = {448.0f, -224.0f, 1.0f, 0.0f};
+  uint8_t q[4];
+  EXPECT_FLOAT_EQ(quantize_fp8_group_cpu(x.data(), 4, q), 1.0f);
+  EXPECT_FLOAT_EQ(fp8e4m3_to_float(q[0]), 448.0f);
+  EXPECT_FLOAT_EQ(fp8e4m3_to_float(q[1]), -224.0f);
+  std::vector<float> tiny(3, 0.0f);
+  EXPECT_FLOAT_EQ(quantize_fp8_group_cpu(tiny.data(), 3, q), 1e-4f / 448.0f);  // amax floored at 1e-4
+  const std::vector<float> block = {2.0f, -8.0f, 0.0f, 4.0f};
+  std::vector<float> seen(4);
+  const float scale = quantize_fp8_weight_block_cpu(
+      block.data(), 2, 2, 2, [&](int64_t r, int64_t c, uint8_t v) { seen[r * 2 + c] = fp8e4m3_to_float(v); });
+  EXPECT_FLOAT_EQ(scale, 8.0f / 448.0f);
+  EXPECT_FLOAT_EQ(seen[1], -448.0f);
+  EXPECT_FLOAT_EQ(quantize_fp8_weight_block_cpu(tiny.data(), 1, 1, 3, [](int64_t, int64_t, uint8_t) {}), 1.0f);
+}
+
+TEST(RmsNormF32, NormalisesEachRow) {
+  const std::vector<float> x = {3.0f, 4.0f, 1.0f, 1.0f}, w = {1.0f, 2.0f};
+  std::vector<float> y(4);
+  rmsnorm_f32_cpu(x.data(), 2, 2, w.data(), 0.0f, y.data());
+  const float inv = 1.0f / std::sqrt(12.5f);
+  EXPECT_FLOAT_EQ(y[0], 3.0f * inv);
+  EXPECT_FLOAT_EQ(y[1], 8.0f * inv);
+  EXPECT_FLOAT_EQ(y[2], 1.0f);
+  EXPECT_FLOAT_EQ(y[3], 2.0f);
+}
+
+}  // namespace
+}  // namespace gossamer::kernels
