@@ -5,17 +5,21 @@
 //   the JSON output of `gossamer tokenize`, and decode.
 //
 //   gossamer_tokenizer_bench [--corpus NAME|all]... [--mb MB] [--seconds S] [--threads N] [--write-corpus DIR]
+//                            [--read-corpus DIR] [--encode-only]
 //
 // --write-corpus writes DIR/NAME.txt for each corpus (the bytes measured), for tiktoken to run on
-// (run_tokenizer_bench.sh, run_tokenizer_vs_tiktoken.sh). Times are the best of several runs (wall clock;
+// (run_tokenizer_bench.sh, run_tokenizer_vs_tiktoken.sh); --read-corpus measures DIR/NAME.txt instead of
+// building the corpus. --encode-only skips the breakdown (for profiling). Times are the best of several runs (wall clock;
 // the machine may be shared), with the process CPU time of the same runs beside them.
 #include <time.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -40,11 +44,11 @@ double process_cpu_seconds() {
 
 struct Timing {
   double wall_s;  // best wall seconds of one run
-  double cpu_s;   // process CPU seconds of that run
+  double cpu_s;   // least process CPU seconds of one run (steadier than wall time when the cores are shared)
 };
 
 // Runs `fn` repeatedly for at least `seconds` of wall time (and at least 3 times) after a warm-up; returns the
-// fastest run (the least disturbed by other jobs on a shared machine).
+// fastest run (the least disturbed by other jobs on a shared machine) and the least CPU time of a run.
 template <typename Fn>
 Timing best_run(double seconds, Fn&& fn) {
   fn();
@@ -55,7 +59,8 @@ Timing best_run(double seconds, Fn&& fn) {
     const double c0 = process_cpu_seconds();
     fn();
     const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (wall < best.wall_s) best = {wall, process_cpu_seconds() - c0};
+    best.wall_s = std::min(best.wall_s, wall);
+    best.cpu_s = std::min(best.cpu_s, process_cpu_seconds() - c0);
   }
   return best;
 }
@@ -66,12 +71,31 @@ struct Options {
   double seconds = 2.0;
   int threads = 1;
   std::string write_dir;
+  std::string read_dir;
+  bool encode_only = false;
 };
+
+// FNV-1a over the ids (64-bit, one step per id), so that other tokenizers can show identical output cheaply.
+uint64_t ids_checksum(const std::vector<TokenId>& ids) {
+  uint64_t h = 1469598103934665603ull;
+  for (const TokenId id : ids) h = (h ^ static_cast<uint32_t>(id)) * 1099511628211ull;
+  return h;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  GOSSAMER_CHECK(in, "cannot read ", path);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
 
 void bench_corpus(const std::string& name, const Options& options, const gossamer::text::Tokenizer& tokenizer,
                   const gossamer::text::RankTable& ranks) {
   using namespace gossamer::text;
-  const std::string corpus = gossamer::bench::build_corpus(name, static_cast<size_t>(options.mb * 1e6), tokenizer);
+  const std::string corpus =
+      options.read_dir.empty() ? gossamer::bench::build_corpus(name, static_cast<size_t>(options.mb * 1e6), tokenizer)
+                               : read_file(options.read_dir + "/" + name + ".txt");
   if (!options.write_dir.empty()) {
     std::ofstream(options.write_dir + "/" + name + ".txt", std::ios::binary) << corpus;
   }
@@ -80,6 +104,14 @@ void bench_corpus(const std::string& name, const Options& options, const gossame
 
   std::vector<TokenId> ids;
   const Timing encode = best_run(s, [&] { ids = tokenizer.encode_ordinary(corpus); });
+  if (options.encode_only) {
+    std::printf("{\"corpus\": \"%s\", \"bytes\": %zu, \"tokens\": %zu, \"ids_fnv1a\": \"%016llx\", "
+                "\"encode_mb_per_s\": %.2f, \"encode_cpu_mb_per_s\": %.2f}\n",
+                name.c_str(), corpus.size(), ids.size(), static_cast<unsigned long long>(ids_checksum(ids)),
+                mb / encode.wall_s, mb / encode.cpu_s);
+    std::fflush(stdout);
+    return;
+  }
 
   size_t pieces = 0;
   const Timing scan = best_run(s / 2, [&] {
@@ -124,11 +156,11 @@ void bench_corpus(const std::string& name, const Options& options, const gossame
   }
   const auto ms = [](const Timing& t) { return t.wall_s * 1e3; };
   std::printf(
-      "{\"corpus\": \"%s\", \"bytes\": %zu, \"tokens\": %zu, \"pieces\": %zu, \"whole_token_pieces\": %zu, "
+      "{\"corpus\": \"%s\", \"bytes\": %zu, \"tokens\": %zu, \"ids_fnv1a\": \"%016llx\", \"pieces\": %zu, \"whole_token_pieces\": %zu, "
       "\"encode_mb_per_s\": %.2f, \"encode_cpu_mb_per_s\": %.2f, \"scan_mb_per_s\": %.2f, \"pcre2_mb_per_s\": %.2f, "
       "\"ms\": {\"encode\": %.2f, \"scan\": %.2f, \"scan_plus_lookup\": %.2f, \"pcre2_scan\": %.2f, "
       "\"json_output\": %.2f, \"decode\": %.2f}, \"threads\": %d, \"threaded_mb_per_s\": %.2f}\n",
-      name.c_str(), corpus.size(), ids.size(), pieces, whole_pieces, mb / encode.wall_s, mb / encode.cpu_s,
+      name.c_str(), corpus.size(), ids.size(), static_cast<unsigned long long>(ids_checksum(ids)), pieces, whole_pieces, mb / encode.wall_s, mb / encode.cpu_s,
       mb / scan.wall_s, mb / pcre2.wall_s, ms(encode), ms(scan), ms(lookup), ms(pcre2), ms(output), ms(decode),
       options.threads, threaded_mb_per_s);
   std::fflush(stdout);
@@ -155,9 +187,14 @@ int main(int argc, char** argv) {
       options.threads = std::stoi(value());
     } else if (std::strcmp(argv[i], "--write-corpus") == 0) {
       options.write_dir = value();
+    } else if (std::strcmp(argv[i], "--encode-only") == 0) {
+      options.encode_only = true;
+    } else if (std::strcmp(argv[i], "--read-corpus") == 0) {
+      options.read_dir = value();
     } else {
       std::fprintf(stderr,
                    "usage: %s [--corpus NAME|all]... [--mb MB] [--seconds S] [--threads N] [--write-corpus DIR]\n"
+                   "       [--read-corpus DIR] [--encode-only]\n"
                    "corpora: multilingual english code cjk mixed\n",
                    argv[0]);
       return 2;

@@ -36,44 +36,40 @@ inline uint64_t hash_bytes(std::string_view bytes, uint64_t prefix) {
 // Pieces at least this long use the heap variant (O(n log n)); shorter ones the reference quadratic loop.
 constexpr size_t kLargePiece = 128;
 
-// tiktoken's `_byte_pair_merge` over ranks: parts[i] is a token and the rank of merging it with parts[i+1];
-// repeatedly merge the lowest such rank, leftmost on ties. No allocation: the parts live on the stack.
+// tiktoken's `_byte_pair_merge` over ranks: part i is token[i], and pair[i] the rank of merging it with part
+// i+1; repeatedly merge the lowest such rank, leftmost on ties. No allocation: the parts live on the stack.
+// NOTE: the minimum is taken over keys pair << 7 | index (31 bits), so that one min-reduction (which the
+// compiler vectorises) finds both the lowest rank and, on ties, the leftmost part.
 void merge_small(const RankTable& table, std::string_view piece, std::vector<int32_t>& out) {
-  struct Part {
-    Rank token;
-    Rank pair;  // rank of token + next part's token, kNoRank if none (always for the last part)
-  };
-  Part parts[kLargePiece];
+  static_assert(kLargePiece <= 128, "part indices must fit the key's 7 low bits");
+  constexpr int32_t kNone = (1 << 24) - 1;  // above every rank (ranks < 2^18)
+  Rank token[kLargePiece];
+  int32_t pair[kLargePiece];
   const size_t n = piece.size();
   const auto* bytes = reinterpret_cast<const uint8_t*>(piece.data());
-  Rank min_rank = kNoRank;
-  size_t min_index = 0;
+  const auto to_pair = [](Rank rank) { return rank == kNoRank ? kNone : static_cast<int32_t>(rank); };
   for (size_t i = 0; i + 1 < n; ++i) {
-    const Rank rank = table.byte_pair_rank(bytes[i], bytes[i + 1]);
-    if (rank < min_rank) {
-      min_rank = rank;
-      min_index = i;
-    }
-    parts[i] = {table.byte_rank(bytes[i]), rank};
+    token[i] = table.byte_rank(bytes[i]);
+    pair[i] = to_pair(table.byte_pair_rank(bytes[i], bytes[i + 1]));
   }
-  parts[n - 1] = {table.byte_rank(bytes[n - 1]), kNoRank};
+  token[n - 1] = table.byte_rank(bytes[n - 1]);
+  pair[n - 1] = kNone;
   size_t num_parts = n;
-  while (min_rank != kNoRank) {
-    const size_t i = min_index;
-    parts[i].token = min_rank;
-    std::memmove(&parts[i + 1], &parts[i + 2], (num_parts - i - 2) * sizeof(Part));
+  while (num_parts > 1) {
+    int32_t key = INT32_MAX;
+    for (size_t j = 0; j + 1 < num_parts; ++j) key = std::min(key, pair[j] << 7 | static_cast<int32_t>(j));
+    const int32_t rank = key >> 7;
+    if (rank == kNone) break;
+    const size_t i = static_cast<size_t>(key & 127);
+    token[i] = static_cast<Rank>(rank);
+    const size_t tail = num_parts - i - 2;
+    std::memmove(&token[i + 1], &token[i + 2], tail * sizeof(Rank));
+    std::memmove(&pair[i + 1], &pair[i + 2], tail * sizeof(int32_t));
     --num_parts;
-    parts[i].pair = i + 1 < num_parts ? table.merged(min_rank, parts[i + 1].token) : kNoRank;
-    if (i > 0) parts[i - 1].pair = table.merged(parts[i - 1].token, min_rank);
-    min_rank = kNoRank;
-    for (size_t j = 0; j + 1 < num_parts; ++j) {
-      if (parts[j].pair < min_rank) {
-        min_rank = parts[j].pair;
-        min_index = j;
-      }
-    }
+    pair[i] = i + 1 < num_parts ? to_pair(table.merged(token[i], token[i + 1])) : kNone;
+    if (i > 0) pair[i - 1] = to_pair(table.merged(token[i - 1], token[i]));
   }
-  for (size_t i = 0; i < num_parts; ++i) out.push_back(static_cast<int32_t>(parts[i].token));
+  for (size_t i = 0; i < num_parts; ++i) out.push_back(static_cast<int32_t>(token[i]));
 }
 
 // Same merges as merge_small, ordered by a min-heap of (rank, start) with lazy deletion. Nodes are indexed by

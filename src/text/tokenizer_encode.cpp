@@ -17,14 +17,17 @@ namespace {
 // that BPE splits (and long runs such as CJK clauses that repeat) then cost one hash and one compare.
 class PieceCache {
  public:
-  static constexpr size_t kEntries = 4096;  // 192 KiB: stays in L2
   static constexpr size_t kMaxIds = 6;
 
-  PieceCache() : entries_(new Entry[kEntries]()) {}
+  // Sized to the span: one entry per 64 bytes of text, 1,024 to 16,384 entries (48 KiB to 768 KiB).
+  explicit PieceCache(size_t span_bytes) {
+    while (mask_ + 1 < 16384 && (mask_ + 1) * 64 < span_bytes) mask_ = mask_ * 2 + 1;
+    entries_.reset(new Entry[mask_ + 1]());
+  }
 
   // The cached ids of `piece` (whose RankTable::hash is `hash`) appended to `out`; false on a miss.
   bool lookup(std::string_view piece, uint64_t hash, std::vector<int32_t>& out) const {
-    const Entry& e = entries_[hash & (kEntries - 1)];
+    const Entry& e = entries_[hash & mask_];
     if (e.hash != hash || e.length != piece.size() || std::memcmp(e.bytes, piece.data(), piece.size()) != 0) {
       return false;
     }
@@ -33,7 +36,7 @@ class PieceCache {
   }
   void store(std::string_view piece, uint64_t hash, const int32_t* ids, size_t count) {
     if (count > kMaxIds) return;
-    Entry& e = entries_[hash & (kEntries - 1)];
+    Entry& e = entries_[hash & mask_];
     e.hash = hash;
     e.bytes = piece.data();
     e.length = piece.size();
@@ -49,6 +52,7 @@ class PieceCache {
     uint32_t count;
     int32_t ids[kMaxIds];
   };
+  size_t mask_ = 1023;
   std::unique_ptr<Entry[]> entries_;
 };
 
@@ -57,7 +61,7 @@ class PieceCache {
 void encode_ordinary_span(const RankTable& ranks, std::string_view text, size_t begin, size_t end,
                           std::vector<int32_t>& out) {
   std::unique_ptr<PieceCache> cache;
-  if (end - begin >= kCacheMinBytes) cache = std::make_unique<PieceCache>();
+  if (end - begin >= kCacheMinBytes) cache = std::make_unique<PieceCache>(end - begin);
   PieceScanner scanner(text, begin);
   size_t piece_begin = 0, piece_end = 0;
   while (scanner.next(piece_begin, piece_end) && piece_begin < end) {
