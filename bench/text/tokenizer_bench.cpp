@@ -146,23 +146,24 @@ void bench_corpus(const std::string& name, const Options& options, const gossame
   const Timing decode = best_run(s / 4, [&] { decoded = tokenizer.decode_bytes(ids); });
   GOSSAMER_CHECK(decoded == corpus, name, ": decode(encode(corpus)) != corpus");
 
-  double threaded_mb_per_s = 0;
+  double threaded_mb_per_s = 0, threaded_ms = 0;
   if (options.threads > 1) {
     std::vector<TokenId> parallel_ids;
     const Timing parallel =
         best_run(s, [&] { parallel_ids = tokenizer.encode_ordinary_parallel(corpus, options.threads); });
     GOSSAMER_CHECK(parallel_ids == ids, name, ": parallel encode differs from the serial one");
     threaded_mb_per_s = mb / parallel.wall_s;
+    threaded_ms = parallel.wall_s * 1e3;
   }
   const auto ms = [](const Timing& t) { return t.wall_s * 1e3; };
   std::printf(
       "{\"corpus\": \"%s\", \"bytes\": %zu, \"tokens\": %zu, \"ids_fnv1a\": \"%016llx\", \"pieces\": %zu, \"whole_token_pieces\": %zu, "
       "\"encode_mb_per_s\": %.2f, \"encode_cpu_mb_per_s\": %.2f, \"scan_mb_per_s\": %.2f, \"pcre2_mb_per_s\": %.2f, "
       "\"ms\": {\"encode\": %.2f, \"scan\": %.2f, \"scan_plus_lookup\": %.2f, \"pcre2_scan\": %.2f, "
-      "\"json_output\": %.2f, \"decode\": %.2f}, \"threads\": %d, \"threaded_mb_per_s\": %.2f}\n",
+      "\"json_output\": %.2f, \"decode\": %.2f}, \"threads\": %d, \"threaded_mb_per_s\": %.2f, \"threaded_ms\": %.2f}\n",
       name.c_str(), corpus.size(), ids.size(), static_cast<unsigned long long>(ids_checksum(ids)), pieces, whole_pieces, mb / encode.wall_s, mb / encode.cpu_s,
       mb / scan.wall_s, mb / pcre2.wall_s, ms(encode), ms(scan), ms(lookup), ms(pcre2), ms(output), ms(decode),
-      options.threads, threaded_mb_per_s);
+      options.threads, threaded_mb_per_s, threaded_ms);
   std::fflush(stdout);
 }
 
