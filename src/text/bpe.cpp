@@ -127,13 +127,16 @@ RankTable::RankTable(std::string arena, std::vector<uint32_t> offsets)
   slots_.assign(capacity, Slot{0, 0, kNoRank});
   mask_ = capacity - 1;
   std::fill(std::begin(byte_rank_), std::end(byte_rank_), kNoRank);
+  token_filter_ = Filter(12);
   pair_rank_.assign(65536, kNoRank);
   for (Rank rank = 0; rank < num; ++rank) {
     const std::string_view token = bytes(rank);
     GOSSAMER_CHECK(!token.empty(), "rank table: rank ", rank, " has no bytes");
     GOSSAMER_CHECK(find(token) == kNoRank, "rank table: duplicate token bytes at rank ", rank);
     const uint64_t prefix = load_prefix(token);
-    uint64_t slot = hash_bytes(token, prefix) & mask_;
+    const uint64_t h = hash_bytes(token, prefix);
+    token_filter_.add(h);
+    uint64_t slot = h & mask_;
     while (slots_[slot].size != 0) slot = (slot + 1) & mask_;
     slots_[slot] = Slot{prefix, static_cast<uint32_t>(token.size()), rank};
     if (token.size() == 1) byte_rank_[static_cast<uint8_t>(token[0])] = rank;
@@ -166,9 +169,12 @@ void RankTable::build_merges() {
   merges_.assign(uint64_t{1} << bits, kEmptyMerge);
   merge_mask_ = (uint64_t{1} << bits) - 1;
   merge_shift_ = 64 - bits;
+  merge_filter_ = Filter(13);
   for (const uint64_t entry : entries) {
     const uint64_t key = entry & kKeyMask;
-    uint64_t slot = (key * 0x9E3779B97F4A7C15ull) >> merge_shift_;
+    const uint64_t h = key * 0x9E3779B97F4A7C15ull;
+    merge_filter_.add(h ^ (h >> 32));
+    uint64_t slot = h >> merge_shift_;
     while (merges_[slot] != kEmptyMerge) slot = (slot + 1) & merge_mask_;
     merges_[slot] = entry;
   }
