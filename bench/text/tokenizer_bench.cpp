@@ -203,7 +203,9 @@ int main(int argc, char** argv) {
   }
   if (options.corpora.empty()) options.corpora = gossamer::bench::corpus_names();
   try {
+    const auto load_start = Clock::now();
     const auto tokenizer = gossamer::text::Tokenizer::load_default();
+    std::fprintf(stderr, "tokenizer loaded in %.3f s\n", std::chrono::duration<double>(Clock::now() - load_start).count());
     auto data = gossamer::text::load_o200k_base_json(std::string(GOSSAMER_SOURCE_DIR) +
                                                      "/node_modules/tiktoken/encoders/o200k_base.json");
     const gossamer::text::RankTable ranks(std::move(data.arena), std::move(data.offsets));
