@@ -1,82 +1,40 @@
-// Tokenizer throughput on a ~1.5 MB mixed corpus (English prose, C++ code, many scripts, emoji, numbers,
-// CRLF/tab/NBSP whitespace, contractions, Harmony tags). Reports MB/s of encode_ordinary, of the
-// pre-tokenizer alone, and of decode. bench/text/run_tokenizer_bench.sh runs npm tiktoken on the same corpus.
+// Tokenizer throughput on the corpora of tokenizer_corpora.h. For each corpus, one JSON line:
+//   encode_ordinary MB/s (one thread; and with --threads N the parallel encode of one long input), and where
+//   the time goes: the pre-tokenizer alone (the production scanner and the PCRE2 reference), the pre-tokenizer
+//   plus one rank lookup per piece (what a piece that is a whole token costs), the rest of encode (BPE merges),
+//   the JSON output of `gossamer tokenize`, and decode.
 //
-//   gossamer_tokenizer_bench [--write-corpus PATH] [--seconds S] [--threads N]
+//   gossamer_tokenizer_bench [--corpus NAME|all]... [--mb MB] [--seconds S] [--threads N] [--write-corpus DIR]
+//                            [--read-corpus DIR] [--encode-only]
 //
-// The corpus is deterministic: fixed system text files (Debian 12) mixed by a seeded std::mt19937.
+// --write-corpus writes DIR/NAME.txt for each corpus (the bytes measured), for tiktoken to run on
+// (run_tokenizer_bench.sh, run_tokenizer_vs_tiktoken.sh); --read-corpus measures DIR/NAME.txt instead of
+// building the corpus. --encode-only skips the breakdown (for profiling). Times are the best of several runs (wall clock;
+// the machine may be shared), with the process CPU time of the same runs beside them.
 #include <time.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <random>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "core/error.h"
+#include "text/bpe.h"
 #include "text/pretokenizer.h"
+#include "text/pretokenizer_scan.h"
 #include "text/tokenizer.h"
+#include "text/tokenizer_ranks.h"
+#include "tokenizer_corpora.h"
 
 namespace {
 
 using gossamer::text::TokenId;
 using Clock = std::chrono::steady_clock;
-
-std::string read_or_empty(const char* path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
-std::string build_corpus(size_t target_bytes) {
-  const std::vector<std::string> prose_files = {read_or_empty("/usr/share/common-licenses/GPL-3"),
-                                                read_or_empty("/usr/share/common-licenses/Apache-2.0"),
-                                                read_or_empty("/usr/share/common-licenses/MPL-2.0")};
-  const std::vector<std::string> code_files = {read_or_empty("/usr/include/c++/12/bits/stl_vector.h"),
-                                               read_or_empty("/usr/include/c++/12/bits/basic_string.h")};
-  const std::vector<std::string> multilingual = {
-      "Это простой пример текста на русском языке, с числами 2026 и 3,14. ",
-      "これは日本語のテキストです。東京は晴れ、気温は23度。",
-      "这是一个中文句子，包含标点符号和数字１２３！",
-      "هذا نص عربي للاختبار مع أرقام ٣٤٥. ",
-      "यह हिंदी में एक वाक्य है। ",
-      "Ελληνικά κείμενα με τόνους. ",
-      "한국어 문장도 포함합니다. ",
-      "Ça coûte 12,50 € — n'est-ce pas? ",
-      "ภาษาไทยไม่มีช่องว่าง ",
-      "Emoji 🙂👍🏽🇫🇷👨‍👩‍👧 and combining e\xCC\x81 a\xCC\x8A. ",
-      "NBSP\xC2\xA0"
-      "and\xE3\x80\x80"
-      "ideographic space. ",
-      "I'm sure you're right, we'LL see; they'VE DON'T. ",
-      "getHTTPResponseCode(HTMLParser, camelCase_42);\r\n",
-      "<|start|>assistant<|channel|>analysis<|message|>Let me think.<|end|>",
-      "\t\tindent\twith\ttabs\r\n"};
-  std::mt19937 rng(1);
-  std::string corpus;
-  corpus.reserve(target_bytes + 4096);
-  while (corpus.size() < target_bytes) {
-    const uint32_t kind = rng() % 10;
-    if (kind < 6) {
-      const auto& file = kind < 4 ? prose_files[rng() % prose_files.size()] : code_files[rng() % code_files.size()];
-      if (file.empty()) continue;
-      size_t begin = rng() % file.size();
-      while (begin > 0 && file[begin - 1] != '\n') --begin;  // start at a line (ASCII files)
-      corpus.append(file, begin, 512 + rng() % 2048);
-    } else if (kind < 9) {
-      for (uint32_t i = 0, n = 1 + rng() % 6; i < n; ++i) corpus += multilingual[rng() % multilingual.size()];
-    } else {
-      for (uint32_t i = 0, n = 1 + rng() % 20; i < n; ++i) corpus += std::to_string(rng()) + (rng() % 2 ? " " : ", ");
-      corpus += "\n";
-    }
-  }
-  return corpus;
-}
 
 double process_cpu_seconds() {
   timespec ts;
@@ -85,88 +43,173 @@ double process_cpu_seconds() {
 }
 
 struct Timing {
-  double wall_s;  // mean wall seconds per run
-  double cpu_s;   // mean process CPU seconds per run (robust when other jobs share the cores)
+  double wall_s;  // best wall seconds of one run
+  double cpu_s;   // least process CPU seconds of one run (steadier than wall time when the cores are shared)
 };
 
-// Runs `fn` repeatedly for at least `seconds` of wall time (and 3 times); returns the mean per run.
+// Runs `fn` repeatedly for at least `seconds` of wall time (and at least 3 times) after a warm-up; returns the
+// fastest run (the least disturbed by other jobs on a shared machine) and the least CPU time of a run.
 template <typename Fn>
-Timing time_per_run(double seconds, Fn&& fn) {
-  fn();  // warm-up
-  int runs = 0;
+Timing best_run(double seconds, Fn&& fn) {
+  fn();
+  Timing best{1e30, 1e30};
   const auto start = Clock::now();
-  const double cpu_start = process_cpu_seconds();
-  double elapsed = 0;
-  while (elapsed < seconds || runs < 3) {
+  for (int runs = 0; runs < 3 || std::chrono::duration<double>(Clock::now() - start).count() < seconds; ++runs) {
+    const auto t0 = Clock::now();
+    const double c0 = process_cpu_seconds();
     fn();
-    ++runs;
-    elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+    best.wall_s = std::min(best.wall_s, wall);
+    best.cpu_s = std::min(best.cpu_s, process_cpu_seconds() - c0);
   }
-  return {elapsed / runs, (process_cpu_seconds() - cpu_start) / runs};
+  return best;
+}
+
+struct Options {
+  std::vector<std::string> corpora;
+  double mb = 1.5;
+  double seconds = 2.0;
+  int threads = 1;
+  std::string write_dir;
+  std::string read_dir;
+  bool encode_only = false;
+};
+
+// FNV-1a over the ids (64-bit, one step per id), so that other tokenizers can show identical output cheaply.
+uint64_t ids_checksum(const std::vector<TokenId>& ids) {
+  uint64_t h = 1469598103934665603ull;
+  for (const TokenId id : ids) h = (h ^ static_cast<uint32_t>(id)) * 1099511628211ull;
+  return h;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  GOSSAMER_CHECK(in, "cannot read ", path);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+void bench_corpus(const std::string& name, const Options& options, const gossamer::text::Tokenizer& tokenizer,
+                  const gossamer::text::RankTable& ranks) {
+  using namespace gossamer::text;
+  const std::string corpus =
+      options.read_dir.empty() ? gossamer::bench::build_corpus(name, static_cast<size_t>(options.mb * 1e6), tokenizer)
+                               : read_file(options.read_dir + "/" + name + ".txt");
+  if (!options.write_dir.empty()) {
+    std::ofstream(options.write_dir + "/" + name + ".txt", std::ios::binary) << corpus;
+  }
+  const double mb = static_cast<double>(corpus.size()) / 1e6;
+  const double s = options.seconds;
+
+  std::vector<TokenId> ids;
+  const Timing encode = best_run(s, [&] { ids = tokenizer.encode_ordinary(corpus); });
+  if (options.encode_only) {
+    std::printf("{\"corpus\": \"%s\", \"bytes\": %zu, \"tokens\": %zu, \"ids_fnv1a\": \"%016llx\", "
+                "\"encode_mb_per_s\": %.2f, \"encode_cpu_mb_per_s\": %.2f}\n",
+                name.c_str(), corpus.size(), ids.size(), static_cast<unsigned long long>(ids_checksum(ids)),
+                mb / encode.wall_s, mb / encode.cpu_s);
+    std::fflush(stdout);
+    return;
+  }
+
+  size_t pieces = 0;
+  const Timing scan = best_run(s / 2, [&] {
+    pieces = 0;
+    PieceScanner scanner(corpus);
+    size_t begin = 0, end = 0;
+    while (scanner.next(begin, end)) ++pieces;
+  });
+  const Pretokenizer regex;
+  size_t regex_pieces = 0;
+  const Timing pcre2 = best_run(s / 2, [&] {
+    size_t pos = 0, begin = 0, end = 0;
+    regex_pieces = 0;
+    const auto variant = Pretokenizer::variant_for(corpus);
+    while (regex.next_piece(corpus, pos, begin, end, variant)) {
+      pos = end;
+      ++regex_pieces;
+    }
+  });
+  GOSSAMER_CHECK(pieces == regex_pieces, name, ": scanner and PCRE2 piece counts differ: ", pieces, " vs ",
+                 regex_pieces);
+  size_t whole_pieces = 0;
+  const Timing lookup = best_run(s / 2, [&] {
+    whole_pieces = 0;
+    PieceScanner scanner(corpus);
+    size_t begin = 0, end = 0;
+    while (scanner.next(begin, end)) whole_pieces += ranks.find(std::string_view(corpus).substr(begin, end - begin)) != kNoRank;
+  });
+  std::string json;
+  const Timing output = best_run(s / 4, [&] { json = nlohmann::json(ids).dump(); });
+  std::string decoded;
+  const Timing decode = best_run(s / 4, [&] { decoded = tokenizer.decode_bytes(ids); });
+  GOSSAMER_CHECK(decoded == corpus, name, ": decode(encode(corpus)) != corpus");
+
+  double threaded_mb_per_s = 0, threaded_ms = 0;
+  if (options.threads > 1) {
+    std::vector<TokenId> parallel_ids;
+    const Timing parallel =
+        best_run(s, [&] { parallel_ids = tokenizer.encode_ordinary_parallel(corpus, options.threads); });
+    GOSSAMER_CHECK(parallel_ids == ids, name, ": parallel encode differs from the serial one");
+    threaded_mb_per_s = mb / parallel.wall_s;
+    threaded_ms = parallel.wall_s * 1e3;
+  }
+  const auto ms = [](const Timing& t) { return t.wall_s * 1e3; };
+  std::printf(
+      "{\"corpus\": \"%s\", \"bytes\": %zu, \"tokens\": %zu, \"ids_fnv1a\": \"%016llx\", \"pieces\": %zu, \"whole_token_pieces\": %zu, "
+      "\"encode_mb_per_s\": %.2f, \"encode_cpu_mb_per_s\": %.2f, \"scan_mb_per_s\": %.2f, \"pcre2_mb_per_s\": %.2f, "
+      "\"ms\": {\"encode\": %.2f, \"scan\": %.2f, \"scan_plus_lookup\": %.2f, \"pcre2_scan\": %.2f, "
+      "\"json_output\": %.2f, \"decode\": %.2f}, \"threads\": %d, \"threaded_mb_per_s\": %.2f, \"threaded_ms\": %.2f}\n",
+      name.c_str(), corpus.size(), ids.size(), static_cast<unsigned long long>(ids_checksum(ids)), pieces, whole_pieces, mb / encode.wall_s, mb / encode.cpu_s,
+      mb / scan.wall_s, mb / pcre2.wall_s, ms(encode), ms(scan), ms(lookup), ms(pcre2), ms(output), ms(decode),
+      options.threads, threaded_mb_per_s, threaded_ms);
+  std::fflush(stdout);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string corpus_out;
-  double seconds = 3.0;
-  int threads = 1;
+  Options options;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--write-corpus") == 0 && i + 1 < argc) {
-      corpus_out = argv[++i];
-    } else if (std::strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) {
-      seconds = std::stod(argv[++i]);
-    } else if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
-      threads = std::stoi(argv[++i]);
+    const auto value = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
+    if (std::strcmp(argv[i], "--corpus") == 0) {
+      const std::string name = value();
+      if (name == "all") {
+        options.corpora = gossamer::bench::corpus_names();
+      } else {
+        options.corpora.push_back(name);
+      }
+    } else if (std::strcmp(argv[i], "--mb") == 0) {
+      options.mb = std::stod(value());
+    } else if (std::strcmp(argv[i], "--seconds") == 0) {
+      options.seconds = std::stod(value());
+    } else if (std::strcmp(argv[i], "--threads") == 0) {
+      options.threads = std::stoi(value());
+    } else if (std::strcmp(argv[i], "--write-corpus") == 0) {
+      options.write_dir = value();
+    } else if (std::strcmp(argv[i], "--encode-only") == 0) {
+      options.encode_only = true;
+    } else if (std::strcmp(argv[i], "--read-corpus") == 0) {
+      options.read_dir = value();
     } else {
-      std::fprintf(stderr, "usage: %s [--write-corpus PATH] [--seconds S] [--threads N]\n", argv[0]);
+      std::fprintf(stderr,
+                   "usage: %s [--corpus NAME|all]... [--mb MB] [--seconds S] [--threads N] [--write-corpus DIR]\n"
+                   "       [--read-corpus DIR] [--encode-only]\n"
+                   "corpora: multilingual english code cjk mixed\n",
+                   argv[0]);
       return 2;
     }
   }
+  if (options.corpora.empty()) options.corpora = gossamer::bench::corpus_names();
   try {
-    const std::string corpus = build_corpus(1500 * 1000);
-    if (!corpus_out.empty()) {
-      std::ofstream(corpus_out, std::ios::binary) << corpus;
-    }
     const auto load_start = Clock::now();
     const auto tokenizer = gossamer::text::Tokenizer::load_default();
-    const double load_seconds = std::chrono::duration<double>(Clock::now() - load_start).count();
-    const double mb = static_cast<double>(corpus.size()) / 1e6;
-
-    std::vector<TokenId> ids;
-    const Timing encode = time_per_run(seconds, [&] { ids = tokenizer->encode_ordinary(corpus); });
-
-    const gossamer::text::Pretokenizer pretokenizer;
-    size_t num_pieces = 0;
-    const Timing split = time_per_run(seconds / 2, [&] {
-      size_t pos = 0, begin = 0, end = 0;
-      num_pieces = 0;
-      const auto variant = gossamer::text::Pretokenizer::variant_for(corpus);
-      while (pretokenizer.next_piece(corpus, pos, begin, end, variant)) {
-        pos = end;
-        ++num_pieces;
-      }
-    });
-    std::string decoded;
-    const Timing decode = time_per_run(seconds / 2, [&] { decoded = tokenizer->decode_bytes(ids); });
-    GOSSAMER_CHECK(decoded == corpus, "decode(encode(corpus)) != corpus");
-
-    double threaded_mb_per_s = 0;
-    if (threads > 1) {
-      const double wall = time_per_run(seconds, [&] {
-                            std::vector<std::thread> pool;
-                            for (int t = 0; t < threads; ++t)
-                              pool.emplace_back([&] { (void)tokenizer->encode_ordinary(corpus); });
-                            for (auto& thread : pool) thread.join();
-                          }).wall_s;
-      threaded_mb_per_s = mb * threads / wall;
-    }
-    std::printf(
-        "{\"bytes\": %zu, \"tokens\": %zu, \"pieces\": %zu, \"load_s\": %.3f, \"encode_mb_per_s\": %.2f, "
-        "\"encode_cpu_mb_per_s\": %.2f, \"pretokenize_mb_per_s\": %.2f, \"pretokenize_cpu_mb_per_s\": %.2f, "
-        "\"decode_mb_per_s\": %.2f, \"threads\": %d, \"threaded_mb_per_s\": %.2f}\n",
-        corpus.size(), ids.size(), num_pieces, load_seconds, mb / encode.wall_s, mb / encode.cpu_s, mb / split.wall_s,
-        mb / split.cpu_s, mb / decode.wall_s, threads, threaded_mb_per_s);
+    std::fprintf(stderr, "tokenizer loaded in %.3f s\n", std::chrono::duration<double>(Clock::now() - load_start).count());
+    auto data = gossamer::text::load_o200k_base_json(std::string(GOSSAMER_SOURCE_DIR) +
+                                                     "/node_modules/tiktoken/encoders/o200k_base.json");
+    const gossamer::text::RankTable ranks(std::move(data.arena), std::move(data.offsets));
+    for (const auto& name : options.corpora) bench_corpus(name, options, *tokenizer, ranks);
   } catch (const std::exception& error) {
     std::fprintf(stderr, "gossamer_tokenizer_bench: error: %s\n", error.what());
     return 1;

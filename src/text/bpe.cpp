@@ -36,78 +36,65 @@ inline uint64_t hash_bytes(std::string_view bytes, uint64_t prefix) {
 // Pieces at least this long use the heap variant (O(n log n)); shorter ones the reference quadratic loop.
 constexpr size_t kLargePiece = 128;
 
+// tiktoken's `_byte_pair_merge` over ranks: part i is token[i], and pair[i] the rank of merging it with part
+// i+1; repeatedly merge the lowest such rank, leftmost on ties. No allocation: the parts live on the stack.
+// NOTE: the minimum is taken over keys pair << 7 | index (31 bits), so that one min-reduction (which the
+// compiler vectorises) finds both the lowest rank and, on ties, the leftmost part.
 void merge_small(const RankTable& table, std::string_view piece, std::vector<int32_t>& out) {
-  // parts[i] = (start of part i, rank of part i merged with part i+1); two sentinels at the end.
-  struct Part {
-    uint32_t start;
-    Rank rank;
-  };
-  Part parts[kLargePiece + 1];
-  size_t num_parts = 0;
+  static_assert(kLargePiece <= 128, "part indices must fit the key's 7 low bits");
+  constexpr int32_t kNone = (1 << 24) - 1;  // above every rank (ranks < 2^18)
+  Rank token[kLargePiece];
+  int32_t pair[kLargePiece];
   const size_t n = piece.size();
-  Rank min_rank = kNoRank;
-  size_t min_index = 0;
+  const auto* bytes = reinterpret_cast<const uint8_t*>(piece.data());
+  const auto to_pair = [](Rank rank) { return rank == kNoRank ? kNone : static_cast<int32_t>(rank); };
   for (size_t i = 0; i + 1 < n; ++i) {
-    const Rank rank = table.find(piece.substr(i, 2));
-    if (rank < min_rank) {
-      min_rank = rank;
-      min_index = i;
-    }
-    parts[num_parts++] = {static_cast<uint32_t>(i), rank};
+    token[i] = table.byte_rank(bytes[i]);
+    pair[i] = to_pair(table.byte_pair_rank(bytes[i], bytes[i + 1]));
   }
-  parts[num_parts++] = {static_cast<uint32_t>(n - 1), kNoRank};
-  parts[num_parts++] = {static_cast<uint32_t>(n), kNoRank};
-
-  const auto rank_after_merge = [&](size_t i) {
-    if (i + 3 >= num_parts) return kNoRank;
-    return table.find(piece.substr(parts[i].start, parts[i + 3].start - parts[i].start));
-  };
-  while (min_rank != kNoRank) {
-    const size_t i = min_index;
-    if (i > 0) parts[i - 1].rank = rank_after_merge(i - 1);
-    parts[i].rank = rank_after_merge(i);
-    std::memmove(&parts[i + 1], &parts[i + 2], (num_parts - i - 2) * sizeof(Part));
+  token[n - 1] = table.byte_rank(bytes[n - 1]);
+  pair[n - 1] = kNone;
+  size_t num_parts = n;
+  while (num_parts > 1) {
+    int32_t key = INT32_MAX;
+    for (size_t j = 0; j + 1 < num_parts; ++j) key = std::min(key, pair[j] << 7 | static_cast<int32_t>(j));
+    const int32_t rank = key >> 7;
+    if (rank == kNone) break;
+    const size_t i = static_cast<size_t>(key & 127);
+    token[i] = static_cast<Rank>(rank);
+    const size_t tail = num_parts - i - 2;
+    std::memmove(&token[i + 1], &token[i + 2], tail * sizeof(Rank));
+    std::memmove(&pair[i + 1], &pair[i + 2], tail * sizeof(int32_t));
     --num_parts;
-    min_rank = kNoRank;
-    for (size_t j = 0; j + 1 < num_parts; ++j) {
-      if (parts[j].rank < min_rank) {
-        min_rank = parts[j].rank;
-        min_index = j;
-      }
-    }
+    pair[i] = i + 1 < num_parts ? to_pair(table.merged(token[i], token[i + 1])) : kNone;
+    if (i > 0) pair[i - 1] = to_pair(table.merged(token[i - 1], token[i]));
   }
-  for (size_t i = 0; i + 1 < num_parts; ++i) {
-    const Rank rank = table.find(piece.substr(parts[i].start, parts[i + 1].start - parts[i].start));
-    GOSSAMER_ASSERT(rank != kNoRank, "BPE produced a part that is not a token");
-    out.push_back(static_cast<int32_t>(rank));
-  }
+  for (size_t i = 0; i < num_parts; ++i) out.push_back(static_cast<int32_t>(token[i]));
 }
 
-// Same merges as merge_small, ordered by a min-heap of (rank, start) with lazy deletion, as tiktoken's
-// `_byte_pair_merge_large`. Nodes are indexed by their start byte; node n is the end sentinel.
+// Same merges as merge_small, ordered by a min-heap of (rank, start) with lazy deletion. Nodes are indexed by
+// their start byte.
 void merge_large(const RankTable& table, std::string_view piece, std::vector<int32_t>& out) {
   const uint32_t n = static_cast<uint32_t>(piece.size());
-  std::vector<uint32_t> next(n + 1), prev(n + 1);
-  std::vector<Rank> pair_rank(n + 1, kNoRank);
-  std::vector<uint8_t> alive(n + 1, 1);
+  const auto* bytes = reinterpret_cast<const uint8_t*>(piece.data());
+  std::vector<uint32_t> next(n), prev(n);
+  std::vector<Rank> token(n), pair_rank(n, kNoRank);
+  std::vector<uint8_t> alive(n, 1);
   using Entry = std::pair<Rank, uint32_t>;
   std::vector<Entry> heap_storage;
   heap_storage.reserve(n);
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap(std::greater<Entry>(),
                                                                            std::move(heap_storage));
-  for (uint32_t i = 0; i <= n; ++i) {
+  for (uint32_t i = 0; i < n; ++i) {
     next[i] = i + 1;
     prev[i] = i == 0 ? 0 : i - 1;
+    token[i] = table.byte_rank(bytes[i]);
   }
-  const auto pair_rank_at = [&](uint32_t i) {
-    if (i >= n || next[i] >= n) return kNoRank;
-    const uint32_t end = next[next[i]];
-    return table.find(piece.substr(i, end - i));
-  };
   for (uint32_t i = 0; i + 1 < n; ++i) {
-    pair_rank[i] = table.find(piece.substr(i, 2));
+    pair_rank[i] = table.byte_pair_rank(bytes[i], bytes[i + 1]);
     if (pair_rank[i] != kNoRank) heap.push({pair_rank[i], i});
   }
+  const auto pair_rank_at = [&](uint32_t i) { return next[i] < n ? table.merged(token[i], token[next[i]]) : kNoRank; };
   while (!heap.empty()) {
     const auto [rank, i] = heap.top();
     heap.pop();
@@ -115,8 +102,9 @@ void merge_large(const RankTable& table, std::string_view piece, std::vector<int
     // merge node i with its successor
     const uint32_t j = next[i];
     alive[j] = 0;
+    token[i] = rank;
     next[i] = next[j];
-    prev[next[j]] = i;
+    if (next[j] < n) prev[next[j]] = i;
     pair_rank[i] = pair_rank_at(i);
     if (pair_rank[i] != kNoRank) heap.push({pair_rank[i], i});
     if (i > 0) {
@@ -125,11 +113,7 @@ void merge_large(const RankTable& table, std::string_view piece, std::vector<int
       if (pair_rank[p] != kNoRank) heap.push({pair_rank[p], p});
     }
   }
-  for (uint32_t i = 0; i < n; i = next[i]) {
-    const Rank rank = table.find(piece.substr(i, next[i] - i));
-    GOSSAMER_ASSERT(rank != kNoRank, "BPE produced a part that is not a token");
-    out.push_back(static_cast<int32_t>(rank));
-  }
+  for (uint32_t i = 0; i < n; i = next[i]) out.push_back(static_cast<int32_t>(token[i]));
 }
 
 }  // namespace
@@ -143,13 +127,16 @@ RankTable::RankTable(std::string arena, std::vector<uint32_t> offsets)
   slots_.assign(capacity, Slot{0, 0, kNoRank});
   mask_ = capacity - 1;
   std::fill(std::begin(byte_rank_), std::end(byte_rank_), kNoRank);
+  token_filter_ = Filter(12);
   pair_rank_.assign(65536, kNoRank);
   for (Rank rank = 0; rank < num; ++rank) {
     const std::string_view token = bytes(rank);
     GOSSAMER_CHECK(!token.empty(), "rank table: rank ", rank, " has no bytes");
-    GOSSAMER_CHECK(find_hashed(token) == kNoRank, "rank table: duplicate token bytes at rank ", rank);
+    GOSSAMER_CHECK(find(token) == kNoRank, "rank table: duplicate token bytes at rank ", rank);
     const uint64_t prefix = load_prefix(token);
-    uint64_t slot = hash_bytes(token, prefix) & mask_;
+    const uint64_t h = hash_bytes(token, prefix);
+    token_filter_.add(h);
+    uint64_t slot = h & mask_;
     while (slots_[slot].size != 0) slot = (slot + 1) & mask_;
     slots_[slot] = Slot{prefix, static_cast<uint32_t>(token.size()), rank};
     if (token.size() == 1) byte_rank_[static_cast<uint8_t>(token[0])] = rank;
@@ -158,12 +145,58 @@ RankTable::RankTable(std::string arena, std::vector<uint32_t> offsets)
   for (int byte = 0; byte < 256; ++byte) {
     GOSSAMER_CHECK(byte_rank_[byte] != kNoRank, "rank table: byte ", byte, " has no rank");
   }
+  build_merges();
 }
 
-Rank RankTable::find_hashed(std::string_view key) const {
+void RankTable::build_merges() {
+  const Rank num = num_ranks();
+  GOSSAMER_CHECK(num < (Rank{1} << kRankBits), "rank table: ", num, " ranks do not fit ", kRankBits, " bits");
+  // Every way to cut every token into two tokens.
+  // NOTE: that is 2.4 million lookups, most of them cache misses; hashing all cuts of a token first and
+  // prefetching their slots lets the misses overlap (about 3x faster loading).
+  std::vector<uint64_t> entries;
+  entries.reserve(num * 3);
+  std::vector<uint64_t> prefix_hash, suffix_hash;
+  for (Rank rank = 0; rank < num; ++rank) {
+    const std::string_view token = bytes(rank);
+    prefix_hash.resize(token.size());
+    suffix_hash.resize(token.size());
+    for (size_t cut = 1; cut < token.size(); ++cut) {
+      prefix_hash[cut] = hash(token.substr(0, cut));
+      suffix_hash[cut] = hash(token.substr(cut));
+      __builtin_prefetch(&slots_[prefix_hash[cut] & mask_]);
+      __builtin_prefetch(&slots_[suffix_hash[cut] & mask_]);
+    }
+    for (size_t cut = 1; cut < token.size(); ++cut) {
+      const Rank left = find(token.substr(0, cut), prefix_hash[cut]);
+      if (left == kNoRank) continue;
+      const Rank right = find(token.substr(cut), suffix_hash[cut]);
+      if (right == kNoRank) continue;
+      entries.push_back(left | static_cast<uint64_t>(right) << kRankBits | static_cast<uint64_t>(rank) << (2 * kRankBits));
+    }
+  }
+  int bits = 4;
+  while ((uint64_t{1} << bits) < entries.size() * 2) ++bits;
+  merges_.assign(uint64_t{1} << bits, kEmptyMerge);
+  merge_mask_ = (uint64_t{1} << bits) - 1;
+  merge_shift_ = 64 - bits;
+  merge_filter_ = Filter(13);
+  for (const uint64_t entry : entries) {
+    const uint64_t key = entry & kKeyMask;
+    const uint64_t h = key * 0x9E3779B97F4A7C15ull;
+    merge_filter_.add(h ^ (h >> 32));
+    uint64_t slot = h >> merge_shift_;
+    while (merges_[slot] != kEmptyMerge) slot = (slot + 1) & merge_mask_;
+    merges_[slot] = entry;
+  }
+}
+
+uint64_t RankTable::hash(std::string_view bytes) { return hash_bytes(bytes, load_prefix(bytes)); }
+
+Rank RankTable::find_hashed(std::string_view key, uint64_t key_hash) const {
   const uint64_t prefix = load_prefix(key);
   const auto size = static_cast<uint32_t>(key.size());
-  for (uint64_t slot = hash_bytes(key, prefix) & mask_;; slot = (slot + 1) & mask_) {
+  for (uint64_t slot = key_hash & mask_;; slot = (slot + 1) & mask_) {
     const Slot& s = slots_[slot];
     if (s.size == 0) return kNoRank;
     if (s.size == size && s.prefix == prefix &&
@@ -184,6 +217,11 @@ void byte_pair_encode(const RankTable& table, std::string_view piece, std::vecto
     out.push_back(static_cast<int32_t>(whole));
     return;
   }
+  byte_pair_merge(table, piece, out);
+}
+
+void byte_pair_merge(const RankTable& table, std::string_view piece, std::vector<int32_t>& out) {
+  GOSSAMER_ASSERT(piece.size() >= 2);
   if (piece.size() < kLargePiece) {
     merge_small(table, piece, out);
   } else {

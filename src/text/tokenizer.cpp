@@ -3,12 +3,14 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <algorithm>
 #include <filesystem>
+#include <thread>
 #include <unordered_map>
 
 #include "core/error.h"
 #include "text/bpe.h"
-#include "text/pretokenizer.h"
+#include "text/tokenizer_encode.h"
 #include "text/tokenizer_ranks.h"
 #include "text/tokenizer_specials.h"
 #include "text/utf8.h"
@@ -54,6 +56,12 @@ class O200kHarmonyTokenizer final : public Tokenizer {
     out.reserve(text.size() / 4 + 4);
     encode_ordinary_valid(text, out);
     return out;
+  }
+
+  std::vector<TokenId> encode_ordinary_parallel(std::string_view text, unsigned max_threads) const override {
+    check_utf8(text);
+    if (max_threads == 0) max_threads = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
+    return text::encode_ordinary_parallel(ranks_, text, max_threads);
   }
 
   std::vector<TokenId> encode(std::string_view text, const std::unordered_set<std::string>& allowed_special,
@@ -118,12 +126,7 @@ class O200kHarmonyTokenizer final : public Tokenizer {
  private:
   // `text` must be valid UTF-8.
   void encode_ordinary_valid(std::string_view text, std::vector<TokenId>& out) const {
-    size_t pos = 0, begin = 0, end = 0;
-    const Pretokenizer::Variant variant = Pretokenizer::variant_for(text);
-    while (pretokenizer_.next_piece(text, pos, begin, end, variant)) {
-      byte_pair_encode(ranks_, text.substr(begin, end - begin), out);
-      pos = end;
-    }
+    encode_ordinary_span(ranks_, text, 0, text.size(), out);
   }
 
   struct StringHash {
@@ -132,7 +135,6 @@ class O200kHarmonyTokenizer final : public Tokenizer {
   };
 
   RankTable ranks_;
-  Pretokenizer pretokenizer_;
   std::vector<std::string> special_strings_;  // [kVocabSize - kFirstSpecialToken]
   std::unordered_map<std::string, TokenId, StringHash, std::equal_to<>> special_ids_;
 };

@@ -44,6 +44,13 @@ class Tokenizer {
   virtual ~Tokenizer() = default;
 
   virtual std::vector<TokenId> encode_ordinary(std::string_view text) const = 0;
+  // encode_ordinary's ids, computed on up to `max_threads` threads (the caller's among them; 0: the hardware's,
+  // at most 8) for texts of 64 KiB or more, split where no piece can cross (tokenizer_encode.h). This base
+  // version is serial; o200k_harmony's is parallel.
+  virtual std::vector<TokenId> encode_ordinary_parallel(std::string_view text, unsigned max_threads = 0) const {
+    (void)max_threads;
+    return encode_ordinary(text);
+  }
   virtual std::vector<TokenId> encode(std::string_view text, const std::unordered_set<std::string>& allowed_special,
                                       bool allow_all_special = false) const = 0;
   virtual std::string decode_bytes(std::span<const TokenId> ids) const = 0;

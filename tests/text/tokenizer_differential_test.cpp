@@ -11,6 +11,7 @@
 #include <random>
 #include <sstream>
 
+#include "text/pretokenizer_classes.h"
 #include "text/tokenizer.h"
 #include "text/tokenizer_test_util.h"
 #include "text/utf8.h"
@@ -250,29 +251,35 @@ std::string first_mismatch(const Tokenizer& tok, const std::vector<TokenId>& got
          "\n  tiktoken: " + describe(tok, want, i);
 }
 
-TEST(TokenizerDifferentialTest, AgreesWithNpmTiktokenOnEveryId) {
+// npm tiktoken's ids for `segments` (each alone, all joined, and joined with specials allowed), through
+// tools/tiktoken_reference.mjs. Fails the test (fatally) if node or the package is missing.
+void run_reference(const std::vector<std::string>& segments, const std::string& tag, nlohmann::json& reference) {
   const std::string node = find_node();
   ASSERT_FALSE(node.empty()) << "node is not on PATH; run `bash scripts/setup.sh`";
   const std::string source = GOSSAMER_SOURCE_DIR;
   ASSERT_TRUE(std::filesystem::exists(source + "/node_modules/tiktoken/package.json"))
       << "npm package tiktoken missing; run `bash scripts/setup.sh`";
+  const std::string input = ::testing::TempDir() + "gossamer_tiktoken_" + tag + "_corpus.json";
+  const std::string output = ::testing::TempDir() + "gossamer_tiktoken_" + tag + "_ids.json";
+  std::ofstream(input) << nlohmann::json{{"segments", segments}}.dump();
+  const std::string command =
+      "'" + node + "' '" + source + "/tools/tiktoken_reference.mjs' --input '" + input + "' --output '" + output + "'";
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  reference = nlohmann::json::parse(testing::read_file(output));
+  ASSERT_EQ(reference.at("segments").size(), segments.size());
+}
 
+TEST(TokenizerDifferentialTest, AgreesWithNpmTiktokenOnEveryId) {
   CorpusGenerator generator(20261130);
   const std::vector<std::string> segments = generator.segments(200 * 1024);
   std::string joined;
   for (const auto& segment : segments) joined += segment;
   ASSERT_EQ(utf8_valid_prefix(joined), joined.size());
-
-  const std::string input = ::testing::TempDir() + "gossamer_tiktoken_corpus.json";
-  const std::string output = ::testing::TempDir() + "gossamer_tiktoken_ids.json";
-  std::ofstream(input) << nlohmann::json{{"segments", segments}}.dump();
-  const std::string command =
-      "'" + node + "' '" + source + "/tools/tiktoken_reference.mjs' --input '" + input + "' --output '" + output + "'";
-  ASSERT_EQ(std::system(command.c_str()), 0) << command;
-  const auto reference = nlohmann::json::parse(testing::read_file(output));
+  nlohmann::json reference;
+  run_reference(segments, "corpus", reference);
+  if (HasFatalFailure()) return;
 
   const Tokenizer& tok = testing::test_tokenizer();
-  ASSERT_EQ(reference.at("segments").size(), segments.size());
   size_t mismatched_segments = 0;
   size_t total_ids = 0;
   for (size_t i = 0; i < segments.size(); ++i) {
@@ -288,11 +295,54 @@ TEST(TokenizerDifferentialTest, AgreesWithNpmTiktokenOnEveryId) {
 
   const auto whole = tok.encode_ordinary(joined);
   EXPECT_EQ(first_mismatch(tok, whole, reference.at("whole").get<std::vector<TokenId>>()), "") << "whole corpus";
+  const auto parallel = tok.encode_ordinary_parallel(joined, 4);
+  EXPECT_EQ(first_mismatch(tok, parallel, reference.at("whole").get<std::vector<TokenId>>()), "")
+      << "whole corpus, parallel";
   const auto whole_special = tok.encode(joined, {}, /*allow_all_special=*/true);
   EXPECT_EQ(first_mismatch(tok, whole_special, reference.at("whole_special").get<std::vector<TokenId>>()), "")
       << "whole corpus, specials allowed";
   std::printf("[ differential ] %zu bytes, %zu segments, %zu + %zu + %zu ids compared\n", joined.size(),
               segments.size(), total_ids, whole.size(), whole_special.size());
+}
+
+// Every run of code points with one o200k class (pretokenizer_classes.h), by its first, middle and last code
+// point, in contexts that make the class matter (after letters of either case, before a contraction, in runs,
+// after a space, next to digits and newlines).
+TEST(TokenizerDifferentialTest, AgreesWithNpmTiktokenOnEveryCodePointClass) {
+  std::vector<char32_t> samples;
+  const auto scalar = [](char32_t cp) { return cp < 0xD800 || cp > 0xDFFF; };
+  for (char32_t first = 0; first < 0x110000;) {
+    char32_t last = first;
+    while (last + 1 < 0x110000 && classes::of(last + 1) == classes::of(first)) ++last;
+    for (const char32_t cp : {first, static_cast<char32_t>(first + (last - first) / 2), last}) {
+      if (scalar(cp) && (samples.empty() || samples.back() != cp)) samples.push_back(cp);
+    }
+    first = last + 1;
+  }
+  std::vector<std::string> segments;
+  for (size_t i = 0; i < samples.size(); i += 64) {
+    std::string segment;
+    for (size_t j = i; j < samples.size() && j < i + 64; ++j) {
+      std::string c;
+      append_utf8(c, samples[j]);
+      segment += "a" + c + "A" + c + c + "'s " + c + "1" + c + " x" + c + "\n" + c + "\xCC\x81 ";
+    }
+    segments.push_back(std::move(segment));
+  }
+  nlohmann::json reference;
+  run_reference(segments, "classes", reference);
+  if (HasFatalFailure()) return;
+  const Tokenizer& tok = testing::test_tokenizer();
+  size_t mismatched = 0;
+  for (size_t i = 0; i < segments.size(); ++i) {
+    const std::string diff =
+        first_mismatch(tok, tok.encode_ordinary(segments[i]), reference["segments"][i].get<std::vector<TokenId>>());
+    if (!diff.empty() && ++mismatched <= 5) ADD_FAILURE() << "segment " << i << "\n" << diff;
+  }
+  EXPECT_EQ(mismatched, 0u) << "of " << segments.size() << " segments";
+  EXPECT_GT(samples.size(), 3000u);
+  std::printf("[ differential ] %zu code points sampled from every class run, %zu segments\n", samples.size(),
+              segments.size());
 }
 
 }  // namespace
