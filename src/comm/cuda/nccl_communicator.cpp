@@ -69,7 +69,8 @@ void NcclCommunicator::wait_ready(const char* what) {
     if (queried != ncclSuccess) state = queried;
     if (state == ncclSuccess) return;
     if (state != ncclInProgress) {
-      const std::string detail = ncclGetLastError(comm_);
+      const char* last = ncclGetLastError(comm_);
+      const std::string detail = last != nullptr ? last : "";
       abort();
       throw CommError("NCCL rank " + std::to_string(rank_) + ": " + what + " failed: " + ncclGetErrorString(state) +
                       (detail.empty() ? "" : " (" + detail + ")"));
