@@ -82,5 +82,30 @@ TEST_F(ShardedCliTest, BadLayoutsAreRefusedClearly) {
       << replicas.output;
 }
 
+// bench sweep on simulated ranks: every layout that fits 2 ranks, the reference tables, DP rows derived
+// from one replica, and one CSV row per point.
+TEST_F(ShardedCliTest, BenchSweepCoversEveryLayoutThatFits) {
+  const std::string csv = (dir_ / "sweep.csv").string();
+  const auto result = gossamer::testing::run_gossamer(
+      "bench sweep --load-format dummy --preset tiny --device cpu --gpus 2 --batch-sizes 1,2 --contexts 150 "
+      "--prefill-lens 64 --steps 2 --csv " + csv);
+  ASSERT_EQ(result.status, 0) << result.output;
+  for (const std::string row : {"| TP1 EP1 DP1 | 1 | 64 |", "| TP2 EP1 DP1 | 2 | 64 |", "| TP2 EP2 DP1 | 2 | 64 |",
+                                "| TP1 EP1 DP2 | 2 | 150 | 2 |", "| TP2 EP2 DP1 | 2 | 150 | 1 |"}) {
+    EXPECT_NE(result.output.find(row), std::string::npos) << row << "\n" << result.output;
+  }
+  EXPECT_NE(result.output.find("replica×2"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("Cheapest decode layout per context and batch"), std::string::npos);
+  std::ifstream in(csv);
+  std::string line;
+  int lines = 0;
+  while (std::getline(in, line)) ++lines;
+  EXPECT_EQ(lines, 1 + 3 + (4 + 2 + 2)) << "header + 3 prefill rows + 8 decode rows";
+  const auto refused = gossamer::testing::run_gossamer("bench sweep --load-format dummy --preset tiny --device cuda --gpus 64");
+  EXPECT_NE(refused.status, 0);
+  EXPECT_TRUE(refused.output.find("--gpus 64 but") != std::string::npos ||
+              refused.output.find("no GPU visible") != std::string::npos) << refused.output;
+}
+
 }  // namespace
 }  // namespace gossamer::model
