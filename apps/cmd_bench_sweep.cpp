@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <numeric>
 
 #include "bench_sweep_table.h"
@@ -134,6 +136,10 @@ int run_bench_sweep(int argc, char** argv) {
   cli.add_option("--repeats", repeats, "timed prefills per length (the median is reported)")->check(CLI::PositiveNumber);
   cli.add_option("--kv-budget-gib", kv_budget_gib, "largest KV cache per GPU; bigger decode points are skipped");
   cli.add_option("--csv", csv_out, "also write every row as CSV");
+  std::string series_out;
+  cli.add_option("--series-json", series_out,
+                 "also write the decode cost-vs-speed series (per context, one line per layout: tok/s per sequence, "
+                 "$ per 1M output tokens, batch) as JSON: the input of the plots");
   cli.add_option("--seed", seed, "seed of the dummy weights and of the tokens");
   CLI11_PARSE(cli, argc, argv);
   GOSSAMER_CHECK(load_format == "dummy" || !model_dir.empty(), "give --model DIR or --load-format dummy");
@@ -213,6 +219,19 @@ int run_bench_sweep(int argc, char** argv) {
   if (!csv_out.empty()) {
     write_sweep_csv(csv_out, rows);
     std::printf("\ncsv: %s\n", csv_out.c_str());
+  }
+  if (!series_out.empty()) {
+    nlohmann::json charts = nlohmann::json::array();
+    for (int64_t context : contexts) {
+      nlohmann::json lines = nlohmann::json::array();
+      for (const CostSeries& series : decode_cost_series(rows, context)) {
+        lines.push_back({{"layout", series.label}, {"tokens_per_s_per_seq", series.tokens_per_s_per_seq},
+                         {"dollars_per_million_output_tokens", series.dollars_per_million}, {"batch", series.batch}});
+      }
+      charts.push_back({{"model", name}, {"device", device}, {"context", context}, {"series", lines}});
+    }
+    std::ofstream(series_out) << charts.dump(2) << "\n";
+    std::printf("series: %s\n", series_out.c_str());
   }
   return 0;
 }

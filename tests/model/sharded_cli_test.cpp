@@ -88,7 +88,7 @@ TEST_F(ShardedCliTest, BenchSweepCoversEveryLayoutThatFits) {
   const std::string csv = (dir_ / "sweep.csv").string();
   const auto result = gossamer::testing::run_gossamer(
       "bench sweep --load-format dummy --preset tiny --device cpu --gpus 2 --batch-sizes 1,2 --contexts 150 "
-      "--prefill-lens 64 --steps 2 --csv " + csv);
+      "--prefill-lens 64 --steps 2 --csv " + csv + " --series-json " + (dir_ / "series.json").string());
   ASSERT_EQ(result.status, 0) << result.output;
   for (const std::string row : {"| TP1 EP1 DP1 | 1 | 64 |", "| TP2 EP1 DP1 | 2 | 64 |", "| TP2 EP2 DP1 | 2 | 64 |",
                                 "| TP1 EP1 DP2 | 2 | 150 | 2 |", "| TP2 EP2 DP1 | 2 | 150 | 1 |"}) {
@@ -101,6 +101,11 @@ TEST_F(ShardedCliTest, BenchSweepCoversEveryLayoutThatFits) {
   int lines = 0;
   while (std::getline(in, line)) ++lines;
   EXPECT_EQ(lines, 1 + 3 + (4 + 2 + 2)) << "header + 3 prefill rows + 8 decode rows";
+  const auto charts = nlohmann::json::parse(std::ifstream(dir_ / "series.json"));
+  ASSERT_EQ(charts.size(), 1u);
+  EXPECT_EQ(charts[0]["context"], 150);
+  EXPECT_EQ(charts[0]["series"].size(), 4u) << "TP1 DP1, TP1 DP2, TP2 EP1, TP2 EP2";
+  EXPECT_EQ(charts[0]["series"][0]["batch"], nlohmann::json::array({1, 2}));
   const auto refused = gossamer::testing::run_gossamer("bench sweep --load-format dummy --preset tiny --device cuda --gpus 64");
   EXPECT_NE(refused.status, 0);
   EXPECT_TRUE(refused.output.find("--gpus 64 but") != std::string::npos ||

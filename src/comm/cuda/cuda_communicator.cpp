@@ -1,5 +1,7 @@
 #include "comm/cuda/cuda_communicator.h"
 
+#include <unistd.h>
+
 #include <thread>
 
 #include "comm/cuda/ipc_all_reduce.h"
@@ -12,14 +14,18 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// True on every rank when every rank can map every other rank's memory (same GPU or peer access).
+// True on every rank when every rank can map every other rank's memory: all on this host (IPC does
+// not cross hosts, and bus ids repeat across identical nodes) and each pair on one GPU or peer-capable.
 bool all_ranks_reach_each_other(TcpBootstrap& bootstrap, int device) {
-  char bus_id[64] = {};
+  char host[256] = {}, bus_id[64] = {};
+  ::gethostname(host, sizeof(host) - 1);
   bool ok = cudaDeviceGetPCIBusId(bus_id, sizeof(bus_id), device) == cudaSuccess;
-  const std::vector<std::string> ids = bootstrap.all_gather(bus_id);
+  const std::vector<std::string> ids = bootstrap.all_gather(std::string(host) + "\n" + bus_id);
   for (const std::string& id : ids) {
+    const size_t split = id.find('\n');
     int peer = -1;
-    if (!ok || cudaDeviceGetByPCIBusId(&peer, id.c_str()) != cudaSuccess) {
+    if (!ok || split == std::string::npos || id.substr(0, split) != host ||
+        cudaDeviceGetByPCIBusId(&peer, id.substr(split + 1).c_str()) != cudaSuccess) {
       ok = false;
       break;
     }
