@@ -12,6 +12,7 @@
 #include "model/dummy_checkpoint.h"
 #include "model/loader.h"
 #include "model/sequence_runner.h"
+#include "parallel_flags.h"
 
 namespace gossamer::app {
 
@@ -69,9 +70,13 @@ int run_logits(int argc, char** argv) {
   cli.add_option("--device", device, "cpu | cuda");
   model::ModelOptions options;
   cli.add_option("--weights", options.weights, "cuda weight format: fp8 | bf16")->check(CLI::IsMember({"fp8", "bf16"}));
-  CLI11_PARSE(cli, argc, argv);
+  add_parallel_flags(cli, options.layout);
+  VllmArgs args(argc, argv);
+  CLI11_PARSE(cli, args.argc(), args.argv());
   const auto batch = read_token_batch(input);
+  check_single_replica(options.layout, device);
   auto model = model::load_model(model_dir, device, options);
+  std::fprintf(stderr, "loaded %s: %s\n", model_dir.c_str(), layout_summary(*model, options.layout).c_str());
   const auto start = std::chrono::steady_clock::now();
   const std::vector<float> logits = model::prefill_logits(*model, batch);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -93,7 +98,9 @@ int run_generate(int argc, char** argv) {
   model::ModelOptions options;
   cli.add_option("--weights", options.weights, "cuda weight format: fp8 | bf16")->check(CLI::IsMember({"fp8", "bf16"}));
   cli.add_flag("--enforce-eager", [&](int64_t) { options.cuda_graphs = false; }, "no CUDA graphs for decode steps");
-  CLI11_PARSE(cli, argc, argv);
+  add_parallel_flags(cli, options.layout);
+  VllmArgs args(argc, argv);
+  CLI11_PARSE(cli, args.argc(), args.argv());
   std::vector<int32_t> ids;
   for (const auto& piece : CLI::detail::split(prompt, ',')) {
     try {
@@ -105,7 +112,9 @@ int run_generate(int argc, char** argv) {
       GOSSAMER_THROW("bad token id '", piece, "' in --prompt-tokens");
     }
   }
+  check_single_replica(options.layout, device);
   auto model = model::load_model(model_dir, device, options);
+  std::fprintf(stderr, "loaded %s: %s\n", model_dir.c_str(), layout_summary(*model, options.layout).c_str());
   const auto start = std::chrono::steady_clock::now();
   const auto generated = model::greedy_generate(*model, ids, max_tokens, {200002, 200012});
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

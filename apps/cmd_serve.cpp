@@ -15,6 +15,7 @@
 #include "core/mapped_file.h"
 #include "model/embedded_default.h"
 #include "model/loader.h"
+#include "parallel_flags.h"
 #include "server/openai_server.h"
 #include "testing/test_backend.h"
 #include "text/tokenizer.h"
@@ -31,7 +32,6 @@ int run_serve(int argc, char** argv) {
   std::vector<std::string> api_keys;
   server::ServerConfig config;
   engine::EngineConfig engine_config;
-  int tensor_parallel = 1;
   double gpu_memory_utilization = 0.9;
   int64_t kv_cache_memory_bytes = 0;
   bool disable_log_stats = false, no_vllm_metrics = false;
@@ -55,8 +55,7 @@ int run_serve(int argc, char** argv) {
   cli.add_option("--load-format", load_format, "auto | dummy (random weights of --preset shapes, no disk)")
       ->envname("GOSSAMER_LOAD_FORMAT")->group("Model");
   cli.add_option("--preset", preset, "20b | 120b | tiny (with --load-format dummy)")->group("Model");
-  cli.add_option("--tensor-parallel-size", tensor_parallel, "GPUs to split the model over (also -tp)")
-      ->envname("GOSSAMER_TENSOR_PARALLEL_SIZE")->group("Model");
+  add_parallel_flags(cli, model_options.layout, "Model");
   cli.add_option("--served-model-name", served_name, "model id in the API (default: the model path)")
       ->envname("GOSSAMER_SERVED_MODEL_NAME")->group("Model");
   cli.add_option("--seed", seed, "seed of the embedded default model and of unseeded requests")
@@ -105,22 +104,17 @@ int run_serve(int argc, char** argv) {
   cli.add_option("--test-max-positions", test.max_position_embeddings, "")->group("");
   cli.add_option("--test-load-delay-ms", test.load_delay_ms, "")->group("");
   cli.add_option("--port-file", port_file, "")->group("");
-  // NOTE: CLI11 2.1 has no multi-letter short options; vLLM's -tp is rewritten to its long form.
-  std::vector<std::string> args(argv, argv + argc);
-  for (auto& arg : args) {
-    if (arg == "-tp") arg = "--tensor-parallel-size";
-    if (arg.rfind("-tp=", 0) == 0) arg = "--tensor-parallel-size=" + arg.substr(4);
-  }
-  std::vector<char*> arg_pointers;
-  for (auto& arg : args) arg_pointers.push_back(arg.data());
-  CLI11_PARSE(cli, argc, arg_pointers.data());
+  VllmArgs args(argc, argv);
+  CLI11_PARSE(cli, args.argc(), args.argv());
 
   log::set_format(log_format == "json" ? log::Format::kJson : log::Format::kText);
   log::set_level(log_level == "debug" ? log::Level::kDebug : log_level == "warning" ? log::Level::kWarning
                  : log_level == "error" ? log::Level::kError : log::Level::kInfo);
   if (model_dir.empty()) model_dir = model_flag;
   GOSSAMER_CHECK(model_flag.empty() || model_flag == model_dir, "give the model once (positional or --model)");
-  GOSSAMER_CHECK(tensor_parallel == 1, "--tensor-parallel-size ", tensor_parallel, " is not supported yet (only 1)");
+  GOSSAMER_CHECK(test.kind.empty() || !model_options.layout.sharded(), "--test-backend runs unsharded (no --tensor-parallel-size)");
+  const bool on_cpu_anyway = !test.kind.empty() || (model_dir.empty() && load_format != "dummy");  // the embedded default
+  check_single_replica(model_options.layout, on_cpu_anyway ? "cpu" : model::resolve_device(device));
   GOSSAMER_CHECK(gpu_memory_utilization > 0.0 && gpu_memory_utilization <= 1.0, "--gpu-memory-utilization must be in (0, 1]");
   GOSSAMER_CHECK(test.kind.empty() || test.kind == "fake", "--test-backend must be 'fake'");
   config.api_keys = api_keys;
@@ -177,11 +171,13 @@ int run_serve(int argc, char** argv) {
       // NOTE: the embedded default is a toy on the CPU: a modest context and KV budget unless asked otherwise.
       if (engine_config.max_model_len == 0) engine_config.max_model_len = 8192;
       if (kv_cache_memory_bytes == 0) engine_config.kv_cache_memory_bytes = 256LL << 20;
-      model = model::make_embedded_default_model(seed);
+      model = model_options.layout.sharded() ? model::load_dummy_model("embedded", seed, "cpu", model_options)
+                                             : model::make_embedded_default_model(seed);
     } else {
       server.set_loading_message("loading model from " + model_dir);
       model = model::load_model(model_dir, model::resolve_device(device), model_options);
     }
+    GOSSAMER_LOG_INFO("model loaded: ", layout_summary(*model, model_options.layout));
     if (model->backend_name() == "cuda" && kv_cache_memory_bytes == 0) {
       // vLLM's rule: weights + KV cache (+ activation headroom) within --gpu-memory-utilization of the GPU.
       engine_config.kv_cache_memory_bytes = model::gpu_kv_cache_budget_bytes(gpu_memory_utilization);

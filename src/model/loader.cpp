@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "model/checkpoint.h"
 #include "model/cpu_model.h"
+#include "model/cpu_sharded_model.h"
 #include "model/dummy_checkpoint.h"
 #ifdef GOSSAMER_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -21,6 +22,14 @@ std::string resolve_device(const std::string& device) {
   if (cudaGetDeviceCount(&count) == cudaSuccess && count > 0) return "cuda";
 #endif
   return "cpu";
+}
+
+int visible_gpu_count() {
+#ifdef GOSSAMER_HAVE_CUDA
+  int count = 0;
+  if (cudaGetDeviceCount(&count) == cudaSuccess) return count;
+#endif
+  return 0;
 }
 
 int64_t gpu_kv_cache_budget_bytes(double utilization, int64_t headroom_bytes) {
@@ -48,6 +57,30 @@ cuda::CudaOptions cuda_options(const ModelOptions& options) {
 }  // namespace
 #endif
 
+namespace {
+
+// The cpu backend over `weights`: one CpuModel, or the layout's simulated ranks.
+std::unique_ptr<Model> make_cpu_model(const GptOssConfig& config, GptOssWeights weights, std::shared_ptr<const void> storage,
+                                      const ModelOptions& options) {
+  validate_layout(options.layout, config, -1);
+  if (!options.layout.sharded()) return std::make_unique<CpuModel>(config, std::move(weights), std::move(storage));
+  ParallelLayout replica = options.layout;
+  replica.data_parallel = 1;
+  return std::make_unique<CpuShardedModel>(config, std::move(weights), std::move(storage), replica);
+}
+
+#ifdef GOSSAMER_HAVE_CUDA
+// The cuda backend runs one rank per process (docs/scaling.md); this process holds the whole replica.
+void check_cuda_layout(const ParallelLayout& layout, const GptOssConfig& config) {
+  validate_layout(layout, config, visible_gpu_count());
+  GOSSAMER_CHECK(!layout.sharded(), "the cuda backend does not run ", layout.describe(),
+                 " yet (the communicator layer is ready, the sharded CUDA forward is not: see docs/scaling.md); "
+                 "use --device cpu to run the layout on simulated ranks");
+}
+#endif
+
+}  // namespace
+
 std::unique_ptr<Model> load_model(const std::string& dir, const std::string& device, const ModelOptions& options) {
   GOSSAMER_CHECK(options.weights == "fp8" || options.weights == "bf16", "unknown weight format '", options.weights,
                  "' (expected fp8 or bf16)");
@@ -55,11 +88,12 @@ std::unique_ptr<Model> load_model(const std::string& dir, const std::string& dev
     std::shared_ptr<Checkpoint> checkpoint = Checkpoint::open(dir);
     const GptOssConfig config = checkpoint->config();
     GptOssWeights weights = checkpoint->weights();
-    return std::make_unique<CpuModel>(config, std::move(weights), std::move(checkpoint));
+    return make_cpu_model(config, std::move(weights), std::move(checkpoint), options);
   }
   GOSSAMER_CHECK(device == "cuda", "unknown device '", device, "' (expected cpu or cuda)");
 #ifdef GOSSAMER_HAVE_CUDA
   const std::unique_ptr<Checkpoint> checkpoint = Checkpoint::open(dir);
+  check_cuda_layout(options.layout, checkpoint->config());
   return std::make_unique<cuda::CudaModel>(checkpoint->config(), checkpoint->weights(), cuda_options(options));
 #else
   (void)options;
@@ -70,10 +104,16 @@ std::unique_ptr<Model> load_model(const std::string& dir, const std::string& dev
 std::unique_ptr<Model> load_dummy_model(const std::string& preset, uint64_t seed, const std::string& device,
                                         const ModelOptions& options) {
   const GptOssConfig config = preset_config(preset);
-  if (device == "cpu") return make_dummy_cpu_model(config, seed);
+  if (device == "cpu") {
+    GptOssConfig hf = config;  // the dummy's tensors carry the Hugging Face layout's names
+    hf.layout = CheckpointLayout::kHuggingFace;
+    DummyWeights dummy = make_dummy_weights(hf, seed);
+    return make_cpu_model(hf, std::move(dummy.weights), std::move(dummy.storage), options);
+  }
   GOSSAMER_CHECK(device == "cuda", "unknown device '", device, "' (expected cpu or cuda)");
 #ifdef GOSSAMER_HAVE_CUDA
   // Made directly in GPU memory (seconds even for 120b); not the host dummy's values.
+  check_cuda_layout(options.layout, config);
   return std::make_unique<cuda::CudaModel>(config, cuda::RandomWeights{seed}, cuda_options(options));
 #else
   (void)options;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "model/model.h"
+#include "model/sharding.h"
 
 namespace gossamer::model {
 
@@ -19,11 +20,17 @@ std::string resolve_device(const std::string& device);
 // stays within `utilization` of its memory, keeping `headroom_bytes` for step activations. 0 without CUDA.
 int64_t gpu_kv_cache_budget_bytes(double utilization, int64_t headroom_bytes = int64_t{4} << 30);
 
-// Backend options (ignored by the cpu backend).
+// Backend options (weights and cuda_graphs: cuda only).
 struct ModelOptions {
   std::string weights = "fp8";  // cuda weight format: "fp8" (128×128 block-scaled) or "bf16" (accuracy baseline)
   bool cuda_graphs = true;      // false = vLLM's --enforce-eager: no decode graphs
+  // Tensor/expert parallelism of the one replica loaded here (data_parallel is checked against the GPUs
+  // present, then left to the caller: a replica per model). On cpu the ranks are simulated by threads.
+  ParallelLayout layout;
 };
+
+// GPUs visible to this process (0 without CUDA).
+int visible_gpu_count();
 
 std::unique_ptr<Model> load_model(const std::string& dir, const std::string& device = "cpu", const ModelOptions& options = {});
 

@@ -63,6 +63,8 @@ class Model {
   virtual ~Model() = default;
   virtual const GptOssConfig& config() const = 0;
   virtual std::string backend_name() const = 0;
+  // The tensor/expert-parallel layout of this model's ranks (model/sharding.h), e.g. "TP1 EP1".
+  virtual std::string parallel_layout() const { return "TP1 EP1"; }
   // Allocates (or re-allocates) the paged KV cache: num_blocks blocks for every layer, or with
   // num_sliding_blocks > 0 (the ring) num_blocks for the full-attention layers and num_sliding_blocks for
   // the sliding-window layers.

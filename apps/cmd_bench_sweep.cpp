@@ -1,0 +1,243 @@
+// `gossamer bench sweep`: every tensor/expert/data-parallel layout that fits the GPUs present × decode at
+// batch 1–128 and contexts 8,192 / 32,768, and prefill at batch 1 over 8k–128k input tokens: the
+// reference deployment's tables (latency, tokens/s, $ per 1M tokens at $3.00/GPU-hour × GPUs), the
+// cheapest layout per point, and a CSV (apps/bench_sweep_table.h). On --device cpu the layouts run on
+// simulated ranks (--gpus says how many), which checks the sweep itself, not the speed of a GPU.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <numeric>
+
+#include "bench_sweep_table.h"
+#include "command.h"
+#include "core/error.h"
+#include "core/random.h"
+#include "model/dummy_checkpoint.h"
+#include "model/loader.h"
+
+namespace gossamer::app {
+
+namespace {
+
+constexpr int32_t kBlock = 16;
+
+std::vector<int32_t> random_tokens(uint64_t seed, int64_t count, int32_t vocab) {
+  SplitMix64 rng(seed);
+  std::vector<int32_t> tokens(static_cast<size_t>(count));
+  for (int32_t& token : tokens) token = static_cast<int32_t>(rng.next() % static_cast<uint64_t>(std::min(vocab, 199998)));
+  return tokens;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The (TP, EP) groups to load, and the DP counts each is reported at: TP ∈ {1, 2, 4, 8} dividing the
+// model, EP on and off for TP > 1, DP ∈ {1, 2, 4, 8} with TP × DP ≤ gpus.
+std::vector<model::ParallelLayout> layouts_that_fit(const model::GptOssConfig& config, int gpus) {
+  std::vector<model::ParallelLayout> out;
+  for (int32_t tp : {1, 2, 4, 8}) {
+    for (bool ep : {false, true}) {
+      if (ep && tp == 1) continue;
+      for (int32_t dp : {1, 2, 4, 8}) {
+        const model::ParallelLayout layout{tp, ep, dp};
+        try {
+          model::validate_layout(layout, config, gpus);
+          out.push_back(layout);
+        } catch (const Error&) {  // does not fit the model or the GPUs: not part of the sweep
+        }
+      }
+    }
+  }
+  return out;
+}
+
+double prefill_seconds(model::Model& model, int64_t length, uint64_t seed, int repeats) {
+  const int32_t blocks = static_cast<int32_t>((length + kBlock - 1) / kBlock);
+  model.allocate_kv_cache(blocks, kBlock);
+  std::vector<int32_t> table(static_cast<size_t>(blocks));
+  std::iota(table.begin(), table.end(), 0);
+  const auto tokens = random_tokens(seed, length, model.config().vocab_size);
+  std::vector<float> logits;
+  std::vector<double> times;
+  for (int r = 0; r < std::max(1, repeats); ++r) {
+    model::ForwardBatch batch;
+    batch.sequences.push_back(model::SequenceInput{tokens, 0, table, model::LogitsWanted::kLast});
+    const auto start = std::chrono::steady_clock::now();
+    model.forward(batch, logits);
+    times.push_back(seconds_since(start));
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+// Seconds per decode step of `batch` sequences with `context` cached positions each (the sliding layers
+// keep only their window: the engine's ring). Returns < 0 when the KV cache would exceed the budget.
+double decode_step_seconds(model::Model& model, int64_t context, int32_t batch, int steps, uint64_t seed, double budget_bytes) {
+  const int64_t per_seq = (context + steps + 4 + kBlock - 1) / kBlock;
+  const int32_t sliding_layers = model.num_sliding_layers(), layers = std::max(1, model.config().num_layers);
+  const int64_t ring_positions = model.config().sliding_window + model::kSlidingKeepMargin + steps + 4;
+  const int64_t ring_per_seq = sliding_layers > 0 ? std::min(per_seq, ring_positions / kBlock + 2) : 0;
+  const double block_bytes = static_cast<double>(model.kv_bytes_per_token()) * kBlock;
+  const double bytes = static_cast<double>(per_seq * batch) * block_bytes * (layers - sliding_layers) / layers +
+                       static_cast<double>(ring_per_seq * batch) * block_bytes * sliding_layers / layers;
+  if (bytes > budget_bytes) return -1.0;
+  model.allocate_kv_cache(static_cast<int32_t>(per_seq * batch), kBlock, static_cast<int32_t>(ring_per_seq * batch));
+  std::vector<std::vector<int32_t>> tables(static_cast<size_t>(batch)), rings(tables.size());
+  for (int32_t b = 0; b < batch; ++b) {
+    auto& table = tables[static_cast<size_t>(b)];
+    table.resize(static_cast<size_t>(per_seq));
+    std::iota(table.begin(), table.end(), static_cast<int32_t>(b * per_seq));
+    if (ring_per_seq == 0) continue;
+    auto& ring = rings[static_cast<size_t>(b)];  // the last ring_per_seq blocks are the ring's; older entries are never read
+    ring.resize(static_cast<size_t>(per_seq));
+    for (int64_t i = 0; i < per_seq; ++i) ring[static_cast<size_t>(i)] = static_cast<int32_t>(b * ring_per_seq + std::max<int64_t>(0, i - (per_seq - ring_per_seq)));
+  }
+  const auto tokens = random_tokens(seed, batch, model.config().vocab_size);
+  std::vector<float> logits;
+  auto step = [&](int index) {
+    model::ForwardBatch forward;
+    for (int32_t b = 0; b < batch; ++b) {
+      forward.sequences.push_back(model::SequenceInput{std::span(tokens).subspan(static_cast<size_t>(b), 1),
+                                                       static_cast<int32_t>(context + index), tables[static_cast<size_t>(b)],
+                                                       model::LogitsWanted::kLast, rings[static_cast<size_t>(b)]});
+    }
+    model.forward(forward, logits);
+  };
+  for (int i = 0; i < 2; ++i) step(i);  // warm-up
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < steps; ++i) step(2 + i);
+  return seconds_since(start) / steps;
+}
+
+int run_bench_sweep(int argc, char** argv) {
+  CLI::App cli{"Every parallel layout that fits the GPUs present: prefill latency and decode cost (reference tables + CSV)"};
+  std::string model_dir, load_format = "auto", preset = "20b", device = "cuda", csv_out;
+  model::ModelOptions options;
+  uint64_t seed = 0;
+  int gpus = 0, steps = 10, repeats = 1;
+  double kv_budget_gib = 100.0;
+  std::vector<int> batch_sizes = {1, 2, 4, 8, 16, 32, 64, 128};
+  std::vector<int64_t> contexts = {8192, 32768}, prefill_lens = {8192, 32768, 65536, 128000};
+  cli.add_option("--model", model_dir, "checkpoint directory");
+  cli.add_option("--load-format", load_format, "auto | dummy (random weights of --preset shapes, no disk)");
+  cli.add_option("--preset", preset, "20b | 120b | tiny (with --load-format dummy)");
+  cli.add_option("--device", device, "cuda | cpu (simulated ranks)");
+  cli.add_option("--weights", options.weights, "cuda weight format: fp8 | bf16")->check(CLI::IsMember({"fp8", "bf16"}));
+  cli.add_option("--gpus", gpus, "GPUs (cpu: simulated ranks) the layouts may use; 0 = the GPUs visible (cpu: 1)");
+  cli.add_option("--batch-sizes", batch_sizes, "decode batch sizes")->delimiter(',');
+  cli.add_option("--contexts", contexts, "decode: cached context per sequence")->delimiter(',');
+  cli.add_option("--prefill-lens", prefill_lens, "prefill input lengths (batch 1)")->delimiter(',');
+  cli.add_option("--steps", steps, "timed decode steps per point")->check(CLI::PositiveNumber);
+  cli.add_option("--repeats", repeats, "timed prefills per length (the median is reported)")->check(CLI::PositiveNumber);
+  cli.add_option("--kv-budget-gib", kv_budget_gib, "largest KV cache per GPU; bigger decode points are skipped");
+  cli.add_option("--csv", csv_out, "also write every row as CSV");
+  std::string series_out;
+  cli.add_option("--series-json", series_out,
+                 "also write the decode cost-vs-speed series (per context, one line per layout: tok/s per sequence, "
+                 "$ per 1M output tokens, batch) as JSON: the input of the plots");
+  cli.add_option("--seed", seed, "seed of the dummy weights and of the tokens");
+  CLI11_PARSE(cli, argc, argv);
+  GOSSAMER_CHECK(load_format == "dummy" || !model_dir.empty(), "give --model DIR or --load-format dummy");
+  const int present = device == "cuda" ? model::visible_gpu_count() : -1;
+  if (gpus == 0) gpus = device == "cuda" ? present : 1;
+  GOSSAMER_CHECK(gpus >= 1, "no GPU visible: use --device cpu --gpus N to sweep simulated ranks");
+  GOSSAMER_CHECK(present < 0 || gpus <= present, "--gpus ", gpus, " but ", present, " GPUs are present");
+  const model::GptOssConfig config = load_format == "dummy" ? model::preset_config(preset) : model::GptOssConfig::from_file(model_dir);
+  const std::string name = load_format == "dummy" ? "dummy-" + preset : model_dir;
+
+  // One model per (TP, EP) group; its DP variants are derived from the same measurements.
+  std::map<std::pair<int32_t, bool>, std::vector<int32_t>> groups;
+  for (const model::ParallelLayout& layout : layouts_that_fit(config, gpus)) {
+    groups[{layout.tensor_parallel, layout.expert_parallel}].push_back(layout.data_parallel);
+  }
+  std::fprintf(stderr, "sweep: %s on %s, %d GPU(s): %zu tensor/expert-parallel groups\n", name.c_str(), device.c_str(), gpus, groups.size());
+  std::vector<SweepRow> rows;
+  for (const auto& [group, dps] : groups) {
+    options.layout = model::ParallelLayout{group.first, group.second, 1};
+    std::unique_ptr<model::Model> model;
+    std::string failure;
+    try {
+      model = load_format == "dummy" ? model::load_dummy_model(preset, seed, device, options)
+                                     : model::load_model(model_dir, device, options);
+    } catch (const Error& error) {
+      failure = error.what();
+    }
+    std::fprintf(stderr, "sweep: %s %s\n", options.layout.describe().c_str(), failure.empty() ? "loaded" : ("skipped: " + failure).c_str());
+    for (int64_t length : prefill_lens) {
+      SweepRow row;
+      row.kind = SweepRow::Kind::kPrefill;
+      row.layout = options.layout;
+      row.tokens = length;
+      row.skipped = failure;
+      if (failure.empty() && length > config.max_position_embeddings) row.skipped = "longer than the context";
+      if (row.skipped.empty()) row.seconds = prefill_seconds(*model, length, seed + static_cast<uint64_t>(length), repeats);
+      rows.push_back(row);
+    }
+    std::map<std::pair<int64_t, int32_t>, double> measured;  // (context, replica batch) → step seconds
+    for (int32_t dp : dps) {
+      for (int64_t context : contexts) {
+        for (int batch : batch_sizes) {
+          SweepRow row;
+          row.layout = model::ParallelLayout{group.first, group.second, dp};
+          row.tokens = context;
+          row.batch = batch;
+          row.skipped = failure;
+          if (!row.skipped.empty()) {
+            rows.push_back(row);
+            continue;
+          }
+          const int32_t replica_batch = (batch + dp - 1) / dp;
+          auto found = measured.find({context, replica_batch});
+          if (found == measured.end()) {
+            const double budget = kv_budget_gib * double(1 << 30) * group.first;  // the group's GPUs together
+            const double seconds = decode_step_seconds(*model, context, replica_batch, steps, seed + static_cast<uint64_t>(batch), budget);
+            found = measured.emplace(std::pair{context, replica_batch}, seconds).first;
+          }
+          if (found->second < 0) {
+            row.skipped = "KV cache over --kv-budget-gib";
+          } else {
+            row.seconds = found->second;
+            row.source = dp == 1 ? "measured" : "replica×" + std::to_string(dp);
+          }
+          rows.push_back(row);
+        }
+      }
+    }
+  }
+  std::sort(rows.begin(), rows.end(), [](const SweepRow& a, const SweepRow& b) {
+    return std::tuple(a.kind, a.tokens, a.batch, a.gpus(), a.layout.tensor_parallel, a.layout.expert_parallel) <
+           std::tuple(b.kind, b.tokens, b.batch, b.gpus(), b.layout.tensor_parallel, b.layout.expert_parallel);
+  });
+  print_prefill_table(stdout, name + " on " + device, rows);
+  print_decode_table(stdout, name + " on " + device, rows);
+  print_best_decode_table(stdout, rows);
+  if (!csv_out.empty()) {
+    write_sweep_csv(csv_out, rows);
+    std::printf("\ncsv: %s\n", csv_out.c_str());
+  }
+  if (!series_out.empty()) {
+    nlohmann::json charts = nlohmann::json::array();
+    for (int64_t context : contexts) {
+      nlohmann::json lines = nlohmann::json::array();
+      for (const CostSeries& series : decode_cost_series(rows, context)) {
+        lines.push_back({{"layout", series.label}, {"tokens_per_s_per_seq", series.tokens_per_s_per_seq},
+                         {"dollars_per_million_output_tokens", series.dollars_per_million}, {"batch", series.batch}});
+      }
+      charts.push_back({{"model", name}, {"device", device}, {"context", context}, {"series", lines}});
+    }
+    std::ofstream(series_out) << charts.dump(2) << "\n";
+    std::printf("series: %s\n", series_out.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+GOSSAMER_REGISTER_BENCH("sweep", "every TP/EP/DP layout that fits: prefill latency and decode cost tables + CSV", run_bench_sweep);
+
+}  // namespace gossamer::app

@@ -1,0 +1,51 @@
+#include "parallel_flags.h"
+
+#include "core/error.h"
+#include "model/loader.h"
+
+namespace gossamer::app {
+
+void add_parallel_flags(CLI::App& cli, model::ParallelLayout& layout, const std::string& group) {
+  cli.add_option("--tensor-parallel-size", layout.tensor_parallel, "ranks to split each replica over (also -tp)")
+      ->envname("GOSSAMER_TENSOR_PARALLEL_SIZE")
+      ->group(group);
+  cli.add_flag("--enable-expert-parallel", layout.expert_parallel,
+               "split the MoE by experts over the tensor-parallel group (EP = TP) instead of by intermediate columns")
+      ->group(group);
+  cli.add_option("--data-parallel-size", layout.data_parallel, "independent replicas (also -dp)")
+      ->envname("GOSSAMER_DATA_PARALLEL_SIZE")
+      ->group(group);
+}
+
+VllmArgs::VllmArgs(int argc, char** argv) : args_(argv, argv + argc) {
+  for (std::string& arg : args_) {
+    for (const auto& [short_name, long_name] : {std::pair<std::string, std::string>{"-tp", "--tensor-parallel-size"},
+                                                {"-dp", "--data-parallel-size"}}) {
+      if (arg == short_name) arg = long_name;
+      if (arg.rfind(short_name + "=", 0) == 0) arg = long_name + arg.substr(short_name.size());
+    }
+  }
+  for (std::string& arg : args_) pointers_.push_back(arg.data());
+}
+
+void check_single_replica(const model::ParallelLayout& layout, const std::string& device) {
+  GOSSAMER_CHECK(layout.tensor_parallel >= 1 && layout.data_parallel >= 1,
+                 "--tensor-parallel-size and --data-parallel-size must be ≥ 1");
+  if (device == "cuda") {
+    const int gpus = model::visible_gpu_count();
+    GOSSAMER_CHECK(layout.num_devices() <= gpus, "layout ", layout.describe_with_dp(), " needs ", layout.num_devices(),
+                   " GPUs (tensor-parallel × data-parallel), but ", gpus, " are present");
+  }
+  GOSSAMER_CHECK(layout.data_parallel == 1, "--data-parallel-size ", layout.data_parallel,
+                 ": replicas behind one server are not built yet; run one gossamer per replica (each with its own "
+                 "--tensor-parallel-size and CUDA_VISIBLE_DEVICES) behind a load balancer (docs/scaling.md)");
+}
+
+std::string layout_summary(const model::Model& model, const model::ParallelLayout& layout) {
+  std::string line = model.parallel_layout() + " DP" + std::to_string(layout.data_parallel) + " on " + model.backend_name();
+  const int32_t ranks = layout.tensor_parallel;
+  if (model.backend_name() == "cpu" && ranks > 1) line += " (" + std::to_string(ranks) + " simulated ranks)";
+  return line;
+}
+
+}  // namespace gossamer::app

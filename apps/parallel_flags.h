@@ -1,0 +1,38 @@
+// The parallelism flags of every model command, with vLLM's names: -tp/--tensor-parallel-size,
+// --enable-expert-parallel (EP over the TP group), -dp/--data-parallel-size.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "model/model.h"
+#include "model/sharding.h"
+
+namespace gossamer::app {
+
+// Adds the three flags to `cli`, filling `layout`.
+void add_parallel_flags(CLI::App& cli, model::ParallelLayout& layout, const std::string& group = "Parallelism");
+
+// argv with vLLM's multi-letter short flags (-tp N, -tp=N, -dp N, -dp=N) spelt long (CLI11 2.1 has no
+// multi-letter short options). Keep the result alive while CLI11 parses the pointers.
+class VllmArgs {
+ public:
+  VllmArgs(int argc, char** argv);
+  int argc() const { return static_cast<int>(pointers_.size()); }
+  char** argv() { return pointers_.data(); }
+
+ private:
+  std::vector<std::string> args_;
+  std::vector<char*> pointers_;
+};
+
+// Before loading: on cuda, refuses a layout needing more GPUs than are visible; then refuses
+// data_parallel > 1 (replicas are one process each today) with the way to run them. The loader checks
+// the rest of the layout against the model.
+void check_single_replica(const model::ParallelLayout& layout, const std::string& device);
+
+// "TP2 EP2 DP1 on cpu (2 simulated ranks)" style line for the load summary.
+std::string layout_summary(const model::Model& model, const model::ParallelLayout& layout);
+
+}  // namespace gossamer::app
