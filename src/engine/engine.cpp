@@ -14,8 +14,8 @@ Engine::Engine(std::unique_ptr<model::Model> model, const EngineConfig& config, 
       config_(config.resolve(*model_)),
       observer_(std::move(observer)),
       vocab_size_(model_->config().vocab_size),
-      allocator_(config_.num_kv_blocks),
-      sliding_allocator_(config_.num_sliding_kv_blocks),
+      allocator_(config_.num_kv_blocks, config_.enable_prefix_caching ? config_.block_size : 0),
+      sliding_allocator_(config_.num_sliding_kv_blocks, config_.enable_prefix_caching ? config_.block_size : 0),
       scheduler_(config_, allocator_, &sliding_allocator_) {
   model_->allocate_kv_cache(config_.num_kv_blocks, config_.block_size, config_.num_sliding_kv_blocks);
   stat_free_blocks_ = allocator_.num_free();
@@ -36,7 +36,8 @@ Engine::Engine(std::unique_ptr<model::Model> model, const EngineConfig& config, 
                     config_.max_num_batched_tokens,
                     config_.num_sliding_kv_blocks > 0
                         ? ", sliding-window ring of " + std::to_string(config_.num_sliding_kv_blocks) + " blocks"
-                        : std::string(", no sliding-window ring"));
+                        : std::string(", no sliding-window ring"),
+                    config_.enable_prefix_caching ? ", prefix caching on" : ", prefix caching off");
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -117,6 +118,8 @@ EngineStats Engine::stats() const {
   stats.num_prompt_tokens_total = stat_prompt_tokens_.load();
   stats.num_generation_tokens_total = stat_generation_tokens_.load();
   stats.num_steps_total = stat_steps_.load();
+  stats.num_prefix_cache_queries_total = stat_prefix_queries_.load();
+  stats.num_prefix_cache_hits_total = stat_prefix_hits_.load();
   return stats;
 }
 
@@ -217,6 +220,7 @@ void Engine::run_step(const SchedulerOutput& scheduled) {
     }
   } catch (const std::exception& error) {
     GOSSAMER_LOG_ERROR("engine: forward failed, aborting ", scheduled.sequences.size(), " requests: ", error.what());
+    scheduler_.reset_prefix_cache();  // blocks registered for this step may hold garbage
     for (const ScheduledSequence& seq : scheduled.sequences) finish(seq.request, FinishReason::kAbort);
     return;
   }
@@ -263,6 +267,7 @@ void Engine::run_step(const SchedulerOutput& scheduled) {
       output.num_output_tokens = static_cast<int32_t>(request->output.size());
       output.times = request->times;
       output.num_preemptions = request->num_preemptions;
+      output.num_cached_tokens = request->num_cached_tokens;
       pending_outputs_.emplace_back(request->on_output, std::move(output));
     }
   }
@@ -291,6 +296,7 @@ void Engine::finish(Request* request, FinishReason reason, std::vector<TokenId> 
   output.stop_token = stop_token;
   output.times = request->times;
   output.num_preemptions = request->num_preemptions;
+  output.num_cached_tokens = request->num_cached_tokens;
   OutputCallback callback = std::move(request->on_output);
   const RequestId id = request->id;  // NOTE: erase(request->id) would read the key while destroying it
   requests_.erase(id);               // `request` dangles from here on
@@ -307,6 +313,8 @@ void Engine::publish_stats() {
   stat_running_ = scheduler_.num_running();
   stat_free_blocks_ = allocator_.num_free();
   stat_preemptions_ = scheduler_.num_preemptions_total();
+  stat_prefix_queries_ = scheduler_.num_prefix_cache_queries_total();
+  stat_prefix_hits_ = scheduler_.num_prefix_cache_hits_total();
   std::lock_guard<std::mutex> lock(mutex_);
   num_waiting_snapshot_ = scheduler_.num_waiting();
 }

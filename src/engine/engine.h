@@ -60,6 +60,8 @@ struct EngineStats {
   int64_t num_prompt_tokens_total = 0;  // prompt tokens computed (recomputes not counted)
   int64_t num_generation_tokens_total = 0;
   int64_t num_steps_total = 0;
+  int64_t num_prefix_cache_queries_total = 0;  // tokens looked up in the prefix cache at admission
+  int64_t num_prefix_cache_hits_total = 0;     // of those, tokens found cached
   double kv_usage() const { return num_kv_blocks == 0 ? 0.0 : 1.0 - double(num_free_kv_blocks) / num_kv_blocks; }
 };
 
@@ -129,6 +131,8 @@ class Engine {
   std::atomic<int64_t> stat_prompt_tokens_{0};
   std::atomic<int64_t> stat_generation_tokens_{0};
   std::atomic<int64_t> stat_steps_{0};
+  std::atomic<int64_t> stat_prefix_queries_{0};
+  std::atomic<int64_t> stat_prefix_hits_{0};
 
   std::thread thread_;
 };
