@@ -15,6 +15,7 @@
 
 namespace gossamer::engine {
 
+class TokenConstraint;
 using TokenId = int32_t;
 using RequestId = uint64_t;
 using Clock = std::chrono::steady_clock;
@@ -50,6 +51,8 @@ struct SamplingParams {
   int32_t max_tokens = 0;     // 0 = up to the context length
   bool ignore_eos = false;    // keep going past stop tokens (benchmarks)
   std::vector<TokenId> stop_token_ids = {kTokenReturn, kTokenCall, kTokenEndOfText};
+  // Structured output: which tokens may come next (token_constraint.h); null = any.
+  std::shared_ptr<TokenConstraint> constraint;
 };
 
 // Timestamps of one request's life, for metrics.

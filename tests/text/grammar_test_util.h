@@ -113,6 +113,13 @@ inline bool random_walk(grammar::GrammarMatcher& matcher, grammar::TokenMasker& 
                         std::mt19937_64& rng, bool adversarial, int max_tokens, std::string& out, std::vector<double>* mask_us = nullptr) {
   std::vector<uint32_t> mask(static_cast<size_t>(masker.vocabulary().num_words()));
   std::vector<int32_t> allowed, odd;
+  static const std::vector<bool> is_odd = [&] {  // tokens with structure in them
+    std::vector<bool> flags(static_cast<size_t>(kNumOrdinaryTokens));
+    for (TokenId t = 0; t < kNumOrdinaryTokens; ++t) {
+      flags[static_cast<size_t>(t)] = tokenizer.token_bytes(t).find_first_of("\"\\{}[],:0123456789 -") != std::string_view::npos;
+    }
+    return flags;
+  }();
   for (int step = 0; step < max_tokens; ++step) {
     const bool can_end = matcher.can_end();
     if (matcher.must_end() || (can_end && rng() % 4 == 0)) return true;
@@ -125,8 +132,7 @@ inline bool random_walk(grammar::GrammarMatcher& matcher, grammar::TokenMasker& 
       for (uint32_t bits = mask[w]; bits != 0; bits &= bits - 1) {
         const auto token = static_cast<int32_t>(w * 32 + static_cast<size_t>(__builtin_ctz(bits)));
         allowed.push_back(token);
-        const std::string_view bytes = tokenizer.token_bytes(token);
-        if (bytes.find_first_of("\"\\{}[],:0123456789 -") != std::string_view::npos) odd.push_back(token);
+        if (is_odd[static_cast<size_t>(token)]) odd.push_back(token);
       }
     }
     if (allowed.empty()) return can_end;  // nothing but the end (checked by the caller)
