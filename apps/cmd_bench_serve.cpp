@@ -19,7 +19,7 @@ int run_bench_serve(int argc, char** argv) {
   CLI::App cli{"Load-test an OpenAI-compatible server (vllm bench serve's random dataset, options and figures)"};
   cli.option_defaults()->always_capture_default();
   server::BenchServeOptions options;
-  std::string base_url, request_rate = "inf", dataset = "random", result_file, percentiles = "99";
+  std::string base_url, request_rate = "inf", result_file, percentiles = "99";
   bool save_result = false;
   cli.add_option("--base-url", base_url, "server URL, e.g. http://127.0.0.1:8000 (overrides --host/--port)");
   cli.add_option("--host", options.host, "server host");
@@ -27,7 +27,9 @@ int run_bench_serve(int argc, char** argv) {
   cli.add_option("--backend", options.backend, "openai-chat | openai")->check(CLI::IsMember({"openai-chat", "openai"}));
   cli.add_option("--endpoint", options.endpoint, "API path (default from --backend)");
   cli.add_option("--model", options.model, "model id (default: the first from /v1/models)");
-  cli.add_option("--dataset-name", dataset, "random (the only dataset without downloads)")->check(CLI::IsMember({"random"}));
+  cli.add_option("--dataset-name", options.dataset, "random | multiturn (--num-prompts conversations of --multiturn-turns turns)")
+      ->check(CLI::IsMember({"random", "multiturn"}));
+  cli.add_option("--multiturn-turns", options.multiturn_turns, "multiturn: turns per conversation (user turns of --random-input-len tokens)");
   cli.add_option("--num-prompts", options.num_prompts, "requests to send");
   cli.add_option("--random-input-len", options.random_input_len, "prompt tokens per request");
   cli.add_option("--random-output-len", options.random_output_len, "max output tokens per request");

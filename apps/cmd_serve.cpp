@@ -81,6 +81,9 @@ int run_serve(int argc, char** argv) {
       ->envname("GOSSAMER_MAX_QUEUED_REQUESTS")->group("Scheduler");
   cli.add_option("--block-size", engine_config.block_size, "KV cache block size in tokens")
       ->envname("GOSSAMER_BLOCK_SIZE")->group("Scheduler");
+  cli.add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", engine_config.enable_prefix_caching,
+               "reuse the cached KV blocks of shared prompt prefixes (default on)")
+      ->envname("GOSSAMER_ENABLE_PREFIX_CACHING")->group("Scheduler");
   cli.add_option("--num-gpu-blocks-override", engine_config.num_kv_blocks, "KV cache blocks (0 = from the memory budget)")
       ->envname("GOSSAMER_NUM_GPU_BLOCKS_OVERRIDE")->group("Scheduler");
   cli.add_option("--gpu-memory-utilization", gpu_memory_utilization, "share of GPU memory for weights and KV cache (cuda)")

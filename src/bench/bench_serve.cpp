@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "bench/bench_multiturn.h"
 #include "bench/http_client.h"
 #include "text/incremental_detokenizer.h"
 
@@ -23,6 +24,7 @@ using Json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 struct BenchRequest {
+  Json messages;  // multiturn: the whole chat so far (else one user message of `prompt`)
   std::string prompt;
   int input_len = 0;
   int output_len = 0;
@@ -36,6 +38,7 @@ struct Outcome {
   std::vector<double> itl;
   int prompt_tokens = 0;
   int output_tokens = 0;
+  std::string text;  // the answer's content
 };
 
 std::vector<BenchRequest> random_dataset(const BenchServeOptions& options, const text::Tokenizer& tokenizer) {
@@ -62,7 +65,7 @@ Outcome send_one(const BenchServeOptions& options, const std::string& endpoint, 
   Outcome outcome;
   Json body = {{"model", model}, {"stream", true}, {"stream_options", {{"include_usage", true}}}};
   if (options.backend == "openai-chat") {
-    body["messages"] = {{{"role", "user"}, {"content", request.prompt}}};
+    body["messages"] = request.messages.is_array() ? request.messages : Json{{{"role", "user"}, {"content", request.prompt}}};
     body["max_completion_tokens"] = request.output_len;
   } else {
     body["prompt"] = request.prompt;
@@ -94,6 +97,12 @@ Outcome send_one(const BenchServeOptions& options, const std::string& endpoint, 
           outcome.prompt_tokens = chunk["usage"].value("prompt_tokens", 0);
         }
         if (chunk.contains("choices") && chunk["choices"].is_array() && !chunk["choices"].empty()) {
+          const Json& choice = chunk["choices"][0];
+          if (choice.contains("delta") && choice["delta"].value("content", Json()).is_string()) {
+            outcome.text += choice["delta"]["content"].get<std::string>();
+          } else if (choice.value("text", Json()).is_string()) {
+            outcome.text += choice["text"].get<std::string>();
+          }
           if (chunks == 0) {
             outcome.ttft = std::chrono::duration<double>(now - start).count();
           } else {
@@ -165,8 +174,11 @@ BenchServeResult run_bench_serve(const BenchServeOptions& options, const text::T
     slos[key] = std::stod(item.substr(colon + 1));
   }
 
-  const std::vector<BenchRequest> requests = random_dataset(options, tokenizer);
-  std::vector<Outcome> outcomes(requests.size());
+  const bool multiturn = options.dataset == "multiturn";
+  GOSSAMER_CHECK(multiturn || options.dataset == "random", "unknown --dataset-name '", options.dataset, "'");
+  GOSSAMER_CHECK(!multiturn || options.backend == "openai-chat", "the multiturn dataset needs --backend openai-chat");
+  const std::vector<BenchRequest> requests = multiturn ? std::vector<BenchRequest>{} : random_dataset(options, tokenizer);
+  std::vector<Outcome> outcomes(multiturn ? static_cast<size_t>(options.num_prompts) * options.multiturn_turns : requests.size());
 
   // Arrival times: gamma-distributed gaps with mean 1/rate (shape = burstiness), or all at once.
   std::mt19937_64 rng(options.seed ^ 0x5eedULL);
@@ -186,6 +198,17 @@ BenchServeResult run_bench_serve(const BenchServeOptions& options, const text::T
   const int limit = options.max_concurrency > 0 ? options.max_concurrency : std::numeric_limits<int>::max();
   std::vector<std::thread> threads;
   const auto start = Clock::now();
+  if (multiturn) {
+    MultiturnSpec spec{options.num_prompts, options.multiturn_turns, options.random_input_len, options.max_concurrency, options.seed};
+    run_multiturn(spec, tokenizer, [&](const Json& messages, int conversation, int turn) -> std::optional<std::string> {
+      BenchRequest request;
+      request.messages = messages;
+      request.output_len = options.random_output_len;
+      Outcome& outcome = outcomes[static_cast<size_t>(conversation) * options.multiturn_turns + turn];
+      outcome = send_one(options, endpoint, model, request);
+      return outcome.success ? std::optional<std::string>(outcome.text) : std::nullopt;
+    });
+  }
   for (size_t i = 0; i < requests.size(); ++i) {
     std::this_thread::sleep_until(start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(arrivals[i])));
     {
@@ -250,6 +273,18 @@ BenchServeResult run_bench_serve(const BenchServeOptions& options, const text::T
   json["output_throughput"] = static_cast<double>(total_output) / duration;
   json["total_token_throughput"] = static_cast<double>(total_input + total_output) / duration;
   json["errors"] = errors;
+  if (multiturn) {  // mean TTFT of each turn over the conversations that reached it
+    json["multiturn_mean_ttft_ms_by_turn"] = OrderedJson::array();
+    for (int t = 0; t < options.multiturn_turns; ++t) {
+      std::vector<double> turn_ttfts;
+      for (int c = 0; c < options.num_prompts; ++c) {
+        const Outcome& o = outcomes[static_cast<size_t>(c) * options.multiturn_turns + t];
+        if (o.success) turn_ttfts.push_back(o.ttft * 1000.0);
+      }
+      json["multiturn_mean_ttft_ms_by_turn"].push_back(
+          turn_ttfts.empty() ? 0.0 : std::accumulate(turn_ttfts.begin(), turn_ttfts.end(), 0.0) / static_cast<double>(turn_ttfts.size()));
+    }
+  }
 
   std::string report;
   const auto line = [&](const std::string& label, const std::string& value) {

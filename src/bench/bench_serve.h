@@ -1,5 +1,6 @@
 // The `gossamer bench serve` load generator: vLLM's `bench serve` options and figures (docs/PERF.md shows them) against any
-// OpenAI-compatible server, with the random dataset (random ordinary o200k tokens decoded to text).
+// OpenAI-compatible server, with the random dataset (random ordinary o200k tokens decoded to text) or the
+// multi-turn chat dataset (bench_multiturn.h).
 //
 // Contract: run_bench_serve() blocks until every request has finished; failed requests are counted, never
 // thrown. Timings use a steady clock: TTFT is the first chunk with a non-empty `choices`, ITL the gaps
@@ -25,7 +26,9 @@ struct BenchServeOptions {
   std::string endpoint;                     // default from the backend
   std::string model;                        // empty = the first id from /v1/models
   std::string api_key;                      // sent as a bearer token when set
+  std::string dataset = "random";           // random | multiturn (bench_multiturn.h: num_prompts conversations)
   int num_prompts = 100;
+  int multiturn_turns = 10;                 // multiturn: turns per conversation
   int random_input_len = 1024;
   int random_output_len = 128;
   double random_range_ratio = 0.0;          // lengths uniform in [len * (1 - r), len * (1 + r)]

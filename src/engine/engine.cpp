@@ -6,6 +6,7 @@
 #include "core/log.h"
 #include "core/parallel.h"
 #include "engine/sampler.h"
+#include "engine/token_constraint.h"
 
 namespace gossamer::engine {
 
@@ -14,8 +15,8 @@ Engine::Engine(std::unique_ptr<model::Model> model, const EngineConfig& config, 
       config_(config.resolve(*model_)),
       observer_(std::move(observer)),
       vocab_size_(model_->config().vocab_size),
-      allocator_(config_.num_kv_blocks),
-      sliding_allocator_(config_.num_sliding_kv_blocks),
+      allocator_(config_.num_kv_blocks, config_.enable_prefix_caching ? config_.block_size : 0),
+      sliding_allocator_(config_.num_sliding_kv_blocks, config_.enable_prefix_caching ? config_.block_size : 0),
       scheduler_(config_, allocator_, &sliding_allocator_) {
   model_->allocate_kv_cache(config_.num_kv_blocks, config_.block_size, config_.num_sliding_kv_blocks);
   stat_free_blocks_ = allocator_.num_free();
@@ -36,7 +37,8 @@ Engine::Engine(std::unique_ptr<model::Model> model, const EngineConfig& config, 
                     config_.max_num_batched_tokens,
                     config_.num_sliding_kv_blocks > 0
                         ? ", sliding-window ring of " + std::to_string(config_.num_sliding_kv_blocks) + " blocks"
-                        : std::string(", no sliding-window ring"));
+                        : std::string(", no sliding-window ring"),
+                    config_.enable_prefix_caching ? ", prefix caching on" : ", prefix caching off");
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -117,6 +119,8 @@ EngineStats Engine::stats() const {
   stats.num_prompt_tokens_total = stat_prompt_tokens_.load();
   stats.num_generation_tokens_total = stat_generation_tokens_.load();
   stats.num_steps_total = stat_steps_.load();
+  stats.num_prefix_cache_queries_total = stat_prefix_queries_.load();
+  stats.num_prefix_cache_hits_total = stat_prefix_hits_.load();
   return stats;
 }
 
@@ -203,9 +207,30 @@ void Engine::run_step(const SchedulerOutput& scheduled) {
     if (seq.sample) sampled.push_back(seq.request);
   }
   std::vector<TokenId> sampled_tokens(sampled.size());
+  // Structured output: each constrained row's token mask, filled here (rows in parallel, each
+  // constraint owned by its request) before the forward step.
+  const auto words = static_cast<size_t>(token_mask_words(vocab_size_));
+  std::vector<uint8_t> masked(sampled.size(), 0), mask_empty(sampled.size(), 0);
+  const bool any_constraint =
+      std::any_of(sampled.begin(), sampled.end(), [](const Request* r) { return r->sampling.constraint != nullptr; });
+  if (any_constraint) {
+    masks_.resize(sampled.size() * words);
+    parallel_for(static_cast<int64_t>(sampled.size()), 1, [&](int64_t begin, int64_t end) {
+      for (int64_t row = begin; row < end; ++row) {
+        TokenConstraint* constraint = sampled[static_cast<size_t>(row)]->sampling.constraint.get();
+        if (constraint == nullptr) continue;
+        const std::span<uint32_t> mask(masks_.data() + static_cast<size_t>(row) * words, words);
+        masked[static_cast<size_t>(row)] = constraint->fill_mask(mask);
+        mask_empty[static_cast<size_t>(row)] = masked[static_cast<size_t>(row)] && !token_mask_allows_any(mask, vocab_size_);
+      }
+    });
+  }
   // On the device when the backend can: only token ids cross back (no [rows, vocab] logits copy and
   // host softmax). The rows' RNG states advance before the step; a failed step aborts its requests.
-  const bool on_device = config_.device_sampling && model_->samples_on_device();
+  // NOTE: a step with a masked row samples on the host (the device samplers take no mask yet; the mask
+  // kernel is kernels/token_mask.h).
+  const bool any_masked = std::any_of(masked.begin(), masked.end(), [](uint8_t m) { return m != 0; });
+  const bool on_device = config_.device_sampling && model_->samples_on_device() && !any_masked;
   try {
     if (on_device) {
       std::vector<model::RowSampling> rows;
@@ -217,6 +242,7 @@ void Engine::run_step(const SchedulerOutput& scheduled) {
     }
   } catch (const std::exception& error) {
     GOSSAMER_LOG_ERROR("engine: forward failed, aborting ", scheduled.sequences.size(), " requests: ", error.what());
+    scheduler_.reset_prefix_cache();  // blocks registered for this step may hold garbage
     for (const ScheduledSequence& seq : scheduled.sequences) finish(seq.request, FinishReason::kAbort);
     return;
   }
@@ -226,8 +252,11 @@ void Engine::run_step(const SchedulerOutput& scheduled) {
   if (!on_device) {
     parallel_for(static_cast<int64_t>(sampled.size()), 1, [&](int64_t begin, int64_t end) {
       for (int64_t row = begin; row < end; ++row) {
-        const std::span<const float> logits(logits_.data() + row * vocab_size_, vocab_size_);
+        const std::span<float> logits(logits_.data() + row * vocab_size_, vocab_size_);
         Request* request = sampled[static_cast<size_t>(row)];
+        if (masked[static_cast<size_t>(row)]) {
+          apply_token_mask(logits, std::span<const uint32_t>(masks_.data() + static_cast<size_t>(row) * words, words));
+        }
         sampled_tokens[static_cast<size_t>(row)] = sample_token(logits, request->sampling, request->rng_state);
       }
     });
@@ -239,8 +268,15 @@ void Engine::run_step(const SchedulerOutput& scheduled) {
     Request* request = seq.request;
     request->num_computed += seq.num_new;
     if (!seq.sample) continue;
+    if (mask_empty[row]) {  // a constraint that allows nothing: its bug, never an invalid answer
+      GOSSAMER_LOG_ERROR("engine: request ", request->id, "'s token constraint allows no token; aborting it");
+      ++row;
+      finish(request, FinishReason::kAbort);
+      continue;
+    }
     const TokenId token = sampled_tokens[row++];
     request->output.push_back(token);
+    if (request->sampling.constraint) request->sampling.constraint->accept(token);
     ++stat_generation_tokens_;
     const auto now = Clock::now();
     if (request->output.size() == 1) request->times.first_token = now;
@@ -263,6 +299,7 @@ void Engine::run_step(const SchedulerOutput& scheduled) {
       output.num_output_tokens = static_cast<int32_t>(request->output.size());
       output.times = request->times;
       output.num_preemptions = request->num_preemptions;
+      output.num_cached_tokens = request->num_cached_tokens;
       pending_outputs_.emplace_back(request->on_output, std::move(output));
     }
   }
@@ -291,6 +328,7 @@ void Engine::finish(Request* request, FinishReason reason, std::vector<TokenId> 
   output.stop_token = stop_token;
   output.times = request->times;
   output.num_preemptions = request->num_preemptions;
+  output.num_cached_tokens = request->num_cached_tokens;
   OutputCallback callback = std::move(request->on_output);
   const RequestId id = request->id;  // NOTE: erase(request->id) would read the key while destroying it
   requests_.erase(id);               // `request` dangles from here on
@@ -307,6 +345,8 @@ void Engine::publish_stats() {
   stat_running_ = scheduler_.num_running();
   stat_free_blocks_ = allocator_.num_free();
   stat_preemptions_ = scheduler_.num_preemptions_total();
+  stat_prefix_queries_ = scheduler_.num_prefix_cache_queries_total();
+  stat_prefix_hits_ = scheduler_.num_prefix_cache_hits_total();
   std::lock_guard<std::mutex> lock(mutex_);
   num_waiting_snapshot_ = scheduler_.num_waiting();
 }

@@ -60,6 +60,8 @@ struct EngineStats {
   int64_t num_prompt_tokens_total = 0;  // prompt tokens computed (recomputes not counted)
   int64_t num_generation_tokens_total = 0;
   int64_t num_steps_total = 0;
+  int64_t num_prefix_cache_queries_total = 0;  // tokens looked up in the prefix cache at admission
+  int64_t num_prefix_cache_hits_total = 0;     // of those, tokens found cached
   double kv_usage() const { return num_kv_blocks == 0 ? 0.0 : 1.0 - double(num_free_kv_blocks) / num_kv_blocks; }
 };
 
@@ -112,6 +114,7 @@ class Engine {
   Scheduler scheduler_;
   std::unordered_map<RequestId, std::unique_ptr<Request>> requests_;
   std::vector<float> logits_;  // [num_rows, vocab_size] float32
+  std::vector<uint32_t> masks_;  // [num_rows, token_mask_words(vocab_size)] constrained rows' token masks
   std::vector<std::pair<OutputCallback, RequestOutput>> pending_outputs_;
 
   // Shared with submitters (guarded by mutex_).
@@ -129,6 +132,8 @@ class Engine {
   std::atomic<int64_t> stat_prompt_tokens_{0};
   std::atomic<int64_t> stat_generation_tokens_{0};
   std::atomic<int64_t> stat_steps_{0};
+  std::atomic<int64_t> stat_prefix_queries_{0};
+  std::atomic<int64_t> stat_prefix_hits_{0};
 
   std::thread thread_;
 };

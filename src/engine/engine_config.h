@@ -29,6 +29,7 @@ struct EngineConfig {
   int32_t sliding_window = 0;               // derived: the model's window when the ring is on
   uint64_t default_seed = 0;                // seed for requests that give none (mixed with the request id)
   bool device_sampling = true;              // draw tokens on the model's device when it can (forward_sample)
+  bool enable_prefix_caching = true;        // reuse the cached KV blocks of shared prompt prefixes
 
   void validate() const;
   // Sliding-pool blocks that always suffice: every running sequence keeps window + margin positions

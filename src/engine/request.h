@@ -15,6 +15,7 @@
 
 namespace gossamer::engine {
 
+class TokenConstraint;
 using TokenId = int32_t;
 using RequestId = uint64_t;
 using Clock = std::chrono::steady_clock;
@@ -50,6 +51,8 @@ struct SamplingParams {
   int32_t max_tokens = 0;     // 0 = up to the context length
   bool ignore_eos = false;    // keep going past stop tokens (benchmarks)
   std::vector<TokenId> stop_token_ids = {kTokenReturn, kTokenCall, kTokenEndOfText};
+  // Structured output: which tokens may come next (token_constraint.h); null = any.
+  std::shared_ptr<TokenConstraint> constraint;
 };
 
 // Timestamps of one request's life, for metrics.
@@ -71,6 +74,7 @@ struct RequestOutput {
   std::optional<TokenId> stop_token;  // set when a stop token ended the request
   RequestTimes times;
   int32_t num_preemptions = 0;
+  int32_t num_cached_tokens = 0;      // prompt tokens whose KV came from the prefix cache
 };
 
 // Called on the engine thread; must be quick and must not call back into the engine except cancel().
@@ -94,6 +98,12 @@ struct Request {
   int32_t sliding_trimmed = 0;
   int32_t num_computed = 0;
   int32_t num_preemptions = 0;
+  // Prefix cache: hashes of the full blocks of the known tokens computed so far (still valid after a
+  // preemption: tokens only grow), how many of block_table's blocks were offered to the cache, and the
+  // prompt positions found in the cache when the request was first scheduled.
+  std::vector<uint64_t> block_hashes;
+  int32_t num_cached_blocks = 0;
+  int32_t num_cached_tokens = 0;
 
   RequestTimes times;
   uint64_t rng_state = 0;  // per-request sampler state (splitmix64), advanced only when sampling

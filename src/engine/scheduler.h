@@ -13,12 +13,25 @@
 // that lie wholly below its window start − kSlidingKeepMargin (model.h). The pool is sized by
 // EngineConfig::ring_blocks_needed, so it never runs out (asserted).
 //
+// Prefix caching (when the allocators were built with a cache block size, EngineConfig::enable_prefix_
+// caching): a request leaving the queue (new or preempted) first takes every cached full block of its
+// known tokens' prefix (by hash chain, block_hash.h), at most up to its last token (which is always
+// computed, to give logits). With the ring it also needs the sliding-pool blocks of the window before
+// that point; the hit is shortened until they are all cached ("where the window allows"). Blocks are
+// offered to the cache as soon as a step is scheduled to fill them, so a request admitted later in the
+// same step, or in any later step, shares a prefix still being computed.
+// NOTE: that is safe because a forward step writes the new K/V of every sequence of a layer before any
+// of that layer's attention reads (model.h), and a block registered this step is never freed before the
+// step runs: preemption victims are requests not yet grown in this step. When a step fails the engine
+// calls reset_prefix_cache(), since registered blocks may then hold garbage.
+//
 // Contract: not thread-safe; the engine thread owns it. Requests are owned by the caller and must
 // outlive their time in the scheduler (until finish() or remove()).
 #pragma once
 
 #include <cstdint>
 #include <deque>
+#include <span>
 #include <vector>
 
 #include "engine/block_allocator.h"
@@ -55,6 +68,11 @@ class Scheduler {
   int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
   bool has_work() const { return !waiting_.empty() || !running_.empty(); }
   int64_t num_preemptions_total() const { return num_preemptions_total_; }
+  // vLLM's prefix-cache counters: tokens looked up at admission, and how many of them were cached.
+  int64_t num_prefix_cache_queries_total() const { return num_prefix_cache_queries_total_; }
+  int64_t num_prefix_cache_hits_total() const { return num_prefix_cache_hits_total_; }
+  // Forgets every cached block of both pools (after a failed step).
+  void reset_prefix_cache();
 
  private:
   int32_t blocks_for(int32_t num_positions) const;
@@ -64,12 +82,31 @@ class Scheduler {
   void trim_ring(Request* request);
   void grow_tables(Request* request, int32_t count);
 
+  // Prefix cache.
+  struct PrefixMatch {
+    int32_t num_blocks = 0;            // full blocks hit
+    std::vector<int32_t> blocks;       // [num_blocks] full-pool ids
+    int32_t first_sliding = 0;         // first block index the ring needs
+    std::vector<int32_t> sliding;      // [num_blocks - first_sliding] sliding-pool ids
+    int32_t num_free = 0;              // hit blocks that are free now (taking them uses free blocks)
+  };
+  std::span<const int32_t> block_tokens(const Request& request, int32_t block);
+  void ensure_hashes(Request& request, int32_t num_blocks);
+  int32_t first_sliding_block(int32_t num_positions) const;
+  void match_prefix(Request& request, PrefixMatch& match);
+  void take_prefix(Request& request, const PrefixMatch& match);
+  // Offers the request's full blocks below num_positions to the cache.
+  void cache_blocks(Request& request, int32_t num_positions);
+
   EngineConfig config_;
   BlockAllocator& allocator_;
   BlockAllocator* sliding_allocator_ = nullptr;
   std::deque<Request*> waiting_;
   std::vector<Request*> running_;  // in admission order
   int64_t num_preemptions_total_ = 0;
+  int64_t num_prefix_cache_queries_total_ = 0;
+  int64_t num_prefix_cache_hits_total_ = 0;
+  std::vector<int32_t> token_buffer_;  // [block_size] one block's tokens
 };
 
 }  // namespace gossamer::engine

@@ -9,6 +9,9 @@
 //  - For each sequence, positions [0, num_cached) must already be in the cache (written by earlier
 //    forward calls through the same blocks); forward writes positions [num_cached, num_cached + n).
 //  - block_table must cover positions [0, num_cached + n): ceil((num_cached + n) / block_size) blocks.
+//  - Within one forward, every sequence's new K/V of a layer is written before any of that layer's
+//    attention reads, so a sequence may read cached positions that another sequence of the same batch
+//    writes in this step (the engine's prefix cache shares blocks still being computed).
 //  - Logits come back float32, one row of vocab_size per requested position, in batch order
 //    (sequence by sequence; kAll gives every new position, kLast only the last new position).
 //  - Invalid input (token id ≥ vocab, positions past max_position_embeddings, short block table)

@@ -115,7 +115,8 @@ void GenerationState::send_chunk(Json choice_payload, const std::optional<std::s
 Json GenerationState::usage_json(int32_t completion_tokens) const {
   Json usage = {{"prompt_tokens", num_prompt_tokens_},
                 {"completion_tokens", completion_tokens},
-                {"total_tokens", num_prompt_tokens_ + completion_tokens}};
+                {"total_tokens", num_prompt_tokens_ + completion_tokens},
+                {"prompt_tokens_details", {{"cached_tokens", num_cached_tokens_}}}};
   if (chat_) usage["completion_tokens_details"] = {{"reasoning_tokens", chat_parser_->num_reasoning_tokens()}};
   return usage;
 }
@@ -232,6 +233,7 @@ void GenerationState::on_output(const engine::RequestOutput& output) {
 
 void GenerationState::finish(const engine::RequestOutput& output) {
   responded_ = true;
+  num_cached_tokens_ = output.num_cached_tokens;
   const std::string reason = finish_reason(output.finish_reason);
   const int32_t completion_tokens = stopped_by_string_ ? num_tokens_seen_ : output.num_output_tokens;
   // NOTE: metrics first, so that a client reading /metrics right after its response sees this request.

@@ -64,6 +64,7 @@ class GenerationState : public std::enable_shared_from_this<GenerationState> {
   bool stopped_by_string_ = false;
   int32_t num_tokens_seen_ = 0;
   int32_t num_prompt_tokens_ = 0;
+  int32_t num_cached_tokens_ = 0;  // prompt tokens served from the prefix cache
   engine::Clock::time_point last_token_time_;
 
   std::atomic<uint64_t> engine_id_{0};

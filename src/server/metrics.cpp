@@ -158,6 +158,10 @@ std::string Metrics::render(const engine::EngineStats* stats) const {
     counter("num_preemptions", "Cumulative number of preemptions (by recompute).", static_cast<double>(s.num_preemptions_total));
     counter("prompt_tokens", "Number of prefill tokens processed.", static_cast<double>(s.num_prompt_tokens_total));
     counter("generation_tokens", "Number of generation tokens processed.", static_cast<double>(s.num_generation_tokens_total));
+    counter("prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens.",
+            static_cast<double>(s.num_prefix_cache_queries_total));
+    counter("prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.",
+            static_cast<double>(s.num_prefix_cache_hits_total));
     header("request_success", "counter", "Count of successfully processed requests.");
     for (const char* reason : {"stop", "length", "tool_calls", "abort"}) {
       const auto found = success_by_reason_.find(reason);

@@ -96,13 +96,19 @@ void FakeModel::forward(const model::ForwardBatch& batch, std::vector<float>& lo
 
   const size_t vocab = static_cast<size_t>(config_.vocab_size);
   logits.assign(num_rows * vocab, -30.0f);
+  // Write every sequence's new tokens into the cache first (as a model writes a layer's K/V before its
+  // attention), then read each whole history back through its block table.
+  for (const model::SequenceInput& seq : batch.sequences) {
+    for (size_t i = 0; i < seq.tokens.size(); ++i) {
+      const int32_t position = seq.num_cached + static_cast<int32_t>(i);
+      cache_[static_cast<size_t>(seq.block_table[position / block_size_]) * block_size_ + position % block_size_] = seq.tokens[i];
+    }
+  }
   size_t row = 0;
   for (const model::SequenceInput& seq : batch.sequences) {
     const auto slot = [&](int32_t position) -> int32_t& {
       return cache_[static_cast<size_t>(seq.block_table[position / block_size_]) * block_size_ + position % block_size_];
     };
-    // Write the new tokens into the cache, then read the whole history back through the block table.
-    for (size_t i = 0; i < seq.tokens.size(); ++i) slot(seq.num_cached + static_cast<int32_t>(i)) = seq.tokens[i];
     const int32_t end = seq.num_cached + static_cast<int32_t>(seq.tokens.size());
     const int32_t first_row_position = seq.logits == model::LogitsWanted::kAll ? seq.num_cached + 1 : end;
     if (seq.logits == model::LogitsWanted::kNone) continue;

@@ -1,0 +1,30 @@
+// Token-mask application for structured output: before sampling, every logit whose token is not allowed
+// by its row's bitmask becomes -inf.
+//
+//   for each row r with mask_rows[r] >= 0, token t < vocab:
+//     if bit (t % 32) of masks[mask_rows[r] · words + t / 32] is 0: logits[r · vocab + t] = -inf
+//
+// Rows with mask_rows[r] < 0 (or mask_rows null: every row r uses mask r) are left as they are. The result
+// is exact (only -inf is written), so the CPU reference gives the same bits.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace gossamer::kernels {
+
+struct TokenMaskParams {
+  float* logits = nullptr;             // [num_rows, vocab] fp32, masked in place
+  const uint32_t* masks = nullptr;     // [num_masks, words] bit t % 32 of word t / 32 = token t allowed
+  const int32_t* mask_rows = nullptr;  // [num_rows] mask index of each row, < 0 = unmasked; null = identity
+  int32_t num_rows = 0;
+  int32_t vocab = 0;
+  int32_t words = 0;                   // >= ceil(vocab / 32)
+};
+
+// Asynchronous on `stream`, launched with PDL (starts with pdl_wait); graph capturable.
+void launch_token_mask(const TokenMaskParams& p, cudaStream_t stream);
+void token_mask_cpu(const TokenMaskParams& p);
+
+}  // namespace gossamer::kernels

@@ -1,0 +1,192 @@
+#include "text/grammar/token_masker.h"
+
+#include <algorithm>
+#include <string_view>
+#include <tuple>
+
+#include "core/error.h"
+
+namespace gossamer::text::grammar {
+
+namespace {
+
+// Code points of a plain token, or -1 when it is not plain (a `"`, `\` or control byte, or UTF-8 that
+// does not start and end on character boundaries or is not valid).
+int32_t plain_code_points(std::string_view bytes) {
+  int32_t count = 0;
+  size_t i = 0;
+  while (i < bytes.size()) {
+    const auto b = static_cast<uint8_t>(bytes[i]);
+    size_t need = 0;
+    uint8_t lo = 0x80, hi = 0xBF;
+    if (b < 0x80) {
+      if (b < 0x20 || b == '"' || b == '\\') return -1;
+    } else if (b >= 0xC2 && b <= 0xDF) {
+      need = 1;
+    } else if (b == 0xE0) {
+      need = 2, lo = 0xA0;
+    } else if (b == 0xED) {
+      need = 2, hi = 0x9F;
+    } else if (b >= 0xE1 && b <= 0xEF) {
+      need = 2;
+    } else if (b == 0xF0) {
+      need = 3, lo = 0x90;
+    } else if (b >= 0xF1 && b <= 0xF3) {
+      need = 3;
+    } else if (b == 0xF4) {
+      need = 3, hi = 0x8F;
+    } else {
+      return -1;
+    }
+    for (size_t k = 1; k <= need; ++k) {
+      if (i + k >= bytes.size()) return -1;
+      const auto c = static_cast<uint8_t>(bytes[i + k]);
+      if (c < (k == 1 ? lo : 0x80) || c > (k == 1 ? hi : 0xBF)) return -1;
+    }
+    i += need + 1;
+    ++count;
+  }
+  return count;
+}
+
+}  // namespace
+
+TokenVocabulary::Trie TokenVocabulary::build_trie(std::vector<std::pair<std::string_view, int32_t>> tokens) {
+  std::sort(tokens.begin(), tokens.end());
+  Trie trie;
+  const auto add_node = [&](uint8_t byte) {
+    trie.byte.push_back(byte);
+    trie.token.push_back(-1);
+    trie.first_child.push_back(-1);
+    trie.next_sibling.push_back(-1);
+    return static_cast<int32_t>(trie.byte.size() - 1);
+  };
+  add_node(0);  // the root
+  std::vector<int32_t> path = {0};      // nodes on the previous token's path (path[d] at depth d)
+  std::vector<int32_t> last_child = {-1};  // the latest child of path[d]
+  std::string_view previous;
+  for (const auto& [bytes, id] : tokens) {
+    size_t common = 0;
+    while (common < bytes.size() && common < previous.size() && bytes[common] == previous[common]) ++common;
+    path.resize(common + 1);
+    last_child.resize(common + 1);
+    for (size_t d = common; d < bytes.size(); ++d) {
+      const int32_t node = add_node(static_cast<uint8_t>(bytes[d]));
+      const int32_t parent = path[d];
+      if (last_child[d] < 0) {
+        trie.first_child[static_cast<size_t>(parent)] = node;
+      } else {
+        trie.next_sibling[static_cast<size_t>(last_child[d])] = node;
+      }
+      last_child[d] = node;
+      path.push_back(node);
+      last_child.push_back(-1);
+    }
+    trie.token[static_cast<size_t>(path[bytes.size()])] = id;
+    trie.max_depth = std::max(trie.max_depth, static_cast<int32_t>(bytes.size()));
+    previous = bytes;
+  }
+  return trie;
+}
+
+std::shared_ptr<const TokenVocabulary> TokenVocabulary::build(const Tokenizer& tokenizer, int32_t vocab_size) {
+  GOSSAMER_CHECK(vocab_size >= kNumOrdinaryTokens, "TokenVocabulary: vocab_size ", vocab_size, " below the ordinary tokens");
+  auto vocabulary = std::make_shared<TokenVocabulary>();
+  vocabulary->vocab_size_ = vocab_size;
+  std::vector<std::pair<std::string_view, int32_t>> all, residual, quoted;
+  std::vector<std::pair<int32_t, int32_t>> plain;  // (code points, id)
+  all.reserve(kNumOrdinaryTokens);
+  for (TokenId id = 0; id < kNumOrdinaryTokens; ++id) {
+    const std::string_view bytes = tokenizer.token_bytes(id);
+    if (bytes.empty()) continue;
+    all.emplace_back(bytes, id);
+    if (bytes.find('"') != std::string_view::npos) quoted.emplace_back(bytes, id);
+    const int32_t code_points = plain_code_points(bytes);
+    if (code_points > 0) {
+      plain.emplace_back(code_points, id);
+    } else {
+      residual.emplace_back(bytes, id);
+    }
+  }
+  vocabulary->num_plain_ = static_cast<int32_t>(plain.size());
+  vocabulary->num_residual_ = static_cast<int32_t>(residual.size());
+  vocabulary->full_ = build_trie(std::move(all));
+  vocabulary->residual_ = build_trie(std::move(residual));
+  vocabulary->quoted_ = build_trie(std::move(quoted));
+  int32_t longest = 0;
+  for (const auto& [code_points, id] : plain) longest = std::max(longest, code_points);
+  const auto words = static_cast<size_t>(vocabulary->num_words());
+  vocabulary->plain_up_to_.assign(static_cast<size_t>(longest) + 1, std::vector<uint32_t>(words, 0));
+  for (const auto& [code_points, id] : plain) {
+    vocabulary->plain_up_to_[static_cast<size_t>(code_points)][static_cast<size_t>(id) / 32] |= 1u << (id % 32);
+  }
+  for (size_t k = 1; k < vocabulary->plain_up_to_.size(); ++k) {
+    for (size_t w = 0; w < words; ++w) vocabulary->plain_up_to_[k][w] |= vocabulary->plain_up_to_[k - 1][w];
+  }
+  return vocabulary;
+}
+
+std::span<const uint32_t> TokenVocabulary::plain_up_to(int32_t code_points) const {
+  const auto k = static_cast<size_t>(std::clamp<int32_t>(code_points, 0, static_cast<int32_t>(plain_up_to_.size()) - 1));
+  return plain_up_to_[k];
+}
+
+void TokenMasker::walk(const GrammarMatcher& matcher, const TokenVocabulary::Trie& trie, int32_t node, size_t level,
+                       std::span<uint32_t> mask) {
+  for (int32_t child = trie.first_child[static_cast<size_t>(node)]; child >= 0; child = trie.next_sibling[static_cast<size_t>(child)]) {
+    std::vector<Stack>& next = levels_[level + 1];
+    matcher.step(levels_[level], trie.byte[static_cast<size_t>(child)], next);
+    if (next.empty()) continue;
+    const int32_t token = trie.token[static_cast<size_t>(child)];
+    if (token >= 0) mask[static_cast<size_t>(token) / 32] |= 1u << (token % 32);
+    if (trie.first_child[static_cast<size_t>(child)] >= 0) walk(matcher, trie, child, level + 1, mask);
+  }
+}
+
+const std::vector<std::pair<int32_t, int32_t>>& TokenMasker::regex_tokens(const ByteRegex& regex, int32_t state) {
+  auto [it, inserted] = regex_cache_.try_emplace({&regex, state});
+  if (!inserted) return it->second;
+  // Walk the full trie with the pattern's DFA alone (a `"` is never in the pattern's bytes).
+  const TokenVocabulary::Trie& trie = vocabulary_->full();
+  std::vector<std::pair<int32_t, int32_t>>& out = it->second;
+  std::vector<std::tuple<int32_t, int32_t, int32_t>> stack = {{0, state, 0}};
+  while (!stack.empty()) {
+    const auto [node, at, depth] = stack.back();
+    stack.pop_back();
+    for (int32_t child = trie.first_child[static_cast<size_t>(node)]; child >= 0; child = trie.next_sibling[static_cast<size_t>(child)]) {
+      const int32_t next = regex.step(at, trie.byte[static_cast<size_t>(child)]);
+      if (next == ByteRegex::kDead) continue;
+      const int32_t token = trie.token[static_cast<size_t>(child)];
+      if (token >= 0) out.emplace_back(depth + 1 + regex.min_remaining(next), token);
+      if (trie.first_child[static_cast<size_t>(child)] >= 0) stack.emplace_back(child, next, depth + 1);
+    }
+  }
+  std::sort(out.begin(), out.end());  // by the room they need (bytes = code points: patterns are ASCII)
+  return out;
+}
+
+void TokenMasker::fill_mask(const GrammarMatcher& matcher, std::span<uint32_t> mask) {
+  const TokenVocabulary& v = *vocabulary_;
+  GOSSAMER_CHECK(static_cast<int32_t>(mask.size()) == v.num_words(), "token mask of ", mask.size(), " words, expected ", v.num_words());
+  std::fill(mask.begin(), mask.end(), 0u);
+  const GrammarMatcher::StringContext context = matcher.string_context();
+  const TokenVocabulary::Trie* trie = &v.full();
+  if (context.regex != nullptr) {
+    for (const auto& [length, token] : regex_tokens(*context.regex, context.regex_state)) {
+      if (length > context.room) break;
+      mask[static_cast<size_t>(token) / 32] |= 1u << (token % 32);
+    }
+    trie = &v.quoted();
+  } else if (context.room >= 0) {
+    if (context.room > 0) {
+      const std::span<const uint32_t> plain = v.plain_up_to(context.room);
+      std::copy(plain.begin(), plain.end(), mask.begin());
+    }
+    trie = &v.residual();
+  }
+  if (levels_.size() < static_cast<size_t>(v.full().max_depth) + 2) levels_.resize(static_cast<size_t>(v.full().max_depth) + 2);
+  levels_[0] = matcher.stacks();
+  walk(matcher, *trie, 0, 0, mask);
+}
+
+}  // namespace gossamer::text::grammar

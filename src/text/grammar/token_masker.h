@@ -1,0 +1,79 @@
+// TokenMasker: which of the vocabulary's tokens a GrammarMatcher allows next, as a bitmask.
+//
+// The ordinary tokens' bytes form a trie, walked depth first from the matcher's state: a subtree is
+// skipped as soon as its prefix is refused, so only the allowed tokens and their refused one-byte
+// extensions are visited. Context-independent sets cut the one expensive case, the inside of a string,
+// where almost every token is allowed: a "plain" token (complete UTF-8 characters, no `"`, `\` or control
+// byte) is allowed there whatever the stack holds, as long as the string has room for its code points.
+// Those come from precomputed bitmasks by length; only the other tokens (a second, much smaller trie) are
+// walked. Inside a pattern string, a token without a `"` cannot leave the string, so whether it is
+// allowed depends only on the pattern's state and the room left: those token lists are computed once per
+// pattern state (cached in the masker), and only tokens with a `"` (a third trie) are walked.
+//
+// Contract: a TokenVocabulary is built once per tokenizer and is immutable (shared by every request).
+// fill_mask writes mask[vocab_words] (bit t of word t / 32 set = token t allowed); special tokens (ids
+// >= kNumOrdinaryTokens) are never set: callers decide when an end token is allowed (can_end()).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "text/grammar/grammar_matcher.h"
+#include "text/tokenizer.h"
+
+namespace gossamer::text::grammar {
+
+class TokenVocabulary {
+ public:
+  static std::shared_ptr<const TokenVocabulary> build(const Tokenizer& tokenizer, int32_t vocab_size = kVocabSize);
+
+  int32_t vocab_size() const { return vocab_size_; }
+  int32_t num_words() const { return (vocab_size_ + 31) / 32; }
+  int32_t num_plain_tokens() const { return num_plain_; }
+  int32_t num_residual_tokens() const { return num_residual_; }
+
+  struct Trie {
+    std::vector<uint8_t> byte;          // [nodes] the edge into the node
+    std::vector<int32_t> token;         // [nodes] token ending here, or -1
+    std::vector<int32_t> first_child;   // [nodes] or -1
+    std::vector<int32_t> next_sibling;  // [nodes] or -1
+    int32_t max_depth = 0;
+  };
+  const Trie& full() const { return full_; }
+  const Trie& residual() const { return residual_; }
+  const Trie& quoted() const { return quoted_; }  // tokens with a `"`
+  // Plain tokens with at most `code_points` code points ([num_words] words).
+  std::span<const uint32_t> plain_up_to(int32_t code_points) const;
+
+ private:
+  static Trie build_trie(std::vector<std::pair<std::string_view, int32_t>> tokens);
+
+  int32_t vocab_size_ = 0;
+  int32_t num_plain_ = 0, num_residual_ = 0;
+  Trie full_, residual_, quoted_;
+  std::vector<std::vector<uint32_t>> plain_up_to_;  // [max code points + 1][num_words]
+};
+
+class TokenMasker {
+ public:
+  explicit TokenMasker(std::shared_ptr<const TokenVocabulary> vocabulary) : vocabulary_(std::move(vocabulary)) {}
+
+  // mask: [vocabulary.num_words()] words, overwritten.
+  void fill_mask(const GrammarMatcher& matcher, std::span<uint32_t> mask);
+  const TokenVocabulary& vocabulary() const { return *vocabulary_; }
+
+ private:
+  void walk(const GrammarMatcher& matcher, const TokenVocabulary::Trie& trie, int32_t node, size_t level, std::span<uint32_t> mask);
+  // Tokens that stay inside a pattern string from `state`, as (room needed: bytes + the pattern's
+  // shortest completion, id), ascending.
+  const std::vector<std::pair<int32_t, int32_t>>& regex_tokens(const ByteRegex& regex, int32_t state);
+
+  std::shared_ptr<const TokenVocabulary> vocabulary_;
+  std::vector<std::vector<Stack>> levels_;  // per trie depth: the matcher's stacks after that prefix
+  std::map<std::pair<const ByteRegex*, int32_t>, std::vector<std::pair<int32_t, int32_t>>> regex_cache_;
+};
+
+}  // namespace gossamer::text::grammar

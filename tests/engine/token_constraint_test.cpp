@@ -1,0 +1,113 @@
+// The engine's token-mask hook: a constrained request only ever samples allowed tokens (host sampling,
+// and a backend that samples on its device falls back to the host for masked steps), accept() sees every
+// token in order, and a constraint that allows nothing aborts its request instead of inventing a token.
+#include "engine/token_constraint.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <condition_variable>
+#include <mutex>
+
+#include "engine/engine.h"
+#include "engine/fake_model.h"
+
+namespace gossamer::engine {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Allows only tokens[step % 3] at even steps; every token at odd steps (fill_mask returns false).
+class CyclingConstraint : public TokenConstraint {
+ public:
+  explicit CyclingConstraint(bool allow_nothing = false) : allow_nothing_(allow_nothing) {}
+  bool fill_mask(std::span<uint32_t> mask) override {
+    if (!allow_nothing_ && accepted.size() % 2 == 1) return false;
+    std::fill(mask.begin(), mask.end(), 0u);
+    if (!allow_nothing_) {
+      const TokenId token = kTokens[(accepted.size() / 2) % 3];
+      mask[static_cast<size_t>(token) / 32] |= 1u << (token % 32);
+    }
+    return true;
+  }
+  void accept(TokenId token) override { accepted.push_back(token); }
+  static constexpr TokenId kTokens[3] = {1234, 99, 200001};
+  std::vector<TokenId> accepted;
+
+ private:
+  bool allow_nothing_;
+};
+
+struct Result {
+  std::vector<TokenId> tokens;
+  FinishReason reason = FinishReason::kNone;
+};
+
+Result run(bool device_sampling, std::shared_ptr<TokenConstraint> constraint, float temperature) {
+  FakeModelOptions options;
+  options.device_sampling = device_sampling;
+  EngineConfig config;
+  config.block_size = 4;
+  config.num_kv_blocks = 64;
+  config.max_model_len = 64;
+  Engine engine(std::make_unique<FakeModel>(options), config);
+  std::mutex mutex;
+  std::condition_variable done;
+  Result result;
+  bool finished = false;
+  SubmitParams params;
+  params.prompt = {5, 6, 7};
+  params.sampling.temperature = temperature;
+  params.sampling.max_tokens = 12;
+  params.sampling.constraint = std::move(constraint);
+  params.on_output = [&](const RequestOutput& output) {
+    std::lock_guard<std::mutex> lock(mutex);
+    result.tokens.insert(result.tokens.end(), output.new_tokens.begin(), output.new_tokens.end());
+    if (output.finished) {
+      result.reason = output.finish_reason;
+      finished = true;
+      done.notify_all();
+    }
+  };
+  engine.submit(std::move(params));
+  std::unique_lock<std::mutex> lock(mutex);
+  EXPECT_TRUE(done.wait_for(lock, 20s, [&] { return finished; }));
+  return result;
+}
+
+TEST(TokenConstraint, MaskedStepsSampleOnlyAllowedTokens) {
+  for (const bool device : {false, true}) {
+    for (const float temperature : {0.0f, 1.0f}) {
+      auto constraint = std::make_shared<CyclingConstraint>();
+      const Result result = run(device, constraint, temperature);
+      ASSERT_EQ(result.tokens.size(), 12u);
+      EXPECT_EQ(result.reason, FinishReason::kLength);
+      EXPECT_EQ(constraint->accepted, result.tokens);
+      for (size_t i = 0; i < result.tokens.size(); i += 2) {
+        EXPECT_EQ(result.tokens[i], CyclingConstraint::kTokens[(i / 2) % 3]) << "step " << i << " device " << device;
+      }
+    }
+  }
+}
+
+TEST(TokenConstraint, AMaskThatAllowsNothingAbortsTheRequest) {
+  const Result result = run(false, std::make_shared<CyclingConstraint>(true), 1.0f);
+  EXPECT_TRUE(result.tokens.empty());
+  EXPECT_EQ(result.reason, FinishReason::kAbort);
+}
+
+TEST(TokenConstraint, ApplyAndAllowsAny) {
+  std::vector<float> logits(70, 1.0f);
+  std::vector<uint32_t> mask(3, 0u);
+  EXPECT_FALSE(token_mask_allows_any(mask, 70));
+  mask[2] = 1u << 5;  // token 69
+  EXPECT_TRUE(token_mask_allows_any(mask, 70));
+  mask[2] = 1u << 6;  // token 70: past the vocabulary
+  EXPECT_FALSE(token_mask_allows_any(mask, 70));
+  mask[2] = 1u << 5;
+  apply_token_mask(logits, mask);
+  for (int t = 0; t < 70; ++t) EXPECT_EQ(std::isinf(logits[t]), t != 69) << t;
+}
+
+}  // namespace
+}  // namespace gossamer::engine
