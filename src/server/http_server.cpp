@@ -181,10 +181,11 @@ class Session : public std::enable_shared_from_this<Session> {
     watch_disconnect();
 
     auto channel = make_channel();
+    const std::string method = request.method, path = request.path;
     try {
-      shared_->handler(request, channel);
+      shared_->handler(std::move(request), channel);
     } catch (const std::exception& error) {
-      GOSSAMER_LOG_ERROR("http: handler failed for ", request.method, " ", request.path, ": ", error.what());
+      GOSSAMER_LOG_ERROR("http: handler failed for ", method, " ", path, ": ", error.what());
       channel->respond(HttpResponse{500, "application/json", {}, error_body(500, "internal server error")});
     }
   }

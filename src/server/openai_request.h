@@ -12,10 +12,16 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/request.h"
+#include "server/json_fields.h"
 #include "text/harmony_renderer.h"
 #include "text/tokenizer.h"
 
 namespace gossamer::server {
+
+// Limits on the tools of one request (400 naming the limit beyond them); each schema is also held to
+// text::harmony::SchemaLimits (depth 64, 10,000 JSON values).
+inline constexpr int kMaxTools = 128;                            // OpenAI's limit
+inline constexpr int64_t kMaxSchemaNodesPerRequest = 20000;      // JSON values over all tool schemas
 
 struct ApiContext {
   std::string served_model_name;
@@ -40,7 +46,5 @@ GenerationRequest parse_chat_request(const nlohmann::ordered_json& body, const A
 GenerationRequest parse_completion_request(const nlohmann::ordered_json& body, const ApiContext& context,
                                            const text::Tokenizer& tokenizer);
 
-// Parses a request body; a syntax error or a non-object is an ApiError.
-nlohmann::ordered_json parse_json_body(const std::string& body);
 
 }  // namespace gossamer::server

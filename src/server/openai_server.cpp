@@ -1,5 +1,6 @@
 #include "server/openai_server.h"
 
+#include <cstdlib>
 #include <cstring>
 
 #include "core/log.h"
@@ -34,15 +35,19 @@ HttpResponse json_response(const Json& body, int status = 200) {
 
 OpenAiServer::OpenAiServer(ServerConfig config) : config_(std::move(config)) {
   started_at_ = std::chrono::system_clock::now();
-  http_ = std::make_unique<HttpServer>(config_.http, [this](const HttpRequest& request, std::shared_ptr<ResponseChannel> channel) {
-    handle(request, std::move(channel));
+  http_ = std::make_unique<HttpServer>(config_.http, [this](HttpRequest request, std::shared_ptr<ResponseChannel> channel) {
+    handle(std::move(request), std::move(channel));
   });
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  prep_ = std::make_unique<PrepPool>(config_.prep_threads > 0 ? config_.prep_threads : std::min(4, cores),
+                                     config_.prep_max_queued);
 }
 
 OpenAiServer::~OpenAiServer() {
   stop_stats_ = true;
   stats_wake_.notify_all();
   if (stats_thread_.joinable()) stats_thread_.join();
+  prep_->stop(std::chrono::seconds(5));
   http_->stop();
   engine_.reset();
 }
@@ -89,6 +94,17 @@ void OpenAiServer::request_done() {
 }
 
 void OpenAiServer::drain_and_stop() {
+  // NOTE: the watchdog guarantees the exit deadline even if some part below never returns.
+  const double deadline_s = config_.shutdown_timeout_s + 10.0;
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  std::thread([done, deadline_s] {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(deadline_s);
+    while (!done->load() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (!done->load()) {
+      GOSSAMER_LOG_ERROR("shutdown did not finish within --shutdown-timeout + 10 s: exiting now");
+      std::_Exit(1);
+    }
+  }).detach();
   const bool was_ready = state_ == State::kReady;
   state_ = State::kDraining;
   set_loading_message("server is shutting down");
@@ -101,6 +117,7 @@ void OpenAiServer::drain_and_stop() {
     if (!drained) {
       GOSSAMER_LOG_WARN("drain timed out with ", active_.load(), " request(s) in flight: aborting them");
       lock.unlock();
+      prep_->stop(std::chrono::seconds(2));  // queued preparations answer 503
       engine_->shutdown();  // aborts every request; their streams end with finish_reason "abort"
       lock.lock();
       drained_.wait_for(lock, std::chrono::seconds(5), [&] { return active_.load() == 0; });
@@ -112,8 +129,10 @@ void OpenAiServer::drain_and_stop() {
   stop_stats_ = true;
   stats_wake_.notify_all();
   if (stats_thread_.joinable()) stats_thread_.join();
+  prep_->stop(std::chrono::seconds(2));
   if (engine_) engine_->shutdown();
   http_->stop();
+  done->store(true);
   GOSSAMER_LOG_INFO("shut down cleanly");
 }
 
@@ -178,7 +197,7 @@ void OpenAiServer::reply(const std::shared_ptr<ResponseChannel>& channel, HttpRe
   channel->respond(std::move(response));
 }
 
-void OpenAiServer::handle(const HttpRequest& request, std::shared_ptr<ResponseChannel> channel) {
+void OpenAiServer::handle(HttpRequest request, std::shared_ptr<ResponseChannel> channel) {
   GOSSAMER_LOG_DEBUG(request.remote, " - \"", request.method, " ", request.target, "\"");
   const State state = state_.load();
   const bool serving = state == State::kReady;
@@ -218,9 +237,7 @@ void OpenAiServer::handle(const HttpRequest& request, std::shared_ptr<ResponseCh
       return reply(channel, unavailable());
     }
     if (path == "/v1/models") return reply(channel, handle_models());
-    if (path == "/tokenize") return reply(channel, handle_tokenize(request));
-    if (path == "/detokenize") return reply(channel, handle_detokenize(request));
-    handle_generation(request, channel, path == "/v1/chat/completions");
+    return prepare_on_pool(std::move(request), std::move(channel));
   } catch (const ApiError& error) {
     if (serving && metrics_ && error.status == 400) metrics_->count_rejected("validation");
     reply(channel, error.to_response());
@@ -228,6 +245,56 @@ void OpenAiServer::handle(const HttpRequest& request, std::shared_ptr<ResponseCh
     GOSSAMER_LOG_ERROR("internal error on ", request.method, " ", path, ": ", error.what());
     reply(channel, ApiError(500, "server_error", std::string("internal error: ") + error.what()).to_response());
   }
+}
+
+void OpenAiServer::prepare_on_pool(HttpRequest request, std::shared_ptr<ResponseChannel> channel) {
+  auto owned = std::make_shared<HttpRequest>(std::move(request));
+  auto client_gone = std::make_shared<std::atomic<bool>>(false);
+  channel->on_close([client_gone] { client_gone->store(true); });
+  active_.fetch_add(1);
+  const bool queued = prep_->try_submit([this, owned, channel, client_gone](bool run) {
+    if (client_gone->load()) {  // left while queued: nothing to prepare, nobody to answer
+      request_done();
+      return;
+    }
+    if (!run || state_.load() != State::kReady) {
+      reply(channel, unavailable());
+      request_done();
+      return;
+    }
+    run_prepared(*owned, channel);
+  });
+  if (!queued) {
+    request_done();
+    if (metrics_) metrics_->count_rejected("overload");
+    ApiError busy(429, "rate_limit_error", "the server is overloaded: too many requests are waiting to be prepared; retry later",
+                  std::nullopt, "too_many_requests");
+    HttpResponse response = busy.to_response();
+    response.headers.emplace_back("Retry-After", "1");
+    reply(channel, std::move(response));
+  }
+}
+
+void OpenAiServer::run_prepared(const HttpRequest& request, const std::shared_ptr<ResponseChannel>& channel) {
+  const std::string& path = request.path;
+  bool handed_over = false;  // a submitted generation calls request_done() itself
+  try {
+    if (path == "/tokenize") {
+      reply(channel, handle_tokenize(request));
+    } else if (path == "/detokenize") {
+      reply(channel, handle_detokenize(request));
+    } else {
+      handle_generation(request, channel, path == "/v1/chat/completions");
+      handed_over = true;
+    }
+  } catch (const ApiError& error) {
+    if (metrics_ && error.status == 400) metrics_->count_rejected("validation");
+    reply(channel, error.to_response());
+  } catch (const std::exception& error) {
+    GOSSAMER_LOG_ERROR("internal error on ", request.method, " ", path, ": ", error.what());
+    reply(channel, ApiError(500, "server_error", std::string("internal error: ") + error.what()).to_response());
+  }
+  if (!handed_over) request_done();
 }
 
 void OpenAiServer::handle_generation(const HttpRequest& request, std::shared_ptr<ResponseChannel> channel, bool chat) {
@@ -240,13 +307,7 @@ void OpenAiServer::handle_generation(const HttpRequest& request, std::shared_ptr
     GOSSAMER_LOG_WARN("ignoring unsupported request fields: ", fields);
   }
   auto state = std::make_shared<GenerationState>(*this, channel, std::move(parsed), chat, request.header("x-request-id"));
-  active_.fetch_add(1);
-  try {
-    state->submit();
-  } catch (...) {
-    request_done();
-    throw;
-  }
+  state->submit();
 }
 
 HttpResponse OpenAiServer::handle_models() const {
