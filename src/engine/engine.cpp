@@ -205,7 +205,8 @@ void Engine::run_step(const SchedulerOutput& scheduled) {
   std::vector<TokenId> sampled_tokens(sampled.size());
   // On the device when the backend can: only token ids cross back (no [rows, vocab] logits copy and
   // host softmax). The rows' RNG states advance before the step; a failed step aborts its requests.
-  const bool on_device = config_.device_sampling && model_->samples_on_device();
+  const bool on_device = config_.device_sampling && model_->samples_on_device() &&
+                         std::none_of(sampled.begin(), sampled.end(), [](const Request* r) { return needs_host_sampling(r->sampling); });
   try {
     if (on_device) {
       std::vector<model::RowSampling> rows;
@@ -228,7 +229,7 @@ void Engine::run_step(const SchedulerOutput& scheduled) {
       for (int64_t row = begin; row < end; ++row) {
         const std::span<const float> logits(logits_.data() + row * vocab_size_, vocab_size_);
         Request* request = sampled[static_cast<size_t>(row)];
-        sampled_tokens[static_cast<size_t>(row)] = sample_token(logits, request->sampling, request->rng_state);
+        sampled_tokens[static_cast<size_t>(row)] = sample_request_token(logits, *request);
       }
     });
   }
@@ -263,6 +264,7 @@ void Engine::run_step(const SchedulerOutput& scheduled) {
       output.num_output_tokens = static_cast<int32_t>(request->output.size());
       output.times = request->times;
       output.num_preemptions = request->num_preemptions;
+      if (request->last_logprobs) output.logprobs.push_back(std::move(*std::exchange(request->last_logprobs, std::nullopt)));
       pending_outputs_.emplace_back(request->on_output, std::move(output));
     }
   }
@@ -291,6 +293,7 @@ void Engine::finish(Request* request, FinishReason reason, std::vector<TokenId> 
   output.stop_token = stop_token;
   output.times = request->times;
   output.num_preemptions = request->num_preemptions;
+  if (request->last_logprobs && !output.new_tokens.empty()) output.logprobs.push_back(std::move(*request->last_logprobs));
   OutputCallback callback = std::move(request->on_output);
   const RequestId id = request->id;  // NOTE: erase(request->id) would read the key while destroying it
   requests_.erase(id);               // `request` dangles from here on
