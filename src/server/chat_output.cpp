@@ -109,9 +109,13 @@ void ChatOutputParser::end_message(ChatDelta& delta) {
 ChatDelta ChatOutputParser::push(text::TokenId token) {
   ChatDelta delta;
   ++num_tokens_;
+  last_was_content_ = false;
   if (stop_.stopped()) return delta;
   if (raw_mode_) {
-    if (!tokenizer_->is_special(token)) route(Kind::kFinal, raw_detokenizer_.push(token), delta);
+    if (!tokenizer_->is_special(token)) {
+      route(Kind::kFinal, raw_detokenizer_.push(token), delta);
+      last_was_content_ = true;
+    }
     return delta;
   }
   const harmony::ParserState before = parser_.state();
@@ -141,6 +145,7 @@ ChatDelta ChatOutputParser::push(text::TokenId token) {
   if (before != harmony::ParserState::kContent && after == harmony::ParserState::kContent) {
     start_message(delta);
   } else if (before == harmony::ParserState::kContent && after == harmony::ParserState::kContent) {
+    last_was_content_ = kind_ == Kind::kFinal || kind_ == Kind::kContent;
     if (const auto& text = parser_.last_content_delta()) route(kind_, *text, delta);
   } else if (before == harmony::ParserState::kContent) {
     end_message(delta);

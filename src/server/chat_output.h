@@ -57,6 +57,9 @@ class ChatOutputParser {
   const std::string& content() const { return content_; }
   const std::vector<ToolCall>& tool_calls() const { return tool_calls_; }
   int32_t num_reasoning_tokens() const { return num_reasoning_tokens_; }
+  // True when the token last pushed was text of the returned content (final channel, a preamble, or
+  // passed-through output): the tokens chat logprobs report.
+  bool last_token_was_content() const { return last_was_content_; }
 
  private:
   enum class Kind { kNone, kReasoning, kContent, kFinal, kToolCall };
@@ -74,6 +77,7 @@ class ChatOutputParser {
   std::vector<text::TokenId> header_tokens_;  // tokens since the current header began (for the raw fallback)
   int32_t num_tokens_ = 0;
   int32_t num_reasoning_tokens_ = 0;
+  bool last_was_content_ = false;
   std::string reasoning_;
   std::string content_;
   std::vector<ToolCall> tool_calls_;

@@ -15,6 +15,7 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 namespace harmony = text::harmony;
+constexpr int64_t kernels_max_top_logprobs = 20;  // OpenAI's cap (kernels::kMaxTopLogprobs)
 
 void check_model(const Json& body, const ApiContext& context) {
   const auto model = get_string(body, "model", "model");
@@ -54,7 +55,22 @@ void parse_sampling(const Json& body, GenerationRequest& out, int32_t default_ma
   } else {
     out.sampling.max_tokens = default_max_tokens;
   }
-  if (const auto n = get_integer(body, "n", "n"); n && *n != 1) throw ApiError::invalid("only n=1 is supported", "n");
+  if (const auto n = get_integer(body, "n", "n")) {
+    if (*n < 1 || *n > kMaxChoices) throw ApiError::invalid("n must be in [1, " + std::to_string(kMaxChoices) + "]", "n");
+    out.n = static_cast<int32_t>(*n);
+  }
+  const auto penalty = [&](const char* key, double low, double high, bool low_open) -> std::optional<float> {
+    const auto value = get_number(body, key, key);
+    if (!value) return std::nullopt;
+    if ((low_open ? *value <= low : *value < low) || *value > high) {
+      throw ApiError::invalid(std::string(key) + " must be in " + (low_open ? "(" : "[") + std::to_string(low) + ", " +
+                              std::to_string(high) + "], got " + std::to_string(*value), key);
+    }
+    return static_cast<float>(*value);
+  };
+  if (const auto p = penalty("presence_penalty", -2.0, 2.0, false)) out.sampling.presence_penalty = *p;
+  if (const auto p = penalty("frequency_penalty", -2.0, 2.0, false)) out.sampling.frequency_penalty = *p;
+  if (const auto p = penalty("repetition_penalty", 0.0, 2.0, true)) out.sampling.repetition_penalty = *p;
   if (const auto ignore = get_bool(body, "ignore_eos", "ignore_eos")) out.sampling.ignore_eos = *ignore;
   if (const auto stream = get_bool(body, "stream", "stream")) out.stream = *stream;
   if (const Json* options = field(body, "stream_options")) {
@@ -75,12 +91,30 @@ void parse_sampling(const Json& body, GenerationRequest& out, int32_t default_ma
     }
     std::erase_if(out.stop, [](const std::string& s) { return s.empty(); });
   }
-  if (const auto logprobs = get_bool(body, "logprobs", "logprobs"); logprobs && *logprobs) {
-    throw ApiError::invalid("logprobs are not supported yet", "logprobs");
-  }
-  if (const auto top = get_integer(body, "top_logprobs", "top_logprobs"); top && (*top < 0 || *top > 20)) {
+}
+
+// Chat: logprobs (a boolean) and top_logprobs in [0, 20], which needs logprobs.
+void parse_chat_logprobs(const Json& body, GenerationRequest& out) {
+  const bool logprobs = get_bool(body, "logprobs", "logprobs").value_or(false);
+  const auto top = get_integer(body, "top_logprobs", "top_logprobs");
+  if (top && (*top < 0 || *top > kernels_max_top_logprobs)) {
     throw ApiError::invalid("top_logprobs must be in [0, 20]", "top_logprobs");
   }
+  if (top && !logprobs) throw ApiError::invalid("top_logprobs needs \"logprobs\": true", "top_logprobs");
+  if (logprobs) out.sampling.logprobs = static_cast<int32_t>(top.value_or(0));
+}
+
+// Completions: logprobs is the number of top tokens per position, in [0, 20] (OpenAI allows up to 5).
+void parse_completion_logprobs(const Json& body, GenerationRequest& out) {
+  const Json* value = field(body, "logprobs");
+  if (!value) return;
+  if (value->is_boolean()) {  // some clients send the chat form
+    if (value->get<bool>()) out.sampling.logprobs = 0;
+    return;
+  }
+  const auto top = get_integer(body, "logprobs", "logprobs");
+  if (*top < 0 || *top > kernels_max_top_logprobs) throw ApiError::invalid("logprobs must be in [0, 20]", "logprobs");
+  out.sampling.logprobs = static_cast<int32_t>(*top);
 }
 
 void collect_ignored(const Json& body, const std::set<std::string>& known, GenerationRequest& out) {
@@ -141,9 +175,10 @@ GenerationRequest parse_chat_request(const nlohmann::ordered_json& body, const A
                   {"model", "messages", "temperature", "top_p", "top_k", "seed", "max_tokens", "max_completion_tokens",
                    "n", "stream", "stream_options", "stop", "ignore_eos", "tools", "tool_choice", "reasoning_effort",
                    "reasoning", "include_reasoning", "logprobs", "top_logprobs", "response_format",
-                   "parallel_tool_calls"},
+                   "parallel_tool_calls", "presence_penalty", "frequency_penalty", "repetition_penalty"},
                   out);
   parse_sampling(body, out, 0);  // 0 = up to the context (gpt-oss reasons at length)
+  parse_chat_logprobs(body, out);
 
   // Reasoning effort and switches.
   harmony::SystemContent system;
@@ -309,9 +344,11 @@ GenerationRequest parse_completion_request(const nlohmann::ordered_json& body, c
   check_model(body, context);
   collect_ignored(body,
                   {"model", "prompt", "temperature", "top_p", "top_k", "seed", "max_tokens", "max_completion_tokens",
-                   "n", "stream", "stream_options", "stop", "ignore_eos", "logprobs", "echo"},
+                   "n", "stream", "stream_options", "stop", "ignore_eos", "logprobs", "echo", "presence_penalty",
+                   "frequency_penalty", "repetition_penalty"},
                   out);
   parse_sampling(body, out, 16);  // OpenAI's and vLLM's default for completions
+  parse_completion_logprobs(body, out);
   const Json* prompt = field(body, "prompt");
   if (!prompt) throw ApiError::invalid("'prompt' is required", "prompt");
   const Json* single = prompt;

@@ -22,6 +22,7 @@ namespace gossamer::server {
 // text::harmony::SchemaLimits (depth 64, 10,000 JSON values).
 inline constexpr int kMaxTools = 128;                            // OpenAI's limit
 inline constexpr int64_t kMaxSchemaNodesPerRequest = 20000;      // JSON values over all tool schemas
+inline constexpr int kMaxChoices = 16;                           // the largest `n`
 
 struct ApiContext {
   std::string served_model_name;
@@ -33,6 +34,7 @@ struct GenerationRequest {
   std::vector<engine::TokenId> prompt;
   engine::SamplingParams sampling;
   int32_t requested_max_tokens = 0;  // 0 when the client gave none
+  int32_t n = 1;  // choices: n engine requests on the same prompt
   bool stream = false;
   bool include_usage = false;
   bool include_reasoning = true;

@@ -34,7 +34,7 @@ struct ServerConfig {
   std::string served_model_name = "gpt-oss";       // the id in /v1/models and responses
   std::vector<std::string> model_aliases;          // other names accepted in "model"
   std::vector<std::string> api_keys;               // empty = no auth
-  ReasoningField reasoning_field = ReasoningField::kReasoning;  // where the analysis channel goes
+  ReasoningField reasoning_field = ReasoningField::kBoth;  // where the analysis channel goes (both names: clients read either)
   bool vllm_metrics_alias = true;                  // also emit vllm:* metric names
   bool enable_log_requests = false;                // log each request (INFO) with its figures
   bool log_stats = true;                           // a vLLM-style stats line every 5 s while busy
