@@ -2,8 +2,9 @@
 // reasoning (analysis channel), content (final channel and commentary preambles) and tool calls
 // (messages addressed to a recipient such as functions.NAME), following spec §1.4-§1.5.
 //
-// Malformed output never fails the request: when the Harmony parser rejects the stream (or a header runs
-// on without <|message|>), the text from there on is passed through as content. This is also what the
+// Malformed output never fails the request: the Harmony parser runs in lenient mode (it repairs the broken
+// headers gpt-oss is known to emit, text/harmony_header_repair.h); when it still rejects the stream (or a
+// header runs on without <|message|>), the text from there on is passed through as content. This is also what the
 // random-weight embedded default model produces.
 //
 // Contract: one parser per request, fed from one thread. Every delta holds whole UTF-8 characters.
