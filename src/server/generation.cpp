@@ -329,6 +329,9 @@ Json GenerationState::choice_json(const Choice& choice) const {
 
 void GenerationState::respond_all() {
   server_.metrics_->count_http(200);
+  const int32_t max_generation = request_.sampling.max_tokens > 0 ? request_.sampling.max_tokens
+                                                                   : server_.api_context_.max_model_len - num_prompt_tokens_;
+  server_.metrics_->observe_request(static_cast<int32_t>(choices_.size()), max_generation);
   if (client_gone_) return;
   if (request_.stream) {
     if (request_.include_usage) send_usage_chunk();

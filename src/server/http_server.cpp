@@ -73,7 +73,8 @@ class Session : public std::enable_shared_from_this<Session> {
       head += "Content-Length: " + std::to_string(response.body.size()) + "\r\n";
       for (const auto& [name, value] : response.headers) head += name + ": " + value + "\r\n";
       head += self->keep_alive_ ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
-      self->enqueue(head + response.body, true);
+      // NOTE: HEAD gets GET's head (Content-Length included) and no body (RFC 9110 §9.3.2).
+      self->enqueue(self->head_only_ ? std::move(head) : head + response.body, true);
     });
   }
 
@@ -171,6 +172,7 @@ class Session : public std::enable_shared_from_this<Session> {
     request.body = std::move(message.body());
     request.remote = remote_;
     keep_alive_ = message.keep_alive();
+    head_only_ = message.method() == http::verb::head;
 
     stream_.expires_never();
     ++generation_;
@@ -271,6 +273,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::vector<std::function<void()>> close_callbacks_;
   uint64_t generation_ = 0;
   bool keep_alive_ = true;
+  bool head_only_ = false;
   bool writing_ = false;
   bool watching_ = false;
   bool response_started_ = false;

@@ -1,5 +1,7 @@
 #include "server/openai_server.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 
@@ -75,6 +77,8 @@ void OpenAiServer::attach(std::unique_ptr<model::Model> model, const engine::Eng
   api_context_.served_model_name = config_.served_model_name;
   api_context_.model_aliases = config_.model_aliases;
   api_context_.max_model_len = engine_->config().max_model_len;
+  metrics_->set_cache_config_info({{"block_size", std::to_string(engine_->config().block_size)},
+                                   {"num_gpu_blocks", std::to_string(engine_->stats().num_kv_blocks)}});
   if (config_.log_stats) stats_thread_ = std::thread([this] { stats_loop(); });
   state_ = State::kReady;
   GOSSAMER_LOG_INFO("ready: serving '", config_.served_model_name, "' (", engine_->model().backend_name(),
@@ -179,8 +183,11 @@ HttpResponse OpenAiServer::unavailable() const {
 bool OpenAiServer::authorized(const HttpRequest& request) const {
   if (config_.api_keys.empty()) return true;
   std::string key = request.header("authorization");
-  if (key.rfind("Bearer ", 0) == 0) {
+  std::string scheme = key.substr(0, 7);
+  for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (scheme == "bearer ") {  // NOTE: auth schemes are case-insensitive (RFC 9110 §11.1)
     key = key.substr(7);
+    while (!key.empty() && key.front() == ' ') key.erase(0, 1);
   } else if (key.empty()) {
     key = request.header("x-api-key");
   } else {
@@ -221,12 +228,14 @@ void OpenAiServer::handle(HttpRequest request, std::shared_ptr<ResponseChannel> 
       return reply(channel, std::move(response));
     }
     const bool generation = path == "/v1/chat/completions" || path == "/v1/completions";
-    const bool known = generation || path == "/v1/models" || path == "/tokenize" || path == "/detokenize";
+    const bool model_path = path == "/v1/models" || path.rfind("/v1/models/", 0) == 0;
+    const bool known = generation || model_path || path == "/tokenize" || path == "/detokenize";
     if (!known) return reply(channel, ApiError(404, "not_found_error", "Not found: " + request.method + " " + path).to_response());
-    if ((path == "/v1/models" && !get) || (path != "/v1/models" && !post)) {
+    if ((model_path && !get) || (!model_path && !post)) {
       return reply(channel, ApiError(405, "invalid_request_error", "Method " + request.method + " not allowed on " + path).to_response());
     }
-    if (path != "/v1/models" && !authorized(request)) {
+    // NOTE: every API route needs the key (GET /v1/models too, as vLLM); /health, /metrics and /version do not.
+    if (!authorized(request)) {
       if (serving && metrics_) metrics_->count_rejected("auth");
       return reply(channel, ApiError(401, "authentication_error",
                                      "Incorrect API key provided. Pass it as 'Authorization: Bearer <key>'.")
@@ -237,6 +246,7 @@ void OpenAiServer::handle(HttpRequest request, std::shared_ptr<ResponseChannel> 
       return reply(channel, unavailable());
     }
     if (path == "/v1/models") return reply(channel, handle_models());
+    if (model_path) return reply(channel, handle_model(path.substr(std::string("/v1/models/").size())));
     return prepare_on_pool(std::move(request), std::move(channel));
   } catch (const ApiError& error) {
     if (serving && metrics_ && error.status == 400) metrics_->count_rejected("validation");
@@ -310,16 +320,28 @@ void OpenAiServer::handle_generation(const HttpRequest& request, std::shared_ptr
   state->submit();
 }
 
-HttpResponse OpenAiServer::handle_models() const {
+nlohmann::json OpenAiServer::model_json(const std::string& id) const {
   const int64_t created = std::chrono::duration_cast<std::chrono::seconds>(started_at_.time_since_epoch()).count();
+  return {{"id", id},
+          {"object", "model"},
+          {"created", created},
+          {"owned_by", "gossamer"},
+          {"root", config_.served_model_name},
+          {"max_model_len", api_context_.max_model_len}};
+}
+
+HttpResponse OpenAiServer::handle_models() const {
   Json data = Json::array();
-  data.push_back({{"id", config_.served_model_name},
-                  {"object", "model"},
-                  {"created", created},
-                  {"owned_by", "gossamer"},
-                  {"root", config_.served_model_name},
-                  {"max_model_len", api_context_.max_model_len}});
+  data.push_back(model_json(config_.served_model_name));
   return json_response({{"object", "list"}, {"data", data}});
+}
+
+HttpResponse OpenAiServer::handle_model(const std::string& id) const {
+  const auto& aliases = config_.model_aliases;
+  if (id != config_.served_model_name && std::find(aliases.begin(), aliases.end(), id) == aliases.end()) {
+    return ApiError(404, "not_found_error", "The model `" + id + "` does not exist.", "model", "model_not_found").to_response();
+  }
+  return json_response(model_json(id));
 }
 
 HttpResponse OpenAiServer::handle_tokenize(const HttpRequest& request) const {

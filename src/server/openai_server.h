@@ -74,6 +74,8 @@ class OpenAiServer {
   // Submits to the engine; from then on the request's GenerationState calls request_done().
   void handle_generation(const HttpRequest& request, std::shared_ptr<ResponseChannel> channel, bool chat);
   HttpResponse handle_models() const;
+  HttpResponse handle_model(const std::string& id) const;
+  nlohmann::json model_json(const std::string& id) const;
   HttpResponse handle_tokenize(const HttpRequest& request) const;
   HttpResponse handle_detokenize(const HttpRequest& request) const;
   HttpResponse unavailable() const;
