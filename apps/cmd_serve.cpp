@@ -28,7 +28,7 @@ int run_serve(int argc, char** argv) {
   CLI::App cli{"Serve gpt-oss over an OpenAI-compatible HTTP API (without a model: the embedded default on the CPU)"};
   cli.option_defaults()->always_capture_default();
   std::string model_dir, model_flag, device = "auto", served_name, log_format = "text", log_level = "info";
-  std::string reasoning_field = "reasoning", port_file;
+  std::string reasoning_field = "both", port_file;
   std::vector<std::string> api_keys;
   server::ServerConfig config;
   engine::EngineConfig engine_config;

@@ -231,6 +231,8 @@ void Engine::run_step(const SchedulerOutput& scheduled) {
   // kernel is kernels/token_mask.h).
   const bool any_masked = std::any_of(masked.begin(), masked.end(), [](uint8_t m) { return m != 0; });
   const bool on_device = config_.device_sampling && model_->samples_on_device() && !any_masked;
+  const bool on_device = config_.device_sampling && model_->samples_on_device() &&
+                         std::none_of(sampled.begin(), sampled.end(), [](const Request* r) { return needs_host_sampling(r->sampling); });
   try {
     if (on_device) {
       std::vector<model::RowSampling> rows;
@@ -258,6 +260,7 @@ void Engine::run_step(const SchedulerOutput& scheduled) {
           apply_token_mask(logits, std::span<const uint32_t>(masks_.data() + static_cast<size_t>(row) * words, words));
         }
         sampled_tokens[static_cast<size_t>(row)] = sample_token(logits, request->sampling, request->rng_state);
+        sampled_tokens[static_cast<size_t>(row)] = sample_request_token(logits, *request);
       }
     });
   }
@@ -300,6 +303,7 @@ void Engine::run_step(const SchedulerOutput& scheduled) {
       output.times = request->times;
       output.num_preemptions = request->num_preemptions;
       output.num_cached_tokens = request->num_cached_tokens;
+      if (request->last_logprobs) output.logprobs.push_back(std::move(*std::exchange(request->last_logprobs, std::nullopt)));
       pending_outputs_.emplace_back(request->on_output, std::move(output));
     }
   }
@@ -329,6 +333,7 @@ void Engine::finish(Request* request, FinishReason reason, std::vector<TokenId> 
   output.times = request->times;
   output.num_preemptions = request->num_preemptions;
   output.num_cached_tokens = request->num_cached_tokens;
+  if (request->last_logprobs && !output.new_tokens.empty()) output.logprobs.push_back(std::move(*request->last_logprobs));
   OutputCallback callback = std::move(request->on_output);
   const RequestId id = request->id;  // NOTE: erase(request->id) would read the key while destroying it
   requests_.erase(id);               // `request` dangles from here on

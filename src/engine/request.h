@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace gossamer::engine {
@@ -53,6 +54,35 @@ struct SamplingParams {
   std::vector<TokenId> stop_token_ids = {kTokenReturn, kTokenCall, kTokenEndOfText};
   // Structured output: which tokens may come next (token_constraint.h); null = any.
   std::shared_ptr<TokenConstraint> constraint;
+  // Penalties (kernels/sampling.h step 0): presence and frequency over the output tokens, repetition over
+  // the prompt's and the output's. 0, 0 and 1 are off.
+  float presence_penalty = 0.0f;    // [-2, 2]
+  float frequency_penalty = 0.0f;   // [-2, 2]
+  float repetition_penalty = 1.0f;  // (0, 2]
+  int32_t logprobs = -1;            // -1 off; else report each drawn token's raw logprob and this many top ones (≤ 20)
+
+  bool has_penalties() const { return presence_penalty != 0.0f || frequency_penalty != 0.0f || repetition_penalty != 1.0f; }
+};
+
+struct TokenLogprob {
+  TokenId token = 0;
+  float logprob = 0.0f;  // raw: log_softmax of the model's logits (before penalties and temperature)
+};
+
+// One drawn token's log-probability and the row's most likely tokens (SamplingParams::logprobs of them).
+struct SampledLogprobs {
+  float logprob = 0.0f;
+  std::vector<TokenLogprob> top;  // by logprob, highest first (ties → lowest id)
+};
+
+// The penalty bookkeeping of one request: the distinct tokens penalized so far and their output counts
+// (kernels/sampling.h's list), caught up with the output by the sampler.
+struct PenaltyState {
+  std::vector<TokenId> tokens;  // distinct
+  std::vector<int32_t> counts;  // count in the output, per entry of tokens
+  std::unordered_map<TokenId, int32_t> index;  // token → entry
+  size_t num_output_counted = 0;
+  bool prompt_listed = false;
 };
 
 // Timestamps of one request's life, for metrics.
@@ -75,6 +105,7 @@ struct RequestOutput {
   RequestTimes times;
   int32_t num_preemptions = 0;
   int32_t num_cached_tokens = 0;      // prompt tokens whose KV came from the prefix cache
+  std::vector<SampledLogprobs> logprobs;  // one per new token, when SamplingParams::logprobs ≥ 0
 };
 
 // Called on the engine thread; must be quick and must not call back into the engine except cancel().
@@ -107,6 +138,8 @@ struct Request {
 
   RequestTimes times;
   uint64_t rng_state = 0;  // per-request sampler state (splitmix64), advanced only when sampling
+  PenaltyState penalty;    // used when sampling.has_penalties()
+  std::optional<SampledLogprobs> last_logprobs;  // the last drawn token's, until its output event takes it
 
   int32_t num_tokens() const { return static_cast<int32_t>(prompt.size() + output.size()); }
   TokenId token_at(int32_t position) const {

@@ -1,12 +1,14 @@
 #include "engine/sampler.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <utility>
 #include <vector>
 
 #include "core/error.h"
+#include "kernels/sampling.h"
 
 namespace gossamer::engine {
 
@@ -19,7 +21,12 @@ uint64_t splitmix64(uint64_t& state) {
   return z ^ (z >> 31);
 }
 
-double uniform01(uint64_t& state) { return static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53; }
+uint32_t order_key(float x) {
+  const uint32_t u = std::bit_cast<uint32_t>(x);
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+bool is_greedy(const SamplingParams& params) { return params.temperature <= 1e-5f || params.top_k == 1; }
 
 TokenId argmax(std::span<const float> logits) {
   TokenId best = 0;
@@ -29,29 +36,130 @@ TokenId argmax(std::span<const float> logits) {
   return best;
 }
 
-// No top-k / top-p: one pass in token order, no copies. softmax(logit / T) in double, one draw.
-TokenId sample_unfiltered(std::span<const float> logits, float inv_temperature, uint64_t& rng_state) {
-  float max_logit = -std::numeric_limits<float>::infinity();
-  for (const float logit : logits) {
-    if (std::isfinite(logit)) max_logit = std::max(max_logit, logit * inv_temperature);
+// Steps 1-4 of kernels/sampling.h for a non-greedy row, with the reference's arithmetic (double sums in
+// the same order) but without its full sorts: nth_element for top-k, a growing partial sort for top-p.
+TokenId draw(std::span<const float> x, float temperature, int32_t top_k, float top_p, uint64_t seed) {
+  const size_t vocab = x.size();
+  thread_local std::vector<uint32_t> keys;
+  thread_local std::vector<double> weights;
+  keys.resize(vocab);
+  weights.resize(vocab);
+  const float inv_t = 1.0f / temperature;
+  float mx = -std::numeric_limits<float>::max();
+  for (size_t i = 0; i < vocab; ++i) {
+    const float v = x[i] * inv_t;
+    keys[i] = order_key(v);
+    mx = std::max(mx, v);
   }
-  if (!std::isfinite(max_logit)) return argmax(logits);
-  thread_local std::vector<double> probs;
-  probs.resize(logits.size());
-  double total = 0.0;
-  TokenId last = 0;
-  for (size_t i = 0; i < logits.size(); ++i) {
-    const bool finite = std::isfinite(logits[i]);
-    probs[i] = finite ? std::exp(static_cast<double>(logits[i] * inv_temperature - max_logit)) : 0.0;
-    total += probs[i];
-    if (finite) last = static_cast<TokenId>(i);
+  for (size_t i = 0; i < vocab; ++i) weights[i] = std::exp(static_cast<double>(x[i] * inv_t) - mx);
+  uint32_t threshold = 0;
+  if (top_k > 0 && static_cast<size_t>(top_k) < vocab) {
+    thread_local std::vector<uint32_t> selected;
+    selected = keys;
+    std::nth_element(selected.begin(), selected.begin() + (top_k - 1), selected.end(), std::greater<>());
+    threshold = selected[static_cast<size_t>(top_k - 1)];
   }
-  double draw = uniform01(rng_state) * total;
-  for (size_t i = 0; i < logits.size(); ++i) {
-    draw -= probs[i];
-    if (draw < 0.0 && probs[i] > 0.0) return static_cast<TokenId>(i);
+  const auto mass_above = [&](uint32_t t) {
+    double sum = 0;
+    for (size_t i = 0; i < vocab; ++i) {
+      if (keys[i] >= t) sum += weights[i];
+    }
+    return sum;
+  };
+  if (top_p < 1.0f) {
+    const double target = top_p * mass_above(threshold);
+    thread_local std::vector<std::pair<uint32_t, int32_t>> candidates;
+    candidates.clear();
+    for (size_t i = 0; i < vocab; ++i) {
+      if (keys[i] >= threshold) candidates.emplace_back(keys[i], static_cast<int32_t>(i));
+    }
+    const auto by_key = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
+    // NOTE: (key desc, index asc) is a total order, so every sorted prefix is the reference's prefix.
+    size_t length = std::min<size_t>(candidates.size(), 256);
+    size_t sorted = 0;
+    for (;;) {
+      if (sorted < length) {  // [0, sorted) holds the first candidates already; order the next ones after them
+        std::partial_sort(candidates.begin() + static_cast<std::ptrdiff_t>(sorted),
+                          candidates.begin() + static_cast<std::ptrdiff_t>(length), candidates.end(), by_key);
+        sorted = length;
+      }
+      const bool complete = length == candidates.size();
+      double cum = 0;
+      bool found = false;
+      for (size_t i = 0; i < length; ++i) {
+        if (i + 1 == length && !complete) break;  // its tie group may continue past the sorted prefix
+        cum += weights[static_cast<size_t>(candidates[i].second)];
+        const bool last_of_key = i + 1 == candidates.size() || candidates[i + 1].first != candidates[i].first;
+        if (last_of_key && cum >= target) {
+          threshold = std::max(threshold, candidates[i].first);
+          found = true;
+          break;
+        }
+      }
+      if (found || complete) break;
+      length = std::min(candidates.size(), length * 8);
+    }
+  }
+  const double total = mass_above(threshold);
+  const double target = static_cast<double>(kernels::sampling_uniform(seed)) * total;
+  double run = 0;
+  TokenId last = -1;
+  for (size_t i = 0; i < vocab; ++i) {
+    if (keys[i] < threshold) continue;
+    last = static_cast<TokenId>(i);
+    run += weights[i];
+    if (run > target) return last;
   }
   return last;
+}
+
+TokenId sample_row(std::span<const float> x, const SamplingParams& params, uint64_t& rng_state) {
+  GOSSAMER_ASSERT(!x.empty(), "empty logits row");
+  if (is_greedy(params)) return argmax(x);
+  return draw(x, params.temperature, params.top_k, params.top_p, splitmix64(rng_state));
+}
+
+// Brings the request's penalty list up to date with its prompt (repetition only) and output.
+void update_penalties(Request& request) {
+  PenaltyState& state = request.penalty;
+  const auto add = [&](TokenId token, int32_t count) {
+    const auto [it, inserted] = state.index.emplace(token, static_cast<int32_t>(state.tokens.size()));
+    if (inserted) {
+      state.tokens.push_back(token);
+      state.counts.push_back(0);
+    }
+    state.counts[static_cast<size_t>(it->second)] += count;
+  };
+  if (!state.prompt_listed) {
+    if (request.sampling.repetition_penalty != 1.0f) {
+      for (const TokenId token : request.prompt) add(token, 0);
+    }
+    state.prompt_listed = true;
+  }
+  for (; state.num_output_counted < request.output.size(); ++state.num_output_counted) add(request.output[state.num_output_counted], 1);
+}
+
+SampledLogprobs raw_logprobs(std::span<const float> z, TokenId token, int32_t num_top) {
+  double mx = -std::numeric_limits<double>::max();
+  for (const float value : z) mx = std::max(mx, static_cast<double>(value));
+  double sum = 0;
+  for (const float value : z) sum += std::exp(static_cast<double>(value) - mx);
+  const double log_total = mx + std::log(sum);
+  SampledLogprobs out;
+  out.logprob = static_cast<float>(static_cast<double>(z[static_cast<size_t>(token)]) - log_total);
+  const auto n = static_cast<size_t>(std::clamp(num_top, 0, kernels::kMaxTopLogprobs));
+  if (n == 0) return out;
+  thread_local std::vector<int32_t> order;
+  order.resize(z.size());
+  for (size_t i = 0; i < z.size(); ++i) order[i] = static_cast<int32_t>(i);
+  const size_t kept = std::min(n, z.size());
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(kept), order.end(), [&](int32_t a, int32_t b) {
+    return z[static_cast<size_t>(a)] > z[static_cast<size_t>(b)] || (z[static_cast<size_t>(a)] == z[static_cast<size_t>(b)] && a < b);
+  });
+  for (size_t j = 0; j < kept; ++j) {
+    out.top.push_back({order[j], static_cast<float>(static_cast<double>(z[static_cast<size_t>(order[j])]) - log_total)});
+  }
+  return out;
 }
 
 }  // namespace
@@ -63,81 +171,34 @@ uint64_t initial_rng_state(const SamplingParams& params, uint64_t default_seed, 
 }
 
 TokenId sample_token(std::span<const float> logits, const SamplingParams& params, uint64_t& rng_state) {
-  GOSSAMER_ASSERT(!logits.empty(), "empty logits row");
-  if (params.temperature <= 1e-5f || params.top_k == 1) return argmax(logits);
-  const float inv_temperature = 1.0f / params.temperature;
-  const bool top_k_filters = params.top_k > 0 && static_cast<size_t>(params.top_k) < logits.size();
-  if (!top_k_filters && params.top_p >= 1.0f) return sample_unfiltered(logits, inv_temperature, rng_state);
-
-  // Candidates (scaled logit, token), finite only.
-  thread_local std::vector<std::pair<float, TokenId>> candidates;
-  candidates.clear();
-  candidates.reserve(logits.size());
-  for (size_t i = 0; i < logits.size(); ++i) {
-    if (std::isfinite(logits[i])) candidates.emplace_back(logits[i] * inv_temperature, static_cast<TokenId>(i));
-  }
-  if (candidates.empty()) return argmax(logits);
-  const auto by_logit_desc = [](const auto& a, const auto& b) {
-    return a.first > b.first || (a.first == b.first && a.second < b.second);
-  };
-  float max_logit = -std::numeric_limits<float>::infinity();
-  for (const auto& [logit, token] : candidates) max_logit = std::max(max_logit, logit);
-  size_t kept = candidates.size();
-  if (top_k_filters && static_cast<size_t>(params.top_k) < candidates.size()) {
-    std::partial_sort(candidates.begin(), candidates.begin() + params.top_k, candidates.end(), by_logit_desc);
-    kept = static_cast<size_t>(params.top_k);
-  }
-  thread_local std::vector<double> probs;
-  probs.resize(kept);
-  double total = 0.0;
-  if (kept < candidates.size()) {  // top-k: the softmax runs over the k (sorted)
-    for (size_t i = 0; i < kept; ++i) total += (probs[i] = std::exp(static_cast<double>(candidates[i].first - max_logit)));
-  } else {  // the whole row's mass (token order), needed by the nucleus below
-    for (size_t i = 0; i < kept; ++i) total += std::exp(static_cast<double>(candidates[i].first - max_logit));
-  }
-
-  // Nucleus: the smallest prefix of the candidates sorted by logit whose mass reaches top_p. Only that
-  // prefix is ordered: partial sorts of growing length (a full sort of 201,088 candidates cost ~20 ms).
-  if (params.top_p < 1.0f) {
-    const size_t pool = kept;
-    size_t sorted = kept < candidates.size() ? kept : 0;
-    size_t length = std::min<size_t>(pool, 256);
-    for (;;) {
-      if (sorted < length) {
-        std::partial_sort(candidates.begin(), candidates.begin() + length, candidates.begin() + pool, by_logit_desc);
-        sorted = length;
-      }
-      double mass = 0.0;
-      size_t found = 0;
-      for (size_t i = 0; i < length; ++i) {
-        mass += std::exp(static_cast<double>(candidates[i].first - max_logit)) / total;
-        if (mass >= params.top_p) {
-          found = i + 1;
-          break;
-        }
-      }
-      if (found > 0 || length == pool) {
-        kept = found > 0 ? found : pool;
-        break;
-      }
-      length = std::min(pool, length * 8);
-    }
-    probs.resize(kept);
-    total = 0.0;
-    for (size_t i = 0; i < kept; ++i) total += (probs[i] = std::exp(static_cast<double>(candidates[i].first - max_logit)));
-  }
-
-  double draw = uniform01(rng_state) * total;
-  for (size_t i = 0; i < kept; ++i) {
-    draw -= probs[i];
-    if (draw < 0.0) return candidates[i].second;
-  }
-  return candidates[kept - 1].second;
+  return sample_row(logits, params, rng_state);
 }
+
+TokenId sample_request_token(std::span<const float> logits, Request& request) {
+  const SamplingParams& params = request.sampling;
+  std::span<const float> x = logits;
+  if (params.has_penalties()) {
+    update_penalties(request);
+    thread_local std::vector<float> penalized;
+    penalized.assign(logits.begin(), logits.end());
+    const PenaltyState& state = request.penalty;
+    for (size_t e = 0; e < state.tokens.size(); ++e) {
+      float& z = penalized[static_cast<size_t>(state.tokens[e])];
+      z = kernels::penalized_logit(z, state.counts[e], params.presence_penalty, params.frequency_penalty,
+                                   params.repetition_penalty);
+    }
+    x = penalized;
+  }
+  const TokenId token = sample_row(x, params, request.rng_state);
+  if (params.logprobs >= 0) request.last_logprobs = raw_logprobs(logits, token, params.logprobs);
+  return token;
+}
+
+bool needs_host_sampling(const SamplingParams& params) { return params.has_penalties() || params.logprobs >= 0; }
 
 model::RowSampling device_row_sampling(const SamplingParams& params, uint64_t& rng_state) {
   model::RowSampling row;
-  if (params.temperature <= 1e-5f || params.top_k == 1) return row;  // greedy
+  if (is_greedy(params)) return row;  // greedy
   row.temperature = params.temperature;
   row.top_k = params.top_k;
   row.top_p = params.top_p;

@@ -1,8 +1,14 @@
 // Sampler: picks the next token from one row of logits with a request's own settings and RNG.
 //
-// Contract: pure function of (logits, params, rng_state); rng_state advances only when a random draw is
-// made, so a request preempted and recomputed samples the same tokens. temperature <= 1e-5 is greedy
-// (argmax, lowest id on ties). top_k 0 and top_p 1 disable those filters. Logits at -inf never win.
+// The rule is kernels/sampling.h's (penalties, greedy, temperature, top-k, top-p, the uniform draw in index
+// order); the host and device samplers implement it alike and are tested token for token against its CPU
+// reference (tests/engine/sampler_test.cpp). The random stream is the same too: each non-greedy draw takes
+// seed = splitmix64(rng_state) and uses sampling_uniform(seed).
+//
+// Contract: pure function of (logits, params, rng_state[, the request's tokens]); rng_state advances only
+// when a random draw is made, so a request preempted and recomputed samples the same tokens.
+// temperature <= 1e-5 or top_k 1 is greedy (argmax, lowest id on ties). top_k 0 and top_p 1 disable those
+// filters.
 #pragma once
 
 #include <cstdint>
@@ -16,12 +22,20 @@ namespace gossamer::engine {
 // Seeds the per-request RNG state from the request's seed (or a default seed mixed with its id).
 uint64_t initial_rng_state(const SamplingParams& params, uint64_t default_seed, RequestId id);
 
-// logits: [vocab_size] float32.
+// logits: [vocab_size] float32. No penalties, no logprobs.
 TokenId sample_token(std::span<const float> logits, const SamplingParams& params, uint64_t& rng_state);
+
+// The request's next token with its penalties (its prompt and output so far) and, when it asked for them,
+// its logprobs in request.last_logprobs. Advances request.rng_state and request.penalty.
+TokenId sample_request_token(std::span<const float> logits, Request& request);
+
+// True when the request needs what only the host sampler does today (penalties, logprobs): the device path
+// (model::Model::forward_sample) carries temperature, top-k, top-p and the seed only.
+bool needs_host_sampling(const SamplingParams& params);
 
 // The same request settings for a backend that samples on its device (model::Model::forward_sample):
 // greedy where sample_token is greedy (no draw, rng_state unchanged), else one draw of rng_state becomes
-// the row's seed. The device sampler's filters differ from sample_token's in rounding only.
+// the row's seed, as sample_token does.
 model::RowSampling device_row_sampling(const SamplingParams& params, uint64_t& rng_state);
 
 }  // namespace gossamer::engine

@@ -1,11 +1,21 @@
-// Token sampling from fp32 logits: greedy, temperature, top-k, top-p, seeded.
+// Token sampling from fp32 (or bf16) logits: penalties, greedy, temperature, top-k, top-p, seeded; and the
+// raw log-probabilities of the drawn token and of the row's top tokens.
 //
-// Per row: temperature ≤ 0 → argmax (ties → lowest index). Otherwise x = logits / temperature and
-//  1. top-k (0 < k < vocab): keep tokens whose x ≥ the k-th largest x (ties at the boundary are kept);
-//  2. top-p (< 1): among those, keep the tokens with x ≥ t, t the largest value such that the kept mass
-//     Σ exp(x − max) over x ≥ t is ≥ top_p · (mass of step 1) (the smallest top set, ties kept);
-//  3. u = uniform [0,1) from splitmix64(seed) (top 24 bits); return the first token in index order
-//     whose running kept mass exceeds u · (total kept mass).
+// THE sampling rule (host sampler engine/sampler.cpp, this kernel and its CPU reference all implement it):
+// per row, with z the logits widened to fp32,
+//  0. penalties (when the row has entries): for each listed token t (a token of the prompt or of the output,
+//     listed once, with c = its count in the output): z_t ← z_t > 0 ? z_t / repetition : z_t · repetition
+//     (when repetition ≠ 1), then z_t ← z_t − frequency · c − (c > 0 ? presence : 0), in fp32.
+//  1. temperature ≤ 0 → argmax z (ties → lowest index). Otherwise x = z · (1 / temperature) (fp32), keys
+//     k(x) the order-preserving integer image of x, w = exp(x − max x);
+//  2. top-k (0 < k < vocab): keep tokens whose key ≥ the k-th largest key (ties at the boundary are kept);
+//  3. top-p (< 1): among those, keep the tokens with key ≥ t, t the largest key such that Σ w over key ≥ t
+//     is ≥ top_p · (Σ w of step 2) (the smallest top set, ties kept);
+//  4. u = sampling_uniform(seed) (24 bits), the token is the first in index order whose running Σ w over
+//     the kept tokens exceeds u · (Σ w kept); if rounding leaves none, the last kept token.
+// The CPU reference sums w in double, the kernel in float: they agree except for draws within rounding of
+// a boundary. Log-probabilities are the model's raw ones, log_softmax(logits) before penalties and
+// temperature (vLLM's default "raw_logprobs"); the top list is ordered by logit (ties → lowest index).
 #pragma once
 
 #include <cstdint>
@@ -13,6 +23,8 @@
 #include "core/cuda/cuda_types.h"  // cudaStream_t, GOSSAMER_HOST_DEVICE
 
 namespace gossamer::kernels {
+
+inline constexpr int kMaxTopLogprobs = 20;  // OpenAI's cap on top_logprobs
 
 struct SamplingParams {
   const float* logits = nullptr;       // [num_rows, vocab] fp32, or null with logits_bf16
@@ -24,6 +36,22 @@ struct SamplingParams {
   int num_rows = 0;
   int vocab = 0;
   const uint16_t* logits_bf16 = nullptr;  // [num_rows, vocab] bf16 instead of logits (the model's, in place)
+
+  // Penalties (all null = none): row r's entries are [penalty_offsets[r], penalty_offsets[r + 1]).
+  const int32_t* penalty_offsets = nullptr;  // [num_rows + 1]
+  const int32_t* penalty_tokens = nullptr;   // [num_entries] distinct per row, each in [0, vocab)
+  const int32_t* penalty_counts = nullptr;   // [num_entries] count in the output (0: only in the prompt)
+  const float* presence = nullptr;           // [num_rows]
+  const float* frequency = nullptr;          // [num_rows]
+  const float* repetition = nullptr;         // [num_rows] (1 = off)
+  float* penalized = nullptr;                // [num_rows, vocab] fp32 scratch, written for rows with entries
+
+  // Log-probabilities (null = none): out_logprobs[r] is the drawn token's; rows with num_top[r] = n > 0 also
+  // get their n most likely tokens in out_top_tokens / out_top_logprobs [num_rows, kMaxTopLogprobs].
+  float* out_logprobs = nullptr;         // [num_rows]
+  const int32_t* num_top = nullptr;      // [num_rows] in [0, kMaxTopLogprobs], or null (0)
+  int32_t* out_top_tokens = nullptr;     // [num_rows, kMaxTopLogprobs]
+  float* out_top_logprobs = nullptr;     // [num_rows, kMaxTopLogprobs]
 };
 
 // The uniform draw both implementations use.
@@ -35,7 +63,14 @@ GOSSAMER_HOST_DEVICE inline float sampling_uniform(uint64_t seed) {
   return static_cast<float>(z >> 40) * (1.0f / 16777216.0f);
 }
 
-void launch_sampling(const SamplingParams& p, cudaStream_t stream);
+// Step 0 of the rule for one logit.
+GOSSAMER_HOST_DEVICE inline float penalized_logit(float z, int32_t count, float presence, float frequency,
+                                                  float repetition) {
+  if (repetition != 1.0f) z = z > 0.0f ? z / repetition : z * repetition;
+  return z - frequency * static_cast<float>(count) - (count > 0 ? presence : 0.0f);
+}
+
+void launch_sampling(const SamplingParams& p, CUstream_st* stream);
 void sampling_cpu(const SamplingParams& p);
 
 }  // namespace gossamer::kernels

@@ -1,7 +1,9 @@
+// CPU reference of kernels/sampling.h's rule: plain loops, double sums, a full sort for top-p.
 #include <algorithm>
 #include <bit>
 #include <cfloat>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "core/dtype.h"
@@ -15,74 +17,112 @@ uint32_t order_key(float x) {
   return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
 
+// Raw log-probabilities: the drawn token's and the row's top ones (by logit, ties → lowest index).
+void row_logprobs(const SamplingParams& p, int r, const float* z, int32_t token) {
+  double mx = -DBL_MAX;
+  for (int i = 0; i < p.vocab; ++i) mx = std::max(mx, static_cast<double>(z[i]));
+  double sum = 0;
+  for (int i = 0; i < p.vocab; ++i) sum += std::exp(static_cast<double>(z[i]) - mx);
+  const double log_total = mx + std::log(sum);
+  p.out_logprobs[r] = static_cast<float>(static_cast<double>(z[token]) - log_total);
+  const int n = p.num_top ? std::clamp(p.num_top[r], 0, std::min(kMaxTopLogprobs, p.vocab)) : 0;
+  if (n == 0) return;
+  std::vector<int> order(p.vocab);
+  for (int i = 0; i < p.vocab; ++i) order[i] = i;
+  std::partial_sort(order.begin(), order.begin() + n, order.end(),
+                    [&](int a, int b) { return z[a] > z[b] || (z[a] == z[b] && a < b); });
+  for (int j = 0; j < n; ++j) {
+    p.out_top_tokens[r * kMaxTopLogprobs + j] = order[j];
+    p.out_top_logprobs[r * kMaxTopLogprobs + j] = static_cast<float>(static_cast<double>(z[order[j]]) - log_total);
+  }
+}
+
 }  // namespace
 
 void sampling_cpu(const SamplingParams& p) {
   std::vector<uint32_t> keys(p.vocab);
-  std::vector<float> v(p.vocab), row(p.logits ? 0 : p.vocab);
+  std::vector<float> v(p.vocab), row(p.vocab), pen(p.vocab);
   for (int r = 0; r < p.num_rows; ++r) {
-    const float* x = p.logits + static_cast<int64_t>(r) * p.vocab;
-    if (!p.logits) {  // bf16 logits: widen the row (exact)
+    // Raw logits, widened to fp32 (exact for bf16).
+    const float* z = p.logits + static_cast<int64_t>(r) * p.vocab;
+    if (!p.logits) {
       for (int i = 0; i < p.vocab; ++i) row[i] = bf16_to_float(p.logits_bf16[static_cast<int64_t>(r) * p.vocab + i]);
-      x = row.data();
+      z = row.data();
+    }
+    // 0. penalties
+    const float* x = z;
+    if (p.penalty_offsets && p.penalty_offsets[r + 1] > p.penalty_offsets[r]) {
+      std::copy(z, z + p.vocab, pen.begin());
+      for (int e = p.penalty_offsets[r]; e < p.penalty_offsets[r + 1]; ++e) {
+        const int t = p.penalty_tokens[e];
+        pen[t] = penalized_logit(pen[t], p.penalty_counts[e], p.presence[r], p.frequency[r], p.repetition[r]);
+      }
+      if (p.penalized) std::copy(pen.begin(), pen.end(), p.penalized + static_cast<int64_t>(r) * p.vocab);
+      x = pen.data();
     }
     const float temp = p.temperature ? p.temperature[r] : 0.f;
-    if (temp <= 0.f) {
+    int32_t chosen_token = 0;
+    if (temp <= 0.f) {  // 1. greedy
       int best = 0;
       for (int i = 1; i < p.vocab; ++i)
         if (x[i] > x[best]) best = i;
-      p.out_tokens[r] = best;
-      continue;
-    }
-    const float inv_t = 1.0f / temp;
-    float mx = -FLT_MAX;
-    for (int i = 0; i < p.vocab; ++i) {
-      v[i] = x[i] * inv_t;
-      keys[i] = order_key(v[i]);
-      mx = std::max(mx, v[i]);
-    }
-    std::vector<uint32_t> sorted = keys;
-    std::sort(sorted.begin(), sorted.end(), std::greater<>());
-    const int k = p.top_k ? p.top_k[r] : 0;
-    uint32_t t = (k > 0 && k < p.vocab) ? sorted[k - 1] : 0u;
-    auto mass_above = [&](uint32_t th) {
-      double s = 0;
-      for (int i = 0; i < p.vocab; ++i)
-        if (keys[i] >= th) s += std::exp(static_cast<double>(v[i]) - mx);
-      return s;
-    };
-    const float top_p = p.top_p ? p.top_p[r] : 1.f;
-    if (top_p < 1.f) {
-      const double target = top_p * mass_above(t);
-      // Walk distinct keys from the top; the threshold is the first whose cumulative mass reaches target.
-      double cum = 0;
-      std::vector<std::pair<uint32_t, double>> by_key;
-      for (int i = 0; i < p.vocab; ++i)
-        if (keys[i] >= t) by_key.push_back({keys[i], std::exp(static_cast<double>(v[i]) - mx)});
-      std::sort(by_key.begin(), by_key.end(), [](auto& a, auto& b) { return a.first > b.first; });
-      for (size_t i = 0; i < by_key.size(); ++i) {
-        cum += by_key[i].second;
-        const bool last_of_key = i + 1 == by_key.size() || by_key[i + 1].first != by_key[i].first;
-        if (last_of_key && cum >= target) {
-          t = std::max(t, by_key[i].first);
+      chosen_token = best;
+    } else {
+      const float inv_t = 1.0f / temp;
+      float mx = -FLT_MAX;
+      for (int i = 0; i < p.vocab; ++i) {
+        v[i] = x[i] * inv_t;
+        keys[i] = order_key(v[i]);
+        mx = std::max(mx, v[i]);
+      }
+      // 2. top-k
+      std::vector<uint32_t> sorted = keys;
+      std::sort(sorted.begin(), sorted.end(), std::greater<>());
+      const int k = p.top_k ? p.top_k[r] : 0;
+      uint32_t t = (k > 0 && k < p.vocab) ? sorted[k - 1] : 0u;
+      auto mass_above = [&](uint32_t th) {
+        double s = 0;
+        for (int i = 0; i < p.vocab; ++i)
+          if (keys[i] >= th) s += std::exp(static_cast<double>(v[i]) - mx);
+        return s;
+      };
+      // 3. top-p: walk (key desc, index asc); the threshold is the first key whose cumulative mass reaches target.
+      const float top_p = p.top_p ? p.top_p[r] : 1.f;
+      if (top_p < 1.f) {
+        const double target = top_p * mass_above(t);
+        std::vector<std::pair<uint32_t, int>> by_key;
+        for (int i = 0; i < p.vocab; ++i)
+          if (keys[i] >= t) by_key.push_back({keys[i], i});
+        std::sort(by_key.begin(), by_key.end(),
+                  [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+        double cum = 0;
+        for (size_t i = 0; i < by_key.size(); ++i) {
+          cum += std::exp(static_cast<double>(v[by_key[i].second]) - mx);
+          const bool last_of_key = i + 1 == by_key.size() || by_key[i + 1].first != by_key[i].first;
+          if (last_of_key && cum >= target) {
+            t = std::max(t, by_key[i].first);
+            break;
+          }
+        }
+      }
+      // 4. the draw, in index order
+      const double total = mass_above(t);
+      const double target = static_cast<double>(sampling_uniform(p.seeds ? p.seeds[r] : 0ull)) * total;
+      double run = 0;
+      int chosen = -1, last = -1;
+      for (int i = 0; i < p.vocab; ++i) {
+        if (keys[i] < t) continue;
+        last = i;
+        run += std::exp(static_cast<double>(v[i]) - mx);
+        if (run > target) {
+          chosen = i;
           break;
         }
       }
+      chosen_token = chosen >= 0 ? chosen : last;
     }
-    const double total = mass_above(t);
-    const double target = static_cast<double>(sampling_uniform(p.seeds ? p.seeds[r] : 0ull)) * total;
-    double run = 0;
-    int chosen = -1, last = -1;
-    for (int i = 0; i < p.vocab; ++i) {
-      if (keys[i] < t) continue;
-      last = i;
-      run += std::exp(static_cast<double>(v[i]) - mx);
-      if (run > target) {
-        chosen = i;
-        break;
-      }
-    }
-    p.out_tokens[r] = chosen >= 0 ? chosen : last;
+    p.out_tokens[r] = chosen_token;
+    if (p.out_logprobs) row_logprobs(p, r, z, chosen_token);
   }
 }
 

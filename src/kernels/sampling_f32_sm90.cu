@@ -1,5 +1,7 @@
-// One block of 1024 threads per row (fp32 or bf16 logits). The top-k and top-p thresholds are found by radix selection over
-// the order-preserving integer image of x (4 histogram passes of 8 bits each), so no sort is needed.
+// One block of 1024 threads per row (fp32 or bf16 logits), the rule of kernels/sampling.h. Penalized rows are
+// first written to the fp32 scratch row and sampled from there. The top-k and top-p thresholds are found by
+// radix selection over the order-preserving integer image of x (4 histogram passes of 8 bits each), so no
+// sort is needed; the top log-probabilities by one max-reduce per requested token.
 #include <cfloat>
 
 #include "kernels/cuda_utils.h"
@@ -32,14 +34,13 @@ __device__ __forceinline__ float logit_value(const uint16_t* x, int i) {
   return __uint_as_float(static_cast<uint32_t>(x[i]) << 16);
 }
 
+// Steps 1-4 of the rule for one row (x: [vocab], fp32 or bf16); every thread returns the drawn token.
 template <typename T>
-__global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingParams p, const T* logits) {
+__device__ int32_t sample_row(const SamplingParams& p, int row, const T* x) {
   __shared__ float f_scratch[32];
   __shared__ int i_scratch[32];
   __shared__ unsigned long long u_scratch[32];
   __shared__ float chunk_prefix[kThreads];
-  const int row = blockIdx.x;
-  const T* x = logits + static_cast<int64_t>(row) * p.vocab;
   const float temp = p.temperature ? p.temperature[row] : 0.f;
   // ---- greedy: (max value, lowest index) packed so that a max-reduce finds it ----
   if (temp <= 0.f) {
@@ -49,8 +50,7 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingParams p, co
       best = key > best ? key : best;
     }
     best = block_reduce(best, [](unsigned long long a, unsigned long long b) { return a > b ? a : b; }, u_scratch);
-    if (threadIdx.x == 0) p.out_tokens[row] = static_cast<int32_t>(0xFFFFFFFFu - static_cast<uint32_t>(best));
-    return;
+    return static_cast<int32_t>(0xFFFFFFFFu - static_cast<uint32_t>(best));
   }
   const float inv_t = 1.0f / temp;
   float mx = -FLT_MAX;
@@ -183,13 +183,73 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingParams p, co
   // The first thread (lowest index) that crossed the target wins; if rounding left none, the last kept.
   const int first = block_reduce(found < 0 ? INT_MAX : found, [](int a, int b) { return min(a, b); }, i_scratch);
   const int last = block_reduce(last_kept, [](int a, int b) { return max(a, b); }, i_scratch);
-  if (threadIdx.x == 0) p.out_tokens[row] = first != INT_MAX ? first : last;
+  return first != INT_MAX ? first : last;
+}
+
+// Raw log-probabilities of the drawn token and of the row's top num_top[row] tokens (z: the raw row).
+template <typename T>
+__device__ void row_logprobs(const SamplingParams& p, int row, const T* z, int32_t token) {
+  __shared__ float f_scratch[32];
+  __shared__ unsigned long long u_scratch[32];
+  float mx = -FLT_MAX;
+  for (int i = threadIdx.x; i < p.vocab; i += kThreads) mx = fmaxf(mx, logit_value(z, i));
+  mx = block_reduce(mx, [](float a, float b) { return fmaxf(a, b); }, f_scratch);
+  float sum = 0.f;
+  for (int i = threadIdx.x; i < p.vocab; i += kThreads) sum += __expf(logit_value(z, i) - mx);
+  sum = block_reduce(sum, [](float a, float b) { return a + b; }, f_scratch);
+  const float log_total = mx + logf(sum);
+  if (threadIdx.x == 0) p.out_logprobs[row] = logit_value(z, token) - log_total;
+  const int n = p.num_top ? min(max(p.num_top[row], 0), min(kMaxTopLogprobs, p.vocab)) : 0;
+  // ---- top tokens: each pass finds the largest (key, lowest index) below the previous one ----
+  unsigned long long previous = ~0ull;
+  for (int j = 0; j < n; ++j) {
+    unsigned long long best = 0;
+    for (int i = threadIdx.x; i < p.vocab; i += kThreads) {
+      const unsigned long long key = (static_cast<unsigned long long>(order_key(logit_value(z, i))) << 32) | (0xFFFFFFFFu - i);
+      if (key < previous && key > best) best = key;
+    }
+    best = block_reduce(best, [](unsigned long long a, unsigned long long b) { return a > b ? a : b; }, u_scratch);
+    const int index = static_cast<int>(0xFFFFFFFFu - static_cast<uint32_t>(best));
+    if (threadIdx.x == 0) {
+      p.out_top_tokens[row * kMaxTopLogprobs + j] = index;
+      p.out_top_logprobs[row * kMaxTopLogprobs + j] = logit_value(z, index) - log_total;
+    }
+    previous = best;
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingParams p, const T* logits) {
+  const int row = blockIdx.x;
+  const T* z = logits + static_cast<int64_t>(row) * p.vocab;
+  int32_t token = 0;
+  // ---- 0. penalties: the penalized row goes to the fp32 scratch row ----
+  if (p.penalty_offsets && p.penalty_offsets[row + 1] > p.penalty_offsets[row]) {
+    float* y = p.penalized + static_cast<int64_t>(row) * p.vocab;
+    for (int i = threadIdx.x; i < p.vocab; i += kThreads) y[i] = logit_value(z, i);
+    __syncthreads();
+    for (int e = p.penalty_offsets[row] + threadIdx.x; e < p.penalty_offsets[row + 1]; e += kThreads) {
+      const int t = p.penalty_tokens[e];  // NOTE: distinct per row, so no two threads write one entry
+      y[t] = penalized_logit(y[t], p.penalty_counts[e], p.presence[row], p.frequency[row], p.repetition[row]);
+    }
+    __syncthreads();
+    token = sample_row(p, row, static_cast<const float*>(y));
+  } else {
+    token = sample_row(p, row, z);
+  }
+  if (threadIdx.x == 0) p.out_tokens[row] = token;
+  if (p.out_logprobs) row_logprobs(p, row, z, token);
 }
 
 }  // namespace
 
-void launch_sampling(const SamplingParams& p, cudaStream_t stream) {
+void launch_sampling(const SamplingParams& p, CUstream_st* stream) {
   GOSSAMER_CHECK(p.vocab > 0, "sampling: empty vocabulary");
+  GOSSAMER_CHECK(!p.penalty_offsets || (p.penalty_tokens && p.penalty_counts && p.presence && p.frequency && p.repetition &&
+                                        p.penalized),
+                 "sampling: penalties need tokens, counts, the three factors and the scratch rows");
+  GOSSAMER_CHECK(!p.num_top || (p.out_logprobs && p.out_top_tokens && p.out_top_logprobs),
+                 "sampling: top log-probabilities need their outputs");
   GOSSAMER_CHECK((p.logits != nullptr) != (p.logits_bf16 != nullptr), "sampling: give logits or logits_bf16");
   if (p.num_rows == 0) return;
   if (p.logits_bf16) {

@@ -37,7 +37,7 @@ void ChatDelta::append(ChatDelta other) {
 
 ChatOutputParser::ChatOutputParser(std::shared_ptr<const text::Tokenizer> tokenizer, std::vector<std::string> stop_strings)
     : tokenizer_(tokenizer),
-      parser_(tokenizer, harmony::Role::kAssistant, /*strict=*/true),
+      parser_(tokenizer, harmony::Role::kAssistant, /*strict=*/false),
       raw_detokenizer_(*tokenizer_),
       stop_(std::move(stop_strings)) {}
 
@@ -109,9 +109,13 @@ void ChatOutputParser::end_message(ChatDelta& delta) {
 ChatDelta ChatOutputParser::push(text::TokenId token) {
   ChatDelta delta;
   ++num_tokens_;
+  last_was_content_ = false;
   if (stop_.stopped()) return delta;
   if (raw_mode_) {
-    if (!tokenizer_->is_special(token)) route(Kind::kFinal, raw_detokenizer_.push(token), delta);
+    if (!tokenizer_->is_special(token)) {
+      route(Kind::kFinal, raw_detokenizer_.push(token), delta);
+      last_was_content_ = true;
+    }
     return delta;
   }
   const harmony::ParserState before = parser_.state();
@@ -141,9 +145,18 @@ ChatDelta ChatOutputParser::push(text::TokenId token) {
   if (before != harmony::ParserState::kContent && after == harmony::ParserState::kContent) {
     start_message(delta);
   } else if (before == harmony::ParserState::kContent && after == harmony::ParserState::kContent) {
+    last_was_content_ = kind_ == Kind::kFinal || kind_ == Kind::kContent;
     if (const auto& text = parser_.last_content_delta()) route(kind_, *text, delta);
   } else if (before == harmony::ParserState::kContent) {
     end_message(delta);
+  } else if (before == harmony::ParserState::kHeader && after == harmony::ParserState::kExpectStart) {
+    // A stop token inside the first header (no <|message|>): the lenient parser made its words a message.
+    header_tokens_.clear();
+    const auto& messages = parser_.messages();
+    if (!messages.empty() && !messages.back().content.empty()) {
+      const auto* text = std::get_if<harmony::TextContent>(&messages.back().content.front());
+      if (text != nullptr) route(messages.back().channel == "analysis" ? Kind::kReasoning : Kind::kContent, text->text, delta);
+    }
   }
   if (after == harmony::ParserState::kHeader && header_tokens_.size() > kMaxHeaderTokens) enter_raw_mode(delta);
   return delta;

@@ -2,8 +2,9 @@
 // reasoning (analysis channel), content (final channel and commentary preambles) and tool calls
 // (messages addressed to a recipient such as functions.NAME), as docs/server-http.md describes.
 //
-// Malformed output never fails the request: when the Harmony parser rejects the stream (or a header runs
-// on without <|message|>), the text from there on is passed through as content. This is also what the
+// Malformed output never fails the request: the Harmony parser runs in lenient mode (it repairs the broken
+// headers gpt-oss is known to emit, text/harmony_header_repair.h); when it still rejects the stream (or a
+// header runs on without <|message|>), the text from there on is passed through as content. This is also what the
 // random-weight embedded default model produces.
 //
 // Contract: one parser per request, fed from one thread. Every delta holds whole UTF-8 characters.
@@ -57,6 +58,9 @@ class ChatOutputParser {
   const std::string& content() const { return content_; }
   const std::vector<ToolCall>& tool_calls() const { return tool_calls_; }
   int32_t num_reasoning_tokens() const { return num_reasoning_tokens_; }
+  // True when the token last pushed was text of the returned content (final channel, a preamble, or
+  // passed-through output): the tokens chat logprobs report.
+  bool last_token_was_content() const { return last_was_content_; }
 
  private:
   enum class Kind { kNone, kReasoning, kContent, kFinal, kToolCall };
@@ -74,6 +78,7 @@ class ChatOutputParser {
   std::vector<text::TokenId> header_tokens_;  // tokens since the current header began (for the raw fallback)
   int32_t num_tokens_ = 0;
   int32_t num_reasoning_tokens_ = 0;
+  bool last_was_content_ = false;
   std::string reasoning_;
   std::string content_;
   std::vector<ToolCall> tool_calls_;

@@ -6,6 +6,7 @@
 #include "core/log.h"
 #include "engine/engine.h"
 #include "server/api_error.h"
+#include "server/logprobs_json.h"
 #include "server/openai_server.h"
 
 namespace gossamer::server {
@@ -35,11 +36,18 @@ GenerationState::GenerationState(OpenAiServer& server, std::shared_ptr<ResponseC
   request_id_header_ = client_request_id.empty() ? id_ : client_request_id;
   created_ = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   num_prompt_tokens_ = static_cast<int32_t>(request_.prompt.size());
-  if (chat_) {
-    chat_parser_.emplace(server_.tokenizer_, request_.stop);
-  } else {
-    detokenizer_.emplace(*server_.tokenizer_);
-    stop_.emplace(request_.stop);
+  for (int i = 0; i < std::max(1, request_.n); ++i) {
+    auto choice = std::make_unique<Choice>();
+    choice->index = i;
+    if (chat_) {
+      choice->chat_parser.emplace(server_.tokenizer_, request_.stop);
+      choice->logprobs = Json::array();
+    } else {
+      choice->detokenizer.emplace(*server_.tokenizer_);
+      choice->stop.emplace(request_.stop);
+      choice->logprobs = completion_logprobs_empty();
+    }
+    choices_.push_back(std::move(choice));
   }
 }
 
@@ -48,86 +56,102 @@ std::string GenerationState::dump(const Json& json) const {
 }
 
 void GenerationState::submit() {
-  engine::SubmitParams params;
-  params.prompt = request_.prompt;
-  params.sampling = request_.sampling;
   auto self = shared_from_this();
-  params.on_output = [self](const engine::RequestOutput& output) { self->on_output(output); };
-  engine::RequestId id = 0;
-  try {
-    id = server_.engine_->submit(std::move(params));
-  } catch (const engine::QueueFullError& error) {
-    ApiError api(429, "rate_limit_error", error.what(), std::nullopt, "too_many_requests");
-    api.headers.emplace_back("Retry-After", "1");
-    server_.metrics_->count_rejected("overload");
-    throw api;
-  } catch (const engine::ContextLengthError& error) {
-    ApiError api = ApiError::invalid(error.what(), chat_ ? "messages" : "prompt");
-    api.code = "context_length_exceeded";
-    api.extra = {{"prompt_tokens", error.prompt_tokens}, {"max_model_len", error.max_model_len}};
-    server_.metrics_->count_rejected("validation");
-    throw api;
-  } catch (const Error& error) {
-    server_.metrics_->count_rejected("validation");
-    throw ApiError::invalid(error.what());
+  for (auto& owned : choices_) {
+    Choice* choice = owned.get();
+    engine::SubmitParams params;
+    params.prompt = request_.prompt;
+    params.sampling = request_.sampling;
+    if (params.sampling.seed && choice->index > 0) *params.sampling.seed += static_cast<uint64_t>(choice->index);
+    params.on_output = [self, choice](const engine::RequestOutput& output) { self->on_output(*choice, output); };
+    try {
+      choice->engine_id = server_.engine_->submit(std::move(params));
+    } catch (const engine::QueueFullError& error) {
+      abandoned_ = true;
+      cancel_engine_requests();
+      ApiError api(429, "rate_limit_error", error.what(), std::nullopt, "too_many_requests");
+      api.headers.emplace_back("Retry-After", "1");
+      server_.metrics_->count_rejected("overload");
+      throw api;
+    } catch (const engine::ContextLengthError& error) {
+      abandoned_ = true;
+      cancel_engine_requests();
+      ApiError api = ApiError::invalid(error.what(), chat_ ? "messages" : "prompt");
+      api.code = "context_length_exceeded";
+      api.extra = {{"prompt_tokens", error.prompt_tokens}, {"max_model_len", error.max_model_len}};
+      server_.metrics_->count_rejected("validation");
+      throw api;
+    } catch (const Error& error) {
+      abandoned_ = true;
+      cancel_engine_requests();
+      server_.metrics_->count_rejected("validation");
+      throw ApiError::invalid(error.what());
+    }
+    if (client_gone_) server_.engine_->cancel(choice->engine_id);
   }
-  engine_id_ = id;
-  if (cancel_wanted_) server_.engine_->cancel(id);
   std::weak_ptr<GenerationState> weak = self;
   channel_->on_close([weak] {
     if (auto state = weak.lock()) state->on_client_gone();
   });
 }
 
-void GenerationState::cancel_engine_request() {
-  cancel_wanted_ = true;
-  if (const uint64_t id = engine_id_.load()) server_.engine_->cancel(id);
+void GenerationState::cancel_engine_requests() {
+  for (const auto& choice : choices_) {
+    if (const uint64_t id = choice->engine_id.load()) server_.engine_->cancel(id);
+  }
 }
 
 void GenerationState::on_client_gone() {
   if (client_gone_.exchange(true)) return;
   server_.metrics_->count_disconnect();
-  cancel_engine_request();
+  cancel_engine_requests();
 }
 
 void GenerationState::send_stream_start() {
+  stream_started_ = true;
   HeaderList headers = {{"Cache-Control", "no-cache"}, {"X-Request-Id", request_id_header_}};
   channel_->start_stream(200, "text/event-stream", std::move(headers));
 }
 
-void GenerationState::send_chunk(Json choice_payload, const std::optional<std::string>& finish_reason) {
-  Json choice = {{"index", 0}};
-  if (chat_) {
-    choice["delta"] = std::move(choice_payload);
-  } else {
-    choice["text"] = std::move(choice_payload);
-  }
-  choice["logprobs"] = nullptr;
-  choice["finish_reason"] = finish_reason ? Json(*finish_reason) : Json(nullptr);
+void GenerationState::send_chunk(const Choice& choice, Json payload, Json logprobs,
+                                 const std::optional<std::string>& finish_reason) {
+  Json out = {{"index", choice.index}};
+  out[chat_ ? "delta" : "text"] = std::move(payload);
+  out["logprobs"] = std::move(logprobs);
+  out["finish_reason"] = finish_reason ? Json(*finish_reason) : Json(nullptr);
   const Json chunk = {{"id", id_},
                       {"object", chat_ ? "chat.completion.chunk" : "text_completion"},
                       {"created", created_},
                       {"model", server_.config_.served_model_name},
-                      {"choices", Json::array({std::move(choice)})}};
+                      {"choices", Json::array({std::move(out)})}};
   channel_->write("data: " + dump(chunk) + "\n\n");
 }
 
-Json GenerationState::usage_json(int32_t completion_tokens) const {
+Json GenerationState::usage_json() const {
+  int32_t completion_tokens = 0, reasoning_tokens = 0;
+  // The prompt is counted once; its cached part is what the least-cached choice found (with n > 1 the
+  // first choice computes the prompt and the others reuse it).
+  int32_t cached_tokens = num_prompt_tokens_;
+  for (const auto& choice : choices_) {
+    completion_tokens += choice->completion_tokens;
+    cached_tokens = std::min(cached_tokens, choice->cached_tokens);
+    if (chat_) reasoning_tokens += choice->chat_parser->num_reasoning_tokens();
+  }
   Json usage = {{"prompt_tokens", num_prompt_tokens_},
                 {"completion_tokens", completion_tokens},
                 {"total_tokens", num_prompt_tokens_ + completion_tokens},
-                {"prompt_tokens_details", {{"cached_tokens", num_cached_tokens_}}}};
-  if (chat_) usage["completion_tokens_details"] = {{"reasoning_tokens", chat_parser_->num_reasoning_tokens()}};
+                {"prompt_tokens_details", {{"cached_tokens", choices_.empty() ? 0 : cached_tokens}}}};
+  if (chat_) usage["completion_tokens_details"] = {{"reasoning_tokens", reasoning_tokens}};
   return usage;
 }
 
-void GenerationState::send_usage_chunk(int32_t completion_tokens) {
+void GenerationState::send_usage_chunk() {
   const Json chunk = {{"id", id_},
                       {"object", chat_ ? "chat.completion.chunk" : "text_completion"},
                       {"created", created_},
                       {"model", server_.config_.served_model_name},
                       {"choices", Json::array()},
-                      {"usage", usage_json(completion_tokens)}};
+                      {"usage", usage_json()}};
   channel_->write("data: " + dump(chunk) + "\n\n");
 }
 
@@ -157,140 +181,182 @@ Json GenerationState::delta_json(const ChatDelta& delta) const {
   return out;
 }
 
-std::string GenerationState::finish_reason(engine::FinishReason reason) const {
-  if (stopped_by_string_) return "stop";
+std::string GenerationState::finish_reason(const Choice& choice, engine::FinishReason reason) const {
+  if (choice.stopped_by_string) return "stop";
   if (reason == engine::FinishReason::kLength) return "length";
   if (reason == engine::FinishReason::kAbort) return "abort";
-  if (chat_ && !chat_parser_->tool_calls().empty()) return "tool_calls";
+  if (chat_ && !choice.chat_parser->tool_calls().empty()) return "tool_calls";
   return "stop";
 }
 
-void GenerationState::on_output(const engine::RequestOutput& output) {
-  if (responded_) {
-    // Stopped early by a stop string: the engine's final (abort) event only closes the books.
-    if (output.finished) {
-      server_.metrics_->observe_finished(output, "stop", request_.sampling.max_tokens);
-      server_.request_done();
+void GenerationState::on_output(Choice& choice, const engine::RequestOutput& output) {
+  const bool final_event = output.finished;
+  if (final_event) {
+    choice.engine_finished = true;
+    ++num_engine_finished_;
+  }
+  if (abandoned_ || choice.responded) {
+    // Abandoned, or stopped early by a stop string: the engine's final (abort) event only closes the books.
+    if (final_event) {
+      server_.metrics_->observe_finished(output, choice.responded ? choice.finish_reason : "abort", request_.sampling.max_tokens);
+      if (!abandoned_ && num_engine_finished_ == static_cast<int>(choices_.size())) server_.request_done();
     }
     return;
   }
   const auto now = engine::Clock::now();
   if (!output.new_tokens.empty()) {
-    if (num_tokens_seen_ > 0) server_.metrics_->observe_inter_token(std::chrono::duration<double>(now - last_token_time_).count());
-    last_token_time_ = now;
+    if (choice.num_tokens_seen > 0) server_.metrics_->observe_inter_token(std::chrono::duration<double>(now - choice.last_token_time).count());
+    choice.last_token_time = now;
   }
 
-  // Decode this event's tokens.
+  // Decode this event's tokens (and collect the logprobs of the ones the answer shows).
   ChatDelta chat_delta;
   std::string text_delta;
-  for (const engine::TokenId token : output.new_tokens) {
-    ++num_tokens_seen_;
+  Json logprobs_delta = chat_ ? Json::array() : completion_logprobs_empty();
+  const text::Tokenizer& tokenizer = *server_.tokenizer_;
+  for (size_t t = 0; t < output.new_tokens.size(); ++t) {
+    const engine::TokenId token = output.new_tokens[t];
+    const engine::SampledLogprobs* logprobs = t < output.logprobs.size() ? &output.logprobs[t] : nullptr;
+    ++choice.num_tokens_seen;
     if (chat_) {
-      chat_delta.append(chat_parser_->push(token));
-      if (chat_parser_->stopped_by_string()) {
-        stopped_by_string_ = true;
+      chat_delta.append(choice.chat_parser->push(token));
+      if (logprobs && choice.chat_parser->last_token_was_content()) {
+        Json entry = chat_logprob_entry(tokenizer, token, *logprobs);
+        choice.logprobs.push_back(entry);
+        logprobs_delta.push_back(std::move(entry));
+      }
+      if (choice.chat_parser->stopped_by_string()) {
+        choice.stopped_by_string = true;
         break;
       }
     } else {
       // NOTE: special tokens (stop tokens included) are not text, as with vLLM's skip_special_tokens.
-      if (!server_.tokenizer_->is_special(token)) text_delta += stop_->push(detokenizer_->push(token));
-      if (stop_->stopped()) {
-        stopped_by_string_ = true;
+      if (!tokenizer.is_special(token)) {
+        if (logprobs) {
+          const auto offset = static_cast<int64_t>(choice.text.size() + text_delta.size());
+          append_completion_logprob(tokenizer, token, *logprobs, offset, choice.logprobs);
+          append_completion_logprob(tokenizer, token, *logprobs, offset, logprobs_delta);
+        }
+        text_delta += choice.stop->push(choice.detokenizer->push(token));
+      }
+      if (choice.stop->stopped()) {
+        choice.stopped_by_string = true;
         break;
       }
     }
   }
-  const bool ending = output.finished || stopped_by_string_;
-  if (ending && !stopped_by_string_) {
+  const bool ending = final_event || choice.stopped_by_string;
+  if (ending && !choice.stopped_by_string) {
     if (chat_) {
-      chat_delta.append(chat_parser_->finish());
+      chat_delta.append(choice.chat_parser->finish());
     } else {
-      text_delta += stop_->push(detokenizer_->flush());
-      text_delta += stop_->flush();
+      text_delta += choice.stop->push(choice.detokenizer->flush());
+      text_delta += choice.stop->flush();
     }
   }
-  if (!chat_) text_ += text_delta;
+  if (!chat_) choice.text += text_delta;
 
   if (request_.stream && !client_gone_) {
-    if (!started_ && (!output.new_tokens.empty() || ending)) {
-      // NOTE: no choice-bearing chunk before the first generated token (TTFT is measured on it: src/bench/bench_serve.h).
-      started_ = true;
-      send_stream_start();
-      if (chat_ && output.num_output_tokens > 0) send_chunk({{"role", "assistant"}, {"content", ""}}, std::nullopt);
+    if (!stream_started_ && (!output.new_tokens.empty() || ending)) send_stream_start();
+    // NOTE: no choice-bearing chunk before the choice's first generated token (TTFT is measured on it: src/bench/bench_serve.h).
+    if (chat_ && !choice.role_sent && output.num_output_tokens > 0) {
+      choice.role_sent = true;
+      send_chunk(choice, {{"role", "assistant"}, {"content", ""}}, nullptr, std::nullopt);
     }
+    const Json logprobs_out = !wants_logprobs()                   ? Json(nullptr)
+                              : chat_                             ? Json{{"content", logprobs_delta}, {"refusal", nullptr}}
+                                                                  : logprobs_delta;
     if (chat_ && !chat_delta.empty()) {
       Json delta = delta_json(chat_delta);
-      if (!delta.empty()) send_chunk(std::move(delta), std::nullopt);
+      if (!delta.empty()) send_chunk(choice, std::move(delta), logprobs_out, std::nullopt);
     } else if (!chat_ && !text_delta.empty()) {
-      send_chunk(text_delta, std::nullopt);
+      send_chunk(choice, text_delta, logprobs_out, std::nullopt);
     }
   }
   if (ending) {
-    if (stopped_by_string_) cancel_engine_request();
-    finish(output);
+    if (choice.stopped_by_string) {
+      if (const uint64_t id = choice.engine_id.load()) server_.engine_->cancel(id);
+    }
+    finish_choice(choice, output);
   }
 }
 
-void GenerationState::finish(const engine::RequestOutput& output) {
-  responded_ = true;
-  num_cached_tokens_ = output.num_cached_tokens;
-  const std::string reason = finish_reason(output.finish_reason);
-  const int32_t completion_tokens = stopped_by_string_ ? num_tokens_seen_ : output.num_output_tokens;
+void GenerationState::finish_choice(Choice& choice, const engine::RequestOutput& output) {
+  choice.responded = true;
+  ++num_responded_;
+  choice.finish_reason = finish_reason(choice, output.finish_reason);
+  choice.completion_tokens = choice.stopped_by_string ? choice.num_tokens_seen : output.num_output_tokens;
+  choice.cached_tokens = output.num_cached_tokens;
   // NOTE: metrics first, so that a client reading /metrics right after its response sees this request.
-  server_.metrics_->count_http(200);
-  if (output.finished) server_.metrics_->observe_finished(output, reason, request_.sampling.max_tokens);
-  if (request_.stream) {
-    if (!client_gone_) {
-      if (!started_) send_stream_start();
-      send_chunk(chat_ ? Json::object() : Json(""), reason);
-      if (request_.include_usage) send_usage_chunk(completion_tokens);
-      channel_->write("data: [DONE]\n\n");
-      channel_->end_stream();
-    }
-  } else if (!client_gone_) {
-    Json choice = {{"index", 0}};
-    if (chat_) {
-      const ChatOutputParser& parser = *chat_parser_;
-      Json message = {{"role", "assistant"}};
-      message["content"] = parser.content().empty() && !parser.tool_calls().empty() ? Json(nullptr) : Json(parser.content());
-      if (request_.include_reasoning && !parser.reasoning().empty()) {
-        const ReasoningField field = server_.config_.reasoning_field;
-        if (field != ReasoningField::kReasoningContent) message["reasoning"] = parser.reasoning();
-        if (field != ReasoningField::kReasoning) message["reasoning_content"] = parser.reasoning();
-      }
-      if (!parser.tool_calls().empty()) {
-        Json calls = Json::array();
-        for (const ToolCall& call : parser.tool_calls()) {
-          calls.push_back({{"id", call.id}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
-        }
-        message["tool_calls"] = std::move(calls);
-      }
-      choice["message"] = std::move(message);
-    } else {
-      choice["text"] = text_;
-    }
-    choice["logprobs"] = nullptr;
-    choice["finish_reason"] = reason;
-    const Json body = {{"id", id_},
-                       {"object", chat_ ? "chat.completion" : "text_completion"},
-                       {"created", created_},
-                       {"model", server_.config_.served_model_name},
-                       {"choices", Json::array({std::move(choice)})},
-                       {"usage", usage_json(completion_tokens)}};
-    HttpResponse response;
-    response.headers.emplace_back("X-Request-Id", request_id_header_);
-    response.body = dump(body);
-    channel_->respond(std::move(response));
+  if (output.finished) server_.metrics_->observe_finished(output, choice.finish_reason, request_.sampling.max_tokens);
+  if (request_.stream && !client_gone_) {
+    if (!stream_started_) send_stream_start();
+    send_chunk(choice, chat_ ? Json::object() : Json(""), nullptr, choice.finish_reason);
   }
+  if (num_responded_ == static_cast<int>(choices_.size())) respond_all();
   const auto& times = output.times;
   const double ttft_ms = times.first_token == engine::Clock::time_point{} ? 0.0 : ms_between(times.arrival, times.first_token);
   const double e2e_ms = ms_between(times.arrival, output.finished ? times.finished : engine::Clock::now());
   if (server_.config_.enable_log_requests) {
-    GOSSAMER_LOG_INFO("request ", id_, " done: prompt_tokens=", num_prompt_tokens_, " completion_tokens=", completion_tokens,
-                      " ttft_ms=", ttft_ms, " e2e_ms=", e2e_ms, " finish_reason=", reason,
-                      client_gone_ ? " (client disconnected)" : "");
+    GOSSAMER_LOG_INFO("request ", id_, " choice ", choice.index, " done: prompt_tokens=", num_prompt_tokens_,
+                      " completion_tokens=", choice.completion_tokens, " ttft_ms=", ttft_ms, " e2e_ms=", e2e_ms,
+                      " finish_reason=", choice.finish_reason, client_gone_ ? " (client disconnected)" : "");
   }
-  if (output.finished) server_.request_done();
+  if (output.finished && num_engine_finished_ == static_cast<int>(choices_.size())) server_.request_done();
+}
+
+Json GenerationState::choice_json(const Choice& choice) const {
+  Json out = {{"index", choice.index}};
+  if (chat_) {
+    const ChatOutputParser& parser = *choice.chat_parser;
+    Json message = {{"role", "assistant"}};
+    message["content"] = parser.content().empty() && !parser.tool_calls().empty() ? Json(nullptr) : Json(parser.content());
+    if (request_.include_reasoning && !parser.reasoning().empty()) {
+      const ReasoningField field = server_.config_.reasoning_field;
+      if (field != ReasoningField::kReasoningContent) message["reasoning"] = parser.reasoning();
+      if (field != ReasoningField::kReasoning) message["reasoning_content"] = parser.reasoning();
+    }
+    if (!parser.tool_calls().empty()) {
+      Json calls = Json::array();
+      for (const ToolCall& call : parser.tool_calls()) {
+        calls.push_back({{"id", call.id}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+      }
+      message["tool_calls"] = std::move(calls);
+    }
+    out["message"] = std::move(message);
+    out["logprobs"] = wants_logprobs() ? Json{{"content", choice.logprobs}, {"refusal", nullptr}} : Json(nullptr);
+  } else {
+    out["text"] = choice.text;
+    out["logprobs"] = wants_logprobs() ? choice.logprobs : Json(nullptr);
+  }
+  out["finish_reason"] = choice.finish_reason;
+  return out;
+}
+
+void GenerationState::respond_all() {
+  server_.metrics_->count_http(200);
+  const int32_t max_generation = request_.sampling.max_tokens > 0 ? request_.sampling.max_tokens
+                                                                   : server_.api_context_.max_model_len - num_prompt_tokens_;
+  server_.metrics_->observe_request(static_cast<int32_t>(choices_.size()), max_generation);
+  if (client_gone_) return;
+  if (request_.stream) {
+    if (request_.include_usage) send_usage_chunk();
+    channel_->write("data: [DONE]\n\n");
+    channel_->end_stream();
+    return;
+  }
+  Json choices = Json::array();
+  for (const auto& choice : choices_) choices.push_back(choice_json(*choice));
+  const Json body = {{"id", id_},
+                     {"object", chat_ ? "chat.completion" : "text_completion"},
+                     {"created", created_},
+                     {"model", server_.config_.served_model_name},
+                     {"choices", std::move(choices)},
+                     {"usage", usage_json()}};
+  HttpResponse response;
+  response.headers.emplace_back("X-Request-Id", request_id_header_);
+  response.body = dump(body);
+  channel_->respond(std::move(response));
 }
 
 }  // namespace gossamer::server

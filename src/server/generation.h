@@ -1,15 +1,18 @@
 // GenerationState: one /v1/chat/completions or /v1/completions request in flight, from engine events to
-// the client's response (non-streamed JSON or SSE chunks, docs/server-http.md).
+// the client's response (non-streamed JSON or SSE chunks, docs/server-http.md). With n > 1 it runs n engine
+// requests on the same prompt (choice i draws with seed + i when a seed is given; the engine's prefix cache
+// lets them share the prompt's KV blocks) and merges them into one response, choices in index order.
 //
-// Contract: created on an I/O thread, then driven by engine events on the engine thread (one at a time)
-// and by a disconnect notice from an I/O thread (which only cancels). It calls OpenAiServer::request_done()
-// exactly once, after the final engine event.
+// Contract: created on a preparation worker, then driven by engine events on the engine thread (one at a
+// time) and by a disconnect notice from an I/O thread (which only cancels). Once submit() returned, it
+// calls OpenAiServer::request_done() exactly once, after the last choice's final engine event.
 #pragma once
 
 #include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -30,21 +33,46 @@ class GenerationState : public std::enable_shared_from_this<GenerationState> {
   GenerationState(OpenAiServer& server, std::shared_ptr<ResponseChannel> channel, GenerationRequest request, bool chat,
                   std::string client_request_id = {});
 
-  // Submits to the engine; throws ApiError (429, 400 context length, 503) before anything is sent.
+  // Submits the n engine requests; throws ApiError (429, 400 context length, 503) before anything is sent
+  // (engine requests already submitted are then cancelled and their events ignored).
   void submit();
-  void on_output(const engine::RequestOutput& output);
   void on_client_gone();
 
  private:
-  void cancel_engine_request();
+  // One choice: its engine request and its decoding state (engine thread).
+  struct Choice {
+    int index = 0;
+    std::atomic<uint64_t> engine_id{0};
+    std::optional<ChatOutputParser> chat_parser;
+    std::optional<text::IncrementalDetokenizer> detokenizer;
+    std::optional<StopStringMatcher> stop;
+    std::string text;  // completions: all text sent
+    nlohmann::json logprobs;  // chat: the content entries; completions: the legacy arrays
+    bool role_sent = false;
+    bool responded = false;        // its part of the answer is complete
+    bool engine_finished = false;  // its final engine event arrived
+    bool stopped_by_string = false;
+    int32_t num_tokens_seen = 0;
+    int32_t completion_tokens = 0;
+    int32_t cached_tokens = 0;  // prompt tokens whose KV came from the prefix cache
+    std::string finish_reason;
+    engine::Clock::time_point last_token_time;
+  };
+
+  void on_output(Choice& choice, const engine::RequestOutput& output);
+  void cancel_engine_requests();
   void send_stream_start();
-  void send_chunk(nlohmann::json choice_delta, const std::optional<std::string>& finish_reason);
-  void send_usage_chunk(int32_t completion_tokens);
-  void finish(const engine::RequestOutput& output);
+  void send_chunk(const Choice& choice, nlohmann::json payload, nlohmann::json logprobs,
+                  const std::optional<std::string>& finish_reason);
+  void send_usage_chunk();
+  void finish_choice(Choice& choice, const engine::RequestOutput& output);
+  void respond_all();
+  nlohmann::json choice_json(const Choice& choice) const;
   nlohmann::json delta_json(const ChatDelta& delta) const;
-  nlohmann::json usage_json(int32_t completion_tokens) const;
-  std::string finish_reason(engine::FinishReason reason) const;
+  nlohmann::json usage_json() const;
+  std::string finish_reason(const Choice& choice, engine::FinishReason reason) const;
   std::string dump(const nlohmann::json& json) const;
+  bool wants_logprobs() const { return request_.sampling.logprobs >= 0; }
 
   OpenAiServer& server_;
   std::shared_ptr<ResponseChannel> channel_;
@@ -53,22 +81,15 @@ class GenerationState : public std::enable_shared_from_this<GenerationState> {
   std::string id_;
   std::string request_id_header_;  // X-Request-Id sent back
   int64_t created_ = 0;
+  int32_t num_prompt_tokens_ = 0;
+  std::vector<std::unique_ptr<Choice>> choices_;
 
   // Engine-thread state.
-  std::optional<ChatOutputParser> chat_parser_;
-  std::optional<text::IncrementalDetokenizer> detokenizer_;
-  std::optional<StopStringMatcher> stop_;
-  std::string text_;  // completions: all text sent
-  bool started_ = false;
-  bool responded_ = false;
-  bool stopped_by_string_ = false;
-  int32_t num_tokens_seen_ = 0;
-  int32_t num_prompt_tokens_ = 0;
-  int32_t num_cached_tokens_ = 0;  // prompt tokens served from the prefix cache
-  engine::Clock::time_point last_token_time_;
+  bool stream_started_ = false;
+  int num_responded_ = 0;
+  int num_engine_finished_ = 0;
 
-  std::atomic<uint64_t> engine_id_{0};
-  std::atomic<bool> cancel_wanted_{false};
+  std::atomic<bool> abandoned_{false};  // submit() failed part-way: events only close the books
   std::atomic<bool> client_gone_{false};
 };
 

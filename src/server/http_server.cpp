@@ -73,7 +73,8 @@ class Session : public std::enable_shared_from_this<Session> {
       head += "Content-Length: " + std::to_string(response.body.size()) + "\r\n";
       for (const auto& [name, value] : response.headers) head += name + ": " + value + "\r\n";
       head += self->keep_alive_ ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
-      self->enqueue(head + response.body, true);
+      // NOTE: HEAD gets GET's head (Content-Length included) and no body (RFC 9110 §9.3.2).
+      self->enqueue(self->head_only_ ? std::move(head) : head + response.body, true);
     });
   }
 
@@ -171,6 +172,7 @@ class Session : public std::enable_shared_from_this<Session> {
     request.body = std::move(message.body());
     request.remote = remote_;
     keep_alive_ = message.keep_alive();
+    head_only_ = message.method() == http::verb::head;
 
     stream_.expires_never();
     ++generation_;
@@ -181,10 +183,11 @@ class Session : public std::enable_shared_from_this<Session> {
     watch_disconnect();
 
     auto channel = make_channel();
+    const std::string method = request.method, path = request.path;
     try {
-      shared_->handler(request, channel);
+      shared_->handler(std::move(request), channel);
     } catch (const std::exception& error) {
-      GOSSAMER_LOG_ERROR("http: handler failed for ", request.method, " ", request.path, ": ", error.what());
+      GOSSAMER_LOG_ERROR("http: handler failed for ", method, " ", path, ": ", error.what());
       channel->respond(HttpResponse{500, "application/json", {}, error_body(500, "internal server error")});
     }
   }
@@ -270,6 +273,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::vector<std::function<void()>> close_callbacks_;
   uint64_t generation_ = 0;
   bool keep_alive_ = true;
+  bool head_only_ = false;
   bool writing_ = false;
   bool watching_ = false;
   bool response_started_ = false;

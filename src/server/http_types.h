@@ -54,6 +54,7 @@ class ResponseChannel {
   virtual void on_close(std::function<void()> callback) = 0;
 };
 
-using HttpHandler = std::function<void(const HttpRequest&, std::shared_ptr<ResponseChannel>)>;
+// Takes the request by value: handlers move it on to a worker (its body may be large).
+using HttpHandler = std::function<void(HttpRequest, std::shared_ptr<ResponseChannel>)>;
 
 }  // namespace gossamer::server

@@ -72,7 +72,24 @@ Metrics::Metrics(std::string model_name, int32_t max_model_len, bool vllm_alias)
       prompt_tokens_(buckets_1_2_5(max_model_len)),
       generation_tokens_(buckets_1_2_5(max_model_len)),
       max_tokens_(buckets_1_2_5(max_model_len)),
-      iteration_tokens_(iteration_buckets()) {}
+      iteration_tokens_(iteration_buckets()),
+      legacy_tpot_(kItlBuckets),
+      prefill_(kLatencyBuckets),
+      decode_(kLatencyBuckets),
+      inference_(kLatencyBuckets),
+      params_n_({1, 2, 5, 10, 20}),
+      max_generation_tokens_(buckets_1_2_5(max_model_len)) {}
+
+void Metrics::set_cache_config_info(std::vector<std::pair<std::string, std::string>> labels) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  cache_config_ = std::move(labels);
+}
+
+void Metrics::observe_request(int32_t n, int32_t max_generation_tokens) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  params_n_.observe(n);
+  max_generation_tokens_.observe(max_generation_tokens);
+}
 
 void Metrics::observe_finished(const engine::RequestOutput& output, const std::string& finish_reason, int32_t max_tokens) {
   using seconds = std::chrono::duration<double>;
@@ -86,7 +103,14 @@ void Metrics::observe_finished(const engine::RequestOutput& output, const std::s
     }
   }
   e2e_.observe(seconds(times.finished - times.arrival).count());
-  if (times.first_scheduled != engine::Clock::time_point{}) queue_.observe(seconds(times.first_scheduled - times.arrival).count());
+  if (times.first_scheduled != engine::Clock::time_point{}) {
+    queue_.observe(seconds(times.first_scheduled - times.arrival).count());
+    inference_.observe(seconds(times.finished - times.first_scheduled).count());
+    if (times.first_token != engine::Clock::time_point{}) {
+      prefill_.observe(seconds(times.first_token - times.first_scheduled).count());
+      decode_.observe(seconds(times.finished - times.first_token).count());
+    }
+  }
   prompt_tokens_.observe(output.num_prompt_tokens);
   generation_tokens_.observe(output.num_output_tokens);
   max_tokens_.observe(max_tokens);
@@ -95,6 +119,7 @@ void Metrics::observe_finished(const engine::RequestOutput& output, const std::s
 void Metrics::observe_inter_token(double seconds) {
   std::lock_guard<std::mutex> lock(mutex_);
   itl_.observe(seconds);
+  legacy_tpot_.observe(seconds);
 }
 
 void Metrics::observe_step(const engine::StepInfo& step) {
@@ -132,8 +157,9 @@ std::string Metrics::render(const engine::EngineStats* stats) const {
       header(name, "gauge", help);
       out << prefix << name << "{" << model_label << "} " << number(value) << "\n";
     };
+    // NOTE: counter families are named by their samples (`…_total`), as prometheus_client writes them.
     const auto counter = [&](const std::string& name, const char* help, double value) {
-      header(name, "counter", help);
+      header(name + "_total", "counter", help);
       out << prefix << name << "_total{" << model_label << "} " << number(value) << "\n";
     };
     const auto histogram = [&](const std::string& name, const char* help, const Histogram& h) {
@@ -162,7 +188,7 @@ std::string Metrics::render(const engine::EngineStats* stats) const {
             static_cast<double>(s.num_prefix_cache_queries_total));
     counter("prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.",
             static_cast<double>(s.num_prefix_cache_hits_total));
-    header("request_success", "counter", "Count of successfully processed requests.");
+    header("request_success_total", "counter", "Count of successfully processed requests.");
     for (const char* reason : {"stop", "length", "tool_calls", "abort"}) {
       const auto found = success_by_reason_.find(reason);
       out << prefix << "request_success_total{" << model_label << ",finished_reason=\"" << reason << "\"} "
@@ -177,19 +203,31 @@ std::string Metrics::render(const engine::EngineStats* stats) const {
     histogram("request_generation_tokens", "Number of generation tokens processed.", generation_tokens_);
     histogram("request_params_max_tokens", "Histogram of the max_tokens request parameter.", max_tokens_);
     histogram("iteration_tokens_total", "Histogram of number of tokens per engine_step.", iteration_tokens_);
+    histogram("time_per_output_token_seconds", "Histogram of time per output token in seconds (the old name of "
+              "inter_token_latency_seconds).", legacy_tpot_);
+    histogram("request_prefill_time_seconds", "Histogram of time spent in the PREFILL phase for request.", prefill_);
+    histogram("request_decode_time_seconds", "Histogram of time spent in the DECODE phase for request.", decode_);
+    histogram("request_inference_time_seconds", "Histogram of time spent in the RUNNING phase for request.", inference_);
+    histogram("request_params_n", "Histogram of the n request parameter.", params_n_);
+    histogram("request_max_num_generation_tokens", "Histogram of maximum number of requested generation tokens.",
+              max_generation_tokens_);
+    header("cache_config_info", "gauge", "Information of the LLMEngine CacheConfig");
+    out << prefix << "cache_config_info{" << model_label;
+    for (const auto& [key, value] : cache_config_) out << "," << key << "=\"" << escape_label(value) << "\"";
+    out << "} 1\n";
   }
 
-  out << "# HELP gossamer:requests_rejected Requests refused before reaching the engine.\n"
-         "# TYPE gossamer:requests_rejected counter\n";
+  out << "# HELP gossamer:requests_rejected_total Requests refused before reaching the engine.\n"
+         "# TYPE gossamer:requests_rejected_total counter\n";
   for (const char* reason : {"overload", "auth", "validation", "draining", "loading"}) {
     const auto found = rejected_by_reason_.find(reason);
     out << "gossamer:requests_rejected_total{" << model_label << ",reason=\"" << reason << "\"} "
         << (found == rejected_by_reason_.end() ? 0 : found->second) << "\n";
   }
-  out << "# HELP gossamer:client_disconnects Clients that went away before their response was complete.\n"
-         "# TYPE gossamer:client_disconnects counter\n"
+  out << "# HELP gossamer:client_disconnects_total Clients that went away before their response was complete.\n"
+         "# TYPE gossamer:client_disconnects_total counter\n"
       << "gossamer:client_disconnects_total{" << model_label << "} " << disconnects_ << "\n";
-  out << "# HELP gossamer:http_requests HTTP requests answered, by status.\n# TYPE gossamer:http_requests counter\n";
+  out << "# HELP gossamer:http_requests_total HTTP requests answered, by status.\n# TYPE gossamer:http_requests_total counter\n";
   for (const auto& [status, count] : http_by_status_) {
     out << "gossamer:http_requests_total{" << model_label << ",status=\"" << status << "\"} " << count << "\n";
   }

@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/engine.h"
@@ -39,6 +40,10 @@ class Metrics {
 
   void observe_finished(const engine::RequestOutput& output, const std::string& finish_reason, int32_t max_tokens);
   void observe_inter_token(double seconds);
+  // Once per generation request (all its choices): n and the most tokens each choice may generate.
+  void observe_request(int32_t n, int32_t max_generation_tokens);
+  // Labels of the cache_config_info gauge (block_size, num_gpu_blocks, ...).
+  void set_cache_config_info(std::vector<std::pair<std::string, std::string>> labels);
   void observe_step(const engine::StepInfo& step);
   void count_rejected(const std::string& reason);
   void count_disconnect();
@@ -52,6 +57,8 @@ class Metrics {
   bool vllm_alias_;
   mutable std::mutex mutex_;
   Histogram ttft_, itl_, tpot_, e2e_, queue_, prompt_tokens_, generation_tokens_, max_tokens_, iteration_tokens_;
+  Histogram legacy_tpot_, prefill_, decode_, inference_, params_n_, max_generation_tokens_;
+  std::vector<std::pair<std::string, std::string>> cache_config_;
   std::map<std::string, uint64_t> success_by_reason_;
   std::map<std::string, uint64_t> rejected_by_reason_;
   std::map<int, uint64_t> http_by_status_;

@@ -6,6 +6,8 @@
 
 #include "core/error.h"
 #include "server/api_error.h"
+#include "server/json_fields.h"
+#include "text/harmony_typescript.h"
 
 namespace gossamer::server {
 
@@ -13,58 +15,7 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 namespace harmony = text::harmony;
-
-std::string type_name(const Json& value) {
-  if (value.is_null()) return "null";
-  if (value.is_boolean()) return "boolean";
-  if (value.is_number_integer() || value.is_number_unsigned()) return "integer";
-  if (value.is_number()) return "number";
-  if (value.is_string()) return "string";
-  if (value.is_array()) return "array";
-  return "object";
-}
-
-[[noreturn]] void wrong_type(const std::string& param, const char* wanted, const Json& value) {
-  throw ApiError::invalid("'" + param + "' must be " + wanted + ", got " + type_name(value), param);
-}
-
-const Json* field(const Json& object, const char* key) {
-  const auto found = object.find(key);
-  if (found == object.end() || found->is_null()) return nullptr;
-  return &*found;
-}
-
-std::optional<double> get_number(const Json& object, const char* key) {
-  const Json* value = field(object, key);
-  if (!value) return std::nullopt;
-  if (!value->is_number()) wrong_type(key, "a number", *value);
-  return value->get<double>();
-}
-
-std::optional<int64_t> get_integer(const Json& object, const char* key) {
-  const Json* value = field(object, key);
-  if (!value) return std::nullopt;
-  if (value->is_number_float()) {
-    const double d = value->get<double>();
-    if (d == static_cast<double>(static_cast<int64_t>(d))) return static_cast<int64_t>(d);
-  }
-  if (!value->is_number_integer() && !value->is_number_unsigned()) wrong_type(key, "an integer", *value);
-  return value->get<int64_t>();
-}
-
-std::optional<bool> get_bool(const Json& object, const char* key) {
-  const Json* value = field(object, key);
-  if (!value) return std::nullopt;
-  if (!value->is_boolean()) wrong_type(key, "a boolean", *value);
-  return value->get<bool>();
-}
-
-std::optional<std::string> get_string(const Json& object, const char* key, const std::string& param) {
-  const auto found = object.find(key);
-  if (found == object.end() || found->is_null()) return std::nullopt;
-  if (!found->is_string()) wrong_type(param, "a string", *found);
-  return found->get<std::string>();
-}
+constexpr int64_t kernels_max_top_logprobs = 20;  // OpenAI's cap (kernels::kMaxTopLogprobs)
 
 void check_model(const Json& body, const ApiContext& context) {
   const auto model = get_string(body, "model", "model");
@@ -75,15 +26,15 @@ void check_model(const Json& body, const ApiContext& context) {
 
 // Sampling fields common to both endpoints.
 void parse_sampling(const Json& body, GenerationRequest& out, int32_t default_max_tokens) {
-  if (const auto t = get_number(body, "temperature")) {
+  if (const auto t = get_number(body, "temperature", "temperature")) {
     if (*t < 0.0 || *t > 2.0) throw ApiError::invalid("temperature must be in [0, 2], got " + std::to_string(*t), "temperature");
     out.sampling.temperature = static_cast<float>(*t);
   }
-  if (const auto p = get_number(body, "top_p")) {
+  if (const auto p = get_number(body, "top_p", "top_p")) {
     if (*p <= 0.0 || *p > 1.0) throw ApiError::invalid("top_p must be in (0, 1], got " + std::to_string(*p), "top_p");
     out.sampling.top_p = static_cast<float>(*p);
   }
-  if (const auto k = get_integer(body, "top_k")) {
+  if (const auto k = get_integer(body, "top_k", "top_k")) {
     if (*k < -1) throw ApiError::invalid("top_k must be >= 0 (or -1 for off)", "top_k");
     out.sampling.top_k = *k <= 0 ? 0 : static_cast<int32_t>(std::min<int64_t>(*k, 1 << 30));
   }
@@ -91,9 +42,9 @@ void parse_sampling(const Json& body, GenerationRequest& out, int32_t default_ma
     if (!seed->is_number_integer() && !seed->is_number_unsigned()) wrong_type("seed", "an integer", *seed);
     out.sampling.seed = seed->is_number_unsigned() ? seed->get<uint64_t>() : static_cast<uint64_t>(seed->get<int64_t>());
   }
-  std::optional<int64_t> max_tokens = get_integer(body, "max_tokens");
+  std::optional<int64_t> max_tokens = get_integer(body, "max_tokens", "max_tokens");
   const char* max_param = "max_tokens";
-  if (const auto newer = get_integer(body, "max_completion_tokens")) {
+  if (const auto newer = get_integer(body, "max_completion_tokens", "max_completion_tokens")) {
     max_tokens = newer;
     max_param = "max_completion_tokens";
   }
@@ -104,12 +55,27 @@ void parse_sampling(const Json& body, GenerationRequest& out, int32_t default_ma
   } else {
     out.sampling.max_tokens = default_max_tokens;
   }
-  if (const auto n = get_integer(body, "n"); n && *n != 1) throw ApiError::invalid("only n=1 is supported", "n");
-  if (const auto ignore = get_bool(body, "ignore_eos")) out.sampling.ignore_eos = *ignore;
-  if (const auto stream = get_bool(body, "stream")) out.stream = *stream;
+  if (const auto n = get_integer(body, "n", "n")) {
+    if (*n < 1 || *n > kMaxChoices) throw ApiError::invalid("n must be in [1, " + std::to_string(kMaxChoices) + "]", "n");
+    out.n = static_cast<int32_t>(*n);
+  }
+  const auto penalty = [&](const char* key, double low, double high, bool low_open) -> std::optional<float> {
+    const auto value = get_number(body, key, key);
+    if (!value) return std::nullopt;
+    if ((low_open ? *value <= low : *value < low) || *value > high) {
+      throw ApiError::invalid(std::string(key) + " must be in " + (low_open ? "(" : "[") + std::to_string(low) + ", " +
+                              std::to_string(high) + "], got " + std::to_string(*value), key);
+    }
+    return static_cast<float>(*value);
+  };
+  if (const auto p = penalty("presence_penalty", -2.0, 2.0, false)) out.sampling.presence_penalty = *p;
+  if (const auto p = penalty("frequency_penalty", -2.0, 2.0, false)) out.sampling.frequency_penalty = *p;
+  if (const auto p = penalty("repetition_penalty", 0.0, 2.0, true)) out.sampling.repetition_penalty = *p;
+  if (const auto ignore = get_bool(body, "ignore_eos", "ignore_eos")) out.sampling.ignore_eos = *ignore;
+  if (const auto stream = get_bool(body, "stream", "stream")) out.stream = *stream;
   if (const Json* options = field(body, "stream_options")) {
     if (!options->is_object()) wrong_type("stream_options", "an object", *options);
-    if (const auto usage = get_bool(*options, "include_usage")) out.include_usage = *usage;
+    if (const auto usage = get_bool(*options, "include_usage", "stream_options.include_usage")) out.include_usage = *usage;
   }
   if (const Json* stop = field(body, "stop")) {
     if (stop->is_string()) {
@@ -125,12 +91,30 @@ void parse_sampling(const Json& body, GenerationRequest& out, int32_t default_ma
     }
     std::erase_if(out.stop, [](const std::string& s) { return s.empty(); });
   }
-  if (const auto logprobs = get_bool(body, "logprobs"); logprobs && *logprobs) {
-    throw ApiError::invalid("logprobs are not supported yet", "logprobs");
-  }
-  if (const auto top = get_integer(body, "top_logprobs"); top && (*top < 0 || *top > 20)) {
+}
+
+// Chat: logprobs (a boolean) and top_logprobs in [0, 20], which needs logprobs.
+void parse_chat_logprobs(const Json& body, GenerationRequest& out) {
+  const bool logprobs = get_bool(body, "logprobs", "logprobs").value_or(false);
+  const auto top = get_integer(body, "top_logprobs", "top_logprobs");
+  if (top && (*top < 0 || *top > kernels_max_top_logprobs)) {
     throw ApiError::invalid("top_logprobs must be in [0, 20]", "top_logprobs");
   }
+  if (top && !logprobs) throw ApiError::invalid("top_logprobs needs \"logprobs\": true", "top_logprobs");
+  if (logprobs) out.sampling.logprobs = static_cast<int32_t>(top.value_or(0));
+}
+
+// Completions: logprobs is the number of top tokens per position, in [0, 20] (OpenAI allows up to 5).
+void parse_completion_logprobs(const Json& body, GenerationRequest& out) {
+  const Json* value = field(body, "logprobs");
+  if (!value) return;
+  if (value->is_boolean()) {  // some clients send the chat form
+    if (value->get<bool>()) out.sampling.logprobs = 0;
+    return;
+  }
+  const auto top = get_integer(body, "logprobs", "logprobs");
+  if (*top < 0 || *top > kernels_max_top_logprobs) throw ApiError::invalid("logprobs must be in [0, 20]", "logprobs");
+  out.sampling.logprobs = static_cast<int32_t>(*top);
 }
 
 void collect_ignored(const Json& body, const std::set<std::string>& known, GenerationRequest& out) {
@@ -162,6 +146,19 @@ std::optional<std::string> content_text(const Json& message, const std::string& 
   return text;
 }
 
+// A tool schema within SchemaLimits, and the request's schemas together within kMaxSchemaNodesPerRequest.
+void check_schema(const Json& schema, const std::string& param, int64_t& nodes_so_far) {
+  int64_t nodes = 0;
+  if (const auto violation = harmony::schema_limit_violation(schema, harmony::SchemaLimits{}, &nodes)) {
+    throw ApiError::invalid("'" + param + "' " + *violation, param);
+  }
+  nodes_so_far += nodes;
+  if (nodes_so_far > kMaxSchemaNodesPerRequest) {
+    throw ApiError::invalid("the tool schemas of this request hold more than " + std::to_string(kMaxSchemaNodesPerRequest) +
+                            " JSON values together (the limit per request)", param);
+  }
+}
+
 harmony::Message text_message(harmony::Role role, std::string text, std::optional<std::string> channel = std::nullopt) {
   harmony::Message message = harmony::Message::text(role, std::move(text));
   message.channel = std::move(channel);
@@ -169,17 +166,6 @@ harmony::Message text_message(harmony::Role role, std::string text, std::optiona
 }
 
 }  // namespace
-
-nlohmann::ordered_json parse_json_body(const std::string& body) {
-  Json json;
-  try {
-    json = Json::parse(body);
-  } catch (const nlohmann::json::exception& error) {
-    throw ApiError::invalid(std::string("the request body is not valid JSON: ") + error.what());
-  }
-  if (!json.is_object()) throw ApiError::invalid("the request body must be a JSON object");
-  return json;
-}
 
 GenerationRequest parse_chat_request(const nlohmann::ordered_json& body, const ApiContext& context,
                                      const text::harmony::HarmonyRenderer& renderer) {
@@ -189,9 +175,10 @@ GenerationRequest parse_chat_request(const nlohmann::ordered_json& body, const A
                   {"model", "messages", "temperature", "top_p", "top_k", "seed", "max_tokens", "max_completion_tokens",
                    "n", "stream", "stream_options", "stop", "ignore_eos", "tools", "tool_choice", "reasoning_effort",
                    "reasoning", "include_reasoning", "logprobs", "top_logprobs", "response_format",
-                   "parallel_tool_calls"},
+                   "parallel_tool_calls", "presence_penalty", "frequency_penalty", "repetition_penalty"},
                   out);
   parse_sampling(body, out, 0);  // 0 = up to the context (gpt-oss reasons at length)
+  parse_chat_logprobs(body, out);
 
   // Reasoning effort and switches.
   harmony::SystemContent system;
@@ -199,14 +186,14 @@ GenerationRequest parse_chat_request(const nlohmann::ordered_json& body, const A
   if (const Json* reasoning = field(body, "reasoning")) {
     if (!reasoning->is_object()) wrong_type("reasoning", "an object", *reasoning);
     if (!effort) effort = get_string(*reasoning, "effort", "reasoning.effort");
-    if (const auto exclude = get_bool(*reasoning, "exclude"); exclude && *exclude) out.include_reasoning = false;
+    if (const auto exclude = get_bool(*reasoning, "exclude", "reasoning.exclude"); exclude && *exclude) out.include_reasoning = false;
   }
   if (effort) {
     const auto parsed = harmony::parse_reasoning_effort(*effort);
     if (!parsed) throw ApiError::invalid("reasoning_effort must be one of low, medium, high", "reasoning_effort");
     system.reasoning_effort = *parsed;
   }
-  if (const auto include = get_bool(body, "include_reasoning"); include && !*include) out.include_reasoning = false;
+  if (const auto include = get_bool(body, "include_reasoning", "include_reasoning"); include && !*include) out.include_reasoning = false;
   if (const Json* format = field(body, "response_format")) {
     if (!format->is_object() || get_string(*format, "type", "response_format.type").value_or("text") != "text") {
       throw ApiError::invalid("response_format other than text is not supported yet", "response_format");
@@ -230,6 +217,11 @@ GenerationRequest parse_chat_request(const nlohmann::ordered_json& body, const A
   functions.name = "functions";
   if (const Json* tools = field(body, "tools")) {
     if (!tools->is_array()) wrong_type("tools", "an array", *tools);
+    if (tools->size() > static_cast<size_t>(kMaxTools)) {
+      throw ApiError::invalid("at most " + std::to_string(kMaxTools) + " tools are allowed, got " +
+                              std::to_string(tools->size()), "tools");
+    }
+    int64_t schema_nodes = 0;
     for (size_t i = 0; i < tools->size(); ++i) {
       const Json& tool = (*tools)[i];
       const std::string param = "tools[" + std::to_string(i) + "]";
@@ -246,6 +238,7 @@ GenerationRequest parse_chat_request(const nlohmann::ordered_json& body, const A
       description.description = get_string(*function, "description", param + ".function.description").value_or("");
       if (const Json* parameters = field(*function, "parameters")) {
         if (!parameters->is_object()) wrong_type(param + ".function.parameters", "an object", *parameters);
+        check_schema(*parameters, param + ".function.parameters", schema_nodes);
         description.parameters = *parameters;
       }
       out.tool_names.push_back(description.name);
@@ -351,9 +344,11 @@ GenerationRequest parse_completion_request(const nlohmann::ordered_json& body, c
   check_model(body, context);
   collect_ignored(body,
                   {"model", "prompt", "temperature", "top_p", "top_k", "seed", "max_tokens", "max_completion_tokens",
-                   "n", "stream", "stream_options", "stop", "ignore_eos", "logprobs", "echo"},
+                   "n", "stream", "stream_options", "stop", "ignore_eos", "logprobs", "echo", "presence_penalty",
+                   "frequency_penalty", "repetition_penalty"},
                   out);
   parse_sampling(body, out, 16);  // OpenAI's and vLLM's default for completions
+  parse_completion_logprobs(body, out);
   const Json* prompt = field(body, "prompt");
   if (!prompt) throw ApiError::invalid("'prompt' is required", "prompt");
   const Json* single = prompt;
@@ -380,7 +375,7 @@ GenerationRequest parse_completion_request(const nlohmann::ordered_json& body, c
     wrong_type("prompt", "a string or an array of token ids", *prompt);
   }
   if (out.prompt.empty()) throw ApiError::invalid("the prompt is empty", "prompt");
-  if (const auto echo = get_bool(body, "echo"); echo && *echo) throw ApiError::invalid("echo is not supported", "echo");
+  if (const auto echo = get_bool(body, "echo", "echo"); echo && *echo) throw ApiError::invalid("echo is not supported", "echo");
   return out;
 }
 

@@ -12,10 +12,17 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/request.h"
+#include "server/json_fields.h"
 #include "text/harmony_renderer.h"
 #include "text/tokenizer.h"
 
 namespace gossamer::server {
+
+// Limits on the tools of one request (400 naming the limit beyond them); each schema is also held to
+// text::harmony::SchemaLimits (depth 64, 10,000 JSON values).
+inline constexpr int kMaxTools = 128;                            // OpenAI's limit
+inline constexpr int64_t kMaxSchemaNodesPerRequest = 20000;      // JSON values over all tool schemas
+inline constexpr int kMaxChoices = 16;                           // the largest `n`
 
 struct ApiContext {
   std::string served_model_name;
@@ -27,6 +34,7 @@ struct GenerationRequest {
   std::vector<engine::TokenId> prompt;
   engine::SamplingParams sampling;
   int32_t requested_max_tokens = 0;  // 0 when the client gave none
+  int32_t n = 1;  // choices: n engine requests on the same prompt
   bool stream = false;
   bool include_usage = false;
   bool include_reasoning = true;
@@ -40,7 +48,5 @@ GenerationRequest parse_chat_request(const nlohmann::ordered_json& body, const A
 GenerationRequest parse_completion_request(const nlohmann::ordered_json& body, const ApiContext& context,
                                            const text::Tokenizer& tokenizer);
 
-// Parses a request body; a syntax error or a non-object is an ApiError.
-nlohmann::ordered_json parse_json_body(const std::string& body);
 
 }  // namespace gossamer::server

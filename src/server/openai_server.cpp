@@ -1,5 +1,8 @@
 #include "server/openai_server.h"
 
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/log.h"
@@ -34,15 +37,19 @@ HttpResponse json_response(const Json& body, int status = 200) {
 
 OpenAiServer::OpenAiServer(ServerConfig config) : config_(std::move(config)) {
   started_at_ = std::chrono::system_clock::now();
-  http_ = std::make_unique<HttpServer>(config_.http, [this](const HttpRequest& request, std::shared_ptr<ResponseChannel> channel) {
-    handle(request, std::move(channel));
+  http_ = std::make_unique<HttpServer>(config_.http, [this](HttpRequest request, std::shared_ptr<ResponseChannel> channel) {
+    handle(std::move(request), std::move(channel));
   });
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  prep_ = std::make_unique<PrepPool>(config_.prep_threads > 0 ? config_.prep_threads : std::min(4, cores),
+                                     config_.prep_max_queued);
 }
 
 OpenAiServer::~OpenAiServer() {
   stop_stats_ = true;
   stats_wake_.notify_all();
   if (stats_thread_.joinable()) stats_thread_.join();
+  prep_->stop(std::chrono::seconds(5));
   http_->stop();
   engine_.reset();
 }
@@ -70,6 +77,8 @@ void OpenAiServer::attach(std::unique_ptr<model::Model> model, const engine::Eng
   api_context_.served_model_name = config_.served_model_name;
   api_context_.model_aliases = config_.model_aliases;
   api_context_.max_model_len = engine_->config().max_model_len;
+  metrics_->set_cache_config_info({{"block_size", std::to_string(engine_->config().block_size)},
+                                   {"num_gpu_blocks", std::to_string(engine_->stats().num_kv_blocks)}});
   if (config_.log_stats) stats_thread_ = std::thread([this] { stats_loop(); });
   state_ = State::kReady;
   GOSSAMER_LOG_INFO("ready: serving '", config_.served_model_name, "' (", engine_->model().backend_name(),
@@ -89,6 +98,17 @@ void OpenAiServer::request_done() {
 }
 
 void OpenAiServer::drain_and_stop() {
+  // NOTE: the watchdog guarantees the exit deadline even if some part below never returns.
+  const double deadline_s = config_.shutdown_timeout_s + 10.0;
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  std::thread([done, deadline_s] {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(deadline_s);
+    while (!done->load() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (!done->load()) {
+      GOSSAMER_LOG_ERROR("shutdown did not finish within --shutdown-timeout + 10 s: exiting now");
+      std::_Exit(1);
+    }
+  }).detach();
   const bool was_ready = state_ == State::kReady;
   state_ = State::kDraining;
   set_loading_message("server is shutting down");
@@ -101,6 +121,7 @@ void OpenAiServer::drain_and_stop() {
     if (!drained) {
       GOSSAMER_LOG_WARN("drain timed out with ", active_.load(), " request(s) in flight: aborting them");
       lock.unlock();
+      prep_->stop(std::chrono::seconds(2));  // queued preparations answer 503
       engine_->shutdown();  // aborts every request; their streams end with finish_reason "abort"
       lock.lock();
       drained_.wait_for(lock, std::chrono::seconds(5), [&] { return active_.load() == 0; });
@@ -112,8 +133,10 @@ void OpenAiServer::drain_and_stop() {
   stop_stats_ = true;
   stats_wake_.notify_all();
   if (stats_thread_.joinable()) stats_thread_.join();
+  prep_->stop(std::chrono::seconds(2));
   if (engine_) engine_->shutdown();
   http_->stop();
+  done->store(true);
   GOSSAMER_LOG_INFO("shut down cleanly");
 }
 
@@ -160,8 +183,11 @@ HttpResponse OpenAiServer::unavailable() const {
 bool OpenAiServer::authorized(const HttpRequest& request) const {
   if (config_.api_keys.empty()) return true;
   std::string key = request.header("authorization");
-  if (key.rfind("Bearer ", 0) == 0) {
+  std::string scheme = key.substr(0, 7);
+  for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (scheme == "bearer ") {  // NOTE: auth schemes are case-insensitive (RFC 9110 §11.1)
     key = key.substr(7);
+    while (!key.empty() && key.front() == ' ') key.erase(0, 1);
   } else if (key.empty()) {
     key = request.header("x-api-key");
   } else {
@@ -178,7 +204,7 @@ void OpenAiServer::reply(const std::shared_ptr<ResponseChannel>& channel, HttpRe
   channel->respond(std::move(response));
 }
 
-void OpenAiServer::handle(const HttpRequest& request, std::shared_ptr<ResponseChannel> channel) {
+void OpenAiServer::handle(HttpRequest request, std::shared_ptr<ResponseChannel> channel) {
   GOSSAMER_LOG_DEBUG(request.remote, " - \"", request.method, " ", request.target, "\"");
   const State state = state_.load();
   const bool serving = state == State::kReady;
@@ -202,12 +228,14 @@ void OpenAiServer::handle(const HttpRequest& request, std::shared_ptr<ResponseCh
       return reply(channel, std::move(response));
     }
     const bool generation = path == "/v1/chat/completions" || path == "/v1/completions";
-    const bool known = generation || path == "/v1/models" || path == "/tokenize" || path == "/detokenize";
+    const bool model_path = path == "/v1/models" || path.rfind("/v1/models/", 0) == 0;
+    const bool known = generation || model_path || path == "/tokenize" || path == "/detokenize";
     if (!known) return reply(channel, ApiError(404, "not_found_error", "Not found: " + request.method + " " + path).to_response());
-    if ((path == "/v1/models" && !get) || (path != "/v1/models" && !post)) {
+    if ((model_path && !get) || (!model_path && !post)) {
       return reply(channel, ApiError(405, "invalid_request_error", "Method " + request.method + " not allowed on " + path).to_response());
     }
-    if (path != "/v1/models" && !authorized(request)) {
+    // NOTE: every API route needs the key (GET /v1/models too, as vLLM); /health, /metrics and /version do not.
+    if (!authorized(request)) {
       if (serving && metrics_) metrics_->count_rejected("auth");
       return reply(channel, ApiError(401, "authentication_error",
                                      "Incorrect API key provided. Pass it as 'Authorization: Bearer <key>'.")
@@ -218,9 +246,8 @@ void OpenAiServer::handle(const HttpRequest& request, std::shared_ptr<ResponseCh
       return reply(channel, unavailable());
     }
     if (path == "/v1/models") return reply(channel, handle_models());
-    if (path == "/tokenize") return reply(channel, handle_tokenize(request));
-    if (path == "/detokenize") return reply(channel, handle_detokenize(request));
-    handle_generation(request, channel, path == "/v1/chat/completions");
+    if (model_path) return reply(channel, handle_model(path.substr(std::string("/v1/models/").size())));
+    return prepare_on_pool(std::move(request), std::move(channel));
   } catch (const ApiError& error) {
     if (serving && metrics_ && error.status == 400) metrics_->count_rejected("validation");
     reply(channel, error.to_response());
@@ -228,6 +255,56 @@ void OpenAiServer::handle(const HttpRequest& request, std::shared_ptr<ResponseCh
     GOSSAMER_LOG_ERROR("internal error on ", request.method, " ", path, ": ", error.what());
     reply(channel, ApiError(500, "server_error", std::string("internal error: ") + error.what()).to_response());
   }
+}
+
+void OpenAiServer::prepare_on_pool(HttpRequest request, std::shared_ptr<ResponseChannel> channel) {
+  auto owned = std::make_shared<HttpRequest>(std::move(request));
+  auto client_gone = std::make_shared<std::atomic<bool>>(false);
+  channel->on_close([client_gone] { client_gone->store(true); });
+  active_.fetch_add(1);
+  const bool queued = prep_->try_submit([this, owned, channel, client_gone](bool run) {
+    if (client_gone->load()) {  // left while queued: nothing to prepare, nobody to answer
+      request_done();
+      return;
+    }
+    if (!run || state_.load() != State::kReady) {
+      reply(channel, unavailable());
+      request_done();
+      return;
+    }
+    run_prepared(*owned, channel);
+  });
+  if (!queued) {
+    request_done();
+    if (metrics_) metrics_->count_rejected("overload");
+    ApiError busy(429, "rate_limit_error", "the server is overloaded: too many requests are waiting to be prepared; retry later",
+                  std::nullopt, "too_many_requests");
+    HttpResponse response = busy.to_response();
+    response.headers.emplace_back("Retry-After", "1");
+    reply(channel, std::move(response));
+  }
+}
+
+void OpenAiServer::run_prepared(const HttpRequest& request, const std::shared_ptr<ResponseChannel>& channel) {
+  const std::string& path = request.path;
+  bool handed_over = false;  // a submitted generation calls request_done() itself
+  try {
+    if (path == "/tokenize") {
+      reply(channel, handle_tokenize(request));
+    } else if (path == "/detokenize") {
+      reply(channel, handle_detokenize(request));
+    } else {
+      handle_generation(request, channel, path == "/v1/chat/completions");
+      handed_over = true;
+    }
+  } catch (const ApiError& error) {
+    if (metrics_ && error.status == 400) metrics_->count_rejected("validation");
+    reply(channel, error.to_response());
+  } catch (const std::exception& error) {
+    GOSSAMER_LOG_ERROR("internal error on ", request.method, " ", path, ": ", error.what());
+    reply(channel, ApiError(500, "server_error", std::string("internal error: ") + error.what()).to_response());
+  }
+  if (!handed_over) request_done();
 }
 
 void OpenAiServer::handle_generation(const HttpRequest& request, std::shared_ptr<ResponseChannel> channel, bool chat) {
@@ -240,25 +317,31 @@ void OpenAiServer::handle_generation(const HttpRequest& request, std::shared_ptr
     GOSSAMER_LOG_WARN("ignoring unsupported request fields: ", fields);
   }
   auto state = std::make_shared<GenerationState>(*this, channel, std::move(parsed), chat, request.header("x-request-id"));
-  active_.fetch_add(1);
-  try {
-    state->submit();
-  } catch (...) {
-    request_done();
-    throw;
-  }
+  state->submit();
+}
+
+nlohmann::json OpenAiServer::model_json(const std::string& id) const {
+  const int64_t created = std::chrono::duration_cast<std::chrono::seconds>(started_at_.time_since_epoch()).count();
+  return {{"id", id},
+          {"object", "model"},
+          {"created", created},
+          {"owned_by", "gossamer"},
+          {"root", config_.served_model_name},
+          {"max_model_len", api_context_.max_model_len}};
 }
 
 HttpResponse OpenAiServer::handle_models() const {
-  const int64_t created = std::chrono::duration_cast<std::chrono::seconds>(started_at_.time_since_epoch()).count();
   Json data = Json::array();
-  data.push_back({{"id", config_.served_model_name},
-                  {"object", "model"},
-                  {"created", created},
-                  {"owned_by", "gossamer"},
-                  {"root", config_.served_model_name},
-                  {"max_model_len", api_context_.max_model_len}});
+  data.push_back(model_json(config_.served_model_name));
   return json_response({{"object", "list"}, {"data", data}});
+}
+
+HttpResponse OpenAiServer::handle_model(const std::string& id) const {
+  const auto& aliases = config_.model_aliases;
+  if (id != config_.served_model_name && std::find(aliases.begin(), aliases.end(), id) == aliases.end()) {
+    return ApiError(404, "not_found_error", "The model `" + id + "` does not exist.", "model", "model_not_found").to_response();
+  }
+  return json_response(model_json(id));
 }
 
 HttpResponse OpenAiServer::handle_tokenize(const HttpRequest& request) const {

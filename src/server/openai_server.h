@@ -21,6 +21,7 @@
 #include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
+#include "server/prep_pool.h"
 #include "text/harmony_renderer.h"
 #include "text/tokenizer.h"
 
@@ -33,11 +34,13 @@ struct ServerConfig {
   std::string served_model_name = "gpt-oss";       // the id in /v1/models and responses
   std::vector<std::string> model_aliases;          // other names accepted in "model"
   std::vector<std::string> api_keys;               // empty = no auth
-  ReasoningField reasoning_field = ReasoningField::kReasoning;  // where the analysis channel goes
+  ReasoningField reasoning_field = ReasoningField::kBoth;  // where the analysis channel goes (both names: clients read either)
   bool vllm_metrics_alias = true;                  // also emit vllm:* metric names
   bool enable_log_requests = false;                // log each request (INFO) with its figures
   bool log_stats = true;                           // a vLLM-style stats line every 5 s while busy
   double shutdown_timeout_s = 60.0;                // drain limit before in-flight requests are aborted
+  int prep_threads = 0;                            // request-preparation workers (0 = min(4, cores))
+  size_t prep_max_queued = 1024;                   // requests waiting for a worker before 429
 };
 
 class GenerationState;
@@ -63,11 +66,16 @@ class OpenAiServer {
   friend class GenerationState;
   enum class State { kLoading, kReady, kDraining, kFailed };
 
-  void handle(const HttpRequest& request, std::shared_ptr<ResponseChannel> channel);
+  void handle(HttpRequest request, std::shared_ptr<ResponseChannel> channel);
+  void prepare_on_pool(HttpRequest request, std::shared_ptr<ResponseChannel> channel);
+  void run_prepared(const HttpRequest& request, const std::shared_ptr<ResponseChannel>& channel);
   void reply(const std::shared_ptr<ResponseChannel>& channel, HttpResponse response);
   bool authorized(const HttpRequest& request) const;
+  // Submits to the engine; from then on the request's GenerationState calls request_done().
   void handle_generation(const HttpRequest& request, std::shared_ptr<ResponseChannel> channel, bool chat);
   HttpResponse handle_models() const;
+  HttpResponse handle_model(const std::string& id) const;
+  nlohmann::json model_json(const std::string& id) const;
   HttpResponse handle_tokenize(const HttpRequest& request) const;
   HttpResponse handle_detokenize(const HttpRequest& request) const;
   HttpResponse unavailable() const;
@@ -76,6 +84,7 @@ class OpenAiServer {
 
   ServerConfig config_;
   std::unique_ptr<HttpServer> http_;
+  std::unique_ptr<PrepPool> prep_;
   std::atomic<State> state_{State::kLoading};
   mutable std::mutex mutex_;  // guards status_message_
   std::string status_message_ = "loading model";

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "text/harmony_header_repair.h"
 #include "text/harmony_utf8.h"
 
 namespace gossamer::text::harmony {
@@ -186,6 +187,13 @@ void HarmonyParser::process(TokenId token) {
 void HarmonyParser::process_unchecked(TokenId token) {
   switch (state_) {
     case ParserState::kExpectStart:
+      if (!strict_ && token == kChannelToken) {
+        // NOTE: lenient: `<|channel|>` without `<|start|>assistant` opens an assistant message.
+        header_tokens_.assign(1, token);
+        role_hint_ = Role::kAssistant;
+        state_ = ParserState::kHeader;
+        return;
+      }
       if (token != kStartToken) {
         fail("Unexpected token " + std::to_string(token) + " while expecting start token " +
              std::to_string(kStartToken));
@@ -229,7 +237,17 @@ void HarmonyParser::end_header() {
     fail(std::string("could not decode header: ") + error.what());
   }
   if (!check_utf8(bytes).ok) fail("could not decode header: it is not valid UTF-8");
-  header_ = parse_harmony_header(bytes, role_hint_);
+  if (strict_) {
+    header_ = parse_harmony_header(bytes, role_hint_);
+  } else {
+    // NOTE: lenient mode repairs what gpt-oss is known to break (text/harmony_header_repair.h).
+    try {
+      header_ = parse_harmony_header(bytes, role_hint_);
+      if (header_needs_repair(*header_)) header_ = repair_harmony_header(bytes, role_hint_);
+    } catch (const Error&) {
+      header_ = repair_harmony_header(bytes, role_hint_);
+    }
+  }
   role_hint_.reset();
   header_tokens_.clear();
   content_.clear();

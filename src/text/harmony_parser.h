@@ -5,7 +5,9 @@
 //    (unknown ids included); malformed output throws gossamer::Error and never crashes. After an error the
 //    parser is failed: every later call throws the same error again.
 //  - Strict mode (the default) rejects malformed headers; lenient mode recovers from a missing <|message|>
-//    in the first header (as openai-harmony does) and returns what it can.
+//    in the first header (as openai-harmony does), repairs the broken headers gpt-oss emits (harmony_header_repair.h),
+//    takes a `<|channel|>` where `<|start|>` was due as the start of an assistant message, and returns
+//    what it can.
 //  - Content is decoded incrementally and UTF-8 safely: a character split across ids is emitted once whole;
 //    invalid bytes become U+FFFD. A finished message holds exactly one TextContent item.
 //  - Getters return references valid until the next call that changes the parser.

@@ -1,6 +1,8 @@
 #include "text/harmony_typescript.h"
 
 #include <string_view>
+#include <unordered_set>
+#include <utility>
 #include <vector>
 
 namespace gossamer::text::harmony {
@@ -57,37 +59,42 @@ std::string format_default(const Json& schema, const Json& value) {
   return compact_json(value);
 }
 
-void append_nullable(const Json& schema, std::string& text) {
-  if (is_nullable(schema) && text.find("null") == std::string::npos) text += " | null";
+// Appends " | null" when the schema is nullable and the type text written since `start` names no null.
+void append_nullable(const Json& schema, std::string& out, size_t start) {
+  if (is_nullable(schema) && out.find("null", start) == std::string::npos) out += " | null";
 }
 
-std::string join(const std::vector<std::string>& parts, std::string_view separator) {
-  std::string out;
+void append_joined(const std::vector<std::string>& parts, std::string_view separator, std::string& out) {
   for (size_t i = 0; i < parts.size(); ++i) {
     if (i > 0) out += separator;
     out += parts[i];
   }
-  return out;
 }
 
-std::string top_level_one_of(const Json& variants, const std::string& indent) {
-  std::string out;
+void render(const Json& schema, const std::string& indent, int32_t depth, std::string& out);
+
+void top_level_one_of(const Json& variants, const std::string& indent, int32_t depth, std::string& out) {
+  const std::string variant_indent = indent + "   ";
   for (const Json& variant : variants) {
-    out += "\n" + indent + " | ";
-    std::string type = json_schema_to_typescript(variant, indent + "   ");
-    append_nullable(variant, type);
-    out += type;
+    out += '\n';
+    out += indent;
+    out += " | ";
+    const size_t start = out.size();
+    render(variant, variant_indent, depth + 1, out);
+    append_nullable(variant, out, start);
     std::vector<std::string> comments;
     if (const std::string* description = string_member(variant, "description")) comments.push_back(*description);
     // NOTE: here the default is always printed as JSON (quoted even for enum strings), unlike in properties.
     if (const Json* value = member(variant, "default")) comments.push_back("default: " + compact_json(*value));
-    if (!comments.empty()) out += " // " + join(comments, " ");
+    if (!comments.empty()) {
+      out += " // ";
+      append_joined(comments, " ", out);
+    }
   }
-  return out;
 }
 
 void append_one_of_property(const std::string& key, const std::string& optional, const Json& value,
-                            const Json& variants, const std::string& indent, std::string& out) {
+                            const Json& variants, const std::string& indent, int32_t depth, std::string& out) {
   const std::string* property_description = string_member(value, "description");
   const std::string* first_variant_description =
       variants.empty() ? nullptr : string_member(variants.front(), "description");
@@ -99,10 +106,14 @@ void append_one_of_property(const std::string& key, const std::string& optional,
     out += indent + "// default: " + format_default(value, *value_default) + "\n";
   }
   out += indent + key + optional + ":\n";
+  const std::string variant_indent = indent + "   ";
   for (size_t i = 0; i < variants.size(); ++i) {
     const Json& variant = variants[i];
-    std::string line = indent + " | " + json_schema_to_typescript(variant, indent + "   ");
-    append_nullable(variant, line);
+    out += indent;
+    out += " | ";
+    const size_t start = out.size();
+    render(variant, variant_indent, depth + 1, out);
+    append_nullable(variant, out, start);
     std::vector<std::string> comments;
     if (const std::string* description = string_member(variant, "description")) {
       const bool same_as_property = property_description != nullptr && *description == *property_description;
@@ -111,30 +122,31 @@ void append_one_of_property(const std::string& key, const std::string& optional,
     if (const Json* variant_default = member(variant, "default")) {
       comments.push_back("default: " + format_default(variant, *variant_default));
     }
-    if (!comments.empty()) line += " // " + join(comments, " ");
-    out += line + "\n";
+    if (!comments.empty()) {
+      out += " // ";
+      append_joined(comments, " ", out);
+    }
+    out += '\n';
   }
   out += indent + ",\n";
 }
 
-std::string object_type(const Json& schema, const std::string& indent) {
-  std::string out;
+void object_type(const Json& schema, const std::string& indent, int32_t depth, std::string& out) {
   if (const std::string* description = string_member(schema, "description")) {
     out += indent + "// " + *description + "\n";
   }
   out += "{\n";
-  std::vector<std::string> required;
+  std::unordered_set<std::string_view> required;
   if (const Json* names = member(schema, "required"); names != nullptr && names->is_array()) {
     for (const Json& name : *names) {
-      if (name.is_string()) required.push_back(name.get<std::string>());
+      if (name.is_string()) required.insert(name.get_ref<const std::string&>());
     }
   }
   const Json* properties = member(schema, "properties");
   if (properties != nullptr && properties->is_object()) {
+    const std::string property_indent = indent + "    ";
     for (const auto& [key, value] : properties->items()) {
-      bool is_required = false;
-      for (const std::string& name : required) is_required = is_required || name == key;
-      const std::string optional = is_required ? "" : "?";
+      const std::string optional = required.count(key) ? "" : "?";
       const Json* variants = one_of(value);
       if (const std::string* title = string_member(value, "title")) {
         out += indent + "// " + *title + "\n" + indent + "//\n";
@@ -152,36 +164,47 @@ std::string object_type(const Json& schema, const std::string& indent) {
         }
       }
       if (variants != nullptr) {
-        append_one_of_property(key, optional, value, *variants, indent, out);
+        append_one_of_property(key, optional, value, *variants, indent, depth, out);
         continue;
       }
-      std::string type = json_schema_to_typescript(value, indent + "    ");
-      append_nullable(value, type);
-      out += indent + key + optional + ": " + type + ",";
+      out += indent;
+      out += key;
+      out += optional;
+      out += ": ";
+      const size_t start = out.size();
+      render(value, property_indent, depth + 1, out);
+      append_nullable(value, out, start);
+      out += ',';
       if (const Json* value_default = member(value, "default")) {
         out += " // default: " + format_default(value, *value_default);
       }
-      out += "\n";
+      out += '\n';
     }
   }
-  out += indent + "}";
-  return out;
+  out += indent;
+  out += '}';
 }
 
-std::string string_type(const Json& schema) {
+void string_type(const Json& schema, std::string& out) {
   std::vector<std::string> values;
   if (const Json* options = member(schema, "enum"); options != nullptr && options->is_array()) {
     for (const Json& option : *options) {
       if (option.is_string()) values.push_back(quoted(option.get<std::string>()));
     }
   }
-  return values.empty() ? "string" : join(values, " | ");
+  if (values.empty()) {
+    out += "string";
+  } else {
+    append_joined(values, " | ", out);
+  }
 }
 
-}  // namespace
-
-std::string json_schema_to_typescript(const Json& schema, const std::string& indent) {
-  if (const Json* variants = one_of(schema)) return top_level_one_of(*variants, indent);
+void render(const Json& schema, const std::string& indent, int32_t depth, std::string& out) {
+  if (depth > kMaxRenderDepth) {  // NOTE: callers refuse such schemas first (schema_limit_violation)
+    out += "any";
+    return;
+  }
+  if (const Json* variants = one_of(schema)) return top_level_one_of(*variants, indent, depth, out);
   const Json* type = member(schema, "type");
   if (type != nullptr && type->is_array()) {
     std::vector<std::string> names;
@@ -190,19 +213,57 @@ std::string json_schema_to_typescript(const Json& schema, const std::string& ind
       const std::string& text = name.get_ref<const std::string&>();
       names.push_back(text == "integer" ? "number" : text);
     }
-    return join(names, " | ");
+    return append_joined(names, " | ", out);
   }
-  if (type == nullptr || !type->is_string()) return "any";
+  if (type == nullptr || !type->is_string()) {
+    out += "any";
+    return;
+  }
   const std::string& name = type->get_ref<const std::string&>();
-  if (name == "object") return object_type(schema, indent);
-  if (name == "string") return string_type(schema);
-  if (name == "number" || name == "integer") return "number";
-  if (name == "boolean") return "boolean";
-  if (name == "array") {
-    const Json* items = member(schema, "items");
-    return items != nullptr ? json_schema_to_typescript(*items, indent) + "[]" : "Array<any>";
+  if (name == "object") return object_type(schema, indent, depth, out);
+  if (name == "string") return string_type(schema, out);
+  if (name == "number" || name == "integer") {
+    out += "number";
+  } else if (name == "boolean") {
+    out += "boolean";
+  } else if (name == "array") {
+    if (const Json* items = member(schema, "items")) {
+      render(*items, indent, depth + 1, out);
+      out += "[]";
+    } else {
+      out += "Array<any>";
+    }
+  } else {
+    out += "any";
   }
-  return "any";
+}
+
+}  // namespace
+
+std::optional<std::string> schema_limit_violation(const Json& schema, const SchemaLimits& limits, int64_t* num_nodes) {
+  // Depth-first over an explicit stack of (value, depth).
+  std::vector<std::pair<const Json*, int32_t>> stack = {{&schema, 1}};
+  int64_t nodes = 0;
+  std::optional<std::string> violation;
+  while (!stack.empty() && !violation) {
+    const auto [value, depth] = stack.back();
+    stack.pop_back();
+    if (++nodes > limits.max_nodes) {
+      violation = "has more than " + std::to_string(limits.max_nodes) + " JSON values (the limit per schema)";
+    } else if (value->is_structured() && depth > limits.max_depth) {
+      violation = "nests deeper than " + std::to_string(limits.max_depth) + " levels (the limit per schema)";
+    } else if (value->is_structured()) {
+      for (const Json& child : *value) stack.emplace_back(&child, depth + 1);
+    }
+  }
+  if (num_nodes != nullptr) *num_nodes = nodes;
+  return violation;
+}
+
+std::string json_schema_to_typescript(const Json& schema, const std::string& indent) {
+  std::string out;
+  render(schema, indent, 1, out);
+  return out;
 }
 
 }  // namespace gossamer::text::harmony

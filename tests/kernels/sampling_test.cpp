@@ -1,5 +1,5 @@
 // Sampling: greedy (ties → lowest index) must match exactly; seeded temperature/top-k/top-p draws must
-// match the CPU reference (the same thresholds and the same uniform draw).
+// match the CPU reference (the same thresholds and the same uniform draw); penalties and raw logprobs too.
 #include <algorithm>
 
 #include "kernels/sampling.h"
@@ -57,6 +57,102 @@ TEST(SamplingKernel, MatchesReference) {
   // fp32 vs fp64 mass sums may move a draw sitting exactly on a boundary; allow one such row.
   EXPECT_LE(mismatches, 1);
   report("sampling", std::to_string(n) + "x201088 mismatching draws", mismatches, 1);
+}
+
+
+// Penalties and logprobs (kernels/sampling.h steps 0 and the raw log_softmax), on bf16 logits as the model
+// gives them: tokens as the reference, logprobs within fp32 rounding, top tokens exactly.
+TEST(SamplingKernel, PenaltiesAndLogprobsMatchReference) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(31);
+  const int vocab = 201088, n = 48;
+  std::vector<uint16_t> logits(size_t(n) * vocab);
+  std::normal_distribution<float> d(0.f, 3.f);
+  for (auto& x : logits) x = float_to_bf16(d(rng));
+  std::vector<float> temp(n), top_p(n), presence(n), frequency(n), repetition(n);
+  std::vector<int32_t> top_k(n), num_top(n), offsets = {0}, tokens, counts;
+  std::vector<uint64_t> seeds(n);
+  std::uniform_real_distribution<float> unit(0.f, 1.f);
+  for (int r = 0; r < n; ++r) {
+    temp[r] = r % 4 == 0 ? 0.f : 0.3f + 1.5f * unit(rng);
+    top_k[r] = r % 3 == 0 ? 1 + int(rng() % 200) : 0;
+    top_p[r] = r % 5 == 0 ? 0.5f + 0.5f * unit(rng) : 1.f;
+    presence[r] = r % 2 ? 4.f * unit(rng) - 2.f : 0.f;
+    frequency[r] = r % 2 ? 4.f * unit(rng) - 2.f : 0.f;
+    repetition[r] = r % 6 == 1 ? 0.5f + 1.5f * unit(rng) : 1.f;
+    num_top[r] = int(rng() % 21);
+    seeds[r] = 99991ull * (r + 1);
+    const int entries = r % 2 ? int(rng() % 3000) : 0;  // distinct tokens: a stride walk
+    const int start = int(rng() % vocab), stride = 1 + 2 * int(rng() % 50);
+    for (int e = 0; e < entries; ++e) {
+      tokens.push_back(int32_t((start + int64_t(e) * stride) % vocab));
+      counts.push_back(int(rng() % 4));
+    }
+    offsets.push_back(int32_t(tokens.size()));
+  }
+  if (tokens.empty()) tokens.push_back(0), counts.push_back(0);
+  DeviceBuffer<uint16_t> dl(logits);
+  DeviceBuffer<float> dt(temp), dp(top_p), dpres(presence), dfreq(frequency), drep(repetition), dpen(size_t(n) * vocab),
+      dlp(n), dtlp(size_t(n) * kMaxTopLogprobs);
+  DeviceBuffer<int32_t> dk(top_k), dout(n), doff(offsets), dtok(tokens), dcnt(counts), dnt(num_top),
+      dtt(size_t(n) * kMaxTopLogprobs);
+  DeviceBuffer<uint64_t> ds(seeds);
+  dout.poison();
+  SamplingParams p{nullptr, dout.get(), dt.get(), dk.get(), dp.get(), ds.get(), n, vocab, dl.get()};
+  p.penalty_offsets = doff.get();
+  p.penalty_tokens = dtok.get();
+  p.penalty_counts = dcnt.get();
+  p.presence = dpres.get();
+  p.frequency = dfreq.get();
+  p.repetition = drep.get();
+  p.penalized = dpen.get();
+  p.out_logprobs = dlp.get();
+  p.num_top = dnt.get();
+  p.out_top_tokens = dtt.get();
+  p.out_top_logprobs = dtlp.get();
+  launch_sampling(p, nullptr);
+  std::vector<int32_t> ref(n), ref_tt(size_t(n) * kMaxTopLogprobs);
+  std::vector<float> ref_lp(n), ref_tlp(size_t(n) * kMaxTopLogprobs), ref_pen(size_t(n) * vocab);
+  SamplingParams c = p;
+  c.logits_bf16 = logits.data();
+  c.out_tokens = ref.data();
+  c.temperature = temp.data();
+  c.top_k = top_k.data();
+  c.top_p = top_p.data();
+  c.seeds = seeds.data();
+  c.penalty_offsets = offsets.data();
+  c.penalty_tokens = tokens.data();
+  c.penalty_counts = counts.data();
+  c.presence = presence.data();
+  c.frequency = frequency.data();
+  c.repetition = repetition.data();
+  c.penalized = ref_pen.data();
+  c.out_logprobs = ref_lp.data();
+  c.num_top = num_top.data();
+  c.out_top_tokens = ref_tt.data();
+  c.out_top_logprobs = ref_tlp.data();
+  sampling_cpu(c);
+  const auto got = dout.download();
+  const auto got_lp = dlp.download();
+  const auto got_tt = dtt.download();
+  const auto got_tlp = dtlp.download();
+  int mismatches = 0;
+  for (int r = 0; r < n; ++r) {
+    if (temp[r] <= 0.f) {
+      EXPECT_EQ(got[r], ref[r]) << "greedy row " << r;
+    } else if (got[r] != ref[r]) {
+      ++mismatches;
+      std::printf("sampling row %d: gpu %d cpu %d\n", r, got[r], ref[r]);
+      continue;
+    }
+    EXPECT_NEAR(got_lp[r], ref_lp[r], 2e-3) << "row " << r;
+    for (int j = 0; j < num_top[r]; ++j) {
+      EXPECT_EQ(got_tt[size_t(r) * kMaxTopLogprobs + j], ref_tt[size_t(r) * kMaxTopLogprobs + j]) << r << " " << j;
+      EXPECT_NEAR(got_tlp[size_t(r) * kMaxTopLogprobs + j], ref_tlp[size_t(r) * kMaxTopLogprobs + j], 2e-3) << r << " " << j;
+    }
+  }
+  EXPECT_LE(mismatches, 1);
+  report("sampling", std::to_string(n) + "x201088 penalised/logprob rows mismatching", mismatches, 1);
 }
 
 }  // namespace

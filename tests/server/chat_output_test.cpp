@@ -139,5 +139,30 @@ TEST(StopStrings, FlushReturnsTheHeldText) {
   EXPECT_FALSE(matcher.stopped());
 }
 
+
+// The malformed headers gpt-oss is known to emit become clean tool calls and content (lenient parsing).
+TEST(ChatOutput, MalformedHeadersBecomeCleanToolCallsAndContent) {
+  for (const std::string output :
+       {"<|channel|>analysis<|message|>Need it.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather"
+        "<|channel|>commentary <|constrain|>json<|message|>{\"city\":\"Paris\"}<|call|>",
+        "<|channel|>analysis<|message|>Need it.<|end|><|start|>assistantcommentary to=functions.get_weather"
+        "<|message|>{\"city\":\"Paris\"}<|call|>",
+        "<|channel|>analysis<|message|>Need it.<|end|><|channel|>commentary <|constrain|>json to=functions.get_weather"
+        "<|message|>{\"city\":\"Paris\"}<|call|>"}) {
+    ChatOutputParser parser(tokenizer(), {});
+    const ChatDelta all = run(parser, output);
+    ASSERT_EQ(parser.tool_calls().size(), 1u) << output;
+    EXPECT_EQ(parser.tool_calls()[0].name, "get_weather") << output;
+    EXPECT_EQ(parser.tool_calls()[0].arguments, "{\"city\":\"Paris\"}") << output;
+    EXPECT_EQ(all.reasoning, "Need it.") << output;
+    EXPECT_EQ(all.content.find("<|"), std::string::npos) << all.content;
+    EXPECT_FALSE(parser.malformed()) << output;
+  }
+  ChatOutputParser parser(tokenizer(), {});
+  const ChatDelta all = run(parser, "<|channel|>analysis<|message|>Hm.<|end|><|channel|>final<|message|>Hi!<|return|>");
+  EXPECT_EQ(all.content, "Hi!");
+  EXPECT_EQ(all.reasoning, "Hm.");
+}
+
 }  // namespace
 }  // namespace gossamer::server

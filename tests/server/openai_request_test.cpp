@@ -68,7 +68,7 @@ TEST_F(OpenAiRequest, ValidationErrorsNameTheField) {
   EXPECT_EQ(chat_error(R"({"messages":[{"role":"user","content":"x"}],"temperature":5})").param.value_or(""), "temperature");
   EXPECT_EQ(chat_error(R"({"messages":[{"role":"user","content":"x"}],"temperature":"hot"})").param.value_or(""), "temperature");
   EXPECT_EQ(chat_error(R"({"messages":[{"role":"user","content":"x"}],"top_p":0})").param.value_or(""), "top_p");
-  EXPECT_EQ(chat_error(R"({"messages":[{"role":"user","content":"x"}],"n":2})").param.value_or(""), "n");
+  EXPECT_EQ(chat_error(R"({"messages":[{"role":"user","content":"x"}],"n":17})").param.value_or(""), "n");
   EXPECT_EQ(chat_error(R"({"messages":[{"role":"user","content":"x"}],"max_tokens":0})").param.value_or(""), "max_tokens");
   EXPECT_EQ(chat_error(R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"required"})").param.value_or(""), "tool_choice");
   EXPECT_EQ(chat_error(R"({"messages":[{"role":"user","content":"x"}],"reasoning_effort":"max"})").param.value_or(""), "reasoning_effort");

@@ -9,6 +9,12 @@
 
 namespace gossamer::server::testing {
 
+inline std::string repeated(const std::string& piece, int times) {
+  std::string out;
+  for (int i = 0; i < times; ++i) out += piece;
+  return out;
+}
+
 inline std::string write_script_file() {
   const nlohmann::json scripts = nlohmann::json::array({
       {{"trigger", "Please answer SCRIPTANSWER"},
@@ -26,6 +32,7 @@ inline std::string write_script_file() {
       {{"trigger", "Please call SCRIPTBADJSON"},
        {"output", "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": Par<|call|>"}},
       {{"trigger", "Please say SCRIPTUTF"}, {"output", "<|channel|>final<|message|>héllo 🌍 日本語<|return|>"}},
+      {{"trigger", "Please repeat SCRIPTREPEAT"}, {"output", "<|channel|>final<|message|>" + repeated(" ha", 40) + "<|return|>"}},
   });
   char pattern[] = "/tmp/gossamer-script-XXXXXX";
   const int fd = mkstemp(pattern);

@@ -297,15 +297,24 @@ TEST_F(ServerApi, MetricsUseVllmNamesAndTypes) {
   post_json("/v1/chat/completions", chat("Please answer SCRIPTANSWER"));
   const std::string text = server_->get("/metrics").body;
   for (const char* line : {"# TYPE vllm:num_requests_running gauge", "# TYPE vllm:num_requests_waiting gauge",
-                           "# TYPE vllm:kv_cache_usage_perc gauge", "# TYPE vllm:num_preemptions counter",
-                           "# TYPE vllm:prompt_tokens counter", "# TYPE vllm:generation_tokens counter",
+                           "# TYPE vllm:kv_cache_usage_perc gauge", "# TYPE vllm:num_preemptions_total counter",
+                           "# TYPE vllm:generation_tokens_total counter",
                            "# TYPE vllm:time_to_first_token_seconds histogram",
                            "# TYPE vllm:inter_token_latency_seconds histogram",
                            "# TYPE vllm:e2e_request_latency_seconds histogram",
                            "# TYPE vllm:request_queue_time_seconds histogram", "# TYPE gossamer:num_requests_running gauge",
                            "vllm:time_to_first_token_seconds_bucket{model_name=\"test-model\",le=\"0.001\"}",
                            "vllm:e2e_request_latency_seconds_bucket{model_name=\"test-model\",le=\"7680\"}",
-                           "vllm:request_success_total{model_name=\"test-model\",finished_reason=\"stop\"}"}) {
+                           "vllm:request_success_total{model_name=\"test-model\",finished_reason=\"stop\"}",
+                           "# TYPE vllm:prompt_tokens_total counter", "# TYPE vllm:request_success_total counter",
+                           "# TYPE gossamer:http_requests_total counter",
+                           "# TYPE vllm:time_per_output_token_seconds histogram",
+                           "# TYPE vllm:request_prefill_time_seconds histogram",
+                           "# TYPE vllm:request_decode_time_seconds histogram",
+                           "# TYPE vllm:request_inference_time_seconds histogram",
+                           "# TYPE vllm:request_params_n histogram", "vllm:request_params_n_bucket{model_name=\"test-model\",le=\"1\"} ",
+                           "# TYPE vllm:request_max_num_generation_tokens histogram",
+                           "vllm:cache_config_info{model_name=\"test-model\",block_size=\"16\",num_gpu_blocks=\""}) {
     EXPECT_NE(text.find(line), std::string::npos) << line;
   }
   EXPECT_GE(server_->metric("vllm:request_success_total{model_name=\"test-model\",finished_reason=\"stop\"}"), 1);
@@ -323,8 +332,26 @@ TEST(ServerAuth, ApiKeyIsRequiredOnGenerationEndpoints) {
   EXPECT_EQ(server.post("/v1/completions", {{"prompt", "x"}}, {{"x-api-key", "sk-test-1"}}).status, 200);
   EXPECT_EQ(server.post("/tokenize", {{"prompt", "x"}}).status, 401);
   EXPECT_EQ(server.get("/health").status, 200);
-  EXPECT_EQ(server.get("/v1/models").status, 200);
   EXPECT_EQ(server.get("/metrics").status, 200);
+  // Every /v1 route needs the key, /v1/models included; the scheme is case-insensitive.
+  EXPECT_EQ(server.get("/v1/models").status, 401);
+  EXPECT_EQ(server.get("/v1/models", {{"Authorization", "Bearer sk-test-1"}}).status, 200);
+  EXPECT_EQ(server.get("/v1/models", {{"Authorization", "bearer sk-test-1"}}).status, 200);
+  EXPECT_EQ(server.get("/v1/models", {{"Authorization", "BEARER sk-test-2"}}).status, 200);
+  EXPECT_EQ(server.get("/v1/models/gossamer-test-fake").status, 401);
+  const auto model = server.get("/v1/models/gossamer-test-fake", {{"Authorization", "Bearer sk-test-1"}});
+  EXPECT_EQ(model.status, 200) << model.body;
+  EXPECT_EQ(Json::parse(model.body)["id"], "gossamer-test-fake");
+  EXPECT_EQ(server.get("/v1/models/other", {{"Authorization", "Bearer sk-test-1"}}).status, 404);
+}
+
+TEST_F(ServerApi, HeadSendsTheHeadWithoutABody) {
+  HttpClient client("127.0.0.1", server_->port(), 10.0);
+  const auto head = client.request("HEAD", "/v1/models");
+  EXPECT_EQ(head.status, 200);
+  EXPECT_TRUE(head.body.empty()) << head.body;
+  // The connection stays usable: no stray body bytes were sent.
+  EXPECT_EQ(client.request("GET", "/v1/models").status, 200);
 }
 
 }  // namespace
