@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libpcre2-dev libcli11-dev
   libboost1.81-dev
+  zstd
 )
 missing=()
 for package in "${packages[@]}"; do
