@@ -282,13 +282,10 @@ def unit(rng, effort, phrase):
 
 
 def make_tools(rng, required):
-    names = {required} if required else set()
-    for extra in ("get_weather", "add", "lookup"):
-        if rng.random() < 0.4:
-            names.add(extra)
+    names = [n for n in ("get_weather", "add", "lookup") if rng.random() < 0.4 or n == required]
+    rng.shuffle(names)  # a list, not a set: the order must not depend on Python's string hashing
     base = {"get_weather": WEATHER_TOOL, "add": ADD_TOOL, "lookup": LOOKUP_TOOL}
-    ordered = sorted(names, key=lambda _: rng.random())
-    return [tool_spec(rng, base[n]) for n in ordered]
+    return [tool_spec(rng, base[n]) for n in names]
 
 
 def assistant(channel, content, recipient=None):
