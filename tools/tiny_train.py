@@ -33,6 +33,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 VOCAB = 201088
 FIRST_SPECIAL = 199998
 RETURN, CALL, MESSAGE, PAD = 200002, 200012, 200008, 199999
+# The goldens' description (tests/data/golden/tiny_trained.json).
+NOTE = ("transformers GptOssForCausalLM, float32, eager attention, on the GPU machine (TF32 off), of models/tiny "
+        "as exported by tools/tiny_train.py: 'sequences' are 4 held-out conversations (prompt + reference "
+        "completion); tiny_trained_logits.npy holds their logits at every position (rows: the sequences' positions "
+        "concatenated) for the vocabulary ids in 'columns' (each position's top 16, 64 other used rows, and 2 "
+        "unused rows, which share one unembedding row); 'greedy' holds transformers' greedy completions of "
+        "held-out prompts (up to <|return|> or <|call|>)")
 FP4_GRID = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
 
 
@@ -486,8 +493,7 @@ def main():
         greedy_cases = [{"domain": r["domain"], "prompt": list(map(int, r["prompt"])),
                          "completion": list(map(int, r["generated"]))} for r in held[:12]]
         json.dump({"sequences": seqs, "columns": cols, "unused_columns": unused, "greedy": greedy_cases,
-                   "note": "transformers float32 eager logits of the exported checkpoint; rows = the sequences' "
-                           "positions concatenated; greedy = transformers' greedy completions"},
+                   "note": NOTE},
                   open(os.path.join(args.out, "golden.json"), "w"))
         log(f"goldens: {stacked.shape} logits, {len(greedy_cases)} greedy cases")
     except Exception:
