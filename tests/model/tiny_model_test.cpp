@@ -7,9 +7,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "core/error.h"
 #include "core/mapped_file.h"
 #include "core/npy.h"
 #include "golden_test.h"
@@ -37,6 +40,18 @@ TEST(TinyModel, IsTheEmbeddedDefaultWithTheFullVocabulary) {
   EXPECT_GT(c.rope_scaling_factor, 1.0);  // YaRN
   EXPECT_NE(std::count(c.layer_is_sliding.begin(), c.layer_is_sliding.end(), true), 0);
   EXPECT_NE(std::count(c.layer_is_sliding.begin(), c.layer_is_sliding.end(), false), 0);
+}
+
+TEST(TinyModel, MissingCheckpointIsAClearError) {
+  ::setenv("GOSSAMER_EMBEDDED_MODEL_DIR", "/nonexistent/tiny", 1);
+  try {
+    make_embedded_default_model();
+    ADD_FAILURE() << "no error for a missing embedded checkpoint";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("/nonexistent/tiny"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("zstd"), std::string::npos) << error.what();
+  }
+  ::unsetenv("GOSSAMER_EMBEDDED_MODEL_DIR");
 }
 
 TEST(TinyModel, LogitsMatchTransformersFloat32) {
