@@ -29,6 +29,8 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tiny_eval import evaluate  # noqa: E402
+from tiny_mxfp4 import FakeQuant, pack_mxfp4  # noqa: E402
 
 VOCAB = 201088
 FIRST_SPECIAL = 199998
@@ -40,7 +42,6 @@ NOTE = ("transformers GptOssForCausalLM, float32, eager attention, on the GPU ma
         "concatenated) for the vocabulary ids in 'columns' (each position's top 16, 64 other used rows, and 2 "
         "unused rows, which share one unembedding row); 'greedy' holds transformers' greedy completions of "
         "held-out prompts (up to <|return|> or <|call|>)")
-FP4_GRID = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
 
 
 def log(*args):
@@ -88,49 +89,6 @@ def make_model(cfg_dict, tmp_dir):
     return GptOssForCausalLM(config)
 
 
-# ---- MXFP4: blocks of 32 along the input dimension, e8m0 scale 2^ceil(log2(amax / 6)) ----
-
-def mxfp4_encode(w_out_in):
-    """[E, out, in] f32 -> (codes [E, out, in] int 0..15, exponents [E, out, in/32] int)."""
-    E, O, I = w_out_in.shape
-    blocks = w_out_in.reshape(E, O, I // 32, 32)
-    amax = blocks.abs().amax(-1)
-    exp = torch.where(amax > 0, torch.ceil(torch.log2(amax.clamp_min(1e-30) / 6.0)), torch.full_like(amax, -127))
-    exp = exp.clamp(-127, 127)
-    scaled = blocks / torch.exp2(exp)[..., None]
-    grid = FP4_GRID.to(w_out_in.device)
-    idx = (scaled.abs()[..., None] - grid).abs().argmin(-1)  # nearest magnitude (ties: the smaller)
-    codes = idx + 8 * ((scaled < 0) & (idx > 0)).long()
-    return codes.reshape(E, O, I), exp.long()
-
-
-def mxfp4_decode(codes, exp):
-    E, O, I = codes.shape
-    grid = FP4_GRID.to(codes.device)
-    values = grid[codes % 8] * torch.where(codes >= 8, -1.0, 1.0)
-    return (values.reshape(E, O, I // 32, 32) * torch.exp2(exp.float())[..., None]).reshape(E, O, I)
-
-
-def fake_quant_param(p_in_out):
-    """A transformers expert parameter [E, in, out] through MXFP4 and back (same orientation)."""
-    w = p_in_out.detach().float().transpose(1, 2)
-    codes, exp = mxfp4_encode(w)
-    return mxfp4_decode(codes, exp).transpose(1, 2)
-
-
-class FakeQuant(torch.nn.Module):
-    def forward(self, p):
-        return p + (fake_quant_param(p).to(p.dtype) - p).detach()
-
-
-def pack_mxfp4(p_in_out):
-    codes, exp = mxfp4_encode(p_in_out.detach().float().transpose(1, 2).contiguous())
-    E, O, I = codes.shape
-    c = codes.reshape(E, O, I // 32, 16, 2).to(torch.uint8)
-    blocks = c[..., 0] | (c[..., 1] << 4)
-    return blocks.contiguous().cpu(), (exp + 127).to(torch.uint8).contiguous().cpu()
-
-
 # ---- batching ----
 
 def batches(rows, token_budget, rng):
@@ -172,55 +130,6 @@ def compact_loss(model, ids, tgt, log_unused):
     logits = model.lm_head(hidden[mask]).float()
     logits = torch.cat([logits[:, :-1], logits[:, -1:] + log_unused], dim=1)  # the shared row stands for them all
     return F.cross_entropy(logits, tgt[mask])
-
-
-# ---- greedy generation (no cache: recompute; right padding is harmless under the causal mask) ----
-
-@torch.no_grad()
-def greedy(model, prompts, max_new, head, device, pad):
-    seqs = [list(p) for p in prompts]
-    done = [False] * len(seqs)
-    out = [[] for _ in seqs]
-    for _ in range(max_new):
-        active = [i for i, d in enumerate(done) if not d]
-        if not active:
-            break
-        L = max(len(seqs[i]) for i in active)
-        ids = torch.full((len(active), L), pad, dtype=torch.long)
-        for j, i in enumerate(active):
-            ids[j, :len(seqs[i])] = torch.tensor(seqs[i])
-        hidden = model.model(input_ids=ids.to(device), use_cache=False).last_hidden_state
-        last = hidden[torch.arange(len(active), device=device), torch.tensor([len(seqs[i]) - 1 for i in active], device=device)]
-        nxt = head(last).argmax(-1).tolist()
-        for j, i in enumerate(active):
-            seqs[i].append(nxt[j])
-            out[i].append(nxt[j])
-            if nxt[j] in (RETURN, CALL):
-                done[i] = True
-    return out
-
-
-def answer_part(tokens):
-    """The ids after the last <|message|>: the final answer or the tool call's arguments (with the stop)."""
-    last = max((i for i, t in enumerate(tokens) if t == MESSAGE), default=-1)
-    return tuple(tokens[last + 1:])
-
-
-def evaluate(model, rows, head, device, pad, max_new=200, batch=256):
-    results = {}
-    for start in range(0, len(rows), batch):
-        part = rows[start:start + batch]
-        outs = greedy(model, [r["prompt"] for r in part], max_new, head, device, pad)
-        for r, o in zip(part, outs):
-            expected = r["completion_ids"]
-            d = results.setdefault(r["domain"], [0, 0, 0])
-            d[0] += 1
-            d[1] += int(list(o) == list(expected))
-            d[2] += int(answer_part(list(o)) == answer_part(list(expected)))
-            r["generated"] = list(o)
-    total = [sum(v[i] for v in results.values()) for i in range(3)]
-    return {"overall": {"n": total[0], "exact": total[1] / max(1, total[0]), "answer": total[2] / max(1, total[0])},
-            "by_domain": {k: {"n": v[0], "exact": v[1] / v[0], "answer": v[2] / v[0]} for k, v in sorted(results.items())}}
 
 
 def load_exported(model, path, used, unk, layers):
