@@ -8,9 +8,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/error.h"
 #include "core/mapped_file.h"
@@ -24,7 +23,9 @@ namespace {
 
 constexpr int32_t kReturn = 200002, kCall = 200012;
 
-nlohmann::json golden() { return nlohmann::json::parse(read_text_file(testing::golden_dir() + "/tiny_trained.json")); }
+nlohmann::json golden() {
+  return nlohmann::json::parse(read_text_file(testing::golden_dir() + "/tiny_trained.json"));
+}
 
 Model& embedded() {
   static std::unique_ptr<Model> model = make_embedded_default_model();
@@ -73,7 +74,8 @@ TEST(TinyModel, LogitsMatchTransformersFloat32) {
     int64_t argmax_outside = 0;
     for (int64_t p = 0; p < length; ++p) {
       const float* full = logits.data() + p * vocab;
-      for (int64_t c = 0; c < width; ++c) ours[static_cast<size_t>(p * width + c)] = full[columns[static_cast<size_t>(c)]];
+      for (int64_t c = 0; c < width; ++c)
+        ours[static_cast<size_t>(p * width + c)] = full[columns[static_cast<size_t>(c)]];
       // Rows the corpus never used share one unembedding row: their logits are equal.
       ASSERT_EQ(full[unused[0]], full[unused[1]]) << "sequence " << s << " position " << p;
       // The reference's top 16 at every position are among the columns: our argmax must be too.

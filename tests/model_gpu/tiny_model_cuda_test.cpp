@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
-
 #include <nlohmann/json.hpp>
 
 #include "../model/golden_test.h"
@@ -45,12 +44,13 @@ TEST_P(TinyModelCudaTest, LogitsWithinBoundsOfTransformersFloat32) {
     std::vector<float> ours(static_cast<size_t>(length * width));
     for (int64_t p = 0; p < length; ++p) {
       for (int64_t c = 0; c < width; ++c) {
-        ours[static_cast<size_t>(p * width + c)] = logits[static_cast<size_t>(p * vocab + columns[static_cast<size_t>(c)])];
+        ours[static_cast<size_t>(p * width + c)] =
+            logits[static_cast<size_t>(p * vocab + columns[static_cast<size_t>(c)])];
       }
     }
     const auto agreement = testing::compare_rows(ours.data(), ref.data.data() + row * width, length, width);
-    std::printf("[cuda tiny golden] %s sequence %zu (%lld positions): rel L2 %.3e, argmax match %.4f\n", weights.c_str(),
-                s, static_cast<long long>(length), agreement.relative_l2, agreement.argmax_match);
+    std::printf("[cuda tiny golden] %s sequence %zu (%lld positions): rel L2 %.3e, argmax match %.4f\n",
+                weights.c_str(), s, static_cast<long long>(length), agreement.relative_l2, agreement.argmax_match);
     EXPECT_LE(agreement.relative_l2, bounds.max_relative_l2) << weights << " sequence " << s;
     EXPECT_GE(agreement.argmax_match, bounds.min_argmax_match) << weights << " sequence " << s;
     row += length;

@@ -17,8 +17,9 @@ TEST(TinyModelSdk, OpenAiClientThroughTheTrainedModel) {
       << "the openai npm package is missing: run scripts/setup.sh";
   ASSERT_EQ(std::system("node --version > /dev/null 2>&1"), 0) << "node is missing: run scripts/setup.sh";
   ServerProcess server({"--max-model-len", "2048"});
-  const std::string command = "cd '" + source.string() + "' && GOSSAMER_BASE_URL=http://127.0.0.1:" +
-                              std::to_string(server.port()) + "/v1 node tests/server/tiny_model_e2e_sdk.mjs 2>&1";
+  const std::string command = "cd '" + source.string() +
+                              "' && GOSSAMER_BASE_URL=http://127.0.0.1:" + std::to_string(server.port()) +
+                              "/v1 node tests/server/tiny_model_e2e_sdk.mjs 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   ASSERT_NE(pipe, nullptr);
   std::string output;

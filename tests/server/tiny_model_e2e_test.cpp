@@ -31,7 +31,9 @@ Json user(const std::string& text, Json extra = Json::object()) {
 
 class TinyModelE2e : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { server_ = std::make_unique<ServerProcess>(std::vector<std::string>{"--max-model-len", "2048"}); }
+  static void SetUpTestSuite() {
+    server_ = std::make_unique<ServerProcess>(std::vector<std::string>{"--max-model-len", "2048"});
+  }
   static void TearDownTestSuite() { server_.reset(); }
 
   static Json chat(const Json& body) {
@@ -80,7 +82,8 @@ TEST_F(TinyModelE2e, ReasonsThenAnswersWithUsage) {
   EXPECT_NE(reasoning.find("The day after Friday is Saturday."), std::string::npos) << reasoning;
   const Json& usage = response["usage"];
   EXPECT_EQ(usage["prompt_tokens"], prompt_tokens(body));
-  EXPECT_EQ(usage["total_tokens"].get<int>(), usage["prompt_tokens"].get<int>() + usage["completion_tokens"].get<int>());
+  EXPECT_EQ(usage["total_tokens"].get<int>(),
+            usage["prompt_tokens"].get<int>() + usage["completion_tokens"].get<int>());
   const int reasoning_tokens = usage["completion_tokens_details"]["reasoning_tokens"];
   EXPECT_GT(reasoning_tokens, 10);
   EXPECT_GT(usage["completion_tokens"].get<int>(), reasoning_tokens + 5);
@@ -93,7 +96,8 @@ TEST_F(TinyModelE2e, ReasonsThenAnswersWithUsage) {
     if (chunk["choices"].empty()) continue;
     const Json& delta = chunk["choices"][0]["delta"];
     if (delta.contains("reasoning")) streamed_reasoning += delta["reasoning"].get<std::string>();
-    if (delta.contains("content") && delta["content"].is_string()) streamed_content += delta["content"].get<std::string>();
+    if (delta.contains("content") && delta["content"].is_string())
+      streamed_content += delta["content"].get<std::string>();
     if (!chunk["choices"][0]["finish_reason"].is_null()) finish = chunk["choices"][0]["finish_reason"];
   }
   EXPECT_EQ(streamed_reasoning, reasoning);
@@ -140,10 +144,14 @@ TEST_F(TinyModelE2e, CallsGetWeatherWithJsonArguments) {
 
 TEST_F(TinyModelE2e, AnswersFromTheToolResult) {
   Json body = user("What's the weather in Tokyo?", {{"tools", weather_tool()}});
-  body["messages"].push_back({{"role", "assistant"}, {"content", nullptr},
-                              {"tool_calls", {{{"id", "call_1"}, {"type", "function"},
-                                               {"function", {{"name", "get_weather"}, {"arguments", "{\"city\": \"Tokyo\"}"}}}}}}});
-  body["messages"].push_back({{"role", "tool"}, {"tool_call_id", "call_1"},
+  body["messages"].push_back({{"role", "assistant"},
+                              {"content", nullptr},
+                              {"tool_calls",
+                               {{{"id", "call_1"},
+                                 {"type", "function"},
+                                 {"function", {{"name", "get_weather"}, {"arguments", "{\"city\": \"Tokyo\"}"}}}}}}});
+  body["messages"].push_back({{"role", "tool"},
+                              {"tool_call_id", "call_1"},
                               {"content", "{\"city\": \"Tokyo\", \"temperature_c\": 21, \"condition\": \"sunny\"}"}});
   const Json response = chat(body);
   const Json& message = response["choices"][0]["message"];

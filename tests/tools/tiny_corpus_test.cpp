@@ -2,19 +2,18 @@
 // held-out templates never occur in the training split, and the rendered ids join the server's prompt
 // (ending in <|start|>assistant) with a completion that ends where the model must stop.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
-#include <unistd.h>
 
 #include "core/mapped_file.h"
 
@@ -47,7 +46,8 @@ std::vector<nlohmann::json> lines_of(const std::string& text) {
 
 TEST(TinyCorpus, DeterministicForASeedWithDisjointHeldOutTemplates) {
   const fs::path dir = scratch();
-  const std::string a = generate(dir / "a.jsonl", 3), b = generate(dir / "b.jsonl", 3), c = generate(dir / "c.jsonl", 4);
+  const std::string a = generate(dir / "a.jsonl", 3), b = generate(dir / "b.jsonl", 3),
+                    c = generate(dir / "c.jsonl", 4);
   EXPECT_EQ(a, b);
   EXPECT_NE(a, c);
   const auto rows = lines_of(a);
@@ -66,7 +66,8 @@ TEST(TinyCorpus, RenderJoinsPromptAndCompletion) {
   const fs::path dir = scratch();
   const auto rows = lines_of(generate(dir / "corpus.jsonl", 5));
   std::ostringstream command_line;  // (not operator+: GCC 12 warns falsely about the inlined copies)
-  command_line << "'" << kRender.string() << "' '" << (dir / "corpus.jsonl").string() << "' '" << (dir / "corpus.bin").string() << "'";
+  command_line << "'" << kRender.string() << "' '" << (dir / "corpus.jsonl").string() << "' '"
+               << (dir / "corpus.bin").string() << "'";
   const std::string command = command_line.str();
   ASSERT_EQ(std::system(command.c_str()), 0) << command;
   const std::string bytes = gossamer::read_text_file((dir / "corpus.bin").string());

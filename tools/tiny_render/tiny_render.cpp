@@ -13,10 +13,9 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "server/openai_request.h"
 #include "text/harmony_json.h"
@@ -28,7 +27,9 @@ namespace {
 using gossamer::text::TokenId;
 namespace harmony = gossamer::text::harmony;
 
-void put(std::ofstream& out, uint32_t value) { out.write(reinterpret_cast<const char*>(&value), 4); }
+void put(std::ofstream& out, uint32_t value) {
+  out.write(reinterpret_cast<const char*>(&value), 4);
+}
 
 }  // namespace
 
