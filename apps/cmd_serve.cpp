@@ -54,11 +54,11 @@ int run_serve(int argc, char** argv) {
   std::string load_format = "auto", preset = "20b";
   cli.add_option("--load-format", load_format, "auto | dummy (random weights of --preset shapes, no disk)")
       ->envname("GOSSAMER_LOAD_FORMAT")->group("Model");
-  cli.add_option("--preset", preset, "20b | 120b | tiny (with --load-format dummy)")->group("Model");
+  cli.add_option("--preset", preset, "20b | 120b | tiny | embedded (with --load-format dummy)")->group("Model");
   add_parallel_flags(cli, model_options.layout, "Model");
   cli.add_option("--served-model-name", served_name, "model id in the API (default: the model path)")
       ->envname("GOSSAMER_SERVED_MODEL_NAME")->group("Model");
-  cli.add_option("--seed", seed, "seed of the embedded default model and of unseeded requests")
+  cli.add_option("--seed", seed, "seed of dummy weights and of unseeded requests")
       ->envname("GOSSAMER_SEED")->group("Model");
 
   cli.add_option("--host", config.http.host, "address to bind")->envname("GOSSAMER_HOST")->group("HTTP");
@@ -152,8 +152,11 @@ int run_serve(int argc, char** argv) {
     setrlimit(RLIMIT_NOFILE, &files);
   }
 
-  GOSSAMER_LOG_INFO("gossamer serve: model ", !test.kind.empty() ? "(test backend)" : model_dir.empty() ? "(embedded default)" : model_dir, ", served as '",
-                    served_name, "'");
+  const std::string model_line = !test.kind.empty()       ? "(test backend)"
+                                 : load_format == "dummy" ? "(dummy " + preset + " weights)"
+                                 : model_dir.empty()      ? std::string("(") + model::kEmbeddedDefaultDescription + ")"
+                                                          : model_dir;
+  GOSSAMER_LOG_INFO("gossamer serve: model ", model_line, ", served as '", served_name, "'");
   server::OpenAiServer server(config);
   server.start();
   if (!port_file.empty()) {
@@ -170,12 +173,13 @@ int run_serve(int argc, char** argv) {
       server.set_loading_message("building dummy " + preset + " weights");
       model = model::load_dummy_model(preset, seed, model::resolve_device(device), model_options);
     } else if (model_dir.empty()) {
-      server.set_loading_message("building the embedded default model");
+      server.set_loading_message("loading the embedded default model");
       // NOTE: the embedded default is a toy on the CPU: a modest context and KV budget unless asked otherwise.
       if (engine_config.max_model_len == 0) engine_config.max_model_len = 8192;
       if (kv_cache_memory_bytes == 0) engine_config.kv_cache_memory_bytes = 256LL << 20;
-      model = model_options.layout.sharded() ? model::load_dummy_model("embedded", seed, "cpu", model_options)
-                                             : model::make_embedded_default_model(seed);
+      // Sharded (simulated ranks on the CPU): the same trained checkpoint through the sharding loader.
+      model = model_options.layout.sharded() ? model::load_model(model::embedded_model_dir(), "cpu", model_options)
+                                             : model::make_embedded_default_model();
     } else {
       server.set_loading_message("loading model from " + model_dir);
       model = model::load_model(model_dir, model::resolve_device(device), model_options);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs gossamer's main job. With no arguments it serves the OpenAI-compatible API on the
-# embedded default (a small random-weight gpt-oss-architecture model on the CPU); pass a model directory to
+# embedded default (a tiny gpt-oss model trained to speak Harmony, on the CPU: docs/tiny-model.md); pass a model directory to
 # run greedy generation on real weights (`gossamer serve DIR` serves them).
 set -euo pipefail
 cd "$(dirname "$0")/.."

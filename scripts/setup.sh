@@ -12,6 +12,7 @@ packages=(
   libboost1.81-dev
   libcairo2-dev fonts-dejavu-core
   clang-format-14
+  zstd
 )
 missing=()
 for package in "${packages[@]}"; do

@@ -12,7 +12,6 @@
 #include "core/parallel.h"
 #include "core/random.h"
 #include "model/cpu_model.h"
-#include "model/embedded_default.h"
 #include "model/tensor_source.h"
 
 namespace gossamer::model {
@@ -259,10 +258,6 @@ std::unique_ptr<Model> make_dummy_cpu_model(const GptOssConfig& config, uint64_t
   hf.layout = CheckpointLayout::kHuggingFace;
   DummyWeights dummy = make_dummy_weights(hf, seed, init);
   return std::make_unique<CpuModel>(hf, std::move(dummy.weights), std::move(dummy.storage));
-}
-
-std::unique_ptr<Model> make_embedded_default_model(uint64_t seed) {
-  return make_dummy_cpu_model(preset_config("embedded"), seed);
 }
 
 }  // namespace gossamer::model

@@ -19,8 +19,8 @@
 namespace gossamer::model {
 
 // Presets: "tiny" (CI-sized, a few MB), "20b", "120b" (published shapes), "20b-2layers" (20b's shapes
-// with 2 layers: large goldens from transformers stay affordable), "embedded" (the embedded
-// default: tiny layers, full 201,088-token vocabulary). Throws on an unknown name.
+// with 2 layers: large goldens from transformers stay affordable), "embedded" (the random
+// model that was the embedded default before the trained one: tiny layers, full 201,088-token vocabulary). Throws on an unknown name.
 GptOssConfig preset_config(const std::string& preset);
 
 // How the random weights are scaled. `standard` (the default, byte-stable: the tiny golden depends on it)

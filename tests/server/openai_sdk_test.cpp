@@ -1,6 +1,8 @@
 // Runs the official `openai` npm client (tests/server/openai_sdk_test.mjs) against `gossamer serve`:
-// on the embedded default (shapes, streaming with usage, errors, auth) and on the scripted fake backend
-// (tool calls and reasoning through the SDK).
+// on the random model that used to be the embedded default (`--load-format dummy --preset embedded`: an
+// adversary whose output is noise; shapes, streaming with usage, errors, auth) and on the scripted fake
+// backend (tool calls and reasoning through the SDK). The trained embedded default has its own tests
+// (tiny_model_e2e_test.cpp).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -35,9 +37,10 @@ void require_node_and_sdk() {
   ASSERT_EQ(std::system("node --version > /dev/null 2>&1"), 0) << "node is missing: run scripts/setup.sh";
 }
 
-TEST(OpenAiSdk, EmbeddedDefaultModel) {
+TEST(OpenAiSdk, RandomEmbeddedModel) {
   require_node_and_sdk();
-  ServerProcess server({"--api-key", "sk-gossamer-test", "--max-model-len", "2048"});
+  ServerProcess server({"--load-format", "dummy", "--preset", "embedded", "--api-key", "sk-gossamer-test",
+                        "--max-model-len", "2048", "--kv-cache-memory-bytes", "268435456"});
   const auto [code, output] = run_sdk_script(server.port(), "sk-gossamer-test", "embedded");
   EXPECT_EQ(code, 0) << output << "\n--- server log ---\n" << server.log();
   EXPECT_NE(output.find("checks passed (embedded)"), std::string::npos) << output;
