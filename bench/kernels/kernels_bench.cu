@@ -303,243 +303,78 @@ void bench_small() {
   }
 }
 
-void bench_moe(int T, int E) {
-  const int H = 2880, I = 2880;
-  Buf w1(size_t(E) * 2 * I * H), w2(size_t(E) * H * I), w1s(size_t(E) * 45 * 23 * 4), w2s(size_t(E) * 23 * 23 * 4),
-      b1(size_t(E) * 2 * I * 2), b2(size_t(E) * H * 2), x(size_t(T) * H * 2), logits(size_t(T) * E * 2),
-      out(size_t(T) * H * 2), ws(moe_workspace_bytes(T, E, H, I));
-  fill_fp8(w1);
-  fill_fp8(w2);
-  fill_f32(w1s, 1e-4f, 3e-4f);
-  fill_f32(w2s, 1e-4f, 3e-4f);
-  fill_bf16(b1, -0.5f, 0.5f);
-  fill_bf16(b2, -0.5f, 0.5f);
-  fill_bf16(x, -2, 2);
-  fill_bf16(logits, -4, 4);
+// One MoE block at gpt-oss sizes (hidden = inter = 2880) with random FP8 experts, row-major weights;
+// `logit_copies` router outputs to rotate over (so repeated calls route differently).
+struct MoeBench {
+  static constexpr int kH = 2880, kI = 2880;
+  MoeBench(int T, int E, int logit_copies)
+      : T(T), E(E), logit_copies(logit_copies), w1(size_t(E) * 2 * kI * kH), w2(size_t(E) * kH * kI),
+        w1s(size_t(E) * 45 * 23 * 4), w2s(size_t(E) * 23 * 23 * 4), b1(size_t(E) * 2 * kI * 2), b2(size_t(E) * kH * 2),
+        x(size_t(T) * kH * 2), logits(size_t(logit_copies) * T * E * 2), out(size_t(T) * kH * 2) {
+    fill_fp8(w1);
+    fill_fp8(w2);
+    fill_f32(w1s, 1e-4f, 3e-4f);
+    fill_f32(w2s, 1e-4f, 3e-4f);
+    fill_bf16(b1, -0.5f, 0.5f);
+    fill_bf16(b2, -0.5f, 0.5f);
+    fill_bf16(x, -2, 2);
+    fill_bf16(logits, -4, 4);
+    p.x = x.as<uint16_t>();
+    p.logits = logits.as<uint16_t>();
+    p.out = out.as<uint16_t>();
+    p.w1 = w1.as<uint8_t>();
+    p.w1_scales = w1s.as<float>();
+    p.b1 = b1.as<uint16_t>();
+    p.w2 = w2.as<uint8_t>();
+    p.w2_scales = w2s.as<float>();
+    p.b2 = b2.as<uint16_t>();
+    p.num_tokens = T;
+    p.num_experts = E;
+    p.num_local_experts = E;
+    p.hidden = kH;
+    p.inter = kI;
+  }
+  const uint16_t* logits_of(int i) const { return logits.as<uint16_t>() + size_t(i % logit_copies) * T * E; }
+  double flops() const { return double(T) * 4 * 2 * (2.0 * kI * kH + double(kH) * kI); }
+  double expert_bytes() const { return double(std::min(E, T * 4)) * 3.0 * kI * kH; }  // touched experts, distinct
+  std::string shape() const { return std::to_string(T) + " tok, E=" + std::to_string(E) + ", top-4"; }
+
+  int T, E, logit_copies;
+  Buf w1, w2, w1s, w2s, b1, b2, x, logits, out;
   MoeParams p;
-  p.x = x.as<uint16_t>();
-  p.logits = logits.as<uint16_t>();
-  p.out = out.as<uint16_t>();
-  p.w1 = w1.as<uint8_t>();
-  p.w1_scales = w1s.as<float>();
-  p.b1 = b1.as<uint16_t>();
-  p.w2 = w2.as<uint8_t>();
-  p.w2_scales = w2s.as<float>();
-  p.b2 = b2.as<uint16_t>();
-  p.num_tokens = T;
-  p.num_experts = E;
-  p.num_local_experts = E;
-  p.hidden = H;
-  p.inter = I;
-  const double us = time_us([&](int) { launch_moe(p, ws.get(), nullptr); }, 10);
-  const double flops = double(T) * 4 * 2 * (2.0 * I * H + double(H) * I);
-  const int touched = std::min(E, T * 4);
-  const double bytes = double(touched) * 3.0 * I * H;
-  row("moe (route..combine)", std::to_string(T) + " tok, E=" + std::to_string(E) + ", top-4", us, flops, bytes, 0,
-      T <= 16 ? "copy" : "fp8");
-}
-
-// ---- decode GEMV (gemv_fp8.h) vs quantize_fp8 + gemm_fp8 (split-K) at the same shape ----
-// GB/s counts the weight bytes only (N·K): the quantity the decode GEMV exists to stream. "gemv_fp8" rows
-// use programmatic dependent launch, so back-to-back launches overlap one kernel's weight prefetch with
-// the previous one's tail (as in a PDL-chained decode step); "no-PDL" rows are plain stream order.
-void bench_gemv(const char* name, int M, int N, int K, GemmEpilogue epi, bool baseline = true) {
-  const int kb = (K + 127) / 128, nb = (N + 127) / 128;
-  const size_t wbytes = size_t(N) * K;
-  const size_t alloc = std::max<size_t>(wbytes, size_t((N + 63) / 64 * 64) * ((K + 63) / 64 * 64));
-  const int copies = copies_for(wbytes);
-  std::vector<Buf*> w, s;
-  for (int c = 0; c < copies; ++c) {
-    w.push_back(new Buf(alloc));
-    s.push_back(new Buf(size_t(nb) * kb * 4));
-    fill_fp8(*w.back());
-    fill_f32(*s.back(), 1e-3f, 2e-3f);
-  }
-  const int out_cols = epi == GemmEpilogue::kSwiGlu ? N / 2 : N;
-  const int64_t ldq = (K + 15) / 16 * 16;
-  Buf x(size_t(M) * K * 2), bias(size_t(N) * 2), out(size_t(M) * out_cols * 2), xq(size_t(M) * ldq),
-      xs(size_t(M) * kb * 4);
-  fill_bf16(x, -2, 2);
-  fill_bf16(bias, -1, 1);
-  GemvFp8Params p;
-  p.x = x.as<uint16_t>();
-  p.ldx = K;
-  p.bias = bias.as<uint16_t>();
-  p.out = out.as<uint16_t>();
-  p.ldc = out_cols;
-  p.M = M;
-  p.N = N;
-  p.K = K;
-  p.epilogue = epi;
-  // Baseline: the current decode path (activations quantized to fp8, then the FP8 GEMM with split-K).
-  GemmFp8Params g;
-  g.a = xq.as<uint8_t>();
-  g.lda = ldq;
-  g.a_scales = xs.as<float>();
-  g.bias = bias.as<uint16_t>();
-  g.out = out.as<uint16_t>();
-  g.ldc = out_cols;
-  g.M = M;
-  g.N = N;
-  g.K = K;
-  g.epilogue = epi;
-  const double base = !baseline ? 0.0 : time_us([&](int i) {
-    launch_quantize_fp8({x.as<uint16_t>(), K, xq.as<uint8_t>(), ldq, xs.as<float>(), M, K}, nullptr);
-    g.b = w[i % copies]->as<uint8_t>();
-    g.b_scales = s[i % copies]->as<float>();
-    launch_gemm_fp8(g, M, nullptr);
-  });
-  const std::string shape = std::string(name) + " M=" + std::to_string(M) + " N=" + std::to_string(N) +
-                            " K=" + std::to_string(K) + (epi == GemmEpilogue::kSwiGlu ? " swiglu" : "");
-  // The model's layout (tile-major weights, PDL), then row-major with and without PDL. Random bytes: the
-  // layout changes only the order in which they are read.
-  for (const auto& [pdl, tile_major] : {std::pair{true, true}, std::pair{true, false}, std::pair{false, false}}) {
-    p.programmatic_launch = pdl;
-    p.w_tiled = tile_major;
-    const double us = time_us([&](int i) {
-      p.w = w[i % copies]->as<uint8_t>();
-      p.w_scales = s[i % copies]->as<float>();
-      launch_gemv_fp8(p, nullptr);
-    });
-    row(tile_major ? "gemv_fp8" : pdl ? "gemv_fp8 row-major" : "gemv_fp8 row-major no-PDL", shape, us, 2.0 * M * N * K,
-        double(wbytes), base, "copy");
-  }
-  for (auto* b : w) delete b;
-  for (auto* b : s) delete b;
-}
-
-// The read ceiling of one launch: a kernel that only streams `bytes` of HBM (16-byte loads that bypass
-// L1, a sum so nothing is optimised away), back to back like the GEMVs, over rotated copies. What a
-// decode GEMV of the same weight bytes could reach at best, launch and ramp included.
-__global__ void read_kernel(const uint4* __restrict__ src, size_t n, uint32_t* sink) {
-  uint32_t acc = 0;
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    const uint4 v = __ldcs(src + i);
-    acc ^= v.x ^ v.y ^ v.z ^ v.w;
-  }
-  if (acc == 0x12345678u) *sink = acc;
-}
-
-// copies_for(bytes) buffers of random fp8 bytes; call i reads buffer i mod count (HBM, not L2).
-struct RotatedFp8 {
-  explicit RotatedFp8(size_t bytes) {
-    for (int c = 0; c < copies_for(bytes); ++c) {
-      buffers.push_back(std::make_unique<Buf>(bytes));
-      fill_fp8(*buffers.back());
-    }
-  }
-  const Buf& operator[](int i) const { return *buffers[static_cast<size_t>(i) % buffers.size()]; }
-  std::vector<std::unique_ptr<Buf>> buffers;
 };
 
-void bench_read(const char* name, size_t bytes) {
-  const RotatedFp8 b(bytes);
-  Buf sink(4);
-  int sms = 0;
-  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
-  const double us = time_us([&](int i) {
-    read_kernel<<<sms * 4, 512>>>(b[i].as<uint4>(), bytes / 16, sink.as<uint32_t>());
-  });
-  row("read ceiling", std::string(name) + " " + std::to_string(bytes >> 10) + " KiB", us, 0, double(bytes), 0, "copy");
+void bench_moe(int T, int E) {
+  MoeBench m(T, E, 1);
+  Buf ws(moe_workspace_bytes(T, E, MoeBench::kH, MoeBench::kI));
+  const double us = time_us([&](int) { launch_moe(m.p, ws.get(), nullptr); }, 10);
+  row("moe (route..combine)", m.shape(), us, m.flops(), m.expert_bytes(), 0, T <= 16 ? "copy" : "fp8");
 }
 
-// The decode GEMV's access pattern without its arithmetic: a CTA of 8 warps per 64-row tile of an
-// [N, K] fp8 matrix, warp w reading K steps w, w + 8, … (per step 64 rows × 64 bytes: each lane 8 chunks
-// of 16 bytes, rows g + 8c, columns 16t), three steps in flight. `tiled` reads the same bytes as if the
-// matrix were stored tile-major (each 64 × 64 step contiguous, 4 KiB). Separates DRAM access-pattern
-// limits from instruction limits.
-__global__ void __launch_bounds__(256) read_pattern_kernel(const uint8_t* __restrict__ w, int N, int K, bool tiled,
-                                                           uint32_t* sink) {
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const int n0 = blockIdx.x * 64, k_steps = K / 64;
-  uint32_t acc = 0;
-  for (int s0 = warp; s0 < k_steps; s0 += 24) {
-    uint4 v[3][8];
-#pragma unroll
-    for (int u = 0; u < 3; ++u) {
-      const int s = s0 + 8 * u;
-#pragma unroll
-      for (int c = 0; c < 8; ++c) {
-        if (s < k_steps) {
-          const size_t off = tiled ? (size_t(blockIdx.x) * k_steps + s) * 4096 + c * 512 + lane * 16
-                                   : size_t(n0 + g + 8 * c) * K + s * 64 + 16 * t;
-          v[u][c] = __ldcs(reinterpret_cast<const uint4*>(w + off));
-        } else {
-          v[u][c] = make_uint4(0, 0, 0, 0);
-        }
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < 3; ++u)
-#pragma unroll
-      for (int c = 0; c < 8; ++c) acc ^= v[u][c].x ^ v[u][c].y ^ v[u][c].z ^ v[u][c].w;
-  }
-  if (acc == 0x12345678u && N < 0) *sink = acc;
-}
-
-void bench_read_pattern(const char* name, int N, int K) {
-  const size_t bytes = size_t(N) * K;
-  const RotatedFp8 b(bytes);
-  Buf sink(4);
-  for (const bool tiled : {false, true}) {
-    const double us = time_us([&](int i) {
-      read_pattern_kernel<<<N / 64, 256>>>(b[i].as<uint8_t>(), N, K, tiled, sink.as<uint32_t>());
-    });
-    row(tiled ? "read gemv pattern, tile-major" : "read gemv pattern, row-major", std::string(name), us, 0,
-        double(bytes), 0, "copy");
-  }
-}
 
 // MoE block at decode batch sizes: launch_moe_decode vs launch_moe. The router logits rotate over 8
 // random copies so consecutive launches pick different experts (HBM, not L2). GB/s counts the weights of
 // the touched experts (assumed distinct).
 void bench_moe_decode(int T, int E, bool baseline = true) {
-  const int H = 2880, I = 2880, logit_copies = 8;
-  Buf w1(size_t(E) * 2 * I * H), w2(size_t(E) * H * I), w1s(size_t(E) * 45 * 23 * 4), w2s(size_t(E) * 23 * 23 * 4),
-      b1(size_t(E) * 2 * I * 2), b2(size_t(E) * H * 2), x(size_t(T) * H * 2), logits(size_t(logit_copies) * T * E * 2),
-      out(size_t(T) * H * 2), ws(moe_decode_workspace_bytes(T, H, I)), ws_base(moe_workspace_bytes(T, E, H, I));
-  fill_fp8(w1);
-  fill_fp8(w2);
-  fill_f32(w1s, 1e-4f, 3e-4f);
-  fill_f32(w2s, 1e-4f, 3e-4f);
-  fill_bf16(b1, -0.5f, 0.5f);
-  fill_bf16(b2, -0.5f, 0.5f);
-  fill_bf16(x, -2, 2);
-  fill_bf16(logits, -4, 4);
-  MoeParams p;
-  p.x = x.as<uint16_t>();
-  p.out = out.as<uint16_t>();
-  p.w1 = w1.as<uint8_t>();
-  p.w1_scales = w1s.as<float>();
-  p.b1 = b1.as<uint16_t>();
-  p.w2 = w2.as<uint8_t>();
-  p.w2_scales = w2s.as<float>();
-  p.b2 = b2.as<uint16_t>();
-  p.num_tokens = T;
-  p.num_experts = E;
-  p.num_local_experts = E;
-  p.hidden = H;
-  p.inter = I;
-  auto logits_of = [&](int i) { return logits.as<uint16_t>() + size_t(i % logit_copies) * T * E; };
+  MoeBench m(T, E, 8);
+  Buf ws(moe_decode_workspace_bytes(T, MoeBench::kH, MoeBench::kI)), ws_base(moe_workspace_bytes(T, E, MoeBench::kH, MoeBench::kI));
+  MoeParams& p = m.p;
   const double base = !baseline ? 0.0 : time_us([&](int i) {
-    p.logits = logits_of(i);
+    p.logits = m.logits_of(i);
     launch_moe(p, ws_base.get(), nullptr);
   }, 16);
   p.weights_tiled = true;  // the model's layout (20b/120b shapes are multiples of 64: same bytes)
   const double us = time_us([&](int i) {
-    p.logits = logits_of(i);
+    p.logits = m.logits_of(i);
     launch_moe_decode(p, ws.get(), nullptr);
   }, 16);
   p.weights_tiled = false;
   const double us_row_major = time_us([&](int i) {
-    p.logits = logits_of(i);
+    p.logits = m.logits_of(i);
     launch_moe_decode(p, ws.get(), nullptr);
   }, 16);
-  const double flops = double(T) * 4 * 2 * (2.0 * I * H + double(H) * I);
-  const double bytes = double(std::min(E, T * 4)) * 3.0 * I * H;
-  const std::string shape = std::to_string(T) + " tok, E=" + std::to_string(E) + ", top-4";
-  row("moe_decode (route..combine)", shape, us, flops, bytes, base, "copy");
-  row("moe_decode row-major", shape, us_row_major, flops, bytes, base, "copy");
+  row("moe_decode (route..combine)", m.shape(), us, m.flops(), m.expert_bytes(), base, "copy");
+  row("moe_decode row-major", m.shape(), us_row_major, m.flops(), m.expert_bytes(), base, "copy");
 }
 
 struct PagedKv {
