@@ -352,6 +352,157 @@ void bench_moe(int T, int E) {
 }
 
 
+// ---- decode GEMV (gemv_fp8.h) vs quantize_fp8 + gemm_fp8 (the prefill path) at the same shape ----
+// GB/s counts the weight bytes only (N·K): the quantity the decode GEMV exists to stream. "gemv_fp8" rows
+// use programmatic dependent launch, so back-to-back launches overlap one kernel's weight prefetch with
+// the previous one's tail (as in a PDL-chained decode step); "no-PDL" rows are plain stream order.
+void bench_gemv(const char* name, int M, int N, int K, GemmEpilogue epi, bool baseline = true) {
+  const int kb = (K + 127) / 128, nb = (N + 127) / 128;
+  const size_t wbytes = size_t(N) * K;
+  const size_t alloc = std::max<size_t>(wbytes, size_t((N + 63) / 64 * 64) * ((K + 63) / 64 * 64));
+  const int copies = copies_for(wbytes);
+  std::vector<Buf*> w, s;
+  for (int c = 0; c < copies; ++c) {
+    w.push_back(new Buf(alloc));
+    s.push_back(new Buf(size_t(nb) * kb * 4));
+    fill_fp8(*w.back());
+    fill_f32(*s.back(), 1e-3f, 2e-3f);
+  }
+  const int out_cols = epi == GemmEpilogue::kSwiGlu ? N / 2 : N;
+  const int64_t ldq = (K + 15) / 16 * 16;
+  Buf x(size_t(M) * K * 2), bias(size_t(N) * 2), out(size_t(M) * out_cols * 2), xq(size_t(M) * ldq),
+      xs(size_t(M) * kb * 4);
+  fill_bf16(x, -2, 2);
+  fill_bf16(bias, -1, 1);
+  GemvFp8Params p;
+  p.x = x.as<uint16_t>();
+  p.ldx = K;
+  p.bias = bias.as<uint16_t>();
+  p.out = out.as<uint16_t>();
+  p.ldc = out_cols;
+  p.M = M;
+  p.N = N;
+  p.K = K;
+  p.epilogue = epi;
+  // Baseline: the prefill path at this shape (activations quantized to fp8, then the FP8 GEMM).
+  GemmFp8Params g;
+  g.a = xq.as<uint8_t>();
+  g.lda = ldq;
+  g.a_scales = xs.as<float>();
+  g.bias = bias.as<uint16_t>();
+  g.out = out.as<uint16_t>();
+  g.ldc = out_cols;
+  g.M = M;
+  g.N = N;
+  g.K = K;
+  g.epilogue = epi;
+  const double base = !baseline ? 0.0 : time_us([&](int i) {
+    launch_quantize_fp8({x.as<uint16_t>(), K, xq.as<uint8_t>(), ldq, xs.as<float>(), M, K}, nullptr);
+    g.b = w[i % copies]->as<uint8_t>();
+    g.b_scales = s[i % copies]->as<float>();
+    launch_gemm_fp8(g, M, nullptr);
+  });
+  const std::string shape = std::string(name) + " M=" + std::to_string(M) + " N=" + std::to_string(N) +
+                            " K=" + std::to_string(K) + (epi == GemmEpilogue::kSwiGlu ? " swiglu" : "");
+  // The model's layout (tile-major weights, PDL), then row-major with and without PDL. Random bytes: the
+  // layout changes only the order in which they are read.
+  for (const auto& [pdl, tile_major] : {std::pair{true, true}, std::pair{true, false}, std::pair{false, false}}) {
+    p.programmatic_launch = pdl;
+    p.w_tiled = tile_major;
+    const double us = time_us([&](int i) {
+      p.w = w[i % copies]->as<uint8_t>();
+      p.w_scales = s[i % copies]->as<float>();
+      launch_gemv_fp8(p, nullptr);
+    });
+    row(tile_major ? "gemv_fp8" : pdl ? "gemv_fp8 row-major" : "gemv_fp8 row-major no-PDL", shape, us, 2.0 * M * N * K,
+        double(wbytes), base, "copy");
+  }
+  for (auto* b : w) delete b;
+  for (auto* b : s) delete b;
+}
+
+// The read ceiling of one launch: a kernel that only streams `bytes` of HBM (16-byte loads that bypass
+// L1, a sum so nothing is optimised away), back to back like the GEMVs, over rotated copies. What a
+// decode GEMV of the same weight bytes could reach at best, launch and ramp included.
+__global__ void read_kernel(const uint4* __restrict__ src, size_t n, uint32_t* sink) {
+  uint32_t acc = 0;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    const uint4 v = __ldcs(src + i);
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x12345678u) *sink = acc;
+}
+
+// copies_for(bytes) buffers of random fp8 bytes; call i reads buffer i mod count (HBM, not L2).
+struct RotatedFp8 {
+  explicit RotatedFp8(size_t bytes) {
+    for (int c = 0; c < copies_for(bytes); ++c) {
+      buffers.push_back(std::make_unique<Buf>(bytes));
+      fill_fp8(*buffers.back());
+    }
+  }
+  const Buf& operator[](int i) const { return *buffers[static_cast<size_t>(i) % buffers.size()]; }
+  std::vector<std::unique_ptr<Buf>> buffers;
+};
+
+void bench_read(const char* name, size_t bytes) {
+  const RotatedFp8 b(bytes);
+  Buf sink(4);
+  int sms = 0;
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+  const double us = time_us([&](int i) {
+    read_kernel<<<sms * 4, 512>>>(b[i].as<uint4>(), bytes / 16, sink.as<uint32_t>());
+  });
+  row("read ceiling", std::string(name) + " " + std::to_string(bytes >> 10) + " KiB", us, 0, double(bytes), 0, "copy");
+}
+
+// The decode GEMV's access pattern without its arithmetic: a CTA of 8 warps per 64-row tile of an
+// [N, K] fp8 matrix, warp w reading K steps w, w + 8, … (per step 64 rows × 64 bytes: each lane 8 chunks
+// of 16 bytes, rows g + 8c, columns 16t), three steps in flight. `tiled` reads the same bytes as if the
+// matrix were stored tile-major (each 64 × 64 step contiguous, 4 KiB). Separates DRAM access-pattern
+// limits from instruction limits.
+__global__ void __launch_bounds__(256) read_pattern_kernel(const uint8_t* __restrict__ w, int N, int K, bool tiled,
+                                                           uint32_t* sink) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int n0 = blockIdx.x * 64, k_steps = K / 64;
+  uint32_t acc = 0;
+  for (int s0 = warp; s0 < k_steps; s0 += 24) {
+    uint4 v[3][8];
+#pragma unroll
+    for (int u = 0; u < 3; ++u) {
+      const int s = s0 + 8 * u;
+#pragma unroll
+      for (int c = 0; c < 8; ++c) {
+        if (s < k_steps) {
+          const size_t off = tiled ? (size_t(blockIdx.x) * k_steps + s) * 4096 + c * 512 + lane * 16
+                                   : size_t(n0 + g + 8 * c) * K + s * 64 + 16 * t;
+          v[u][c] = __ldcs(reinterpret_cast<const uint4*>(w + off));
+        } else {
+          v[u][c] = make_uint4(0, 0, 0, 0);
+        }
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < 3; ++u)
+#pragma unroll
+      for (int c = 0; c < 8; ++c) acc ^= v[u][c].x ^ v[u][c].y ^ v[u][c].z ^ v[u][c].w;
+  }
+  if (acc == 0x12345678u && N < 0) *sink = acc;
+}
+
+void bench_read_pattern(const char* name, int N, int K) {
+  const size_t bytes = size_t(N) * K;
+  const RotatedFp8 b(bytes);
+  Buf sink(4);
+  for (const bool tiled : {false, true}) {
+    const double us = time_us([&](int i) {
+      read_pattern_kernel<<<N / 64, 256>>>(b[i].as<uint8_t>(), N, K, tiled, sink.as<uint32_t>());
+    });
+    row(tiled ? "read gemv pattern, tile-major" : "read gemv pattern, row-major", std::string(name), us, 0,
+        double(bytes), 0, "copy");
+  }
+}
+
 // MoE block at decode batch sizes: launch_moe_decode vs launch_moe. The router logits rotate over 8
 // random copies so consecutive launches pick different experts (HBM, not L2). GB/s counts the weights of
 // the touched experts (assumed distinct).
