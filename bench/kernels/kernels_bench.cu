@@ -309,50 +309,65 @@ void bench_small() {
   }
 }
 
-void bench_moe(int T, int E) {
-  const int H = 2880, I = 2880;
-  Buf w1(size_t(E) * 2 * I * H), w2(size_t(E) * H * I), w1s(size_t(E) * 45 * 23 * 4), w2s(size_t(E) * 23 * 23 * 4),
-      b1(size_t(E) * 2 * I * 2), b2(size_t(E) * H * 2), x(size_t(T) * H * 2), logits(size_t(T) * E * 2),
-      out(size_t(T) * H * 2), ws(moe_workspace_bytes(T, E, H, I));
-  fill_fp8(w1);
-  fill_fp8(w2);
-  fill_f32(w1s, 1e-4f, 3e-4f);
-  fill_f32(w2s, 1e-4f, 3e-4f);
-  fill_bf16(b1, -0.5f, 0.5f);
-  fill_bf16(b2, -0.5f, 0.5f);
-  fill_bf16(x, -2, 2);
-  fill_bf16(logits, -4, 4);
+// One MoE block at gpt-oss sizes (hidden = inter = 2880) with random FP8 experts, row-major weights;
+// `logit_copies` router outputs to rotate over (so repeated calls route differently).
+struct MoeBench {
+  static constexpr int kH = 2880, kI = 2880;
+  MoeBench(int T, int E, int logit_copies)
+      : T(T), E(E), logit_copies(logit_copies), w1(size_t(E) * 2 * kI * kH), w2(size_t(E) * kH * kI),
+        w1s(size_t(E) * 45 * 23 * 4), w2s(size_t(E) * 23 * 23 * 4), b1(size_t(E) * 2 * kI * 2), b2(size_t(E) * kH * 2),
+        x(size_t(T) * kH * 2), logits(size_t(logit_copies) * T * E * 2), out(size_t(T) * kH * 2) {
+    fill_fp8(w1);
+    fill_fp8(w2);
+    fill_f32(w1s, 1e-4f, 3e-4f);
+    fill_f32(w2s, 1e-4f, 3e-4f);
+    fill_bf16(b1, -0.5f, 0.5f);
+    fill_bf16(b2, -0.5f, 0.5f);
+    fill_bf16(x, -2, 2);
+    fill_bf16(logits, -4, 4);
+    p.x = x.as<uint16_t>();
+    p.logits = logits.as<uint16_t>();
+    p.out = out.as<uint16_t>();
+    p.w1 = w1.as<uint8_t>();
+    p.w1_scales = w1s.as<float>();
+    p.b1 = b1.as<uint16_t>();
+    p.w2 = w2.as<uint8_t>();
+    p.w2_scales = w2s.as<float>();
+    p.b2 = b2.as<uint16_t>();
+    p.num_tokens = T;
+    p.num_experts = E;
+    p.num_local_experts = E;
+    p.hidden = kH;
+    p.inter = kI;
+  }
+  const uint16_t* logits_of(int i) const { return logits.as<uint16_t>() + size_t(i % logit_copies) * T * E; }
+  double flops() const { return double(T) * 4 * 2 * (2.0 * kI * kH + double(kH) * kI); }
+  double expert_bytes() const { return double(std::min(E, T * 4)) * 3.0 * kI * kH; }  // touched experts, distinct
+  std::string shape() const { return std::to_string(T) + " tok, E=" + std::to_string(E) + ", top-4"; }
+
+  int T, E, logit_copies;
+  Buf w1, w2, w1s, w2s, b1, b2, x, logits, out;
   MoeParams p;
-  p.x = x.as<uint16_t>();
-  p.logits = logits.as<uint16_t>();
-  p.out = out.as<uint16_t>();
-  p.w1 = w1.as<uint8_t>();
-  p.w1_scales = w1s.as<float>();
-  p.b1 = b1.as<uint16_t>();
-  p.w2 = w2.as<uint8_t>();
-  p.w2_scales = w2s.as<float>();
-  p.b2 = b2.as<uint16_t>();
-  p.num_tokens = T;
-  p.num_experts = E;
-  p.num_local_experts = E;
-  p.hidden = H;
-  p.inter = I;
-  const double flops = double(T) * 4 * 2 * (2.0 * I * H + double(H) * I);
-  const int touched = std::min(E, T * 4);
-  const double bytes = double(touched) * 3.0 * I * H;
-  // Row-major experts (cp.async GEMM), then the model's tile-major layout with each TMA tile (128-row tiles).
+};
+
+void bench_moe(int T, int E) {
+  MoeBench m(T, E, 1);
+  Buf ws(moe_workspace_bytes(T, E, MoeBench::kH, MoeBench::kI));
+  // Row-major experts (cp.async GEMM), then the model's tile-major layout with each TMA tile (128-row tiles;
+  // the random bytes serve either layout).
   for (const GemmTile tile : {GemmTile::kAuto, GemmTile::k128x128tma, GemmTile::k128x192tma}) {
     const bool tiled = tile != GemmTile::kAuto;
     if (tiled && T * 4 / E <= 64) continue;  // 64-row tiles: no TMA kernel
-    p.weights_tiled = tiled;
-    p.gemm_tile = tile;
-    const double us = time_us([&](int) { launch_moe(p, ws.get(), nullptr); }, 10);
+    m.p.weights_tiled = tiled;
+    m.p.gemm_tile = tile;
+    const double us = time_us([&](int) { launch_moe(m.p, ws.get(), nullptr); }, 10);
     row(!tiled ? "moe (route..combine)" : tile == GemmTile::k128x128tma ? "moe tma 128x128" : "moe tma 128x192",
-        std::to_string(T) + " tok, E=" + std::to_string(E) + ", top-4", us, flops, bytes, 0, T <= 16 ? "copy" : "fp8");
+        m.shape(), us, m.flops(), m.expert_bytes(), 0, T <= 16 ? "copy" : "fp8");
   }
 }
 
-// ---- decode GEMV (gemv_fp8.h) vs quantize_fp8 + gemm_fp8 (split-K) at the same shape ----
+
+// ---- decode GEMV (gemv_fp8.h) vs quantize_fp8 + gemm_fp8 (the prefill path) at the same shape ----
 // GB/s counts the weight bytes only (N·K): the quantity the decode GEMV exists to stream. "gemv_fp8" rows
 // use programmatic dependent launch, so back-to-back launches overlap one kernel's weight prefetch with
 // the previous one's tail (as in a PDL-chained decode step); "no-PDL" rows are plain stream order.
@@ -384,7 +399,7 @@ void bench_gemv(const char* name, int M, int N, int K, GemmEpilogue epi, bool ba
   p.N = N;
   p.K = K;
   p.epilogue = epi;
-  // Baseline: the current decode path (activations quantized to fp8, then the FP8 GEMM with split-K).
+  // Baseline: the prefill path at this shape (activations quantized to fp8, then the FP8 GEMM).
   GemmFp8Params g;
   g.a = xq.as<uint8_t>();
   g.lda = ldq;
@@ -507,52 +522,25 @@ void bench_read_pattern(const char* name, int N, int K) {
 // random copies so consecutive launches pick different experts (HBM, not L2). GB/s counts the weights of
 // the touched experts (assumed distinct).
 void bench_moe_decode(int T, int E, bool baseline = true) {
-  const int H = 2880, I = 2880, logit_copies = 8;
-  Buf w1(size_t(E) * 2 * I * H), w2(size_t(E) * H * I), w1s(size_t(E) * 45 * 23 * 4), w2s(size_t(E) * 23 * 23 * 4),
-      b1(size_t(E) * 2 * I * 2), b2(size_t(E) * H * 2), x(size_t(T) * H * 2), logits(size_t(logit_copies) * T * E * 2),
-      out(size_t(T) * H * 2), ws(moe_decode_workspace_bytes(T, H, I)), ws_base(moe_workspace_bytes(T, E, H, I));
-  fill_fp8(w1);
-  fill_fp8(w2);
-  fill_f32(w1s, 1e-4f, 3e-4f);
-  fill_f32(w2s, 1e-4f, 3e-4f);
-  fill_bf16(b1, -0.5f, 0.5f);
-  fill_bf16(b2, -0.5f, 0.5f);
-  fill_bf16(x, -2, 2);
-  fill_bf16(logits, -4, 4);
-  MoeParams p;
-  p.x = x.as<uint16_t>();
-  p.out = out.as<uint16_t>();
-  p.w1 = w1.as<uint8_t>();
-  p.w1_scales = w1s.as<float>();
-  p.b1 = b1.as<uint16_t>();
-  p.w2 = w2.as<uint8_t>();
-  p.w2_scales = w2s.as<float>();
-  p.b2 = b2.as<uint16_t>();
-  p.num_tokens = T;
-  p.num_experts = E;
-  p.num_local_experts = E;
-  p.hidden = H;
-  p.inter = I;
-  auto logits_of = [&](int i) { return logits.as<uint16_t>() + size_t(i % logit_copies) * T * E; };
+  MoeBench m(T, E, 8);
+  Buf ws(moe_decode_workspace_bytes(T, MoeBench::kH, MoeBench::kI)), ws_base(moe_workspace_bytes(T, E, MoeBench::kH, MoeBench::kI));
+  MoeParams& p = m.p;
   const double base = !baseline ? 0.0 : time_us([&](int i) {
-    p.logits = logits_of(i);
+    p.logits = m.logits_of(i);
     launch_moe(p, ws_base.get(), nullptr);
   }, 16);
   p.weights_tiled = true;  // the model's layout (20b/120b shapes are multiples of 64: same bytes)
   const double us = time_us([&](int i) {
-    p.logits = logits_of(i);
+    p.logits = m.logits_of(i);
     launch_moe_decode(p, ws.get(), nullptr);
   }, 16);
   p.weights_tiled = false;
   const double us_row_major = time_us([&](int i) {
-    p.logits = logits_of(i);
+    p.logits = m.logits_of(i);
     launch_moe_decode(p, ws.get(), nullptr);
   }, 16);
-  const double flops = double(T) * 4 * 2 * (2.0 * I * H + double(H) * I);
-  const double bytes = double(std::min(E, T * 4)) * 3.0 * I * H;
-  const std::string shape = std::to_string(T) + " tok, E=" + std::to_string(E) + ", top-4";
-  row("moe_decode (route..combine)", shape, us, flops, bytes, base, "copy");
-  row("moe_decode row-major", shape, us_row_major, flops, bytes, base, "copy");
+  row("moe_decode (route..combine)", m.shape(), us, m.flops(), m.expert_bytes(), base, "copy");
+  row("moe_decode row-major", m.shape(), us_row_major, m.flops(), m.expert_bytes(), base, "copy");
 }
 
 struct PagedKv {

@@ -47,11 +47,7 @@ void gemm_bf16_cpu(const GemmBf16Params& p) {
       out_row[n] = bias + dot_fp32(a_row.data(), b_group.data() + static_cast<size_t>(n) * p.K, p.K);
     }
     uint16_t* out = p.out + static_cast<int64_t>(m) * p.ldc;
-    if (p.epilogue == GemmEpilogue::kSwiGlu) {
-      for (int n = 0; n < p.N; n += 2) out[n / 2] = float_to_bf16(swiglu_clamped_cpu(out_row[n], out_row[n + 1]));
-    } else {
-      for (int n = 0; n < p.N; ++n) out[n] = float_to_bf16(out_row[n]);
-    }
+    gemm_epilogue_cpu(out_row.data(), p.N, p.epilogue, out);
   }
 }
 }  // namespace gossamer::kernels

@@ -39,11 +39,7 @@ void gemm_fp8_cpu(const GemmFp8Params& p) {
       out_row[n] = acc;
     }
     uint16_t* out = p.out + static_cast<int64_t>(m) * p.ldc;
-    if (p.epilogue == GemmEpilogue::kSwiGlu) {
-      for (int n = 0; n < p.N; n += 2) out[n / 2] = float_to_bf16(swiglu_clamped_cpu(out_row[n], out_row[n + 1]));
-    } else {
-      for (int n = 0; n < p.N; ++n) out[n] = float_to_bf16(out_row[n]);
-    }
+    gemm_epilogue_cpu(out_row.data(), p.N, p.epilogue, out);
   }
 }
 

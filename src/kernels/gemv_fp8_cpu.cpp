@@ -32,11 +32,7 @@ void gemv_fp8_cpu(const GemvFp8Params& p) {
       }
       out_row[n] = acc;
     }
-    if (p.epilogue == GemmEpilogue::kSwiGlu) {
-      for (int n = 0; n < p.N; n += 2) out[n / 2] = float_to_bf16(swiglu_clamped_cpu(out_row[n], out_row[n + 1]));
-    } else {
-      for (int n = 0; n < p.N; ++n) out[n] = float_to_bf16(out_row[n]);
-    }
+    gemm_epilogue_cpu(out_row.data(), p.N, p.epilogue, out);
   };
   if (!p.topk_ids) {
     for (int m = 0; m < p.M; ++m) one_row(p.x + m * p.ldx, 0, p.out + m * p.ldc);

@@ -137,6 +137,12 @@ void moe_bf16_cpu(const MoeBf16Params& p);
 // Requires hidden and inter multiples of 16, num_local_experts ≥ 1. Graph capturable.
 size_t moe_decode_workspace_bytes(int num_tokens, int hidden, int inter);
 void launch_moe_decode(const MoeParams& p, void* workspace, cudaStream_t stream);
+// One grouped GEMV of the decode block, shared by launch_moe_decode and moe_decode_cpu. gate_up: pair q
+// reads x row q / 4 (a token of p.x) and writes act row q with the SwiGLU, and pair_row[q] = q or −1;
+// down: pair q reads act row q and writes y row q (its weights stream before the PDL wait: the routing
+// was written two launches back).   act: [T·4, inter] bf16, y: [T·4, hidden] bf16
+GemvFp8Params moe_decode_projection(const MoeParams& p, bool gate_up, const int32_t* topk_ids, uint16_t* act,
+                                    int32_t* pair_row, uint16_t* y);
 // Reference with the decode path's own rounding points: bf16 x, fp32 GEMVs (gemv_fp8_cpu), act and y
 // rounded to bf16, fp32 combine (host memory throughout; writes p.out).
 void moe_decode_cpu(const MoeParams& p);

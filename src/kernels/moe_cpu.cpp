@@ -196,46 +196,39 @@ void moe_bf16_cpu(const MoeBf16Params& p) {
   });
 }
 
+GemvFp8Params moe_decode_projection(const MoeParams& p, bool gate_up, const int32_t* topk_ids, uint16_t* act,
+                                    int32_t* pair_row, uint16_t* y) {
+  GemvFp8Params g;
+  g.x = gate_up ? p.x : act;
+  g.ldx = gate_up ? p.hidden : p.inter;
+  g.w = gate_up ? p.w1 : p.w2;
+  g.w_tiled = p.weights_tiled;
+  g.w_scales = gate_up ? p.w1_scales : p.w2_scales;
+  g.bias = gate_up ? p.b1 : p.b2;
+  g.out = gate_up ? act : y;
+  g.ldc = gate_up ? p.inter : p.hidden;
+  g.N = gate_up ? 2 * p.inter : p.hidden;
+  g.K = gate_up ? p.hidden : p.inter;
+  g.epilogue = gate_up ? GemmEpilogue::kSwiGlu : GemmEpilogue::kBias;
+  g.topk_ids = topk_ids;
+  g.num_pairs = p.num_tokens * kMoeTopK;
+  g.expert_begin = p.expert_begin;
+  g.num_local_experts = p.num_local_experts;
+  g.x_pair_divisor = gate_up ? kMoeTopK : 1;
+  g.pair_row = gate_up ? pair_row : nullptr;
+  g.topk_from_earlier_kernel = !gate_up;
+  return g;
+}
+
 void moe_decode_cpu(const MoeParams& p) {
-  const int T = p.num_tokens, H = p.hidden, I = p.inter, pairs = T * kMoeTopK;
+  const int T = p.num_tokens, pairs = T * kMoeTopK;
   std::vector<int32_t> ids(pairs), pair_row(pairs);
   std::vector<float> weights(pairs);
   moe_route_cpu({p.logits, ids.data(), weights.data(), T, p.num_experts});
-  std::vector<uint16_t> act(size_t(pairs) * I), y(size_t(pairs) * H);
-  GemvFp8Params g1;
-  g1.x = p.x;
-  g1.ldx = H;
-  g1.w = p.w1;
-  g1.w_tiled = p.weights_tiled;
-  g1.w_scales = p.w1_scales;
-  g1.bias = p.b1;
-  g1.out = act.data();
-  g1.ldc = I;
-  g1.N = 2 * I;
-  g1.K = H;
-  g1.epilogue = GemmEpilogue::kSwiGlu;
-  g1.topk_ids = ids.data();
-  g1.num_pairs = pairs;
-  g1.expert_begin = p.expert_begin;
-  g1.num_local_experts = p.num_local_experts;
-  g1.x_pair_divisor = kMoeTopK;
-  g1.pair_row = pair_row.data();
-  gemv_fp8_cpu(g1);
-  GemvFp8Params g2 = g1;
-  g2.x = act.data();
-  g2.ldx = I;
-  g2.w = p.w2;
-  g2.w_scales = p.w2_scales;
-  g2.bias = p.b2;
-  g2.out = y.data();
-  g2.ldc = H;
-  g2.N = H;
-  g2.K = I;
-  g2.epilogue = GemmEpilogue::kBias;
-  g2.x_pair_divisor = 1;
-  g2.pair_row = nullptr;
-  gemv_fp8_cpu(g2);
-  moe_combine_cpu({y.data(), pair_row.data(), weights.data(), p.residual, p.out, T, H});
+  std::vector<uint16_t> act(size_t(pairs) * p.inter), y(size_t(pairs) * p.hidden);
+  gemv_fp8_cpu(moe_decode_projection(p, true, ids.data(), act.data(), pair_row.data(), y.data()));
+  gemv_fp8_cpu(moe_decode_projection(p, false, ids.data(), act.data(), pair_row.data(), y.data()));
+  moe_combine_cpu({y.data(), pair_row.data(), weights.data(), p.residual, p.out, T, p.hidden});
 }
 
 }  // namespace gossamer::kernels

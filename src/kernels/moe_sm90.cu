@@ -5,10 +5,11 @@
 //   kFp8Gemm  (launch_moe):        plan with the FP8 GEMM's tile rows; x and h quantized per token (1×128)
 //                                  and fed to the grouped FP8 GEMMs (A rows gathered through row_token).
 //   kBf16Gemm (launch_moe_bf16):   plan with the bf16 GEMM's tile rows; grouped bf16 GEMMs, h and y bf16.
-//   kFp8Gemv  (launch_moe_decode): no plan: the grouped weight-only GEMVs group the ≤ 32 (token, k) pairs
-//                                  by expert themselves and keep pair order (pair_row = identity or −1,
-//                                  written by the gate_up launch); the down GEMV streams its experts'
-//                                  weights before its PDL wait (the routing was written two launches back).
+//   kFp8Gemv  (launch_moe_decode): no plan: the grouped weight-only GEMVs (moe_decode_projection, shared
+//                                  with moe_decode_cpu) group the ≤ 32 (token, k) pairs by expert
+//                                  themselves and keep pair order (pair_row = identity or −1, written by
+//                                  the gate_up launch); the down GEMV streams its experts' weights before
+//                                  its PDL wait (the routing was written two launches back).
 //
 // Each launch has a fixed grid for given shapes and no host synchronisation: graph capturable.
 #include <algorithm>
@@ -100,14 +101,15 @@ struct MoeBlock {
   const uint16_t *b1, *b2;
   bool weights_tiled = false;
   int T, num_experts, expert_begin, E, hidden, inter;
+  const MoeParams* fp8 = nullptr;  // the FP8 steps' own params (the decode step builds its GEMVs from them)
   GemmTile gemm_tile = GemmTile::kAuto;  // the FP8 expert GEMMs' tile at 128-row tiles (MoeParams)
 };
 
 MoeBlock block_of(const MoeParams& p, ExpertStep step) {
   return {
-      step,        p.x,    p.logits, p.residual,      p.out,        p.w1,          p.w2,           p.w1_scales,
-      p.w2_scales, p.b1,   p.b2,     p.weights_tiled, p.num_tokens, p.num_experts, p.expert_begin, p.num_local_experts,
-      p.hidden,    p.inter,  p.gemm_tile};
+      step,        p.x,     p.logits, p.residual,      p.out,        p.w1,          p.w2,           p.w1_scales,
+      p.w2_scales, p.b1,    p.b2,     p.weights_tiled, p.num_tokens, p.num_experts, p.expert_begin, p.num_local_experts,
+      p.hidden,    p.inter, &p,       p.gemm_tile};
 }
 
 MoeBlock block_of(const MoeBf16Params& p) {
@@ -193,43 +195,9 @@ void experts_bf16_gemm(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t st
                    stream);
 }
 
-void experts_fp8_gemv(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t stream) {
-  // Pair q reads token q / 4 and writes h row q; pair_row[q] = q (local) or −1.
-  GemvFp8Params g1;
-  g1.x = b.x;
-  g1.ldx = b.hidden;
-  g1.w = static_cast<const uint8_t*>(b.w1);
-  g1.w_tiled = b.weights_tiled;
-  g1.w_scales = b.w1_scales;
-  g1.bias = b.b1;
-  g1.out = w.h;
-  g1.ldc = b.inter;
-  g1.N = 2 * b.inter;
-  g1.K = b.hidden;
-  g1.epilogue = GemmEpilogue::kSwiGlu;
-  g1.topk_ids = w.topk_ids;
-  g1.num_pairs = b.T * kMoeTopK;
-  g1.expert_begin = b.expert_begin;
-  g1.num_local_experts = b.E;
-  g1.x_pair_divisor = kMoeTopK;
-  g1.pair_row = w.pair_row;
-  launch_gemv_fp8(g1, stream);
-  // Pair q reads h row q and writes y row q.
-  GemvFp8Params g2 = g1;
-  g2.x = w.h;
-  g2.ldx = b.inter;
-  g2.w = static_cast<const uint8_t*>(b.w2);
-  g2.w_scales = b.w2_scales;
-  g2.bias = b.b2;
-  g2.out = w.y;
-  g2.ldc = b.hidden;
-  g2.N = b.hidden;
-  g2.K = b.inter;
-  g2.epilogue = GemmEpilogue::kBias;
-  g2.x_pair_divisor = 1;
-  g2.pair_row = nullptr;
-  g2.topk_from_earlier_kernel = true;  // routed two launches back: the experts' weights stream before the wait
-  launch_gemv_fp8(g2, stream);
+void experts_fp8_gemv(const MoeParams& p, const MoeWorkspace& w, cudaStream_t stream) {
+  launch_gemv_fp8(moe_decode_projection(p, true, w.topk_ids, w.h, w.pair_row, w.y), stream);
+  launch_gemv_fp8(moe_decode_projection(p, false, w.topk_ids, w.h, w.pair_row, w.y), stream);
 }
 
 // The composition (b.T > 0; the caller checked the step's contract).
@@ -247,7 +215,7 @@ void launch_moe_block(const MoeBlock& b, void* workspace, cudaStream_t stream) {
   switch (b.step) {
     case ExpertStep::kFp8Gemm: experts_fp8_gemm(b, w, stream); break;
     case ExpertStep::kBf16Gemm: experts_bf16_gemm(b, w, stream); break;
-    case ExpertStep::kFp8Gemv: experts_fp8_gemv(b, w, stream); break;
+    case ExpertStep::kFp8Gemv: experts_fp8_gemv(*b.fp8, w, stream); break;
   }
   // ---- weighted combine (+ residual) back to token order ----
   launch_moe_combine({w.y, w.pair_row, w.topk_weights, b.residual, b.out, b.T, b.hidden}, stream);

@@ -8,6 +8,10 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "kernels/gemm_fp8.h"  // GemmEpilogue
 
 namespace gossamer::kernels {
 
@@ -26,6 +30,16 @@ inline float swiglu_clamped_cpu(float gate, float up, float limit = kSwigluLimit
   gate = std::fmin(gate, limit);
   up = std::fmin(std::fmax(up, -limit), limit);
   return gate / (1.0f + std::exp(-alpha * gate)) * (up + 1.0f);
+}
+
+// The references' epilogue of one output row: kBias rounds acc[0, n) to bf16 into out[0, n); kSwiGlu
+// writes out[j] = bf(swiglu(acc[2j], acc[2j + 1])) for j < n/2.   acc: [n] f32 (bias included) → out bf16
+inline void gemm_epilogue_cpu(const float* acc, int n, GemmEpilogue epilogue, uint16_t* out) {
+  if (epilogue == GemmEpilogue::kSwiGlu) {
+    for (int c = 0; c < n; c += 2) out[c / 2] = float_to_bf16(swiglu_clamped_cpu(acc[c], acc[c + 1]));
+  } else {
+    for (int c = 0; c < n; ++c) out[c] = float_to_bf16(acc[c]);
+  }
 }
 
 }  // namespace gossamer::kernels

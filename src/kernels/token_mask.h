@@ -8,9 +8,9 @@
 // is exact (only -inf is written), so the CPU reference gives the same bits.
 #pragma once
 
-#include <cuda_runtime.h>
-
 #include <cstdint>
+
+#include "core/cuda/cuda_types.h"  // cudaStream_t
 
 namespace gossamer::kernels {
 

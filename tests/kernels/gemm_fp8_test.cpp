@@ -6,24 +6,12 @@
 #include "kernels/quantize_fp8.h"
 #include "gpt_oss_cases.h"
 #include "kernel_test_utils.h"
+#include "moe_problem.h"
 
 namespace gossamer::kernels {
 namespace {
 
 using namespace test;
-
-std::vector<uint8_t> random_fp8(size_t n, std::mt19937& rng) {
-  std::normal_distribution<float> d(0.f, 100.f);
-  std::vector<uint8_t> v(n);
-  for (auto& x : v) x = float_to_fp8e4m3(d(rng));
-  return v;
-}
-std::vector<float> random_scales(size_t n, std::mt19937& rng, float lo, float hi) {
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
 
 struct GemmCase {
   int m, n, k;
@@ -43,9 +31,9 @@ TEST(GemmFp8Kernel, MatchesReference) {
   for (const auto& c : cases) {
     const int kb = (c.k + 127) / 128, nb = (c.n + 127) / 128;
     const int64_t lda = (c.k + 15) / 16 * 16;
-    auto a = random_fp8(size_t(c.m) * lda, rng);
+    auto a = random_fp8_normal(size_t(c.m) * lda, rng);
     auto as = random_scales(size_t(c.m) * kb, rng, 0.001f, 0.01f);
-    auto b = random_fp8(size_t(c.n) * c.k, rng);
+    auto b = random_fp8_normal(size_t(c.n) * c.k, rng);
     auto bs = random_scales(size_t(nb) * kb, rng, 0.0005f, 0.002f);
     auto bias = random_bf16(c.n, rng, 1.0f);
     const int out_cols = c.epi == GemmEpilogue::kSwiGlu ? c.n / 2 : c.n;
@@ -131,15 +119,11 @@ TEST(MoeRouteKernel, TopFourWithTiesToLowerIndex) {
   }
 }
 
-struct MoeCase {
-  int tokens, experts, expert_begin, local, hidden, inter;
-  bool residual;
-};
 
 TEST(MoeKernel, MatchesReference) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(12);
-  std::vector<MoeCase> cases = {{1, 32, 0, 32, 576, 320, false},  {5, 8, 0, 8, 512, 384, true},
+  std::vector<MoeProblemCase> cases = {{1, 32, 0, 32, 576, 320, false},  {5, 8, 0, 8, 512, 384, true},
                                 {300, 32, 0, 32, 576, 320, true}, {64, 8, 4, 4, 576, 320, false},
                                 {8, 4, 0, 4, 2880, 2880, true},
                                 {512, 4, 0, 4, 512, 256, true},  // 512 rows per expert: 128-row tiles
@@ -150,44 +134,18 @@ TEST(MoeKernel, MatchesReference) {
   }
   for (const auto& c : cases) {
     const int H = c.hidden, I = c.inter, E = c.local;
-    const int kbh = (H + 127) / 128, kbi = (I + 127) / 128;
-    auto x = random_bf16(size_t(c.tokens) * H, rng, 1.0f);
-    auto logits = random_bf16(size_t(c.tokens) * c.experts, rng, 2.0f);
-    auto res = random_bf16(size_t(c.tokens) * H, rng, 1.0f);
-    auto w1 = random_fp8(size_t(E) * 2 * I * H, rng);
-    auto w1s = random_scales(size_t(E) * ((2 * I + 127) / 128) * kbh, rng, 0.0002f, 0.0006f);
-    auto b1 = random_bf16(size_t(E) * 2 * I, rng, 0.5f);
-    auto w2 = random_fp8(size_t(E) * H * I, rng);
-    auto w2s = random_scales(size_t(E) * ((H + 127) / 128) * kbi, rng, 0.0002f, 0.0006f);
-    auto b2 = random_bf16(size_t(E) * H, rng, 0.5f);
-    DeviceBuffer<uint16_t> dx(x), dl(logits), dres(res), db1(b1), db2(b2), dout(x.size());
-    DeviceBuffer<uint8_t> dw1(w1), dw2(w2);
-    DeviceBuffer<float> dw1s(w1s), dw2s(w2s);
+    MoeProblem m(c, rng, random_fp8_normal);
+    DeviceBuffer<uint16_t> dout(size_t(c.tokens) * H);
     DeviceBuffer<uint8_t> ws(moe_workspace_bytes(c.tokens, E, H, I));
     dout.poison();
     ws.poison();
-    MoeParams p;
-    p.x = dx.get();
-    p.logits = dl.get();
-    p.residual = c.residual ? dres.get() : nullptr;
+    MoeParams p = m.dev;
     p.out = dout.get();
-    p.w1 = dw1.get();
-    p.w1_scales = dw1s.get();
-    p.b1 = db1.get();
-    p.w2 = dw2.get();
-    p.w2_scales = dw2s.get();
-    p.b2 = db2.get();
-    p.num_tokens = c.tokens;
-    p.num_experts = c.experts;
-    p.expert_begin = c.expert_begin;
-    p.num_local_experts = E;
-    p.hidden = H;
-    p.inter = I;
     launch_moe(p, ws.get(), nullptr);
     const auto out = dout.download();
     // Tile-major expert weights (the model's layout), with each 128-row kernel: bit-identical.
     for (const GemmTile tile : {GemmTile::kAuto, GemmTile::k128x128tma, GemmTile::k128x192tma}) {
-      DeviceBuffer<uint8_t> dw1t(tiled(w1, E, 2 * I, H)), dw2t(tiled(w2, E, H, I));
+      DeviceBuffer<uint8_t> dw1t(tiled(m.w1, E, 2 * I, H)), dw2t(tiled(m.w2, E, H, I));
       MoeParams t = p;
       t.w1 = dw1t.get();
       t.w2 = dw2t.get();
@@ -198,18 +156,9 @@ TEST(MoeKernel, MatchesReference) {
       EXPECT_EQ(dout.download(), out) << "tile-major experts, tile " << static_cast<int>(tile) << ", " << c.tokens
                                       << " tokens";
     }
-    std::vector<uint16_t> ref(x.size());
-    MoeParams r = p;
-    r.x = x.data();
-    r.logits = logits.data();
-    r.residual = c.residual ? res.data() : nullptr;
+    std::vector<uint16_t> ref(dout.size());
+    MoeParams r = m.host;
     r.out = ref.data();
-    r.w1 = w1.data();
-    r.w1_scales = w1s.data();
-    r.b1 = b1.data();
-    r.w2 = w2.data();
-    r.w2_scales = w2s.data();
-    r.b2 = b2.data();
     moe_cpu(r);
     const double err = rel_error_bf16(out, ref);
     const std::string shape = std::to_string(c.tokens) + "tok E" + std::to_string(c.experts) + " local[" +

@@ -8,6 +8,7 @@
 
 #include "gpt_oss_cases.h"
 #include "kernel_test_utils.h"
+#include "moe_problem.h"
 #include "kernels/fp8_tiled.h"
 #include "kernels/moe.h"
 
@@ -21,28 +22,6 @@ using namespace test;
 // tight check is against the reference with the decode path's own rounding points (kTolBf16).
 constexpr double kTolVsFp8Activations = 8e-2;
 
-// Random e4m3 bytes over the whole finite range (the NaN codes 0x7F/0xFF become ±448). Fast enough for
-// the 579 MB unembedding.
-std::vector<uint8_t> random_fp8(size_t n, std::mt19937& rng) {
-  std::vector<uint8_t> v(n);
-  for (size_t i = 0; i < n; i += 4) {
-    uint32_t r = rng();
-    for (size_t j = i; j < std::min(n, i + 4); ++j, r >>= 8) {
-      const uint8_t b = static_cast<uint8_t>(r);
-      v[j] = (b & 0x7F) == 0x7F ? static_cast<uint8_t>(b ^ 1) : b;
-    }
-  }
-  return v;
-}
-std::vector<float> random_scales(size_t n, std::mt19937& rng, float lo, float hi) {
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
-size_t scale_count(int groups, int n, int k) {
-  return size_t(groups) * ((n + 127) / 128) * ((k + 127) / 128);
-}
 
 // Rows [0, rows) × columns [0, cols) of a row-major [·, ld] bf16 matrix, as floats.
 std::vector<float> block(const std::vector<uint16_t>& v, int rows, int cols, int64_t ld) {
@@ -100,7 +79,7 @@ TEST(GemvFp8Kernel, MatchesReference) {
     const bool swiglu = s.epi == GemmEpilogue::kSwiGlu;
     const int out_cols = swiglu ? s.n / 2 : s.n;
     const int64_t ldx = s.k + s.ldx_pad, ldc = out_cols + s.ldc_pad;
-    auto w = random_fp8(size_t(s.n) * s.k, rng);
+    auto w = random_fp8_bytes(size_t(s.n) * s.k, rng);
     auto ws = random_scales(scale_count(1, s.n, s.k), rng, 0.0005f, 0.002f);
     auto bias = random_bf16(s.n, rng, 1.0f);
     DeviceBuffer<uint8_t> dw(w), dwt(tiled(w, 1, s.n, s.k));
@@ -168,7 +147,7 @@ TEST(GemvFp8Kernel, ActivationRange) {
       x[size_t(m) * K + k] = float_to_bf16(nd(rng) * row_scale[m] * chunk);
     }
   }
-  auto w = random_fp8(size_t(N) * K, rng);
+  auto w = random_fp8_bytes(size_t(N) * K, rng);
   auto ws = random_scales(scale_count(1, N, K), rng, 0.0005f, 0.002f);
   DeviceBuffer<uint16_t> dx(x), dout(size_t(M) * N);
   DeviceBuffer<uint8_t> dw(w);
@@ -209,7 +188,7 @@ TEST(GemvFp8Kernel, ActivationRange) {
 TEST(Fp8Tiled, ReferencesReadBothLayoutsAlike) {
   std::mt19937 rng(27);
   for (const auto& [groups, n, k] : {std::tuple{1, 200, 80}, std::tuple{3, 64, 64}, std::tuple{2, 136, 272}}) {
-    const auto w = random_fp8(size_t(groups) * n * k, rng);
+    const auto w = random_fp8_bytes(size_t(groups) * n * k, rng);
     const auto t = tiled(w, groups, n, k);
     ASSERT_EQ(t.size(), size_t(groups) * ((n + 63) / 64 * 64) * ((k + 63) / 64 * 64));
     size_t nonzero_padding = 0;
@@ -286,7 +265,7 @@ TEST(GemvFp8Kernel, GroupedMatchesReference) {
     const int out_cols = swiglu ? c.n / 2 : c.n;
     const int x_rows = (pairs + c.divisor - 1) / c.divisor;
     auto x = random_bf16(size_t(x_rows) * c.k, rng, 1.0f);
-    auto w = random_fp8(size_t(c.local) * c.n * c.k, rng);
+    auto w = random_fp8_bytes(size_t(c.local) * c.n * c.k, rng);
     auto ws = random_scales(scale_count(c.local, c.n, c.k), rng, 0.0005f, 0.002f);
     auto bias = random_bf16(size_t(c.local) * c.n, rng, 1.0f);
     DeviceBuffer<uint16_t> dx(x), dbias(bias), dout(size_t(pairs) * out_cols);
@@ -361,11 +340,8 @@ TEST(GemvFp8Kernel, GroupedMatchesReference) {
 
 // ---- MoE decode ----
 
-struct MoeDecodeCase {
-  int tokens, experts, expert_begin, local, hidden, inter;
-  bool residual;
-  int distinct_logit_rows;  // 0: every token its own logits; d > 0: token t uses logits row t % d
-};
+using MoeDecodeCase = MoeProblemCase;  // moe_problem.h
+
 
 // moe_decode_cpu (moe.h) into a fresh output.
 std::vector<uint16_t> moe_decode_ref(MoeParams p) {
@@ -374,73 +350,6 @@ std::vector<uint16_t> moe_decode_ref(MoeParams p) {
   moe_decode_cpu(p);
   return out;
 }
-
-// One random MoE problem: host data, its device copies, and MoeParams for both (dev.out is the caller's).
-struct MoeProblem {
-  MoeProblem(const MoeDecodeCase& c, std::mt19937& rng)
-      : x(random_bf16(size_t(c.tokens) * c.hidden, rng, 1.0f)),
-        logits(make_logits(c, rng)),
-        res(random_bf16(size_t(c.tokens) * c.hidden, rng, 1.0f)),
-        b1(random_bf16(size_t(c.local) * 2 * c.inter, rng, 0.5f)),
-        b2(random_bf16(size_t(c.local) * c.hidden, rng, 0.5f)),
-        w1(random_fp8(size_t(c.local) * 2 * c.inter * c.hidden, rng)),
-        w2(random_fp8(size_t(c.local) * c.hidden * c.inter, rng)),
-        w1s(random_scales(scale_count(c.local, 2 * c.inter, c.hidden), rng, 0.0002f, 0.0006f)),
-        w2s(random_scales(scale_count(c.local, c.hidden, c.inter), rng, 0.0002f, 0.0006f)),
-        dx(x),
-        dl(logits),
-        dres(res),
-        db1(b1),
-        db2(b2),
-        dw1(w1),
-        dw2(w2),
-        dw1s(w1s),
-        dw2s(w2s) {
-    host.num_tokens = c.tokens;
-    host.num_experts = c.experts;
-    host.expert_begin = c.expert_begin;
-    host.num_local_experts = c.local;
-    host.hidden = c.hidden;
-    host.inter = c.inter;
-    dev = host;
-    host.x = x.data();
-    host.logits = logits.data();
-    host.residual = c.residual ? res.data() : nullptr;
-    host.w1 = w1.data();
-    host.w1_scales = w1s.data();
-    host.b1 = b1.data();
-    host.w2 = w2.data();
-    host.w2_scales = w2s.data();
-    host.b2 = b2.data();
-    dev.x = dx.get();
-    dev.logits = dl.get();
-    dev.residual = c.residual ? dres.get() : nullptr;
-    dev.w1 = dw1.get();
-    dev.w1_scales = dw1s.get();
-    dev.b1 = db1.get();
-    dev.w2 = dw2.get();
-    dev.w2_scales = dw2s.get();
-    dev.b2 = db2.get();
-  }
-  // Router logits; with distinct_logit_rows = d > 0 token t copies row t % d (tokens share experts).
-  static std::vector<uint16_t> make_logits(const MoeDecodeCase& c, std::mt19937& rng) {
-    const int rows = c.distinct_logit_rows > 0 ? c.distinct_logit_rows : c.tokens;
-    const auto base = random_bf16(size_t(rows) * c.experts, rng, 2.0f);
-    std::vector<uint16_t> l(size_t(c.tokens) * c.experts);
-    for (int t = 0; t < c.tokens; ++t) {
-      std::copy_n(base.begin() + size_t(t % rows) * c.experts, c.experts, l.begin() + size_t(t) * c.experts);
-    }
-    return l;
-  }
-
-  std::vector<uint16_t> x, logits, res, b1, b2;
-  std::vector<uint8_t> w1, w2;
-  std::vector<float> w1s, w2s;
-  DeviceBuffer<uint16_t> dx, dl, dres, db1, db2;
-  DeviceBuffer<uint8_t> dw1, dw2;
-  DeviceBuffer<float> dw1s, dw2s;
-  MoeParams host, dev;
-};
 
 TEST(MoeDecodeKernel, MatchesReference) {
   GOSSAMER_REQUIRE_GPU();
@@ -521,7 +430,7 @@ TEST(GemvFp8Kernel, ChainAndGraphCapture) {
   std::mt19937 rng(25);
   const int M = 4, K1 = 2880, N1 = 2880, N2 = 5120;
   auto x = random_bf16(size_t(M) * K1, rng, 1.0f);
-  auto w1 = random_fp8(size_t(N1) * K1, rng), w2 = random_fp8(size_t(N2) * N1, rng);
+  auto w1 = random_fp8_bytes(size_t(N1) * K1, rng), w2 = random_fp8_bytes(size_t(N2) * N1, rng);
   auto s1 = random_scales(scale_count(1, N1, K1), rng, 0.0002f, 0.0006f);
   auto s2 = random_scales(scale_count(1, N2, N1), rng, 0.0002f, 0.0006f);
   auto b1 = random_bf16(N1, rng, 1.0f), b2 = random_bf16(N2, rng, 1.0f);

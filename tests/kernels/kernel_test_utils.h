@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -61,6 +62,39 @@ inline std::vector<uint16_t> random_bf16(size_t n, std::mt19937& rng, float stdd
   for (auto& x : v) x = float_to_bf16(dist(rng));
   return v;
 }
+
+// Random e4m3 bytes over the whole finite range (the NaN codes 0x7F/0xFF become ±448). Fast enough for
+// the 579 MB unembedding.
+inline std::vector<uint8_t> random_fp8_bytes(size_t n, std::mt19937& rng) {
+  std::vector<uint8_t> v(n);
+  for (size_t i = 0; i < n; i += 4) {
+    uint32_t r = rng();
+    for (size_t j = i; j < std::min(n, i + 4); ++j, r >>= 8) {
+      const uint8_t b = static_cast<uint8_t>(r);
+      v[j] = (b & 0x7F) == 0x7F ? static_cast<uint8_t>(b ^ 1) : b;
+    }
+  }
+  return v;
+}
+
+// e4m3 of normal(0, 100) values (saturating at ±448).
+inline std::vector<uint8_t> random_fp8_normal(size_t n, std::mt19937& rng) {
+  std::normal_distribution<float> d(0.f, 100.f);
+  std::vector<uint8_t> v(n);
+  for (auto& x : v) x = float_to_fp8e4m3(d(rng));
+  return v;
+}
+
+// Block scales uniform in [lo, hi).
+inline std::vector<float> random_scales(size_t n, std::mt19937& rng, float lo, float hi) {
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// fp32 scales of `groups` [n, k] fp8 matrices with 128×128 blocks.
+inline size_t scale_count(int groups, int n, int k) { return size_t(groups) * ((n + 127) / 128) * ((k + 127) / 128); }
 
 inline std::vector<float> bf16_to_floats(const std::vector<uint16_t>& v) {
   std::vector<float> f(v.size());

@@ -359,5 +359,21 @@ TEST(CudaModelGpuTest, UnsupportedConfigIsAClearError) {
   EXPECT_THROW(load_model(testing::golden_dir() + "/checkpoints/original_layout", "cuda"), Error);
 }
 
+TEST(CudaModelGpuTest, SwigluConstantsOutsideTheKernelsAreRefused) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU";
+  GptOssConfig config = preset_config("tiny");
+  config.swiglu_limit = 8.0f;  // the epilogues are compiled for 7 (kernels/swiglu.h)
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("gossamer-swiglu8-" + std::to_string(getpid()));
+  write_dummy_checkpoint(config, 0, dir.string());
+  try {
+    load_model(dir.string(), "cuda");
+    FAIL() << "a swiglu_limit the kernels do not honour must be refused";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("swiglu_limit"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace gossamer::model

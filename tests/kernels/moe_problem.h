@@ -1,0 +1,88 @@
+// A random MoE block for the kernel tests (gemm_fp8_test, gemv_fp8_test): host data, its device copies,
+// and MoeParams for both (the output pointers are the caller's).
+#pragma once
+
+#include <algorithm>
+#include <random>
+#include <vector>
+
+#include "kernel_test_utils.h"
+#include "kernels/moe.h"
+
+namespace gossamer::kernels::test {
+
+struct MoeProblemCase {
+  int tokens, experts, expert_begin, local, hidden, inter;
+  bool residual;
+  int distinct_logit_rows = 0;  // 0: every token its own logits; d > 0: token t uses logits row t % d
+};
+
+using Fp8Generator = std::vector<uint8_t> (*)(size_t, std::mt19937&);
+
+struct MoeProblem {
+  MoeProblem(const MoeProblemCase& c, std::mt19937& rng, Fp8Generator fp8 = random_fp8_bytes)
+      : x(random_bf16(size_t(c.tokens) * c.hidden, rng, 1.0f)),
+        logits(make_logits(c, rng)),
+        res(random_bf16(size_t(c.tokens) * c.hidden, rng, 1.0f)),
+        b1(random_bf16(size_t(c.local) * 2 * c.inter, rng, 0.5f)),
+        b2(random_bf16(size_t(c.local) * c.hidden, rng, 0.5f)),
+        w1(fp8(size_t(c.local) * 2 * c.inter * c.hidden, rng)),
+        w2(fp8(size_t(c.local) * c.hidden * c.inter, rng)),
+        w1s(random_scales(scale_count(c.local, 2 * c.inter, c.hidden), rng, 0.0002f, 0.0006f)),
+        w2s(random_scales(scale_count(c.local, c.hidden, c.inter), rng, 0.0002f, 0.0006f)),
+        dx(x),
+        dl(logits),
+        dres(res),
+        db1(b1),
+        db2(b2),
+        dw1(w1),
+        dw2(w2),
+        dw1s(w1s),
+        dw2s(w2s) {
+    host.num_tokens = c.tokens;
+    host.num_experts = c.experts;
+    host.expert_begin = c.expert_begin;
+    host.num_local_experts = c.local;
+    host.hidden = c.hidden;
+    host.inter = c.inter;
+    dev = host;
+    host.x = x.data();
+    host.logits = logits.data();
+    host.residual = c.residual ? res.data() : nullptr;
+    host.w1 = w1.data();
+    host.w1_scales = w1s.data();
+    host.b1 = b1.data();
+    host.w2 = w2.data();
+    host.w2_scales = w2s.data();
+    host.b2 = b2.data();
+    dev.x = dx.get();
+    dev.logits = dl.get();
+    dev.residual = c.residual ? dres.get() : nullptr;
+    dev.w1 = dw1.get();
+    dev.w1_scales = dw1s.get();
+    dev.b1 = db1.get();
+    dev.w2 = dw2.get();
+    dev.w2_scales = dw2s.get();
+    dev.b2 = db2.get();
+  }
+  // Router logits; with distinct_logit_rows = d > 0 token t copies row t % d (tokens share experts).
+  static std::vector<uint16_t> make_logits(const MoeProblemCase& c, std::mt19937& rng) {
+    const int rows = c.distinct_logit_rows > 0 ? c.distinct_logit_rows : c.tokens;
+    const auto base = random_bf16(size_t(rows) * c.experts, rng, 2.0f);
+    std::vector<uint16_t> l(size_t(c.tokens) * c.experts);
+    for (int t = 0; t < c.tokens; ++t) {
+      std::copy_n(base.begin() + size_t(t % rows) * c.experts, c.experts, l.begin() + size_t(t) * c.experts);
+    }
+    return l;
+  }
+
+  std::vector<uint16_t> x, logits, res, b1, b2;
+  std::vector<uint8_t> w1, w2;
+  std::vector<float> w1s, w2s;
+  DeviceBuffer<uint16_t> dx, dl, dres, db1, db2;
+  DeviceBuffer<uint8_t> dw1, dw2;
+  DeviceBuffer<float> dw1s, dw2s;
+  MoeParams host, dev;
+};
+
+}  // namespace gossamer::kernels::test
