@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "text/huge_page_allocator.h"
+
 namespace gossamer::text {
 
 using Rank = uint32_t;
@@ -115,13 +117,13 @@ class RankTable {
   };
   std::string arena_;
   std::vector<uint32_t> offsets_;  // [num_ranks + 1]
-  std::vector<Slot> slots_;        // open addressing, linear probing, power-of-two size
+  std::vector<Slot, HugePageAllocator<Slot>> slots_;  // open addressing, linear probing, power-of-two size
   uint64_t mask_ = 0;
   Rank byte_rank_[256];
   std::vector<Rank> pair_rank_;  // [65536]: rank of each 2-byte string (BPE's first lookups), L2-resident
   Filter token_filter_;          // 256 KiB: the hashes of every token's bytes (whole-piece lookups that miss)
   // Open addressing, linear probing: left | right << 18 | merged << 36 per slot, kEmptyMerge when empty.
-  std::vector<uint64_t> merges_;
+  std::vector<uint64_t, HugePageAllocator<uint64_t>> merges_;
   Filter merge_filter_;  // 512 KiB: the keys of merges_
   // [65536] by code point: token | edges << 24 | kCharValid, where edge bits 1/2 allow a non-ASCII/ASCII byte
   // before it and 4/8 after it; 0 where the character's bytes do not merge into one token alone.
