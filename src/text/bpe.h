@@ -66,6 +66,7 @@ class RankTable {
   // the character's edges, and merges elsewhere cannot see the difference (bpe_char_tokens.cpp). Inside words
   // of most scripts this holds, which halves to thirds the merges of non-Latin text.
   Rank char_token(char32_t cp, int prev, int next) const {
+    if (cp >= char_token_.size()) return kNoRank;
     const uint32_t entry = char_token_[cp];
     const uint32_t need = (prev < 0 ? 0u : prev >= 0x80 ? 1u : 2u) | (next < 0 ? 0u : next >= 0x80 ? 4u : 8u);
     return (entry & kCharValid) && ((entry >> 24) & need) == need ? (entry & 0xFFFFFF) : kNoRank;
@@ -88,6 +89,7 @@ class RankTable {
   // in it (by its low bits), so a query reads one cache line.
   class Filter {
    public:
+    // 2^block_bits blocks of 64 bytes (the members start tiny and are rebuilt in the constructor).
     explicit Filter(int block_bits = 4) : block_bits_(block_bits), words_((size_t{1} << block_bits) * 8, 0) {}
     void add(uint64_t h) {
       uint64_t* block = &words_[(h >> (64 - block_bits_)) * 8];
