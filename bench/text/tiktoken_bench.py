@@ -47,8 +47,8 @@ def main():
     enc = load_encoding(sys.argv[1])
     seconds = float(sys.argv[2])
     for path in sys.argv[3:]:
-        with open(path, encoding='utf-8') as f:
-            text = f.read()
+        with open(path, 'rb') as f:
+            text = f.read().decode('utf-8')  # bytes as they are: text mode would turn CRLF into LF
         size = len(text.encode('utf-8'))
         ids = enc.encode_ordinary(text)  # warm-up
         best_wall = best_cpu = float('inf')

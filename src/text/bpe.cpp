@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "text/utf8.h"
 
 namespace gossamer::text {
 
@@ -36,6 +37,48 @@ inline uint64_t hash_bytes(std::string_view bytes, uint64_t prefix) {
 // Pieces at least this long use the heap variant (O(n log n)); shorter ones the reference quadratic loop.
 constexpr size_t kLargePiece = 128;
 
+// The parts BPE starts from: one per byte, except that a 2- or 3-byte character with a char_token starts as
+// that token. Fills token[0, m) and returns m; `single[i]` says whether part i is one byte (whose pairs the
+// direct 2-byte table answers).
+size_t initial_parts(const RankTable& table, std::string_view piece, Rank* token, uint8_t* single) {
+  const auto* bytes = reinterpret_cast<const uint8_t*>(piece.data());
+  const size_t n = piece.size();
+  size_t m = 0;
+  for (size_t i = 0; i < n;) {
+    const uint8_t b = bytes[i];
+    if (b >= 0xC2 && b < 0xF0) {  // a 2- or 3-byte lead; the piece may be any bytes, so check the character
+      const Utf8Step step = utf8_step(piece.substr(i, 3));
+      if (step.kind == Utf8Step::Kind::kChar) {
+        const char32_t cp = step.length == 2 ? (char32_t(b & 0x1F) << 6) | (bytes[i + 1] & 0x3F)
+                                              : (char32_t(b & 0x0F) << 12) | (char32_t(bytes[i + 1] & 0x3F) << 6) |
+                                                    (bytes[i + 2] & 0x3F);
+        const int prev = i > 0 ? bytes[i - 1] : -1;
+        const int next = i + step.length < n ? bytes[i + step.length] : -1;
+        const Rank whole = table.char_token(cp, prev, next);
+        if (whole != kNoRank) {
+          token[m] = whole;
+          single[m++] = 0;
+          i += step.length;
+          continue;
+        }
+      }
+    }
+    token[m] = table.byte_rank(b);
+    single[m++] = 1;
+    ++i;
+  }
+  return m;
+}
+
+// The rank of merging parts i and i + 1.
+inline Rank pair_rank_of(const RankTable& table, std::string_view piece, const Rank* token, const uint8_t* single,
+                         const uint32_t* start, size_t i) {
+  if (single[i] && single[i + 1]) {
+    return table.byte_pair_rank(static_cast<uint8_t>(piece[start[i]]), static_cast<uint8_t>(piece[start[i + 1]]));
+  }
+  return table.merged(token[i], token[i + 1]);
+}
+
 // tiktoken's `_byte_pair_merge` over ranks: part i is token[i], and pair[i] the rank of merging it with part
 // i+1; repeatedly merge the lowest such rank, leftmost on ties. No allocation: the parts live on the stack.
 // NOTE: the minimum is taken over keys pair << 7 | index (31 bits), so that one min-reduction (which the
@@ -45,14 +88,14 @@ void merge_small(const RankTable& table, std::string_view piece, std::vector<int
   constexpr int32_t kNone = (1 << 24) - 1;  // above every rank (ranks < 2^18)
   Rank token[kLargePiece];
   int32_t pair[kLargePiece];
-  const size_t n = piece.size();
-  const auto* bytes = reinterpret_cast<const uint8_t*>(piece.data());
-  const auto to_pair = [](Rank rank) { return rank == kNoRank ? kNone : static_cast<int32_t>(rank); };
-  for (size_t i = 0; i + 1 < n; ++i) {
-    token[i] = table.byte_rank(bytes[i]);
-    pair[i] = to_pair(table.byte_pair_rank(bytes[i], bytes[i + 1]));
+  uint8_t single[kLargePiece];
+  uint32_t start[kLargePiece];
+  const size_t n = initial_parts(table, piece, token, single);
+  for (size_t i = 0, at = 0; i < n; at += single[i] ? 1 : table.bytes(token[i]).size(), ++i) {
+    start[i] = static_cast<uint32_t>(at);
   }
-  token[n - 1] = table.byte_rank(bytes[n - 1]);
+  const auto to_pair = [](Rank rank) { return rank == kNoRank ? kNone : static_cast<int32_t>(rank); };
+  for (size_t i = 0; i + 1 < n; ++i) pair[i] = to_pair(pair_rank_of(table, piece, token, single, start, i));
   pair[n - 1] = kNone;
   size_t num_parts = n;
   while (num_parts > 1) {
@@ -72,26 +115,26 @@ void merge_small(const RankTable& table, std::string_view piece, std::vector<int
   for (size_t i = 0; i < num_parts; ++i) out.push_back(static_cast<int32_t>(token[i]));
 }
 
-// Same merges as merge_small, ordered by a min-heap of (rank, start) with lazy deletion. Nodes are indexed by
-// their start byte.
+// Same merges as merge_small, ordered by a min-heap of (rank, part index) with lazy deletion.
 void merge_large(const RankTable& table, std::string_view piece, std::vector<int32_t>& out) {
-  const uint32_t n = static_cast<uint32_t>(piece.size());
-  const auto* bytes = reinterpret_cast<const uint8_t*>(piece.data());
-  std::vector<uint32_t> next(n), prev(n);
-  std::vector<Rank> token(n), pair_rank(n, kNoRank);
+  std::vector<Rank> token(piece.size());
+  std::vector<uint8_t> single(piece.size());
+  const uint32_t n = static_cast<uint32_t>(initial_parts(table, piece, token.data(), single.data()));
+  std::vector<uint32_t> start(n), next(n), prev(n);
+  std::vector<Rank> pair_rank(n, kNoRank);
   std::vector<uint8_t> alive(n, 1);
   using Entry = std::pair<Rank, uint32_t>;
   std::vector<Entry> heap_storage;
   heap_storage.reserve(n);
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap(std::greater<Entry>(),
                                                                            std::move(heap_storage));
-  for (uint32_t i = 0; i < n; ++i) {
+  for (uint32_t i = 0, at = 0; i < n; at += single[i] ? 1 : static_cast<uint32_t>(table.bytes(token[i]).size()), ++i) {
+    start[i] = at;
     next[i] = i + 1;
     prev[i] = i == 0 ? 0 : i - 1;
-    token[i] = table.byte_rank(bytes[i]);
   }
   for (uint32_t i = 0; i + 1 < n; ++i) {
-    pair_rank[i] = table.byte_pair_rank(bytes[i], bytes[i + 1]);
+    pair_rank[i] = pair_rank_of(table, piece, token.data(), single.data(), start.data(), i);
     if (pair_rank[i] != kNoRank) heap.push({pair_rank[i], i});
   }
   const auto pair_rank_at = [&](uint32_t i) { return next[i] < n ? table.merged(token[i], token[next[i]]) : kNoRank; };
@@ -146,6 +189,7 @@ RankTable::RankTable(std::string arena, std::vector<uint32_t> offsets)
     GOSSAMER_CHECK(byte_rank_[byte] != kNoRank, "rank table: byte ", byte, " has no rank");
   }
   build_merges();
+  build_char_tokens();
 }
 
 void RankTable::build_merges() {

@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "text/huge_page_allocator.h"
+
 namespace gossamer::text {
 
 using Rank = uint32_t;
@@ -54,6 +56,21 @@ class RankTable {
     }
   }
   Rank byte_pair_rank(uint8_t first, uint8_t second) const { return pair_rank_[first << 8 | second]; }
+
+  // The token a 2- or 3-byte character (U+0080..U+FFFF) may start BPE as instead of its bytes, or kNoRank.
+  // `prev` and `next` are the piece's bytes just before and after the character, -1 at the piece's edges.
+  // Set only where that is exact: the bytes alone merge into this one token, and every token that could join
+  // a part of the character to its neighbours (one ending in a proper prefix of its bytes, starting with a
+  // proper suffix, or starting or ending with all of them, given the neighbouring byte: non-ASCII, ASCII or
+  // none) ranks above every merge inside the character. Then those merges always win before any merge across
+  // the character's edges, and merges elsewhere cannot see the difference (bpe_char_tokens.cpp). Inside words
+  // of most scripts this holds, which halves to thirds the merges of non-Latin text.
+  Rank char_token(char32_t cp, int prev, int next) const {
+    if (cp >= char_token_.size()) return kNoRank;
+    const uint32_t entry = char_token_[cp];
+    const uint32_t need = (prev < 0 ? 0u : prev >= 0x80 ? 1u : 2u) | (next < 0 ? 0u : next >= 0x80 ? 4u : 8u);
+    return (entry & kCharValid) && ((entry >> 24) & need) == need ? (entry & 0xFFFFFF) : kNoRank;
+  }
   std::string_view bytes(Rank rank) const {
     return std::string_view(arena_).substr(offsets_[rank], offsets_[rank + 1] - offsets_[rank]);
   }
@@ -65,11 +82,14 @@ class RankTable {
   // touches one cache line; longer keys compare their tail against the arena.
   Rank find_hashed(std::string_view bytes, uint64_t bytes_hash) const;
   void build_merges();
+  void build_char_tokens();
+  static constexpr uint32_t kCharValid = uint32_t{1} << 28;
 
   // A blocked Bloom filter over 64-bit hashes: one 512-bit block per key (by the hash's top bits), three bits
   // in it (by its low bits), so a query reads one cache line.
   class Filter {
    public:
+    // 2^block_bits blocks of 64 bytes (the members start tiny and are rebuilt in the constructor).
     explicit Filter(int block_bits = 4) : block_bits_(block_bits), words_((size_t{1} << block_bits) * 8, 0) {}
     void add(uint64_t h) {
       uint64_t* block = &words_[(h >> (64 - block_bits_)) * 8];
@@ -99,14 +119,17 @@ class RankTable {
   };
   std::string arena_;
   std::vector<uint32_t> offsets_;  // [num_ranks + 1]
-  std::vector<Slot> slots_;        // open addressing, linear probing, power-of-two size
+  std::vector<Slot, HugePageAllocator<Slot>> slots_;  // open addressing, linear probing, power-of-two size
   uint64_t mask_ = 0;
   Rank byte_rank_[256];
   std::vector<Rank> pair_rank_;  // [65536]: rank of each 2-byte string (BPE's first lookups), L2-resident
   Filter token_filter_;          // 256 KiB: the hashes of every token's bytes (whole-piece lookups that miss)
   // Open addressing, linear probing: left | right << 18 | merged << 36 per slot, kEmptyMerge when empty.
-  std::vector<uint64_t> merges_;
+  std::vector<uint64_t, HugePageAllocator<uint64_t>> merges_;
   Filter merge_filter_;  // 512 KiB: the keys of merges_
+  // [65536] by code point: token | edges << 24 | kCharValid, where edge bits 1/2 allow a non-ASCII/ASCII byte
+  // before it and 4/8 after it; 0 where the character's bytes do not merge into one token alone.
+  std::vector<uint32_t> char_token_;
   uint64_t merge_mask_ = 0;
   int merge_shift_ = 0;
 };

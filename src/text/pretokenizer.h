@@ -1,5 +1,7 @@
 // Pre-tokenization: splits text into the pieces of o200k's `pat_str` (npm tiktoken's o200k_base.json),
-// with PCRE2 (UTF + UCP, JIT) as the matcher.
+// with PCRE2 (UTF + UCP, JIT) as the matcher. This is the reference: the tokenizer uses the hand-written
+// scanner of pretokenizer_scan.h, which the tests check against this one on every code point and on random
+// text, and the bench compares with it.
 //
 // Contract:
 //  - A Pretokenizer is immutable after construction and safe to use from many threads at once (match data

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <system_error>
 #include <thread>
 
 #include "core/error.h"
@@ -125,7 +126,15 @@ std::vector<int32_t> encode_ordinary_parallel(const RankTable& ranks, std::strin
     }
   };
   workers.reserve(chunks - 1);
-  for (size_t c = 1; c < chunks; ++c) workers.emplace_back(run, c);
+  size_t spawned = 1;
+  for (; spawned < chunks; ++spawned) {
+    try {
+      workers.emplace_back(run, spawned);
+    } catch (const std::system_error&) {
+      break;  // no more threads to be had: this one takes the remaining chunks
+    }
+  }
+  for (size_t c = spawned; c < chunks; ++c) run(c);
   run(0);
   for (auto& worker : workers) worker.join();
   for (const auto& error : errors) {

@@ -195,6 +195,43 @@ TEST(BpeTest, MatchesTheNaiveReferenceOnShortAndLongPieces) {
   EXPECT_EQ(got, naive_bpe(table, std::string(3000, 'a')));
 }
 
+// Pieces of random 2- and 3-byte characters (which may start as their char_token), ASCII and stray bytes,
+// against the naive merge of bytes.
+TEST(BpeTest, CharacterStartsMatchTheNaiveReference) {
+  RankData data = load_o200k_base_json(testing::tiktoken_json_path());
+  const RankTable table(std::move(data.arena), std::move(data.offsets));
+  size_t inside_words = 0;  // characters that may start as one token between two non-ASCII bytes
+  for (char32_t cp = 0x80; cp < 0x10000; ++cp) inside_words += table.char_token(cp, 0xB0, 0xD0) != kNoRank;
+  EXPECT_GT(inside_words, 1000u);  // the shortcut is in use
+  EXPECT_NE(table.char_token(0x4E2D, -1, -1), kNoRank);  // alone, any character whose bytes merge to one token
+  std::mt19937_64 rng(11);
+  const std::vector<std::pair<char32_t, char32_t>> ranges = {
+      {0x80, 0x7FF}, {0x400, 0x4FF}, {0x900, 0x97F}, {0xE00, 0xE7F}, {0x3040, 0x30FF}, {0x4E00, 0x9FFF},
+      {0xAC00, 0xD7A3}, {0xFF00, 0xFFEF}, {0x800, 0xFFFF}};
+  for (int trial = 0; trial < 3000; ++trial) {
+    std::string piece;
+    const size_t target = trial < 2500 ? 2 + rng() % 60 : 128 + rng() % 300;  // both merge variants
+    while (piece.size() < target) {
+      const uint64_t kind = rng() % 10;
+      if (kind == 0) {
+        piece += static_cast<char>(0x80 + rng() % 0x80);  // a stray byte
+      } else if (kind == 1) {
+        piece += static_cast<char>('a' + rng() % 26);
+      } else {
+        const auto& [lo, hi] = ranges[rng() % ranges.size()];
+        const char32_t cp = lo + static_cast<char32_t>(rng() % (hi - lo + 1));
+        if (cp < 0xD800 || cp > 0xDFFF) append_utf8(piece, cp);
+      }
+    }
+    std::vector<int32_t> got;
+    byte_pair_encode(table, piece, got);
+    const Rank whole = table.find(piece);
+    const auto expected =
+        whole != kNoRank ? std::vector<int32_t>{static_cast<int32_t>(whole)} : naive_bpe(table, piece);
+    ASSERT_EQ(got, expected) << "piece of " << piece.size() << " bytes, trial " << trial;
+  }
+}
+
 TEST(Utf8Test, ValidationAndLossyDecoding) {
   EXPECT_EQ(utf8_valid_prefix("hello, wörld 🙂"), std::string_view("hello, wörld 🙂").size());
   EXPECT_EQ(utf8_valid_prefix("abcdefghij\xFFxyz"), 10u);
