@@ -86,9 +86,13 @@ Json ResponsesState::item_json(const Item& item) const {
   const char* status = item.done ? "completed" : "in_progress";
   switch (item.kind) {
     case Kind::kReasoning: {
-      Json content = Json::array();
-      if (item.done) content.push_back({{"type", "reasoning_text"}, {"text", item.text}});
-      Json out = {{"type", "reasoning"}, {"id", item.id}, {"summary", Json::array()}, {"content", content}, {"status", status}};
+      Json content = Json::array(), summary = Json::array();
+      if (item.done) {
+        content.push_back({{"type", "reasoning_text"}, {"text", item.text}});
+        // NOTE: no summariser: the summary is the reasoning itself (clients that read only summaries show it).
+        summary.push_back({{"type", "summary_text"}, {"text", item.text}});
+      }
+      Json out = {{"type", "reasoning"}, {"id", item.id}, {"summary", summary}, {"content", content}, {"status", status}};
       if (item.done && request_.include_encrypted_reasoning) out["encrypted_content"] = encode_reasoning(item.text);
       return out;
     }
@@ -131,6 +135,13 @@ void ResponsesState::close_item() {
     payload.erase("text");
     payload["part"] = {{"type", "reasoning_text"}, {"text", item.text}};
     emit("response.content_part.done", payload);
+    Json summary = where;
+    summary["summary_index"] = 0;
+    summary["text"] = item.text;
+    emit("response.reasoning_summary_text.done", summary);
+    summary.erase("text");
+    summary["part"] = {{"type", "summary_text"}, {"text", item.text}};
+    emit("response.reasoning_summary_part.done", summary);
   } else if (item.kind == Kind::kMessage) {
     Json payload = where;
     payload["content_index"] = 0;
@@ -160,11 +171,18 @@ void ResponsesState::apply(const ChatDelta& delta) {
       const Json part = kind == Kind::kReasoning ? Json{{"type", "reasoning_text"}, {"text", ""}}
                                                  : Json{{"type", "output_text"}, {"text", ""}, {"annotations", Json::array()}, {"logprobs", Json::array()}};
       emit("response.content_part.added", {{"item_id", item.id}, {"output_index", index}, {"content_index", 0}, {"part", part}});
+      if (kind == Kind::kReasoning) {
+        emit("response.reasoning_summary_part.added", {{"item_id", item.id}, {"output_index", index}, {"summary_index", 0},
+                                                       {"part", {{"type", "summary_text"}, {"text", ""}}}});
+      }
     }
     item.text += text;
     Json payload = {{"item_id", item.id}, {"output_index", index}, {"content_index", 0}, {"delta", text}};
     if (kind == Kind::kMessage) payload["logprobs"] = Json::array();
     emit(event, std::move(payload));
+    if (kind == Kind::kReasoning) {
+      emit("response.reasoning_summary_text.delta", {{"item_id", item.id}, {"output_index", index}, {"summary_index", 0}, {"delta", text}});
+    }
   };
   if (!delta.reasoning.empty()) text_delta(Kind::kReasoning, delta.reasoning, "response.reasoning_text.delta");
   if (!delta.content.empty()) text_delta(Kind::kMessage, delta.content, "response.output_text.delta");

@@ -34,11 +34,17 @@ std::string item_text(const Json& content, const std::string& param) {
 // Builds chat messages from input items, merging reasoning + content / tool calls into assistant messages.
 class ChatMessageBuilder {
  public:
-  explicit ChatMessageBuilder(Json& messages) : messages_(messages) {}
+  ChatMessageBuilder(Json& messages, const ResponsesStore& store) : messages_(messages), store_(store) {}
 
   void add(const Json& item, const std::string& param) {
     if (!item.is_object()) wrong_type(param, "an object", item);
     std::string type = get_string(item, "type", param + ".type").value_or(item.contains("role") ? "message" : "");
+    if (type == "item_reference") {
+      const auto id = get_string(item, "id", param + ".id");
+      const auto found = id ? store_.find_item(*id) : std::nullopt;
+      if (!found) throw ApiError::invalid("item_reference names no stored item", param + ".id");
+      return add(Json(*found), param);
+    }
     if (type == "message") {
       const std::string role = get_string(item, "role", param + ".role").value_or("");
       const Json* content = field(item, "content");
@@ -99,6 +105,7 @@ class ChatMessageBuilder {
 
  private:
   Json& messages_;
+  const ResponsesStore& store_;
   Json pending_ = Json::object();
 };
 
@@ -150,8 +157,7 @@ ResponsesRequest parse_responses_request(const Json& body, const ApiContext& con
   static const std::set<std::string> kKnown = {
       "model", "input", "instructions", "tools", "tool_choice", "reasoning", "max_output_tokens", "temperature", "top_p",
       "parallel_tool_calls", "metadata", "user", "store", "previous_response_id", "include", "stream", "text",
-      "truncation", "background", "top_logprobs", "service_tier", "prompt_cache_key", "safety_identifier",
-      "stream_options"};
+      "truncation", "background", "top_logprobs"};
   if (get_bool(body, "background", "background").value_or(false)) {
     throw ApiError::invalid("background responses are not supported", "background");
   }
@@ -193,7 +199,7 @@ ResponsesRequest parse_responses_request(const Json& body, const ApiContext& con
   }
   const Json* input = field(body, "input");
   if (!input) throw ApiError::invalid("'input' is required", "input");
-  ChatMessageBuilder builder(conversation);
+  ChatMessageBuilder builder(conversation, store);
   if (input->is_string()) {
     conversation.push_back({{"role", "user"}, {"content", input->get<std::string>()}});
   } else if (input->is_array()) {

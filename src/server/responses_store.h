@@ -1,6 +1,7 @@
 // ResponsesStore: the bounded in-memory store behind `store: true`, previous_response_id and
 // GET/DELETE /v1/responses/{id}.
 //
+// Output items are found by id too (for `item_reference` input items) while their response is stored.
 // Eviction: least recently used first (a GET or a previous_response_id use counts as a use), whenever the
 // store holds more than max_entries responses or more than max_bytes of stored JSON text. Nothing survives
 // a restart.
@@ -31,6 +32,8 @@ class ResponsesStore {
   void put(const std::string& id, StoredResponse value);
   std::optional<StoredResponse> get(const std::string& id) const;
   bool erase(const std::string& id);
+  // An output item of a stored response by its id (what `item_reference` input items name).
+  std::optional<nlohmann::json> find_item(const std::string& item_id) const;
   size_t size() const;
 
  private:
@@ -40,12 +43,14 @@ class ResponsesStore {
     std::list<std::string>::iterator position;
   };
   void evict_locked();
+  void remove_locked(std::unordered_map<std::string, Entry>::iterator entry);
 
   size_t max_entries_;
   size_t max_bytes_;
   mutable std::mutex mutex_;
   mutable std::list<std::string> lru_;  // front = most recently used
   std::unordered_map<std::string, Entry> entries_;
+  std::unordered_map<std::string, std::string> item_owner_;  // output item id → response id
   size_t bytes_ = 0;
 };
 
