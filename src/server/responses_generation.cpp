@@ -34,6 +34,8 @@ ResponsesState::ResponsesState(OpenAiServer& server, std::shared_ptr<ResponseCha
 }
 
 void ResponsesState::submit() {
+  // NOTE: engine events wait for this (on_output takes the lock first): response.created goes out first.
+  std::lock_guard<std::mutex> started(start_mutex_);
   engine::SubmitParams params;
   params.prompt = request_.generation.prompt;
   params.sampling = request_.generation.sampling;
@@ -229,6 +231,7 @@ Json ResponsesState::response_json(const std::string& status) const {
 }
 
 void ResponsesState::on_output(const engine::RequestOutput& output) {
+  { std::lock_guard<std::mutex> started(start_mutex_); }
   ChatDelta delta;
   for (const engine::TokenId token : output.new_tokens) delta.append(parser_.push(token));
   if (output.finished) delta.append(parser_.finish());

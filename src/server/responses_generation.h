@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -71,6 +72,7 @@ class ResponsesState : public std::enable_shared_from_this<ResponsesState> {
   nlohmann::json incomplete_details_ = nullptr;
   nlohmann::json error_ = nullptr;
 
+  std::mutex start_mutex_;  // held by submit() until the stream's opening events are out
   std::atomic<uint64_t> engine_id_{0};
   std::atomic<bool> client_gone_{false};
 };

@@ -101,6 +101,15 @@ if (library === 'openai') {
     assert.equal(r.steps[0].toolCalls[0].input.city, 'Paris');
     assert.equal(r.text, 'It is sunny in Paris.');
   });
+  check('multi-turn with previousResponseId (Responses API)', async () => {
+    const first = await generateText({ model: provider(model), prompt: ANSWER, maxRetries: 0 });
+    const previousResponseId = first.providerMetadata.openai.responseId;
+    assert.ok(previousResponseId);
+    // The fake model answers from a trigger anywhere in the conversation: only the chained turn holds one.
+    const second = await generateText({ model: provider(model), prompt: 'And again?', maxRetries: 0,
+                                        providerOptions: { openai: { previousResponseId } } });
+    assert.equal(second.text, 'The answer is 42.');
+  });
   check('chat completions model', async () => {
     const r = await generateText({ model: provider.chat(model), prompt: ANSWER, maxRetries: 0 });
     assert.equal(r.text, 'The answer is 42.');
@@ -143,6 +152,11 @@ if (library === 'openai') {
     assert.equal(text, 'The answer is 42.');
     const tooled = await llm.bindTools(chatTools).invoke(TOOL);
     assert.equal(tooled.tool_calls[0].name, 'get_weather');
+    const round = await llm.bindTools(chatTools).invoke(
+      [new HumanMessage(TOOL), tooled, new ToolMessage({ tool_call_id: tooled.tool_calls[0].id, content: TOOL_RESULT })]);
+    assert.equal(round.text, 'It is sunny in Paris.');
+    const chained = await llm.invoke('And again?', { previous_response_id: r.response_metadata.id });
+    assert.equal(chained.text, 'The answer is 42.');
   });
 } else if (library === 'agents') {
   const { Agent, run, tool, setDefaultOpenAIClient, setOpenAIAPI, setTracingDisabled } = await import('@openai/agents');
