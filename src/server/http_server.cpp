@@ -19,6 +19,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "server/http_cors.h"
 
 namespace gossamer::server {
 
@@ -45,42 +46,6 @@ std::string error_body(int status, const std::string& message) {
   return std::string("{\"error\":{\"message\":\"") + escaped + "\",\"type\":\"" + type + "\",\"param\":null,\"code\":" +
          std::to_string(status) + "}}";
 }
-
-// CORS as vLLM (Starlette's CORSMiddleware) does it: "*" allows any origin / method / header.
-struct Cors {
-  std::vector<std::string> origins, methods, headers;
-
-  static bool listed(const std::vector<std::string>& list, const std::string& value, bool case_insensitive) {
-    for (const auto& item : list) {
-      if (item == "*" || item == value || (case_insensitive && beast::iequals(item, value))) return true;
-    }
-    return false;
-  }
-  bool allows_origin(const std::string& origin) const { return listed(origins, origin, false); }
-  bool allows_method(const std::string& method) const { return listed(methods, method, true); }
-  bool any_origin() const { return std::find(origins.begin(), origins.end(), "*") != origins.end(); }
-  std::string origin_headers(const std::string& origin) const {
-    return any_origin() ? "Access-Control-Allow-Origin: *\r\n" : "Access-Control-Allow-Origin: " + origin + "\r\nVary: Origin\r\n";
-  }
-  HeaderList preflight_headers(const std::string& requested_headers) const {
-    const bool all_methods = std::find(methods.begin(), methods.end(), "*") != methods.end();
-    const bool all_headers = std::find(headers.begin(), headers.end(), "*") != headers.end();
-    std::string method_list, header_list;
-    if (all_methods) {
-      method_list = "DELETE, GET, HEAD, OPTIONS, PATCH, POST, PUT";
-    } else {
-      for (const auto& m : methods) method_list += (method_list.empty() ? "" : ", ") + m;
-    }
-    if (all_headers) {
-      header_list = requested_headers;
-    } else {
-      for (const auto& h : headers) header_list += (header_list.empty() ? "" : ", ") + h;
-    }
-    HeaderList out = {{"Access-Control-Allow-Methods", method_list}, {"Access-Control-Max-Age", "600"}};
-    if (!header_list.empty()) out.emplace_back("Access-Control-Allow-Headers", header_list);
-    return out;
-  }
-};
 
 struct Shared {
   HttpServerOptions options;
