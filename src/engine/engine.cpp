@@ -205,14 +205,17 @@ void Engine::run_step(const SchedulerOutput& scheduled) {
   std::vector<TokenId> sampled_tokens(sampled.size());
   // On the device when the backend can: only token ids cross back (no [rows, vocab] logits copy and
   // host softmax). The rows' RNG states advance before the step; a failed step aborts its requests.
-  const bool on_device = config_.device_sampling && model_->samples_on_device() &&
-                         std::none_of(sampled.begin(), sampled.end(), [](const Request* r) { return needs_host_sampling(r->sampling); });
+  const bool on_device = config_.device_sampling && model_->samples_on_device();
   try {
     if (on_device) {
       std::vector<model::RowSampling> rows;
       rows.reserve(sampled.size());
-      for (Request* request : sampled) rows.push_back(device_row_sampling(request->sampling, request->rng_state));
-      model_->forward_sample(batch, rows, sampled_tokens);
+      for (Request* request : sampled) rows.push_back(device_row_sampling(*request));
+      std::vector<model::RowLogprobs> row_logprobs;
+      model_->forward_sample(batch, rows, sampled_tokens, row_logprobs);
+      for (size_t i = 0; i < sampled.size(); ++i) {
+        if (sampled[i]->sampling.logprobs >= 0) take_device_logprobs(*sampled[i], row_logprobs[i]);
+      }
     } else {
       model_->forward(batch, logits_);
     }
