@@ -66,6 +66,12 @@ int run_serve(int argc, char** argv) {
   cli.add_option("--api-key", api_keys, "required bearer key(s) for /v1/* (repeatable)")
       ->envname("GOSSAMER_API_KEY")->group("HTTP");
   cli.add_option("--http-threads", config.http.num_threads, "HTTP I/O threads")->envname("GOSSAMER_HTTP_THREADS")->group("HTTP");
+  cli.add_option("--allowed-origins", config.http.allowed_origins, "CORS origins browsers may call from (* = any)")
+      ->delimiter(',')->envname("GOSSAMER_ALLOWED_ORIGINS")->group("HTTP");
+  cli.add_option("--allowed-methods", config.http.allowed_methods, "CORS methods (* = any)")
+      ->delimiter(',')->envname("GOSSAMER_ALLOWED_METHODS")->group("HTTP");
+  cli.add_option("--allowed-headers", config.http.allowed_headers, "CORS request headers (* = any)")
+      ->delimiter(',')->envname("GOSSAMER_ALLOWED_HEADERS")->group("HTTP");
   cli.add_option("--reasoning-field", reasoning_field, "where the analysis channel goes: reasoning | reasoning_content | both")
       ->check(CLI::IsMember({"reasoning", "reasoning_content", "both"}))->envname("GOSSAMER_REASONING_FIELD")->group("HTTP");
   cli.add_option("--shutdown-timeout", config.shutdown_timeout_s, "seconds to let in-flight requests finish on SIGTERM")

@@ -29,7 +29,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-if [ ! -f node_modules/tiktoken/encoders/o200k_base.json ] || [ ! -d node_modules/openai ]; then
+if [ ! -f node_modules/tiktoken/encoders/o200k_base.json ] || [ ! -d node_modules/openai ] || [ ! -d node_modules/@openai/agents ]; then
   echo "setup: installing npm packages (package-lock.json)"
   npm ci --no-audit --no-fund --loglevel=error
 fi

@@ -227,17 +227,21 @@ void Engine::run_step(const SchedulerOutput& scheduled) {
   }
   // On the device when the backend can: only token ids cross back (no [rows, vocab] logits copy and
   // host softmax). The rows' RNG states advance before the step; a failed step aborts its requests.
-  // NOTE: a step with a masked row samples on the host (the device samplers take no mask yet; the mask
-  // kernel is kernels/token_mask.h), and so does one with a row the device sampler cannot serve.
+  // NOTE: a step with a masked row samples on the host unless the backend applies token masks itself
+  // (kernels/token_mask.h).
   const bool any_masked = std::any_of(masked.begin(), masked.end(), [](uint8_t m) { return m != 0; });
-  const bool on_device = config_.device_sampling && model_->samples_on_device() && !any_masked &&
-                         std::none_of(sampled.begin(), sampled.end(), [](const Request* r) { return needs_host_sampling(r->sampling); });
+  const bool on_device =
+      config_.device_sampling && model_->samples_on_device() && (!any_masked || model_->samples_with_token_masks());
   try {
     if (on_device) {
       std::vector<model::RowSampling> rows;
       rows.reserve(sampled.size());
-      for (Request* request : sampled) rows.push_back(device_row_sampling(request->sampling, request->rng_state));
-      model_->forward_sample(batch, rows, sampled_tokens);
+      for (Request* request : sampled) rows.push_back(device_row_sampling(*request));
+      std::vector<model::RowLogprobs> row_logprobs;
+      model_->forward_sample(batch, rows, sampled_tokens, row_logprobs);
+      for (size_t i = 0; i < sampled.size(); ++i) {
+        if (sampled[i]->sampling.logprobs >= 0) take_device_logprobs(*sampled[i], row_logprobs[i]);
+      }
     } else {
       model_->forward(batch, logits_);
     }

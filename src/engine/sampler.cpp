@@ -139,7 +139,7 @@ void update_penalties(Request& request) {
   for (; state.num_output_counted < request.output.size(); ++state.num_output_counted) add(request.output[state.num_output_counted], 1);
 }
 
-SampledLogprobs raw_logprobs(std::span<const float> z, TokenId token, int32_t num_top) {
+SampledLogprobs row_raw_logprobs(std::span<const float> z, TokenId token, int32_t num_top) {
   double mx = -std::numeric_limits<double>::max();
   for (const float value : z) mx = std::max(mx, static_cast<double>(value));
   double sum = 0;
@@ -190,11 +190,13 @@ TokenId sample_request_token(std::span<const float> logits, Request& request) {
     x = penalized;
   }
   const TokenId token = sample_row(x, params, request.rng_state);
-  if (params.logprobs >= 0) request.last_logprobs = raw_logprobs(logits, token, params.logprobs);
+  if (params.logprobs >= 0) request.last_logprobs = row_raw_logprobs(logits, token, params.logprobs);
   return token;
 }
 
-bool needs_host_sampling(const SamplingParams& params) { return params.has_penalties() || params.logprobs >= 0; }
+SampledLogprobs raw_logprobs(std::span<const float> logits, TokenId token, int32_t num_top) {
+  return row_raw_logprobs(logits, token, num_top);
+}
 
 model::RowSampling device_row_sampling(const SamplingParams& params, uint64_t& rng_state) {
   model::RowSampling row;
@@ -204,6 +206,28 @@ model::RowSampling device_row_sampling(const SamplingParams& params, uint64_t& r
   row.top_p = params.top_p;
   row.seed = splitmix64(rng_state);
   return row;
+}
+
+model::RowSampling device_row_sampling(Request& request) {
+  model::RowSampling row = device_row_sampling(request.sampling, request.rng_state);
+  const SamplingParams& params = request.sampling;
+  if (params.has_penalties()) {
+    update_penalties(request);
+    row.penalty_tokens = request.penalty.tokens;
+    row.penalty_counts = request.penalty.counts;
+    row.presence = params.presence_penalty;
+    row.frequency = params.frequency_penalty;
+    row.repetition = params.repetition_penalty;
+  }
+  row.num_top_logprobs = params.logprobs;
+  return row;
+}
+
+void take_device_logprobs(Request& request, const model::RowLogprobs& logprobs) {
+  SampledLogprobs out;
+  out.logprob = logprobs.logprob;
+  for (const auto& [token, logprob] : logprobs.top) out.top.push_back({token, logprob});
+  request.last_logprobs = std::move(out);
 }
 
 }  // namespace gossamer::engine

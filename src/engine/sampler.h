@@ -2,7 +2,7 @@
 //
 // The rule is kernels/sampling.h's (penalties, greedy, temperature, top-k, top-p, the uniform draw in index
 // order); the host and device samplers implement it alike and are tested token for token against its CPU
-// reference (tests/engine/sampler_test.cpp). The random stream is the same too: each non-greedy draw takes
+// reference (tests/engine/sampler_rule_test.cpp). The random stream is the same too: each non-greedy draw takes
 // seed = splitmix64(rng_state) and uses sampling_uniform(seed).
 //
 // Contract: pure function of (logits, params, rng_state[, the request's tokens]); rng_state advances only
@@ -29,13 +29,19 @@ TokenId sample_token(std::span<const float> logits, const SamplingParams& params
 // its logprobs in request.last_logprobs. Advances request.rng_state and request.penalty.
 TokenId sample_request_token(std::span<const float> logits, Request& request);
 
-// True when the request needs what only the host sampler does today (penalties, logprobs): the device path
-// (model::Model::forward_sample) carries temperature, top-k, top-p and the seed only.
-bool needs_host_sampling(const SamplingParams& params);
-
 // The same request settings for a backend that samples on its device (model::Model::forward_sample):
 // greedy where sample_token is greedy (no draw, rng_state unchanged), else one draw of rng_state becomes
 // the row's seed, as sample_token does.
 model::RowSampling device_row_sampling(const SamplingParams& params, uint64_t& rng_state);
+
+// The request's whole device row: device_row_sampling of its settings and state, its penalty list (brought
+// up to date with its output; the spans point into request.penalty and stay valid until its next token)
+// and its logprob count.
+model::RowSampling device_row_sampling(Request& request);
+// A device row's logprobs as the request's last_logprobs.
+void take_device_logprobs(Request& request, const model::RowLogprobs& logprobs);
+
+// Raw logprobs of one row (log_softmax of `logits`): `token`'s and the num_top most likely (≤ 20).
+SampledLogprobs raw_logprobs(std::span<const float> logits, TokenId token, int32_t num_top);
 
 }  // namespace gossamer::engine

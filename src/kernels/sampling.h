@@ -44,7 +44,8 @@ struct SamplingParams {
   const float* presence = nullptr;           // [num_rows]
   const float* frequency = nullptr;          // [num_rows]
   const float* repetition = nullptr;         // [num_rows] (1 = off)
-  float* penalized = nullptr;                // [num_rows, vocab] fp32 scratch, written for rows with entries
+  float* penalized = nullptr;                // [scratch rows, vocab] fp32 scratch, written for rows with entries
+  const int32_t* scratch_rows = nullptr;     // [num_rows] a penalized row's row in `penalized` (null: its index)
 
   // Log-probabilities (null = none): out_logprobs[r] is the drawn token's; rows with num_top[r] = n > 0 also
   // get their n most likely tokens in out_top_tokens / out_top_logprobs [num_rows, kMaxTopLogprobs].

@@ -57,7 +57,10 @@ void sampling_cpu(const SamplingParams& p) {
         const int t = p.penalty_tokens[e];
         pen[t] = penalized_logit(pen[t], p.penalty_counts[e], p.presence[r], p.frequency[r], p.repetition[r]);
       }
-      if (p.penalized) std::copy(pen.begin(), pen.end(), p.penalized + static_cast<int64_t>(r) * p.vocab);
+      if (p.penalized) {
+        const int64_t slot = p.scratch_rows ? p.scratch_rows[r] : r;
+        std::copy(pen.begin(), pen.end(), p.penalized + slot * p.vocab);
+      }
       x = pen.data();
     }
     const float temp = p.temperature ? p.temperature[r] : 0.f;

@@ -225,7 +225,7 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingParams p, co
   int32_t token = 0;
   // ---- 0. penalties: the penalized row goes to the fp32 scratch row ----
   if (p.penalty_offsets && p.penalty_offsets[row + 1] > p.penalty_offsets[row]) {
-    float* y = p.penalized + static_cast<int64_t>(row) * p.vocab;
+    float* y = p.penalized + static_cast<int64_t>(p.scratch_rows ? p.scratch_rows[row] : row) * p.vocab;
     for (int i = threadIdx.x; i < p.vocab; i += kThreads) y[i] = logit_value(z, i);
     __syncthreads();
     for (int e = p.penalty_offsets[row] + threadIdx.x; e < p.penalty_offsets[row + 1]; e += kThreads) {

@@ -27,6 +27,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/config.h"
@@ -51,14 +52,26 @@ struct ForwardBatch {
   std::vector<SequenceInput> sequences;
 };
 
-// How to draw one row's token in forward_sample (the semantics of kernels/sampling.h): temperature 0 is
-// greedy (lowest id on ties); otherwise softmax(logits / temperature) filtered by top_k (0 = off) and
-// top_p (1 = off), one draw from `seed`.
+// How to draw one row's token in forward_sample (the semantics of kernels/sampling.h): penalties first
+// (when penalty_tokens is not empty), then temperature 0 is greedy (lowest id on ties); otherwise
+// softmax(logits / temperature) filtered by top_k (0 = off) and top_p (1 = off), one draw from `seed`.
 struct RowSampling {
   float temperature = 0.0f;
   int32_t top_k = 0;
   float top_p = 1.0f;
   uint64_t seed = 0;
+  std::span<const int32_t> penalty_tokens = {};  // distinct ids (prompt's for repetition, output's)
+  std::span<const int32_t> penalty_counts = {};  // their counts in the output (0: prompt only)
+  float presence = 0.0f;
+  float frequency = 0.0f;
+  float repetition = 1.0f;
+  int32_t num_top_logprobs = -1;  // ≥ 0: report the drawn token's raw logprob and this many top ones (≤ 20)
+};
+
+// The drawn token's raw log-probability and the row's most likely tokens, for a row that asked for them.
+struct RowLogprobs {
+  float logprob = 0.0f;
+  std::vector<std::pair<int32_t, float>> top;  // (token, logprob), highest first
 };
 
 class Model {
@@ -88,8 +101,14 @@ class Model {
   // back (no full-vocabulary logits copied to the host).
   virtual bool samples_on_device() const { return false; }
   // Runs one step like forward() and draws one token per logits row (rows in the same order; `rows` has
-  // one entry per row). tokens is resized to the number of rows. Throws where unsupported.
-  virtual void forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows, std::vector<int32_t>& tokens);
+  // one entry per row). tokens and logprobs are resized to the number of rows; logprobs entries are set for
+  // rows with num_top_logprobs ≥ 0. Throws where unsupported.
+  virtual void forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows, std::vector<int32_t>& tokens,
+                              std::vector<RowLogprobs>& logprobs);
+  void forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows, std::vector<int32_t>& tokens) {
+    std::vector<RowLogprobs> unused;
+    forward_sample(batch, rows, tokens, unused);
+  }
   // Bytes of weights the backend holds on its device (0 when it reads them in place, like the cpu backend).
   virtual uint64_t weight_bytes() const { return 0; }
   // Layers with a sliding window (the ring's pool serves them).

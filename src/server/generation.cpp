@@ -56,6 +56,8 @@ std::string GenerationState::dump(const Json& json) const {
 }
 
 void GenerationState::submit() {
+  // NOTE: engine events wait for this (on_output takes the lock first), so every choice's engine id is known.
+  std::lock_guard<std::mutex> submitted(submit_mutex_);
   auto self = shared_from_this();
   for (auto& owned : choices_) {
     Choice* choice = owned.get();
@@ -190,6 +192,7 @@ std::string GenerationState::finish_reason(const Choice& choice, engine::FinishR
 }
 
 void GenerationState::on_output(Choice& choice, const engine::RequestOutput& output) {
+  { std::lock_guard<std::mutex> submitted(submit_mutex_); }
   const bool final_event = output.finished;
   if (final_event) {
     choice.engine_finished = true;

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -89,6 +90,7 @@ class GenerationState : public std::enable_shared_from_this<GenerationState> {
   int num_responded_ = 0;
   int num_engine_finished_ = 0;
 
+  std::mutex submit_mutex_;  // held by submit() until every choice is submitted
   std::atomic<bool> abandoned_{false};  // submit() failed part-way: events only close the books
   std::atomic<bool> client_gone_{false};
 };

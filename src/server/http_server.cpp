@@ -5,6 +5,7 @@
 
 #include <cerrno>
 
+#include <algorithm>
 #include <atomic>
 #include <deque>
 #include <mutex>
@@ -18,6 +19,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "server/http_cors.h"
 
 namespace gossamer::server {
 
@@ -48,6 +50,7 @@ std::string error_body(int status, const std::string& message) {
 struct Shared {
   HttpServerOptions options;
   HttpHandler handler;
+  Cors cors;
 };
 
 class Session : public std::enable_shared_from_this<Session> {
@@ -72,6 +75,7 @@ class Session : public std::enable_shared_from_this<Session> {
       head += "Content-Type: " + response.content_type + "\r\n";
       head += "Content-Length: " + std::to_string(response.body.size()) + "\r\n";
       for (const auto& [name, value] : response.headers) head += name + ": " + value + "\r\n";
+      head += self->cors_headers_;
       head += self->keep_alive_ ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
       // NOTE: HEAD gets GET's head (Content-Length included) and no body (RFC 9110 §9.3.2).
       self->enqueue(self->head_only_ ? std::move(head) : head + response.body, true);
@@ -85,8 +89,11 @@ class Session : public std::enable_shared_from_this<Session> {
       self->response_started_ = true;
       self->streaming_ = true;
       std::string head = status_line(status);
-      head += "Content-Type: " + content_type + "\r\nTransfer-Encoding: chunked\r\n";
+      // NOTE: HTTP/1.0 has no chunked coding: the stream is close-delimited (RFC 9112 §6.3).
+      if (self->http10_) self->keep_alive_ = false;
+      head += "Content-Type: " + content_type + (self->http10_ ? "\r\n" : "\r\nTransfer-Encoding: chunked\r\n");
       for (const auto& [name, value] : headers) head += name + ": " + value + "\r\n";
+      head += self->cors_headers_;
       head += self->keep_alive_ ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
       self->enqueue(std::move(head), false);
     });
@@ -95,7 +102,8 @@ class Session : public std::enable_shared_from_this<Session> {
   void post_write(uint64_t generation, std::string data) {
     if (data.empty()) return;
     net::post(stream_.get_executor(), [self = shared_from_this(), generation, data = std::move(data)] {
-      if (generation != self->generation_ || !self->streaming_ || self->response_done_) return;
+      if (generation != self->generation_ || !self->streaming_ || self->response_done_ || self->head_only_) return;
+      if (self->http10_) return self->enqueue(std::move(data), false);
       char size[32];
       std::snprintf(size, sizeof(size), "%zx\r\n", data.size());
       self->enqueue(std::string(size) + data + "\r\n", false);
@@ -105,7 +113,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void post_end_stream(uint64_t generation) {
     net::post(stream_.get_executor(), [self = shared_from_this(), generation] {
       if (generation != self->generation_ || !self->streaming_ || self->response_done_) return;
-      self->enqueue("0\r\n\r\n", true);
+      self->enqueue(self->http10_ || self->head_only_ ? std::string() : std::string("0\r\n\r\n"), true);
     });
   }
 
@@ -129,8 +137,31 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_->body_limit(shared_->options.max_body_bytes);
     parser_->header_limit(shared_->options.max_header_bytes);
     stream_.expires_after(std::chrono::seconds(shared_->options.read_timeout_s));
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](error_code ec, size_t) { self->on_read(ec); });
+    http::async_read_header(stream_, buffer_, *parser_,
+                            [self = shared_from_this()](error_code ec, size_t) { self->on_header(ec); });
+  }
+
+  // The head is in: answer `Expect: 100-continue` (or refuse a body over the limit at once), then the body.
+  void on_header(error_code ec) {
+    if (ec) return on_read(ec);
+    const auto& head = parser_->get();
+    const auto expect = head[http::field::expect];
+    if (beast::iequals(expect, "100-continue")) {
+      if (parser_->content_length() && *parser_->content_length() > shared_->options.max_body_bytes) {
+        return send_error_and_close(413, "request body too large");
+      }
+      static const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      net::async_write(stream_, net::buffer(kContinue), [self = shared_from_this()](error_code write_ec, size_t) {
+        if (write_ec) return self->shutdown();
+        self->read_body();
+      });
+      return;
+    }
+    read_body();
+  }
+
+  void read_body() {
+    http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](error_code ec, size_t) { self->on_read(ec); });
   }
 
   void send_error_and_close(int status, const std::string& message) {
@@ -173,6 +204,28 @@ class Session : public std::enable_shared_from_this<Session> {
     request.remote = remote_;
     keep_alive_ = message.keep_alive();
     head_only_ = message.method() == http::verb::head;
+    http10_ = message.version() == 10;
+    half_closed_ = false;
+    cors_headers_.clear();
+    const std::string origin(message[http::field::origin]);
+    if (!origin.empty() && shared_->cors.allows_origin(origin)) {
+      cors_headers_ = shared_->cors.origin_headers(origin);
+      // NOTE: a preflight is answered here; it never reaches the API (CORS as vLLM's CORSMiddleware does it).
+      if (message.method() == http::verb::options && message.find(http::field::access_control_request_method) != message.end()) {
+        ++generation_;
+        response_started_ = false;
+        response_done_ = false;
+        streaming_ = false;
+        close_callbacks_.clear();
+        const std::string method(message[http::field::access_control_request_method]);
+        const std::string headers(message[http::field::access_control_request_headers]);
+        if (!shared_->cors.allows_method(method)) {
+          return post_respond(generation_, HttpResponse{400, "text/plain", {}, "Disallowed CORS method"});
+        }
+        HttpResponse preflight{200, "text/plain", shared_->cors.preflight_headers(headers), "OK"};
+        return post_respond(generation_, std::move(preflight));
+      }
+    }
 
     stream_.expires_never();
     ++generation_;
@@ -208,8 +261,23 @@ class Session : public std::enable_shared_from_this<Session> {
         if (!self->response_done_) self->watch_disconnect();
         return;
       }
-      if (n <= 0) self->mark_closed();
+      if (n == 0) {
+        // NOTE: EOF is a half-close as far as we can tell (a client that shut its sending side still gets
+        // its answer); a client that is really gone answers the next write with a reset, which
+        // check_reset() sees right after that write, i.e. within one streamed token.
+        self->half_closed_ = true;
+        self->keep_alive_ = false;
+        return;
+      }
+      if (n < 0) self->mark_closed();
     });
+  }
+
+  // After a write to a half-closed client: a reset means it is gone.
+  void check_reset() {
+    char byte;
+    const ssize_t n = ::recv(stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) mark_closed();
   }
 
   void mark_closed() {
@@ -241,6 +309,10 @@ class Session : public std::enable_shared_from_this<Session> {
       if (ec) {
         self->mark_closed();
         return;
+      }
+      if (self->half_closed_ && !self->response_done_) {
+        self->check_reset();
+        if (self->closed_) return;
       }
       if (!self->out_.empty()) return self->do_write();
       self->stream_.expires_never();
@@ -274,6 +346,9 @@ class Session : public std::enable_shared_from_this<Session> {
   uint64_t generation_ = 0;
   bool keep_alive_ = true;
   bool head_only_ = false;
+  bool http10_ = false;          // HTTP/1.0 client: streams are close-delimited, not chunked
+  bool half_closed_ = false;     // the client shut its sending side after the request
+  std::string cors_headers_;     // CORS lines added to this request's response head
   bool writing_ = false;
   bool watching_ = false;
   bool response_started_ = false;
@@ -335,6 +410,7 @@ HttpServer::HttpServer(HttpServerOptions options, HttpHandler handler) : impl_(s
   auto shared = std::make_shared<Shared>();
   shared->options = std::move(options);
   shared->handler = std::move(handler);
+  shared->cors = Cors{shared->options.allowed_origins, shared->options.allowed_methods, shared->options.allowed_headers};
   impl_->shared = shared;
   impl_->context = std::make_shared<net::io_context>(std::max(1, impl_->shared->options.num_threads));
 }

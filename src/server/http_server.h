@@ -2,7 +2,9 @@
 //
 // Sockets: a listen backlog of 4096 (bursts of 1,000 connects must not stall: tests/server/server_behaviour_test.cpp), SO_REUSEADDR (no
 // SO_REUSEPORT), TCP_NODELAY. Limits: request header and body sizes, a timeout for reading a request
-// (also the keep-alive idle timeout) and for each write. Keep-alive is honoured.
+// (also the keep-alive idle timeout) and for each write. Keep-alive is honoured. HTTP/1.0 streams are
+// close-delimited; HEAD gets no body; `Expect: 100-continue` is answered; a client that half-closes after
+// its request still gets the answer; CORS preflights are answered here.
 //
 // Contract: start() binds and listens (throws gossamer::Error when it cannot) and returns; handlers run on
 // the I/O threads and must not block. stop() closes the listener and every connection and joins the
@@ -12,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "server/http_types.h"
 
@@ -26,6 +29,10 @@ struct HttpServerOptions {
   uint32_t max_header_bytes = 64u << 10;    // larger request heads get 431
   int read_timeout_s = 60;                  // reading one request, and keep-alive idle time
   int write_timeout_s = 300;                // one write to a client that does not read
+  // CORS (vLLM's defaults): origins, methods and headers a browser may use; "*" = any.
+  std::vector<std::string> allowed_origins = {"*"};
+  std::vector<std::string> allowed_methods = {"*"};
+  std::vector<std::string> allowed_headers = {"*"};
 };
 
 class HttpServer {

@@ -8,6 +8,7 @@
 #include "core/log.h"
 #include "server/api_error.h"
 #include "server/generation.h"
+#include "server/responses_generation.h"
 #include "text/incremental_detokenizer.h"
 
 namespace gossamer::server {
@@ -227,11 +228,13 @@ void OpenAiServer::handle(HttpRequest request, std::shared_ptr<ResponseChannel> 
       }
       return reply(channel, std::move(response));
     }
-    const bool generation = path == "/v1/chat/completions" || path == "/v1/completions";
+    const bool generation = path == "/v1/chat/completions" || path == "/v1/completions" || path == "/v1/responses";
     const bool model_path = path == "/v1/models" || path.rfind("/v1/models/", 0) == 0;
-    const bool known = generation || model_path || path == "/tokenize" || path == "/detokenize";
+    const bool stored_response = path.rfind("/v1/responses/", 0) == 0;
+    const bool known = generation || model_path || stored_response || path == "/tokenize" || path == "/detokenize";
     if (!known) return reply(channel, ApiError(404, "not_found_error", "Not found: " + request.method + " " + path).to_response());
-    if ((model_path && !get) || (!model_path && !post)) {
+    const bool method_ok = model_path ? get : stored_response ? (get || request.method == "DELETE") : post;
+    if (!method_ok) {
       return reply(channel, ApiError(405, "invalid_request_error", "Method " + request.method + " not allowed on " + path).to_response());
     }
     // NOTE: every API route needs the key (GET /v1/models too, as vLLM); /health, /metrics and /version do not.
@@ -247,6 +250,7 @@ void OpenAiServer::handle(HttpRequest request, std::shared_ptr<ResponseChannel> 
     }
     if (path == "/v1/models") return reply(channel, handle_models());
     if (model_path) return reply(channel, handle_model(path.substr(std::string("/v1/models/").size())));
+    if (stored_response) return reply(channel, handle_stored_response(request));
     return prepare_on_pool(std::move(request), std::move(channel));
   } catch (const ApiError& error) {
     if (serving && metrics_ && error.status == 400) metrics_->count_rejected("validation");
@@ -293,6 +297,9 @@ void OpenAiServer::run_prepared(const HttpRequest& request, const std::shared_pt
       reply(channel, handle_tokenize(request));
     } else if (path == "/detokenize") {
       reply(channel, handle_detokenize(request));
+    } else if (path == "/v1/responses") {
+      handle_responses(request, channel);
+      handed_over = true;
     } else {
       handle_generation(request, channel, path == "/v1/chat/completions");
       handed_over = true;
@@ -328,6 +335,31 @@ nlohmann::json OpenAiServer::model_json(const std::string& id) const {
           {"owned_by", "gossamer"},
           {"root", config_.served_model_name},
           {"max_model_len", api_context_.max_model_len}};
+}
+
+void OpenAiServer::handle_responses(const HttpRequest& request, std::shared_ptr<ResponseChannel> channel) {
+  const auto body = parse_json_body(request.body);
+  ResponsesRequest parsed = parse_responses_request(body, api_context_, *renderer_, responses_store_);
+  if (!parsed.generation.ignored_fields.empty()) {
+    std::string fields;
+    for (const auto& field : parsed.generation.ignored_fields) fields += (fields.empty() ? "" : ", ") + field;
+    GOSSAMER_LOG_WARN("ignoring unsupported request fields: ", fields);
+  }
+  auto state = std::make_shared<ResponsesState>(*this, std::move(channel), std::move(parsed));
+  state->submit();
+}
+
+HttpResponse OpenAiServer::handle_stored_response(const HttpRequest& request) {
+  const std::string id = request.path.substr(std::string("/v1/responses/").size());
+  if (request.method == "DELETE") {
+    if (!responses_store_.erase(id)) {
+      return ApiError(404, "invalid_request_error", "Response with id '" + id + "' not found.", "response_id").to_response();
+    }
+    return json_response({{"id", id}, {"object", "response"}, {"deleted", true}});
+  }
+  const auto stored = responses_store_.get(id);
+  if (!stored) return ApiError(404, "invalid_request_error", "Response with id '" + id + "' not found.", "response_id").to_response();
+  return json_response(stored->response);
 }
 
 HttpResponse OpenAiServer::handle_models() const {

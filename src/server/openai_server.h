@@ -22,6 +22,7 @@
 #include "server/metrics.h"
 #include "server/openai_request.h"
 #include "server/prep_pool.h"
+#include "server/responses_store.h"
 #include "text/harmony_renderer.h"
 #include "text/tokenizer.h"
 
@@ -44,6 +45,7 @@ struct ServerConfig {
 };
 
 class GenerationState;
+class ResponsesState;
 
 class OpenAiServer {
  public:
@@ -64,6 +66,7 @@ class OpenAiServer {
 
  private:
   friend class GenerationState;
+  friend class ResponsesState;
   enum class State { kLoading, kReady, kDraining, kFailed };
 
   void handle(HttpRequest request, std::shared_ptr<ResponseChannel> channel);
@@ -73,6 +76,8 @@ class OpenAiServer {
   bool authorized(const HttpRequest& request) const;
   // Submits to the engine; from then on the request's GenerationState calls request_done().
   void handle_generation(const HttpRequest& request, std::shared_ptr<ResponseChannel> channel, bool chat);
+  void handle_responses(const HttpRequest& request, std::shared_ptr<ResponseChannel> channel);
+  HttpResponse handle_stored_response(const HttpRequest& request);
   HttpResponse handle_models() const;
   HttpResponse handle_model(const std::string& id) const;
   nlohmann::json model_json(const std::string& id) const;
@@ -95,6 +100,7 @@ class OpenAiServer {
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<engine::Engine> engine_;
   ApiContext api_context_;
+  ResponsesStore responses_store_;
 
   std::atomic<int32_t> active_{0};
   std::mutex drain_mutex_;

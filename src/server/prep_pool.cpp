@@ -36,11 +36,6 @@ bool PrepPool::try_submit(Job job) {
   return true;
 }
 
-size_t PrepPool::num_queued() const {
-  std::lock_guard<std::mutex> lock(state_->mutex);
-  return state_->queue.size();
-}
-
 bool PrepPool::stop(std::chrono::duration<double> timeout) {
   if (threads_.empty()) return true;
   std::deque<Job> dropped;

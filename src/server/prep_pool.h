@@ -29,8 +29,6 @@ class PrepPool {
   bool try_submit(Job job);
   // Drops the queued jobs (job(false)), waits up to `timeout` for running ones; false if some still run.
   bool stop(std::chrono::duration<double> timeout);
-  size_t num_queued() const;
-  int num_threads() const { return static_cast<int>(threads_.size()); }
 
  private:
   struct State;

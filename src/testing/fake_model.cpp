@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "engine/sampler.h"
+#include "kernels/sampling.h"
 
 namespace gossamer::engine {
 
@@ -136,7 +137,7 @@ void FakeModel::forward(const model::ForwardBatch& batch, std::vector<float>& lo
 }
 
 void FakeModel::forward_sample(const model::ForwardBatch& batch, std::span<const model::RowSampling> rows,
-                               std::vector<int32_t>& tokens) {
+                               std::vector<int32_t>& tokens, std::vector<model::RowLogprobs>& logprobs) {
   GOSSAMER_CHECK(options_.device_sampling, "FakeModel: device sampling is off");
   std::vector<float> logits;
   forward(batch, logits);
@@ -144,13 +145,31 @@ void FakeModel::forward_sample(const model::ForwardBatch& batch, std::span<const
   GOSSAMER_CHECK(rows.size() == n, "FakeModel: ", rows.size(), " sampling rows for ", n, " logits rows");
   ++num_forward_sample_calls_;
   tokens.resize(n);
+  logprobs.assign(n, {});
+  std::vector<float> penalized;
   for (size_t r = 0; r < n; ++r) {
+    const model::RowSampling& row = rows[r];
     SamplingParams params;
-    params.temperature = rows[r].temperature;
-    params.top_k = rows[r].top_k;
-    params.top_p = rows[r].top_p;
-    uint64_t state = rows[r].seed;
-    tokens[r] = sample_token(std::span<const float>(logits.data() + r * vocab, vocab), params, state);
+    params.temperature = row.temperature;
+    params.top_k = row.top_k;
+    params.top_p = row.top_p;
+    uint64_t state = row.seed;
+    const std::span<const float> raw(logits.data() + r * vocab, vocab);
+    std::span<const float> x = raw;
+    if (!row.penalty_tokens.empty()) {  // kernels/sampling.h step 0
+      penalized.assign(raw.begin(), raw.end());
+      for (size_t e = 0; e < row.penalty_tokens.size(); ++e) {
+        float& z = penalized[static_cast<size_t>(row.penalty_tokens[e])];
+        z = kernels::penalized_logit(z, row.penalty_counts[e], row.presence, row.frequency, row.repetition);
+      }
+      x = penalized;
+    }
+    tokens[r] = sample_token(x, params, state);
+    if (row.num_top_logprobs >= 0) {
+      const SampledLogprobs drawn = raw_logprobs(raw, tokens[r], row.num_top_logprobs);
+      logprobs[r].logprob = drawn.logprob;
+      for (const TokenLogprob& top : drawn.top) logprobs[r].top.emplace_back(top.token, top.logprob);
+    }
   }
 }
 

@@ -50,7 +50,8 @@ class FakeModel : public model::Model {
   void forward(const model::ForwardBatch& batch, std::vector<float>& logits) override;
   bool samples_on_device() const override { return options_.device_sampling; }
   void forward_sample(const model::ForwardBatch& batch, std::span<const model::RowSampling> rows,
-                      std::vector<int32_t>& tokens) override;
+                      std::vector<int32_t>& tokens, std::vector<model::RowLogprobs>& logprobs) override;
+  using model::Model::forward_sample;
   int64_t num_forward_sample_calls() const { return num_forward_sample_calls_; }
 
   // The token the model would put first in its logits after `history` (for tests).

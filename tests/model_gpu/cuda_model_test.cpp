@@ -219,6 +219,105 @@ TEST(CudaModelGpuTest, DeviceSamplingMatchesTheLogits) {
   EXPECT_LE(mismatches, 1);
 }
 
+// forward_sample with penalties and logprobs: tokens as the sampling reference draws them from forward()'s
+// logits with the same penalty lists, logprobs within fp32 rounding, rows without penalties untouched.
+TEST(CudaModelGpuTest, DeviceSamplingAppliesPenaltiesAndReportsLogprobs) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU: device penalties/logprobs test not run";
+  auto tokens = testing::golden_tokens("tiny_conditioned");
+  tokens.push_back(std::vector<int32_t>(tokens[0].rbegin(), tokens[0].rend()));
+  auto model = load(tiny_checkpoint(DummyInit::kConditioned), "fp8", true);
+  const int64_t vocab = model->config().vocab_size;
+  const int32_t n = static_cast<int32_t>(tokens.size()), prefix = 100;
+  model->allocate_kv_cache(n * 8, 16);
+  std::vector<std::vector<int32_t>> tables(tokens.size());
+  for (int32_t s = 0; s < n; ++s) {
+    for (int32_t b = 0; b < 8; ++b) tables[static_cast<size_t>(s)].push_back(s * 8 + b);
+  }
+  auto step = [&](int32_t done, int32_t count, LogitsWanted wanted) {
+    ForwardBatch batch;
+    for (int32_t s = 0; s < n; ++s) {
+      batch.sequences.push_back({std::span(tokens[static_cast<size_t>(s)]).subspan(static_cast<size_t>(done), static_cast<size_t>(count)),
+                                 done, tables[static_cast<size_t>(s)], wanted});
+    }
+    return batch;
+  };
+  std::vector<float> logits;
+  model->forward(step(0, prefix, LogitsWanted::kNone), logits);
+  model->forward(step(prefix, 1, LogitsWanted::kLast), logits);
+  // Row 0 greedy with penalties on its 50 most likely tokens, row 1 seeded with
+  // penalties and top logprobs, row 2 plain with logprobs only.
+  std::vector<int32_t> penalty_tokens(50), counts(50);
+  std::vector<int32_t> order(static_cast<size_t>(vocab));
+  for (int64_t i = 0; i < vocab; ++i) order[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+  std::partial_sort(order.begin(), order.begin() + 50, order.end(), [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
+  for (int i = 0; i < 50; ++i) {
+    penalty_tokens[static_cast<size_t>(i)] = order[static_cast<size_t>(i)];
+    counts[static_cast<size_t>(i)] = 1 + i % 3;
+  }
+  std::vector<RowSampling> rows(static_cast<size_t>(n));
+  rows[0] = {0.0f, 0, 1.0f, 0, penalty_tokens, counts, 0.5f, 1.5f, 1.3f, -1};
+  if (n > 1) rows[1] = {0.8f, 40, 0.9f, 7, penalty_tokens, counts, -0.5f, 0.7f, 1.0f, 5};
+  if (n > 2) rows[2] = {1.0f, 0, 1.0f, 9, {}, {}, 0.0f, 0.0f, 1.0f, 3};
+  std::vector<int32_t> got;
+  std::vector<RowLogprobs> got_logprobs;
+  model->forward_sample(step(prefix, 1, LogitsWanted::kLast), rows, got, got_logprobs);
+  ASSERT_EQ(got.size(), static_cast<size_t>(n));
+  std::vector<float> temperature, top_p, presence, frequency, repetition, out_logprobs(static_cast<size_t>(n));
+  std::vector<float> top_logprobs(static_cast<size_t>(n) * kernels::kMaxTopLogprobs);
+  std::vector<int32_t> top_k, want(static_cast<size_t>(n)), offsets = {0}, entries, entry_counts, num_top;
+  std::vector<int32_t> top_tokens(static_cast<size_t>(n) * kernels::kMaxTopLogprobs);
+  std::vector<uint64_t> seeds;
+  for (const auto& row : rows) {
+    temperature.push_back(row.temperature);
+    top_k.push_back(row.top_k);
+    top_p.push_back(row.top_p);
+    seeds.push_back(row.seed);
+    presence.push_back(row.presence);
+    frequency.push_back(row.frequency);
+    repetition.push_back(row.repetition);
+    num_top.push_back(std::max(row.num_top_logprobs, 0));
+    entries.insert(entries.end(), row.penalty_tokens.begin(), row.penalty_tokens.end());
+    entry_counts.insert(entry_counts.end(), row.penalty_counts.begin(), row.penalty_counts.end());
+    offsets.push_back(static_cast<int32_t>(entries.size()));
+  }
+  kernels::SamplingParams ref;
+  ref.logits = logits.data();
+  ref.out_tokens = want.data();
+  ref.temperature = temperature.data();
+  ref.top_k = top_k.data();
+  ref.top_p = top_p.data();
+  ref.seeds = seeds.data();
+  ref.num_rows = n;
+  ref.vocab = static_cast<int>(vocab);
+  ref.penalty_offsets = offsets.data();
+  ref.penalty_tokens = entries.data();
+  ref.penalty_counts = entry_counts.data();
+  ref.presence = presence.data();
+  ref.frequency = frequency.data();
+  ref.repetition = repetition.data();
+  ref.out_logprobs = out_logprobs.data();
+  ref.num_top = num_top.data();
+  ref.out_top_tokens = top_tokens.data();
+  ref.out_top_logprobs = top_logprobs.data();
+  kernels::sampling_cpu(ref);
+  EXPECT_EQ(got[0], want[0]) << "greedy row with penalties";
+  int mismatches = 0;  // seeded rows: fp32 vs fp64 sums may move a draw sitting on a boundary
+  for (int32_t r = 1; r < n; ++r) mismatches += got[static_cast<size_t>(r)] != want[static_cast<size_t>(r)];
+  EXPECT_LE(mismatches, 1);
+  for (int32_t r = 0; r < n; ++r) {
+    const RowSampling& row = rows[static_cast<size_t>(r)];
+    if (row.num_top_logprobs < 0) continue;
+    const RowLogprobs& lp = got_logprobs[static_cast<size_t>(r)];
+    EXPECT_NEAR(lp.logprob, out_logprobs[static_cast<size_t>(r)], 2e-3) << "row " << r;
+    ASSERT_EQ(lp.top.size(), static_cast<size_t>(row.num_top_logprobs)) << "row " << r;
+    for (int32_t j = 0; j < row.num_top_logprobs; ++j) {
+      const size_t k = static_cast<size_t>(r) * kernels::kMaxTopLogprobs + static_cast<size_t>(j);
+      EXPECT_EQ(lp.top[static_cast<size_t>(j)].first, top_tokens[k]) << "row " << r << " rank " << j;
+      EXPECT_NEAR(lp.top[static_cast<size_t>(j)].second, top_logprobs[k], 2e-3) << "row " << r << " rank " << j;
+    }
+  }
+}
+
 // `--load-format dummy` on cuda makes its weights on the GPU: finite logits, the same for the same seed in
 // either weight format, different for another seed; the preset's real shapes load in seconds.
 TEST(CudaModelGpuTest, DummyWeightsMadeOnTheGpu) {

@@ -17,6 +17,11 @@ inline std::string repeated(const std::string& piece, int times) {
 
 inline std::string write_script_file() {
   const nlohmann::json scripts = nlohmann::json::array({
+      // First: a tool result holding this word ends a tool round trip (the request also holds SCRIPTTOOL).
+      {{"trigger", " SCRIPTWEATHERDONE"},
+       {"output",
+        "<|channel|>analysis<|message|>The tool says sunny.<|end|>"
+        "<|start|>assistant<|channel|>final<|message|>It is sunny in Paris.<|return|>"}},
       {{"trigger", "Please answer SCRIPTANSWER"},
        {"output",
         "<|channel|>analysis<|message|>The user wants 42. Say 42.<|end|>"

@@ -53,6 +53,12 @@ bool grow(DeviceBuffer& buffer, size_t bytes) {
   return true;
 }
 
+// The T array at byte `offset` of a staging buffer.
+template <typename T>
+T* typed(uint8_t* base, size_t offset) {
+  return reinterpret_cast<T*>(base + offset);
+}
+
 }  // namespace
 
 CudaModel::CudaModel(GptOssConfig config, const GptOssWeights& host_weights, CudaOptions options)
@@ -310,43 +316,114 @@ void CudaModel::forward(const ForwardBatch& batch, std::vector<float>& logits) {
   copy_logits_out(enqueue_forward(batch), logits);
 }
 
-void CudaModel::forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows, std::vector<int32_t>& tokens) {
+void CudaModel::forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows, std::vector<int32_t>& tokens,
+                               std::vector<RowLogprobs>& logprobs) {
   const int n = enqueue_forward(batch);
   GOSSAMER_CHECK(static_cast<size_t>(n) == rows.size(), "forward_sample: ", rows.size(), " sampling rows for ", n,
                  " logits rows");
   tokens.assign(static_cast<size_t>(n), 0);
+  logprobs.assign(static_cast<size_t>(n), {});
   if (n == 0) return;
-  // One upload of the settings [temperature f32 | top_k i32 | top_p f32 | seed u64 (8-aligned)], one
-  // download of the tokens [i32].
-  const size_t seeds_offset = (static_cast<size_t>(n) * 12 + 7) / 8 * 8;
-  const size_t settings = seeds_offset + static_cast<size_t>(n) * 8, bytes = settings + static_cast<size_t>(n) * 4;
+  bool any_penalties = false, any_logprobs = false;
+  size_t num_entries = 0;
+  for (const RowSampling& row : rows) {
+    GOSSAMER_CHECK(row.penalty_tokens.size() == row.penalty_counts.size(), "forward_sample: penalty tokens and counts differ");
+    any_penalties |= !row.penalty_tokens.empty();
+    any_logprobs |= row.num_top_logprobs >= 0;
+    num_entries += row.penalty_tokens.size();
+  }
+  // One upload of the settings, one download of the results, in one buffer laid out by `place` (8-aligned):
+  // inputs [temperature f32 | top_k i32 | top_p f32 | seed u64 | (penalties) presence, frequency,
+  // repetition f32 | offsets i32 n+1 | tokens, counts i32 | scratch rows i32 | (logprobs) num_top i32], then outputs
+  // [tokens i32 | (logprobs) logprob f32, top tokens i32 n·20, top logprobs f32 n·20].
+  size_t bytes = 0;
+  const auto place = [&](size_t size) {
+    const size_t offset = bytes;
+    bytes = (bytes + size + 7) / 8 * 8;
+    return offset;
+  };
+  const size_t rows_n = static_cast<size_t>(n), top_n = rows_n * kernels::kMaxTopLogprobs;
+  const size_t at_temperature = place(rows_n * 4), at_top_k = place(rows_n * 4), at_top_p = place(rows_n * 4),
+               at_seed = place(rows_n * 8);
+  const size_t at_presence = any_penalties ? place(rows_n * 4) : 0, at_frequency = any_penalties ? place(rows_n * 4) : 0,
+               at_repetition = any_penalties ? place(rows_n * 4) : 0, at_offsets = any_penalties ? place((rows_n + 1) * 4) : 0,
+               at_entries = any_penalties ? place(num_entries * 4) : 0, at_counts = any_penalties ? place(num_entries * 4) : 0,
+               at_scratch = any_penalties ? place(rows_n * 4) : 0;
+  const size_t at_num_top = any_logprobs ? place(rows_n * 4) : 0;
+  const size_t inputs = bytes;
+  const size_t at_tokens = place(rows_n * 4);
+  const size_t at_logprob = any_logprobs ? place(rows_n * 4) : 0, at_top_tokens = any_logprobs ? place(top_n * 4) : 0,
+               at_top_logprobs = any_logprobs ? place(top_n * 4) : 0;
   host_sampling_.ensure(bytes);
   sampling_.ensure(bytes);
   auto* host = host_sampling_.get<uint8_t>();
+  int32_t entry = 0, num_penalized = 0;
   for (int r = 0; r < n; ++r) {
     const RowSampling& row = rows[static_cast<size_t>(r)];
-    reinterpret_cast<float*>(host)[r] = row.temperature;
-    reinterpret_cast<int32_t*>(host + n * 4)[r] = row.top_k;
-    reinterpret_cast<float*>(host + n * 8)[r] = row.top_p;
-    reinterpret_cast<uint64_t*>(host + seeds_offset)[r] = row.seed;
+    typed<float>(host, at_temperature)[r] = row.temperature;
+    typed<int32_t>(host, at_top_k)[r] = row.top_k;
+    typed<float>(host, at_top_p)[r] = row.top_p;
+    typed<uint64_t>(host, at_seed)[r] = row.seed;
+    if (any_penalties) {
+      typed<float>(host, at_presence)[r] = row.presence;
+      typed<float>(host, at_frequency)[r] = row.frequency;
+      typed<float>(host, at_repetition)[r] = row.repetition;
+      typed<int32_t>(host, at_offsets)[r] = entry;
+      // NOTE: only penalized rows get a scratch row (a full batch of fp32 rows would be ~200 MB).
+      typed<int32_t>(host, at_scratch)[r] = row.penalty_tokens.empty() ? 0 : num_penalized++;
+      for (size_t e = 0; e < row.penalty_tokens.size(); ++e, ++entry) {
+        typed<int32_t>(host, at_entries)[entry] = row.penalty_tokens[e];
+        typed<int32_t>(host, at_counts)[entry] = row.penalty_counts[e];
+      }
+    }
+    if (any_logprobs) typed<int32_t>(host, at_num_top)[r] = row.num_top_logprobs;
   }
+  if (any_penalties) typed<int32_t>(host, at_offsets)[n] = entry;
   auto* device = sampling_.get<uint8_t>();
-  GOSSAMER_CUDA_CHECK(cudaMemcpyAsync(device, host, settings, cudaMemcpyHostToDevice, stream_));
+  GOSSAMER_CUDA_CHECK(cudaMemcpyAsync(device, host, inputs, cudaMemcpyHostToDevice, stream_));
   kernels::SamplingParams params;
   params.logits_bf16 = logits_.get<uint16_t>();
-  params.out_tokens = reinterpret_cast<int32_t*>(device + settings);
-  params.temperature = reinterpret_cast<const float*>(device);
-  params.top_k = reinterpret_cast<const int32_t*>(device + n * 4);
-  params.top_p = reinterpret_cast<const float*>(device + n * 8);
-  params.seeds = reinterpret_cast<const uint64_t*>(device + seeds_offset);
+  params.out_tokens = reinterpret_cast<int32_t*>(device + at_tokens);
+  params.temperature = reinterpret_cast<const float*>(device + at_temperature);
+  params.top_k = reinterpret_cast<const int32_t*>(device + at_top_k);
+  params.top_p = reinterpret_cast<const float*>(device + at_top_p);
+  params.seeds = reinterpret_cast<const uint64_t*>(device + at_seed);
   params.num_rows = n;
   params.vocab = config_.vocab_size;
+  if (any_penalties) {
+    penalized_.ensure(static_cast<size_t>(num_penalized) * static_cast<size_t>(config_.vocab_size) * 4);
+    params.scratch_rows = reinterpret_cast<const int32_t*>(device + at_scratch);
+    params.presence = reinterpret_cast<const float*>(device + at_presence);
+    params.frequency = reinterpret_cast<const float*>(device + at_frequency);
+    params.repetition = reinterpret_cast<const float*>(device + at_repetition);
+    params.penalty_offsets = reinterpret_cast<const int32_t*>(device + at_offsets);
+    params.penalty_tokens = reinterpret_cast<const int32_t*>(device + at_entries);
+    params.penalty_counts = reinterpret_cast<const int32_t*>(device + at_counts);
+    params.penalized = penalized_.get<float>();
+  }
+  if (any_logprobs) {
+    params.num_top = reinterpret_cast<const int32_t*>(device + at_num_top);
+    params.out_logprobs = reinterpret_cast<float*>(device + at_logprob);
+    params.out_top_tokens = reinterpret_cast<int32_t*>(device + at_top_tokens);
+    params.out_top_logprobs = reinterpret_cast<float*>(device + at_top_logprobs);
+  }
   kernels::launch_sampling(params, stream_);
-  GOSSAMER_CUDA_CHECK(cudaMemcpyAsync(host + settings, device + settings, static_cast<size_t>(n) * 4,
-                                      cudaMemcpyDeviceToHost, stream_));
+  GOSSAMER_CUDA_CHECK(cudaMemcpyAsync(host + at_tokens, device + at_tokens, bytes - at_tokens, cudaMemcpyDeviceToHost, stream_));
   GOSSAMER_CUDA_CHECK(cudaStreamSynchronize(stream_));
   GOSSAMER_CUDA_CHECK(cudaGetLastError());
-  std::memcpy(tokens.data(), host + settings, static_cast<size_t>(n) * 4);
+  std::memcpy(tokens.data(), host + at_tokens, rows_n * 4);
+  for (int r = 0; any_logprobs && r < n; ++r) {
+    const RowSampling& row = rows[static_cast<size_t>(r)];
+    if (row.num_top_logprobs < 0) continue;
+    RowLogprobs& out = logprobs[static_cast<size_t>(r)];
+    out.logprob = typed<float>(host, at_logprob)[r];
+    const int top = std::min({row.num_top_logprobs, kernels::kMaxTopLogprobs, config_.vocab_size});
+    for (int j = 0; j < top; ++j) {
+      const size_t k = static_cast<size_t>(r) * kernels::kMaxTopLogprobs + static_cast<size_t>(j);
+      out.top.emplace_back(typed<int32_t>(host, at_top_tokens)[k],
+                           typed<float>(host, at_top_logprobs)[k]);
+    }
+  }
 }
 
 int CudaModel::enqueue_forward(const ForwardBatch& batch) {

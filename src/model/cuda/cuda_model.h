@@ -52,7 +52,9 @@ class CudaModel final : public Model {
   void forward(const ForwardBatch& batch, std::vector<float>& logits) override;
   bool samples_on_device() const override { return true; }
   // Samples straight from the bf16 logits on the GPU (kernels/sampling.h); only token ids come back.
-  void forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows, std::vector<int32_t>& tokens) override;
+  void forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows, std::vector<int32_t>& tokens,
+                      std::vector<RowLogprobs>& logprobs) override;
+  using Model::forward_sample;
 
   uint64_t weight_bytes() const override { return weights_.device_bytes; }
   WeightFormat weight_format() const { return weights_.format; }
@@ -118,6 +120,7 @@ class CudaModel final : public Model {
   // Step workspace, grown on demand (never shrunk); captured graphs hold its pointers.
   PinnedBuffer host_plan_, host_logits_, host_sampling_;
   DeviceBuffer sampling_;  // forward_sample's per-row settings and drawn tokens
+  DeviceBuffer penalized_;  // forward_sample's penalized rows [penalized rows, vocab] fp32
   DeviceBuffer plan_;  // eager steps' plan
   DeviceBuffer residual_, delta_, normed_, qkv_, q_, attn_out_, act_, act_scales_, router_logits_, moe_workspace_,
       decode_workspace_, final_rows_, logits_;
