@@ -51,6 +51,7 @@ void GenerationState::submit() {
   engine::SubmitParams params;
   params.prompt = request_.prompt;
   params.sampling = request_.sampling;
+  if (request_.structured) params.sampling.constraint = make_structured_output_constraint(request_.structured, *server_.tokenizer_);
   auto self = shared_from_this();
   params.on_output = [self](const engine::RequestOutput& output) { self->on_output(output); };
   engine::RequestId id = 0;
