@@ -46,7 +46,9 @@ const checkArguments = (call) => {
 const counts = {};
 const tally = (name, reason) => { counts[name] = counts[name] ?? {}; counts[name][reason] = (counts[name][reason] ?? 0) + 1; };
 
-for (const seed of seeds) {
+// All requests at once (the engine batches them), checked as they come back.
+const jobs = [];
+for (const seed of seeds) jobs.push((async () => {
   const completion = await client.chat.completions.create({
     model, seed, max_tokens: 130, messages: [{ role: 'user', content: 'Describe a person as JSON.' }],
     response_format: { type: 'json_schema', json_schema: { name: 'person', schema: person, strict: true } },
@@ -55,9 +57,9 @@ for (const seed of seeds) {
   tally('json_schema', choice.finish_reason);
   assert.ok(['stop', 'length'].includes(choice.finish_reason), choice.finish_reason);
   if (choice.finish_reason === 'stop') checkPerson(JSON.parse(choice.message.content));
-}
+})());
 
-for (const seed of seeds) {
+for (const seed of seeds) jobs.push((async () => {
   const chunks = [];
   for await (const chunk of await client.chat.completions.create({
     model, seed, max_tokens: 100, stream: true, messages: [{ role: 'user', content: 'Any JSON object.' }],
@@ -70,10 +72,10 @@ for (const seed of seeds) {
     const value = JSON.parse(text);
     assert.ok(value !== null && typeof value === 'object' && !Array.isArray(value));
   }
-}
+})());
 
 for (const seed of seeds) {
-  for (const tool_choice of ['required', { type: 'function', function: { name: 'get_time' } }]) {
+  for (const tool_choice of ['required', { type: 'function', function: { name: 'get_time' } }]) jobs.push((async () => {
     const completion = await client.chat.completions.create({
       model, seed, max_tokens: 100, messages: [{ role: 'user', content: 'Weather in Paris?' }], tools, tool_choice,
     });
@@ -86,14 +88,17 @@ for (const seed of seeds) {
       checkArguments(choice.message.tool_calls[0]);
       if (name === 'named') assert.equal(choice.message.tool_calls[0].function.name, 'get_time');
     }
-  }
+  })());
+  jobs.push((async () => {
   const none = await client.chat.completions.create({
     model, seed, max_tokens: 24, messages: [{ role: 'user', content: 'Weather?' }], tools, tool_choice: 'none',
   });
   tally('none', none.choices[0].finish_reason);
   assert.notEqual(none.choices[0].finish_reason, 'tool_calls');
   assert.ok(!none.choices[0].message.tool_calls || none.choices[0].message.tool_calls.length === 0);
+  })());
 }
+await Promise.all(jobs);
 
 await assert.rejects(
   client.chat.completions.create({
