@@ -227,15 +227,18 @@ void Engine::run_step(const SchedulerOutput& scheduled) {
   }
   // On the device when the backend can: only token ids cross back (no [rows, vocab] logits copy and
   // host softmax). The rows' RNG states advance before the step; a failed step aborts its requests.
-  // NOTE: a step with a masked row samples on the host (the device samplers take no mask yet; the mask
-  // kernel is kernels/token_mask.h).
+  // NOTE: a step with a masked row samples on the host unless the backend applies masks on its device.
   const bool any_masked = std::any_of(masked.begin(), masked.end(), [](uint8_t m) { return m != 0; });
-  const bool on_device = config_.device_sampling && model_->samples_on_device() && !any_masked;
+  const bool on_device =
+      config_.device_sampling && model_->samples_on_device() && (!any_masked || model_->samples_with_token_masks());
   try {
     if (on_device) {
       std::vector<model::RowSampling> rows;
       rows.reserve(sampled.size());
-      for (Request* request : sampled) rows.push_back(device_row_sampling(request->sampling, request->rng_state));
+      for (size_t row = 0; row < sampled.size(); ++row) {
+        rows.push_back(device_row_sampling(sampled[row]->sampling, sampled[row]->rng_state));
+        if (masked[row]) rows.back().token_mask = masks_.data() + row * words;
+      }
       model_->forward_sample(batch, rows, sampled_tokens);
     } else {
       model_->forward(batch, logits_);

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "engine/sampler.h"
+#include "engine/token_constraint.h"
 
 namespace gossamer::engine {
 
@@ -150,7 +151,9 @@ void FakeModel::forward_sample(const model::ForwardBatch& batch, std::span<const
     params.top_k = rows[r].top_k;
     params.top_p = rows[r].top_p;
     uint64_t state = rows[r].seed;
-    tokens[r] = sample_token(std::span<const float>(logits.data() + r * vocab, vocab), params, state);
+    const std::span<float> row(logits.data() + r * vocab, vocab);
+    if (rows[r].token_mask != nullptr) apply_token_mask(row, std::span<const uint32_t>(rows[r].token_mask, (vocab + 31) / 32));
+    tokens[r] = sample_token(row, params, state);
   }
 }
 

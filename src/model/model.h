@@ -59,6 +59,9 @@ struct RowSampling {
   int32_t top_k = 0;
   float top_p = 1.0f;
   uint64_t seed = 0;
+  // Structured output: [ceil(vocab_size / 32)] words, bit t % 32 of word t / 32 = token t allowed; the
+  // refused tokens' logits are -inf before the draw. Null = every token. Only for samples_with_token_masks().
+  const uint32_t* token_mask = nullptr;
 };
 
 class Model {
@@ -85,6 +88,8 @@ class Model {
   // True when forward_sample is available: the backend samples on its device and only token ids come
   // back (no full-vocabulary logits copied to the host).
   virtual bool samples_on_device() const { return false; }
+  // True when forward_sample applies RowSampling::token_mask (else the engine samples masked rows on the host).
+  virtual bool samples_with_token_masks() const { return false; }
   // Runs one step like forward() and draws one token per logits row (rows in the same order; `rows` has
   // one entry per row). tokens is resized to the number of rows. Throws where unsupported.
   virtual void forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows, std::vector<int32_t>& tokens);

@@ -15,6 +15,7 @@
 #include "kernels/moe.h"
 #include "kernels/rope.h"
 #include "kernels/sampling.h"
+#include "kernels/token_mask.h"
 #include "model/batch_check.h"
 
 namespace gossamer::model::cuda {
@@ -309,8 +310,15 @@ void CudaModel::forward_sample(const ForwardBatch& batch, std::span<const RowSam
   // download of the tokens [i32].
   const size_t seeds_offset = (static_cast<size_t>(n) * 12 + 7) / 8 * 8;
   const size_t settings = seeds_offset + static_cast<size_t>(n) * 8, bytes = settings + static_cast<size_t>(n) * 4;
-  host_sampling_.ensure(bytes);
-  sampling_.ensure(bytes);
+  // Structured output: then [mask index per row i32 | masks u32 [num_masked, words]] (16-aligned).
+  const size_t words = (static_cast<size_t>(config_.vocab_size) + 31) / 32;
+  int num_masked = 0;
+  for (const RowSampling& row : rows) num_masked += row.token_mask != nullptr;
+  const size_t mask_rows_offset = (bytes + 15) / 16 * 16;
+  const size_t masks_offset = (mask_rows_offset + static_cast<size_t>(n) * 4 + 15) / 16 * 16;
+  const size_t total = num_masked > 0 ? masks_offset + static_cast<size_t>(num_masked) * words * 4 : bytes;
+  host_sampling_.ensure(total);
+  sampling_.ensure(total);
   auto* host = host_sampling_.get<uint8_t>();
   for (int r = 0; r < n; ++r) {
     const RowSampling& row = rows[static_cast<size_t>(r)];
@@ -321,6 +329,26 @@ void CudaModel::forward_sample(const ForwardBatch& batch, std::span<const RowSam
   }
   auto* device = sampling_.get<uint8_t>();
   GOSSAMER_CUDA_CHECK(cudaMemcpyAsync(device, host, settings, cudaMemcpyHostToDevice, stream_));
+  if (num_masked > 0) {
+    auto* mask_rows = reinterpret_cast<int32_t*>(host + mask_rows_offset);
+    auto* masks = reinterpret_cast<uint32_t*>(host + masks_offset);
+    int next = 0;
+    for (int r = 0; r < n; ++r) {
+      const uint32_t* mask = rows[static_cast<size_t>(r)].token_mask;
+      mask_rows[r] = mask != nullptr ? next : -1;
+      if (mask != nullptr) std::memcpy(masks + static_cast<size_t>(next++) * words, mask, words * 4);
+    }
+    GOSSAMER_CUDA_CHECK(cudaMemcpyAsync(device + mask_rows_offset, host + mask_rows_offset, total - mask_rows_offset,
+                                        cudaMemcpyHostToDevice, stream_));
+    kernels::TokenMaskParams mask_params;
+    mask_params.logits_bf16 = logits_.get<uint16_t>();  // [n, vocab] bf16, masked in place
+    mask_params.masks = reinterpret_cast<const uint32_t*>(device + masks_offset);
+    mask_params.mask_rows = reinterpret_cast<const int32_t*>(device + mask_rows_offset);
+    mask_params.num_rows = n;
+    mask_params.vocab = config_.vocab_size;
+    mask_params.words = static_cast<int32_t>(words);
+    kernels::launch_token_mask(mask_params, stream_);
+  }
   kernels::SamplingParams params;
   params.logits_bf16 = logits_.get<uint16_t>();
   params.out_tokens = reinterpret_cast<int32_t*>(device + settings);
