@@ -9,7 +9,7 @@
 // <|return|>, or <|call|> for a tool call) only where the value is complete, and nothing else ends it.
 //   - tool_choice "required" / named: every header is `<|channel|>analysis<|message|>` or
 //     `<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>` (NAME among the allowed
-//     tools), and analysis cannot end the turn with <|return|>.
+//     tools), and analysis can only end with <|end|> (no <|return|>, no other special token).
 //   - tool_choice "none": every header is the analysis or the final channel (no recipient).
 //   - a response_format with tool_choice "auto": analysis, final, or a call of any declared tool.
 //   Plain "auto" leaves headers free (arguments are still constrained once a tool is addressed).

@@ -76,11 +76,17 @@ class HarmonyConstraint : public engine::TokenConstraint {
         return true;
       }
       case Phase::kContent: {
-        // Only a turn that must end in JSON or a tool call restricts free content: it cannot end here.
+        // Only a turn that must end in JSON or a tool call restricts free content: it cannot end the turn
+        // or open anything here, only end the message (<|end|>).
         const bool must_answer = spec_->response != nullptr || forcing_tools();
         if (!must_answer || final_channel_) return false;
-        std::fill(mask.begin(), mask.end(), ~0u);
-        for (const TokenId token : {return_, call_, end_of_text_}) forbid(mask, token);
+        if (content_mask_.size() != mask.size()) {  // every ordinary token, and of the specials only <|end|>
+          content_mask_.assign(mask.size(), ~0u);
+          for (auto id = static_cast<TokenId>(text::kNumOrdinaryTokens); id < static_cast<TokenId>(mask.size() * 32); ++id) {
+            if (id != end_) forbid(content_mask_, id);
+          }
+        }
+        std::copy(content_mask_.begin(), content_mask_.end(), mask.begin());
         return true;
       }
       case Phase::kAfterEnd:
@@ -172,6 +178,7 @@ class HarmonyConstraint : public engine::TokenConstraint {
   grammar::TokenMasker masker_;
   TokenId start_ = 0, end_ = 0, message_ = 0, return_ = 0, call_ = 0, end_of_text_ = 0;
   std::vector<std::vector<TokenId>> first_headers_, later_headers_;  // forced alternatives (empty = free)
+  std::vector<uint32_t> content_mask_;  // content of a message while an answer is owed
 
   Phase phase_ = Phase::kHeader;  // generation starts right after the prompt's `<|start|>assistant`
   bool first_message_ = true;
