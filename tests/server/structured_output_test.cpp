@@ -5,10 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
 #include "server/api_error.h"
+#include "text/tokenizer.h"
 #include "server_process.h"
 
 namespace gossamer::server::testing {
@@ -48,6 +50,41 @@ TEST(StructuredOutput, ParsesAndRejectsWithTheField) {
   EXPECT_EQ(spec->tools.count("get_weather"), 1u);
   EXPECT_NE(spec->response_format_text.find("# Response Formats"), std::string::npos);
   EXPECT_FALSE(parse_structured_output(OrderedJson::parse(R"({"response_format":{"type":"text"}})"), {})->active());
+}
+
+// Drives the constraint token by token: the forced header, then the arguments, then <|call|> only once
+// the JSON is complete.
+TEST(StructuredOutput, ForcedToolCallTokenByToken) {
+  const auto tokenizer = text::Tokenizer::load_default();
+  const std::vector<std::pair<std::string, OrderedJson>> tools = {
+      {"get_weather", OrderedJson::parse(R"({"type":"object","properties":{"city":{"type":"string"}},"required":["city"]})")}};
+  auto constraint = make_structured_output_constraint(parse_structured_output(OrderedJson::parse(R"({"tool_choice":"required"})"), tools),
+                                                      *tokenizer);
+  std::vector<uint32_t> mask(static_cast<size_t>(engine::token_mask_words(text::kVocabSize)));
+  const auto allowed = [&] {
+    std::vector<engine::TokenId> out;
+    if (!constraint->fill_mask(mask)) return std::vector<engine::TokenId>{-1};  // unconstrained
+    for (engine::TokenId t = 0; t < text::kVocabSize; ++t) {
+      if ((mask[static_cast<size_t>(t) / 32] >> (t % 32)) & 1u) out.push_back(t);
+    }
+    return out;
+  };
+  const auto call = *tokenizer->special_token_id("<|call|>");
+  const auto header = tokenizer->encode("<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>", {}, true);
+  for (const engine::TokenId token : header) {
+    const auto options = allowed();
+    ASSERT_NE(std::find(options.begin(), options.end(), token), options.end());
+    EXPECT_LE(options.size(), 2u) << "analysis or the tool call";
+    constraint->accept(token);
+  }
+  const auto arguments = tokenizer->encode_ordinary(R"({"city":"Paris"})");
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    const auto options = allowed();
+    EXPECT_EQ(std::find(options.begin(), options.end(), call), options.end()) << "the JSON is not complete yet";
+    ASSERT_NE(std::find(options.begin(), options.end(), arguments[i]), options.end()) << i;
+    constraint->accept(arguments[i]);
+  }
+  EXPECT_EQ(allowed(), std::vector<engine::TokenId>{call}) << "complete: only the end of the call";
 }
 
 TEST(StructuredOutput, OpenAiSdkOnTheEmbeddedRandomModel) {
