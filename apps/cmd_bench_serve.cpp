@@ -38,6 +38,8 @@ int run_bench_serve(int argc, char** argv) {
   cli.add_option("--burstiness", options.burstiness, "gamma shape of arrival gaps (1 = Poisson)");
   cli.add_option("--max-concurrency", options.max_concurrency, "most requests in flight (0 = unlimited)");
   cli.add_flag("--ignore-eos", options.ignore_eos, "ask the server to ignore stop tokens");
+  cli.add_option("--response-format", options.response_format, "chat: constrain every answer (json_object)")
+      ->check(CLI::IsMember({"json_object"}));
   cli.add_option("--seed", options.seed, "dataset and arrival seed");
   cli.add_option("--goodput", options.goodput, "SLOs like ttft:500 tpot:50 e2el:2000 (ms)");
   cli.add_option("--metric-percentiles", percentiles, "comma-separated percentiles to report");

@@ -72,6 +72,7 @@ Outcome send_one(const BenchServeOptions& options, const std::string& endpoint, 
     body["max_tokens"] = request.output_len;
   }
   if (options.ignore_eos) body["ignore_eos"] = true;
+  if (!options.response_format.empty()) body["response_format"] = {{"type", options.response_format}};
   HeaderList headers;
   if (!options.api_key.empty()) headers.emplace_back("Authorization", "Bearer " + options.api_key);
   int chunks = 0;

@@ -36,6 +36,7 @@ struct BenchServeOptions {
   double burstiness = 1.0;                  // gamma shape of the arrival gaps (1 = Poisson)
   int max_concurrency = 0;                  // 0 = unlimited
   bool ignore_eos = false;
+  std::string response_format;              // chat: sent as {"type": response_format} (json_object); empty = none
   uint64_t seed = 0;
   std::vector<std::string> goodput;         // SLOs such as "ttft:500" "tpot:50" "e2el:2000" (ms)
   std::vector<double> percentiles = {99.0};

@@ -236,7 +236,10 @@ void Engine::run_step(const SchedulerOutput& scheduled) {
     if (on_device) {
       std::vector<model::RowSampling> rows;
       rows.reserve(sampled.size());
-      for (Request* request : sampled) rows.push_back(device_row_sampling(*request));
+      for (size_t row = 0; row < sampled.size(); ++row) {
+        rows.push_back(device_row_sampling(*sampled[row]));
+        if (masked[row]) rows.back().token_mask = masks_.data() + row * words;
+      }
       std::vector<model::RowLogprobs> row_logprobs;
       model_->forward_sample(batch, rows, sampled_tokens, row_logprobs);
       for (size_t i = 0; i < sampled.size(); ++i) {

@@ -4,8 +4,9 @@
 //   for each row r with mask_rows[r] >= 0, token t < vocab:
 //     if bit (t % 32) of masks[mask_rows[r] · words + t / 32] is 0: logits[r · vocab + t] = -inf
 //
-// Rows with mask_rows[r] < 0 (or mask_rows null: every row r uses mask r) are left as they are. The result
-// is exact (only -inf is written), so the CPU reference gives the same bits.
+// Rows with mask_rows[r] < 0 (or mask_rows null: every row r uses mask r) are left as they are. The logits
+// are fp32 or bf16 (the device sampler's input); the result is exact (only -inf is written), so the CPU
+// reference gives the same bits.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +16,8 @@
 namespace gossamer::kernels {
 
 struct TokenMaskParams {
-  float* logits = nullptr;             // [num_rows, vocab] fp32, masked in place
+  float* logits = nullptr;             // [num_rows, vocab] fp32, masked in place; or null with logits_bf16
+  uint16_t* logits_bf16 = nullptr;     // [num_rows, vocab] bf16 bits, masked in place
   const uint32_t* masks = nullptr;     // [num_masks, words] bit t % 32 of word t / 32 = token t allowed
   const int32_t* mask_rows = nullptr;  // [num_rows] mask index of each row, < 0 = unmasked; null = identity
   int32_t num_rows = 0;

@@ -17,10 +17,15 @@ __global__ void token_mask_kernel(const TokenMaskParams p) {
   const int32_t m = p.mask_rows != nullptr ? p.mask_rows[r] : r;
   if (m < 0) return;
   const uint32_t* mask = p.masks + static_cast<int64_t>(m) * p.words;
-  float* row = p.logits + static_cast<int64_t>(r) * p.vocab;
+  const int64_t base = static_cast<int64_t>(r) * p.vocab;
   for (int32_t t = blockIdx.x * kThreads + threadIdx.x; t < p.vocab; t += gridDim.x * kThreads) {
     const uint32_t word = __ldg(mask + t / 32);
-    if (((word >> (t % 32)) & 1u) == 0) row[t] = -__int_as_float(0x7f800000);
+    if (((word >> (t % 32)) & 1u) != 0) continue;
+    if (p.logits != nullptr) {
+      p.logits[base + t] = __int_as_float(0xff800000);  // -inf
+    } else {
+      p.logits_bf16[base + t] = 0xFF80;  // bf16 -inf
+    }
   }
 }
 
@@ -29,7 +34,7 @@ __global__ void token_mask_kernel(const TokenMaskParams p) {
 void launch_token_mask(const TokenMaskParams& p, cudaStream_t stream) {
   GOSSAMER_CHECK(p.num_rows >= 0 && p.vocab >= 0 && int64_t{p.words} * 32 >= p.vocab, "token_mask: bad shape");
   if (p.num_rows == 0 || p.vocab == 0) return;
-  GOSSAMER_CHECK(p.logits != nullptr && p.masks != nullptr, "token_mask: null pointer");
+  GOSSAMER_CHECK((p.logits != nullptr) != (p.logits_bf16 != nullptr) && p.masks != nullptr, "token_mask: null pointer");
   GOSSAMER_CHECK(p.num_rows <= 65535, "token_mask: at most 65,535 rows per launch");
   // 201,088 logits per row: 64 blocks of 256 threads each walk ~12 elements.
   const int blocks_x = static_cast<int>(std::min<int64_t>(ceil_div<int64_t>(p.vocab, kThreads), 64));

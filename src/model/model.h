@@ -66,6 +66,9 @@ struct RowSampling {
   float frequency = 0.0f;
   float repetition = 1.0f;
   int32_t num_top_logprobs = -1;  // ≥ 0: report the drawn token's raw logprob and this many top ones (≤ 20)
+  // Structured output: [ceil(vocab_size / 32)] words, bit t % 32 of word t / 32 = token t allowed; the
+  // refused tokens' logits are -inf before the draw. Null = every token. Only for samples_with_token_masks().
+  const uint32_t* token_mask = nullptr;
 };
 
 // The drawn token's raw log-probability and the row's most likely tokens, for a row that asked for them.
@@ -100,6 +103,8 @@ class Model {
   // True when forward_sample is available: the backend samples on its device and only token ids come
   // back (no full-vocabulary logits copied to the host).
   virtual bool samples_on_device() const { return false; }
+  // True when forward_sample applies RowSampling::token_mask (else the engine samples masked rows on the host).
+  virtual bool samples_with_token_masks() const { return false; }
   // Runs one step like forward() and draws one token per logits row (rows in the same order; `rows` has
   // one entry per row). tokens and logprobs are resized to the number of rows; logprobs entries are set for
   // rows with num_top_logprobs ≥ 0. Throws where unsupported.

@@ -194,25 +194,11 @@ GenerationRequest parse_chat_request(const nlohmann::ordered_json& body, const A
     system.reasoning_effort = *parsed;
   }
   if (const auto include = get_bool(body, "include_reasoning", "include_reasoning"); include && !*include) out.include_reasoning = false;
-  if (const Json* format = field(body, "response_format")) {
-    if (!format->is_object() || get_string(*format, "type", "response_format.type").value_or("text") != "text") {
-      throw ApiError::invalid("response_format other than text is not supported yet", "response_format");
-    }
-  }
 
-  // Tools.
-  bool tools_enabled = true;
-  if (const Json* choice = field(body, "tool_choice")) {
-    if (choice->is_string() && (*choice == "auto" || *choice == "none")) {
-      tools_enabled = *choice == "auto";
-    } else if (choice->is_string() && *choice == "required") {
-      throw ApiError::invalid("tool_choice \"required\" is not supported yet (needs constrained decoding)", "tool_choice");
-    } else if (choice->is_object()) {
-      throw ApiError::invalid("named tool_choice is not supported yet (needs constrained decoding)", "tool_choice");
-    } else {
-      throw ApiError::invalid("tool_choice must be \"auto\" or \"none\"", "tool_choice");
-    }
-  }
+  // Tools (tool_choice and response_format are checked by parse_structured_output).
+  const Json* choice = field(body, "tool_choice");
+  const bool tools_enabled = !(choice && choice->is_string() && *choice == "none");
+  std::vector<std::pair<std::string, Json>> tool_parameters;
   harmony::ToolNamespace functions;
   functions.name = "functions";
   if (const Json* tools = field(body, "tools")) {
@@ -241,10 +227,14 @@ GenerationRequest parse_chat_request(const nlohmann::ordered_json& body, const A
         check_schema(*parameters, param + ".function.parameters", schema_nodes);
         description.parameters = *parameters;
       }
+      tool_parameters.emplace_back(description.name, description.parameters.value_or(Json()));
       out.tool_names.push_back(description.name);
       functions.tools.push_back(std::move(description));
     }
   }
+
+  out.structured = parse_structured_output(body, tool_parameters);
+  if (!out.structured->active()) out.structured.reset();
 
   // Messages.
   const Json* messages = field(body, "messages");
@@ -314,6 +304,9 @@ GenerationRequest parse_chat_request(const nlohmann::ordered_json& body, const A
     }
   }
 
+  if (out.structured && !out.structured->response_format_text.empty()) {
+    instructions += (instructions.empty() ? "" : "\n\n") + out.structured->response_format_text;
+  }
   harmony::Conversation conversation;
   harmony::Message system_message;
   system_message.author.role = harmony::Role::kSystem;

@@ -13,6 +13,7 @@
 
 #include "engine/request.h"
 #include "server/json_fields.h"
+#include "server/structured_output.h"
 #include "text/harmony_renderer.h"
 #include "text/tokenizer.h"
 
@@ -41,6 +42,7 @@ struct GenerationRequest {
   std::vector<std::string> stop;
   std::vector<std::string> ignored_fields;
   std::vector<std::string> tool_names;  // declared function tools (chat)
+  std::shared_ptr<const StructuredOutputSpec> structured;  // response_format / tool arguments / tool_choice; null = none
 };
 
 GenerationRequest parse_chat_request(const nlohmann::ordered_json& body, const ApiContext& context,

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "engine/sampler.h"
 #include "kernels/sampling.h"
+#include "engine/token_constraint.h"
 
 namespace gossamer::engine {
 
@@ -154,7 +155,11 @@ void FakeModel::forward_sample(const model::ForwardBatch& batch, std::span<const
     params.top_k = row.top_k;
     params.top_p = row.top_p;
     uint64_t state = row.seed;
-    const std::span<const float> raw(logits.data() + r * vocab, vocab);
+    std::span<const float> raw(logits.data() + r * vocab, vocab);
+    if (row.token_mask != nullptr) {  // structured output: refused tokens are -inf before everything else
+      apply_token_mask(std::span<float>(logits.data() + r * vocab, vocab),
+                       std::span<const uint32_t>(row.token_mask, (vocab + 31) / 32));
+    }
     std::span<const float> x = raw;
     if (!row.penalty_tokens.empty()) {  // kernels/sampling.h step 0
       penalized.assign(raw.begin(), raw.end());

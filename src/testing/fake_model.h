@@ -49,6 +49,7 @@ class FakeModel : public model::Model {
   int64_t kv_bytes_per_block() const override { return static_cast<int64_t>(block_size_ > 0 ? block_size_ : 16) * 4; }
   void forward(const model::ForwardBatch& batch, std::vector<float>& logits) override;
   bool samples_on_device() const override { return options_.device_sampling; }
+  bool samples_with_token_masks() const override { return options_.device_sampling; }
   void forward_sample(const model::ForwardBatch& batch, std::span<const model::RowSampling> rows,
                       std::vector<int32_t>& tokens, std::vector<model::RowLogprobs>& logprobs) override;
   using model::Model::forward_sample;

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "engine/engine.h"
-#include "engine/fake_model.h"
+#include "testing/fake_model.h"
 
 namespace gossamer::engine {
 namespace {

@@ -206,7 +206,8 @@ TEST(PrefixCacheEngine, MultiTurnHistoryIsServedFromTheCache) {
 }
 
 // The CPU model with the sliding-window ring (the tiny preset: window 128, vocabulary 1,024): prompts
-// past the window share a long prefix; greedy tokens must not change with the cache.
+// past the window share a long prefix; greedy tokens must not change with the cache, also when a small
+// cache preempts.
 TEST(PrefixCacheEngine, CpuModelWithTheRingGivesTheSameGreedyTokens) {
   std::mt19937 rng(7);
   std::vector<TokenId> shared;
@@ -223,13 +224,20 @@ TEST(PrefixCacheEngine, CpuModelWithTheRingGivesTheSameGreedyTokens) {
   config.num_kv_blocks = 256;
   config.max_num_batched_tokens = 128;  // chunked prefill
   config.max_num_seqs = 4;
-  config.max_model_len = 512;
+  config.max_model_len = 336;
   config.enable_prefix_caching = true;
-  const auto with = run_all(make(), config, prompts, 4, true);
-  config.enable_prefix_caching = false;
-  const auto without = run_all(make(), config, prompts, 4, true);
-  ASSERT_GT(with.stats.num_prefix_cache_hits_total, 0) << "the ring's window blocks were expected to be cached";
-  expect_same_outputs(with, without);
+  for (const int32_t blocks : {256, 23}) {  // 23 blocks of 16: even shared, the 4 sequences do not fit
+    config.num_kv_blocks = blocks;
+    config.enable_prefix_caching = true;
+    const auto with = run_all(make(), config, prompts, 4, true);
+    config.enable_prefix_caching = false;
+    const auto without = run_all(make(), config, prompts, 4, true);
+    ASSERT_GT(with.stats.num_prefix_cache_hits_total, 0) << "the ring's window blocks were expected to be cached";
+    expect_same_outputs(with, without);
+    if (blocks == 23) {
+      EXPECT_GT(with.stats.num_preemptions_total, 0);
+    }
+  }
 }
 
 }  // namespace

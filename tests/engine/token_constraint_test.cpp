@@ -1,6 +1,6 @@
-// The engine's token-mask hook: a constrained request only ever samples allowed tokens (host sampling,
-// and a backend that samples on its device falls back to the host for masked steps), accept() sees every
-// token in order, and a constraint that allows nothing aborts its request instead of inventing a token.
+// The engine's token-mask hook: a constrained request only ever samples allowed tokens, with host
+// sampling and with a backend that applies the masks in forward_sample; accept() sees every token in
+// order; a constraint that allows nothing aborts its request instead of inventing a token.
 #include "engine/token_constraint.h"
 
 #include <gtest/gtest.h>
@@ -41,6 +41,7 @@ class CyclingConstraint : public TokenConstraint {
 struct Result {
   std::vector<TokenId> tokens;
   FinishReason reason = FinishReason::kNone;
+  int64_t device_steps = 0;  // forward_sample calls (masks applied by the backend)
 };
 
 Result run(bool device_sampling, std::shared_ptr<TokenConstraint> constraint, float temperature) {
@@ -50,7 +51,9 @@ Result run(bool device_sampling, std::shared_ptr<TokenConstraint> constraint, fl
   config.block_size = 4;
   config.num_kv_blocks = 64;
   config.max_model_len = 64;
-  Engine engine(std::make_unique<FakeModel>(options), config);
+  auto owned = std::make_unique<FakeModel>(options);
+  FakeModel* model = owned.get();
+  Engine engine(std::move(owned), config);
   std::mutex mutex;
   std::condition_variable done;
   Result result;
@@ -72,6 +75,7 @@ Result run(bool device_sampling, std::shared_ptr<TokenConstraint> constraint, fl
   engine.submit(std::move(params));
   std::unique_lock<std::mutex> lock(mutex);
   EXPECT_TRUE(done.wait_for(lock, 20s, [&] { return finished; }));
+  result.device_steps = model->num_forward_sample_calls();
   return result;
 }
 
@@ -83,6 +87,7 @@ TEST(TokenConstraint, MaskedStepsSampleOnlyAllowedTokens) {
       ASSERT_EQ(result.tokens.size(), 12u);
       EXPECT_EQ(result.reason, FinishReason::kLength);
       EXPECT_EQ(constraint->accepted, result.tokens);
+      EXPECT_EQ(result.device_steps > 0, device) << "a backend that applies masks samples masked rows itself";
       for (size_t i = 0; i < result.tokens.size(); i += 2) {
         EXPECT_EQ(result.tokens[i], CyclingConstraint::kTokens[(i / 2) % 3]) << "step " << i << " device " << device;
       }

@@ -49,6 +49,23 @@ TEST(TokenMaskKernel, MatchesReference) {
     }
     EXPECT_GT(masked, 0);
     for (int t = 0; t < vocab; ++t) ASSERT_EQ(got[size_t(1) * vocab + t], logits[size_t(1) * vocab + t]);  // unmasked row
+
+    // The same masks on bf16 logits (the device sampler's input).
+    std::vector<uint16_t> bf16(logits.size());
+    for (size_t i = 0; i < bf16.size(); ++i) bf16[i] = static_cast<uint16_t>(rng() & 0x7f7f);
+    DeviceBuffer<uint16_t> d_bf16(bf16);
+    TokenMaskParams q = p;
+    q.logits = nullptr;
+    q.logits_bf16 = d_bf16.get();
+    q.masks = d_masks.get();
+    q.mask_rows = d_rows.get();
+    launch_token_mask(q, nullptr);
+    const std::vector<uint16_t> got_bf16 = d_bf16.download();
+    q.logits_bf16 = bf16.data();
+    q.masks = masks.data();
+    q.mask_rows = mask_rows.data();
+    token_mask_cpu(q);
+    ASSERT_EQ(got_bf16, bf16) << "vocab " << vocab;
   }
 }
 

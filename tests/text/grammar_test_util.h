@@ -3,6 +3,8 @@
 // random walk that picks tokens from the masks like a model with random logits.
 #pragma once
 
+#include <time.h>
+
 #include <cmath>
 #include <random>
 #include <regex>
@@ -123,9 +125,12 @@ inline bool random_walk(grammar::GrammarMatcher& matcher, grammar::TokenMasker& 
   for (int step = 0; step < max_tokens; ++step) {
     const bool can_end = matcher.can_end();
     if (matcher.must_end() || (can_end && rng() % 4 == 0)) return true;
-    const auto start = std::chrono::steady_clock::now();
+    // NOTE: thread CPU time, so that a shared machine's descheduling does not count.
+    timespec before{}, after{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &before);
     masker.fill_mask(matcher, mask);
-    if (mask_us) mask_us->push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &after);
+    if (mask_us) mask_us->push_back(static_cast<double>(after.tv_sec - before.tv_sec) * 1e6 + static_cast<double>(after.tv_nsec - before.tv_nsec) * 1e-3);
     allowed.clear();
     odd.clear();
     for (size_t w = 0; w < mask.size(); ++w) {

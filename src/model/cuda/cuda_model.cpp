@@ -16,6 +16,7 @@
 #include "kernels/rope.h"
 #include "kernels/sampling.h"
 #include "kernels/swiglu.h"
+#include "kernels/token_mask.h"
 #include "model/batch_check.h"
 
 namespace gossamer::model::cuda {
@@ -334,7 +335,8 @@ void CudaModel::forward_sample(const ForwardBatch& batch, std::span<const RowSam
   }
   // One upload of the settings, one download of the results, in one buffer laid out by `place` (8-aligned):
   // inputs [temperature f32 | top_k i32 | top_p f32 | seed u64 | (penalties) presence, frequency,
-  // repetition f32 | offsets i32 n+1 | tokens, counts i32 | scratch rows i32 | (logprobs) num_top i32], then outputs
+  // repetition f32 | offsets i32 n+1 | tokens, counts i32 | scratch rows i32 | (logprobs) num_top i32 | (masks)
+  // mask rows i32, masks u32], then outputs
   // [tokens i32 | (logprobs) logprob f32, top tokens i32 n·20, top logprobs f32 n·20].
   size_t bytes = 0;
   const auto place = [&](size_t size) {
@@ -350,6 +352,12 @@ void CudaModel::forward_sample(const ForwardBatch& batch, std::span<const RowSam
                at_entries = any_penalties ? place(num_entries * 4) : 0, at_counts = any_penalties ? place(num_entries * 4) : 0,
                at_scratch = any_penalties ? place(rows_n * 4) : 0;
   const size_t at_num_top = any_logprobs ? place(rows_n * 4) : 0;
+  // Structured output: [mask index per row i32 | masks u32 [num_masked, words]].
+  const size_t words = (static_cast<size_t>(config_.vocab_size) + 31) / 32;
+  size_t num_masked = 0;
+  for (const RowSampling& row : rows) num_masked += row.token_mask != nullptr;
+  const size_t at_mask_rows = num_masked > 0 ? place(rows_n * 4) : 0,
+               at_masks = num_masked > 0 ? place(num_masked * words * 4) : 0;
   const size_t inputs = bytes;
   const size_t at_tokens = place(rows_n * 4);
   const size_t at_logprob = any_logprobs ? place(rows_n * 4) : 0, at_top_tokens = any_logprobs ? place(top_n * 4) : 0,
@@ -380,7 +388,25 @@ void CudaModel::forward_sample(const ForwardBatch& batch, std::span<const RowSam
   }
   if (any_penalties) typed<int32_t>(host, at_offsets)[n] = entry;
   auto* device = sampling_.get<uint8_t>();
+  if (num_masked > 0) {
+    int32_t next = 0;
+    for (int r = 0; r < n; ++r) {
+      const uint32_t* mask = rows[static_cast<size_t>(r)].token_mask;
+      typed<int32_t>(host, at_mask_rows)[r] = mask != nullptr ? next : -1;
+      if (mask != nullptr) std::memcpy(typed<uint32_t>(host, at_masks) + static_cast<size_t>(next++) * words, mask, words * 4);
+    }
+  }
   GOSSAMER_CUDA_CHECK(cudaMemcpyAsync(device, host, inputs, cudaMemcpyHostToDevice, stream_));
+  if (num_masked > 0) {
+    kernels::TokenMaskParams mask_params;
+    mask_params.logits_bf16 = logits_.get<uint16_t>();  // [n, vocab] bf16, masked in place
+    mask_params.masks = reinterpret_cast<const uint32_t*>(device + at_masks);
+    mask_params.mask_rows = reinterpret_cast<const int32_t*>(device + at_mask_rows);
+    mask_params.num_rows = n;
+    mask_params.vocab = config_.vocab_size;
+    mask_params.words = static_cast<int32_t>(words);
+    kernels::launch_token_mask(mask_params, stream_);
+  }
   kernels::SamplingParams params;
   params.logits_bf16 = logits_.get<uint16_t>();
   params.out_tokens = reinterpret_cast<int32_t*>(device + at_tokens);

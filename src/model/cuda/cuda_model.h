@@ -51,6 +51,7 @@ class CudaModel final : public Model {
   int64_t kv_bytes_per_token() const override { return int64_t{2} * config_.num_layers * config_.kv_width() * 2; }  // bf16
   void forward(const ForwardBatch& batch, std::vector<float>& logits) override;
   bool samples_on_device() const override { return true; }
+  bool samples_with_token_masks() const override { return true; }
   // Samples straight from the bf16 logits on the GPU (kernels/sampling.h); only token ids come back.
   void forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows, std::vector<int32_t>& tokens,
                       std::vector<RowLogprobs>& logprobs) override;
