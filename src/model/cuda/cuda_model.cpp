@@ -232,6 +232,7 @@ void CudaModel::copy_logits_out(int num_rows, std::vector<float>& logits) {
   if (count > 0) {
     GOSSAMER_CUDA_CHECK(cudaMemcpyAsync(host_logits_.get(), logits_.get(), count * 2, cudaMemcpyDeviceToHost, stream_));
   }
+  if (options_.comm != nullptr) options_.comm->synchronize(stream_);  // a dead peer: CommError, not garbage
   GOSSAMER_CUDA_CHECK(cudaStreamSynchronize(stream_));
   GOSSAMER_CUDA_CHECK(cudaGetLastError());
   logits.resize(count);
@@ -333,6 +334,7 @@ void CudaModel::forward_sample(const ForwardBatch& batch, std::span<const RowSam
   kernels::launch_sampling(params, stream_);
   GOSSAMER_CUDA_CHECK(cudaMemcpyAsync(host + settings, device + settings, static_cast<size_t>(n) * 4,
                                       cudaMemcpyDeviceToHost, stream_));
+  if (options_.comm != nullptr) options_.comm->synchronize(stream_);  // a dead peer: CommError, not garbage
   GOSSAMER_CUDA_CHECK(cudaStreamSynchronize(stream_));
   GOSSAMER_CUDA_CHECK(cudaGetLastError());
   std::memcpy(tokens.data(), host + settings, static_cast<size_t>(n) * 4);
