@@ -141,6 +141,10 @@ int run_serve(int argc, char** argv) {
   GOSSAMER_CHECK(test.kind.empty() || !model_options.layout.sharded(), "--test-backend runs unsharded (no --tensor-parallel-size)");
   const bool on_cpu_anyway = !test.kind.empty() || (model_dir.empty() && load_format != "dummy");  // the embedded default
   check_single_replica(model_options.layout, on_cpu_anyway ? "cpu" : model::resolve_device(device));
+  GOSSAMER_CHECK(on_cpu_anyway || model::resolve_device(device) != "cuda" || !model_options.layout.sharded(),
+                 "serve --device cuda --tensor-parallel-size ", model_options.layout.tensor_parallel,
+                 ": the engine does not send its steps to worker ranks yet (docs/scaling.md); logits and generate run "
+                 "the layout, serve runs it on --device cpu");
   GOSSAMER_CHECK(gpu_memory_utilization > 0.0 && gpu_memory_utilization <= 1.0, "--gpu-memory-utilization must be in (0, 1]");
   GOSSAMER_CHECK(test.kind.empty() || test.kind == "fake", "--test-backend must be 'fake'");
   config.api_keys = api_keys;

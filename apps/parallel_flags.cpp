@@ -42,9 +42,10 @@ void check_single_replica(const model::ParallelLayout& layout, const std::string
 }
 
 std::string layout_summary(const model::Model& model, const model::ParallelLayout& layout) {
-  std::string line = model.parallel_layout() + " DP" + std::to_string(layout.data_parallel) + " on " + model.backend_name();
+  std::string line = layout.describe_with_dp() + " on " + model.backend_name();
   const int32_t ranks = layout.tensor_parallel;
   if (model.backend_name() == "cpu" && ranks > 1) line += " (" + std::to_string(ranks) + " simulated ranks)";
+  if (model.backend_name() == "cuda" && ranks > 1) line += " (" + std::to_string(ranks) + " processes, one per GPU)";
   return line;
 }
 

@@ -19,6 +19,7 @@
 
 #include "../model/golden_test.h"
 #include "model/dummy_checkpoint.h"
+#include "run_binary.h"
 
 namespace gossamer::model {
 namespace {
@@ -116,6 +117,37 @@ INSTANTIATE_TEST_SUITE_P(Layouts, TpModelGpuTest,
                          [](const ::testing::TestParamInfo<TpCase>& info) {
                            return std::string(info.param.expert_parallel ? "EP2_" : "TP2_") + info.param.weights;
                          });
+
+// The command line on several GPUs (issue #20's machines; skipped on fewer): `gossamer logits --device
+// cuda -tp N` starts one process per GPU and gives TP1's logits within the bf16 bound.
+TEST(TpModelGpuCliTest, LogitsWithTensorAndExpertParallelMatchOneGpu) {
+  int gpus = 0;
+  if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus < 2) GTEST_SKIP() << "needs 2 or more GPUs (" << gpus << " visible)";
+  const fs::path dir = fs::temp_directory_path() / ("gossamer_tp_cli." + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  write_dummy_checkpoint(preset_config("tiny"), 0, (dir / "model").string(), DummyInit::kConditioned);
+  const std::string base = "logits --device cuda --weights bf16 --model " + (dir / "model").string() + " --input " +
+                           testing::golden_dir() + "/tiny_conditioned_tokens.json --output ";
+  const auto one = gossamer::testing::run_gossamer(base + (dir / "tp1.npy").string());
+  ASSERT_EQ(one.status, 0) << one.output;
+  const NpyArray ref = read_npy_f32((dir / "tp1.npy").string());
+  std::vector<std::string> layouts = {"-tp 2", "-tp 2 --enable-expert-parallel"};
+  if (gpus >= 4) layouts.push_back("-tp 4 --enable-expert-parallel");
+  if (gpus >= 8) layouts.push_back("-tp 8 --enable-expert-parallel");
+  for (const std::string& layout : layouts) {
+    const auto ours = gossamer::testing::run_gossamer(base + (dir / "tpn.npy").string() + " " + layout);
+    ASSERT_EQ(ours.status, 0) << layout << ":\n" << ours.output;
+    const NpyArray logits = read_npy_f32((dir / "tpn.npy").string());
+    ASSERT_EQ(logits.shape, ref.shape);
+    const int64_t rows = ref.shape[0] * ref.shape[1], vocab = ref.shape[2];
+    const auto agreement = testing::compare_rows(logits.data.data(), ref.data.data(), rows, vocab);
+    std::printf("[tp gpu cli] %s vs TP1 (bf16): rel L2 %.3e, argmax match %.4f\n", layout.c_str(), agreement.relative_l2,
+                agreement.argmax_match);
+    EXPECT_LE(agreement.relative_l2, 2e-2) << layout;
+    EXPECT_GE(agreement.argmax_match, 0.98) << layout;
+  }
+  fs::remove_all(dir);
+}
 
 }  // namespace
 }  // namespace gossamer::model

@@ -35,7 +35,7 @@ struct CudaOptions {
   // `comm` (two all-reduces per layer, on the step's stream, inside the decode graphs too); null = the
   // whole model on one GPU. The rank runs experts [expert_begin, expert_begin + num_local_experts)
   // (0 = all of them). Every rank computes the full logits (the unembedding is replicated).
-  comm::Communicator* comm = nullptr;
+  std::shared_ptr<comm::Communicator> comm;
   int expert_begin = 0;
   int num_local_experts = 0;
 };

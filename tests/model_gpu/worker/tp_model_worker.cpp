@@ -49,11 +49,11 @@ int main(int argc, char** argv) {
     comm_options.bootstrap.world_size = world;
     comm_options.device = 0;
     comm_options.use_nccl = false;  // ranks share one GPU, which NCCL refuses: every sum takes the IPC path
-    comm::CudaCommunicator comm(comm_options);
+    auto comm = std::make_shared<comm::CudaCommunicator>(comm_options);
 
     model::cuda::CudaOptions options;
     options.weights = model::cuda::parse_weight_format(weights);
-    options.comm = &comm;
+    options.comm = comm;
     options.expert_begin = static_cast<int>(shard.shard.experts.begin);
     options.num_local_experts = static_cast<int>(shard.shard.experts.size());
     model::cuda::CudaModel model(shard.config, shard.weights, options);
