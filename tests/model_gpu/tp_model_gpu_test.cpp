@@ -48,6 +48,8 @@ struct TpCase {
   std::string weights;
 };
 
+void PrintTo(const TpCase& c, std::ostream* out) { *out << (c.expert_parallel ? "EP2 " : "TP2 ") << c.weights; }
+
 class TpModelGpuTest : public ::testing::TestWithParam<TpCase> {};
 
 TEST_P(TpModelGpuTest, TwoRanksOnOneGpuKeepTheSingleGpuBounds) {
