@@ -33,11 +33,13 @@ void add_rank_flags(CLI::App& cli, model::ModelOptions& options) {
   cli.add_option("--dist-port", options.dist_port, "")->group("");
 }
 
-RankLauncher::RankLauncher(const std::string& device, int argc, char** argv, model::ModelOptions& options) {
+RankLauncher::RankLauncher(const std::string& device, int argc, char** argv, model::ModelOptions& options,
+                           const std::vector<std::string>& prefix) {
   if (device != "cuda" || !options.layout.sharded() || options.dist_port != 0) return;
   options.dist_port = free_port();
   for (int32_t rank = 1; rank < options.layout.tensor_parallel; ++rank) {
     std::vector<std::string> args = {"/proc/self/exe"};
+    args.insert(args.end(), prefix.begin(), prefix.end());
     args.insert(args.end(), argv, argv + argc);  // the sub-command's name, then its flags
     args.insert(args.end(), {"--rank", std::to_string(rank), "--dist-host", options.dist_host, "--dist-port",
                              std::to_string(options.dist_port)});

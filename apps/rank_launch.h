@@ -19,9 +19,10 @@ void add_rank_flags(CLI::App& cli, model::ModelOptions& options);
 class RankLauncher {
  public:
   // For a cuda layout with TP > 1 in a process that is not a launched rank yet (dist_port 0): picks a
-  // free port, starts the other ranks with `command` (the sub-command's argv, its name first) and the
-  // rank flags, and sets options.dist_port. Otherwise does nothing.
-  RankLauncher(const std::string& device, int argc, char** argv, model::ModelOptions& options);
+  // free port, starts the other ranks with `prefix` (e.g. {"bench"}), then argv (the sub-command's,
+  // its name first) and the rank flags, and sets options.dist_port. Otherwise does nothing.
+  RankLauncher(const std::string& device, int argc, char** argv, model::ModelOptions& options,
+               const std::vector<std::string>& prefix = {});
   // Waits for the launched ranks; throws gossamer::Error naming the first that failed.
   void wait();
   // Kills launched ranks still running (when rank 0 failed before wait()).
