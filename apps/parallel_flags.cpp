@@ -11,6 +11,7 @@ void add_parallel_flags(CLI::App& cli, model::ParallelLayout& layout, const std:
       ->group(group);
   cli.add_flag("--enable-expert-parallel", layout.expert_parallel,
                "split the MoE by experts over the tensor-parallel group (EP = TP) instead of by intermediate columns")
+      ->envname("GOSSAMER_ENABLE_EXPERT_PARALLEL")
       ->group(group);
   cli.add_option("--data-parallel-size", layout.data_parallel, "independent replicas (also -dp)")
       ->envname("GOSSAMER_DATA_PARALLEL_SIZE")
