@@ -67,10 +67,9 @@ std::unique_ptr<comm::TcpBootstrap> connect_control(const model::ModelOptions& o
   return std::make_unique<comm::TcpBootstrap>(config);
 }
 
-// Ranks 1..N−1 of `serve --device cuda -tp N`: load this rank's shard, then replay rank 0's model calls
-// until it stops (exit 0) or is gone (exit 1).
-int run_serve_worker(const std::string& model_dir, const model::ModelOptions& options) {
-  auto model = model::load_model(model_dir, "cuda", options);
+// Ranks 1..N−1 of `serve --device cuda -tp N`: with this rank's shard loaded, replay rank 0's model
+// calls until it stops (exit 0) or is gone (exit 1).
+int run_serve_worker(std::unique_ptr<model::Model> model, const model::ModelOptions& options) {
   GOSSAMER_LOG_INFO("rank ", options.rank, ": ", layout_summary(*model, options.layout), ", serving rank 0's steps");
   const auto control = connect_control(options);
   model::run_spmd_worker(*model, *control);
@@ -169,11 +168,13 @@ int run_serve(int argc, char** argv) {
   const bool on_cpu_anyway = !test.kind.empty() || (model_dir.empty() && load_format != "dummy");  // the embedded default
   check_single_replica(model_options.layout, on_cpu_anyway ? "cpu" : model::resolve_device(device));
   const bool cuda_group = !on_cpu_anyway && model::resolve_device(device) == "cuda" && model_options.layout.sharded();
-  GOSSAMER_CHECK(!cuda_group || (!model_dir.empty() && load_format != "dummy"), "serve --device cuda --tensor-parallel-size ",
-                 model_options.layout.tensor_parallel, " needs a checkpoint (--model DIR): dummy weights are whole-model");
   // One process per GPU: this one is rank 0 (server + engine); ranks 1..N−1 replay its model calls.
   RankLauncher ranks(cuda_group ? "cuda" : "cpu", args.argc(), args.argv(), model_options);
-  if (cuda_group && model_options.rank != 0) return run_serve_worker(model_dir, model_options);
+  if (cuda_group && model_options.rank != 0) {
+    return run_serve_worker(load_format == "dummy" ? model::load_dummy_model(preset, seed, "cuda", model_options)
+                                                   : model::load_model(model_dir, "cuda", model_options),
+                            model_options);
+  }
   GOSSAMER_CHECK(gpu_memory_utilization > 0.0 && gpu_memory_utilization <= 1.0, "--gpu-memory-utilization must be in (0, 1]");
   GOSSAMER_CHECK(test.kind.empty() || test.kind == "fake", "--test-backend must be 'fake'");
   config.api_keys = api_keys;

@@ -84,6 +84,14 @@ MxFp4Tensor mxfp4_experts(const MxFp4Tensor& tensor, IndexRange experts) {
 
 }  // namespace
 
+GptOssConfig shard_config(const GptOssConfig& config, const RankShard& shard) {
+  GptOssConfig local = config;
+  local.num_q_heads = static_cast<int32_t>(shard.q_heads.size());
+  local.num_kv_heads = static_cast<int32_t>(shard.kv_heads.size());
+  local.intermediate_size = static_cast<int32_t>(shard.intermediate.size());
+  return local;
+}
+
 RankWeights shard_weights(const GptOssConfig& config, const GptOssWeights& weights, std::shared_ptr<const void> storage,
                           const ParallelLayout& layout, int32_t rank) {
   validate_layout(layout, config, -1);
@@ -98,10 +106,7 @@ RankWeights shard_weights(const GptOssConfig& config, const GptOssWeights& weigh
     GOSSAMER_CHECK(local_inter % 32 == 0, "tensor-parallel MoE over ", layout.tensor_parallel, " ranks gives ", local_inter,
                    " intermediate columns per rank, not a multiple of the MXFP4 group of 32 (use --enable-expert-parallel)");
   }
-  out.config = config;
-  out.config.num_q_heads = static_cast<int32_t>(s.q_heads.size());
-  out.config.num_kv_heads = static_cast<int32_t>(s.kv_heads.size());
-  out.config.intermediate_size = static_cast<int32_t>(local_inter);
+  out.config = shard_config(config, s);
   out.weights.embedding = weights.embedding;
   out.weights.final_norm = weights.final_norm;
   out.weights.unembedding = weights.unembedding;

@@ -31,6 +31,10 @@ struct RankWeights {
   std::shared_ptr<const void> storage;  // owns the materialised slices and keeps the source alive
 };
 
+// The rank's config alone (local heads, local intermediate; experts numbered globally), e.g. for random
+// weights made on the rank's device.
+GptOssConfig shard_config(const GptOssConfig& config, const RankShard& shard);
+
 RankWeights shard_weights(const GptOssConfig& config, const GptOssWeights& weights, std::shared_ptr<const void> storage,
                           const ParallelLayout& layout, int32_t rank);
 

@@ -50,7 +50,7 @@ CudaModel::CudaModel(GptOssConfig config, const GptOssWeights& host_weights, Cud
 
 CudaModel::CudaModel(GptOssConfig config, RandomWeights random, CudaOptions options)
     : CudaModel(std::move(config), options,
-                [&](const GptOssConfig& c) { return CudaWeights::random(c, random.seed, options.weights); }) {}
+                [&](const GptOssConfig& c) { return CudaWeights::random(c, random.seed, options.weights, options.num_local_experts); }) {}
 
 CudaModel::CudaModel(GptOssConfig config, CudaOptions options, const std::function<CudaWeights(const GptOssConfig&)>& make)
     : config_(std::move(config)), options_(options) {
