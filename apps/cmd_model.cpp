@@ -13,6 +13,7 @@
 #include "model/loader.h"
 #include "model/sequence_runner.h"
 #include "parallel_flags.h"
+#include "rank_launch.h"
 
 namespace gossamer::app {
 
@@ -71,15 +72,19 @@ int run_logits(int argc, char** argv) {
   model::ModelOptions options;
   cli.add_option("--weights", options.weights, "cuda weight format: fp8 | bf16")->check(CLI::IsMember({"fp8", "bf16"}));
   add_parallel_flags(cli, options.layout);
+  add_rank_flags(cli, options);
   VllmArgs args(argc, argv);
   CLI11_PARSE(cli, args.argc(), args.argv());
   const auto batch = read_token_batch(input);
   check_single_replica(options.layout, device);
+  RankLauncher ranks(device, args.argc(), args.argv(), options);
   auto model = model::load_model(model_dir, device, options);
   std::fprintf(stderr, "loaded %s: %s\n", model_dir.c_str(), layout_summary(*model, options.layout).c_str());
   const auto start = std::chrono::steady_clock::now();
   const std::vector<float> logits = model::prefill_logits(*model, batch);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ranks.wait();
+  if (options.rank != 0) return 0;  // every rank computed the same logits; rank 0 writes them
   const int64_t sequences = static_cast<int64_t>(batch.size()), length = static_cast<int64_t>(batch.front().size());
   write_npy_f32(output, {sequences, length, model->config().vocab_size}, logits.data());
   std::fprintf(stderr, "logits: %lld x %lld tokens in %.3f s on %s\n", static_cast<long long>(sequences),
@@ -99,6 +104,7 @@ int run_generate(int argc, char** argv) {
   cli.add_option("--weights", options.weights, "cuda weight format: fp8 | bf16")->check(CLI::IsMember({"fp8", "bf16"}));
   cli.add_flag("--enforce-eager", [&](int64_t) { options.cuda_graphs = false; }, "no CUDA graphs for decode steps");
   add_parallel_flags(cli, options.layout);
+  add_rank_flags(cli, options);
   VllmArgs args(argc, argv);
   CLI11_PARSE(cli, args.argc(), args.argv());
   std::vector<int32_t> ids;
@@ -113,11 +119,14 @@ int run_generate(int argc, char** argv) {
     }
   }
   check_single_replica(options.layout, device);
+  RankLauncher ranks(device, args.argc(), args.argv(), options);
   auto model = model::load_model(model_dir, device, options);
   std::fprintf(stderr, "loaded %s: %s\n", model_dir.c_str(), layout_summary(*model, options.layout).c_str());
   const auto start = std::chrono::steady_clock::now();
   const auto generated = model::greedy_generate(*model, ids, max_tokens, {200002, 200012});
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ranks.wait();
+  if (options.rank != 0) return 0;  // every rank generated the same tokens; rank 0 prints them
   std::cout << nlohmann::json{{"prompt_tokens", ids}, {"generated_tokens", generated}, {"seconds", seconds}}.dump() << "\n";
   return 0;
 }

@@ -15,7 +15,9 @@
 #include "core/mapped_file.h"
 #include "model/embedded_default.h"
 #include "model/loader.h"
+#include "model/spmd_model.h"
 #include "parallel_flags.h"
+#include "rank_launch.h"
 #include "server/openai_server.h"
 #include "testing/test_backend.h"
 #include "text/tokenizer.h"
@@ -23,6 +25,29 @@
 namespace gossamer::app {
 
 namespace {
+
+// The control channel of a cuda group (model/spmd_model.h): rank 0's TCP bootstrap one port above the
+// communicator's. NOTE: ranks finish loading at different times, so connecting may take minutes, and
+// between requests the channel idles for as long as the server does.
+std::unique_ptr<comm::TcpBootstrap> connect_control(const model::ModelOptions& options) {
+  comm::BootstrapConfig config;
+  config.host = options.dist_host;
+  config.port = options.dist_port + 1;
+  config.rank = options.rank;
+  config.world_size = options.layout.tensor_parallel;
+  config.timeout = std::chrono::minutes(30);
+  config.idle_timeout = std::chrono::hours(24 * 365);
+  return std::make_unique<comm::TcpBootstrap>(config);
+}
+
+// Ranks 1..N−1 of `serve --device cuda -tp N`: with this rank's shard loaded, replay rank 0's model
+// calls until it stops (exit 0) or is gone (exit 1).
+int run_serve_worker(std::unique_ptr<model::Model> model, const model::ModelOptions& options) {
+  GOSSAMER_LOG_INFO("rank ", options.rank, ": ", layout_summary(*model, options.layout), ", serving rank 0's steps");
+  const auto control = connect_control(options);
+  model::run_spmd_worker(*model, *control);
+  return 0;
+}
 
 int run_serve(int argc, char** argv) {
   CLI::App cli{"Serve gpt-oss over an OpenAI-compatible HTTP API (without a model: the embedded default on the CPU)"};
@@ -56,6 +81,7 @@ int run_serve(int argc, char** argv) {
       ->envname("GOSSAMER_LOAD_FORMAT")->group("Model");
   cli.add_option("--preset", preset, "20b | 120b | tiny | embedded (with --load-format dummy)")->group("Model");
   add_parallel_flags(cli, model_options.layout, "Model");
+  add_rank_flags(cli, model_options);
   cli.add_option("--served-model-name", served_name, "model id in the API (default: the model path)")
       ->envname("GOSSAMER_SERVED_MODEL_NAME")->group("Model");
   cli.add_option("--seed", seed, "seed of dummy weights and of unseeded requests")
@@ -124,6 +150,14 @@ int run_serve(int argc, char** argv) {
   GOSSAMER_CHECK(test.kind.empty() || !model_options.layout.sharded(), "--test-backend runs unsharded (no --tensor-parallel-size)");
   const bool on_cpu_anyway = !test.kind.empty() || (model_dir.empty() && load_format != "dummy");  // the embedded default
   check_single_replica(model_options.layout, on_cpu_anyway ? "cpu" : model::resolve_device(device));
+  const bool cuda_group = !on_cpu_anyway && model::resolve_device(device) == "cuda" && model_options.layout.sharded();
+  // One process per GPU: this one is rank 0 (server + engine); ranks 1..N−1 replay its model calls.
+  RankLauncher ranks(cuda_group ? "cuda" : "cpu", args.argc(), args.argv(), model_options);
+  if (cuda_group && model_options.rank != 0) {
+    return run_serve_worker(load_format == "dummy" ? model::load_dummy_model(preset, seed, "cuda", model_options)
+                                                   : model::load_model(model_dir, "cuda", model_options),
+                            model_options);
+  }
   GOSSAMER_CHECK(gpu_memory_utilization > 0.0 && gpu_memory_utilization <= 1.0, "--gpu-memory-utilization must be in (0, 1]");
   GOSSAMER_CHECK(test.kind.empty() || test.kind == "fake", "--test-backend must be 'fake'");
   config.api_keys = api_keys;
@@ -196,6 +230,10 @@ int run_serve(int argc, char** argv) {
       engine_config.kv_cache_memory_bytes = model::gpu_kv_cache_budget_bytes(gpu_memory_utilization);
       GOSSAMER_LOG_INFO("KV cache budget ", engine_config.kv_cache_memory_bytes / double(1 << 30), " GiB (",
                         "--gpu-memory-utilization ", gpu_memory_utilization, ")");
+    }
+    if (cuda_group) {
+      server.set_loading_message("waiting for the other ranks of " + model_options.layout.describe());
+      model = std::make_unique<model::SpmdLeader>(std::move(model), connect_control(model_options));
     }
     server.attach(std::move(model), engine_config, tokenizer);
   } catch (const std::exception& error) {

@@ -11,6 +11,7 @@ void add_parallel_flags(CLI::App& cli, model::ParallelLayout& layout, const std:
       ->group(group);
   cli.add_flag("--enable-expert-parallel", layout.expert_parallel,
                "split the MoE by experts over the tensor-parallel group (EP = TP) instead of by intermediate columns")
+      ->envname("GOSSAMER_ENABLE_EXPERT_PARALLEL")
       ->group(group);
   cli.add_option("--data-parallel-size", layout.data_parallel, "independent replicas (also -dp)")
       ->envname("GOSSAMER_DATA_PARALLEL_SIZE")
@@ -42,9 +43,10 @@ void check_single_replica(const model::ParallelLayout& layout, const std::string
 }
 
 std::string layout_summary(const model::Model& model, const model::ParallelLayout& layout) {
-  std::string line = model.parallel_layout() + " DP" + std::to_string(layout.data_parallel) + " on " + model.backend_name();
+  std::string line = layout.describe_with_dp() + " on " + model.backend_name();
   const int32_t ranks = layout.tensor_parallel;
   if (model.backend_name() == "cpu" && ranks > 1) line += " (" + std::to_string(ranks) + " simulated ranks)";
+  if (model.backend_name() == "cuda" && ranks > 1) line += " (" + std::to_string(ranks) + " processes, one per GPU)";
   return line;
 }
 

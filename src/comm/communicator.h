@@ -42,6 +42,9 @@ class Communicator {
   virtual void all_gather(const void* send, void* recv, int64_t bytes_per_rank, void* stream = nullptr) = 0;
   // Returns once every rank has called it (host-side).
   virtual void barrier() = 0;
+  // Waits until the collectives enqueued on `stream` finished; throws CommError when one cannot (a dead
+  // peer, the timeout). Host implementations complete every call before returning: a no-op there.
+  virtual void synchronize(void* stream) { (void)stream; }
   // Fails the group: every rank's pending and future collective throws CommError carrying `reason`.
   virtual void abort(const std::string& reason) = 0;
 };

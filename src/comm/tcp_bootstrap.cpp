@@ -95,6 +95,7 @@ TcpBootstrap::TcpBootstrap(const BootstrapConfig& config) : config_(config) {
       peer_fds_[static_cast<size_t>(peer)] = fd;
       ++connected;
     }
+    connected_ = true;
     return;
   }
   // Other ranks: connect to rank 0, retrying while it is not up yet.
@@ -115,6 +116,7 @@ TcpBootstrap::TcpBootstrap(const BootstrapConfig& config) : config_(config) {
   }
   int32_t me = config.rank;
   send_frame(peer_fds_[0], 0, std::string(reinterpret_cast<const char*>(&me), 4));
+  connected_ = true;
 }
 
 TcpBootstrap::~TcpBootstrap() {
@@ -140,12 +142,13 @@ void TcpBootstrap::send_frame(int fd, int peer, const std::string& data) {
 }
 
 std::string TcpBootstrap::recv_frame(int fd, int peer) {
-  const Clock::time_point deadline = Clock::now() + config_.timeout;
+  const std::chrono::milliseconds wait = connected_ && config_.idle_timeout.count() > 0 ? config_.idle_timeout : config_.timeout;
+  const Clock::time_point deadline = Clock::now() + wait;
   auto read_exact = [&](char* out, size_t count) {
     size_t got = 0;
     while (got < count) {
       if (!wait_fd(fd, POLLIN, deadline)) {
-        fail("rank " + std::to_string(config_.rank) + " timed out after " + std::to_string(config_.timeout.count()) +
+        fail("rank " + std::to_string(config_.rank) + " timed out after " + std::to_string(wait.count()) +
              " ms waiting for rank " + std::to_string(peer));
       }
       const ssize_t n = ::recv(fd, out + got, count - got, 0);
@@ -163,20 +166,32 @@ std::string TcpBootstrap::recv_frame(int fd, int peer) {
 }
 
 std::vector<std::string> TcpBootstrap::all_gather(const std::string& blob) {
+  if (!broken_.empty()) throw CommError("bootstrap: the group failed earlier: " + broken_);
   const int world = config_.world_size;
   std::vector<std::string> blobs(static_cast<size_t>(world));
   blobs[static_cast<size_t>(config_.rank)] = blob;
   if (world == 1) return blobs;
-  if (config_.rank == 0) {
-    for (int r = 1; r < world; ++r) blobs[static_cast<size_t>(r)] = recv_frame(peer_fds_[static_cast<size_t>(r)], r);
-    for (int r = 1; r < world; ++r) {
-      for (const std::string& each : blobs) send_frame(peer_fds_[static_cast<size_t>(r)], r, each);
+  try {
+    if (config_.rank == 0) {
+      for (int r = 1; r < world; ++r) blobs[static_cast<size_t>(r)] = recv_frame(peer_fds_[static_cast<size_t>(r)], r);
+      for (int r = 1; r < world; ++r) {
+        for (const std::string& each : blobs) send_frame(peer_fds_[static_cast<size_t>(r)], r, each);
+      }
+      return blobs;
     }
+    send_frame(peer_fds_[0], 0, blob);
+    for (int r = 0; r < world; ++r) blobs[static_cast<size_t>(r)] = recv_frame(peer_fds_[0], 0);
     return blobs;
+  } catch (const CommError& error) {
+    // NOTE: a half-done collective leaves the peers out of step: close every socket so that each of
+    // them fails at once (a closed connection) instead of waiting for frames that never come.
+    broken_ = error.what();
+    for (int& fd : peer_fds_) {
+      if (fd >= 0) ::close(fd);
+      fd = -1;
+    }
+    throw;
   }
-  send_frame(peer_fds_[0], 0, blob);
-  for (int r = 0; r < world; ++r) blobs[static_cast<size_t>(r)] = recv_frame(peer_fds_[0], 0);
-  return blobs;
 }
 
 std::string TcpBootstrap::broadcast(const std::string& blob, int root) {

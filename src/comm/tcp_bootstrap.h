@@ -4,7 +4,8 @@
 // Contract: every rank constructs one with the same host:port and world size; the constructor returns
 // once all ranks are connected (or throws CommError at the deadline). Collectives are called by every
 // rank in the same order. Messages are length-framed; a peer that closes its socket (a dead process) or
-// stays silent past the timeout makes the call throw CommError naming the rank. Not thread-safe.
+// stays silent past the timeout makes the call throw CommError naming the rank; this rank then closes
+// its sockets, so every other rank fails at once too, and later calls throw. Not thread-safe.
 #pragma once
 
 #include <chrono>
@@ -20,7 +21,9 @@ struct BootstrapConfig {
   int port = 29500;                // 0 on rank 0: any free port, reported through on_listening
   int rank = 0;
   int world_size = 1;
-  std::chrono::milliseconds timeout{60000};  // for connecting and for every collective
+  std::chrono::milliseconds timeout{60000};  // for connecting, and for every collective unless idle_timeout
+  std::chrono::milliseconds idle_timeout{0};  // > 0: how long a collective may wait instead (a control
+                                              // channel idles between requests; a closed socket still fails at once)
   std::function<void(int port)> on_listening;  // rank 0, once bound (before accepting)
 };
 
@@ -46,6 +49,8 @@ class TcpBootstrap {
   BootstrapConfig config_;
   int listen_fd_ = -1;
   std::vector<int> peer_fds_;  // rank 0: one socket per rank (index = rank, [0] unused); others: [0] = rank 0
+  bool connected_ = false;     // past the hello: collectives use idle_timeout when set
+  std::string broken_;         // non-empty: a collective failed (every socket closed); later calls throw
 };
 
 }  // namespace gossamer::comm

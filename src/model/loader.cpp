@@ -7,9 +7,11 @@
 #include "model/cpu_model.h"
 #include "model/cpu_sharded_model.h"
 #include "model/dummy_checkpoint.h"
+#include "model/shard_weights.h"
 #ifdef GOSSAMER_HAVE_CUDA
 #include <cuda_runtime.h>
 
+#include "comm/cuda/cuda_communicator.h"
 #include "model/cuda/cuda_model.h"
 #endif
 
@@ -70,12 +72,50 @@ std::unique_ptr<Model> make_cpu_model(const GptOssConfig& config, GptOssWeights 
 }
 
 #ifdef GOSSAMER_HAVE_CUDA
-// The cuda backend runs one rank per process (docs/scaling.md); this process holds the whole replica.
-void check_cuda_layout(const ParallelLayout& layout, const GptOssConfig& config) {
-  validate_layout(layout, config, visible_gpu_count());
-  GOSSAMER_CHECK(!layout.sharded(), "the cuda backend does not run ", layout.describe(),
-                 " yet (the communicator layer is ready, the sharded CUDA forward is not: see docs/scaling.md); "
-                 "use --device cpu to run the layout on simulated ranks");
+// The cuda backend runs one rank per process (docs/scaling.md): this process holds rank options.rank's
+// shard on GPU options.rank and reduces through a CudaCommunicator (NCCL + the IPC all-reduce).
+// The communicator of this process's rank (GPU options.rank; it becomes the current device).
+std::shared_ptr<comm::Communicator> connect_rank(const ModelOptions& options) {
+  GOSSAMER_CHECK(options.dist_port > 0, "cuda ", options.layout.describe(), ": rank ", options.rank,
+                 " needs the group's bootstrap port (started by the command's rank launcher)");
+  comm::CudaCommOptions comm;
+  comm.bootstrap.host = options.dist_host;
+  comm.bootstrap.port = options.dist_port;
+  comm.bootstrap.rank = options.rank;
+  comm.bootstrap.world_size = options.layout.tensor_parallel;
+  comm.device = options.rank;
+  return std::make_shared<comm::CudaCommunicator>(comm);
+}
+
+// The cuda backend runs one rank per process (docs/scaling.md): this process holds rank options.rank's
+// shard on GPU options.rank and reduces through a CudaCommunicator (NCCL + the IPC all-reduce).
+std::unique_ptr<Model> make_cuda_rank(const GptOssConfig& config, const GptOssWeights& weights, std::shared_ptr<const void> storage,
+                                      const ModelOptions& options) {
+  validate_layout(options.layout, config, visible_gpu_count());
+  cuda::CudaOptions cuda = cuda_options(options);
+  if (!options.layout.sharded()) return std::make_unique<cuda::CudaModel>(config, weights, cuda);
+  ParallelLayout replica = options.layout;
+  replica.data_parallel = 1;
+  const RankWeights shard = shard_weights(config, weights, std::move(storage), replica, options.rank);
+  cuda.comm = connect_rank(options);
+  cuda.expert_begin = static_cast<int>(shard.shard.experts.begin);
+  cuda.num_local_experts = static_cast<int>(shard.shard.experts.size());
+  return std::make_unique<cuda::CudaModel>(shard.config, shard.weights, cuda);
+}
+
+// `--load-format dummy` on a rank: random weights of the rank's shapes made on its GPU. Every rank draws
+// the same stream, so the replicated tensors (norms, router, embeddings) agree across ranks.
+std::unique_ptr<Model> make_cuda_dummy_rank(const GptOssConfig& config, uint64_t seed, const ModelOptions& options) {
+  validate_layout(options.layout, config, visible_gpu_count());
+  cuda::CudaOptions cuda = cuda_options(options);
+  if (!options.layout.sharded()) return std::make_unique<cuda::CudaModel>(config, cuda::RandomWeights{seed}, cuda);
+  ParallelLayout replica = options.layout;
+  replica.data_parallel = 1;
+  const RankShard shard = shard_for(replica, config, options.rank);
+  cuda.comm = connect_rank(options);
+  cuda.expert_begin = static_cast<int>(shard.experts.begin);
+  cuda.num_local_experts = static_cast<int>(shard.experts.size());
+  return std::make_unique<cuda::CudaModel>(shard_config(config, shard), cuda::RandomWeights{seed}, cuda);
 }
 #endif
 
@@ -92,9 +132,10 @@ std::unique_ptr<Model> load_model(const std::string& dir, const std::string& dev
   }
   GOSSAMER_CHECK(device == "cuda", "unknown device '", device, "' (expected cpu or cuda)");
 #ifdef GOSSAMER_HAVE_CUDA
-  const std::unique_ptr<Checkpoint> checkpoint = Checkpoint::open(dir);
-  check_cuda_layout(options.layout, checkpoint->config());
-  return std::make_unique<cuda::CudaModel>(checkpoint->config(), checkpoint->weights(), cuda_options(options));
+  std::shared_ptr<Checkpoint> checkpoint = Checkpoint::open(dir);
+  const GptOssConfig config = checkpoint->config();
+  const GptOssWeights weights = checkpoint->weights();
+  return make_cuda_rank(config, weights, std::move(checkpoint), options);
 #else
   (void)options;
   GOSSAMER_THROW("this gossamer was built without CUDA (nvcc not found at build time); use --device cpu");
@@ -113,8 +154,7 @@ std::unique_ptr<Model> load_dummy_model(const std::string& preset, uint64_t seed
   GOSSAMER_CHECK(device == "cuda", "unknown device '", device, "' (expected cpu or cuda)");
 #ifdef GOSSAMER_HAVE_CUDA
   // Made directly in GPU memory (seconds even for 120b); not the host dummy's values.
-  check_cuda_layout(options.layout, config);
-  return std::make_unique<cuda::CudaModel>(config, cuda::RandomWeights{seed}, cuda_options(options));
+  return make_cuda_dummy_rank(config, seed, options);
 #else
   (void)options;
   GOSSAMER_THROW("this gossamer was built without CUDA (nvcc not found at build time); use --device cpu");

@@ -25,8 +25,13 @@ struct ModelOptions {
   std::string weights = "fp8";  // cuda weight format: "fp8" (128×128 block-scaled) or "bf16" (accuracy baseline)
   bool cuda_graphs = true;      // false = vLLM's --enforce-eager: no decode graphs
   // Tensor/expert parallelism of the one replica loaded here (data_parallel is checked against the GPUs
-  // present, then left to the caller: a replica per model). On cpu the ranks are simulated by threads.
+  // present, then left to the caller: a replica per model). On cpu the ranks are simulated by threads;
+  // on cuda this process is rank `rank` (GPU `rank`), one process per GPU, and the group meets through
+  // rank 0's TCP bootstrap at dist_host:dist_port (docs/scaling.md).
   ParallelLayout layout;
+  int32_t rank = 0;
+  std::string dist_host = "127.0.0.1";
+  int dist_port = 0;
 };
 
 // GPUs visible to this process (0 without CUDA).

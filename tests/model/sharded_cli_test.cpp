@@ -106,6 +106,19 @@ TEST_F(ShardedCliTest, BenchSweepCoversEveryLayoutThatFits) {
   EXPECT_EQ(charts[0]["context"], 150);
   EXPECT_EQ(charts[0]["series"].size(), 4u) << "TP1 DP1, TP1 DP2, TP2 EP1, TP2 EP2";
   EXPECT_EQ(charts[0]["series"][0]["batch"], nlohmann::json::array({1, 2}));
+  // One group's job (how a cuda group of TP > 1 runs as its own processes): its rows as JSON.
+  const std::string group = (dir_ / "group.json").string();
+  const auto job = gossamer::testing::run_gossamer(
+      "bench sweep --load-format dummy --preset tiny --device cpu --gpus 2 --batch-sizes 1,2 --contexts 150 "
+      "--prefill-lens 64 --steps 2 --only-tp 2 --only-ep --group-json " + group);
+  ASSERT_EQ(job.status, 0) << job.output;
+  const auto job_rows = nlohmann::json::parse(std::ifstream(group));
+  ASSERT_EQ(job_rows.size(), 3u) << "1 prefill + 2 decode rows of TP2 EP2";
+  for (const auto& row : job_rows) {
+    EXPECT_EQ(row["tp"], 2);
+    EXPECT_EQ(row["ep"], true);
+    EXPECT_GT(row["seconds"].get<double>(), 0.0);
+  }
   const auto refused = gossamer::testing::run_gossamer("bench sweep --load-format dummy --preset tiny --device cuda --gpus 64");
   EXPECT_NE(refused.status, 0);
   EXPECT_TRUE(refused.output.find("--gpus 64 but") != std::string::npos ||

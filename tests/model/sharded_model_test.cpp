@@ -81,6 +81,10 @@ struct LayoutCase {
   int32_t length;  // prefill tokens per sequence
 };
 
+void PrintTo(const LayoutCase& c, std::ostream* out) {
+  *out << c.source << (c.ep ? " EP" : " TP") << c.tp << ", " << c.length << " tokens";
+}
+
 std::string case_name(const ::testing::TestParamInfo<LayoutCase>& info) {
   std::string name = info.param.source + "_" + (info.param.ep ? "EP" : "TP") + std::to_string(info.param.tp);
   for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';

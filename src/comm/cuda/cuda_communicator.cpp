@@ -79,7 +79,8 @@ void CudaCommunicator::abort(const std::string& reason) {
   if (nccl_) nccl_->abort();
 }
 
-void CudaCommunicator::synchronize(cudaStream_t stream) {
+void CudaCommunicator::synchronize(void* opaque_stream) {
+  const auto stream = static_cast<cudaStream_t>(opaque_stream);
   const Clock::time_point deadline = Clock::now() + options_.timeout;
   for (;;) {
     // The IPC kernel gives up by itself after the timeout, so the stream drains; its error names the rank.

@@ -42,8 +42,9 @@ class CudaCommunicator final : public Communicator {
   void all_gather(const void* send, void* recv, int64_t bytes_per_rank, void* stream = nullptr) override;
   void barrier() override { bootstrap_->barrier(); }
   void abort(const std::string& reason) override;
-  // Waits for `stream` with the timeout; throws CommError naming the cause (IPC peer missing, NCCL error).
-  void synchronize(cudaStream_t stream);
+  // Waits for `stream` (a cudaStream_t) with the timeout; throws CommError naming the cause (IPC peer
+  // missing, NCCL error).
+  void synchronize(void* stream) override;
   bool ipc_enabled() const { return ipc_ != nullptr; }
   // Which path a sum of `count` `dtype` at `data` takes ("ipc" or "nccl").
   const char* path_for(const void* data, int64_t count, DType dtype) const;

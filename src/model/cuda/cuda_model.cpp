@@ -68,7 +68,7 @@ CudaModel::CudaModel(GptOssConfig config, const GptOssWeights& host_weights, Cud
 
 CudaModel::CudaModel(GptOssConfig config, RandomWeights random, CudaOptions options)
     : CudaModel(std::move(config), options,
-                [&](const GptOssConfig& c) { return CudaWeights::random(c, random.seed, options.weights); }) {}
+                [&](const GptOssConfig& c) { return CudaWeights::random(c, random.seed, options.weights, options.num_local_experts); }) {}
 
 CudaModel::CudaModel(GptOssConfig config, CudaOptions options, const std::function<CudaWeights(const GptOssConfig&)>& make)
     : config_(std::move(config)), options_(options) {
@@ -250,6 +250,7 @@ void CudaModel::copy_logits_out(int num_rows, std::vector<float>& logits) {
   if (count > 0) {
     GOSSAMER_CUDA_CHECK(cudaMemcpyAsync(host_logits_.get(), logits_.get(), count * 2, cudaMemcpyDeviceToHost, stream_));
   }
+  if (options_.comm != nullptr) options_.comm->synchronize(stream_);  // a dead peer: CommError, not garbage
   GOSSAMER_CUDA_CHECK(cudaStreamSynchronize(stream_));
   GOSSAMER_CUDA_CHECK(cudaGetLastError());
   logits.resize(count);
@@ -435,6 +436,7 @@ void CudaModel::forward_sample(const ForwardBatch& batch, std::span<const RowSam
   }
   kernels::launch_sampling(params, stream_);
   GOSSAMER_CUDA_CHECK(cudaMemcpyAsync(host + at_tokens, device + at_tokens, bytes - at_tokens, cudaMemcpyDeviceToHost, stream_));
+  if (options_.comm != nullptr) options_.comm->synchronize(stream_);  // a dead peer: CommError, not garbage
   GOSSAMER_CUDA_CHECK(cudaStreamSynchronize(stream_));
   GOSSAMER_CUDA_CHECK(cudaGetLastError());
   std::memcpy(tokens.data(), host + at_tokens, rows_n * 4);

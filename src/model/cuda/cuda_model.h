@@ -19,6 +19,7 @@
 #include <memory>
 #include <vector>
 
+#include "comm/communicator.h"
 #include "core/cuda/device_buffer.h"
 #include "model/cuda/cuda_weights.h"
 #include "model/model.h"
@@ -29,6 +30,14 @@ namespace gossamer::model::cuda {
 struct CudaOptions {
   WeightFormat weights = WeightFormat::kFp8;
   bool cuda_graphs = true;  // replay decode steps as CUDA graphs
+  // One rank of a tensor/expert-parallel group (the weights and config are the rank's shard:
+  // model/shard_weights.h): the partial outputs of the O-projection and the experts are summed over
+  // `comm` (two all-reduces per layer, on the step's stream, inside the decode graphs too); null = the
+  // whole model on one GPU. The rank runs experts [expert_begin, expert_begin + num_local_experts)
+  // (0 = all of them). Every rank computes the full logits (the unembedding is replicated).
+  std::shared_ptr<comm::Communicator> comm;
+  int expert_begin = 0;
+  int num_local_experts = 0;
 };
 
 // Selects CudaModel's constructor that makes random weights on the GPU (CudaWeights::random).
@@ -106,6 +115,8 @@ class CudaModel final : public Model {
   // out [m, w.n] bf16 = x [m, w.k] bf16 · wᵀ + bias (GEMV for m ≤ 8, else FP8 or bf16 GEMM).
   void linear(const uint16_t* x, int m, const DeviceLinear& w, uint16_t* out);
   void experts(int layer, int num_tokens);
+  // delta_ [T, hidden] bf16 ← Σ over the group's ranks (no-op without a group).
+  void reduce_partial_outputs(int num_tokens);
 
   GptOssConfig config_;
   CudaOptions options_;

@@ -78,7 +78,7 @@ class RandomBuilder {
 
 }  // namespace
 
-CudaWeights CudaWeights::random(const GptOssConfig& config, uint64_t seed, WeightFormat format) {
+CudaWeights CudaWeights::random(const GptOssConfig& config, uint64_t seed, WeightFormat format, int num_local_experts) {
   const auto start = std::chrono::steady_clock::now();
   CudaWeights weights;
   weights.format = format;
@@ -97,8 +97,9 @@ CudaWeights CudaWeights::random(const GptOssConfig& config, uint64_t seed, Weigh
     l.sinks = make.fill(config.num_q_heads, kernels::RandomFillType::kF32, kernels::RandomDist::kUniform, -2.0f, 4.0f);
     l.mlp_norm = make.bf16(hidden, 1.0f, 0.1f);
     l.router = make.linear(experts, hidden, inv_sqrt_hidden, false, true);  // bf16 in both formats
-    l.gate_up = make.experts(experts, 2 * inter, hidden, 3.0f * inv_sqrt_hidden, fp8);
-    l.down = make.experts(experts, hidden, inter, 0.5f / std::sqrt(static_cast<float>(inter)), fp8);
+    const int64_t held = num_local_experts > 0 ? num_local_experts : experts;
+    l.gate_up = make.experts(held, 2 * inter, hidden, 3.0f * inv_sqrt_hidden, fp8);
+    l.down = make.experts(held, hidden, inter, 0.5f / std::sqrt(static_cast<float>(inter)), fp8);
     weights.layers.push_back(std::move(l));
   }
   GOSSAMER_CUDA_CHECK(cudaDeviceSynchronize());

@@ -106,7 +106,8 @@ void CudaModel::experts(int layer, int num_tokens) {
     moe.b2 = w.down.bias.get<uint16_t>();
     moe.num_tokens = num_tokens;
     moe.num_experts = config_.num_experts;
-    moe.num_local_experts = config_.num_experts;
+    moe.expert_begin = options_.expert_begin;
+    moe.num_local_experts = options_.num_local_experts > 0 ? options_.num_local_experts : config_.num_experts;
     moe.hidden = config_.hidden_size;
     moe.inter = config_.intermediate_size;
   };
@@ -126,6 +127,11 @@ void CudaModel::experts(int layer, int num_tokens) {
   moe.w2_scales = w.down.scales.get<float>();
   if (num_tokens <= kernels::kGemvMaxRows) return kernels::launch_moe_decode(moe, moe_workspace_.get(), stream_);
   kernels::launch_moe(moe, moe_workspace_.get(), stream_);
+}
+
+void CudaModel::reduce_partial_outputs(int num_tokens) {
+  if (options_.comm == nullptr) return;
+  options_.comm->all_reduce(delta_.get(), int64_t{num_tokens} * config_.hidden_size, DType::kBF16, comm::ReduceOp::kSum, stream_);
 }
 
 void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
@@ -202,6 +208,7 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
       kernels::launch_attention_prefill(attention, stream_);
     }
     linear(bf16(attn_out_), t, w.o, bf16(delta_));
+    reduce_partial_outputs(t);  // tensor parallel: each rank's heads' share of the O-projection
     // ---- MLP norm (residual += attention output) → router → experts into delta ----
     norm.x = bf16(delta_);
     norm.residual = bf16(residual_);
@@ -210,6 +217,7 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
     kernels::launch_rmsnorm(norm, stream_);
     linear(bf16(normed_), t, w.router, bf16(router_logits_));
     experts(layer, t);
+    reduce_partial_outputs(t);  // TP: each rank's intermediate columns; EP: each rank's experts
   }
   // ---- final norm, gather the wanted rows, unembedding → logits_ [rows, vocab] bf16 ----
   norm.x = bf16(delta_);

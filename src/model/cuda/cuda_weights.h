@@ -68,7 +68,9 @@ struct CudaWeights {
   // for 120b). Deterministic for a seed; the same scales as the host dummy checkpoint (std 1/√fan-in for
   // dense matrices, 3/√hidden and 0.5/√inter for the experts, biases 0.1, norms 1 ± 0.1, sinks in
   // [−2, 4)), but not the same values. FP8 matrices use one block scale of 4·std/448 throughout.
-  static CudaWeights random(const GptOssConfig& config, uint64_t seed, WeightFormat format);
+  // num_local_experts > 0: only that many experts' weights (a rank of an expert-parallel group; the
+  // router still scores all config.num_experts).
+  static CudaWeights random(const GptOssConfig& config, uint64_t seed, WeightFormat format, int num_local_experts = 0);
 };
 
 }  // namespace gossamer::model::cuda

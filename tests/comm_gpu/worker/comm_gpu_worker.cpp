@@ -1,9 +1,11 @@
 // One rank of a CudaCommunicator group, run as its own process by tests/comm_gpu (several may share one
 // GPU). Sums deterministic inputs (eager and graph-captured) and checks every result bitwise against the
 // host's rank-order sum. Exit 0: all checks passed; 1: a wrong result; 2: CommError (printed); 3: the
-// rank "died" on purpose (--die-after-setup).
+// rank "died" on purpose (--die-after-setup); --hang-after-setup: the rank stops responding (sleeps
+// until killed) with its buffers still mapped.
 //
-// usage: gossamer_comm_gpu_worker --rank R --world N --port P [--nccl] [--timeout-ms T] [--die-after-setup]
+// usage: gossamer_comm_gpu_worker --rank R --world N --port P [--nccl] [--timeout-ms T]
+//        [--die-after-setup | --hang-after-setup]
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <unistd.h>
@@ -77,7 +79,7 @@ std::vector<uint8_t> expected_sum(const Case& c, int world, int iteration) {
 
 int main(int argc, char** argv) {
   CudaCommOptions options;
-  bool die = false;
+  bool die = false, hang = false;
   options.bootstrap.host = "127.0.0.1";
   options.use_nccl = false;
   options.timeout = std::chrono::milliseconds(20000);
@@ -90,15 +92,17 @@ int main(int argc, char** argv) {
     else if (arg == "--timeout-ms") options.timeout = std::chrono::milliseconds(std::atoi(value)), ++i;
     else if (arg == "--nccl") options.use_nccl = true;
     else if (arg == "--die-after-setup") die = true;
+    else if (arg == "--hang-after-setup") hang = true;
   }
   options.bootstrap.timeout = options.timeout;
   const int rank = options.bootstrap.rank, world = options.bootstrap.world_size;
   try {
     CudaCommunicator comm(options);
-    if (die) {
-      std::printf("rank %d: dying after setup\n", rank);
+    if (die || hang) {
+      std::printf("rank %d: %s after setup\n", rank, die ? "dying" : "hanging");
       std::fflush(stdout);
-      _exit(3);
+      if (die) _exit(3);
+      sleep(600);
     }
     cudaStream_t stream;
     WORKER_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));

@@ -1,0 +1,155 @@
+// The cuda backend split over two processes sharing one GPU (label `gpu`; skipped visibly without one):
+// each rank holds half the attention heads and half of every expert (TP) or half the experts (EP), and
+// the partial outputs are summed through the IPC all-reduce. Against the float32 golden of the
+// conditioned tiny checkpoint the logits keep the single-GPU bounds (bf16 ≤ 2e-2 relative L2, ≥ 98% same
+// argmax; fp8 ≤ 6e-2, ≥ 95%), prefill and decode (graphs), and both ranks' logits are bitwise equal.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "../model/golden_test.h"
+#include "model/dummy_checkpoint.h"
+#include "run_binary.h"
+
+namespace gossamer::model {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool have_gpu() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+}
+
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+  socklen_t length = sizeof(address);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
+
+struct TpCase {
+  bool expert_parallel;
+  std::string weights;
+};
+
+void PrintTo(const TpCase& c, std::ostream* out) { *out << (c.expert_parallel ? "EP2 " : "TP2 ") << c.weights; }
+
+class TpModelGpuTest : public ::testing::TestWithParam<TpCase> {};
+
+TEST_P(TpModelGpuTest, TwoRanksOnOneGpuKeepTheSingleGpuBounds) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU visible: the tensor-parallel cuda model test needs one";
+  ::setenv("NCCL_NVLS_ENABLE", "0", 1);
+  const fs::path dir = fs::temp_directory_path() / ("gossamer_tp_gpu." + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  write_dummy_checkpoint(preset_config("tiny"), 0, (dir / "model").string(), DummyInit::kConditioned);
+  const std::string tokens = testing::golden_dir() + "/tiny_conditioned_tokens.json";
+  const int port = free_port();
+  std::vector<pid_t> pids;
+  for (int rank = 0; rank < 2; ++rank) {
+    std::vector<std::string> args = {GOSSAMER_TP_MODEL_WORKER, "--model", (dir / "model").string(), "--tokens", tokens,
+                                     "--out", (dir / ("rank" + std::to_string(rank) + ".npy")).string(), "--rank",
+                                     std::to_string(rank), "--world", "2", "--port", std::to_string(port), "--weights",
+                                     GetParam().weights, "--prefix", "160"};
+    if (GetParam().expert_parallel) args.push_back("--expert-parallel");
+    const std::string log = (dir / ("rank" + std::to_string(rank) + ".log")).string();
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      std::freopen(log.c_str(), "w", stdout);
+      ::dup2(::fileno(stdout), 2);
+      std::vector<char*> argv;
+      for (auto& arg : args) argv.push_back(arg.data());
+      argv.push_back(nullptr);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    pids.push_back(pid);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+  for (int rank = 0; rank < 2; ++rank) {
+    int status = 0;
+    while (::waitpid(pids[static_cast<size_t>(rank)], &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        ::kill(pids[static_cast<size_t>(rank)], SIGKILL);
+        ::waitpid(pids[static_cast<size_t>(rank)], &status, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    std::ifstream in(dir / ("rank" + std::to_string(rank) + ".log"));
+    std::stringstream text;
+    text << in.rdbuf();
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "rank " << rank << ":\n" << text.str();
+    std::printf("%s", text.str().c_str());
+  }
+  const NpyArray ref = testing::golden_logits("tiny_conditioned");
+  const NpyArray rank0 = read_npy_f32((dir / "rank0.npy").string());
+  const NpyArray rank1 = read_npy_f32((dir / "rank1.npy").string());
+  ASSERT_EQ(rank0.shape, ref.shape);
+  EXPECT_EQ(rank0.data, rank1.data) << "the ranks' logits must be bitwise equal (rank-order sums)";
+  const double max_l2 = GetParam().weights == "bf16" ? 2e-2 : 6e-2, min_match = GetParam().weights == "bf16" ? 0.98 : 0.95;
+  const int64_t length = ref.shape[1], vocab = ref.shape[2];
+  for (int64_t s = 0; s < ref.shape[0]; ++s) {
+    const auto agreement = testing::compare_rows(rank0.data.data() + s * length * vocab, ref.data.data() + s * length * vocab, length, vocab);
+    std::printf("[tp gpu] %s %s seq %lld: rel L2 %.3e, argmax match %.4f\n", GetParam().expert_parallel ? "EP2" : "TP2",
+                GetParam().weights.c_str(), static_cast<long long>(s), agreement.relative_l2, agreement.argmax_match);
+    EXPECT_LE(agreement.relative_l2, max_l2);
+    EXPECT_GE(agreement.argmax_match, min_match);
+  }
+  fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, TpModelGpuTest,
+                         ::testing::Values(TpCase{false, "bf16"}, TpCase{true, "bf16"}, TpCase{false, "fp8"}, TpCase{true, "fp8"}),
+                         [](const ::testing::TestParamInfo<TpCase>& info) {
+                           return std::string(info.param.expert_parallel ? "EP2_" : "TP2_") + info.param.weights;
+                         });
+
+// The command line on several GPUs (issue #20's machines; skipped on fewer): `gossamer logits --device
+// cuda -tp N` starts one process per GPU and gives TP1's logits within the bf16 bound.
+TEST(TpModelGpuCliTest, LogitsWithTensorAndExpertParallelMatchOneGpu) {
+  int gpus = 0;
+  if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus < 2) GTEST_SKIP() << "needs 2 or more GPUs (" << gpus << " visible)";
+  const fs::path dir = fs::temp_directory_path() / ("gossamer_tp_cli." + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  write_dummy_checkpoint(preset_config("tiny"), 0, (dir / "model").string(), DummyInit::kConditioned);
+  const std::string base = "logits --device cuda --weights bf16 --model " + (dir / "model").string() + " --input " +
+                           testing::golden_dir() + "/tiny_conditioned_tokens.json --output ";
+  const auto one = gossamer::testing::run_gossamer(base + (dir / "tp1.npy").string());
+  ASSERT_EQ(one.status, 0) << one.output;
+  const NpyArray ref = read_npy_f32((dir / "tp1.npy").string());
+  std::vector<std::string> layouts = {"-tp 2", "-tp 2 --enable-expert-parallel"};
+  if (gpus >= 4) layouts.push_back("-tp 4 --enable-expert-parallel");
+  if (gpus >= 8) layouts.push_back("-tp 8 --enable-expert-parallel");
+  for (const std::string& layout : layouts) {
+    const auto ours = gossamer::testing::run_gossamer(base + (dir / "tpn.npy").string() + " " + layout);
+    ASSERT_EQ(ours.status, 0) << layout << ":\n" << ours.output;
+    const NpyArray logits = read_npy_f32((dir / "tpn.npy").string());
+    ASSERT_EQ(logits.shape, ref.shape);
+    const int64_t rows = ref.shape[0] * ref.shape[1], vocab = ref.shape[2];
+    const auto agreement = testing::compare_rows(logits.data.data(), ref.data.data(), rows, vocab);
+    std::printf("[tp gpu cli] %s vs TP1 (bf16): rel L2 %.3e, argmax match %.4f\n", layout.c_str(), agreement.relative_l2,
+                agreement.argmax_match);
+    EXPECT_LE(agreement.relative_l2, 2e-2) << layout;
+    EXPECT_GE(agreement.argmax_match, 0.98) << layout;
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace gossamer::model

@@ -1,0 +1,92 @@
+// One rank of a tensor/expert-parallel cuda model, run as its own process by
+// tests/model_gpu/tp_model_gpu_test.cpp (both ranks may share one GPU: they reduce through the IPC
+// all-reduce). Loads its shard of a checkpoint (model/shard_weights.h), prefills every sequence of a
+// tokens JSON up to `prefix`, decodes the rest one token per step (the decode graphs), and writes the
+// logits of every position as float32 .npy [batch, length, vocab].
+//
+// usage: gossamer_tp_model_worker --model DIR --tokens JSON --out NPY --rank R --world N --port P
+//        [--expert-parallel] [--weights fp8|bf16] [--prefix N]
+#include <cstdio>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "comm/cuda/cuda_communicator.h"
+#include "core/mapped_file.h"
+#include "core/npy.h"
+#include "model/checkpoint.h"
+#include "model/cuda/cuda_model.h"
+#include "model/shard_weights.h"
+
+int main(int argc, char** argv) {
+  using namespace gossamer;
+  std::string model_dir, tokens_path, out_path, weights = "bf16";
+  int rank = 0, world = 1, port = 0, prefix = 0;
+  bool expert_parallel = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const std::string value = i + 1 < argc ? argv[i + 1] : "";
+    if (arg == "--model") model_dir = value, ++i;
+    else if (arg == "--tokens") tokens_path = value, ++i;
+    else if (arg == "--out") out_path = value, ++i;
+    else if (arg == "--rank") rank = std::atoi(value.c_str()), ++i;
+    else if (arg == "--world") world = std::atoi(value.c_str()), ++i;
+    else if (arg == "--port") port = std::atoi(value.c_str()), ++i;
+    else if (arg == "--weights") weights = value, ++i;
+    else if (arg == "--prefix") prefix = std::atoi(value.c_str()), ++i;
+    else if (arg == "--expert-parallel") expert_parallel = true;
+  }
+  try {
+    const auto tokens = nlohmann::json::parse(read_text_file(tokens_path)).get<std::vector<std::vector<int32_t>>>();
+    std::shared_ptr<model::Checkpoint> checkpoint = model::Checkpoint::open(model_dir);
+    const model::ParallelLayout layout{world, expert_parallel, 1};
+    const model::RankWeights shard = model::shard_weights(checkpoint->config(), checkpoint->weights(), checkpoint, layout, rank);
+
+    comm::CudaCommOptions comm_options;
+    comm_options.bootstrap.port = port;
+    comm_options.bootstrap.rank = rank;
+    comm_options.bootstrap.world_size = world;
+    comm_options.device = 0;
+    comm_options.use_nccl = false;  // ranks share one GPU, which NCCL refuses: every sum takes the IPC path
+    auto comm = std::make_shared<comm::CudaCommunicator>(comm_options);
+
+    model::cuda::CudaOptions options;
+    options.weights = model::cuda::parse_weight_format(weights);
+    options.comm = comm;
+    options.expert_begin = static_cast<int>(shard.shard.experts.begin);
+    options.num_local_experts = static_cast<int>(shard.shard.experts.size());
+    model::cuda::CudaModel model(shard.config, shard.weights, options);
+
+    // ---- prefill `prefix` positions of every sequence, then one token per step ----
+    const int64_t vocab = model.config().vocab_size, length = static_cast<int64_t>(tokens[0].size());
+    const int32_t block = 16, per_seq = static_cast<int32_t>((length + block - 1) / block), seqs = static_cast<int32_t>(tokens.size());
+    model.allocate_kv_cache(seqs * per_seq, block);
+    std::vector<std::vector<int32_t>> tables(tokens.size(), std::vector<int32_t>(static_cast<size_t>(per_seq)));
+    for (int32_t b = 0; b < per_seq; ++b) {
+      for (int32_t s = 0; s < seqs; ++s) tables[static_cast<size_t>(s)][static_cast<size_t>(b)] = seqs * b + s;
+    }
+    std::vector<float> out(static_cast<size_t>(seqs * length * vocab)), logits;
+    for (int64_t done = 0; done < length;) {
+      const int64_t n = done == 0 ? std::max<int64_t>(1, prefix) : 1;
+      model::ForwardBatch batch;
+      for (size_t s = 0; s < tokens.size(); ++s) {
+        batch.sequences.push_back({std::span(tokens[s]).subspan(static_cast<size_t>(done), static_cast<size_t>(n)),
+                                   static_cast<int32_t>(done), tables[s], model::LogitsWanted::kAll});
+      }
+      model.forward(batch, logits);
+      for (size_t s = 0; s < tokens.size(); ++s) {
+        std::copy_n(logits.begin() + static_cast<int64_t>(s) * n * vocab, n * vocab,
+                    out.begin() + (static_cast<int64_t>(s) * length + done) * vocab);
+      }
+      done += n;
+    }
+    write_npy_f32(out_path, {seqs, length, vocab}, out.data());
+    std::printf("rank %d: %s %s wrote %s (graph replays %lld)\n", rank, layout.describe().c_str(), weights.c_str(),
+                out_path.c_str(), static_cast<long long>(model.graph_replays()));
+    return 0;
+  } catch (const std::exception& error) {
+    std::printf("rank %d: error: %s\n", rank, error.what());
+    return 1;
+  }
+}
