@@ -45,6 +45,31 @@ struct GemvMxfp4Params {
   bool topk_from_earlier_kernel = false;
 };
 
+// The same GEMV description over MXFP4 weights (w_tiled and w_scales dropped; w must then point at tiled
+// MXFP4 bytes): lets the MoE decode block share one parameter set for both weight formats.
+inline GemvMxfp4Params gemv_mxfp4_params_of(const GemvFp8Params& f) {
+  GemvMxfp4Params p;
+  p.x = f.x;
+  p.ldx = f.ldx;
+  p.w = f.w;
+  p.bias = f.bias;
+  p.out = f.out;
+  p.ldc = f.ldc;
+  p.M = f.M;
+  p.N = f.N;
+  p.K = f.K;
+  p.epilogue = f.epilogue;
+  p.programmatic_launch = f.programmatic_launch;
+  p.topk_ids = f.topk_ids;
+  p.num_pairs = f.num_pairs;
+  p.expert_begin = f.expert_begin;
+  p.num_local_experts = f.num_local_experts;
+  p.x_pair_divisor = f.x_pair_divisor;
+  p.pair_row = f.pair_row;
+  p.topk_from_earlier_kernel = f.topk_from_earlier_kernel;
+  return p;
+}
+
 // Validates the contract above and launches (M = 0 is a no-op).
 void launch_gemv_mxfp4(const GemvMxfp4Params& p, cudaStream_t stream);
 

@@ -4,10 +4,12 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/error.h"
 #include "kernels/fp8_tiled.h"
 #include "kernels/gemm_bf16.h"
 #include "kernels/gemm_fp8.h"
 #include "kernels/gemv_fp8.h"
+#include "kernels/gemv_mxfp4.h"
 #include "kernels/moe.h"
 #include "kernels/quantize_fp8.h"
 
@@ -115,6 +117,7 @@ void moe_combine_cpu(const MoeCombineParams& p) {
 }
 
 void moe_cpu(const MoeParams& p) {
+  GOSSAMER_CHECK(!p.weights_mxfp4, "moe_cpu: MXFP4 experts have only the decode reference (moe_decode_cpu)");
   const int H = p.hidden, I = p.inter;
   const int kb_h = (H + 127) / 128, kb_i = (I + 127) / 128;
   std::vector<uint8_t> xq(H), hq(I);
@@ -220,7 +223,14 @@ void moe_decode_cpu(const MoeParams& p) {
   g1.num_local_experts = p.num_local_experts;
   g1.x_pair_divisor = kMoeTopK;
   g1.pair_row = pair_row.data();
-  gemv_fp8_cpu(g1);
+  auto gemv = [&](const GemvFp8Params& g) {
+    if (p.weights_mxfp4) {
+      gemv_mxfp4_cpu(gemv_mxfp4_params_of(g));
+    } else {
+      gemv_fp8_cpu(g);
+    }
+  };
+  gemv(g1);
   GemvFp8Params g2 = g1;
   g2.x = act.data();
   g2.ldx = I;
@@ -234,7 +244,7 @@ void moe_decode_cpu(const MoeParams& p) {
   g2.epilogue = GemmEpilogue::kBias;
   g2.x_pair_divisor = 1;
   g2.pair_row = nullptr;
-  gemv_fp8_cpu(g2);
+  gemv(g2);
   moe_combine_cpu({y.data(), pair_row.data(), weights.data(), p.residual, p.out, T, H});
 }
 

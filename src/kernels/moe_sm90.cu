@@ -17,6 +17,7 @@
 #include "kernels/gemm_bf16.h"
 #include "kernels/gemm_fp8.h"
 #include "kernels/gemv_fp8.h"
+#include "kernels/gemv_mxfp4.h"
 #include "kernels/moe.h"
 #include "kernels/quantize_fp8.h"
 
@@ -101,13 +102,14 @@ struct MoeBlock {
   bool weights_tiled = false;
   int T, num_experts, expert_begin, E, hidden, inter;
   GemmTile gemm_tile = GemmTile::kAuto;  // the FP8 expert GEMMs' tile at 128-row tiles (MoeParams)
+  bool weights_mxfp4 = false;            // kFp8Gemv: w1/w2 tiled MXFP4 (MoeParams)
 };
 
 MoeBlock block_of(const MoeParams& p, ExpertStep step) {
   return {
       step,        p.x,    p.logits, p.residual,      p.out,        p.w1,          p.w2,           p.w1_scales,
       p.w2_scales, p.b1,   p.b2,     p.weights_tiled, p.num_tokens, p.num_experts, p.expert_begin, p.num_local_experts,
-      p.hidden,    p.inter,  p.gemm_tile};
+      p.hidden,    p.inter,  p.gemm_tile,     p.weights_mxfp4};
 }
 
 MoeBlock block_of(const MoeBf16Params& p) {
@@ -213,7 +215,14 @@ void experts_fp8_gemv(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t str
   g1.num_local_experts = b.E;
   g1.x_pair_divisor = kMoeTopK;
   g1.pair_row = w.pair_row;
-  launch_gemv_fp8(g1, stream);
+  auto gemv = [&](const GemvFp8Params& g) {
+    if (b.weights_mxfp4) {
+      launch_gemv_mxfp4(gemv_mxfp4_params_of(g), stream);
+    } else {
+      launch_gemv_fp8(g, stream);
+    }
+  };
+  gemv(g1);
   // Pair q reads h row q and writes y row q.
   GemvFp8Params g2 = g1;
   g2.x = w.h;
@@ -229,7 +238,7 @@ void experts_fp8_gemv(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t str
   g2.x_pair_divisor = 1;
   g2.pair_row = nullptr;
   g2.topk_from_earlier_kernel = true;  // routed two launches back: the experts' weights stream before the wait
-  launch_gemv_fp8(g2, stream);
+  gemv(g2);
 }
 
 // The composition (b.T > 0; the caller checked the step's contract).
@@ -260,6 +269,7 @@ size_t moe_workspace_bytes(int num_tokens, int num_local_experts, int hidden, in
 }
 
 void launch_moe(const MoeParams& p, void* workspace, cudaStream_t stream) {
+  GOSSAMER_CHECK(!p.weights_mxfp4, "moe: MXFP4 experts run through launch_moe_decode only");
   GOSSAMER_CHECK(p.hidden % 16 == 0 && p.inter % 16 == 0, "moe: hidden and inter must be multiples of 16");
   if (p.num_tokens == 0) return;
   launch_moe_block(block_of(p, ExpertStep::kFp8Gemm), workspace, stream);
