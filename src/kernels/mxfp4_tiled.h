@@ -63,6 +63,14 @@ uint8_t mxfp4_tiled_scale(const uint8_t* group, int64_t n, int64_t k, int64_t k_
 void launch_mxfp4_to_tiled(const uint8_t* blocks, const uint8_t* scales, uint8_t* dst, int groups, int n, int k,
                            cudaStream_t stream);
 
+// Tiled MXFP4 [G] → FP8 e4m3 tile-major (fp8_tiled.h, [G, fp8_tiled_group_bytes(N, K)]) with 128×128
+// fp32 block scales [G, ceil(N/128), ceil(K/128)], by the rule of mxfp4_convert.h (per block over its real
+// rows and columns: scale 2^(e_max − 133), weight fp8(fp4 · 2^(e − e_max + 6)); exact when the block's
+// exponents span ≤ 13): bit-identical to launch_mxfp4_to_fp8 followed by launch_fp8_to_tiled. For the
+// prefill GEMMs of --weights mxfp4. Device pointers (16-byte aligned); asynchronous on `stream`.
+void launch_mxfp4_tiled_to_fp8(const uint8_t* src, uint8_t* dst, float* dst_scales, int groups, int n, int k,
+                               cudaStream_t stream);
+
 // The same on host memory.
 void mxfp4_to_tiled_cpu(const uint8_t* blocks, const uint8_t* scales, uint8_t* dst, int groups, int n, int k);
 

@@ -1,13 +1,19 @@
 // Checkpoint MXFP4 → tile-major MXFP4 (mxfp4_tiled.h): one thread per 32-bit word of a tile's code bytes
 // (8 codes of one row, from one aligned 4-byte source load) or per 4 scale bytes; writes coalesced.
+#include <cuda_fp8.h>
+
 #include <algorithm>
 
+
 #include "kernels/cuda_utils.h"
+#include "kernels/fp8_tiled.h"
 #include "kernels/mxfp4_tiled.h"
 
 namespace gossamer::kernels {
 namespace {
 
+__constant__ float kFp4Values[16] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
+                                     -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
 constexpr int kWordsPerTile = kMxfp4TileBytes / 4;  // 1024 code words + 64 scale words
 
 __global__ void mxfp4_to_tiled_kernel(const uint8_t* __restrict__ blocks, const uint8_t* __restrict__ scales,
@@ -43,7 +49,69 @@ __global__ void mxfp4_to_tiled_kernel(const uint8_t* __restrict__ blocks, const 
   }
 }
 
+// One CTA (256 threads) per (group, 128-row block, 128-column block): the block's largest exponent over
+// its real rows and columns, then 8 weights (one relaid word) at a time into 8 contiguous fp8 bytes.
+__global__ void __launch_bounds__(256)
+    mxfp4_tiled_to_fp8_kernel(const uint8_t* __restrict__ src, uint8_t* __restrict__ dst, float* __restrict__ dst_scales,
+                              int n, int k) {
+  const int nb = (n + 127) / 128, kb = (k + 127) / 128;
+  const int cb = static_cast<int>(blockIdx.x) % kb, rb = static_cast<int>(blockIdx.x) / kb % nb;
+  const int64_t gr = blockIdx.x / (int64_t(kb) * nb);
+  const uint8_t* group = src + gr * mxfp4_tiled_group_bytes(n, k);
+  const int k_tiles = (k + 127) / 128;
+  // Tile of local row rl (0..127): (2·rb + rl / 64, cb).
+  auto tile_of = [&](int rl) { return group + (int64_t(2 * rb + rl / 64) * k_tiles + cb) * kMxfp4TileBytes; };
+  __shared__ int s_max[8];
+  int e_max = 0;
+  for (int i = threadIdx.x; i < 512; i += 256) {  // (row, MX block)
+    const int rl = i / 4, j = i % 4, r = rb * 128 + rl;
+    if (r < n && cb * 128 + 32 * j < k) {
+      const int rr = rl % 64;
+      e_max = max(e_max, int(tile_of(rl)[4096 + 32 * (rr % 8) + 4 * (rr / 8) + j]));
+    }
+  }
+  e_max = __reduce_max_sync(0xffffffffu, e_max);
+  if (threadIdx.x % 32 == 0) s_max[threadIdx.x / 32] = e_max;
+  __syncthreads();
+  e_max = 0;
+  for (int w = 0; w < 8; ++w) e_max = max(e_max, s_max[w]);
+  if (threadIdx.x == 0) dst_scales[(gr * nb + rb) * kb + cb] = ldexpf(1.0f, e_max - 127 - 6);
+  const int64_t np = fp8_tiled_pad(n), kp = fp8_tiled_pad(k);
+  uint8_t* out = dst + gr * fp8_tiled_group_bytes(n, k);
+  for (int i = threadIdx.x; i < 2048; i += 256) {  // (row, 8-column group)
+    const int rl = i / 16, q = i % 16, j = q / 4, t = q % 4, rr = rl % 64;
+    const int64_t r = rb * 128 + rl, c = cb * 128 + 32 * j + 8 * t;
+    if (r >= np || c >= kp) continue;
+    const uint8_t* tile = tile_of(rl);
+    const uint32_t word = *reinterpret_cast<const uint32_t*>(tile + (32 * (rr / 8) + 4 * (rr % 8) + t) * 16 + 4 * j);
+    const int shift = int(tile[4096 + 32 * (rr % 8) + 4 * (rr / 8) + j]) - e_max + 6;
+    uint32_t lo = 0, hi = 0;
+#pragma unroll
+    for (int v = 0; v < 8; ++v) {
+      const uint32_t code = ((word >> mxfp4_tiled_sign_bit(v)) & 1u) << 3 | ((word >> mxfp4_tiled_mag_bit(v)) & 7u);
+      const float value = ldexpf(kFp4Values[code], shift);
+      const uint32_t b = __nv_cvt_float_to_fp8(value, __NV_SATFINITE, __NV_E4M3);
+      if (v < 4) {
+        lo |= b << (8 * v);
+      } else {
+        hi |= b << (8 * (v - 4));
+      }
+    }
+    *reinterpret_cast<uint2*>(out + fp8_tiled_offset(r, c, kp)) = make_uint2(lo, hi);
+  }
+}
+
 }  // namespace
+
+void launch_mxfp4_tiled_to_fp8(const uint8_t* src, uint8_t* dst, float* dst_scales, int groups, int n, int k,
+                               cudaStream_t stream) {
+  GOSSAMER_CHECK(groups >= 0 && n >= 0 && k >= 0 && k % 32 == 0, "mxfp4_tiled_to_fp8: K (", k,
+                 ") must be a multiple of 32");
+  const int64_t blocks = int64_t(groups) * ((n + 127) / 128) * ((k + 127) / 128);
+  if (blocks == 0) return;
+  mxfp4_tiled_to_fp8_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(src, dst, dst_scales, n, k);
+  GOSSAMER_CUDA_CHECK_LAUNCH();
+}
 
 void launch_mxfp4_to_tiled(const uint8_t* blocks, const uint8_t* scales, uint8_t* dst, int groups, int n, int k,
                            cudaStream_t stream) {

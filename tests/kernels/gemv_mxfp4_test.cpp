@@ -12,6 +12,7 @@
 
 #include "kernel_test_utils.h"
 #include "kernels/moe.h"
+#include "kernels/mxfp4_convert.h"
 #include "kernels/mxfp4_tiled.h"
 
 namespace gossamer::kernels {
@@ -55,6 +56,36 @@ TEST(Mxfp4TiledKernel, MatchesCpuRelayout) {
     dt.poison();
     launch_mxfp4_to_tiled(db.get(), ds.get(), dt.get(), groups, n, k, nullptr);
     EXPECT_TRUE(dt.download() == m.tiled) << groups << "×" << n << "×" << k;
+  }
+}
+
+// The prefill path's conversion (tiled MXFP4 → tile-major FP8 + 128×128 scales) is bit-identical to the
+// load-time one (mxfp4_to_fp8 on the checkpoint layout, then fp8_to_tiled), wide exponent spans included.
+TEST(Mxfp4TiledKernel, ToFp8MatchesCheckpointConversion) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(35);
+  for (const auto& [groups, n, k, lo, hi] :
+       {std::tuple{2, 136, 416, 116, 124}, std::tuple{1, 5760, 2880, 110, 127}, std::tuple{3, 200, 96, 60, 200}}) {
+    const Mx m = random_mx(groups, n, k, rng, lo, hi);
+    std::vector<uint8_t> fp8(size_t(groups) * n * k);
+    std::vector<float> scales(size_t(groups) * ((n + 127) / 128) * ((k + 127) / 128));
+    Mxfp4ToFp8Params c;
+    c.blocks = m.blocks.data();
+    c.scales = m.scales.data();
+    c.out = fp8.data();
+    c.out_scales = scales.data();
+    c.num_experts = groups;
+    c.rows = n;
+    c.cols = k;
+    mxfp4_to_fp8_cpu(c);
+    const auto want = tiled(fp8, groups, n, k);
+    DeviceBuffer<uint8_t> dsrc(m.tiled), dout(want.size());
+    DeviceBuffer<float> dscales(scales.size());
+    dout.poison();
+    dscales.poison();
+    launch_mxfp4_tiled_to_fp8(dsrc.get(), dout.get(), dscales.get(), groups, n, k, nullptr);
+    EXPECT_TRUE(dout.download() == want) << groups << "×" << n << "×" << k << " e in [" << lo << ", " << hi << "]";
+    EXPECT_EQ(dscales.download(), scales) << groups << "×" << n << "×" << k;
   }
 }
 
