@@ -7,7 +7,9 @@
 // logits (converted from bf16). Not thread-safe: one forward at a time.
 //
 // Paths of a step: rows ≤ 8 (decode) use weight-only GEMVs (activations stay bf16), larger steps the
-// FP8 GEMMs with per-token 1×128 activation quantization (or the bf16 GEMMs in bf16 mode). Pure decode
+// FP8 GEMMs with per-token 1×128 activation quantization (or the bf16 GEMMs in bf16 mode). With MXFP4
+// experts (--weights mxfp4) decode reads them as MXFP4; larger steps first convert the layer's experts to
+// FP8 (kernels/mxfp4_tiled.h) into a scratch of the model, then run the FP8 expert GEMMs. Pure decode
 // steps (one new token per sequence, ≤ kMaxGraphBatch sequences) replay a CUDA graph captured once per
 // padded batch size; padding sequences compute on a scratch KV block that no caller can own.
 #pragma once
@@ -121,6 +123,9 @@ class CudaModel final : public Model {
   DeviceBuffer plan_;  // eager steps' plan
   DeviceBuffer residual_, delta_, normed_, qkv_, q_, attn_out_, act_, act_scales_, router_logits_, moe_workspace_,
       decode_workspace_, final_rows_, logits_;
+  // --weights mxfp4: one layer's experts converted to FP8 for steps of more than kGemvMaxRows tokens
+  // (tile-major [E, 2·inter, hidden] / [E, hidden, inter] e4m3 and their 128×128 scales), reused per layer.
+  DeviceBuffer prefill_w1_, prefill_w1_scales_, prefill_w2_, prefill_w2_scales_;
   uint64_t workspace_generation_ = 0;
   std::vector<DecodeGraph> graphs_;
   int64_t graph_replays_ = 0;
