@@ -1,5 +1,6 @@
 // Checkpoint MXFP4 → tile-major MXFP4 (mxfp4_tiled.h): one thread per 32-bit word of a tile's code bytes
 // (8 codes of one row, from one aligned 4-byte source load) or per 4 scale bytes; writes coalesced.
+#include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
 #include <algorithm>
@@ -12,8 +13,6 @@
 namespace gossamer::kernels {
 namespace {
 
-__constant__ float kFp4Values[16] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
-                                     -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
 constexpr int kWordsPerTile = kMxfp4TileBytes / 4;  // 1024 code words + 64 scale words
 
 __global__ void mxfp4_to_tiled_kernel(const uint8_t* __restrict__ blocks, const uint8_t* __restrict__ scales,
@@ -85,11 +84,13 @@ __global__ void __launch_bounds__(256)
     const uint8_t* tile = tile_of(rl);
     const uint32_t word = *reinterpret_cast<const uint32_t*>(tile + (32 * (rr / 8) + 4 * (rr % 8) + t) * 16 + 4 * j);
     const int shift = int(tile[4096 + 32 * (rr % 8) + 4 * (rr / 8) + j]) - e_max + 6;
+    uint32_t halves[4];  // f16 = fp4 · 2^-14, exact
+    mxfp4_tiled_decode_word(word, halves);
     uint32_t lo = 0, hi = 0;
 #pragma unroll
     for (int v = 0; v < 8; ++v) {
-      const uint32_t code = ((word >> mxfp4_tiled_sign_bit(v)) & 1u) << 3 | ((word >> mxfp4_tiled_mag_bit(v)) & 7u);
-      const float value = ldexpf(kFp4Values[code], shift);
+      const auto bits = static_cast<unsigned short>(halves[v / 2] >> (16 * (v % 2)));
+      const float value = ldexpf(__half2float(__ushort_as_half(bits)), shift + 14);
       const uint32_t b = __nv_cvt_float_to_fp8(value, __NV_SATFINITE, __NV_E4M3);
       if (v < 4) {
         lo |= b << (8 * v);
