@@ -352,15 +352,16 @@ TEST(MoeDecodeMxfp4Kernel, MatchesReferenceAndGraphReplay) {
     EXPECT_LT(err, kTolBf16) << shape;
     // Captured into a CUDA graph and replayed twice: bit-identical to the stream launch.
     cudaStream_t stream;
-    ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
     cudaGraph_t graph;
     cudaGraphExec_t exec;
-    ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
+    ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
     launch_moe_decode(d, ws.get(), stream);
     ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
     ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
     for (int i = 0; i < 2; ++i) {
       dout.poison();
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the poison (legacy stream) before the replay
       ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
       ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
       EXPECT_EQ(dout.download(), out) << shape << ": graph replay " << i;
