@@ -216,6 +216,8 @@ void CudaModel::prepare_workspace(const StepPlan& plan) {
     moe_bytes = kernels::moe_bf16_workspace_bytes(static_cast<int>(t), e, config_.hidden_size, inter);
   } else if (t <= kernels::kGemvMaxRows) {
     moe_bytes = std::max(moe_bytes, kernels::moe_decode_workspace_bytes(static_cast<int>(t), config_.hidden_size, inter));
+  } else if (weights_.format == WeightFormat::kMxfp4 && t <= kMxfp4GemvMaxTokens) {  // chunks of 8 tokens
+    moe_bytes = std::max(moe_bytes, kernels::moe_decode_workspace_bytes(kernels::kGemvMaxRows, config_.hidden_size, inter));
   }
   kernels::AttentionParams attention;
   attention.num_seqs = plan.num_seqs;

@@ -122,11 +122,21 @@ void CudaModel::experts(int layer, int num_tokens) {
   common(moe);
   if (w.gate_up.mxfp4) {
     const int e = config_.num_experts, h = config_.hidden_size, i = config_.intermediate_size;
-    if (num_tokens <= kernels::kGemvMaxRows) {
+    if (num_tokens <= kMxfp4GemvMaxTokens) {
+      // The MXFP4 decode block over chunks of ≤ 8 tokens (each reads its routed experts once): cheaper than
+      // converting every expert up to this size (docs/kernels-hopper.md).
       moe.weights_mxfp4 = true;
       moe.w1 = w.gate_up.weight.get<uint8_t>();
       moe.w2 = w.down.weight.get<uint8_t>();
-      return kernels::launch_moe_decode(moe, moe_workspace_.get(), stream_);
+      for (int t0 = 0; t0 < num_tokens; t0 += kernels::kGemvMaxRows) {
+        kernels::MoeParams chunk = moe;
+        chunk.num_tokens = std::min(kernels::kGemvMaxRows, num_tokens - t0);
+        chunk.x = moe.x + static_cast<int64_t>(t0) * h;
+        chunk.logits = moe.logits + static_cast<int64_t>(t0) * e;
+        chunk.out = moe.out + static_cast<int64_t>(t0) * h;
+        kernels::launch_moe_decode(chunk, moe_workspace_.get(), stream_);
+      }
+      return;
     }
     // Every expert of the layer to FP8 (≈ 3 bytes moved per weight; docs/kernels-hopper.md), then the
     // FP8 expert GEMMs.
