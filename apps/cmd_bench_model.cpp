@@ -29,9 +29,13 @@ constexpr int32_t kBenchBlockSize = 16;
 struct ModelChoice {
   std::string model_dir, load_format = "auto", preset = "20b", device = "cuda";
   uint64_t seed = 0;
+  double gpu_memory_limit_gib = 0;
   model::ModelOptions options;
   void add_options(CLI::App& cli) {
-    cli.add_option("--weights", options.weights, "cuda weight format: fp8 | bf16")->check(CLI::IsMember({"fp8", "bf16"}));
+    cli.add_option("--gpu-memory-limit-gib", gpu_memory_limit_gib,
+                   "cuda: behave as a GPU of this many GiB (e.g. 80 on an H200); 0 = the whole GPU")
+        ->check(CLI::NonNegativeNumber);
+    cli.add_option("--weights", options.weights, "cuda weight format: fp8 | bf16 | mxfp4 (MXFP4 experts kept as shipped)")->check(CLI::IsMember({"fp8", "bf16", "mxfp4"}));
     cli.add_flag("--enforce-eager", [this](int64_t) { options.cuda_graphs = false; }, "no CUDA graphs for decode steps");
     cli.add_option("--model", model_dir, "checkpoint directory");
     cli.add_option("--load-format", load_format, "auto | dummy (random weights of --preset shapes, no disk)");
@@ -42,10 +46,13 @@ struct ModelChoice {
   std::unique_ptr<model::Model> load() const {
     const auto start = std::chrono::steady_clock::now();
     GOSSAMER_CHECK(load_format == "dummy" || !model_dir.empty(), "give --model DIR or --load-format dummy");
+    GOSSAMER_CHECK(gpu_memory_limit_gib == 0 || device == "cuda", "--gpu-memory-limit-gib needs --device cuda");
+    model::limit_gpu_memory(static_cast<int64_t>(gpu_memory_limit_gib * double(int64_t{1} << 30)));
     auto model = load_format == "dummy" ? model::load_dummy_model(preset, seed, device, options)
                                            : model::load_model(model_dir, device, options);
-    std::fprintf(stderr, "loaded %s on %s in %.1f s\n", load_format == "dummy" ? ("dummy " + preset).c_str() : model_dir.c_str(),
-                 model->backend_name().c_str(),
+    std::fprintf(stderr, "loaded %s on %s (weights %s, %.1f GiB) in %.1f s\n",
+                 load_format == "dummy" ? ("dummy " + preset).c_str() : model_dir.c_str(), model->backend_name().c_str(),
+                 device == "cuda" ? options.weights.c_str() : "f32", static_cast<double>(model->weight_bytes()) / double(1u << 30),
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     return model;
   }

@@ -70,7 +70,7 @@ int run_logits(int argc, char** argv) {
   cli.add_option("--output", output, "output .npy path")->required();
   cli.add_option("--device", device, "cpu | cuda");
   model::ModelOptions options;
-  cli.add_option("--weights", options.weights, "cuda weight format: fp8 | bf16")->check(CLI::IsMember({"fp8", "bf16"}));
+  cli.add_option("--weights", options.weights, "cuda weight format: fp8 | bf16 | mxfp4 (MXFP4 experts kept as shipped)")->check(CLI::IsMember({"fp8", "bf16", "mxfp4"}));
   add_parallel_flags(cli, options.layout);
   add_rank_flags(cli, options);
   VllmArgs args(argc, argv);
@@ -79,7 +79,7 @@ int run_logits(int argc, char** argv) {
   check_single_replica(options.layout, device);
   RankLauncher ranks(device, args.argc(), args.argv(), options);
   auto model = model::load_model(model_dir, device, options);
-  std::fprintf(stderr, "loaded %s: %s\n", model_dir.c_str(), layout_summary(*model, options.layout).c_str());
+  std::fprintf(stderr, "loaded %s: %s\n", model_dir.c_str(), layout_summary(*model, options).c_str());
   const auto start = std::chrono::steady_clock::now();
   const std::vector<float> logits = model::prefill_logits(*model, batch);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -101,7 +101,7 @@ int run_generate(int argc, char** argv) {
   cli.add_option("--max-tokens", max_tokens, "tokens to generate")->check(CLI::NonNegativeNumber);
   cli.add_option("--device", device, "cpu | cuda");
   model::ModelOptions options;
-  cli.add_option("--weights", options.weights, "cuda weight format: fp8 | bf16")->check(CLI::IsMember({"fp8", "bf16"}));
+  cli.add_option("--weights", options.weights, "cuda weight format: fp8 | bf16 | mxfp4 (MXFP4 experts kept as shipped)")->check(CLI::IsMember({"fp8", "bf16", "mxfp4"}));
   cli.add_flag("--enforce-eager", [&](int64_t) { options.cuda_graphs = false; }, "no CUDA graphs for decode steps");
   add_parallel_flags(cli, options.layout);
   add_rank_flags(cli, options);
@@ -121,7 +121,7 @@ int run_generate(int argc, char** argv) {
   check_single_replica(options.layout, device);
   RankLauncher ranks(device, args.argc(), args.argv(), options);
   auto model = model::load_model(model_dir, device, options);
-  std::fprintf(stderr, "loaded %s: %s\n", model_dir.c_str(), layout_summary(*model, options.layout).c_str());
+  std::fprintf(stderr, "loaded %s: %s\n", model_dir.c_str(), layout_summary(*model, options).c_str());
   const auto start = std::chrono::steady_clock::now();
   const auto generated = model::greedy_generate(*model, ids, max_tokens, {200002, 200012});
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

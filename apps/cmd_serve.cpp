@@ -43,7 +43,7 @@ std::unique_ptr<comm::TcpBootstrap> connect_control(const model::ModelOptions& o
 // Ranks 1..N−1 of `serve --device cuda -tp N`: with this rank's shard loaded, replay rank 0's model
 // calls until it stops (exit 0) or is gone (exit 1).
 int run_serve_worker(std::unique_ptr<model::Model> model, const model::ModelOptions& options) {
-  GOSSAMER_LOG_INFO("rank ", options.rank, ": ", layout_summary(*model, options.layout), ", serving rank 0's steps");
+  GOSSAMER_LOG_INFO("rank ", options.rank, ": ", layout_summary(*model, options), ", serving rank 0's steps");
   const auto control = connect_control(options);
   model::run_spmd_worker(*model, *control);
   return 0;
@@ -57,7 +57,7 @@ int run_serve(int argc, char** argv) {
   std::vector<std::string> api_keys;
   server::ServerConfig config;
   engine::EngineConfig engine_config;
-  double gpu_memory_utilization = 0.9;
+  double gpu_memory_utilization = 0.9, gpu_memory_limit_gib = 0;
   int64_t kv_cache_memory_bytes = 0;
   bool disable_log_stats = false, no_vllm_metrics = false;
   uint64_t seed = 0;
@@ -67,8 +67,8 @@ int run_serve(int argc, char** argv) {
   cli.add_option("--model", model_flag, "same as the positional MODEL_DIR")->envname("GOSSAMER_MODEL")->group("Model");
   cli.add_option("--device", device, "auto (cuda when a GPU is present) | cpu | cuda")->envname("GOSSAMER_DEVICE")->group("Model");
   model::ModelOptions model_options;
-  cli.add_option("--weights", model_options.weights, "cuda weight format: fp8 (default) | bf16 (accuracy baseline)")
-      ->check(CLI::IsMember({"fp8", "bf16"}))
+  cli.add_option("--weights", model_options.weights, "cuda weight format: fp8 (default) | bf16 (accuracy baseline) | mxfp4 (MXFP4 experts as shipped, fp8 dense)")
+      ->check(CLI::IsMember({"fp8", "bf16", "mxfp4"}))
       ->group("Model");
   cli.add_flag("--enforce-eager", [&](int64_t) { model_options.cuda_graphs = false; }, "no CUDA graphs for decode steps")
       ->group("Model");
@@ -120,6 +120,9 @@ int run_serve(int argc, char** argv) {
       ->envname("GOSSAMER_NUM_GPU_BLOCKS_OVERRIDE")->group("Scheduler");
   cli.add_option("--gpu-memory-utilization", gpu_memory_utilization, "share of GPU memory for weights and KV cache (cuda)")
       ->envname("GOSSAMER_GPU_MEMORY_UTILIZATION")->group("Scheduler");
+  cli.add_option("--gpu-memory-limit-gib", gpu_memory_limit_gib,
+                 "cuda: behave as a GPU of this many GiB (e.g. 80 on an H200; --gpu-memory-utilization then applies to it); 0 = the whole GPU")
+      ->check(CLI::NonNegativeNumber)->envname("GOSSAMER_GPU_MEMORY_LIMIT_GIB")->group("Scheduler");
   cli.add_option("--kv-cache-memory-bytes", kv_cache_memory_bytes, "KV cache budget in bytes (0 = 1 GiB on cpu; on cuda from --gpu-memory-utilization)")
       ->envname("GOSSAMER_KV_CACHE_MEMORY_BYTES")->group("Scheduler");
 
@@ -159,6 +162,8 @@ int run_serve(int argc, char** argv) {
                             model_options);
   }
   GOSSAMER_CHECK(gpu_memory_utilization > 0.0 && gpu_memory_utilization <= 1.0, "--gpu-memory-utilization must be in (0, 1]");
+  GOSSAMER_CHECK(gpu_memory_limit_gib == 0 || (!on_cpu_anyway && model::resolve_device(device) == "cuda"),
+                 "--gpu-memory-limit-gib needs the cuda backend");
   GOSSAMER_CHECK(test.kind.empty() || test.kind == "fake", "--test-backend must be 'fake'");
   config.api_keys = api_keys;
   config.reasoning_field = reasoning_field == "both" ? server::ReasoningField::kBoth
@@ -207,6 +212,7 @@ int run_serve(int argc, char** argv) {
     server.set_loading_message("loading tokenizer");
     auto tokenizer = text::Tokenizer::load_default();
     std::unique_ptr<model::Model> model;
+    if (gpu_memory_limit_gib > 0) model::limit_gpu_memory(static_cast<int64_t>(gpu_memory_limit_gib * double(int64_t{1} << 30)));
     if (!test.kind.empty()) {
       model = test_support::make_test_model(test, *tokenizer);
     } else if (load_format == "dummy") {
@@ -224,12 +230,13 @@ int run_serve(int argc, char** argv) {
       server.set_loading_message("loading model from " + model_dir);
       model = model::load_model(model_dir, model::resolve_device(device), model_options);
     }
-    GOSSAMER_LOG_INFO("model loaded: ", layout_summary(*model, model_options.layout));
+    GOSSAMER_LOG_INFO("model loaded: ", layout_summary(*model, model_options));
     if (model->backend_name() == "cuda" && kv_cache_memory_bytes == 0) {
       // vLLM's rule: weights + KV cache (+ activation headroom) within --gpu-memory-utilization of the GPU.
       engine_config.kv_cache_memory_bytes = model::gpu_kv_cache_budget_bytes(gpu_memory_utilization);
       GOSSAMER_LOG_INFO("KV cache budget ", engine_config.kv_cache_memory_bytes / double(1 << 30), " GiB (",
-                        "--gpu-memory-utilization ", gpu_memory_utilization, ")");
+                        "--gpu-memory-utilization ", gpu_memory_utilization,
+                        gpu_memory_limit_gib > 0 ? " of --gpu-memory-limit-gib " + std::to_string(gpu_memory_limit_gib) : "", ")");
     }
     if (cuda_group) {
       server.set_loading_message("waiting for the other ranks of " + model_options.layout.describe());

@@ -1,5 +1,7 @@
 #include "parallel_flags.h"
 
+#include <cstdio>
+
 #include "core/error.h"
 #include "model/loader.h"
 
@@ -42,11 +44,18 @@ void check_single_replica(const model::ParallelLayout& layout, const std::string
                  "--tensor-parallel-size and CUDA_VISIBLE_DEVICES) behind a load balancer (docs/scaling.md)");
 }
 
-std::string layout_summary(const model::Model& model, const model::ParallelLayout& layout) {
+std::string layout_summary(const model::Model& model, const model::ModelOptions& options) {
+  const model::ParallelLayout& layout = options.layout;
   std::string line = layout.describe_with_dp() + " on " + model.backend_name();
   const int32_t ranks = layout.tensor_parallel;
   if (model.backend_name() == "cpu" && ranks > 1) line += " (" + std::to_string(ranks) + " simulated ranks)";
   if (model.backend_name() == "cuda" && ranks > 1) line += " (" + std::to_string(ranks) + " processes, one per GPU)";
+  if (model.backend_name() == "cuda") {
+    char gib[32];
+    std::snprintf(gib, sizeof gib, "%.1f", static_cast<double>(model.weight_bytes()) / double(1u << 30));
+    line += ", weights " + (options.weights == "mxfp4" ? std::string("mxfp4 experts + fp8") : options.weights) + " (" +
+            gib + " GiB)";
+  }
   return line;
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "model/loader.h"  // ModelOptions
 #include "model/model.h"
 #include "model/sharding.h"
 
@@ -32,7 +33,8 @@ class VllmArgs {
 // the rest of the layout against the model.
 void check_single_replica(const model::ParallelLayout& layout, const std::string& device);
 
-// "TP2 EP2 DP1 on cpu (2 simulated ranks)" style line for the load summary.
-std::string layout_summary(const model::Model& model, const model::ParallelLayout& layout);
+// "TP2 EP2 DP1 on cpu (2 simulated ranks)" style line for the load summary; on cuda with the weight format
+// and the GPU bytes of the weights.
+std::string layout_summary(const model::Model& model, const model::ModelOptions& options);
 
 }  // namespace gossamer::app

@@ -18,11 +18,14 @@
 #include "kernels/attention.h"
 #include "kernels/cuda_utils.h"
 #include "kernels/embedding.h"
+#include "kernels/fp8_tiled.h"
 #include "kernels/gemm_fp8.h"
 #include "kernels/gemv_fp8.h"
+#include "kernels/gemv_mxfp4.h"
 #include "kernels/gpt_oss_cases.h"  // tests/kernels/: the cases the kernel tests check
 #include "kernels/moe.h"
 #include "kernels/mxfp4_convert.h"
+#include "kernels/mxfp4_tiled.h"
 #include "kernels/quantize_fp8.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
@@ -543,6 +546,107 @@ void bench_moe_decode(int T, int E, bool baseline = true) {
   row("moe_decode row-major", m.shape(), us_row_major, m.flops(), m.expert_bytes(), base, "copy");
 }
 
+// ---- MXFP4 decode GEMV (gemv_mxfp4.h) vs the FP8 GEMV (tile-major, PDL) at the same shape ----
+// GB/s counts the MXFP4 bytes read (codes and scales: 4.25 bits per weight); the baseline column is the
+// FP8 GEMV of the same shape (twice the bytes). Random tile bytes: scale codes ≤ 0x77 (finite).
+void bench_gemv_mxfp4(const char* name, int M, int N, int K, GemmEpilogue epi) {
+  const size_t wbytes = size_t(mxfp4_tiled_group_bytes(N, K)), fp8_bytes = size_t(fp8_tiled_group_bytes(N, K));
+  const int copies = copies_for(wbytes), fp8_copies = copies_for(fp8_bytes);
+  std::vector<std::unique_ptr<Buf>> w, w8, s8;
+  for (int c = 0; c < copies; ++c) {
+    w.push_back(std::make_unique<Buf>(wbytes));
+    fill_fp8(*w.back());
+  }
+  for (int c = 0; c < fp8_copies; ++c) {
+    w8.push_back(std::make_unique<Buf>(fp8_bytes));
+    s8.push_back(std::make_unique<Buf>(size_t((N + 127) / 128) * ((K + 127) / 128) * 4));
+    fill_fp8(*w8.back());
+    fill_f32(*s8.back(), 1e-3f, 2e-3f);
+  }
+  const int out_cols = epi == GemmEpilogue::kSwiGlu ? N / 2 : N;
+  Buf x(size_t(M) * K * 2), bias(size_t(N) * 2), out(size_t(M) * out_cols * 2);
+  fill_bf16(x, -2, 2);
+  fill_bf16(bias, -1, 1);
+  GemvFp8Params p;
+  p.x = x.as<uint16_t>();
+  p.ldx = K;
+  p.bias = bias.as<uint16_t>();
+  p.out = out.as<uint16_t>();
+  p.ldc = out_cols;
+  p.M = M;
+  p.N = N;
+  p.K = K;
+  p.epilogue = epi;
+  p.w_tiled = true;
+  const double base = time_us([&](int i) {
+    p.w = w8[i % fp8_copies]->as<uint8_t>();
+    p.w_scales = s8[i % fp8_copies]->as<float>();
+    launch_gemv_fp8(p, nullptr);
+  });
+  GemvMxfp4Params q = gemv_mxfp4_params_of(p);
+  const double us = time_us([&](int i) {
+    q.w = w[i % copies]->as<uint8_t>();
+    launch_gemv_mxfp4(q, nullptr);
+  });
+  const std::string shape = std::string(name) + " M=" + std::to_string(M) + " N=" + std::to_string(N) +
+                            " K=" + std::to_string(K) + (epi == GemmEpilogue::kSwiGlu ? " swiglu" : "");
+  row("gemv_mxfp4", shape, us, 2.0 * M * N * K, double(wbytes), base, "copy");
+}
+
+// The MoE decode block with MXFP4 experts vs the same block with FP8 experts (tile-major), as
+// bench_moe_decode. GB/s counts the touched experts' MXFP4 bytes (assumed distinct).
+void bench_moe_decode_mxfp4(int T, int E) {
+  const int H = 2880, I = 2880, logit_copies = 8;
+  const size_t g1 = size_t(mxfp4_tiled_group_bytes(2 * I, H)), g2 = size_t(mxfp4_tiled_group_bytes(H, I));
+  Buf w1(size_t(E) * g1), w2(size_t(E) * g2), f1(size_t(E) * 2 * I * H), f2(size_t(E) * H * I),
+      f1s(size_t(E) * 45 * 23 * 4), f2s(size_t(E) * 23 * 23 * 4), b1(size_t(E) * 2 * I * 2), b2(size_t(E) * H * 2),
+      x(size_t(T) * H * 2), logits(size_t(logit_copies) * T * E * 2), out(size_t(T) * H * 2),
+      ws(moe_decode_workspace_bytes(T, H, I));
+  fill_fp8(w1);
+  fill_fp8(w2);
+  fill_fp8(f1);
+  fill_fp8(f2);
+  fill_f32(f1s, 1e-4f, 3e-4f);
+  fill_f32(f2s, 1e-4f, 3e-4f);
+  fill_bf16(b1, -0.5f, 0.5f);
+  fill_bf16(b2, -0.5f, 0.5f);
+  fill_bf16(x, -2, 2);
+  fill_bf16(logits, -4, 4);
+  MoeParams p;
+  p.x = x.as<uint16_t>();
+  p.out = out.as<uint16_t>();
+  p.b1 = b1.as<uint16_t>();
+  p.b2 = b2.as<uint16_t>();
+  p.num_tokens = T;
+  p.num_experts = E;
+  p.num_local_experts = E;
+  p.hidden = H;
+  p.inter = I;
+  auto logits_of = [&](int i) { return logits.as<uint16_t>() + size_t(i % logit_copies) * T * E; };
+  p.w1 = f1.as<uint8_t>();
+  p.w1_scales = f1s.as<float>();
+  p.w2 = f2.as<uint8_t>();
+  p.w2_scales = f2s.as<float>();
+  p.weights_tiled = true;
+  const double base = time_us([&](int i) {
+    p.logits = logits_of(i);
+    launch_moe_decode(p, ws.get(), nullptr);
+  }, 16);
+  p.w1 = w1.as<uint8_t>();
+  p.w2 = w2.as<uint8_t>();
+  p.w1_scales = p.w2_scales = nullptr;
+  p.weights_tiled = false;
+  p.weights_mxfp4 = true;
+  const double us = time_us([&](int i) {
+    p.logits = logits_of(i);
+    launch_moe_decode(p, ws.get(), nullptr);
+  }, 16);
+  const double flops = double(T) * 4 * 2 * (2.0 * I * H + double(H) * I);
+  const double bytes = double(std::min(E, T * 4)) * double(g1 + g2);
+  row("moe_decode mxfp4 (route..combine)", std::to_string(T) + " tok, E=" + std::to_string(E) + ", top-4", us, flops,
+      bytes, base, "copy");
+}
+
 struct PagedKv {
   std::vector<int32_t> cu{0}, kv, indptr{0}, idx;
   int pages = 0;
@@ -681,6 +785,15 @@ int main(int argc, char** argv) {
       for (const gpt_oss::LinearCase& l : gpt_oss::kLinears) bench_gemv(l.name, M, l.n, l.k, l.epilogue);
     }
     for (const gpt_oss::MoeCase& m : gpt_oss::kMoeDecode) bench_moe_decode(m.tokens, m.experts);
+  }
+  if (want("gemv") || want("mxfp4")) {  // MXFP4 experts (--weights mxfp4): the expert shapes of 20b/120b
+    for (int M : gpt_oss::kDecodeRows) {
+      bench_gemv_mxfp4("gate_up", M, 5760, 2880, GemmEpilogue::kSwiGlu);
+      bench_gemv_mxfp4("down", M, 2880, 2880, GemmEpilogue::kBias);
+    }
+    bench_gemv_mxfp4("4x gate_up", 1, 4 * 5760, 2880, GemmEpilogue::kSwiGlu);  // one token's 4 experts, dense
+    for (const gpt_oss::MoeCase& m : gpt_oss::kMoeDecode) bench_moe_decode_mxfp4(m.tokens, m.experts);
+    for (const int t : {2, 8}) bench_moe_decode_mxfp4(t, 32);
   }
   if (want("gemvx")) {  // read ceilings and the decode GEMV access pattern, row-major vs tile-major
     bench_read("down", size_t(2880) * 2880);

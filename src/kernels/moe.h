@@ -85,6 +85,9 @@ struct MoeParams {
   const float* w2_scales = nullptr;
   const uint16_t* b2 = nullptr;  // [E_local, hidden] bf16
   bool weights_tiled = false;    // w1 and w2 in the tile-major layout of fp8_tiled.h
+  // w1 and w2 in the tiled MXFP4 layout of mxfp4_tiled.h ([E_local, mxfp4_tiled_group_bytes(N, K)] u8,
+  // scales inside; w1_scales / w2_scales unused): launch_moe_decode / moe_decode_cpu only.
+  bool weights_mxfp4 = false;
   int num_tokens = 0;
   int num_experts = 0;
   int expert_begin = 0;
@@ -134,7 +137,8 @@ void moe_bf16_cpu(const MoeBf16Params& p);
 // (act [T·4, inter] bf16, one row per pair) → grouped GEMV down + bias (y [T·4, hidden] bf16) →
 // launch_moe_combine with pair_row = identity (−1 for pairs routed to other ranks). Unlike launch_moe
 // (and moe_cpu), x and the SwiGLU output are not quantized to fp8: act and y are rounded to bf16.
-// Requires hidden and inter multiples of 16, num_local_experts ≥ 1. Graph capturable.
+// Requires hidden and inter multiples of 16 (of 32 with weights_mxfp4: gemv_mxfp4.h), num_local_experts ≥ 1.
+// Graph capturable.
 size_t moe_decode_workspace_bytes(int num_tokens, int hidden, int inter);
 void launch_moe_decode(const MoeParams& p, void* workspace, cudaStream_t stream);
 // One grouped GEMV of the decode block, shared by launch_moe_decode and moe_decode_cpu. gate_up: pair q

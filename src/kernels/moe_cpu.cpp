@@ -4,10 +4,12 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/error.h"
 #include "kernels/fp8_tiled.h"
 #include "kernels/gemm_bf16.h"
 #include "kernels/gemm_fp8.h"
 #include "kernels/gemv_fp8.h"
+#include "kernels/gemv_mxfp4.h"
 #include "kernels/moe.h"
 #include "kernels/quantize_fp8.h"
 
@@ -115,6 +117,7 @@ void moe_combine_cpu(const MoeCombineParams& p) {
 }
 
 void moe_cpu(const MoeParams& p) {
+  GOSSAMER_CHECK(!p.weights_mxfp4, "moe_cpu: MXFP4 experts have only the decode reference (moe_decode_cpu)");
   const int H = p.hidden, I = p.inter;
   const int kb_h = (H + 127) / 128, kb_i = (I + 127) / 128;
   std::vector<uint8_t> xq(H), hq(I);
@@ -226,8 +229,16 @@ void moe_decode_cpu(const MoeParams& p) {
   std::vector<float> weights(pairs);
   moe_route_cpu({p.logits, ids.data(), weights.data(), T, p.num_experts});
   std::vector<uint16_t> act(size_t(pairs) * p.inter), y(size_t(pairs) * p.hidden);
-  gemv_fp8_cpu(moe_decode_projection(p, true, ids.data(), act.data(), pair_row.data(), y.data()));
-  gemv_fp8_cpu(moe_decode_projection(p, false, ids.data(), act.data(), pair_row.data(), y.data()));
+  // MXFP4 experts (weights_mxfp4) go through their own GEMV reference with the same grouped contract.
+  const auto gemv = [&](const GemvFp8Params& g) {
+    if (p.weights_mxfp4) {
+      gemv_mxfp4_cpu(gemv_mxfp4_params_of(g));
+    } else {
+      gemv_fp8_cpu(g);
+    }
+  };
+  gemv(moe_decode_projection(p, true, ids.data(), act.data(), pair_row.data(), y.data()));
+  gemv(moe_decode_projection(p, false, ids.data(), act.data(), pair_row.data(), y.data()));
   moe_combine_cpu({y.data(), pair_row.data(), weights.data(), p.residual, p.out, T, p.hidden});
 }
 

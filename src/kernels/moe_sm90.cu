@@ -18,6 +18,7 @@
 #include "kernels/gemm_bf16.h"
 #include "kernels/gemm_fp8.h"
 #include "kernels/gemv_fp8.h"
+#include "kernels/gemv_mxfp4.h"
 #include "kernels/moe.h"
 #include "kernels/quantize_fp8.h"
 
@@ -196,8 +197,16 @@ void experts_bf16_gemm(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t st
 }
 
 void experts_fp8_gemv(const MoeParams& p, const MoeWorkspace& w, cudaStream_t stream) {
-  launch_gemv_fp8(moe_decode_projection(p, true, w.topk_ids, w.h, w.pair_row, w.y), stream);
-  launch_gemv_fp8(moe_decode_projection(p, false, w.topk_ids, w.h, w.pair_row, w.y), stream);
+  // MXFP4 experts (weights_mxfp4) go through their own GEMV with the same grouped contract.
+  const auto gemv = [&](const GemvFp8Params& g) {
+    if (p.weights_mxfp4) {
+      launch_gemv_mxfp4(gemv_mxfp4_params_of(g), stream);
+    } else {
+      launch_gemv_fp8(g, stream);
+    }
+  };
+  gemv(moe_decode_projection(p, true, w.topk_ids, w.h, w.pair_row, w.y));
+  gemv(moe_decode_projection(p, false, w.topk_ids, w.h, w.pair_row, w.y));
 }
 
 // The composition (b.T > 0; the caller checked the step's contract).
@@ -228,6 +237,7 @@ size_t moe_workspace_bytes(int num_tokens, int num_local_experts, int hidden, in
 }
 
 void launch_moe(const MoeParams& p, void* workspace, cudaStream_t stream) {
+  GOSSAMER_CHECK(!p.weights_mxfp4, "moe: MXFP4 experts run through launch_moe_decode only");
   GOSSAMER_CHECK(p.hidden % 16 == 0 && p.inter % 16 == 0, "moe: hidden and inter must be multiples of 16");
   if (p.num_tokens == 0) return;
   launch_moe_block(block_of(p, ExpertStep::kFp8Gemm), workspace, stream);

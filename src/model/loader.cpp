@@ -34,12 +34,42 @@ int visible_gpu_count() {
   return 0;
 }
 
+#ifdef GOSSAMER_HAVE_CUDA
+namespace {
+int64_t g_reserved_bytes = 0;  // held by limit_gpu_memory (never freed: the process's smaller GPU)
+}  // namespace
+#endif
+
+void limit_gpu_memory(int64_t limit_bytes) {
+  if (limit_bytes <= 0) return;
+#ifdef GOSSAMER_HAVE_CUDA
+  GOSSAMER_CHECK(g_reserved_bytes == 0, "the GPU memory limit is set once per process");
+  size_t free_bytes = 0, total_bytes = 0;
+  GOSSAMER_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess, "GPU memory limit: no usable CUDA GPU");
+  const auto limit = static_cast<size_t>(limit_bytes);
+  GOSSAMER_CHECK(limit <= total_bytes, "GPU memory limit ", limit_bytes / double(1 << 30), " GiB exceeds the GPU's ",
+                 total_bytes / double(1 << 30), " GiB");
+  const size_t reserve = total_bytes - limit;
+  GOSSAMER_CHECK(reserve <= free_bytes, "GPU memory limit: ", (total_bytes - free_bytes) / double(1 << 30),
+                 " GiB are already in use, more than the limit allows");
+  if (reserve == 0) return;
+  void* ballast = nullptr;
+  GOSSAMER_CHECK(cudaMalloc(&ballast, reserve) == cudaSuccess, "GPU memory limit: cannot reserve ",
+                 reserve / double(1 << 30), " GiB");
+  g_reserved_bytes = static_cast<int64_t>(reserve);
+#else
+  GOSSAMER_THROW("a GPU memory limit needs the cuda backend (this gossamer was built without CUDA)");
+#endif
+}
+
 int64_t gpu_kv_cache_budget_bytes(double utilization, int64_t headroom_bytes) {
 #ifdef GOSSAMER_HAVE_CUDA
   size_t free_bytes = 0, total_bytes = 0;
   if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) return 0;
-  const double allowed = utilization * static_cast<double>(total_bytes);
-  const double used = static_cast<double>(total_bytes - free_bytes);
+  // With a limit the reserved rest is neither capacity nor use.
+  const double capacity = static_cast<double>(total_bytes) - static_cast<double>(g_reserved_bytes);
+  const double allowed = utilization * capacity;
+  const double used = static_cast<double>(total_bytes - free_bytes) - static_cast<double>(g_reserved_bytes);
   return std::max<int64_t>(0, static_cast<int64_t>(allowed - used) - headroom_bytes);
 #else
   (void)utilization;
@@ -122,8 +152,8 @@ std::unique_ptr<Model> make_cuda_dummy_rank(const GptOssConfig& config, uint64_t
 }  // namespace
 
 std::unique_ptr<Model> load_model(const std::string& dir, const std::string& device, const ModelOptions& options) {
-  GOSSAMER_CHECK(options.weights == "fp8" || options.weights == "bf16", "unknown weight format '", options.weights,
-                 "' (expected fp8 or bf16)");
+  GOSSAMER_CHECK(options.weights == "fp8" || options.weights == "bf16" || options.weights == "mxfp4",
+                 "unknown weight format '", options.weights, "' (expected fp8, bf16 or mxfp4)");
   if (device == "cpu") {
     std::shared_ptr<Checkpoint> checkpoint = Checkpoint::open(dir);
     const GptOssConfig config = checkpoint->config();

@@ -16,8 +16,14 @@ namespace gossamer::model {
 // "auto" → "cuda" when this build has CUDA and a GPU is visible, else "cpu"; other names pass through.
 std::string resolve_device(const std::string& device);
 
+// `--gpu-memory-limit-gib`: makes the current GPU behave as one of `limit_bytes` (e.g. an 80 GB part on an
+// H200) by allocating and holding the rest for the life of the process; call before loading. Throws when
+// the GPU is smaller than the limit or the rest cannot be taken. 0 = no limit (a no-op). No-op without CUDA.
+void limit_gpu_memory(int64_t limit_bytes);
+
 // Bytes the KV cache may take on the current GPU so that everything allocated so far plus the cache
-// stays within `utilization` of its memory, keeping `headroom_bytes` for step activations. 0 without CUDA.
+// stays within `utilization` of its memory (of the limit when limit_gpu_memory set one), keeping
+// `headroom_bytes` for step activations. 0 without CUDA.
 int64_t gpu_kv_cache_budget_bytes(double utilization, int64_t headroom_bytes = int64_t{4} << 30);
 
 // Backend options (weights and cuda_graphs: cuda only).

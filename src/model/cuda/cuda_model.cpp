@@ -10,6 +10,7 @@
 #include "core/log.h"
 #include "core/parallel.h"
 #include "kernels/attention.h"
+#include "kernels/fp8_tiled.h"
 #include "kernels/gemm_bf16.h"
 #include "kernels/gemv_fp8.h"
 #include "kernels/moe.h"
@@ -78,6 +79,14 @@ CudaModel::CudaModel(GptOssConfig config, CudaOptions options, const std::functi
   GOSSAMER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   weights_ = make(config_);
   rope_ = RopeTables::from_config(config_);
+  if (weights_.format == WeightFormat::kMxfp4) {
+    const int64_t e = config_.num_experts, h = config_.hidden_size, i = config_.intermediate_size;
+    auto scale_bytes = [&](int64_t rows, int64_t cols) { return static_cast<size_t>(e * ((rows + 127) / 128) * ((cols + 127) / 128) * 4); };
+    prefill_w1_.ensure(static_cast<size_t>(e * kernels::fp8_tiled_group_bytes(2 * i, h)));
+    prefill_w1_scales_.ensure(scale_bytes(2 * i, h));
+    prefill_w2_.ensure(static_cast<size_t>(e * kernels::fp8_tiled_group_bytes(h, i)));
+    prefill_w2_scales_.ensure(scale_bytes(h, i));
+  }
 }
 
 CudaModel::~CudaModel() {
@@ -214,6 +223,8 @@ void CudaModel::prepare_workspace(const StepPlan& plan) {
     moe_bytes = kernels::moe_bf16_workspace_bytes(static_cast<int>(t), e, config_.hidden_size, inter);
   } else if (t <= kernels::kGemvMaxRows) {
     moe_bytes = std::max(moe_bytes, kernels::moe_decode_workspace_bytes(static_cast<int>(t), config_.hidden_size, inter));
+  } else if (weights_.format == WeightFormat::kMxfp4 && t <= kMxfp4GemvMaxTokens) {  // chunks of 8 tokens
+    moe_bytes = std::max(moe_bytes, kernels::moe_decode_workspace_bytes(kernels::kGemvMaxRows, config_.hidden_size, inter));
   }
   kernels::AttentionParams attention;
   attention.num_seqs = plan.num_seqs;

@@ -7,7 +7,10 @@
 // logits (converted from bf16). Not thread-safe: one forward at a time.
 //
 // Paths of a step: rows ≤ 8 (decode) use weight-only GEMVs (activations stay bf16), larger steps the
-// FP8 GEMMs with per-token 1×128 activation quantization (or the bf16 GEMMs in bf16 mode). Pure decode
+// FP8 GEMMs with per-token 1×128 activation quantization (or the bf16 GEMMs in bf16 mode). With MXFP4
+// experts (--weights mxfp4) steps of ≤ kMxfp4GemvMaxTokens read them as MXFP4 (the decode MoE, 8 tokens
+// at a time); larger steps first convert the layer's experts to FP8 (kernels/mxfp4_tiled.h) into a
+// scratch of the model, then run the FP8 expert GEMMs. Pure decode
 // steps (one new token per sequence, ≤ kMaxGraphBatch sequences) replay a CUDA graph captured once per
 // padded batch size; padding sequences compute on a scratch KV block that no caller can own.
 #pragma once
@@ -74,6 +77,9 @@ class CudaModel final : public Model {
   int64_t graph_replays() const { return graph_replays_; }
 
   static constexpr int kMaxGraphBatch = 256;
+  // --weights mxfp4: steps of up to this many tokens run the MXFP4 decode MoE in chunks of 8 tokens;
+  // larger ones convert the layer's experts to FP8 for the grouped GEMMs.
+  static constexpr int kMxfp4GemvMaxTokens = 64;
 
  protected:
   void allocate_kv_cache_impl(int32_t num_blocks, int32_t block_size, int32_t num_sliding_blocks) override;
@@ -136,6 +142,9 @@ class CudaModel final : public Model {
   DeviceBuffer plan_;  // eager steps' plan
   DeviceBuffer residual_, delta_, normed_, qkv_, q_, attn_out_, act_, act_scales_, router_logits_, moe_workspace_,
       decode_workspace_, final_rows_, logits_;
+  // --weights mxfp4: one layer's experts converted to FP8 for steps of more than kGemvMaxRows tokens
+  // (tile-major [E, 2·inter, hidden] / [E, hidden, inter] e4m3 and their 128×128 scales), reused per layer.
+  DeviceBuffer prefill_w1_, prefill_w1_scales_, prefill_w2_, prefill_w2_scales_;
   uint64_t workspace_generation_ = 0;
   std::vector<DecodeGraph> graphs_;
   int64_t graph_replays_ = 0;

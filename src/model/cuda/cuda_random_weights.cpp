@@ -6,6 +6,7 @@
 #include "core/dtype.h"
 #include "core/log.h"
 #include "kernels/fp8_tiled.h"
+#include "kernels/mxfp4_tiled.h"
 #include "kernels/random_fill.h"
 #include "model/cuda/cuda_weights.h"
 
@@ -61,12 +62,31 @@ class RandomBuilder {
     if (bias) l.bias = bf16(n, 0.0f, 0.1f);
     return l;
   }
-  DeviceExperts experts(int64_t count, int64_t rows, int64_t cols, float std, bool fp8) {
+  DeviceExperts experts(int64_t count, int64_t rows, int64_t cols, float std, bool fp8, bool mxfp4) {
     DeviceExperts e;
     e.fp8 = fp8;
-    e.weight = matrix(count, rows, cols, std, fp8, &e.scales);
+    e.mxfp4 = mxfp4;
+    e.weight = mxfp4 ? mxfp4_matrix(count, rows, cols, std) : matrix(count, rows, cols, std, fp8, &e.scales);
     e.bias = bf16(count * rows, 0.0f, 0.1f);
     return e;
+  }
+  // Tiled MXFP4 experts: code bytes from a uniform fp8 fill (their nibbles' magnitudes average ≈ 4 in
+  // fp4 units), one E8M0 exponent for all blocks so that the std is ≈ `std`, relaid on the GPU.
+  DeviceBuffer mxfp4_matrix(int64_t groups, int64_t rows, int64_t cols, float std) {
+    uint64_t temporary = 0;
+    std::swap(temporary, counter_);  // the checkpoint-layout staging is freed below
+    DeviceBuffer blocks = fill(groups * rows * cols / 2, kernels::RandomFillType::kFp8E4M3, kernels::RandomDist::kUniform,
+                               -448.0f, 448.0f);
+    std::swap(temporary, counter_);
+    DeviceBuffer scales(static_cast<size_t>(std::max<int64_t>(groups * rows * cols / 32, 16)));
+    const int e = std::clamp(127 + static_cast<int>(std::lround(std::log2(std / 4.0f))), 1, 254);
+    GOSSAMER_CUDA_CHECK(cudaMemset(scales.get(), e, scales.bytes()));
+    DeviceBuffer tiled(static_cast<size_t>(groups * kernels::mxfp4_tiled_group_bytes(rows, cols)));
+    kernels::launch_mxfp4_to_tiled(blocks.get<uint8_t>(), scales.get<uint8_t>(), tiled.get<uint8_t>(),
+                                   static_cast<int>(groups), static_cast<int>(rows), static_cast<int>(cols), nullptr);
+    GOSSAMER_CUDA_CHECK(cudaDeviceSynchronize());
+    counter_ += tiled.bytes();
+    return tiled;
   }
 
  private:
@@ -82,7 +102,7 @@ CudaWeights CudaWeights::random(const GptOssConfig& config, uint64_t seed, Weigh
   const auto start = std::chrono::steady_clock::now();
   CudaWeights weights;
   weights.format = format;
-  const bool fp8 = format == WeightFormat::kFp8;
+  const bool fp8 = format != WeightFormat::kBf16, mxfp4 = format == WeightFormat::kMxfp4;
   RandomBuilder make(seed, weights.device_bytes);
   const int64_t hidden = config.hidden_size, inter = config.intermediate_size, experts = config.num_experts;
   const float inv_sqrt_hidden = 1.0f / std::sqrt(static_cast<float>(hidden));
@@ -98,8 +118,8 @@ CudaWeights CudaWeights::random(const GptOssConfig& config, uint64_t seed, Weigh
     l.mlp_norm = make.bf16(hidden, 1.0f, 0.1f);
     l.router = make.linear(experts, hidden, inv_sqrt_hidden, false, true);  // bf16 in both formats
     const int64_t held = num_local_experts > 0 ? num_local_experts : experts;
-    l.gate_up = make.experts(held, 2 * inter, hidden, 3.0f * inv_sqrt_hidden, fp8);
-    l.down = make.experts(held, hidden, inter, 0.5f / std::sqrt(static_cast<float>(inter)), fp8);
+    l.gate_up = make.experts(held, 2 * inter, hidden, 3.0f * inv_sqrt_hidden, fp8, mxfp4);
+    l.down = make.experts(held, hidden, inter, 0.5f / std::sqrt(static_cast<float>(inter)), fp8, mxfp4);
     weights.layers.push_back(std::move(l));
   }
   GOSSAMER_CUDA_CHECK(cudaDeviceSynchronize());

@@ -10,6 +10,7 @@
 #include "kernels/gemv_bf16.h"
 #include "kernels/gemv_fp8.h"
 #include "kernels/moe.h"
+#include "kernels/mxfp4_tiled.h"
 #include "kernels/quantize_fp8.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
@@ -120,6 +121,37 @@ void CudaModel::experts(int layer, int num_tokens) {
   }
   kernels::MoeParams moe;
   common(moe);
+  if (w.gate_up.mxfp4) {
+    const int e = config_.num_experts, h = config_.hidden_size, i = config_.intermediate_size;
+    if (num_tokens <= kMxfp4GemvMaxTokens) {
+      // The MXFP4 decode block over chunks of ≤ 8 tokens (each reads its routed experts once): cheaper than
+      // converting every expert up to this size (docs/kernels-hopper.md).
+      moe.weights_mxfp4 = true;
+      moe.w1 = w.gate_up.weight.get<uint8_t>();
+      moe.w2 = w.down.weight.get<uint8_t>();
+      for (int t0 = 0; t0 < num_tokens; t0 += kernels::kGemvMaxRows) {
+        kernels::MoeParams chunk = moe;
+        chunk.num_tokens = std::min(kernels::kGemvMaxRows, num_tokens - t0);
+        chunk.x = moe.x + static_cast<int64_t>(t0) * h;
+        chunk.logits = moe.logits + static_cast<int64_t>(t0) * e;
+        chunk.out = moe.out + static_cast<int64_t>(t0) * h;
+        kernels::launch_moe_decode(chunk, moe_workspace_.get(), stream_);
+      }
+      return;
+    }
+    // Every expert of the layer to FP8 (≈ 3 bytes moved per weight; docs/kernels-hopper.md), then the
+    // FP8 expert GEMMs.
+    kernels::launch_mxfp4_tiled_to_fp8(w.gate_up.weight.get<uint8_t>(), prefill_w1_.get<uint8_t>(),
+                                       prefill_w1_scales_.get<float>(), e, 2 * i, h, stream_);
+    kernels::launch_mxfp4_tiled_to_fp8(w.down.weight.get<uint8_t>(), prefill_w2_.get<uint8_t>(),
+                                       prefill_w2_scales_.get<float>(), e, h, i, stream_);
+    moe.weights_tiled = true;
+    moe.w1 = prefill_w1_.get<uint8_t>();
+    moe.w1_scales = prefill_w1_scales_.get<float>();
+    moe.w2 = prefill_w2_.get<uint8_t>();
+    moe.w2_scales = prefill_w2_scales_.get<float>();
+    return kernels::launch_moe(moe, moe_workspace_.get(), stream_);
+  }
   moe.weights_tiled = true;
   moe.w1 = w.gate_up.weight.get<uint8_t>();
   moe.w1_scales = w.gate_up.scales.get<float>();

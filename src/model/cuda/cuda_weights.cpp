@@ -9,6 +9,7 @@
 #include "core/parallel.h"
 #include "kernels/fp8_tiled.h"
 #include "kernels/mxfp4_convert.h"
+#include "kernels/mxfp4_tiled.h"
 #include "kernels/quantize_fp8.h"
 #include "model/cpu_ops.h"
 
@@ -159,26 +160,52 @@ DeviceExperts convert_experts(const MxFp4Tensor& tensor, const TensorView& bias,
   return experts;
 }
 
+// MXFP4 experts kept as shipped: checkpoint blocks and scales relaid tile-major on the GPU.
+DeviceExperts mxfp4_experts(const MxFp4Tensor& tensor, const TensorView& bias, uint64_t& counter) {
+  DeviceExperts experts;
+  experts.mxfp4 = true;
+  const int64_t e = tensor.num_experts(), rows = tensor.rows(), cols = tensor.cols();
+  DeviceBuffer blocks(static_cast<size_t>(tensor.blocks.num_bytes())), scales(static_cast<size_t>(tensor.scales.num_bytes()));
+  GOSSAMER_CUDA_CHECK(cudaMemcpy(blocks.get(), tensor.blocks.data, blocks.bytes(), cudaMemcpyHostToDevice));
+  GOSSAMER_CUDA_CHECK(cudaMemcpy(scales.get(), tensor.scales.data, scales.bytes(), cudaMemcpyHostToDevice));
+  experts.weight.ensure(static_cast<size_t>(e * kernels::mxfp4_tiled_group_bytes(rows, cols)));
+  kernels::launch_mxfp4_to_tiled(blocks.get<uint8_t>(), scales.get<uint8_t>(), experts.weight.get<uint8_t>(),
+                                 static_cast<int>(e), static_cast<int>(rows), static_cast<int>(cols), nullptr);
+  GOSSAMER_CUDA_CHECK(cudaDeviceSynchronize());
+  counter += experts.weight.bytes();
+  experts.bias = upload_vector(to_bf16(bias), counter);
+  return experts;
+}
+
 }  // namespace
 
 WeightFormat parse_weight_format(const std::string& name) {
   if (name == "fp8") return WeightFormat::kFp8;
   if (name == "bf16") return WeightFormat::kBf16;
-  GOSSAMER_THROW("unknown weight format '", name, "' (expected fp8 or bf16)");
+  if (name == "mxfp4") return WeightFormat::kMxfp4;
+  GOSSAMER_THROW("unknown weight format '", name, "' (expected fp8, bf16 or mxfp4)");
 }
 
-const char* weight_format_name(WeightFormat format) { return format == WeightFormat::kFp8 ? "fp8" : "bf16"; }
+const char* weight_format_name(WeightFormat format) {
+  switch (format) {
+    case WeightFormat::kFp8: return "fp8";
+    case WeightFormat::kBf16: return "bf16";
+    case WeightFormat::kMxfp4: return "mxfp4";
+  }
+  return "?";
+}
 
 CudaWeights CudaWeights::upload(const GptOssConfig& config, const GptOssWeights& host, WeightFormat format) {
   const auto start = std::chrono::steady_clock::now();
   CudaWeights weights;
   weights.format = format;
-  const bool fp8 = format == WeightFormat::kFp8;
+  const bool fp8 = format != WeightFormat::kBf16;  // dense linears (mxfp4 keeps them fp8)
   uint64_t& bytes = weights.device_bytes;
   auto linear = [&](const StackedRows& rows, const std::vector<TensorView>& biases) {
     return fp8 ? quantize_linear(rows, biases, bytes) : bf16_linear(rows, biases, bytes);
   };
   auto experts = [&](const MxFp4Tensor& tensor, const TensorView& bias) {
+    if (format == WeightFormat::kMxfp4) return mxfp4_experts(tensor, bias, bytes);
     return fp8 ? convert_experts(tensor, bias, bytes) : bf16_experts(tensor, bias, bytes);
   };
   weights.embedding = upload_vector(to_bf16(host.embedding), bytes);

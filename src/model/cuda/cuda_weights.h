@@ -3,6 +3,9 @@
 //    experts converted from MXFP4 to the same format on the GPU; the router stays bf16 (2880 × E: a
 //    negligible read, and FP8 router logits flip top-4 choices: docs/model-checkpoints-and-backends.md).
 //  - kBf16 (the accuracy baseline): every linear and expert in bf16 (MXFP4 decoded exactly on the host).
+//  - kMxfp4 (--weights mxfp4, opt-in): dense linears, router and unembedding as in kFp8; the experts stay
+//    the checkpoint's MXFP4 (4.25 bits per weight), relaid tile-major (kernels/mxfp4_tiled.h) for the
+//    MXFP4 decode GEMV; prefill steps convert one layer's experts at a time to FP8 (a scratch of the model).
 // Norms and biases are bf16, sinks fp32, in both formats.
 //
 // Contract: upload() reads host views (a mapped checkpoint or in-memory weights) and returns device
@@ -22,8 +25,8 @@ namespace gossamer::model::cuda {
 using ::gossamer::cuda::DeviceBuffer;  // core/cuda/device_buffer.h
 using ::gossamer::cuda::PinnedBuffer;
 
-enum class WeightFormat { kFp8, kBf16 };
-WeightFormat parse_weight_format(const std::string& name);  // "fp8" | "bf16"; throws otherwise
+enum class WeightFormat { kFp8, kBf16, kMxfp4 };
+WeightFormat parse_weight_format(const std::string& name);  // "fp8" | "bf16" | "mxfp4"; throws otherwise
 const char* weight_format_name(WeightFormat format);
 
 // FP8 weights are stored tile-major (kernels/fp8_tiled.h: 64 × 64 tiles of 4 KiB, N and K padded to 64),
@@ -38,10 +41,12 @@ struct DeviceLinear {
 };
 
 struct DeviceExperts {
-  DeviceBuffer weight;  // fp8: [E] × tile-major [rows, cols] (fp8_tiled.h); bf16: [E, rows, cols] row-major
-  DeviceBuffer scales;  // fp8: [E, ceil(rows/128), ceil(cols/128)] fp32; bf16: empty
+  DeviceBuffer weight;  // fp8: [E] × tile-major [rows, cols] (fp8_tiled.h); bf16: [E, rows, cols] row-major;
+                        // mxfp4: [E, mxfp4_tiled_group_bytes(rows, cols)] u8 (mxfp4_tiled.h, scales inside)
+  DeviceBuffer scales;  // fp8: [E, ceil(rows/128), ceil(cols/128)] fp32; bf16 and mxfp4: empty
   DeviceBuffer bias;    // [E, rows] bf16
-  bool fp8 = true;
+  bool fp8 = true;      // fp8 or mxfp4 (false: bf16)
+  bool mxfp4 = false;
 };
 
 struct CudaLayer {

@@ -1,0 +1,79 @@
+// Weight-bandwidth-bound MXFP4 GEMV for decode (≤ kGemvMaxRows rows), weight-only (W4A16):
+//
+//   out[m, n] = epilogue(bias[n] + Σ_b 2^(e[n, b] − 127) · Σ_{k in MX block b} x[m, k] · fp4(W[n, k]))
+//
+// W: e2m1 codes with one E8M0 exponent e per 32 columns (the checkpoint's values, no re-quantization), in
+// the tile-major layout of mxfp4_tiled.h; x stays bf16. Epilogues, grouped (MoE decode) mode, PDL and
+// graph capture exactly as gemv_fp8.h (same fields, same meaning); the differences: no w_scales (the
+// scales live in the tiles), K a multiple of 32, N a multiple of 8.
+//
+// Exactness (gemv_mxfp4_sm90.cu): fp4 → f16 is exact (a bit placement: f16 = fp4 · 2^-14); x is scaled
+// into f16 per (x row, 128 columns) as in gemv_fp8.h (exact for elements ≥ 2^-28 of the chunk's largest);
+// each MX block's 32-column partial is its own pair of MMAs (fp32 accumulate), multiplied in fp32 by
+// 2^(e − 127 + 14) · (x's inverse factor) — a power of two, exact while it stays a normal fp32 (e ≤ 240
+// for |x| ≤ 1) — and added to the fp32 sum. So the only roundings are fp32 accumulation and the final
+// bf16, the same as the reference gemv_mxfp4_cpu (which sums each block in fp32, scales it, and adds).
+#pragma once
+
+#include <cstdint>
+
+#include "core/cuda/cuda_types.h"  // cudaStream_t
+#include "kernels/gemm_fp8.h"      // GemmEpilogue
+#include "kernels/gemv_fp8.h"      // kGemvMaxRows, kGemvMaxPairs
+
+namespace gossamer::kernels {
+
+struct GemvMxfp4Params {
+  const uint16_t* x = nullptr;  // [rows_x, K] bf16, row stride ldx elements (multiple of 8), 16-byte aligned
+  int64_t ldx = 0;
+  const uint8_t* w = nullptr;      // [num_groups, mxfp4_tiled_group_bytes(N, K)] tiled MXFP4, 16-byte aligned
+  const uint16_t* bias = nullptr;  // [num_groups, N] bf16 or null
+  uint16_t* out = nullptr;         // [rows_out, N] (kBias, ldc even) or [rows_out, N/2] (kSwiGlu) bf16
+  int64_t ldc = 0;
+  int M = 0;  // dense: rows of x and out, 0..kGemvMaxRows (ignored in grouped mode)
+  int N = 0;  // multiple of 8
+  int K = 0;  // multiple of 32
+  GemmEpilogue epilogue = GemmEpilogue::kBias;
+  bool programmatic_launch = true;
+  // ---- grouped (MoE decode) mode, as GemvFp8Params ----
+  const int32_t* topk_ids = nullptr;
+  int num_pairs = 0;
+  int expert_begin = 0;
+  int num_local_experts = 0;
+  int x_pair_divisor = 1;
+  int32_t* pair_row = nullptr;
+  bool topk_from_earlier_kernel = false;
+};
+
+// The same GEMV description over MXFP4 weights (w_tiled and w_scales dropped; w must then point at tiled
+// MXFP4 bytes): lets the MoE decode block share one parameter set for both weight formats.
+inline GemvMxfp4Params gemv_mxfp4_params_of(const GemvFp8Params& f) {
+  GemvMxfp4Params p;
+  p.x = f.x;
+  p.ldx = f.ldx;
+  p.w = f.w;
+  p.bias = f.bias;
+  p.out = f.out;
+  p.ldc = f.ldc;
+  p.M = f.M;
+  p.N = f.N;
+  p.K = f.K;
+  p.epilogue = f.epilogue;
+  p.programmatic_launch = f.programmatic_launch;
+  p.topk_ids = f.topk_ids;
+  p.num_pairs = f.num_pairs;
+  p.expert_begin = f.expert_begin;
+  p.num_local_experts = f.num_local_experts;
+  p.x_pair_divisor = f.x_pair_divisor;
+  p.pair_row = f.pair_row;
+  p.topk_from_earlier_kernel = f.topk_from_earlier_kernel;
+  return p;
+}
+
+// Validates the contract above and launches (M = 0 is a no-op).
+void launch_gemv_mxfp4(const GemvMxfp4Params& p, cudaStream_t stream);
+
+// Reference with the same math (host memory, the same tiled bytes; topk_ids and pair_row host memory).
+void gemv_mxfp4_cpu(const GemvMxfp4Params& p);
+
+}  // namespace gossamer::kernels

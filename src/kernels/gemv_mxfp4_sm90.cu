@@ -1,0 +1,380 @@
+// MXFP4 weight-only GEMV for decode (gemv_mxfp4.h) on Hopper, in the style of gemv_fp8_sm90.cu.
+//
+// Work split as gemv_fp8: a cluster of 1–8 CTAs owns 64 output rows and splits the K steps between its
+// CTAs; a CTA's 8 warps take its steps round robin. A K step here is one tile of mxfp4_tiled.h: 64 rows ×
+// 128 columns (4 MX blocks), 4352 contiguous bytes (4096 of codes, 256 of scales), streamed by 16-byte
+// cp.async (L2 only) into a per-warp ring of kStages steps (104 KiB per CTA, two CTAs per SM).
+//
+// MMA (mma.sync m16n8k16, f16 in, fp32 accumulate, roles swapped: 16 weight rows are M, ≤ 8 x rows N):
+// lane (g = lane/4, t = lane%4) holds, for rows g and g+8 of each 16-row tile, 8 codes of each MX block j
+// (tile columns 32j + 8t + 0..7, one 32-bit word). MX block j of a row tile is two MMAs, i = 0, 1, whose
+// logical K pairs (2t, 2t+1) and (2t+8, 2t+9) are the lane's columns 32j + 8t + 4i + {0,1} and {2,3}: all
+// 16 K of one MMA belong to one MX block, so the block's partial (a fresh accumulator over the two MMAs)
+// is multiplied by its own scale 2^(e − 127 + 14) and by x's inverse factor in fp32, then added: the E8M0
+// scales are applied exactly (powers of two), never folded into f16.
+//
+// fp4 → f16: mxfp4_tiled_decode_word, one or two shift-and-mask steps per f16x2, f16 = fp4 · 2^-14
+// exactly (±0.5 is the f16 subnormal ±2^-15, which mma.sync takes as is).
+//
+// The scales of a step are copied by lanes 0..15 and read by every lane of a group, so the ring stage is
+// fenced with __syncwarp() after the cp.async wait and before its refill. x is read from L2 into registers
+// one step ahead.
+#include <cooperative_groups.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <atomic>
+
+#include "kernels/cuda_utils.h"
+#include "kernels/gemv_mxfp4.h"
+#include "kernels/mxfp4_tiled.h"
+#include "kernels/swiglu.h"
+
+namespace gossamer::kernels {
+namespace {
+
+namespace cg = cooperative_groups;
+
+constexpr int kWarps = 8;
+constexpr int kThreads = kWarps * 32;
+constexpr int kMinCtasPerSm = 2;  // __launch_bounds__ target (≤ 128 registers per thread)
+constexpr int kTileRows = kMxfp4TileRows;  // 64 output rows per cluster: 4 MMA tiles of 16
+constexpr int kNTiles = kTileRows / 16;
+constexpr int kKStep = kMxfp4TileCols;  // 128 K columns per warp step
+constexpr int kStages = 3;
+constexpr int kChunks = 8;                            // 16-byte code units per lane per step (rows g + 8c)
+constexpr int kStageBytes = kMxfp4TileBytes;          // 4352
+constexpr int kSmemBytes = kWarps * kStages * kStageBytes;  // 104,448 (dynamic)
+constexpr int kMaxCluster = 8;
+constexpr int kRedStride = kTileRows + 4;
+
+// 2^(e − 127 + 14) for an E8M0 byte e: the block scale times the 2^14 that mxfp4_tiled_decode_word divided out.
+// Finite for e ≤ 240 (larger codes give +inf).
+__device__ __forceinline__ float block_scale(uint32_t e) { return __uint_as_float(min(e + 14u, 255u) << 23); }
+
+// D (16×8 fp32) += A (16×16 f16, row) · B (16×8 f16, col).
+__device__ __forceinline__ void mma_f16_16x8x16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// The B fragments of one K step, in place: `x` holds this lane's 32 bf16 of x row g (16 words) and becomes
+// 16 f16x2. The 128 columns of x row g (lanes 4g..4g+3) are scaled by 2^(14 − E), E = ⌊log2 max|x|⌋, as in
+// gemv_fp8_sm90.cu. Returns the inverse factors of x rows 2t and 2t+1. All 32 lanes must call it.
+__device__ __forceinline__ void x_fragment(uint32_t (&x)[16], float& inv_even, float& inv_odd, int t) {
+  uint32_t amax_bits = 0;
+#pragma unroll
+  for (int i = 0; i < 16; ++i) amax_bits = max(amax_bits, max(x[i] & 0x7FFF0000u, (x[i] << 16) & 0x7FFF0000u));
+  amax_bits = min(amax_bits, 0x7F800000u);
+  amax_bits = max(amax_bits, __shfl_xor_sync(0xffffffffu, amax_bits, 1));
+  amax_bits = max(amax_bits, __shfl_xor_sync(0xffffffffu, amax_bits, 2));
+  const int fe = min(max(268 - static_cast<int>(amax_bits >> 23), 1), 253);
+  const float f = __uint_as_float(static_cast<uint32_t>(fe) << 23);
+  const float inv = __uint_as_float(static_cast<uint32_t>(254 - fe) << 23);
+#pragma unroll
+  for (int i = 0; i < 16; ++i) {
+    const __half2 h = __floats2half2_rn(__uint_as_float(x[i] << 16) * f, __uint_as_float(x[i] & 0xFFFF0000u) * f);
+    x[i] = *reinterpret_cast<const uint32_t*>(&h);
+  }
+  inv_even = __shfl_sync(0xffffffffu, inv, 8 * t);
+  inv_odd = __shfl_sync(0xffffffffu, inv, 8 * t + 4);
+}
+
+// grid: x = tiles × cluster (a cluster's CTAs are consecutive in x), y = expert slot (grouped) or 1.
+template <bool kSwiGlu>
+__global__ void __launch_bounds__(kThreads, kMinCtasPerSm)
+    gemv_mxfp4_kernel(const GemvMxfp4Params p, int cluster, int k_steps) {
+  // Dynamic: the warps' rings [warp][stage][4352 bytes] (a tile each); afterwards the partial sums.
+  extern __shared__ __align__(16) uint8_t smem[];
+  using RedRow = float[kGemvMaxRows][kRedStride];
+  RedRow* red = reinterpret_cast<RedRow*>(smem);
+  RedRow& part = *reinterpret_cast<RedRow*>(smem + kWarps * sizeof(RedRow));
+  __shared__ int s_pair[kGemvMaxRows];
+  __shared__ int s_expert, s_rows, s_slots;
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / 4, t = lane % 4;
+  const int rank = cluster > 1 ? static_cast<int>(cg::this_cluster().block_rank()) : 0;
+  const int n0 = static_cast<int>(blockIdx.x) / cluster * kTileRows;
+  const int ks_begin = rank * k_steps / cluster;
+  const int ks_end = (rank + 1) * k_steps / cluster;
+  const bool grouped = p.topk_ids != nullptr;
+
+  // ---- grouped: group the pairs by local expert (warp 0), pick this CTA's slot (as gemv_fp8) ----
+  int rows = p.M;
+  int group = 0;
+  const bool wait_first = grouped && !p.topk_from_earlier_kernel;
+  if (grouped) {
+    if (wait_first) {
+      pdl_wait();
+      pdl_trigger();
+    }
+    if (warp == 0) {
+      int e = -1;
+      if (lane < p.num_pairs) {
+        e = p.topk_ids[lane] - p.expert_begin;
+        if (e < 0 || e >= p.num_local_experts) e = -1;
+      }
+      if (p.pair_row && blockIdx.x == 0 && blockIdx.y == 0 && lane < p.num_pairs) p.pair_row[lane] = e >= 0 ? lane : -1;
+      const unsigned same = __match_any_sync(0xffffffffu, e >= 0 ? e : -1 - lane);
+      const bool leader = e >= 0 && (same & ((1u << lane) - 1u)) == 0;
+      const int chunks = leader ? (__popc(same) + kGemvMaxRows - 1) / kGemvMaxRows : 0;
+      int incl = chunks;
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const int v = __shfl_up_sync(0xffffffffu, incl, o);
+        if (lane >= o) incl += v;
+      }
+      const int slot = static_cast<int>(blockIdx.y);
+      if (slot >= incl - chunks && slot < incl) {
+        unsigned members = same;
+        for (int i = 0; i < (slot - incl + chunks) * kGemvMaxRows; ++i) members &= members - 1u;
+        int r = 0;
+        for (; members != 0u && r < kGemvMaxRows; ++r) {
+          s_pair[r] = __ffs(static_cast<int>(members)) - 1;
+          members &= members - 1u;
+        }
+        s_rows = r;
+        s_expert = e;
+      }
+      if (lane == 31) s_slots = incl;
+    }
+    __syncthreads();
+    if (static_cast<int>(blockIdx.y) >= s_slots) return;
+    rows = s_rows;
+    group = s_expert;
+  }
+
+  // ---- this warp's tiles and ring ----
+  const uint8_t* w_tiles = p.w + group * mxfp4_tiled_group_bytes(p.N, p.K) +
+                           static_cast<int64_t>(n0 / kTileRows) * k_steps * kStageBytes;
+  uint8_t* ring = smem + warp * kStages * kStageBytes;
+
+  // Tile `step` into ring stage `stage`; one commit group per call (empty past the end).
+  auto issue = [&](int step, int stage) {
+    if (step < ks_end) {  // warp-uniform
+      const uint8_t* src = w_tiles + static_cast<int64_t>(step) * kStageBytes;
+      uint8_t* dst = ring + stage * kStageBytes;
+#pragma unroll
+      for (int c = 0; c < kChunks; ++c) cp_async_16(dst + (32 * c + lane) * 16, src + (32 * c + lane) * 16, true);
+      if (lane < 16) cp_async_16(dst + 4096 + lane * 16, src + 4096 + lane * 16, true);
+    }
+    cp_async_commit();
+  };
+#pragma unroll
+  for (int s = 0; s < kStages; ++s) issue(ks_begin + warp + s * kWarps, s);
+  if (!wait_first) {
+    pdl_wait();
+    pdl_trigger();
+  }
+
+  // x of K step `step`: this lane's 4 × 8 bf16 of x row g (columns 128·step + 32j + 8t), zero outside.
+  const uint16_t* x_lane = p.x;
+  if (g < rows) {
+    const int x_row = grouped ? s_pair[g] / p.x_pair_divisor : g;
+    x_lane = p.x + static_cast<int64_t>(x_row) * p.ldx + 8 * t;
+  }
+  auto load_x = [&](int step, uint32_t(&xr)[16]) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int col = step * kKStep + 32 * j;
+      if (step < ks_end && g < rows && col < p.K) {
+        const uint4 a = __ldcg(reinterpret_cast<const uint4*>(x_lane + col));
+        xr[4 * j] = a.x, xr[4 * j + 1] = a.y, xr[4 * j + 2] = a.z, xr[4 * j + 3] = a.w;
+      } else {
+        xr[4 * j] = xr[4 * j + 1] = xr[4 * j + 2] = xr[4 * j + 3] = 0u;
+      }
+    }
+  };
+  uint32_t x_next[16];
+  load_x(ks_begin + warp, x_next);
+
+  // ---- main loop: consume the oldest stage, refill it with the step kStages·kWarps later ----
+  float acc[kNTiles][4] = {};
+  for (int step0 = ks_begin + warp; step0 < ks_end; step0 += kStages * kWarps) {
+#pragma unroll
+    for (int s = 0; s < kStages; ++s) {
+      const int step = step0 + s * kWarps;
+      if (step >= ks_end) break;  // warp-uniform
+      uint32_t xr[16];
+#pragma unroll
+      for (int i = 0; i < 16; ++i) xr[i] = x_next[i];
+      load_x(step + kWarps, x_next);
+      cp_async_wait<kStages - 1>();
+      __syncwarp();  // the scale bytes were copied by lanes 0..15
+      const uint8_t* stage = ring + s * kStageBytes;
+      const uint4 sa = *reinterpret_cast<const uint4*>(stage + 4096 + 32 * g);
+      const uint4 sb = *reinterpret_cast<const uint4*>(stage + 4096 + 32 * g + 16);
+      const uint32_t sw[kChunks] = {sa.x, sa.y, sa.z, sa.w, sb.x, sb.y, sb.z, sb.w};  // word c: blocks j = bytes
+      float inv_even, inv_odd;
+      x_fragment(xr, inv_even, inv_odd, t);
+#pragma unroll
+      for (int nt = 0; nt < kNTiles; ++nt) {
+        const uint4 u0 = *reinterpret_cast<const uint4*>(stage + (32 * (2 * nt) + lane) * 16);      // row 16nt + g
+        const uint4 u1 = *reinterpret_cast<const uint4*>(stage + (32 * (2 * nt + 1) + lane) * 16);  // row 16nt + g + 8
+        const uint32_t r0[4] = {u0.x, u0.y, u0.z, u0.w}, r1[4] = {u1.x, u1.y, u1.z, u1.w};
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          uint32_t h0[4], h1[4];
+          mxfp4_tiled_decode_word(r0[j], h0);
+          mxfp4_tiled_decode_word(r1[j], h1);
+          float d[4] = {0.f, 0.f, 0.f, 0.f};
+          const uint32_t a0[4] = {h0[0], h1[0], h0[1], h1[1]}, a1[4] = {h0[2], h1[2], h0[3], h1[3]};
+          mma_f16_16x8x16(d, a0, xr[4 * j], xr[4 * j + 1]);
+          mma_f16_16x8x16(d, a1, xr[4 * j + 2], xr[4 * j + 3]);
+          const float s0 = block_scale((sw[2 * nt] >> (8 * j)) & 0xFFu);
+          const float s1 = block_scale((sw[2 * nt + 1] >> (8 * j)) & 0xFFu);
+          acc[nt][0] = fmaf(d[0], s0 * inv_even, acc[nt][0]);
+          acc[nt][1] = fmaf(d[1], s0 * inv_odd, acc[nt][1]);
+          acc[nt][2] = fmaf(d[2], s1 * inv_even, acc[nt][2]);
+          acc[nt][3] = fmaf(d[3], s1 * inv_odd, acc[nt][3]);
+        }
+      }
+      __syncwarp();  // every lane has read the stage's scales before lanes 0..15 overwrite them
+      issue(step + kStages * kWarps, s);
+    }
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // the rings become the reduction buffers
+
+  // ---- sum over warps (fixed order) ----
+#pragma unroll
+  for (int nt = 0; nt < kNTiles; ++nt) {
+    const int r = 16 * nt + g;
+    red[warp][2 * t][r] = acc[nt][0];
+    red[warp][2 * t + 1][r] = acc[nt][1];
+    red[warp][2 * t][r + 8] = acc[nt][2];
+    red[warp][2 * t + 1][r + 8] = acc[nt][3];
+  }
+  __syncthreads();
+  const int m = threadIdx.x / 32;
+  const int c = 2 * (threadIdx.x % 32);
+  float2 sum = make_float2(0.f, 0.f);
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) {
+    const float2 v = *reinterpret_cast<const float2*>(&red[w][m][c]);
+    sum.x += v.x;
+    sum.y += v.y;
+  }
+
+  // ---- sum over the cluster's CTAs (rank order) ----
+  if (cluster > 1) {
+    *reinterpret_cast<float2*>(&part[m][c]) = sum;
+    cg::cluster_group cl = cg::this_cluster();
+    cl.sync();
+    if (rank == 0) {
+      for (int r = 1; r < cluster; ++r) {
+        const float2 v = *reinterpret_cast<const float2*>(cl.map_shared_rank(&part[m][c], r));
+        sum.x += v.x;
+        sum.y += v.y;
+      }
+    }
+  }
+
+  // ---- epilogue (rank 0): bias, SwiGLU or plain, bf16 ----
+  const int n = n0 + c;
+  if (rank == 0 && m < rows && n < p.N) {
+    float v0 = sum.x, v1 = sum.y;
+    if (p.bias) {
+      const uint32_t bb = *reinterpret_cast<const uint32_t*>(p.bias + static_cast<int64_t>(group) * p.N + n);
+      v0 += __uint_as_float(bb << 16);
+      v1 += __uint_as_float(bb & 0xFFFF0000u);
+    }
+    const int out_row = grouped ? s_pair[m] : m;
+    uint16_t* out = p.out + static_cast<int64_t>(out_row) * p.ldc;
+    if constexpr (kSwiGlu) {
+      const __nv_bfloat16 h = __float2bfloat16_rn(swiglu_clamped(v0, v1));
+      out[n / 2] = *reinterpret_cast<const uint16_t*>(&h);
+    } else {
+      *reinterpret_cast<__nv_bfloat162*>(out + n) = __floats2bfloat162_rn(v0, v1);
+    }
+  }
+  if (cluster > 1) cg::this_cluster().sync();
+}
+
+static_assert(kSmemBytes >= (kWarps + 1) * kGemvMaxRows * kRedStride * static_cast<int>(sizeof(float)),
+              "the reduction buffers overlay the rings");
+
+template <bool kSwiGlu>
+void prepare_kernel(int device) {
+  static std::atomic<uint64_t> done{0};
+  const uint64_t bit = uint64_t(1) << (device & 63);
+  if (done.load(std::memory_order_acquire) & bit) return;
+  GOSSAMER_CUDA_CHECK(
+      cudaFuncSetAttribute(gemv_mxfp4_kernel<kSwiGlu>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+  done.fetch_or(bit, std::memory_order_release);
+}
+
+}  // namespace
+
+void launch_gemv_mxfp4(const GemvMxfp4Params& p, cudaStream_t stream) {
+  const bool grouped = p.topk_ids != nullptr;
+  const bool swiglu = p.epilogue == GemmEpilogue::kSwiGlu;
+  GOSSAMER_CHECK(p.K > 0 && p.K % 32 == 0 && p.N > 0 && p.N % 8 == 0, "gemv_mxfp4: K (", p.K,
+                 ") must be a positive multiple of 32 and N (", p.N, ") of 8");
+  int slots = 1;
+  if (grouped) {
+    GOSSAMER_CHECK(p.num_pairs >= 1 && p.num_pairs <= kGemvMaxPairs, "gemv_mxfp4: num_pairs ", p.num_pairs,
+                   " not in [1, ", kGemvMaxPairs, "]");
+    GOSSAMER_CHECK(p.num_local_experts >= 1 && p.x_pair_divisor >= 1, "gemv_mxfp4: bad grouped parameters");
+    GOSSAMER_CHECK(!(p.pair_row && p.topk_from_earlier_kernel),
+                   "gemv_mxfp4: pair_row needs topk_from_earlier_kernel off");
+    slots = std::min(p.num_pairs, p.num_local_experts * ceil_div(p.num_pairs, kGemvMaxRows));
+  } else {
+    GOSSAMER_CHECK(p.M >= 0 && p.M <= kGemvMaxRows, "gemv_mxfp4: M (", p.M, ") must be ≤ ", kGemvMaxRows);
+    if (p.M == 0) return;
+  }
+  GOSSAMER_CHECK(p.x && p.w && p.out, "gemv_mxfp4: null operand");
+  GOSSAMER_CHECK(p.ldx >= p.K && p.ldx % 8 == 0, "gemv_mxfp4: ldx (", p.ldx, ") must be ≥ K and a multiple of 8");
+  GOSSAMER_CHECK(p.ldc >= (swiglu ? p.N / 2 : p.N) && (swiglu || p.ldc % 2 == 0), "gemv_mxfp4: bad ldc ", p.ldc);
+  GOSSAMER_CHECK(reinterpret_cast<uintptr_t>(p.x) % 16 == 0 && reinterpret_cast<uintptr_t>(p.w) % 16 == 0 &&
+                     reinterpret_cast<uintptr_t>(p.out) % (swiglu ? 2 : 4) == 0 &&
+                     reinterpret_cast<uintptr_t>(p.bias) % 4 == 0,
+                 "gemv_mxfp4: x and w must be 16-byte aligned, bias 4-byte aligned, out 4-byte aligned (kBias)");
+  int device = 0, sms = 0;
+  GOSSAMER_CUDA_CHECK(cudaGetDevice(&device));
+  GOSSAMER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int k_steps = ceil_div(p.K, kKStep);
+  const int tiles = ceil_div(p.N, kTileRows);
+  // As gemv_fp8: split K over a cluster while the grid fits one wave and every warp keeps two K steps.
+  const int64_t capacity = static_cast<int64_t>(sms) * kMinCtasPerSm;
+  int cluster = 1;
+  while (cluster < kMaxCluster && static_cast<int64_t>(tiles) * slots * cluster * 2 <= capacity &&
+         k_steps >= 2 * cluster * kWarps) {
+    cluster *= 2;
+  }
+
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(tiles * cluster), static_cast<unsigned>(slots), 1);
+  cfg.blockDim = dim3(kThreads, 1, 1);
+  cfg.dynamicSmemBytes = kSmemBytes;
+  cfg.stream = stream;
+  cudaLaunchAttribute attrs[2];
+  unsigned num_attrs = 0;
+  if (cluster > 1) {
+    attrs[num_attrs].id = cudaLaunchAttributeClusterDimension;
+    attrs[num_attrs].val.clusterDim.x = static_cast<unsigned>(cluster);
+    attrs[num_attrs].val.clusterDim.y = 1;
+    attrs[num_attrs].val.clusterDim.z = 1;
+    ++num_attrs;
+  }
+  if (p.programmatic_launch) {
+    attrs[num_attrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attrs[num_attrs].val.programmaticStreamSerializationAllowed = 1;
+    ++num_attrs;
+  }
+  cfg.attrs = attrs;
+  cfg.numAttrs = num_attrs;
+  if (swiglu) {
+    prepare_kernel<true>(device);
+    GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv_mxfp4_kernel<true>, p, cluster, k_steps));
+  } else {
+    prepare_kernel<false>(device);
+    GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv_mxfp4_kernel<false>, p, cluster, k_steps));
+  }
+}
+
+}  // namespace gossamer::kernels

@@ -1,0 +1,77 @@
+// Tile-major layout of MXFP4 expert weights, the cuda backend's storage for --weights mxfp4 and the
+// input of the MXFP4 decode GEMV (gemv_mxfp4.h). 4.25 bits per weight, like the checkpoint.
+//
+// Source (the checkpoint, mxfp4_convert.h): blocks [G, N, K/32, 16] u8 (e2m1 codes, low nibble first =
+// even column), scales [G, N, K/32] u8 (E8M0: value = code · 2^(e − 127)).
+//
+// Tiled: per group, tiles of 64 rows × 128 columns (4 MX blocks per row) of kMxfp4TileBytes = 4352 bytes,
+// ordered (n / 64, k / 128) with k / 128 fastest; N is padded to a multiple of 64 and K to 128 (padding:
+// code 0, scale 127). One tile is one warp step of the GEMV: 4352 contiguous bytes.
+// Inside a tile, with row r = 8c + g (c = 0..7, g = 0..7) and t = 0..3 (lane = 4g + t of the GEMV):
+//   bytes [0, 4096): 16-byte units at (32c + 4g + t) · 16; word j (0..3) of a unit holds the 8 codes of row
+//     r at tile columns 32j + 8t + v (v = 0..7) — the lane's share of MX block j — with value v = 2p + h
+//     (p = 0..3, h = 0..1) placed for a cheap exact decode to f16 (gemv_mxfp4_sm90.cu): its sign bit at
+//     16h + {15, 12, 13, 14}[p] and its 3 magnitude bits at 16h + {9, 6, 0, 3}[p] (lowest bit).
+//   bytes [4096, 4352): scale of row r = 8c + g, block j at 4096 + 32g + 4c + j (a lane group's 32
+//     scales are contiguous: the 4 lanes of group g read the same 32 bytes).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/cuda/cuda_types.h"  // cudaStream_t, GOSSAMER_HOST_DEVICE
+
+namespace gossamer::kernels {
+
+inline constexpr int kMxfp4TileRows = 64;
+inline constexpr int kMxfp4TileCols = 128;
+inline constexpr int kMxfp4TileBytes = 4096 + 256;
+
+GOSSAMER_HOST_DEVICE constexpr int64_t mxfp4_tiled_group_bytes(int64_t n, int64_t k) {
+  return (n + 63) / 64 * ((k + 127) / 128) * kMxfp4TileBytes;
+}
+
+// Byte offset of tile (n / 64, k / 128) inside one group.
+GOSSAMER_HOST_DEVICE constexpr int64_t mxfp4_tiled_tile_offset(int64_t n, int64_t k, int64_t k_dim) {
+  return ((n >> 6) * ((k_dim + 127) / 128) + (k >> 7)) * kMxfp4TileBytes;
+}
+
+// Sign-bit and lowest-magnitude-bit positions of value v (0..7) inside its 32-bit word.
+GOSSAMER_HOST_DEVICE constexpr int mxfp4_tiled_sign_bit(int v) {
+  return 16 * (v & 1) + (v >> 1 == 0 ? 15 : 11 + (v >> 1));
+}
+GOSSAMER_HOST_DEVICE constexpr int mxfp4_tiled_mag_bit(int v) {
+  return 16 * (v & 1) + (v >> 1 == 0 ? 9 : v >> 1 == 1 ? 6 : v >> 1 == 2 ? 0 : 3);
+}
+
+// The four f16x2 of one relaid word: o[p] holds values 2p (low half) and 2p + 1, each exactly fp4 · 2^-14
+// (e2m1's exponent bits become f16's low exponent bits, its mantissa bit f16's top mantissa bit; code
+// ±0.5 becomes the f16 subnormal ±2^-15). 6 logic ops and 5 shifts for 8 weights.
+GOSSAMER_HOST_DEVICE inline void mxfp4_tiled_decode_word(uint32_t w, uint32_t (&o)[4]) {
+  o[0] = w & 0x8E008E00u;
+  o[1] = (w << 3) & 0x8E008E00u;
+  o[2] = ((w << 2) & 0x80008000u) | ((w << 9) & 0x0E000E00u);
+  o[3] = ((w << 1) & 0x80008000u) | ((w << 6) & 0x0E000E00u);
+}
+
+// The e2m1 code (0..15) of element (n, k) and the E8M0 scale of its MX block, from one group's tiled bytes.
+uint8_t mxfp4_tiled_code(const uint8_t* group, int64_t n, int64_t k, int64_t k_dim);
+uint8_t mxfp4_tiled_scale(const uint8_t* group, int64_t n, int64_t k, int64_t k_dim);
+
+// dst [G, mxfp4_tiled_group_bytes(N, K)] ← checkpoint blocks/scales [G, N, K/32, ...] (K a multiple of 32).
+// Device pointers (blocks 4-byte aligned); asynchronous on `stream`.
+void launch_mxfp4_to_tiled(const uint8_t* blocks, const uint8_t* scales, uint8_t* dst, int groups, int n, int k,
+                           cudaStream_t stream);
+
+// Tiled MXFP4 [G] → FP8 e4m3 tile-major (fp8_tiled.h, [G, fp8_tiled_group_bytes(N, K)]) with 128×128
+// fp32 block scales [G, ceil(N/128), ceil(K/128)], by the rule of mxfp4_convert.h (per block over its real
+// rows and columns: scale 2^(e_max − 133), weight fp8(fp4 · 2^(e − e_max + 6)); exact when the block's
+// exponents span ≤ 13): bit-identical to launch_mxfp4_to_fp8 followed by launch_fp8_to_tiled. For the
+// prefill GEMMs of --weights mxfp4. Device pointers (16-byte aligned); asynchronous on `stream`.
+void launch_mxfp4_tiled_to_fp8(const uint8_t* src, uint8_t* dst, float* dst_scales, int groups, int n, int k,
+                               cudaStream_t stream);
+
+// The same on host memory.
+void mxfp4_to_tiled_cpu(const uint8_t* blocks, const uint8_t* scales, uint8_t* dst, int groups, int n, int k);
+
+}  // namespace gossamer::kernels

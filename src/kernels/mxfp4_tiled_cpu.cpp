@@ -1,0 +1,59 @@
+#include <cstring>
+
+#include "kernels/mxfp4_tiled.h"
+
+namespace gossamer::kernels {
+namespace {
+
+// Position of element (r, kk) inside a tile (r < 64, kk < 128): the 32-bit word's byte offset and value v.
+struct InTile {
+  int64_t word_byte;
+  int v;
+};
+InTile in_tile(int r, int kk) {
+  const int c = r / 8, g = r % 8, j = kk / 32, t = (kk % 32) / 8, v = kk % 8;
+  return {(32 * c + 4 * g + t) * 16 + 4 * j, v};
+}
+int64_t scale_byte(int r, int kk) { return 4096 + 32 * (r % 8) + 4 * (r / 8) + kk / 32; }
+
+}  // namespace
+
+uint8_t mxfp4_tiled_code(const uint8_t* group, int64_t n, int64_t k, int64_t k_dim) {
+  const uint8_t* tile = group + mxfp4_tiled_tile_offset(n, k, k_dim);
+  const InTile at = in_tile(static_cast<int>(n & 63), static_cast<int>(k & 127));
+  uint32_t w;
+  std::memcpy(&w, tile + at.word_byte, 4);
+  const uint32_t sign = (w >> mxfp4_tiled_sign_bit(at.v)) & 1u, mag = (w >> mxfp4_tiled_mag_bit(at.v)) & 7u;
+  return static_cast<uint8_t>(sign << 3 | mag);
+}
+
+uint8_t mxfp4_tiled_scale(const uint8_t* group, int64_t n, int64_t k, int64_t k_dim) {
+  return group[mxfp4_tiled_tile_offset(n, k, k_dim) + scale_byte(static_cast<int>(n & 63), static_cast<int>(k & 127))];
+}
+
+void mxfp4_to_tiled_cpu(const uint8_t* blocks, const uint8_t* scales, uint8_t* dst, int groups, int n, int k) {
+  const int64_t group_bytes = mxfp4_tiled_group_bytes(n, k), kp = (k + 127) / 128 * 128, np = (n + 63) / 64 * 64;
+  const int64_t mx = k / 32;
+  std::memset(dst, 0, static_cast<size_t>(groups * group_bytes));
+  for (int gr = 0; gr < groups; ++gr) {
+    uint8_t* out = dst + gr * group_bytes;
+    for (int64_t r = 0; r < np; ++r) {
+      for (int64_t kk = 0; kk < kp; ++kk) {
+        uint8_t* tile = out + mxfp4_tiled_tile_offset(r, kk, k);
+        const bool inside = r < n && kk < k;
+        const int64_t mb = (int64_t(gr) * n + r) * mx + kk / 32;
+        if (kk % 32 == 0) tile[scale_byte(static_cast<int>(r & 63), static_cast<int>(kk & 127))] = inside ? scales[mb] : 127;
+        if (!inside) continue;
+        const uint8_t byte = blocks[mb * 16 + (kk % 32) / 2];
+        const uint32_t code = kk % 2 ? byte >> 4 : byte & 0xF;
+        const InTile at = in_tile(static_cast<int>(r & 63), static_cast<int>(kk & 127));
+        uint32_t w;
+        std::memcpy(&w, tile + at.word_byte, 4);
+        w |= (code >> 3) << mxfp4_tiled_sign_bit(at.v) | (code & 7u) << mxfp4_tiled_mag_bit(at.v);
+        std::memcpy(tile + at.word_byte, &w, 4);
+      }
+    }
+  }
+}
+
+}  // namespace gossamer::kernels

@@ -1,0 +1,130 @@
+// Checkpoint MXFP4 → tile-major MXFP4 (mxfp4_tiled.h): one thread per 32-bit word of a tile's code bytes
+// (8 codes of one row, from one aligned 4-byte source load) or per 4 scale bytes; writes coalesced.
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+#include <algorithm>
+
+
+#include "kernels/cuda_utils.h"
+#include "kernels/fp8_tiled.h"
+#include "kernels/mxfp4_tiled.h"
+
+namespace gossamer::kernels {
+namespace {
+
+constexpr int kWordsPerTile = kMxfp4TileBytes / 4;  // 1024 code words + 64 scale words
+
+__global__ void mxfp4_to_tiled_kernel(const uint8_t* __restrict__ blocks, const uint8_t* __restrict__ scales,
+                                      uint32_t* __restrict__ dst, int64_t words, int n, int k) {
+  const int64_t k_tiles = (k + 127) / 128, tiles_per_group = (n + 63) / 64 * k_tiles, mx = k / 32;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < words; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t tile = i / kWordsPerTile, gr = tile / tiles_per_group, tin = tile - gr * tiles_per_group;
+    const int64_t n0 = tin / k_tiles * 64, k0 = tin % k_tiles * 128;
+    const int w = static_cast<int>(i % kWordsPerTile);
+    uint32_t out = 0;
+    if (w < 1024) {  // code word: unit u = 32c + 4g + t, word j
+      const int u = w / 4, j = w % 4, c = u / 32, g = (u / 4) % 8, t = u % 4;
+      const int64_t r = n0 + 8 * c + g, kk = k0 + 32 * j + 8 * t;
+      if (r < n && kk < k) {
+        const uint32_t src = *reinterpret_cast<const uint32_t*>(blocks + ((gr * n + r) * mx + kk / 32) * 16 + (kk % 32) / 2);
+#pragma unroll
+        for (int v = 0; v < 8; ++v) {
+          const uint32_t code = (src >> (4 * v)) & 0xFu;
+          out |= (code >> 3) << mxfp4_tiled_sign_bit(v) | (code & 7u) << mxfp4_tiled_mag_bit(v);
+        }
+      }
+    } else {  // scale word: bytes 4096 + 32g + 4c + j, j = 0..3
+      const int s = w - 1024, g = s / 8, c = s % 8;
+      const int64_t r = n0 + 8 * c + g;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int64_t kk = k0 + 32 * j;
+        const uint32_t e = r < n && kk < k ? scales[(gr * n + r) * mx + kk / 32] : 127u;
+        out |= e << (8 * j);
+      }
+    }
+    dst[i] = out;
+  }
+}
+
+// One CTA (256 threads) per (group, 128-row block, 128-column block): the block's largest exponent over
+// its real rows and columns, then 8 weights (one relaid word) at a time into 8 contiguous fp8 bytes.
+__global__ void __launch_bounds__(256)
+    mxfp4_tiled_to_fp8_kernel(const uint8_t* __restrict__ src, uint8_t* __restrict__ dst, float* __restrict__ dst_scales,
+                              int n, int k) {
+  const int nb = (n + 127) / 128, kb = (k + 127) / 128;
+  const int cb = static_cast<int>(blockIdx.x) % kb, rb = static_cast<int>(blockIdx.x) / kb % nb;
+  const int64_t gr = blockIdx.x / (int64_t(kb) * nb);
+  const uint8_t* group = src + gr * mxfp4_tiled_group_bytes(n, k);
+  const int k_tiles = (k + 127) / 128;
+  // Tile of local row rl (0..127): (2·rb + rl / 64, cb).
+  auto tile_of = [&](int rl) { return group + (int64_t(2 * rb + rl / 64) * k_tiles + cb) * kMxfp4TileBytes; };
+  __shared__ int s_max[8];
+  int e_max = 0;
+  for (int i = threadIdx.x; i < 512; i += 256) {  // (row, MX block)
+    const int rl = i / 4, j = i % 4, r = rb * 128 + rl;
+    if (r < n && cb * 128 + 32 * j < k) {
+      const int rr = rl % 64;
+      e_max = max(e_max, int(tile_of(rl)[4096 + 32 * (rr % 8) + 4 * (rr / 8) + j]));
+    }
+  }
+  e_max = __reduce_max_sync(0xffffffffu, e_max);
+  if (threadIdx.x % 32 == 0) s_max[threadIdx.x / 32] = e_max;
+  __syncthreads();
+  e_max = 0;
+  for (int w = 0; w < 8; ++w) e_max = max(e_max, s_max[w]);
+  if (threadIdx.x == 0) dst_scales[(gr * nb + rb) * kb + cb] = ldexpf(1.0f, e_max - 127 - 6);
+  const int64_t np = fp8_tiled_pad(n), kp = fp8_tiled_pad(k);
+  uint8_t* out = dst + gr * fp8_tiled_group_bytes(n, k);
+  for (int i = threadIdx.x; i < 2048; i += 256) {  // (row, 8-column group)
+    const int rl = i / 16, q = i % 16, j = q / 4, t = q % 4, rr = rl % 64;
+    const int64_t r = rb * 128 + rl, c = cb * 128 + 32 * j + 8 * t;
+    if (r >= np || c >= kp) continue;
+    const uint8_t* tile = tile_of(rl);
+    const uint32_t word = *reinterpret_cast<const uint32_t*>(tile + (32 * (rr / 8) + 4 * (rr % 8) + t) * 16 + 4 * j);
+    const int shift = int(tile[4096 + 32 * (rr % 8) + 4 * (rr / 8) + j]) - e_max + 6;
+    uint32_t halves[4];  // f16 = fp4 · 2^-14, exact
+    mxfp4_tiled_decode_word(word, halves);
+    uint32_t lo = 0, hi = 0;
+#pragma unroll
+    for (int v = 0; v < 8; ++v) {
+      const auto bits = static_cast<unsigned short>(halves[v / 2] >> (16 * (v % 2)));
+      const float value = ldexpf(__half2float(__ushort_as_half(bits)), shift + 14);
+      const uint32_t b = __nv_cvt_float_to_fp8(value, __NV_SATFINITE, __NV_E4M3);
+      if (v < 4) {
+        lo |= b << (8 * v);
+      } else {
+        hi |= b << (8 * (v - 4));
+      }
+    }
+    *reinterpret_cast<uint2*>(out + fp8_tiled_offset(r, c, kp)) = make_uint2(lo, hi);
+  }
+}
+
+}  // namespace
+
+void launch_mxfp4_tiled_to_fp8(const uint8_t* src, uint8_t* dst, float* dst_scales, int groups, int n, int k,
+                               cudaStream_t stream) {
+  GOSSAMER_CHECK(groups >= 0 && n >= 0 && k >= 0 && k % 32 == 0, "mxfp4_tiled_to_fp8: K (", k,
+                 ") must be a multiple of 32");
+  const int64_t blocks = int64_t(groups) * ((n + 127) / 128) * ((k + 127) / 128);
+  if (blocks == 0) return;
+  mxfp4_tiled_to_fp8_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(src, dst, dst_scales, n, k);
+  GOSSAMER_CUDA_CHECK_LAUNCH();
+}
+
+void launch_mxfp4_to_tiled(const uint8_t* blocks, const uint8_t* scales, uint8_t* dst, int groups, int n, int k,
+                           cudaStream_t stream) {
+  GOSSAMER_CHECK(groups >= 0 && n >= 0 && k >= 0 && k % 32 == 0, "mxfp4_to_tiled: K (", k,
+                 ") must be a multiple of 32");
+  GOSSAMER_CHECK(reinterpret_cast<uintptr_t>(blocks) % 4 == 0 && reinterpret_cast<uintptr_t>(dst) % 16 == 0,
+                 "mxfp4_to_tiled: blocks must be 4-byte and dst 16-byte aligned");
+  const int64_t words = int64_t(groups) * mxfp4_tiled_group_bytes(n, k) / 4;
+  if (words == 0) return;
+  const int grid = static_cast<int>(std::min<int64_t>(ceil_div<int64_t>(words, 256), 132 * 16));
+  mxfp4_to_tiled_kernel<<<grid, 256, 0, stream>>>(blocks, scales, reinterpret_cast<uint32_t*>(dst), words, n, k);
+  GOSSAMER_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace gossamer::kernels
