@@ -1,8 +1,11 @@
 #include "model/cpu_sharded_model.h"
 
+#include <algorithm>
+#include <limits>
 #include <thread>
 
 #include "core/error.h"
+#include "kernels/sampling.h"
 #include "model/batch_check.h"
 #include "model/sharded_sampling.h"
 
@@ -117,7 +120,18 @@ void CpuShardedModel::forward(const ForwardBatch& batch, std::vector<float>& log
   });
 }
 
-void CpuShardedModel::forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows, std::vector<int32_t>& tokens) {
+void CpuShardedModel::forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows, std::vector<int32_t>& tokens,
+                                     std::vector<RowLogprobs>& logprobs) {
+  logprobs.assign(rows.size(), {});
+  // Penalties, logprobs and token masks need the whole row: gather the full logits and draw with the one
+  // rule's reference (kernels/sampling.h), which the vocab-parallel draw follows for the plain settings.
+  const bool whole_rows = std::any_of(rows.begin(), rows.end(), [](const RowSampling& row) {
+    return !row.penalty_tokens.empty() || row.num_top_logprobs >= 0 || row.token_mask != nullptr;
+  });
+  if (whole_rows) {
+    sample_full_rows(batch, rows, tokens, logprobs);
+    return;
+  }
   check_forward_batch(config_, num_blocks_, block_size_, batch, num_sliding_blocks_);
   const ShardedStep step = plan(batch);
   GOSSAMER_CHECK(rows.size() == step.logit_rows.size(), "forward_sample: ", rows.size(), " sampling rows for ",
@@ -131,6 +145,74 @@ void CpuShardedModel::forward_sample(const ForwardBatch& batch, std::span<const 
                                                        shard.shard().vocab, config_.vocab_size, rows, comm);
     if (rank == 0) tokens = std::move(drawn);
   });
+}
+
+void CpuShardedModel::sample_full_rows(const ForwardBatch& batch, std::span<const RowSampling> rows,
+                                       std::vector<int32_t>& tokens, std::vector<RowLogprobs>& logprobs) {
+  std::vector<float> logits;
+  forward(batch, logits);
+  const int n = static_cast<int>(rows.size()), vocab = config_.vocab_size;
+  GOSSAMER_CHECK(logits.size() == static_cast<size_t>(n) * static_cast<size_t>(vocab), "forward_sample: ", n,
+                 " sampling rows for ", logits.size() / static_cast<size_t>(vocab), " logits rows");
+  std::vector<float> temperature(static_cast<size_t>(n)), top_p(static_cast<size_t>(n)), presence(static_cast<size_t>(n)),
+      frequency(static_cast<size_t>(n)), repetition(static_cast<size_t>(n)),
+      penalized(static_cast<size_t>(n) * static_cast<size_t>(vocab)), out_logprobs(static_cast<size_t>(n)),
+      top_logprobs(static_cast<size_t>(n) * kernels::kMaxTopLogprobs);
+  std::vector<int32_t> top_k(static_cast<size_t>(n)), offsets(static_cast<size_t>(n) + 1, 0), entries, counts,
+      num_top(static_cast<size_t>(n)), top_tokens(static_cast<size_t>(n) * kernels::kMaxTopLogprobs);
+  std::vector<uint64_t> seeds(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    const RowSampling& row = rows[static_cast<size_t>(r)];
+    temperature[static_cast<size_t>(r)] = row.temperature;
+    top_k[static_cast<size_t>(r)] = row.top_k;
+    top_p[static_cast<size_t>(r)] = row.top_p;
+    seeds[static_cast<size_t>(r)] = row.seed;
+    presence[static_cast<size_t>(r)] = row.presence;
+    frequency[static_cast<size_t>(r)] = row.frequency;
+    repetition[static_cast<size_t>(r)] = row.repetition;
+    num_top[static_cast<size_t>(r)] = std::max(row.num_top_logprobs, 0);
+    entries.insert(entries.end(), row.penalty_tokens.begin(), row.penalty_tokens.end());
+    counts.insert(counts.end(), row.penalty_counts.begin(), row.penalty_counts.end());
+    offsets[static_cast<size_t>(r) + 1] = static_cast<int32_t>(entries.size());
+    if (row.token_mask != nullptr) {  // refused tokens are -inf before everything else
+      float* x = logits.data() + static_cast<size_t>(r) * static_cast<size_t>(vocab);
+      for (int t = 0; t < vocab; ++t) {
+        if (((row.token_mask[t / 32] >> (t % 32)) & 1u) == 0) x[t] = -std::numeric_limits<float>::infinity();
+      }
+    }
+  }
+  kernels::SamplingParams p;
+  p.logits = logits.data();
+  tokens.assign(static_cast<size_t>(n), 0);
+  p.out_tokens = tokens.data();
+  p.temperature = temperature.data();
+  p.top_k = top_k.data();
+  p.top_p = top_p.data();
+  p.seeds = seeds.data();
+  p.num_rows = n;
+  p.vocab = vocab;
+  p.penalty_offsets = offsets.data();
+  p.penalty_tokens = entries.data();
+  p.penalty_counts = counts.data();
+  p.presence = presence.data();
+  p.frequency = frequency.data();
+  p.repetition = repetition.data();
+  p.penalized = penalized.data();
+  p.out_logprobs = out_logprobs.data();
+  p.num_top = num_top.data();
+  p.out_top_tokens = top_tokens.data();
+  p.out_top_logprobs = top_logprobs.data();
+  kernels::sampling_cpu(p);
+  for (int r = 0; r < n; ++r) {
+    const RowSampling& row = rows[static_cast<size_t>(r)];
+    if (row.num_top_logprobs < 0) continue;
+    RowLogprobs& out = logprobs[static_cast<size_t>(r)];
+    out.logprob = out_logprobs[static_cast<size_t>(r)];
+    for (int j = 0; j < std::min(row.num_top_logprobs, kernels::kMaxTopLogprobs); ++j) {
+      const size_t k = static_cast<size_t>(r) * kernels::kMaxTopLogprobs + static_cast<size_t>(j);
+      out.top.emplace_back(top_tokens[k], top_logprobs[k]);
+    }
+  }
 }
 
 }  // namespace gossamer::model

@@ -38,13 +38,19 @@ class CpuShardedModel final : public Model {
   int64_t kv_bytes_per_token() const override;
   void forward(const ForwardBatch& batch, std::vector<float>& logits) override;
   bool samples_on_device() const override { return true; }
-  void forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows, std::vector<int32_t>& tokens) override;
+  bool samples_with_token_masks() const override { return true; }
+  using Model::forward_sample;  // the overload without logprobs
+  void forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows, std::vector<int32_t>& tokens,
+                      std::vector<RowLogprobs>& logprobs) override;
 
  protected:
   void allocate_kv_cache_impl(int32_t num_blocks, int32_t block_size, int32_t num_sliding_blocks) override;
 
  private:
   ShardedStep plan(const ForwardBatch& batch) const;
+  // forward() then the draw of kernels/sampling.h's reference on the full rows (penalties, logprobs, masks).
+  void sample_full_rows(const ForwardBatch& batch, std::span<const RowSampling> rows, std::vector<int32_t>& tokens,
+                        std::vector<RowLogprobs>& logprobs);
   // Runs fn(rank, communicator) on one thread per rank; rethrows the first failure on this thread.
   void run_ranks(const std::function<void(int32_t rank, comm::Communicator& comm)>& fn);
 

@@ -120,18 +120,29 @@ void SpmdLeader::forward(const ForwardBatch& batch, std::vector<float>& logits) 
   local_->forward(batch, logits);
 }
 
-void SpmdLeader::forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows, std::vector<int32_t>& tokens) {
+void SpmdLeader::forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows, std::vector<int32_t>& tokens,
+                                std::vector<RowLogprobs>& logprobs) {
   Writer message(Op::kForwardSample);
   put_batch(message, batch);
   message.put(static_cast<uint32_t>(rows.size()));
-  for (const RowSampling& row : rows) message.put(row);
+  for (const RowSampling& row : rows) {
+    // NOTE: only the plain settings travel (the spans and the mask point into this process); the other
+    // ranks' draws are discarded, the leader's tokens are the step's.
+    RowSampling plain;
+    plain.temperature = row.temperature;
+    plain.top_k = row.top_k;
+    plain.top_p = row.top_p;
+    plain.seed = row.seed;
+    message.put(plain);
+  }
   control_->broadcast(message.bytes(), 0);
-  local_->forward_sample(batch, rows, tokens);
+  local_->forward_sample(batch, rows, tokens, logprobs);
 }
 
 void run_spmd_worker(Model& local, comm::TcpBootstrap& control) {
   std::vector<float> logits;
   std::vector<int32_t> tokens;
+  std::vector<RowLogprobs> logprobs;
   for (;;) {
     const std::string bytes = control.broadcast({}, 0);
     Reader in(bytes);
@@ -148,7 +159,7 @@ void run_spmd_worker(Model& local, comm::TcpBootstrap& control) {
         OwnedBatch batch = get_batch(in);
         std::vector<RowSampling> rows(in.get<uint32_t>());
         for (RowSampling& row : rows) row = in.get<RowSampling>();
-        local.forward_sample(batch.batch, rows, tokens);
+        local.forward_sample(batch.batch, rows, tokens, logprobs);
       } else {
         GOSSAMER_THROW("spmd: unknown control op ", static_cast<int>(op));
       }

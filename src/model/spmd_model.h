@@ -34,7 +34,10 @@ class SpmdLeader final : public Model {
   uint64_t weight_bytes() const override { return local_->weight_bytes(); }
   bool samples_on_device() const override { return local_->samples_on_device(); }
   void forward(const ForwardBatch& batch, std::vector<float>& logits) override;
-  void forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows, std::vector<int32_t>& tokens) override;
+  bool samples_with_token_masks() const override { return local_->samples_with_token_masks(); }
+  using Model::forward_sample;  // the overload without logprobs
+  void forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows, std::vector<int32_t>& tokens,
+                      std::vector<RowLogprobs>& logprobs) override;
 
  protected:
   void allocate_kv_cache_impl(int32_t num_blocks, int32_t block_size, int32_t num_sliding_blocks) override;
