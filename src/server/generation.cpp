@@ -66,7 +66,7 @@ void GenerationState::submit() {
     params.sampling = request_.sampling;
     if (params.sampling.seed && choice->index > 0) *params.sampling.seed += static_cast<uint64_t>(choice->index);
     // NOTE: one constraint object per engine request (it follows that request's tokens).
-    if (request_.structured) params.sampling.constraint = make_structured_output_constraint(request_.structured, *server_.tokenizer_);
+    if (request_.structured) params.sampling.constraint = make_structured_output_constraint(request_.structured, *server_.tokenizer_, params.sampling.max_tokens);
     params.on_output = [self, choice](const engine::RequestOutput& output) { self->on_output(*choice, output); };
     try {
       choice->engine_id = server_.engine_->submit(std::move(params));

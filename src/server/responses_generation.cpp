@@ -39,6 +39,9 @@ void ResponsesState::submit() {
   engine::SubmitParams params;
   params.prompt = request_.generation.prompt;
   params.sampling = request_.generation.sampling;
+  if (request_.generation.structured) {
+    params.sampling.constraint = make_structured_output_constraint(request_.generation.structured, *server_.tokenizer_, params.sampling.max_tokens);
+  }
   auto self = shared_from_this();
   params.on_output = [self](const engine::RequestOutput& output) { self->on_output(output); };
   try {

@@ -165,13 +165,26 @@ ResponsesRequest parse_responses_request(const Json& body, const ApiContext& con
     throw ApiError::invalid("only truncation \"disabled\" is supported", "truncation");
   }
   if (field(body, "top_logprobs")) throw ApiError::invalid("top_logprobs is not supported on /v1/responses yet", "top_logprobs");
+  // text.format → the chat request's response_format (constrained decoding: server/structured_output.h).
+  Json response_format;
+  Json text_echo = {{"format", {{"type", "text"}}}};
   if (const Json* text = field(body, "text")) {
     if (!text->is_object()) wrong_type("text", "an object", *text);
     if (const Json* format = field(*text, "format")) {
-      if (!format->is_object() || get_string(*format, "type", "text.format.type").value_or("text") != "text") {
-        throw ApiError::invalid("text.format json_schema / json_object is not supported yet (needs constrained decoding)",
-                                "text.format");
+      if (!format->is_object()) wrong_type("text.format", "an object", *format);
+      const std::string type = get_string(*format, "type", "text.format.type").value_or("text");
+      if (type == "json_object") {
+        response_format = {{"type", "json_object"}};
+      } else if (type == "json_schema") {
+        const Json* schema = field(*format, "schema");
+        if (schema == nullptr) throw ApiError::invalid("text.format json_schema needs a schema", "text.format.schema");
+        Json spec = {{"name", get_string(*format, "name", "text.format.name").value_or("response")}, {"schema", *schema}};
+        if (const auto strict = get_bool(*format, "strict", "text.format.strict")) spec["strict"] = *strict;
+        response_format = {{"type", "json_schema"}, {"json_schema", std::move(spec)}};
+      } else if (type != "text") {
+        throw ApiError::invalid("text.format.type must be text, json_object or json_schema", "text.format.type");
       }
+      text_echo["format"] = *format;
     }
   }
   if (const Json* include = field(body, "include")) {
@@ -236,7 +249,15 @@ ResponsesRequest parse_responses_request(const Json& body, const ApiContext& con
     }
     chat["tools"] = std::move(chat_tools);
   }
-  if (const Json* choice = field(body, "tool_choice")) chat["tool_choice"] = *choice;
+  if (const Json* choice = field(body, "tool_choice")) {
+    // The Responses API names a function flat ({type, name}); Chat Completions nests it under "function".
+    if (choice->is_object() && choice->contains("name") && !choice->contains("function")) {
+      chat["tool_choice"] = {{"type", "function"}, {"function", {{"name", (*choice)["name"]}}}};
+    } else {
+      chat["tool_choice"] = *choice;
+    }
+  }
+  if (!response_format.is_null()) chat["response_format"] = response_format;
   if (const Json* reasoning = field(body, "reasoning")) {
     if (!reasoning->is_object()) wrong_type("reasoning", "an object", *reasoning);
     if (const auto effort = get_string(*reasoning, "effort", "reasoning.effort")) chat["reasoning_effort"] = *effort;
@@ -267,7 +288,7 @@ ResponsesRequest parse_responses_request(const Json& body, const ApiContext& con
               {"user", body.contains("user") ? nlohmann::json(body["user"]) : nlohmann::json(nullptr)},
               {"reasoning", {{"effort", chat.contains("reasoning_effort") ? nlohmann::json(chat["reasoning_effort"]) : nlohmann::json(nullptr)},
                              {"summary", nullptr}}},
-              {"text", {{"format", {{"type", "text"}}}}},
+              {"text", text_echo},
               {"truncation", "disabled"},
               {"store", out.store},
               {"previous_response_id", out.previous_response_id ? nlohmann::json(*out.previous_response_id) : nlohmann::json(nullptr)}};

@@ -49,7 +49,11 @@ struct StructuredOutputSpec {
 std::shared_ptr<const StructuredOutputSpec> parse_structured_output(
     const nlohmann::ordered_json& body, const std::vector<std::pair<std::string, nlohmann::ordered_json>>& tool_parameters);
 
+// max_tokens: the request's output budget (0 = none). While an answer is owed (response_format, or a forced
+// tool call), reasoning may use at most half of it, so that the answer always has room and a random model
+// terminates: past that the analysis message can only end, and no further analysis message can open.
 std::shared_ptr<engine::TokenConstraint> make_structured_output_constraint(std::shared_ptr<const StructuredOutputSpec> spec,
-                                                                           const text::Tokenizer& tokenizer);
+                                                                           const text::Tokenizer& tokenizer,
+                                                                           int32_t max_tokens = 0);
 
 }  // namespace gossamer::server

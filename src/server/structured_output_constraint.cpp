@@ -30,8 +30,9 @@ std::shared_ptr<const grammar::TokenVocabulary> shared_vocabulary(const text::To
 
 class HarmonyConstraint : public engine::TokenConstraint {
  public:
-  HarmonyConstraint(std::shared_ptr<const StructuredOutputSpec> spec, const text::Tokenizer& tokenizer)
-      : spec_(std::move(spec)), tokenizer_(tokenizer), masker_(shared_vocabulary(tokenizer)) {
+  // reasoning_budget: tokens of reasoning allowed while an answer is owed (0 = unbounded).
+  HarmonyConstraint(std::shared_ptr<const StructuredOutputSpec> spec, const text::Tokenizer& tokenizer, int32_t reasoning_budget)
+      : spec_(std::move(spec)), tokenizer_(tokenizer), masker_(shared_vocabulary(tokenizer)), reasoning_budget_(reasoning_budget) {
     const auto special = [&](const char* text) {
       const auto id = tokenizer.special_token_id(text);
       GOSSAMER_CHECK(id.has_value(), "tokenizer without ", text);
@@ -45,7 +46,10 @@ class HarmonyConstraint : public engine::TokenConstraint {
     // with a response_format: analysis, final or any tool call; plain auto: free.
     std::vector<std::string> headers;
     const ToolChoice choice = spec_->tool_choice;
-    if (choice != ToolChoice::kAuto || spec_->response != nullptr) headers.push_back("<|channel|>analysis<|message|>");
+    if (choice != ToolChoice::kAuto || spec_->response != nullptr) {
+      analysis_alternative_ = 0;
+      headers.push_back("<|channel|>analysis<|message|>");
+    }
     if (choice == ToolChoice::kNone || (choice == ToolChoice::kAuto && spec_->response != nullptr)) {
       headers.push_back("<|channel|>final<|message|>");
     }
@@ -68,7 +72,9 @@ class HarmonyConstraint : public engine::TokenConstraint {
         const auto& alternatives = first_message_ ? first_headers_ : later_headers_;
         if (alternatives.empty()) return false;
         std::fill(mask.begin(), mask.end(), 0u);
-        for (const auto& alternative : alternatives) {
+        for (size_t i = 0; i < alternatives.size(); ++i) {
+          if (static_cast<int>(i) == analysis_alternative_ && reasoning_spent()) continue;  // no more reasoning
+          const auto& alternative = alternatives[i];
           if (alternative.size() > header_ids_.size() && std::equal(header_ids_.begin(), header_ids_.end(), alternative.begin())) {
             allow(mask, alternative[header_ids_.size()]);
           }
@@ -80,6 +86,11 @@ class HarmonyConstraint : public engine::TokenConstraint {
         // or open anything here, only end the message (<|end|>).
         const bool must_answer = spec_->response != nullptr || forcing_tools();
         if (!must_answer || final_channel_) return false;
+        if (reasoning_spent()) {  // the budget is used: the message can only end
+          std::fill(mask.begin(), mask.end(), 0u);
+          allow(mask, end_);
+          return true;
+        }
         if (content_mask_.size() != mask.size()) {  // every ordinary token, and of the specials only <|end|>
           content_mask_.assign(mask.size(), ~0u);
           for (auto id = static_cast<TokenId>(text::kNumOrdinaryTokens); id < static_cast<TokenId>(mask.size() * 32); ++id) {
@@ -112,6 +123,7 @@ class HarmonyConstraint : public engine::TokenConstraint {
         if (token == return_ || token == call_ || token == end_of_text_ || token == end_) phase_ = Phase::kDone;
         return;
       case Phase::kContent:
+        if (!final_channel_ && (spec_->response != nullptr || forcing_tools())) ++reasoning_used_;
         if (token == end_) phase_ = Phase::kAfterEnd;
         if (token == return_ || token == call_ || token == end_of_text_) phase_ = Phase::kDone;
         return;
@@ -141,6 +153,7 @@ class HarmonyConstraint : public engine::TokenConstraint {
   enum class Phase : uint8_t { kHeader, kContent, kJson, kAfterEnd, kDone };
 
   bool forcing_tools() const { return spec_->tool_choice == ToolChoice::kRequired || spec_->tool_choice == ToolChoice::kNamed; }
+  bool reasoning_spent() const { return reasoning_budget_ > 0 && reasoning_used_ >= reasoning_budget_; }
   static void allow(std::span<uint32_t> mask, TokenId token) { mask[static_cast<size_t>(token) / 32] |= 1u << (token % 32); }
   static void forbid(std::span<uint32_t> mask, TokenId token) { mask[static_cast<size_t>(token) / 32] &= ~(1u << (token % 32)); }
 
@@ -183,6 +196,9 @@ class HarmonyConstraint : public engine::TokenConstraint {
   Phase phase_ = Phase::kHeader;  // generation starts right after the prompt's `<|start|>assistant`
   bool first_message_ = true;
   bool final_channel_ = false;
+  int32_t reasoning_budget_ = 0;      // 0 = unbounded
+  int32_t reasoning_used_ = 0;        // content tokens of non-final messages while an answer is owed
+  int analysis_alternative_ = -1;     // index of the analysis header among the forced alternatives
   std::vector<TokenId> header_ids_;
   std::optional<grammar::GrammarMatcher> matcher_;
   TokenId terminator_ = 0;
@@ -191,8 +207,9 @@ class HarmonyConstraint : public engine::TokenConstraint {
 }  // namespace
 
 std::shared_ptr<engine::TokenConstraint> make_structured_output_constraint(std::shared_ptr<const StructuredOutputSpec> spec,
-                                                                           const text::Tokenizer& tokenizer) {
-  return std::make_shared<HarmonyConstraint>(std::move(spec), tokenizer);
+                                                                           const text::Tokenizer& tokenizer,
+                                                                           int32_t max_tokens) {
+  return std::make_shared<HarmonyConstraint>(std::move(spec), tokenizer, max_tokens > 0 ? max_tokens / 2 : 0);
 }
 
 }  // namespace gossamer::server

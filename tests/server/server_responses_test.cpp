@@ -166,12 +166,39 @@ TEST_F(ServerResponses, StreamedToolCallEvents) {
   EXPECT_EQ(Json::parse(arguments)["city"], "Paris");
 }
 
-TEST_F(ServerResponses, WhatNeedsConstrainedDecodingIs400) {
-  EXPECT_EQ(post_json({{"input", "hi"}, {"text", {{"format", {{"type", "json_schema"}, {"name", "x"}, {"schema", Json::object()}}}}}}, 400)
-                ["error"]["param"],
-            "text.format");
-  EXPECT_EQ(post_json({{"input", "hi"}, {"text", {{"format", {{"type", "json_object"}}}}}}, 400)["error"]["param"], "text.format");
-  EXPECT_EQ(post_json({{"input", "hi"}, {"tools", tools()}, {"tool_choice", "required"}}, 400)["error"]["param"], "tool_choice");
+// Constrained decoding through the Responses API (the scripted backend's random tokens are the adversary).
+TEST_F(ServerResponses, TextFormatAndForcedToolChoiceAreConstrained) {
+  const Json schema = Json::parse(R"({"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]})");
+  const Json structured = post_json({{"input", "hi"},
+                                     {"max_output_tokens", 400},
+                                     {"text", {{"format", {{"type", "json_schema"}, {"name", "x"}, {"schema", schema}}}}}});
+  EXPECT_EQ(structured["text"]["format"]["type"], "json_schema");
+  for (const Json& item : structured["output"]) {
+    if (item["type"] != "message" || structured["status"] != "completed") continue;
+    const Json answer = Json::parse(item["content"][0]["text"].get<std::string>());
+    EXPECT_TRUE(answer["n"].is_number_integer()) << answer.dump();
+  }
+  const Json forced = post_json({{"input", "hi"}, {"tools", tools()}, {"tool_choice", "required"}, {"max_output_tokens", 400}});
+  if (forced["status"] == "completed") {
+    bool called = false;
+    for (const Json& item : forced["output"]) called |= item["type"] == "function_call";
+    EXPECT_TRUE(called) << forced.dump();
+  }
+  const Json named = post_json({{"input", "hi"},
+                                {"tools", tools()},
+                                {"tool_choice", {{"type", "function"}, {"name", "get_weather"}}},
+                                {"max_output_tokens", 400}});
+  for (const Json& item : named["output"]) {
+    if (item["type"] == "function_call") {
+      EXPECT_EQ(item["name"], "get_weather");
+    } else {
+      EXPECT_NE(item["type"], "message") << named.dump();
+    }
+  }
+}
+
+TEST_F(ServerResponses, UnsupportedFieldsAre400) {
+  EXPECT_EQ(post_json({{"input", "hi"}, {"text", {{"format", {{"type", "yaml"}}}}}}, 400)["error"]["param"], "text.format.type");
   EXPECT_EQ(post_json({{"input", "hi"}, {"background", true}}, 400)["error"]["param"], "background");
   EXPECT_EQ(post_json({{"input", "hi"}, {"tools", {{{"type", "web_search"}}}}}, 400)["error"]["param"], "tools[0].type");
   EXPECT_EQ(post_json({{"instructions", "x"}}, 400)["error"]["param"], "input");

@@ -178,7 +178,9 @@ TEST_F(ServerSampling, ReasoningUnderBothNames) {
 // result); once a turn ends in a final answer, the analysis before it is dropped (harmony's rule).
 TEST_F(ServerSampling, ToolRoundTripKeepsTheReasoningBeforeTheCall) {
   const Json tools = Json::parse(R"([{"type":"function","function":{"name":"get_weather",
-      "parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}])");
+      "parameters":{"type":"object","properties":{"city":{"type":"string"},"unit":{"type":"string"}}}}}])");
+  // NOTE: the scripted call passes city and unit; tool arguments follow the schema (closed objects, as
+  // XGrammar's strict mode), so both must be declared.
   // Turn 1 through HTTP: the model reasons and calls the tool.
   const Json first = post_json("/v1/chat/completions", chat("Please call SCRIPTTOOL", {{"tools", tools}}));
   const Json& message = first["choices"][0]["message"];

@@ -108,8 +108,10 @@ await assert.rejects(
   (error) => error instanceof OpenAI.BadRequestError && error.param === 'response_format.json_schema.schema' &&
     error.message.includes('patternProperties'));
 
-// The random model takes each forced fork half the time: some answers must have completed.
-for (const name of ['json_schema', 'json_object stream', 'required', 'named']) {
+// Some answers must have completed where the schema bounds the answer; a plain JSON object (open: up to
+// 32 properties of 512-character strings, server/structured_output.h) need not close within max_tokens
+// (each of its finished answers was validated above).
+for (const name of ['json_schema', 'required', 'named']) {
   assert.ok((counts[name].stop ?? 0) + (counts[name].tool_calls ?? 0) > 0, `${name}: no answer completed ${JSON.stringify(counts[name])}`);
 }
 console.log(`structured output checks passed ${JSON.stringify(counts)}`);
