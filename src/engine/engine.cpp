@@ -230,8 +230,7 @@ void Engine::run_step(const SchedulerOutput& scheduled) {
   // NOTE: a step with a masked row samples on the host (the device samplers take no mask yet; the mask
   // kernel is kernels/token_mask.h).
   const bool any_masked = std::any_of(masked.begin(), masked.end(), [](uint8_t m) { return m != 0; });
-  const bool on_device = config_.device_sampling && model_->samples_on_device() && !any_masked;
-  const bool on_device = config_.device_sampling && model_->samples_on_device() &&
+  const bool on_device = config_.device_sampling && model_->samples_on_device() && !any_masked &&
                          std::none_of(sampled.begin(), sampled.end(), [](const Request* r) { return needs_host_sampling(r->sampling); });
   try {
     if (on_device) {
@@ -259,7 +258,6 @@ void Engine::run_step(const SchedulerOutput& scheduled) {
         if (masked[static_cast<size_t>(row)]) {
           apply_token_mask(logits, std::span<const uint32_t>(masks_.data() + static_cast<size_t>(row) * words, words));
         }
-        sampled_tokens[static_cast<size_t>(row)] = sample_token(logits, request->sampling, request->rng_state);
         sampled_tokens[static_cast<size_t>(row)] = sample_request_token(logits, *request);
       }
     });

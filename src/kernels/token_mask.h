@@ -8,7 +8,7 @@
 // is exact (only -inf is written), so the CPU reference gives the same bits.
 #pragma once
 
-#include <cuda_runtime.h>
+#include "core/cuda/cuda_types.h"
 
 #include <cstdint>
 

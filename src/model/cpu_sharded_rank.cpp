@@ -6,6 +6,8 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "kernels/moe.h"
+#include "kernels/rmsnorm.h"
 #include "model/cpu_ops.h"
 #include "model/rope.h"
 
@@ -103,7 +105,7 @@ void CpuShardedRank::forward(const ShardedStep& step, const ForwardBatch& batch,
   const int64_t local = shard_.vocab.size();
   std::vector<float> selected(static_cast<size_t>(num_rows * hidden)), local_logits(static_cast<size_t>(num_rows * local));
   for (int64_t r = 0; r < num_rows; ++r) {
-    cpu::rms_norm(x.data() + step.logit_rows[static_cast<size_t>(r)] * hidden, 1, hidden, final_norm_.data(),
+    kernels::rmsnorm_f32_cpu(x.data() + step.logit_rows[static_cast<size_t>(r)] * hidden, 1, hidden, final_norm_.data(),
                   config_.rms_norm_eps, selected.data() + r * hidden);
   }
   if (num_rows > 0 && local > 0) cpu::matmul_bias(selected.data(), num_rows, unembedding_, nullptr, local_logits.data());
@@ -139,7 +141,7 @@ void CpuShardedRank::attention(int layer, const ShardedStep& step, const Forward
   // ---- norm + column-parallel projections: q [T, local q width], k/v [T, local kv width] ----
   std::vector<float> normed(x.size()), q(static_cast<size_t>(num_tokens * q_width)),
       k(static_cast<size_t>(num_tokens * kv_width)), v(k.size());
-  cpu::rms_norm(x.data(), num_tokens, hidden, p.attn_norm.data(), config_.rms_norm_eps, normed.data());
+  kernels::rmsnorm_f32_cpu(x.data(), num_tokens, hidden, p.attn_norm.data(), config_.rms_norm_eps, normed.data());
   cpu::matmul_bias(normed.data(), num_tokens, p.q_proj, p.q_bias.data(), q.data());
   cpu::matmul_bias(normed.data(), num_tokens, p.k_proj, p.k_bias.data(), k.data());
   cpu::matmul_bias(normed.data(), num_tokens, p.v_proj, p.v_bias.data(), v.data());
@@ -215,18 +217,15 @@ void CpuShardedRank::moe(int layer, int64_t num_tokens, comm::Communicator& comm
 
   // ---- norm + router (replicated: every rank picks the same top-k) ----
   std::vector<float> normed(x.size()), router(static_cast<size_t>(num_tokens * num_experts));
-  cpu::rms_norm(x.data(), num_tokens, hidden, p.mlp_norm.data(), config_.rms_norm_eps, normed.data());
+  kernels::rmsnorm_f32_cpu(x.data(), num_tokens, hidden, p.mlp_norm.data(), config_.rms_norm_eps, normed.data());
   cpu::matmul_bias(normed.data(), num_tokens, w.router, p.router_bias.data(), router.data());
   std::vector<std::vector<std::pair<int64_t, float>>> tokens_of_expert(static_cast<size_t>(num_experts));
   std::vector<int32_t> chosen(static_cast<size_t>(top));
   std::vector<float> gates(chosen.size());
   for (int64_t t = 0; t < num_tokens; ++t) {
-    cpu::top_k(router.data() + t * num_experts, num_experts, top, chosen.data(), gates.data());
-    const float max_value = gates[0];
-    float sum = 0.0f;
-    for (int k = 0; k < top; ++k) sum += (gates[static_cast<size_t>(k)] = std::exp(gates[static_cast<size_t>(k)] - max_value));
+    kernels::moe_topk_softmax_cpu(router.data() + t * num_experts, static_cast<int>(num_experts), top, chosen.data(), gates.data());
     for (int k = 0; k < top; ++k) {
-      tokens_of_expert[static_cast<size_t>(chosen[static_cast<size_t>(k)])].push_back({t, gates[static_cast<size_t>(k)] / sum});
+      tokens_of_expert[static_cast<size_t>(chosen[static_cast<size_t>(k)])].push_back({t, gates[static_cast<size_t>(k)]});
     }
   }
 
