@@ -80,6 +80,12 @@ CudaModel::~CudaModel() {
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 
+bool CudaModel::set_phase_timing(bool on) {
+  if (!on) phase_timer_.reset();
+  if (on && !phase_timer_) phase_timer_ = std::make_unique<CudaPhaseTimer>();
+  return true;
+}
+
 void CudaModel::synchronize() const { GOSSAMER_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
 int64_t CudaModel::kv_bytes_per_block() const {
@@ -240,9 +246,11 @@ void CudaModel::prepare_workspace(const StepPlan& plan) {
 
 void CudaModel::copy_logits_out(int num_rows, std::vector<float>& logits) {
   const size_t count = static_cast<size_t>(num_rows) * config_.vocab_size;
+  mark(StepPhase::kOutput);
   if (count > 0) {
     GOSSAMER_CUDA_CHECK(cudaMemcpyAsync(host_logits_.get(), logits_.get(), count * 2, cudaMemcpyDeviceToHost, stream_));
   }
+  if (phase_timer_) phase_timer_->end(stream_);
   GOSSAMER_CUDA_CHECK(cudaStreamSynchronize(stream_));
   GOSSAMER_CUDA_CHECK(cudaGetLastError());
   logits.resize(count);
@@ -254,7 +262,7 @@ void CudaModel::copy_logits_out(int num_rows, std::vector<float>& logits) {
 
 bool CudaModel::run_decode_graph(const ForwardBatch& batch) {
   const int n = static_cast<int>(batch.sequences.size());
-  if (!options_.cuda_graphs || n == 0 || n > kMaxGraphBatch) return false;
+  if (!options_.cuda_graphs || phase_timer_ || n == 0 || n > kMaxGraphBatch) return false;
   for (const SequenceInput& seq : batch.sequences) {
     if (seq.tokens.size() != 1 || seq.logits == LogitsWanted::kNone) return false;
   }
@@ -331,6 +339,7 @@ void CudaModel::forward_sample(const ForwardBatch& batch, std::span<const RowSam
     reinterpret_cast<uint64_t*>(host + seeds_offset)[r] = row.seed;
   }
   auto* device = sampling_.get<uint8_t>();
+  mark(StepPhase::kSampling);
   GOSSAMER_CUDA_CHECK(cudaMemcpyAsync(device, host, settings, cudaMemcpyHostToDevice, stream_));
   kernels::SamplingParams params;
   params.logits_bf16 = logits_.get<uint16_t>();
@@ -342,8 +351,10 @@ void CudaModel::forward_sample(const ForwardBatch& batch, std::span<const RowSam
   params.num_rows = n;
   params.vocab = config_.vocab_size;
   kernels::launch_sampling(params, stream_);
+  mark(StepPhase::kOutput);
   GOSSAMER_CUDA_CHECK(cudaMemcpyAsync(host + settings, device + settings, static_cast<size_t>(n) * 4,
                                       cudaMemcpyDeviceToHost, stream_));
+  if (phase_timer_) phase_timer_->end(stream_);
   GOSSAMER_CUDA_CHECK(cudaStreamSynchronize(stream_));
   GOSSAMER_CUDA_CHECK(cudaGetLastError());
   std::memcpy(tokens.data(), host + settings, static_cast<size_t>(n) * 4);

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/cuda/device_buffer.h"
+#include "model/cuda/cuda_phase_timer.h"
 #include "model/cuda/cuda_weights.h"
 #include "model/model.h"
 #include "model/rope.h"
@@ -53,6 +54,10 @@ class CudaModel final : public Model {
   bool samples_on_device() const override { return true; }
   // Samples straight from the bf16 logits on the GPU (kernels/sampling.h); only token ids come back.
   void forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows, std::vector<int32_t>& tokens) override;
+
+  // Phase timing (model/step_phases.h): events between the launch groups, every step eager (no graphs).
+  bool set_phase_timing(bool on) override;
+  PhaseSeconds last_phase_seconds() override { return phase_timer_ ? phase_timer_->collect() : PhaseSeconds{}; }
 
   uint64_t weight_bytes() const override { return weights_.device_bytes; }
   WeightFormat weight_format() const { return weights_.format; }
@@ -103,6 +108,9 @@ class CudaModel final : public Model {
   // out [m, w.n] bf16 = x [m, w.k] bf16 · wᵀ + bias (GEMV for m ≤ 8, else FP8 or bf16 GEMM).
   void linear(const uint16_t* x, int m, const DeviceLinear& w, uint16_t* out);
   void experts(int layer, int num_tokens);
+  void mark(StepPhase phase) {
+    if (phase_timer_) phase_timer_->mark(phase, stream_);
+  }
 
   GptOssConfig config_;
   CudaOptions options_;
@@ -124,6 +132,7 @@ class CudaModel final : public Model {
   uint64_t workspace_generation_ = 0;
   std::vector<DecodeGraph> graphs_;
   int64_t graph_replays_ = 0;
+  std::unique_ptr<CudaPhaseTimer> phase_timer_;  // null unless phase timing is on (benchmarks)
 };
 
 }  // namespace gossamer::model::cuda
