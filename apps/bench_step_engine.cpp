@@ -79,6 +79,7 @@ EngineStepTimes measure_engine_steps(model::Model& model, int32_t batch, int32_t
   config.num_kv_blocks = batch * ((config.max_model_len + kBenchBlockSize - 1) / kBenchBlockSize) + 1;
   config.block_size = kBenchBlockSize;
   config.enable_prefix_caching = false;
+  config.max_queued_requests = batch;  // every request is submitted at once
   std::mutex mutex;
   std::condition_variable done;
   int finished = 0;

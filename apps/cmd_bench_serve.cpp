@@ -28,7 +28,7 @@ int run_sweep(const server::BenchServeOptions& options, const server::Concurrenc
                  row.num_prompts, row.output_tokens_per_s);
   });
   char title[256];
-  std::snprintf(title, sizeof(title), "%s, input %d, output %d tokens", model_id.c_str(), options.random_input_len,
+  std::snprintf(title, sizeof(title), "%s, %d in / %d out tokens", model_id.c_str(), options.random_input_len,
                 options.random_output_len);
   std::printf("gossamer bench serve --concurrency-sweep: %s\n\n%s", title, server::format_sweep_table(rows, sweep).c_str());
   if (!json_path.empty()) {
@@ -40,7 +40,7 @@ int run_sweep(const server::BenchServeOptions& options, const server::Concurrenc
     std::printf("\njson: %s\n", json_path.c_str());
   }
   if (!plot.empty()) {
-    bench::write_chart(server::sweep_chart(rows, sweep, std::string("gossamer bench serve: ") + title), plot);
+    bench::write_chart(server::sweep_chart(rows, sweep, std::string("bench serve sweep: ") + title), plot);
     std::printf("\nplot: %s\n", plot.c_str());
   }
   const bool all_failed = std::all_of(rows.begin(), rows.end(), [](const server::SweepRow& r) { return r.completed == 0; });

@@ -94,14 +94,15 @@ nlohmann::json sweep_json(const std::vector<SweepRow>& rows, const ConcurrencySw
 
 bench::ChartSpec sweep_chart(const std::vector<SweepRow>& rows, const ConcurrencySweepOptions& options, const std::string& title) {
   bench::ChartSpec chart;
-  chart.title = title + ", point labels = max concurrency";
+  chart.title = title;
+  chart.width = 1100;
   chart.x_label = "tokens/s per user (1000 / mean TPOT)";
   char price[96];
   std::snprintf(price, sizeof(price), "$ per 1M output tokens (%d GPU at $%.2f/GPU-hour)", options.num_gpus,
                 options.dollars_per_gpu_hour);
   chart.y_label = price;
   chart.log_y = true;
-  bench::ChartSeries series{"end to end", {}, {}, {}};
+  bench::ChartSeries series{"end to end (labels: max concurrency)", {}, {}, {}};
   for (const SweepRow& r : rows) {  // NOTE: a point with no throughput has an infinite cost: write_chart skips it
     series.x.push_back(r.tokens_per_s_per_user);
     series.y.push_back(r.dollars_per_million_output);

@@ -23,6 +23,7 @@ PhaseSeconds WallPhaseClock::collect() const {
   for (size_t i = 0; i < marks_.size(); ++i) {
     const auto next = i + 1 < marks_.size() ? marks_[i + 1].second : end_;
     out.seconds[static_cast<size_t>(marks_[i].first)] += std::chrono::duration<double>(next - marks_[i].second).count();
+    ++out.counts[static_cast<size_t>(marks_[i].first)];
   }
   out.span = std::chrono::duration<double>(end_ - marks_.front().second).count();
   out.valid = true;

@@ -39,6 +39,7 @@ const char* step_phase_name(StepPhase phase);
 
 struct PhaseSeconds {
   std::array<double, kNumStepPhases> seconds{};  // per phase, summed over its repeats (layers)
+  std::array<int32_t, kNumStepPhases> counts{};  // times each phase ran in the step (0: not on this path)
   double span = 0.0;                             // first phase start → end of the last phase
   bool valid = false;                            // false: no step was timed
 };

@@ -42,6 +42,7 @@ PhaseSeconds CudaPhaseTimer::collect() {
     float ms = 0.0f;
     GOSSAMER_CUDA_CHECK(cudaEventElapsedTime(&ms, events_[i], events_[i + 1]));
     out.seconds[static_cast<size_t>(phases_[i])] += ms * 1e-3;
+    ++out.counts[static_cast<size_t>(phases_[i])];
   }
   float span_ms = 0.0f;
   GOSSAMER_CUDA_CHECK(cudaEventElapsedTime(&span_ms, events_[0], events_[num_used_ - 1]));
