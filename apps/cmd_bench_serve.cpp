@@ -31,6 +31,8 @@ int run_sweep(const server::BenchServeOptions& options, const server::Concurrenc
   std::snprintf(title, sizeof(title), "%s, %d in / %d out tokens", model_id.c_str(), options.random_input_len,
                 options.random_output_len);
   std::printf("gossamer bench serve --concurrency-sweep: %s\n\n%s", title, server::format_sweep_table(rows, sweep).c_str());
+  const std::string server_table = server::format_server_table(rows);
+  if (!server_table.empty()) std::printf("\nThe server's engine over each point (/metrics deltas):\n\n%s", server_table.c_str());
   if (!json_path.empty()) {
     nlohmann::json out = server::sweep_json(rows, sweep);
     out["model_id"] = model_id;

@@ -55,8 +55,11 @@ std::vector<SweepRow> run_concurrency_sweep(const BenchServeOptions& base, const
     point.max_concurrency = concurrency;
     if (options.prompts_per_concurrency > 0) point.num_prompts = std::max(base.num_prompts, options.prompts_per_concurrency * concurrency);
     if (std::find(point.percentiles.begin(), point.percentiles.end(), 99.0) == point.percentiles.end()) point.percentiles.push_back(99.0);
+    const auto before = scrape_server_counters(point.host, point.port, point.api_key);
     const BenchServeResult result = run_bench_serve(point, tokenizer);
+    const auto after = before ? scrape_server_counters(point.host, point.port, point.api_key) : std::nullopt;
     rows.push_back(sweep_row(concurrency, result.json, options));
+    if (before && after) rows.back().server = server_activity(*before, *after, number(result.json, "duration"));
     if (on_point) on_point(rows.back(), result);
   }
   return rows;
@@ -79,6 +82,23 @@ std::string format_sweep_table(const std::vector<SweepRow>& rows, const Concurre
   return out;
 }
 
+std::string format_server_table(const std::vector<SweepRow>& rows) {
+  std::string out =
+      "| max concurrency | engine steps | tokens per step | generated per step | prompt per step | preemptions | ms per step |\n"
+      "|---|---|---|---|---|---|---|\n";
+  bool any = false;
+  for (const SweepRow& r : rows) {
+    if (!r.server) continue;
+    any = true;
+    char text[256];
+    std::snprintf(text, sizeof(text), "| %d | %.0f | %.1f | %.1f | %.1f | %.0f | %.2f |\n", r.concurrency, r.server->steps,
+                  r.server->tokens_per_step, r.server->generated_per_step, r.server->prompt_per_step, r.server->preemptions,
+                  r.server->ms_per_step);
+    out += text;
+  }
+  return any ? out : std::string();
+}
+
 nlohmann::json sweep_json(const std::vector<SweepRow>& rows, const ConcurrencySweepOptions& options) {
   nlohmann::json points = nlohmann::json::array();
   for (const SweepRow& r : rows) {
@@ -88,6 +108,12 @@ nlohmann::json sweep_json(const std::vector<SweepRow>& rows, const ConcurrencySw
                       {"p99_ttft_ms", r.p99_ttft_ms}, {"mean_tpot_ms", r.mean_tpot_ms}, {"p99_tpot_ms", r.p99_tpot_ms},
                       {"dollars_per_million_output_tokens",
                        std::isfinite(r.dollars_per_million_output) ? nlohmann::json(r.dollars_per_million_output) : nlohmann::json()}});
+    if (r.server) {
+      points.back()["server"] = {{"engine_steps", r.server->steps}, {"tokens_per_step", r.server->tokens_per_step},
+                                 {"generated_per_step", r.server->generated_per_step},
+                                 {"prompt_per_step", r.server->prompt_per_step}, {"preemptions", r.server->preemptions},
+                                 {"ms_per_step", r.server->ms_per_step}};
+    }
   }
   return {{"dollars_per_gpu_hour", options.dollars_per_gpu_hour}, {"num_gpus", options.num_gpus}, {"points", points}};
 }

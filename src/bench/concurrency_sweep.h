@@ -8,6 +8,10 @@
 //   TTFT, TPOT              mean and p99 (ms)
 //   $ per 1M output tokens  dollars_per_gpu_hour × num_gpus / 3600 / output tok/s × 10⁶
 //
+// With a gossamer (or vLLM) server, each point also reads the engine counters on /metrics before and after
+// (bench/server_counters.h): engine steps, tokens / generated / prompt tokens per step, preemptions, and
+// ms per step (benchmark duration / steps), printed as a second table.
+//
 // Contract: run_concurrency_sweep() blocks until every point is done and calls `on_point` after each (for
 // progress); a point whose requests all fail still gives its row (output tok/s 0, cost infinite, which
 // the chart leaves out). Throws gossamer::Error on an empty or non-positive concurrency list, a bad price
@@ -15,6 +19,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +27,7 @@
 
 #include "bench/bench_serve.h"
 #include "bench/chart.h"
+#include "bench/server_counters.h"
 
 namespace gossamer::server {
 
@@ -38,6 +44,7 @@ struct SweepRow {
   double output_tokens_per_s = 0.0, tokens_per_s_per_user = 0.0;
   double mean_ttft_ms = 0.0, p99_ttft_ms = 0.0, mean_tpot_ms = 0.0, p99_tpot_ms = 0.0;
   double dollars_per_million_output = 0.0;
+  std::optional<ServerActivity> server;  // the server's /metrics deltas over the point (when it has them)
 };
 
 // One row from run_bench_serve's JSON (which must hold the p99 keys: percentiles include 99).
@@ -49,6 +56,8 @@ std::vector<SweepRow> run_concurrency_sweep(const BenchServeOptions& base, const
 
 // The markdown table, one line per point.
 std::string format_sweep_table(const std::vector<SweepRow>& rows, const ConcurrencySweepOptions& options);
+// The server-side table (one line per point with /metrics deltas), or "" when no point has them.
+std::string format_server_table(const std::vector<SweepRow>& rows);
 // The rows as JSON: {"dollars_per_gpu_hour", "num_gpus", "points": [...]}.
 nlohmann::json sweep_json(const std::vector<SweepRow>& rows, const ConcurrencySweepOptions& options);
 // $ per 1M output tokens (log y) against tok/s per user, one point per concurrency (labelled with it).

@@ -1,6 +1,7 @@
 // The concurrency sweep of `gossamer bench serve` (bench/concurrency_sweep.h): the figures of a row from a
 // load-generator result, the table, JSON and chart, bad options, and the whole command against the
-// embedded server (`gossamer serve` with its default tiny model) at concurrency 1 and 2.
+// embedded server (`gossamer serve` with its default tiny model) at concurrency 1 and 2, with the
+// server's /metrics deltas.
 #include "bench/concurrency_sweep.h"
 
 #include <gtest/gtest.h>
@@ -108,7 +109,17 @@ TEST(ConcurrencySweep, CommandAgainstTheEmbeddedServer) {
     EXPECT_GT(point["output_throughput"].get<double>(), 0.0);
     EXPECT_GT(point["tokens_per_s_per_user"].get<double>(), 0.0);
     EXPECT_GT(point["dollars_per_million_output_tokens"].get<double>(), 0.0);
+    // The server's engine counters over the point: its steps ran every generated token.
+    ASSERT_TRUE(point.contains("server")) << point.dump();
+    EXPECT_GT(point["server"]["engine_steps"].get<double>(), 0.0);
+    EXPECT_GT(point["server"]["generated_per_step"].get<double>(), 0.0);
+    EXPECT_LE(point["server"]["generated_per_step"].get<double>(), i + 1.0) << "at most one token per running request";
+    EXPECT_NEAR(point["server"]["engine_steps"].get<double>() * point["server"]["generated_per_step"].get<double>(),
+                4.0 * point["completed"].get<double>(), 1e-6)
+        << "the server generated exactly the requests' tokens during the point";
+    EXPECT_EQ(point["server"]["preemptions"], 0.0);
   }
+  EXPECT_NE(result.output.find("| max concurrency | engine steps | tokens per step |"), std::string::npos) << result.output;
   std::ifstream svg(plot);
   std::stringstream text;
   text << svg.rdbuf();
