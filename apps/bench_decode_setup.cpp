@@ -12,7 +12,8 @@ namespace gossamer::app {
 
 void ModelChoice::add_options(CLI::App& cli) {
   cli.add_option("--weights", options.weights, "cuda weight format: fp8 | bf16")->check(CLI::IsMember({"fp8", "bf16"}));
-  cli.add_flag("--enforce-eager", [this](int64_t) { options.cuda_graphs = false; }, "no CUDA graphs for decode steps");
+  cli.add_flag(
+      "--enforce-eager", [this](int64_t) { options.cuda_graphs = false; }, "no CUDA graphs for decode steps");
   cli.add_option("--model", model_dir, "checkpoint directory");
   cli.add_option("--load-format", load_format, "auto | dummy (random weights of --preset shapes, no disk)");
   cli.add_option("--preset", preset, "20b | 120b | tiny (with --load-format dummy)");
@@ -25,15 +26,17 @@ std::unique_ptr<model::Model> ModelChoice::load() const {
   GOSSAMER_CHECK(load_format == "dummy" || !model_dir.empty(), "give --model DIR or --load-format dummy");
   auto model = load_format == "dummy" ? model::load_dummy_model(preset, seed, device, options)
                                       : model::load_model(model_dir, device, options);
-  std::fprintf(stderr, "loaded %s on %s in %.1f s\n", load_format == "dummy" ? ("dummy " + preset).c_str() : model_dir.c_str(),
-               model->backend_name().c_str(), std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  std::fprintf(stderr, "loaded %s on %s in %.1f s\n",
+               load_format == "dummy" ? ("dummy " + preset).c_str() : model_dir.c_str(), model->backend_name().c_str(),
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return model;
 }
 
 std::vector<int32_t> bench_random_tokens(uint64_t seed, int64_t count, int32_t vocab) {
   SplitMix64 rng(seed);
   std::vector<int32_t> tokens(static_cast<size_t>(count));
-  for (int32_t& token : tokens) token = static_cast<int32_t>(rng.next() % static_cast<uint64_t>(std::min(vocab, 199998)));
+  for (int32_t& token : tokens)
+    token = static_cast<int32_t>(rng.next() % static_cast<uint64_t>(std::min(vocab, 199998)));
   return tokens;
 }
 
@@ -41,9 +44,9 @@ model::ForwardBatch DecodeSetup::step(int index) const {
   model::ForwardBatch forward;
   forward.sequences.reserve(static_cast<size_t>(batch));
   for (int32_t b = 0; b < batch; ++b) {
-    forward.sequences.push_back(model::SequenceInput{std::span(tokens).subspan(static_cast<size_t>(b), 1),
-                                                     static_cast<int32_t>(context + index), tables[static_cast<size_t>(b)],
-                                                     model::LogitsWanted::kLast, sliding_tables[static_cast<size_t>(b)]});
+    forward.sequences.push_back(model::SequenceInput{
+        std::span(tokens).subspan(static_cast<size_t>(b), 1), static_cast<int32_t>(context + index),
+        tables[static_cast<size_t>(b)], model::LogitsWanted::kLast, sliding_tables[static_cast<size_t>(b)]});
   }
   return forward;
 }
@@ -69,7 +72,8 @@ std::optional<DecodeSetup> prepare_decode(model::Model& model, int64_t context, 
                  double(1u << 30);
   if (kv_gib != nullptr) *kv_gib = setup.kv_gib;
   if (setup.kv_gib > budget_gib) return std::nullopt;
-  model.allocate_kv_cache(static_cast<int32_t>(per_seq * batch), kBenchBlockSize, static_cast<int32_t>(ring_per_seq * batch));
+  model.allocate_kv_cache(static_cast<int32_t>(per_seq * batch), kBenchBlockSize,
+                          static_cast<int32_t>(ring_per_seq * batch));
   setup.tables.resize(static_cast<size_t>(batch));
   setup.sliding_tables.resize(static_cast<size_t>(batch));
   for (int32_t b = 0; b < batch; ++b) {

@@ -61,7 +61,9 @@ struct StepStamp {
   size_t forwards = 0;  // forwards stamped when the step ended
 };
 
-double seconds(Clock::time_point from, Clock::time_point to) { return std::chrono::duration<double>(to - from).count(); }
+double seconds(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
 
 }  // namespace
 
@@ -89,7 +91,8 @@ EngineStepTimes measure_engine_steps(model::Model& model, int32_t batch, int32_t
     });
     for (int32_t i = 0; i < batch; ++i) {
       engine::SubmitParams params;
-      params.prompt = bench_random_tokens(seed + 7919 * static_cast<uint64_t>(i), prompt_len, model.config().vocab_size);
+      params.prompt =
+          bench_random_tokens(seed + 7919 * static_cast<uint64_t>(i), prompt_len, model.config().vocab_size);
       params.sampling.temperature = 0.0f;
       params.sampling.max_tokens = warmup + steps + 2;  // the prefill draws the first; the last decode step has no next
       params.sampling.ignore_eos = true;
@@ -111,7 +114,8 @@ EngineStepTimes measure_engine_steps(model::Model& model, int32_t batch, int32_t
     const bool pure_decode = stamp.info.num_sequences == batch && stamp.info.num_tokens == batch && stamp.forwards >= 1;
     if (!pure_decode || decode_steps++ < warmup || s + 1 >= step_stamps.size()) continue;
     const ForwardStamp& forward = forwards[stamp.forwards - 1];
-    const auto start = stamp.end - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(stamp.info.seconds));
+    const auto start =
+        stamp.end - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(stamp.info.seconds));
     const StepStamp& next = step_stamps[s + 1];
     const auto next_start =
         next.end - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(next.info.seconds));

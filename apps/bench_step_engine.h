@@ -21,7 +21,7 @@ namespace gossamer::app {
 
 struct EngineStepTimes {
   double before_forward = 0.0, forward = 0.0, after_forward = 0.0, between_steps = 0.0;  // seconds, means
-  double step = 0.0;   // the engine's whole step (StepInfo::seconds), mean
+  double step = 0.0;  // the engine's whole step (StepInfo::seconds), mean
   int32_t timed_steps = 0;
 };
 

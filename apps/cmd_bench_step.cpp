@@ -32,13 +32,15 @@ using Clock = std::chrono::steady_clock;
 
 struct BatchResult {
   int32_t batch = 0;
-  std::string skipped;  // non-empty: not measured, and why
+  std::string skipped;                                             // non-empty: not measured, and why
   double product_step = 0.0, eager_step = 0.0, device_span = 0.0;  // seconds per step (means)
-  model::PhaseSeconds phases;                                       // means per step
+  model::PhaseSeconds phases;                                      // means per step
   std::optional<EngineStepTimes> engine;
 };
 
-double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+double since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
 
 BatchResult measure_batch(model::Model& model, int64_t context, int32_t batch, int steps, bool ring, double budget_gib,
                           uint64_t seed, int engine_prompt_len) {
@@ -108,17 +110,21 @@ void print_table(const std::string& title, int64_t context, const std::vector<Ba
   };
   for (int p = 0; p < model::kNumStepPhases; ++p) {
     add(std::string("phase: ") + model::step_phase_name(static_cast<model::StepPhase>(p)), [&](const BatchResult& r) {
-      return r.phases.counts[static_cast<size_t>(p)] == 0 ? std::string("-") : micros(r.phases.seconds[static_cast<size_t>(p)]);
+      return r.phases.counts[static_cast<size_t>(p)] == 0 ? std::string("-")
+                                                          : micros(r.phases.seconds[static_cast<size_t>(p)]);
     });
   }
   add("device span (first phase → last)", [](const BatchResult& r) { return micros(r.device_span); });
   add("host gap (timed step − device span)", [](const BatchResult& r) { return micros(r.eager_step - r.device_span); });
   add("step, phase-timed eager (wall)", [](const BatchResult& r) { return micros(r.eager_step); });
   add("step, product path (wall)", [](const BatchResult& r) { return micros(r.product_step); });
-  add("engine: before forward (build batch)", [](const BatchResult& r) { return r.engine ? micros(r.engine->before_forward) : "-"; });
+  add("engine: before forward (build batch)",
+      [](const BatchResult& r) { return r.engine ? micros(r.engine->before_forward) : "-"; });
   add("engine: forward", [](const BatchResult& r) { return r.engine ? micros(r.engine->forward) : "-"; });
-  add("engine: after forward (sample, stop, outputs)", [](const BatchResult& r) { return r.engine ? micros(r.engine->after_forward) : "-"; });
-  add("engine: between steps (schedule, callbacks)", [](const BatchResult& r) { return r.engine ? micros(r.engine->between_steps) : "-"; });
+  add("engine: after forward (sample, stop, outputs)",
+      [](const BatchResult& r) { return r.engine ? micros(r.engine->after_forward) : "-"; });
+  add("engine: between steps (schedule, callbacks)",
+      [](const BatchResult& r) { return r.engine ? micros(r.engine->between_steps) : "-"; });
   add("engine: step (StepInfo)", [](const BatchResult& r) { return r.engine ? micros(r.engine->step) : "-"; });
   add("tok/s (product path)", [](const BatchResult& r) {
     char text[32];
@@ -159,9 +165,12 @@ nlohmann::json to_json(const BatchResult& r) {
   out["product_step_us"] = r.product_step * 1e6;
   out["tokens_per_s"] = r.batch / r.product_step;
   if (r.engine) {
-    out["engine"] = {{"before_forward_us", r.engine->before_forward * 1e6}, {"forward_us", r.engine->forward * 1e6},
-                     {"after_forward_us", r.engine->after_forward * 1e6}, {"between_steps_us", r.engine->between_steps * 1e6},
-                     {"step_us", r.engine->step * 1e6}, {"timed_steps", r.engine->timed_steps}};
+    out["engine"] = {{"before_forward_us", r.engine->before_forward * 1e6},
+                     {"forward_us", r.engine->forward * 1e6},
+                     {"after_forward_us", r.engine->after_forward * 1e6},
+                     {"between_steps_us", r.engine->between_steps * 1e6},
+                     {"step_us", r.engine->step * 1e6},
+                     {"timed_steps", r.engine->timed_steps}};
   }
   return out;
 }
@@ -194,17 +203,18 @@ int run_bench_step(int argc, char** argv) {
   std::vector<BatchResult> results;
   for (const int batch : batch_sizes) {
     std::fprintf(stderr, "bench step: batch %d\n", batch);
-    results.push_back(measure_batch(*model, context, batch, steps, ring, kv_budget_gib, choice.seed + static_cast<uint64_t>(batch),
-                                    engine ? engine_prompt_len : 0));
+    results.push_back(measure_batch(*model, context, batch, steps, ring, kv_budget_gib,
+                                    choice.seed + static_cast<uint64_t>(batch), engine ? engine_prompt_len : 0));
   }
   print_table(choice.name() + " (" + model->backend_name() + ")", context, results);
   if (!json_out.empty()) {
     nlohmann::json list = nlohmann::json::array();
     for (const BatchResult& r : results) list.push_back(to_json(r));
-    std::ofstream(json_out) << nlohmann::json{{"bench", "step"}, {"model", choice.name()}, {"device", model->backend_name()},
-                                              {"context", context}, {"steps", steps}, {"results", list}}
-                                   .dump(2)
-                            << "\n";
+    std::ofstream(json_out)
+        << nlohmann::json{{"bench", "step"},    {"model", choice.name()}, {"device", model->backend_name()},
+                          {"context", context}, {"steps", steps},         {"results", list}}
+               .dump(2)
+        << "\n";
   }
   return 0;
 }

@@ -39,22 +39,24 @@ SweepRow sweep_row(int concurrency, const nlohmann::ordered_json& result, const 
   row.mean_tpot_ms = number(result, "mean_tpot_ms");
   row.p99_tpot_ms = number(result, "p99_tpot_ms");
   row.tokens_per_s_per_user = row.mean_tpot_ms > 0.0 ? 1000.0 / row.mean_tpot_ms : 0.0;
-  row.dollars_per_million_output = row.output_tokens_per_s > 0.0
-                                       ? options.dollars_per_gpu_hour * options.num_gpus / 3600.0 / row.output_tokens_per_s * 1e6
-                                       : std::numeric_limits<double>::infinity();
+  row.dollars_per_million_output = row.output_tokens_per_s > 0.0 ? options.dollars_per_gpu_hour * options.num_gpus /
+                                                                       3600.0 / row.output_tokens_per_s * 1e6
+                                                                 : std::numeric_limits<double>::infinity();
   return row;
 }
 
-std::vector<SweepRow> run_concurrency_sweep(const BenchServeOptions& base, const ConcurrencySweepOptions& options,
-                                            const text::Tokenizer& tokenizer,
-                                            const std::function<void(const SweepRow&, const BenchServeResult&)>& on_point) {
+std::vector<SweepRow> run_concurrency_sweep(
+    const BenchServeOptions& base, const ConcurrencySweepOptions& options, const text::Tokenizer& tokenizer,
+    const std::function<void(const SweepRow&, const BenchServeResult&)>& on_point) {
   check_options(options);
   std::vector<SweepRow> rows;
   for (const int concurrency : options.concurrencies) {
     BenchServeOptions point = base;
     point.max_concurrency = concurrency;
-    if (options.prompts_per_concurrency > 0) point.num_prompts = std::max(base.num_prompts, options.prompts_per_concurrency * concurrency);
-    if (std::find(point.percentiles.begin(), point.percentiles.end(), 99.0) == point.percentiles.end()) point.percentiles.push_back(99.0);
+    if (options.prompts_per_concurrency > 0)
+      point.num_prompts = std::max(base.num_prompts, options.prompts_per_concurrency * concurrency);
+    if (std::find(point.percentiles.begin(), point.percentiles.end(), 99.0) == point.percentiles.end())
+      point.percentiles.push_back(99.0);
     const auto before = scrape_server_counters(point.host, point.port, point.api_key);
     const BenchServeResult result = run_bench_serve(point, tokenizer);
     const auto after = before ? scrape_server_counters(point.host, point.port, point.api_key) : std::nullopt;
@@ -67,16 +69,17 @@ std::vector<SweepRow> run_concurrency_sweep(const BenchServeOptions& base, const
 
 std::string format_sweep_table(const std::vector<SweepRow>& rows, const ConcurrencySweepOptions& options) {
   char text[512];
-  std::snprintf(text, sizeof(text),
-                "| max concurrency | prompts | failed | output tok/s | tok/s per user | mean TTFT (ms) | p99 TTFT (ms) | "
-                "mean TPOT (ms) | p99 TPOT (ms) | $ / 1M output tokens (%d GPU × $%.2f/h) |\n"
-                "|---|---|---|---|---|---|---|---|---|---|\n",
-                options.num_gpus, options.dollars_per_gpu_hour);
+  std::snprintf(
+      text, sizeof(text),
+      "| max concurrency | prompts | failed | output tok/s | tok/s per user | mean TTFT (ms) | p99 TTFT (ms) | "
+      "mean TPOT (ms) | p99 TPOT (ms) | $ / 1M output tokens (%d GPU × $%.2f/h) |\n"
+      "|---|---|---|---|---|---|---|---|---|---|\n",
+      options.num_gpus, options.dollars_per_gpu_hour);
   std::string out = text;
   for (const SweepRow& r : rows) {
-    std::snprintf(text, sizeof(text), "| %d | %d | %d | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f | %.4f |\n", r.concurrency,
-                  r.num_prompts, r.failed, r.output_tokens_per_s, r.tokens_per_s_per_user, r.mean_ttft_ms, r.p99_ttft_ms,
-                  r.mean_tpot_ms, r.p99_tpot_ms, r.dollars_per_million_output);
+    std::snprintf(text, sizeof(text), "| %d | %d | %d | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f | %.4f |\n",
+                  r.concurrency, r.num_prompts, r.failed, r.output_tokens_per_s, r.tokens_per_s_per_user,
+                  r.mean_ttft_ms, r.p99_ttft_ms, r.mean_tpot_ms, r.p99_tpot_ms, r.dollars_per_million_output);
     out += text;
   }
   return out;
@@ -84,16 +87,17 @@ std::string format_sweep_table(const std::vector<SweepRow>& rows, const Concurre
 
 std::string format_server_table(const std::vector<SweepRow>& rows) {
   std::string out =
-      "| max concurrency | engine steps | tokens per step | generated per step | prompt per step | preemptions | ms per step |\n"
+      "| max concurrency | engine steps | tokens per step | generated per step | prompt per step | preemptions | ms "
+      "per step |\n"
       "|---|---|---|---|---|---|---|\n";
   bool any = false;
   for (const SweepRow& r : rows) {
     if (!r.server) continue;
     any = true;
     char text[256];
-    std::snprintf(text, sizeof(text), "| %d | %.0f | %.1f | %.1f | %.1f | %.0f | %.2f |\n", r.concurrency, r.server->steps,
-                  r.server->tokens_per_step, r.server->generated_per_step, r.server->prompt_per_step, r.server->preemptions,
-                  r.server->ms_per_step);
+    std::snprintf(text, sizeof(text), "| %d | %.0f | %.1f | %.1f | %.1f | %.0f | %.2f |\n", r.concurrency,
+                  r.server->steps, r.server->tokens_per_step, r.server->generated_per_step, r.server->prompt_per_step,
+                  r.server->preemptions, r.server->ms_per_step);
     out += text;
   }
   return any ? out : std::string();
@@ -102,23 +106,33 @@ std::string format_server_table(const std::vector<SweepRow>& rows) {
 nlohmann::json sweep_json(const std::vector<SweepRow>& rows, const ConcurrencySweepOptions& options) {
   nlohmann::json points = nlohmann::json::array();
   for (const SweepRow& r : rows) {
-    points.push_back({{"max_concurrency", r.concurrency}, {"num_prompts", r.num_prompts}, {"completed", r.completed},
-                      {"failed", r.failed}, {"output_throughput", r.output_tokens_per_s},
-                      {"tokens_per_s_per_user", r.tokens_per_s_per_user}, {"mean_ttft_ms", r.mean_ttft_ms},
-                      {"p99_ttft_ms", r.p99_ttft_ms}, {"mean_tpot_ms", r.mean_tpot_ms}, {"p99_tpot_ms", r.p99_tpot_ms},
-                      {"dollars_per_million_output_tokens",
-                       std::isfinite(r.dollars_per_million_output) ? nlohmann::json(r.dollars_per_million_output) : nlohmann::json()}});
+    points.push_back({{"max_concurrency", r.concurrency},
+                      {"num_prompts", r.num_prompts},
+                      {"completed", r.completed},
+                      {"failed", r.failed},
+                      {"output_throughput", r.output_tokens_per_s},
+                      {"tokens_per_s_per_user", r.tokens_per_s_per_user},
+                      {"mean_ttft_ms", r.mean_ttft_ms},
+                      {"p99_ttft_ms", r.p99_ttft_ms},
+                      {"mean_tpot_ms", r.mean_tpot_ms},
+                      {"p99_tpot_ms", r.p99_tpot_ms},
+                      {"dollars_per_million_output_tokens", std::isfinite(r.dollars_per_million_output)
+                                                                ? nlohmann::json(r.dollars_per_million_output)
+                                                                : nlohmann::json()}});
     if (r.server) {
-      points.back()["server"] = {{"engine_steps", r.server->steps}, {"tokens_per_step", r.server->tokens_per_step},
+      points.back()["server"] = {{"engine_steps", r.server->steps},
+                                 {"tokens_per_step", r.server->tokens_per_step},
                                  {"generated_per_step", r.server->generated_per_step},
-                                 {"prompt_per_step", r.server->prompt_per_step}, {"preemptions", r.server->preemptions},
+                                 {"prompt_per_step", r.server->prompt_per_step},
+                                 {"preemptions", r.server->preemptions},
                                  {"ms_per_step", r.server->ms_per_step}};
     }
   }
   return {{"dollars_per_gpu_hour", options.dollars_per_gpu_hour}, {"num_gpus", options.num_gpus}, {"points", points}};
 }
 
-bench::ChartSpec sweep_chart(const std::vector<SweepRow>& rows, const ConcurrencySweepOptions& options, const std::string& title) {
+bench::ChartSpec sweep_chart(const std::vector<SweepRow>& rows, const ConcurrencySweepOptions& options,
+                             const std::string& title) {
   bench::ChartSpec chart;
   chart.title = title;
   chart.width = 1100;

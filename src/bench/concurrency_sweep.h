@@ -19,11 +19,10 @@
 #pragma once
 
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "bench/bench_serve.h"
 #include "bench/chart.h"
@@ -32,10 +31,10 @@
 namespace gossamer::server {
 
 struct ConcurrencySweepOptions {
-  std::vector<int> concurrencies;        // max concurrency of each point, in run order
-  int prompts_per_concurrency = 0;       // > 0: a point sends max(num_prompts, this × concurrency) requests
-  double dollars_per_gpu_hour = 3.00;    // the reference deployment's price
-  int num_gpus = 1;                      // GPUs the server uses (the cost counts them all)
+  std::vector<int> concurrencies;      // max concurrency of each point, in run order
+  int prompts_per_concurrency = 0;     // > 0: a point sends max(num_prompts, this × concurrency) requests
+  double dollars_per_gpu_hour = 3.00;  // the reference deployment's price
+  int num_gpus = 1;                    // GPUs the server uses (the cost counts them all)
 };
 
 struct SweepRow {
@@ -50,9 +49,9 @@ struct SweepRow {
 // One row from run_bench_serve's JSON (which must hold the p99 keys: percentiles include 99).
 SweepRow sweep_row(int concurrency, const nlohmann::ordered_json& result, const ConcurrencySweepOptions& options);
 
-std::vector<SweepRow> run_concurrency_sweep(const BenchServeOptions& base, const ConcurrencySweepOptions& options,
-                                            const text::Tokenizer& tokenizer,
-                                            const std::function<void(const SweepRow&, const BenchServeResult&)>& on_point = {});
+std::vector<SweepRow> run_concurrency_sweep(
+    const BenchServeOptions& base, const ConcurrencySweepOptions& options, const text::Tokenizer& tokenizer,
+    const std::function<void(const SweepRow&, const BenchServeResult&)>& on_point = {});
 
 // The markdown table, one line per point.
 std::string format_sweep_table(const std::vector<SweepRow>& rows, const ConcurrencySweepOptions& options);
@@ -61,6 +60,7 @@ std::string format_server_table(const std::vector<SweepRow>& rows);
 // The rows as JSON: {"dollars_per_gpu_hour", "num_gpus", "points": [...]}.
 nlohmann::json sweep_json(const std::vector<SweepRow>& rows, const ConcurrencySweepOptions& options);
 // $ per 1M output tokens (log y) against tok/s per user, one point per concurrency (labelled with it).
-bench::ChartSpec sweep_chart(const std::vector<SweepRow>& rows, const ConcurrencySweepOptions& options, const std::string& title);
+bench::ChartSpec sweep_chart(const std::vector<SweepRow>& rows, const ConcurrencySweepOptions& options,
+                             const std::string& title);
 
 }  // namespace gossamer::server

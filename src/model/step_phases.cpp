@@ -4,8 +4,9 @@ namespace gossamer::model {
 
 const char* step_phase_name(StepPhase phase) {
   static constexpr std::array<const char*, kNumStepPhases> kNames = {
-      "embedding", "attn norm", "qkv proj", "rope + kv write", "attention", "o proj",  "mlp norm",
-      "router",    "experts",   "final norm + gather", "unembedding", "sampling", "copy to host"};
+      "embedding",   "attn norm", "qkv proj",    "rope + kv write", "attention",
+      "o proj",      "mlp norm",  "router",      "experts",         "final norm + gather",
+      "unembedding", "sampling",  "copy to host"};
   return kNames[static_cast<size_t>(phase)];
 }
 
@@ -15,7 +16,9 @@ void WallPhaseClock::mark(StepPhase phase) {
   marks_.emplace_back(phase, Clock::now());
 }
 
-void WallPhaseClock::end() { end_ = Clock::now(); }
+void WallPhaseClock::end() {
+  end_ = Clock::now();
+}
 
 PhaseSeconds WallPhaseClock::collect() const {
   PhaseSeconds out;

@@ -19,19 +19,19 @@
 namespace gossamer::model {
 
 enum class StepPhase : uint8_t {
-  kEmbedding,     // token embedding gather (and the plan's per-token tables on the cpu)
-  kAttnNorm,      // attention RMSNorm (fused residual add)
-  kQkv,           // q/k/v projection
-  kRope,          // RoPE, K/V written to the paged cache
-  kAttention,     // paged attention with sinks
-  kOProj,         // output projection
-  kMlpNorm,       // MLP RMSNorm (fused residual add)
-  kRouter,        // router linear
-  kExperts,       // top-4, expert GEMMs / GEMVs, SwiGLU, combine
-  kFinalNorm,     // final RMSNorm and the gather of the logits rows
-  kUnembedding,   // unembedding linear
-  kSampling,      // on-device sampling (forward_sample only)
-  kOutput,        // logits or token ids copied to the host
+  kEmbedding,    // token embedding gather (and the plan's per-token tables on the cpu)
+  kAttnNorm,     // attention RMSNorm (fused residual add)
+  kQkv,          // q/k/v projection
+  kRope,         // RoPE, K/V written to the paged cache
+  kAttention,    // paged attention with sinks
+  kOProj,        // output projection
+  kMlpNorm,      // MLP RMSNorm (fused residual add)
+  kRouter,       // router linear
+  kExperts,      // top-4, expert GEMMs / GEMVs, SwiGLU, combine
+  kFinalNorm,    // final RMSNorm and the gather of the logits rows
+  kUnembedding,  // unembedding linear
+  kSampling,     // on-device sampling (forward_sample only)
+  kOutput,       // logits or token ids copied to the host
 };
 inline constexpr int kNumStepPhases = 13;
 

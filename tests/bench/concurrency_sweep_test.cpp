@@ -22,9 +22,14 @@ namespace {
 namespace fs = std::filesystem;
 
 nlohmann::ordered_json fake_result(double output_throughput, double mean_tpot_ms) {
-  return {{"num_prompts", 8},        {"completed", 8},         {"failed", 0},
-          {"output_throughput", output_throughput},              {"mean_ttft_ms", 120.0},
-          {"p99_ttft_ms", 300.0},    {"mean_tpot_ms", mean_tpot_ms}, {"p99_tpot_ms", 2 * mean_tpot_ms}};
+  return {{"num_prompts", 8},
+          {"completed", 8},
+          {"failed", 0},
+          {"output_throughput", output_throughput},
+          {"mean_ttft_ms", 120.0},
+          {"p99_ttft_ms", 300.0},
+          {"mean_tpot_ms", mean_tpot_ms},
+          {"p99_tpot_ms", 2 * mean_tpot_ms}};
 }
 
 TEST(ConcurrencySweep, RowFiguresFollowTheCostModel) {
@@ -34,7 +39,7 @@ TEST(ConcurrencySweep, RowFiguresFollowTheCostModel) {
   const SweepRow row = sweep_row(64, fake_result(1000.0, 25.0), options);
   EXPECT_EQ(row.concurrency, 64);
   EXPECT_EQ(row.completed, 8);
-  EXPECT_DOUBLE_EQ(row.tokens_per_s_per_user, 40.0);                        // 1000 / 25 ms
+  EXPECT_DOUBLE_EQ(row.tokens_per_s_per_user, 40.0);                                   // 1000 / 25 ms
   EXPECT_NEAR(row.dollars_per_million_output, 3.0 * 2 / 3600.0 / 1000.0 * 1e6, 1e-9);  // $1.6667
   EXPECT_DOUBLE_EQ(row.p99_tpot_ms, 50.0);
   const SweepRow idle = sweep_row(1, fake_result(0.0, 0.0), options);
@@ -93,9 +98,11 @@ TEST(ConcurrencySweep, CommandAgainstTheEmbeddedServer) {
   const auto result = gossamer::testing::run_gossamer(
       "bench serve --port " + std::to_string(server.port()) +
       " --concurrency-sweep 1,2 --num-prompts 2 --prompts-per-concurrency 2 --random-input-len 16 --random-output-len 4"
-      " --ignore-eos --dollars-per-gpu-hour 2.5 --num-gpus 1 --sweep-json " + json + " --sweep-plot " + plot);
+      " --ignore-eos --dollars-per-gpu-hour 2.5 --num-gpus 1 --sweep-json " +
+      json + " --sweep-plot " + plot);
   ASSERT_EQ(result.status, 0) << result.output;
-  EXPECT_NE(result.output.find("| max concurrency | prompts | failed | output tok/s |"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("| max concurrency | prompts | failed | output tok/s |"), std::string::npos)
+      << result.output;
   EXPECT_NE(result.output.find("(1 GPU × $2.50/h)"), std::string::npos) << result.output;
   std::ifstream in(json);
   const nlohmann::json parsed = nlohmann::json::parse(in);
@@ -119,7 +126,8 @@ TEST(ConcurrencySweep, CommandAgainstTheEmbeddedServer) {
         << "the server generated exactly the requests' tokens during the point";
     EXPECT_EQ(point["server"]["preemptions"], 0.0);
   }
-  EXPECT_NE(result.output.find("| max concurrency | engine steps | tokens per step |"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("| max concurrency | engine steps | tokens per step |"), std::string::npos)
+      << result.output;
   std::ifstream svg(plot);
   std::stringstream text;
   text << svg.rdbuf();

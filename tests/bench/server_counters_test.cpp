@@ -53,7 +53,9 @@ TEST(ServerCounters, ActivityPerStep) {
   EXPECT_EQ(idle.ms_per_step, 0.0);
 }
 
-TEST(ServerCounters, NoServerIsNotAnError) { EXPECT_FALSE(scrape_server_counters("127.0.0.1", 1, "").has_value()); }
+TEST(ServerCounters, NoServerIsNotAnError) {
+  EXPECT_FALSE(scrape_server_counters("127.0.0.1", 1, "").has_value());
+}
 
 }  // namespace
 }  // namespace gossamer::server

@@ -32,8 +32,10 @@ TEST(BenchStepCli, BreakdownTableOnTheCpuBackend) {
   const fs::path dir = fs::temp_directory_path() / ("gossamer_step_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const std::string json = (dir / "step.json").string();
-  const auto result = testing::run_gossamer("bench step --load-format dummy --preset tiny --device cpu --batch-sizes 1,3 "
-                                            "--context 40 --steps 2 --engine-prompt-len 8 --json-out " + json);
+  const auto result = testing::run_gossamer(
+      "bench step --load-format dummy --preset tiny --device cpu --batch-sizes 1,3 "
+      "--context 40 --steps 2 --engine-prompt-len 8 --json-out " +
+      json);
   ASSERT_EQ(result.status, 0) << result.output;
   const auto lines = table_lines(result.output);
   // header, separator, 13 phases, 4 device/step rows, 5 engine rows, tok/s
@@ -66,8 +68,9 @@ TEST(BenchStepCli, BreakdownTableOnTheCpuBackend) {
     EXPECT_LE(engine["forward_us"].get<double>(), engine["step_us"].get<double>());
   }
 
-  const auto skipped = testing::run_gossamer("bench step --load-format dummy --preset tiny --device cpu --batch-sizes 2 "
-                                             "--context 40 --steps 1 --no-engine --kv-budget-gib 0");
+  const auto skipped = testing::run_gossamer(
+      "bench step --load-format dummy --preset tiny --device cpu --batch-sizes 2 "
+      "--context 40 --steps 1 --no-engine --kv-budget-gib 0");
   ASSERT_EQ(skipped.status, 0) << skipped.output;
   EXPECT_NE(skipped.output.find("| phase: embedding | skipped |"), std::string::npos) << skipped.output;
   EXPECT_NE(skipped.output.find("B=2 skipped: KV cache"), std::string::npos) << skipped.output;

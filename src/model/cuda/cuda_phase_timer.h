@@ -1,10 +1,11 @@
 // The cuda backend's phase timer (model/step_phases.h): an event recorded on the step's stream at each
 // phase boundary, read back after the step.
 //
-// Contract: mark(kEmbedding, …) starts a step (earlier marks are dropped); mark(phase) records that
-// `phase` starts now in stream order (ignored after end() until the next step); end() records the close
-// of the last phase; collect() waits for the end event and returns the per-phase times (valid = false when the step was not closed). Events are
-// created on first use and reused (no allocation in steady state); never used under graph capture.
+// Contract: mark(kEmbedding, …) starts a step (earlier marks are dropped); mark(phase) records that `phase`
+// starts now in stream order (ignored after end() until the next step); end() records the close of the last
+// phase; collect() waits for the end event and returns the per-phase times (valid = false when the step was
+// not closed). Events are created on first use and reused (no allocation in steady state); never used under
+// graph capture.
 #pragma once
 
 #include <cuda_runtime.h>
