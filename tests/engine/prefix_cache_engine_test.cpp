@@ -10,7 +10,7 @@
 #include <random>
 
 #include "engine/engine.h"
-#include "engine/fake_model.h"
+#include "testing/fake_model.h"
 #include "model/dummy_checkpoint.h"
 
 namespace gossamer::engine {

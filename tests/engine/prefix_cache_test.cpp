@@ -11,7 +11,7 @@
 #include "engine/block_allocator.h"
 #include "engine/block_hash.h"
 #include "engine/engine.h"
-#include "engine/fake_model.h"
+#include "testing/fake_model.h"
 #include "engine/scheduler.h"
 #include "model/dummy_checkpoint.h"
 

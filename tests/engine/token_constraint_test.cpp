@@ -10,7 +10,7 @@
 #include <mutex>
 
 #include "engine/engine.h"
-#include "engine/fake_model.h"
+#include "testing/fake_model.h"
 
 namespace gossamer::engine {
 namespace {
