@@ -20,7 +20,8 @@ namespace {
 
 // --concurrency-sweep: one load-generator run per concurrency, then the table (stdout), chart and JSON.
 int run_sweep(const server::BenchServeOptions& options, const server::ConcurrencySweepOptions& sweep,
-              const text::Tokenizer& tokenizer, const std::string& plot, const std::string& json_path) {
+              const text::Tokenizer& tokenizer, const std::string& plot, const std::string& json_path,
+              const std::vector<bench::ChartSeries>& earlier) {
   std::string model_id;
   const auto rows = server::run_concurrency_sweep(options, sweep, tokenizer, [&](const server::SweepRow& row, const server::BenchServeResult& result) {
     model_id = result.json["model_id"].get<std::string>();
@@ -42,7 +43,7 @@ int run_sweep(const server::BenchServeOptions& options, const server::Concurrenc
     std::printf("\njson: %s\n", json_path.c_str());
   }
   if (!plot.empty()) {
-    bench::write_chart(server::sweep_chart(rows, sweep, std::string("bench serve sweep: ") + title), plot);
+    bench::write_chart(server::sweep_chart(rows, sweep, std::string("bench serve sweep: ") + title, earlier), plot);
     std::printf("\nplot: %s\n", plot.c_str());
   }
   const bool all_failed = std::all_of(rows.begin(), rows.end(), [](const server::SweepRow& r) { return r.completed == 0; });
@@ -88,10 +89,27 @@ int run_bench_serve(int argc, char** argv) {
   cli.add_option("--num-gpus", sweep.num_gpus, "sweep: GPUs the server uses (the cost counts them all)");
   cli.add_option("--sweep-plot", sweep_plot, "sweep: write the cost-vs-speed chart (PNG, or SVG for a .svg path)");
   cli.add_option("--sweep-json", sweep_json, "sweep: write the table as JSON");
+  std::vector<std::string> compare_files;
+  cli.add_option("--sweep-label", sweep.label, "sweep: this run's name on the chart and in the JSON (e.g. the server flags)");
+  cli.add_option("--sweep-compare", compare_files, "sweep: earlier --sweep-json files drawn on the same chart")
+      ->delimiter(',');
   CLI11_PARSE(cli, argc, argv);
   const bool sweeping = !sweep.concurrencies.empty();
-  GOSSAMER_CHECK(sweeping || (sweep_plot.empty() && sweep_json.empty() && sweep.prompts_per_concurrency == 0),
-                 "--sweep-plot, --sweep-json and --prompts-per-concurrency need --concurrency-sweep");
+  GOSSAMER_CHECK(sweeping || (sweep_plot.empty() && sweep_json.empty() && sweep.prompts_per_concurrency == 0 &&
+                               sweep.label.empty() && compare_files.empty()),
+                 "--sweep-plot, --sweep-json, --sweep-label, --sweep-compare and --prompts-per-concurrency need "
+                 "--concurrency-sweep");
+  GOSSAMER_CHECK(compare_files.empty() || !sweep_plot.empty(), "--sweep-compare draws on the chart: give --sweep-plot");
+  std::vector<bench::ChartSeries> earlier;
+  for (const std::string& file : compare_files) {  // read now, not after the measurements
+    const auto saved = nlohmann::json::parse(read_input(file), nullptr, false);
+    GOSSAMER_CHECK(!saved.is_discarded(), "--sweep-compare ", file, ": not JSON");
+    try {
+      earlier.push_back(server::sweep_series_from_json(saved));
+    } catch (const Error& error) {
+      GOSSAMER_THROW("--sweep-compare ", file, ": ", error.what());
+    }
+  }
   GOSSAMER_CHECK(!sweeping || options.max_concurrency == 0, "give --concurrency-sweep or --max-concurrency, not both");
   for (const std::string& path : {sweep_plot, sweep_json}) {  // fail now, not after the measurements
     const std::filesystem::path parent = std::filesystem::path(path).parent_path();
@@ -122,7 +140,7 @@ int run_bench_serve(int argc, char** argv) {
   if (const char* key = std::getenv("OPENAI_API_KEY")) options.api_key = key;
 
   const auto tokenizer = text::Tokenizer::load_default();
-  if (sweeping) return run_sweep(options, sweep, *tokenizer, sweep_plot, sweep_json);
+  if (sweeping) return run_sweep(options, sweep, *tokenizer, sweep_plot, sweep_json, earlier);
   std::fprintf(stderr, "bench serve: %d requests to http://%s:%d (%s), input %d, output %d, concurrency %s, rate %s\n",
                options.num_prompts, options.host.c_str(), options.port, options.backend.c_str(), options.random_input_len,
                options.random_output_len,

@@ -128,11 +128,14 @@ nlohmann::json sweep_json(const std::vector<SweepRow>& rows, const ConcurrencySw
                                  {"ms_per_step", r.server->ms_per_step}};
     }
   }
-  return {{"dollars_per_gpu_hour", options.dollars_per_gpu_hour}, {"num_gpus", options.num_gpus}, {"points", points}};
+  return {{"label", options.label.empty() ? "this run" : options.label},
+          {"dollars_per_gpu_hour", options.dollars_per_gpu_hour},
+          {"num_gpus", options.num_gpus},
+          {"points", points}};
 }
 
 bench::ChartSpec sweep_chart(const std::vector<SweepRow>& rows, const ConcurrencySweepOptions& options,
-                             const std::string& title) {
+                             const std::string& title, const std::vector<bench::ChartSeries>& earlier) {
   bench::ChartSpec chart;
   chart.title = title;
   chart.width = 1100;
@@ -142,14 +145,34 @@ bench::ChartSpec sweep_chart(const std::vector<SweepRow>& rows, const Concurrenc
                 options.dollars_per_gpu_hour);
   chart.y_label = price;
   chart.log_y = true;
-  bench::ChartSeries series{"end to end (labels: max concurrency)", {}, {}, {}};
+  bench::ChartSeries series{
+      (options.label.empty() ? "this run" : options.label) + " (labels: max concurrency)", {}, {}, {}};
   for (const SweepRow& r : rows) {  // NOTE: a point with no throughput has an infinite cost: write_chart skips it
     series.x.push_back(r.tokens_per_s_per_user);
     series.y.push_back(r.dollars_per_million_output);
     series.labels.push_back(std::to_string(r.concurrency));
   }
   chart.series.push_back(std::move(series));
+  chart.series.insert(chart.series.end(), earlier.begin(), earlier.end());
   return chart;
+}
+
+bench::ChartSeries sweep_series_from_json(const nlohmann::json& saved) {
+  GOSSAMER_CHECK(saved.is_object() && saved.contains("points") && saved["points"].is_array(),
+                 "not a --sweep-json file: no \"points\" list");
+  bench::ChartSeries series;
+  series.name = saved.value("label", std::string("earlier run"));
+  for (const nlohmann::json& point : saved["points"]) {
+    GOSSAMER_CHECK(point.is_object() && point.contains("max_concurrency") && point.contains("tokens_per_s_per_user") &&
+                       point.contains("dollars_per_million_output_tokens"),
+                   "not a --sweep-json file: a point lacks max_concurrency, tokens_per_s_per_user or "
+                   "dollars_per_million_output_tokens");
+    const nlohmann::json& cost = point["dollars_per_million_output_tokens"];
+    series.x.push_back(point["tokens_per_s_per_user"].get<double>());
+    series.y.push_back(cost.is_number() ? cost.get<double>() : std::numeric_limits<double>::quiet_NaN());
+    series.labels.push_back(std::to_string(point["max_concurrency"].get<int>()));
+  }
+  return series;
 }
 
 }  // namespace gossamer::server

@@ -35,6 +35,7 @@ struct ConcurrencySweepOptions {
   int prompts_per_concurrency = 0;     // > 0: a point sends max(num_prompts, this × concurrency) requests
   double dollars_per_gpu_hour = 3.00;  // the reference deployment's price
   int num_gpus = 1;                    // GPUs the server uses (the cost counts them all)
+  std::string label;                   // this run's line on the chart and in the JSON ("" = "this run")
 };
 
 struct SweepRow {
@@ -57,10 +58,14 @@ std::vector<SweepRow> run_concurrency_sweep(
 std::string format_sweep_table(const std::vector<SweepRow>& rows, const ConcurrencySweepOptions& options);
 // The server-side table (one line per point with /metrics deltas), or "" when no point has them.
 std::string format_server_table(const std::vector<SweepRow>& rows);
-// The rows as JSON: {"dollars_per_gpu_hour", "num_gpus", "points": [...]}.
+// The rows as JSON: {"label", "dollars_per_gpu_hour", "num_gpus", "points": [...]}.
 nlohmann::json sweep_json(const std::vector<SweepRow>& rows, const ConcurrencySweepOptions& options);
-// $ per 1M output tokens (log y) against tok/s per user, one point per concurrency (labelled with it).
+// $ per 1M output tokens (log y) against tok/s per user, one point per concurrency (labelled with it): this
+// run's line, then `earlier` ones (sweep_series_from_json: runs of other server settings, to compare).
 bench::ChartSpec sweep_chart(const std::vector<SweepRow>& rows, const ConcurrencySweepOptions& options,
-                             const std::string& title);
+                             const std::string& title, const std::vector<bench::ChartSeries>& earlier = {});
+// The chart line of a sweep_json() document (an earlier run's --sweep-json file); throws gossamer::Error
+// naming what is missing when `saved` is not one. A point without a cost (no throughput) is not drawn.
+bench::ChartSeries sweep_series_from_json(const nlohmann::json& saved);
 
 }  // namespace gossamer::server

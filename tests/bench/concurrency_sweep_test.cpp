@@ -67,6 +67,21 @@ TEST(ConcurrencySweep, TableJsonAndChart) {
   ASSERT_EQ(json["points"].size(), 3u);
   EXPECT_EQ(json["points"][1]["max_concurrency"], 4);
   EXPECT_TRUE(json["points"][2]["dollars_per_million_output_tokens"].is_null());
+  EXPECT_EQ(json["label"], "this run");
+  // An earlier run's JSON comes back as a chart line of its own, after this run's.
+  nlohmann::json earlier_json = json;
+  earlier_json["label"] = "max-num-batched-tokens 8192";
+  const bench::ChartSeries earlier = sweep_series_from_json(earlier_json);
+  EXPECT_EQ(earlier.name, "max-num-batched-tokens 8192");
+  ASSERT_EQ(earlier.x.size(), 3u);
+  EXPECT_DOUBLE_EQ(earlier.x[1], rows[1].tokens_per_s_per_user);
+  EXPECT_DOUBLE_EQ(earlier.y[1], rows[1].dollars_per_million_output);
+  EXPECT_TRUE(std::isnan(earlier.y[2])) << "no cost (no throughput): not drawn";
+  EXPECT_THROW(sweep_series_from_json(nlohmann::json{{"rows", 1}}), Error);
+  EXPECT_THROW(sweep_series_from_json(nlohmann::json{{"points", {{{"max_concurrency", 1}}}}}), Error);
+  const bench::ChartSpec compared = sweep_chart(rows, options, "t", {earlier});
+  ASSERT_EQ(compared.series.size(), 2u);
+  EXPECT_EQ(compared.series[1].name, earlier.name);
   const bench::ChartSpec chart = sweep_chart(rows, options, "t");
   ASSERT_EQ(chart.series.size(), 1u);
   EXPECT_EQ(chart.series[0].labels, (std::vector<std::string>{"1", "4", "16"}));
@@ -141,6 +156,20 @@ TEST(ConcurrencySweep, CommandAgainstTheEmbeddedServer) {
                                             " --concurrency-sweep 1 --sweep-plot /nonexistent/dir/x.png");
   EXPECT_NE(refused.status, 0);
   EXPECT_NE(refused.output.find("no directory"), std::string::npos) << refused.output;
+  // A second run drawn with the first on one chart; a file that is not a sweep is refused up front.
+  const std::string compared = (dir / "compared.png").string();
+  const auto second = gossamer::testing::run_gossamer(
+      "bench serve --port " + std::to_string(server.port()) +
+      " --concurrency-sweep 2 --num-prompts 2 --random-input-len 16 --random-output-len 4 --ignore-eos"
+      " --sweep-label second --sweep-compare " +
+      json + " --sweep-plot " + compared);
+  ASSERT_EQ(second.status, 0) << second.output;
+  EXPECT_GT(fs::file_size(compared), 1000u);
+  refused =
+      gossamer::testing::run_gossamer("bench serve --port " + std::to_string(server.port()) +
+                                      " --concurrency-sweep 1 --sweep-plot " + compared + " --sweep-compare " + plot);
+  EXPECT_NE(refused.status, 0);
+  EXPECT_NE(refused.output.find("--sweep-compare"), std::string::npos) << refused.output;
   fs::remove_all(dir);
 }
 
