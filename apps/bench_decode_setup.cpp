@@ -11,7 +11,7 @@
 namespace gossamer::app {
 
 void ModelChoice::add_options(CLI::App& cli) {
-  cli.add_option("--weights", options.weights, "cuda weight format: fp8 | bf16")->check(CLI::IsMember({"fp8", "bf16"}));
+  cli.add_option("--weights", options.weights, "cuda weight format: fp8 | bf16 (the loader checks it)");
   cli.add_flag(
       "--enforce-eager", [this](int64_t) { options.cuda_graphs = false; }, "no CUDA graphs for decode steps");
   cli.add_option("--model", model_dir, "checkpoint directory");

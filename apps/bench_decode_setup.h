@@ -1,4 +1,4 @@
-// What `gossamer bench decode` and `gossamer bench step` share: the model choice flags, and a synthetic
+// What `gossamer bench step` needs (and `bench decode` may share): the model choice flags, and a synthetic
 // decode batch of B sequences each with C cached positions (zeroed KV: attention reads the real number of
 // bytes), one new token per sequence per step. Sliding-window layers keep only their window (the engine's
 // ring) unless `ring` is false.
