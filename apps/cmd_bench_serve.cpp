@@ -1,19 +1,54 @@
 // `gossamer bench serve`: load generator with `vllm bench serve`'s options and figures (src/bench/bench_serve.h).
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 
 #include "command.h"
 #include "core/error.h"
 #include "bench/bench_serve.h"
+#include "bench/concurrency_sweep.h"
 #include "text/tokenizer.h"
 
 namespace gossamer::app {
 
 namespace {
+
+// --concurrency-sweep: one load-generator run per concurrency, then the table (stdout), chart and JSON.
+int run_sweep(const server::BenchServeOptions& options, const server::ConcurrencySweepOptions& sweep,
+              const text::Tokenizer& tokenizer, const std::string& plot, const std::string& json_path,
+              const std::vector<bench::ChartSeries>& earlier) {
+  std::string model_id;
+  const auto rows = server::run_concurrency_sweep(options, sweep, tokenizer, [&](const server::SweepRow& row, const server::BenchServeResult& result) {
+    model_id = result.json["model_id"].get<std::string>();
+    std::fprintf(stderr, "bench serve: concurrency %d: %d/%d completed, %.1f output tok/s\n", row.concurrency, row.completed,
+                 row.num_prompts, row.output_tokens_per_s);
+  });
+  char title[256];
+  std::snprintf(title, sizeof(title), "%s, %d in / %d out tokens", model_id.c_str(), options.random_input_len,
+                options.random_output_len);
+  std::printf("gossamer bench serve --concurrency-sweep: %s\n\n%s", title, server::format_sweep_table(rows, sweep).c_str());
+  const std::string server_table = server::format_server_table(rows);
+  if (!server_table.empty()) std::printf("\nThe server's engine over each point (/metrics deltas):\n\n%s", server_table.c_str());
+  if (!json_path.empty()) {
+    nlohmann::json out = server::sweep_json(rows, sweep);
+    out["model_id"] = model_id;
+    out["random_input_len"] = options.random_input_len;
+    out["random_output_len"] = options.random_output_len;
+    std::ofstream(json_path) << out.dump(2) << "\n";
+    std::printf("\njson: %s\n", json_path.c_str());
+  }
+  if (!plot.empty()) {
+    bench::write_chart(server::sweep_chart(rows, sweep, std::string("bench serve sweep: ") + title, earlier), plot);
+    std::printf("\nplot: %s\n", plot.c_str());
+  }
+  const bool all_failed = std::all_of(rows.begin(), rows.end(), [](const server::SweepRow& r) { return r.completed == 0; });
+  return all_failed ? 1 : 0;
+}
 
 int run_bench_serve(int argc, char** argv) {
   CLI::App cli{"Load-test an OpenAI-compatible server (vllm bench serve's random dataset, options and figures)"};
@@ -45,7 +80,45 @@ int run_bench_serve(int argc, char** argv) {
   cli.add_option("--metric-percentiles", percentiles, "comma-separated percentiles to report");
   cli.add_flag("--save-result", save_result, "write the JSON result to --result-filename");
   cli.add_option("--result-filename", result_file, "JSON result file (default bench-serve-result.json)");
+  server::ConcurrencySweepOptions sweep;
+  std::string sweep_plot, sweep_json;
+  cli.add_option("--concurrency-sweep", sweep.concurrencies,
+                 "run once per max concurrency (e.g. 1,4,16,64,256,1024) and print the throughput-latency table")
+      ->delimiter(',');
+  cli.add_option("--prompts-per-concurrency", sweep.prompts_per_concurrency,
+                 "sweep: each point sends max(--num-prompts, this x its concurrency) requests (0 = --num-prompts)");
+  cli.add_option("--dollars-per-gpu-hour", sweep.dollars_per_gpu_hour, "sweep: price of one GPU-hour for the cost column");
+  cli.add_option("--num-gpus", sweep.num_gpus, "sweep: GPUs the server uses (the cost counts them all)");
+  cli.add_option("--sweep-plot", sweep_plot, "sweep: write the cost-vs-speed chart (PNG, or SVG for a .svg path)");
+  cli.add_option("--sweep-json", sweep_json, "sweep: write the table as JSON");
+  std::vector<std::string> compare_files;
+  cli.add_option("--sweep-label", sweep.label, "sweep: this run's name on the chart and in the JSON (e.g. the server flags)");
+  cli.add_option("--sweep-compare", compare_files, "sweep: earlier --sweep-json files drawn on the same chart")
+      ->delimiter(',');
   CLI11_PARSE(cli, argc, argv);
+  const bool sweeping = !sweep.concurrencies.empty();
+  GOSSAMER_CHECK(sweeping || (sweep_plot.empty() && sweep_json.empty() && sweep.prompts_per_concurrency == 0 &&
+                               sweep.label.empty() && compare_files.empty()),
+                 "--sweep-plot, --sweep-json, --sweep-label, --sweep-compare and --prompts-per-concurrency need "
+                 "--concurrency-sweep");
+  GOSSAMER_CHECK(compare_files.empty() || !sweep_plot.empty(), "--sweep-compare draws on the chart: give --sweep-plot");
+  std::vector<bench::ChartSeries> earlier;
+  for (const std::string& file : compare_files) {  // read now, not after the measurements
+    const auto saved = nlohmann::json::parse(read_input(file), nullptr, false);
+    GOSSAMER_CHECK(!saved.is_discarded(), "--sweep-compare ", file, ": not JSON");
+    try {
+      earlier.push_back(server::sweep_series_from_json(saved));
+    } catch (const Error& error) {
+      GOSSAMER_THROW("--sweep-compare ", file, ": ", error.what());
+    }
+  }
+  GOSSAMER_CHECK(!sweeping || options.max_concurrency == 0, "give --concurrency-sweep or --max-concurrency, not both");
+  for (const std::string& path : {sweep_plot, sweep_json}) {  // fail now, not after the measurements
+    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+    std::error_code error;
+    GOSSAMER_CHECK(path.empty() || parent.empty() || std::filesystem::is_directory(parent, error), path, ": no directory ",
+                   parent.string());
+  }
 
   if (!base_url.empty()) {
     std::string rest = base_url;
@@ -69,6 +142,7 @@ int run_bench_serve(int argc, char** argv) {
   if (const char* key = std::getenv("OPENAI_API_KEY")) options.api_key = key;
 
   const auto tokenizer = text::Tokenizer::load_default();
+  if (sweeping) return run_sweep(options, sweep, *tokenizer, sweep_plot, sweep_json, earlier);
   std::fprintf(stderr, "bench serve: %d requests to http://%s:%d (%s), input %d, output %d, concurrency %s, rate %s\n",
                options.num_prompts, options.host.c_str(), options.port, options.backend.c_str(), options.random_input_len,
                options.random_output_len,

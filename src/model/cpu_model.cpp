@@ -48,6 +48,7 @@ int64_t CpuModel::kv_bytes_per_block() const {
 
 void CpuModel::forward(const ForwardBatch& batch, std::vector<float>& logits) {
   check_forward_batch(config_, num_blocks_, block_size_, batch, num_sliding_blocks_);
+  mark(StepPhase::kEmbedding);
   const int64_t hidden = config_.hidden_size, half = config_.head_dim / 2;
   // ---- plan: one entry per new token ----
   std::vector<TokenPlan> plan;
@@ -86,14 +87,23 @@ void CpuModel::forward(const ForwardBatch& batch, std::vector<float>& logits) {
     moe_block(layer, num_tokens, x);
   }
   // ---- final norm + unembedding on the wanted rows: logits [rows, vocab] ----
+  mark(StepPhase::kFinalNorm);
   const int64_t num_rows = static_cast<int64_t>(logit_rows.size());
   std::vector<float> selected(static_cast<size_t>(num_rows * hidden));
   for (int64_t r = 0; r < num_rows; ++r) {
     kernels::rmsnorm_f32_cpu(x.data() + logit_rows[static_cast<size_t>(r)] * hidden, 1, hidden, final_norm_.data(),
                   config_.rms_norm_eps, selected.data() + r * hidden);
   }
+  mark(StepPhase::kUnembedding);
   logits.resize(static_cast<size_t>(num_rows * config_.vocab_size));
   if (num_rows > 0) linear(selected.data(), num_rows, weights_.unembedding, nullptr, logits.data(), numerics_.fp8_unembedding);
+  if (phase_clock_) phase_clock_->end();
+}
+
+bool CpuModel::set_phase_timing(bool on) {
+  if (!on) phase_clock_.reset();
+  if (on && !phase_clock_) phase_clock_ = std::make_unique<WallPhaseClock>();
+  return true;
 }
 
 void CpuModel::linear(const float* x, int64_t num_rows, const TensorView& weight, const float* bias, float* out,
@@ -121,13 +131,16 @@ void CpuModel::attention_block(int layer, const std::vector<TokenPlan>& plan, co
   // ---- norm + projections: q [T, q_width], k/v [T, kv_width] ----
   std::vector<float> normed(x.size()), q(static_cast<size_t>(num_tokens * q_width)), k(static_cast<size_t>(num_tokens * kv_width)),
       v(k.size());
+  mark(StepPhase::kAttnNorm);
   kernels::rmsnorm_f32_cpu(x.data(), num_tokens, hidden, p.attn_norm.data(), config_.rms_norm_eps, normed.data());
   const bool fp8 = numerics_.fp8_attention;
+  mark(StepPhase::kQkv);
   linear(normed.data(), num_tokens, w.q_proj, p.q_bias.data(), q.data(), fp8);
   linear(normed.data(), num_tokens, w.k_proj, p.k_bias.data(), k.data(), fp8);
   linear(normed.data(), num_tokens, w.v_proj, p.v_bias.data(), v.data(), fp8);
 
   // ---- RoPE on q and k, then write k/v into the cache ----
+  mark(StepPhase::kRope);
   std::vector<float>& k_cache = k_cache_[static_cast<size_t>(layer)];
   std::vector<float>& v_cache = v_cache_[static_cast<size_t>(layer)];
   for (int64_t t = 0; t < num_tokens; ++t) {
@@ -146,6 +159,7 @@ void CpuModel::attention_block(int layer, const std::vector<TokenPlan>& plan, co
   }
 
   // ---- attention with sinks: out [T, q_width] ----
+  mark(StepPhase::kAttention);
   std::vector<float> out(q.size());
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   parallel_for(num_tokens * config_.num_q_heads, 8, [&](int64_t begin, int64_t end) {
@@ -184,6 +198,7 @@ void CpuModel::attention_block(int layer, const std::vector<TokenPlan>& plan, co
   });
 
   // ---- output projection + residual ----
+  mark(StepPhase::kOProj);
   std::vector<float> projected(x.size());
   if (numerics_.bf16_activations) cpu::round_to_bf16(out.data(), static_cast<int64_t>(out.size()));
   linear(out.data(), num_tokens, w.o_proj, p.o_bias.data(), projected.data(), fp8);
@@ -199,9 +214,12 @@ void CpuModel::moe_block(int layer, int64_t num_tokens, std::vector<float>& x) {
 
   // ---- norm + router: logits [T, E] → top-k → softmax over the k ----
   std::vector<float> normed(x.size()), router(static_cast<size_t>(num_tokens * num_experts));
+  mark(StepPhase::kMlpNorm);
   kernels::rmsnorm_f32_cpu(x.data(), num_tokens, hidden, p.mlp_norm.data(), config_.rms_norm_eps, normed.data());
   if (numerics_.bf16_activations) cpu::round_to_bf16(normed.data(), static_cast<int64_t>(normed.size()));
+  mark(StepPhase::kRouter);
   linear(normed.data(), num_tokens, w.router, p.router_bias.data(), router.data(), numerics_.fp8_router);
+  mark(StepPhase::kExperts);
   std::vector<int32_t> chosen(static_cast<size_t>(num_tokens * top));
   std::vector<float> gates(chosen.size());
   std::vector<std::vector<std::pair<int64_t, float>>> tokens_of_expert(static_cast<size_t>(num_experts));

@@ -41,6 +41,8 @@ class CpuModel final : public Model {
   int32_t kv_block_size() const override { return block_size_; }
   int64_t kv_bytes_per_block() const override;
   void forward(const ForwardBatch& batch, std::vector<float>& logits) override;
+  bool set_phase_timing(bool on) override;
+  PhaseSeconds last_phase_seconds() override { return phase_clock_ ? phase_clock_->collect() : PhaseSeconds{}; }
 
   // Switches the emulated quantization points (takes effect on the next forward).
   void set_numerics(const CpuNumerics& numerics) { numerics_ = numerics; }
@@ -64,6 +66,9 @@ class CpuModel final : public Model {
   void moe_block(int layer, int64_t num_tokens, std::vector<float>& x);
   // out [rows, N] = x [rows, K] · Wᵀ + bias, through FP8 when `fp8` (weights quantized once, cached).
   void linear(const float* x, int64_t num_rows, const TensorView& weight, const float* bias, float* out, bool fp8);
+  void mark(StepPhase phase) {
+    if (phase_clock_) phase_clock_->mark(phase);
+  }
 
   GptOssConfig config_;
   GptOssWeights weights_;
@@ -78,6 +83,7 @@ class CpuModel final : public Model {
   std::vector<std::vector<float>> k_cache_, v_cache_;
   CpuNumerics numerics_;
   std::unordered_map<const void*, std::vector<float>> fp8_weights_;  // dequantized FP8 weights by view data
+  std::unique_ptr<WallPhaseClock> phase_clock_;  // null unless phase timing is on (benchmarks)
 };
 
 }  // namespace gossamer::model

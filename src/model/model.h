@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "model/config.h"
+#include "model/step_phases.h"
 
 namespace gossamer::model {
 
@@ -116,6 +117,11 @@ class Model {
   }
   // Bytes of weights the backend holds on its device (0 when it reads them in place, like the cpu backend).
   virtual uint64_t weight_bytes() const { return 0; }
+  // Benchmarks: per-phase timing of the following forward steps (model/step_phases.h); off by default.
+  // Returns false (and times nothing) where the backend cannot.
+  virtual bool set_phase_timing(bool /*on*/) { return false; }
+  // The last timed forward's phases (valid = false when none was timed); waits for the device.
+  virtual PhaseSeconds last_phase_seconds() { return {}; }
   // Layers with a sliding window (the ring's pool serves them).
   int32_t num_sliding_layers() const {
     int32_t count = 0;

@@ -96,6 +96,12 @@ CudaModel::~CudaModel() {
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 
+bool CudaModel::set_phase_timing(bool on) {
+  if (!on) phase_timer_.reset();
+  if (on && !phase_timer_) phase_timer_ = std::make_unique<CudaPhaseTimer>();
+  return true;
+}
+
 void CudaModel::synchronize() const { GOSSAMER_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
 int64_t CudaModel::kv_bytes_per_block() const {
@@ -258,10 +264,12 @@ void CudaModel::prepare_workspace(const StepPlan& plan) {
 
 void CudaModel::copy_logits_out(int num_rows, std::vector<float>& logits) {
   const size_t count = static_cast<size_t>(num_rows) * config_.vocab_size;
+  mark(StepPhase::kOutput);
   if (count > 0) {
     GOSSAMER_CUDA_CHECK(cudaMemcpyAsync(host_logits_.get(), logits_.get(), count * 2, cudaMemcpyDeviceToHost, stream_));
   }
   if (options_.comm != nullptr) options_.comm->synchronize(stream_);  // a dead peer: CommError, not garbage
+  if (phase_timer_) phase_timer_->end(stream_);
   GOSSAMER_CUDA_CHECK(cudaStreamSynchronize(stream_));
   GOSSAMER_CUDA_CHECK(cudaGetLastError());
   logits.resize(count);
@@ -273,7 +281,7 @@ void CudaModel::copy_logits_out(int num_rows, std::vector<float>& logits) {
 
 bool CudaModel::run_decode_graph(const ForwardBatch& batch) {
   const int n = static_cast<int>(batch.sequences.size());
-  if (!options_.cuda_graphs || n == 0 || n > kMaxGraphBatch) return false;
+  if (!options_.cuda_graphs || phase_timer_ || n == 0 || n > kMaxGraphBatch) return false;
   for (const SequenceInput& seq : batch.sequences) {
     if (seq.tokens.size() != 1 || seq.logits == LogitsWanted::kNone) return false;
   }
@@ -400,6 +408,7 @@ void CudaModel::forward_sample(const ForwardBatch& batch, std::span<const RowSam
   }
   if (any_penalties) typed<int32_t>(host, at_offsets)[n] = entry;
   auto* device = sampling_.get<uint8_t>();
+  mark(StepPhase::kSampling);
   if (num_masked > 0) {
     int32_t next = 0;
     for (int r = 0; r < n; ++r) {
@@ -446,8 +455,10 @@ void CudaModel::forward_sample(const ForwardBatch& batch, std::span<const RowSam
     params.out_top_logprobs = reinterpret_cast<float*>(device + at_top_logprobs);
   }
   kernels::launch_sampling(params, stream_);
+  mark(StepPhase::kOutput);
   GOSSAMER_CUDA_CHECK(cudaMemcpyAsync(host + at_tokens, device + at_tokens, bytes - at_tokens, cudaMemcpyDeviceToHost, stream_));
   if (options_.comm != nullptr) options_.comm->synchronize(stream_);  // a dead peer: CommError, not garbage
+  if (phase_timer_) phase_timer_->end(stream_);
   GOSSAMER_CUDA_CHECK(cudaStreamSynchronize(stream_));
   GOSSAMER_CUDA_CHECK(cudaGetLastError());
   std::memcpy(tokens.data(), host + at_tokens, rows_n * 4);

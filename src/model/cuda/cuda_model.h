@@ -24,6 +24,7 @@
 
 #include "comm/communicator.h"
 #include "core/cuda/device_buffer.h"
+#include "model/cuda/cuda_phase_timer.h"
 #include "model/cuda/cuda_weights.h"
 #include "model/model.h"
 #include "model/rope.h"
@@ -68,6 +69,10 @@ class CudaModel final : public Model {
   void forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows, std::vector<int32_t>& tokens,
                       std::vector<RowLogprobs>& logprobs) override;
   using Model::forward_sample;
+
+  // Phase timing (model/step_phases.h): events between the launch groups, every step eager (no graphs).
+  bool set_phase_timing(bool on) override;
+  PhaseSeconds last_phase_seconds() override { return phase_timer_ ? phase_timer_->collect() : PhaseSeconds{}; }
 
   uint64_t weight_bytes() const override { return weights_.device_bytes; }
   WeightFormat weight_format() const { return weights_.format; }
@@ -123,6 +128,9 @@ class CudaModel final : public Model {
   void experts(int layer, int num_tokens);
   // delta_ [T, hidden] bf16 ← Σ over the group's ranks (no-op without a group).
   void reduce_partial_outputs(int num_tokens);
+  void mark(StepPhase phase) {
+    if (phase_timer_) phase_timer_->mark(phase, stream_);
+  }
 
   GptOssConfig config_;
   CudaOptions options_;
@@ -148,6 +156,7 @@ class CudaModel final : public Model {
   uint64_t workspace_generation_ = 0;
   std::vector<DecodeGraph> graphs_;
   int64_t graph_replays_ = 0;
+  std::unique_ptr<CudaPhaseTimer> phase_timer_;  // null unless phase timing is on (benchmarks)
 };
 
 }  // namespace gossamer::model::cuda

@@ -171,6 +171,7 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
   auto bf16 = [](const DeviceBuffer& buffer) { return buffer.get<uint16_t>(); };
 
   // ---- embedding: residual [T, hidden] bf16 ----
+  mark(StepPhase::kEmbedding);
   kernels::EmbeddingParams embed;
   embed.table = bf16(weights_.embedding);
   embed.ids = dev + plan.ids;
@@ -212,12 +213,14 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
   for (int layer = 0; layer < config_.num_layers; ++layer) {
     const CudaLayer& w = weights_.layers[static_cast<size_t>(layer)];
     // ---- attention norm (fused with the residual add of the previous block) ----
+    mark(StepPhase::kAttnNorm);
     norm.x = layer == 0 ? bf16(residual_) : bf16(delta_);
     norm.residual = layer == 0 ? nullptr : bf16(residual_);
     norm.weight = bf16(w.attn_norm);
     norm.out = bf16(normed_);
     kernels::launch_rmsnorm(norm, stream_);
     // ---- qkv [T, qkv_width] → RoPE (q → q_, k/v → paged cache) → attention → o-proj into delta ----
+    mark(StepPhase::kQkv);
     linear(bf16(normed_), t, w.qkv, bf16(qkv_));
     const bool ring = num_sliding_blocks_ > 0 && config_.layer_is_sliding[static_cast<size_t>(layer)];
     rope.slots = reinterpret_cast<const int64_t*>(dev + (ring ? plan.sliding_slots : plan.slots));
@@ -227,6 +230,7 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
     rope.q_out = bf16(q_);
     rope.k_cache = bf16(k_cache_[static_cast<size_t>(layer)]);
     rope.v_cache = bf16(v_cache_[static_cast<size_t>(layer)]);
+    mark(StepPhase::kRope);
     kernels::launch_rope(rope, stream_);
     attention.q = bf16(q_);
     attention.out = bf16(attn_out_);
@@ -234,24 +238,30 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
     attention.v_cache = bf16(v_cache_[static_cast<size_t>(layer)]);
     attention.sinks = w.sinks.get<float>();
     attention.window = config_.layer_is_sliding[static_cast<size_t>(layer)] ? config_.sliding_window : 0;
+    mark(StepPhase::kAttention);
     if (decode) {
       kernels::launch_attention_decode(attention, stream_);
     } else {
       kernels::launch_attention_prefill(attention, stream_);
     }
+    mark(StepPhase::kOProj);
     linear(bf16(attn_out_), t, w.o, bf16(delta_));
     reduce_partial_outputs(t);  // tensor parallel: each rank's heads' share of the O-projection
     // ---- MLP norm (residual += attention output) → router → experts into delta ----
+    mark(StepPhase::kMlpNorm);
     norm.x = bf16(delta_);
     norm.residual = bf16(residual_);
     norm.weight = bf16(w.mlp_norm);
     norm.out = bf16(normed_);
     kernels::launch_rmsnorm(norm, stream_);
+    mark(StepPhase::kRouter);
     linear(bf16(normed_), t, w.router, bf16(router_logits_));
+    mark(StepPhase::kExperts);
     experts(layer, t);
     reduce_partial_outputs(t);  // TP: each rank's intermediate columns; EP: each rank's experts
   }
   // ---- final norm, gather the wanted rows, unembedding → logits_ [rows, vocab] bf16 ----
+  mark(StepPhase::kFinalNorm);
   norm.x = bf16(delta_);
   norm.residual = bf16(residual_);
   norm.weight = bf16(weights_.final_norm);
@@ -266,6 +276,7 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
     gather.hidden = hidden;
     gather.vocab = t;
     kernels::launch_embedding(gather, stream_);
+    mark(StepPhase::kUnembedding);
     linear(bf16(final_rows_), plan.num_rows, weights_.unembedding, bf16(logits_));
   }
 }

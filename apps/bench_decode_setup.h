@@ -1,0 +1,50 @@
+// What `gossamer bench step` needs (and `bench decode` may share): the model choice flags, and a synthetic
+// decode batch of B sequences each with C cached positions (zeroed KV: attention reads the real number of
+// bytes), one new token per sequence per step. Sliding-window layers keep only their window (the engine's
+// ring) unless `ring` is false.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/loader.h"
+#include "model/model.h"
+
+namespace gossamer::app {
+
+inline constexpr double kBenchDollarsPerGpuHour = 3.00;
+inline constexpr int32_t kBenchBlockSize = 16;
+
+struct ModelChoice {
+  std::string model_dir, load_format = "auto", preset = "20b", device = "cuda";
+  uint64_t seed = 0;
+  model::ModelOptions options;
+  void add_options(CLI::App& cli);
+  // Loads the model (reports the time on stderr); throws gossamer::Error on bad flags or checkpoint.
+  std::unique_ptr<model::Model> load() const;
+  std::string name() const { return load_format == "dummy" ? "dummy-" + preset : model_dir; }
+};
+
+std::vector<int32_t> bench_random_tokens(uint64_t seed, int64_t count, int32_t vocab);
+
+// A decode batch whose KV cache is allocated in the model. Valid until the model's next allocate_kv_cache.
+struct DecodeSetup {
+  int64_t context = 0;
+  int32_t batch = 0;
+  double kv_gib = 0.0;  // KV cache the batch takes
+  std::vector<std::vector<int32_t>> tables, sliding_tables;
+  std::vector<int32_t> tokens;  // [batch] the token each sequence runs
+  // Step `index` (0, 1, …): every sequence's token at position context + index. Views into this setup.
+  model::ForwardBatch step(int index) const;
+};
+
+// Allocates the cache for `batch` sequences of `context` positions plus `max_steps` more; nullopt (and
+// nothing allocated) when it would take more than budget_gib, with `kv_gib` set to what it would take.
+std::optional<DecodeSetup> prepare_decode(model::Model& model, int64_t context, int32_t batch, int max_steps, bool ring,
+                                          double budget_gib, uint64_t seed, double* kv_gib = nullptr);
+
+}  // namespace gossamer::app

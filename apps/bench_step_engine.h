@@ -1,0 +1,31 @@
+// The engine side of `gossamer bench step`: B requests run through a real engine::Engine on the loaded
+// model, and each pure decode step (B sequences, one token each) split into the engine's host phases.
+//
+// The model is wrapped in a probe that stamps each forward's start and end; the engine's StepObserver
+// (engine/engine.h) stamps the end of its step and reports the step's length, so that, per step:
+//   before forward = forward start − step start (the batch built from the requests, token masks)
+//   forward        = the model's forward (forward_sample on a backend that samples on its device)
+//   after forward  = step end − forward end (host sampling, stop checks, output events queued)
+//   between steps  = next step start − step end (stats, output callbacks, the loop, schedule())
+//
+// Contract: measure_engine_steps() leaves `model` usable (its KV cache re-allocated) and returns the
+// means over the timed decode steps (the first `warmup` decode steps are not timed); throws
+// gossamer::Error when the engine refuses the requests or produces fewer decode steps than asked.
+#pragma once
+
+#include <cstdint>
+
+#include "model/model.h"
+
+namespace gossamer::app {
+
+struct EngineStepTimes {
+  double before_forward = 0.0, forward = 0.0, after_forward = 0.0, between_steps = 0.0;  // seconds, means
+  double step = 0.0;  // the engine's whole step (StepInfo::seconds), mean
+  int32_t timed_steps = 0;
+};
+
+EngineStepTimes measure_engine_steps(model::Model& model, int32_t batch, int32_t prompt_len, int warmup, int steps,
+                                     uint64_t seed);
+
+}  // namespace gossamer::app

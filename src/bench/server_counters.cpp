@@ -1,0 +1,77 @@
+#include "bench/server_counters.h"
+
+#include <array>
+#include <cstdlib>
+#include <sstream>
+
+#include "bench/http_client.h"
+
+namespace gossamer::server {
+
+namespace {
+
+// The counters under one name prefix, or nullopt when none is there.
+std::optional<ServerCounters> parse_with_prefix(const std::string& metrics_text, const std::string& prefix) {
+  ServerCounters counters;
+  bool found = false;
+  const std::array<std::pair<const char*, double ServerCounters::*>, 5> kNames = {{
+      {"num_preemptions_total", &ServerCounters::preemptions},
+      {"prompt_tokens_total", &ServerCounters::prompt_tokens},
+      {"generation_tokens_total", &ServerCounters::generation_tokens},
+      {"iteration_tokens_total_count", &ServerCounters::steps},
+      {"iteration_tokens_total_sum", &ServerCounters::step_tokens},
+  }};
+  std::istringstream lines(metrics_text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.rfind(prefix, 0) != 0) continue;
+    const std::string name = line.substr(prefix.size(), line.find_first_of("{ ") - prefix.size());
+    const size_t space = line.rfind(' ');
+    if (space == std::string::npos) continue;
+    for (const auto& [counter, field] : kNames) {
+      if (name != counter) continue;
+      char* end = nullptr;
+      const double value = std::strtod(line.c_str() + space + 1, &end);
+      if (end == line.c_str() + space + 1) continue;  // not a number
+      counters.*field += value;
+      found = true;
+    }
+  }
+  return found ? std::optional<ServerCounters>(counters) : std::nullopt;
+}
+
+}  // namespace
+
+std::optional<ServerCounters> parse_server_counters(const std::string& metrics_text) {
+  // NOTE: gossamer also exports every metric under vLLM's names: read one prefix only, never both.
+  if (auto counters = parse_with_prefix(metrics_text, "gossamer:")) return counters;
+  return parse_with_prefix(metrics_text, "vllm:");
+}
+
+std::optional<ServerCounters> scrape_server_counters(const std::string& host, int port, const std::string& api_key) {
+  try {
+    HttpClient client(host, port, 30.0);
+    HeaderList headers;
+    if (!api_key.empty()) headers.emplace_back("Authorization", "Bearer " + api_key);
+    const ClientResponse response = client.request("GET", "/metrics", {}, headers);
+    if (response.status != 200) return std::nullopt;
+    return parse_server_counters(response.body);
+  } catch (const std::exception&) {  // no /metrics: the sweep reports its own figures only
+    return std::nullopt;
+  }
+}
+
+ServerActivity server_activity(const ServerCounters& before, const ServerCounters& after, double seconds) {
+  ServerActivity activity;
+  activity.steps = after.steps - before.steps;
+  activity.preemptions = after.preemptions - before.preemptions;
+  if (activity.steps > 0.0) {
+    activity.tokens_per_step = (after.step_tokens - before.step_tokens) / activity.steps;
+    activity.generated_per_step = (after.generation_tokens - before.generation_tokens) / activity.steps;
+    activity.prompt_per_step = (after.prompt_tokens - before.prompt_tokens) / activity.steps;
+    activity.ms_per_step = seconds * 1000.0 / activity.steps;
+  }
+  return activity;
+}
+
+}  // namespace gossamer::server

@@ -1,0 +1,35 @@
+// The engine counters a server exports on /metrics (gossamer's `gossamer:` and vLLM's `vllm:` names),
+// read before and after a load-generator run: what the scheduler did during it (steps, tokens per step,
+// decode rows per step, preemptions). Support for tuning the scheduler at load (issue #14, item 6).
+//
+// Contract: parse_server_counters() sums each counter over its label sets, under `gossamer:` when the
+// text has any of them there, else under `vllm:` (never both: gossamer exports vLLM's names too), and
+// returns nullopt when the text has none of them (not a gossamer or vLLM server);
+// scrape_server_counters() returns nullopt when GET /metrics fails or answers non-200 (never throws for it).
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace gossamer::server {
+
+struct ServerCounters {
+  double preemptions = 0.0;        // num_preemptions_total
+  double prompt_tokens = 0.0;      // prompt_tokens_total (computed prompt tokens)
+  double generation_tokens = 0.0;  // generation_tokens_total
+  double steps = 0.0;              // iteration_tokens_total_count: engine steps
+  double step_tokens = 0.0;        // iteration_tokens_total_sum: tokens run in those steps
+};
+
+std::optional<ServerCounters> parse_server_counters(const std::string& metrics_text);
+std::optional<ServerCounters> scrape_server_counters(const std::string& host, int port, const std::string& api_key);
+
+// What happened between two scrapes, per engine step; `seconds` is the wall time between them.
+struct ServerActivity {
+  double steps = 0.0, preemptions = 0.0;
+  double tokens_per_step = 0.0, generated_per_step = 0.0, prompt_per_step = 0.0;
+  double ms_per_step = 0.0;  // seconds / steps: the mean step while the server was busy the whole time
+};
+ServerActivity server_activity(const ServerCounters& before, const ServerCounters& after, double seconds);
+
+}  // namespace gossamer::server
