@@ -32,16 +32,18 @@ class ProbeModel final : public model::Model {
   int64_t kv_bytes_per_block() const override { return inner_.kv_bytes_per_block(); }
   int64_t kv_bytes_per_token() const override { return inner_.kv_bytes_per_token(); }
   bool samples_on_device() const override { return inner_.samples_on_device(); }
+  bool samples_with_token_masks() const override { return inner_.samples_with_token_masks(); }
   uint64_t weight_bytes() const override { return inner_.weight_bytes(); }
   void forward(const model::ForwardBatch& batch, std::vector<float>& logits) override {
     const auto start = Clock::now();
     inner_.forward(batch, logits);
     stamps_.push_back({start, Clock::now()});
   }
+  using model::Model::forward_sample;
   void forward_sample(const model::ForwardBatch& batch, std::span<const model::RowSampling> rows,
-                      std::vector<int32_t>& tokens) override {
+                      std::vector<int32_t>& tokens, std::vector<model::RowLogprobs>& logprobs) override {
     const auto start = Clock::now();
-    inner_.forward_sample(batch, rows, tokens);
+    inner_.forward_sample(batch, rows, tokens, logprobs);
     stamps_.push_back({start, Clock::now()});
   }
 
