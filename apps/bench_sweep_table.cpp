@@ -8,7 +8,9 @@
 namespace gossamer::app {
 
 namespace {
-bool is(const SweepRow& row, SweepRow::Kind kind) { return row.kind == kind; }
+bool is(const SweepRow& row, SweepRow::Kind kind) {
+  return row.kind == kind;
+}
 
 std::string csv_quoted(const std::string& text) {
   std::string out = "\"";
@@ -33,8 +35,11 @@ std::vector<CostSeries> decode_cost_series(const std::vector<SweepRow>& rows, in
 }
 
 void print_prefill_table(std::FILE* out, const std::string& model, const std::vector<SweepRow>& rows) {
-  std::fprintf(out, "\nPrefill, batch 1 (%s)\n\n| layout | GPUs | input tokens | latency (s) | tokens/s | $ / 1M input tokens |\n"
-                    "|---|---|---|---|---|---|\n", model.c_str());
+  std::fprintf(
+      out,
+      "\nPrefill, batch 1 (%s)\n\n| layout | GPUs | input tokens | latency (s) | tokens/s | $ / 1M input tokens |\n"
+      "|---|---|---|---|---|---|\n",
+      model.c_str());
   for (const SweepRow& row : rows) {
     if (!is(row, SweepRow::Kind::kPrefill)) continue;
     if (!row.skipped.empty()) {
@@ -48,18 +53,21 @@ void print_prefill_table(std::FILE* out, const std::string& model, const std::ve
 }
 
 void print_decode_table(std::FILE* out, const std::string& model, const std::vector<SweepRow>& rows) {
-  std::fprintf(out, "\nDecode (%s)\n\n| layout | GPUs | context | batch | step (ms) | tok/s per seq | tok/s total | "
-                    "$ / 1M output tokens | source |\n|---|---|---|---|---|---|---|---|---|\n", model.c_str());
+  std::fprintf(out,
+               "\nDecode (%s)\n\n| layout | GPUs | context | batch | step (ms) | tok/s per seq | tok/s total | "
+               "$ / 1M output tokens | source |\n|---|---|---|---|---|---|---|---|---|\n",
+               model.c_str());
   for (const SweepRow& row : rows) {
     if (!is(row, SweepRow::Kind::kDecode)) continue;
     if (!row.skipped.empty()) {
-      std::fprintf(out, "| %s | %d | %lld | %d | skipped: %s | | | | |\n", row.layout.describe_with_dp().c_str(), row.gpus(),
-                   static_cast<long long>(row.tokens), row.batch, row.skipped.c_str());
+      std::fprintf(out, "| %s | %d | %lld | %d | skipped: %s | | | | |\n", row.layout.describe_with_dp().c_str(),
+                   row.gpus(), static_cast<long long>(row.tokens), row.batch, row.skipped.c_str());
       continue;
     }
-    std::fprintf(out, "| %s | %d | %lld | %d | %.2f | %.1f | %.0f | %.3f | %s |\n", row.layout.describe_with_dp().c_str(),
-                 row.gpus(), static_cast<long long>(row.tokens), row.batch, row.seconds * 1e3, row.tokens_per_s_per_seq(),
-                 row.tokens_per_s_total(), row.dollars_per_million(), row.source.c_str());
+    std::fprintf(out, "| %s | %d | %lld | %d | %.2f | %.1f | %.0f | %.3f | %s |\n",
+                 row.layout.describe_with_dp().c_str(), row.gpus(), static_cast<long long>(row.tokens), row.batch,
+                 row.seconds * 1e3, row.tokens_per_s_per_seq(), row.tokens_per_s_total(), row.dollars_per_million(),
+                 row.source.c_str());
   }
 }
 
@@ -70,8 +78,9 @@ void print_best_decode_table(std::FILE* out, const std::vector<SweepRow>& rows) 
     const SweepRow*& slot = best[{row.tokens, row.batch}];
     if (slot == nullptr || row.dollars_per_million() < slot->dollars_per_million()) slot = &row;
   }
-  std::fprintf(out, "\nCheapest decode layout per context and batch\n\n| context | batch | layout | tok/s per seq | "
-                    "$ / 1M output tokens |\n|---|---|---|---|---|\n");
+  std::fprintf(out,
+               "\nCheapest decode layout per context and batch\n\n| context | batch | layout | tok/s per seq | "
+               "$ / 1M output tokens |\n|---|---|---|---|---|\n");
   for (const auto& [key, row] : best) {
     std::fprintf(out, "| %lld | %d | %s | %.1f | %.3f |\n", static_cast<long long>(key.first), key.second,
                  row->layout.describe_with_dp().c_str(), row->tokens_per_s_per_seq(), row->dollars_per_million());
@@ -81,15 +90,17 @@ void print_best_decode_table(std::FILE* out, const std::vector<SweepRow>& rows) 
 void write_sweep_csv(const std::string& path, const std::vector<SweepRow>& rows) {
   std::ofstream out(path);
   GOSSAMER_CHECK(out.good(), "cannot write the sweep CSV '", path, "'");
-  out << "kind,layout,tp,ep,dp,gpus,tokens,batch,seconds,tokens_per_s_per_seq,tokens_per_s_total,dollars_per_million,source,skipped\n";
+  out << "kind,layout,tp,ep,dp,gpus,tokens,batch,seconds,tokens_per_s_per_seq,tokens_per_s_total,dollars_per_million,"
+         "source,skipped\n";
   for (const SweepRow& row : rows) {
     const bool ran = row.skipped.empty();
     out << (is(row, SweepRow::Kind::kPrefill) ? "prefill" : "decode") << "," << row.layout.describe_with_dp() << ","
         << row.layout.tensor_parallel << "," << (row.layout.expert_parallel ? row.layout.tensor_parallel : 1) << ","
         << row.layout.data_parallel << "," << row.gpus() << "," << row.tokens << "," << row.batch << ","
-        << (ran ? std::to_string(row.seconds) : "") << "," << (ran ? std::to_string(row.tokens_per_s_per_seq()) : "") << ","
-        << (ran ? std::to_string(row.tokens_per_s_total()) : "") << "," << (ran ? std::to_string(row.dollars_per_million()) : "")
-        << "," << row.source << "," << csv_quoted(row.skipped) << "\n";
+        << (ran ? std::to_string(row.seconds) : "") << "," << (ran ? std::to_string(row.tokens_per_s_per_seq()) : "")
+        << "," << (ran ? std::to_string(row.tokens_per_s_total()) : "") << ","
+        << (ran ? std::to_string(row.dollars_per_million()) : "") << "," << row.source << "," << csv_quoted(row.skipped)
+        << "\n";
   }
 }
 

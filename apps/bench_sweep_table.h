@@ -20,11 +20,11 @@ inline constexpr double kSweepDollarsPerGpuHour = 3.00;
 struct SweepRow {
   enum class Kind { kPrefill, kDecode } kind = Kind::kDecode;
   model::ParallelLayout layout;
-  int64_t tokens = 0;     // prefill: input tokens; decode: cached context per sequence
-  int32_t batch = 1;      // sequences (all replicas together)
-  double seconds = 0.0;   // prefill latency, or one decode step
+  int64_t tokens = 0;    // prefill: input tokens; decode: cached context per sequence
+  int32_t batch = 1;     // sequences (all replicas together)
+  double seconds = 0.0;  // prefill latency, or one decode step
   std::string source = "measured";
-  std::string skipped;    // non-empty: not run, and why
+  std::string skipped;  // non-empty: not run, and why
 
   int32_t gpus() const { return layout.num_devices(); }
   double tokens_per_s_per_seq() const { return kind == Kind::kDecode ? 1.0 / seconds : tokens / seconds; }

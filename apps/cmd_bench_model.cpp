@@ -35,8 +35,11 @@ struct ModelChoice {
     cli.add_option("--gpu-memory-limit-gib", gpu_memory_limit_gib,
                    "cuda: behave as a GPU of this many GiB (e.g. 80 on an H200); 0 = the whole GPU")
         ->check(CLI::NonNegativeNumber);
-    cli.add_option("--weights", options.weights, "cuda weight format: fp8 | bf16 | mxfp4 (MXFP4 experts kept as shipped)")->check(CLI::IsMember({"fp8", "bf16", "mxfp4"}));
-    cli.add_flag("--enforce-eager", [this](int64_t) { options.cuda_graphs = false; }, "no CUDA graphs for decode steps");
+    cli.add_option("--weights", options.weights,
+                   "cuda weight format: fp8 | bf16 | mxfp4 (MXFP4 experts kept as shipped)")
+        ->check(CLI::IsMember({"fp8", "bf16", "mxfp4"}));
+    cli.add_flag(
+        "--enforce-eager", [this](int64_t) { options.cuda_graphs = false; }, "no CUDA graphs for decode steps");
     cli.add_option("--model", model_dir, "checkpoint directory");
     cli.add_option("--load-format", load_format, "auto | dummy (random weights of --preset shapes, no disk)");
     cli.add_option("--preset", preset, "20b | 120b | tiny (with --load-format dummy)");
@@ -49,10 +52,11 @@ struct ModelChoice {
     GOSSAMER_CHECK(gpu_memory_limit_gib == 0 || device == "cuda", "--gpu-memory-limit-gib needs --device cuda");
     model::limit_gpu_memory(static_cast<int64_t>(gpu_memory_limit_gib * double(int64_t{1} << 30)));
     auto model = load_format == "dummy" ? model::load_dummy_model(preset, seed, device, options)
-                                           : model::load_model(model_dir, device, options);
+                                        : model::load_model(model_dir, device, options);
     std::fprintf(stderr, "loaded %s on %s (weights %s, %.1f GiB) in %.1f s\n",
-                 load_format == "dummy" ? ("dummy " + preset).c_str() : model_dir.c_str(), model->backend_name().c_str(),
-                 device == "cuda" ? options.weights.c_str() : "f32", static_cast<double>(model->weight_bytes()) / double(1u << 30),
+                 load_format == "dummy" ? ("dummy " + preset).c_str() : model_dir.c_str(),
+                 model->backend_name().c_str(), device == "cuda" ? options.weights.c_str() : "f32",
+                 static_cast<double>(model->weight_bytes()) / double(1u << 30),
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     return model;
   }
@@ -62,7 +66,8 @@ struct ModelChoice {
 std::vector<int32_t> random_tokens(uint64_t seed, int64_t count, int32_t vocab) {
   SplitMix64 rng(seed);
   std::vector<int32_t> tokens(static_cast<size_t>(count));
-  for (int32_t& token : tokens) token = static_cast<int32_t>(rng.next() % static_cast<uint64_t>(std::min(vocab, 199998)));
+  for (int32_t& token : tokens)
+    token = static_cast<int32_t>(rng.next() % static_cast<uint64_t>(std::min(vocab, 199998)));
   return tokens;
 }
 
@@ -115,10 +120,14 @@ int run_bench_prefill(int argc, char** argv) {
     std::printf("| %s (%s) | %lld | %.3f | %.0f | %.4f |\n", choice.name().c_str(), model->backend_name().c_str(),
                 static_cast<long long>(length), latency, static_cast<double>(length) / latency, cost);
     std::fflush(stdout);
-    results.push_back({{"input_tokens", length}, {"latency_s", latency}, {"tokens_per_s", length / latency},
-                       {"dollars_per_million_input_tokens", cost}, {"runs_s", times}});
+    results.push_back({{"input_tokens", length},
+                       {"latency_s", latency},
+                       {"tokens_per_s", length / latency},
+                       {"dollars_per_million_input_tokens", cost},
+                       {"runs_s", times}});
   }
-  write_json(json_out, {{"bench", "prefill"}, {"model", choice.name()}, {"device", model->backend_name()}, {"results", results}});
+  write_json(json_out,
+             {{"bench", "prefill"}, {"model", choice.name()}, {"device", model->backend_name()}, {"results", results}});
   return 0;
 }
 
@@ -151,8 +160,9 @@ int run_bench_decode(int argc, char** argv) {
   }
   auto model = choice.load();
   nlohmann::json results = nlohmann::json::array();
-  std::printf("| model | context | batch | step (ms) | tok/s per seq | tok/s total | $ / 1M output tokens |\n"
-              "|---|---|---|---|---|---|---|\n");
+  std::printf(
+      "| model | context | batch | step (ms) | tok/s per seq | tok/s total | $ / 1M output tokens |\n"
+      "|---|---|---|---|---|---|---|\n");
   for (int64_t context : contexts) {
     for (int batch_size : batch_sizes) {
       const int64_t per_seq_blocks = (context + steps + 4 + kBenchBlockSize - 1) / kBenchBlockSize;
@@ -160,11 +170,13 @@ int run_bench_decode(int argc, char** argv) {
       const int32_t layers = std::max(1, model->config().num_layers);
       const int32_t sliding_layers = ring ? model->num_sliding_layers() : 0;
       const int64_t ring_positions = model->config().sliding_window + model::kSlidingKeepMargin + steps + 4;
-      const int64_t ring_per_seq = sliding_layers > 0 ? std::min(per_seq_blocks, ring_positions / kBenchBlockSize + 2) : 0;
+      const int64_t ring_per_seq =
+          sliding_layers > 0 ? std::min(per_seq_blocks, ring_positions / kBenchBlockSize + 2) : 0;
       const double block_bytes = static_cast<double>(model->kv_bytes_per_block());
-      const double kv_gib = (static_cast<double>(per_seq_blocks * batch_size) * block_bytes * (layers - sliding_layers) / layers +
-                             static_cast<double>(ring_per_seq * batch_size) * block_bytes * sliding_layers / layers) /
-                            (1u << 30);
+      const double kv_gib =
+          (static_cast<double>(per_seq_blocks * batch_size) * block_bytes * (layers - sliding_layers) / layers +
+           static_cast<double>(ring_per_seq * batch_size) * block_bytes * sliding_layers / layers) /
+          (1u << 30);
       if (kv_gib > kv_budget_gib) {
         std::printf("| %s | %lld | %d | skipped: KV cache %.0f GiB > budget %.0f GiB | | | |\n", choice.name().c_str(),
                     static_cast<long long>(context), batch_size, kv_gib, kv_budget_gib);
@@ -175,24 +187,27 @@ int run_bench_decode(int argc, char** argv) {
       std::vector<std::vector<int32_t>> tables(static_cast<size_t>(batch_size)), sliding_tables(tables.size());
       for (int b = 0; b < batch_size; ++b) {
         tables[static_cast<size_t>(b)].resize(static_cast<size_t>(per_seq_blocks));
-        std::iota(tables[static_cast<size_t>(b)].begin(), tables[static_cast<size_t>(b)].end(), static_cast<int32_t>(b * per_seq_blocks));
+        std::iota(tables[static_cast<size_t>(b)].begin(), tables[static_cast<size_t>(b)].end(),
+                  static_cast<int32_t>(b * per_seq_blocks));
         if (ring_per_seq == 0) continue;
         // The last ring_per_seq blocks get the sequence's own ring blocks; older entries are stale (never read).
         std::vector<int32_t>& sliding = sliding_tables[static_cast<size_t>(b)];
         sliding.resize(static_cast<size_t>(per_seq_blocks));
         const int64_t first_ring = per_seq_blocks - ring_per_seq;
         for (int64_t i = 0; i < per_seq_blocks; ++i) {
-          sliding[static_cast<size_t>(i)] = static_cast<int32_t>(b * ring_per_seq + std::max<int64_t>(0, i - first_ring));
+          sliding[static_cast<size_t>(i)] =
+              static_cast<int32_t>(b * ring_per_seq + std::max<int64_t>(0, i - first_ring));
         }
       }
-      const auto tokens = random_tokens(choice.seed + static_cast<uint64_t>(batch_size), batch_size, model->config().vocab_size);
+      const auto tokens =
+          random_tokens(choice.seed + static_cast<uint64_t>(batch_size), batch_size, model->config().vocab_size);
       std::vector<float> logits;
       auto step = [&](int index) {
         model::ForwardBatch batch;
         for (int b = 0; b < batch_size; ++b) {
-          batch.sequences.push_back(model::SequenceInput{std::span(tokens).subspan(static_cast<size_t>(b), 1),
-                                                         static_cast<int32_t>(context + index), tables[static_cast<size_t>(b)],
-                                                         model::LogitsWanted::kLast, sliding_tables[static_cast<size_t>(b)]});
+          batch.sequences.push_back(model::SequenceInput{
+              std::span(tokens).subspan(static_cast<size_t>(b), 1), static_cast<int32_t>(context + index),
+              tables[static_cast<size_t>(b)], model::LogitsWanted::kLast, sliding_tables[static_cast<size_t>(b)]});
         }
         model->forward(batch, logits);
       };
@@ -202,15 +217,20 @@ int run_bench_decode(int argc, char** argv) {
       const double per_step = seconds_since(start) / steps;
       const double total = batch_size / per_step;
       const double cost = kDollarsPerGpuHour / 3600.0 / total * 1e6;
-      std::printf("| %s (%s) | %lld | %d | %.2f | %.1f | %.0f | %.3f |\n", choice.name().c_str(), model->backend_name().c_str(),
-                  static_cast<long long>(context), batch_size, per_step * 1e3, 1.0 / per_step, total, cost);
+      std::printf("| %s (%s) | %lld | %d | %.2f | %.1f | %.0f | %.3f |\n", choice.name().c_str(),
+                  model->backend_name().c_str(), static_cast<long long>(context), batch_size, per_step * 1e3,
+                  1.0 / per_step, total, cost);
       std::fflush(stdout);
-      results.push_back({{"context", context}, {"batch", batch_size}, {"step_ms", per_step * 1e3},
-                         {"tokens_per_s_per_seq", 1.0 / per_step}, {"tokens_per_s_total", total},
+      results.push_back({{"context", context},
+                         {"batch", batch_size},
+                         {"step_ms", per_step * 1e3},
+                         {"tokens_per_s_per_seq", 1.0 / per_step},
+                         {"tokens_per_s_total", total},
                          {"dollars_per_million_output_tokens", cost}});
     }
   }
-  write_json(json_out, {{"bench", "decode"}, {"model", choice.name()}, {"device", model->backend_name()}, {"results", results}});
+  write_json(json_out,
+             {{"bench", "decode"}, {"model", choice.name()}, {"device", model->backend_name()}, {"results", results}});
   if (!plot_out.empty()) {
     bench::ChartSpec plot;
     plot.title =

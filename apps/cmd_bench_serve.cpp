@@ -8,10 +8,10 @@
 #include <fstream>
 #include <limits>
 
-#include "command.h"
-#include "core/error.h"
 #include "bench/bench_serve.h"
 #include "bench/concurrency_sweep.h"
+#include "command.h"
+#include "core/error.h"
 #include "text/tokenizer.h"
 
 namespace gossamer::app {
@@ -23,17 +23,20 @@ int run_sweep(const server::BenchServeOptions& options, const server::Concurrenc
               const text::Tokenizer& tokenizer, const std::string& plot, const std::string& json_path,
               const std::vector<bench::ChartSeries>& earlier) {
   std::string model_id;
-  const auto rows = server::run_concurrency_sweep(options, sweep, tokenizer, [&](const server::SweepRow& row, const server::BenchServeResult& result) {
-    model_id = result.json["model_id"].get<std::string>();
-    std::fprintf(stderr, "bench serve: concurrency %d: %d/%d completed, %.1f output tok/s\n", row.concurrency, row.completed,
-                 row.num_prompts, row.output_tokens_per_s);
-  });
+  const auto rows = server::run_concurrency_sweep(
+      options, sweep, tokenizer, [&](const server::SweepRow& row, const server::BenchServeResult& result) {
+        model_id = result.json["model_id"].get<std::string>();
+        std::fprintf(stderr, "bench serve: concurrency %d: %d/%d completed, %.1f output tok/s\n", row.concurrency,
+                     row.completed, row.num_prompts, row.output_tokens_per_s);
+      });
   char title[256];
   std::snprintf(title, sizeof(title), "%s, %d in / %d out tokens", model_id.c_str(), options.random_input_len,
                 options.random_output_len);
-  std::printf("gossamer bench serve --concurrency-sweep: %s\n\n%s", title, server::format_sweep_table(rows, sweep).c_str());
+  std::printf("gossamer bench serve --concurrency-sweep: %s\n\n%s", title,
+              server::format_sweep_table(rows, sweep).c_str());
   const std::string server_table = server::format_server_table(rows);
-  if (!server_table.empty()) std::printf("\nThe server's engine over each point (/metrics deltas):\n\n%s", server_table.c_str());
+  if (!server_table.empty())
+    std::printf("\nThe server's engine over each point (/metrics deltas):\n\n%s", server_table.c_str());
   if (!json_path.empty()) {
     nlohmann::json out = server::sweep_json(rows, sweep);
     out["model_id"] = model_id;
@@ -46,7 +49,8 @@ int run_sweep(const server::BenchServeOptions& options, const server::Concurrenc
     bench::write_chart(server::sweep_chart(rows, sweep, std::string("bench serve sweep: ") + title, earlier), plot);
     std::printf("\nplot: %s\n", plot.c_str());
   }
-  const bool all_failed = std::all_of(rows.begin(), rows.end(), [](const server::SweepRow& r) { return r.completed == 0; });
+  const bool all_failed =
+      std::all_of(rows.begin(), rows.end(), [](const server::SweepRow& r) { return r.completed == 0; });
   return all_failed ? 1 : 0;
 }
 
@@ -62,9 +66,11 @@ int run_bench_serve(int argc, char** argv) {
   cli.add_option("--backend", options.backend, "openai-chat | openai")->check(CLI::IsMember({"openai-chat", "openai"}));
   cli.add_option("--endpoint", options.endpoint, "API path (default from --backend)");
   cli.add_option("--model", options.model, "model id (default: the first from /v1/models)");
-  cli.add_option("--dataset-name", options.dataset, "random | multiturn (--num-prompts conversations of --multiturn-turns turns)")
+  cli.add_option("--dataset-name", options.dataset,
+                 "random | multiturn (--num-prompts conversations of --multiturn-turns turns)")
       ->check(CLI::IsMember({"random", "multiturn"}));
-  cli.add_option("--multiturn-turns", options.multiturn_turns, "multiturn: turns per conversation (user turns of --random-input-len tokens)");
+  cli.add_option("--multiturn-turns", options.multiturn_turns,
+                 "multiturn: turns per conversation (user turns of --random-input-len tokens)");
   cli.add_option("--num-prompts", options.num_prompts, "requests to send");
   cli.add_option("--random-input-len", options.random_input_len, "prompt tokens per request");
   cli.add_option("--random-output-len", options.random_output_len, "max output tokens per request");
@@ -87,18 +93,20 @@ int run_bench_serve(int argc, char** argv) {
       ->delimiter(',');
   cli.add_option("--prompts-per-concurrency", sweep.prompts_per_concurrency,
                  "sweep: each point sends max(--num-prompts, this x its concurrency) requests (0 = --num-prompts)");
-  cli.add_option("--dollars-per-gpu-hour", sweep.dollars_per_gpu_hour, "sweep: price of one GPU-hour for the cost column");
+  cli.add_option("--dollars-per-gpu-hour", sweep.dollars_per_gpu_hour,
+                 "sweep: price of one GPU-hour for the cost column");
   cli.add_option("--num-gpus", sweep.num_gpus, "sweep: GPUs the server uses (the cost counts them all)");
   cli.add_option("--sweep-plot", sweep_plot, "sweep: write the cost-vs-speed chart (PNG, or SVG for a .svg path)");
   cli.add_option("--sweep-json", sweep_json, "sweep: write the table as JSON");
   std::vector<std::string> compare_files;
-  cli.add_option("--sweep-label", sweep.label, "sweep: this run's name on the chart and in the JSON (e.g. the server flags)");
+  cli.add_option("--sweep-label", sweep.label,
+                 "sweep: this run's name on the chart and in the JSON (e.g. the server flags)");
   cli.add_option("--sweep-compare", compare_files, "sweep: earlier --sweep-json files drawn on the same chart")
       ->delimiter(',');
   CLI11_PARSE(cli, argc, argv);
   const bool sweeping = !sweep.concurrencies.empty();
   GOSSAMER_CHECK(sweeping || (sweep_plot.empty() && sweep_json.empty() && sweep.prompts_per_concurrency == 0 &&
-                               sweep.label.empty() && compare_files.empty()),
+                              sweep.label.empty() && compare_files.empty()),
                  "--sweep-plot, --sweep-json, --sweep-label, --sweep-compare and --prompts-per-concurrency need "
                  "--concurrency-sweep");
   GOSSAMER_CHECK(compare_files.empty() || !sweep_plot.empty(), "--sweep-compare draws on the chart: give --sweep-plot");
@@ -116,8 +124,8 @@ int run_bench_serve(int argc, char** argv) {
   for (const std::string& path : {sweep_plot, sweep_json}) {  // fail now, not after the measurements
     const std::filesystem::path parent = std::filesystem::path(path).parent_path();
     std::error_code error;
-    GOSSAMER_CHECK(path.empty() || parent.empty() || std::filesystem::is_directory(parent, error), path, ": no directory ",
-                   parent.string());
+    GOSSAMER_CHECK(path.empty() || parent.empty() || std::filesystem::is_directory(parent, error), path,
+                   ": no directory ", parent.string());
   }
 
   if (!base_url.empty()) {
@@ -144,8 +152,8 @@ int run_bench_serve(int argc, char** argv) {
   const auto tokenizer = text::Tokenizer::load_default();
   if (sweeping) return run_sweep(options, sweep, *tokenizer, sweep_plot, sweep_json, earlier);
   std::fprintf(stderr, "bench serve: %d requests to http://%s:%d (%s), input %d, output %d, concurrency %s, rate %s\n",
-               options.num_prompts, options.host.c_str(), options.port, options.backend.c_str(), options.random_input_len,
-               options.random_output_len,
+               options.num_prompts, options.host.c_str(), options.port, options.backend.c_str(),
+               options.random_input_len, options.random_output_len,
                options.max_concurrency > 0 ? std::to_string(options.max_concurrency).c_str() : "unlimited",
                request_rate.c_str());
   const auto result = server::run_bench_serve(options, *tokenizer);
@@ -160,6 +168,7 @@ int run_bench_serve(int argc, char** argv) {
 
 }  // namespace
 
-GOSSAMER_REGISTER_BENCH("serve", "load generator for OpenAI-compatible servers (vllm bench serve's figures)", run_bench_serve);
+GOSSAMER_REGISTER_BENCH("serve", "load generator for OpenAI-compatible servers (vllm bench serve's figures)",
+                        run_bench_serve);
 
 }  // namespace gossamer::app

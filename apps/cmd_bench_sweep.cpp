@@ -34,7 +34,8 @@ constexpr int32_t kBlock = 16;
 std::vector<int32_t> random_tokens(uint64_t seed, int64_t count, int32_t vocab) {
   SplitMix64 rng(seed);
   std::vector<int32_t> tokens(static_cast<size_t>(count));
-  for (int32_t& token : tokens) token = static_cast<int32_t>(rng.next() % static_cast<uint64_t>(std::min(vocab, 199998)));
+  for (int32_t& token : tokens)
+    token = static_cast<int32_t>(rng.next() % static_cast<uint64_t>(std::min(vocab, 199998)));
   return tokens;
 }
 
@@ -83,7 +84,8 @@ double prefill_seconds(model::Model& model, int64_t length, uint64_t seed, int r
 
 // Seconds per decode step of `batch` sequences with `context` cached positions each (the sliding layers
 // keep only their window: the engine's ring). Returns < 0 when the KV cache would exceed the budget.
-double decode_step_seconds(model::Model& model, int64_t context, int32_t batch, int steps, uint64_t seed, double budget_bytes) {
+double decode_step_seconds(model::Model& model, int64_t context, int32_t batch, int steps, uint64_t seed,
+                           double budget_bytes) {
   const int64_t per_seq = (context + steps + 4 + kBlock - 1) / kBlock;
   const int32_t sliding_layers = model.num_sliding_layers(), layers = std::max(1, model.config().num_layers);
   const int64_t ring_positions = model.config().sliding_window + model::kSlidingKeepMargin + steps + 4;
@@ -99,18 +101,21 @@ double decode_step_seconds(model::Model& model, int64_t context, int32_t batch, 
     table.resize(static_cast<size_t>(per_seq));
     std::iota(table.begin(), table.end(), static_cast<int32_t>(b * per_seq));
     if (ring_per_seq == 0) continue;
-    auto& ring = rings[static_cast<size_t>(b)];  // the last ring_per_seq blocks are the ring's; older entries are never read
+    auto& ring =
+        rings[static_cast<size_t>(b)];  // the last ring_per_seq blocks are the ring's; older entries are never read
     ring.resize(static_cast<size_t>(per_seq));
-    for (int64_t i = 0; i < per_seq; ++i) ring[static_cast<size_t>(i)] = static_cast<int32_t>(b * ring_per_seq + std::max<int64_t>(0, i - (per_seq - ring_per_seq)));
+    for (int64_t i = 0; i < per_seq; ++i)
+      ring[static_cast<size_t>(i)] =
+          static_cast<int32_t>(b * ring_per_seq + std::max<int64_t>(0, i - (per_seq - ring_per_seq)));
   }
   const auto tokens = random_tokens(seed, batch, model.config().vocab_size);
   std::vector<float> logits;
   auto step = [&](int index) {
     model::ForwardBatch forward;
     for (int32_t b = 0; b < batch; ++b) {
-      forward.sequences.push_back(model::SequenceInput{std::span(tokens).subspan(static_cast<size_t>(b), 1),
-                                                       static_cast<int32_t>(context + index), tables[static_cast<size_t>(b)],
-                                                       model::LogitsWanted::kLast, rings[static_cast<size_t>(b)]});
+      forward.sequences.push_back(model::SequenceInput{
+          std::span(tokens).subspan(static_cast<size_t>(b), 1), static_cast<int32_t>(context + index),
+          tables[static_cast<size_t>(b)], model::LogitsWanted::kLast, rings[static_cast<size_t>(b)]});
     }
     model.forward(forward, logits);
   };
@@ -131,8 +136,8 @@ struct SweepSettings {
 
 // Loads one (TP, EP) group and measures its prefill rows and its decode rows at every DP in `dps`
 // (DP > 1 derived from the replica's step at batch ⌈B/DP⌉). A group that cannot load gives skipped rows.
-std::vector<SweepRow> measure_group(const SweepSettings& s, const model::GptOssConfig& config, model::ModelOptions options,
-                                    const std::vector<int32_t>& dps) {
+std::vector<SweepRow> measure_group(const SweepSettings& s, const model::GptOssConfig& config,
+                                    model::ModelOptions options, const std::vector<int32_t>& dps) {
   std::vector<SweepRow> rows;
   std::unique_ptr<model::Model> model;
   std::string failure;
@@ -142,7 +147,8 @@ std::vector<SweepRow> measure_group(const SweepSettings& s, const model::GptOssC
   } catch (const Error& error) {
     failure = error.what();
   }
-  std::fprintf(stderr, "sweep: %s %s\n", options.layout.describe().c_str(), failure.empty() ? "loaded" : ("skipped: " + failure).c_str());
+  std::fprintf(stderr, "sweep: %s %s\n", options.layout.describe().c_str(),
+               failure.empty() ? "loaded" : ("skipped: " + failure).c_str());
   for (int64_t length : s.prefill_lens) {
     SweepRow row;
     row.kind = SweepRow::Kind::kPrefill;
@@ -150,7 +156,8 @@ std::vector<SweepRow> measure_group(const SweepSettings& s, const model::GptOssC
     row.tokens = length;
     row.skipped = failure;
     if (failure.empty() && length > config.max_position_embeddings) row.skipped = "longer than the context";
-    if (row.skipped.empty()) row.seconds = prefill_seconds(*model, length, s.seed + static_cast<uint64_t>(length), s.repeats);
+    if (row.skipped.empty())
+      row.seconds = prefill_seconds(*model, length, s.seed + static_cast<uint64_t>(length), s.repeats);
     rows.push_back(row);
   }
   std::map<std::pair<int64_t, int32_t>, double> measured;  // (context, replica batch) → step seconds
@@ -170,7 +177,8 @@ std::vector<SweepRow> measure_group(const SweepSettings& s, const model::GptOssC
         auto found = measured.find({context, replica_batch});
         if (found == measured.end()) {
           const double budget = s.kv_budget_gib * double(1 << 30) * options.layout.tensor_parallel;  // the group's GPUs
-          const double seconds = decode_step_seconds(*model, context, replica_batch, s.steps, s.seed + static_cast<uint64_t>(batch), budget);
+          const double seconds = decode_step_seconds(*model, context, replica_batch, s.steps,
+                                                     s.seed + static_cast<uint64_t>(batch), budget);
           found = measured.emplace(std::pair{context, replica_batch}, seconds).first;
         }
         if (found->second < 0) {
@@ -189,9 +197,15 @@ std::vector<SweepRow> measure_group(const SweepSettings& s, const model::GptOssC
 nlohmann::json rows_to_json(const std::vector<SweepRow>& rows) {
   nlohmann::json out = nlohmann::json::array();
   for (const SweepRow& row : rows) {
-    out.push_back({{"prefill", row.kind == SweepRow::Kind::kPrefill}, {"tp", row.layout.tensor_parallel},
-                   {"ep", row.layout.expert_parallel}, {"dp", row.layout.data_parallel}, {"tokens", row.tokens},
-                   {"batch", row.batch}, {"seconds", row.seconds}, {"source", row.source}, {"skipped", row.skipped}});
+    out.push_back({{"prefill", row.kind == SweepRow::Kind::kPrefill},
+                   {"tp", row.layout.tensor_parallel},
+                   {"ep", row.layout.expert_parallel},
+                   {"dp", row.layout.data_parallel},
+                   {"tokens", row.tokens},
+                   {"batch", row.batch},
+                   {"seconds", row.seconds},
+                   {"source", row.source},
+                   {"skipped", row.skipped}});
   }
   return out;
 }
@@ -236,13 +250,16 @@ std::vector<SweepRow> measure_group_in_processes(int argc, char** argv, const mo
   std::vector<SweepRow> rows;
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) rows = rows_from_json(nlohmann::json::parse(read_text_file(out)));
   std::filesystem::remove_all(dir);
-  GOSSAMER_CHECK(!rows.empty() || !(WIFEXITED(status) && WEXITSTATUS(status) == 0), "the ", group.describe(), " sweep job wrote no rows");
-  if (rows.empty()) std::fprintf(stderr, "sweep: the %s job failed (its messages are above)\n", group.describe().c_str());
+  GOSSAMER_CHECK(!rows.empty() || !(WIFEXITED(status) && WEXITSTATUS(status) == 0), "the ", group.describe(),
+                 " sweep job wrote no rows");
+  if (rows.empty())
+    std::fprintf(stderr, "sweep: the %s job failed (its messages are above)\n", group.describe().c_str());
   return rows;
 }
 
 int run_bench_sweep(int argc, char** argv) {
-  CLI::App cli{"Every parallel layout that fits the GPUs present: prefill latency and decode cost (reference tables + CSV)"};
+  CLI::App cli{
+      "Every parallel layout that fits the GPUs present: prefill latency and decode cost (reference tables + CSV)"};
   SweepSettings s;
   std::string csv_out, series_out, group_json;
   model::ModelOptions options;
@@ -252,13 +269,15 @@ int run_bench_sweep(int argc, char** argv) {
   cli.add_option("--load-format", s.load_format, "auto | dummy (random weights of --preset shapes, no disk)");
   cli.add_option("--preset", s.preset, "20b | 120b | tiny (with --load-format dummy)");
   cli.add_option("--device", s.device, "cuda | cpu (simulated ranks)");
-  cli.add_option("--weights", options.weights, "cuda weight format: fp8 | bf16 | mxfp4 (MXFP4 experts kept as shipped)")->check(CLI::IsMember({"fp8", "bf16", "mxfp4"}));
+  cli.add_option("--weights", options.weights, "cuda weight format: fp8 | bf16 | mxfp4 (MXFP4 experts kept as shipped)")
+      ->check(CLI::IsMember({"fp8", "bf16", "mxfp4"}));
   cli.add_option("--gpus", gpus, "GPUs (cpu: simulated ranks) the layouts may use; 0 = the GPUs visible (cpu: 1)");
   cli.add_option("--batch-sizes", s.batch_sizes, "decode batch sizes")->delimiter(',');
   cli.add_option("--contexts", s.contexts, "decode: cached context per sequence")->delimiter(',');
   cli.add_option("--prefill-lens", s.prefill_lens, "prefill input lengths (batch 1)")->delimiter(',');
   cli.add_option("--steps", s.steps, "timed decode steps per point")->check(CLI::PositiveNumber);
-  cli.add_option("--repeats", s.repeats, "timed prefills per length (the median is reported)")->check(CLI::PositiveNumber);
+  cli.add_option("--repeats", s.repeats, "timed prefills per length (the median is reported)")
+      ->check(CLI::PositiveNumber);
   cli.add_option("--kv-budget-gib", s.kv_budget_gib, "largest KV cache per GPU; bigger decode points are skipped");
   cli.add_option("--csv", csv_out, "also write every row as CSV");
   cli.add_option("--series-json", series_out,
@@ -295,8 +314,8 @@ int run_bench_sweep(int argc, char** argv) {
     if (options.rank == 0) std::ofstream(group_json) << rows_to_json(rows).dump() << "\n";
     return 0;
   }
-  std::fprintf(stderr, "sweep: %s on %s, %d GPU(s): %zu tensor/expert-parallel groups\n", name.c_str(), s.device.c_str(), gpus,
-               groups.size());
+  std::fprintf(stderr, "sweep: %s on %s, %d GPU(s): %zu tensor/expert-parallel groups\n", name.c_str(),
+               s.device.c_str(), gpus, groups.size());
   std::vector<SweepRow> rows;
   for (const auto& [group, dps] : groups) {
     options.layout = model::ParallelLayout{group.first, group.second, 1};
@@ -321,8 +340,10 @@ int run_bench_sweep(int argc, char** argv) {
     for (int64_t context : s.contexts) {
       nlohmann::json lines = nlohmann::json::array();
       for (const CostSeries& series : decode_cost_series(rows, context)) {
-        lines.push_back({{"layout", series.label}, {"tokens_per_s_per_seq", series.tokens_per_s_per_seq},
-                         {"dollars_per_million_output_tokens", series.dollars_per_million}, {"batch", series.batch}});
+        lines.push_back({{"layout", series.label},
+                         {"tokens_per_s_per_seq", series.tokens_per_s_per_seq},
+                         {"dollars_per_million_output_tokens", series.dollars_per_million},
+                         {"batch", series.batch}});
       }
       charts.push_back({{"model", name}, {"device", s.device}, {"context", context}, {"series", lines}});
     }
@@ -334,6 +355,7 @@ int run_bench_sweep(int argc, char** argv) {
 
 }  // namespace
 
-GOSSAMER_REGISTER_BENCH("sweep", "every TP/EP/DP layout that fits: prefill latency and decode cost tables + CSV", run_bench_sweep);
+GOSSAMER_REGISTER_BENCH("sweep", "every TP/EP/DP layout that fits: prefill latency and decode cost tables + CSV",
+                        run_bench_sweep);
 
 }  // namespace gossamer::app

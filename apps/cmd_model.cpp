@@ -70,7 +70,8 @@ int run_logits(int argc, char** argv) {
   cli.add_option("--output", output, "output .npy path")->required();
   cli.add_option("--device", device, "cpu | cuda");
   model::ModelOptions options;
-  cli.add_option("--weights", options.weights, "cuda weight format: fp8 | bf16 | mxfp4 (MXFP4 experts kept as shipped)")->check(CLI::IsMember({"fp8", "bf16", "mxfp4"}));
+  cli.add_option("--weights", options.weights, "cuda weight format: fp8 | bf16 | mxfp4 (MXFP4 experts kept as shipped)")
+      ->check(CLI::IsMember({"fp8", "bf16", "mxfp4"}));
   add_parallel_flags(cli, options.layout);
   add_rank_flags(cli, options);
   VllmArgs args(argc, argv);
@@ -101,8 +102,10 @@ int run_generate(int argc, char** argv) {
   cli.add_option("--max-tokens", max_tokens, "tokens to generate")->check(CLI::NonNegativeNumber);
   cli.add_option("--device", device, "cpu | cuda");
   model::ModelOptions options;
-  cli.add_option("--weights", options.weights, "cuda weight format: fp8 | bf16 | mxfp4 (MXFP4 experts kept as shipped)")->check(CLI::IsMember({"fp8", "bf16", "mxfp4"}));
-  cli.add_flag("--enforce-eager", [&](int64_t) { options.cuda_graphs = false; }, "no CUDA graphs for decode steps");
+  cli.add_option("--weights", options.weights, "cuda weight format: fp8 | bf16 | mxfp4 (MXFP4 experts kept as shipped)")
+      ->check(CLI::IsMember({"fp8", "bf16", "mxfp4"}));
+  cli.add_flag(
+      "--enforce-eager", [&](int64_t) { options.cuda_graphs = false; }, "no CUDA graphs for decode steps");
   add_parallel_flags(cli, options.layout);
   add_rank_flags(cli, options);
   VllmArgs args(argc, argv);
@@ -127,7 +130,8 @@ int run_generate(int argc, char** argv) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ranks.wait();
   if (options.rank != 0) return 0;  // every rank generated the same tokens; rank 0 prints them
-  std::cout << nlohmann::json{{"prompt_tokens", ids}, {"generated_tokens", generated}, {"seconds", seconds}}.dump() << "\n";
+  std::cout << nlohmann::json{{"prompt_tokens", ids}, {"generated_tokens", generated}, {"seconds", seconds}}.dump()
+            << "\n";
   return 0;
 }
 

@@ -65,12 +65,17 @@ int run_serve(int argc, char** argv) {
 
   cli.add_option("model_dir", model_dir, "checkpoint directory (Hugging Face layout); none = embedded default");
   cli.add_option("--model", model_flag, "same as the positional MODEL_DIR")->envname("GOSSAMER_MODEL")->group("Model");
-  cli.add_option("--device", device, "auto (cuda when a GPU is present) | cpu | cuda")->envname("GOSSAMER_DEVICE")->group("Model");
+  cli.add_option("--device", device, "auto (cuda when a GPU is present) | cpu | cuda")
+      ->envname("GOSSAMER_DEVICE")
+      ->group("Model");
   model::ModelOptions model_options;
-  cli.add_option("--weights", model_options.weights, "cuda weight format: fp8 (default) | bf16 (accuracy baseline) | mxfp4 (MXFP4 experts as shipped, fp8 dense)")
+  cli.add_option(
+         "--weights", model_options.weights,
+         "cuda weight format: fp8 (default) | bf16 (accuracy baseline) | mxfp4 (MXFP4 experts as shipped, fp8 dense)")
       ->check(CLI::IsMember({"fp8", "bf16", "mxfp4"}))
       ->group("Model");
-  cli.add_flag("--enforce-eager", [&](int64_t) { model_options.cuda_graphs = false; }, "no CUDA graphs for decode steps")
+  cli.add_flag(
+         "--enforce-eager", [&](int64_t) { model_options.cuda_graphs = false; }, "no CUDA graphs for decode steps")
       ->group("Model");
   bool host_sampling = false;
   cli.add_flag("--host-sampling", host_sampling,
@@ -78,59 +83,98 @@ int run_serve(int argc, char** argv) {
       ->group("Model");
   std::string load_format = "auto", preset = "20b";
   cli.add_option("--load-format", load_format, "auto | dummy (random weights of --preset shapes, no disk)")
-      ->envname("GOSSAMER_LOAD_FORMAT")->group("Model");
+      ->envname("GOSSAMER_LOAD_FORMAT")
+      ->group("Model");
   cli.add_option("--preset", preset, "20b | 120b | tiny | embedded (with --load-format dummy)")->group("Model");
   add_parallel_flags(cli, model_options.layout, "Model");
   add_rank_flags(cli, model_options);
   cli.add_option("--served-model-name", served_name, "model id in the API (default: the model path)")
-      ->envname("GOSSAMER_SERVED_MODEL_NAME")->group("Model");
+      ->envname("GOSSAMER_SERVED_MODEL_NAME")
+      ->group("Model");
   cli.add_option("--seed", seed, "seed of dummy weights and of unseeded requests")
-      ->envname("GOSSAMER_SEED")->group("Model");
+      ->envname("GOSSAMER_SEED")
+      ->group("Model");
 
   cli.add_option("--host", config.http.host, "address to bind")->envname("GOSSAMER_HOST")->group("HTTP");
-  cli.add_option("--port", config.http.port, "port to bind (0 = any free port)")->envname("GOSSAMER_PORT")->group("HTTP");
+  cli.add_option("--port", config.http.port, "port to bind (0 = any free port)")
+      ->envname("GOSSAMER_PORT")
+      ->group("HTTP");
   cli.add_option("--api-key", api_keys, "required bearer key(s) for /v1/* (repeatable)")
-      ->envname("GOSSAMER_API_KEY")->group("HTTP");
-  cli.add_option("--http-threads", config.http.num_threads, "HTTP I/O threads")->envname("GOSSAMER_HTTP_THREADS")->group("HTTP");
+      ->envname("GOSSAMER_API_KEY")
+      ->group("HTTP");
+  cli.add_option("--http-threads", config.http.num_threads, "HTTP I/O threads")
+      ->envname("GOSSAMER_HTTP_THREADS")
+      ->group("HTTP");
   cli.add_option("--allowed-origins", config.http.allowed_origins, "CORS origins browsers may call from (* = any)")
-      ->delimiter(',')->envname("GOSSAMER_ALLOWED_ORIGINS")->group("HTTP");
+      ->delimiter(',')
+      ->envname("GOSSAMER_ALLOWED_ORIGINS")
+      ->group("HTTP");
   cli.add_option("--allowed-methods", config.http.allowed_methods, "CORS methods (* = any)")
-      ->delimiter(',')->envname("GOSSAMER_ALLOWED_METHODS")->group("HTTP");
+      ->delimiter(',')
+      ->envname("GOSSAMER_ALLOWED_METHODS")
+      ->group("HTTP");
   cli.add_option("--allowed-headers", config.http.allowed_headers, "CORS request headers (* = any)")
-      ->delimiter(',')->envname("GOSSAMER_ALLOWED_HEADERS")->group("HTTP");
-  cli.add_option("--reasoning-field", reasoning_field, "where the analysis channel goes: reasoning | reasoning_content | both")
-      ->check(CLI::IsMember({"reasoning", "reasoning_content", "both"}))->envname("GOSSAMER_REASONING_FIELD")->group("HTTP");
+      ->delimiter(',')
+      ->envname("GOSSAMER_ALLOWED_HEADERS")
+      ->group("HTTP");
+  cli.add_option("--reasoning-field", reasoning_field,
+                 "where the analysis channel goes: reasoning | reasoning_content | both")
+      ->check(CLI::IsMember({"reasoning", "reasoning_content", "both"}))
+      ->envname("GOSSAMER_REASONING_FIELD")
+      ->group("HTTP");
   cli.add_option("--shutdown-timeout", config.shutdown_timeout_s, "seconds to let in-flight requests finish on SIGTERM")
-      ->envname("GOSSAMER_SHUTDOWN_TIMEOUT")->group("HTTP");
+      ->envname("GOSSAMER_SHUTDOWN_TIMEOUT")
+      ->group("HTTP");
 
   cli.add_option("--max-model-len", engine_config.max_model_len, "context length per request (0 = the model's)")
-      ->envname("GOSSAMER_MAX_MODEL_LEN")->group("Scheduler");
+      ->envname("GOSSAMER_MAX_MODEL_LEN")
+      ->group("Scheduler");
   cli.add_option("--max-num-seqs", engine_config.max_num_seqs, "most sequences per step")
-      ->envname("GOSSAMER_MAX_NUM_SEQS")->group("Scheduler");
+      ->envname("GOSSAMER_MAX_NUM_SEQS")
+      ->group("Scheduler");
   cli.add_option("--max-num-batched-tokens", engine_config.max_num_batched_tokens, "token budget per step")
-      ->envname("GOSSAMER_MAX_NUM_BATCHED_TOKENS")->group("Scheduler");
-  cli.add_option("--max-queued-requests", engine_config.max_queued_requests, "waiting requests beyond which new ones get 429")
-      ->envname("GOSSAMER_MAX_QUEUED_REQUESTS")->group("Scheduler");
+      ->envname("GOSSAMER_MAX_NUM_BATCHED_TOKENS")
+      ->group("Scheduler");
+  cli.add_option("--max-queued-requests", engine_config.max_queued_requests,
+                 "waiting requests beyond which new ones get 429")
+      ->envname("GOSSAMER_MAX_QUEUED_REQUESTS")
+      ->group("Scheduler");
   cli.add_option("--block-size", engine_config.block_size, "KV cache block size in tokens")
-      ->envname("GOSSAMER_BLOCK_SIZE")->group("Scheduler");
+      ->envname("GOSSAMER_BLOCK_SIZE")
+      ->group("Scheduler");
   cli.add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", engine_config.enable_prefix_caching,
                "reuse the cached KV blocks of shared prompt prefixes (default on)")
-      ->envname("GOSSAMER_ENABLE_PREFIX_CACHING")->group("Scheduler");
-  cli.add_option("--num-gpu-blocks-override", engine_config.num_kv_blocks, "KV cache blocks (0 = from the memory budget)")
-      ->envname("GOSSAMER_NUM_GPU_BLOCKS_OVERRIDE")->group("Scheduler");
-  cli.add_option("--gpu-memory-utilization", gpu_memory_utilization, "share of GPU memory for weights and KV cache (cuda)")
-      ->envname("GOSSAMER_GPU_MEMORY_UTILIZATION")->group("Scheduler");
+      ->envname("GOSSAMER_ENABLE_PREFIX_CACHING")
+      ->group("Scheduler");
+  cli.add_option("--num-gpu-blocks-override", engine_config.num_kv_blocks,
+                 "KV cache blocks (0 = from the memory budget)")
+      ->envname("GOSSAMER_NUM_GPU_BLOCKS_OVERRIDE")
+      ->group("Scheduler");
+  cli.add_option("--gpu-memory-utilization", gpu_memory_utilization,
+                 "share of GPU memory for weights and KV cache (cuda)")
+      ->envname("GOSSAMER_GPU_MEMORY_UTILIZATION")
+      ->group("Scheduler");
   cli.add_option("--gpu-memory-limit-gib", gpu_memory_limit_gib,
-                 "cuda: behave as a GPU of this many GiB (e.g. 80 on an H200; --gpu-memory-utilization then applies to it); 0 = the whole GPU")
-      ->check(CLI::NonNegativeNumber)->envname("GOSSAMER_GPU_MEMORY_LIMIT_GIB")->group("Scheduler");
-  cli.add_option("--kv-cache-memory-bytes", kv_cache_memory_bytes, "KV cache budget in bytes (0 = 1 GiB on cpu; on cuda from --gpu-memory-utilization)")
-      ->envname("GOSSAMER_KV_CACHE_MEMORY_BYTES")->group("Scheduler");
+                 "cuda: behave as a GPU of this many GiB (e.g. 80 on an H200; --gpu-memory-utilization then applies to "
+                 "it); 0 = the whole GPU")
+      ->check(CLI::NonNegativeNumber)
+      ->envname("GOSSAMER_GPU_MEMORY_LIMIT_GIB")
+      ->group("Scheduler");
+  cli.add_option("--kv-cache-memory-bytes", kv_cache_memory_bytes,
+                 "KV cache budget in bytes (0 = 1 GiB on cpu; on cuda from --gpu-memory-utilization)")
+      ->envname("GOSSAMER_KV_CACHE_MEMORY_BYTES")
+      ->group("Scheduler");
 
-  cli.add_option("--log-format", log_format, "text | json")->check(CLI::IsMember({"text", "json"}))
-      ->envname("GOSSAMER_LOG_FORMAT")->group("Logging");
+  cli.add_option("--log-format", log_format, "text | json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->envname("GOSSAMER_LOG_FORMAT")
+      ->group("Logging");
   cli.add_option("--log-level", log_level, "debug | info | warning | error")
-      ->check(CLI::IsMember({"debug", "info", "warning", "error"}))->envname("GOSSAMER_LOG_LEVEL")->group("Logging");
-  cli.add_flag("--enable-log-requests", config.enable_log_requests, "log every request with its figures")->group("Logging");
+      ->check(CLI::IsMember({"debug", "info", "warning", "error"}))
+      ->envname("GOSSAMER_LOG_LEVEL")
+      ->group("Logging");
+  cli.add_flag("--enable-log-requests", config.enable_log_requests, "log every request with its figures")
+      ->group("Logging");
   cli.add_flag("--disable-log-stats", disable_log_stats, "no periodic stats line")->group("Logging");
   cli.add_flag("--disable-vllm-metric-names", no_vllm_metrics, "emit only gossamer:* metric names")->group("Logging");
 
@@ -146,12 +190,16 @@ int run_serve(int argc, char** argv) {
   CLI11_PARSE(cli, args.argc(), args.argv());
 
   log::set_format(log_format == "json" ? log::Format::kJson : log::Format::kText);
-  log::set_level(log_level == "debug" ? log::Level::kDebug : log_level == "warning" ? log::Level::kWarning
-                 : log_level == "error" ? log::Level::kError : log::Level::kInfo);
+  log::set_level(log_level == "debug"     ? log::Level::kDebug
+                 : log_level == "warning" ? log::Level::kWarning
+                 : log_level == "error"   ? log::Level::kError
+                                          : log::Level::kInfo);
   if (model_dir.empty()) model_dir = model_flag;
   GOSSAMER_CHECK(model_flag.empty() || model_flag == model_dir, "give the model once (positional or --model)");
-  GOSSAMER_CHECK(test.kind.empty() || !model_options.layout.sharded(), "--test-backend runs unsharded (no --tensor-parallel-size)");
-  const bool on_cpu_anyway = !test.kind.empty() || (model_dir.empty() && load_format != "dummy");  // the embedded default
+  GOSSAMER_CHECK(test.kind.empty() || !model_options.layout.sharded(),
+                 "--test-backend runs unsharded (no --tensor-parallel-size)");
+  const bool on_cpu_anyway =
+      !test.kind.empty() || (model_dir.empty() && load_format != "dummy");  // the embedded default
   check_single_replica(model_options.layout, on_cpu_anyway ? "cpu" : model::resolve_device(device));
   const bool cuda_group = !on_cpu_anyway && model::resolve_device(device) == "cuda" && model_options.layout.sharded();
   // One process per GPU: this one is rank 0 (server + engine); ranks 1..N−1 replay its model calls.
@@ -161,21 +209,22 @@ int run_serve(int argc, char** argv) {
                                                    : model::load_model(model_dir, "cuda", model_options),
                             model_options);
   }
-  GOSSAMER_CHECK(gpu_memory_utilization > 0.0 && gpu_memory_utilization <= 1.0, "--gpu-memory-utilization must be in (0, 1]");
+  GOSSAMER_CHECK(gpu_memory_utilization > 0.0 && gpu_memory_utilization <= 1.0,
+                 "--gpu-memory-utilization must be in (0, 1]");
   GOSSAMER_CHECK(gpu_memory_limit_gib == 0 || (!on_cpu_anyway && model::resolve_device(device) == "cuda"),
                  "--gpu-memory-limit-gib needs the cuda backend");
   GOSSAMER_CHECK(test.kind.empty() || test.kind == "fake", "--test-backend must be 'fake'");
   config.api_keys = api_keys;
-  config.reasoning_field = reasoning_field == "both" ? server::ReasoningField::kBoth
+  config.reasoning_field = reasoning_field == "both"                ? server::ReasoningField::kBoth
                            : reasoning_field == "reasoning_content" ? server::ReasoningField::kReasoningContent
                                                                     : server::ReasoningField::kReasoning;
   config.log_stats = !disable_log_stats;
   config.vllm_metrics_alias = !no_vllm_metrics;
   if (served_name.empty()) {
-    served_name = !test.kind.empty()          ? "gossamer-test-fake"
-                  : load_format == "dummy"    ? "gossamer-dummy-" + preset
-                  : model_dir.empty()         ? model::kEmbeddedDefaultName
-                                              : model_dir;
+    served_name = !test.kind.empty()       ? "gossamer-test-fake"
+                  : load_format == "dummy" ? "gossamer-dummy-" + preset
+                  : model_dir.empty()      ? model::kEmbeddedDefaultName
+                                           : model_dir;
   }
   config.served_model_name = served_name;
   if (!model_dir.empty() && model_dir != served_name) config.model_aliases.push_back(model_dir);
@@ -212,7 +261,8 @@ int run_serve(int argc, char** argv) {
     server.set_loading_message("loading tokenizer");
     auto tokenizer = text::Tokenizer::load_default();
     std::unique_ptr<model::Model> model;
-    if (gpu_memory_limit_gib > 0) model::limit_gpu_memory(static_cast<int64_t>(gpu_memory_limit_gib * double(int64_t{1} << 30)));
+    if (gpu_memory_limit_gib > 0)
+      model::limit_gpu_memory(static_cast<int64_t>(gpu_memory_limit_gib * double(int64_t{1} << 30)));
     if (!test.kind.empty()) {
       model = test_support::make_test_model(test, *tokenizer);
     } else if (load_format == "dummy") {
@@ -234,9 +284,10 @@ int run_serve(int argc, char** argv) {
     if (model->backend_name() == "cuda" && kv_cache_memory_bytes == 0) {
       // vLLM's rule: weights + KV cache (+ activation headroom) within --gpu-memory-utilization of the GPU.
       engine_config.kv_cache_memory_bytes = model::gpu_kv_cache_budget_bytes(gpu_memory_utilization);
-      GOSSAMER_LOG_INFO("KV cache budget ", engine_config.kv_cache_memory_bytes / double(1 << 30), " GiB (",
-                        "--gpu-memory-utilization ", gpu_memory_utilization,
-                        gpu_memory_limit_gib > 0 ? " of --gpu-memory-limit-gib " + std::to_string(gpu_memory_limit_gib) : "", ")");
+      GOSSAMER_LOG_INFO(
+          "KV cache budget ", engine_config.kv_cache_memory_bytes / double(1 << 30), " GiB (",
+          "--gpu-memory-utilization ", gpu_memory_utilization,
+          gpu_memory_limit_gib > 0 ? " of --gpu-memory-limit-gib " + std::to_string(gpu_memory_limit_gib) : "", ")");
     }
     if (cuda_group) {
       server.set_loading_message("waiting for the other ranks of " + model_options.layout.describe());
@@ -259,7 +310,8 @@ int run_serve(int argc, char** argv) {
 
 }  // namespace
 
-GOSSAMER_REGISTER_COMMAND("serve", "OpenAI-compatible HTTP server (continuous batching; embedded default without a model)",
+GOSSAMER_REGISTER_COMMAND("serve",
+                          "OpenAI-compatible HTTP server (continuous batching; embedded default without a model)",
                           run_serve);
 
 }  // namespace gossamer::app

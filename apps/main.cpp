@@ -67,7 +67,8 @@ GOSSAMER_REGISTER_COMMAND("bench", "benchmarks: serve (load generator), prefill,
 
 namespace {
 void print_usage() {
-  std::fprintf(stderr, "usage: gossamer <command> [options]   (gossamer <command> --help for its options)\n\ncommands:\n");
+  std::fprintf(stderr,
+               "usage: gossamer <command> [options]   (gossamer <command> --help for its options)\n\ncommands:\n");
   for (const auto& [name, info] : gossamer::app::command_table()) {
     std::fprintf(stderr, "  %-14s %s\n", name.c_str(), info.summary.c_str());
   }

@@ -22,8 +22,8 @@ void add_parallel_flags(CLI::App& cli, model::ParallelLayout& layout, const std:
 
 VllmArgs::VllmArgs(int argc, char** argv) : args_(argv, argv + argc) {
   for (std::string& arg : args_) {
-    for (const auto& [short_name, long_name] : {std::pair<std::string, std::string>{"-tp", "--tensor-parallel-size"},
-                                                {"-dp", "--data-parallel-size"}}) {
+    for (const auto& [short_name, long_name] :
+         {std::pair<std::string, std::string>{"-tp", "--tensor-parallel-size"}, {"-dp", "--data-parallel-size"}}) {
       if (arg == short_name) arg = long_name;
       if (arg.rfind(short_name + "=", 0) == 0) arg = long_name + arg.substr(short_name.size());
     }

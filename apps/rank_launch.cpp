@@ -62,8 +62,9 @@ void RankLauncher::wait() {
     int status = 0;
     ::waitpid(children_[i], &status, 0);
     if (failed.empty() && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
-      failed = "rank " + std::to_string(i + 1) + (WIFEXITED(status) ? " exited with " + std::to_string(WEXITSTATUS(status))
-                                                                      : " was killed by signal " + std::to_string(WTERMSIG(status)));
+      failed = "rank " + std::to_string(i + 1) +
+               (WIFEXITED(status) ? " exited with " + std::to_string(WEXITSTATUS(status))
+                                  : " was killed by signal " + std::to_string(WTERMSIG(status)));
     }
   }
   children_.clear();

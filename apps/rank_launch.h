@@ -4,9 +4,10 @@
 // on its GPU; only rank 0 writes the command's output.
 #pragma once
 
+#include <sys/types.h>
+
 #include <CLI/CLI.hpp>
 #include <string>
-#include <sys/types.h>
 #include <vector>
 
 #include "model/loader.h"

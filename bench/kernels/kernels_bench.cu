@@ -47,13 +47,13 @@ __global__ void fill_kernel(uint8_t* p, size_t n, uint32_t seed, int kind, float
     h *= 2246822519u;
     h ^= h >> 13;
     const float u = (h & 0xFFFFFF) / 16777216.0f;
-    if (kind == 0) p[i] = uint8_t(h & 0x77);                                            // fp8 without NaN/huge
-    if (kind == 1) reinterpret_cast<float*>(p)[i] = lo + (hi - lo) * u;                  // fp32 uniform
-    if (kind == 2) {                                                                    // bf16 uniform
+    if (kind == 0) p[i] = uint8_t(h & 0x77);                             // fp8 without NaN/huge
+    if (kind == 1) reinterpret_cast<float*>(p)[i] = lo + (hi - lo) * u;  // fp32 uniform
+    if (kind == 2) {                                                     // bf16 uniform
       const __nv_bfloat16 b = __float2bfloat16(lo + (hi - lo) * u);
       reinterpret_cast<__nv_bfloat16*>(p)[i] = b;
     }
-    if (kind == 3) reinterpret_cast<int32_t*>(p)[i] = int32_t(h % uint32_t(hi));         // ints in [0, hi)
+    if (kind == 3) reinterpret_cast<int32_t*>(p)[i] = int32_t(h % uint32_t(hi));  // ints in [0, hi)
   }
 }
 
@@ -63,16 +63,24 @@ struct Buf : gossamer::cuda::DeviceBuffer {
   explicit Buf(size_t b) : DeviceBuffer(std::max<size_t>(b, 256)), bytes(b) {}
   size_t bytes;  // as asked for
   template <typename T>
-  T* as() const { return get<T>(); }
+  T* as() const {
+    return get<T>();
+  }
 };
 uint32_t g_seed = 1;
 void fill(const Buf& b, int kind, size_t n, float lo = 0.f, float hi = 1.f) {
   fill_kernel<<<1024, 256>>>(b.as<uint8_t>(), n, g_seed++ * 7919u, kind, lo, hi);
   GOSSAMER_CUDA_CHECK_LAUNCH();
 }
-void fill_fp8(const Buf& b) { fill(b, 0, b.bytes); }
-void fill_f32(const Buf& b, float lo, float hi) { fill(b, 1, b.bytes / 4, lo, hi); }
-void fill_bf16(const Buf& b, float lo, float hi) { fill(b, 2, b.bytes / 2, lo, hi); }
+void fill_fp8(const Buf& b) {
+  fill(b, 0, b.bytes);
+}
+void fill_f32(const Buf& b, float lo, float hi) {
+  fill(b, 1, b.bytes / 4, lo, hi);
+}
+void fill_bf16(const Buf& b, float lo, float hi) {
+  fill(b, 2, b.bytes / 2, lo, hi);
+}
 
 // Mean µs per call over `iters` after warm-up; fn(i) runs call i (i selects the rotated copy).
 double time_us(const std::function<void(int)>& fn, int iters = 20) {
@@ -100,7 +108,9 @@ const gpt_oss::LinearCase& linear(const char* name) {
   std::abort();
 }
 
-int copies_for(size_t bytes) { return static_cast<int>(std::clamp<size_t>(kRotateBytes / std::max<size_t>(bytes, 1) + 1, 1, 16)); }
+int copies_for(size_t bytes) {
+  return static_cast<int>(std::clamp<size_t>(kRotateBytes / std::max<size_t>(bytes, 1) + 1, 1, 16));
+}
 
 void row(const char* kernel, const std::string& shape, double us, double flops, double bytes, double base_us,
          const char* ceiling_kind) {
@@ -111,8 +121,10 @@ void row(const char* kernel, const std::string& shape, double us, double flops, 
   if (bytes > 0) std::snprintf(gb, sizeof gb, "%.0f", gbs);
   if (base_us > 0) std::snprintf(base, sizeof base, "%.1f (%.2fx)", base_us, base_us / us);
   if (std::strcmp(ceiling_kind, "copy") == 0) std::snprintf(ceil, sizeof ceil, "%.0f%% of copy", 100 * gbs / kCopyGBs);
-  if (std::strcmp(ceiling_kind, "fp8") == 0) std::snprintf(ceil, sizeof ceil, "%.0f%% of fp8-blk", 100 * tflops / kFp8BlockTflops);
-  if (std::strcmp(ceiling_kind, "bf16") == 0) std::snprintf(ceil, sizeof ceil, "%.0f%% of bf16", 100 * tflops / kBf16Tflops);
+  if (std::strcmp(ceiling_kind, "fp8") == 0)
+    std::snprintf(ceil, sizeof ceil, "%.0f%% of fp8-blk", 100 * tflops / kFp8BlockTflops);
+  if (std::strcmp(ceiling_kind, "bf16") == 0)
+    std::snprintf(ceil, sizeof ceil, "%.0f%% of bf16", 100 * tflops / kBf16Tflops);
   std::printf("| %s | %s | %.1f | %s | %s | %s | %s |\n", kernel, shape.c_str(), us, tf, gb, base, ceil);
   std::fflush(stdout);
 }
@@ -167,12 +179,13 @@ struct LtGemm {
       us = time_us([&](int i) {
         const int c = i % static_cast<int>(w.size());
         const void* ws_c = ws[c];
-        cublasLtMatmulDescSetAttribute(desc, x_first ? CUBLASLT_MATMUL_DESC_B_SCALE_POINTER : CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
-                                       &ws_c, sizeof ws_c);
+        cublasLtMatmulDescSetAttribute(
+            desc, x_first ? CUBLASLT_MATMUL_DESC_B_SCALE_POINTER : CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &ws_c,
+            sizeof ws_c);
         const void* a = x_first ? x : w[c];
         const void* b = x_first ? w[c] : x;
-        const cublasStatus_t st = cublasLtMatmul(handle, desc, &alpha, a, la, b, lb, &beta, out, ld, out, ld, &heur.algo,
-                                                 workspace.get(), workspace.bytes, nullptr);
+        const cublasStatus_t st = cublasLtMatmul(handle, desc, &alpha, a, la, b, lb, &beta, out, ld, out, ld,
+                                                 &heur.algo, workspace.get(), workspace.bytes, nullptr);
         if (st != CUBLAS_STATUS_SUCCESS) ms = st;
       });
       if (ms != CUBLAS_STATUS_SUCCESS) {
@@ -208,7 +221,8 @@ void bench_gemm(LtGemm& lt, const char* name, int M, int N, int K) {
     wp.push_back(w.back()->get());
     sp.push_back(s.back()->as<float>());
   }
-  Buf x(size_t(M) * K), xs(size_t((M + 127) / 128 * 128 + 128) * (kb + 8) * 4), bias(size_t(N) * 2), out(size_t(M) * N * 2);
+  Buf x(size_t(M) * K), xs(size_t((M + 127) / 128 * 128 + 128) * (kb + 8) * 4), bias(size_t(N) * 2),
+      out(size_t(M) * N * 2);
   fill_fp8(x);
   fill_f32(xs, 1e-3f, 2e-3f);
   fill_bf16(bias, -1.f, 1.f);
@@ -227,7 +241,8 @@ void bench_gemm(LtGemm& lt, const char* name, int M, int N, int K) {
   const double base = N > 65536 ? -1 : lt.time(M, N, K, wp, x.get(), xs.as<float>(), sp, out.get());
   const double flops = 2.0 * M * N * K;
   const double bytes = double(N) * K + double(M) * K + 2.0 * M * N;
-  const std::string shape = std::string(name) + " M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K);
+  const std::string shape =
+      std::string(name) + " M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K);
   // Large M: the big tiles (the default picks the plain 128×128); small M: the default (64×64).
   // The TMA kernel reads B tile-major (the product's layout; the random bytes serve either layout).
   for (const GemmTile tile : M > 64 ? std::vector<GemmTile>{GemmTile::k128x128, GemmTile::k128x128tma,
@@ -308,7 +323,8 @@ void bench_small() {
     fill(scales, 0, scales.bytes);
     Mxfp4ToFp8Params p{blocks.as<uint8_t>(), scales.as<uint8_t>(), out.as<uint8_t>(), osc.as<float>(), E, rows, cols};
     const double us = time_us([&](int) { launch_mxfp4_to_fp8(p, nullptr); }, 5);
-    row("mxfp4_to_fp8", "32x5760x2880 (one 20b gate_up)", us, 0, double(E) * rows * cols * (0.5 + 1.0 / 32 + 1.0), 0, "copy");
+    row("mxfp4_to_fp8", "32x5760x2880 (one 20b gate_up)", us, 0, double(E) * rows * cols * (0.5 + 1.0 / 32 + 1.0), 0,
+        "copy");
   }
 }
 
@@ -317,9 +333,18 @@ void bench_small() {
 struct MoeBench {
   static constexpr int kH = 2880, kI = 2880;
   MoeBench(int T, int E, int logit_copies)
-      : T(T), E(E), logit_copies(logit_copies), w1(size_t(E) * 2 * kI * kH), w2(size_t(E) * kH * kI),
-        w1s(size_t(E) * 45 * 23 * 4), w2s(size_t(E) * 23 * 23 * 4), b1(size_t(E) * 2 * kI * 2), b2(size_t(E) * kH * 2),
-        x(size_t(T) * kH * 2), logits(size_t(logit_copies) * T * E * 2), out(size_t(T) * kH * 2) {
+      : T(T),
+        E(E),
+        logit_copies(logit_copies),
+        w1(size_t(E) * 2 * kI * kH),
+        w2(size_t(E) * kH * kI),
+        w1s(size_t(E) * 45 * 23 * 4),
+        w2s(size_t(E) * 23 * 23 * 4),
+        b1(size_t(E) * 2 * kI * 2),
+        b2(size_t(E) * kH * 2),
+        x(size_t(T) * kH * 2),
+        logits(size_t(logit_copies) * T * E * 2),
+        out(size_t(T) * kH * 2) {
     fill_fp8(w1);
     fill_fp8(w2);
     fill_f32(w1s, 1e-4f, 3e-4f);
@@ -364,11 +389,12 @@ void bench_moe(int T, int E) {
     m.p.weights_tiled = tiled;
     m.p.gemm_tile = tile;
     const double us = time_us([&](int) { launch_moe(m.p, ws.get(), nullptr); }, 10);
-    row(!tiled ? "moe (route..combine)" : tile == GemmTile::k128x128tma ? "moe tma 128x128" : "moe tma 128x192",
+    row(!tiled                          ? "moe (route..combine)"
+        : tile == GemmTile::k128x128tma ? "moe tma 128x128"
+                                        : "moe tma 128x192",
         m.shape(), us, m.flops(), m.expert_bytes(), 0, T <= 16 ? "copy" : "fp8");
   }
 }
-
 
 // ---- decode GEMV (gemv_fp8.h) vs quantize_fp8 + gemm_fp8 (the prefill path) at the same shape ----
 // GB/s counts the weight bytes only (N·K): the quantity the decode GEMV exists to stream. "gemv_fp8" rows
@@ -432,8 +458,10 @@ void bench_gemv(const char* name, int M, int N, int K, GemmEpilogue epi, bool ba
       p.w_scales = s[i % copies]->as<float>();
       launch_gemv_fp8(p, nullptr);
     });
-    row(tile_major ? "gemv_fp8" : pdl ? "gemv_fp8 row-major" : "gemv_fp8 row-major no-PDL", shape, us, 2.0 * M * N * K,
-        double(wbytes), base, "copy");
+    row(tile_major ? "gemv_fp8"
+        : pdl      ? "gemv_fp8 row-major"
+                   : "gemv_fp8 row-major no-PDL",
+        shape, us, 2.0 * M * N * K, double(wbytes), base, "copy");
   }
   for (auto* b : w) delete b;
   for (auto* b : s) delete b;
@@ -468,9 +496,8 @@ void bench_read(const char* name, size_t bytes) {
   Buf sink(4);
   int sms = 0;
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
-  const double us = time_us([&](int i) {
-    read_kernel<<<sms * 4, 512>>>(b[i].as<uint4>(), bytes / 16, sink.as<uint32_t>());
-  });
+  const double us =
+      time_us([&](int i) { read_kernel<<<sms * 4, 512>>>(b[i].as<uint4>(), bytes / 16, sink.as<uint32_t>()); });
   row("read ceiling", std::string(name) + " " + std::to_string(bytes >> 10) + " KiB", us, 0, double(bytes), 0, "copy");
 }
 
@@ -479,8 +506,8 @@ void bench_read(const char* name, size_t bytes) {
 // of 16 bytes, rows g + 8c, columns 16t), three steps in flight. `tiled` reads the same bytes as if the
 // matrix were stored tile-major (each 64 × 64 step contiguous, 4 KiB). Separates DRAM access-pattern
 // limits from instruction limits.
-__global__ void __launch_bounds__(256) read_pattern_kernel(const uint8_t* __restrict__ w, int N, int K, bool tiled,
-                                                           uint32_t* sink) {
+__global__ void __launch_bounds__(256)
+    read_pattern_kernel(const uint8_t* __restrict__ w, int N, int K, bool tiled, uint32_t* sink) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int n0 = blockIdx.x * 64, k_steps = K / 64;
   uint32_t acc = 0;
@@ -513,9 +540,8 @@ void bench_read_pattern(const char* name, int N, int K) {
   const RotatedFp8 b(bytes);
   Buf sink(4);
   for (const bool tiled : {false, true}) {
-    const double us = time_us([&](int i) {
-      read_pattern_kernel<<<N / 64, 256>>>(b[i].as<uint8_t>(), N, K, tiled, sink.as<uint32_t>());
-    });
+    const double us = time_us(
+        [&](int i) { read_pattern_kernel<<<N / 64, 256>>>(b[i].as<uint8_t>(), N, K, tiled, sink.as<uint32_t>()); });
     row(tiled ? "read gemv pattern, tile-major" : "read gemv pattern, row-major", std::string(name), us, 0,
         double(bytes), 0, "copy");
   }
@@ -526,22 +552,30 @@ void bench_read_pattern(const char* name, int N, int K) {
 // the touched experts (assumed distinct).
 void bench_moe_decode(int T, int E, bool baseline = true) {
   MoeBench m(T, E, 8);
-  Buf ws(moe_decode_workspace_bytes(T, MoeBench::kH, MoeBench::kI)), ws_base(moe_workspace_bytes(T, E, MoeBench::kH, MoeBench::kI));
+  Buf ws(moe_decode_workspace_bytes(T, MoeBench::kH, MoeBench::kI)),
+      ws_base(moe_workspace_bytes(T, E, MoeBench::kH, MoeBench::kI));
   MoeParams& p = m.p;
-  const double base = !baseline ? 0.0 : time_us([&](int i) {
-    p.logits = m.logits_of(i);
-    launch_moe(p, ws_base.get(), nullptr);
-  }, 16);
+  const double base = !baseline ? 0.0
+                                : time_us(
+                                      [&](int i) {
+                                        p.logits = m.logits_of(i);
+                                        launch_moe(p, ws_base.get(), nullptr);
+                                      },
+                                      16);
   p.weights_tiled = true;  // the model's layout (20b/120b shapes are multiples of 64: same bytes)
-  const double us = time_us([&](int i) {
-    p.logits = m.logits_of(i);
-    launch_moe_decode(p, ws.get(), nullptr);
-  }, 16);
+  const double us = time_us(
+      [&](int i) {
+        p.logits = m.logits_of(i);
+        launch_moe_decode(p, ws.get(), nullptr);
+      },
+      16);
   p.weights_tiled = false;
-  const double us_row_major = time_us([&](int i) {
-    p.logits = m.logits_of(i);
-    launch_moe_decode(p, ws.get(), nullptr);
-  }, 16);
+  const double us_row_major = time_us(
+      [&](int i) {
+        p.logits = m.logits_of(i);
+        launch_moe_decode(p, ws.get(), nullptr);
+      },
+      16);
   row("moe_decode (route..combine)", m.shape(), us, m.flops(), m.expert_bytes(), base, "copy");
   row("moe_decode row-major", m.shape(), us_row_major, m.flops(), m.expert_bytes(), base, "copy");
 }
@@ -628,19 +662,23 @@ void bench_moe_decode_mxfp4(int T, int E) {
   p.w2 = f2.as<uint8_t>();
   p.w2_scales = f2s.as<float>();
   p.weights_tiled = true;
-  const double base = time_us([&](int i) {
-    p.logits = logits_of(i);
-    launch_moe_decode(p, ws.get(), nullptr);
-  }, 16);
+  const double base = time_us(
+      [&](int i) {
+        p.logits = logits_of(i);
+        launch_moe_decode(p, ws.get(), nullptr);
+      },
+      16);
   p.w1 = w1.as<uint8_t>();
   p.w2 = w2.as<uint8_t>();
   p.w1_scales = p.w2_scales = nullptr;
   p.weights_tiled = false;
   p.weights_mxfp4 = true;
-  const double us = time_us([&](int i) {
-    p.logits = logits_of(i);
-    launch_moe_decode(p, ws.get(), nullptr);
-  }, 16);
+  const double us = time_us(
+      [&](int i) {
+        p.logits = logits_of(i);
+        launch_moe_decode(p, ws.get(), nullptr);
+      },
+      16);
   const double flops = double(T) * 4 * 2 * (2.0 * I * H + double(H) * I);
   const double bytes = double(std::min(E, T * 4)) * double(g1 + g2);
   row("moe_decode mxfp4 (route..combine)", std::to_string(T) + " tok, E=" + std::to_string(E) + ", top-4", us, flops,
@@ -729,8 +767,8 @@ void bench_sampling(int rows, float temp, int top_k, float top_p, const char* na
   cudaMemcpy(pp.get(), hp.data(), rows * 4, cudaMemcpyHostToDevice);
   cudaMemcpy(k.get(), hk.data(), rows * 4, cudaMemcpyHostToDevice);
   cudaMemcpy(seeds.get(), hs.data(), rows * 8, cudaMemcpyHostToDevice);
-  SamplingParams p{logits.as<float>(), out.as<int32_t>(), t.as<float>(), k.as<int32_t>(), pp.as<float>(),
-                   seeds.as<uint64_t>(), rows, vocab};
+  SamplingParams p{logits.as<float>(), out.as<int32_t>(),    t.as<float>(), k.as<int32_t>(),
+                   pp.as<float>(),     seeds.as<uint64_t>(), rows,          vocab};
   const double us = time_us([&](int) { launch_sampling(p, nullptr); }, 10);
   row("sampling", std::to_string(rows) + "x201088 " + name, us, 0, double(rows) * vocab * 4, 0, "copy");
   // The serving path reads the model's bf16 logits in place.
@@ -750,7 +788,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (only.empty() || only == "header") {
-    std::printf("| kernel | shape | µs | TFLOP/s | GB/s | baseline µs (speed-up) | vs ceiling |\n|---|---|---|---|---|---|---|\n");
+    std::printf(
+        "| kernel | shape | µs | TFLOP/s | GB/s | baseline µs (speed-up) | vs ceiling "
+        "|\n|---|---|---|---|---|---|---|\n");
   }
   auto want = [&](const char* group) { return only.empty() || only == group; };
   if (want("small")) bench_small();

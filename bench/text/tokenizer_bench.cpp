@@ -9,8 +9,8 @@
 //
 // --write-corpus writes DIR/NAME.txt for each corpus (the bytes measured), for tiktoken to run on
 // (run_tokenizer_bench.sh, run_tokenizer_vs_tiktoken.sh); --read-corpus measures DIR/NAME.txt instead of
-// building the corpus. --encode-only skips the breakdown (for profiling). Times are the best of several runs (wall clock;
-// the machine may be shared), with the process CPU time of the same runs beside them.
+// building the corpus. --encode-only skips the breakdown (for profiling). Times are the best of several runs (wall
+// clock; the machine may be shared), with the process CPU time of the same runs beside them.
 #include <time.h>
 
 #include <algorithm>
@@ -93,9 +93,9 @@ std::string read_file(const std::string& path) {
 void bench_corpus(const std::string& name, const Options& options, const gossamer::text::Tokenizer& tokenizer,
                   const gossamer::text::RankTable& ranks) {
   using namespace gossamer::text;
-  const std::string corpus =
-      options.read_dir.empty() ? gossamer::bench::build_corpus(name, static_cast<size_t>(options.mb * 1e6), tokenizer)
-                               : read_file(options.read_dir + "/" + name + ".txt");
+  const std::string corpus = options.read_dir.empty()
+                                 ? gossamer::bench::build_corpus(name, static_cast<size_t>(options.mb * 1e6), tokenizer)
+                                 : read_file(options.read_dir + "/" + name + ".txt");
   if (!options.write_dir.empty()) {
     std::ofstream(options.write_dir + "/" + name + ".txt", std::ios::binary) << corpus;
   }
@@ -105,10 +105,11 @@ void bench_corpus(const std::string& name, const Options& options, const gossame
   std::vector<TokenId> ids;
   const Timing encode = best_run(s, [&] { ids = tokenizer.encode_ordinary(corpus); });
   if (options.encode_only) {
-    std::printf("{\"corpus\": \"%s\", \"bytes\": %zu, \"tokens\": %zu, \"ids_fnv1a\": \"%016llx\", "
-                "\"encode_mb_per_s\": %.2f, \"encode_cpu_mb_per_s\": %.2f}\n",
-                name.c_str(), corpus.size(), ids.size(), static_cast<unsigned long long>(ids_checksum(ids)),
-                mb / encode.wall_s, mb / encode.cpu_s);
+    std::printf(
+        "{\"corpus\": \"%s\", \"bytes\": %zu, \"tokens\": %zu, \"ids_fnv1a\": \"%016llx\", "
+        "\"encode_mb_per_s\": %.2f, \"encode_cpu_mb_per_s\": %.2f}\n",
+        name.c_str(), corpus.size(), ids.size(), static_cast<unsigned long long>(ids_checksum(ids)), mb / encode.wall_s,
+        mb / encode.cpu_s);
     std::fflush(stdout);
     return;
   }
@@ -138,7 +139,8 @@ void bench_corpus(const std::string& name, const Options& options, const gossame
     whole_pieces = 0;
     PieceScanner scanner(corpus);
     size_t begin = 0, end = 0;
-    while (scanner.next(begin, end)) whole_pieces += ranks.find(std::string_view(corpus).substr(begin, end - begin)) != kNoRank;
+    while (scanner.next(begin, end))
+      whole_pieces += ranks.find(std::string_view(corpus).substr(begin, end - begin)) != kNoRank;
   });
   std::string json;
   const Timing output = best_run(s / 4, [&] { json = nlohmann::json(ids).dump(); });
@@ -157,13 +159,15 @@ void bench_corpus(const std::string& name, const Options& options, const gossame
   }
   const auto ms = [](const Timing& t) { return t.wall_s * 1e3; };
   std::printf(
-      "{\"corpus\": \"%s\", \"bytes\": %zu, \"tokens\": %zu, \"ids_fnv1a\": \"%016llx\", \"pieces\": %zu, \"whole_token_pieces\": %zu, "
+      "{\"corpus\": \"%s\", \"bytes\": %zu, \"tokens\": %zu, \"ids_fnv1a\": \"%016llx\", \"pieces\": %zu, "
+      "\"whole_token_pieces\": %zu, "
       "\"encode_mb_per_s\": %.2f, \"encode_cpu_mb_per_s\": %.2f, \"scan_mb_per_s\": %.2f, \"pcre2_mb_per_s\": %.2f, "
       "\"ms\": {\"encode\": %.2f, \"scan\": %.2f, \"scan_plus_lookup\": %.2f, \"pcre2_scan\": %.2f, "
-      "\"json_output\": %.2f, \"decode\": %.2f}, \"threads\": %d, \"threaded_mb_per_s\": %.2f, \"threaded_ms\": %.2f}\n",
-      name.c_str(), corpus.size(), ids.size(), static_cast<unsigned long long>(ids_checksum(ids)), pieces, whole_pieces, mb / encode.wall_s, mb / encode.cpu_s,
-      mb / scan.wall_s, mb / pcre2.wall_s, ms(encode), ms(scan), ms(lookup), ms(pcre2), ms(output), ms(decode),
-      options.threads, threaded_mb_per_s, threaded_ms);
+      "\"json_output\": %.2f, \"decode\": %.2f}, \"threads\": %d, \"threaded_mb_per_s\": %.2f, \"threaded_ms\": "
+      "%.2f}\n",
+      name.c_str(), corpus.size(), ids.size(), static_cast<unsigned long long>(ids_checksum(ids)), pieces, whole_pieces,
+      mb / encode.wall_s, mb / encode.cpu_s, mb / scan.wall_s, mb / pcre2.wall_s, ms(encode), ms(scan), ms(lookup),
+      ms(pcre2), ms(output), ms(decode), options.threads, threaded_mb_per_s, threaded_ms);
   std::fflush(stdout);
 }
 
@@ -205,7 +209,8 @@ int main(int argc, char** argv) {
   try {
     const auto load_start = Clock::now();
     const auto tokenizer = gossamer::text::Tokenizer::load_default();
-    std::fprintf(stderr, "tokenizer loaded in %.3f s\n", std::chrono::duration<double>(Clock::now() - load_start).count());
+    std::fprintf(stderr, "tokenizer loaded in %.3f s\n",
+                 std::chrono::duration<double>(Clock::now() - load_start).count());
     auto data = gossamer::text::load_o200k_base_json(std::string(GOSSAMER_SOURCE_DIR) +
                                                      "/node_modules/tiktoken/encoders/o200k_base.json");
     const gossamer::text::RankTable ranks(std::move(data.arena), std::move(data.offsets));

@@ -176,9 +176,9 @@ std::string code_corpus(size_t target_bytes, const fs::path& repo) {
 struct Script {
   const char* name;
   std::vector<std::pair<char32_t, char32_t>> ranges;
-  bool spaced;                // words separated by spaces (else clauses of run-together words)
-  const char* comma;          // clause separator
-  const char* full_stop;      // sentence end
+  bool spaced;                     // words separated by spaces (else clauses of run-together words)
+  const char* comma;               // clause separator
+  const char* full_stop;           // sentence end
   std::vector<std::string> words;  // vocabulary tokens of this script (leading space dropped), by rank
 };
 

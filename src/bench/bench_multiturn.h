@@ -14,10 +14,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "text/tokenizer.h"
 
@@ -26,7 +25,7 @@ namespace gossamer::server {
 struct MultiturnSpec {
   int num_conversations = 32;
   int num_turns = 10;
-  int user_len = 128;      // tokens per user message
+  int user_len = 128;       // tokens per user message
   int max_concurrency = 0;  // conversations in flight (0 = all)
   uint64_t seed = 0;
 };

@@ -11,9 +11,9 @@
 #include <random>
 #include <thread>
 
-#include "core/error.h"
 #include "bench/bench_multiturn.h"
 #include "bench/http_client.h"
+#include "core/error.h"
 #include "text/incremental_detokenizer.h"
 
 namespace gossamer::server {
@@ -65,7 +65,8 @@ Outcome send_one(const BenchServeOptions& options, const std::string& endpoint, 
   Outcome outcome;
   Json body = {{"model", model}, {"stream", true}, {"stream_options", {{"include_usage", true}}}};
   if (options.backend == "openai-chat") {
-    body["messages"] = request.messages.is_array() ? request.messages : Json{{{"role", "user"}, {"content", request.prompt}}};
+    body["messages"] =
+        request.messages.is_array() ? request.messages : Json{{{"role", "user"}, {"content", request.prompt}}};
     body["max_completion_tokens"] = request.output_len;
   } else {
     body["prompt"] = request.prompt;
@@ -82,39 +83,40 @@ Outcome send_one(const BenchServeOptions& options, const std::string& endpoint, 
   try {
     HttpClient client(options.host, options.port, 3600.0);
     SseReader reader;
-    const auto response = client.request("POST", endpoint, body.dump(-1, ' ', false, Json::error_handler_t::replace), headers,
-                                         [&](std::string_view data) {
-      for (const auto& event : reader.push(data)) {
-        if (event == "[DONE]") continue;
-        const auto now = Clock::now();
-        const Json chunk = Json::parse(event, nullptr, false);
-        if (chunk.is_discarded()) continue;
-        if (chunk.contains("error")) {
-          outcome.error = chunk["error"].dump();
-          continue;
-        }
-        if (chunk.contains("usage") && chunk["usage"].is_object()) {
-          usage_tokens = chunk["usage"].value("completion_tokens", -1);
-          outcome.prompt_tokens = chunk["usage"].value("prompt_tokens", 0);
-        }
-        if (chunk.contains("choices") && chunk["choices"].is_array() && !chunk["choices"].empty()) {
-          const Json& choice = chunk["choices"][0];
-          if (choice.contains("delta") && choice["delta"].value("content", Json()).is_string()) {
-            outcome.text += choice["delta"]["content"].get<std::string>();
-          } else if (choice.value("text", Json()).is_string()) {
-            outcome.text += choice["text"].get<std::string>();
-          }
-          if (chunks == 0) {
-            outcome.ttft = std::chrono::duration<double>(now - start).count();
-          } else {
-            outcome.itl.push_back(std::chrono::duration<double>(now - last).count());
-          }
-          last = now;
-          ++chunks;
-        }
-      }
-      return true;
-    });
+    const auto response =
+        client.request("POST", endpoint, body.dump(-1, ' ', false, Json::error_handler_t::replace), headers,
+                       [&](std::string_view data) {
+                         for (const auto& event : reader.push(data)) {
+                           if (event == "[DONE]") continue;
+                           const auto now = Clock::now();
+                           const Json chunk = Json::parse(event, nullptr, false);
+                           if (chunk.is_discarded()) continue;
+                           if (chunk.contains("error")) {
+                             outcome.error = chunk["error"].dump();
+                             continue;
+                           }
+                           if (chunk.contains("usage") && chunk["usage"].is_object()) {
+                             usage_tokens = chunk["usage"].value("completion_tokens", -1);
+                             outcome.prompt_tokens = chunk["usage"].value("prompt_tokens", 0);
+                           }
+                           if (chunk.contains("choices") && chunk["choices"].is_array() && !chunk["choices"].empty()) {
+                             const Json& choice = chunk["choices"][0];
+                             if (choice.contains("delta") && choice["delta"].value("content", Json()).is_string()) {
+                               outcome.text += choice["delta"]["content"].get<std::string>();
+                             } else if (choice.value("text", Json()).is_string()) {
+                               outcome.text += choice["text"].get<std::string>();
+                             }
+                             if (chunks == 0) {
+                               outcome.ttft = std::chrono::duration<double>(now - start).count();
+                             } else {
+                               outcome.itl.push_back(std::chrono::duration<double>(now - last).count());
+                             }
+                             last = now;
+                             ++chunks;
+                           }
+                         }
+                         return true;
+                       });
     if (response.status != 200) {
       outcome.error = "HTTP " + std::to_string(response.status) + " " + response.body.substr(0, 200);
       return outcome;
@@ -149,12 +151,14 @@ std::string format_number(double value) {
 }  // namespace
 
 BenchServeResult run_bench_serve(const BenchServeOptions& options, const text::Tokenizer& tokenizer) {
-  GOSSAMER_CHECK(options.backend == "openai-chat" || options.backend == "openai", "--backend must be openai-chat or openai");
+  GOSSAMER_CHECK(options.backend == "openai-chat" || options.backend == "openai",
+                 "--backend must be openai-chat or openai");
   GOSSAMER_CHECK(options.num_prompts >= 1, "--num-prompts must be >= 1");
   GOSSAMER_CHECK(options.request_rate > 0.0, "--request-rate must be > 0 (or inf)");
   GOSSAMER_CHECK(options.burstiness > 0.0, "--burstiness must be > 0");
-  const std::string endpoint =
-      !options.endpoint.empty() ? options.endpoint : options.backend == "openai-chat" ? "/v1/chat/completions" : "/v1/completions";
+  const std::string endpoint = !options.endpoint.empty()          ? options.endpoint
+                               : options.backend == "openai-chat" ? "/v1/chat/completions"
+                                                                  : "/v1/completions";
 
   std::string model = options.model;
   if (model.empty()) {
@@ -178,8 +182,10 @@ BenchServeResult run_bench_serve(const BenchServeOptions& options, const text::T
   const bool multiturn = options.dataset == "multiturn";
   GOSSAMER_CHECK(multiturn || options.dataset == "random", "unknown --dataset-name '", options.dataset, "'");
   GOSSAMER_CHECK(!multiturn || options.backend == "openai-chat", "the multiturn dataset needs --backend openai-chat");
-  const std::vector<BenchRequest> requests = multiturn ? std::vector<BenchRequest>{} : random_dataset(options, tokenizer);
-  std::vector<Outcome> outcomes(multiturn ? static_cast<size_t>(options.num_prompts) * options.multiturn_turns : requests.size());
+  const std::vector<BenchRequest> requests =
+      multiturn ? std::vector<BenchRequest>{} : random_dataset(options, tokenizer);
+  std::vector<Outcome> outcomes(multiturn ? static_cast<size_t>(options.num_prompts) * options.multiturn_turns
+                                          : requests.size());
 
   // Arrival times: gamma-distributed gaps with mean 1/rate (shape = burstiness), or all at once.
   std::mt19937_64 rng(options.seed ^ 0x5eedULL);
@@ -200,7 +206,8 @@ BenchServeResult run_bench_serve(const BenchServeOptions& options, const text::T
   std::vector<std::thread> threads;
   const auto start = Clock::now();
   if (multiturn) {
-    MultiturnSpec spec{options.num_prompts, options.multiturn_turns, options.random_input_len, options.max_concurrency, options.seed};
+    MultiturnSpec spec{options.num_prompts, options.multiturn_turns, options.random_input_len, options.max_concurrency,
+                       options.seed};
     run_multiturn(spec, tokenizer, [&](const Json& messages, int conversation, int turn) -> std::optional<std::string> {
       BenchRequest request;
       request.messages = messages;
@@ -211,7 +218,8 @@ BenchServeResult run_bench_serve(const BenchServeOptions& options, const text::T
     });
   }
   for (size_t i = 0; i < requests.size(); ++i) {
-    std::this_thread::sleep_until(start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(arrivals[i])));
+    std::this_thread::sleep_until(
+        start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(arrivals[i])));
     {
       std::unique_lock<std::mutex> lock(mutex);
       slot_free.wait(lock, [&] { return in_flight < limit; });
@@ -283,7 +291,9 @@ BenchServeResult run_bench_serve(const BenchServeOptions& options, const text::T
         if (o.success) turn_ttfts.push_back(o.ttft * 1000.0);
       }
       json["multiturn_mean_ttft_ms_by_turn"].push_back(
-          turn_ttfts.empty() ? 0.0 : std::accumulate(turn_ttfts.begin(), turn_ttfts.end(), 0.0) / static_cast<double>(turn_ttfts.size()));
+          turn_ttfts.empty()
+              ? 0.0
+              : std::accumulate(turn_ttfts.begin(), turn_ttfts.end(), 0.0) / static_cast<double>(turn_ttfts.size()));
     }
   }
 
@@ -302,8 +312,10 @@ BenchServeResult run_bench_serve(const BenchServeOptions& options, const text::T
   title("Serving Benchmark Result", '=');
   line("Successful requests:", std::to_string(completed));
   line("Failed requests:", std::to_string(outcomes.size() - completed));
-  line("Maximum request concurrency:", options.max_concurrency > 0 ? std::to_string(options.max_concurrency) : "unlimited");
-  line("Request rate configured (RPS):", std::isfinite(options.request_rate) ? format_number(options.request_rate) : "inf");
+  line("Maximum request concurrency:",
+       options.max_concurrency > 0 ? std::to_string(options.max_concurrency) : "unlimited");
+  line("Request rate configured (RPS):",
+       std::isfinite(options.request_rate) ? format_number(options.request_rate) : "inf");
   line("Benchmark duration (s):", format_number(duration));
   line("Total input tokens:", std::to_string(total_input));
   line("Total generated tokens:", std::to_string(total_output));
@@ -311,7 +323,8 @@ BenchServeResult run_bench_serve(const BenchServeOptions& options, const text::T
   if (!slos.empty()) line("Request goodput (req/s):", format_number(good / duration));
   line("Output token throughput (tok/s):", format_number(static_cast<double>(total_output) / duration));
   line("Total Token throughput (tok/s):", format_number(static_cast<double>(total_input + total_output) / duration));
-  const auto stats = [&](const std::string& key, const std::string& name, const std::string& header, const std::vector<double>& v) {
+  const auto stats = [&](const std::string& key, const std::string& name, const std::string& header,
+                         const std::vector<double>& v) {
     double mean = 0.0, stddev = 0.0;
     if (!v.empty()) {
       mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());

@@ -17,7 +17,9 @@ namespace gossamer::server {
 HttpClient::HttpClient(std::string host, int port, double timeout_s)
     : host_(std::move(host)), port_(port), timeout_s_(timeout_s) {}
 
-HttpClient::~HttpClient() { close(); }
+HttpClient::~HttpClient() {
+  close();
+}
 
 void HttpClient::close() {
   if (fd_ >= 0) ::close(fd_);
@@ -69,7 +71,8 @@ bool HttpClient::fill() {
   while (true) {
     const ssize_t n = ::recv(fd_, chunk, sizeof(chunk), 0);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) GOSSAMER_THROW("timed out reading from ", host_, ":", port_);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+      GOSSAMER_THROW("timed out reading from ", host_, ":", port_);
     if (n < 0 && errno == ECONNRESET) return false;
     GOSSAMER_CHECK(n >= 0, "recv failed: ", std::strerror(errno));
     if (n == 0) return false;

@@ -37,7 +37,8 @@ class Communicator {
   virtual int rank() const = 0;
   virtual int world_size() const = 0;
   // In place: data [count] of `dtype` (f32 everywhere; bf16 on CUDA) ← op over all ranks' data.
-  virtual void all_reduce(void* data, int64_t count, DType dtype, ReduceOp op = ReduceOp::kSum, void* stream = nullptr) = 0;
+  virtual void all_reduce(void* data, int64_t count, DType dtype, ReduceOp op = ReduceOp::kSum,
+                          void* stream = nullptr) = 0;
   // recv [world_size × bytes_per_rank] ← every rank's send [bytes_per_rank], in rank order.
   virtual void all_gather(const void* send, void* recv, int64_t bytes_per_rank, void* stream = nullptr) = 0;
   // Returns once every rank has called it (host-side).

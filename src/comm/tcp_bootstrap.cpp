@@ -21,7 +21,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-[[noreturn]] void fail(const std::string& message) { throw CommError("bootstrap: " + message); }
+[[noreturn]] void fail(const std::string& message) {
+  throw CommError("bootstrap: " + message);
+}
 
 int remaining_ms(Clock::time_point deadline) {
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
@@ -44,7 +46,8 @@ sockaddr_in resolve(const std::string& host, int port) {
   hints.ai_family = AF_INET;
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
-  if (::getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0 || found == nullptr) fail("cannot resolve host '" + host + "'");
+  if (::getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0 || found == nullptr)
+    fail("cannot resolve host '" + host + "'");
   sockaddr_in address = *reinterpret_cast<sockaddr_in*>(found->ai_addr);
   ::freeaddrinfo(found);
   address.sin_port = htons(static_cast<uint16_t>(port));
@@ -69,7 +72,8 @@ TcpBootstrap::TcpBootstrap(const BootstrapConfig& config) : config_(config) {
     int one = 1;
     ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     sockaddr_in address = resolve(config.host, config.port);
-    if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 || ::listen(listen_fd_, 128) != 0) {
+    if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
+        ::listen(listen_fd_, 128) != 0) {
       const std::string error = std::strerror(errno);
       ::close(listen_fd_);
       fail("rank 0 cannot listen on " + config.host + ":" + std::to_string(config.port) + ": " + error);
@@ -79,8 +83,8 @@ TcpBootstrap::TcpBootstrap(const BootstrapConfig& config) : config_(config) {
     if (config.on_listening) config.on_listening(ntohs(address.sin_port));
     for (int connected = 1; connected < config.world_size;) {
       if (!wait_fd(listen_fd_, POLLIN, deadline)) {
-        fail("rank 0 timed out after " + std::to_string(config.timeout.count()) + " ms with " + std::to_string(connected) +
-             " of " + std::to_string(config.world_size) + " ranks connected");
+        fail("rank 0 timed out after " + std::to_string(config.timeout.count()) + " ms with " +
+             std::to_string(connected) + " of " + std::to_string(config.world_size) + " ranks connected");
       }
       const int fd = ::accept(listen_fd_, nullptr, nullptr);
       if (fd < 0) continue;
@@ -142,7 +146,8 @@ void TcpBootstrap::send_frame(int fd, int peer, const std::string& data) {
 }
 
 std::string TcpBootstrap::recv_frame(int fd, int peer) {
-  const std::chrono::milliseconds wait = connected_ && config_.idle_timeout.count() > 0 ? config_.idle_timeout : config_.timeout;
+  const std::chrono::milliseconds wait =
+      connected_ && config_.idle_timeout.count() > 0 ? config_.idle_timeout : config_.timeout;
   const Clock::time_point deadline = Clock::now() + wait;
   auto read_exact = [&](char* out, size_t count) {
     size_t got = 0;
@@ -159,7 +164,8 @@ std::string TcpBootstrap::recv_frame(int fd, int peer) {
   };
   uint64_t length = 0;
   read_exact(reinterpret_cast<char*>(&length), 8);
-  if (length > (uint64_t{1} << 32)) fail("frame of " + std::to_string(length) + " bytes from rank " + std::to_string(peer));
+  if (length > (uint64_t{1} << 32))
+    fail("frame of " + std::to_string(length) + " bytes from rank " + std::to_string(peer));
   std::string data(static_cast<size_t>(length), '\0');
   read_exact(data.data(), data.size());
   return data;

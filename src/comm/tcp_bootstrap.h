@@ -21,9 +21,9 @@ struct BootstrapConfig {
   int port = 29500;                // 0 on rank 0: any free port, reported through on_listening
   int rank = 0;
   int world_size = 1;
-  std::chrono::milliseconds timeout{60000};  // for connecting, and for every collective unless idle_timeout
-  std::chrono::milliseconds idle_timeout{0};  // > 0: how long a collective may wait instead (a control
-                                              // channel idles between requests; a closed socket still fails at once)
+  std::chrono::milliseconds timeout{60000};    // for connecting, and for every collective unless idle_timeout
+  std::chrono::milliseconds idle_timeout{0};   // > 0: how long a collective may wait instead (a control
+                                               // channel idles between requests; a closed socket still fails at once)
   std::function<void(int port)> on_listening;  // rank 0, once bound (before accepting)
 };
 

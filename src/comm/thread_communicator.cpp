@@ -28,7 +28,8 @@ class ThreadCommunicator final : public Communicator {
       if (op == ReduceOp::kSum) {
         for (int64_t i = 0; i < count; ++i) scratch_[static_cast<size_t>(i)] += other[i];
       } else {
-        for (int64_t i = 0; i < count; ++i) scratch_[static_cast<size_t>(i)] = std::max(scratch_[static_cast<size_t>(i)], other[i]);
+        for (int64_t i = 0; i < count; ++i)
+          scratch_[static_cast<size_t>(i)] = std::max(scratch_[static_cast<size_t>(i)], other[i]);
       }
     }
     group_.arrive_and_wait(rank_, "all_reduce");
@@ -55,7 +56,9 @@ class ThreadCommunicator final : public Communicator {
 };
 
 ThreadGroup::ThreadGroup(int world_size, std::chrono::milliseconds timeout)
-    : world_size_(world_size), timeout_(timeout), arrived_(static_cast<size_t>(world_size), 0),
+    : world_size_(world_size),
+      timeout_(timeout),
+      arrived_(static_cast<size_t>(world_size), 0),
       slots_(static_cast<size_t>(world_size), nullptr) {
   GOSSAMER_CHECK(world_size >= 1, "a communicator group needs at least one rank, got ", world_size);
   for (int r = 0; r < world_size; ++r) communicators_.push_back(std::make_unique<ThreadCommunicator>(*this, r));
@@ -83,7 +86,8 @@ void ThreadGroup::reset() {
 
 void ThreadGroup::arrive_and_wait(int rank, const char* what) {
   std::unique_lock lock(mutex_);
-  if (!abort_reason_.empty()) throw CommError(std::string(what) + " on rank " + std::to_string(rank) + ": group failed: " + abort_reason_);
+  if (!abort_reason_.empty())
+    throw CommError(std::string(what) + " on rank " + std::to_string(rank) + ": group failed: " + abort_reason_);
   const int64_t target = generation_ + 1;
   arrived_[static_cast<size_t>(rank)] = target;
   if (++num_arrived_ == world_size_) {

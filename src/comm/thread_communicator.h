@@ -36,10 +36,10 @@ class ThreadGroup {
   std::chrono::milliseconds timeout_;
   std::mutex mutex_;
   std::condition_variable changed_;
-  int64_t generation_ = 0;  // completed rendezvous
+  int64_t generation_ = 0;        // completed rendezvous
   std::vector<int64_t> arrived_;  // per rank: the generation it last arrived at + 1
   int num_arrived_ = 0;
-  std::string abort_reason_;      // non-empty: failed
+  std::string abort_reason_;        // non-empty: failed
   std::vector<const void*> slots_;  // per rank: the buffer it published for the current collective
   std::vector<std::unique_ptr<Communicator>> communicators_;
 };

@@ -23,7 +23,9 @@ int size_of(DType dtype) {
   GOSSAMER_ASSERT(false, "unknown dtype");
 }
 
-int bits_of(DType dtype) { return dtype == DType::kFP4E2M1 ? 4 : 8 * size_of(dtype); }
+int bits_of(DType dtype) {
+  return dtype == DType::kFP4E2M1 ? 4 : 8 * size_of(dtype);
+}
 
 std::string_view name_of(DType dtype) {
   switch (dtype) {

@@ -29,7 +29,9 @@ struct BF16 {
   uint16_t bits = 0;
 };
 
-inline float bf16_to_float(uint16_t bits) { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
+inline float bf16_to_float(uint16_t bits) {
+  return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
+}
 
 inline uint16_t float_to_bf16(float value) {
   const uint32_t u = std::bit_cast<uint32_t>(value);
@@ -41,7 +43,9 @@ inline uint16_t float_to_bf16(float value) {
 }
 
 // Rounds a float to the nearest bf16 value and returns it as float.
-inline float round_to_bf16(float value) { return bf16_to_float(float_to_bf16(value)); }
+inline float round_to_bf16(float value) {
+  return bf16_to_float(float_to_bf16(value));
+}
 
 // ---- fp16 (IEEE half) ---------------------------------------------------------------------------------
 float fp16_to_float(uint16_t bits);
@@ -60,8 +64,10 @@ uint8_t float_to_e8m0(float value);
 
 // ---- fp4 e2m1 -----------------------------------------------------------------------------------------
 inline constexpr float kFp4E2M1Values[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
-                                              -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
-inline float fp4e2m1_to_float(uint8_t code) { return kFp4E2M1Values[code & 0xF]; }
+                                             -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+inline float fp4e2m1_to_float(uint8_t code) {
+  return kFp4E2M1Values[code & 0xF];
+}
 uint8_t float_to_fp4e2m1(float value);
 
 }  // namespace gossamer

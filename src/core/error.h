@@ -39,18 +39,18 @@ std::string concat(Args&&... args) {
 #define GOSSAMER_THROW(...) throw ::gossamer::Error(::gossamer::detail::concat(__VA_ARGS__))
 
 // Throws gossamer::Error when `cond` is false. Use for anything a user can trigger.
-#define GOSSAMER_CHECK(cond, ...)                                   \
-  do {                                                              \
-    if (!(cond)) [[unlikely]] {                                     \
+#define GOSSAMER_CHECK(cond, ...)                                       \
+  do {                                                                  \
+    if (!(cond)) [[unlikely]] {                                         \
       throw ::gossamer::Error(::gossamer::detail::concat(__VA_ARGS__)); \
-    }                                                               \
+    }                                                                   \
   } while (0)
 
 // Aborts with a message when an internal invariant is violated (a bug, not bad input).
-#define GOSSAMER_ASSERT(cond, ...)                                                            \
-  do {                                                                                        \
-    if (!(cond)) [[unlikely]] {                                                               \
+#define GOSSAMER_ASSERT(cond, ...)                                                                      \
+  do {                                                                                                  \
+    if (!(cond)) [[unlikely]] {                                                                         \
       ::gossamer::detail::assert_fail(#cond, ::gossamer::detail::concat("" __VA_OPT__(, ) __VA_ARGS__), \
-                                      std::source_location::current());                       \
-    }                                                                                         \
+                                      std::source_location::current());                                 \
+    }                                                                                                   \
   } while (0)

@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <ctime>
 #include <mutex>
-
 #include <nlohmann/json.hpp>
 
 namespace gossamer::log {
@@ -28,8 +27,7 @@ const char* level_name(Level level) {
 std::string timestamp() {
   const auto now = std::chrono::system_clock::now();
   const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
-  const auto millis =
-      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  const auto millis = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
   std::tm parts{};
   gmtime_r(&seconds, &parts);
   char text[64];
@@ -39,9 +37,15 @@ std::string timestamp() {
 }
 }  // namespace
 
-void set_level(Level level) { g_level = level; }
-void set_format(Format format) { g_format = format; }
-bool enabled(Level level) { return level >= g_level.load(std::memory_order_relaxed); }
+void set_level(Level level) {
+  g_level = level;
+}
+void set_format(Format format) {
+  g_format = format;
+}
+bool enabled(Level level) {
+  return level >= g_level.load(std::memory_order_relaxed);
+}
 
 void write(Level level, std::string_view message) {
   std::string line;

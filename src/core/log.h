@@ -20,11 +20,11 @@ void write(Level level, std::string_view message);
 
 }  // namespace gossamer::log
 
-#define GOSSAMER_LOG(level, ...)                                                              \
-  do {                                                                                        \
-    if (::gossamer::log::enabled(::gossamer::log::Level::level)) {                            \
+#define GOSSAMER_LOG(level, ...)                                                                      \
+  do {                                                                                                \
+    if (::gossamer::log::enabled(::gossamer::log::Level::level)) {                                    \
       ::gossamer::log::write(::gossamer::log::Level::level, ::gossamer::detail::concat(__VA_ARGS__)); \
-    }                                                                                         \
+    }                                                                                                 \
   } while (0)
 #define GOSSAMER_LOG_INFO(...) GOSSAMER_LOG(kInfo, __VA_ARGS__)
 #define GOSSAMER_LOG_WARN(...) GOSSAMER_LOG(kWarning, __VA_ARGS__)

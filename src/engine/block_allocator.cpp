@@ -97,7 +97,8 @@ std::optional<int32_t> BlockAllocator::lookup(uint64_t hash, std::span<const int
 }
 
 void BlockAllocator::acquire(int32_t block) {
-  GOSSAMER_ASSERT(caching() && block >= 0 && block < num_blocks() && has_hash_[block], "acquire of an uncached block ", block);
+  GOSSAMER_ASSERT(caching() && block >= 0 && block < num_blocks() && has_hash_[block], "acquire of an uncached block ",
+                  block);
   if (ref_counts_[block]++ == 0) lru_unlink(block);
 }
 

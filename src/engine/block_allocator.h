@@ -65,9 +65,9 @@ class BlockAllocator {
 
   // Prefix cache state, sized only when caching.
   std::unordered_map<uint64_t, int32_t> hash_to_block_;
-  std::vector<uint64_t> hashes_;      // [num_blocks], valid where has_hash_
-  std::vector<uint8_t> has_hash_;     // [num_blocks]
-  std::vector<int32_t> tokens_;       // [num_blocks, cache_block_size] the cached blocks' token ids
+  std::vector<uint64_t> hashes_;   // [num_blocks], valid where has_hash_
+  std::vector<uint8_t> has_hash_;  // [num_blocks]
+  std::vector<int32_t> tokens_;    // [num_blocks, cache_block_size] the cached blocks' token ids
   // Free cached blocks, least recently freed first: an intrusive list through prev_/next_, where
   // index num_blocks is the sentinel.
   std::vector<int32_t> prev_, next_;  // [num_blocks + 1]

@@ -24,11 +24,12 @@ Engine::Engine(std::unique_ptr<model::Model> model, const EngineConfig& config, 
     const double gib = 1024.0 * 1024.0 * 1024.0;
     const int64_t per_token = model_->kv_bytes_per_token(), layers = std::max(1, model_->config().num_layers);
     const int64_t sliding_layers = config_.num_sliding_kv_blocks > 0 ? model_->num_sliding_layers() : 0;
-    const double kv_bytes =
-        static_cast<double>(config_.num_kv_blocks) * config_.block_size * static_cast<double>(per_token * (layers - sliding_layers) / layers) +
-        static_cast<double>(config_.num_sliding_kv_blocks) * config_.block_size * static_cast<double>(per_token * sliding_layers / layers);
-    GOSSAMER_LOG_INFO("ready: weights ", static_cast<double>(model_->weight_bytes()) / gib, " GiB on the ", model_->backend_name(),
-                      " device, KV cache ", kv_bytes / gib, " GiB, max tokens in the cache ",
+    const double kv_bytes = static_cast<double>(config_.num_kv_blocks) * config_.block_size *
+                                static_cast<double>(per_token * (layers - sliding_layers) / layers) +
+                            static_cast<double>(config_.num_sliding_kv_blocks) * config_.block_size *
+                                static_cast<double>(per_token * sliding_layers / layers);
+    GOSSAMER_LOG_INFO("ready: weights ", static_cast<double>(model_->weight_bytes()) / gib, " GiB on the ",
+                      model_->backend_name(), " device, KV cache ", kv_bytes / gib, " GiB, max tokens in the cache ",
                       static_cast<int64_t>(config_.num_kv_blocks) * config_.block_size);
   }
   GOSSAMER_LOG_INFO("engine: ", config_.num_kv_blocks, " KV blocks of ", config_.block_size, " positions (",
@@ -42,7 +43,9 @@ Engine::Engine(std::unique_ptr<model::Model> model, const EngineConfig& config, 
   thread_ = std::thread([this] { loop(); });
 }
 
-Engine::~Engine() { shutdown(); }
+Engine::~Engine() {
+  shutdown();
+}
 
 void Engine::shutdown() {
   {
@@ -68,8 +71,9 @@ RequestId Engine::submit(SubmitParams params) {
   const int64_t wanted = static_cast<int64_t>(prompt_len) + std::max(sampling.max_tokens, 1);
   if (wanted > config_.max_model_len) {
     throw ContextLengthError(
-        detail::concat("This model's maximum context length is ", config_.max_model_len, " tokens. However, you requested ",
-                       wanted, " tokens (", prompt_len, " in the prompt, ", std::max(sampling.max_tokens, 1),
+        detail::concat("This model's maximum context length is ", config_.max_model_len,
+                       " tokens. However, you requested ", wanted, " tokens (", prompt_len, " in the prompt, ",
+                       std::max(sampling.max_tokens, 1),
                        " in the completion). Please reduce the length of the prompt or the completion."),
         prompt_len, sampling.max_tokens, config_.max_model_len);
   }
@@ -192,7 +196,8 @@ void Engine::run_step(const SchedulerOutput& scheduled) {
     }
     auto& tokens = token_storage[i];
     tokens.reserve(seq.num_new);
-    for (int32_t p = request->num_computed; p < request->num_computed + seq.num_new; ++p) tokens.push_back(request->token_at(p));
+    for (int32_t p = request->num_computed; p < request->num_computed + seq.num_new; ++p)
+      tokens.push_back(request->token_at(p));
     model::SequenceInput input;
     input.tokens = tokens;
     input.num_cached = request->num_computed;
@@ -221,7 +226,8 @@ void Engine::run_step(const SchedulerOutput& scheduled) {
         if (constraint == nullptr) continue;
         const std::span<uint32_t> mask(masks_.data() + static_cast<size_t>(row) * words, words);
         masked[static_cast<size_t>(row)] = constraint->fill_mask(mask);
-        mask_empty[static_cast<size_t>(row)] = masked[static_cast<size_t>(row)] && !token_mask_allows_any(mask, vocab_size_);
+        mask_empty[static_cast<size_t>(row)] =
+            masked[static_cast<size_t>(row)] && !token_mask_allows_any(mask, vocab_size_);
       }
     });
   }
@@ -293,8 +299,8 @@ void Engine::run_step(const SchedulerOutput& scheduled) {
     const bool is_stop = !request->sampling.ignore_eos && std::find(stops.begin(), stops.end(), token) != stops.end();
     const bool at_max_tokens = request->sampling.max_tokens > 0 &&
                                static_cast<int32_t>(request->output.size()) >= request->sampling.max_tokens;
-    const bool at_context = request->num_tokens() >= request->max_total_tokens ||
-                            request->num_tokens() >= config_.max_model_len;
+    const bool at_context =
+        request->num_tokens() >= request->max_total_tokens || request->num_tokens() >= config_.max_model_len;
     if (is_stop) {
       finish(request, token == kTokenCall ? FinishReason::kToolCall : FinishReason::kStop, {token}, token);
     } else if (at_max_tokens || at_context) {
@@ -308,7 +314,8 @@ void Engine::run_step(const SchedulerOutput& scheduled) {
       output.times = request->times;
       output.num_preemptions = request->num_preemptions;
       output.num_cached_tokens = request->num_cached_tokens;
-      if (request->last_logprobs) output.logprobs.push_back(std::move(*std::exchange(request->last_logprobs, std::nullopt)));
+      if (request->last_logprobs)
+        output.logprobs.push_back(std::move(*std::exchange(request->last_logprobs, std::nullopt)));
       pending_outputs_.emplace_back(request->on_output, std::move(output));
     }
   }
@@ -338,7 +345,8 @@ void Engine::finish(Request* request, FinishReason reason, std::vector<TokenId> 
   output.times = request->times;
   output.num_preemptions = request->num_preemptions;
   output.num_cached_tokens = request->num_cached_tokens;
-  if (request->last_logprobs && !output.new_tokens.empty()) output.logprobs.push_back(std::move(*request->last_logprobs));
+  if (request->last_logprobs && !output.new_tokens.empty())
+    output.logprobs.push_back(std::move(*request->last_logprobs));
   OutputCallback callback = std::move(request->on_output);
   const RequestId id = request->id;  // NOTE: erase(request->id) would read the key while destroying it
   requests_.erase(id);               // `request` dangles from here on

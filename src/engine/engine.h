@@ -113,7 +113,7 @@ class Engine {
   BlockAllocator sliding_allocator_;  // the sliding-window ring's pool (0 blocks without a ring)
   Scheduler scheduler_;
   std::unordered_map<RequestId, std::unique_ptr<Request>> requests_;
-  std::vector<float> logits_;  // [num_rows, vocab_size] float32
+  std::vector<float> logits_;    // [num_rows, vocab_size] float32
   std::vector<uint32_t> masks_;  // [num_rows, token_mask_words(vocab_size)] constrained rows' token masks
   std::vector<std::pair<OutputCallback, RequestOutput>> pending_outputs_;
 

@@ -17,19 +17,19 @@ class Model;
 namespace gossamer::engine {
 
 struct EngineConfig {
-  int32_t max_num_seqs = 256;               // most sequences in one step (running batch size)
-  int32_t max_num_batched_tokens = 2048;    // token budget of one step (prefill chunks + decodes)
-  int32_t max_model_len = 0;                // prompt + output limit per request; 0 = the model's context
-  int32_t block_size = 16;                  // KV positions per cache block
-  int32_t num_kv_blocks = 0;                // KV cache blocks; 0 = derived from kv_cache_memory_bytes
+  int32_t max_num_seqs = 256;                 // most sequences in one step (running batch size)
+  int32_t max_num_batched_tokens = 2048;      // token budget of one step (prefill chunks + decodes)
+  int32_t max_model_len = 0;                  // prompt + output limit per request; 0 = the model's context
+  int32_t block_size = 16;                    // KV positions per cache block
+  int32_t num_kv_blocks = 0;                  // KV cache blocks; 0 = derived from kv_cache_memory_bytes
   int64_t kv_cache_memory_bytes = 1LL << 30;  // KV budget used when num_kv_blocks is 0
-  int32_t max_queued_requests = 1024;       // waiting requests beyond which submit() is refused (HTTP 429)
-  bool sliding_window_ring = true;          // sliding-window layers keep only their window (a second pool)
-  int32_t num_sliding_kv_blocks = 0;        // derived: the ring's pool (0 = no ring)
-  int32_t sliding_window = 0;               // derived: the model's window when the ring is on
-  uint64_t default_seed = 0;                // seed for requests that give none (mixed with the request id)
-  bool device_sampling = true;              // draw tokens on the model's device when it can (forward_sample)
-  bool enable_prefix_caching = true;        // reuse the cached KV blocks of shared prompt prefixes
+  int32_t max_queued_requests = 1024;         // waiting requests beyond which submit() is refused (HTTP 429)
+  bool sliding_window_ring = true;            // sliding-window layers keep only their window (a second pool)
+  int32_t num_sliding_kv_blocks = 0;          // derived: the ring's pool (0 = no ring)
+  int32_t sliding_window = 0;                 // derived: the model's window when the ring is on
+  uint64_t default_seed = 0;                  // seed for requests that give none (mixed with the request id)
+  bool device_sampling = true;                // draw tokens on the model's device when it can (forward_sample)
+  bool enable_prefix_caching = true;          // reuse the cached KV blocks of shared prompt prefixes
 
   void validate() const;
   // Sliding-pool blocks that always suffice: every running sequence keeps window + margin positions

@@ -35,22 +35,22 @@ enum class RequestState : uint8_t {
 
 enum class FinishReason : uint8_t {
   kNone = 0,
-  kStop,       // a stop token (<|return|>, <|endoftext|>) or a stop string found by the caller
-  kToolCall,   // <|call|>
-  kLength,     // max_tokens or the context length
-  kAbort,      // cancelled (client gone, server shutdown)
+  kStop,      // a stop token (<|return|>, <|endoftext|>) or a stop string found by the caller
+  kToolCall,  // <|call|>
+  kLength,    // max_tokens or the context length
+  kAbort,     // cancelled (client gone, server shutdown)
 };
 
 const char* to_string(RequestState state);
 const char* to_string(FinishReason reason);
 
 struct SamplingParams {
-  float temperature = 1.0f;   // 0 = greedy
-  float top_p = 1.0f;         // nucleus mass in (0, 1]
-  int32_t top_k = 0;          // 0 = off
+  float temperature = 1.0f;  // 0 = greedy
+  float top_p = 1.0f;        // nucleus mass in (0, 1]
+  int32_t top_k = 0;         // 0 = off
   std::optional<uint64_t> seed;
-  int32_t max_tokens = 0;     // 0 = up to the context length
-  bool ignore_eos = false;    // keep going past stop tokens (benchmarks)
+  int32_t max_tokens = 0;   // 0 = up to the context length
+  bool ignore_eos = false;  // keep going past stop tokens (benchmarks)
   std::vector<TokenId> stop_token_ids = {kTokenReturn, kTokenCall, kTokenEndOfText};
   // Structured output: which tokens may come next (token_constraint.h); null = any.
   std::shared_ptr<TokenConstraint> constraint;
@@ -59,9 +59,11 @@ struct SamplingParams {
   float presence_penalty = 0.0f;    // [-2, 2]
   float frequency_penalty = 0.0f;   // [-2, 2]
   float repetition_penalty = 1.0f;  // (0, 2]
-  int32_t logprobs = -1;            // -1 off; else report each drawn token's raw logprob and this many top ones (≤ 20)
+  int32_t logprobs = -1;  // -1 off; else report each drawn token's raw logprob and this many top ones (≤ 20)
 
-  bool has_penalties() const { return presence_penalty != 0.0f || frequency_penalty != 0.0f || repetition_penalty != 1.0f; }
+  bool has_penalties() const {
+    return presence_penalty != 0.0f || frequency_penalty != 0.0f || repetition_penalty != 1.0f;
+  }
 };
 
 struct TokenLogprob {
@@ -78,8 +80,8 @@ struct SampledLogprobs {
 // The penalty bookkeeping of one request: the distinct tokens penalized so far and their output counts
 // (kernels/sampling.h's list), caught up with the output by the sampler.
 struct PenaltyState {
-  std::vector<TokenId> tokens;  // distinct
-  std::vector<int32_t> counts;  // count in the output, per entry of tokens
+  std::vector<TokenId> tokens;                 // distinct
+  std::vector<int32_t> counts;                 // count in the output, per entry of tokens
   std::unordered_map<TokenId, int32_t> index;  // token → entry
   size_t num_output_counted = 0;
   bool prompt_listed = false;
@@ -98,13 +100,13 @@ struct RequestOutput {
   RequestId id = 0;
   std::vector<TokenId> new_tokens;  // tokens generated since the last event (includes a stop token)
   int32_t num_prompt_tokens = 0;
-  int32_t num_output_tokens = 0;    // total so far
+  int32_t num_output_tokens = 0;  // total so far
   bool finished = false;
   FinishReason finish_reason = FinishReason::kNone;
   std::optional<TokenId> stop_token;  // set when a stop token ended the request
   RequestTimes times;
   int32_t num_preemptions = 0;
-  int32_t num_cached_tokens = 0;      // prompt tokens whose KV came from the prefix cache
+  int32_t num_cached_tokens = 0;          // prompt tokens whose KV came from the prefix cache
   std::vector<SampledLogprobs> logprobs;  // one per new token, when SamplingParams::logprobs ≥ 0
 };
 
@@ -137,8 +139,8 @@ struct Request {
   int32_t num_cached_tokens = 0;
 
   RequestTimes times;
-  uint64_t rng_state = 0;  // per-request sampler state (splitmix64), advanced only when sampling
-  PenaltyState penalty;    // used when sampling.has_penalties()
+  uint64_t rng_state = 0;                        // per-request sampler state (splitmix64), advanced only when sampling
+  PenaltyState penalty;                          // used when sampling.has_penalties()
   std::optional<SampledLogprobs> last_logprobs;  // the last drawn token's, until its output event takes it
 
   int32_t num_tokens() const { return static_cast<int32_t>(prompt.size() + output.size()); }

@@ -26,7 +26,9 @@ uint32_t order_key(float x) {
   return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
 
-bool is_greedy(const SamplingParams& params) { return params.temperature <= 1e-5f || params.top_k == 1; }
+bool is_greedy(const SamplingParams& params) {
+  return params.temperature <= 1e-5f || params.top_k == 1;
+}
 
 TokenId argmax(std::span<const float> logits) {
   TokenId best = 0;
@@ -73,7 +75,9 @@ TokenId draw(std::span<const float> x, float temperature, int32_t top_k, float t
     for (size_t i = 0; i < vocab; ++i) {
       if (keys[i] >= threshold) candidates.emplace_back(keys[i], static_cast<int32_t>(i));
     }
-    const auto by_key = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
+    const auto by_key = [](const auto& a, const auto& b) {
+      return a.first > b.first || (a.first == b.first && a.second < b.second);
+    };
     // NOTE: (key desc, index asc) is a total order, so every sorted prefix is the reference's prefix.
     size_t length = std::min<size_t>(candidates.size(), 256);
     size_t sorted = 0;
@@ -136,7 +140,8 @@ void update_penalties(Request& request) {
     }
     state.prompt_listed = true;
   }
-  for (; state.num_output_counted < request.output.size(); ++state.num_output_counted) add(request.output[state.num_output_counted], 1);
+  for (; state.num_output_counted < request.output.size(); ++state.num_output_counted)
+    add(request.output[state.num_output_counted], 1);
 }
 
 SampledLogprobs row_raw_logprobs(std::span<const float> z, TokenId token, int32_t num_top) {
@@ -153,11 +158,14 @@ SampledLogprobs row_raw_logprobs(std::span<const float> z, TokenId token, int32_
   order.resize(z.size());
   for (size_t i = 0; i < z.size(); ++i) order[i] = static_cast<int32_t>(i);
   const size_t kept = std::min(n, z.size());
-  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(kept), order.end(), [&](int32_t a, int32_t b) {
-    return z[static_cast<size_t>(a)] > z[static_cast<size_t>(b)] || (z[static_cast<size_t>(a)] == z[static_cast<size_t>(b)] && a < b);
-  });
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(kept), order.end(),
+                    [&](int32_t a, int32_t b) {
+                      return z[static_cast<size_t>(a)] > z[static_cast<size_t>(b)] ||
+                             (z[static_cast<size_t>(a)] == z[static_cast<size_t>(b)] && a < b);
+                    });
   for (size_t j = 0; j < kept; ++j) {
-    out.top.push_back({order[j], static_cast<float>(static_cast<double>(z[static_cast<size_t>(order[j])]) - log_total)});
+    out.top.push_back(
+        {order[j], static_cast<float>(static_cast<double>(z[static_cast<size_t>(order[j])]) - log_total)});
   }
   return out;
 }

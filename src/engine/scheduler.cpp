@@ -9,13 +9,16 @@
 namespace gossamer::engine {
 
 Scheduler::Scheduler(const EngineConfig& config, BlockAllocator& allocator, BlockAllocator* sliding_allocator)
-    : config_(config), allocator_(allocator), sliding_allocator_(config.num_sliding_kv_blocks > 0 ? sliding_allocator : nullptr) {}
+    : config_(config),
+      allocator_(allocator),
+      sliding_allocator_(config.num_sliding_kv_blocks > 0 ? sliding_allocator : nullptr) {}
 
 void Scheduler::release_blocks(Request* request) {
   allocator_.free_all(request->block_table);
   request->block_table.clear();
   if (sliding_allocator_ != nullptr) {
-    sliding_allocator_->free_all(std::span(request->sliding_block_table).subspan(static_cast<size_t>(request->sliding_trimmed)));
+    sliding_allocator_->free_all(
+        std::span(request->sliding_block_table).subspan(static_cast<size_t>(request->sliding_trimmed)));
   }
   request->sliding_block_table.clear();
   request->sliding_trimmed = 0;
@@ -24,7 +27,8 @@ void Scheduler::release_blocks(Request* request) {
 
 int32_t Scheduler::first_sliding_block(int32_t num_positions) const {
   // The next step's first query is at num_positions: it reads keys from num_positions − window + 1 on.
-  const int64_t first_read = std::max<int64_t>(0, int64_t{num_positions} - config_.sliding_window + 1 - model::kSlidingKeepMargin);
+  const int64_t first_read =
+      std::max<int64_t>(0, int64_t{num_positions} - config_.sliding_window + 1 - model::kSlidingKeepMargin);
   return static_cast<int32_t>(first_read / config_.block_size);
 }
 
@@ -32,7 +36,8 @@ void Scheduler::trim_ring(Request* request) {
   if (sliding_allocator_ == nullptr) return;
   const int32_t keep_from =
       std::min(first_sliding_block(request->num_computed), static_cast<int32_t>(request->sliding_block_table.size()));
-  for (int32_t b = request->sliding_trimmed; b < keep_from; ++b) sliding_allocator_->free(request->sliding_block_table[static_cast<size_t>(b)]);
+  for (int32_t b = request->sliding_trimmed; b < keep_from; ++b)
+    sliding_allocator_->free(request->sliding_block_table[static_cast<size_t>(b)]);
   request->sliding_trimmed = std::max(request->sliding_trimmed, keep_from);
 }
 
@@ -75,7 +80,8 @@ SchedulerOutput Scheduler::schedule() {
     Request* request = running_[index];
     const int32_t num_new = std::min(request->num_uncomputed(), budget);
     GOSSAMER_ASSERT(num_new > 0, "running request ", request->id, " has nothing to compute");
-    const int32_t needed = blocks_for(request->num_computed + num_new) - static_cast<int32_t>(request->block_table.size());
+    const int32_t needed =
+        blocks_for(request->num_computed + num_new) - static_cast<int32_t>(request->block_table.size());
     bool self_preempted = false;
     while (needed > allocator_.num_free()) {
       Request* victim = running_.back();
@@ -125,7 +131,8 @@ SchedulerOutput Scheduler::schedule() {
 
 std::span<const int32_t> Scheduler::block_tokens(const Request& request, int32_t block) {
   token_buffer_.resize(static_cast<size_t>(config_.block_size));
-  for (int32_t i = 0; i < config_.block_size; ++i) token_buffer_[static_cast<size_t>(i)] = request.token_at(block * config_.block_size + i);
+  for (int32_t i = 0; i < config_.block_size; ++i)
+    token_buffer_[static_cast<size_t>(i)] = request.token_at(block * config_.block_size + i);
   return token_buffer_;
 }
 
@@ -159,7 +166,8 @@ void Scheduler::match_prefix(Request& request, PrefixMatch& match) {
       for (int32_t b = hit - 1; b >= first; --b) {
         if (!looked[static_cast<size_t>(b)]) {
           looked[static_cast<size_t>(b)] = 1;
-          const auto block = sliding_allocator_->lookup(request.block_hashes[static_cast<size_t>(b)], block_tokens(request, b));
+          const auto block =
+              sliding_allocator_->lookup(request.block_hashes[static_cast<size_t>(b)], block_tokens(request, b));
           sliding[static_cast<size_t>(b)] = block.value_or(-1);
         }
         if (sliding[static_cast<size_t>(b)] < 0) {

@@ -42,8 +42,8 @@ namespace gossamer::engine {
 
 struct ScheduledSequence {
   Request* request = nullptr;
-  int32_t num_new = 0;   // tokens [num_computed, num_computed + num_new) run this step
-  bool sample = false;   // this chunk reaches the end of the known tokens: sample the next one
+  int32_t num_new = 0;  // tokens [num_computed, num_computed + num_new) run this step
+  bool sample = false;  // this chunk reaches the end of the known tokens: sample the next one
 };
 
 struct SchedulerOutput {
@@ -84,11 +84,11 @@ class Scheduler {
 
   // Prefix cache.
   struct PrefixMatch {
-    int32_t num_blocks = 0;            // full blocks hit
-    std::vector<int32_t> blocks;       // [num_blocks] full-pool ids
-    int32_t first_sliding = 0;         // first block index the ring needs
-    std::vector<int32_t> sliding;      // [num_blocks - first_sliding] sliding-pool ids
-    int32_t num_free = 0;              // hit blocks that are free now (taking them uses free blocks)
+    int32_t num_blocks = 0;        // full blocks hit
+    std::vector<int32_t> blocks;   // [num_blocks] full-pool ids
+    int32_t first_sliding = 0;     // first block index the ring needs
+    std::vector<int32_t> sliding;  // [num_blocks - first_sliding] sliding-pool ids
+    int32_t num_free = 0;          // hit blocks that are free now (taking them uses free blocks)
   };
   std::span<const int32_t> block_tokens(const Request& request, int32_t block);
   void ensure_hashes(Request& request, int32_t num_blocks);

@@ -25,7 +25,9 @@ class TokenConstraint {
   virtual void accept(TokenId token) = 0;
 };
 
-inline int32_t token_mask_words(int32_t vocab_size) { return (vocab_size + 31) / 32; }
+inline int32_t token_mask_words(int32_t vocab_size) {
+  return (vocab_size + 31) / 32;
+}
 
 // Sets logits[t] to -inf wherever mask bit t is clear. logits: [vocab_size] float32; mask: [words].
 void apply_token_mask(std::span<float> logits, std::span<const uint32_t> mask);

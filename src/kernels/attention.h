@@ -1,4 +1,5 @@
-// Attention with sinks over a paged KV cache (the reference: attention_cpu.cpp; the model: src/model/cpu_model.cpp), GQA, head_dim 64, bf16 in/out.
+// Attention with sinks over a paged KV cache (the reference: attention_cpu.cpp; the model: src/model/cpu_model.cpp),
+// GQA, head_dim 64, bf16 in/out.
 //
 // Logits l = (q·k)·scale; the per-head sink S_h is a raw logit appended as one extra column whose
 // probability is dropped: o = Σ_s exp(l_s − m) v_s / (Σ_s exp(l_s − m) + exp(S_h − m)). Causal; with
@@ -19,8 +20,8 @@
 namespace gossamer::kernels {
 
 struct AttentionParams {
-  const uint16_t* q = nullptr;  // [num_tokens, num_q_heads, 64] bf16 (after RoPE)
-  uint16_t* out = nullptr;      // [num_tokens, num_q_heads, 64] bf16
+  const uint16_t* q = nullptr;        // [num_tokens, num_q_heads, 64] bf16 (after RoPE)
+  uint16_t* out = nullptr;            // [num_tokens, num_q_heads, 64] bf16
   const uint16_t* k_cache = nullptr;  // [num_pages·page_size, num_kv_heads, 64] bf16
   const uint16_t* v_cache = nullptr;
   const int32_t* page_indptr = nullptr;   // [num_seqs + 1]
@@ -33,7 +34,7 @@ struct AttentionParams {
   int num_q_heads = 64;
   int num_kv_heads = 8;
   int page_size = 16;  // tokens per page, a power of two
-  int window = 0;  // 0: full causal; else sliding window (128)
+  int window = 0;      // 0: full causal; else sliding window (128)
   float scale = 0.125f;
   // Host-side plan facts (upper bounds), used to size grids and splits.
   int max_kv_len = 0;

@@ -15,23 +15,28 @@ inline constexpr int kHead = 64;
 inline constexpr int kKeysPerTile = 64;
 inline constexpr float kLog2e = 1.4426950408889634f;
 
-__device__ __forceinline__ int swz(int row, int chunk) { return row * 128 + ((chunk ^ (row & 7)) << 4); }
+__device__ __forceinline__ int swz(int row, int chunk) {
+  return row * 128 + ((chunk ^ (row & 7)) << 4);
+}
 
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* p) {
   const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(p));
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
 }
 __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* p) {
   const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(p));
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
 }
 __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-               "{%0,%1,%2,%3};\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 __device__ __forceinline__ float ex2(float x) {
   float y;
@@ -57,7 +62,8 @@ __device__ __forceinline__ void load_kv_tiles(uint8_t* sk, uint8_t* sv, const At
     const bool ok = pos < kv_len;
     int64_t off = 0;
     if (ok) {
-      const int64_t slot = (static_cast<int64_t>(pages[pos >> page_shift]) << page_shift) | (pos & ((1 << page_shift) - 1));
+      const int64_t slot =
+          (static_cast<int64_t>(pages[pos >> page_shift]) << page_shift) | (pos & ((1 << page_shift) - 1));
       off = (slot * p.num_kv_heads + kv_head) * kHead + c * 8;
     }
     cp_async_16(sk + swz(r, c), p.k_cache + off, ok);
@@ -84,7 +90,7 @@ __device__ __forceinline__ void attend_tile(RowState& st, const uint32_t (&q_fra
   float s[kNT][4];
 #pragma unroll
   for (int n = 0; n < kNT; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
-  // ---- S = Q Kᵀ ----
+    // ---- S = Q Kᵀ ----
 #pragma unroll
   for (int kk = 0; kk < 4; ++kk) {
 #pragma unroll

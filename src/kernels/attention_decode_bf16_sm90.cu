@@ -20,13 +20,13 @@ constexpr int kTileBytes = kKeysPerTile * 128;
 int decode_num_splits(const AttentionParams& p) {
   const int ctas = std::max(1, p.num_seqs * p.num_kv_heads);
   const int want = ceil_div(6 * 132, ctas);  // ~6 CTAs per SM keep enough loads in flight
-  const int tiles = std::max(1, ceil_div(p.window > 0 ? std::min(p.max_kv_len, p.window + kDecodeMaxQ) : p.max_kv_len,
-                                         kKeysPerTile) + 1);
+  const int tiles = std::max(
+      1, ceil_div(p.window > 0 ? std::min(p.max_kv_len, p.window + kDecodeMaxQ) : p.max_kv_len, kKeysPerTile) + 1);
   return std::clamp(std::min(want, tiles), 1, kMaxSplits);
 }
 
-__global__ void __launch_bounds__(kThreads) attention_decode_kernel(const AttentionParams p, int num_splits,
-                                                                    float* o_part, float* lse_part) {
+__global__ void __launch_bounds__(kThreads)
+    attention_decode_kernel(const AttentionParams p, int num_splits, float* o_part, float* lse_part) {
   pdl_wait();
   pdl_trigger();
   __shared__ __align__(128) uint8_t sq[kRows * 128];
@@ -133,7 +133,8 @@ __global__ void __launch_bounds__(kThreads) attention_decode_kernel(const Attent
         o += s_o[(w * kRows + r) * kHead + d] * f;
       }
     }
-    const int64_t idx = (static_cast<int64_t>(q_begin + qi) * p.num_q_heads + g * group + r % group) * num_splits + split;
+    const int64_t idx =
+        (static_cast<int64_t>(q_begin + qi) * p.num_q_heads + g * group + r % group) * num_splits + split;
     o_part[idx * kHead + d] = l > 0.f ? o / l : 0.f;
     if (d == 0) lse_part[idx] = l > 0.f ? m + __log2f(l) : -INFINITY;
   }
@@ -180,12 +181,12 @@ void launch_attention_decode(const AttentionParams& p, cudaStream_t stream) {
   const int splits = decode_num_splits(p);
   float* o_part = static_cast<float*>(p.workspace);
   float* lse_part = o_part + static_cast<size_t>(p.num_tokens) * p.num_q_heads * splits * kHead;
-  launch_pdl(attention_decode_kernel, dim3(p.num_seqs, p.num_kv_heads, splits), dim3(kThreads), 0, stream, p, splits, o_part,
-             lse_part);
+  launch_pdl(attention_decode_kernel, dim3(p.num_seqs, p.num_kv_heads, splits), dim3(kThreads), 0, stream, p, splits,
+             o_part, lse_part);
   GOSSAMER_CUDA_CHECK_LAUNCH();
   const int64_t n = static_cast<int64_t>(p.num_tokens) * p.num_q_heads * kHead;
-  launch_pdl(attention_decode_combine_kernel, dim3(static_cast<unsigned>(ceil_div<int64_t>(n, 256))), dim3(256), 0, stream, p,
-             splits, static_cast<const float*>(o_part), static_cast<const float*>(lse_part));
+  launch_pdl(attention_decode_combine_kernel, dim3(static_cast<unsigned>(ceil_div<int64_t>(n, 256))), dim3(256), 0,
+             stream, p, splits, static_cast<const float*>(o_part), static_cast<const float*>(lse_part));
   GOSSAMER_CUDA_CHECK_LAUNCH();
 }
 

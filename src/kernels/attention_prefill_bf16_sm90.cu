@@ -43,7 +43,8 @@ __global__ void __launch_bounds__(32 * kWarps) attention_prefill_kernel(const At
   for (int i = tid; i < kBM * 8; i += kThreads) {
     const int r = i / 8, c = i % 8;
     const bool ok = q_lo + r < q_len;
-    const uint16_t* src = ok ? p.q + (static_cast<int64_t>(q_begin + q_lo + r) * p.num_q_heads + head) * kHead + c * 8 : p.q;
+    const uint16_t* src =
+        ok ? p.q + (static_cast<int64_t>(q_begin + q_lo + r) * p.num_q_heads + head) * kHead + c * 8 : p.q;
     cp_async_16(sq + swz(r, c), src, ok);
   }
   const int page_shift = __ffs(p.page_size) - 1;
@@ -100,7 +101,8 @@ __global__ void __launch_bounds__(32 * kWarps) attention_prefill_kernel(const At
     uint16_t* dst = p.out + (static_cast<int64_t>(q_begin + qi) * p.num_q_heads + head) * kHead;
 #pragma unroll
     for (int d = 0; d < 8; ++d) {
-      *reinterpret_cast<uint32_t*>(dst + 8 * d + 2 * (lane % 4)) = pack_bf16(st.o[d][2 * h] * inv, st.o[d][2 * h + 1] * inv);
+      *reinterpret_cast<uint32_t*>(dst + 8 * d + 2 * (lane % 4)) =
+          pack_bf16(st.o[d][2 * h] * inv, st.o[d][2 * h + 1] * inv);
     }
   }
 }

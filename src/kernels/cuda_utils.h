@@ -26,21 +26,29 @@ __device__ __forceinline__ void cp_async_4(void* smem, const void* gmem, bool va
   const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(gmem), "r"(valid ? 4 : 0));
 }
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 // Makes this thread's generic-proxy shared-memory writes (cp.async included) visible to the async proxy
 // (wgmma operand reads); follow with a barrier.
-__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+__device__ __forceinline__ void fence_proxy_async() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
 
 // Programmatic dependent launch (PDL). pdl_wait() blocks until the previous kernel in the stream has
 // completed and its writes are visible (a no-op when this grid was launched without PDL); a kernel
 // launched with launch_pdl must call it before touching any global memory an earlier kernel reads or
 // writes. pdl_trigger() lets the next PDL-launched kernel be scheduled now (it still waits in pdl_wait).
-__device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
-__device__ __forceinline__ void pdl_trigger() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
+__device__ __forceinline__ void pdl_wait() {
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+}
+__device__ __forceinline__ void pdl_trigger() {
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+}
 
 // Launches `kernel` with programmatic stream serialization: its launch and CTA scheduling overlap the
 // previous kernel's tail (the kernel must start with pdl_wait()). Graph capturable.

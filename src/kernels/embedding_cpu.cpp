@@ -11,7 +11,8 @@ void embedding_cpu(const EmbeddingParams& p) {
     if (id < 0 || id >= p.vocab) {
       std::fill(out, out + p.hidden, uint16_t{0});
     } else {
-      std::copy(p.table + static_cast<int64_t>(id) * p.hidden, p.table + (static_cast<int64_t>(id) + 1) * p.hidden, out);
+      std::copy(p.table + static_cast<int64_t>(id) * p.hidden, p.table + (static_cast<int64_t>(id) + 1) * p.hidden,
+                out);
     }
   }
 }

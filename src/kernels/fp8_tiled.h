@@ -19,7 +19,9 @@ namespace gossamer::kernels {
 
 inline constexpr int kFp8TileDim = 64;
 
-GOSSAMER_HOST_DEVICE constexpr int64_t fp8_tiled_pad(int64_t v) { return (v + 63) / 64 * 64; }
+GOSSAMER_HOST_DEVICE constexpr int64_t fp8_tiled_pad(int64_t v) {
+  return (v + 63) / 64 * 64;
+}
 
 // Byte offset of element (n, k) inside one group's tiled matrix of padded width k_padded = pad(K).
 GOSSAMER_HOST_DEVICE constexpr int64_t fp8_tiled_offset(int64_t n, int64_t k, int64_t k_padded) {

@@ -8,8 +8,8 @@
 namespace gossamer::kernels {
 namespace {
 
-__global__ void fp8_to_tiled_kernel(const uint8_t* __restrict__ src, uint8_t* __restrict__ dst, int64_t chunks,
-                                    int n, int k) {
+__global__ void fp8_to_tiled_kernel(const uint8_t* __restrict__ src, uint8_t* __restrict__ dst, int64_t chunks, int n,
+                                    int k) {
   const int64_t kp = fp8_tiled_pad(k), group_bytes = fp8_tiled_group_bytes(n, k);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < chunks; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t byte = i * 16;

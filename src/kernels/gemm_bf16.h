@@ -22,12 +22,12 @@
 #include <cstdint>
 
 #include "core/cuda/cuda_types.h"  // cudaStream_t, GOSSAMER_HOST_DEVICE
-#include "kernels/gemm_fp8.h"  // GemmEpilogue
+#include "kernels/gemm_fp8.h"      // GemmEpilogue
 
 namespace gossamer::kernels {
 
 struct GemmBf16Params {
-  const uint16_t* a = nullptr;           // [rows_a, K] bf16, row stride lda elements (multiple of 8)
+  const uint16_t* a = nullptr;  // [rows_a, K] bf16, row stride lda elements (multiple of 8)
   int64_t lda = 0;
   const int32_t* a_row_index = nullptr;  // [M] int32 or null (identity): grouped row → A row
   const uint16_t* b = nullptr;           // [num_groups, N, K] bf16, K contiguous

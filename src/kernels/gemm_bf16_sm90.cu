@@ -12,23 +12,25 @@ namespace {
 
 constexpr int kBM = 128;
 constexpr int kBN = 128;
-constexpr int kBK = 32;                      // bf16 elements per K tile
-constexpr int kThreads = 256;                // 8 warps
-constexpr int kStages = 3;                   // 3 × 16 KiB ≤ the 48 KiB default dynamic smem limit
-constexpr int kRowBytes = kBK * 2;           // 64
-constexpr int kABytes = kBM * kRowBytes;     // 8 KiB
-constexpr int kBBytes = kBN * kRowBytes;     // 8 KiB
+constexpr int kBK = 32;                   // bf16 elements per K tile
+constexpr int kThreads = 256;             // 8 warps
+constexpr int kStages = 3;                // 3 × 16 KiB ≤ the 48 KiB default dynamic smem limit
+constexpr int kRowBytes = kBK * 2;        // 64
+constexpr int kABytes = kBM * kRowBytes;  // 8 KiB
+constexpr int kBBytes = kBN * kRowBytes;  // 8 KiB
 constexpr int kStageBytes = kABytes + kBBytes;
 constexpr int kSmemBytes = kStages * kStageBytes;
-constexpr int kChunksPerRow = kRowBytes / 16;                // 4
-constexpr int kAChunks = kBM * kChunksPerRow / kThreads;     // 2 per thread per stage
-constexpr int kBChunks = kBN * kChunksPerRow / kThreads;     // 2
-constexpr int kWarpM = 64, kWarpN = 32;                      // warp sub-tile
-constexpr int kMi = kWarpM / 16, kNi = kWarpN / 8;           // 4 × 4 mma tiles per warp
+constexpr int kChunksPerRow = kRowBytes / 16;             // 4
+constexpr int kAChunks = kBM * kChunksPerRow / kThreads;  // 2 per thread per stage
+constexpr int kBChunks = kBN * kChunksPerRow / kThreads;  // 2
+constexpr int kWarpM = 64, kWarpN = 32;                   // warp sub-tile
+constexpr int kMi = kWarpM / 16, kNi = kWarpN / 8;        // 4 × 4 mma tiles per warp
 static_assert(kSmemBytes <= 48 * 1024, "needs cudaFuncAttributeMaxDynamicSharedMemorySize");
 static_assert((kBM / kWarpM) * (kBN / kWarpN) * 32 == kThreads, "warp layout");
 
-__device__ __forceinline__ int swz(int row, int chunk) { return row * kRowBytes + ((chunk ^ ((row >> 1) & 3)) << 4); }
+__device__ __forceinline__ int swz(int row, int chunk) {
+  return row * kRowBytes + ((chunk ^ ((row >> 1) & 3)) << 4);
+}
 
 __device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const void* p) {
   const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -38,10 +40,11 @@ __device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const void* p) {
 }
 
 __device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-               "{%0,%1,%2,%3};\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
 __global__ void __launch_bounds__(kThreads) gemm_bf16_kernel(const GemmBf16Params p) {
@@ -197,11 +200,13 @@ __global__ void __launch_bounds__(kThreads) gemm_bf16_kernel(const GemmBf16Param
 
 }  // namespace
 
-int gemm_bf16_tile_rows() { return kBM; }
+int gemm_bf16_tile_rows() {
+  return kBM;
+}
 
 void launch_gemm_bf16(const GemmBf16Params& p, cudaStream_t stream) {
-  GOSSAMER_CHECK(p.K % 16 == 0 && p.N % 8 == 0 && p.lda % 8 == 0, "gemm_bf16: K (", p.K, ") must be a multiple of 16, N (",
-                 p.N, ") of 8 and lda (", p.lda, ") of 8");
+  GOSSAMER_CHECK(p.K % 16 == 0 && p.N % 8 == 0 && p.lda % 8 == 0, "gemm_bf16: K (", p.K,
+                 ") must be a multiple of 16, N (", p.N, ") of 8 and lda (", p.lda, ") of 8");
   GOSSAMER_CHECK(p.M >= 0 && p.N >= 0 && p.K >= 0, "gemm_bf16: negative shape");
   GOSSAMER_CHECK(!p.tile_group || (p.group_offsets && p.tile_m0 && p.num_tiles && p.max_tiles >= 0),
                  "gemm_bf16: incomplete grouped params");

@@ -28,15 +28,15 @@ enum class GemmEpilogue : int { kBias = 0, kSwiGlu = 1 };
 enum class GemmTile : int { kAuto = 0, k64x64 = 1, k64x128 = 2, k128x128 = 3, k128x128tma = 4, k128x192tma = 5 };
 
 struct GemmFp8Params {
-  const uint8_t* a = nullptr;         // [rows_a, K] fp8, row stride lda bytes (multiple of 16)
+  const uint8_t* a = nullptr;  // [rows_a, K] fp8, row stride lda bytes (multiple of 16)
   int64_t lda = 0;
-  const float* a_scales = nullptr;    // [rows_a, ceil(K/128)] fp32
+  const float* a_scales = nullptr;       // [rows_a, ceil(K/128)] fp32
   const int32_t* a_row_index = nullptr;  // [M] or null (identity)
-  const uint8_t* b = nullptr;         // [num_groups, N, K] fp8, K contiguous (or tile-major: b_tiled)
-  bool b_tiled = false;               // b in the tile-major layout of fp8_tiled.h
-  const float* b_scales = nullptr;    // [num_groups, ceil(N/128), ceil(K/128)] fp32
-  const uint16_t* bias = nullptr;     // [num_groups, N] bf16 or null
-  uint16_t* out = nullptr;            // [M, N] (kBias) or [M, N/2] (kSwiGlu) bf16, row stride ldc elements
+  const uint8_t* b = nullptr;            // [num_groups, N, K] fp8, K contiguous (or tile-major: b_tiled)
+  bool b_tiled = false;                  // b in the tile-major layout of fp8_tiled.h
+  const float* b_scales = nullptr;       // [num_groups, ceil(N/128), ceil(K/128)] fp32
+  const uint16_t* bias = nullptr;        // [num_groups, N] bf16 or null
+  uint16_t* out = nullptr;               // [M, N] (kBias) or [M, N/2] (kSwiGlu) bf16, row stride ldc elements
   int64_t ldc = 0;
   int M = 0;  // rows of the (grouped) problem
   int N = 0;  // multiple of 8 (even pairs for kSwiGlu)

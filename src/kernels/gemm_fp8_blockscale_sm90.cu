@@ -31,9 +31,9 @@ struct Tile {
   static constexpr int kBChunks = kBN * 8 / kThreads;
 };
 
-
 template <int kBM, int kBN>
-__global__ void __launch_bounds__(Tile<kBM, kBN>::kThreads, Tile<kBM, kBN>::kMinBlocks) gemm_fp8_kernel(const GemmFp8Params p) {
+__global__ void __launch_bounds__(Tile<kBM, kBN>::kThreads, Tile<kBM, kBN>::kMinBlocks)
+    gemm_fp8_kernel(const GemmFp8Params p) {
   using T = Tile<kBM, kBN>;
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
@@ -54,7 +54,8 @@ __global__ void __launch_bounds__(Tile<kBM, kBN>::kThreads, Tile<kBM, kBN>::kMin
   const int num_nb = ceil_div(p.N, 128);
   const int tid = threadIdx.x;
   const int chunk_col = tid % 8;
-  const uint8_t* b_group = p.b + static_cast<int64_t>(group) * (p.b_tiled ? fp8_tiled_group_bytes(p.N, p.K) : int64_t(p.N) * p.K);
+  const uint8_t* b_group =
+      p.b + static_cast<int64_t>(group) * (p.b_tiled ? fp8_tiled_group_bytes(p.N, p.K) : int64_t(p.N) * p.K);
   // Tile-major B: K block kb starts 2·kb tiles (kb · 128 · 64 bytes) into each 64-row band.
   const int64_t b_k_step = p.b_tiled ? kFp8TileDim : 1;
   const float* b_scale_row = p.b_scales + (static_cast<int64_t>(group) * num_nb + n0 / 128) * num_kb;
@@ -77,7 +78,8 @@ __global__ void __launch_bounds__(Tile<kBM, kBN>::kThreads, Tile<kBM, kBN>::kMin
     const int r = (tid + i * T::kThreads) / 8;
     b_ok[i] = n0 + r < p.N;
     const int64_t row = b_ok[i] ? n0 + r : 0;
-    b_src[i] = b_group + (p.b_tiled ? fp8_tiled_offset(row, chunk_col * 16, fp8_tiled_pad(p.K)) : row * p.K + chunk_col * 16);
+    b_src[i] =
+        b_group + (p.b_tiled ? fp8_tiled_offset(row, chunk_col * 16, fp8_tiled_pad(p.K)) : row * p.K + chunk_col * 16);
   }
   const float* a_scale_src = nullptr;
   bool a_scale_ok = false;
@@ -157,8 +159,8 @@ void launch_tile(const GemmFp8Params& p, cudaStream_t stream) {
   using T = Tile<kBM, kBN>;
   static bool configured = false;
   if (!configured) {
-    GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(gemm_fp8_kernel<kBM, kBN>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             T::kSmemBytes));
+    GOSSAMER_CUDA_CHECK(
+        cudaFuncSetAttribute(gemm_fp8_kernel<kBM, kBN>, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes));
     configured = true;
   }
   const int tiles_m = p.tile_group ? p.max_tiles : ceil_div(p.M, kBM);
@@ -170,7 +172,9 @@ void launch_tile(const GemmFp8Params& p, cudaStream_t stream) {
 
 }  // namespace
 
-int gemm_fp8_tile_rows(int max_rows_per_tile) { return max_rows_per_tile <= 64 ? 64 : 128; }
+int gemm_fp8_tile_rows(int max_rows_per_tile) {
+  return max_rows_per_tile <= 64 ? 64 : 128;
+}
 
 void launch_gemm_fp8(const GemmFp8Params& p, int rows_hint, cudaStream_t stream) {
   GOSSAMER_CHECK(p.K % 16 == 0 && p.lda % 16 == 0 && p.N % 8 == 0, "gemm_fp8: K (", p.K, ") and lda (", p.lda,
@@ -194,21 +198,11 @@ void launch_gemm_fp8(const GemmFp8Params& p, int rows_hint, cudaStream_t stream)
     }
   }
   switch (tile) {
-    case GemmTile::k64x64:
-      launch_tile<64, 64>(p, stream);
-      break;
-    case GemmTile::k64x128:
-      launch_tile<64, 128>(p, stream);
-      break;
-    case GemmTile::k128x128tma:
-      launch_tma(p, 128, stream);
-      break;
-    case GemmTile::k128x192tma:
-      launch_tma(p, 192, stream);
-      break;
-    default:
-      launch_tile<128, 128>(p, stream);
-      break;
+    case GemmTile::k64x64: launch_tile<64, 64>(p, stream); break;
+    case GemmTile::k64x128: launch_tile<64, 128>(p, stream); break;
+    case GemmTile::k128x128tma: launch_tma(p, 128, stream); break;
+    case GemmTile::k128x192tma: launch_tma(p, 192, stream); break;
+    default: launch_tile<128, 128>(p, stream); break;
   }
 }
 

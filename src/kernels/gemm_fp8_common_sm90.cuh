@@ -24,10 +24,10 @@ __device__ __forceinline__ void wgmma_k32(float (&d)[kBN / 2], uint64_t da, uint
   }
 }
 
-
 // Accumulators initialised with the bias, in the wgmma D layout of one warpgroup.
 template <int kBN>
-__device__ __forceinline__ void init_with_bias(const GemmFp8Params& p, float (&acc)[kBN / 2], int group, int n0, int lane) {
+__device__ __forceinline__ void init_with_bias(const GemmFp8Params& p, float (&acc)[kBN / 2], int group, int n0,
+                                               int lane) {
 #pragma unroll
   for (int j = 0; j < kBN / 8; ++j) {
     const int col = n0 + 8 * j + 2 * (lane % 4);
@@ -46,7 +46,8 @@ __device__ __forceinline__ void init_with_bias(const GemmFp8Params& p, float (&a
 
 // acc += tmp · a_scale[row] · b_scale (sc: the stage's a scales, then its b scale at [kBM]).
 template <int kBM, int kBN>
-__device__ __forceinline__ void promote(float (&acc)[kBN / 2], const float (&tmp)[kBN / 2], const float* sc, int local_row) {
+__device__ __forceinline__ void promote(float (&acc)[kBN / 2], const float (&tmp)[kBN / 2], const float* sc,
+                                        int local_row) {
   const float s_b = sc[kBM];
   const float s0 = sc[local_row] * s_b;
   const float s1 = sc[local_row + 8] * s_b;
@@ -61,8 +62,8 @@ __device__ __forceinline__ void promote(float (&acc)[kBN / 2], const float (&tmp
 
 // Rows local_row and local_row + 8 of the warpgroup's accumulators: bf16 with the epilogue.
 template <int kBN>
-__device__ __forceinline__ void write_out(const GemmFp8Params& p, const float (&acc)[kBN / 2], int m0, int n0, int row_end,
-                                          int local_row, int lane) {
+__device__ __forceinline__ void write_out(const GemmFp8Params& p, const float (&acc)[kBN / 2], int m0, int n0,
+                                          int row_end, int local_row, int lane) {
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int row = m0 + local_row + 8 * h;

@@ -24,14 +24,16 @@ void gemm_fp8_cpu(const GemmFp8Params& p) {
     }
     const int src = p.a_row_index ? p.a_row_index[m] : m;
     for (int k = 0; k < p.K; ++k) a_row[k] = lut[p.a[static_cast<int64_t>(src) * p.lda + k]];
-    const uint8_t* b = p.b + static_cast<int64_t>(group) * (p.b_tiled ? fp8_tiled_group_bytes(p.N, p.K) : int64_t(p.N) * p.K);
+    const uint8_t* b =
+        p.b + static_cast<int64_t>(group) * (p.b_tiled ? fp8_tiled_group_bytes(p.N, p.K) : int64_t(p.N) * p.K);
     const int64_t kp = fp8_tiled_pad(p.K);
     for (int n = 0; n < p.N; ++n) {
       float acc = p.bias ? bf16_to_float(p.bias[static_cast<int64_t>(group) * p.N + n]) : 0.f;
       for (int kb = 0; kb < num_kb; ++kb) {
         float partial = 0.f;
         const int k1 = std::min(p.K, (kb + 1) * 128);
-        for (int k = kb * 128; k < k1; ++k) partial += a_row[k] * lut[b[p.b_tiled ? fp8_tiled_offset(n, k, kp) : static_cast<int64_t>(n) * p.K + k]];
+        for (int k = kb * 128; k < k1; ++k)
+          partial += a_row[k] * lut[b[p.b_tiled ? fp8_tiled_offset(n, k, kp) : static_cast<int64_t>(n) * p.K + k]];
         const float sa = p.a_scales[static_cast<int64_t>(src) * num_kb + kb];
         const float sb = p.b_scales[(static_cast<int64_t>(group) * num_nb + n / 128) * num_kb + kb];
         acc += partial * sa * sb;

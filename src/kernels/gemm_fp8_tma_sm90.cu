@@ -190,8 +190,8 @@ void launch_tma_tile(const GemmFp8Params& p, cudaStream_t stream) {
   using T = TmaTile<kBN>;
   static bool configured = false;
   if (!configured) {
-    GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(gemm_fp8_tma_kernel<kBN>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             T::kSmemBytes));
+    GOSSAMER_CUDA_CHECK(
+        cudaFuncSetAttribute(gemm_fp8_tma_kernel<kBN>, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes));
     configured = true;
   }
   // A: [M, K] bytes with row stride lda; box 64 K bytes × 128 rows (two per stage).
@@ -208,8 +208,7 @@ void launch_tma_tile(const GemmFp8Params& p, cudaStream_t stream) {
   const uint64_t b_strides[3] = {64, kt * 4096, 4096};
   const uint32_t b_box[4] = {64, 64, kBN / 64, 2};
   const CUtensorMap map_b = tma::make_map_u8_sw64(p.b, 4, b_dims, b_strides, b_box);
-  const int64_t max_tiles =
-      static_cast<int64_t>(p.tile_group ? p.max_tiles : ceil_div(p.M, 128)) * ceil_div(p.N, kBN);
+  const int64_t max_tiles = static_cast<int64_t>(p.tile_group ? p.max_tiles : ceil_div(p.M, 128)) * ceil_div(p.N, kBN);
   const int grid = static_cast<int>(std::min<int64_t>(max_tiles, num_sms()));
   if (grid == 0) return;
   gemm_fp8_tma_kernel<kBN><<<grid, kTmaThreads, T::kSmemBytes, stream>>>(map_a, map_b, p);

@@ -19,7 +19,7 @@ inline constexpr int kGemvBf16MaxRows = 8;
 inline constexpr int kGemvBf16MaxK = 8192;
 
 struct GemvBf16Params {
-  const uint16_t* x = nullptr;     // [M, K] bf16, row stride ldx elements
+  const uint16_t* x = nullptr;  // [M, K] bf16, row stride ldx elements
   int64_t ldx = 0;
   const uint16_t* w = nullptr;     // [N, K] bf16, K contiguous
   const uint16_t* bias = nullptr;  // [N] bf16 or null

@@ -7,8 +7,12 @@ namespace {
 constexpr int kWarps = 8;
 constexpr int kThreads = 32 * kWarps;
 
-__device__ __forceinline__ float lo(uint32_t v) { return __uint_as_float(v << 16); }
-__device__ __forceinline__ float hi(uint32_t v) { return __uint_as_float(v & 0xFFFF0000u); }
+__device__ __forceinline__ float lo(uint32_t v) {
+  return __uint_as_float(v << 16);
+}
+__device__ __forceinline__ float hi(uint32_t v) {
+  return __uint_as_float(v & 0xFFFF0000u);
+}
 
 // Block: kWarps output columns; x rows staged in shared memory as bf16 (M·K·2 ≤ 128 KiB dynamic).
 template <int kRows>
@@ -116,13 +120,17 @@ void launch_gemv_bf16(const GemvBf16Params& p, cudaStream_t stream) {
   switch (p.M) {
     case 1: launch_rows<1>(p, stream); break;
     case 2: launch_rows<2>(p, stream); break;
-    case 3: case 4: {
+    case 3:
+    case 4: {
       GemvBf16Params q = p;
       launch_rows<2>(q, stream);
       q.x += 2 * p.ldx;
       q.out += 2 * p.ldc;
       q.M = p.M - 2;
-      if (q.M == 1) launch_rows<1>(q, stream); else launch_rows<2>(q, stream);
+      if (q.M == 1)
+        launch_rows<1>(q, stream);
+      else
+        launch_rows<2>(q, stream);
       break;
     }
     default: {

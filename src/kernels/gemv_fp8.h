@@ -40,7 +40,7 @@
 
 namespace gossamer::kernels {
 
-inline constexpr int kGemvMaxRows = 8;                         // activation rows per GEMV (the MMA's N)
+inline constexpr int kGemvMaxRows = 8;                  // activation rows per GEMV (the MMA's N)
 inline constexpr int kGemvMaxPairs = kGemvMaxRows * 4;  // grouped mode: (token, k) pairs (× kMoeTopK, moe.h)
 
 struct GemvFp8Params {

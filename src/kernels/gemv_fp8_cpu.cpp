@@ -19,7 +19,8 @@ void gemv_fp8_cpu(const GemvFp8Params& p) {
   // One output row from one x row with the weights of `group`.
   auto one_row = [&](const uint16_t* x, int group, uint16_t* out) {
     for (int k = 0; k < p.K; ++k) x_row[k] = bf16_to_float(x[k]);
-    const uint8_t* w = p.w + static_cast<int64_t>(group) * (p.w_tiled ? fp8_tiled_group_bytes(p.N, p.K) : int64_t(p.N) * p.K);
+    const uint8_t* w =
+        p.w + static_cast<int64_t>(group) * (p.w_tiled ? fp8_tiled_group_bytes(p.N, p.K) : int64_t(p.N) * p.K);
     const int64_t kp = fp8_tiled_pad(p.K);
     const float* scales = p.w_scales + static_cast<int64_t>(group) * num_nb * num_kb;
     for (int n = 0; n < p.N; ++n) {
@@ -27,7 +28,8 @@ void gemv_fp8_cpu(const GemvFp8Params& p) {
       for (int kb = 0; kb < num_kb; ++kb) {
         float partial = 0.f;
         const int k1 = std::min(p.K, (kb + 1) * 128);
-        for (int k = kb * 128; k < k1; ++k) partial += x_row[k] * lut[w[p.w_tiled ? fp8_tiled_offset(n, k, kp) : static_cast<int64_t>(n) * p.K + k]];
+        for (int k = kb * 128; k < k1; ++k)
+          partial += x_row[k] * lut[w[p.w_tiled ? fp8_tiled_offset(n, k, kp) : static_cast<int64_t>(n) * p.K + k]];
         acc += partial * scales[(n / 128) * num_kb + kb];
       }
       out_row[n] = acc;

@@ -343,7 +343,8 @@ void launch_gemv_fp8(const GemvFp8Params& p, cudaStream_t stream) {
     GOSSAMER_CHECK(p.num_pairs >= 1 && p.num_pairs <= kGemvMaxPairs, "gemv_fp8: num_pairs ", p.num_pairs,
                    " not in [1, ", kGemvMaxPairs, "]");
     GOSSAMER_CHECK(p.num_local_experts >= 1 && p.x_pair_divisor >= 1, "gemv_fp8: bad grouped parameters");
-    GOSSAMER_CHECK(!(p.pair_row && p.topk_from_earlier_kernel), "gemv_fp8: pair_row needs topk_from_earlier_kernel off");
+    GOSSAMER_CHECK(!(p.pair_row && p.topk_from_earlier_kernel),
+                   "gemv_fp8: pair_row needs topk_from_earlier_kernel off");
     // Σ over used experts of ceil(pairs / 8) ≤ min(pairs, experts · ceil(pairs / 8)).
     slots = std::min(p.num_pairs, p.num_local_experts * ceil_div(p.num_pairs, kGemvMaxRows));
   } else {

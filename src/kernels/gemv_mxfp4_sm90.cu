@@ -37,20 +37,22 @@ namespace cg = cooperative_groups;
 
 constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
-constexpr int kMinCtasPerSm = 2;  // __launch_bounds__ target (≤ 128 registers per thread)
+constexpr int kMinCtasPerSm = 2;           // __launch_bounds__ target (≤ 128 registers per thread)
 constexpr int kTileRows = kMxfp4TileRows;  // 64 output rows per cluster: 4 MMA tiles of 16
 constexpr int kNTiles = kTileRows / 16;
 constexpr int kKStep = kMxfp4TileCols;  // 128 K columns per warp step
 constexpr int kStages = 3;
-constexpr int kChunks = 8;                            // 16-byte code units per lane per step (rows g + 8c)
-constexpr int kStageBytes = kMxfp4TileBytes;          // 4352
+constexpr int kChunks = 8;                                  // 16-byte code units per lane per step (rows g + 8c)
+constexpr int kStageBytes = kMxfp4TileBytes;                // 4352
 constexpr int kSmemBytes = kWarps * kStages * kStageBytes;  // 104,448 (dynamic)
 constexpr int kMaxCluster = 8;
 constexpr int kRedStride = kTileRows + 4;
 
 // 2^(e − 127 + 14) for an E8M0 byte e: the block scale times the 2^14 that mxfp4_tiled_decode_word divided out.
 // Finite for e ≤ 240 (larger codes give +inf).
-__device__ __forceinline__ float block_scale(uint32_t e) { return __uint_as_float(min(e + 14u, 255u) << 23); }
+__device__ __forceinline__ float block_scale(uint32_t e) {
+  return __uint_as_float(min(e + 14u, 255u) << 23);
+}
 
 // D (16×8 fp32) += A (16×16 f16, row) · B (16×8 f16, col).
 __device__ __forceinline__ void mma_f16_16x8x16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
@@ -149,8 +151,8 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm)
   }
 
   // ---- this warp's tiles and ring ----
-  const uint8_t* w_tiles = p.w + group * mxfp4_tiled_group_bytes(p.N, p.K) +
-                           static_cast<int64_t>(n0 / kTileRows) * k_steps * kStageBytes;
+  const uint8_t* w_tiles =
+      p.w + group * mxfp4_tiled_group_bytes(p.N, p.K) + static_cast<int64_t>(n0 / kTileRows) * k_steps * kStageBytes;
   uint8_t* ring = smem + warp * kStages * kStageBytes;
 
   // Tile `step` into ring stage `stage`; one commit group per call (empty past the end).

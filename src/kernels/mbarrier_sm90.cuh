@@ -5,7 +5,9 @@
 
 namespace gossamer::kernels::mbar {
 
-__device__ __forceinline__ uint32_t smem_addr(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
 
 // Expects `count` arrivals per phase. Follow with a CTA barrier before any thread uses the barrier.
 __device__ __forceinline__ void init(uint64_t* bar, uint32_t count) {
@@ -14,7 +16,8 @@ __device__ __forceinline__ void init(uint64_t* bar, uint32_t count) {
 
 // One arrival (release semantics at CTA scope: this thread's earlier writes are visible to waiters).
 __device__ __forceinline__ void arrive(uint64_t* bar) {
-  asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0];\n}\n" ::"r"(smem_addr(bar)) : "memory");
+  asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0];\n}\n" ::"r"(smem_addr(bar))
+               : "memory");
 }
 
 // Blocks until the phase of parity `parity` has completed (the first phase has parity 0).

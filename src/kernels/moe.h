@@ -73,8 +73,8 @@ void moe_combine_cpu(const MoeCombineParams& p);  // reference (host memory), sa
 
 // The whole expert block for tokens already normalised (t = RMSNorm_mlp(x)) and routed.
 struct MoeParams {
-  const uint16_t* x = nullptr;       // [num_tokens, hidden] bf16 (normalised activations)
-  const uint16_t* logits = nullptr;  // [num_tokens, num_experts] bf16 router output
+  const uint16_t* x = nullptr;         // [num_tokens, hidden] bf16 (normalised activations)
+  const uint16_t* logits = nullptr;    // [num_tokens, num_experts] bf16 router output
   const uint16_t* residual = nullptr;  // [num_tokens, hidden] bf16 or null
   uint16_t* out = nullptr;             // [num_tokens, hidden] bf16
   // Local experts [expert_begin, expert_begin + num_local_experts), FP8 128×128 block-scaled.

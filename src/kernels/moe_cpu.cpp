@@ -108,7 +108,8 @@ void moe_combine_cpu(const MoeCombineParams& p) {
       float sum = 0.f;
       for (int k = 0; k < kMoeTopK; ++k) {
         const int row = p.pair_row[t * kMoeTopK + k];
-        if (row >= 0) sum += p.topk_weights[t * kMoeTopK + k] * bf16_to_float(p.y[static_cast<int64_t>(row) * p.hidden + c]);
+        if (row >= 0)
+          sum += p.topk_weights[t * kMoeTopK + k] * bf16_to_float(p.y[static_cast<int64_t>(row) * p.hidden + c]);
       }
       const float r = p.residual ? bf16_to_float(p.residual[static_cast<int64_t>(t) * p.hidden + c]) : 0.f;
       p.out[static_cast<int64_t>(t) * p.hidden + c] = float_to_bf16(r + sum);
@@ -123,43 +124,45 @@ void moe_cpu(const MoeParams& p) {
   std::vector<uint8_t> xq(H), hq(I);
   std::vector<float> xs(kb_h), hs(kb_i);
   std::vector<uint16_t> h(I);
-  moe_compose_cpu(p.logits, p.residual, p.out, p.num_tokens, p.num_experts, p.expert_begin, p.num_local_experts, H,
-                  [&](int e, const std::vector<int>& pairs, uint16_t* y) {
-    for (const int pair : pairs) {
-      const int t = pair / kMoeTopK;
-      quantize_fp8_cpu({p.x + static_cast<int64_t>(t) * H, H, xq.data(), H, xs.data(), 1, H});
-      GemmFp8Params g1;
-      g1.a = xq.data();
-      g1.lda = H;
-      g1.a_scales = xs.data();
-      g1.b = p.w1 + static_cast<int64_t>(e) * (p.weights_tiled ? fp8_tiled_group_bytes(2 * I, H) : int64_t(2) * I * H);
-      g1.b_tiled = p.weights_tiled;
-      g1.b_scales = p.w1_scales + static_cast<int64_t>(e) * ((2 * I + 127) / 128) * kb_h;
-      g1.bias = p.b1 + static_cast<int64_t>(e) * 2 * I;
-      g1.out = h.data();
-      g1.ldc = I;
-      g1.M = 1;
-      g1.N = 2 * I;
-      g1.K = H;
-      g1.epilogue = GemmEpilogue::kSwiGlu;
-      gemm_fp8_cpu(g1);
-      quantize_fp8_cpu({h.data(), I, hq.data(), I, hs.data(), 1, I});
-      GemmFp8Params g2;
-      g2.a = hq.data();
-      g2.lda = I;
-      g2.a_scales = hs.data();
-      g2.b = p.w2 + static_cast<int64_t>(e) * (p.weights_tiled ? fp8_tiled_group_bytes(H, I) : int64_t(H) * I);
-      g2.b_tiled = p.weights_tiled;
-      g2.b_scales = p.w2_scales + static_cast<int64_t>(e) * ((H + 127) / 128) * kb_i;
-      g2.bias = p.b2 + static_cast<int64_t>(e) * H;
-      g2.out = y + static_cast<int64_t>(pair) * H;
-      g2.ldc = H;
-      g2.M = 1;
-      g2.N = H;
-      g2.K = I;
-      gemm_fp8_cpu(g2);
-    }
-  });
+  moe_compose_cpu(
+      p.logits, p.residual, p.out, p.num_tokens, p.num_experts, p.expert_begin, p.num_local_experts, H,
+      [&](int e, const std::vector<int>& pairs, uint16_t* y) {
+        for (const int pair : pairs) {
+          const int t = pair / kMoeTopK;
+          quantize_fp8_cpu({p.x + static_cast<int64_t>(t) * H, H, xq.data(), H, xs.data(), 1, H});
+          GemmFp8Params g1;
+          g1.a = xq.data();
+          g1.lda = H;
+          g1.a_scales = xs.data();
+          g1.b =
+              p.w1 + static_cast<int64_t>(e) * (p.weights_tiled ? fp8_tiled_group_bytes(2 * I, H) : int64_t(2) * I * H);
+          g1.b_tiled = p.weights_tiled;
+          g1.b_scales = p.w1_scales + static_cast<int64_t>(e) * ((2 * I + 127) / 128) * kb_h;
+          g1.bias = p.b1 + static_cast<int64_t>(e) * 2 * I;
+          g1.out = h.data();
+          g1.ldc = I;
+          g1.M = 1;
+          g1.N = 2 * I;
+          g1.K = H;
+          g1.epilogue = GemmEpilogue::kSwiGlu;
+          gemm_fp8_cpu(g1);
+          quantize_fp8_cpu({h.data(), I, hq.data(), I, hs.data(), 1, I});
+          GemmFp8Params g2;
+          g2.a = hq.data();
+          g2.lda = I;
+          g2.a_scales = hs.data();
+          g2.b = p.w2 + static_cast<int64_t>(e) * (p.weights_tiled ? fp8_tiled_group_bytes(H, I) : int64_t(H) * I);
+          g2.b_tiled = p.weights_tiled;
+          g2.b_scales = p.w2_scales + static_cast<int64_t>(e) * ((H + 127) / 128) * kb_i;
+          g2.bias = p.b2 + static_cast<int64_t>(e) * H;
+          g2.out = y + static_cast<int64_t>(pair) * H;
+          g2.ldc = H;
+          g2.M = 1;
+          g2.N = H;
+          g2.K = I;
+          gemm_fp8_cpu(g2);
+        }
+      });
 }
 
 void moe_bf16_cpu(const MoeBf16Params& p) {
@@ -167,36 +170,37 @@ void moe_bf16_cpu(const MoeBf16Params& p) {
   // All of an expert's pairs in one GEMM, so its weights are converted once.
   moe_compose_cpu(p.logits, p.residual, p.out, p.num_tokens, p.num_experts, p.expert_begin, p.num_local_experts, H,
                   [&](int e, const std::vector<int>& pairs, uint16_t* y) {
-    const int rows = static_cast<int>(pairs.size());
-    std::vector<int32_t> tokens(rows);
-    for (int r = 0; r < rows; ++r) tokens[r] = pairs[r] / kMoeTopK;
-    std::vector<uint16_t> h(static_cast<size_t>(rows) * I), ye(static_cast<size_t>(rows) * H);
-    GemmBf16Params g1;
-    g1.a = p.x;
-    g1.lda = H;
-    g1.a_row_index = tokens.data();
-    g1.b = p.w1 + static_cast<int64_t>(e) * 2 * I * H;
-    g1.bias = p.b1 + static_cast<int64_t>(e) * 2 * I;
-    g1.out = h.data();
-    g1.ldc = I;
-    g1.M = rows;
-    g1.N = 2 * I;
-    g1.K = H;
-    g1.epilogue = GemmEpilogue::kSwiGlu;
-    gemm_bf16_cpu(g1);
-    GemmBf16Params g2;
-    g2.a = h.data();
-    g2.lda = I;
-    g2.b = p.w2 + static_cast<int64_t>(e) * H * I;
-    g2.bias = p.b2 + static_cast<int64_t>(e) * H;
-    g2.out = ye.data();
-    g2.ldc = H;
-    g2.M = rows;
-    g2.N = H;
-    g2.K = I;
-    gemm_bf16_cpu(g2);
-    for (int r = 0; r < rows; ++r) std::copy_n(ye.data() + static_cast<size_t>(r) * H, H, y + static_cast<size_t>(pairs[r]) * H);
-  });
+                    const int rows = static_cast<int>(pairs.size());
+                    std::vector<int32_t> tokens(rows);
+                    for (int r = 0; r < rows; ++r) tokens[r] = pairs[r] / kMoeTopK;
+                    std::vector<uint16_t> h(static_cast<size_t>(rows) * I), ye(static_cast<size_t>(rows) * H);
+                    GemmBf16Params g1;
+                    g1.a = p.x;
+                    g1.lda = H;
+                    g1.a_row_index = tokens.data();
+                    g1.b = p.w1 + static_cast<int64_t>(e) * 2 * I * H;
+                    g1.bias = p.b1 + static_cast<int64_t>(e) * 2 * I;
+                    g1.out = h.data();
+                    g1.ldc = I;
+                    g1.M = rows;
+                    g1.N = 2 * I;
+                    g1.K = H;
+                    g1.epilogue = GemmEpilogue::kSwiGlu;
+                    gemm_bf16_cpu(g1);
+                    GemmBf16Params g2;
+                    g2.a = h.data();
+                    g2.lda = I;
+                    g2.b = p.w2 + static_cast<int64_t>(e) * H * I;
+                    g2.bias = p.b2 + static_cast<int64_t>(e) * H;
+                    g2.out = ye.data();
+                    g2.ldc = H;
+                    g2.M = rows;
+                    g2.N = H;
+                    g2.K = I;
+                    gemm_bf16_cpu(g2);
+                    for (int r = 0; r < rows; ++r)
+                      std::copy_n(ye.data() + static_cast<size_t>(r) * H, H, y + static_cast<size_t>(pairs[r]) * H);
+                  });
 }
 
 GemvFp8Params moe_decode_projection(const MoeParams& p, bool gate_up, const int32_t* topk_ids, uint16_t* act,

@@ -8,7 +8,9 @@
 namespace gossamer::kernels {
 namespace {
 
-__device__ __forceinline__ bool better(float v1, int i1, float v2, int i2) { return v1 > v2 || (v1 == v2 && i1 < i2); }
+__device__ __forceinline__ bool better(float v1, int i1, float v2, int i2) {
+  return v1 > v2 || (v1 == v2 && i1 < i2);
+}
 
 // One warp per token; lane l holds experts l, l + 32, ….
 __global__ void moe_route_kernel(MoeRouteParams p) {

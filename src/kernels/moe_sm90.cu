@@ -102,7 +102,7 @@ struct MoeBlock {
   const uint16_t *b1, *b2;
   bool weights_tiled = false;
   int T, num_experts, expert_begin, E, hidden, inter;
-  const MoeParams* fp8 = nullptr;  // the FP8 steps' own params (the decode step builds its GEMVs from them)
+  const MoeParams* fp8 = nullptr;        // the FP8 steps' own params (the decode step builds its GEMVs from them)
   GemmTile gemm_tile = GemmTile::kAuto;  // the FP8 expert GEMMs' tile at 128-row tiles (MoeParams)
 };
 

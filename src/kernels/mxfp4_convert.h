@@ -1,4 +1,5 @@
-// MXFP4 → FP8 e4m3 with 128×128 fp32 block scales (the load-time weight conversion, docs/model-checkpoints-and-backends.md).
+// MXFP4 → FP8 e4m3 with 128×128 fp32 block scales (the load-time weight conversion,
+// docs/model-checkpoints-and-backends.md).
 //
 // Per 128×128 block (rows of one expert × input columns) with largest MX exponent byte e_max, the
 // scale is the power of two 2^(e_max − 127 − 6), so the largest fp4 magnitude (6·2^(e_max−127)) maps

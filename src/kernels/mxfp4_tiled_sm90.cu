@@ -5,7 +5,6 @@
 
 #include <algorithm>
 
-
 #include "kernels/cuda_utils.h"
 #include "kernels/fp8_tiled.h"
 #include "kernels/mxfp4_tiled.h"
@@ -27,7 +26,8 @@ __global__ void mxfp4_to_tiled_kernel(const uint8_t* __restrict__ blocks, const 
       const int u = w / 4, j = w % 4, c = u / 32, g = (u / 4) % 8, t = u % 4;
       const int64_t r = n0 + 8 * c + g, kk = k0 + 32 * j + 8 * t;
       if (r < n && kk < k) {
-        const uint32_t src = *reinterpret_cast<const uint32_t*>(blocks + ((gr * n + r) * mx + kk / 32) * 16 + (kk % 32) / 2);
+        const uint32_t src =
+            *reinterpret_cast<const uint32_t*>(blocks + ((gr * n + r) * mx + kk / 32) * 16 + (kk % 32) / 2);
 #pragma unroll
         for (int v = 0; v < 8; ++v) {
           const uint32_t code = (src >> (4 * v)) & 0xFu;
@@ -51,8 +51,8 @@ __global__ void mxfp4_to_tiled_kernel(const uint8_t* __restrict__ blocks, const 
 // One CTA (256 threads) per (group, 128-row block, 128-column block): the block's largest exponent over
 // its real rows and columns, then 8 weights (one relaid word) at a time into 8 contiguous fp8 bytes.
 __global__ void __launch_bounds__(256)
-    mxfp4_tiled_to_fp8_kernel(const uint8_t* __restrict__ src, uint8_t* __restrict__ dst, float* __restrict__ dst_scales,
-                              int n, int k) {
+    mxfp4_tiled_to_fp8_kernel(const uint8_t* __restrict__ src, uint8_t* __restrict__ dst,
+                              float* __restrict__ dst_scales, int n, int k) {
   const int nb = (n + 127) / 128, kb = (k + 127) / 128;
   const int cb = static_cast<int>(blockIdx.x) % kb, rb = static_cast<int>(blockIdx.x) / kb % nb;
   const int64_t gr = blockIdx.x / (int64_t(kb) * nb);

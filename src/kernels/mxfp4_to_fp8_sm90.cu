@@ -14,7 +14,7 @@ __global__ void __launch_bounds__(256) mxfp4_to_fp8_kernel(Mxfp4ToFp8Params p) {
   const int kb = blockIdx.x, rb = blockIdx.y, e = blockIdx.z;
   const int mx_cols = p.cols / 32;
   const int row = rb * 128 + threadIdx.x / 2;
-  const int half = threadIdx.x % 2;  // columns [64·half, 64·half + 64) of the block
+  const int half = threadIdx.x % 2;   // columns [64·half, 64·half + 64) of the block
   const int mx0 = kb * 4 + half * 2;  // first of the two MX blocks this thread owns
   const int64_t row_base = (static_cast<int64_t>(e) * p.rows + row) * mx_cols;
   // ---- block maximum of the MX exponents ----

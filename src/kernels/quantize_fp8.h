@@ -18,11 +18,11 @@ namespace gossamer::kernels {
 struct QuantizeFp8Params {
   const uint16_t* x = nullptr;  // [M, K] bf16, row stride ldx elements
   int64_t ldx = 0;
-  uint8_t* q = nullptr;         // [M, K] fp8 e4m3, row stride ldq bytes (multiple of 16)
+  uint8_t* q = nullptr;  // [M, K] fp8 e4m3, row stride ldq bytes (multiple of 16)
   int64_t ldq = 0;
-  float* scales = nullptr;      // [M, ceil(K/128)] fp32
+  float* scales = nullptr;  // [M, ceil(K/128)] fp32
   int M = 0;
-  int K = 0;  // multiple of 8
+  int K = 0;                                // multiple of 8
   const int32_t* row_index = nullptr;       // [M] device (host for the reference) source rows, or null
   const int32_t* num_valid_rows = nullptr;  // [1] with row_index: rows past it are skipped; null = all M
 };

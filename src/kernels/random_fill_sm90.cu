@@ -19,17 +19,13 @@ __global__ void random_fill_kernel(const RandomFillParams p) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < p.count; i += stride) {
     const float v = random_fill_value(p, i);
     switch (p.type) {
-      case RandomFillType::kF32:
-        static_cast<float*>(p.out)[i] = v;
-        break;
+      case RandomFillType::kF32: static_cast<float*>(p.out)[i] = v; break;
       case RandomFillType::kBf16: {
         const __nv_bfloat16 h = __float2bfloat16_rn(v);
         static_cast<__nv_bfloat16*>(p.out)[i] = h;
         break;
       }
-      case RandomFillType::kFp8E4M3:
-        static_cast<uint8_t*>(p.out)[i] = to_fp8(__fmul_rn(v, p.inv_scale));
-        break;
+      case RandomFillType::kFp8E4M3: static_cast<uint8_t*>(p.out)[i] = to_fp8(__fmul_rn(v, p.inv_scale)); break;
     }
   }
 }

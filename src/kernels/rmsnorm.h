@@ -1,4 +1,5 @@
-// RMSNorm over the hidden dimension, optionally fused with the residual add (the reference forward pass: src/model/cpu_model.cpp).
+// RMSNorm over the hidden dimension, optionally fused with the residual add (the reference forward pass:
+// src/model/cpu_model.cpp).
 //
 //   with residual:    s = bf(x + residual); residual ← s;  out = bf(s · rsqrt(mean(s²) + eps) · w)
 //   without residual: out = bf(x · rsqrt(mean(x²) + eps) · w)
@@ -12,12 +13,12 @@
 namespace gossamer::kernels {
 
 struct RmsNormParams {
-  const uint16_t* x = nullptr;   // [num_tokens, hidden] bf16, row stride = hidden
-  uint16_t* residual = nullptr;  // [num_tokens, hidden] bf16 in/out, or null (no fused add)
+  const uint16_t* x = nullptr;       // [num_tokens, hidden] bf16, row stride = hidden
+  uint16_t* residual = nullptr;      // [num_tokens, hidden] bf16 in/out, or null (no fused add)
   const uint16_t* weight = nullptr;  // [hidden] bf16
-  uint16_t* out = nullptr;       // [num_tokens, hidden] bf16
+  uint16_t* out = nullptr;           // [num_tokens, hidden] bf16
   int num_tokens = 0;
-  int hidden = 0;                // multiple of 8
+  int hidden = 0;  // multiple of 8
   float eps = 1e-5f;
 };
 

@@ -9,7 +9,9 @@ namespace gossamer::kernels {
 
 namespace {
 
-bool is_yarn(const RopeScaling& s) { return s.factor > 1.0 && s.original_context > 0; }
+bool is_yarn(const RopeScaling& s) {
+  return s.factor > 1.0 && s.original_context > 0;
+}
 
 double correction_dim(double num_rotations, int dim, double base, double original_positions) {
   return (dim * std::log(original_positions / (num_rotations * 2.0 * std::numbers::pi))) / (2.0 * std::log(base));
@@ -42,9 +44,11 @@ std::vector<float> rope_inv_freq(const RopeScaling& s, int head_dim) {
       continue;
     }
     const float interpolation = 1.0f / (factor * pos_freq);
-    const float ramp = std::clamp((static_cast<float>(i) - static_cast<float>(low)) / static_cast<float>(high - low), 0.0f, 1.0f);
+    const float ramp =
+        std::clamp((static_cast<float>(i) - static_cast<float>(low)) / static_cast<float>(high - low), 0.0f, 1.0f);
     const float extrapolation_weight = 1.0f - ramp;
-    inv_freq[static_cast<size_t>(i)] = interpolation * (1.0f - extrapolation_weight) + extrapolation * extrapolation_weight;
+    inv_freq[static_cast<size_t>(i)] =
+        interpolation * (1.0f - extrapolation_weight) + extrapolation * extrapolation_weight;
   }
   return inv_freq;
 }

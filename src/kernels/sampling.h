@@ -49,10 +49,10 @@ struct SamplingParams {
 
   // Log-probabilities (null = none): out_logprobs[r] is the drawn token's; rows with num_top[r] = n > 0 also
   // get their n most likely tokens in out_top_tokens / out_top_logprobs [num_rows, kMaxTopLogprobs].
-  float* out_logprobs = nullptr;         // [num_rows]
-  const int32_t* num_top = nullptr;      // [num_rows] in [0, kMaxTopLogprobs], or null (0)
-  int32_t* out_top_tokens = nullptr;     // [num_rows, kMaxTopLogprobs]
-  float* out_top_logprobs = nullptr;     // [num_rows, kMaxTopLogprobs]
+  float* out_logprobs = nullptr;      // [num_rows]
+  const int32_t* num_top = nullptr;   // [num_rows] in [0, kMaxTopLogprobs], or null (0)
+  int32_t* out_top_tokens = nullptr;  // [num_rows, kMaxTopLogprobs]
+  float* out_top_logprobs = nullptr;  // [num_rows, kMaxTopLogprobs]
 };
 
 // The uniform draw both implementations use.

@@ -96,8 +96,9 @@ void sampling_cpu(const SamplingParams& p) {
         std::vector<std::pair<uint32_t, int>> by_key;
         for (int i = 0; i < p.vocab; ++i)
           if (keys[i] >= t) by_key.push_back({keys[i], i});
-        std::sort(by_key.begin(), by_key.end(),
-                  [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+        std::sort(by_key.begin(), by_key.end(), [](const auto& a, const auto& b) {
+          return a.first > b.first || (a.first == b.first && a.second < b.second);
+        });
         double cum = 0;
         for (size_t i = 0; i < by_key.size(); ++i) {
           cum += std::exp(static_cast<double>(v[by_key[i].second]) - mx);

@@ -29,7 +29,9 @@ __device__ T block_reduce(T v, Op op, T* scratch) {
 }
 
 // Logits as fp32 (exact widening for bf16).
-__device__ __forceinline__ float logit_value(const float* x, int i) { return x[i]; }
+__device__ __forceinline__ float logit_value(const float* x, int i) {
+  return x[i];
+}
 __device__ __forceinline__ float logit_value(const uint16_t* x, int i) {
   return __uint_as_float(static_cast<uint32_t>(x[i]) << 16);
 }
@@ -46,16 +48,19 @@ __device__ int32_t sample_row(const SamplingParams& p, int row, const T* x) {
   if (temp <= 0.f) {
     unsigned long long best = 0;
     for (int i = threadIdx.x; i < p.vocab; i += kThreads) {
-      const unsigned long long key = (static_cast<unsigned long long>(order_key(logit_value(x, i))) << 32) | (0xFFFFFFFFu - i);
+      const unsigned long long key =
+          (static_cast<unsigned long long>(order_key(logit_value(x, i))) << 32) | (0xFFFFFFFFu - i);
       best = key > best ? key : best;
     }
-    best = block_reduce(best, [](unsigned long long a, unsigned long long b) { return a > b ? a : b; }, u_scratch);
+    best = block_reduce(
+        best, [](unsigned long long a, unsigned long long b) { return a > b ? a : b; }, u_scratch);
     return static_cast<int32_t>(0xFFFFFFFFu - static_cast<uint32_t>(best));
   }
   const float inv_t = 1.0f / temp;
   float mx = -FLT_MAX;
   for (int i = threadIdx.x; i < p.vocab; i += kThreads) mx = fmaxf(mx, logit_value(x, i) * inv_t);
-  mx = block_reduce(mx, [](float a, float b) { return fmaxf(a, b); }, f_scratch);
+  mx = block_reduce(
+      mx, [](float a, float b) { return fmaxf(a, b); }, f_scratch);
   // ---- top-k threshold: the k-th largest key, by 4 radix passes of 8 bits ----
   __shared__ int hist[256];
   __shared__ float fhist[256];
@@ -101,7 +106,8 @@ __device__ int32_t sample_row(const SamplingParams& p, int row, const T* x) {
       const float v = logit_value(x, i) * inv_t;
       if (order_key(v) >= t) s += __expf(v - mx);
     }
-    return block_reduce(s, [](float a, float b) { return a + b; }, f_scratch);
+    return block_reduce(
+        s, [](float a, float b) { return a + b; }, f_scratch);
   };
   // ---- top-p threshold: the key where the mass from the top first reaches top_p·mass(top-k set),
   //      by 4 radix passes over mass histograms ----
@@ -181,8 +187,10 @@ __device__ int32_t sample_row(const SamplingParams& p, int row, const T* x) {
     }
   }
   // The first thread (lowest index) that crossed the target wins; if rounding left none, the last kept.
-  const int first = block_reduce(found < 0 ? INT_MAX : found, [](int a, int b) { return min(a, b); }, i_scratch);
-  const int last = block_reduce(last_kept, [](int a, int b) { return max(a, b); }, i_scratch);
+  const int first = block_reduce(
+      found < 0 ? INT_MAX : found, [](int a, int b) { return min(a, b); }, i_scratch);
+  const int last = block_reduce(
+      last_kept, [](int a, int b) { return max(a, b); }, i_scratch);
   return first != INT_MAX ? first : last;
 }
 
@@ -193,10 +201,12 @@ __device__ void row_logprobs(const SamplingParams& p, int row, const T* z, int32
   __shared__ unsigned long long u_scratch[32];
   float mx = -FLT_MAX;
   for (int i = threadIdx.x; i < p.vocab; i += kThreads) mx = fmaxf(mx, logit_value(z, i));
-  mx = block_reduce(mx, [](float a, float b) { return fmaxf(a, b); }, f_scratch);
+  mx = block_reduce(
+      mx, [](float a, float b) { return fmaxf(a, b); }, f_scratch);
   float sum = 0.f;
   for (int i = threadIdx.x; i < p.vocab; i += kThreads) sum += __expf(logit_value(z, i) - mx);
-  sum = block_reduce(sum, [](float a, float b) { return a + b; }, f_scratch);
+  sum = block_reduce(
+      sum, [](float a, float b) { return a + b; }, f_scratch);
   const float log_total = mx + logf(sum);
   if (threadIdx.x == 0) p.out_logprobs[row] = logit_value(z, token) - log_total;
   const int n = p.num_top ? min(max(p.num_top[row], 0), min(kMaxTopLogprobs, p.vocab)) : 0;
@@ -205,10 +215,12 @@ __device__ void row_logprobs(const SamplingParams& p, int row, const T* z, int32
   for (int j = 0; j < n; ++j) {
     unsigned long long best = 0;
     for (int i = threadIdx.x; i < p.vocab; i += kThreads) {
-      const unsigned long long key = (static_cast<unsigned long long>(order_key(logit_value(z, i))) << 32) | (0xFFFFFFFFu - i);
+      const unsigned long long key =
+          (static_cast<unsigned long long>(order_key(logit_value(z, i))) << 32) | (0xFFFFFFFFu - i);
       if (key < previous && key > best) best = key;
     }
-    best = block_reduce(best, [](unsigned long long a, unsigned long long b) { return a > b ? a : b; }, u_scratch);
+    best = block_reduce(
+        best, [](unsigned long long a, unsigned long long b) { return a > b ? a : b; }, u_scratch);
     const int index = static_cast<int>(0xFFFFFFFFu - static_cast<uint32_t>(best));
     if (threadIdx.x == 0) {
       p.out_top_tokens[row * kMaxTopLogprobs + j] = index;
@@ -245,8 +257,8 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingParams p, co
 
 void launch_sampling(const SamplingParams& p, CUstream_st* stream) {
   GOSSAMER_CHECK(p.vocab > 0, "sampling: empty vocabulary");
-  GOSSAMER_CHECK(!p.penalty_offsets || (p.penalty_tokens && p.penalty_counts && p.presence && p.frequency && p.repetition &&
-                                        p.penalized),
+  GOSSAMER_CHECK(!p.penalty_offsets ||
+                     (p.penalty_tokens && p.penalty_counts && p.presence && p.frequency && p.repetition && p.penalized),
                  "sampling: penalties need tokens, counts, the three factors and the scratch rows");
   GOSSAMER_CHECK(!p.num_top || (p.out_logprobs && p.out_top_tokens && p.out_top_logprobs),
                  "sampling: top log-probabilities need their outputs");

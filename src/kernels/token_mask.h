@@ -22,7 +22,7 @@ struct TokenMaskParams {
   const int32_t* mask_rows = nullptr;  // [num_rows] mask index of each row, < 0 = unmasked; null = identity
   int32_t num_rows = 0;
   int32_t vocab = 0;
-  int32_t words = 0;                   // >= ceil(vocab / 32)
+  int32_t words = 0;  // >= ceil(vocab / 32)
 };
 
 // Asynchronous on `stream`, launched with PDL (starts with pdl_wait); graph capturable.

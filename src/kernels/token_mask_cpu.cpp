@@ -7,7 +7,8 @@ namespace gossamer::kernels {
 
 void token_mask_cpu(const TokenMaskParams& p) {
   GOSSAMER_CHECK(p.num_rows >= 0 && p.vocab >= 0 && int64_t{p.words} * 32 >= p.vocab, "token_mask: bad shape");
-  GOSSAMER_CHECK(p.num_rows == 0 || (p.logits != nullptr) != (p.logits_bf16 != nullptr), "token_mask: give fp32 or bf16 logits");
+  GOSSAMER_CHECK(p.num_rows == 0 || (p.logits != nullptr) != (p.logits_bf16 != nullptr),
+                 "token_mask: give fp32 or bf16 logits");
   const float minus_infinity = -std::numeric_limits<float>::infinity();
   for (int32_t r = 0; r < p.num_rows; ++r) {
     const int32_t m = p.mask_rows != nullptr ? p.mask_rows[r] : r;

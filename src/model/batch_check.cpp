@@ -28,11 +28,14 @@ void check_forward_batch(const GptOssConfig& config, int32_t num_blocks, int32_t
     }
     if (num_sliding_blocks > 0) {
       GOSSAMER_CHECK(static_cast<int64_t>(seq.sliding_block_table.size()) >= blocks_needed, "sequence ", s,
-                     ": sliding block table has ", seq.sliding_block_table.size(), " blocks, ", blocks_needed, " needed");
-      const int64_t first = std::max<int64_t>(0, int64_t{seq.num_cached} - config.sliding_window + 1 - kSlidingKeepMargin);
+                     ": sliding block table has ", seq.sliding_block_table.size(), " blocks, ", blocks_needed,
+                     " needed");
+      const int64_t first =
+          std::max<int64_t>(0, int64_t{seq.num_cached} - config.sliding_window + 1 - kSlidingKeepMargin);
       for (int64_t b = first / block_size; b < blocks_needed; ++b) {
         const int32_t block = seq.sliding_block_table[static_cast<size_t>(b)];
-        GOSSAMER_CHECK(block >= 0 && block < num_sliding_blocks, "sequence ", s, ": sliding block id ", block, " out of range");
+        GOSSAMER_CHECK(block >= 0 && block < num_sliding_blocks, "sequence ", s, ": sliding block id ", block,
+                       " out of range");
       }
     }
   }

@@ -85,7 +85,8 @@ std::string layer_name(const char* pattern, int layer) {
 
 MxFp4Tensor mxfp4(const TensorChecker& check, const std::string& blocks, const std::string& scales, int64_t experts,
                   int64_t rows, int64_t cols) {
-  return MxFp4Tensor{check.bytes(blocks, {experts, rows, cols / 32, 16}), check.bytes(scales, {experts, rows, cols / 32})};
+  return MxFp4Tensor{check.bytes(blocks, {experts, rows, cols / 32, 16}),
+                     check.bytes(scales, {experts, rows, cols / 32})};
 }
 
 GptOssWeights map_hf(const GptOssConfig& c, const TensorChecker& check) {

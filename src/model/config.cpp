@@ -1,7 +1,6 @@
 #include "model/config.h"
 
 #include <filesystem>
-
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -28,8 +27,8 @@ T required(const json& object, std::initializer_list<const char*> keys, const st
   GOSSAMER_CHECK(value->is_number() || value->is_boolean(), source, ": field '", *keys.begin(),
                  "' must be a number, got ", value->dump());
   if constexpr (std::is_integral_v<T>) {
-    GOSSAMER_CHECK(value->is_number_integer() || (value->is_number_float() &&
-                                                  value->get<double>() == static_cast<double>(value->get<int64_t>())),
+    GOSSAMER_CHECK(value->is_number_integer() ||
+                       (value->is_number_float() && value->get<double>() == static_cast<double>(value->get<int64_t>())),
                    source, ": field '", *keys.begin(), "' must be an integer, got ", value->dump());
   }
   return value->get<T>();
@@ -45,7 +44,8 @@ void read_layer_types(GptOssConfig& config, const json& file, const std::string&
   config.layer_is_sliding.assign(static_cast<size_t>(config.num_layers), false);
   if (types == nullptr) {
     // Both references slide on even layer indices when the file does not list the types.
-    for (int32_t layer = 0; layer < config.num_layers; layer += 2) config.layer_is_sliding[static_cast<size_t>(layer)] = true;
+    for (int32_t layer = 0; layer < config.num_layers; layer += 2)
+      config.layer_is_sliding[static_cast<size_t>(layer)] = true;
     return;
   }
   GOSSAMER_CHECK(types->is_array() && static_cast<int64_t>(types->size()) == config.num_layers, source,
@@ -54,8 +54,8 @@ void read_layer_types(GptOssConfig& config, const json& file, const std::string&
     const json& type = (*types)[static_cast<size_t>(layer)];
     GOSSAMER_CHECK(type.is_string(), source, ": layer_types[", layer, "] must be a string");
     const std::string name = type.get<std::string>();
-    GOSSAMER_CHECK(name == "sliding_attention" || name == "full_attention", source, ": layer_types[", layer,
-                   "] is '", name, "' (expected sliding_attention or full_attention)");
+    GOSSAMER_CHECK(name == "sliding_attention" || name == "full_attention", source, ": layer_types[", layer, "] is '",
+                   name, "' (expected sliding_attention or full_attention)");
     config.layer_is_sliding[static_cast<size_t>(layer)] = name == "sliding_attention";
   }
 }
@@ -124,7 +124,8 @@ GptOssConfig from_original(const json& file, const std::string& source) {
   config.rope_beta_slow = required<double>(file, {"rope_ntk_alpha"}, source);
   config.rope_original_max_positions = required<int32_t>(file, {"initial_context_length"}, source);
   config.rope_truncate = false;  // the reference never rounds the correction range
-  config.max_position_embeddings = static_cast<int32_t>(config.rope_original_max_positions * config.rope_scaling_factor);
+  config.max_position_embeddings =
+      static_cast<int32_t>(config.rope_original_max_positions * config.rope_scaling_factor);
   read_layer_types(config, file, source);
   return config;
 }
@@ -144,7 +145,7 @@ GptOssConfig GptOssConfig::from_file(const std::string& path) {
   std::string file = path;
   if (fs::is_directory(path)) {
     file = fs::exists(fs::path(path) / "config.json") ? (fs::path(path) / "config.json").string()
-                                                       : (fs::path(path) / "original" / "config.json").string();
+                                                      : (fs::path(path) / "original" / "config.json").string();
   }
   const std::string text = read_text_file(file);
   json parsed;

@@ -19,17 +19,18 @@ CpuModel::CpuModel(GptOssConfig config, GptOssWeights weights, std::shared_ptr<c
   GOSSAMER_CHECK(static_cast<int32_t>(weights_.layers.size()) == config_.num_layers, "weights have ",
                  weights_.layers.size(), " layers, config has ", config_.num_layers);
   for (const LayerWeights& layer : weights_.layers) {
-    small_.push_back(SmallLayerParams{cpu::to_f32(layer.attn_norm), cpu::to_f32(layer.q_bias), cpu::to_f32(layer.k_bias),
-                                      cpu::to_f32(layer.v_bias), cpu::to_f32(layer.o_bias), cpu::to_f32(layer.sinks),
-                                      cpu::to_f32(layer.mlp_norm), cpu::to_f32(layer.router_bias),
-                                      cpu::to_f32(layer.gate_up_bias), cpu::to_f32(layer.down_bias)});
+    small_.push_back(SmallLayerParams{
+        cpu::to_f32(layer.attn_norm), cpu::to_f32(layer.q_bias), cpu::to_f32(layer.k_bias), cpu::to_f32(layer.v_bias),
+        cpu::to_f32(layer.o_bias), cpu::to_f32(layer.sinks), cpu::to_f32(layer.mlp_norm),
+        cpu::to_f32(layer.router_bias), cpu::to_f32(layer.gate_up_bias), cpu::to_f32(layer.down_bias)});
   }
   final_norm_ = cpu::to_f32(weights_.final_norm);
   rope_ = RopeTables::from_config(config_);
 }
 
 void CpuModel::allocate_kv_cache_impl(int32_t num_blocks, int32_t block_size, int32_t num_sliding_blocks) {
-  GOSSAMER_CHECK(num_blocks > 0 && block_size > 0 && num_sliding_blocks >= 0, "KV cache needs positive blocks and block size");
+  GOSSAMER_CHECK(num_blocks > 0 && block_size > 0 && num_sliding_blocks >= 0,
+                 "KV cache needs positive blocks and block size");
   num_blocks_ = num_blocks;
   block_size_ = block_size;
   num_sliding_blocks_ = num_sliding_layers() > 0 ? num_sliding_blocks : 0;
@@ -80,7 +81,8 @@ void CpuModel::forward(const ForwardBatch& batch, std::vector<float>& logits) {
   if (numerics_.bf16_activations) cpu::round_to_bf16(x.data(), static_cast<int64_t>(x.size()));
   // ---- rotary tables per token: [T, head_dim / 2] ----
   std::vector<float> cos(static_cast<size_t>(num_tokens * half)), sin(cos.size());
-  for (int64_t t = 0; t < num_tokens; ++t) rope_.at(plan[static_cast<size_t>(t)].position, cos.data() + t * half, sin.data() + t * half);
+  for (int64_t t = 0; t < num_tokens; ++t)
+    rope_.at(plan[static_cast<size_t>(t)].position, cos.data() + t * half, sin.data() + t * half);
 
   for (int layer = 0; layer < config_.num_layers; ++layer) {
     attention_block(layer, plan, batch, cos, sin, x);
@@ -92,11 +94,12 @@ void CpuModel::forward(const ForwardBatch& batch, std::vector<float>& logits) {
   std::vector<float> selected(static_cast<size_t>(num_rows * hidden));
   for (int64_t r = 0; r < num_rows; ++r) {
     kernels::rmsnorm_f32_cpu(x.data() + logit_rows[static_cast<size_t>(r)] * hidden, 1, hidden, final_norm_.data(),
-                  config_.rms_norm_eps, selected.data() + r * hidden);
+                             config_.rms_norm_eps, selected.data() + r * hidden);
   }
   mark(StepPhase::kUnembedding);
   logits.resize(static_cast<size_t>(num_rows * config_.vocab_size));
-  if (num_rows > 0) linear(selected.data(), num_rows, weights_.unembedding, nullptr, logits.data(), numerics_.fp8_unembedding);
+  if (num_rows > 0)
+    linear(selected.data(), num_rows, weights_.unembedding, nullptr, logits.data(), numerics_.fp8_unembedding);
   if (phase_clock_) phase_clock_->end();
 }
 
@@ -123,14 +126,15 @@ void CpuModel::attention_block(int layer, const std::vector<TokenPlan>& plan, co
   const LayerWeights& w = weights_.layers[static_cast<size_t>(layer)];
   const SmallLayerParams& p = small_[static_cast<size_t>(layer)];
   const int64_t num_tokens = static_cast<int64_t>(plan.size()), hidden = config_.hidden_size;
-  const int64_t head_dim = config_.head_dim, half = head_dim / 2, q_width = config_.q_width(), kv_width = config_.kv_width();
+  const int64_t head_dim = config_.head_dim, half = head_dim / 2, q_width = config_.q_width(),
+                kv_width = config_.kv_width();
   const int64_t group = config_.num_q_heads / config_.num_kv_heads;
   const bool sliding = config_.layer_is_sliding[static_cast<size_t>(layer)];
   const bool ring = sliding && num_sliding_blocks_ > 0;  // this layer's K/V live in the sliding pool
 
   // ---- norm + projections: q [T, q_width], k/v [T, kv_width] ----
-  std::vector<float> normed(x.size()), q(static_cast<size_t>(num_tokens * q_width)), k(static_cast<size_t>(num_tokens * kv_width)),
-      v(k.size());
+  std::vector<float> normed(x.size()), q(static_cast<size_t>(num_tokens * q_width)),
+      k(static_cast<size_t>(num_tokens * kv_width)), v(k.size());
   mark(StepPhase::kAttnNorm);
   kernels::rmsnorm_f32_cpu(x.data(), num_tokens, hidden, p.attn_norm.data(), config_.rms_norm_eps, normed.data());
   const bool fp8 = numerics_.fp8_attention;
@@ -146,8 +150,10 @@ void CpuModel::attention_block(int layer, const std::vector<TokenPlan>& plan, co
   for (int64_t t = 0; t < num_tokens; ++t) {
     const float* c = cos.data() + t * half;
     const float* s = sin.data() + t * half;
-    for (int64_t h = 0; h < config_.num_q_heads; ++h) apply_rope(q.data() + t * q_width + h * head_dim, config_.head_dim, c, s);
-    for (int64_t h = 0; h < config_.num_kv_heads; ++h) apply_rope(k.data() + t * kv_width + h * head_dim, config_.head_dim, c, s);
+    for (int64_t h = 0; h < config_.num_q_heads; ++h)
+      apply_rope(q.data() + t * q_width + h * head_dim, config_.head_dim, c, s);
+    for (int64_t h = 0; h < config_.num_kv_heads; ++h)
+      apply_rope(k.data() + t * kv_width + h * head_dim, config_.head_dim, c, s);
     if (numerics_.bf16_activations) {
       cpu::round_to_bf16(q.data() + t * q_width, q_width);
       cpu::round_to_bf16(k.data() + t * kv_width, kv_width);
@@ -241,16 +247,17 @@ void CpuModel::moe_block(int layer, int64_t num_tokens, std::vector<float>& x) {
     cpu::decode_mxfp4_expert(w.down, e, down_w.data());
     std::vector<float> rows(static_cast<size_t>(n * hidden)), gate_up(static_cast<size_t>(n * 2 * inter)),
         activation(static_cast<size_t>(n * inter)), y(static_cast<size_t>(n * hidden));
-    for (int64_t i = 0; i < n; ++i) std::copy_n(normed.data() + assigned[static_cast<size_t>(i)].first * hidden, hidden, rows.data() + i * hidden);
+    for (int64_t i = 0; i < n; ++i)
+      std::copy_n(normed.data() + assigned[static_cast<size_t>(i)].first * hidden, hidden, rows.data() + i * hidden);
     if (numerics_.fp8_experts) cpu::fake_quantize_fp8_activations(rows.data(), n, hidden);
-    cpu::matmul_bias_f32(rows.data(), n, gate_up_w.data(), 2 * inter, hidden, p.gate_up_bias.data() + e * 2 * inter, gate_up.data());
+    cpu::matmul_bias_f32(rows.data(), n, gate_up_w.data(), 2 * inter, hidden, p.gate_up_bias.data() + e * 2 * inter,
+                         gate_up.data());
     // clamped SwiGLU on interleaved (gate = even, up = odd) columns
     for (int64_t i = 0; i < n; ++i) {
       for (int64_t j = 0; j < inter; ++j) {
-        activation[static_cast<size_t>(i * inter + j)] =
-            kernels::swiglu_clamped_cpu(gate_up[static_cast<size_t>(i * 2 * inter + 2 * j)],
-                                        gate_up[static_cast<size_t>(i * 2 * inter + 2 * j + 1)], config_.swiglu_limit,
-                                        config_.swiglu_alpha);
+        activation[static_cast<size_t>(i * inter + j)] = kernels::swiglu_clamped_cpu(
+            gate_up[static_cast<size_t>(i * 2 * inter + 2 * j)],
+            gate_up[static_cast<size_t>(i * 2 * inter + 2 * j + 1)], config_.swiglu_limit, config_.swiglu_alpha);
       }
     }
     if (numerics_.fp8_experts) cpu::fake_quantize_fp8_activations(activation.data(), n, inter);
@@ -258,7 +265,8 @@ void CpuModel::moe_block(int layer, int64_t num_tokens, std::vector<float>& x) {
     if (numerics_.bf16_activations) cpu::round_to_bf16(y.data(), static_cast<int64_t>(y.size()));
     for (int64_t i = 0; i < n; ++i) {
       const auto [token, weight] = assigned[static_cast<size_t>(i)];
-      for (int64_t d = 0; d < hidden; ++d) moe_out[static_cast<size_t>(token * hidden + d)] += weight * y[static_cast<size_t>(i * hidden + d)];
+      for (int64_t d = 0; d < hidden; ++d)
+        moe_out[static_cast<size_t>(token * hidden + d)] += weight * y[static_cast<size_t>(i * hidden + d)];
     }
   }
   for (size_t i = 0; i < x.size(); ++i) x[i] += moe_out[i];

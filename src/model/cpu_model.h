@@ -1,4 +1,5 @@
-// The `cpu` backend: a float32 reference forward pass of gpt-oss (the transformers GptOss model; docs/model-checkpoints-and-backends.md).
+// The `cpu` backend: a float32 reference forward pass of gpt-oss (the transformers GptOss model;
+// docs/model-checkpoints-and-backends.md).
 //
 // Contract: the model keeps `storage` alive (a mapped Checkpoint or owned buffers) for as long as it
 // lives; weights are read through views into it (dense rows converted to f32 on use, MXFP4 experts
@@ -20,11 +21,12 @@ namespace gossamer::model {
 // float32 oracle). With them on, the CPU model is the oracle for the cuda backend's FP8 mode, and the
 // flags separate the format's error from kernel error (docs/model-checkpoints-and-backends.md).
 struct CpuNumerics {
-  bool fp8_attention = false;     // q/k/v/o: FP8 128×128 weights, FP8 1×128 activations (bf16 first)
-  bool fp8_router = false;        // the router linear, likewise
-  bool fp8_experts = false;       // expert gate_up/down activations to FP8 1×128 (MXFP4 weights are exact in FP8)
-  bool fp8_unembedding = false;   // the unembedding, likewise
-  bool bf16_activations = false;  // hidden states, attention inputs and K/V rounded to bf16 where the cuda path stores them
+  bool fp8_attention = false;    // q/k/v/o: FP8 128×128 weights, FP8 1×128 activations (bf16 first)
+  bool fp8_router = false;       // the router linear, likewise
+  bool fp8_experts = false;      // expert gate_up/down activations to FP8 1×128 (MXFP4 weights are exact in FP8)
+  bool fp8_unembedding = false;  // the unembedding, likewise
+  bool bf16_activations =
+      false;  // hidden states, attention inputs and K/V rounded to bf16 where the cuda path stores them
 
   // The cuda fp8 mode: the router stays bf16 there.
   static CpuNumerics fp8_like_cuda() { return {true, false, true, true, true}; }
@@ -54,7 +56,7 @@ class CpuModel final : public Model {
   struct SmallLayerParams {  // f32 copies of the small per-layer vectors
     std::vector<float> attn_norm, q_bias, k_bias, v_bias, o_bias, sinks, mlp_norm, router_bias, gate_up_bias, down_bias;
   };
-  struct TokenPlan {          // where each new token of the step sits
+  struct TokenPlan {  // where each new token of the step sits
     int32_t sequence = 0;
     int32_t position = 0;
     int64_t slot = 0;          // KV cache row (full-attention layers; every layer without a ring)
@@ -83,7 +85,7 @@ class CpuModel final : public Model {
   std::vector<std::vector<float>> k_cache_, v_cache_;
   CpuNumerics numerics_;
   std::unordered_map<const void*, std::vector<float>> fp8_weights_;  // dequantized FP8 weights by view data
-  std::unique_ptr<WallPhaseClock> phase_clock_;  // null unless phase timing is on (benchmarks)
+  std::unique_ptr<WallPhaseClock> phase_clock_;                      // null unless phase timing is on (benchmarks)
 };
 
 }  // namespace gossamer::model

@@ -33,9 +33,7 @@ void load_row(const TensorView& tensor, int64_t row, float* out) {
   const int64_t cols = tensor.shape.rank >= 2 ? tensor.shape[tensor.shape.rank - 1] : tensor.num_elements();
   const uint8_t* base = static_cast<const uint8_t*>(tensor.data) + row * cols * size_of(tensor.dtype);
   switch (tensor.dtype) {
-    case DType::kF32:
-      std::memcpy(out, base, static_cast<size_t>(cols) * 4);
-      return;
+    case DType::kF32: std::memcpy(out, base, static_cast<size_t>(cols) * 4); return;
     case DType::kBF16:
       for (int64_t i = 0; i < cols; ++i) {
         uint16_t bits;
@@ -50,8 +48,7 @@ void load_row(const TensorView& tensor, int64_t row, float* out) {
         out[i] = fp16_to_float(bits);
       }
       return;
-    default:
-      GOSSAMER_ASSERT(false, "load_row on dtype ", name_of(tensor.dtype));
+    default: GOSSAMER_ASSERT(false, "load_row on dtype ", name_of(tensor.dtype));
   }
 }
 
@@ -89,7 +86,8 @@ void matmul_bias_f32(const float* x, int64_t num_rows, const float* weight, int6
       for (int64_t t = 0; t < num_rows; ++t) {
         const float* xt = x + t * k;
         float* yt = out + t * n + row0;
-        for (int64_t r = 0; r < count; ++r) yt[r] = dot(xt, weight + (row0 + r) * k, k) + (bias ? bias[row0 + r] : 0.0f);
+        for (int64_t r = 0; r < count; ++r)
+          yt[r] = dot(xt, weight + (row0 + r) * k, k) + (bias ? bias[row0 + r] : 0.0f);
       }
     }
   });
@@ -138,7 +136,8 @@ std::vector<float> fake_quantize_fp8_blocks(const float* w, int64_t n, int64_t k
       const int64_t rows = std::min<int64_t>(128, n - r0), width = std::min<int64_t>(128, k - c0);
       float* block = out.data() + r0 * k + c0;
       const float scale = kernels::quantize_fp8_weight_block_cpu(
-          w + r0 * k + c0, k, rows, width, [&](int64_t r, int64_t c, uint8_t q) { block[r * k + c] = fp8e4m3_to_float(q); });
+          w + r0 * k + c0, k, rows, width,
+          [&](int64_t r, int64_t c, uint8_t q) { block[r * k + c] = fp8e4m3_to_float(q); });
       for (int64_t r = 0; r < rows; ++r) {
         for (int64_t c = 0; c < width; ++c) block[r * k + c] *= scale;
       }

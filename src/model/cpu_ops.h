@@ -38,5 +38,4 @@ void round_to_bf16(float* x, int64_t count);
 // Decodes expert `expert` of an MXFP4 tensor to f32: out [rows, cols] (element 32g+2j = low nibble of byte j).
 void decode_mxfp4_expert(const MxFp4Tensor& tensor, int64_t expert, float* out);
 
-
 }  // namespace gossamer::model::cpu

@@ -13,19 +13,25 @@ namespace gossamer::model {
 
 CpuShardedModel::CpuShardedModel(GptOssConfig config, GptOssWeights weights, std::shared_ptr<const void> storage,
                                  ParallelLayout layout)
-    : config_(std::move(config)), weights_(std::move(weights)), storage_(std::move(storage)), layout_(layout),
-      rope_(RopeTables::from_config(config_)), group_(layout.tensor_parallel) {
+    : config_(std::move(config)),
+      weights_(std::move(weights)),
+      storage_(std::move(storage)),
+      layout_(layout),
+      rope_(RopeTables::from_config(config_)),
+      group_(layout.tensor_parallel) {
   validate_layout(layout_, config_, -1);
-  GOSSAMER_CHECK(layout_.data_parallel == 1, "a CpuShardedModel is one replica (data_parallel 1), got ", layout_.data_parallel);
-  GOSSAMER_CHECK(static_cast<int32_t>(weights_.layers.size()) == config_.num_layers, "weights have ", weights_.layers.size(),
-                 " layers, config has ", config_.num_layers);
+  GOSSAMER_CHECK(layout_.data_parallel == 1, "a CpuShardedModel is one replica (data_parallel 1), got ",
+                 layout_.data_parallel);
+  GOSSAMER_CHECK(static_cast<int32_t>(weights_.layers.size()) == config_.num_layers, "weights have ",
+                 weights_.layers.size(), " layers, config has ", config_.num_layers);
   for (int32_t rank = 0; rank < layout_.tensor_parallel; ++rank) {
     ranks_.push_back(std::make_unique<CpuShardedRank>(config_, weights_, layout_, rank));
   }
 }
 
 void CpuShardedModel::allocate_kv_cache_impl(int32_t num_blocks, int32_t block_size, int32_t num_sliding_blocks) {
-  GOSSAMER_CHECK(num_blocks > 0 && block_size > 0 && num_sliding_blocks >= 0, "KV cache needs positive blocks and block size");
+  GOSSAMER_CHECK(num_blocks > 0 && block_size > 0 && num_sliding_blocks >= 0,
+                 "KV cache needs positive blocks and block size");
   num_blocks_ = num_blocks;
   block_size_ = block_size;
   num_sliding_blocks_ = num_sliding_layers() > 0 ? num_sliding_blocks : 0;
@@ -40,7 +46,9 @@ int64_t CpuShardedModel::kv_bytes_per_token() const {
   return int64_t{2} * config_.num_layers * width * 4;
 }
 
-int64_t CpuShardedModel::kv_bytes_per_block() const { return kv_bytes_per_token() * std::max(block_size_, 1); }
+int64_t CpuShardedModel::kv_bytes_per_block() const {
+  return kv_bytes_per_token() * std::max(block_size_, 1);
+}
 
 ShardedStep CpuShardedModel::plan(const ForwardBatch& batch) const {
   ShardedStep step;
@@ -114,14 +122,15 @@ void CpuShardedModel::forward(const ForwardBatch& batch, std::vector<float>& log
     for (int32_t q = 0; q < layout_.tensor_parallel; ++q) {
       const IndexRange slice = ranks_[static_cast<size_t>(q)]->shard().vocab;
       for (int64_t r = 0; r < num_rows; ++r) {
-        std::copy_n(gathered.begin() + (q * num_rows + r) * padded, slice.size(), logits.begin() + r * vocab + slice.begin);
+        std::copy_n(gathered.begin() + (q * num_rows + r) * padded, slice.size(),
+                    logits.begin() + r * vocab + slice.begin);
       }
     }
   });
 }
 
-void CpuShardedModel::forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows, std::vector<int32_t>& tokens,
-                                     std::vector<RowLogprobs>& logprobs) {
+void CpuShardedModel::forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows,
+                                     std::vector<int32_t>& tokens, std::vector<RowLogprobs>& logprobs) {
   logprobs.assign(rows.size(), {});
   // Penalties, logprobs and token masks need the whole row: gather the full logits and draw with the one
   // rule's reference (kernels/sampling.h), which the vocab-parallel draw follows for the plain settings.
@@ -154,8 +163,8 @@ void CpuShardedModel::sample_full_rows(const ForwardBatch& batch, std::span<cons
   const int n = static_cast<int>(rows.size()), vocab = config_.vocab_size;
   GOSSAMER_CHECK(logits.size() == static_cast<size_t>(n) * static_cast<size_t>(vocab), "forward_sample: ", n,
                  " sampling rows for ", logits.size() / static_cast<size_t>(vocab), " logits rows");
-  std::vector<float> temperature(static_cast<size_t>(n)), top_p(static_cast<size_t>(n)), presence(static_cast<size_t>(n)),
-      frequency(static_cast<size_t>(n)), repetition(static_cast<size_t>(n)),
+  std::vector<float> temperature(static_cast<size_t>(n)), top_p(static_cast<size_t>(n)),
+      presence(static_cast<size_t>(n)), frequency(static_cast<size_t>(n)), repetition(static_cast<size_t>(n)),
       penalized(static_cast<size_t>(n) * static_cast<size_t>(vocab)), out_logprobs(static_cast<size_t>(n)),
       top_logprobs(static_cast<size_t>(n) * kernels::kMaxTopLogprobs);
   std::vector<int32_t> top_k(static_cast<size_t>(n)), offsets(static_cast<size_t>(n) + 1, 0), entries, counts,

@@ -25,7 +25,8 @@ class CpuShardedModel final : public Model {
  public:
   // Throws gossamer::Error when `layout` does not fit `config` (validate_layout); data_parallel must be 1
   // (replicas are separate models).
-  CpuShardedModel(GptOssConfig config, GptOssWeights weights, std::shared_ptr<const void> storage, ParallelLayout layout);
+  CpuShardedModel(GptOssConfig config, GptOssWeights weights, std::shared_ptr<const void> storage,
+                  ParallelLayout layout);
 
   const GptOssConfig& config() const override { return config_; }
   std::string backend_name() const override { return "cpu"; }

@@ -104,12 +104,14 @@ void CpuShardedRank::forward(const ShardedStep& step, const ForwardBatch& batch,
   // ---- final norm + this rank's vocab columns: logits [rows, vocab_shard_rows] ----
   const int64_t num_rows = static_cast<int64_t>(step.logit_rows.size()), padded = vocab_shard_rows(layout_, config_);
   const int64_t local = shard_.vocab.size();
-  std::vector<float> selected(static_cast<size_t>(num_rows * hidden)), local_logits(static_cast<size_t>(num_rows * local));
+  std::vector<float> selected(static_cast<size_t>(num_rows * hidden)),
+      local_logits(static_cast<size_t>(num_rows * local));
   for (int64_t r = 0; r < num_rows; ++r) {
     kernels::rmsnorm_f32_cpu(x.data() + step.logit_rows[static_cast<size_t>(r)] * hidden, 1, hidden, final_norm_.data(),
-                  config_.rms_norm_eps, selected.data() + r * hidden);
+                             config_.rms_norm_eps, selected.data() + r * hidden);
   }
-  if (num_rows > 0 && local > 0) cpu::matmul_bias(selected.data(), num_rows, unembedding_, nullptr, local_logits.data());
+  if (num_rows > 0 && local > 0)
+    cpu::matmul_bias(selected.data(), num_rows, unembedding_, nullptr, local_logits.data());
   logits.assign(static_cast<size_t>(num_rows * padded), -std::numeric_limits<float>::infinity());
   for (int64_t r = 0; r < num_rows; ++r) {
     std::copy_n(local_logits.begin() + r * local, local, logits.begin() + r * padded);
@@ -154,7 +156,8 @@ void CpuShardedRank::attention(int layer, const ShardedStep& step, const Forward
     const float* c = step.cos.data() + t * half;
     const float* s = step.sin.data() + t * half;
     for (int64_t h = 0; h < num_heads; ++h) apply_rope(q.data() + t * q_width + h * head_dim, config_.head_dim, c, s);
-    for (int64_t h = 0; h < shard_.kv_heads.size(); ++h) apply_rope(k.data() + t * kv_width + h * head_dim, config_.head_dim, c, s);
+    for (int64_t h = 0; h < shard_.kv_heads.size(); ++h)
+      apply_rope(k.data() + t * kv_width + h * head_dim, config_.head_dim, c, s);
     const ShardedStep::Token& token = step.tokens[static_cast<size_t>(t)];
     const int64_t slot = ring ? token.sliding_slot : token.slot;
     std::copy_n(k.data() + t * kv_width, kv_width, k_cache.data() + slot * kv_width);
@@ -227,14 +230,15 @@ void CpuShardedRank::moe(int layer, int64_t num_tokens, comm::Communicator& comm
     kernels::moe_topk_softmax_cpu(router.data() + t * num_experts, static_cast<int>(num_experts), top, chosen.data(),
                                   gates.data());
     for (int k = 0; k < top; ++k) {
-      tokens_of_expert[static_cast<size_t>(chosen[static_cast<size_t>(k)])].push_back({t, gates[static_cast<size_t>(k)]});
+      tokens_of_expert[static_cast<size_t>(chosen[static_cast<size_t>(k)])].push_back(
+          {t, gates[static_cast<size_t>(k)]});
     }
   }
 
   // ---- local experts on the local intermediate columns; partial outputs combined by one all-reduce ----
   std::vector<float> moe_out(x.size(), 0.0f);
-  std::vector<float> gate_up_w(static_cast<size_t>(2 * local_inter * hidden)), down_full(static_cast<size_t>(hidden * inter)),
-      down_w(static_cast<size_t>(hidden * local_inter));
+  std::vector<float> gate_up_w(static_cast<size_t>(2 * local_inter * hidden)),
+      down_full(static_cast<size_t>(hidden * inter)), down_w(static_cast<size_t>(hidden * local_inter));
   const bool add_down_bias = layout_.expert_parallel || shard_.adds_replicated_bias;
   for (int64_t e = shard_.experts.begin; e < shard_.experts.end; ++e) {
     const auto& assigned = tokens_of_expert[static_cast<size_t>(e)];
@@ -255,17 +259,17 @@ void CpuShardedRank::moe(int layer, int64_t num_tokens, comm::Communicator& comm
                          p.gate_up_bias.data() + local_e * 2 * local_inter, gate_up.data());
     for (int64_t i = 0; i < n; ++i) {  // clamped SwiGLU on interleaved (gate = even, up = odd) columns
       for (int64_t j = 0; j < local_inter; ++j) {
-        activation[static_cast<size_t>(i * local_inter + j)] =
-            kernels::swiglu_clamped_cpu(gate_up[static_cast<size_t>(i * 2 * local_inter + 2 * j)],
-                                        gate_up[static_cast<size_t>(i * 2 * local_inter + 2 * j + 1)], config_.swiglu_limit,
-                                        config_.swiglu_alpha);
+        activation[static_cast<size_t>(i * local_inter + j)] = kernels::swiglu_clamped_cpu(
+            gate_up[static_cast<size_t>(i * 2 * local_inter + 2 * j)],
+            gate_up[static_cast<size_t>(i * 2 * local_inter + 2 * j + 1)], config_.swiglu_limit, config_.swiglu_alpha);
       }
     }
     cpu::matmul_bias_f32(activation.data(), n, down_w.data(), hidden, local_inter,
                          add_down_bias ? p.down_bias.data() + local_e * hidden : nullptr, y.data());
     for (int64_t i = 0; i < n; ++i) {
       const auto [token, weight] = assigned[static_cast<size_t>(i)];
-      for (int64_t d = 0; d < hidden; ++d) moe_out[static_cast<size_t>(token * hidden + d)] += weight * y[static_cast<size_t>(i * hidden + d)];
+      for (int64_t d = 0; d < hidden; ++d)
+        moe_out[static_cast<size_t>(token * hidden + d)] += weight * y[static_cast<size_t>(i * hidden + d)];
     }
   }
   comm.all_reduce(moe_out.data(), static_cast<int64_t>(moe_out.size()), DType::kF32);

@@ -40,7 +40,8 @@ class CpuShardedRank {
   void allocate_kv_cache(int64_t rows, int64_t sliding_rows, int32_t block_size);
   int64_t kv_width() const { return shard_.kv_heads.size() * config_.head_dim; }
   // Runs the step; logits ← [logit rows, vocab_shard_rows] f32, this rank's vocab columns then −inf padding.
-  void forward(const ShardedStep& step, const ForwardBatch& batch, comm::Communicator& comm, std::vector<float>& logits);
+  void forward(const ShardedStep& step, const ForwardBatch& batch, comm::Communicator& comm,
+               std::vector<float>& logits);
 
  private:
   struct LayerShard {
@@ -52,7 +53,8 @@ class CpuShardedRank {
   };
 
   void embed(const ForwardBatch& batch, comm::Communicator& comm, std::vector<float>& x);
-  void attention(int layer, const ShardedStep& step, const ForwardBatch& batch, comm::Communicator& comm, std::vector<float>& x);
+  void attention(int layer, const ShardedStep& step, const ForwardBatch& batch, comm::Communicator& comm,
+                 std::vector<float>& x);
   void moe(int layer, int64_t num_tokens, comm::Communicator& comm, std::vector<float>& x);
 
   GptOssConfig config_;

@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -102,7 +101,9 @@ SafetensorsWriter::Producer scales_producer(uint64_t seed, double target_std) {
   };
 }
 
-std::string layer_name(int layer, const char* suffix) { return "model.layers." + std::to_string(layer) + "." + suffix; }
+std::string layer_name(int layer, const char* suffix) {
+  return "model.layers." + std::to_string(layer) + "." + suffix;
+}
 
 // Tensors built in memory, looked up by name.
 class InMemoryTensors final : public TensorSource {
@@ -184,8 +185,11 @@ std::vector<DummyTensor> dummy_tensors(const GptOssConfig& c, uint64_t seed, Dum
   };
   // MXFP4 experts [experts, rows, cols]: `<prefix>_blocks` and `<prefix>_scales` aimed at `target_std`.
   auto mxfp4 = [&](const std::string& prefix, int64_t rows, int64_t cols, double target_std) {
-    tensors.push_back({prefix + "_blocks", DType::kU8, {experts, rows, cols / 32, 16}, blocks_producer(seed_of(prefix + "_blocks"))});
-    tensors.push_back({prefix + "_scales", DType::kU8, {experts, rows, cols / 32},
+    tensors.push_back(
+        {prefix + "_blocks", DType::kU8, {experts, rows, cols / 32, 16}, blocks_producer(seed_of(prefix + "_blocks"))});
+    tensors.push_back({prefix + "_scales",
+                       DType::kU8,
+                       {experts, rows, cols / 32},
                        scales_producer(seed_of(prefix + "_scales"), target_std)});
   };
   auto matrix = [&](const std::string& name, int64_t rows, int64_t cols, double scale = 1.0) {
@@ -215,7 +219,9 @@ std::vector<DummyTensor> dummy_tensors(const GptOssConfig& c, uint64_t seed, Dum
   }
   dense("model.norm.weight", {hidden}, Fill::kOnePlusNormal, 0.1);
   if (conditioned) {  // tied: the embedding's values (same seed) scaled by 1/√hidden
-    tensors.push_back({"lm_head.weight", DType::kBF16, {c.vocab_size, hidden},
+    tensors.push_back({"lm_head.weight",
+                       DType::kBF16,
+                       {c.vocab_size, hidden},
                        bf16_producer(seed_of("model.embed_tokens.weight"), Fill::kNormal,
                                      1.0 / std::sqrt(static_cast<double>(hidden)), 0.0)});
   } else {
@@ -235,7 +241,8 @@ void write_dummy_checkpoint(const GptOssConfig& config, uint64_t seed, const std
     out << hf.to_hf_json().dump(2) << "\n";
   }
   SafetensorsWriter writer;
-  for (DummyTensor& tensor : dummy_tensors(hf, seed, init)) writer.add(tensor.name, tensor.dtype, tensor.shape, std::move(tensor.produce));
+  for (DummyTensor& tensor : dummy_tensors(hf, seed, init))
+    writer.add(tensor.name, tensor.dtype, tensor.shape, std::move(tensor.produce));
   constexpr uint64_t kShardBytes = 4ull << 30;
   const uint64_t total = writer.total_bytes();
   if (total > kShardBytes) {

@@ -20,7 +20,8 @@ namespace gossamer::model {
 
 // Presets: "tiny" (CI-sized, a few MB), "20b", "120b" (published shapes), "20b-2layers" (20b's shapes
 // with 2 layers: large goldens from transformers stay affordable), "embedded" (the random
-// model that was the embedded default before the trained one: tiny layers, full 201,088-token vocabulary). Throws on an unknown name.
+// model that was the embedded default before the trained one: tiny layers, full 201,088-token vocabulary). Throws on an
+// unknown name.
 GptOssConfig preset_config(const std::string& preset);
 
 // How the random weights are scaled. `standard` (the default, byte-stable: the tiny golden depends on it)
@@ -39,7 +40,8 @@ struct DummyTensor {
   SafetensorsWriter::Producer produce;
 };
 
-std::vector<DummyTensor> dummy_tensors(const GptOssConfig& config, uint64_t seed, DummyInit init = DummyInit::kStandard);
+std::vector<DummyTensor> dummy_tensors(const GptOssConfig& config, uint64_t seed,
+                                       DummyInit init = DummyInit::kStandard);
 
 // Writes DIR/config.json and the safetensors (sharded above 4 GiB, with an index), streaming tensors.
 void write_dummy_checkpoint(const GptOssConfig& config, uint64_t seed, const std::string& dir,

@@ -92,8 +92,8 @@ cuda::CudaOptions cuda_options(const ModelOptions& options) {
 namespace {
 
 // The cpu backend over `weights`: one CpuModel, or the layout's simulated ranks.
-std::unique_ptr<Model> make_cpu_model(const GptOssConfig& config, GptOssWeights weights, std::shared_ptr<const void> storage,
-                                      const ModelOptions& options) {
+std::unique_ptr<Model> make_cpu_model(const GptOssConfig& config, GptOssWeights weights,
+                                      std::shared_ptr<const void> storage, const ModelOptions& options) {
   validate_layout(options.layout, config, -1);
   if (!options.layout.sharded()) return std::make_unique<CpuModel>(config, std::move(weights), std::move(storage));
   ParallelLayout replica = options.layout;
@@ -119,8 +119,8 @@ std::shared_ptr<comm::Communicator> connect_rank(const ModelOptions& options) {
 
 // The cuda backend runs one rank per process (docs/scaling.md): this process holds rank options.rank's
 // shard on GPU options.rank and reduces through a CudaCommunicator (NCCL + the IPC all-reduce).
-std::unique_ptr<Model> make_cuda_rank(const GptOssConfig& config, const GptOssWeights& weights, std::shared_ptr<const void> storage,
-                                      const ModelOptions& options) {
+std::unique_ptr<Model> make_cuda_rank(const GptOssConfig& config, const GptOssWeights& weights,
+                                      std::shared_ptr<const void> storage, const ModelOptions& options) {
   validate_layout(options.layout, config, visible_gpu_count());
   cuda::CudaOptions cuda = cuda_options(options);
   if (!options.layout.sharded()) return std::make_unique<cuda::CudaModel>(config, weights, cuda);

@@ -43,7 +43,8 @@ struct ModelOptions {
 // GPUs visible to this process (0 without CUDA).
 int visible_gpu_count();
 
-std::unique_ptr<Model> load_model(const std::string& dir, const std::string& device = "cpu", const ModelOptions& options = {});
+std::unique_ptr<Model> load_model(const std::string& dir, const std::string& device = "cpu",
+                                  const ModelOptions& options = {});
 
 // `--load-format dummy`: random weights of a preset's real shapes, with no disk. On cpu the host dummy
 // weights of model/dummy_checkpoint.h; on cuda made directly in GPU memory (CudaWeights::random: same

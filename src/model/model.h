@@ -109,8 +109,8 @@ class Model {
   // Runs one step like forward() and draws one token per logits row (rows in the same order; `rows` has
   // one entry per row). tokens and logprobs are resized to the number of rows; logprobs entries are set for
   // rows with num_top_logprobs ≥ 0. Throws where unsupported.
-  virtual void forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows, std::vector<int32_t>& tokens,
-                              std::vector<RowLogprobs>& logprobs);
+  virtual void forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows,
+                              std::vector<int32_t>& tokens, std::vector<RowLogprobs>& logprobs);
   void forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows, std::vector<int32_t>& tokens) {
     std::vector<RowLogprobs> unused;
     forward_sample(batch, rows, tokens, unused);

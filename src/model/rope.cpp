@@ -7,8 +7,9 @@
 namespace gossamer::model {
 
 RopeTables RopeTables::from_config(const GptOssConfig& config) {
-  const kernels::RopeScaling scaling{config.rope_theta,     config.rope_scaling_factor, config.rope_original_max_positions,
-                                     config.rope_beta_fast, config.rope_beta_slow,      config.rope_truncate};
+  const kernels::RopeScaling scaling{
+      config.rope_theta,     config.rope_scaling_factor, config.rope_original_max_positions,
+      config.rope_beta_fast, config.rope_beta_slow,      config.rope_truncate};
   return RopeTables{kernels::rope_inv_freq(scaling, config.head_dim), kernels::rope_concentration(scaling)};
 }
 

@@ -3,7 +3,6 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
-
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -89,7 +88,8 @@ SafetensorsArchive SafetensorsArchive::open(const std::string& path) {
   return archive;
 }
 
-void SafetensorsArchive::add_file(const std::string& file_path, const std::map<std::string, std::string>* expected_names) {
+void SafetensorsArchive::add_file(const std::string& file_path,
+                                  const std::map<std::string, std::string>* expected_names) {
   auto file = std::make_unique<MappedFile>(file_path);
   const auto bytes = file->bytes();
   GOSSAMER_CHECK(bytes.size() >= 8, file_path, ": file is too short to be safetensors (", bytes.size(), " bytes)");

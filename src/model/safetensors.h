@@ -37,8 +37,8 @@ class SafetensorsArchive final : public TensorSource {
 
   bool contains(const std::string& name) const override { return entries_.count(name) != 0; }
   const SafetensorsEntry& entry(const std::string& name) const;  // throws if absent
-  TensorView tensor(const std::string& name) const override;      // CPU view into the mapping
-  std::string location(const std::string& name) const override;   // the shard file holding it
+  TensorView tensor(const std::string& name) const override;     // CPU view into the mapping
+  std::string location(const std::string& name) const override;  // the shard file holding it
   std::string description() const override { return path_; }
   std::vector<std::string> names() const;
   size_t size() const { return entries_.size(); }

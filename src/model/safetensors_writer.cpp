@@ -3,7 +3,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -35,9 +34,8 @@ void SafetensorsWriter::write_subset(const std::string& path, const std::vector<
   for (const Pending* tensor : tensors) {
     std::vector<int64_t> dims(tensor->shape.dims.begin(), tensor->shape.dims.begin() + tensor->shape.rank);
     const uint64_t end = offset + tensor->num_bytes();
-    header[tensor->name] = {{"dtype", std::string(safetensors_name(tensor->dtype))},
-                            {"shape", dims},
-                            {"data_offsets", {offset, end}}};
+    header[tensor->name] = {
+        {"dtype", std::string(safetensors_name(tensor->dtype))}, {"shape", dims}, {"data_offsets", {offset, end}}};
     offsets.push_back(offset);
     offset = (end + 7) / 8 * 8;  // keep every tensor 8-byte aligned
   }
@@ -70,7 +68,8 @@ void SafetensorsWriter::write_file(const std::string& path) const {
 
 void SafetensorsWriter::write_sharded(const std::string& dir, int num_shards) const {
   GOSSAMER_CHECK(num_shards >= 1, "need at least one shard");
-  const uint64_t per_shard = (total_bytes() + static_cast<uint64_t>(num_shards) - 1) / static_cast<uint64_t>(num_shards);
+  const uint64_t per_shard =
+      (total_bytes() + static_cast<uint64_t>(num_shards) - 1) / static_cast<uint64_t>(num_shards);
   std::vector<std::vector<const Pending*>> shards(static_cast<size_t>(num_shards));
   uint64_t filled = 0;
   size_t shard = 0;

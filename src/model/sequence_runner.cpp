@@ -8,7 +8,9 @@
 namespace gossamer::model {
 
 namespace {
-int32_t blocks_for(int64_t tokens) { return static_cast<int32_t>((tokens + kRunnerBlockSize - 1) / kRunnerBlockSize); }
+int32_t blocks_for(int64_t tokens) {
+  return static_cast<int32_t>((tokens + kRunnerBlockSize - 1) / kRunnerBlockSize);
+}
 }  // namespace
 
 std::vector<float> prefill_logits(Model& model, const std::vector<std::vector<int32_t>>& sequences) {

@@ -36,7 +36,8 @@ TensorView column_slice(Storage& storage, const TensorView& tensor, int64_t begi
   std::vector<uint8_t> bytes(static_cast<size_t>(rows * count * element));
   const auto* source = static_cast<const uint8_t*>(tensor.data);
   for (int64_t row = 0; row < rows; ++row) {
-    std::memcpy(bytes.data() + row * count * element, source + (row * cols + begin) * element, static_cast<size_t>(count * element));
+    std::memcpy(bytes.data() + row * count * element, source + (row * cols + begin) * element,
+                static_cast<size_t>(count * element));
   }
   Shape shape = tensor.shape;
   shape[last] = count;
@@ -54,7 +55,8 @@ TensorView expert_row_slice(Storage& storage, const TensorView& tensor, int64_t 
   std::vector<uint8_t> bytes(static_cast<size_t>(experts * count * row_bytes));
   const auto* source = static_cast<const uint8_t*>(tensor.data);
   for (int64_t e = 0; e < experts; ++e) {
-    std::memcpy(bytes.data() + e * count * row_bytes, source + (e * rows + begin) * row_bytes, static_cast<size_t>(count * row_bytes));
+    std::memcpy(bytes.data() + e * count * row_bytes, source + (e * rows + begin) * row_bytes,
+                static_cast<size_t>(count * row_bytes));
   }
   Shape shape = tensor.shape;
   shape[1] = count;
@@ -66,20 +68,24 @@ MxFp4Tensor mxfp4_column_slice(Storage& storage, const MxFp4Tensor& tensor, int6
   const int64_t g0 = col_begin / 32, groups = col_count / 32, all_groups = tensor.cols() / 32;
   const int64_t leading = tensor.num_experts() * tensor.rows();
   MxFp4Tensor out;
-  std::vector<uint8_t> blocks(static_cast<size_t>(leading * groups * 16)), scales(static_cast<size_t>(leading * groups));
+  std::vector<uint8_t> blocks(static_cast<size_t>(leading * groups * 16)),
+      scales(static_cast<size_t>(leading * groups));
   const auto* src_blocks = static_cast<const uint8_t*>(tensor.blocks.data);
   const auto* src_scales = static_cast<const uint8_t*>(tensor.scales.data);
   for (int64_t r = 0; r < leading; ++r) {
-    std::memcpy(blocks.data() + r * groups * 16, src_blocks + (r * all_groups + g0) * 16, static_cast<size_t>(groups * 16));
+    std::memcpy(blocks.data() + r * groups * 16, src_blocks + (r * all_groups + g0) * 16,
+                static_cast<size_t>(groups * 16));
     std::memcpy(scales.data() + r * groups, src_scales + r * all_groups + g0, static_cast<size_t>(groups));
   }
-  out.blocks = storage.keep(std::move(blocks), tensor.blocks.dtype, Shape{tensor.num_experts(), tensor.rows(), groups, 16});
+  out.blocks =
+      storage.keep(std::move(blocks), tensor.blocks.dtype, Shape{tensor.num_experts(), tensor.rows(), groups, 16});
   out.scales = storage.keep(std::move(scales), tensor.scales.dtype, Shape{tensor.num_experts(), tensor.rows(), groups});
   return out;
 }
 
 MxFp4Tensor mxfp4_experts(const MxFp4Tensor& tensor, IndexRange experts) {
-  return MxFp4Tensor{leading_slice(tensor.blocks, experts.begin, experts.size()), leading_slice(tensor.scales, experts.begin, experts.size())};
+  return MxFp4Tensor{leading_slice(tensor.blocks, experts.begin, experts.size()),
+                     leading_slice(tensor.scales, experts.begin, experts.size())};
 }
 
 }  // namespace
@@ -103,8 +109,9 @@ RankWeights shard_weights(const GptOssConfig& config, const GptOssWeights& weigh
   const int64_t head_dim = config.head_dim;
   const int64_t i0 = s.intermediate.begin, local_inter = s.intermediate.size();
   if (!layout.expert_parallel && layout.tensor_parallel > 1) {
-    GOSSAMER_CHECK(local_inter % 32 == 0, "tensor-parallel MoE over ", layout.tensor_parallel, " ranks gives ", local_inter,
-                   " intermediate columns per rank, not a multiple of the MXFP4 group of 32 (use --enable-expert-parallel)");
+    GOSSAMER_CHECK(
+        local_inter % 32 == 0, "tensor-parallel MoE over ", layout.tensor_parallel, " ranks gives ", local_inter,
+        " intermediate columns per rank, not a multiple of the MXFP4 group of 32 (use --enable-expert-parallel)");
   }
   out.config = shard_config(config, s);
   out.weights.embedding = weights.embedding;

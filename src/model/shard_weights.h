@@ -25,9 +25,9 @@
 namespace gossamer::model {
 
 struct RankWeights {
-  GptOssConfig config;     // the rank's shapes (local heads, local intermediate)
-  RankShard shard;         // what it holds of the whole model
-  GptOssWeights weights;   // views (see above)
+  GptOssConfig config;                  // the rank's shapes (local heads, local intermediate)
+  RankShard shard;                      // what it holds of the whole model
+  GptOssWeights weights;                // views (see above)
   std::shared_ptr<const void> storage;  // owns the materialised slices and keeps the source alive
 };
 

@@ -45,7 +45,8 @@ struct ArgMax {
 std::vector<int32_t> sample_vocab_parallel(const float* local, int64_t num_rows, int64_t row_stride, IndexRange vocab,
                                            int64_t vocab_size, std::span<const RowSampling> rows,
                                            comm::Communicator& comm) {
-  GOSSAMER_CHECK(static_cast<int64_t>(rows.size()) == num_rows, "sampling: ", rows.size(), " settings for ", num_rows, " rows");
+  GOSSAMER_CHECK(static_cast<int64_t>(rows.size()) == num_rows, "sampling: ", rows.size(), " settings for ", num_rows,
+                 " rows");
   const int world = comm.world_size();
   const int64_t n = vocab.size();
   std::vector<int32_t> tokens(static_cast<size_t>(num_rows), 0);
@@ -108,7 +109,8 @@ std::vector<int32_t> sample_vocab_parallel(const float* local, int64_t num_rows,
       const int64_t k = rows[static_cast<size_t>(r)].top_k;
       std::vector<uint32_t> merged;
       for (int q = 0; q < world; ++q) {
-        merged.insert(merged.end(), all_top.begin() + q * per_rank + offset, all_top.begin() + q * per_rank + offset + k);
+        merged.insert(merged.end(), all_top.begin() + q * per_rank + offset,
+                      all_top.begin() + q * per_rank + offset + k);
       }
       std::nth_element(merged.begin(), merged.begin() + (k - 1), merged.end(), std::greater<>());
       threshold[static_cast<size_t>(r)] = merged[static_cast<size_t>(k - 1)];
@@ -122,7 +124,8 @@ std::vector<int32_t> sample_vocab_parallel(const float* local, int64_t num_rows,
     for (size_t j = 0; j < which.size(); ++j) {
       const int64_t r = which[j];
       for (int64_t i = 0; i < n; ++i) {
-        if (key(r, i) >= limits[j]) local_mass[j] += std::exp(static_cast<double>(value(r, i)) - row_max[static_cast<size_t>(r)]);
+        if (key(r, i) >= limits[j])
+          local_mass[j] += std::exp(static_cast<double>(value(r, i)) - row_max[static_cast<size_t>(r)]);
       }
     }
     const std::vector<double> all = gather(comm, local_mass);
@@ -149,7 +152,8 @@ std::vector<int32_t> sample_vocab_parallel(const float* local, int64_t num_rows,
     for (size_t j = 0; j < p_rows.size(); ++j) {
       target[j] = rows[static_cast<size_t>(p_rows[j])].top_p * kept[j];
       low[j] = p_limits[j];  // mass(≥ top-k threshold) ≥ target always
-      high[j] = uint64_t{order_key(static_cast<float>(row_max[static_cast<size_t>(p_rows[j])]))} + 1;  // at most the top key
+      high[j] =
+          uint64_t{order_key(static_cast<float>(row_max[static_cast<size_t>(p_rows[j])]))} + 1;  // at most the top key
     }
     for (int round = 0; round < 32; ++round) {  // invariant: mass(≥ low) ≥ target, mass(≥ high) < target
       std::vector<uint32_t> middle(p_rows.size());
@@ -160,7 +164,8 @@ std::vector<int32_t> sample_vocab_parallel(const float* local, int64_t num_rows,
         (mass[j] >= target[j] ? low[j] : high[j]) = middle[j];
       }
     }
-    for (size_t j = 0; j < p_rows.size(); ++j) threshold[static_cast<size_t>(p_rows[j])] = static_cast<uint32_t>(low[j]);
+    for (size_t j = 0; j < p_rows.size(); ++j)
+      threshold[static_cast<size_t>(p_rows[j])] = static_cast<uint32_t>(low[j]);
   }
 
   // ---- the draw: kept mass per rank, prefix in rank order, the owning rank walks its slice ----
@@ -176,7 +181,8 @@ std::vector<int32_t> sample_vocab_parallel(const float* local, int64_t num_rows,
   std::vector<double> local_mass(s_rows.size(), 0.0);
   for (size_t j = 0; j < s_rows.size(); ++j) {
     for (int64_t i = 0; i < n; ++i) {
-      if (key(s_rows[j], i) >= s_limits[j]) local_mass[j] += std::exp(static_cast<double>(value(s_rows[j], i)) - row_max[static_cast<size_t>(s_rows[j])]);
+      if (key(s_rows[j], i) >= s_limits[j])
+        local_mass[j] += std::exp(static_cast<double>(value(s_rows[j], i)) - row_max[static_cast<size_t>(s_rows[j])]);
     }
   }
   const std::vector<double> all_mass = gather(comm, local_mass);

@@ -10,7 +10,9 @@ std::string ParallelLayout::describe() const {
   return "TP" + std::to_string(tensor_parallel) + " EP" + std::to_string(expert_parallel ? tensor_parallel : 1);
 }
 
-std::string ParallelLayout::describe_with_dp() const { return describe() + " DP" + std::to_string(data_parallel); }
+std::string ParallelLayout::describe_with_dp() const {
+  return describe() + " DP" + std::to_string(data_parallel);
+}
 
 void validate_layout(const ParallelLayout& layout, const GptOssConfig& config, int devices_present) {
   const int32_t tp = layout.tensor_parallel;
@@ -21,16 +23,18 @@ void validate_layout(const ParallelLayout& layout, const GptOssConfig& config, i
   GOSSAMER_CHECK(config.num_kv_heads % tp == 0 || tp % config.num_kv_heads == 0, "--tensor-parallel-size ", tp,
                  " neither divides nor is a multiple of the model's ", config.num_kv_heads, " KV heads");
   if (layout.expert_parallel) {
-    GOSSAMER_CHECK(config.num_experts % tp == 0, "--enable-expert-parallel over ", tp, " ranks does not divide the model's ",
-                   config.num_experts, " experts");
+    GOSSAMER_CHECK(config.num_experts % tp == 0, "--enable-expert-parallel over ", tp,
+                   " ranks does not divide the model's ", config.num_experts, " experts");
   } else {
     GOSSAMER_CHECK(config.intermediate_size % tp == 0, "--tensor-parallel-size ", tp, " does not divide the experts' ",
                    config.intermediate_size, " intermediate columns (use --enable-expert-parallel)");
   }
-  GOSSAMER_CHECK(config.vocab_size >= tp, "--tensor-parallel-size ", tp, " exceeds the vocabulary (", config.vocab_size, ")");
+  GOSSAMER_CHECK(config.vocab_size >= tp, "--tensor-parallel-size ", tp, " exceeds the vocabulary (", config.vocab_size,
+                 ")");
   if (devices_present >= 0) {
-    GOSSAMER_CHECK(layout.num_devices() <= devices_present, "layout ", layout.describe_with_dp(), " needs ", layout.num_devices(),
-                   " GPUs (tensor-parallel × data-parallel), but ", devices_present, " are present");
+    GOSSAMER_CHECK(layout.num_devices() <= devices_present, "layout ", layout.describe_with_dp(), " needs ",
+                   layout.num_devices(), " GPUs (tensor-parallel × data-parallel), but ", devices_present,
+                   " are present");
   }
 }
 
@@ -57,7 +61,8 @@ RankShard shard_for(const ParallelLayout& layout, const GptOssConfig& config, in
     shard.intermediate = {rank * per_rank, (rank + 1) * per_rank};
   }
   const int64_t rows = vocab_shard_rows(layout, config);
-  shard.vocab = {std::min<int64_t>(config.vocab_size, rank * rows), std::min<int64_t>(config.vocab_size, (rank + 1) * rows)};
+  shard.vocab = {std::min<int64_t>(config.vocab_size, rank * rows),
+                 std::min<int64_t>(config.vocab_size, (rank + 1) * rows)};
   shard.adds_replicated_bias = rank == 0;
   return shard;
 }

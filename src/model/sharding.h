@@ -43,11 +43,11 @@ struct IndexRange {
 
 // What rank `rank` of a validated layout holds.
 struct RankShard {
-  IndexRange q_heads;       // query heads
-  IndexRange kv_heads;      // KV heads read by those query heads
-  IndexRange experts;       // experts run here (all without EP)
-  IndexRange intermediate;  // intermediate columns of each expert run here (all with EP)
-  IndexRange vocab;         // embedding / unembedding rows
+  IndexRange q_heads;                 // query heads
+  IndexRange kv_heads;                // KV heads read by those query heads
+  IndexRange experts;                 // experts run here (all without EP)
+  IndexRange intermediate;            // intermediate columns of each expert run here (all with EP)
+  IndexRange vocab;                   // embedding / unembedding rows
   bool adds_replicated_bias = false;  // rank 0 adds the biases of row-parallel outputs (o_proj, down) once
 };
 RankShard shard_for(const ParallelLayout& layout, const GptOssConfig& config, int32_t rank);

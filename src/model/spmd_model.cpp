@@ -120,8 +120,8 @@ void SpmdLeader::forward(const ForwardBatch& batch, std::vector<float>& logits) 
   local_->forward(batch, logits);
 }
 
-void SpmdLeader::forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows, std::vector<int32_t>& tokens,
-                                std::vector<RowLogprobs>& logprobs) {
+void SpmdLeader::forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows,
+                                std::vector<int32_t>& tokens, std::vector<RowLogprobs>& logprobs) {
   Writer message(Op::kForwardSample);
   put_batch(message, batch);
   message.put(static_cast<uint32_t>(rows.size()));

@@ -20,19 +20,19 @@ struct MxFp4Tensor {
 };
 
 struct LayerWeights {
-  TensorView attn_norm;                  // [hidden]
-  TensorView q_proj, k_proj, v_proj;     // [q_width, hidden], [kv_width, hidden], [kv_width, hidden]
-  TensorView q_bias, k_bias, v_bias;     // [q_width], [kv_width], [kv_width]
-  TensorView o_proj;                     // [hidden, q_width]
-  TensorView o_bias;                     // [hidden]
-  TensorView sinks;                      // [num_q_heads]
-  TensorView mlp_norm;                   // [hidden]
-  TensorView router;                     // [num_experts, hidden]
-  TensorView router_bias;                // [num_experts]
-  MxFp4Tensor gate_up;                   // rows 2·intermediate (interleaved gate/up), cols hidden
-  TensorView gate_up_bias;               // [num_experts, 2·intermediate]
-  MxFp4Tensor down;                      // rows hidden, cols intermediate
-  TensorView down_bias;                  // [num_experts, hidden]
+  TensorView attn_norm;               // [hidden]
+  TensorView q_proj, k_proj, v_proj;  // [q_width, hidden], [kv_width, hidden], [kv_width, hidden]
+  TensorView q_bias, k_bias, v_bias;  // [q_width], [kv_width], [kv_width]
+  TensorView o_proj;                  // [hidden, q_width]
+  TensorView o_bias;                  // [hidden]
+  TensorView sinks;                   // [num_q_heads]
+  TensorView mlp_norm;                // [hidden]
+  TensorView router;                  // [num_experts, hidden]
+  TensorView router_bias;             // [num_experts]
+  MxFp4Tensor gate_up;                // rows 2·intermediate (interleaved gate/up), cols hidden
+  TensorView gate_up_bias;            // [num_experts, 2·intermediate]
+  MxFp4Tensor down;                   // rows hidden, cols intermediate
+  TensorView down_bias;               // [num_experts, hidden]
 };
 
 struct GptOssWeights {

@@ -5,11 +5,10 @@
 // string code ("context_length_exceeded", "model_not_found") or, when empty, the HTTP status number.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "server/http_types.h"
 
@@ -19,7 +18,11 @@ class ApiError : public std::runtime_error {
  public:
   ApiError(int status, std::string type, const std::string& message, std::optional<std::string> param = std::nullopt,
            std::string code = {})
-      : std::runtime_error(message), status(status), type(std::move(type)), param(std::move(param)), code(std::move(code)) {}
+      : std::runtime_error(message),
+        status(status),
+        type(std::move(type)),
+        param(std::move(param)),
+        code(std::move(code)) {}
 
   static ApiError invalid(const std::string& message, std::optional<std::string> param = std::nullopt) {
     return ApiError(400, "invalid_request_error", message, std::move(param));
@@ -32,8 +35,8 @@ class ApiError : public std::runtime_error {
   std::string type;
   std::optional<std::string> param;
   std::string code;
-  HeaderList headers;        // e.g. Retry-After
-  nlohmann::json extra;      // extra fields inside "error" (e.g. token counts)
+  HeaderList headers;    // e.g. Retry-After
+  nlohmann::json extra;  // extra fields inside "error" (e.g. token counts)
 };
 
 // Error envelope for a status with the default type for it.

@@ -35,7 +35,8 @@ void ChatDelta::append(ChatDelta other) {
   }
 }
 
-ChatOutputParser::ChatOutputParser(std::shared_ptr<const text::Tokenizer> tokenizer, std::vector<std::string> stop_strings)
+ChatOutputParser::ChatOutputParser(std::shared_ptr<const text::Tokenizer> tokenizer,
+                                   std::vector<std::string> stop_strings)
     : tokenizer_(tokenizer),
       parser_(tokenizer, harmony::Role::kAssistant, /*strict=*/false),
       raw_detokenizer_(*tokenizer_),
@@ -155,7 +156,8 @@ ChatDelta ChatOutputParser::push(text::TokenId token) {
     const auto& messages = parser_.messages();
     if (!messages.empty() && !messages.back().content.empty()) {
       const auto* text = std::get_if<harmony::TextContent>(&messages.back().content.front());
-      if (text != nullptr) route(messages.back().channel == "analysis" ? Kind::kReasoning : Kind::kContent, text->text, delta);
+      if (text != nullptr)
+        route(messages.back().channel == "analysis" ? Kind::kReasoning : Kind::kContent, text->text, delta);
     }
   }
   if (after == harmony::ParserState::kHeader && header_tokens_.size() > kMaxHeaderTokens) enter_raw_mode(delta);

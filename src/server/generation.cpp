@@ -34,7 +34,8 @@ GenerationState::GenerationState(OpenAiServer& server, std::shared_ptr<ResponseC
     : server_(server), channel_(std::move(channel)), request_(std::move(request)), chat_(chat) {
   id_ = (chat_ ? "chatcmpl-" : "cmpl-") + random_hex(24);
   request_id_header_ = client_request_id.empty() ? id_ : client_request_id;
-  created_ = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  created_ =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   num_prompt_tokens_ = static_cast<int32_t>(request_.prompt.size());
   for (int i = 0; i < std::max(1, request_.n); ++i) {
     auto choice = std::make_unique<Choice>();
@@ -66,7 +67,9 @@ void GenerationState::submit() {
     params.sampling = request_.sampling;
     if (params.sampling.seed && choice->index > 0) *params.sampling.seed += static_cast<uint64_t>(choice->index);
     // NOTE: one constraint object per engine request (it follows that request's tokens).
-    if (request_.structured) params.sampling.constraint = make_structured_output_constraint(request_.structured, *server_.tokenizer_, params.sampling.max_tokens);
+    if (request_.structured)
+      params.sampling.constraint =
+          make_structured_output_constraint(request_.structured, *server_.tokenizer_, params.sampling.max_tokens);
     params.on_output = [self, choice](const engine::RequestOutput& output) { self->on_output(*choice, output); };
     try {
       choice->engine_id = server_.engine_->submit(std::move(params));
@@ -203,14 +206,16 @@ void GenerationState::on_output(Choice& choice, const engine::RequestOutput& out
   if (abandoned_ || choice.responded) {
     // Abandoned, or stopped early by a stop string: the engine's final (abort) event only closes the books.
     if (final_event) {
-      server_.metrics_->observe_finished(output, choice.responded ? choice.finish_reason : "abort", request_.sampling.max_tokens);
+      server_.metrics_->observe_finished(output, choice.responded ? choice.finish_reason : "abort",
+                                         request_.sampling.max_tokens);
       if (!abandoned_ && num_engine_finished_ == static_cast<int>(choices_.size())) server_.request_done();
     }
     return;
   }
   const auto now = engine::Clock::now();
   if (!output.new_tokens.empty()) {
-    if (choice.num_tokens_seen > 0) server_.metrics_->observe_inter_token(std::chrono::duration<double>(now - choice.last_token_time).count());
+    if (choice.num_tokens_seen > 0)
+      server_.metrics_->observe_inter_token(std::chrono::duration<double>(now - choice.last_token_time).count());
     choice.last_token_time = now;
   }
 
@@ -263,14 +268,15 @@ void GenerationState::on_output(Choice& choice, const engine::RequestOutput& out
 
   if (request_.stream && !client_gone_) {
     if (!stream_started_ && (!output.new_tokens.empty() || ending)) send_stream_start();
-    // NOTE: no choice-bearing chunk before the choice's first generated token (TTFT is measured on it: src/bench/bench_serve.h).
+    // NOTE: no choice-bearing chunk before the choice's first generated token (TTFT is measured on it:
+    // src/bench/bench_serve.h).
     if (chat_ && !choice.role_sent && output.num_output_tokens > 0) {
       choice.role_sent = true;
       send_chunk(choice, {{"role", "assistant"}, {"content", ""}}, nullptr, std::nullopt);
     }
-    const Json logprobs_out = !wants_logprobs()                   ? Json(nullptr)
-                              : chat_                             ? Json{{"content", logprobs_delta}, {"refusal", nullptr}}
-                                                                  : logprobs_delta;
+    const Json logprobs_out = !wants_logprobs() ? Json(nullptr)
+                              : chat_           ? Json{{"content", logprobs_delta}, {"refusal", nullptr}}
+                                                : logprobs_delta;
     if (chat_ && !chat_delta.empty()) {
       Json delta = delta_json(chat_delta);
       if (!delta.empty()) send_chunk(choice, std::move(delta), logprobs_out, std::nullopt);
@@ -300,7 +306,8 @@ void GenerationState::finish_choice(Choice& choice, const engine::RequestOutput&
   }
   if (num_responded_ == static_cast<int>(choices_.size())) respond_all();
   const auto& times = output.times;
-  const double ttft_ms = times.first_token == engine::Clock::time_point{} ? 0.0 : ms_between(times.arrival, times.first_token);
+  const double ttft_ms =
+      times.first_token == engine::Clock::time_point{} ? 0.0 : ms_between(times.arrival, times.first_token);
   const double e2e_ms = ms_between(times.arrival, output.finished ? times.finished : engine::Clock::now());
   if (server_.config_.enable_log_requests) {
     GOSSAMER_LOG_INFO("request ", id_, " choice ", choice.index, " done: prompt_tokens=", num_prompt_tokens_,
@@ -315,7 +322,8 @@ Json GenerationState::choice_json(const Choice& choice) const {
   if (chat_) {
     const ChatOutputParser& parser = *choice.chat_parser;
     Json message = {{"role", "assistant"}};
-    message["content"] = parser.content().empty() && !parser.tool_calls().empty() ? Json(nullptr) : Json(parser.content());
+    message["content"] =
+        parser.content().empty() && !parser.tool_calls().empty() ? Json(nullptr) : Json(parser.content());
     if (request_.include_reasoning && !parser.reasoning().empty()) {
       const ReasoningField field = server_.config_.reasoning_field;
       if (field != ReasoningField::kReasoningContent) message["reasoning"] = parser.reasoning();
@@ -324,7 +332,9 @@ Json GenerationState::choice_json(const Choice& choice) const {
     if (!parser.tool_calls().empty()) {
       Json calls = Json::array();
       for (const ToolCall& call : parser.tool_calls()) {
-        calls.push_back({{"id", call.id}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+        calls.push_back({{"id", call.id},
+                         {"type", "function"},
+                         {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
       }
       message["tool_calls"] = std::move(calls);
     }
@@ -340,8 +350,9 @@ Json GenerationState::choice_json(const Choice& choice) const {
 
 void GenerationState::respond_all() {
   server_.metrics_->count_http(200);
-  const int32_t max_generation = request_.sampling.max_tokens > 0 ? request_.sampling.max_tokens
-                                                                   : server_.api_context_.max_model_len - num_prompt_tokens_;
+  const int32_t max_generation = request_.sampling.max_tokens > 0
+                                     ? request_.sampling.max_tokens
+                                     : server_.api_context_.max_model_len - num_prompt_tokens_;
   server_.metrics_->observe_request(static_cast<int32_t>(choices_.size()), max_generation);
   if (client_gone_) return;
   if (request_.stream) {

@@ -11,11 +11,10 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "engine/request.h"
 #include "server/chat_output.h"
@@ -47,7 +46,7 @@ class GenerationState : public std::enable_shared_from_this<GenerationState> {
     std::optional<ChatOutputParser> chat_parser;
     std::optional<text::IncrementalDetokenizer> detokenizer;
     std::optional<StopStringMatcher> stop;
-    std::string text;  // completions: all text sent
+    std::string text;         // completions: all text sent
     nlohmann::json logprobs;  // chat: the content entries; completions: the legacy arrays
     bool role_sent = false;
     bool responded = false;        // its part of the answer is complete
@@ -90,7 +89,7 @@ class GenerationState : public std::enable_shared_from_this<GenerationState> {
   int num_responded_ = 0;
   int num_engine_finished_ = 0;
 
-  std::mutex submit_mutex_;  // held by submit() until every choice is submitted
+  std::mutex submit_mutex_;             // held by submit() until every choice is submitted
   std::atomic<bool> abandoned_{false};  // submit() failed part-way: events only close the books
   std::atomic<bool> client_gone_{false};
 };

@@ -32,7 +32,8 @@ struct Cors {
   bool allows_method(const std::string& method) const { return listed(methods, method, true); }
   bool any_origin() const { return std::find(origins.begin(), origins.end(), "*") != origins.end(); }
   std::string origin_headers(const std::string& origin) const {
-    return any_origin() ? "Access-Control-Allow-Origin: *\r\n" : "Access-Control-Allow-Origin: " + origin + "\r\nVary: Origin\r\n";
+    return any_origin() ? "Access-Control-Allow-Origin: *\r\n"
+                        : "Access-Control-Allow-Origin: " + origin + "\r\nVary: Origin\r\n";
   }
   HeaderList preflight_headers(const std::string& requested_headers) const {
     const bool all_methods = std::find(methods.begin(), methods.end(), "*") != methods.end();

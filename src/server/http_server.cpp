@@ -3,19 +3,17 @@
 
 #include <sys/socket.h>
 
-#include <cerrno>
-
 #include <algorithm>
 #include <atomic>
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <cerrno>
 #include <deque>
 #include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
-
-#include <boost/asio.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -43,8 +41,8 @@ std::string error_body(int status, const std::string& message) {
     if (c == '"' || c == '\\') escaped += '\\';
     escaped += c;
   }
-  return std::string("{\"error\":{\"message\":\"") + escaped + "\",\"type\":\"" + type + "\",\"param\":null,\"code\":" +
-         std::to_string(status) + "}}";
+  return std::string("{\"error\":{\"message\":\"") + escaped + "\",\"type\":\"" + type +
+         "\",\"param\":null,\"code\":" + std::to_string(status) + "}}";
 }
 
 struct Shared {
@@ -68,23 +66,24 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // --- called through a Channel, from any thread -------------------------------------------------------
   void post_respond(uint64_t generation, HttpResponse response) {
-    net::post(stream_.get_executor(), [self = shared_from_this(), generation, response = std::move(response)]() mutable {
-      if (generation != self->generation_ || self->response_started_) return;
-      self->response_started_ = true;
-      std::string head = status_line(response.status);
-      head += "Content-Type: " + response.content_type + "\r\n";
-      head += "Content-Length: " + std::to_string(response.body.size()) + "\r\n";
-      for (const auto& [name, value] : response.headers) head += name + ": " + value + "\r\n";
-      head += self->cors_headers_;
-      head += self->keep_alive_ ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
-      // NOTE: HEAD gets GET's head (Content-Length included) and no body (RFC 9110 §9.3.2).
-      self->enqueue(self->head_only_ ? std::move(head) : head + response.body, true);
-    });
+    net::post(stream_.get_executor(),
+              [self = shared_from_this(), generation, response = std::move(response)]() mutable {
+                if (generation != self->generation_ || self->response_started_) return;
+                self->response_started_ = true;
+                std::string head = status_line(response.status);
+                head += "Content-Type: " + response.content_type + "\r\n";
+                head += "Content-Length: " + std::to_string(response.body.size()) + "\r\n";
+                for (const auto& [name, value] : response.headers) head += name + ": " + value + "\r\n";
+                head += self->cors_headers_;
+                head += self->keep_alive_ ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
+                // NOTE: HEAD gets GET's head (Content-Length included) and no body (RFC 9110 §9.3.2).
+                self->enqueue(self->head_only_ ? std::move(head) : head + response.body, true);
+              });
   }
 
   void post_start_stream(uint64_t generation, int status, std::string content_type, HeaderList headers) {
-    net::post(stream_.get_executor(), [self = shared_from_this(), generation, status, content_type = std::move(content_type),
-                                       headers = std::move(headers)] {
+    net::post(stream_.get_executor(), [self = shared_from_this(), generation, status,
+                                       content_type = std::move(content_type), headers = std::move(headers)] {
       if (generation != self->generation_ || self->response_started_) return;
       self->response_started_ = true;
       self->streaming_ = true;
@@ -118,14 +117,15 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void post_on_close(uint64_t generation, std::function<void()> callback) {
-    net::post(stream_.get_executor(), [self = shared_from_this(), generation, callback = std::move(callback)]() mutable {
-      if (generation != self->generation_) return;
-      if (self->closed_) {
-        if (!self->response_done_) callback();
-        return;
-      }
-      self->close_callbacks_.push_back(std::move(callback));
-    });
+    net::post(stream_.get_executor(),
+              [self = shared_from_this(), generation, callback = std::move(callback)]() mutable {
+                if (generation != self->generation_) return;
+                if (self->closed_) {
+                  if (!self->response_done_) callback();
+                  return;
+                }
+                self->close_callbacks_.push_back(std::move(callback));
+              });
   }
 
   bool closed() const { return closed_.load(); }
@@ -161,7 +161,8 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void read_body() {
-    http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](error_code ec, size_t) { self->on_read(ec); });
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = shared_from_this()](error_code ec, size_t) { self->on_read(ec); });
   }
 
   void send_error_and_close(int status, const std::string& message) {
@@ -170,8 +171,9 @@ class Session : public std::enable_shared_from_this<Session> {
     response_started_ = true;
     response_done_ = false;
     const std::string body = error_body(status, message);
-    std::string head = status_line(status) + "Content-Type: application/json\r\nContent-Length: " +
-                       std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n";
+    std::string head = status_line(status) +
+                       "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+                       "\r\nConnection: close\r\n\r\n";
     enqueue(head + body, true);
   }
 
@@ -211,7 +213,8 @@ class Session : public std::enable_shared_from_this<Session> {
     if (!origin.empty() && shared_->cors.allows_origin(origin)) {
       cors_headers_ = shared_->cors.origin_headers(origin);
       // NOTE: a preflight is answered here; it never reaches the API (CORS as vLLM's CORSMiddleware does it).
-      if (message.method() == http::verb::options && message.find(http::field::access_control_request_method) != message.end()) {
+      if (message.method() == http::verb::options &&
+          message.find(http::field::access_control_request_method) != message.end()) {
         ++generation_;
         response_started_ = false;
         response_done_ = false;
@@ -346,9 +349,9 @@ class Session : public std::enable_shared_from_this<Session> {
   uint64_t generation_ = 0;
   bool keep_alive_ = true;
   bool head_only_ = false;
-  bool http10_ = false;          // HTTP/1.0 client: streams are close-delimited, not chunked
-  bool half_closed_ = false;     // the client shut its sending side after the request
-  std::string cors_headers_;     // CORS lines added to this request's response head
+  bool http10_ = false;       // HTTP/1.0 client: streams are close-delimited, not chunked
+  bool half_closed_ = false;  // the client shut its sending side after the request
+  std::string cors_headers_;  // CORS lines added to this request's response head
   bool writing_ = false;
   bool watching_ = false;
   bool response_started_ = false;
@@ -359,7 +362,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
 class Channel : public ResponseChannel {
  public:
-  Channel(std::shared_ptr<Session> session, uint64_t generation) : session_(std::move(session)), generation_(generation) {}
+  Channel(std::shared_ptr<Session> session, uint64_t generation)
+      : session_(std::move(session)), generation_(generation) {}
   void respond(HttpResponse response) override { session_->post_respond(generation_, std::move(response)); }
   void start_stream(int status, const std::string& content_type, HeaderList headers) override {
     session_->post_start_stream(generation_, status, content_type, std::move(headers));
@@ -410,12 +414,15 @@ HttpServer::HttpServer(HttpServerOptions options, HttpHandler handler) : impl_(s
   auto shared = std::make_shared<Shared>();
   shared->options = std::move(options);
   shared->handler = std::move(handler);
-  shared->cors = Cors{shared->options.allowed_origins, shared->options.allowed_methods, shared->options.allowed_headers};
+  shared->cors =
+      Cors{shared->options.allowed_origins, shared->options.allowed_methods, shared->options.allowed_headers};
   impl_->shared = shared;
   impl_->context = std::make_shared<net::io_context>(std::max(1, impl_->shared->options.num_threads));
 }
 
-HttpServer::~HttpServer() { stop(); }
+HttpServer::~HttpServer() {
+  stop();
+}
 
 void HttpServer::start() {
   const HttpServerOptions& options = impl_->shared->options;
@@ -462,6 +469,8 @@ void HttpServer::stop() {
   });
 }
 
-int HttpServer::port() const { return impl_->port; }
+int HttpServer::port() const {
+  return impl_->port;
+}
 
 }  // namespace gossamer::server

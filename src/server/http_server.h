@@ -1,7 +1,7 @@
 // HttpServer: HTTP/1.1 on Boost.Beast/Asio with one pool of I/O threads (docs/server-http.md).
 //
-// Sockets: a listen backlog of 4096 (bursts of 1,000 connects must not stall: tests/server/server_behaviour_test.cpp), SO_REUSEADDR (no
-// SO_REUSEPORT), TCP_NODELAY. Limits: request header and body sizes, a timeout for reading a request
+// Sockets: a listen backlog of 4096 (bursts of 1,000 connects must not stall: tests/server/server_behaviour_test.cpp),
+// SO_REUSEADDR (no SO_REUSEPORT), TCP_NODELAY. Limits: request header and body sizes, a timeout for reading a request
 // (also the keep-alive idle timeout) and for each write. Keep-alive is honoured. HTTP/1.0 streams are
 // close-delimited; HEAD gets no body; `Expect: 100-continue` is answered; a client that half-closes after
 // its request still gets the answer; CORS preflights are answered here.
@@ -22,13 +22,13 @@ namespace gossamer::server {
 
 struct HttpServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8000;                          // 0 = any free port (see HttpServer::port())
-  int num_threads = 4;                      // I/O threads
-  int listen_backlog = 4096;                // pending connections the kernel may queue
-  size_t max_body_bytes = 32u << 20;        // larger request bodies get 413
-  uint32_t max_header_bytes = 64u << 10;    // larger request heads get 431
-  int read_timeout_s = 60;                  // reading one request, and keep-alive idle time
-  int write_timeout_s = 300;                // one write to a client that does not read
+  int port = 8000;                        // 0 = any free port (see HttpServer::port())
+  int num_threads = 4;                    // I/O threads
+  int listen_backlog = 4096;              // pending connections the kernel may queue
+  size_t max_body_bytes = 32u << 20;      // larger request bodies get 413
+  uint32_t max_header_bytes = 64u << 10;  // larger request heads get 431
+  int read_timeout_s = 60;                // reading one request, and keep-alive idle time
+  int write_timeout_s = 300;              // one write to a client that does not read
   // CORS (vLLM's defaults): origins, methods and headers a browser may use; "*" = any.
   std::vector<std::string> allowed_origins = {"*"};
   std::vector<std::string> allowed_methods = {"*"};

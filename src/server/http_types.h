@@ -19,10 +19,10 @@ namespace gossamer::server {
 using HeaderList = std::vector<std::pair<std::string, std::string>>;
 
 struct HttpRequest {
-  std::string method;  // "GET", "POST", ...
-  std::string target;  // path and query as sent
-  std::string path;    // without the query
-  std::string query;   // after '?', empty if none
+  std::string method;                          // "GET", "POST", ...
+  std::string target;                          // path and query as sent
+  std::string path;                            // without the query
+  std::string query;                           // after '?', empty if none
   std::map<std::string, std::string> headers;  // lower-case names
   std::string body;
   std::string remote;  // "ip:port"

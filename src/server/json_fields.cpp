@@ -62,7 +62,8 @@ std::optional<int64_t> get_integer(const Json& object, const char* key, const st
   if (!value) return std::nullopt;
   if (value->is_number_float()) {
     const double d = value->get<double>();
-    if (d >= -9.0e18 && d <= 9.0e18 && d == static_cast<double>(static_cast<int64_t>(d))) return static_cast<int64_t>(d);
+    if (d >= -9.0e18 && d <= 9.0e18 && d == static_cast<double>(static_cast<int64_t>(d)))
+      return static_cast<int64_t>(d);
   }
   if (!value->is_number_integer() && !value->is_number_unsigned()) wrong_type(param, "an integer", *value);
   if (value->is_number_unsigned() && value->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) return INT64_MAX;

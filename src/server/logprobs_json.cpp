@@ -8,7 +8,9 @@ namespace {
 
 using Json = nlohmann::json;
 
-double finite(float logprob) { return std::isfinite(logprob) ? static_cast<double>(logprob) : -9999.0; }
+double finite(float logprob) {
+  return std::isfinite(logprob) ? static_cast<double>(logprob) : -9999.0;
+}
 
 std::string token_text(const text::Tokenizer& tokenizer, engine::TokenId token) {
   return std::string(tokenizer.token_bytes(token));
@@ -22,18 +24,25 @@ Json token_bytes(const std::string& text) {
 
 }  // namespace
 
-Json chat_logprob_entry(const text::Tokenizer& tokenizer, engine::TokenId token, const engine::SampledLogprobs& logprobs) {
+Json chat_logprob_entry(const text::Tokenizer& tokenizer, engine::TokenId token,
+                        const engine::SampledLogprobs& logprobs) {
   const std::string text = token_text(tokenizer, token);
   Json top = Json::array();
   for (const engine::TokenLogprob& candidate : logprobs.top) {
     const std::string candidate_text = token_text(tokenizer, candidate.token);
-    top.push_back({{"token", candidate_text}, {"logprob", finite(candidate.logprob)}, {"bytes", token_bytes(candidate_text)}});
+    top.push_back(
+        {{"token", candidate_text}, {"logprob", finite(candidate.logprob)}, {"bytes", token_bytes(candidate_text)}});
   }
-  return {{"token", text}, {"logprob", finite(logprobs.logprob)}, {"bytes", token_bytes(text)}, {"top_logprobs", std::move(top)}};
+  return {{"token", text},
+          {"logprob", finite(logprobs.logprob)},
+          {"bytes", token_bytes(text)},
+          {"top_logprobs", std::move(top)}};
 }
 
 Json completion_logprobs_empty() {
-  return {{"tokens", Json::array()}, {"token_logprobs", Json::array()}, {"top_logprobs", Json::array()},
+  return {{"tokens", Json::array()},
+          {"token_logprobs", Json::array()},
+          {"top_logprobs", Json::array()},
           {"text_offset", Json::array()}};
 }
 
@@ -42,7 +51,8 @@ void append_completion_logprob(const text::Tokenizer& tokenizer, engine::TokenId
   out["tokens"].push_back(token_text(tokenizer, token));
   out["token_logprobs"].push_back(finite(logprobs.logprob));
   Json top = Json::object();
-  for (const engine::TokenLogprob& candidate : logprobs.top) top[token_text(tokenizer, candidate.token)] = finite(candidate.logprob);
+  for (const engine::TokenLogprob& candidate : logprobs.top)
+    top[token_text(tokenizer, candidate.token)] = finite(candidate.logprob);
   out["top_logprobs"].push_back(std::move(top));
   out["text_offset"].push_back(text_offset);
 }

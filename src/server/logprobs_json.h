@@ -6,9 +6,8 @@
 // A logprob of -inf is written as -9999.0 (JSON has no infinities; vLLM does the same).
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "engine/request.h"
 #include "text/tokenizer.h"

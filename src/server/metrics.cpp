@@ -8,11 +8,11 @@ namespace gossamer::server {
 
 namespace {
 
-const std::vector<double> kTtftBuckets = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75,
+const std::vector<double> kTtftBuckets = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25,  0.5,   0.75,
                                           1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0};
-const std::vector<double> kItlBuckets = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5,
+const std::vector<double> kItlBuckets = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,  0.3,  0.4, 0.5,
                                          0.75, 1.0,   2.5,  5.0,   7.5, 10.0, 20.0, 40.0, 80.0};
-const std::vector<double> kLatencyBuckets = {0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,   10.0,  15.0, 20.0,
+const std::vector<double> kLatencyBuckets = {0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,   10.0,   15.0,  20.0,
                                              30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
 
 // vLLM's build_1_2_5_buckets: 1, 2, 5, 10, 20, 50, ... up to max_value.
@@ -91,7 +91,8 @@ void Metrics::observe_request(int32_t n, int32_t max_generation_tokens) {
   max_generation_tokens_.observe(max_generation_tokens);
 }
 
-void Metrics::observe_finished(const engine::RequestOutput& output, const std::string& finish_reason, int32_t max_tokens) {
+void Metrics::observe_finished(const engine::RequestOutput& output, const std::string& finish_reason,
+                               int32_t max_tokens) {
   using seconds = std::chrono::duration<double>;
   const auto& times = output.times;
   std::lock_guard<std::mutex> lock(mutex_);
@@ -181,9 +182,11 @@ std::string Metrics::render(const engine::EngineStats* stats) const {
     gauge("num_requests_running", "Number of requests in model execution batches.", s.num_running);
     gauge("num_requests_waiting", "Number of requests waiting to be processed.", s.num_waiting);
     gauge("kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", s.kv_usage());
-    counter("num_preemptions", "Cumulative number of preemptions (by recompute).", static_cast<double>(s.num_preemptions_total));
+    counter("num_preemptions", "Cumulative number of preemptions (by recompute).",
+            static_cast<double>(s.num_preemptions_total));
     counter("prompt_tokens", "Number of prefill tokens processed.", static_cast<double>(s.num_prompt_tokens_total));
-    counter("generation_tokens", "Number of generation tokens processed.", static_cast<double>(s.num_generation_tokens_total));
+    counter("generation_tokens", "Number of generation tokens processed.",
+            static_cast<double>(s.num_generation_tokens_total));
     counter("prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens.",
             static_cast<double>(s.num_prefix_cache_queries_total));
     counter("prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.",
@@ -196,18 +199,22 @@ std::string Metrics::render(const engine::EngineStats* stats) const {
     }
     histogram("time_to_first_token_seconds", "Histogram of time to first token in seconds.", ttft_);
     histogram("inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", itl_);
-    histogram("request_time_per_output_token_seconds", "Histogram of time_per_output_token_seconds per request.", tpot_);
+    histogram("request_time_per_output_token_seconds", "Histogram of time_per_output_token_seconds per request.",
+              tpot_);
     histogram("e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", e2e_);
     histogram("request_queue_time_seconds", "Histogram of time spent in the WAITING phase for request.", queue_);
     histogram("request_prompt_tokens", "Number of prefill tokens processed.", prompt_tokens_);
     histogram("request_generation_tokens", "Number of generation tokens processed.", generation_tokens_);
     histogram("request_params_max_tokens", "Histogram of the max_tokens request parameter.", max_tokens_);
     histogram("iteration_tokens_total", "Histogram of number of tokens per engine_step.", iteration_tokens_);
-    histogram("time_per_output_token_seconds", "Histogram of time per output token in seconds (the old name of "
-              "inter_token_latency_seconds).", legacy_tpot_);
+    histogram("time_per_output_token_seconds",
+              "Histogram of time per output token in seconds (the old name of "
+              "inter_token_latency_seconds).",
+              legacy_tpot_);
     histogram("request_prefill_time_seconds", "Histogram of time spent in the PREFILL phase for request.", prefill_);
     histogram("request_decode_time_seconds", "Histogram of time spent in the DECODE phase for request.", decode_);
-    histogram("request_inference_time_seconds", "Histogram of time spent in the RUNNING phase for request.", inference_);
+    histogram("request_inference_time_seconds", "Histogram of time spent in the RUNNING phase for request.",
+              inference_);
     histogram("request_params_n", "Histogram of the n request parameter.", params_n_);
     histogram("request_max_num_generation_tokens", "Histogram of maximum number of requested generation tokens.",
               max_generation_tokens_);
@@ -227,7 +234,8 @@ std::string Metrics::render(const engine::EngineStats* stats) const {
   out << "# HELP gossamer:client_disconnects_total Clients that went away before their response was complete.\n"
          "# TYPE gossamer:client_disconnects_total counter\n"
       << "gossamer:client_disconnects_total{" << model_label << "} " << disconnects_ << "\n";
-  out << "# HELP gossamer:http_requests_total HTTP requests answered, by status.\n# TYPE gossamer:http_requests_total counter\n";
+  out << "# HELP gossamer:http_requests_total HTTP requests answered, by status.\n# TYPE gossamer:http_requests_total "
+         "counter\n";
   for (const auto& [status, count] : http_by_status_) {
     out << "gossamer:http_requests_total{" << model_label << ",status=\"" << status << "\"} " << count << "\n";
   }

@@ -1,4 +1,5 @@
-// Metrics: Prometheus text exposition of vLLM's serving metrics (the names vLLM exports; docs/server-http.md), written by hand.
+// Metrics: Prometheus text exposition of vLLM's serving metrics (the names vLLM exports; docs/server-http.md), written
+// by hand.
 //
 // Every metric is emitted under the `gossamer:` prefix and, with vllm_alias, again under `vllm:` so that
 // dashboards and AIPerf work unchanged. Labels: model_name (and finished_reason / reason where noted).

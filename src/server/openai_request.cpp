@@ -20,14 +20,16 @@ constexpr int64_t kernels_max_top_logprobs = 20;  // OpenAI's cap (kernels::kMax
 void check_model(const Json& body, const ApiContext& context) {
   const auto model = get_string(body, "model", "model");
   if (!model || model->empty() || *model == context.served_model_name) return;
-  if (std::find(context.model_aliases.begin(), context.model_aliases.end(), *model) != context.model_aliases.end()) return;
+  if (std::find(context.model_aliases.begin(), context.model_aliases.end(), *model) != context.model_aliases.end())
+    return;
   throw ApiError(404, "not_found_error", "The model `" + *model + "` does not exist.", "model", "model_not_found");
 }
 
 // Sampling fields common to both endpoints.
 void parse_sampling(const Json& body, GenerationRequest& out, int32_t default_max_tokens) {
   if (const auto t = get_number(body, "temperature", "temperature")) {
-    if (*t < 0.0 || *t > 2.0) throw ApiError::invalid("temperature must be in [0, 2], got " + std::to_string(*t), "temperature");
+    if (*t < 0.0 || *t > 2.0)
+      throw ApiError::invalid("temperature must be in [0, 2], got " + std::to_string(*t), "temperature");
     out.sampling.temperature = static_cast<float>(*t);
   }
   if (const auto p = get_number(body, "top_p", "top_p")) {
@@ -40,7 +42,8 @@ void parse_sampling(const Json& body, GenerationRequest& out, int32_t default_ma
   }
   if (const Json* seed = field(body, "seed")) {
     if (!seed->is_number_integer() && !seed->is_number_unsigned()) wrong_type("seed", "an integer", *seed);
-    out.sampling.seed = seed->is_number_unsigned() ? seed->get<uint64_t>() : static_cast<uint64_t>(seed->get<int64_t>());
+    out.sampling.seed =
+        seed->is_number_unsigned() ? seed->get<uint64_t>() : static_cast<uint64_t>(seed->get<int64_t>());
   }
   std::optional<int64_t> max_tokens = get_integer(body, "max_tokens", "max_tokens");
   const char* max_param = "max_tokens";
@@ -56,7 +59,8 @@ void parse_sampling(const Json& body, GenerationRequest& out, int32_t default_ma
     out.sampling.max_tokens = default_max_tokens;
   }
   if (const auto n = get_integer(body, "n", "n")) {
-    if (*n < 1 || *n > kMaxChoices) throw ApiError::invalid("n must be in [1, " + std::to_string(kMaxChoices) + "]", "n");
+    if (*n < 1 || *n > kMaxChoices)
+      throw ApiError::invalid("n must be in [1, " + std::to_string(kMaxChoices) + "]", "n");
     out.n = static_cast<int32_t>(*n);
   }
   const auto penalty = [&](const char* key, double low, double high, bool low_open) -> std::optional<float> {
@@ -64,7 +68,8 @@ void parse_sampling(const Json& body, GenerationRequest& out, int32_t default_ma
     if (!value) return std::nullopt;
     if ((low_open ? *value <= low : *value < low) || *value > high) {
       throw ApiError::invalid(std::string(key) + " must be in " + (low_open ? "(" : "[") + std::to_string(low) + ", " +
-                              std::to_string(high) + "], got " + std::to_string(*value), key);
+                                  std::to_string(high) + "], got " + std::to_string(*value),
+                              key);
     }
     return static_cast<float>(*value);
   };
@@ -75,7 +80,8 @@ void parse_sampling(const Json& body, GenerationRequest& out, int32_t default_ma
   if (const auto stream = get_bool(body, "stream", "stream")) out.stream = *stream;
   if (const Json* options = field(body, "stream_options")) {
     if (!options->is_object()) wrong_type("stream_options", "an object", *options);
-    if (const auto usage = get_bool(*options, "include_usage", "stream_options.include_usage")) out.include_usage = *usage;
+    if (const auto usage = get_bool(*options, "include_usage", "stream_options.include_usage"))
+      out.include_usage = *usage;
   }
   if (const Json* stop = field(body, "stop")) {
     if (stop->is_string()) {
@@ -154,8 +160,10 @@ void check_schema(const Json& schema, const std::string& param, int64_t& nodes_s
   }
   nodes_so_far += nodes;
   if (nodes_so_far > kMaxSchemaNodesPerRequest) {
-    throw ApiError::invalid("the tool schemas of this request hold more than " + std::to_string(kMaxSchemaNodesPerRequest) +
-                            " JSON values together (the limit per request)", param);
+    throw ApiError::invalid("the tool schemas of this request hold more than " +
+                                std::to_string(kMaxSchemaNodesPerRequest) +
+                                " JSON values together (the limit per request)",
+                            param);
   }
 }
 
@@ -172,10 +180,31 @@ GenerationRequest parse_chat_request(const nlohmann::ordered_json& body, const A
   GenerationRequest out;
   check_model(body, context);
   collect_ignored(body,
-                  {"model", "messages", "temperature", "top_p", "top_k", "seed", "max_tokens", "max_completion_tokens",
-                   "n", "stream", "stream_options", "stop", "ignore_eos", "tools", "tool_choice", "reasoning_effort",
-                   "reasoning", "include_reasoning", "logprobs", "top_logprobs", "response_format",
-                   "parallel_tool_calls", "presence_penalty", "frequency_penalty", "repetition_penalty"},
+                  {"model",
+                   "messages",
+                   "temperature",
+                   "top_p",
+                   "top_k",
+                   "seed",
+                   "max_tokens",
+                   "max_completion_tokens",
+                   "n",
+                   "stream",
+                   "stream_options",
+                   "stop",
+                   "ignore_eos",
+                   "tools",
+                   "tool_choice",
+                   "reasoning_effort",
+                   "reasoning",
+                   "include_reasoning",
+                   "logprobs",
+                   "top_logprobs",
+                   "response_format",
+                   "parallel_tool_calls",
+                   "presence_penalty",
+                   "frequency_penalty",
+                   "repetition_penalty"},
                   out);
   parse_sampling(body, out, 0);  // 0 = up to the context (gpt-oss reasons at length)
   parse_chat_logprobs(body, out);
@@ -186,14 +215,16 @@ GenerationRequest parse_chat_request(const nlohmann::ordered_json& body, const A
   if (const Json* reasoning = field(body, "reasoning")) {
     if (!reasoning->is_object()) wrong_type("reasoning", "an object", *reasoning);
     if (!effort) effort = get_string(*reasoning, "effort", "reasoning.effort");
-    if (const auto exclude = get_bool(*reasoning, "exclude", "reasoning.exclude"); exclude && *exclude) out.include_reasoning = false;
+    if (const auto exclude = get_bool(*reasoning, "exclude", "reasoning.exclude"); exclude && *exclude)
+      out.include_reasoning = false;
   }
   if (effort) {
     const auto parsed = harmony::parse_reasoning_effort(*effort);
     if (!parsed) throw ApiError::invalid("reasoning_effort must be one of low, medium, high", "reasoning_effort");
     system.reasoning_effort = *parsed;
   }
-  if (const auto include = get_bool(body, "include_reasoning", "include_reasoning"); include && !*include) out.include_reasoning = false;
+  if (const auto include = get_bool(body, "include_reasoning", "include_reasoning"); include && !*include)
+    out.include_reasoning = false;
 
   // Tools (tool_choice and response_format are checked by parse_structured_output).
   const Json* choice = field(body, "tool_choice");
@@ -204,8 +235,8 @@ GenerationRequest parse_chat_request(const nlohmann::ordered_json& body, const A
   if (const Json* tools = field(body, "tools")) {
     if (!tools->is_array()) wrong_type("tools", "an array", *tools);
     if (tools->size() > static_cast<size_t>(kMaxTools)) {
-      throw ApiError::invalid("at most " + std::to_string(kMaxTools) + " tools are allowed, got " +
-                              std::to_string(tools->size()), "tools");
+      throw ApiError::invalid(
+          "at most " + std::to_string(kMaxTools) + " tools are allowed, got " + std::to_string(tools->size()), "tools");
     }
     int64_t schema_nodes = 0;
     for (size_t i = 0; i < tools->size(); ++i) {
@@ -216,7 +247,8 @@ GenerationRequest parse_chat_request(const nlohmann::ordered_json& body, const A
         throw ApiError::invalid("only function tools are supported", param + ".type");
       }
       const Json* function = field(tool, "function");
-      if (!function || !function->is_object()) throw ApiError::invalid("a tool needs a 'function' object", param + ".function");
+      if (!function || !function->is_object())
+        throw ApiError::invalid("a tool needs a 'function' object", param + ".function");
       harmony::ToolDescription description;
       const auto name = get_string(*function, "name", param + ".function.name");
       if (!name || name->empty()) throw ApiError::invalid("a function tool needs a name", param + ".function.name");
@@ -259,7 +291,8 @@ GenerationRequest parse_chat_request(const nlohmann::ordered_json& body, const A
     } else if (*role == "assistant") {
       std::optional<std::string> reasoning = get_string(message, "reasoning", param + ".reasoning");
       if (!reasoning) reasoning = get_string(message, "reasoning_content", param + ".reasoning_content");
-      if (reasoning && !reasoning->empty()) turns.push_back(text_message(harmony::Role::kAssistant, *reasoning, "analysis"));
+      if (reasoning && !reasoning->empty())
+        turns.push_back(text_message(harmony::Role::kAssistant, *reasoning, "analysis"));
       const Json* calls = field(message, "tool_calls");
       if (calls && !calls->is_array()) wrong_type(param + ".tool_calls", "an array", *calls);
       const bool has_calls = calls && !calls->empty();
@@ -272,9 +305,11 @@ GenerationRequest parse_chat_request(const nlohmann::ordered_json& body, const A
           const std::string call_param = param + ".tool_calls[" + std::to_string(c) + "]";
           if (!call.is_object()) wrong_type(call_param, "an object", call);
           const Json* function = field(call, "function");
-          if (!function || !function->is_object()) throw ApiError::invalid("a tool call needs 'function'", call_param + ".function");
+          if (!function || !function->is_object())
+            throw ApiError::invalid("a tool call needs 'function'", call_param + ".function");
           const auto name = get_string(*function, "name", call_param + ".function.name");
-          if (!name || name->empty()) throw ApiError::invalid("a tool call needs a function name", call_param + ".function.name");
+          if (!name || name->empty())
+            throw ApiError::invalid("a tool call needs a function name", call_param + ".function.name");
           const auto arguments = get_string(*function, "arguments", call_param + ".function.arguments").value_or("{}");
           if (const auto id = get_string(call, "id", call_param + ".id")) tool_name_by_call_id[*id] = *name;
           harmony::Message call_message = text_message(harmony::Role::kAssistant, arguments, "commentary");
@@ -289,8 +324,9 @@ GenerationRequest parse_chat_request(const nlohmann::ordered_json& body, const A
         const auto id = get_string(message, "tool_call_id", param + ".tool_call_id");
         const auto found = id ? tool_name_by_call_id.find(*id) : tool_name_by_call_id.end();
         if (found == tool_name_by_call_id.end()) {
-          throw ApiError::invalid("a tool message needs a 'tool_call_id' of an earlier assistant tool call (or a 'name')",
-                                  param + ".tool_call_id");
+          throw ApiError::invalid(
+              "a tool message needs a 'tool_call_id' of an earlier assistant tool call (or a 'name')",
+              param + ".tool_call_id");
         }
         name = found->second;
       }
@@ -357,7 +393,8 @@ GenerationRequest parse_completion_request(const nlohmann::ordered_json& body, c
     }
   } else if (single->is_array()) {
     for (const Json& id : *single) {
-      if (!id.is_number_integer() && !id.is_number_unsigned()) wrong_type("prompt", "a string or an array of token ids", *prompt);
+      if (!id.is_number_integer() && !id.is_number_unsigned())
+        wrong_type("prompt", "a string or an array of token ids", *prompt);
       const int64_t value = id.get<int64_t>();
       if (value < 0 || value >= tokenizer.vocab_size()) {
         throw ApiError::invalid("token id " + std::to_string(value) + " is outside the vocabulary", "prompt");
@@ -368,7 +405,8 @@ GenerationRequest parse_completion_request(const nlohmann::ordered_json& body, c
     wrong_type("prompt", "a string or an array of token ids", *prompt);
   }
   if (out.prompt.empty()) throw ApiError::invalid("the prompt is empty", "prompt");
-  if (const auto echo = get_bool(body, "echo", "echo"); echo && *echo) throw ApiError::invalid("echo is not supported", "echo");
+  if (const auto echo = get_bool(body, "echo", "echo"); echo && *echo)
+    throw ApiError::invalid("echo is not supported", "echo");
   return out;
 }
 

@@ -6,10 +6,9 @@
 #pragma once
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "engine/request.h"
 #include "server/json_fields.h"
@@ -21,9 +20,9 @@ namespace gossamer::server {
 
 // Limits on the tools of one request (400 naming the limit beyond them); each schema is also held to
 // text::harmony::SchemaLimits (depth 64, 10,000 JSON values).
-inline constexpr int kMaxTools = 128;                            // OpenAI's limit
-inline constexpr int64_t kMaxSchemaNodesPerRequest = 20000;      // JSON values over all tool schemas
-inline constexpr int kMaxChoices = 16;                           // the largest `n`
+inline constexpr int kMaxTools = 128;                        // OpenAI's limit
+inline constexpr int64_t kMaxSchemaNodesPerRequest = 20000;  // JSON values over all tool schemas
+inline constexpr int kMaxChoices = 16;                       // the largest `n`
 
 struct ApiContext {
   std::string served_model_name;
@@ -35,20 +34,20 @@ struct GenerationRequest {
   std::vector<engine::TokenId> prompt;
   engine::SamplingParams sampling;
   int32_t requested_max_tokens = 0;  // 0 when the client gave none
-  int32_t n = 1;  // choices: n engine requests on the same prompt
+  int32_t n = 1;                     // choices: n engine requests on the same prompt
   bool stream = false;
   bool include_usage = false;
   bool include_reasoning = true;
   std::vector<std::string> stop;
   std::vector<std::string> ignored_fields;
   std::vector<std::string> tool_names;  // declared function tools (chat)
-  std::shared_ptr<const StructuredOutputSpec> structured;  // response_format / tool arguments / tool_choice; null = none
+  std::shared_ptr<const StructuredOutputSpec>
+      structured;  // response_format / tool arguments / tool_choice; null = none
 };
 
 GenerationRequest parse_chat_request(const nlohmann::ordered_json& body, const ApiContext& context,
                                      const text::harmony::HarmonyRenderer& renderer);
 GenerationRequest parse_completion_request(const nlohmann::ordered_json& body, const ApiContext& context,
                                            const text::Tokenizer& tokenizer);
-
 
 }  // namespace gossamer::server

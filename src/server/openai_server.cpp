@@ -38,9 +38,10 @@ HttpResponse json_response(const Json& body, int status = 200) {
 
 OpenAiServer::OpenAiServer(ServerConfig config) : config_(std::move(config)) {
   started_at_ = std::chrono::system_clock::now();
-  http_ = std::make_unique<HttpServer>(config_.http, [this](HttpRequest request, std::shared_ptr<ResponseChannel> channel) {
-    handle(std::move(request), std::move(channel));
-  });
+  http_ =
+      std::make_unique<HttpServer>(config_.http, [this](HttpRequest request, std::shared_ptr<ResponseChannel> channel) {
+        handle(std::move(request), std::move(channel));
+      });
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   prep_ = std::make_unique<PrepPool>(config_.prep_threads > 0 ? config_.prep_threads : std::min(4, cores),
                                      config_.prep_max_queued);
@@ -104,7 +105,8 @@ void OpenAiServer::drain_and_stop() {
   auto done = std::make_shared<std::atomic<bool>>(false);
   std::thread([done, deadline_s] {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(deadline_s);
-    while (!done->load() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    while (!done->load() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
     if (!done->load()) {
       GOSSAMER_LOG_ERROR("shutdown did not finish within --shutdown-timeout + 10 s: exiting now");
       std::_Exit(1);
@@ -123,7 +125,7 @@ void OpenAiServer::drain_and_stop() {
       GOSSAMER_LOG_WARN("drain timed out with ", active_.load(), " request(s) in flight: aborting them");
       lock.unlock();
       prep_->stop(std::chrono::seconds(2));  // queued preparations answer 503
-      engine_->shutdown();  // aborts every request; their streams end with finish_reason "abort"
+      engine_->shutdown();                   // aborts every request; their streams end with finish_reason "abort"
       lock.lock();
       drained_.wait_for(lock, std::chrono::seconds(5), [&] { return active_.load() == 0; });
     }
@@ -160,8 +162,8 @@ void OpenAiServer::stats_loop() {
       std::snprintf(line, sizeof(line),
                     "Engine 000: Avg prompt throughput: %.1f tokens/s, Avg generation throughput: %.1f tokens/s, "
                     "Running: %d reqs, Waiting: %d reqs, KV cache usage: %.1f%%, Preemptions: %lld",
-                    prompt / seconds, generation / seconds, stats.num_running, stats.num_waiting, 100.0 * stats.kv_usage(),
-                    static_cast<long long>(stats.num_preemptions_total));
+                    prompt / seconds, generation / seconds, stats.num_running, stats.num_waiting,
+                    100.0 * stats.kv_usage(), static_cast<long long>(stats.num_preemptions_total));
       GOSSAMER_LOG_INFO(line);
     }
     last_prompt = stats.num_prompt_tokens_total;
@@ -232,10 +234,14 @@ void OpenAiServer::handle(HttpRequest request, std::shared_ptr<ResponseChannel> 
     const bool model_path = path == "/v1/models" || path.rfind("/v1/models/", 0) == 0;
     const bool stored_response = path.rfind("/v1/responses/", 0) == 0;
     const bool known = generation || model_path || stored_response || path == "/tokenize" || path == "/detokenize";
-    if (!known) return reply(channel, ApiError(404, "not_found_error", "Not found: " + request.method + " " + path).to_response());
+    if (!known)
+      return reply(channel,
+                   ApiError(404, "not_found_error", "Not found: " + request.method + " " + path).to_response());
     const bool method_ok = model_path ? get : stored_response ? (get || request.method == "DELETE") : post;
     if (!method_ok) {
-      return reply(channel, ApiError(405, "invalid_request_error", "Method " + request.method + " not allowed on " + path).to_response());
+      return reply(
+          channel,
+          ApiError(405, "invalid_request_error", "Method " + request.method + " not allowed on " + path).to_response());
     }
     // NOTE: every API route needs the key (GET /v1/models too, as vLLM); /health, /metrics and /version do not.
     if (!authorized(request)) {
@@ -281,8 +287,9 @@ void OpenAiServer::prepare_on_pool(HttpRequest request, std::shared_ptr<Response
   if (!queued) {
     request_done();
     if (metrics_) metrics_->count_rejected("overload");
-    ApiError busy(429, "rate_limit_error", "the server is overloaded: too many requests are waiting to be prepared; retry later",
-                  std::nullopt, "too_many_requests");
+    ApiError busy(429, "rate_limit_error",
+                  "the server is overloaded: too many requests are waiting to be prepared; retry later", std::nullopt,
+                  "too_many_requests");
     HttpResponse response = busy.to_response();
     response.headers.emplace_back("Retry-After", "1");
     reply(channel, std::move(response));
@@ -323,7 +330,8 @@ void OpenAiServer::handle_generation(const HttpRequest& request, std::shared_ptr
     for (const auto& field : parsed.ignored_fields) fields += (fields.empty() ? "" : ", ") + field;
     GOSSAMER_LOG_WARN("ignoring unsupported request fields: ", fields);
   }
-  auto state = std::make_shared<GenerationState>(*this, channel, std::move(parsed), chat, request.header("x-request-id"));
+  auto state =
+      std::make_shared<GenerationState>(*this, channel, std::move(parsed), chat, request.header("x-request-id"));
   state->submit();
 }
 
@@ -353,12 +361,15 @@ HttpResponse OpenAiServer::handle_stored_response(const HttpRequest& request) {
   const std::string id = request.path.substr(std::string("/v1/responses/").size());
   if (request.method == "DELETE") {
     if (!responses_store_.erase(id)) {
-      return ApiError(404, "invalid_request_error", "Response with id '" + id + "' not found.", "response_id").to_response();
+      return ApiError(404, "invalid_request_error", "Response with id '" + id + "' not found.", "response_id")
+          .to_response();
     }
     return json_response({{"id", id}, {"object", "response"}, {"deleted", true}});
   }
   const auto stored = responses_store_.get(id);
-  if (!stored) return ApiError(404, "invalid_request_error", "Response with id '" + id + "' not found.", "response_id").to_response();
+  if (!stored)
+    return ApiError(404, "invalid_request_error", "Response with id '" + id + "' not found.", "response_id")
+        .to_response();
   return json_response(stored->response);
 }
 
@@ -371,7 +382,8 @@ HttpResponse OpenAiServer::handle_models() const {
 HttpResponse OpenAiServer::handle_model(const std::string& id) const {
   const auto& aliases = config_.model_aliases;
   if (id != config_.served_model_name && std::find(aliases.begin(), aliases.end(), id) == aliases.end()) {
-    return ApiError(404, "not_found_error", "The model `" + id + "` does not exist.", "model", "model_not_found").to_response();
+    return ApiError(404, "not_found_error", "The model `" + id + "` does not exist.", "model", "model_not_found")
+        .to_response();
   }
   return json_response(model_json(id));
 }
@@ -383,7 +395,8 @@ HttpResponse OpenAiServer::handle_tokenize(const HttpRequest& request) const {
     tokens = parse_chat_request(body, api_context_, *renderer_).prompt;
   } else {
     const auto prompt = body.find("prompt");
-    if (prompt == body.end() || !prompt->is_string()) throw ApiError::invalid("'prompt' (a string) or 'messages' is required", "prompt");
+    if (prompt == body.end() || !prompt->is_string())
+      throw ApiError::invalid("'prompt' (a string) or 'messages' is required", "prompt");
     try {
       tokens = tokenizer_->encode(prompt->get<std::string>(), {}, true);
     } catch (const Error& error) {
@@ -406,12 +419,14 @@ HttpResponse OpenAiServer::handle_tokenize(const HttpRequest& request) const {
 HttpResponse OpenAiServer::handle_detokenize(const HttpRequest& request) const {
   const auto body = parse_json_body(request.body);
   const auto tokens = body.find("tokens");
-  if (tokens == body.end() || !tokens->is_array()) throw ApiError::invalid("'tokens' (an array of ids) is required", "tokens");
+  if (tokens == body.end() || !tokens->is_array())
+    throw ApiError::invalid("'tokens' (an array of ids) is required", "tokens");
   text::IncrementalDetokenizer detokenizer(*tokenizer_);
   std::string text;
   for (const auto& token : *tokens) {
     if (!token.is_number_integer() || token.get<int64_t>() < 0 || token.get<int64_t>() >= tokenizer_->vocab_size()) {
-      throw ApiError::invalid("'tokens' must hold token ids in [0, " + std::to_string(tokenizer_->vocab_size()) + ")", "tokens");
+      throw ApiError::invalid("'tokens' must hold token ids in [0, " + std::to_string(tokenizer_->vocab_size()) + ")",
+                              "tokens");
     }
     try {
       text += detokenizer.push(static_cast<engine::TokenId>(token.get<int64_t>()));

@@ -32,16 +32,17 @@ enum class ReasoningField { kReasoning, kReasoningContent, kBoth };
 
 struct ServerConfig {
   HttpServerOptions http;
-  std::string served_model_name = "gpt-oss";       // the id in /v1/models and responses
-  std::vector<std::string> model_aliases;          // other names accepted in "model"
-  std::vector<std::string> api_keys;               // empty = no auth
-  ReasoningField reasoning_field = ReasoningField::kBoth;  // where the analysis channel goes (both names: clients read either)
-  bool vllm_metrics_alias = true;                  // also emit vllm:* metric names
-  bool enable_log_requests = false;                // log each request (INFO) with its figures
-  bool log_stats = true;                           // a vLLM-style stats line every 5 s while busy
-  double shutdown_timeout_s = 60.0;                // drain limit before in-flight requests are aborted
-  int prep_threads = 0;                            // request-preparation workers (0 = min(4, cores))
-  size_t prep_max_queued = 1024;                   // requests waiting for a worker before 429
+  std::string served_model_name = "gpt-oss";  // the id in /v1/models and responses
+  std::vector<std::string> model_aliases;     // other names accepted in "model"
+  std::vector<std::string> api_keys;          // empty = no auth
+  ReasoningField reasoning_field =
+      ReasoningField::kBoth;         // where the analysis channel goes (both names: clients read either)
+  bool vllm_metrics_alias = true;    // also emit vllm:* metric names
+  bool enable_log_requests = false;  // log each request (INFO) with its figures
+  bool log_stats = true;             // a vLLM-style stats line every 5 s while busy
+  double shutdown_timeout_s = 60.0;  // drain limit before in-flight requests are aborted
+  int prep_threads = 0;              // request-preparation workers (0 = min(4, cores))
+  size_t prep_max_queued = 1024;     // requests waiting for a worker before 429
 };
 
 class GenerationState;

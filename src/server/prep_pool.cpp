@@ -24,7 +24,9 @@ PrepPool::PrepPool(int num_threads, size_t max_queued) : state_(std::make_shared
   for (int i = 0; i < std::max(1, num_threads); ++i) threads_.emplace_back([state = state_] { worker_loop(state); });
 }
 
-PrepPool::~PrepPool() { stop(std::chrono::seconds(5)); }
+PrepPool::~PrepPool() {
+  stop(std::chrono::seconds(5));
+}
 
 bool PrepPool::try_submit(Job job) {
   {

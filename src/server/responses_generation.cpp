@@ -29,7 +29,8 @@ ResponsesState::ResponsesState(OpenAiServer& server, std::shared_ptr<ResponseCha
       request_(std::move(request)),
       id_(random_id("resp_")),
       parser_(server.tokenizer_, {}) {
-  created_ = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  created_ =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   num_prompt_tokens_ = static_cast<int32_t>(request_.generation.prompt.size());
 }
 
@@ -40,7 +41,8 @@ void ResponsesState::submit() {
   params.prompt = request_.generation.prompt;
   params.sampling = request_.generation.sampling;
   if (request_.generation.structured) {
-    params.sampling.constraint = make_structured_output_constraint(request_.generation.structured, *server_.tokenizer_, params.sampling.max_tokens);
+    params.sampling.constraint = make_structured_output_constraint(request_.generation.structured, *server_.tokenizer_,
+                                                                   params.sampling.max_tokens);
   }
   auto self = shared_from_this();
   params.on_output = [self](const engine::RequestOutput& output) { self->on_output(output); };
@@ -84,7 +86,8 @@ void ResponsesState::emit(const std::string& type, Json payload) {
   if (!request_.generation.stream || client_gone_) return;
   payload["type"] = type;
   payload["sequence_number"] = sequence_++;
-  channel_->write("event: " + type + "\ndata: " + payload.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n\n");
+  channel_->write("event: " + type + "\ndata: " + payload.dump(-1, ' ', false, Json::error_handler_t::replace) +
+                  "\n\n");
 }
 
 Json ResponsesState::item_json(const Item& item) const {
@@ -97,18 +100,27 @@ Json ResponsesState::item_json(const Item& item) const {
         // NOTE: no summariser: the summary is the reasoning itself (clients that read only summaries show it).
         summary.push_back({{"type", "summary_text"}, {"text", item.text}});
       }
-      Json out = {{"type", "reasoning"}, {"id", item.id}, {"summary", summary}, {"content", content}, {"status", status}};
+      Json out = {
+          {"type", "reasoning"}, {"id", item.id}, {"summary", summary}, {"content", content}, {"status", status}};
       if (item.done && request_.include_encrypted_reasoning) out["encrypted_content"] = encode_reasoning(item.text);
       return out;
     }
     case Kind::kMessage: {
       Json content = Json::array();
-      if (item.done) content.push_back({{"type", "output_text"}, {"text", item.text}, {"annotations", Json::array()}, {"logprobs", Json::array()}});
+      if (item.done)
+        content.push_back({{"type", "output_text"},
+                           {"text", item.text},
+                           {"annotations", Json::array()},
+                           {"logprobs", Json::array()}});
       return {{"type", "message"}, {"id", item.id}, {"status", status}, {"role", "assistant"}, {"content", content}};
     }
     case Kind::kFunctionCall:
-      return {{"type", "function_call"}, {"id", item.id},   {"call_id", item.call_id},
-              {"name", item.name},       {"arguments", item.done ? item.text : ""}, {"status", status}};
+      return {{"type", "function_call"},
+              {"id", item.id},
+              {"call_id", item.call_id},
+              {"name", item.name},
+              {"arguments", item.done ? item.text : ""},
+              {"status", status}};
   }
   return Json::object();
 }
@@ -155,7 +167,8 @@ void ResponsesState::close_item() {
     emit("response.output_text.done", payload);
     payload.erase("text");
     payload.erase("logprobs");
-    payload["part"] = {{"type", "output_text"}, {"text", item.text}, {"annotations", Json::array()}, {"logprobs", Json::array()}};
+    payload["part"] = {
+        {"type", "output_text"}, {"text", item.text}, {"annotations", Json::array()}, {"logprobs", Json::array()}};
     emit("response.content_part.done", payload);
   } else {
     Json payload = where;
@@ -173,11 +186,17 @@ void ResponsesState::apply(const ChatDelta& delta) {
     const int index = static_cast<int>(items_.size()) - 1;
     if (fresh) {
       emit("response.output_item.added", {{"output_index", index}, {"item", item_json(item)}});
-      const Json part = kind == Kind::kReasoning ? Json{{"type", "reasoning_text"}, {"text", ""}}
-                                                 : Json{{"type", "output_text"}, {"text", ""}, {"annotations", Json::array()}, {"logprobs", Json::array()}};
-      emit("response.content_part.added", {{"item_id", item.id}, {"output_index", index}, {"content_index", 0}, {"part", part}});
+      const Json part =
+          kind == Kind::kReasoning
+              ? Json{{"type", "reasoning_text"}, {"text", ""}}
+              : Json{
+                    {"type", "output_text"}, {"text", ""}, {"annotations", Json::array()}, {"logprobs", Json::array()}};
+      emit("response.content_part.added",
+           {{"item_id", item.id}, {"output_index", index}, {"content_index", 0}, {"part", part}});
       if (kind == Kind::kReasoning) {
-        emit("response.reasoning_summary_part.added", {{"item_id", item.id}, {"output_index", index}, {"summary_index", 0},
+        emit("response.reasoning_summary_part.added", {{"item_id", item.id},
+                                                       {"output_index", index},
+                                                       {"summary_index", 0},
                                                        {"part", {{"type", "summary_text"}, {"text", ""}}}});
       }
     }
@@ -186,7 +205,8 @@ void ResponsesState::apply(const ChatDelta& delta) {
     if (kind == Kind::kMessage) payload["logprobs"] = Json::array();
     emit(event, std::move(payload));
     if (kind == Kind::kReasoning) {
-      emit("response.reasoning_summary_text.delta", {{"item_id", item.id}, {"output_index", index}, {"summary_index", 0}, {"delta", text}});
+      emit("response.reasoning_summary_text.delta",
+           {{"item_id", item.id}, {"output_index", index}, {"summary_index", 0}, {"delta", text}});
     }
   };
   if (!delta.reasoning.empty()) text_delta(Kind::kReasoning, delta.reasoning, "response.reasoning_text.delta");
@@ -196,7 +216,8 @@ void ResponsesState::apply(const ChatDelta& delta) {
       Item& item = open_item(Kind::kFunctionCall);
       item.call_id = *call.id;
       item.name = call.name.value_or("");
-      emit("response.output_item.added", {{"output_index", static_cast<int>(items_.size()) - 1}, {"item", item_json(item)}});
+      emit("response.output_item.added",
+           {{"output_index", static_cast<int>(items_.size()) - 1}, {"item", item_json(item)}});
     }
     if (!call.arguments.empty() && item_open_ && items_.back().kind == Kind::kFunctionCall) {
       Item& item = items_.back();
@@ -266,12 +287,15 @@ void ResponsesState::finish(const engine::RequestOutput& output) {
     stored.response = response;
     stored.messages = request_.messages;
     nlohmann::ordered_json message = {{"role", "assistant"}};
-    message["content"] = parser_.content().empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(parser_.content());
+    message["content"] =
+        parser_.content().empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(parser_.content());
     if (!parser_.reasoning().empty()) message["reasoning"] = parser_.reasoning();
     if (!parser_.tool_calls().empty()) {
       nlohmann::ordered_json calls = nlohmann::ordered_json::array();
       for (const ToolCall& call : parser_.tool_calls()) {
-        calls.push_back({{"id", call.id}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+        calls.push_back({{"id", call.id},
+                         {"type", "function"},
+                         {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
       }
       message["tool_calls"] = std::move(calls);
     }
@@ -280,7 +304,9 @@ void ResponsesState::finish(const engine::RequestOutput& output) {
   }
   if (!client_gone_) {
     if (request_.generation.stream) {
-      emit(status_ == "completed" ? "response.completed" : status_ == "incomplete" ? "response.incomplete" : "response.failed",
+      emit(status_ == "completed"    ? "response.completed"
+           : status_ == "incomplete" ? "response.incomplete"
+                                     : "response.failed",
            {{"response", response}});
       channel_->end_stream();
     } else {

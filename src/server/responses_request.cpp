@@ -24,7 +24,8 @@ std::string item_text(const Json& content, const std::string& param) {
     const std::string type = get_string(part, "type", part_param + ".type").value_or("");
     if (type != "input_text" && type != "output_text" && type != "text" && type != "reasoning_text" &&
         type != "summary_text") {
-      throw ApiError::invalid("unsupported content part type '" + type + "' (only text is supported)", part_param + ".type");
+      throw ApiError::invalid("unsupported content part type '" + type + "' (only text is supported)",
+                              part_param + ".type");
     }
     text += get_string(part, "text", part_param + ".text").value_or("");
   }
@@ -57,7 +58,8 @@ class ChatMessageBuilder {
         flush();
         messages_.push_back({{"role", role}, {"content", text}});
       } else {
-        throw ApiError::invalid("unknown role '" + role + "' (expected user, system, developer or assistant)", param + ".role");
+        throw ApiError::invalid("unknown role '" + role + "' (expected user, system, developer or assistant)",
+                                param + ".role");
       }
     } else if (type == "reasoning") {
       std::string text;
@@ -65,7 +67,8 @@ class ChatMessageBuilder {
         text = item_text(*content, param + ".content");
       } else if (const auto encrypted = get_string(item, "encrypted_content", param + ".encrypted_content")) {
         const auto decoded = decode_reasoning(*encrypted);
-        if (!decoded) throw ApiError::invalid("encrypted_content was not made by this server", param + ".encrypted_content");
+        if (!decoded)
+          throw ApiError::invalid("encrypted_content was not made by this server", param + ".encrypted_content");
         text = *decoded;
       } else if (const Json* summary = field(item, "summary"); summary && !summary->empty()) {
         text = item_text(*summary, param + ".summary");
@@ -81,7 +84,8 @@ class ChatMessageBuilder {
       pending_["tool_calls"].push_back(
           {{"id", *call_id},
            {"type", "function"},
-           {"function", {{"name", *name}, {"arguments", get_string(item, "arguments", param + ".arguments").value_or("{}")}}}});
+           {"function",
+            {{"name", *name}, {"arguments", get_string(item, "arguments", param + ".arguments").value_or("{}")}}}});
     } else if (type == "function_call_output") {
       const auto call_id = get_string(item, "call_id", param + ".call_id");
       if (!call_id) throw ApiError::invalid("a function_call_output item needs call_id", param + ".call_id");
@@ -154,17 +158,34 @@ std::optional<std::string> decode_reasoning(const std::string& encoded) {
 ResponsesRequest parse_responses_request(const Json& body, const ApiContext& context,
                                          const text::harmony::HarmonyRenderer& renderer, const ResponsesStore& store) {
   ResponsesRequest out;
-  static const std::set<std::string> kKnown = {
-      "model", "input", "instructions", "tools", "tool_choice", "reasoning", "max_output_tokens", "temperature", "top_p",
-      "parallel_tool_calls", "metadata", "user", "store", "previous_response_id", "include", "stream", "text",
-      "truncation", "background", "top_logprobs"};
+  static const std::set<std::string> kKnown = {"model",
+                                               "input",
+                                               "instructions",
+                                               "tools",
+                                               "tool_choice",
+                                               "reasoning",
+                                               "max_output_tokens",
+                                               "temperature",
+                                               "top_p",
+                                               "parallel_tool_calls",
+                                               "metadata",
+                                               "user",
+                                               "store",
+                                               "previous_response_id",
+                                               "include",
+                                               "stream",
+                                               "text",
+                                               "truncation",
+                                               "background",
+                                               "top_logprobs"};
   if (get_bool(body, "background", "background").value_or(false)) {
     throw ApiError::invalid("background responses are not supported", "background");
   }
   if (const auto truncation = get_string(body, "truncation", "truncation"); truncation && *truncation != "disabled") {
     throw ApiError::invalid("only truncation \"disabled\" is supported", "truncation");
   }
-  if (field(body, "top_logprobs")) throw ApiError::invalid("top_logprobs is not supported on /v1/responses yet", "top_logprobs");
+  if (field(body, "top_logprobs"))
+    throw ApiError::invalid("top_logprobs is not supported on /v1/responses yet", "top_logprobs");
   // text.format → the chat request's response_format (constrained decoding: server/structured_output.h).
   Json response_format;
   Json text_echo = {{"format", {{"type", "text"}}}};
@@ -178,7 +199,8 @@ ResponsesRequest parse_responses_request(const Json& body, const ApiContext& con
       } else if (type == "json_schema") {
         const Json* schema = field(*format, "schema");
         if (schema == nullptr) throw ApiError::invalid("text.format json_schema needs a schema", "text.format.schema");
-        Json spec = {{"name", get_string(*format, "name", "text.format.name").value_or("response")}, {"schema", *schema}};
+        Json spec = {{"name", get_string(*format, "name", "text.format.name").value_or("response")},
+                     {"schema", *schema}};
         if (const auto strict = get_bool(*format, "strict", "text.format.strict")) spec["strict"] = *strict;
         response_format = {{"type", "json_schema"}, {"json_schema", std::move(spec)}};
       } else if (type != "text") {
@@ -243,7 +265,8 @@ ResponsesRequest parse_responses_request(const Json& body, const ApiContext& con
         throw ApiError::invalid("only function tools are supported", param + ".type");
       }
       Json function = {{"name", get_string(tool, "name", param + ".name").value_or("")}};
-      if (const auto description = get_string(tool, "description", param + ".description")) function["description"] = *description;
+      if (const auto description = get_string(tool, "description", param + ".description"))
+        function["description"] = *description;
       if (const Json* parameters = field(tool, "parameters")) function["parameters"] = *parameters;
       chat_tools.push_back({{"type", "function"}, {"function", std::move(function)}});
     }
@@ -269,7 +292,8 @@ ResponsesRequest parse_responses_request(const Json& body, const ApiContext& con
   for (const char* key : {"temperature", "top_p", "parallel_tool_calls"}) {
     if (const Json* value = field(body, key)) chat[key] = *value;
   }
-  if (const Json* metadata = field(body, "metadata"); metadata && !metadata->is_object()) wrong_type("metadata", "an object", *metadata);
+  if (const Json* metadata = field(body, "metadata"); metadata && !metadata->is_object())
+    wrong_type("metadata", "an object", *metadata);
   out.generation = parse_chat_request(chat, context, renderer);
   out.generation.stream = get_bool(body, "stream", "stream").value_or(false);
   for (const auto& [key, value] : body.items()) {
@@ -277,21 +301,28 @@ ResponsesRequest parse_responses_request(const Json& body, const ApiContext& con
   }
 
   // What the response object repeats.
-  out.echo = {{"instructions", instructions ? nlohmann::json(*instructions) : nlohmann::json(nullptr)},
-              {"tools", body.contains("tools") && !body["tools"].is_null() ? nlohmann::json(body["tools"]) : nlohmann::json::array()},
-              {"tool_choice", body.contains("tool_choice") ? nlohmann::json(body["tool_choice"]) : nlohmann::json("auto")},
-              {"parallel_tool_calls", get_bool(body, "parallel_tool_calls", "parallel_tool_calls").value_or(true)},
-              {"temperature", get_number(body, "temperature", "temperature").value_or(1.0)},
-              {"top_p", get_number(body, "top_p", "top_p").value_or(1.0)},
-              {"max_output_tokens", body.contains("max_output_tokens") ? nlohmann::json(body["max_output_tokens"]) : nlohmann::json(nullptr)},
-              {"metadata", body.contains("metadata") && body["metadata"].is_object() ? nlohmann::json(body["metadata"]) : nlohmann::json::object()},
-              {"user", body.contains("user") ? nlohmann::json(body["user"]) : nlohmann::json(nullptr)},
-              {"reasoning", {{"effort", chat.contains("reasoning_effort") ? nlohmann::json(chat["reasoning_effort"]) : nlohmann::json(nullptr)},
-                             {"summary", nullptr}}},
-              {"text", text_echo},
-              {"truncation", "disabled"},
-              {"store", out.store},
-              {"previous_response_id", out.previous_response_id ? nlohmann::json(*out.previous_response_id) : nlohmann::json(nullptr)}};
+  out.echo = {
+      {"instructions", instructions ? nlohmann::json(*instructions) : nlohmann::json(nullptr)},
+      {"tools",
+       body.contains("tools") && !body["tools"].is_null() ? nlohmann::json(body["tools"]) : nlohmann::json::array()},
+      {"tool_choice", body.contains("tool_choice") ? nlohmann::json(body["tool_choice"]) : nlohmann::json("auto")},
+      {"parallel_tool_calls", get_bool(body, "parallel_tool_calls", "parallel_tool_calls").value_or(true)},
+      {"temperature", get_number(body, "temperature", "temperature").value_or(1.0)},
+      {"top_p", get_number(body, "top_p", "top_p").value_or(1.0)},
+      {"max_output_tokens",
+       body.contains("max_output_tokens") ? nlohmann::json(body["max_output_tokens"]) : nlohmann::json(nullptr)},
+      {"metadata", body.contains("metadata") && body["metadata"].is_object() ? nlohmann::json(body["metadata"])
+                                                                             : nlohmann::json::object()},
+      {"user", body.contains("user") ? nlohmann::json(body["user"]) : nlohmann::json(nullptr)},
+      {"reasoning",
+       {{"effort",
+         chat.contains("reasoning_effort") ? nlohmann::json(chat["reasoning_effort"]) : nlohmann::json(nullptr)},
+        {"summary", nullptr}}},
+      {"text", text_echo},
+      {"truncation", "disabled"},
+      {"store", out.store},
+      {"previous_response_id",
+       out.previous_response_id ? nlohmann::json(*out.previous_response_id) : nlohmann::json(nullptr)}};
   return out;
 }
 

@@ -8,10 +8,9 @@
 // forced tool choices ("required", a named function); also background mode and non-function tools.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "server/openai_request.h"
 #include "server/responses_store.h"

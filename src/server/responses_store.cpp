@@ -2,7 +2,8 @@
 
 namespace gossamer::server {
 
-ResponsesStore::ResponsesStore(size_t max_entries, size_t max_bytes) : max_entries_(max_entries), max_bytes_(max_bytes) {}
+ResponsesStore::ResponsesStore(size_t max_entries, size_t max_bytes)
+    : max_entries_(max_entries), max_bytes_(max_bytes) {}
 
 void ResponsesStore::put(const std::string& id, StoredResponse value) {
   const size_t bytes = value.response.dump().size() + value.messages.dump().size();

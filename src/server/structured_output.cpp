@@ -40,17 +40,22 @@ std::shared_ptr<const StructuredOutputSpec> parse_structured_output(
     } else if (type == "json_schema") {
       const OrderedJson* json_schema = format.contains("json_schema") ? &format["json_schema"] : nullptr;
       if (json_schema == nullptr || !json_schema->is_object()) {
-        throw ApiError::invalid("response_format json_schema needs a 'json_schema' object", "response_format.json_schema");
+        throw ApiError::invalid("response_format json_schema needs a 'json_schema' object",
+                                "response_format.json_schema");
       }
       if (!json_schema->contains("schema") || !(*json_schema)["schema"].is_object()) {
-        throw ApiError::invalid("response_format.json_schema needs a 'schema' object", "response_format.json_schema.schema");
+        throw ApiError::invalid("response_format.json_schema needs a 'schema' object",
+                                "response_format.json_schema.schema");
       }
       if (json_schema->contains("strict") && !(*json_schema)["strict"].is_boolean()) {
-        throw ApiError::invalid("response_format.json_schema.strict must be a boolean", "response_format.json_schema.strict");
+        throw ApiError::invalid("response_format.json_schema.strict must be a boolean",
+                                "response_format.json_schema.strict");
       }
       const OrderedJson& schema = (*json_schema)["schema"];
       spec->response = compile_or_400(schema, "response_format.json_schema.schema");
-      const std::string name = json_schema->contains("name") && (*json_schema)["name"].is_string() ? (*json_schema)["name"].get<std::string>() : "response";
+      const std::string name = json_schema->contains("name") && (*json_schema)["name"].is_string()
+                                   ? (*json_schema)["name"].get<std::string>()
+                                   : "response";
       std::string text = "# Response Formats\n\n## " + name + "\n\n";
       if (json_schema->contains("description") && (*json_schema)["description"].is_string()) {
         text += "// " + (*json_schema)["description"].get<std::string>() + "\n";
@@ -70,12 +75,15 @@ std::shared_ptr<const StructuredOutputSpec> parse_structured_output(
     } else if (choice == "required") {
       spec->tool_choice = ToolChoice::kRequired;
     } else if (choice.is_object() && choice.value("type", "") == "function" && choice.contains("function") &&
-               choice["function"].is_object() && choice["function"].contains("name") && choice["function"]["name"].is_string()) {
+               choice["function"].is_object() && choice["function"].contains("name") &&
+               choice["function"]["name"].is_string()) {
       spec->tool_choice = ToolChoice::kNamed;
       spec->named_tool = choice["function"]["name"];
     } else {
-      throw ApiError::invalid("tool_choice must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": …}}",
-                              "tool_choice");
+      throw ApiError::invalid(
+          "tool_choice must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": "
+          "…}}",
+          "tool_choice");
     }
   }
   const bool forced = spec->tool_choice == ToolChoice::kRequired || spec->tool_choice == ToolChoice::kNamed;
@@ -85,7 +93,9 @@ std::shared_ptr<const StructuredOutputSpec> parse_structured_output(
   if (spec->tool_choice == ToolChoice::kNamed) {
     bool declared = false;
     for (const auto& [name, parameters] : tool_parameters) declared |= name == spec->named_tool;
-    if (!declared) throw ApiError::invalid("tool_choice names '" + spec->named_tool + "', which is not in 'tools'", "tool_choice.function.name");
+    if (!declared)
+      throw ApiError::invalid("tool_choice names '" + spec->named_tool + "', which is not in 'tools'",
+                              "tool_choice.function.name");
   }
 
   if (spec->tool_choice != ToolChoice::kNone) {
@@ -105,7 +115,8 @@ std::shared_ptr<const StructuredOutputSpec> parse_structured_output(
       try {
         spec->tools[name] = grammar::compile_json_schema(nlohmann::json::parse(parameters.dump()));
       } catch (const grammar::SchemaError& error) {
-        GOSSAMER_LOG_WARN("structured output: ", param, " is not enforced (", error.what(), "); arguments will be any JSON object");
+        GOSSAMER_LOG_WARN("structured output: ", param, " is not enforced (", error.what(),
+                          "); arguments will be any JSON object");
         spec->tools[name] = grammar::json_object_grammar();
       }
     }

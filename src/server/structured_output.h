@@ -21,11 +21,10 @@
 
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "engine/token_constraint.h"
 #include "text/grammar/grammar.h"
@@ -37,7 +36,7 @@ enum class ToolChoice : uint8_t { kAuto, kNone, kRequired, kNamed };
 
 struct StructuredOutputSpec {
   std::shared_ptr<const text::grammar::Grammar> response;  // final-channel JSON, or null
-  std::string response_format_text;  // for the developer message ("# Response Formats"), or empty
+  std::string response_format_text;                        // for the developer message ("# Response Formats"), or empty
   std::map<std::string, std::shared_ptr<const text::grammar::Grammar>> tools;  // arguments by function name
   ToolChoice tool_choice = ToolChoice::kAuto;
   std::string named_tool;  // kNamed
@@ -47,13 +46,13 @@ struct StructuredOutputSpec {
 
 // body: the chat request. tool_parameters: each declared function's name and `parameters` (null = none).
 std::shared_ptr<const StructuredOutputSpec> parse_structured_output(
-    const nlohmann::ordered_json& body, const std::vector<std::pair<std::string, nlohmann::ordered_json>>& tool_parameters);
+    const nlohmann::ordered_json& body,
+    const std::vector<std::pair<std::string, nlohmann::ordered_json>>& tool_parameters);
 
 // max_tokens: the request's output budget (0 = none). While an answer is owed (response_format, or a forced
 // tool call), reasoning may use at most half of it, so that the answer always has room and a random model
 // terminates: past that the analysis message can only end, and no further analysis message can open.
-std::shared_ptr<engine::TokenConstraint> make_structured_output_constraint(std::shared_ptr<const StructuredOutputSpec> spec,
-                                                                           const text::Tokenizer& tokenizer,
-                                                                           int32_t max_tokens = 0);
+std::shared_ptr<engine::TokenConstraint> make_structured_output_constraint(
+    std::shared_ptr<const StructuredOutputSpec> spec, const text::Tokenizer& tokenizer, int32_t max_tokens = 0);
 
 }  // namespace gossamer::server

@@ -31,8 +31,12 @@ std::shared_ptr<const grammar::TokenVocabulary> shared_vocabulary(const text::To
 class HarmonyConstraint : public engine::TokenConstraint {
  public:
   // reasoning_budget: tokens of reasoning allowed while an answer is owed (0 = unbounded).
-  HarmonyConstraint(std::shared_ptr<const StructuredOutputSpec> spec, const text::Tokenizer& tokenizer, int32_t reasoning_budget)
-      : spec_(std::move(spec)), tokenizer_(tokenizer), masker_(shared_vocabulary(tokenizer)), reasoning_budget_(reasoning_budget) {
+  HarmonyConstraint(std::shared_ptr<const StructuredOutputSpec> spec, const text::Tokenizer& tokenizer,
+                    int32_t reasoning_budget)
+      : spec_(std::move(spec)),
+        tokenizer_(tokenizer),
+        masker_(shared_vocabulary(tokenizer)),
+        reasoning_budget_(reasoning_budget) {
     const auto special = [&](const char* text) {
       const auto id = tokenizer.special_token_id(text);
       GOSSAMER_CHECK(id.has_value(), "tokenizer without ", text);
@@ -75,7 +79,8 @@ class HarmonyConstraint : public engine::TokenConstraint {
         for (size_t i = 0; i < alternatives.size(); ++i) {
           if (static_cast<int>(i) == analysis_alternative_ && reasoning_spent()) continue;  // no more reasoning
           const auto& alternative = alternatives[i];
-          if (alternative.size() > header_ids_.size() && std::equal(header_ids_.begin(), header_ids_.end(), alternative.begin())) {
+          if (alternative.size() > header_ids_.size() &&
+              std::equal(header_ids_.begin(), header_ids_.end(), alternative.begin())) {
             allow(mask, alternative[header_ids_.size()]);
           }
         }
@@ -93,7 +98,8 @@ class HarmonyConstraint : public engine::TokenConstraint {
         }
         if (content_mask_.size() != mask.size()) {  // every ordinary token, and of the specials only <|end|>
           content_mask_.assign(mask.size(), ~0u);
-          for (auto id = static_cast<TokenId>(text::kNumOrdinaryTokens); id < static_cast<TokenId>(mask.size() * 32); ++id) {
+          for (auto id = static_cast<TokenId>(text::kNumOrdinaryTokens); id < static_cast<TokenId>(mask.size() * 32);
+               ++id) {
             if (id != end_) forbid(content_mask_, id);
           }
         }
@@ -109,8 +115,7 @@ class HarmonyConstraint : public engine::TokenConstraint {
         masker_.fill_mask(*matcher_, mask);
         if (matcher_->can_end()) allow(mask, terminator_);
         return true;
-      case Phase::kDone:
-        return false;
+      case Phase::kDone: return false;
     }
     return false;
   }
@@ -140,22 +145,28 @@ class HarmonyConstraint : public engine::TokenConstraint {
         if (token == terminator_) {
           phase_ = Phase::kDone;
         } else if (tokenizer_.is_special(token) || !matcher_->advance(tokenizer_.token_bytes(token))) {
-          GOSSAMER_LOG_ERROR("structured output: token ", token, " outside the grammar was sampled; constraint released");
+          GOSSAMER_LOG_ERROR("structured output: token ", token,
+                             " outside the grammar was sampled; constraint released");
           phase_ = Phase::kDone;
         }
         return;
-      case Phase::kDone:
-        return;
+      case Phase::kDone: return;
     }
   }
 
  private:
   enum class Phase : uint8_t { kHeader, kContent, kJson, kAfterEnd, kDone };
 
-  bool forcing_tools() const { return spec_->tool_choice == ToolChoice::kRequired || spec_->tool_choice == ToolChoice::kNamed; }
+  bool forcing_tools() const {
+    return spec_->tool_choice == ToolChoice::kRequired || spec_->tool_choice == ToolChoice::kNamed;
+  }
   bool reasoning_spent() const { return reasoning_budget_ > 0 && reasoning_used_ >= reasoning_budget_; }
-  static void allow(std::span<uint32_t> mask, TokenId token) { mask[static_cast<size_t>(token) / 32] |= 1u << (token % 32); }
-  static void forbid(std::span<uint32_t> mask, TokenId token) { mask[static_cast<size_t>(token) / 32] &= ~(1u << (token % 32)); }
+  static void allow(std::span<uint32_t> mask, TokenId token) {
+    mask[static_cast<size_t>(token) / 32] |= 1u << (token % 32);
+  }
+  static void forbid(std::span<uint32_t> mask, TokenId token) {
+    mask[static_cast<size_t>(token) / 32] &= ~(1u << (token % 32));
+  }
 
   // The header is complete: decide what the content is from its channel and recipient.
   void open_content() {
@@ -191,14 +202,14 @@ class HarmonyConstraint : public engine::TokenConstraint {
   grammar::TokenMasker masker_;
   TokenId start_ = 0, end_ = 0, message_ = 0, return_ = 0, call_ = 0, end_of_text_ = 0;
   std::vector<std::vector<TokenId>> first_headers_, later_headers_;  // forced alternatives (empty = free)
-  std::vector<uint32_t> content_mask_;  // content of a message while an answer is owed
+  std::vector<uint32_t> content_mask_;                               // content of a message while an answer is owed
 
   Phase phase_ = Phase::kHeader;  // generation starts right after the prompt's `<|start|>assistant`
   bool first_message_ = true;
   bool final_channel_ = false;
-  int32_t reasoning_budget_ = 0;      // 0 = unbounded
-  int32_t reasoning_used_ = 0;        // content tokens of non-final messages while an answer is owed
-  int analysis_alternative_ = -1;     // index of the analysis header among the forced alternatives
+  int32_t reasoning_budget_ = 0;   // 0 = unbounded
+  int32_t reasoning_used_ = 0;     // content tokens of non-final messages while an answer is owed
+  int analysis_alternative_ = -1;  // index of the analysis header among the forced alternatives
   std::vector<TokenId> header_ids_;
   std::optional<grammar::GrammarMatcher> matcher_;
   TokenId terminator_ = 0;
@@ -206,9 +217,8 @@ class HarmonyConstraint : public engine::TokenConstraint {
 
 }  // namespace
 
-std::shared_ptr<engine::TokenConstraint> make_structured_output_constraint(std::shared_ptr<const StructuredOutputSpec> spec,
-                                                                           const text::Tokenizer& tokenizer,
-                                                                           int32_t max_tokens) {
+std::shared_ptr<engine::TokenConstraint> make_structured_output_constraint(
+    std::shared_ptr<const StructuredOutputSpec> spec, const text::Tokenizer& tokenizer, int32_t max_tokens) {
   return std::make_shared<HarmonyConstraint>(std::move(spec), tokenizer, max_tokens > 0 ? max_tokens / 2 : 0);
 }
 

@@ -6,8 +6,8 @@
 
 #include "core/error.h"
 #include "engine/sampler.h"
-#include "kernels/sampling.h"
 #include "engine/token_constraint.h"
+#include "kernels/sampling.h"
 
 namespace gossamer::engine {
 
@@ -47,9 +47,8 @@ void FakeModel::allocate_kv_cache_impl(int32_t num_blocks, int32_t block_size, i
 
 std::optional<int32_t> FakeModel::scripted_token(const std::vector<int32_t>& history) const {
   for (const FakeScript& script : options_.scripts) {
-    const bool triggered =
-        script.trigger.empty() ||
-        std::search(history.begin(), history.end(), script.trigger.begin(), script.trigger.end()) != history.end();
+    const bool triggered = script.trigger.empty() || std::search(history.begin(), history.end(), script.trigger.begin(),
+                                                                 script.trigger.end()) != history.end();
     if (!triggered || script.output.empty()) continue;
     // Longest k < |output| with history ending in output[0, k).
     const size_t limit = std::min(script.output.size() - 1, history.size());
@@ -103,13 +102,15 @@ void FakeModel::forward(const model::ForwardBatch& batch, std::vector<float>& lo
   for (const model::SequenceInput& seq : batch.sequences) {
     for (size_t i = 0; i < seq.tokens.size(); ++i) {
       const int32_t position = seq.num_cached + static_cast<int32_t>(i);
-      cache_[static_cast<size_t>(seq.block_table[position / block_size_]) * block_size_ + position % block_size_] = seq.tokens[i];
+      cache_[static_cast<size_t>(seq.block_table[position / block_size_]) * block_size_ + position % block_size_] =
+          seq.tokens[i];
     }
   }
   size_t row = 0;
   for (const model::SequenceInput& seq : batch.sequences) {
     const auto slot = [&](int32_t position) -> int32_t& {
-      return cache_[static_cast<size_t>(seq.block_table[position / block_size_]) * block_size_ + position % block_size_];
+      return cache_[static_cast<size_t>(seq.block_table[position / block_size_]) * block_size_ +
+                    position % block_size_];
     };
     const int32_t end = seq.num_cached + static_cast<int32_t>(seq.tokens.size());
     const int32_t first_row_position = seq.logits == model::LogitsWanted::kAll ? seq.num_cached + 1 : end;

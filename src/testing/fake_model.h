@@ -30,8 +30,8 @@ struct FakeScript {
 struct FakeModelOptions {
   int32_t vocab_size = 201088;
   int32_t max_position_embeddings = 8192;
-  int32_t step_delay_us = 0;     // sleep per forward, to make streams last in tests
-  int32_t stop_one_in = 0;       // without a script: emit <|return|> when hash % stop_one_in == 0 (0 = never)
+  int32_t step_delay_us = 0;  // sleep per forward, to make streams last in tests
+  int32_t stop_one_in = 0;    // without a script: emit <|return|> when hash % stop_one_in == 0 (0 = never)
   std::vector<FakeScript> scripts;
   bool device_sampling = false;  // offer forward_sample (drawn with the host sampler from each row's seed)
 };

@@ -50,8 +50,8 @@ size_t initial_parts(const RankTable& table, std::string_view piece, Rank* token
       const Utf8Step step = utf8_step(piece.substr(i, 3));
       if (step.kind == Utf8Step::Kind::kChar) {
         const char32_t cp = step.length == 2 ? (char32_t(b & 0x1F) << 6) | (bytes[i + 1] & 0x3F)
-                                              : (char32_t(b & 0x0F) << 12) | (char32_t(bytes[i + 1] & 0x3F) << 6) |
-                                                    (bytes[i + 2] & 0x3F);
+                                             : (char32_t(b & 0x0F) << 12) | (char32_t(bytes[i + 1] & 0x3F) << 6) |
+                                                   (bytes[i + 2] & 0x3F);
         const int prev = i > 0 ? bytes[i - 1] : -1;
         const int next = i + step.length < n ? bytes[i + step.length] : -1;
         const Rank whole = table.char_token(cp, prev, next);
@@ -216,7 +216,8 @@ void RankTable::build_merges() {
       if (left == kNoRank) continue;
       const Rank right = find(token.substr(cut), suffix_hash[cut]);
       if (right == kNoRank) continue;
-      entries.push_back(left | static_cast<uint64_t>(right) << kRankBits | static_cast<uint64_t>(rank) << (2 * kRankBits));
+      entries.push_back(left | static_cast<uint64_t>(right) << kRankBits |
+                        static_cast<uint64_t>(rank) << (2 * kRankBits));
     }
   }
   int bits = 4;
@@ -235,7 +236,9 @@ void RankTable::build_merges() {
   }
 }
 
-uint64_t RankTable::hash(std::string_view bytes) { return hash_bytes(bytes, load_prefix(bytes)); }
+uint64_t RankTable::hash(std::string_view bytes) {
+  return hash_bytes(bytes, load_prefix(bytes));
+}
 
 Rank RankTable::find_hashed(std::string_view key, uint64_t key_hash) const {
   const uint64_t prefix = load_prefix(key);

@@ -118,7 +118,7 @@ class RankTable {
     Rank rank;
   };
   std::string arena_;
-  std::vector<uint32_t> offsets_;  // [num_ranks + 1]
+  std::vector<uint32_t> offsets_;                     // [num_ranks + 1]
   std::vector<Slot, HugePageAllocator<Slot>> slots_;  // open addressing, linear probing, power-of-two size
   uint64_t mask_ = 0;
   Rank byte_rank_[256];

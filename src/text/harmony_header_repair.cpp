@@ -42,7 +42,8 @@ std::optional<std::string> take_channels(std::string& text) {
   std::optional<std::string> first;
   std::string rest;
   size_t pos = 0;
-  for (size_t marker = text.find(kChannelMarker); marker != std::string::npos; marker = text.find(kChannelMarker, pos)) {
+  for (size_t marker = text.find(kChannelMarker); marker != std::string::npos;
+       marker = text.find(kChannelMarker, pos)) {
     rest.append(text, pos, marker - pos);
     rest += ' ';
     const size_t begin = marker + kChannelMarker.size();
@@ -68,11 +69,12 @@ std::optional<std::string_view> channel_word(std::string_view word) {
 bool header_needs_repair(const ParsedHeader& header) {
   std::optional<std::string> type = header.content_type;
   if (type && type->starts_with(kConstrainMarker)) type = type->substr(kConstrainMarker.size());
-  if (has_markup(header.recipient) || has_markup(header.channel) || has_markup(type) || has_markup(header.author.name)) {
+  if (has_markup(header.recipient) || has_markup(header.channel) || has_markup(type) ||
+      has_markup(header.author.name)) {
     return true;
   }
   if (header.recipient && channel_word(*header.recipient)) return true;  // `assistant final`
-  if (header.author.role == Role::kTool && header.author.name) {        // `assistantcommentary`
+  if (header.author.role == Role::kTool && header.author.name) {         // `assistantcommentary`
     const std::string_view assistant = role_name(Role::kAssistant);
     const std::string& name = *header.author.name;
     if (name.starts_with(assistant) && channel_word(std::string_view(name).substr(assistant.size()))) return true;

@@ -11,7 +11,9 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-std::string type_name(const Json& value) { return value.type_name(); }
+std::string type_name(const Json& value) {
+  return value.type_name();
+}
 
 void require_object(const Json& json, const std::string& path) {
   GOSSAMER_CHECK(json.is_object(), "harmony JSON: ", path, " must be an object, got ", type_name(json));
@@ -168,7 +170,9 @@ Content content_item_from_json(const Json& json, const std::string& path) {
   GOSSAMER_THROW("harmony JSON: ", path, ".type must be text, system_content or developer_content, got '", type, "'");
 }
 
-Json optional_to_json(const std::optional<std::string>& value) { return value ? Json(*value) : Json(nullptr); }
+Json optional_to_json(const std::optional<std::string>& value) {
+  return value ? Json(*value) : Json(nullptr);
+}
 
 Json content_item_to_json(const Content& item) {
   Json out = Json::object();

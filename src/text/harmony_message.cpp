@@ -62,7 +62,9 @@ constexpr std::string_view kBrowserFindSchema =
 
 }  // namespace
 
-std::string_view role_name(Role role) { return kRoleNames[static_cast<size_t>(role)]; }
+std::string_view role_name(Role role) {
+  return kRoleNames[static_cast<size_t>(role)];
+}
 
 std::optional<Role> parse_role(std::string_view text) {
   for (size_t i = 0; i < kRoleNames.size(); ++i) {
@@ -71,7 +73,9 @@ std::optional<Role> parse_role(std::string_view text) {
   return std::nullopt;
 }
 
-std::string_view reasoning_effort_name(ReasoningEffort effort) { return kEffortNames[static_cast<size_t>(effort)]; }
+std::string_view reasoning_effort_name(ReasoningEffort effort) {
+  return kEffortNames[static_cast<size_t>(effort)];
+}
 
 std::optional<ReasoningEffort> parse_reasoning_effort(std::string_view text) {
   std::string lower(text);
@@ -86,12 +90,10 @@ ToolNamespace ToolNamespace::browser() {
   ToolNamespace ns;
   ns.name = "browser";
   ns.description = std::string(kBrowserDescription);
-  ns.tools.push_back({"search", std::string(kBrowserSearchDescription),
-                      nlohmann::ordered_json::parse(kBrowserSearchSchema)});
   ns.tools.push_back(
-      {"open", std::string(kBrowserOpenDescription), nlohmann::ordered_json::parse(kBrowserOpenSchema)});
-  ns.tools.push_back(
-      {"find", std::string(kBrowserFindDescription), nlohmann::ordered_json::parse(kBrowserFindSchema)});
+      {"search", std::string(kBrowserSearchDescription), nlohmann::ordered_json::parse(kBrowserSearchSchema)});
+  ns.tools.push_back({"open", std::string(kBrowserOpenDescription), nlohmann::ordered_json::parse(kBrowserOpenSchema)});
+  ns.tools.push_back({"find", std::string(kBrowserFindDescription), nlohmann::ordered_json::parse(kBrowserFindSchema)});
   return ns;
 }
 
@@ -102,7 +104,9 @@ ToolNamespace ToolNamespace::python() {
   return ns;
 }
 
-ChannelConfig ChannelConfig::default_channels() { return ChannelConfig{{"analysis", "commentary", "final"}, true}; }
+ChannelConfig ChannelConfig::default_channels() {
+  return ChannelConfig{{"analysis", "commentary", "final"}, true};
+}
 
 Message Message::text(Role role, std::string text) {
   Message message;

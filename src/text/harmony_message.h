@@ -10,13 +10,12 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "text/tokenizer.h"
 
@@ -39,7 +38,9 @@ constexpr bool is_message_stop_token(TokenId id) {
   return id == kReturnToken || id == kCallToken || id == kEndToken;
 }
 // Stops sampling: <|return|> and <|call|> only (<|end|> separates messages inside one completion).
-constexpr bool is_assistant_action_stop_token(TokenId id) { return id == kReturnToken || id == kCallToken; }
+constexpr bool is_assistant_action_stop_token(TokenId id) {
+  return id == kReturnToken || id == kCallToken;
+}
 
 enum class Role : uint8_t { kUser, kAssistant, kSystem, kDeveloper, kTool };
 

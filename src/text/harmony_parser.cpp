@@ -12,7 +12,9 @@ namespace {
 
 const std::optional<std::string> kNoString;
 
-bool is_ascii_whitespace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\x0C' || c == '\r'; }
+bool is_ascii_whitespace(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\x0C' || c == '\r';
+}
 
 // Rust str::split_ascii_whitespace.
 std::vector<std::string> split_ascii_whitespace(std::string_view text) {
@@ -83,7 +85,9 @@ std::optional<std::string> take_channel(std::string& header) {
   return channel;
 }
 
-std::string strip_to(const std::string& part) { return part.starts_with("to=") ? part.substr(3) : part; }
+std::string strip_to(const std::string& part) {
+  return part.starts_with("to=") ? part.substr(3) : part;
+}
 
 }  // namespace
 

@@ -1,4 +1,5 @@
-// Streaming Harmony parser: token ids → messages with role, channel, recipient and content type (openai-harmony's StreamableParser; tests/data/harmony_vectors).
+// Streaming Harmony parser: token ids → messages with role, channel, recipient and content type (openai-harmony's
+// StreamableParser; tests/data/harmony_vectors).
 //
 // Contract:
 //  - Feed ids one at a time with process(), then process_eos() at the end of the stream. Any id is accepted
@@ -42,7 +43,8 @@ struct ParsedHeader {
   std::optional<std::string> content_type;
 };
 
-// Parses decoded header text (everything between <|start|> and <|message|>) (openai-harmony's header grammar). Throws on bad headers.
+// Parses decoded header text (everything between <|start|> and <|message|>) (openai-harmony's header grammar). Throws
+// on bad headers.
 ParsedHeader parse_harmony_header(std::string_view header, std::optional<Role> role_hint);
 
 class HarmonyParser {

@@ -140,8 +140,7 @@ bool HarmonyRenderer::has_function_tools(const Conversation& conversation) {
   return false;
 }
 
-std::vector<size_t> HarmonyRenderer::kept_message_indices(const Conversation& conversation,
-                                                          bool auto_drop_analysis) {
+std::vector<size_t> HarmonyRenderer::kept_message_indices(const Conversation& conversation, bool auto_drop_analysis) {
   const auto& messages = conversation.messages;
   std::vector<size_t> kept;
   bool drop = false;

@@ -1,4 +1,5 @@
-// Harmony renderer: conversation → token ids, exactly as openai-harmony renders it (tests/data/harmony_vectors holds its outputs).
+// Harmony renderer: conversation → token ids, exactly as openai-harmony renders it (tests/data/harmony_vectors holds
+// its outputs).
 //
 // Contract:
 //  - Text is encoded with Tokenizer::encode_ordinary, one segment at a time (role, " to=…", channel, each

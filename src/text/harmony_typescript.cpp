@@ -38,7 +38,9 @@ const Json* one_of(const Json& schema) {
 }
 
 // serde_json's compact form; nlohmann's dump() matches it for the values schemas carry.
-std::string compact_json(const Json& value) { return value.dump(-1, ' ', false, Json::error_handler_t::replace); }
+std::string compact_json(const Json& value) {
+  return value.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
 
 // "text" with raw double quotes around it (appended, not operator+: GCC 12 reports a false -Wrestrict there).
 std::string quoted(const std::string& text) {

@@ -1,4 +1,5 @@
-// JSON Schema → the TypeScript-like type text Harmony puts in tool descriptions (openai-harmony's rendering; tests/text/harmony_typescript_test.cpp).
+// JSON Schema → the TypeScript-like type text Harmony puts in tool descriptions (openai-harmony's rendering;
+// tests/text/harmony_typescript_test.cpp).
 //
 // Contract: total over any JSON value; never throws on odd schemas (unsupported constructs render as `any`).
 // Property order is the order of the input object, so pass nlohmann::ordered_json parsed from the user's text.
@@ -9,10 +10,9 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 namespace gossamer::text::harmony {
 
@@ -20,8 +20,8 @@ inline constexpr int32_t kMaxRenderDepth = 64;
 
 // Limits on one user-supplied schema (a tool's `parameters`).
 struct SchemaLimits {
-  int32_t max_depth = 64;      // object/array nesting depth of the schema value ({"type":"string"} is depth 1)
-  int64_t max_nodes = 10000;   // JSON values in it (objects, arrays, scalars; object keys not counted)
+  int32_t max_depth = 64;     // object/array nesting depth of the schema value ({"type":"string"} is depth 1)
+  int64_t max_nodes = 10000;  // JSON values in it (objects, arrays, scalars; object keys not counted)
 };
 
 // The first limit `schema` breaks, as a sentence naming it ("… nests deeper than 64 levels"), or nullopt.

@@ -6,7 +6,9 @@ namespace gossamer::text::harmony {
 
 namespace {
 
-bool is_continuation(uint8_t byte) { return (byte & 0xC0) == 0x80; }
+bool is_continuation(uint8_t byte) {
+  return (byte & 0xC0) == 0x80;
+}
 
 // Bytes of the sequence a lead byte starts; 0 for a byte that cannot start one.
 size_t sequence_width(uint8_t lead) {

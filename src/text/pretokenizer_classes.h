@@ -9,16 +9,18 @@
 
 namespace gossamer::text::classes {
 
-inline constexpr uint8_t kUpper = 1;    // [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]
-inline constexpr uint8_t kLower = 2;    // [\p{Ll}\p{Lm}\p{Lo}\p{M}]
-inline constexpr uint8_t kLetter = 4;   // \p{L}
-inline constexpr uint8_t kNumber = 8;   // \p{N}
-inline constexpr uint8_t kSpace = 16;   // \s: Unicode White_Space
+inline constexpr uint8_t kUpper = 1;   // [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]
+inline constexpr uint8_t kLower = 2;   // [\p{Ll}\p{Lm}\p{Lo}\p{M}]
+inline constexpr uint8_t kLetter = 4;  // \p{L}
+inline constexpr uint8_t kNumber = 8;  // \p{N}
+inline constexpr uint8_t kSpace = 16;  // \s: Unicode White_Space
 
 inline constexpr uint32_t kBlock = 128;
 extern const uint8_t kStage1[0x110000 / kBlock];  // block index of each 128 code points
 extern const uint8_t kStage2[];                   // [num_blocks * 128]: classes; block 0 is U+0000..U+007F
 
-inline uint8_t of(char32_t cp) { return kStage2[kStage1[cp / kBlock] * kBlock + cp % kBlock]; }
+inline uint8_t of(char32_t cp) {
+  return kStage2[kStage1[cp / kBlock] * kBlock + cp % kBlock];
+}
 
 }  // namespace gossamer::text::classes

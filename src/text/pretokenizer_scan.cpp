@@ -72,7 +72,9 @@ inline size_t upper_plus_lower(const uint8_t* p, size_t n, size_t s) {
   return i;
 }
 
-inline bool ascii_is(uint8_t byte, char lower) { return (byte | 0x20) == static_cast<uint8_t>(lower); }
+inline bool ascii_is(uint8_t byte, char lower) {
+  return (byte | 0x20) == static_cast<uint8_t>(lower);
+}
 
 }  // namespace
 

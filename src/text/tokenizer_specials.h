@@ -1,4 +1,5 @@
-// The Harmony special tokens of o200k_harmony (as openai-harmony and tools/tiktoken_reference.mjs list them), ids 199998..201087.
+// The Harmony special tokens of o200k_harmony (as openai-harmony and tools/tiktoken_reference.mjs list them), ids
+// 199998..201087.
 #pragma once
 
 #include <string>

@@ -1,12 +1,13 @@
 // The TCP bootstrap on localhost: ranks as threads (the same sockets as across hosts), all-gather and
 // broadcast of blobs, and clear errors for a rank that dies or never connects.
+#include "comm/tcp_bootstrap.h"
+
 #include <gtest/gtest.h>
 
 #include <future>
 #include <thread>
 
 #include "comm/communicator.h"
-#include "comm/tcp_bootstrap.h"
 
 namespace gossamer::comm {
 namespace {
@@ -16,7 +17,7 @@ std::vector<std::string> run_world(int world, std::chrono::milliseconds timeout,
                                    const std::function<void(TcpBootstrap&)>& fn, int skip_rank = -1) {
   std::promise<int> port;  // rank 0's bound port (0: rank 0 failed or a world of 1, which never listens)
   std::future<int> port_ready = port.get_future();
-  bool port_set = false;     // touched by rank 0's thread only
+  bool port_set = false;  // touched by rank 0's thread only
   auto publish = [&](int bound) {
     if (!port_set) port.set_value(bound);
     port_set = true;
@@ -53,9 +54,11 @@ TEST(TcpBootstrapTest, AllGatherAndBroadcastBlobs) {
     std::vector<std::vector<std::string>> gathered(static_cast<size_t>(world));
     std::vector<std::string> broadcasts(static_cast<size_t>(world));
     const auto errors = run_world(world, std::chrono::seconds(20), [&](TcpBootstrap& bootstrap) {
-      const std::string mine(static_cast<size_t>(bootstrap.rank() * 1000 + 1), static_cast<char>('a' + bootstrap.rank()));
+      const std::string mine(static_cast<size_t>(bootstrap.rank() * 1000 + 1),
+                             static_cast<char>('a' + bootstrap.rank()));
       gathered[static_cast<size_t>(bootstrap.rank())] = bootstrap.all_gather(mine);
-      broadcasts[static_cast<size_t>(bootstrap.rank())] = bootstrap.broadcast(bootstrap.rank() == world - 1 ? "unique-id" : "", world - 1);
+      broadcasts[static_cast<size_t>(bootstrap.rank())] =
+          bootstrap.broadcast(bootstrap.rank() == world - 1 ? "unique-id" : "", world - 1);
       bootstrap.barrier();
     });
     for (int r = 0; r < world; ++r) {
@@ -71,7 +74,8 @@ TEST(TcpBootstrapTest, AllGatherAndBroadcastBlobs) {
 }
 
 TEST(TcpBootstrapTest, ARankThatNeverConnectsFailsRankZeroAtTheDeadline) {
-  const auto errors = run_world(3, std::chrono::milliseconds(300), [](TcpBootstrap&) {}, 2);
+  const auto errors = run_world(
+      3, std::chrono::milliseconds(300), [](TcpBootstrap&) {}, 2);
   EXPECT_NE(errors[0].find("timed out after 300 ms with 2 of 3 ranks connected"), std::string::npos) << errors[0];
 }
 
@@ -95,7 +99,8 @@ TEST(TcpBootstrapTest, NoRankZeroIsAClearError) {
     TcpBootstrap bootstrap(config);
     FAIL() << "connected to nothing";
   } catch (const CommError& error) {
-    EXPECT_NE(std::string(error.what()).find("could not reach rank 0 at 127.0.0.1:1 within 200 ms"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("could not reach rank 0 at 127.0.0.1:1 within 200 ms"), std::string::npos)
+        << error.what();
   }
 }
 

@@ -1,11 +1,11 @@
 // The in-process communicator group: rank-ordered (bitwise identical) reductions, gathers, and failures
 // that reach every rank as a clear CommError (a rank that throws, a rank that never arrives).
+#include "comm/thread_communicator.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <thread>
-
-#include "comm/thread_communicator.h"
 
 namespace gossamer::comm {
 namespace {
@@ -34,7 +34,8 @@ TEST(ThreadCommunicatorTest, AllReduceSumsInRankOrderOnEveryRank) {
     const auto errors = run_group(group, [&](Communicator& comm) {
       for (int round = 0; round < 3; ++round) {  // repeated collectives reuse the rendezvous
         std::vector<float> data(1000);
-        for (size_t i = 0; i < data.size(); ++i) data[i] = 0.1f * static_cast<float>(comm.rank() + 1) + 1e-3f * static_cast<float>(i + round);
+        for (size_t i = 0; i < data.size(); ++i)
+          data[i] = 0.1f * static_cast<float>(comm.rank() + 1) + 1e-3f * static_cast<float>(i + round);
         comm.all_reduce(data.data(), static_cast<int64_t>(data.size()), DType::kF32);
         results[static_cast<size_t>(comm.rank())] = data;
       }
@@ -83,7 +84,8 @@ TEST(ThreadCommunicatorTest, ARankThatFailsFailsEveryRankWithItsReason) {
   });
   for (int r = 0; r < 4; ++r) {
     if (r == 2) continue;
-    EXPECT_NE(errors[static_cast<size_t>(r)].find("rank 2: out of memory in layer 3"), std::string::npos) << errors[static_cast<size_t>(r)];
+    EXPECT_NE(errors[static_cast<size_t>(r)].find("rank 2: out of memory in layer 3"), std::string::npos)
+        << errors[static_cast<size_t>(r)];
   }
   group.reset();  // re-armed: the next collective works
   const auto again = run_group(group, [&](Communicator& comm) { comm.barrier(); });

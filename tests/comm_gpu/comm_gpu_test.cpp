@@ -47,15 +47,16 @@ struct RankResult {
 // Runs `world` workers (all on GPU 0) with `extra` flags; rank `odd_rank` also gets `odd_flag`. A rank
 // still running at the deadline is killed (exit_code −1).
 std::vector<RankResult> run_workers(int world, const std::vector<std::string>& extra, int odd_rank = -1,
-                                    const std::string& odd_flag = "", std::chrono::seconds deadline = std::chrono::seconds(120)) {
+                                    const std::string& odd_flag = "",
+                                    std::chrono::seconds deadline = std::chrono::seconds(120)) {
   ::setenv("NCCL_NVLS_ENABLE", "0", 1);  // NVLink multicast stays off in every child
   const int port = free_port();
   char pattern[] = "/tmp/gossamer-comm-gpu-XXXXXX";
   const std::string dir = ::mkdtemp(pattern);
   std::vector<pid_t> pids;
   for (int rank = 0; rank < world; ++rank) {
-    std::vector<std::string> args = {GOSSAMER_COMM_GPU_WORKER, "--rank", std::to_string(rank), "--world", std::to_string(world),
-                                     "--port", std::to_string(port)};
+    std::vector<std::string> args = {GOSSAMER_COMM_GPU_WORKER, "--rank", std::to_string(rank), "--world",
+                                     std::to_string(world),    "--port", std::to_string(port)};
     args.insert(args.end(), extra.begin(), extra.end());
     if (rank == odd_rank) args.push_back(odd_flag);
     const std::string log = dir + "/rank" + std::to_string(rank) + ".log";
@@ -110,7 +111,7 @@ TEST(CommGpuTest, IpcAllReduceBetweenProcessesOnOneGpuMatchesTheHostSum) {
     const auto results = run_workers(world, {});
     for (int rank = 0; rank < world; ++rank) {
       EXPECT_EQ(results[static_cast<size_t>(rank)].exit_code, 0) << "world " << world << " rank " << rank << ":\n"
-                                                                  << results[static_cast<size_t>(rank)].output;
+                                                                 << results[static_cast<size_t>(rank)].output;
       EXPECT_NE(results[static_cast<size_t>(rank)].output.find("OK 25 checks (ipc on)"), std::string::npos)
           << results[static_cast<size_t>(rank)].output;
     }
@@ -145,7 +146,8 @@ TEST(CommGpuTest, ARankThatDiesGivesEveryOtherRankAClearErrorNotAHang) {
   EXPECT_EQ(results[2].exit_code, 3) << results[2].output;
   for (int rank = 0; rank < 2; ++rank) {
     EXPECT_EQ(results[static_cast<size_t>(rank)].exit_code, 2) << results[static_cast<size_t>(rank)].output;
-    EXPECT_NE(results[static_cast<size_t>(rank)].output.find("CommError"), std::string::npos) << results[static_cast<size_t>(rank)].output;
+    EXPECT_NE(results[static_cast<size_t>(rank)].output.find("CommError"), std::string::npos)
+        << results[static_cast<size_t>(rank)].output;
     std::printf("[comm gpu] survivor %d: %s", rank, results[static_cast<size_t>(rank)].output.c_str());
   }
 }

@@ -34,10 +34,10 @@ TEST(DTypeTest, Fp8E4M3MatchesTheFormat) {
     if (std::isnan(value)) continue;
     EXPECT_EQ(float_to_fp8e4m3(value), bits) << bits;
   }
-  EXPECT_EQ(float_to_fp8e4m3(1000.0f), 0x7E);   // saturates
+  EXPECT_EQ(float_to_fp8e4m3(1000.0f), 0x7E);  // saturates
   EXPECT_EQ(float_to_fp8e4m3(-1000.0f), 0xFE);
-  EXPECT_EQ(float_to_fp8e4m3(1.0625f), 0x38);   // tie between 1.0 and 1.125 → even (1.0)
-  EXPECT_EQ(float_to_fp8e4m3(1.1875f), 0x3A);   // tie between 1.125 and 1.25 → even (1.25)
+  EXPECT_EQ(float_to_fp8e4m3(1.0625f), 0x38);  // tie between 1.0 and 1.125 → even (1.0)
+  EXPECT_EQ(float_to_fp8e4m3(1.1875f), 0x3A);  // tie between 1.125 and 1.25 → even (1.25)
 }
 
 TEST(DTypeTest, Fp16RoundTripsEveryBitPattern) {
@@ -59,7 +59,7 @@ TEST(DTypeTest, E8M0AndFp4) {
   }
   EXPECT_EQ(fp4e2m1_to_float(0x7), 6.0f);
   EXPECT_EQ(fp4e2m1_to_float(0xF), -6.0f);
-  EXPECT_EQ(float_to_fp4e2m1(0.25f), 0u);   // tie → even code
+  EXPECT_EQ(float_to_fp4e2m1(0.25f), 0u);  // tie → even code
   EXPECT_EQ(float_to_fp4e2m1(1.25f), 2u);
   EXPECT_EQ(float_to_fp4e2m1(2.5f), 4u);
   EXPECT_EQ(float_to_fp4e2m1(5.0f), 6u);

@@ -10,8 +10,8 @@
 #include <random>
 
 #include "engine/engine.h"
-#include "testing/fake_model.h"
 #include "model/dummy_checkpoint.h"
+#include "testing/fake_model.h"
 
 namespace gossamer::engine {
 namespace {
@@ -94,8 +94,8 @@ struct RunResult {
   EngineStats stats;
 };
 
-RunResult run_all(std::unique_ptr<model::Model> model, EngineConfig config, const std::vector<std::vector<TokenId>>& prompts,
-                  int32_t max_tokens, bool staggered) {
+RunResult run_all(std::unique_ptr<model::Model> model, EngineConfig config,
+                  const std::vector<std::vector<TokenId>>& prompts, int32_t max_tokens, bool staggered) {
   Outputs outputs;
   Engine engine(std::move(model), config);
   std::vector<RequestId> ids;
@@ -160,7 +160,8 @@ TEST(PrefixCacheEngine, FuzzedSharedPromptsWithCancellationMatchAFreshModel) {
   for (uint32_t seed = 10; seed < 14; ++seed) {
     const auto prompts = shared_prompts(20, seed, 50000);
     Outputs outputs;
-    EngineConfig config = fake_config(true, 48 + static_cast<int32_t>(seed % 3) * 40, 8 + static_cast<int32_t>(seed) * 3);
+    EngineConfig config =
+        fake_config(true, 48 + static_cast<int32_t>(seed % 3) * 40, 8 + static_cast<int32_t>(seed) * 3);
     Engine engine(std::make_unique<FakeModel>(), config);
     std::mt19937 rng(seed);
     std::vector<std::pair<RequestId, int32_t>> submitted;  // id, prompt index

@@ -11,9 +11,9 @@
 #include "engine/block_allocator.h"
 #include "engine/block_hash.h"
 #include "engine/engine.h"
-#include "testing/fake_model.h"
 #include "engine/scheduler.h"
 #include "model/dummy_checkpoint.h"
+#include "testing/fake_model.h"
 
 namespace gossamer::engine {
 namespace {

@@ -76,7 +76,8 @@ Reference reference_draw(const std::vector<float>& logits, const Request& reques
   p.out_top_logprobs = top_logprobs.data();
   kernels::sampling_cpu(p);
   Reference ref{out, logprob, {}};
-  for (int j = 0; j < std::min(num_top, vocab); ++j) ref.top.push_back({top_tokens[static_cast<size_t>(j)], top_logprobs[static_cast<size_t>(j)]});
+  for (int j = 0; j < std::min(num_top, vocab); ++j)
+    ref.top.push_back({top_tokens[static_cast<size_t>(j)], top_logprobs[static_cast<size_t>(j)]});
   return ref;
 }
 
@@ -107,7 +108,8 @@ TEST(SamplerRule, HostMatchesTheDeviceReferenceTokenForToken) {
       params.repetition_penalty = rng() % 2 ? 1.0f : 0.5f + 1.5f * unit(rng);
     }
     params.logprobs = r % 3 == 0 ? static_cast<int32_t>(rng() % 21) : -1;
-    for (int i = 0; i < static_cast<int>(rng() % 40); ++i) request.prompt.push_back(static_cast<TokenId>(rng() % vocab));
+    for (int i = 0; i < static_cast<int>(rng() % 40); ++i)
+      request.prompt.push_back(static_cast<TokenId>(rng() % vocab));
     for (int i = 0; i < static_cast<int>(rng() % 60); ++i) {
       request.output.push_back(static_cast<TokenId>(rng() % std::min(vocab, 50)));  // repeats
     }
@@ -116,8 +118,8 @@ TEST(SamplerRule, HostMatchesTheDeviceReferenceTokenForToken) {
     const uint64_t state_before = request.rng_state;
     const Reference ref = reference_draw(logits, request, state_before);
     const TokenId host = sample_request_token(logits, request);
-    ASSERT_EQ(host, ref.token) << "row " << r << " vocab " << vocab << " temperature " << params.temperature << " top_k "
-                               << params.top_k << " top_p " << params.top_p;
+    ASSERT_EQ(host, ref.token) << "row " << r << " vocab " << vocab << " temperature " << params.temperature
+                               << " top_k " << params.top_k << " top_p " << params.top_p;
     uint64_t device_state = state_before;
     device_row_sampling(params, device_state);
     EXPECT_EQ(request.rng_state, device_state) << "the host and device streams advance alike";

@@ -60,7 +60,8 @@ TEST(Sampler, SameSeedSameTokens) {
   params.seed = 1234;
   uint64_t a = initial_rng_state(params, 0, 1);
   uint64_t b = initial_rng_state(params, 0, 2);  // the seed wins over the request id
-  for (int i = 0; i < 50; ++i) EXPECT_EQ(sample_token(peaked_logits(), params, a), sample_token(peaked_logits(), params, b));
+  for (int i = 0; i < 50; ++i)
+    EXPECT_EQ(sample_token(peaked_logits(), params, a), sample_token(peaked_logits(), params, b));
 }
 
 TEST(Sampler, FollowsTheDistribution) {

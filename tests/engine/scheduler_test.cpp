@@ -195,7 +195,8 @@ TEST(Scheduler, SlidingRingTrimsAndNeverRunsOut) {
     requests.push_back(make_request(id, 40 + 30 * static_cast<int32_t>(id)));
     scheduler.add(requests.back().get());
   }
-  const int32_t ring_blocks = (config.sliding_window - 1 + model::kSlidingKeepMargin + config.block_size - 1) / config.block_size + 3;
+  const int32_t ring_blocks =
+      (config.sliding_window - 1 + model::kSlidingKeepMargin + config.block_size - 1) / config.block_size + 3;
   int steps = 0;
   int32_t most_trimmed = 0;
   while (scheduler.has_work() && steps < 10000) {
@@ -204,9 +205,11 @@ TEST(Scheduler, SlidingRingTrimsAndNeverRunsOut) {
       Request* request = seq.request;
       EXPECT_EQ(request->sliding_block_table.size(), request->block_table.size());
       const int32_t held = static_cast<int32_t>(request->sliding_block_table.size()) - request->sliding_trimmed;
-      EXPECT_LE(held, ring_blocks + (seq.num_new + config.block_size - 1) / config.block_size) << "request " << request->id;
+      EXPECT_LE(held, ring_blocks + (seq.num_new + config.block_size - 1) / config.block_size)
+          << "request " << request->id;
       // Every block a query of this step may read is still owned (not trimmed).
-      const int64_t first_read = std::max<int64_t>(0, int64_t{request->num_computed} - config.sliding_window + 1 - model::kSlidingKeepMargin);
+      const int64_t first_read =
+          std::max<int64_t>(0, int64_t{request->num_computed} - config.sliding_window + 1 - model::kSlidingKeepMargin);
       EXPECT_LE(request->sliding_trimmed, first_read / config.block_size);
       most_trimmed = std::max(most_trimmed, request->sliding_trimmed);
     }

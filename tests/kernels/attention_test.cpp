@@ -1,9 +1,10 @@
 // Prefill and decode attention with sinks over a paged cache (shuffled pages), full and sliding window,
 // against the fp32 CPU reference.
+#include "kernels/attention.h"
+
 #include <algorithm>
 #include <numeric>
 
-#include "kernels/attention.h"
 #include "kernel_test_utils.h"
 
 namespace gossamer::kernels {

@@ -62,12 +62,15 @@ TEST(RandomFill, DistributionsAndSeeds) {
 TEST(RandomFillKernel, MatchesReferenceBitExactly) {
   GOSSAMER_REQUIRE_GPU();
   const int64_t n = 1000003;
-  for (const auto& p : {params(RandomFillType::kF32, RandomDist::kUniform, -2.0f, 4.0f, n, 1),
-                        params(RandomFillType::kF32, RandomDist::kNormal, 0.5f, 3.0f, n, 2),
-                        params(RandomFillType::kBf16, RandomDist::kNormal, 0.0f, 0.02f, n, 3),
-                        params(RandomFillType::kFp8E4M3, RandomDist::kNormal, 0.0f, 0.0186f, n, 4, 1.0f / (4 * 0.0186f / 448)),
-                        params(RandomFillType::kFp8E4M3, RandomDist::kUniform, -1e-6f, 1e-6f, n, 5, 1000.0f)}) {
-    const size_t bytes = static_cast<size_t>(n) * (p.type == RandomFillType::kF32 ? 4 : p.type == RandomFillType::kBf16 ? 2 : 1);
+  for (const auto& p :
+       {params(RandomFillType::kF32, RandomDist::kUniform, -2.0f, 4.0f, n, 1),
+        params(RandomFillType::kF32, RandomDist::kNormal, 0.5f, 3.0f, n, 2),
+        params(RandomFillType::kBf16, RandomDist::kNormal, 0.0f, 0.02f, n, 3),
+        params(RandomFillType::kFp8E4M3, RandomDist::kNormal, 0.0f, 0.0186f, n, 4, 1.0f / (4 * 0.0186f / 448)),
+        params(RandomFillType::kFp8E4M3, RandomDist::kUniform, -1e-6f, 1e-6f, n, 5, 1000.0f)}) {
+    const size_t bytes = static_cast<size_t>(n) * (p.type == RandomFillType::kF32    ? 4
+                                                   : p.type == RandomFillType::kBf16 ? 2
+                                                                                     : 1);
     DeviceBuffer<uint8_t> device(bytes);
     device.poison();
     RandomFillParams q = p;

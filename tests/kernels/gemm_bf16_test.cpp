@@ -9,12 +9,13 @@
 //     points as the GPU, so the only extra error is an occasional one-ulp difference in h carried through
 //     the down projection (no fp8 re-quantization here, unlike the FP8 MoE's kTolBf16Requant).
 //   - CPU reference on small integers: exact (0).
+#include "kernels/gemm_bf16.h"
+
 #include <algorithm>
 #include <numeric>
 
-#include "kernels/gemm_bf16.h"
-#include "kernels/moe.h"
 #include "kernel_test_utils.h"
+#include "kernels/moe.h"
 
 namespace gossamer::kernels {
 namespace {
@@ -91,12 +92,12 @@ TEST(GemmBf16Kernel, MatchesReference) {
   // M ∈ {1, 7, 130, 1000} (partial and multi-tile rows), N ∈ {8, 136, 5120} (partial / whole column tiles),
   // K ∈ {16, 48, 272, 2880} (16 and 48 and 272: a half-filled last 32-wide K tile), plus exact tiles.
   const GemmCase cases[] = {
-      {1, 8, 16, kB, true, false},        {1, 5120, 2880, kB, true, false},    {1, 136, 272, kS, false, false},
-      {1, 5120, 272, kS, true, true},     {7, 136, 2880, kB, true, false},     {7, 8, 272, kB, false, false},
-      {7, 5120, 16, kS, true, false},     {7, 136, 48, kB, true, true},        {130, 136, 16, kB, true, false},
-      {130, 5120, 2880, kB, true, false}, {130, 8, 2880, kS, true, false},     {130, 136, 272, kB, false, true},
-      {130, 5120, 272, kS, false, false}, {1000, 136, 2880, kB, true, false},  {1000, 5120, 272, kS, true, false},
-      {1000, 8, 16, kB, true, false},     {1000, 136, 272, kB, false, true},   {1000, 136, 2880, kS, true, true},
+      {1, 8, 16, kB, true, false},        {1, 5120, 2880, kB, true, false},   {1, 136, 272, kS, false, false},
+      {1, 5120, 272, kS, true, true},     {7, 136, 2880, kB, true, false},    {7, 8, 272, kB, false, false},
+      {7, 5120, 16, kS, true, false},     {7, 136, 48, kB, true, true},       {130, 136, 16, kB, true, false},
+      {130, 5120, 2880, kB, true, false}, {130, 8, 2880, kS, true, false},    {130, 136, 272, kB, false, true},
+      {130, 5120, 272, kS, false, false}, {1000, 136, 2880, kB, true, false}, {1000, 5120, 272, kS, true, false},
+      {1000, 8, 16, kB, true, false},     {1000, 136, 272, kB, false, true},  {1000, 136, 2880, kS, true, true},
       {256, 256, 64, kB, true, false},    {128, 128, 32, kS, false, false},
   };
   for (const auto& c : cases) {
@@ -241,10 +242,10 @@ TEST(MoeBf16Kernel, MatchesReference) {
   // E = 8 and 32 at T = 1, 5, 300 (300 tokens over 8 experts: ~150 rows each → two 128-row tiles, the
   // second partial); 528/272 are multiples of 16 but not 32 (half-filled last K tile); expert parallelism;
   // and the 20b shape (hidden = inter = 2880) on a 4-of-8 local slice.
-  const MoeCase cases[] = {{1, 8, 0, 8, 576, 320, true},       {5, 8, 0, 8, 528, 272, false},
-                           {300, 8, 0, 8, 528, 272, true},     {1, 32, 0, 32, 576, 320, false},
-                           {5, 32, 0, 32, 576, 320, true},     {300, 32, 0, 32, 576, 320, true},
-                           {300, 32, 8, 16, 576, 272, false},  {5, 8, 4, 4, 2880, 2880, true}};
+  const MoeCase cases[] = {{1, 8, 0, 8, 576, 320, true},      {5, 8, 0, 8, 528, 272, false},
+                           {300, 8, 0, 8, 528, 272, true},    {1, 32, 0, 32, 576, 320, false},
+                           {5, 32, 0, 32, 576, 320, true},    {300, 32, 0, 32, 576, 320, true},
+                           {300, 32, 8, 16, 576, 272, false}, {5, 8, 4, 4, 2880, 2880, true}};
   for (const auto& c : cases) {
     const MoeData d = moe_data(c, rng);
     DeviceBuffer<uint16_t> dx(d.x), dl(d.logits), dres(d.res), dw1(d.w1), db1(d.b1), dw2(d.w2), db2(d.b2),

@@ -1,11 +1,12 @@
 // FP8 block-scaled GEMM (plain, bias and SwiGLU epilogues) and the MoE block against CPU references.
+#include "kernels/gemm_fp8.h"
+
 #include <algorithm>
 
-#include "kernels/gemm_fp8.h"
-#include "kernels/moe.h"
-#include "kernels/quantize_fp8.h"
 #include "gpt_oss_cases.h"
 #include "kernel_test_utils.h"
+#include "kernels/moe.h"
+#include "kernels/quantize_fp8.h"
 #include "moe_problem.h"
 
 namespace gossamer::kernels {
@@ -21,13 +22,14 @@ struct GemmCase {
 TEST(GemmFp8Kernel, MatchesReference) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(10);
-  const GemmCase cases[] = {{1, 256, 2880, GemmEpilogue::kBias},    {1, 5120, 2880, GemmEpilogue::kBias},
-                            {16, 2880, 4096, GemmEpilogue::kBias},  {9, 1024, 2880, GemmEpilogue::kSwiGlu},    {16, 2880, 2880, GemmEpilogue::kBias},
-                            {64, 384, 2880, GemmEpilogue::kBias},   {65, 320, 576, GemmEpilogue::kBias},
-                            {130, 640, 2880, GemmEpilogue::kBias},  {300, 264, 1024, GemmEpilogue::kBias},
-                            {17, 768, 576, GemmEpilogue::kSwiGlu},  {200, 640, 2880, GemmEpilogue::kSwiGlu},
-                            {3, 136, 48, GemmEpilogue::kBias},      {257, 384, 8192, GemmEpilogue::kBias},
-                            {520, 2880, 2880, GemmEpilogue::kBias}, {384, 5760, 2880, GemmEpilogue::kSwiGlu}};
+  const GemmCase cases[] = {{1, 256, 2880, GemmEpilogue::kBias},     {1, 5120, 2880, GemmEpilogue::kBias},
+                            {16, 2880, 4096, GemmEpilogue::kBias},   {9, 1024, 2880, GemmEpilogue::kSwiGlu},
+                            {16, 2880, 2880, GemmEpilogue::kBias},   {64, 384, 2880, GemmEpilogue::kBias},
+                            {65, 320, 576, GemmEpilogue::kBias},     {130, 640, 2880, GemmEpilogue::kBias},
+                            {300, 264, 1024, GemmEpilogue::kBias},   {17, 768, 576, GemmEpilogue::kSwiGlu},
+                            {200, 640, 2880, GemmEpilogue::kSwiGlu}, {3, 136, 48, GemmEpilogue::kBias},
+                            {257, 384, 8192, GemmEpilogue::kBias},   {520, 2880, 2880, GemmEpilogue::kBias},
+                            {384, 5760, 2880, GemmEpilogue::kSwiGlu}};
   for (const auto& c : cases) {
     const int kb = (c.k + 127) / 128, nb = (c.n + 127) / 128;
     const int64_t lda = (c.k + 15) / 16 * 16;
@@ -71,12 +73,12 @@ TEST(GemmFp8Kernel, MatchesReference) {
       const char* name;
     };
     DeviceBuffer<uint8_t> dbt(tiled(b, 1, c.n, c.k));
-    for (const Variant v : {Variant{GemmTile::kAuto, ""}, Variant{GemmTile::k64x128, " tile64x128"},
-                            Variant{GemmTile::k128x128, " tile128x128"}, Variant{GemmTile::k64x64, " tile64x64"},
-                            Variant{GemmTile::kAuto, " b tile-major"},
-                            Variant{GemmTile::k128x128, " tile128x128 b tile-major"},
-                            Variant{GemmTile::k128x128tma, " tile128x128 tma b tile-major"},
-                            Variant{GemmTile::k128x192tma, " tile128x192 tma b tile-major"}}) {
+    for (const Variant v :
+         {Variant{GemmTile::kAuto, ""}, Variant{GemmTile::k64x128, " tile64x128"},
+          Variant{GemmTile::k128x128, " tile128x128"}, Variant{GemmTile::k64x64, " tile64x64"},
+          Variant{GemmTile::kAuto, " b tile-major"}, Variant{GemmTile::k128x128, " tile128x128 b tile-major"},
+          Variant{GemmTile::k128x128tma, " tile128x128 tma b tile-major"},
+          Variant{GemmTile::k128x192tma, " tile128x192 tma b tile-major"}}) {
       dout.poison();
       GemmFp8Params q = p;
       q.tile = v.tile;
@@ -119,15 +121,14 @@ TEST(MoeRouteKernel, TopFourWithTiesToLowerIndex) {
   }
 }
 
-
 TEST(MoeKernel, MatchesReference) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(12);
-  std::vector<MoeProblemCase> cases = {{1, 32, 0, 32, 576, 320, false},  {5, 8, 0, 8, 512, 384, true},
-                                {300, 32, 0, 32, 576, 320, true}, {64, 8, 4, 4, 576, 320, false},
-                                {8, 4, 0, 4, 2880, 2880, true},
-                                {512, 4, 0, 4, 512, 256, true},  // 512 rows per expert: 128-row tiles
-                                {160, 8, 2, 4, 2880, 2880, false}};  // 128-row tiles at the model's width, EP slice
+  std::vector<MoeProblemCase> cases = {
+      {1, 32, 0, 32, 576, 320, false},  {5, 8, 0, 8, 512, 384, true},
+      {300, 32, 0, 32, 576, 320, true}, {64, 8, 4, 4, 576, 320, false},
+      {8, 4, 0, 4, 2880, 2880, true},   {512, 4, 0, 4, 512, 256, true},  // 512 rows per expert: 128-row tiles
+      {160, 8, 2, 4, 2880, 2880, false}};                                // 128-row tiles at the model's width, EP slice
   // The bench's prefill blocks small enough for the CPU reference (moe_cpu), at the model's sizes.
   for (const gpt_oss::MoeCase& m : gpt_oss::kMoePrefill) {
     if (m.tokens <= 16) cases.push_back({m.tokens, m.experts, 0, m.experts, 2880, 2880, true});

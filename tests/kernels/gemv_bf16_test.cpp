@@ -1,8 +1,9 @@
 // bf16 GEMV (router, bf16-mode decode) against its host reference on random inputs, outputs poisoned.
+#include "kernels/gemv_bf16.h"
+
 #include <gtest/gtest.h>
 
 #include "kernel_test_utils.h"
-#include "kernels/gemv_bf16.h"
 
 namespace gossamer::kernels {
 namespace {
@@ -51,7 +52,8 @@ TEST(GemvBf16Test, MatchesReferenceAcrossShapes) {
   GOSSAMER_REQUIRE_GPU();
   uint32_t seed = 1;
   for (int m : {1, 2, 3, 4, 5, 8}) {
-    for (auto [n, k] : {std::pair{32, 2880}, std::pair{128, 2880}, std::pair{8, 8}, std::pair{136, 272}, std::pair{5120, 2880}, std::pair{1032, 64}}) {
+    for (auto [n, k] : {std::pair{32, 2880}, std::pair{128, 2880}, std::pair{8, 8}, std::pair{136, 272},
+                        std::pair{5120, 2880}, std::pair{1032, 64}}) {
       check(m, n, k, (seed % 2) == 0, seed);
       ++seed;
     }

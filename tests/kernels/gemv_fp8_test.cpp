@@ -8,9 +8,9 @@
 
 #include "gpt_oss_cases.h"
 #include "kernel_test_utils.h"
-#include "moe_problem.h"
 #include "kernels/fp8_tiled.h"
 #include "kernels/moe.h"
+#include "moe_problem.h"
 
 namespace gossamer::kernels {
 namespace {
@@ -21,7 +21,6 @@ using namespace test;
 // error each, in series) where the decode path keeps them bf16: a sanity bound on the semantics; the
 // tight check is against the reference with the decode path's own rounding points (kTolBf16).
 constexpr double kTolVsFp8Activations = 8e-2;
-
 
 // Rows [0, rows) × columns [0, cols) of a row-major [·, ld] bf16 matrix, as floats.
 std::vector<float> block(const std::vector<uint16_t>& v, int rows, int cols, int64_t ld) {
@@ -342,7 +341,6 @@ TEST(GemvFp8Kernel, GroupedMatchesReference) {
 
 using MoeDecodeCase = MoeProblemCase;  // moe_problem.h
 
-
 // moe_decode_cpu (moe.h) into a fresh output.
 std::vector<uint16_t> moe_decode_ref(MoeParams p) {
   std::vector<uint16_t> out(size_t(p.num_tokens) * p.hidden);
@@ -355,13 +353,14 @@ TEST(MoeDecodeKernel, MatchesReference) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(23);
   std::vector<MoeDecodeCase> cases = {
-      {8, 32, 0, 32, 576, 320, true, 1},    // every token the same 4 experts: slots of 8 pairs
-      {8, 32, 0, 32, 576, 320, false, 3},   // partly shared
+      {8, 32, 0, 32, 576, 320, true, 1},   // every token the same 4 experts: slots of 8 pairs
+      {8, 32, 0, 32, 576, 320, false, 3},  // partly shared
       {6, 128, 0, 128, 512, 256, true, 2},  {4, 32, 8, 8, 576, 320, true, 0},  // local range [8, 16)
       {8, 128, 64, 32, 512, 256, false, 0},                                    // local range [64, 96)
       {3, 32, 28, 4, 576, 320, true, 0},                                       // local range at the end
   };
-  for (const gpt_oss::MoeCase& m : gpt_oss::kMoeDecode) cases.push_back({m.tokens, m.experts, 0, m.experts, 2880, 2880, true, 0});
+  for (const gpt_oss::MoeCase& m : gpt_oss::kMoeDecode)
+    cases.push_back({m.tokens, m.experts, 0, m.experts, 2880, 2880, true, 0});
   for (int t = 1; t <= kGemvMaxRows; ++t) cases.push_back({t, 32, 0, 32, 576, 320, t % 2 == 1, 0});
   for (const int t : {1, 2, 5, 8}) cases.push_back({t, 128, 0, 128, 512, 256, t % 2 == 0, 0});
   for (const auto& c : cases) {
@@ -375,7 +374,8 @@ TEST(MoeDecodeKernel, MatchesReference) {
     launch_moe_decode(p, ws.get(), nullptr);
     const auto out = dout.download();
     {  // the same with tile-major weights: bit-identical
-      DeviceBuffer<uint8_t> dw1t(tiled(m.w1, c.local, 2 * c.inter, c.hidden)), dw2t(tiled(m.w2, c.local, c.hidden, c.inter));
+      DeviceBuffer<uint8_t> dw1t(tiled(m.w1, c.local, 2 * c.inter, c.hidden)),
+          dw2t(tiled(m.w2, c.local, c.hidden, c.inter));
       MoeParams t = p;
       t.w1 = dw1t.get();
       t.w2 = dw2t.get();

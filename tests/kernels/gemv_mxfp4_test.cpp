@@ -276,9 +276,9 @@ TEST(GemvMxfp4Kernel, GroupedMatchesReference) {
         EXPECT_EQ(dpair_row.download(), ref_pair_row) << shape;
       }
       // Rows of pairs routed elsewhere stay poisoned in both.
-      EXPECT_TRUE(std::equal(out.begin(), out.end(), ref.begin(), [](uint16_t a, uint16_t b) {
-        return (a == 0xFFFF) == (b == 0xFFFF);
-      })) << shape << ": written rows differ";
+      EXPECT_TRUE(std::equal(out.begin(), out.end(), ref.begin(),
+                             [](uint16_t a, uint16_t b) { return (a == 0xFFFF) == (b == 0xFFFF); }))
+          << shape << ": written rows differ";
       std::vector<float> o, e;
       for (size_t i = 0; i < out.size(); ++i) {
         if (ref[i] == 0xFFFF) continue;
@@ -292,7 +292,6 @@ TEST(GemvMxfp4Kernel, GroupedMatchesReference) {
   }
 }
 
-
 // ---- MoE decode with MXFP4 experts (launch_moe_decode, weights_mxfp4) ----
 
 struct MoeCase {
@@ -305,9 +304,9 @@ TEST(MoeDecodeMxfp4Kernel, MatchesReferenceAndGraphReplay) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(34);
   const MoeCase cases[] = {
-      {8, 32, 0, 32, 576, 320, true, 1},   {8, 32, 0, 32, 576, 320, false, 3}, {4, 32, 8, 8, 576, 320, true, 0},
-      {3, 32, 28, 4, 576, 320, true, 0},   {8, 128, 64, 32, 512, 256, false, 0}, {1, 32, 0, 32, 2880, 2880, true, 0},
-      {1, 128, 0, 128, 2880, 2880, true, 0}, {4, 32, 0, 32, 2880, 2880, true, 0}, {2, 32, 16, 16, 576, 320, true, 0},
+      {8, 32, 0, 32, 576, 320, true, 1},     {8, 32, 0, 32, 576, 320, false, 3},   {4, 32, 8, 8, 576, 320, true, 0},
+      {3, 32, 28, 4, 576, 320, true, 0},     {8, 128, 64, 32, 512, 256, false, 0}, {1, 32, 0, 32, 2880, 2880, true, 0},
+      {1, 128, 0, 128, 2880, 2880, true, 0}, {4, 32, 0, 32, 2880, 2880, true, 0},  {2, 32, 16, 16, 576, 320, true, 0},
   };
   for (const auto& c : cases) {
     const int rows = c.distinct_logit_rows > 0 ? c.distinct_logit_rows : c.tokens;

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "core/dtype.h"
 #include "core/cuda/device_buffer.h"
+#include "core/dtype.h"
 #include "kernels/fp8_tiled.h"
 
 namespace gossamer::kernels::test {
@@ -37,12 +37,12 @@ inline bool has_gpu(std::string* why) {
   return true;
 }
 
-#define GOSSAMER_REQUIRE_GPU()                                   \
-  do {                                                           \
-    std::string why_;                                            \
-    if (!::gossamer::kernels::test::has_gpu(&why_)) {            \
-      GTEST_SKIP() << "SKIPPED (needs a GPU): " << why_;         \
-    }                                                            \
+#define GOSSAMER_REQUIRE_GPU()                           \
+  do {                                                   \
+    std::string why_;                                    \
+    if (!::gossamer::kernels::test::has_gpu(&why_)) {    \
+      GTEST_SKIP() << "SKIPPED (needs a GPU): " << why_; \
+    }                                                    \
   } while (0)
 
 // Typed device arrays with host copies and NaN poisoning (core/cuda/device_buffer.h).
@@ -94,7 +94,9 @@ inline std::vector<float> random_scales(size_t n, std::mt19937& rng, float lo, f
 }
 
 // fp32 scales of `groups` [n, k] fp8 matrices with 128×128 blocks.
-inline size_t scale_count(int groups, int n, int k) { return size_t(groups) * ((n + 127) / 128) * ((k + 127) / 128); }
+inline size_t scale_count(int groups, int n, int k) {
+  return size_t(groups) * ((n + 127) / 128) * ((k + 127) / 128);
+}
 
 inline std::vector<float> bf16_to_floats(const std::vector<uint16_t>& v) {
   std::vector<float> f(v.size());

@@ -1,8 +1,9 @@
 // Sampling: greedy (ties → lowest index) must match exactly; seeded temperature/top-k/top-p draws must
 // match the CPU reference (the same thresholds and the same uniform draw); penalties and raw logprobs too.
+#include "kernels/sampling.h"
+
 #include <algorithm>
 
-#include "kernels/sampling.h"
 #include "kernel_test_utils.h"
 
 namespace gossamer::kernels {
@@ -19,7 +20,7 @@ TEST(SamplingKernel, MatchesReference) {
     int top_k;
     float top_p;
   };
-  const Row rows[] = {{0.f, 0, 1.f},  {0.f, 0, 1.f},   {1.f, 0, 1.f},   {0.7f, 50, 1.f}, {1.f, 0, 0.9f},
+  const Row rows[] = {{0.f, 0, 1.f},     {0.f, 0, 1.f},  {1.f, 0, 1.f},  {0.7f, 50, 1.f},    {1.f, 0, 0.9f},
                       {0.8f, 40, 0.95f}, {1.3f, 1, 1.f}, {1.f, 0, 0.5f}, {0.6f, 1000, 0.8f}, {2.f, 5, 1.f}};
   const int n = static_cast<int>(std::size(rows));
   std::vector<float> logits(size_t(n) * vocab);
@@ -58,7 +59,6 @@ TEST(SamplingKernel, MatchesReference) {
   EXPECT_LE(mismatches, 1);
   report("sampling", std::to_string(n) + "x201088 mismatching draws", mismatches, 1);
 }
-
 
 // Penalties and logprobs (kernels/sampling.h steps 0 and the raw log_softmax), on bf16 logits as the model
 // gives them: tokens as the reference, logprobs within fp32 rounding, top tokens exactly.
@@ -148,7 +148,8 @@ TEST(SamplingKernel, PenaltiesAndLogprobsMatchReference) {
     EXPECT_NEAR(got_lp[r], ref_lp[r], 2e-3) << "row " << r;
     for (int j = 0; j < num_top[r]; ++j) {
       EXPECT_EQ(got_tt[size_t(r) * kMaxTopLogprobs + j], ref_tt[size_t(r) * kMaxTopLogprobs + j]) << r << " " << j;
-      EXPECT_NEAR(got_tlp[size_t(r) * kMaxTopLogprobs + j], ref_tlp[size_t(r) * kMaxTopLogprobs + j], 2e-3) << r << " " << j;
+      EXPECT_NEAR(got_tlp[size_t(r) * kMaxTopLogprobs + j], ref_tlp[size_t(r) * kMaxTopLogprobs + j], 2e-3)
+          << r << " " << j;
     }
   }
   EXPECT_LE(mismatches, 1);

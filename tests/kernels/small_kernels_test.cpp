@@ -1,14 +1,14 @@
-// Tests for RMSNorm, YaRN RoPE (+ paged cache write; the tables are tested in tests/kernels_ref), embedding gather, activation quantization and
-// MXFP4 → FP8 conversion against their CPU references.
+// Tests for RMSNorm, YaRN RoPE (+ paged cache write; the tables are tested in tests/kernels_ref), embedding gather,
+// activation quantization and MXFP4 → FP8 conversion against their CPU references.
 #include <algorithm>
 #include <numeric>
 
+#include "kernel_test_utils.h"
 #include "kernels/embedding.h"
 #include "kernels/mxfp4_convert.h"
 #include "kernels/quantize_fp8.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
-#include "kernel_test_utils.h"
 
 namespace gossamer::kernels {
 namespace {
@@ -192,7 +192,8 @@ TEST(Mxfp4ToFp8Kernel, MatchesReferenceAndIsLossless) {
                             osc[(size_t(e) * rbs + r / 128) * kbs + c / 128];
           max_diff = std::max(max_diff, static_cast<double>(std::fabs(got - want)));
         }
-    report("mxfp4_to_fp8", std::to_string(experts) + "x" + std::to_string(rows) + "x" + std::to_string(cols), max_diff, 0.0);
+    report("mxfp4_to_fp8", std::to_string(experts) + "x" + std::to_string(rows) + "x" + std::to_string(cols), max_diff,
+           0.0);
     EXPECT_EQ(max_diff, 0.0);
   }
 }

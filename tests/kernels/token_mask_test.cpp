@@ -1,11 +1,12 @@
 // Token masks: the kernel writes exactly the CPU reference's bits (only -inf is written), for masked,
 // unmasked and shared-mask rows, on the real vocabulary and on ragged sizes.
+#include "kernels/token_mask.h"
+
 #include <cmath>
 #include <cstring>
 #include <random>
 
 #include "kernel_test_utils.h"
-#include "kernels/token_mask.h"
 
 namespace gossamer::kernels {
 namespace {
@@ -22,7 +23,8 @@ TEST(TokenMaskKernel, MatchesReference) {
     for (auto& x : logits) x = normal(rng);
     std::vector<uint32_t> masks(size_t(num_masks) * words);
     for (int m = 0; m < num_masks; ++m) {
-      for (int w = 0; w < words; ++w) masks[size_t(m) * words + w] = m == 0 ? rng() : m == 1 ? (rng() % 50 == 0 ? 1u : 0u) : ~0u;
+      for (int w = 0; w < words; ++w)
+        masks[size_t(m) * words + w] = m == 0 ? rng() : m == 1 ? (rng() % 50 == 0 ? 1u : 0u) : ~0u;
     }
     const std::vector<int32_t> mask_rows = {0, -1, 1, 2, 0, 1};  // rows 0 and 4 share a mask; row 1 is free
     DeviceBuffer<float> d_logits(logits);
@@ -48,7 +50,8 @@ TEST(TokenMaskKernel, MatchesReference) {
       masked += std::isinf(expected[i]);
     }
     EXPECT_GT(masked, 0);
-    for (int t = 0; t < vocab; ++t) ASSERT_EQ(got[size_t(1) * vocab + t], logits[size_t(1) * vocab + t]);  // unmasked row
+    for (int t = 0; t < vocab; ++t)
+      ASSERT_EQ(got[size_t(1) * vocab + t], logits[size_t(1) * vocab + t]);  // unmasked row
 
     // The same masks on bf16 logits (the device sampler's input).
     std::vector<uint16_t> bf16(logits.size());

@@ -2,6 +2,8 @@
 // relayout keeps every code and scale (checked against the checkpoint layout), the f16 bit decode is exact
 // for every code in every word position, and the reference equals a plain double-precision computation
 // from the checkpoint bytes.
+#include "kernels/mxfp4_tiled.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,7 +13,6 @@
 
 #include "core/dtype.h"
 #include "kernels/gemv_mxfp4.h"
-#include "kernels/mxfp4_tiled.h"
 #include "kernels/swiglu.h"
 
 namespace gossamer::kernels {
@@ -23,7 +24,8 @@ struct Checkpoint {
 };
 
 Checkpoint random_checkpoint(int groups, int n, int k, std::mt19937& rng, int e_lo = 118, int e_hi = 126) {
-  Checkpoint c{groups, n, k, std::vector<uint8_t>(size_t(groups) * n * k / 2), std::vector<uint8_t>(size_t(groups) * n * k / 32)};
+  Checkpoint c{groups, n, k, std::vector<uint8_t>(size_t(groups) * n * k / 2),
+               std::vector<uint8_t>(size_t(groups) * n * k / 32)};
   for (auto& b : c.blocks) b = static_cast<uint8_t>(rng());
   std::uniform_int_distribution<int> e(e_lo, e_hi);
   for (auto& s : c.scales) s = static_cast<uint8_t>(e(rng));
@@ -33,7 +35,9 @@ uint8_t code_at(const Checkpoint& c, int g, int n, int k) {
   const uint8_t byte = c.blocks[((size_t(g) * c.n + n) * (c.k / 32) + k / 32) * 16 + (k % 32) / 2];
   return k % 2 ? byte >> 4 : byte & 0xF;
 }
-uint8_t scale_at(const Checkpoint& c, int g, int n, int k) { return c.scales[(size_t(g) * c.n + n) * (c.k / 32) + k / 32]; }
+uint8_t scale_at(const Checkpoint& c, int g, int n, int k) {
+  return c.scales[(size_t(g) * c.n + n) * (c.k / 32) + k / 32];
+}
 
 std::vector<uint8_t> tiled(const Checkpoint& c) {
   std::vector<uint8_t> t(size_t(c.groups) * mxfp4_tiled_group_bytes(c.n, c.k), 0xAB);
@@ -60,7 +64,8 @@ TEST(Mxfp4Tiled, KeepsEveryCodeAndScale) {
         for (int kk = 0; kk < (k + 127) / 128 * 128; ++kk) {
           const bool inside = r < n && kk < k;
           ASSERT_EQ(mxfp4_tiled_code(grp, r, kk, k), inside ? code_at(c, g, r, kk) : 0) << g << " " << r << " " << kk;
-          ASSERT_EQ(mxfp4_tiled_scale(grp, r, kk, k), inside ? scale_at(c, g, r, kk) : 127) << g << " " << r << " " << kk;
+          ASSERT_EQ(mxfp4_tiled_scale(grp, r, kk, k), inside ? scale_at(c, g, r, kk) : 127)
+              << g << " " << r << " " << kk;
         }
       }
     }
@@ -139,8 +144,8 @@ TEST(GemvMxfp4Reference, MatchesCheckpointMath) {
           continue;
         }
         const int m = int(q) / 2;
-        const double want = swiglu ? swiglu_clamped_cpu(float(exact(e, m, 2 * j)), float(exact(e, m, 2 * j + 1)))
-                                   : exact(e, m, j);
+        const double want =
+            swiglu ? swiglu_clamped_cpu(float(exact(e, m, 2 * j)), float(exact(e, m, 2 * j + 1))) : exact(e, m, j);
         EXPECT_NEAR(bf16_to_float(got), want, 1e-2 * std::abs(want) + 1e-3) << "pair " << q << " col " << j;
       }
     }

@@ -5,7 +5,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -66,7 +65,9 @@ class CheckpointErrorsTest : public ::testing::Test {
   std::string weights_;
 };
 
-TEST_F(CheckpointErrorsTest, IntactCheckpointLoads) { EXPECT_NO_THROW(load_model(dir_.string(), "cpu")); }
+TEST_F(CheckpointErrorsTest, IntactCheckpointLoads) {
+  EXPECT_NO_THROW(load_model(dir_.string(), "cpu"));
+}
 
 TEST_F(CheckpointErrorsTest, TruncatedFileNamesTheTensorAndFile) {
   const std::string content = bytes();

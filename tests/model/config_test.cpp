@@ -15,26 +15,52 @@ namespace {
 using nlohmann::json;
 
 json published_120b_config() {
-  // openai/gpt-oss-120b/config.json as published (tests/data/golden/checkpoints/hf_sharded/config.json has the same fields).
+  // openai/gpt-oss-120b/config.json as published (tests/data/golden/checkpoints/hf_sharded/config.json has the same
+  // fields).
   json layer_types = json::array();
   for (int i = 0; i < 18; ++i) {
     layer_types.push_back("sliding_attention");
     layer_types.push_back("full_attention");
   }
-  return json{{"architectures", {"GptOssForCausalLM"}}, {"attention_bias", true}, {"attention_dropout", 0.0},
-              {"eos_token_id", 200002}, {"experts_per_token", 4}, {"head_dim", 64}, {"hidden_act", "silu"},
-              {"hidden_size", 2880}, {"initial_context_length", 4096}, {"initializer_range", 0.02},
-              {"intermediate_size", 2880}, {"layer_types", layer_types}, {"max_position_embeddings", 131072},
-              {"model_type", "gpt_oss"}, {"num_attention_heads", 64}, {"num_experts_per_tok", 4},
-              {"num_hidden_layers", 36}, {"num_key_value_heads", 8}, {"num_local_experts", 128},
-              {"output_router_logits", false}, {"pad_token_id", 199999},
-              {"quantization_config", {{"modules_to_not_convert", {"model.layers.*.self_attn"}}, {"quant_method", "mxfp4"}}},
-              {"rms_norm_eps", 1e-05}, {"rope_scaling", {{"beta_fast", 32.0}, {"beta_slow", 1.0}, {"factor", 32.0},
-                                                         {"original_max_position_embeddings", 4096}, {"rope_type", "yarn"},
-                                                         {"truncate", false}}},
-              {"rope_theta", 150000}, {"router_aux_loss_coef", 0.9}, {"sliding_window", 128}, {"swiglu_limit", 7.0},
-              {"tie_word_embeddings", false}, {"transformers_version", "4.55.0.dev0"}, {"use_cache", true},
-              {"vocab_size", 201088}};
+  return json{
+      {"architectures", {"GptOssForCausalLM"}},
+      {"attention_bias", true},
+      {"attention_dropout", 0.0},
+      {"eos_token_id", 200002},
+      {"experts_per_token", 4},
+      {"head_dim", 64},
+      {"hidden_act", "silu"},
+      {"hidden_size", 2880},
+      {"initial_context_length", 4096},
+      {"initializer_range", 0.02},
+      {"intermediate_size", 2880},
+      {"layer_types", layer_types},
+      {"max_position_embeddings", 131072},
+      {"model_type", "gpt_oss"},
+      {"num_attention_heads", 64},
+      {"num_experts_per_tok", 4},
+      {"num_hidden_layers", 36},
+      {"num_key_value_heads", 8},
+      {"num_local_experts", 128},
+      {"output_router_logits", false},
+      {"pad_token_id", 199999},
+      {"quantization_config", {{"modules_to_not_convert", {"model.layers.*.self_attn"}}, {"quant_method", "mxfp4"}}},
+      {"rms_norm_eps", 1e-05},
+      {"rope_scaling",
+       {{"beta_fast", 32.0},
+        {"beta_slow", 1.0},
+        {"factor", 32.0},
+        {"original_max_position_embeddings", 4096},
+        {"rope_type", "yarn"},
+        {"truncate", false}}},
+      {"rope_theta", 150000},
+      {"router_aux_loss_coef", 0.9},
+      {"sliding_window", 128},
+      {"swiglu_limit", 7.0},
+      {"tie_word_embeddings", false},
+      {"transformers_version", "4.55.0.dev0"},
+      {"use_cache", true},
+      {"vocab_size", 201088}};
 }
 
 TEST(ConfigTest, ReadsThePublishedHuggingFaceConfig) {
@@ -52,12 +78,14 @@ TEST(ConfigTest, ReadsThePublishedHuggingFaceConfig) {
 }
 
 TEST(ConfigTest, ReadsTheOriginalForm) {
-  const json original = {{"num_hidden_layers", 24}, {"num_experts", 32}, {"experts_per_token", 4},
-                         {"vocab_size", 201088}, {"hidden_size", 2880}, {"intermediate_size", 2880},
-                         {"swiglu_limit", 7.0}, {"head_dim", 64}, {"num_attention_heads", 64},
-                         {"num_key_value_heads", 8}, {"sliding_window", 128}, {"initial_context_length", 4096},
-                         {"rope_theta", 150000}, {"rope_scaling_factor", 32.0}, {"rope_ntk_alpha", 1.0},
-                         {"rope_ntk_beta", 32.0}};
+  const json original = {{"num_hidden_layers", 24},   {"num_experts", 32},
+                         {"experts_per_token", 4},    {"vocab_size", 201088},
+                         {"hidden_size", 2880},       {"intermediate_size", 2880},
+                         {"swiglu_limit", 7.0},       {"head_dim", 64},
+                         {"num_attention_heads", 64}, {"num_key_value_heads", 8},
+                         {"sliding_window", 128},     {"initial_context_length", 4096},
+                         {"rope_theta", 150000},      {"rope_scaling_factor", 32.0},
+                         {"rope_ntk_alpha", 1.0},     {"rope_ntk_beta", 32.0}};
   const GptOssConfig c = GptOssConfig::from_json(original, "original/config.json");
   EXPECT_EQ(c.layout, CheckpointLayout::kOriginal);
   EXPECT_EQ(c.num_layers, 24);
@@ -110,8 +138,13 @@ TEST(ConfigTest, HfJsonRoundTrips) {
 // ω_i of transformers' YaRN (float64 reference values; fp32 differs in the last ulp).
 TEST(RopeTest, YarnFrequenciesMatchTheReferenceTable) {
   const RopeTables rope = RopeTables::from_config(preset_config("20b"));
-  const std::pair<int, double> expected[] = {{0, 1.0}, {8, 0.05081327482}, {9, 3.170569618e-02}, {10, 1.933500113e-02},
-                                             {13, 3.860359317e-03}, {17, 1.293187012e-04}, {18, 3.830881237e-05},
+  const std::pair<int, double> expected[] = {{0, 1.0},
+                                             {8, 0.05081327482},
+                                             {9, 3.170569618e-02},
+                                             {10, 1.933500113e-02},
+                                             {13, 3.860359317e-03},
+                                             {17, 1.293187012e-04},
+                                             {18, 3.830881237e-05},
                                              {31, 3.023511428e-07}};
   for (const auto& [i, omega] : expected) EXPECT_NEAR(rope.inv_freq[static_cast<size_t>(i)] / omega, 1.0, 2e-6) << i;
   EXPECT_NEAR(rope.concentration, 1.3465735902799727, 1e-7);

@@ -2,17 +2,16 @@
 // (tests/data/golden, made by tools/golden_logits.py). Bounds from the foundation issue: relative L2
 // error per sequence ≤ 1e-3 and the same argmax at ≥ 99.5% of positions.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <numeric>
 
-#include <unistd.h>
-
 #include "golden_test.h"
-#include "ring_pool.h"
 #include "model/dummy_checkpoint.h"
 #include "model/loader.h"
 #include "model/sequence_runner.h"
+#include "ring_pool.h"
 
 namespace gossamer::model {
 namespace {
@@ -27,7 +26,8 @@ std::string checkpoint_for(const std::string& name) {
     // Tests run as parallel processes: write to a private folder, then publish it with an atomic rename.
     const auto dir = std::filesystem::temp_directory_path() / ("gossamer_golden_" + name);
     if (!std::filesystem::exists(dir / "model.safetensors")) {
-      const auto staging = std::filesystem::temp_directory_path() / ("gossamer_golden_" + name + "." + std::to_string(::getpid()));
+      const auto staging =
+          std::filesystem::temp_directory_path() / ("gossamer_golden_" + name + "." + std::to_string(::getpid()));
       write_dummy_checkpoint(preset_config("tiny"), 0, staging.string(),
                              name == "tiny" ? DummyInit::kStandard : DummyInit::kConditioned);
       std::error_code ignored;
@@ -51,7 +51,8 @@ TEST_P(GoldenLogitsTest, BatchedPrefillMatchesTransformers) {
   ASSERT_EQ(ref.shape, (std::vector<int64_t>{static_cast<int64_t>(tokens.size()), length, vocab}));
   const std::vector<float> logits = prefill_logits(*model, tokens);
   for (size_t s = 0; s < tokens.size(); ++s) {
-    const auto agreement = compare_rows(logits.data() + s * length * vocab, ref.data.data() + s * length * vocab, length, vocab);
+    const auto agreement =
+        compare_rows(logits.data() + s * length * vocab, ref.data.data() + s * length * vocab, length, vocab);
     EXPECT_LE(agreement.relative_l2, kMaxRelativeL2) << name << " sequence " << s;
     EXPECT_GE(agreement.argmax_match, kMinArgmaxMatch) << name << " sequence " << s;
     std::printf("[golden] %s seq %zu: rel L2 %.2e, argmax match %.4f\n", name.c_str(), s, agreement.relative_l2,
@@ -83,8 +84,12 @@ TEST_P(GoldenLogitsTest, ChunkedPrefillAndDecodeMatchOneLongPrefill) {
     ForwardBatch batch;
     const int64_t n0 = done0 == 0 ? prefix : std::min<int64_t>(1, length - done0);
     const int64_t n1 = std::min<int64_t>(chunk, length - done1);
-    if (n0 > 0) batch.sequences.push_back({std::span(tokens[0]).subspan(done0, n0), static_cast<int32_t>(done0), table0, LogitsWanted::kAll});
-    if (n1 > 0) batch.sequences.push_back({std::span(tokens[1]).subspan(done1, n1), static_cast<int32_t>(done1), table1, LogitsWanted::kAll});
+    if (n0 > 0)
+      batch.sequences.push_back(
+          {std::span(tokens[0]).subspan(done0, n0), static_cast<int32_t>(done0), table0, LogitsWanted::kAll});
+    if (n1 > 0)
+      batch.sequences.push_back(
+          {std::span(tokens[1]).subspan(done1, n1), static_cast<int32_t>(done1), table1, LogitsWanted::kAll});
     model->forward(batch, logits);
     ASSERT_EQ(static_cast<int64_t>(logits.size()), (n0 + n1) * vocab);
     std::copy_n(logits.begin(), n0 * vocab, ours[0].begin() + done0 * vocab);
@@ -127,15 +132,17 @@ TEST_P(GoldenLogitsTest, SlidingRingWithRecycledBlocksMatches) {
     pool.prepare(ring0, done, done + n, window, 0, block);
     pool.prepare(ring1, done, done + n, window, 0, block);
     ForwardBatch batch;
-    batch.sequences.push_back({std::span(tokens[0]).subspan(done, n), static_cast<int32_t>(done), table0, LogitsWanted::kAll, ring0.table});
-    batch.sequences.push_back({std::span(tokens[1]).subspan(done, n), static_cast<int32_t>(done), table1, LogitsWanted::kAll, ring1.table});
+    batch.sequences.push_back(
+        {std::span(tokens[0]).subspan(done, n), static_cast<int32_t>(done), table0, LogitsWanted::kAll, ring0.table});
+    batch.sequences.push_back(
+        {std::span(tokens[1]).subspan(done, n), static_cast<int32_t>(done), table1, LogitsWanted::kAll, ring1.table});
     model->forward(batch, logits);
     std::copy_n(logits.begin(), n * vocab, ours[0].begin() + done * vocab);
     std::copy_n(logits.begin() + n * vocab, n * vocab, ours[1].begin() + done * vocab);
     done += n;
   }
-  std::printf("[ring] %s: window %d, pool %d blocks for 2 x %d positions, %lld blocks handed out\n", name.c_str(), window,
-              2 * ring_per_seq, static_cast<int>(length), static_cast<long long>(pool.handed_out()));
+  std::printf("[ring] %s: window %d, pool %d blocks for 2 x %d positions, %lld blocks handed out\n", name.c_str(),
+              window, 2 * ring_per_seq, static_cast<int>(length), static_cast<long long>(pool.handed_out()));
   EXPECT_GT(pool.handed_out(), 2 * ring_per_seq) << "the test must recycle blocks";
   for (size_t s = 0; s < 2; ++s) {
     const auto agreement = compare_rows(ours[s].data(), ref.data.data() + s * length * vocab, length, vocab);
@@ -144,7 +151,8 @@ TEST_P(GoldenLogitsTest, SlidingRingWithRecycledBlocksMatches) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Checkpoints, GoldenLogitsTest, ::testing::Values("tiny", "tiny_conditioned", "hf_sharded", "original_layout"));
+INSTANTIATE_TEST_SUITE_P(Checkpoints, GoldenLogitsTest,
+                         ::testing::Values("tiny", "tiny_conditioned", "hf_sharded", "original_layout"));
 
 TEST(GoldenLogitsTest, LogitsCommandWritesTheSameNpy) {
   const auto dir = std::filesystem::temp_directory_path() / "gossamer_logits_cmd";

@@ -4,10 +4,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/mapped_file.h"
 #include "core/npy.h"
@@ -25,7 +24,9 @@ inline std::vector<std::vector<int32_t>> golden_tokens(const std::string& name) 
   return parsed.get<std::vector<std::vector<int32_t>>>();
 }
 
-inline NpyArray golden_logits(const std::string& name) { return read_npy_f32(golden_dir() + "/" + name + "_logits.npy"); }
+inline NpyArray golden_logits(const std::string& name) {
+  return read_npy_f32(golden_dir() + "/" + name + "_logits.npy");
+}
 
 struct Agreement {
   double relative_l2 = 0.0;   // ‖ours − ref‖ / ‖ref‖ over the compared rows

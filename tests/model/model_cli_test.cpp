@@ -15,7 +15,9 @@ namespace {
 namespace fs = std::filesystem;
 
 using Result = testing::BinaryResult;
-Result run(const std::string& arguments) { return testing::run_gossamer(arguments); }
+Result run(const std::string& arguments) {
+  return testing::run_gossamer(arguments);
+}
 
 class ModelCliTest : public ::testing::Test {
  protected:
@@ -43,14 +45,17 @@ TEST_F(ModelCliTest, BenchDecodeWithAndWithoutTheRing) {
   fs::create_directories(dir_);
   for (const std::string flag : {"", " --no-ring"}) {
     const std::string json = (dir_ / ("decode" + std::to_string(flag.size()) + ".json")).string();
-    const Result result = run("bench decode --load-format dummy --preset tiny --device cpu --batch-sizes 1,2 --contexts 300 "
-                              "--steps 2 --json-out " + json + flag);
+    const Result result =
+        run("bench decode --load-format dummy --preset tiny --device cpu --batch-sizes 1,2 --contexts 300 "
+            "--steps 2 --json-out " +
+            json + flag);
     ASSERT_EQ(result.status, 0) << result.output;
     EXPECT_NE(result.output.find("| dummy-tiny (cpu) | 300 | 2 |"), std::string::npos) << result.output;
     const auto parsed = nlohmann::json::parse(read_text_file(json));
     EXPECT_EQ(parsed["results"].size(), 2u);
   }
-  const Result refused = run("bench decode --load-format dummy --preset tiny --device cpu --plot /nonexistent/dir/x.png");
+  const Result refused =
+      run("bench decode --load-format dummy --preset tiny --device cpu --plot /nonexistent/dir/x.png");
   EXPECT_NE(refused.status, 0);
   EXPECT_NE(refused.output.find("no directory"), std::string::npos) << refused.output;
 }
@@ -62,7 +67,8 @@ TEST_F(ModelCliTest, GenerateIsGreedyAndRepeatable) {
   ASSERT_EQ(first.status, 0) << first.output;
   const auto parsed = nlohmann::json::parse(first.output.substr(first.output.find('{')));
   EXPECT_EQ(parsed["generated_tokens"].size(), 8u);
-  EXPECT_EQ(parsed["generated_tokens"], nlohmann::json::parse(second.output.substr(second.output.find('{')))["generated_tokens"]);
+  EXPECT_EQ(parsed["generated_tokens"],
+            nlohmann::json::parse(second.output.substr(second.output.find('{')))["generated_tokens"]);
 }
 
 TEST_F(ModelCliTest, BadInputGivesAClearErrorAndNonZeroExit) {

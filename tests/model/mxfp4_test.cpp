@@ -38,7 +38,8 @@ TEST(Mxfp4Test, KnownBytes) {
   blocks[0] = 0x71;
   blocks[15] = 0xF8;  // element 30 = -0, element 31 = -6
   std::vector<uint8_t> scales = {128};
-  MxFp4Tensor tensor{TensorView{blocks.data(), DType::kU8, {1, 1, 1, 16}}, TensorView{scales.data(), DType::kU8, {1, 1, 1}}};
+  MxFp4Tensor tensor{TensorView{blocks.data(), DType::kU8, {1, 1, 1, 16}},
+                     TensorView{scales.data(), DType::kU8, {1, 1, 1}}};
   std::vector<float> out(32);
   cpu::decode_mxfp4_expert(tensor, 0, out.data());
   EXPECT_EQ(out[0], 1.0f);

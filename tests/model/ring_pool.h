@@ -27,7 +27,8 @@ class RingPool {
   // cover [0, end).
   void prepare(Sequence& seq, int64_t num_cached, int64_t end, int32_t window, int32_t margin, int32_t block_size) {
     const int64_t first_read = std::max<int64_t>(0, num_cached - window + 1 - margin);
-    const int32_t keep_from = std::min(static_cast<int32_t>(first_read / block_size), static_cast<int32_t>(seq.table.size()));
+    const int32_t keep_from =
+        std::min(static_cast<int32_t>(first_read / block_size), static_cast<int32_t>(seq.table.size()));
     for (int32_t b = seq.trimmed; b < keep_from; ++b) free_.push_back(seq.table[static_cast<size_t>(b)]);
     seq.trimmed = std::max(seq.trimmed, keep_from);
     while (static_cast<int64_t>(seq.table.size()) * block_size < end) {

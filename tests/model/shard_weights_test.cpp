@@ -1,10 +1,11 @@
 // A rank's weights as a smaller checkpoint (model/shard_weights.h): every view and materialised slice
 // holds exactly the rank's part of the whole model, TP and EP, and refused layouts say why.
+#include "model/shard_weights.h"
+
 #include <gtest/gtest.h>
 
 #include "model/cpu_ops.h"
 #include "model/dummy_checkpoint.h"
-#include "model/shard_weights.h"
 
 namespace gossamer::model {
 namespace {
@@ -45,7 +46,8 @@ TEST_F(ShardWeightsTest, TensorParallelRankHoldsItsHeadsAndIntermediateColumns) 
     const auto o_full = cpu::to_f32(full.o_proj), o_mine = cpu::to_f32(mine.o_proj);
     ASSERT_EQ(mine.o_proj.shape, (Shape{hidden, 512}));
     for (int64_t row = 0; row < hidden; row += 37) {
-      for (int64_t c = 0; c < 512; c += 29) EXPECT_EQ(o_mine[static_cast<size_t>(row * 512 + c)], o_full[static_cast<size_t>(row * 1024 + q0 + c)]);
+      for (int64_t c = 0; c < 512; c += 29)
+        EXPECT_EQ(o_mine[static_cast<size_t>(row * 512 + c)], o_full[static_cast<size_t>(row * 1024 + q0 + c)]);
     }
     const auto sinks_full = cpu::to_f32(full.sinks), sinks_mine = cpu::to_f32(mine.sinks);
     EXPECT_TRUE(std::equal(sinks_mine.begin(), sinks_mine.end(), sinks_full.begin() + rank * 8));
@@ -57,7 +59,8 @@ TEST_F(ShardWeightsTest, TensorParallelRankHoldsItsHeadsAndIntermediateColumns) 
       const auto down_full = decode_expert(full.down, e), down_mine = decode_expert(mine.down, e);
       ASSERT_EQ(down_mine.size(), static_cast<size_t>(hidden * 96));
       for (int64_t row = 0; row < hidden; row += 17) {
-        for (int64_t c = 0; c < 96; ++c) EXPECT_EQ(down_mine[static_cast<size_t>(row * 96 + c)], down_full[static_cast<size_t>(row * inter + i0 + c)]);
+        for (int64_t c = 0; c < 96; ++c)
+          EXPECT_EQ(down_mine[static_cast<size_t>(row * 96 + c)], down_full[static_cast<size_t>(row * inter + i0 + c)]);
       }
     }
     const auto gub_full = cpu::to_f32(full.gate_up_bias), gub_mine = cpu::to_f32(mine.gate_up_bias);
@@ -92,8 +95,10 @@ TEST_F(ShardWeightsTest, RefusedLayoutsSayWhy) {
     shard_weights(config_, dummy_.weights, dummy_.storage, {4, false, 1}, 0);
     FAIL() << "TP4 MoE on 192 columns was accepted";
   } catch (const Error& error) {
-    EXPECT_NE(std::string(error.what()).find("48 intermediate columns per rank, not a multiple of the MXFP4 group of 32"),
-              std::string::npos) << error.what();
+    EXPECT_NE(
+        std::string(error.what()).find("48 intermediate columns per rank, not a multiple of the MXFP4 group of 32"),
+        std::string::npos)
+        << error.what();
   }
   EXPECT_THROW(shard_weights(config_, dummy_.weights, dummy_.storage, {3, false, 1}, 0), Error);
 }

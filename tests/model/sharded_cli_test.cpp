@@ -23,7 +23,8 @@ class ShardedCliTest : public ::testing::Test {
   void SetUp() override {
     dir_ = fs::temp_directory_path() / ("gossamer_sharded_cli_" + std::to_string(::getpid()));
     fs::create_directories(dir_);
-    std::ofstream(dir_ / "tokens.json") << "[[1, 5, 9, 200, 7, 7, 3, 1499, 12, 40, 41, 42, 0, 8, 99, 100, 101, 102, 103, 9]]";
+    std::ofstream(dir_ / "tokens.json")
+        << "[[1, 5, 9, 200, 7, 7, 3, 1499, 12, 40, 41, 42, 0, 8, 99, 100, 101, 102, 103, 9]]";
   }
   void TearDown() override { fs::remove_all(dir_); }
   gossamer::testing::BinaryResult logits(const std::string& out, const std::string& flags) {
@@ -58,7 +59,8 @@ TEST_F(ShardedCliTest, GenerateWithTensorParallelMatchesUnsharded) {
   const auto ref = gossamer::testing::run_gossamer(base);
   ASSERT_EQ(ref.status, 0) << ref.output;
   auto generated = [](const std::string& output) {
-    return nlohmann::json::parse(output.substr(output.find('{'), output.find('\n', output.find('{')) - output.find('{')))["generated_tokens"];
+    return nlohmann::json::parse(
+        output.substr(output.find('{'), output.find('\n', output.find('{')) - output.find('{')))["generated_tokens"];
   };
   for (const std::string flags : {" -tp 8", " -tp 2 --enable-expert-parallel"}) {
     const auto ours = gossamer::testing::run_gossamer(base + flags);
@@ -70,7 +72,8 @@ TEST_F(ShardedCliTest, GenerateWithTensorParallelMatchesUnsharded) {
 TEST_F(ShardedCliTest, BadLayoutsAreRefusedClearly) {
   const auto heads = logits("x.npy", "-tp 3");
   EXPECT_NE(heads.status, 0);
-  EXPECT_NE(heads.output.find("--tensor-parallel-size 3 does not divide the model's 16 attention heads"), std::string::npos)
+  EXPECT_NE(heads.output.find("--tensor-parallel-size 3 does not divide the model's 16 attention heads"),
+            std::string::npos)
       << heads.output;
   const auto experts = logits("x.npy", "-tp 4 --enable-expert-parallel");
   EXPECT_NE(experts.output.find("does not divide the model's 6 experts"), std::string::npos) << experts.output;
@@ -78,7 +81,8 @@ TEST_F(ShardedCliTest, BadLayoutsAreRefusedClearly) {
   EXPECT_NE(gpus.status, 0);
   EXPECT_NE(gpus.output.find("needs 16 GPUs"), std::string::npos) << gpus.output;
   const auto replicas = logits("x.npy", "-dp 2");
-  EXPECT_NE(replicas.output.find("--data-parallel-size 2: replicas behind one server are not built yet"), std::string::npos)
+  EXPECT_NE(replicas.output.find("--data-parallel-size 2: replicas behind one server are not built yet"),
+            std::string::npos)
       << replicas.output;
 }
 
@@ -88,7 +92,8 @@ TEST_F(ShardedCliTest, BenchSweepCoversEveryLayoutThatFits) {
   const std::string csv = (dir_ / "sweep.csv").string();
   const auto result = gossamer::testing::run_gossamer(
       "bench sweep --load-format dummy --preset tiny --device cpu --gpus 2 --batch-sizes 1,2 --contexts 150 "
-      "--prefill-lens 64 --steps 2 --csv " + csv + " --series-json " + (dir_ / "series.json").string());
+      "--prefill-lens 64 --steps 2 --csv " +
+      csv + " --series-json " + (dir_ / "series.json").string());
   ASSERT_EQ(result.status, 0) << result.output;
   for (const std::string row : {"| TP1 EP1 DP1 | 1 | 64 |", "| TP2 EP1 DP1 | 2 | 64 |", "| TP2 EP2 DP1 | 2 | 64 |",
                                 "| TP1 EP1 DP2 | 2 | 150 | 2 |", "| TP2 EP2 DP1 | 2 | 150 | 1 |"}) {
@@ -110,7 +115,8 @@ TEST_F(ShardedCliTest, BenchSweepCoversEveryLayoutThatFits) {
   const std::string group = (dir_ / "group.json").string();
   const auto job = gossamer::testing::run_gossamer(
       "bench sweep --load-format dummy --preset tiny --device cpu --gpus 2 --batch-sizes 1,2 --contexts 150 "
-      "--prefill-lens 64 --steps 2 --only-tp 2 --only-ep --group-json " + group);
+      "--prefill-lens 64 --steps 2 --only-tp 2 --only-ep --group-json " +
+      group);
   ASSERT_EQ(job.status, 0) << job.output;
   const auto job_rows = nlohmann::json::parse(std::ifstream(group));
   ASSERT_EQ(job_rows.size(), 3u) << "1 prefill + 2 decode rows of TP2 EP2";
@@ -119,10 +125,12 @@ TEST_F(ShardedCliTest, BenchSweepCoversEveryLayoutThatFits) {
     EXPECT_EQ(row["ep"], true);
     EXPECT_GT(row["seconds"].get<double>(), 0.0);
   }
-  const auto refused = gossamer::testing::run_gossamer("bench sweep --load-format dummy --preset tiny --device cuda --gpus 64");
+  const auto refused =
+      gossamer::testing::run_gossamer("bench sweep --load-format dummy --preset tiny --device cuda --gpus 64");
   EXPECT_NE(refused.status, 0);
   EXPECT_TRUE(refused.output.find("--gpus 64 but") != std::string::npos ||
-              refused.output.find("no GPU visible") != std::string::npos) << refused.output;
+              refused.output.find("no GPU visible") != std::string::npos)
+      << refused.output;
 }
 
 }  // namespace

@@ -58,7 +58,8 @@ Source load_source(const std::string& name) {
 
 std::vector<std::vector<int32_t>> random_sequences(uint64_t seed, int count, int length, int32_t vocab) {
   SplitMix64 rng(seed);
-  std::vector<std::vector<int32_t>> sequences(static_cast<size_t>(count), std::vector<int32_t>(static_cast<size_t>(length)));
+  std::vector<std::vector<int32_t>> sequences(static_cast<size_t>(count),
+                                              std::vector<int32_t>(static_cast<size_t>(length)));
   for (auto& sequence : sequences) {
     for (int32_t& token : sequence) token = static_cast<int32_t>(rng.next() % static_cast<uint64_t>(vocab));
   }
@@ -113,8 +114,9 @@ TEST_P(ShardedModelTest, PrefillLogitsEqualUnsharded) {
     const double error = relative_l2(ours.data() + s * length * vocab, ref.data() + s * length * vocab, length * vocab);
     EXPECT_LE(error, kMaxRelative) << sharded_->parallel_layout() << " sequence " << s;
   }
-  EXPECT_EQ(sharded_->parallel_layout(), (GetParam().ep ? "TP" + std::to_string(GetParam().tp) + " EP" + std::to_string(GetParam().tp)
-                                                       : "TP" + std::to_string(GetParam().tp) + " EP1"));
+  EXPECT_EQ(sharded_->parallel_layout(),
+            (GetParam().ep ? "TP" + std::to_string(GetParam().tp) + " EP" + std::to_string(GetParam().tp)
+                           : "TP" + std::to_string(GetParam().tp) + " EP1"));
 }
 
 // Sequence 0 prefills a prefix then decodes one token per step while sequence 1 prefills in chunks in
@@ -123,21 +125,27 @@ TEST_P(ShardedModelTest, MixedPrefillAndDecodeEqualUnsharded) {
   const int32_t vocab = source_.config.vocab_size, block = 16, length = 40;
   const auto sequences = random_sequences(12, 2, length, vocab);
   const int32_t blocks_per_seq = (length + block - 1) / block;
-  std::vector<int32_t> table0(static_cast<size_t>(blocks_per_seq)), table1(table0.size()), ring0(table0.size()), ring1(table0.size());
+  std::vector<int32_t> table0(static_cast<size_t>(blocks_per_seq)), table1(table0.size()), ring0(table0.size()),
+      ring1(table0.size());
   for (int32_t b = 0; b < blocks_per_seq; ++b) {  // interleaved, non-contiguous blocks
     table0[static_cast<size_t>(b)] = 2 * b + 1;
     table1[static_cast<size_t>(b)] = 2 * b;
     ring0[static_cast<size_t>(b)] = blocks_per_seq + b;
     ring1[static_cast<size_t>(b)] = b;
   }
-  for (Model* model : {reference_.get(), sharded_.get()}) model->allocate_kv_cache(2 * blocks_per_seq, block, 2 * blocks_per_seq);
+  for (Model* model : {reference_.get(), sharded_.get()})
+    model->allocate_kv_cache(2 * blocks_per_seq, block, 2 * blocks_per_seq);
   int32_t done0 = 0, done1 = 0;
   for (int step = 0; done0 < length || done1 < length; ++step) {
     const int32_t take0 = std::min(length - done0, step == 0 ? 24 : 1), take1 = std::min(length - done1, 5);
     ForwardBatch batch;
     const std::span<const int32_t> s0(sequences[0]), s1(sequences[1]);
-    if (take0 > 0) batch.sequences.push_back({s0.subspan(static_cast<size_t>(done0), static_cast<size_t>(take0)), done0, table0, LogitsWanted::kAll, ring0});
-    if (take1 > 0) batch.sequences.push_back({s1.subspan(static_cast<size_t>(done1), static_cast<size_t>(take1)), done1, table1, LogitsWanted::kLast, ring1});
+    if (take0 > 0)
+      batch.sequences.push_back({s0.subspan(static_cast<size_t>(done0), static_cast<size_t>(take0)), done0, table0,
+                                 LogitsWanted::kAll, ring0});
+    if (take1 > 0)
+      batch.sequences.push_back({s1.subspan(static_cast<size_t>(done1), static_cast<size_t>(take1)), done1, table1,
+                                 LogitsWanted::kLast, ring1});
     std::vector<float> ref, ours;
     reference_->forward(batch, ref);
     sharded_->forward(batch, ours);
@@ -157,7 +165,8 @@ TEST_P(ShardedModelTest, ForwardSampleGreedyIsTheUnshardedArgmax) {
   sharded_->allocate_kv_cache(3, 16);
   ForwardBatch batch;
   for (int s = 0; s < 3; ++s) {
-    batch.sequences.push_back({sequences[static_cast<size_t>(s)], 0, std::span<const int32_t>(table).subspan(static_cast<size_t>(s), 1)});
+    batch.sequences.push_back(
+        {sequences[static_cast<size_t>(s)], 0, std::span<const int32_t>(table).subspan(static_cast<size_t>(s), 1)});
   }
   std::vector<float> ref;
   reference_->forward(batch, ref);
@@ -173,8 +182,9 @@ TEST_P(ShardedModelTest, ForwardSampleGreedyIsTheUnshardedArgmax) {
 
 INSTANTIATE_TEST_SUITE_P(
     Layouts, ShardedModelTest,
-    ::testing::Values(LayoutCase{"tiny", 2, false, 150}, LayoutCase{"tiny", 4, false, 150}, LayoutCase{"tiny", 8, false, 150},
-                      LayoutCase{"tiny", 2, true, 150}, LayoutCase{"tiny", 4, true, 150}, LayoutCase{"tiny", 8, true, 150},
+    ::testing::Values(LayoutCase{"tiny", 2, false, 150}, LayoutCase{"tiny", 4, false, 150},
+                      LayoutCase{"tiny", 8, false, 150}, LayoutCase{"tiny", 2, true, 150},
+                      LayoutCase{"tiny", 4, true, 150}, LayoutCase{"tiny", 8, true, 150},
                       LayoutCase{"hf_sharded", 2, false, 40}, LayoutCase{"hf_sharded", 4, false, 40},
                       LayoutCase{"hf_sharded", 8, false, 40}, LayoutCase{"hf_sharded", 2, true, 40},
                       LayoutCase{"original_layout", 2, false, 48}, LayoutCase{"original_layout", 4, false, 48},

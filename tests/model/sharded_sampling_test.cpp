@@ -1,5 +1,7 @@
 // Vocab-parallel sampling (model/sharded_sampling.h) against a direct single-device statement of the
 // rule of kernels/sampling.h, over uneven vocab shards, ties, and every filter combination.
+#include "model/sharded_sampling.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,7 +11,6 @@
 
 #include "comm/thread_communicator.h"
 #include "core/random.h"
-#include "model/sharded_sampling.h"
 
 namespace gossamer::model {
 namespace {
@@ -27,18 +28,21 @@ float uniform(uint64_t seed) {
 // The rule on one whole row, written for clarity (sorts the row).
 int32_t reference_sample(const std::vector<float>& logits, const RowSampling& s) {
   const int64_t n = static_cast<int64_t>(logits.size());
-  if (s.temperature <= 0.0f) return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  if (s.temperature <= 0.0f)
+    return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
   const float inv_t = 1.0f / s.temperature;
   std::vector<float> v(logits.size());
   std::vector<uint32_t> keys(logits.size());
-  for (int64_t i = 0; i < n; ++i) keys[static_cast<size_t>(i)] = key_of(v[static_cast<size_t>(i)] = logits[static_cast<size_t>(i)] * inv_t);
+  for (int64_t i = 0; i < n; ++i)
+    keys[static_cast<size_t>(i)] = key_of(v[static_cast<size_t>(i)] = logits[static_cast<size_t>(i)] * inv_t);
   const double max_v = *std::max_element(v.begin(), v.end());
   std::vector<uint32_t> sorted = keys;
   std::sort(sorted.begin(), sorted.end(), std::greater<>());
   uint32_t t = s.top_k > 0 && s.top_k < n ? sorted[static_cast<size_t>(s.top_k - 1)] : 0u;
   auto mass = [&](uint32_t limit) {
     double sum = 0.0;
-    for (int64_t i = 0; i < n; ++i) sum += keys[static_cast<size_t>(i)] >= limit ? std::exp(v[static_cast<size_t>(i)] - max_v) : 0.0;
+    for (int64_t i = 0; i < n; ++i)
+      sum += keys[static_cast<size_t>(i)] >= limit ? std::exp(v[static_cast<size_t>(i)] - max_v) : 0.0;
     return sum;
   };
   if (s.top_p < 1.0f) {
@@ -75,11 +79,12 @@ TEST(ShardedSamplingTest, EveryWorldSizeDrawsTheRulesToken) {
   }
   const int64_t num_rows = static_cast<int64_t>(rows.size());
   std::vector<float> logits(static_cast<size_t>(num_rows * kVocab));
-  for (float& x : logits) x = std::round(static_cast<float>(rng.next() % 4000) / 400.0f * 8.0f) / 8.0f - 5.0f;  // many ties
+  for (float& x : logits)
+    x = std::round(static_cast<float>(rng.next() % 4000) / 400.0f * 8.0f) / 8.0f - 5.0f;  // many ties
   std::vector<int32_t> expected(static_cast<size_t>(num_rows));
   for (int64_t r = 0; r < num_rows; ++r) {
-    expected[static_cast<size_t>(r)] =
-        reference_sample({logits.begin() + r * kVocab, logits.begin() + (r + 1) * kVocab}, rows[static_cast<size_t>(r)]);
+    expected[static_cast<size_t>(r)] = reference_sample(
+        {logits.begin() + r * kVocab, logits.begin() + (r + 1) * kVocab}, rows[static_cast<size_t>(r)]);
   }
   for (int32_t world : {1, 2, 3, 8}) {
     const ParallelLayout layout{world, false, 1};

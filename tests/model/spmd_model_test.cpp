@@ -1,6 +1,8 @@
 // SpmdLeader / run_spmd_worker (model/spmd_model.h) on localhost: workers replay exactly the leader's
 // calls, the leader's results are its own model's, a failing call fails alike everywhere without
 // breaking the group, the leader's end stops the workers, and a vanished worker is named.
+#include "model/spmd_model.h"
+
 #include <gtest/gtest.h>
 
 #include <future>
@@ -10,7 +12,6 @@
 #include "model/cpu_model.h"
 #include "model/dummy_checkpoint.h"
 #include "model/sequence_runner.h"
-#include "model/spmd_model.h"
 
 namespace gossamer::model {
 namespace {

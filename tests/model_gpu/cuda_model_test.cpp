@@ -7,6 +7,8 @@
 // sanity and its numbers printed. A 20b-shaped golden (every 20b dimension, 2 layers, sequences of a few
 // thousand tokens) is made on the H200 by bench/run_model_gpu.sh and read from $GOSSAMER_GOLDEN_20B.
 // Skips visibly without a GPU.
+#include "model/cuda/cuda_model.h"
+
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -20,7 +22,6 @@
 #include "../model/ring_pool.h"
 #include "core/mapped_file.h"
 #include "kernels/sampling.h"
-#include "model/cuda/cuda_model.h"
 #include "model/dummy_checkpoint.h"
 #include "model/loader.h"
 #include "model/sequence_runner.h"
@@ -35,7 +36,9 @@ struct Bounds {
 // mxfp4 (MXFP4 experts, FP8 dense layers) gets the fp8 bounds: its experts hold the shipped values, but the
 // attention linears and the unembedding are the fp8 mode's (its error comes from those: the fp8 mode's
 // experts are converted exactly). Mxfp4MatchesFp8Mode below is the tight check of the MXFP4 path.
-Bounds bounds_for(const std::string& weights) { return weights == "bf16" ? Bounds{2e-2, 0.98} : Bounds{6e-2, 0.95}; }
+Bounds bounds_for(const std::string& weights) {
+  return weights == "bf16" ? Bounds{2e-2, 0.98} : Bounds{6e-2, 0.95};
+}
 
 bool have_gpu() {
   int count = 0;
@@ -44,8 +47,10 @@ bool have_gpu() {
 
 std::string tiny_checkpoint(DummyInit init) {
   const auto dir = std::filesystem::temp_directory_path() /
-                   ((init == DummyInit::kConditioned ? "gossamer_cuda_tiny_cond." : "gossamer_cuda_tiny.") + std::to_string(::getpid()));
-  if (!std::filesystem::exists(dir / "model.safetensors")) write_dummy_checkpoint(preset_config("tiny"), 0, dir.string(), init);
+                   ((init == DummyInit::kConditioned ? "gossamer_cuda_tiny_cond." : "gossamer_cuda_tiny.") +
+                    std::to_string(::getpid()));
+  if (!std::filesystem::exists(dir / "model.safetensors"))
+    write_dummy_checkpoint(preset_config("tiny"), 0, dir.string(), init);
   return dir.string();
 }
 
@@ -58,14 +63,16 @@ std::unique_ptr<Model> load(const std::string& dir, const std::string& weights, 
 
 // Prefill `prefix` tokens of every sequence at once, then decode one token per step (all sequences in
 // one step: the decode kernels and, with graphs on, the replayed graphs). Logits of every position.
-std::vector<std::vector<float>> prefill_then_decode(Model& model, const std::vector<std::vector<int32_t>>& tokens, int64_t prefix) {
+std::vector<std::vector<float>> prefill_then_decode(Model& model, const std::vector<std::vector<int32_t>>& tokens,
+                                                    int64_t prefix) {
   const int64_t vocab = model.config().vocab_size, length = static_cast<int64_t>(tokens[0].size());
   const int32_t block = 16, per_seq = static_cast<int32_t>((length + block - 1) / block);
   const int32_t num_seqs = static_cast<int32_t>(tokens.size());
   model.allocate_kv_cache(num_seqs * per_seq, block);
   std::vector<std::vector<int32_t>> tables(tokens.size(), std::vector<int32_t>(static_cast<size_t>(per_seq)));
   for (int32_t b = 0; b < per_seq; ++b) {
-    for (int32_t s = 0; s < num_seqs; ++s) tables[static_cast<size_t>(s)][static_cast<size_t>(b)] = num_seqs * b + s;  // interleaved
+    for (int32_t s = 0; s < num_seqs; ++s)
+      tables[static_cast<size_t>(s)][static_cast<size_t>(b)] = num_seqs * b + s;  // interleaved
   }
   std::vector<std::vector<float>> out(tokens.size(), std::vector<float>(static_cast<size_t>(length * vocab)));
   std::vector<float> logits;
@@ -98,9 +105,10 @@ TEST_P(CudaGoldenTest, ConditionedPrefillWithinBounds) {
   ASSERT_EQ(static_cast<int64_t>(logits.size()), 2 * length * vocab);
   const Bounds bounds = bounds_for(weights);
   for (size_t s = 0; s < tokens.size(); ++s) {
-    const auto agreement = testing::compare_rows(logits.data() + s * length * vocab, ref.data.data() + s * length * vocab, length, vocab);
-    std::printf("[cuda golden] %s tiny_conditioned seq %zu prefill: rel L2 %.3e, argmax match %.4f\n", weights.c_str(), s,
-                agreement.relative_l2, agreement.argmax_match);
+    const auto agreement =
+        testing::compare_rows(logits.data() + s * length * vocab, ref.data.data() + s * length * vocab, length, vocab);
+    std::printf("[cuda golden] %s tiny_conditioned seq %zu prefill: rel L2 %.3e, argmax match %.4f\n", weights.c_str(),
+                s, agreement.relative_l2, agreement.argmax_match);
     EXPECT_LE(agreement.relative_l2, bounds.max_relative_l2);
     EXPECT_GE(agreement.argmax_match, bounds.min_argmax_match);
   }
@@ -116,10 +124,10 @@ TEST_P(CudaGoldenTest, ConditionedDecodeAfterPrefillWithinBounds) {
   const auto ours = prefill_then_decode(*model, tokens, prefix);
   const Bounds bounds = bounds_for(weights);
   for (size_t s = 0; s < tokens.size(); ++s) {
-    const auto decoded = testing::compare_rows(ours[s].data() + prefix * vocab, ref.data.data() + (s * length + prefix) * vocab,
-                                               length - prefix, vocab);
-    std::printf("[cuda golden] %s tiny_conditioned seq %zu decode: rel L2 %.3e, argmax match %.4f\n", weights.c_str(), s,
-                decoded.relative_l2, decoded.argmax_match);
+    const auto decoded = testing::compare_rows(ours[s].data() + prefix * vocab,
+                                               ref.data.data() + (s * length + prefix) * vocab, length - prefix, vocab);
+    std::printf("[cuda golden] %s tiny_conditioned seq %zu decode: rel L2 %.3e, argmax match %.4f\n", weights.c_str(),
+                s, decoded.relative_l2, decoded.argmax_match);
     EXPECT_LE(decoded.relative_l2, bounds.max_relative_l2);
     EXPECT_GE(decoded.argmax_match, bounds.min_argmax_match);
   }
@@ -142,11 +150,13 @@ TEST(CudaModelGpuTest, Mxfp4MatchesFp8Mode) {
   const int64_t vocab = fp8->config().vocab_size, length = static_cast<int64_t>(tokens[0].size()), prefix = 150;
   const std::vector<float> a = prefill_logits(*fp8, tokens), b = prefill_logits(*mxfp4, tokens);
   const auto prefill = testing::compare_rows(b.data(), a.data(), static_cast<int64_t>(a.size()) / vocab, vocab);
-  std::printf("[cuda mxfp4] prefill vs fp8 mode: rel L2 %.3e, argmax match %.4f\n", prefill.relative_l2, prefill.argmax_match);
+  std::printf("[cuda mxfp4] prefill vs fp8 mode: rel L2 %.3e, argmax match %.4f\n", prefill.relative_l2,
+              prefill.argmax_match);
   EXPECT_LE(prefill.relative_l2, 1e-5);
   const auto da = prefill_then_decode(*fp8, tokens, prefix), db = prefill_then_decode(*mxfp4, tokens, prefix);
   for (size_t s = 0; s < tokens.size(); ++s) {
-    const auto decode = testing::compare_rows(db[s].data() + prefix * vocab, da[s].data() + prefix * vocab, length - prefix, vocab);
+    const auto decode =
+        testing::compare_rows(db[s].data() + prefix * vocab, da[s].data() + prefix * vocab, length - prefix, vocab);
     std::printf("[cuda mxfp4] seq %zu decode vs fp8 mode: rel L2 %.3e, argmax match %.4f\n", s, decode.relative_l2,
                 decode.argmax_match);
     EXPECT_LE(decode.relative_l2, 1e-2);
@@ -161,8 +171,9 @@ TEST(CudaModelGpuTest, Mxfp4MatchesFp8Mode) {
   const Bounds bounds = bounds_for("mxfp4");
   for (size_t s = 0; s < tokens.size(); ++s) {
     const auto agreement = testing::compare_rows(dc[s].data(), ref.data.data() + s * length * vocab, length, vocab);
-    std::printf("[cuda mxfp4] seq %zu prefill 20 (chunked MXFP4 MoE) + decode vs golden: rel L2 %.3e, argmax match %.4f\n", s,
-                agreement.relative_l2, agreement.argmax_match);
+    std::printf(
+        "[cuda mxfp4] seq %zu prefill 20 (chunked MXFP4 MoE) + decode vs golden: rel L2 %.3e, argmax match %.4f\n", s,
+        agreement.relative_l2, agreement.argmax_match);
     EXPECT_LE(agreement.relative_l2, bounds.max_relative_l2);
     EXPECT_GE(agreement.argmax_match, bounds.min_argmax_match);
   }
@@ -210,8 +221,9 @@ TEST(CudaModelGpuTest, DeviceSamplingMatchesTheLogits) {
   auto step = [&](int32_t done, int32_t count, LogitsWanted wanted) {
     ForwardBatch batch;
     for (int32_t s = 0; s < n; ++s) {
-      batch.sequences.push_back({std::span(tokens[static_cast<size_t>(s)]).subspan(static_cast<size_t>(done), static_cast<size_t>(count)),
-                                 done, tables[static_cast<size_t>(s)], wanted});
+      batch.sequences.push_back(
+          {std::span(tokens[static_cast<size_t>(s)]).subspan(static_cast<size_t>(done), static_cast<size_t>(count)),
+           done, tables[static_cast<size_t>(s)], wanted});
     }
     return batch;
   };
@@ -219,8 +231,8 @@ TEST(CudaModelGpuTest, DeviceSamplingMatchesTheLogits) {
   model->forward(step(0, prefix, LogitsWanted::kNone), logits);
   // The same decode step twice (rewriting position `prefix` with the same K/V): once for the logits, then
   // sampled on the device, for several rounds of seeds (graph replays after the first).
-  const std::vector<RowSampling> settings = {{0.0f, 0, 1.0f, 0}, {1.0f, 0, 1.0f, 11}, {0.7f, 40, 0.9f, 12},
-                                             {1.3f, 0, 0.5f, 13}};
+  const std::vector<RowSampling> settings = {
+      {0.0f, 0, 1.0f, 0}, {1.0f, 0, 1.0f, 11}, {0.7f, 40, 0.9f, 12}, {1.3f, 0, 0.5f, 13}};
   int mismatches = 0, draws = 0;
   for (uint64_t round = 0; round < 8; ++round) {
     model->forward(step(prefix, 1, LogitsWanted::kLast), logits);
@@ -278,8 +290,9 @@ TEST(CudaModelGpuTest, DeviceSamplingAppliesPenaltiesAndReportsLogprobs) {
   auto step = [&](int32_t done, int32_t count, LogitsWanted wanted) {
     ForwardBatch batch;
     for (int32_t s = 0; s < n; ++s) {
-      batch.sequences.push_back({std::span(tokens[static_cast<size_t>(s)]).subspan(static_cast<size_t>(done), static_cast<size_t>(count)),
-                                 done, tables[static_cast<size_t>(s)], wanted});
+      batch.sequences.push_back(
+          {std::span(tokens[static_cast<size_t>(s)]).subspan(static_cast<size_t>(done), static_cast<size_t>(count)),
+           done, tables[static_cast<size_t>(s)], wanted});
     }
     return batch;
   };
@@ -291,7 +304,8 @@ TEST(CudaModelGpuTest, DeviceSamplingAppliesPenaltiesAndReportsLogprobs) {
   std::vector<int32_t> penalty_tokens(50), counts(50);
   std::vector<int32_t> order(static_cast<size_t>(vocab));
   for (int64_t i = 0; i < vocab; ++i) order[static_cast<size_t>(i)] = static_cast<int32_t>(i);
-  std::partial_sort(order.begin(), order.begin() + 50, order.end(), [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
+  std::partial_sort(order.begin(), order.begin() + 50, order.end(),
+                    [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
   for (int i = 0; i < 50; ++i) {
     penalty_tokens[static_cast<size_t>(i)] = order[static_cast<size_t>(i)];
     counts[static_cast<size_t>(i)] = 1 + i % 3;
@@ -397,7 +411,8 @@ TEST(CudaModelGpuTest, SlidingRingMatchesFullLengthKv) {
   const int32_t ring_per_seq = (window - 1 + kSlidingKeepMargin + static_cast<int32_t>(chunk) + block - 1) / block + 2;
   std::vector<std::vector<int32_t>> tokens(2, std::vector<int32_t>(static_cast<size_t>(length)));
   for (size_t s = 0; s < 2; ++s) {
-    for (int64_t i = 0; i < length; ++i) tokens[s][static_cast<size_t>(i)] = static_cast<int32_t>((i * 7919 + s * 104729 + 13) % vocab);
+    for (int64_t i = 0; i < length; ++i)
+      tokens[s][static_cast<size_t>(i)] = static_cast<int32_t>((i * 7919 + s * 104729 + 13) % vocab);
   }
   ring_model->allocate_kv_cache(2 * blocks_per_seq, block, 2 * ring_per_seq);
   full_model->allocate_kv_cache(2 * blocks_per_seq, block);
@@ -416,7 +431,8 @@ TEST(CudaModelGpuTest, SlidingRingMatchesFullLengthKv) {
     for (size_t s = 0; s < 2; ++s) {
       pool.prepare(rings[s], done, done + n, window, kSlidingKeepMargin, block);
       const auto slice = std::span(tokens[s]).subspan(static_cast<size_t>(done), static_cast<size_t>(n));
-      ring_batch.sequences.push_back({slice, static_cast<int32_t>(done), tables[s], LogitsWanted::kLast, rings[s].table});
+      ring_batch.sequences.push_back(
+          {slice, static_cast<int32_t>(done), tables[s], LogitsWanted::kLast, rings[s].table});
       full_batch.sequences.push_back({slice, static_cast<int32_t>(done), tables[s], LogitsWanted::kLast});
     }
     ring_model->forward(ring_batch, ring_logits);
@@ -454,8 +470,10 @@ TEST(CudaModelGpuTest, Shaped20bGoldenWithinBounds) {
   const char* dir_env = std::getenv("GOSSAMER_GOLDEN_20B");
   if (dir_env == nullptr) GTEST_SKIP() << "GOSSAMER_GOLDEN_20B not set (bench/run_model_gpu.sh makes it on the H200)";
   const std::string dir = dir_env;
-  const auto tokens = nlohmann::json::parse(read_text_file(dir + "/shaped20b_tokens.json")).get<std::vector<std::vector<int32_t>>>();
-  const auto positions = nlohmann::json::parse(read_text_file(dir + "/shaped20b_positions.json")).get<std::vector<int64_t>>();
+  const auto tokens =
+      nlohmann::json::parse(read_text_file(dir + "/shaped20b_tokens.json")).get<std::vector<std::vector<int32_t>>>();
+  const auto positions =
+      nlohmann::json::parse(read_text_file(dir + "/shaped20b_positions.json")).get<std::vector<int64_t>>();
   const NpyArray ref = read_npy_f32(dir + "/shaped20b_logits.npy");  // [batch, positions, vocab]
   for (const char* weights : {"fp8", "bf16", "mxfp4"}) {
     auto model = load(dir + "/checkpoint", weights);
@@ -469,8 +487,9 @@ TEST(CudaModelGpuTest, Shaped20bGoldenWithinBounds) {
       int64_t done = 0;
       for (int64_t position : positions) {
         ForwardBatch batch;
-        batch.sequences.push_back({std::span(tokens[s]).subspan(static_cast<size_t>(done), static_cast<size_t>(position + 1 - done)),
-                                   static_cast<int32_t>(done), table, LogitsWanted::kLast});
+        batch.sequences.push_back(
+            {std::span(tokens[s]).subspan(static_cast<size_t>(done), static_cast<size_t>(position + 1 - done)),
+             static_cast<int32_t>(done), table, LogitsWanted::kLast});
         model->forward(batch, logits);
         ours.insert(ours.end(), logits.begin(), logits.end());
         done = position + 1;
@@ -484,9 +503,11 @@ TEST(CudaModelGpuTest, Shaped20bGoldenWithinBounds) {
         }
         std::printf("\n");
       }
-      const auto agreement = testing::compare_rows(ours.data(), ref.data.data() + static_cast<int64_t>(s) * rows * vocab, rows, vocab);
-      std::printf("[cuda golden] %s shaped20b seq %zu (%lld tokens, %lld positions): rel L2 %.3e, argmax match %.4f\n", weights, s,
-                  static_cast<long long>(length), static_cast<long long>(rows), agreement.relative_l2, agreement.argmax_match);
+      const auto agreement =
+          testing::compare_rows(ours.data(), ref.data.data() + static_cast<int64_t>(s) * rows * vocab, rows, vocab);
+      std::printf("[cuda golden] %s shaped20b seq %zu (%lld tokens, %lld positions): rel L2 %.3e, argmax match %.4f\n",
+                  weights, s, static_cast<long long>(length), static_cast<long long>(rows), agreement.relative_l2,
+                  agreement.argmax_match);
       const Bounds bounds = bounds_for(weights);
       EXPECT_LE(agreement.relative_l2, bounds.max_relative_l2);
       EXPECT_GE(agreement.argmax_match, bounds.min_argmax_match);

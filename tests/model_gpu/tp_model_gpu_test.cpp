@@ -48,7 +48,9 @@ struct TpCase {
   std::string weights;
 };
 
-void PrintTo(const TpCase& c, std::ostream* out) { *out << (c.expert_parallel ? "EP2 " : "TP2 ") << c.weights; }
+void PrintTo(const TpCase& c, std::ostream* out) {
+  *out << (c.expert_parallel ? "EP2 " : "TP2 ") << c.weights;
+}
 
 class TpModelGpuTest : public ::testing::TestWithParam<TpCase> {};
 
@@ -62,10 +64,23 @@ TEST_P(TpModelGpuTest, TwoRanksOnOneGpuKeepTheSingleGpuBounds) {
   const int port = free_port();
   std::vector<pid_t> pids;
   for (int rank = 0; rank < 2; ++rank) {
-    std::vector<std::string> args = {GOSSAMER_TP_MODEL_WORKER, "--model", (dir / "model").string(), "--tokens", tokens,
-                                     "--out", (dir / ("rank" + std::to_string(rank) + ".npy")).string(), "--rank",
-                                     std::to_string(rank), "--world", "2", "--port", std::to_string(port), "--weights",
-                                     GetParam().weights, "--prefix", "160"};
+    std::vector<std::string> args = {GOSSAMER_TP_MODEL_WORKER,
+                                     "--model",
+                                     (dir / "model").string(),
+                                     "--tokens",
+                                     tokens,
+                                     "--out",
+                                     (dir / ("rank" + std::to_string(rank) + ".npy")).string(),
+                                     "--rank",
+                                     std::to_string(rank),
+                                     "--world",
+                                     "2",
+                                     "--port",
+                                     std::to_string(port),
+                                     "--weights",
+                                     GetParam().weights,
+                                     "--prefix",
+                                     "160"};
     if (GetParam().expert_parallel) args.push_back("--expert-parallel");
     const std::string log = (dir / ("rank" + std::to_string(rank) + ".log")).string();
     const pid_t pid = ::fork();
@@ -102,10 +117,12 @@ TEST_P(TpModelGpuTest, TwoRanksOnOneGpuKeepTheSingleGpuBounds) {
   const NpyArray rank1 = read_npy_f32((dir / "rank1.npy").string());
   ASSERT_EQ(rank0.shape, ref.shape);
   EXPECT_EQ(rank0.data, rank1.data) << "the ranks' logits must be bitwise equal (rank-order sums)";
-  const double max_l2 = GetParam().weights == "bf16" ? 2e-2 : 6e-2, min_match = GetParam().weights == "bf16" ? 0.98 : 0.95;
+  const double max_l2 = GetParam().weights == "bf16" ? 2e-2 : 6e-2,
+               min_match = GetParam().weights == "bf16" ? 0.98 : 0.95;
   const int64_t length = ref.shape[1], vocab = ref.shape[2];
   for (int64_t s = 0; s < ref.shape[0]; ++s) {
-    const auto agreement = testing::compare_rows(rank0.data.data() + s * length * vocab, ref.data.data() + s * length * vocab, length, vocab);
+    const auto agreement = testing::compare_rows(rank0.data.data() + s * length * vocab,
+                                                 ref.data.data() + s * length * vocab, length, vocab);
     std::printf("[tp gpu] %s %s seq %lld: rel L2 %.3e, argmax match %.4f\n", GetParam().expert_parallel ? "EP2" : "TP2",
                 GetParam().weights.c_str(), static_cast<long long>(s), agreement.relative_l2, agreement.argmax_match);
     EXPECT_LE(agreement.relative_l2, max_l2);
@@ -115,7 +132,8 @@ TEST_P(TpModelGpuTest, TwoRanksOnOneGpuKeepTheSingleGpuBounds) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, TpModelGpuTest,
-                         ::testing::Values(TpCase{false, "bf16"}, TpCase{true, "bf16"}, TpCase{false, "fp8"}, TpCase{true, "fp8"}),
+                         ::testing::Values(TpCase{false, "bf16"}, TpCase{true, "bf16"}, TpCase{false, "fp8"},
+                                           TpCase{true, "fp8"}),
                          [](const ::testing::TestParamInfo<TpCase>& info) {
                            return std::string(info.param.expert_parallel ? "EP2_" : "TP2_") + info.param.weights;
                          });
@@ -124,7 +142,8 @@ INSTANTIATE_TEST_SUITE_P(Layouts, TpModelGpuTest,
 // cuda -tp N` starts one process per GPU and gives TP1's logits within the bf16 bound.
 TEST(TpModelGpuCliTest, LogitsWithTensorAndExpertParallelMatchOneGpu) {
   int gpus = 0;
-  if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus < 2) GTEST_SKIP() << "needs 2 or more GPUs (" << gpus << " visible)";
+  if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus < 2)
+    GTEST_SKIP() << "needs 2 or more GPUs (" << gpus << " visible)";
   const fs::path dir = fs::temp_directory_path() / ("gossamer_tp_cli." + std::to_string(::getpid()));
   fs::create_directories(dir);
   write_dummy_checkpoint(preset_config("tiny"), 0, (dir / "model").string(), DummyInit::kConditioned);
@@ -143,8 +162,8 @@ TEST(TpModelGpuCliTest, LogitsWithTensorAndExpertParallelMatchOneGpu) {
     ASSERT_EQ(logits.shape, ref.shape);
     const int64_t rows = ref.shape[0] * ref.shape[1], vocab = ref.shape[2];
     const auto agreement = testing::compare_rows(logits.data.data(), ref.data.data(), rows, vocab);
-    std::printf("[tp gpu cli] %s vs TP1 (bf16): rel L2 %.3e, argmax match %.4f\n", layout.c_str(), agreement.relative_l2,
-                agreement.argmax_match);
+    std::printf("[tp gpu cli] %s vs TP1 (bf16): rel L2 %.3e, argmax match %.4f\n", layout.c_str(),
+                agreement.relative_l2, agreement.argmax_match);
     EXPECT_LE(agreement.relative_l2, 2e-2) << layout;
     EXPECT_GE(agreement.argmax_match, 0.98) << layout;
   }

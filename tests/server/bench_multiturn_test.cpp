@@ -34,7 +34,8 @@ TEST(BenchMultiturn, HistoryGrowsTurnByTurn) {
   run_multiturn(spec, tokenizer(), [&](const Json& messages, int c, int t) -> std::optional<std::string> {
     const int now = ++in_flight;
     int seen = most.load();
-    while (now > seen && !most.compare_exchange_weak(seen, now)) {}
+    while (now > seen && !most.compare_exchange_weak(seen, now)) {
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
     {
       std::lock_guard<std::mutex> lock(mutex);

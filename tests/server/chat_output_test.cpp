@@ -12,7 +12,9 @@ std::shared_ptr<const text::Tokenizer> tokenizer() {
   return instance;
 }
 
-std::vector<text::TokenId> harmony_tokens(const std::string& text) { return tokenizer()->encode(text, {}, true); }
+std::vector<text::TokenId> harmony_tokens(const std::string& text) {
+  return tokenizer()->encode(text, {}, true);
+}
 
 // Feeds every token and the end; returns the concatenation of all deltas.
 ChatDelta run(ChatOutputParser& parser, const std::string& output) {
@@ -138,7 +140,6 @@ TEST(StopStrings, FlushReturnsTheHeldText) {
   EXPECT_EQ(out + matcher.flush(), "hello XY");
   EXPECT_FALSE(matcher.stopped());
 }
-
 
 // The malformed headers gpt-oss is known to emit become clean tool calls and content (lenient parsing).
 TEST(ChatOutput, MalformedHeadersBecomeCleanToolCallsAndContent) {

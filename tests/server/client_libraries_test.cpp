@@ -16,8 +16,8 @@ namespace {
 class ClientLibraries : public ::testing::TestWithParam<const char*> {
  protected:
   static void SetUpTestSuite() {
-    server_ = std::make_unique<ServerProcess>(
-        std::vector<std::string>{"--test-backend", "fake", "--test-script", write_script_file(), "--api-key", "sk-gossamer-test"});
+    server_ = std::make_unique<ServerProcess>(std::vector<std::string>{
+        "--test-backend", "fake", "--test-script", write_script_file(), "--api-key", "sk-gossamer-test"});
   }
   static void TearDownTestSuite() { server_.reset(); }
   static inline std::unique_ptr<ServerProcess> server_;
@@ -25,8 +25,9 @@ class ClientLibraries : public ::testing::TestWithParam<const char*> {
 
 // Runs the script for one library; returns (exit code, output).
 std::pair<int, std::string> run_library(int port, const std::string& library) {
-  const std::string command = "cd '" + std::string(GOSSAMER_SOURCE_DIR) + "' && GOSSAMER_BASE_URL=http://127.0.0.1:" +
-                              std::to_string(port) + "/v1 GOSSAMER_API_KEY=sk-gossamer-test GOSSAMER_LIBRARY=" + library +
+  const std::string command = "cd '" + std::string(GOSSAMER_SOURCE_DIR) +
+                              "' && GOSSAMER_BASE_URL=http://127.0.0.1:" + std::to_string(port) +
+                              "/v1 GOSSAMER_API_KEY=sk-gossamer-test GOSSAMER_LIBRARY=" + library +
                               " node tests/server/client_libraries_test.mjs 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) return {-1, "popen failed"};
@@ -46,7 +47,8 @@ TEST_P(ClientLibraries, ChatStreamingToolsAndResponses) {
   }
   ASSERT_EQ(std::system("node --version > /dev/null 2>&1"), 0) << "node is missing: run scripts/setup.sh";
   const auto [code, output] = run_library(server_->port(), GetParam());
-  EXPECT_EQ(code, 0) << output << "\n--- server log (tail) ---\n" << server_->log().substr(server_->log().size() > 4000 ? server_->log().size() - 4000 : 0);
+  EXPECT_EQ(code, 0) << output << "\n--- server log (tail) ---\n"
+                     << server_->log().substr(server_->log().size() > 4000 ? server_->log().size() - 4000 : 0);
   EXPECT_NE(output.find(std::string("checks passed (") + GetParam() + ")"), std::string::npos) << output;
 }
 

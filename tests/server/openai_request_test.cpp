@@ -16,7 +16,9 @@ class OpenAiRequest : public ::testing::Test {
     renderer_ = std::make_unique<text::harmony::HarmonyRenderer>(tokenizer_);
   }
   ApiContext context() const { return {"my-model", {"alias"}, 4096}; }
-  GenerationRequest chat(const std::string& body) { return parse_chat_request(Json::parse(body), context(), *renderer_); }
+  GenerationRequest chat(const std::string& body) {
+    return parse_chat_request(Json::parse(body), context(), *renderer_);
+  }
   ApiError chat_error(const std::string& body) {
     try {
       chat(body);
@@ -53,10 +55,14 @@ TEST_F(OpenAiRequest, RendersToolsAndPastToolCalls) {
   const std::string text = decode(request.prompt);
   EXPECT_NE(text.find("namespace functions"), std::string::npos) << text;
   EXPECT_NE(text.find("type get_weather = (_: {"), std::string::npos) << text;
-  EXPECT_NE(text.find("to=functions.get_weather<|channel|>commentary <|constrain|>json<|message|>{\"city\":\"Paris\"}<|call|>"),
-            std::string::npos) << text;
+  EXPECT_NE(
+      text.find(
+          "to=functions.get_weather<|channel|>commentary <|constrain|>json<|message|>{\"city\":\"Paris\"}<|call|>"),
+      std::string::npos)
+      << text;
   EXPECT_NE(text.find("<|start|>functions.get_weather to=assistant<|channel|>commentary<|message|>sunny<|end|>"),
-            std::string::npos) << text;
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("Need the tool."), std::string::npos) << text;
   EXPECT_EQ(request.tool_names, std::vector<std::string>{"get_weather"});
 }
@@ -65,14 +71,20 @@ TEST_F(OpenAiRequest, ValidationErrorsNameTheField) {
   EXPECT_EQ(chat_error(R"({"messages":[]})").param.value_or(""), "messages");
   EXPECT_EQ(chat_error(R"({"messages":"hi"})").param.value_or(""), "messages");
   EXPECT_EQ(chat_error(R"({"messages":[{"role":"wizard","content":"x"}]})").param.value_or(""), "messages[0].role");
-  EXPECT_EQ(chat_error(R"({"messages":[{"role":"user","content":"x"}],"temperature":5})").param.value_or(""), "temperature");
-  EXPECT_EQ(chat_error(R"({"messages":[{"role":"user","content":"x"}],"temperature":"hot"})").param.value_or(""), "temperature");
+  EXPECT_EQ(chat_error(R"({"messages":[{"role":"user","content":"x"}],"temperature":5})").param.value_or(""),
+            "temperature");
+  EXPECT_EQ(chat_error(R"({"messages":[{"role":"user","content":"x"}],"temperature":"hot"})").param.value_or(""),
+            "temperature");
   EXPECT_EQ(chat_error(R"({"messages":[{"role":"user","content":"x"}],"top_p":0})").param.value_or(""), "top_p");
   EXPECT_EQ(chat_error(R"({"messages":[{"role":"user","content":"x"}],"n":17})").param.value_or(""), "n");
-  EXPECT_EQ(chat_error(R"({"messages":[{"role":"user","content":"x"}],"max_tokens":0})").param.value_or(""), "max_tokens");
-  EXPECT_EQ(chat_error(R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"required"})").param.value_or(""), "tool_choice");
-  EXPECT_EQ(chat_error(R"({"messages":[{"role":"user","content":"x"}],"reasoning_effort":"max"})").param.value_or(""), "reasoning_effort");
-  EXPECT_EQ(chat_error(R"({"messages":[{"role":"tool","content":"x","tool_call_id":"nope"}]})").param.value_or(""), "messages[0].tool_call_id");
+  EXPECT_EQ(chat_error(R"({"messages":[{"role":"user","content":"x"}],"max_tokens":0})").param.value_or(""),
+            "max_tokens");
+  EXPECT_EQ(chat_error(R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"required"})").param.value_or(""),
+            "tool_choice");
+  EXPECT_EQ(chat_error(R"({"messages":[{"role":"user","content":"x"}],"reasoning_effort":"max"})").param.value_or(""),
+            "reasoning_effort");
+  EXPECT_EQ(chat_error(R"({"messages":[{"role":"tool","content":"x","tool_call_id":"nope"}]})").param.value_or(""),
+            "messages[0].tool_call_id");
   const ApiError model = chat_error(R"({"model":"other","messages":[{"role":"user","content":"x"}]})");
   EXPECT_EQ(model.status, 404);
   EXPECT_EQ(model.code, "model_not_found");
@@ -96,7 +108,8 @@ TEST_F(OpenAiRequest, AcceptsAliasesContentPartsAndUnknownFields) {
 }
 
 TEST_F(OpenAiRequest, CompletionsTakeTextOrTokenIds) {
-  const auto ids = parse_completion_request(Json::parse(R"({"prompt":[1,2,3],"max_tokens":4})"), context(), *tokenizer_);
+  const auto ids =
+      parse_completion_request(Json::parse(R"({"prompt":[1,2,3],"max_tokens":4})"), context(), *tokenizer_);
   EXPECT_EQ(ids.prompt, (std::vector<engine::TokenId>{1, 2, 3}));
   const auto text = parse_completion_request(Json::parse(R"({"prompt":"hello world"})"), context(), *tokenizer_);
   EXPECT_EQ(text.prompt, tokenizer_->encode_ordinary("hello world"));

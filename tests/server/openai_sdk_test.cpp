@@ -32,7 +32,8 @@ std::pair<int, std::string> run_sdk_script(int port, const std::string& api_key,
 }
 
 void require_node_and_sdk() {
-  const std::filesystem::path sdk = std::filesystem::path(GOSSAMER_SOURCE_DIR) / "node_modules" / "openai" / "package.json";
+  const std::filesystem::path sdk =
+      std::filesystem::path(GOSSAMER_SOURCE_DIR) / "node_modules" / "openai" / "package.json";
   ASSERT_TRUE(std::filesystem::exists(sdk)) << "the openai npm package is missing: run scripts/setup.sh";
   ASSERT_EQ(std::system("node --version > /dev/null 2>&1"), 0) << "node is missing: run scripts/setup.sh";
 }
@@ -67,7 +68,8 @@ TEST(ServerLoading, HealthAndRequestsAre503UntilTheModelIsReady) {
 
 TEST(OpenAiSdk, ScriptedToolCallsAndReasoning) {
   require_node_and_sdk();
-  ServerProcess server({"--test-backend", "fake", "--test-script", write_script_file(), "--api-key", "sk-gossamer-test"});
+  ServerProcess server(
+      {"--test-backend", "fake", "--test-script", write_script_file(), "--api-key", "sk-gossamer-test"});
   const auto [code, output] = run_sdk_script(server.port(), "sk-gossamer-test", "scripted");
   EXPECT_EQ(code, 0) << output << "\n--- server log ---\n" << server.log();
 }

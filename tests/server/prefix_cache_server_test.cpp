@@ -14,7 +14,9 @@ namespace {
 using Json = nlohmann::json;
 
 Json answer_chat() {
-  return {{"model", "test-model"}, {"messages", {{{"role", "user"}, {"content", "Please answer SCRIPTANSWER"}}}}, {"max_tokens", 64}};
+  return {{"model", "test-model"},
+          {"messages", {{{"role", "user"}, {"content", "Please answer SCRIPTANSWER"}}}},
+          {"max_tokens", 64}};
 }
 
 double counter(const std::string& metrics, const std::string& name) {
@@ -25,7 +27,8 @@ double counter(const std::string& metrics, const std::string& name) {
 }
 
 TEST(PrefixCacheServer, RepeatedChatIsServedFromTheCache) {
-  ServerProcess server({"--test-backend", "fake", "--test-script", write_script_file(), "--served-model-name", "test-model"});
+  ServerProcess server(
+      {"--test-backend", "fake", "--test-script", write_script_file(), "--served-model-name", "test-model"});
   const auto first = Json::parse(server.post("/v1/chat/completions", answer_chat()).body);
   const auto second = Json::parse(server.post("/v1/chat/completions", answer_chat()).body);
   EXPECT_EQ(first["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
@@ -42,8 +45,8 @@ TEST(PrefixCacheServer, RepeatedChatIsServedFromTheCache) {
 }
 
 TEST(PrefixCacheServer, TheVllmFlagTurnsItOff) {
-  ServerProcess server({"--test-backend", "fake", "--test-script", write_script_file(), "--served-model-name", "test-model",
-                        "--no-enable-prefix-caching"});
+  ServerProcess server({"--test-backend", "fake", "--test-script", write_script_file(), "--served-model-name",
+                        "test-model", "--no-enable-prefix-caching"});
   server.post("/v1/chat/completions", answer_chat());
   const auto second = Json::parse(server.post("/v1/chat/completions", answer_chat()).body);
   EXPECT_EQ(second["usage"]["prompt_tokens_details"]["cached_tokens"], 0);

@@ -31,8 +31,8 @@ TEST(PrepPool, RunsJobsAndRefusesWhenFull) {
   };
   ASSERT_TRUE(pool.try_submit(blocking));  // running (or about to)
   std::this_thread::sleep_for(50ms);
-  EXPECT_TRUE(pool.try_submit(blocking));  // queued
-  EXPECT_TRUE(pool.try_submit(blocking));  // queued
+  EXPECT_TRUE(pool.try_submit(blocking));   // queued
+  EXPECT_TRUE(pool.try_submit(blocking));   // queued
   EXPECT_FALSE(pool.try_submit(blocking));  // the queue holds 2
   {
     std::lock_guard<std::mutex> lock(mutex);

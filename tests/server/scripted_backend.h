@@ -3,9 +3,8 @@
 #pragma once
 
 #include <fstream>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace gossamer::server::testing {
 
@@ -37,7 +36,8 @@ inline std::string write_script_file() {
       {{"trigger", "Please call SCRIPTBADJSON"},
        {"output", "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": Par<|call|>"}},
       {{"trigger", "Please say SCRIPTUTF"}, {"output", "<|channel|>final<|message|>héllo 🌍 日本語<|return|>"}},
-      {{"trigger", "Please repeat SCRIPTREPEAT"}, {"output", "<|channel|>final<|message|>" + repeated(" ha", 40) + "<|return|>"}},
+      {{"trigger", "Please repeat SCRIPTREPEAT"},
+       {"output", "<|channel|>final<|message|>" + repeated(" ha", 40) + "<|return|>"}},
   });
   char pattern[] = "/tmp/gossamer-script-XXXXXX";
   const int fd = mkstemp(pattern);

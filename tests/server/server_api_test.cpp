@@ -76,18 +76,24 @@ TEST_F(ServerApi, ErrorsUseTheOpenAiEnvelope) {
   expect_error(server_->get("/v1/nope"), 404, "not_found_error");
   expect_error(server_->get("/v1/chat/completions"), 405, "invalid_request_error");
   expect_error(server_->post_raw("/v1/chat/completions", "{not json"), 400, "invalid_request_error");
-  const Json role = expect_error(server_->post("/v1/chat/completions", Json{{"messages", {{{"role", "wizard"}, {"content", "x"}}}}}),
-                                 400, "invalid_request_error");
+  const Json role =
+      expect_error(server_->post("/v1/chat/completions", Json{{"messages", {{{"role", "wizard"}, {"content", "x"}}}}}),
+                   400, "invalid_request_error");
   EXPECT_EQ(role["error"]["param"], "messages[0].role");
-  const Json model = expect_error(server_->post("/v1/chat/completions", chat("hi", {{"model", "gpt-9"}})), 404, "not_found_error");
+  const Json model =
+      expect_error(server_->post("/v1/chat/completions", chat("hi", {{"model", "gpt-9"}})), 404, "not_found_error");
   EXPECT_EQ(model["error"]["code"], "model_not_found");
   const Json context = expect_error(server_->post("/v1/chat/completions", chat("hi", {{"max_tokens", 100000}})), 400,
                                     "invalid_request_error");
   EXPECT_EQ(context["error"]["code"], "context_length_exceeded");
   EXPECT_NE(context["error"]["message"].get<std::string>().find("maximum context length is 8192"), std::string::npos);
   const Json schema = expect_error(
-      server_->post("/v1/chat/completions",
-                    chat("hi", {{"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "x"}, {"schema", {{"type", "object"}, {"patternProperties", Json::object()}}}}}}}})),
+      server_->post(
+          "/v1/chat/completions",
+          chat("hi", {{"response_format",
+                       {{"type", "json_schema"},
+                        {"json_schema",
+                         {{"name", "x"}, {"schema", {{"type", "object"}, {"patternProperties", Json::object()}}}}}}}})),
       400, "invalid_request_error");
   EXPECT_EQ(schema["error"]["param"], "response_format.json_schema.schema");
   EXPECT_NE(schema["error"]["message"].get<std::string>().find("patternProperties"), std::string::npos);
@@ -95,8 +101,16 @@ TEST_F(ServerApi, ErrorsUseTheOpenAiEnvelope) {
 
 TEST_F(ServerApi, MalformedRequestsNeverCrashTheServer) {
   const std::vector<std::string> bodies = {
-      "", "null", "[]", "42", "\"x\"", "{\"messages\":null}", "{\"messages\":[null]}", "{\"messages\":[{}]}",
-      "{\"messages\":[{\"role\":5}]}", "{\"messages\":[{\"role\":\"user\",\"content\":5}]}",
+      "",
+      "null",
+      "[]",
+      "42",
+      "\"x\"",
+      "{\"messages\":null}",
+      "{\"messages\":[null]}",
+      "{\"messages\":[{}]}",
+      "{\"messages\":[{\"role\":5}]}",
+      "{\"messages\":[{\"role\":\"user\",\"content\":5}]}",
       "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\"}]}]}",
       "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":[{\"type\":\"function\"}]}",
       "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":{}}",
@@ -147,13 +161,14 @@ TEST_F(ServerApi, ToolCallNonStreaming) {
   const Json& call = choice["message"]["tool_calls"][0];
   EXPECT_EQ(call["type"], "function");
   EXPECT_EQ(call["function"]["name"], "get_weather");
-  EXPECT_EQ(Json::parse(call["function"]["arguments"].get<std::string>()), (Json{{"city", "Paris"}, {"unit", "celsius"}}));
+  EXPECT_EQ(Json::parse(call["function"]["arguments"].get<std::string>()),
+            (Json{{"city", "Paris"}, {"unit", "celsius"}}));
   EXPECT_EQ(call["id"].get<std::string>().rfind("call_", 0), 0u);
 }
 
 TEST_F(ServerApi, ToolCallStreamingChunkShapes) {
-  const auto chunks = stream(chat("Please call SCRIPTTOOL", {{"tools", tools()}, {"stream", true},
-                                                             {"stream_options", {{"include_usage", true}}}}));
+  const auto chunks = stream(chat(
+      "Please call SCRIPTTOOL", {{"tools", tools()}, {"stream", true}, {"stream_options", {{"include_usage", true}}}}));
   ASSERT_GE(chunks.size(), 5u);
   // First chunk: the role, after the first token.
   EXPECT_EQ(chunks[0]["choices"][0]["delta"]["role"], "assistant");
@@ -199,7 +214,8 @@ TEST_F(ServerApi, ToolCallStreamingChunkShapes) {
 }
 
 TEST_F(ServerApi, ReasoningFieldAndExclusion) {
-  const auto chunks = stream(chat("Please answer SCRIPTANSWER", {{"stream", true}, {"reasoning", {{"exclude", true}}}}));
+  const auto chunks =
+      stream(chat("Please answer SCRIPTANSWER", {{"stream", true}, {"reasoning", {{"exclude", true}}}}));
   std::string content;
   for (const Json& chunk : chunks) {
     const Json& delta = chunk["choices"][0]["delta"];
@@ -220,14 +236,17 @@ TEST_F(ServerApi, StopStringsMatchTheFinalChannelOnly) {
 TEST_F(ServerApi, MalformedModelOutputStillAnswers) {
   const Json broken = post_json("/v1/chat/completions", chat("Please break SCRIPTBROKEN"));
   EXPECT_EQ(broken["choices"][0]["message"]["content"], "Hellogarbage after the end");
-  const Json no_recipient = post_json("/v1/chat/completions", chat("Please call SCRIPTNORECIPIENT", {{"tools", tools()}}));
+  const Json no_recipient =
+      post_json("/v1/chat/completions", chat("Please call SCRIPTNORECIPIENT", {{"tools", tools()}}));
   EXPECT_EQ(no_recipient["choices"][0]["finish_reason"], "stop");
   EXPECT_EQ(no_recipient["choices"][0]["message"]["content"], "{}");
   const Json bad_json = post_json("/v1/chat/completions", chat("Please call SCRIPTBADJSON", {{"tools", tools()}}));
   // The tool's arguments are constrained (structured_output.h): the script's invalid JSON cannot be
   // sampled, and a call that cannot complete within max_tokens ends with `length`, not as a tool call.
   EXPECT_EQ(bad_json["choices"][0]["finish_reason"], "length");
-  EXPECT_EQ(bad_json["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"].get<std::string>().rfind("{\"city\":", 0), 0u);
+  EXPECT_EQ(bad_json["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"].get<std::string>().rfind(
+                "{\"city\":", 0),
+            0u);
   // The random fake output (not Harmony at all) comes back as content.
   const Json random = post_json("/v1/chat/completions", chat("anything", {{"max_tokens", 8}}));
   EXPECT_EQ(random["choices"][0]["finish_reason"], "length");
@@ -253,11 +272,13 @@ TEST_F(ServerApi, CompletionsWithTextAndTokenIds) {
   EXPECT_EQ(by_ids["usage"]["completion_tokens"], 6);
   EXPECT_EQ(by_ids["choices"][0]["finish_reason"], "length");
   int status = 0;
-  const auto events = stream_events(server_->port(), "/v1/completions",
-                                    {{"prompt", {1, 2, 3}}, {"max_tokens", 6}, {"temperature", 0}, {"stream", true}}, &status);
+  const auto events =
+      stream_events(server_->port(), "/v1/completions",
+                    {{"prompt", {1, 2, 3}}, {"max_tokens", 6}, {"temperature", 0}, {"stream", true}}, &status);
   EXPECT_EQ(status, 200);
   std::string text;
-  for (size_t i = 0; i + 1 < events.size(); ++i) text += Json::parse(events[i])["choices"][0]["text"].get<std::string>();
+  for (size_t i = 0; i + 1 < events.size(); ++i)
+    text += Json::parse(events[i])["choices"][0]["text"].get<std::string>();
   EXPECT_EQ(text, by_ids["choices"][0]["text"]);
   EXPECT_EQ(events.back(), "[DONE]");
   const Json by_text = post_json("/v1/completions", {{"prompt", "hello world"}, {"max_tokens", 2}});
@@ -273,10 +294,11 @@ TEST_F(ServerApi, KeepAliveConnectionServesStreamsAndPlainResponses) {
     streamed["stream"] = true;
     SseReader reader;
     std::vector<std::string> events;
-    const auto response = client.request("POST", "/v1/chat/completions", streamed.dump(), {}, [&](std::string_view data) {
-      for (auto& event : reader.push(data)) events.push_back(event);
-      return true;
-    });
+    const auto response =
+        client.request("POST", "/v1/chat/completions", streamed.dump(), {}, [&](std::string_view data) {
+          for (auto& event : reader.push(data)) events.push_back(event);
+          return true;
+        });
     EXPECT_EQ(response.status, 200);
     ASSERT_FALSE(events.empty());
     EXPECT_EQ(events.back(), "[DONE]");
@@ -284,7 +306,8 @@ TEST_F(ServerApi, KeepAliveConnectionServesStreamsAndPlainResponses) {
 }
 
 TEST_F(ServerApi, EchoesTheClientRequestId) {
-  const auto response = server_->post("/v1/chat/completions", chat("Please answer SCRIPTANSWER"), {{"X-Request-Id", "req-123"}});
+  const auto response =
+      server_->post("/v1/chat/completions", chat("Please answer SCRIPTANSWER"), {{"X-Request-Id", "req-123"}});
   EXPECT_EQ(response.status, 200);
   EXPECT_EQ(response.headers.at("x-request-id"), "req-123");
 }
@@ -302,23 +325,28 @@ TEST_F(ServerApi, TokenizeAndDetokenize) {
 TEST_F(ServerApi, MetricsUseVllmNamesAndTypes) {
   post_json("/v1/chat/completions", chat("Please answer SCRIPTANSWER"));
   const std::string text = server_->get("/metrics").body;
-  for (const char* line : {"# TYPE vllm:num_requests_running gauge", "# TYPE vllm:num_requests_waiting gauge",
-                           "# TYPE vllm:kv_cache_usage_perc gauge", "# TYPE vllm:num_preemptions_total counter",
+  for (const char* line : {"# TYPE vllm:num_requests_running gauge",
+                           "# TYPE vllm:num_requests_waiting gauge",
+                           "# TYPE vllm:kv_cache_usage_perc gauge",
+                           "# TYPE vllm:num_preemptions_total counter",
                            "# TYPE vllm:generation_tokens_total counter",
                            "# TYPE vllm:time_to_first_token_seconds histogram",
                            "# TYPE vllm:inter_token_latency_seconds histogram",
                            "# TYPE vllm:e2e_request_latency_seconds histogram",
-                           "# TYPE vllm:request_queue_time_seconds histogram", "# TYPE gossamer:num_requests_running gauge",
+                           "# TYPE vllm:request_queue_time_seconds histogram",
+                           "# TYPE gossamer:num_requests_running gauge",
                            "vllm:time_to_first_token_seconds_bucket{model_name=\"test-model\",le=\"0.001\"}",
                            "vllm:e2e_request_latency_seconds_bucket{model_name=\"test-model\",le=\"7680\"}",
                            "vllm:request_success_total{model_name=\"test-model\",finished_reason=\"stop\"}",
-                           "# TYPE vllm:prompt_tokens_total counter", "# TYPE vllm:request_success_total counter",
+                           "# TYPE vllm:prompt_tokens_total counter",
+                           "# TYPE vllm:request_success_total counter",
                            "# TYPE gossamer:http_requests_total counter",
                            "# TYPE vllm:time_per_output_token_seconds histogram",
                            "# TYPE vllm:request_prefill_time_seconds histogram",
                            "# TYPE vllm:request_decode_time_seconds histogram",
                            "# TYPE vllm:request_inference_time_seconds histogram",
-                           "# TYPE vllm:request_params_n histogram", "vllm:request_params_n_bucket{model_name=\"test-model\",le=\"1\"} ",
+                           "# TYPE vllm:request_params_n histogram",
+                           "vllm:request_params_n_bucket{model_name=\"test-model\",le=\"1\"} ",
                            "# TYPE vllm:request_max_num_generation_tokens histogram",
                            "vllm:cache_config_info{model_name=\"test-model\",block_size=\"16\",num_gpu_blocks=\""}) {
     EXPECT_NE(text.find(line), std::string::npos) << line;

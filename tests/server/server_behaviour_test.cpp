@@ -3,11 +3,10 @@
 // block behind; a client that disconnects mid-stream frees its blocks; a full queue answers 429; SIGTERM
 // drains; a burst of 1,000 connects is served.
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-
-#include <gtest/gtest.h>
 
 #include <atomic>
 #include <mutex>
@@ -76,7 +75,8 @@ TEST(ServerBehaviour, ConcurrentStreamsMatchRequestsRunAloneAndFreeEveryBlock) {
   std::vector<std::thread> clients;
   for (int c = 0; c < 64; ++c) {
     clients.emplace_back([&] {
-      for (int i = next++; i < num_requests; i = next++) together[i] = stream_completion(server.port(), completion_request(i));
+      for (int i = next++; i < num_requests; i = next++)
+        together[i] = stream_completion(server.port(), completion_request(i));
     });
   }
   for (auto& client : clients) client.join();
@@ -99,8 +99,8 @@ TEST(ServerBehaviour, DisconnectMidStreamFreesTheBlocks) {
   HttpClient client("127.0.0.1", server.port(), 30.0);
   SseReader reader;
   int events = 0;
-  const Json body = {{"messages", {{{"role", "user"}, {"content", "tell me a long story"}}}}, {"max_tokens", 2000},
-                     {"stream", true}};
+  const Json body = {
+      {"messages", {{{"role", "user"}, {"content", "tell me a long story"}}}}, {"max_tokens", 2000}, {"stream", true}};
   client.request("POST", "/v1/chat/completions", body.dump(), {}, [&](std::string_view data) {
     events += static_cast<int>(reader.push(data).size());
     return events < 3;  // hang up after three events
@@ -109,12 +109,13 @@ TEST(ServerBehaviour, DisconnectMidStreamFreesTheBlocks) {
   EXPECT_TRUE(wait_for([&] { return server.metric("gossamer:num_requests_running{") == 0; }, 3s));
   EXPECT_EQ(server.metric("gossamer:kv_cache_usage_perc{"), 0);
   EXPECT_GE(server.metric("gossamer:client_disconnects_total{"), 1);
-  EXPECT_GE(server.metric("gossamer:request_success_total{model_name=\"gossamer-test-fake\",finished_reason=\"abort\"}"), 1);
+  EXPECT_GE(
+      server.metric("gossamer:request_success_total{model_name=\"gossamer-test-fake\",finished_reason=\"abort\"}"), 1);
 }
 
 TEST(ServerBehaviour, FullQueueAnswers429WithRetryAfter) {
-  ServerProcess server({"--test-backend", "fake", "--max-num-seqs", "1", "--max-queued-requests", "2",
-                        "--test-step-delay-ms", "10"});
+  ServerProcess server(
+      {"--test-backend", "fake", "--max-num-seqs", "1", "--max-queued-requests", "2", "--test-step-delay-ms", "10"});
   std::mutex mutex;
   std::vector<ClientResponse> responses;
   std::vector<std::thread> clients;
@@ -138,7 +139,8 @@ TEST(ServerBehaviour, FullQueueAnswers429WithRetryAfter) {
   EXPECT_GE(ok, 1);
   EXPECT_GE(rejected, 1);
   EXPECT_EQ(ok + rejected, 8);
-  EXPECT_GE(server.metric("gossamer:requests_rejected_total{model_name=\"gossamer-test-fake\",reason=\"overload\"}"), 1);
+  EXPECT_GE(server.metric("gossamer:requests_rejected_total{model_name=\"gossamer-test-fake\",reason=\"overload\"}"),
+            1);
 }
 
 TEST(ServerBehaviour, SigtermDrainsInFlightStreamsAndExitsZero) {
@@ -149,20 +151,23 @@ TEST(ServerBehaviour, SigtermDrainsInFlightStreamsAndExitsZero) {
     HttpClient client("127.0.0.1", server.port(), 30.0);
     SseReader reader;
     const Json body = {{"prompt", {5, 6, 7}}, {"max_tokens", 150}, {"stream", true}};
-    result.status = client.request("POST", "/v1/completions", body.dump(), {}, [&](std::string_view data) {
-      for (const auto& event : reader.push(data)) {
-        first_event = true;
-        if (event == "[DONE]") {
-          result.done = true;
-          continue;
-        }
-        const Json chunk = Json::parse(event);
-        if (!chunk["choices"].empty() && !chunk["choices"][0]["finish_reason"].is_null()) {
-          result.finish_reason = chunk["choices"][0]["finish_reason"];
-        }
-      }
-      return true;
-    }).status;
+    result.status = client
+                        .request("POST", "/v1/completions", body.dump(), {},
+                                 [&](std::string_view data) {
+                                   for (const auto& event : reader.push(data)) {
+                                     first_event = true;
+                                     if (event == "[DONE]") {
+                                       result.done = true;
+                                       continue;
+                                     }
+                                     const Json chunk = Json::parse(event);
+                                     if (!chunk["choices"].empty() && !chunk["choices"][0]["finish_reason"].is_null()) {
+                                       result.finish_reason = chunk["choices"][0]["finish_reason"];
+                                     }
+                                   }
+                                   return true;
+                                 })
+                        .status;
   });
   ASSERT_TRUE(wait_for([&] { return first_event.load(); }, 10s));
   kill(server.pid(), SIGTERM);
@@ -200,7 +205,8 @@ TEST(ServerBehaviour, BurstOfAThousandConnects) {
     sockets.push_back(fd);
   }
   const std::string request = "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
-  for (const int fd : sockets) ASSERT_EQ(send(fd, request.data(), request.size(), MSG_NOSIGNAL), static_cast<ssize_t>(request.size()));
+  for (const int fd : sockets)
+    ASSERT_EQ(send(fd, request.data(), request.size(), MSG_NOSIGNAL), static_cast<ssize_t>(request.size()));
   int ok = 0;
   for (const int fd : sockets) {
     std::string reply;
@@ -238,9 +244,10 @@ TEST(BenchServe, ReportsVllmFiguresAgainstTheServer) {
   EXPECT_EQ(result["total_output_tokens"], 12 * 8);
   EXPECT_GT(result["total_input_tokens"], 12 * 32);  // the chat template adds tokens
   EXPECT_EQ(result["max_concurrency"], 4);
-  for (const char* key : {"request_throughput", "output_throughput", "total_token_throughput", "request_goodput",
-                          "mean_ttft_ms", "median_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "median_tpot_ms", "p99_tpot_ms",
-                          "mean_itl_ms", "median_itl_ms", "p99_itl_ms", "mean_e2el_ms", "median_e2el_ms", "p99_e2el_ms"}) {
+  for (const char* key :
+       {"request_throughput", "output_throughput", "total_token_throughput", "request_goodput", "mean_ttft_ms",
+        "median_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "median_tpot_ms", "p99_tpot_ms", "mean_itl_ms",
+        "median_itl_ms", "p99_itl_ms", "mean_e2el_ms", "median_e2el_ms", "p99_e2el_ms"}) {
     ASSERT_TRUE(result.contains(key)) << key;
     EXPECT_GT(result[key].get<double>(), 0.0) << key;
   }

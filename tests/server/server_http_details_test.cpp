@@ -1,9 +1,8 @@
 // HTTP details clients rely on (issue #11 §4): HTTP/1.0 streams are close-delimited, `Expect: 100-continue`
 // is answered, a client that half-closes after its request still gets the answer, a vanished one is
 // still detected while streaming, and CORS as vLLM does it (preflight and simple requests).
-#include <gtest/gtest.h>
-
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -58,8 +57,9 @@ std::string read_all(int fd, const std::string& until = {}) {
 }
 
 std::string post_text(const std::string& version, const std::string& body, const std::string& extra = {}) {
-  return "POST /v1/completions " + version + "\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
-         std::to_string(body.size()) + "\r\n" + extra + "\r\n" + body;
+  return "POST /v1/completions " + version +
+         "\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n" +
+         extra + "\r\n" + body;
 }
 
 std::string header_of(const ClientResponse& response, const std::string& name) {
@@ -69,7 +69,9 @@ std::string header_of(const ClientResponse& response, const std::string& name) {
 
 class ServerHttpDetails : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { server_ = std::make_unique<ServerProcess>(std::vector<std::string>{"--test-backend", "fake"}); }
+  static void SetUpTestSuite() {
+    server_ = std::make_unique<ServerProcess>(std::vector<std::string>{"--test-backend", "fake"});
+  }
   static void TearDownTestSuite() { server_.reset(); }
   static inline std::unique_ptr<ServerProcess> server_;
 };
@@ -107,7 +109,8 @@ TEST_F(ServerHttpDetails, HalfClosedClientStillGetsTheAnswer) {
   for (const bool stream : {false, true}) {
     const int fd = connect_to(server_->port());
     ASSERT_GE(fd, 0);
-    const std::string body = std::string(R"({"prompt":[5,6,7],"max_tokens":4,"stream":)") + (stream ? "true" : "false") + "}";
+    const std::string body =
+        std::string(R"({"prompt":[5,6,7],"max_tokens":4,"stream":)") + (stream ? "true" : "false") + "}";
     send_all(fd, post_text("HTTP/1.1", body));
     shutdown(fd, SHUT_WR);
     const std::string response = read_all(fd);
@@ -145,14 +148,15 @@ TEST_F(ServerHttpDetails, CorsPreflightAndSimpleRequests) {
   const auto simple = client.request("GET", "/v1/models", {}, {{"Origin", "http://example.com"}});
   EXPECT_EQ(simple.status, 200);
   EXPECT_EQ(header_of(simple, "access-control-allow-origin"), "*");
-  ServerProcess strict({"--test-backend", "fake", "--allowed-origins", "http://ok.example", "--allowed-methods", "GET,POST"});
+  ServerProcess strict(
+      {"--test-backend", "fake", "--allowed-origins", "http://ok.example", "--allowed-methods", "GET,POST"});
   HttpClient strict_client("127.0.0.1", strict.port(), 10.0);
   const auto allowed = strict_client.request("GET", "/v1/models", {}, {{"Origin", "http://ok.example"}});
   EXPECT_EQ(header_of(allowed, "access-control-allow-origin"), "http://ok.example");
   const auto other = strict_client.request("GET", "/v1/models", {}, {{"Origin", "http://evil.example"}});
   EXPECT_EQ(header_of(other, "access-control-allow-origin"), "");
-  const auto bad_method = strict_client.request("OPTIONS", "/v1/models", {},
-                                                {{"Origin", "http://ok.example"}, {"Access-Control-Request-Method", "DELETE"}});
+  const auto bad_method = strict_client.request(
+      "OPTIONS", "/v1/models", {}, {{"Origin", "http://ok.example"}, {"Access-Control-Request-Method", "DELETE"}});
   EXPECT_EQ(bad_method.status, 400);
 }
 

@@ -2,7 +2,6 @@
 // naming the limit, quickly, while /health keeps answering; SIGTERM exits within --shutdown-timeout with
 // requests still generating.
 #include <gtest/gtest.h>
-
 #include <signal.h>
 
 #include <atomic>
@@ -36,12 +35,15 @@ std::string nested_properties(int depth) {
 // A chat (or /tokenize) body with one tool whose parameters are `schema` (raw JSON text).
 std::string body_with_schema(const std::string& schema) {
   return R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":4,"tools":[{"type":"function","function":)"
-         R"({"name":"f","parameters":)" + schema + "}}]}";
+         R"({"name":"f","parameters":)" +
+         schema + "}}]}";
 }
 
 class ServerLimits : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { server_ = std::make_unique<ServerProcess>(std::vector<std::string>{"--test-backend", "fake"}); }
+  static void SetUpTestSuite() {
+    server_ = std::make_unique<ServerProcess>(std::vector<std::string>{"--test-backend", "fake"});
+  }
   static void TearDownTestSuite() { server_.reset(); }
   static inline std::unique_ptr<ServerProcess> server_;
 };
@@ -52,9 +54,8 @@ TEST_F(ServerLimits, NestedSchemasGet400NamingTheLimitOnChatAndTokenize) {
     std::string limit;  // text the error message must hold
   };
   const std::vector<Case> cases = {
-      {nested_items(100), "64 levels"},       {nested_properties(40), "64 levels"},
-      {nested_items(2000), "256 levels"},     {nested_items(14000), "256 levels"},
-      {nested_properties(10000), "256 levels"},
+      {nested_items(100), "64 levels"},    {nested_properties(40), "64 levels"},     {nested_items(2000), "256 levels"},
+      {nested_items(14000), "256 levels"}, {nested_properties(10000), "256 levels"},
   };
   for (const Case& c : cases) {
     for (const char* path : {"/v1/chat/completions", "/tokenize"}) {
@@ -83,13 +84,17 @@ TEST_F(ServerLimits, HugeSchemasGet400NamingTheNodeLimit) {
   Json body = {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"tools", Json::array()}};
   for (int t = 0; t < 6; ++t) {
     body["tools"].push_back({{"type", "function"},
-                             {"function", {{"name", std::string("f").append(std::to_string(t))}, {"parameters", {{"type", "object"}, {"properties", small}}}}}});
+                             {"function",
+                              {{"name", std::string("f").append(std::to_string(t))},
+                               {"parameters", {{"type", "object"}, {"properties", small}}}}}});
   }
   const auto many = server_->post("/tokenize", body);
   EXPECT_EQ(many.status, 400) << many.body.substr(0, 300);
   EXPECT_NE(many.body.find("20000 JSON values"), std::string::npos) << many.body.substr(0, 300);
   Json too_many_tools = {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"tools", Json::array()}};
-  for (int t = 0; t < 129; ++t) too_many_tools["tools"].push_back({{"type", "function"}, {"function", {{"name", std::string("f").append(std::to_string(t))}}}});
+  for (int t = 0; t < 129; ++t)
+    too_many_tools["tools"].push_back(
+        {{"type", "function"}, {"function", {{"name", std::string("f").append(std::to_string(t))}}}});
   EXPECT_EQ(server_->post("/v1/chat/completions", too_many_tools).status, 400);
 }
 
@@ -115,7 +120,8 @@ TEST_F(ServerLimits, HealthAnswersWhileHostileRequestsArrive) {
   for (auto& thread : attackers) thread.join();
   EXPECT_EQ(bad_status.load(), 0);
   // A normal request still works afterwards.
-  const auto ok = server_->post("/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 3}});
+  const auto ok =
+      server_->post("/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 3}});
   EXPECT_EQ(ok.status, 200) << ok.body;
 }
 

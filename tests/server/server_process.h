@@ -1,8 +1,8 @@
 // Test helper: runs `gossamer serve` as a child process on a free port and talks to it over HTTP.
 #pragma once
 
-#include <signal.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -10,13 +10,12 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "bench/http_client.h"
 
@@ -31,7 +30,7 @@ class ServerProcess {
     dir_ = mkdtemp(pattern);
     const std::string port_file = dir_ + "/port";
     log_path_ = dir_ + "/server.log";
-    std::vector<std::string> argv = {GOSSAMER_BINARY, "serve", "--port", "0", "--port-file", port_file,
+    std::vector<std::string> argv = {GOSSAMER_BINARY,      "serve", "--port", "0", "--port-file", port_file,
                                      "--disable-log-stats"};
     argv.insert(argv.end(), args.begin(), args.end());
     pid_ = fork();

@@ -18,7 +18,8 @@ using Json = nlohmann::json;
 class ServerResponses : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    server_ = std::make_unique<ServerProcess>(std::vector<std::string>{"--test-backend", "fake", "--test-script", write_script_file()});
+    server_ = std::make_unique<ServerProcess>(
+        std::vector<std::string>{"--test-backend", "fake", "--test-script", write_script_file()});
   }
   static void TearDownTestSuite() { server_.reset(); }
   static Json post_json(const Json& body, int expected_status = 200) {
@@ -40,7 +41,8 @@ class ServerResponses : public ::testing::Test {
 };
 
 TEST_F(ServerResponses, AnswerHasReasoningAndMessageItems) {
-  const Json response = post_json({{"input", "Please answer SCRIPTANSWER"}, {"instructions", "Be brief."}, {"metadata", {{"k", "v"}}}});
+  const Json response =
+      post_json({{"input", "Please answer SCRIPTANSWER"}, {"instructions", "Be brief."}, {"metadata", {{"k", "v"}}}});
   EXPECT_EQ(response["object"], "response");
   EXPECT_EQ(response["status"], "completed");
   EXPECT_TRUE(response["id"].get<std::string>().starts_with("resp_"));
@@ -76,20 +78,25 @@ TEST_F(ServerResponses, ToolRoundTripWithPreviousResponseId) {
   EXPECT_EQ(Json::parse((*call)["arguments"].get<std::string>())["city"], "Paris");
   ASSERT_TRUE((*call)["call_id"].is_string());
   EXPECT_NE(find_item(first, "reasoning"), nullptr);
-  const Json second = post_json({{"previous_response_id", first["id"]},
-                                 {"tools", tools()},
-                                 {"input", {{{"type", "function_call_output"}, {"call_id", (*call)["call_id"]}, {"output", "{\"temp\":21}"}}}},
-                                 {"max_output_tokens", 5}});
+  const Json second = post_json(
+      {{"previous_response_id", first["id"]},
+       {"tools", tools()},
+       {"input", {{{"type", "function_call_output"}, {"call_id", (*call)["call_id"]}, {"output", "{\"temp\":21}"}}}},
+       {"max_output_tokens", 5}});
   EXPECT_EQ(second["previous_response_id"], first["id"]);
   EXPECT_TRUE(second["status"] == "completed" || second["status"] == "incomplete") << second;
   // The chained conversation holds the call: its output id resolves (an unknown call id would be a 400).
-  const Json unknown = post_json({{"input", {{{"type", "function_call_output"}, {"call_id", "call_nope"}, {"output", "x"}}}}}, 400);
+  const Json unknown =
+      post_json({{"input", {{{"type", "function_call_output"}, {"call_id", "call_nope"}, {"output", "x"}}}}}, 400);
   EXPECT_EQ(unknown["error"]["type"], "invalid_request_error");
-  EXPECT_EQ(post_json({{"previous_response_id", "resp_missing"}, {"input", "hi"}}, 404)["error"]["code"], "previous_response_not_found");
+  EXPECT_EQ(post_json({{"previous_response_id", "resp_missing"}, {"input", "hi"}}, 404)["error"]["code"],
+            "previous_response_not_found");
 }
 
 TEST_F(ServerResponses, StatelessUseCarriesReasoningBack) {
-  const Json first = post_json({{"input", "Please call SCRIPTTOOL"}, {"tools", tools()}, {"store", false},
+  const Json first = post_json({{"input", "Please call SCRIPTTOOL"},
+                                {"tools", tools()},
+                                {"store", false},
                                 {"include", {"reasoning.encrypted_content"}}});
   EXPECT_EQ(server_->get("/v1/responses/" + first["id"].get<std::string>()).status, 404);  // not stored
   const Json* reasoning = find_item(first, "reasoning");
@@ -98,8 +105,12 @@ TEST_F(ServerResponses, StatelessUseCarriesReasoningBack) {
   ASSERT_NE(call, nullptr);
   ASSERT_TRUE((*reasoning)["encrypted_content"].is_string());
   // Codex-style: everything resent, the reasoning item with only its encrypted content.
-  Json items = Json::array({{{"type", "message"}, {"role", "user"}, {"content", {{{"type", "input_text"}, {"text", "Please call SCRIPTTOOL"}}}}},
-                            {{"type", "reasoning"}, {"id", (*reasoning)["id"]}, {"summary", Json::array()},
+  Json items = Json::array({{{"type", "message"},
+                             {"role", "user"},
+                             {"content", {{{"type", "input_text"}, {"text", "Please call SCRIPTTOOL"}}}}},
+                            {{"type", "reasoning"},
+                             {"id", (*reasoning)["id"]},
+                             {"summary", Json::array()},
                              {"encrypted_content", (*reasoning)["encrypted_content"]}},
                             *call,
                             {{"type", "function_call_output"}, {"call_id", (*call)["call_id"]}, {"output", "sunny"}}});
@@ -111,7 +122,8 @@ TEST_F(ServerResponses, StatelessUseCarriesReasoningBack) {
 
 TEST_F(ServerResponses, StreamedEventSequence) {
   int status = 0;
-  const auto events = stream_events(server_->port(), "/v1/responses", {{"input", "Please answer SCRIPTANSWER"}, {"stream", true}}, &status);
+  const auto events = stream_events(server_->port(), "/v1/responses",
+                                    {{"input", "Please answer SCRIPTANSWER"}, {"stream", true}}, &status);
   EXPECT_EQ(status, 200);
   ASSERT_GE(events.size(), 10u);
   std::vector<std::string> types;
@@ -129,10 +141,11 @@ TEST_F(ServerResponses, StreamedEventSequence) {
   EXPECT_EQ(types.front(), "response.created");
   EXPECT_EQ(types[1], "response.in_progress");
   EXPECT_EQ(types.back(), "response.completed");
-  const std::vector<std::string> order = {"response.output_item.added", "response.content_part.added", "response.reasoning_text.delta",
-                                          "response.reasoning_text.done", "response.output_item.done", "response.output_item.added",
-                                          "response.content_part.added", "response.output_text.delta", "response.output_text.done",
-                                          "response.content_part.done", "response.output_item.done", "response.completed"};
+  const std::vector<std::string> order = {
+      "response.output_item.added",   "response.content_part.added", "response.reasoning_text.delta",
+      "response.reasoning_text.done", "response.output_item.done",   "response.output_item.added",
+      "response.content_part.added",  "response.output_text.delta",  "response.output_text.done",
+      "response.content_part.done",   "response.output_item.done",   "response.completed"};
   size_t at = 0;
   for (const std::string& type : types) {
     if (at < order.size() && type == order[at]) ++at;
@@ -145,7 +158,8 @@ TEST_F(ServerResponses, StreamedEventSequence) {
 }
 
 TEST_F(ServerResponses, StreamedToolCallEvents) {
-  const auto events = stream_events(server_->port(), "/v1/responses", {{"input", "Please call SCRIPTTOOL"}, {"tools", tools()}, {"stream", true}});
+  const auto events = stream_events(server_->port(), "/v1/responses",
+                                    {{"input", "Please call SCRIPTTOOL"}, {"tools", tools()}, {"stream", true}});
   std::string arguments;
   bool added = false, done = false;
   for (const std::string& data : events) {
@@ -169,16 +183,18 @@ TEST_F(ServerResponses, StreamedToolCallEvents) {
 // Constrained decoding through the Responses API (the scripted backend's random tokens are the adversary).
 TEST_F(ServerResponses, TextFormatAndForcedToolChoiceAreConstrained) {
   const Json schema = Json::parse(R"({"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]})");
-  const Json structured = post_json({{"input", "hi"},
-                                     {"max_output_tokens", 400},
-                                     {"text", {{"format", {{"type", "json_schema"}, {"name", "x"}, {"schema", schema}}}}}});
+  const Json structured =
+      post_json({{"input", "hi"},
+                 {"max_output_tokens", 400},
+                 {"text", {{"format", {{"type", "json_schema"}, {"name", "x"}, {"schema", schema}}}}}});
   EXPECT_EQ(structured["text"]["format"]["type"], "json_schema");
   for (const Json& item : structured["output"]) {
     if (item["type"] != "message" || structured["status"] != "completed") continue;
     const Json answer = Json::parse(item["content"][0]["text"].get<std::string>());
     EXPECT_TRUE(answer["n"].is_number_integer()) << answer.dump();
   }
-  const Json forced = post_json({{"input", "hi"}, {"tools", tools()}, {"tool_choice", "required"}, {"max_output_tokens", 400}});
+  const Json forced =
+      post_json({{"input", "hi"}, {"tools", tools()}, {"tool_choice", "required"}, {"max_output_tokens", 400}});
   if (forced["status"] == "completed") {
     bool called = false;
     for (const Json& item : forced["output"]) called |= item["type"] == "function_call";
@@ -198,9 +214,11 @@ TEST_F(ServerResponses, TextFormatAndForcedToolChoiceAreConstrained) {
 }
 
 TEST_F(ServerResponses, UnsupportedFieldsAre400) {
-  EXPECT_EQ(post_json({{"input", "hi"}, {"text", {{"format", {{"type", "yaml"}}}}}}, 400)["error"]["param"], "text.format.type");
+  EXPECT_EQ(post_json({{"input", "hi"}, {"text", {{"format", {{"type", "yaml"}}}}}}, 400)["error"]["param"],
+            "text.format.type");
   EXPECT_EQ(post_json({{"input", "hi"}, {"background", true}}, 400)["error"]["param"], "background");
-  EXPECT_EQ(post_json({{"input", "hi"}, {"tools", {{{"type", "web_search"}}}}}, 400)["error"]["param"], "tools[0].type");
+  EXPECT_EQ(post_json({{"input", "hi"}, {"tools", {{{"type", "web_search"}}}}}, 400)["error"]["param"],
+            "tools[0].type");
   EXPECT_EQ(post_json({{"instructions", "x"}}, 400)["error"]["param"], "input");
 }
 

@@ -16,7 +16,8 @@ using Json = nlohmann::json;
 class ServerSampling : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    server_ = std::make_unique<ServerProcess>(std::vector<std::string>{"--test-backend", "fake", "--test-script", write_script_file()});
+    server_ = std::make_unique<ServerProcess>(
+        std::vector<std::string>{"--test-backend", "fake", "--test-script", write_script_file()});
   }
   static void TearDownTestSuite() { server_.reset(); }
   static Json chat(const std::string& user, Json extra = Json::object()) {
@@ -53,7 +54,8 @@ class ServerSampling : public ::testing::Test {
 };
 
 TEST_F(ServerSampling, ChatLogprobsCoverTheContentTokens) {
-  const Json response = post_json("/v1/chat/completions", chat("Please answer SCRIPTANSWER", {{"logprobs", true}, {"top_logprobs", 2}}));
+  const Json response =
+      post_json("/v1/chat/completions", chat("Please answer SCRIPTANSWER", {{"logprobs", true}, {"top_logprobs", 2}}));
   const Json& choice = response["choices"][0];
   EXPECT_EQ(choice["message"]["content"], "The answer is 42.");
   ASSERT_TRUE(choice["logprobs"]["content"].is_array()) << choice;
@@ -65,12 +67,14 @@ TEST_F(ServerSampling, ChatLogprobsCoverTheContentTokens) {
   }
   EXPECT_EQ(joined, "The answer is 42.");
   // Without the flag: null, as OpenAI.
-  EXPECT_TRUE(post_json("/v1/chat/completions", chat("Please answer SCRIPTANSWER"))["choices"][0]["logprobs"].is_null());
+  EXPECT_TRUE(
+      post_json("/v1/chat/completions", chat("Please answer SCRIPTANSWER"))["choices"][0]["logprobs"].is_null());
 }
 
 TEST_F(ServerSampling, StreamedChatLogprobsArriveWithTheirDeltas) {
   std::string content, joined;
-  for (const Json& chunk : stream("/v1/chat/completions", chat("Please answer SCRIPTANSWER", {{"stream", true}, {"logprobs", true}}))) {
+  for (const Json& chunk :
+       stream("/v1/chat/completions", chat("Please answer SCRIPTANSWER", {{"stream", true}, {"logprobs", true}}))) {
     const Json& choice = chunk["choices"][0];
     if (choice["delta"].contains("content")) content += choice["delta"]["content"].get<std::string>();
     if (choice["logprobs"].is_object()) {
@@ -85,7 +89,8 @@ TEST_F(ServerSampling, StreamedChatLogprobsArriveWithTheirDeltas) {
 }
 
 TEST_F(ServerSampling, CompletionLogprobsInTheLegacyShape) {
-  const Json response = post_json("/v1/completions", {{"prompt", {5, 6, 7}}, {"max_tokens", 6}, {"logprobs", 3}, {"temperature", 0}});
+  const Json response =
+      post_json("/v1/completions", {{"prompt", {5, 6, 7}}, {"max_tokens", 6}, {"logprobs", 3}, {"temperature", 0}});
   const Json& choice = response["choices"][0];
   const Json& logprobs = choice["logprobs"];
   ASSERT_TRUE(logprobs.is_object()) << choice;
@@ -120,8 +125,8 @@ TEST_F(ServerSampling, NChoicesNonStreamedAndStreamed) {
   // Streamed completions at temperature 1: each index streams its own text and finish chunk.
   std::map<int, std::string> texts;
   std::map<int, int> finishes;
-  const Json body = {{"prompt", {5, 6, 7}}, {"max_tokens", 8}, {"n", 2}, {"stream", true}, {"seed", 4},
-                     {"stream_options", {{"include_usage", true}}}};
+  const Json body = {{"prompt", {5, 6, 7}}, {"max_tokens", 8}, {"n", 2},
+                     {"stream", true},      {"seed", 4},       {"stream_options", {{"include_usage", true}}}};
   int usage_chunks = 0;
   for (const Json& chunk : stream("/v1/completions", body)) {
     if (chunk.contains("usage") && chunk["choices"].empty()) {
@@ -140,16 +145,18 @@ TEST_F(ServerSampling, NChoicesNonStreamedAndStreamed) {
 }
 
 TEST_F(ServerSampling, FrequencyPenaltyChangesWhatIsGenerated) {
-  const std::string plain = post_json("/v1/chat/completions", chat("Please repeat SCRIPTREPEAT", {{"temperature", 0}}))
-                                ["choices"][0]["message"]["content"];
+  const std::string plain =
+      post_json("/v1/chat/completions",
+                chat("Please repeat SCRIPTREPEAT", {{"temperature", 0}}))["choices"][0]["message"]["content"];
   EXPECT_EQ(plain, repeated(" ha", 40));
   // Each repeat costs 2: after ~20 the scripted token falls below the fake model's floor (−30).
-  const Json penalised = post_json("/v1/chat/completions",
-                                   chat("Please repeat SCRIPTREPEAT", {{"temperature", 0}, {"frequency_penalty", 2.0}}));
+  const Json penalised = post_json(
+      "/v1/chat/completions", chat("Please repeat SCRIPTREPEAT", {{"temperature", 0}, {"frequency_penalty", 2.0}}));
   EXPECT_NE(penalised["choices"][0]["message"]["content"], plain);
   // Small penalties leave the forced script alone (10 − 2 > −30).
-  const Json presence = post_json("/v1/chat/completions",
-                                  chat("Please repeat SCRIPTREPEAT", {{"temperature", 0}, {"presence_penalty", 2.0}, {"repetition_penalty", 1.5}}));
+  const Json presence = post_json(
+      "/v1/chat/completions",
+      chat("Please repeat SCRIPTREPEAT", {{"temperature", 0}, {"presence_penalty", 2.0}, {"repetition_penalty", 1.5}}));
   EXPECT_EQ(presence["choices"][0]["message"]["content"], plain);
 }
 
@@ -189,7 +196,9 @@ TEST_F(ServerSampling, ToolRoundTripKeepsTheReasoningBeforeTheCall) {
   Json messages = Json::array({{{"role", "user"}, {"content", "Earlier question"}},
                                {{"role", "assistant"}, {"content", "Earlier answer"}, {"reasoning", "OLD THOUGHT"}},
                                {{"role", "user"}, {"content", "Please call SCRIPTTOOL"}}});
-  messages.push_back({{"role", "assistant"}, {"content", nullptr}, {"reasoning_content", message["reasoning_content"]},
+  messages.push_back({{"role", "assistant"},
+                      {"content", nullptr},
+                      {"reasoning_content", message["reasoning_content"]},
                       {"tool_calls", message["tool_calls"]}});
   messages.push_back({{"role", "tool"}, {"tool_call_id", call["id"]}, {"content", "{\"temp\":21}"}});
   const Json tokens = post_json("/tokenize", {{"messages", messages}, {"tools", tools}})["tokens"];
@@ -197,9 +206,12 @@ TEST_F(ServerSampling, ToolRoundTripKeepsTheReasoningBeforeTheCall) {
   EXPECT_NE(prompt.find("<|channel|>analysis<|message|>Need weather for Paris.<|end|>"), std::string::npos) << prompt;
   EXPECT_NE(prompt.find("to=functions.get_weather<|channel|>commentary <|constrain|>json<|message|>"
                         "{\"city\":\"Paris\",\"unit\":\"celsius\"}<|call|>"),
-            std::string::npos) << prompt;
-  EXPECT_NE(prompt.find("<|start|>functions.get_weather to=assistant<|channel|>commentary<|message|>{\"temp\":21}<|end|>"),
-            std::string::npos) << prompt;
+            std::string::npos)
+      << prompt;
+  EXPECT_NE(
+      prompt.find("<|start|>functions.get_weather to=assistant<|channel|>commentary<|message|>{\"temp\":21}<|end|>"),
+      std::string::npos)
+      << prompt;
   EXPECT_NE(prompt.find("Earlier answer"), std::string::npos) << prompt;
   // Once the turn has ended in a final answer, the earlier analysis goes (harmony's rule, as upstream).
   Json finished = messages;

@@ -10,8 +10,8 @@
 #include <filesystem>
 
 #include "server/api_error.h"
-#include "text/tokenizer.h"
 #include "server_process.h"
+#include "text/tokenizer.h"
 
 namespace gossamer::server::testing {
 namespace {
@@ -34,16 +34,20 @@ TEST(StructuredOutput, ParsesAndRejectsWithTheField) {
       {"broken", OrderedJson::parse(R"({"type":"object","if":{}})")}};
   EXPECT_EQ(error_param(R"({"response_format":{"type":"yaml"}})"), "response_format.type");
   EXPECT_EQ(error_param(R"({"response_format":{"type":"json_schema"}})"), "response_format.json_schema");
-  EXPECT_EQ(error_param(R"({"response_format":{"type":"json_schema","json_schema":{"schema":{"type":"object","allOf":[]}}}})"),
+  EXPECT_EQ(error_param(
+                R"({"response_format":{"type":"json_schema","json_schema":{"schema":{"type":"object","allOf":[]}}}})"),
             "response_format.json_schema.schema");
   EXPECT_EQ(error_param(R"({"tool_choice":"required"})"), "tool_choice");
-  EXPECT_EQ(error_param(R"({"tool_choice":{"type":"function","function":{"name":"nope"}}})", tools), "tool_choice.function.name");
+  EXPECT_EQ(error_param(R"({"tool_choice":{"type":"function","function":{"name":"nope"}}})", tools),
+            "tool_choice.function.name");
   EXPECT_EQ(error_param(R"({"tool_choice":"sometimes"})", tools), "tool_choice");
   // Forced, the broken schema is a 400 naming it; with "auto" it falls back to any JSON object.
   EXPECT_EQ(error_param(R"({"tool_choice":"required"})", tools), "tools[1].function.parameters");
   EXPECT_EQ(error_param(R"({"tool_choice":"auto"})", tools), "");
-  const auto spec = parse_structured_output(OrderedJson::parse(R"({"tool_choice":{"type":"function","function":{"name":"get_weather"}},
-      "response_format":{"type":"json_schema","json_schema":{"name":"p","schema":{"type":"object"}}}})"), {tools[0]});
+  const auto spec = parse_structured_output(
+      OrderedJson::parse(R"({"tool_choice":{"type":"function","function":{"name":"get_weather"}},
+      "response_format":{"type":"json_schema","json_schema":{"name":"p","schema":{"type":"object"}}}})"),
+      {tools[0]});
   EXPECT_EQ(spec->tool_choice, ToolChoice::kNamed);
   EXPECT_EQ(spec->named_tool, "get_weather");
   EXPECT_TRUE(spec->response != nullptr);
@@ -57,9 +61,10 @@ TEST(StructuredOutput, ParsesAndRejectsWithTheField) {
 TEST(StructuredOutput, ForcedToolCallTokenByToken) {
   const auto tokenizer = text::Tokenizer::load_default();
   const std::vector<std::pair<std::string, OrderedJson>> tools = {
-      {"get_weather", OrderedJson::parse(R"({"type":"object","properties":{"city":{"type":"string"}},"required":["city"]})")}};
-  auto constraint = make_structured_output_constraint(parse_structured_output(OrderedJson::parse(R"({"tool_choice":"required"})"), tools),
-                                                      *tokenizer);
+      {"get_weather",
+       OrderedJson::parse(R"({"type":"object","properties":{"city":{"type":"string"}},"required":["city"]})")}};
+  auto constraint = make_structured_output_constraint(
+      parse_structured_output(OrderedJson::parse(R"({"tool_choice":"required"})"), tools), *tokenizer);
   std::vector<uint32_t> mask(static_cast<size_t>(engine::token_mask_words(text::kVocabSize)));
   const auto allowed = [&] {
     std::vector<engine::TokenId> out;
@@ -70,7 +75,8 @@ TEST(StructuredOutput, ForcedToolCallTokenByToken) {
     return out;
   };
   const auto call = *tokenizer->special_token_id("<|call|>");
-  const auto header = tokenizer->encode("<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>", {}, true);
+  const auto header =
+      tokenizer->encode("<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>", {}, true);
   for (const engine::TokenId token : header) {
     const auto options = allowed();
     ASSERT_NE(std::find(options.begin(), options.end(), token), options.end());
@@ -88,11 +94,13 @@ TEST(StructuredOutput, ForcedToolCallTokenByToken) {
 }
 
 TEST(StructuredOutput, OpenAiSdkOnTheEmbeddedRandomModel) {
-  const std::filesystem::path sdk = std::filesystem::path(GOSSAMER_SOURCE_DIR) / "node_modules" / "openai" / "package.json";
+  const std::filesystem::path sdk =
+      std::filesystem::path(GOSSAMER_SOURCE_DIR) / "node_modules" / "openai" / "package.json";
   ASSERT_TRUE(std::filesystem::exists(sdk)) << "the openai npm package is missing: run scripts/setup.sh";
   ServerProcess server({"--max-model-len", "2048"});
-  const std::string command = "cd '" + std::string(GOSSAMER_SOURCE_DIR) + "' && GOSSAMER_BASE_URL=http://127.0.0.1:" +
-                              std::to_string(server.port()) + "/v1 node tests/server/structured_output_sdk_test.mjs 2>&1";
+  const std::string command = "cd '" + std::string(GOSSAMER_SOURCE_DIR) +
+                              "' && GOSSAMER_BASE_URL=http://127.0.0.1:" + std::to_string(server.port()) +
+                              "/v1 node tests/server/structured_output_sdk_test.mjs 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   ASSERT_NE(pipe, nullptr);
   std::string output;

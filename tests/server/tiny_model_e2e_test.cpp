@@ -106,7 +106,8 @@ TEST_F(TinyModelE2e, ReasonsThenAnswersWithUsage) {
   // The same prompt a second time: its full blocks come from the prefix cache; everything else is equal.
   ASSERT_TRUE(streamed_usage.contains("prompt_tokens_details"));
   EXPECT_GT(streamed_usage["prompt_tokens_details"]["cached_tokens"].get<int>(), 0);
-  EXPECT_LT(streamed_usage["prompt_tokens_details"]["cached_tokens"].get<int>(), streamed_usage["prompt_tokens"].get<int>());
+  EXPECT_LT(streamed_usage["prompt_tokens_details"]["cached_tokens"].get<int>(),
+            streamed_usage["prompt_tokens"].get<int>());
   Json without_cache = streamed_usage, expected = usage;
   without_cache.erase("prompt_tokens_details");
   expected.erase("prompt_tokens_details");

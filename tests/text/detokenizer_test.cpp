@@ -53,10 +53,13 @@ TEST(IncrementalDetokenizerTest, EveryByteSplitOfMultiByteCharacters) {
 
 TEST(IncrementalDetokenizerTest, RealTokenStreamsInRandomChunks) {
   const Tokenizer& tok = test_tokenizer();
+  // NOTE: clang-format 14 is not idempotent on this literal (it measures bytes, not columns).
+  // clang-format off
   const std::string text =
-      "Streaming 🙂👍🏽🇫🇷 with 中文字符, العربية, हिन्दी, 한국어 and emoji 👨‍👩‍👧 across token "
-      "boundaries. "
+      "Streaming 🙂👍🏽🇫🇷 with 中文字符, العربية, हिन्दी, 한국어 and emoji 👨‍👩‍👧 "
+      "across token boundaries. "
       "Ẓ̵̡̛a̴l̷g̶o̸ and 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 𝟗𝟖.";
+  // clang-format on
   const auto ids = tok.encode_ordinary(text);
   std::mt19937 rng(3);
   for (int trial = 0; trial < 50; ++trial) {

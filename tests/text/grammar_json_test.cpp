@@ -52,13 +52,14 @@ TEST(GrammarMatcher, AcceptsExactlyTheValidTexts) {
   const auto g = grammar::compile_json_schema(Json::parse(
       R"({"type":"object","properties":{"a":{"type":"integer","minimum":-5,"maximum":120},"b":{"type":"string","maxLength":3},
           "c":{"type":"array","items":{"enum":["x",1,true]},"maxItems":2}},"required":["a"]})"));
-  for (const char* ok : {R"({"a":0})", R"({"a":-5,"b":"abc"})", R"({ "a" : 120 , "c" : ["x",1] })", R"({"a":7,"b":"\u00e9\n","c":[]})",
-                         R"({"a":1,"b":"日本"})", R"({"b":"x","a":1})"}) {
+  for (const char* ok : {R"({"a":0})", R"({"a":-5,"b":"abc"})", R"({ "a" : 120 , "c" : ["x",1] })",
+                         R"({"a":7,"b":"\u00e9\n","c":[]})", R"({"a":1,"b":"日本"})", R"({"b":"x","a":1})"}) {
     EXPECT_TRUE(matches(g, ok)) << ok;
   }
-  for (const char* bad : {R"({"a":121})", R"({"a":-6})", R"({"b":"x","b":"y","a":1})", R"({"a":1,"b":"abcd"})", R"({"a":1,"d":2})",
-                          R"({"a":01})", R"({"a":1.5})", R"({"a":1,"c":["x",1,true]})", R"({"a":1,"c":[2]})", R"({})",
-                          R"({"a":1,"b":"\ud800"})", R"({"a":1}x)", R"({"a":1,})", "{\"a\":1,\"b\":\"\x01\"}", R"({"a":1}   )"}) {
+  for (const char* bad :
+       {R"({"a":121})", R"({"a":-6})", R"({"b":"x","b":"y","a":1})", R"({"a":1,"b":"abcd"})", R"({"a":1,"d":2})",
+        R"({"a":01})", R"({"a":1.5})", R"({"a":1,"c":["x",1,true]})", R"({"a":1,"c":[2]})", R"({})",
+        R"({"a":1,"b":"\ud800"})", R"({"a":1}x)", R"({"a":1,})", "{\"a\":1,\"b\":\"\x01\"}", R"({"a":1}   )"}) {
     EXPECT_FALSE(matches(g, bad)) << bad;
   }
   const auto any = grammar::json_object_grammar();
@@ -95,8 +96,8 @@ TEST(TokenMasker, MaskEqualsTokenByTokenSimulation) {
   const auto g = grammar::compile_json_schema(tool_schema_corpus()[3]);
   TokenMasker masker(vocabulary());
   std::vector<uint32_t> mask(static_cast<size_t>(vocabulary()->num_words()));
-  for (const char* prefix : {"", "{", R"({"items":[{"sku":"AB)", R"({"items":[{"sku":"ABC-1234","quantity":9)", R"({"items":[],"coupon":"x\)",
-                             R"({"items":[],"coupon":"ab)"}) {
+  for (const char* prefix : {"", "{", R"({"items":[{"sku":"AB)", R"({"items":[{"sku":"ABC-1234","quantity":9)",
+                             R"({"items":[],"coupon":"x\)", R"({"items":[],"coupon":"ab)"}) {
     GrammarMatcher matcher(g);
     ASSERT_TRUE(matcher.advance(std::string(prefix))) << prefix;
     masker.fill_mask(matcher, mask);
@@ -105,7 +106,8 @@ TEST(TokenMasker, MaskEqualsTokenByTokenSimulation) {
       GrammarMatcher copy = matcher;
       const bool expected = copy.advance(test_tokenizer().token_bytes(token));
       const bool got = (mask[static_cast<size_t>(token) / 32] >> (token % 32)) & 1u;
-      ASSERT_EQ(got, expected) << "prefix " << prefix << " token " << token << " '" << test_tokenizer().token_bytes(token) << "'";
+      ASSERT_EQ(got, expected) << "prefix " << prefix << " token " << token << " '"
+                               << test_tokenizer().token_bytes(token) << "'";
       allowed += got;
     }
     EXPECT_GT(allowed, 0) << prefix;
@@ -132,8 +134,10 @@ TEST(TokenMasker, RandomAndAdversarialWalksAlwaysParseAndValidate) {
   }
   std::sort(mask_us.begin(), mask_us.end());
   const double mean = std::accumulate(mask_us.begin(), mask_us.end(), 0.0) / static_cast<double>(mask_us.size());
-  std::printf("[ mask time ] %zu masks over 201,088 tokens, thread CPU time: mean %.1f us, p50 %.1f us, p99 %.1f us, max %.1f us\n", mask_us.size(),
-              mean, mask_us[mask_us.size() / 2], mask_us[mask_us.size() * 99 / 100], mask_us.back());
+  std::printf(
+      "[ mask time ] %zu masks over 201,088 tokens, thread CPU time: mean %.1f us, p50 %.1f us, p99 %.1f us, max %.1f "
+      "us\n",
+      mask_us.size(), mean, mask_us[mask_us.size() / 2], mask_us[mask_us.size() * 99 / 100], mask_us.back());
 }
 
 }  // namespace

@@ -6,12 +6,11 @@
 #include <time.h>
 
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <regex>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "text/grammar/grammar_matcher.h"
 #include "text/grammar/token_masker.h"
@@ -32,7 +31,8 @@ inline std::string validate(const Json& value, const Json& schema, const Json& r
   }
   if (schema.value("nullable", false) && value.is_null()) return "";
   if (schema.contains("const") && value != schema["const"]) return "const";
-  if (schema.contains("enum") && std::find(schema["enum"].begin(), schema["enum"].end(), value) == schema["enum"].end()) return "enum";
+  if (schema.contains("enum") && std::find(schema["enum"].begin(), schema["enum"].end(), value) == schema["enum"].end())
+    return "enum";
   for (const char* key : {"anyOf", "oneOf"}) {
     if (!schema.contains(key)) continue;
     int matches = 0;
@@ -46,7 +46,8 @@ inline std::string validate(const Json& value, const Json& schema, const Json& r
       const std::string name = t;
       ok |= (name == "object" && value.is_object()) || (name == "array" && value.is_array()) ||
             (name == "string" && value.is_string()) || (name == "number" && value.is_number()) ||
-            (name == "integer" && (value.is_number_integer() || (value.is_number() && std::floor(value.get<double>()) == value.get<double>()))) ||
+            (name == "integer" && (value.is_number_integer() ||
+                                   (value.is_number() && std::floor(value.get<double>()) == value.get<double>()))) ||
             (name == "boolean" && value.is_boolean()) || (name == "null" && value.is_null());
     }
     if (!ok) return "type " + schema["type"].dump() + " for " + value.dump();
@@ -60,7 +61,8 @@ inline std::string validate(const Json& value, const Json& schema, const Json& r
       if (properties.contains(key)) {
         if (auto e = validate(item, properties[key], root); !e.empty()) return key + ": " + e;
       } else if (schema.contains("additionalProperties")) {
-        if (auto e = validate(item, schema["additionalProperties"], root); !e.empty()) return "additional " + key + ": " + e;
+        if (auto e = validate(item, schema["additionalProperties"], root); !e.empty())
+          return "additional " + key + ": " + e;
       }
     }
   }
@@ -79,16 +81,22 @@ inline std::string validate(const Json& value, const Json& schema, const Json& r
     for (const unsigned char c : s) code_points += (c & 0xC0) != 0x80;
     if (schema.contains("minLength") && code_points < schema["minLength"].get<size_t>()) return "minLength";
     if (schema.contains("maxLength") && code_points > schema["maxLength"].get<size_t>()) return "maxLength";
-    if (schema.contains("pattern") && !std::regex_match(s, std::regex(schema["pattern"].get<std::string>()))) return "pattern";
-    if (schema.value("format", "") == "date" && !std::regex_match(s, std::regex("\\d{4}-\\d{2}-\\d{2}"))) return "format date";
+    if (schema.contains("pattern") && !std::regex_match(s, std::regex(schema["pattern"].get<std::string>())))
+      return "pattern";
+    if (schema.value("format", "") == "date" && !std::regex_match(s, std::regex("\\d{4}-\\d{2}-\\d{2}")))
+      return "format date";
     if (schema.value("format", "") == "email" && s.find('@') == std::string::npos) return "format email";
   }
   if (value.is_number()) {
     const double v = value.get<double>();
     if (schema.contains("minimum") && v < schema["minimum"].get<double>()) return "minimum";
     if (schema.contains("maximum") && v > schema["maximum"].get<double>()) return "maximum";
-    if (schema.contains("exclusiveMinimum") && schema["exclusiveMinimum"].is_number() && v <= schema["exclusiveMinimum"].get<double>()) return "exclusiveMinimum";
-    if (schema.contains("exclusiveMaximum") && schema["exclusiveMaximum"].is_number() && v >= schema["exclusiveMaximum"].get<double>()) return "exclusiveMaximum";
+    if (schema.contains("exclusiveMinimum") && schema["exclusiveMinimum"].is_number() &&
+        v <= schema["exclusiveMinimum"].get<double>())
+      return "exclusiveMinimum";
+    if (schema.contains("exclusiveMaximum") && schema["exclusiveMaximum"].is_number() &&
+        v >= schema["exclusiveMaximum"].get<double>())
+      return "exclusiveMaximum";
   }
   return "";
 }
@@ -96,14 +104,21 @@ inline std::string validate(const Json& value, const Json& schema, const Json& r
 // Real tool parameter schemas (OpenAI function-calling examples and common agent tools).
 inline std::vector<Json> tool_schema_corpus() {
   return {
-      Json::parse(R"({"type":"object","properties":{"location":{"type":"string","description":"City and country e.g. Bogotá, Colombia"},"unit":{"type":"string","enum":["celsius","fahrenheit"]}},"required":["location"],"additionalProperties":false})"),
-      Json::parse(R"({"type":"object","properties":{"query":{"type":"string","maxLength":200},"max_results":{"type":"integer","minimum":1,"maximum":50},"safe_search":{"type":"boolean"}},"required":["query"]})"),
-      Json::parse(R"({"type":"object","properties":{"to":{"type":"array","items":{"type":"string","format":"email"},"minItems":1,"maxItems":5},"subject":{"type":"string","maxLength":120},"body":{"type":"string","maxLength":300},"send_at":{"type":["string","null"],"format":"date-time"}},"required":["to","subject","body","send_at"],"additionalProperties":false})"),
-      Json::parse(R"({"type":"object","properties":{"items":{"type":"array","maxItems":4,"items":{"type":"object","properties":{"sku":{"type":"string","pattern":"^[A-Z]{3}-[0-9]{4}$"},"quantity":{"type":"integer","minimum":1,"maximum":999},"price":{"type":"number","minimum":0,"exclusiveMaximum":10000}},"required":["sku","quantity"]}},"coupon":{"anyOf":[{"type":"string","maxLength":16},{"type":"null"}]},"shipping":{"$ref":"#/$defs/address"}},"required":["items","shipping"],"$defs":{"address":{"type":"object","properties":{"street":{"type":"string","maxLength":60},"zip":{"type":"string","pattern":"[0-9]{5}"},"country":{"const":"US"}},"required":["street","zip","country"]}}})"),
-      Json::parse(R"({"type":"object","properties":{"date":{"type":"string","format":"date"},"attendees":{"type":"array","items":{"type":"string","maxLength":40},"maxItems":6},"duration_minutes":{"type":"number","minimum":15,"maximum":480},"room":{"type":"string","nullable":true,"maxLength":20},"priority":{"enum":[1,2,3,"urgent"]}},"required":["date","duration_minutes"]})"),
-      Json::parse(R"({"type":"object","properties":{"path":{"type":"string","maxLength":80},"content":{"type":"string","maxLength":400},"metadata":{"type":"object","additionalProperties":{"type":"string","maxLength":30}}},"required":["path","content"]})"),
+      Json::parse(
+          R"({"type":"object","properties":{"location":{"type":"string","description":"City and country e.g. Bogotá, Colombia"},"unit":{"type":"string","enum":["celsius","fahrenheit"]}},"required":["location"],"additionalProperties":false})"),
+      Json::parse(
+          R"({"type":"object","properties":{"query":{"type":"string","maxLength":200},"max_results":{"type":"integer","minimum":1,"maximum":50},"safe_search":{"type":"boolean"}},"required":["query"]})"),
+      Json::parse(
+          R"({"type":"object","properties":{"to":{"type":"array","items":{"type":"string","format":"email"},"minItems":1,"maxItems":5},"subject":{"type":"string","maxLength":120},"body":{"type":"string","maxLength":300},"send_at":{"type":["string","null"],"format":"date-time"}},"required":["to","subject","body","send_at"],"additionalProperties":false})"),
+      Json::parse(
+          R"({"type":"object","properties":{"items":{"type":"array","maxItems":4,"items":{"type":"object","properties":{"sku":{"type":"string","pattern":"^[A-Z]{3}-[0-9]{4}$"},"quantity":{"type":"integer","minimum":1,"maximum":999},"price":{"type":"number","minimum":0,"exclusiveMaximum":10000}},"required":["sku","quantity"]}},"coupon":{"anyOf":[{"type":"string","maxLength":16},{"type":"null"}]},"shipping":{"$ref":"#/$defs/address"}},"required":["items","shipping"],"$defs":{"address":{"type":"object","properties":{"street":{"type":"string","maxLength":60},"zip":{"type":"string","pattern":"[0-9]{5}"},"country":{"const":"US"}},"required":["street","zip","country"]}}})"),
+      Json::parse(
+          R"({"type":"object","properties":{"date":{"type":"string","format":"date"},"attendees":{"type":"array","items":{"type":"string","maxLength":40},"maxItems":6},"duration_minutes":{"type":"number","minimum":15,"maximum":480},"room":{"type":"string","nullable":true,"maxLength":20},"priority":{"enum":[1,2,3,"urgent"]}},"required":["date","duration_minutes"]})"),
+      Json::parse(
+          R"({"type":"object","properties":{"path":{"type":"string","maxLength":80},"content":{"type":"string","maxLength":400},"metadata":{"type":"object","additionalProperties":{"type":"string","maxLength":30}}},"required":["path","content"]})"),
       Json::parse(R"({"type":"object","properties":{"node":{"$ref":"#/definitions/tree"}},"required":["node"],"definitions":{"tree":{"type":"object","properties":{"name":{"type":"string","maxLength":10},"children":{"type":"array","maxItems":2,"items":{"$ref":"#/definitions/tree"}}},"required":["name"]}}})"),
-      Json::parse(R"({"type":"object","properties":{"operation":{"oneOf":[{"type":"object","properties":{"op":{"const":"add"},"a":{"type":"number"},"b":{"type":"number"}},"required":["op","a","b"],"additionalProperties":false},{"type":"object","properties":{"op":{"const":"neg"},"x":{"type":"integer","minimum":-100,"maximum":100}},"required":["op","x"],"additionalProperties":false}]},"id":{"type":"string","format":"uuid"},"ip":{"type":"string","format":"ipv4"}},"required":["operation","id"]})"),
+      Json::parse(
+          R"({"type":"object","properties":{"operation":{"oneOf":[{"type":"object","properties":{"op":{"const":"add"},"a":{"type":"number"},"b":{"type":"number"}},"required":["op","a","b"],"additionalProperties":false},{"type":"object","properties":{"op":{"const":"neg"},"x":{"type":"integer","minimum":-100,"maximum":100}},"required":["op","x"],"additionalProperties":false}]},"id":{"type":"string","format":"uuid"},"ip":{"type":"string","format":"ipv4"}},"required":["operation","id"]})"),
   };
 }
 
@@ -112,13 +127,15 @@ inline std::vector<Json> tool_schema_corpus() {
 // tokens. Ends when the value is complete and a coin says so (always when nothing else is allowed).
 // Returns false when `max_tokens` ran out.
 inline bool random_walk(grammar::GrammarMatcher& matcher, grammar::TokenMasker& masker, const Tokenizer& tokenizer,
-                        std::mt19937_64& rng, bool adversarial, int max_tokens, std::string& out, std::vector<double>* mask_us = nullptr) {
+                        std::mt19937_64& rng, bool adversarial, int max_tokens, std::string& out,
+                        std::vector<double>* mask_us = nullptr) {
   std::vector<uint32_t> mask(static_cast<size_t>(masker.vocabulary().num_words()));
   std::vector<int32_t> allowed, odd;
   static const std::vector<bool> is_odd = [&] {  // tokens with structure in them
     std::vector<bool> flags(static_cast<size_t>(kNumOrdinaryTokens));
     for (TokenId t = 0; t < kNumOrdinaryTokens; ++t) {
-      flags[static_cast<size_t>(t)] = tokenizer.token_bytes(t).find_first_of("\"\\{}[],:0123456789 -") != std::string_view::npos;
+      flags[static_cast<size_t>(t)] =
+          tokenizer.token_bytes(t).find_first_of("\"\\{}[],:0123456789 -") != std::string_view::npos;
     }
     return flags;
   }();
@@ -130,7 +147,9 @@ inline bool random_walk(grammar::GrammarMatcher& matcher, grammar::TokenMasker& 
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &before);
     masker.fill_mask(matcher, mask);
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &after);
-    if (mask_us) mask_us->push_back(static_cast<double>(after.tv_sec - before.tv_sec) * 1e6 + static_cast<double>(after.tv_nsec - before.tv_nsec) * 1e-3);
+    if (mask_us)
+      mask_us->push_back(static_cast<double>(after.tv_sec - before.tv_sec) * 1e6 +
+                         static_cast<double>(after.tv_nsec - before.tv_nsec) * 1e-3);
     allowed.clear();
     odd.clear();
     for (size_t w = 0; w < mask.size(); ++w) {

@@ -1,10 +1,10 @@
 // `gossamer harmony render|parse` through the built binary: JSON out, errors on stderr with a non-zero exit.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sys/wait.h>
-
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "harmony_test_util.h"
@@ -77,7 +77,8 @@ TEST_F(HarmonyCli, RenderMatchesVectorAndParsesBack) {
   const Json parsed = Json::parse(result.out);
   Json original = Json::parse(read_file(chat));
   for (Json& message : original["messages"]) {
-    if (message["content"].is_string()) message["content"] = Json::array({{{"type", "text"}, {"text", message["content"]}}});
+    if (message["content"].is_string())
+      message["content"] = Json::array({{{"type", "text"}, {"text", message["content"]}}});
   }
   EXPECT_EQ(parsed.at("messages"), original.at("messages"));
 

@@ -1,12 +1,12 @@
 // Bounded, deterministic fuzzing of the Harmony parser (and a render → parse property test).
 // The parser must return messages or throw gossamer::Error on any id stream, never crash or throw anything else.
+#include <gtest/gtest.h>
+
 #include <array>
 #include <chrono>
 #include <climits>
 #include <iterator>
 #include <random>
-
-#include <gtest/gtest.h>
 
 #include "harmony_test_util.h"
 #include "text/harmony_parser.h"
@@ -22,9 +22,11 @@ class StreamGenerator {
  public:
   StreamGenerator(std::shared_ptr<const Tokenizer> tokenizer, uint64_t seed)
       : tokenizer_(std::move(tokenizer)), rng_(seed) {
-    for (const char* piece : {"assistant", "user", "tool", "functions.f", " to=", "to=browser.search", "analysis",
-                              "final", "commentary", " code", "json", " ", "\n", "{\"a\": 1}", "\u00e9", "\U0001F496",
-                              "<|channel|>", "<|constrain|>", "<|", "|>", "to=", "=", "a b c"}) {
+    for (const char* piece :
+         {"assistant", "user",       "tool",       "functions.f", " to=",        "to=browser.search",
+          "analysis",  "final",      "commentary", " code",       "json",        " ",
+          "\n",        "{\"a\": 1}", "\u00e9",     "\U0001F496",  "<|channel|>", "<|constrain|>",
+          "<|",        "|>",         "to=",        "=",           "a b c"}) {
       for (TokenId id : tokenizer_->encode_ordinary(piece)) pieces_.push_back(id);
     }
   }
@@ -43,11 +45,11 @@ class StreamGenerator {
 
   TokenId random_id() {
     switch (pick(8)) {
-      case 0: return static_cast<TokenId>(200000 + pick(14));                       // format specials
-      case 1: return static_cast<TokenId>(pick(kVocabSize + 2));                     // anything, a bit past the end
+      case 0: return static_cast<TokenId>(200000 + pick(14));     // format specials
+      case 1: return static_cast<TokenId>(pick(kVocabSize + 2));  // anything, a bit past the end
       case 2: return std::array<TokenId, 5>{-1, INT_MIN, INT_MAX, 201088, 201089}[pick(5)];  // invalid
-      case 3: return static_cast<TokenId>(pick(256));                                // single bytes (lone UTF-8)
-      case 4: return std::array<TokenId, 3>{9552, 31446, 244}[pick(3)];             // partial characters
+      case 3: return static_cast<TokenId>(pick(256));                    // single bytes (lone UTF-8)
+      case 4: return std::array<TokenId, 3>{9552, 31446, 244}[pick(3)];  // partial characters
       default: return pieces_[pick(pieces_.size())];
     }
   }
@@ -164,8 +166,9 @@ TEST(HarmonyFuzz, ParserNeverCrashes) {
 
 TEST(HarmonyFuzz, HeaderGrammarNeverCrashes) {
   std::mt19937_64 rng(7);
-  const std::vector<std::string> atoms = {"assistant", "tool", "x.y", "to=", "to=a", "<|channel|>", "<|constrain|>",
-                                          " ", "\t", "\u3000", "\u00a0", "<", "json", "\xF0\x9F", "", "user"};
+  const std::vector<std::string> atoms = {"assistant",     "tool",     "x.y", "to=",    "to=a",   "<|channel|>",
+                                          "<|constrain|>", " ",        "\t",  "\u3000", "\u00a0", "<",
+                                          "json",          "\xF0\x9F", "",    "user"};
   for (int i = 0; i < 20000; ++i) {
     std::string header;
     for (size_t n = rng() % 8; n > 0; --n) header += atoms[rng() % atoms.size()];
@@ -182,8 +185,9 @@ TEST(HarmonyFuzz, RenderParseRoundTrip) {
   const auto tokenizer = any_tokenizer();
   const HarmonyRenderer renderer(tokenizer);
   std::mt19937_64 rng(11);
-  const std::vector<std::string> texts = {"hi", "", "2 + 2 = 4", "{\"a\": [1, 2]}", "<|end|> is text here",
-                                          "caf\u00e9 \U0001F496", "line\nbreak", "  spaces  "};
+  const std::vector<std::string> texts = {
+      "hi",          "",          "2 + 2 = 4", "{\"a\": [1, 2]}", "<|end|> is text here", "caf\u00e9 \U0001F496",
+      "line\nbreak", "  spaces  "};
   for (int i = 0; i < 300; ++i) {
     Conversation c;
     for (size_t n = 1 + rng() % 6; n > 0; --n) {

@@ -1,9 +1,10 @@
 // Lenient parsing of the malformed headers gpt-oss is known to emit (issue #11 §3): each becomes a proper
 // message (role, channel, recipient) instead of leaking markup into content or a tool name.
+#include "text/harmony_header_repair.h"
+
 #include <gtest/gtest.h>
 
 #include "harmony_test_util.h"
-#include "text/harmony_header_repair.h"
 #include "text/harmony_parser.h"
 
 namespace gossamer::text::harmony {
@@ -18,20 +19,23 @@ std::vector<Message> lenient(const std::string& text) {
 const std::string kArgs = R"({"city":"Paris"})";
 
 TEST(HarmonyHeaderRepair, ChannelMarkerInsideTheToolName) {
-  for (const std::string header : {"<|channel|>commentary to=functions.get_weather<|channel|>commentary <|constrain|>json",
-                                   " to=functions.get_weather<|channel|>commentary<|channel|>commentary json"}) {
+  for (const std::string header :
+       {"<|channel|>commentary to=functions.get_weather<|channel|>commentary <|constrain|>json",
+        " to=functions.get_weather<|channel|>commentary<|channel|>commentary json"}) {
     const auto messages = lenient(std::string(header).append("<|message|>").append(kArgs).append("<|call|>"));
     ASSERT_EQ(messages.size(), 1u) << header;
     EXPECT_EQ(messages[0].recipient, "functions.get_weather") << header;
     EXPECT_EQ(messages[0].channel, "commentary") << header;
   }
   // Strict mode leaks it (this is what the repair is for) or fails.
-  const ParsedHeader strict = parse_harmony_header("<|channel|>commentary to=functions.f<|channel|>commentary", Role::kAssistant);
+  const ParsedHeader strict =
+      parse_harmony_header("<|channel|>commentary to=functions.f<|channel|>commentary", Role::kAssistant);
   EXPECT_TRUE(header_needs_repair(strict));
 }
 
 TEST(HarmonyHeaderRepair, RecipientAfterTheContentType) {
-  const auto messages = lenient("<|channel|>commentary <|constrain|>json to=functions.get_weather<|message|>" + kArgs + "<|call|>");
+  const auto messages =
+      lenient("<|channel|>commentary <|constrain|>json to=functions.get_weather<|message|>" + kArgs + "<|call|>");
   ASSERT_EQ(messages.size(), 1u);
   EXPECT_EQ(messages[0].recipient, "functions.get_weather");
   EXPECT_EQ(messages[0].content_type, "<|constrain|>json");
@@ -39,7 +43,8 @@ TEST(HarmonyHeaderRepair, RecipientAfterTheContentType) {
 }
 
 TEST(HarmonyHeaderRepair, RoleThatSwallowedTheChannel) {
-  auto messages = lenient("<|channel|>analysis<|message|>think<|end|><|start|>assistantcommentary to=functions.f<|message|>{}<|call|>");
+  auto messages = lenient(
+      "<|channel|>analysis<|message|>think<|end|><|start|>assistantcommentary to=functions.f<|message|>{}<|call|>");
   ASSERT_EQ(messages.size(), 2u);
   EXPECT_EQ(messages[1].author.role, Role::kAssistant);
   EXPECT_EQ(messages[1].channel, "commentary");
@@ -62,8 +67,8 @@ TEST(HarmonyHeaderRepair, LeftoverRecipientWordsAndAMissingStart) {
 }
 
 TEST(HarmonyHeaderRepair, ValidHeadersAreUnchanged) {
-  for (const char* text : {"assistant<|channel|>commentary to=functions.f <|constrain|>json", "assistant<|channel|>final",
-                           "functions.f to=assistant<|channel|>commentary"}) {
+  for (const char* text : {"assistant<|channel|>commentary to=functions.f <|constrain|>json",
+                           "assistant<|channel|>final", "functions.f to=assistant<|channel|>commentary"}) {
     const ParsedHeader strict = parse_harmony_header(text, std::nullopt);
     EXPECT_FALSE(header_needs_repair(strict)) << text;
     const ParsedHeader repaired = repair_harmony_header(text, std::nullopt);

@@ -1,17 +1,20 @@
 // Streaming parser beyond the upstream vectors: header grammar, strict/lenient, UTF-8 streaming, getters.
-#include <functional>
+#include "text/harmony_parser.h"
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "harmony_test_util.h"
-#include "text/harmony_parser.h"
 
 namespace gossamer::text::harmony {
 namespace {
 
 using namespace test_support;
 
-std::vector<TokenId> encode_all(const std::string& text) { return any_tokenizer()->encode(text, {}, true); }
+std::vector<TokenId> encode_all(const std::string& text) {
+  return any_tokenizer()->encode(text, {}, true);
+}
 
 std::vector<Message> parse(const std::string& text, std::optional<Role> hint, bool strict = true) {
   return parse_completion_tokens(any_tokenizer(), encode_all(text), hint, strict);
@@ -73,10 +76,9 @@ TEST(HarmonyHeader, Grammar) {
 TEST(HarmonyParser, DocsTokenList) {
   const auto tokenizer = real_tokenizer();
   GOSSAMER_REQUIRE_REAL_TOKENIZER(tokenizer);
-  const std::vector<TokenId> ids = {200005, 35644, 200008, 1844,  31064, 25,    392,    4827,  382,   220,
-                                    17,     659,   220,    17,    16842, 12295, 81645,  13,    51441, 6052,
-                                    13,     200007, 200006, 173781, 200005, 17196, 200008, 17,   659,   220,
-                                    17,     314,   220,    19,    13,    200002};
+  const std::vector<TokenId> ids = {200005, 35644, 200008, 1844,  31064, 25,  392,   4827, 382, 220,    17,     659,
+                                    220,    17,    16842,  12295, 81645, 13,  51441, 6052, 13,  200007, 200006, 173781,
+                                    200005, 17196, 200008, 17,    659,   220, 17,    314,  220, 19,     13,     200002};
   const auto messages = parse_completion_tokens(tokenizer, ids, Role::kAssistant);
   ASSERT_EQ(messages.size(), 2u);
   EXPECT_EQ(messages[0].text_content(), "User asks: \"What is 2 + 2?\" Simple arithmetic. Provide answer.");
@@ -104,8 +106,9 @@ TEST(HarmonyParser, StrictAndLenient) {
   const std::string tail =
       "<|start|>assistant<|channel|>analysis<|message|>We must refuse<|end|>"
       "<|start|>assistant<|channel|>final<|message|>I'm sorry, but I can't help with that.<|return|>";
-  EXPECT_NE(error_of([&] { parse("I must refuse<|end|>" + tail, Role::kAssistant); })
-                .find("unexpected tokens remaining in message header"),
+  EXPECT_NE(error_of([&] {
+              parse("I must refuse<|end|>" + tail, Role::kAssistant);
+            }).find("unexpected tokens remaining in message header"),
             std::string::npos);
   auto lenient = parse("I must refuse<|end|>" + tail, Role::kAssistant, false);
   ASSERT_EQ(lenient.size(), 3u);
@@ -124,11 +127,12 @@ TEST(HarmonyParser, StrictAndLenient) {
   lenient = parse("... Let's use the tool.<|end|>" + tool_call, Role::kAssistant, false);
   ASSERT_EQ(lenient.size(), 2u);
   EXPECT_EQ(lenient[0], make_message(Role::kAssistant, "... Let's use the tool."));
-  EXPECT_EQ(lenient[1], make_message(Role::kAssistant, "{\"city\": \"Paris\"}", "commentary", "functions.get_weather",
-                                     "json"));
+  EXPECT_EQ(lenient[1],
+            make_message(Role::kAssistant, "{\"city\": \"Paris\"}", "commentary", "functions.get_weather", "json"));
 
-  EXPECT_NE(error_of([&] { parse("<|channel|>commentary Hello<|end|>", Role::kAssistant); })
-                .find("Unexpected EOS while waiting for message header to complete"),
+  EXPECT_NE(error_of([&] {
+              parse("<|channel|>commentary Hello<|end|>", Role::kAssistant);
+            }).find("Unexpected EOS while waiting for message header to complete"),
             std::string::npos);
   lenient = parse("<|channel|>commentary Hello<|end|>", Role::kAssistant, false);
   ASSERT_EQ(lenient.size(), 1u);
@@ -143,9 +147,9 @@ TEST(HarmonyParser, StrictAndLenient) {
 TEST(HarmonyParser, ExpectStartErrorsAndFailedState) {
   const auto tokenizer = any_tokenizer();
   HarmonyParser parser(tokenizer, std::nullopt);
-  EXPECT_NE(error_of([&] { parser.process(tokenizer->encode_ordinary("x")[0]); })
-                .find("while expecting start token 200006"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] { parser.process(tokenizer->encode_ordinary("x")[0]); }).find("while expecting start token 200006"),
+      std::string::npos);
   EXPECT_NE(error_of([&] { parser.process(kStartToken); }).find("already failed"), std::string::npos);
   EXPECT_THROW(parser.process_eos(), Error);
   // EOS right after a stop token is fine.

@@ -1,11 +1,13 @@
 // Renderer and JSON form beyond the upstream vectors: message forms, modes, errors, JSON round trips.
+#include "text/harmony_renderer.h"
+
 #include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
 
 #include "harmony_test_util.h"
 #include "text/harmony_json.h"
 #include "text/harmony_parser.h"
-#include "text/harmony_renderer.h"
 
 namespace gossamer::text::harmony {
 namespace {
@@ -105,7 +107,8 @@ TEST(HarmonyRenderer, FunctionsNoteOnlyForDeveloperFunctions) {
 
 TEST(HarmonyRenderer, NamespacesRenderSorted) {
   DeveloperContent developer;
-  developer.tools = ToolNamespaces{{"zeta", ToolNamespace{"zeta", "Z.", {}}}, {"alpha", ToolNamespace{"alpha", "A.", {}}}};
+  developer.tools =
+      ToolNamespaces{{"zeta", ToolNamespace{"zeta", "Z.", {}}}, {"alpha", ToolNamespace{"alpha", "A.", {}}}};
   EXPECT_EQ(HarmonyRenderer::developer_content_text(developer), "# Tools\n\n## alpha\n\nA.\n\n## zeta\n\nZ.");
 }
 

@@ -1,6 +1,8 @@
 // Shared helpers of the Harmony tests: the tokenizer they run on, vector files, small builders.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -9,8 +11,6 @@
 #include <string_view>
 #include <unordered_set>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "core/error.h"
 #include "text/harmony_message.h"
@@ -69,10 +69,10 @@ class ByteTokenizer final : public Tokenizer {
 
   ByteTokenizer() {
     for (int i = 0; i < 256; ++i) bytes_[i] = static_cast<char>(i);
-    const char* named[] = {"<|startoftext|>", "<|endoftext|>", "<|reserved_200000|>", "<|reserved_200001|>",
-                           "<|return|>",      "<|constrain|>", "<|reserved_200004|>", "<|channel|>",
-                           "<|start|>",       "<|end|>",       "<|message|>",         "<|reserved_200009|>",
-                           "<|reserved_200010|>", "<|reserved_200011|>", "<|call|>"};
+    const char* named[] = {
+        "<|startoftext|>", "<|endoftext|>",       "<|reserved_200000|>", "<|reserved_200001|>", "<|return|>",
+        "<|constrain|>",   "<|reserved_200004|>", "<|channel|>",         "<|start|>",           "<|end|>",
+        "<|message|>",     "<|reserved_200009|>", "<|reserved_200010|>", "<|reserved_200011|>", "<|call|>"};
     for (const char* name : named) specials_.emplace_back(name);
     for (TokenId id = 200013; id < kVocabSize; ++id) specials_.push_back("<|reserved_" + std::to_string(id) + "|>");
   }
@@ -94,14 +94,14 @@ bool running_under_ci();
 
 // For tests that need the real tokenizer: without its npm data they skip on a developer's machine, and
 // fail under CI, where a missing fixture means a broken set-up (a skip would pass it).
-#define GOSSAMER_REQUIRE_REAL_TOKENIZER(tokenizer)                                                        \
-  do {                                                                                                    \
-    if ((tokenizer) == nullptr) {                                                                         \
-      if (::gossamer::text::harmony::test_support::running_under_ci()) {                                  \
+#define GOSSAMER_REQUIRE_REAL_TOKENIZER(tokenizer)                                                         \
+  do {                                                                                                     \
+    if ((tokenizer) == nullptr) {                                                                          \
+      if (::gossamer::text::harmony::test_support::running_under_ci()) {                                   \
         FAIL() << "the real o200k_harmony tokenizer (npm data) is missing under CI: run scripts/setup.sh"; \
-      }                                                                                                   \
-      GTEST_SKIP() << "needs the real o200k_harmony tokenizer (npm data: scripts/setup.sh)";              \
-    }                                                                                                     \
+      }                                                                                                    \
+      GTEST_SKIP() << "needs the real o200k_harmony tokenizer (npm data: scripts/setup.sh)";               \
+    }                                                                                                      \
   } while (0)
 
 // The real tokenizer when available, else the byte stand-in.

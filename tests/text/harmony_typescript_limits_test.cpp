@@ -1,9 +1,9 @@
 // Hostile schemas: the TypeScript renderer and the schema limits over nested, recursive-looking and huge
 // schemas (issue #11 §1: a 10,000-level schema used to overflow the stack; 2,000 levels took 22 s).
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 
@@ -92,7 +92,8 @@ Json random_schema(std::mt19937& rng, int depth) {
   if (pick(rng) < 5) schema["items"] = random_schema(rng, depth - 1);
   if (pick(rng) < 6) {
     Json properties = Json::object();
-    for (int i = 0; i < pick(rng) % 4; ++i) properties[std::string("k").append(std::to_string(i))] = random_schema(rng, depth - 1);
+    for (int i = 0; i < pick(rng) % 4; ++i)
+      properties[std::string("k").append(std::to_string(i))] = random_schema(rng, depth - 1);
     schema["properties"] = pick(rng) < 9 ? properties : Json("junk");
   }
   if (pick(rng) < 2) schema["oneOf"] = Json::array({random_schema(rng, depth - 1), random_schema(rng, depth - 1)});

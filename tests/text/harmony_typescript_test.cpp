@@ -1,16 +1,20 @@
 // JSON Schema → TypeScript-like types beyond the upstream vectors (cases read from openai-harmony's code).
+#include "text/harmony_typescript.h"
+
 #include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
 
 #include "text/harmony_renderer.h"
-#include "text/harmony_typescript.h"
 
 namespace gossamer::text::harmony {
 namespace {
 
 using Json = nlohmann::ordered_json;
 
-std::string ts(const char* schema) { return json_schema_to_typescript(Json::parse(schema)); }
+std::string ts(const char* schema) {
+  return json_schema_to_typescript(Json::parse(schema));
+}
 
 TEST(HarmonyTypescript, Scalars) {
   EXPECT_EQ(ts(R"({"type":"string"})"), "string");
@@ -30,7 +34,9 @@ TEST(HarmonyTypescript, Scalars) {
   EXPECT_EQ(ts("[1,2]"), "any");
 }
 
-TEST(HarmonyTypescript, EmptyObject) { EXPECT_EQ(ts(R"({"type":"object","properties":{}})"), "{\n}"); }
+TEST(HarmonyTypescript, EmptyObject) {
+  EXPECT_EQ(ts(R"({"type":"object","properties":{}})"), "{\n}");
+}
 
 TEST(HarmonyTypescript, PropertyOrderIsInputOrder) {
   EXPECT_EQ(ts(R"({"type":"object","properties":{"zeta":{"type":"string"},"alpha":{"type":"integer"}},

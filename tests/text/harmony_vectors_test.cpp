@@ -1,12 +1,12 @@
 // Every upstream openai/harmony test vector (tests/data/harmony_vectors), built as upstream's tests build them.
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "harmony_test_util.h"
 #include "text/harmony_parser.h"
@@ -76,14 +76,14 @@ Conversation browser_and_function_convo() {
 
 Conversation functions_with_parameters_convo() {
   const Json format = Json::parse(R"({"type":"string","enum":["celsius","fahrenheit"],"default":"celsius"})");
-  Json weather = Json::parse(
-      R"({"type":"object","properties":{"location":{"type":"string",)"
-      R"("description":"The city and state, e.g. San Francisco, CA"}},"required":["location"]})");
+  Json weather =
+      Json::parse(R"({"type":"object","properties":{"location":{"type":"string",)"
+                  R"("description":"The city and state, e.g. San Francisco, CA"}},"required":["location"]})");
   weather["properties"]["format"] = format;
-  Json weathers = Json::parse(
-      R"({"type":"object","properties":{"locations":{"type":"array","items":{"type":"string"},)"
-      R"("description":"List of city and state, e.g. [\"San Francisco, CA\", \"New York, NY\"]"}},)"
-      R"("required":["locations"]})");
+  Json weathers =
+      Json::parse(R"({"type":"object","properties":{"locations":{"type":"array","items":{"type":"string"},)"
+                  R"("description":"List of city and state, e.g. [\"San Francisco, CA\", \"New York, NY\"]"}},)"
+                  R"("required":["locations"]})");
   weathers["properties"]["format"] = format;
   const Json kitchensink = Json::parse(R"({
     "description": "params object", "type": "object",
@@ -100,13 +100,13 @@ Conversation functions_with_parameters_convo() {
   DeveloperContent developer;
   developer.instructions = "Always respond in riddles";
   developer.tools = ToolNamespaces{
-      {"functions", functions_namespace({
-                        {"get_location", "Gets the location of the user.", std::nullopt},
-                        {"get_current_weather", "Gets the current weather in the provided location.", weather},
-                        {"get_multiple_weathers", "Gets the current weather in the provided list of locations.",
-                         weathers},
-                        {"kitchensink", "A function with various complex schemas.", kitchensink},
-                    })}};
+      {"functions",
+       functions_namespace({
+           {"get_location", "Gets the location of the user.", std::nullopt},
+           {"get_current_weather", "Gets the current weather in the provided location.", weather},
+           {"get_multiple_weathers", "Gets the current weather in the provided list of locations.", weathers},
+           {"kitchensink", "A function with various complex schemas.", kitchensink},
+       })}};
   SystemContent system = dated();
   system.reasoning_effort = ReasoningEffort::kHigh;
   return Conversation{{system_message(system), developer_message(developer),
@@ -149,8 +149,12 @@ struct RenderCase {
   RenderOptions options;
 };
 
-RenderOptions conversation_mode() { return RenderOptions{RenderMode::kConversation, Role::kAssistant, true}; }
-RenderOptions keep_analysis() { return RenderOptions{RenderMode::kCompletion, Role::kAssistant, false}; }
+RenderOptions conversation_mode() {
+  return RenderOptions{RenderMode::kConversation, Role::kAssistant, true};
+}
+RenderOptions keep_analysis() {
+  return RenderOptions{RenderMode::kCompletion, Role::kAssistant, false};
+}
 
 const std::map<std::string, RenderCase>& render_cases() {
   using R = ReasoningEffort;
@@ -239,11 +243,10 @@ std::vector<std::string> render_case_names() {
   return names;
 }
 
-INSTANTIATE_TEST_SUITE_P(All, HarmonyRenderVector, ::testing::ValuesIn(render_case_names()),
-                         [](const auto& info) {
-                           std::string name = info.param.substr(0, info.param.size() - 4);
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(All, HarmonyRenderVector, ::testing::ValuesIn(render_case_names()), [](const auto& info) {
+  std::string name = info.param.substr(0, info.param.size() - 4);
+  return name;
+});
 
 // The text vectors that are parser inputs must also be what the tokenizer gives for them.
 TEST(HarmonyVectors, ParserTextVectorsTokenizeToExpectedIds) {

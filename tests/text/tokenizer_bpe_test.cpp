@@ -202,12 +202,12 @@ TEST(BpeTest, CharacterStartsMatchTheNaiveReference) {
   const RankTable table(std::move(data.arena), std::move(data.offsets));
   size_t inside_words = 0;  // characters that may start as one token between two non-ASCII bytes
   for (char32_t cp = 0x80; cp < 0x10000; ++cp) inside_words += table.char_token(cp, 0xB0, 0xD0) != kNoRank;
-  EXPECT_GT(inside_words, 1000u);  // the shortcut is in use
+  EXPECT_GT(inside_words, 1000u);                        // the shortcut is in use
   EXPECT_NE(table.char_token(0x4E2D, -1, -1), kNoRank);  // alone, any character whose bytes merge to one token
   std::mt19937_64 rng(11);
-  const std::vector<std::pair<char32_t, char32_t>> ranges = {
-      {0x80, 0x7FF}, {0x400, 0x4FF}, {0x900, 0x97F}, {0xE00, 0xE7F}, {0x3040, 0x30FF}, {0x4E00, 0x9FFF},
-      {0xAC00, 0xD7A3}, {0xFF00, 0xFFEF}, {0x800, 0xFFFF}};
+  const std::vector<std::pair<char32_t, char32_t>> ranges = {{0x80, 0x7FF},    {0x400, 0x4FF},   {0x900, 0x97F},
+                                                             {0xE00, 0xE7F},   {0x3040, 0x30FF}, {0x4E00, 0x9FFF},
+                                                             {0xAC00, 0xD7A3}, {0xFF00, 0xFFEF}, {0x800, 0xFFFF}};
   for (int trial = 0; trial < 3000; ++trial) {
     std::string piece;
     const size_t target = trial < 2500 ? 2 + rng() % 60 : 128 + rng() % 300;  // both merge variants

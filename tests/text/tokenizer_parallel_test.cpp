@@ -39,10 +39,30 @@ std::vector<int32_t> reference_encode(std::string_view text) {
 
 // ~`bytes` of text: repeated multi-token words (cache hits), rare scripts, long runs, few or many safe splits.
 std::string long_text(uint32_t seed, size_t bytes, int flavour) {
-  static const std::vector<std::string> words = {
-      " internationalization", " Donaudampfschifffahrt", " превосходительство", " 東京特許許可局長", "ภาษาไทยง่ายนิดเดียว",
-      " naïveté", "  ", "\n", "\r\n", " 12345678", "HTTPServerError", " can't", "'LL", "🙂👍🏽", "\t", "e\xCC\x81",
-      "\xC2\xA0", "!!!", "//", " a", "中文字符测试", " שלום", " مرحبا", "\xE3\x80\x80"};
+  static const std::vector<std::string> words = {" internationalization",
+                                                 " Donaudampfschifffahrt",
+                                                 " превосходительство",
+                                                 " 東京特許許可局長",
+                                                 "ภาษาไทยง่ายนิดเดียว",
+                                                 " naïveté",
+                                                 "  ",
+                                                 "\n",
+                                                 "\r\n",
+                                                 " 12345678",
+                                                 "HTTPServerError",
+                                                 " can't",
+                                                 "'LL",
+                                                 "🙂👍🏽",
+                                                 "\t",
+                                                 "e\xCC\x81",
+                                                 "\xC2\xA0",
+                                                 "!!!",
+                                                 "//",
+                                                 " a",
+                                                 "中文字符测试",
+                                                 " שלום",
+                                                 " مرحبا",
+                                                 "\xE3\x80\x80"};
   std::mt19937 rng(seed);
   std::string out;
   while (out.size() < bytes) {

@@ -64,7 +64,9 @@ void expect_same_pieces(const Pretokenizer& pre, std::string_view text, const st
   ASSERT_EQ(got, want) << what << ": " << first_difference(text, got, want);
 }
 
-bool is_scalar(char32_t cp) { return cp < 0xD800 || (cp > 0xDFFF && cp <= 0x10FFFF); }
+bool is_scalar(char32_t cp) {
+  return cp < 0xD800 || (cp > 0xDFFF && cp <= 0x10FFFF);
+}
 
 TEST(PieceScannerTest, SplitsLikeTheSpec) {
   const auto pieces = [](std::string_view text) {
@@ -81,9 +83,11 @@ TEST(PieceScannerTest, SplitsLikeTheSpec) {
   EXPECT_EQ(pieces("foo/bar//baz\n/"), (V{"foo", "/bar", "//", "baz", "\n", "/"}));
   EXPECT_EQ(pieces("trailing   "), (V{"trailing", "   "}));
   EXPECT_EQ(pieces(""), V{});
-  EXPECT_EQ(pieces("it\xC5\xBF x'"), (V{"it\xC5\xBF", " x", "'"}));       // U+017F is a letter itself
-  EXPECT_EQ(pieces("it'\xC5\xBF"), (V{"it'\xC5\xBF"}));                     // and 's case-insensitively
-  EXPECT_EQ(pieces("\xCC\x81" "ABC"), (V{"\xCC\x81", "ABC"}));             // a lone mark before capitals
+  EXPECT_EQ(pieces("it\xC5\xBF x'"), (V{"it\xC5\xBF", " x", "'"}));  // U+017F is a letter itself
+  EXPECT_EQ(pieces("it'\xC5\xBF"), (V{"it'\xC5\xBF"}));              // and 's case-insensitively
+  EXPECT_EQ(pieces("\xCC\x81"
+                   "ABC"),
+            (V{"\xCC\x81", "ABC"}));  // a lone mark before capitals
 }
 
 TEST(PieceScannerTest, AsciiIsBlockZeroOfTheClassTable) {
@@ -94,8 +98,8 @@ TEST(PieceScannerTest, AsciiIsBlockZeroOfTheClassTable) {
   EXPECT_EQ(classes::of('\t'), classes::kSpace);
   EXPECT_EQ(classes::of(0x1C), 0);  // not White_Space
   EXPECT_EQ(classes::of(0x85), classes::kSpace);
-  EXPECT_EQ(classes::of(0x0301), classes::kUpper | classes::kLower);                     // a mark
-  EXPECT_EQ(classes::of(0x4E2D), classes::kUpper | classes::kLower | classes::kLetter);  // Lo
+  EXPECT_EQ(classes::of(0x0301), classes::kUpper | classes::kLower);                      // a mark
+  EXPECT_EQ(classes::of(0x4E2D), classes::kUpper | classes::kLower | classes::kLetter);   // Lo
   EXPECT_EQ(classes::of(0x105C0), classes::kUpper | classes::kLower | classes::kLetter);  // Unicode 16 Lo
   EXPECT_EQ(classes::of(0x10FFFF), 0);
 }
@@ -104,8 +108,8 @@ TEST(PieceScannerTest, AsciiIsBlockZeroOfTheClassTable) {
 // digits, spaces, newlines, apostrophes, slashes and runs of itself.
 TEST(PieceScannerTest, EveryCodePointInContextMatchesPcre2) {
   const Pretokenizer pre;
-  static const char* const kContexts[] = {"a", "A", " ", "1", "'s", "!", "\n", "/", "\xCC\x81", "\xE4\xB8\xAD", "\t",
-                                          "\xC2\xA0", "'", "x y", "\r\n"};
+  static const char* const kContexts[] = {
+      "a", "A", " ", "1", "'s", "!", "\n", "/", "\xCC\x81", "\xE4\xB8\xAD", "\t", "\xC2\xA0", "'", "x y", "\r\n"};
   std::string text;
   char32_t block_start = 0;
   for (char32_t cp = 0; cp <= 0x110000; ++cp) {
@@ -132,9 +136,10 @@ TEST(PieceScannerTest, EveryCodePointInContextMatchesPcre2) {
 
 std::string random_text(std::mt19937_64& rng, size_t chars) {
   // Mostly code points near the interesting ones, some anywhere.
-  static const std::vector<char32_t> picks = {' ', ' ', '\n', '\r', '\t', '\'', '/', 's', 'S', 't', 'e', 'l', 'L',
-                                              'A', 'Z', 'a', 'z', '0', '9', '!', '.', 0x85, 0xA0, 0x17F, 0x1C5, 0x2B0,
-                                              0x301, 0x4E2D, 0x3000, 0x2028, 0x1F642, 0x0660, 0x2167, 0x00B2, 0x1C};
+  static const std::vector<char32_t> picks = {' ',    ' ',    '\n',   '\r',    '\t',   '\'',   '/',    's',   'S',
+                                              't',    'e',    'l',    'L',     'A',    'Z',    'a',    'z',   '0',
+                                              '9',    '!',    '.',    0x85,    0xA0,   0x17F,  0x1C5,  0x2B0, 0x301,
+                                              0x4E2D, 0x3000, 0x2028, 0x1F642, 0x0660, 0x2167, 0x00B2, 0x1C};
   std::string out;
   for (size_t i = 0; i < chars; ++i) {
     char32_t cp;

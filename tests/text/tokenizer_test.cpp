@@ -191,7 +191,7 @@ TEST(TokenizerTest, InvalidUtf8IsRejectedWithTheOffset) {
   }
   // Valid edge cases: U+0000, U+10FFFF, U+FFFF, U+D7FF, U+E000.
   for (const std::string& good : {std::string("a\0b", 3), std::string("\xF4\x8F\xBF\xBF"), std::string("\xEF\xBF\xBF"),
-                                 std::string("\xED\x9F\xBF"), std::string("\xEE\x80\x80")}) {
+                                  std::string("\xED\x9F\xBF"), std::string("\xEE\x80\x80")}) {
     const auto ids = tok.encode_ordinary(good);
     EXPECT_EQ(tok.decode_bytes(ids), good);
   }

@@ -60,10 +60,12 @@ const char* CudaCommunicator::path_for(const void* data, int64_t count, DType dt
 void CudaCommunicator::all_reduce(void* data, int64_t count, DType dtype, ReduceOp op, void* stream) {
   if (!abort_reason_.empty()) throw CommError("rank " + std::to_string(rank()) + ": group aborted: " + abort_reason_);
   const auto cuda_stream = static_cast<cudaStream_t>(stream);
-  if (op == ReduceOp::kSum && ipc_ && ipc_->supports(data, count, dtype)) return ipc_->all_reduce(data, count, dtype, cuda_stream);
+  if (op == ReduceOp::kSum && ipc_ && ipc_->supports(data, count, dtype))
+    return ipc_->all_reduce(data, count, dtype, cuda_stream);
   if (!nccl_) {
     throw CommError("rank " + std::to_string(rank()) + ": all_reduce of " + std::to_string(count) +
-                    " elements needs NCCL (IPC-only group: sums up to " + std::to_string(options_.ipc_max_bytes) + " bytes)");
+                    " elements needs NCCL (IPC-only group: sums up to " + std::to_string(options_.ipc_max_bytes) +
+                    " bytes)");
   }
   nccl_->all_reduce(data, count, dtype, op, cuda_stream);
 }
@@ -98,7 +100,8 @@ void CudaCommunicator::synchronize(void* opaque_stream) {
       }
       return;
     }
-    if (state != cudaErrorNotReady) throw CommError(std::string("rank ") + std::to_string(rank()) + ": stream failed: " + cudaGetErrorString(state));
+    if (state != cudaErrorNotReady)
+      throw CommError(std::string("rank ") + std::to_string(rank()) + ": stream failed: " + cudaGetErrorString(state));
     if (nccl_) {
       // NCCL's own timed wait (polls its asynchronous error, aborts on the deadline).
       nccl_->synchronize(stream);
@@ -106,7 +109,8 @@ void CudaCommunicator::synchronize(void* opaque_stream) {
     }
     if (Clock::now() >= deadline) {
       abort("timeout");
-      throw CommError("rank " + std::to_string(rank()) + ": stream did not finish within " + std::to_string(options_.timeout.count()) + " ms");
+      throw CommError("rank " + std::to_string(rank()) + ": stream did not finish within " +
+                      std::to_string(options_.timeout.count()) + " ms");
     }
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }

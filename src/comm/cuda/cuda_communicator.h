@@ -24,9 +24,9 @@ class IpcAllReduce;
 class NcclCommunicator;
 
 struct CudaCommOptions {
-  BootstrapConfig bootstrap;             // rank, world size, rank 0's host:port, bootstrap timeout
-  int device = 0;                        // this rank's CUDA device ordinal (all GPUs visible: IPC needs them)
-  bool use_nccl = true;                  // false: IPC only (ranks sharing one GPU, which NCCL refuses)
+  BootstrapConfig bootstrap;                 // rank, world size, rank 0's host:port, bootstrap timeout
+  int device = 0;                            // this rank's CUDA device ordinal (all GPUs visible: IPC needs them)
+  bool use_nccl = true;                      // false: IPC only (ranks sharing one GPU, which NCCL refuses)
   int64_t ipc_max_bytes = int64_t{1} << 20;  // sums up to this take the one-shot IPC path (0 = never)
   std::chrono::milliseconds timeout{60000};  // for every collective and synchronize()
 };
@@ -38,7 +38,8 @@ class CudaCommunicator final : public Communicator {
 
   int rank() const override { return bootstrap_->rank(); }
   int world_size() const override { return bootstrap_->world_size(); }
-  void all_reduce(void* data, int64_t count, DType dtype, ReduceOp op = ReduceOp::kSum, void* stream = nullptr) override;
+  void all_reduce(void* data, int64_t count, DType dtype, ReduceOp op = ReduceOp::kSum,
+                  void* stream = nullptr) override;
   void all_gather(const void* send, void* recv, int64_t bytes_per_rank, void* stream = nullptr) override;
   void barrier() override { bootstrap_->barrier(); }
   void abort(const std::string& reason) override;

@@ -1,10 +1,9 @@
-#include "comm/cuda/ipc_all_reduce.h"
-
 #include <cuda_bf16.h>
 
 #include <cstring>
 
 #include "comm/communicator.h"
+#include "comm/cuda/ipc_all_reduce.h"
 #include "core/error.h"
 
 namespace gossamer::comm {
@@ -15,21 +14,22 @@ constexpr int kBlocks = 32;
 constexpr int kThreads = 512;
 constexpr int64_t kFlagBytes = 256;  // [kBlocks] uint64 flags, then the data halves
 
-#define GOSSAMER_IPC_CHECK(call)                                                                       \
-  do {                                                                                                 \
-    const cudaError_t status_ = (call);                                                                \
-    if (status_ != cudaSuccess) throw CommError(std::string("IPC all-reduce: ") + #call + ": " + cudaGetErrorString(status_)); \
+#define GOSSAMER_IPC_CHECK(call)                                                                     \
+  do {                                                                                               \
+    const cudaError_t status_ = (call);                                                              \
+    if (status_ != cudaSuccess)                                                                      \
+      throw CommError(std::string("IPC all-reduce: ") + #call + ": " + cudaGetErrorString(status_)); \
   } while (0)
 
 struct KernelArgs {
-  uint8_t* data;            // this rank's input / output
-  int64_t num_vectors;      // 16-byte vectors in data
-  int bf16;                 // element type: 1 = bf16, 0 = f32
+  uint8_t* data;        // this rank's input / output
+  int64_t num_vectors;  // 16-byte vectors in data
+  int bf16;             // element type: 1 = bf16, 0 = f32
   int rank, world;
   uint8_t* buffers[kIpcMaxRanks];  // every rank's IPC buffer (flags at 0, data halves at kFlagBytes)
-  int64_t half_bytes;       // bytes of one data half (max_bytes)
-  uint64_t* epochs;         // [kBlocks], this rank's
-  int* error;               // mapped host word
+  int64_t half_bytes;              // bytes of one data half (max_bytes)
+  uint64_t* epochs;                // [kBlocks], this rank's
+  int* error;                      // mapped host word
   uint64_t timeout_ns;
 };
 
@@ -123,7 +123,10 @@ __global__ void __launch_bounds__(kThreads) one_shot_all_reduce(KernelArgs args)
 }  // namespace
 
 IpcAllReduce::IpcAllReduce(TcpBootstrap& bootstrap, int device, int64_t max_bytes, std::chrono::milliseconds timeout)
-    : bootstrap_(bootstrap), rank_(bootstrap.rank()), world_(bootstrap.world_size()), max_bytes_(max_bytes),
+    : bootstrap_(bootstrap),
+      rank_(bootstrap.rank()),
+      world_(bootstrap.world_size()),
+      max_bytes_(max_bytes),
       timeout_(timeout) {
   GOSSAMER_CHECK(world_ <= kIpcMaxRanks, "IPC all-reduce supports up to ", kIpcMaxRanks, " ranks, got ", world_);
   GOSSAMER_CHECK(max_bytes > 0 && max_bytes % 16 == 0, "IPC all-reduce: max_bytes must be a positive multiple of 16");
@@ -140,7 +143,8 @@ IpcAllReduce::IpcAllReduce(TcpBootstrap& bootstrap, int device, int64_t max_byte
   // Exchange handles and open every peer's buffer (peer access between devices is enabled by the mapping).
   cudaIpcMemHandle_t handle;
   GOSSAMER_IPC_CHECK(cudaIpcGetMemHandle(&handle, local_));
-  const std::vector<std::string> handles = bootstrap.all_gather(std::string(reinterpret_cast<const char*>(&handle), sizeof(handle)));
+  const std::vector<std::string> handles =
+      bootstrap.all_gather(std::string(reinterpret_cast<const char*>(&handle), sizeof(handle)));
   peers_.assign(static_cast<size_t>(world_), nullptr);
   for (int q = 0; q < world_; ++q) {
     if (q == rank_) {
@@ -159,11 +163,12 @@ IpcAllReduce::IpcAllReduce(TcpBootstrap& bootstrap, int device, int64_t max_byte
 IpcAllReduce::~IpcAllReduce() {
   try {
     cudaDeviceSynchronize();
-    bootstrap_.barrier();  // nobody still reads our buffer
+    bootstrap_.barrier();            // nobody still reads our buffer
   } catch (const std::exception&) {  // a peer is gone: nothing can read our buffer any more
   }
   for (int q = 0; q < world_; ++q) {
-    if (q != rank_ && peers_.size() > static_cast<size_t>(q) && peers_[static_cast<size_t>(q)]) cudaIpcCloseMemHandle(peers_[static_cast<size_t>(q)]);
+    if (q != rank_ && peers_.size() > static_cast<size_t>(q) && peers_[static_cast<size_t>(q)])
+      cudaIpcCloseMemHandle(peers_[static_cast<size_t>(q)]);
   }
   cudaFree(local_);
   cudaFree(epochs_);
@@ -199,8 +204,9 @@ void IpcAllReduce::all_reduce(void* data, int64_t count, DType dtype, cudaStream
 std::string IpcAllReduce::error() const {
   const int code = *reinterpret_cast<volatile int*>(error_host_);
   if (code == 0) return {};
-  return "rank " + std::to_string(rank_) + ": rank " + std::to_string(code - 1) + " did not arrive at the IPC all-reduce within " +
-         std::to_string(timeout_.count()) + " ms (the process died or left the group)";
+  return "rank " + std::to_string(rank_) + ": rank " + std::to_string(code - 1) +
+         " did not arrive at the IPC all-reduce within " + std::to_string(timeout_.count()) +
+         " ms (the process died or left the group)";
 }
 
 }  // namespace gossamer::comm

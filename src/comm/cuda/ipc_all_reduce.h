@@ -51,10 +51,10 @@ class IpcAllReduce {
   int rank_, world_;
   int64_t max_bytes_;
   std::chrono::milliseconds timeout_;
-  uint8_t* local_ = nullptr;                 // this rank's IPC buffer: [flags][2 × max_bytes]
-  std::vector<uint8_t*> peers_;              // every rank's buffer as mapped here (own = local_)
-  uint64_t* epochs_ = nullptr;               // device [kBlocks]: epoch per block (local, not shared)
-  int* error_host_ = nullptr;                // mapped pinned: 0 or 1 + the rank that never arrived
+  uint8_t* local_ = nullptr;     // this rank's IPC buffer: [flags][2 × max_bytes]
+  std::vector<uint8_t*> peers_;  // every rank's buffer as mapped here (own = local_)
+  uint64_t* epochs_ = nullptr;   // device [kBlocks]: epoch per block (local, not shared)
+  int* error_host_ = nullptr;    // mapped pinned: 0 or 1 + the rank that never arrived
   int* error_device_ = nullptr;
 };
 

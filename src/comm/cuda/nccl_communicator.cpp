@@ -15,24 +15,24 @@ using Clock = std::chrono::steady_clock;
 
 ncclDataType_t nccl_type(DType dtype) {
   switch (dtype) {
-    case DType::kF32:
-      return ncclFloat32;
-    case DType::kBF16:
-      return ncclBfloat16;
-    default:
-      throw CommError("NCCL: unsupported dtype " + std::string(name_of(dtype)));
+    case DType::kF32: return ncclFloat32;
+    case DType::kBF16: return ncclBfloat16;
+    default: throw CommError("NCCL: unsupported dtype " + std::string(name_of(dtype)));
   }
 }
 
 }  // namespace
 
-void disable_nvlink_multicast() { ::setenv("NCCL_NVLS_ENABLE", "0", 1); }
+void disable_nvlink_multicast() {
+  ::setenv("NCCL_NVLS_ENABLE", "0", 1);
+}
 
 NcclCommunicator::NcclCommunicator(TcpBootstrap& bootstrap, int device, std::chrono::milliseconds timeout)
     : timeout_(timeout), rank_(bootstrap.rank()) {
   disable_nvlink_multicast();
   const cudaError_t set = cudaSetDevice(device);
-  if (set != cudaSuccess) throw CommError("NCCL: cudaSetDevice(" + std::to_string(device) + "): " + cudaGetErrorString(set));
+  if (set != cudaSuccess)
+    throw CommError("NCCL: cudaSetDevice(" + std::to_string(device) + "): " + cudaGetErrorString(set));
   ncclUniqueId id{};
   if (bootstrap.rank() == 0) {
     const ncclResult_t made = ncclGetUniqueId(&id);
@@ -112,7 +112,8 @@ void NcclCommunicator::synchronize(cudaStream_t stream) {
     if (state == cudaSuccess) return;
     if (state != cudaErrorNotReady) {
       abort();
-      throw CommError(std::string("NCCL rank ") + std::to_string(rank_) + ": stream failed: " + cudaGetErrorString(state));
+      throw CommError(std::string("NCCL rank ") + std::to_string(rank_) +
+                      ": stream failed: " + cudaGetErrorString(state));
     }
     ncclResult_t async = ncclSuccess;
     ncclCommGetAsyncError(comm_, &async);

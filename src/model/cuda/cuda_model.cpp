@@ -24,7 +24,9 @@ namespace gossamer::model::cuda {
 
 namespace {
 
-int round_up(int value, int multiple) { return (value + multiple - 1) / multiple * multiple; }
+int round_up(int value, int multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
 
 void check_supported(const GptOssConfig& c) {
   GOSSAMER_CHECK(c.head_dim == kernels::kHeadDim, "cuda backend: head_dim must be 64, got ", c.head_dim);
@@ -36,8 +38,8 @@ void check_supported(const GptOssConfig& c) {
                  "cuda backend: hidden, intermediate and q widths must be multiples of 16");
   GOSSAMER_CHECK(c.num_kv_heads > 0 && c.num_q_heads % c.num_kv_heads == 0 &&
                      c.num_q_heads / c.num_kv_heads <= kernels::kAttentionMaxGroup,
-                 "cuda backend: at most ", kernels::kAttentionMaxGroup, " query heads per KV head, got ",
-                 c.num_q_heads, " query and ", c.num_kv_heads, " KV heads");
+                 "cuda backend: at most ", kernels::kAttentionMaxGroup, " query heads per KV head, got ", c.num_q_heads,
+                 " query and ", c.num_kv_heads, " KV heads");
   // The SwiGLU epilogues are compiled for the published constants (kernels/swiglu.h); the window, the rope
   // tables and the attention scale are passed from the config at run time.
   GOSSAMER_CHECK(c.swiglu_limit == kernels::kSwigluLimit && c.swiglu_alpha == kernels::kSwigluAlpha,
@@ -68,20 +70,25 @@ CudaModel::CudaModel(GptOssConfig config, const GptOssWeights& host_weights, Cud
                 [&](const GptOssConfig& c) { return CudaWeights::upload(c, host_weights, options.weights); }) {}
 
 CudaModel::CudaModel(GptOssConfig config, RandomWeights random, CudaOptions options)
-    : CudaModel(std::move(config), options,
-                [&](const GptOssConfig& c) { return CudaWeights::random(c, random.seed, options.weights, options.num_local_experts); }) {}
+    : CudaModel(std::move(config), options, [&](const GptOssConfig& c) {
+        return CudaWeights::random(c, random.seed, options.weights, options.num_local_experts);
+      }) {}
 
-CudaModel::CudaModel(GptOssConfig config, CudaOptions options, const std::function<CudaWeights(const GptOssConfig&)>& make)
+CudaModel::CudaModel(GptOssConfig config, CudaOptions options,
+                     const std::function<CudaWeights(const GptOssConfig&)>& make)
     : config_(std::move(config)), options_(options) {
   check_supported(config_);
   int device_count = 0;
-  GOSSAMER_CHECK(cudaGetDeviceCount(&device_count) == cudaSuccess && device_count > 0, "cuda backend: no CUDA GPU found");
+  GOSSAMER_CHECK(cudaGetDeviceCount(&device_count) == cudaSuccess && device_count > 0,
+                 "cuda backend: no CUDA GPU found");
   GOSSAMER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   weights_ = make(config_);
   rope_ = RopeTables::from_config(config_);
   if (weights_.format == WeightFormat::kMxfp4) {
     const int64_t e = config_.num_experts, h = config_.hidden_size, i = config_.intermediate_size;
-    auto scale_bytes = [&](int64_t rows, int64_t cols) { return static_cast<size_t>(e * ((rows + 127) / 128) * ((cols + 127) / 128) * 4); };
+    auto scale_bytes = [&](int64_t rows, int64_t cols) {
+      return static_cast<size_t>(e * ((rows + 127) / 128) * ((cols + 127) / 128) * 4);
+    };
     prefill_w1_.ensure(static_cast<size_t>(e * kernels::fp8_tiled_group_bytes(2 * i, h)));
     prefill_w1_scales_.ensure(scale_bytes(2 * i, h));
     prefill_w2_.ensure(static_cast<size_t>(e * kernels::fp8_tiled_group_bytes(h, i)));
@@ -102,7 +109,9 @@ bool CudaModel::set_phase_timing(bool on) {
   return true;
 }
 
-void CudaModel::synchronize() const { GOSSAMER_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+void CudaModel::synchronize() const {
+  GOSSAMER_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
 
 int64_t CudaModel::kv_bytes_per_block() const {
   return int64_t{2} * config_.num_layers * config_.kv_width() * std::max(block_size_, 16) * 2;
@@ -121,7 +130,8 @@ void CudaModel::allocate_kv_cache_impl(int32_t num_blocks, int32_t block_size, i
   for (int layer = 0; layer < config_.num_layers; ++layer) {
     // One extra block past the caller's range in each pool: the scratch block of graph padding sequences.
     const bool ring = num_sliding_blocks_ > 0 && config_.layer_is_sliding[static_cast<size_t>(layer)];
-    const size_t bytes = static_cast<size_t>((ring ? num_sliding_blocks_ : num_blocks) + 1) * block_size * config_.kv_width() * 2;
+    const size_t bytes =
+        static_cast<size_t>((ring ? num_sliding_blocks_ : num_blocks) + 1) * block_size * config_.kv_width() * 2;
     k_cache_.emplace_back(bytes);
     v_cache_.emplace_back(bytes);
     // Zeroed so that positions never written (e.g. a benchmark's synthetic context) are finite.
@@ -193,12 +203,15 @@ void CudaModel::fill_and_upload_plan(const ForwardBatch& batch, const StepPlan& 
       const int position = seq.num_cached + i;
       host[plan.ids + token] = seq.tokens[static_cast<size_t>(i)];
       host[plan.positions + token] = position;
-      slots[token] = int64_t{seq.block_table[static_cast<size_t>(position / block_size_)]} * block_size_ + position % block_size_;
+      slots[token] =
+          int64_t{seq.block_table[static_cast<size_t>(position / block_size_)]} * block_size_ + position % block_size_;
       if (ring) {
         sliding_slots[token] =
-            int64_t{seq.sliding_block_table[static_cast<size_t>(position / block_size_)]} * block_size_ + position % block_size_;
+            int64_t{seq.sliding_block_table[static_cast<size_t>(position / block_size_)]} * block_size_ +
+            position % block_size_;
       }
-      if (seq.logits == LogitsWanted::kAll || (seq.logits == LogitsWanted::kLast && i + 1 == n)) host[plan.rows + row++] = token;
+      if (seq.logits == LogitsWanted::kAll || (seq.logits == LogitsWanted::kLast && i + 1 == n))
+        host[plan.rows + row++] = token;
     }
     host[plan.cu_seqlens + s + 1] = token;
     host[plan.kv_lens + s] = seq.num_cached + n;
@@ -212,15 +225,17 @@ void CudaModel::fill_and_upload_plan(const ForwardBatch& batch, const StepPlan& 
     host[plan.sliding_page_indptr + s + 1] = page;
   }
   const size_t used = std::max(page, 1);
-  GOSSAMER_CUDA_CHECK(cudaMemcpyAsync(device.get(), host, (plan.page_indices + used) * 4, cudaMemcpyHostToDevice, stream_));
+  GOSSAMER_CUDA_CHECK(
+      cudaMemcpyAsync(device.get(), host, (plan.page_indices + used) * 4, cudaMemcpyHostToDevice, stream_));
   if (ring) {
-    GOSSAMER_CUDA_CHECK(cudaMemcpyAsync(device.get<int32_t>() + plan.sliding_page_indices, host + plan.sliding_page_indices,
-                                        used * 4, cudaMemcpyHostToDevice, stream_));
+    GOSSAMER_CUDA_CHECK(cudaMemcpyAsync(device.get<int32_t>() + plan.sliding_page_indices,
+                                        host + plan.sliding_page_indices, used * 4, cudaMemcpyHostToDevice, stream_));
   }
 }
 
 void CudaModel::prepare_workspace(const StepPlan& plan) {
-  const int64_t t = std::max(plan.num_tokens, 1), h = config_.hidden_size, qkv = config_.qkv_width(), qw = config_.q_width();
+  const int64_t t = std::max(plan.num_tokens, 1), h = config_.hidden_size, qkv = config_.qkv_width(),
+                qw = config_.q_width();
   const int64_t rows = std::max(plan.num_rows, 1);
   const int64_t kmax = round_up(std::max(config_.hidden_size, config_.q_width()), 16);
   const int e = config_.num_experts, inter = config_.intermediate_size;
@@ -228,9 +243,11 @@ void CudaModel::prepare_workspace(const StepPlan& plan) {
   if (weights_.format == WeightFormat::kBf16) {
     moe_bytes = kernels::moe_bf16_workspace_bytes(static_cast<int>(t), e, config_.hidden_size, inter);
   } else if (t <= kernels::kGemvMaxRows) {
-    moe_bytes = std::max(moe_bytes, kernels::moe_decode_workspace_bytes(static_cast<int>(t), config_.hidden_size, inter));
+    moe_bytes =
+        std::max(moe_bytes, kernels::moe_decode_workspace_bytes(static_cast<int>(t), config_.hidden_size, inter));
   } else if (weights_.format == WeightFormat::kMxfp4 && t <= kMxfp4GemvMaxTokens) {  // chunks of 8 tokens
-    moe_bytes = std::max(moe_bytes, kernels::moe_decode_workspace_bytes(kernels::kGemvMaxRows, config_.hidden_size, inter));
+    moe_bytes =
+        std::max(moe_bytes, kernels::moe_decode_workspace_bytes(kernels::kGemvMaxRows, config_.hidden_size, inter));
   }
   kernels::AttentionParams attention;
   attention.num_seqs = plan.num_seqs;
@@ -322,7 +339,8 @@ bool CudaModel::run_decode_graph(const ForwardBatch& batch) {
       GOSSAMER_CUDA_CHECK(cudaStreamEndCapture(stream_, &captured));
       const cudaError_t status = cudaGraphInstantiate(&graph.exec, captured, 0);
       cudaGraphDestroy(captured);
-      GOSSAMER_CHECK(status == cudaSuccess, "cuda backend: decode graph instantiation failed: ", cudaGetErrorString(status));
+      GOSSAMER_CHECK(status == cudaSuccess,
+                     "cuda backend: decode graph instantiation failed: ", cudaGetErrorString(status));
       graph.generation = workspace_generation_;
       GOSSAMER_LOG_INFO("cuda backend: captured the decode graph for batch ", padded);
     }
@@ -337,8 +355,8 @@ void CudaModel::forward(const ForwardBatch& batch, std::vector<float>& logits) {
   copy_logits_out(enqueue_forward(batch), logits);
 }
 
-void CudaModel::forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows, std::vector<int32_t>& tokens,
-                               std::vector<RowLogprobs>& logprobs) {
+void CudaModel::forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows,
+                               std::vector<int32_t>& tokens, std::vector<RowLogprobs>& logprobs) {
   const int n = enqueue_forward(batch);
   GOSSAMER_CHECK(static_cast<size_t>(n) == rows.size(), "forward_sample: ", rows.size(), " sampling rows for ", n,
                  " logits rows");
@@ -348,7 +366,8 @@ void CudaModel::forward_sample(const ForwardBatch& batch, std::span<const RowSam
   bool any_penalties = false, any_logprobs = false;
   size_t num_entries = 0;
   for (const RowSampling& row : rows) {
-    GOSSAMER_CHECK(row.penalty_tokens.size() == row.penalty_counts.size(), "forward_sample: penalty tokens and counts differ");
+    GOSSAMER_CHECK(row.penalty_tokens.size() == row.penalty_counts.size(),
+                   "forward_sample: penalty tokens and counts differ");
     any_penalties |= !row.penalty_tokens.empty();
     any_logprobs |= row.num_top_logprobs >= 0;
     num_entries += row.penalty_tokens.size();
@@ -367,9 +386,12 @@ void CudaModel::forward_sample(const ForwardBatch& batch, std::span<const RowSam
   const size_t rows_n = static_cast<size_t>(n), top_n = rows_n * kernels::kMaxTopLogprobs;
   const size_t at_temperature = place(rows_n * 4), at_top_k = place(rows_n * 4), at_top_p = place(rows_n * 4),
                at_seed = place(rows_n * 8);
-  const size_t at_presence = any_penalties ? place(rows_n * 4) : 0, at_frequency = any_penalties ? place(rows_n * 4) : 0,
-               at_repetition = any_penalties ? place(rows_n * 4) : 0, at_offsets = any_penalties ? place((rows_n + 1) * 4) : 0,
-               at_entries = any_penalties ? place(num_entries * 4) : 0, at_counts = any_penalties ? place(num_entries * 4) : 0,
+  const size_t at_presence = any_penalties ? place(rows_n * 4) : 0,
+               at_frequency = any_penalties ? place(rows_n * 4) : 0,
+               at_repetition = any_penalties ? place(rows_n * 4) : 0,
+               at_offsets = any_penalties ? place((rows_n + 1) * 4) : 0,
+               at_entries = any_penalties ? place(num_entries * 4) : 0,
+               at_counts = any_penalties ? place(num_entries * 4) : 0,
                at_scratch = any_penalties ? place(rows_n * 4) : 0;
   const size_t at_num_top = any_logprobs ? place(rows_n * 4) : 0;
   // Structured output: [mask index per row i32 | masks u32 [num_masked, words]].
@@ -414,7 +436,8 @@ void CudaModel::forward_sample(const ForwardBatch& batch, std::span<const RowSam
     for (int r = 0; r < n; ++r) {
       const uint32_t* mask = rows[static_cast<size_t>(r)].token_mask;
       typed<int32_t>(host, at_mask_rows)[r] = mask != nullptr ? next : -1;
-      if (mask != nullptr) std::memcpy(typed<uint32_t>(host, at_masks) + static_cast<size_t>(next++) * words, mask, words * 4);
+      if (mask != nullptr)
+        std::memcpy(typed<uint32_t>(host, at_masks) + static_cast<size_t>(next++) * words, mask, words * 4);
     }
   }
   GOSSAMER_CUDA_CHECK(cudaMemcpyAsync(device, host, inputs, cudaMemcpyHostToDevice, stream_));
@@ -456,7 +479,8 @@ void CudaModel::forward_sample(const ForwardBatch& batch, std::span<const RowSam
   }
   kernels::launch_sampling(params, stream_);
   mark(StepPhase::kOutput);
-  GOSSAMER_CUDA_CHECK(cudaMemcpyAsync(host + at_tokens, device + at_tokens, bytes - at_tokens, cudaMemcpyDeviceToHost, stream_));
+  GOSSAMER_CUDA_CHECK(
+      cudaMemcpyAsync(host + at_tokens, device + at_tokens, bytes - at_tokens, cudaMemcpyDeviceToHost, stream_));
   if (options_.comm != nullptr) options_.comm->synchronize(stream_);  // a dead peer: CommError, not garbage
   if (phase_timer_) phase_timer_->end(stream_);
   GOSSAMER_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -470,8 +494,7 @@ void CudaModel::forward_sample(const ForwardBatch& batch, std::span<const RowSam
     const int top = std::min({row.num_top_logprobs, kernels::kMaxTopLogprobs, config_.vocab_size});
     for (int j = 0; j < top; ++j) {
       const size_t k = static_cast<size_t>(r) * kernels::kMaxTopLogprobs + static_cast<size_t>(j);
-      out.top.emplace_back(typed<int32_t>(host, at_top_tokens)[k],
-                           typed<float>(host, at_top_logprobs)[k]);
+      out.top.emplace_back(typed<int32_t>(host, at_top_tokens)[k], typed<float>(host, at_top_logprobs)[k]);
     }
   }
 }

@@ -18,7 +18,6 @@
 #include <cuda_runtime.h>
 
 #include <functional>
-
 #include <memory>
 #include <vector>
 
@@ -61,7 +60,9 @@ class CudaModel final : public Model {
   int32_t kv_num_sliding_blocks() const override { return num_sliding_blocks_; }
   int32_t kv_block_size() const override { return block_size_; }
   int64_t kv_bytes_per_block() const override;
-  int64_t kv_bytes_per_token() const override { return int64_t{2} * config_.num_layers * config_.kv_width() * 2; }  // bf16
+  int64_t kv_bytes_per_token() const override {
+    return int64_t{2} * config_.num_layers * config_.kv_width() * 2;
+  }  // bf16
   void forward(const ForwardBatch& batch, std::vector<float>& logits) override;
   bool samples_on_device() const override { return true; }
   bool samples_with_token_masks() const override { return true; }
@@ -145,9 +146,9 @@ class CudaModel final : public Model {
 
   // Step workspace, grown on demand (never shrunk); captured graphs hold its pointers.
   PinnedBuffer host_plan_, host_logits_, host_sampling_;
-  DeviceBuffer sampling_;  // forward_sample's per-row settings and drawn tokens
+  DeviceBuffer sampling_;   // forward_sample's per-row settings and drawn tokens
   DeviceBuffer penalized_;  // forward_sample's penalized rows [penalized rows, vocab] fp32
-  DeviceBuffer plan_;  // eager steps' plan
+  DeviceBuffer plan_;       // eager steps' plan
   DeviceBuffer residual_, delta_, normed_, qkv_, q_, attn_out_, act_, act_scales_, router_logits_, moe_workspace_,
       decode_workspace_, final_rows_, logits_;
   // --weights mxfp4: one layer's experts converted to FP8 for steps of more than kGemvMaxRows tokens

@@ -23,9 +23,9 @@ class RandomBuilder {
   // [count] elements, normal(mean, std) (or uniform [a, b)) in `type`.
   DeviceBuffer fill(int64_t count, kernels::RandomFillType type, kernels::RandomDist dist, float a, float b,
                     float inv_scale = 1.0f) {
-    const size_t bytes = static_cast<size_t>(count) * (type == kernels::RandomFillType::kF32 ? 4
+    const size_t bytes = static_cast<size_t>(count) * (type == kernels::RandomFillType::kF32    ? 4
                                                        : type == kernels::RandomFillType::kBf16 ? 2
-                                                                                                 : 1);
+                                                                                                : 1);
     DeviceBuffer buffer(std::max<size_t>(bytes, 16));
     kernels::RandomFillParams p;
     p.out = buffer.get();
@@ -75,8 +75,8 @@ class RandomBuilder {
   DeviceBuffer mxfp4_matrix(int64_t groups, int64_t rows, int64_t cols, float std) {
     uint64_t temporary = 0;
     std::swap(temporary, counter_);  // the checkpoint-layout staging is freed below
-    DeviceBuffer blocks = fill(groups * rows * cols / 2, kernels::RandomFillType::kFp8E4M3, kernels::RandomDist::kUniform,
-                               -448.0f, 448.0f);
+    DeviceBuffer blocks = fill(groups * rows * cols / 2, kernels::RandomFillType::kFp8E4M3,
+                               kernels::RandomDist::kUniform, -448.0f, 448.0f);
     std::swap(temporary, counter_);
     DeviceBuffer scales(static_cast<size_t>(std::max<int64_t>(groups * rows * cols / 32, 16)));
     const int e = std::clamp(127 + static_cast<int>(std::lround(std::log2(std / 4.0f))), 1, 254);
@@ -124,8 +124,9 @@ CudaWeights CudaWeights::random(const GptOssConfig& config, uint64_t seed, Weigh
   }
   GOSSAMER_CUDA_CHECK(cudaDeviceSynchronize());
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  GOSSAMER_LOG_INFO("random weights (", weight_format_name(format), ") made on the GPU: ",
-                    static_cast<double>(weights.device_bytes) / (1u << 30), " GiB in ", seconds, " s");
+  GOSSAMER_LOG_INFO("random weights (", weight_format_name(format),
+                    ") made on the GPU: ", static_cast<double>(weights.device_bytes) / (1u << 30), " GiB in ", seconds,
+                    " s");
   return weights;
 }
 

@@ -20,8 +20,12 @@ namespace gossamer::model::cuda {
 
 namespace {
 
-int round_up(int value, int multiple) { return (value + multiple - 1) / multiple * multiple; }
-const uint16_t* bias_of(const DeviceLinear& w) { return w.bias.bytes() ? w.bias.get<uint16_t>() : nullptr; }
+int round_up(int value, int multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
+const uint16_t* bias_of(const DeviceLinear& w) {
+  return w.bias.bytes() ? w.bias.get<uint16_t>() : nullptr;
+}
 
 }  // namespace
 
@@ -163,7 +167,8 @@ void CudaModel::experts(int layer, int num_tokens) {
 
 void CudaModel::reduce_partial_outputs(int num_tokens) {
   if (options_.comm == nullptr) return;
-  options_.comm->all_reduce(delta_.get(), int64_t{num_tokens} * config_.hidden_size, DType::kBF16, comm::ReduceOp::kSum, stream_);
+  options_.comm->all_reduce(delta_.get(), int64_t{num_tokens} * config_.hidden_size, DType::kBF16, comm::ReduceOp::kSum,
+                            stream_);
 }
 
 void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {

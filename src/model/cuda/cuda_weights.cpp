@@ -73,7 +73,8 @@ DeviceLinear bf16_linear(const StackedRows& rows, const std::vector<TensorView>&
     std::vector<float> row(static_cast<size_t>(k));
     for (int64_t r = begin; r < end; ++r) {
       rows.load(r, row.data());
-      for (int64_t c = 0; c < k; ++c) weight[static_cast<size_t>(r * k + c)] = float_to_bf16(row[static_cast<size_t>(c)]);
+      for (int64_t c = 0; c < k; ++c)
+        weight[static_cast<size_t>(r * k + c)] = float_to_bf16(row[static_cast<size_t>(c)]);
     }
   });
   linear.weight = upload_vector(weight, counter);
@@ -86,7 +87,8 @@ DeviceLinear quantize_linear(const StackedRows& rows, const std::vector<TensorVi
   DeviceLinear linear;
   linear.n = static_cast<int>(rows.rows());
   linear.k = static_cast<int>(rows.parts.front().shape[1]);
-  const int64_t n = linear.n, k = linear.k, row_blocks = (n + kBlock - 1) / kBlock, col_blocks = (k + kBlock - 1) / kBlock;
+  const int64_t n = linear.n, k = linear.k, row_blocks = (n + kBlock - 1) / kBlock,
+                col_blocks = (k + kBlock - 1) / kBlock;
   // Written straight into the tile-major layout (padding stays zero).
   std::vector<uint8_t> weight(static_cast<size_t>(kernels::fp8_tiled_group_bytes(n, k)), 0);
   const int64_t k_padded = kernels::fp8_tiled_pad(k);
@@ -122,7 +124,8 @@ DeviceExperts bf16_experts(const MxFp4Tensor& tensor, const TensorView& bias, ui
   for (int64_t expert = 0; expert < e; ++expert) {
     cpu::decode_mxfp4_expert(tensor, expert, decoded.data());
     parallel_for(per_expert, int64_t{1} << 16, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) bits[static_cast<size_t>(i)] = float_to_bf16(decoded[static_cast<size_t>(i)]);
+      for (int64_t i = begin; i < end; ++i)
+        bits[static_cast<size_t>(i)] = float_to_bf16(decoded[static_cast<size_t>(i)]);
     });
     GOSSAMER_CUDA_CHECK(cudaMemcpy(experts.weight.get<uint16_t>() + expert * per_expert, bits.data(),
                                    static_cast<size_t>(per_expert) * 2, cudaMemcpyHostToDevice));
@@ -135,11 +138,13 @@ DeviceExperts bf16_experts(const MxFp4Tensor& tensor, const TensorView& bias, ui
 DeviceExperts convert_experts(const MxFp4Tensor& tensor, const TensorView& bias, uint64_t& counter) {
   DeviceExperts experts;
   const int64_t e = tensor.num_experts(), rows = tensor.rows(), cols = tensor.cols();
-  DeviceBuffer blocks(static_cast<size_t>(tensor.blocks.num_bytes())), scales(static_cast<size_t>(tensor.scales.num_bytes()));
+  DeviceBuffer blocks(static_cast<size_t>(tensor.blocks.num_bytes())),
+      scales(static_cast<size_t>(tensor.scales.num_bytes()));
   GOSSAMER_CUDA_CHECK(cudaMemcpy(blocks.get(), tensor.blocks.data, blocks.bytes(), cudaMemcpyHostToDevice));
   GOSSAMER_CUDA_CHECK(cudaMemcpy(scales.get(), tensor.scales.data, scales.bytes(), cudaMemcpyHostToDevice));
   experts.weight.ensure(static_cast<size_t>(e * rows * cols));
-  experts.scales.ensure(static_cast<size_t>(e * ((rows + kBlock - 1) / kBlock) * ((cols + kBlock - 1) / kBlock)) * sizeof(float));
+  experts.scales.ensure(static_cast<size_t>(e * ((rows + kBlock - 1) / kBlock) * ((cols + kBlock - 1) / kBlock)) *
+                        sizeof(float));
   kernels::Mxfp4ToFp8Params params;
   params.blocks = blocks.get<uint8_t>();
   params.scales = scales.get<uint8_t>();
@@ -165,7 +170,8 @@ DeviceExperts mxfp4_experts(const MxFp4Tensor& tensor, const TensorView& bias, u
   DeviceExperts experts;
   experts.mxfp4 = true;
   const int64_t e = tensor.num_experts(), rows = tensor.rows(), cols = tensor.cols();
-  DeviceBuffer blocks(static_cast<size_t>(tensor.blocks.num_bytes())), scales(static_cast<size_t>(tensor.scales.num_bytes()));
+  DeviceBuffer blocks(static_cast<size_t>(tensor.blocks.num_bytes())),
+      scales(static_cast<size_t>(tensor.scales.num_bytes()));
   GOSSAMER_CUDA_CHECK(cudaMemcpy(blocks.get(), tensor.blocks.data, blocks.bytes(), cudaMemcpyHostToDevice));
   GOSSAMER_CUDA_CHECK(cudaMemcpy(scales.get(), tensor.scales.data, scales.bytes(), cudaMemcpyHostToDevice));
   experts.weight.ensure(static_cast<size_t>(e * kernels::mxfp4_tiled_group_bytes(rows, cols)));
@@ -224,8 +230,8 @@ CudaWeights CudaWeights::upload(const GptOssConfig& config, const GptOssWeights&
     l.down = experts(w.down, w.down_bias);
     weights.layers.push_back(std::move(l));
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    GOSSAMER_LOG_INFO("loading weights (", weight_format_name(format), "): layer ", layer + 1, "/", config.num_layers, ", ",
-                      static_cast<double>(bytes) / (1u << 30), " GiB on the GPU, ", seconds, " s");
+    GOSSAMER_LOG_INFO("loading weights (", weight_format_name(format), "): layer ", layer + 1, "/", config.num_layers,
+                      ", ", static_cast<double>(bytes) / (1u << 30), " GiB on the GPU, ", seconds, " s");
   }
   return weights;
 }

@@ -61,8 +61,8 @@ struct CudaLayer {
 };
 
 struct CudaWeights {
-  DeviceBuffer embedding;   // [vocab, hidden] bf16
-  DeviceBuffer final_norm;  // [hidden] bf16
+  DeviceBuffer embedding;    // [vocab, hidden] bf16
+  DeviceBuffer final_norm;   // [hidden] bf16
   DeviceLinear unembedding;  // [vocab, hidden], no bias
   std::vector<CudaLayer> layers;
   uint64_t device_bytes = 0;

@@ -126,7 +126,9 @@ class Parser {
       case 'd': range('0', '9'); break;
       case 'w': range('0', '9'), range('a', 'z'), range('A', 'Z'), set.set('_'); break;
       case 's': set.set(' '); break;  // only the space: tabs and newlines need escapes in JSON
-      case 'D': case 'W': case 'S': set = allowed_bytes() & ~escape_set(static_cast<char>(c - 'A' + 'a')); break;
+      case 'D':
+      case 'W':
+      case 'S': set = allowed_bytes() & ~escape_set(static_cast<char>(c - 'A' + 'a')); break;
       default:
         if (std::string_view(".-+*?()[]{}|^$/\\:#@&~!%=,;<>'`_ ").find(c) == std::string_view::npos) {
           fail(std::string("unsupported escape \\") + c);
@@ -391,6 +393,8 @@ class RegexCompiler {
   }
 };
 
-std::shared_ptr<const ByteRegex> ByteRegex::compile(std::string_view pattern) { return RegexCompiler::run(pattern); }
+std::shared_ptr<const ByteRegex> ByteRegex::compile(std::string_view pattern) {
+  return RegexCompiler::run(pattern);
+}
 
 }  // namespace gossamer::text::grammar

@@ -38,8 +38,8 @@ class ByteRegex {
   int32_t min_remaining(int32_t state) const { return min_remaining_[static_cast<size_t>(state)]; }
 
  private:
-  std::vector<int32_t> table_;     // [num_states, 256] next state or kDead
-  std::vector<uint8_t> accepting_;  // [num_states]
+  std::vector<int32_t> table_;          // [num_states, 256] next state or kDead
+  std::vector<uint8_t> accepting_;      // [num_states]
   std::vector<int32_t> min_remaining_;  // [num_states]
   friend class RegexCompiler;
 };

@@ -27,8 +27,8 @@ struct GrammarLimits {
   int32_t max_object_properties = 32;  // extra properties of an open object (json_object, additionalProperties)
   int32_t max_integer_digits = 15;     // digits before the point (exact in a double)
   int32_t max_fraction_digits = 12;
-  int32_t max_whitespace = 2;          // whitespace bytes between two structural bytes
-  int32_t max_depth = 12;              // nesting of objects and arrays
+  int32_t max_whitespace = 2;  // whitespace bytes between two structural bytes
+  int32_t max_depth = 12;      // nesting of objects and arrays
 };
 
 enum class NodeKind : uint8_t { kAny, kObject, kArray, kString, kNumber, kInteger, kBoolean, kNull, kLiterals, kAnyOf };

@@ -23,12 +23,19 @@ enum : uint8_t { kArrStart, kArrAfterValue, kArrAfterComma };
 // kString
 enum : uint8_t { kStrNormal, kStrEscape, kStrHex };
 
-bool is_ws(uint8_t b) { return b == ' ' || b == '\n' || b == '\t' || b == '\r'; }
-bool is_digit(uint8_t b) { return b >= '0' && b <= '9'; }
-bool is_hex(uint8_t b) { return is_digit(b) || (b >= 'a' && b <= 'f') || (b >= 'A' && b <= 'F'); }
+bool is_ws(uint8_t b) {
+  return b == ' ' || b == '\n' || b == '\t' || b == '\r';
+}
+bool is_digit(uint8_t b) {
+  return b >= '0' && b <= '9';
+}
+bool is_hex(uint8_t b) {
+  return is_digit(b) || (b >= 'a' && b <= 'f') || (b >= 'A' && b <= 'F');
+}
 
 bool same_stack(const Stack& a, const Stack& b) {
-  return a.depth == b.depth && a.size == b.size && std::memcmp(a.frames, b.frames, static_cast<size_t>(a.size) * sizeof(Frame)) == 0;
+  return a.depth == b.depth && a.size == b.size &&
+         std::memcmp(a.frames, b.frames, static_cast<size_t>(a.size) * sizeof(Frame)) == 0;
 }
 
 void push_unique(std::vector<Stack>& out, Stack&& stack) {
@@ -43,17 +50,26 @@ uint64_t all_properties(const Node& node) {
 }
 
 // Keys that may come next: the properties not given yet, in any order (`seen` is the object's f.bits).
-uint64_t allowed_keys(const Node& node, uint64_t seen) { return all_properties(node) & ~seen; }
-bool required_done(const Node& node, uint64_t seen) { return (node.required_mask & ~seen) == 0; }
-bool extra_allowed(const Node& node, const Frame& f) { return node.additional >= 0 && f.extra < node.max_additional; }
+uint64_t allowed_keys(const Node& node, uint64_t seen) {
+  return all_properties(node) & ~seen;
+}
+bool required_done(const Node& node, uint64_t seen) {
+  return (node.required_mask & ~seen) == 0;
+}
+bool extra_allowed(const Node& node, const Frame& f) {
+  return node.additional >= 0 && f.extra < node.max_additional;
+}
 
 }  // namespace
 
-void Stack::copy_frames(const Stack& other) { std::memcpy(frames, other.frames, static_cast<size_t>(size) * sizeof(Frame)); }
+void Stack::copy_frames(const Stack& other) {
+  std::memcpy(frames, other.frames, static_cast<size_t>(size) * sizeof(Frame));
+}
 
 GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> grammar) : grammar_(std::move(grammar)) {
   GOSSAMER_CHECK(grammar_ && !grammar_->nodes.empty(), "GrammarMatcher: empty grammar");
-  GOSSAMER_CHECK(grammar_->limits.max_depth >= 1 && grammar_->limits.max_depth <= 18, "GrammarLimits::max_depth must be in [1, 18]");
+  GOSSAMER_CHECK(grammar_->limits.max_depth >= 1 && grammar_->limits.max_depth <= 18,
+                 "GrammarLimits::max_depth must be in [1, 18]");
   Stack stack;
   Frame root{};
   root.kind = kRoot;
@@ -75,8 +91,11 @@ void GrammarMatcher::start_value(Stack& stack, int32_t node_index, uint8_t byte,
       }
       return;
     case NodeKind::kAny: {
-      const int32_t target = byte == '{' ? g.any_object : byte == '[' ? g.any_array : byte == '"' ? g.any_string
-                             : (byte == '-' || is_digit(byte)) ? g.any_number : g.any_literal;
+      const int32_t target = byte == '{'                       ? g.any_object
+                             : byte == '['                     ? g.any_array
+                             : byte == '"'                     ? g.any_string
+                             : (byte == '-' || is_digit(byte)) ? g.any_number
+                                                               : g.any_literal;
       start_value(stack, target, byte, out);
       return;
     }
@@ -221,7 +240,8 @@ void GrammarMatcher::step_stack(Stack& stack, uint8_t byte, std::vector<Stack>& 
         uint64_t allowed = 0, all = 0;
         for (size_t j = 0; j < object->properties.size(); ++j) {
           const std::string& text = object->properties[j].key;
-          if (static_cast<size_t>(f.extra) < text.size() && static_cast<uint8_t>(text[static_cast<size_t>(f.extra)]) == byte) {
+          if (static_cast<size_t>(f.extra) < text.size() &&
+              static_cast<uint8_t>(text[static_cast<size_t>(f.extra)]) == byte) {
             all |= f.bits2 & (uint64_t{1} << j);
             allowed |= f.bits & (uint64_t{1} << j);
           }
@@ -252,8 +272,10 @@ void GrammarMatcher::step_stack(Stack& stack, uint8_t byte, std::vector<Stack>& 
       if (f.state == kStrHex) {
         if (!is_hex(byte)) return;
         // NOTE: no surrogates (\uD800-\uDFFF): a lone one is invalid, and pairs are not worth the state.
-        if (f.hex == 0 && (byte == 'd' || byte == 'D')) f.hex = 0x10;
-        else if (f.hex == 0x11 && std::strchr("89abcdefABCDEF", byte) != nullptr) return;
+        if (f.hex == 0 && (byte == 'd' || byte == 'D'))
+          f.hex = 0x10;
+        else if (f.hex == 0x11 && std::strchr("89abcdefABCDEF", byte) != nullptr)
+          return;
         f.hex = static_cast<uint8_t>((f.hex & 0x10) | ((f.hex & 0x0f) + 1));
         if ((f.hex & 0x0f) == 4) f.state = kStrNormal;
         return accept();
@@ -301,13 +323,20 @@ void GrammarMatcher::step_stack(Stack& stack, uint8_t byte, std::vector<Stack>& 
       }
       // A UTF-8 lead byte, with the exact range of its first continuation byte.
       uint8_t need = 0, lo = 0x80, hi = 0xBF;
-      if (byte >= 0xC2 && byte <= 0xDF) need = 1;
-      else if (byte == 0xE0) need = 2, lo = 0xA0;
-      else if (byte == 0xED) need = 2, hi = 0x9F;
-      else if (byte >= 0xE1 && byte <= 0xEF) need = 2;
-      else if (byte == 0xF0) need = 3, lo = 0x90;
-      else if (byte >= 0xF1 && byte <= 0xF3) need = 3;
-      else if (byte == 0xF4) need = 3, hi = 0x8F;
+      if (byte >= 0xC2 && byte <= 0xDF)
+        need = 1;
+      else if (byte == 0xE0)
+        need = 2, lo = 0xA0;
+      else if (byte == 0xED)
+        need = 2, hi = 0x9F;
+      else if (byte >= 0xE1 && byte <= 0xEF)
+        need = 2;
+      else if (byte == 0xF0)
+        need = 3, lo = 0x90;
+      else if (byte >= 0xF1 && byte <= 0xF3)
+        need = 3;
+      else if (byte == 0xF4)
+        need = 3, hi = 0x8F;
       if (need == 0 || f.count >= max_length) return;
       ++f.count;
       f.utf8 = need, f.lo = lo, f.hi = hi;
@@ -391,9 +420,8 @@ bool GrammarMatcher::can_end() const {
 }
 
 bool GrammarMatcher::must_end() const {
-  return std::all_of(stacks_.begin(), stacks_.end(), [&](const Stack& s) {
-    return s.size == 1 && s.frames[0].state == kRootDone;
-  });
+  return std::all_of(stacks_.begin(), stacks_.end(),
+                     [&](const Stack& s) { return s.size == 1 && s.frames[0].state == kRootDone; });
 }
 
 GrammarMatcher::StringContext GrammarMatcher::string_context() const {

@@ -6,7 +6,9 @@ namespace gossamer::text::grammar {
 
 namespace {
 
-bool is_digit(uint8_t b) { return b >= '0' && b <= '9'; }
+bool is_digit(uint8_t b) {
+  return b >= '0' && b <= '9';
+}
 
 // Value intervals a number may still reach, checked against the node's bounds.
 bool interval_meets(const Node& node, double lo, bool lo_open, double hi, bool hi_open) {
@@ -21,7 +23,9 @@ bool interval_meets(const Node& node, double lo, bool lo_open, double hi, bool h
   return true;
 }
 
-bool in_bounds(const Node& node, double v) { return interval_meets(node, v, false, v, false); }
+bool in_bounds(const Node& node, double v) {
+  return interval_meets(node, v, false, v, false);
+}
 
 // Whether some completion of the number in `f` satisfies the bounds (magnitudes signed by the sign).
 bool number_feasible(const Node& node, const Frame& f, const GrammarLimits& limits) {
@@ -35,8 +39,7 @@ bool number_feasible(const Node& node, const Frame& f, const GrammarLimits& limi
   switch (f.state) {
     case kNumSign:  // any magnitude below 10^digits
       return meets_magnitude(0.0, false, std::pow(10.0, limits.max_integer_digits), true);
-    case kNumZero:
-      return integer ? meets_magnitude(0.0, false, 0.0, false) : meets_magnitude(0.0, false, 1.0, true);
+    case kNumZero: return integer ? meets_magnitude(0.0, false, 0.0, false) : meets_magnitude(0.0, false, 1.0, true);
     case kNumInt: {
       if (integer ? meets_magnitude(v, false, v, false) : meets_magnitude(v, false, v + 1.0, true)) return true;
       double scale = 1.0;
@@ -51,8 +54,7 @@ bool number_feasible(const Node& node, const Frame& f, const GrammarLimits& limi
       const double room = f.aux < limits.max_fraction_digits ? f.scale * 10.0 : 0.0;  // the rest may add < room
       return room > 0.0 ? meets_magnitude(v, false, v + room, true) : meets_magnitude(v, false, v, false);
     }
-    default:
-      return true;
+    default: return true;
   }
 }
 
@@ -84,9 +86,12 @@ NumberStep step_number(const Node& node, Frame& f, uint8_t byte, const GrammarLi
       }
       break;
     case kNumSign:
-      if (byte == '0') f.state = kNumZero;
-      else if (is_digit(byte)) f.state = kNumInt, f.count = 1, f.value = byte - '0';
-      else return NumberStep::kRefused;
+      if (byte == '0')
+        f.state = kNumZero;
+      else if (is_digit(byte))
+        f.state = kNumInt, f.count = 1, f.value = byte - '0';
+      else
+        return NumberStep::kRefused;
       break;
     case kNumZero:
     case kNumInt:
@@ -115,9 +120,12 @@ NumberStep step_number(const Node& node, Frame& f, uint8_t byte, const GrammarLi
       }
       break;
     case kNumE:
-      if (byte == '+' || byte == '-') f.state = kNumESign;
-      else if (is_digit(byte)) f.state = kNumExp, f.count = 1;
-      else return NumberStep::kRefused;
+      if (byte == '+' || byte == '-')
+        f.state = kNumESign;
+      else if (is_digit(byte))
+        f.state = kNumExp, f.count = 1;
+      else
+        return NumberStep::kRefused;
       break;
     case kNumESign:
     case kNumExp:

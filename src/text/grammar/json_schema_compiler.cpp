@@ -11,9 +11,9 @@ namespace {
 using Json = nlohmann::json;
 
 const std::set<std::string>& annotation_keywords() {
-  static const std::set<std::string> keys = {"title", "description", "default", "examples", "$schema", "$id",
-                                             "$comment", "deprecated", "readOnly", "writeOnly", "strict", "$defs",
-                                             "definitions", "discriminator", "example"};
+  static const std::set<std::string> keys = {"title",  "description", "default",     "examples",      "$schema",
+                                             "$id",    "$comment",    "deprecated",  "readOnly",      "writeOnly",
+                                             "strict", "$defs",       "definitions", "discriminator", "example"};
   return keys;
 }
 
@@ -113,12 +113,14 @@ class Compiler {
         if (ref.rfind(p, 0) != 0) continue;
         const std::string section = p.substr(2, p.size() - 3);
         const std::string name = ref.substr(p.size());
-        if (root_.is_object() && root_.contains(section) && root_[section].is_object() && root_[section].contains(name)) {
+        if (root_.is_object() && root_.contains(section) && root_[section].is_object() &&
+            root_[section].contains(name)) {
           target = &root_[section][name];
         }
       }
     }
-    if (target == nullptr) fail("$ref", pointer, "'" + ref + "' does not resolve (only #, #/$defs/NAME and #/definitions/NAME)");
+    if (target == nullptr)
+      fail("$ref", pointer, "'" + ref + "' does not resolve (only #, #/$defs/NAME and #/definitions/NAME)");
     // NOTE: the node exists before its body is compiled, so recursive references terminate.
     const int32_t index = ref == "#" ? 0 : add({});
     refs_.emplace(ref, index);
@@ -142,10 +144,27 @@ class Compiler {
       return;
     }
     if (!schema.is_object()) fail("schema", pointer, "must be an object or a boolean");
-    static const std::set<std::string> known = {
-        "type", "properties", "required", "additionalProperties", "items", "enum", "const", "anyOf", "oneOf",
-        "nullable", "minItems", "maxItems", "minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum",
-        "exclusiveMaximum", "pattern", "format", "$ref"};
+    static const std::set<std::string> known = {"type",
+                                                "properties",
+                                                "required",
+                                                "additionalProperties",
+                                                "items",
+                                                "enum",
+                                                "const",
+                                                "anyOf",
+                                                "oneOf",
+                                                "nullable",
+                                                "minItems",
+                                                "maxItems",
+                                                "minLength",
+                                                "maxLength",
+                                                "minimum",
+                                                "maximum",
+                                                "exclusiveMinimum",
+                                                "exclusiveMaximum",
+                                                "pattern",
+                                                "format",
+                                                "$ref"};
     for (const auto& [key, value] : schema.items()) {
       if (known.count(key) == 0 && annotation_keywords().count(key) == 0) fail(key, pointer, "is not supported");
     }
@@ -188,20 +207,26 @@ class Compiler {
       if (!schema.contains(key)) continue;
       const Json& list = schema[key];
       if (!list.is_array() || list.empty()) fail(key, pointer, "must be a non-empty array");
-      if (schema.contains("type") || schema.contains("properties")) fail(key, pointer, "combined with 'type' or 'properties' is not supported");
+      if (schema.contains("type") || schema.contains("properties"))
+        fail(key, pointer, "combined with 'type' or 'properties' is not supported");
       Node node;
       node.kind = NodeKind::kAnyOf;
-      for (size_t i = 0; i < list.size(); ++i) node.alternatives.push_back(compile(list[i], pointer + "/" + key + "/" + std::to_string(i)));
+      for (size_t i = 0; i < list.size(); ++i)
+        node.alternatives.push_back(compile(list[i], pointer + "/" + key + "/" + std::to_string(i)));
       at(index) = node;
       return;
     }
     if (!schema.contains("type")) {
       // Untyped: infer from the keywords present, else any value.
       Json typed = schema;
-      if (schema.contains("properties") || schema.contains("required") || schema.contains("additionalProperties")) typed["type"] = "object";
-      else if (schema.contains("items") || schema.contains("minItems") || schema.contains("maxItems")) typed["type"] = "array";
-      else if (schema.contains("pattern") || schema.contains("minLength") || schema.contains("maxLength")) typed["type"] = "string";
-      else if (schema.contains("minimum") || schema.contains("maximum")) typed["type"] = "number";
+      if (schema.contains("properties") || schema.contains("required") || schema.contains("additionalProperties"))
+        typed["type"] = "object";
+      else if (schema.contains("items") || schema.contains("minItems") || schema.contains("maxItems"))
+        typed["type"] = "array";
+      else if (schema.contains("pattern") || schema.contains("minLength") || schema.contains("maxLength"))
+        typed["type"] = "string";
+      else if (schema.contains("minimum") || schema.contains("maximum"))
+        typed["type"] = "number";
       if (!typed.contains("type")) {
         at(index).kind = NodeKind::kAny;
         return;
@@ -247,8 +272,10 @@ class Compiler {
           node.properties.push_back(property);
         }
       }
-      if (!required.empty()) fail("required", pointer, "names '" + *required.begin() + "', which is not in 'properties'");
-      const Json additional = schema.contains("additionalProperties") ? schema["additionalProperties"] : Json(!has_properties);
+      if (!required.empty())
+        fail("required", pointer, "names '" + *required.begin() + "', which is not in 'properties'");
+      const Json additional =
+          schema.contains("additionalProperties") ? schema["additionalProperties"] : Json(!has_properties);
       if (additional.is_boolean()) {
         node.additional = additional.get<bool>() ? any_value_ : -1;
       } else if (additional.is_object()) {
@@ -261,12 +288,14 @@ class Compiler {
       node.kind = NodeKind::kArray;
       node.items = schema.contains("items") ? compile(schema["items"], pointer + "/items") : any_value_;
       if (schema.contains("minItems")) node.min_items = count_of(schema, "minItems", pointer);
-      node.max_items = schema.contains("maxItems") ? count_of(schema, "maxItems", pointer) : std::max(node.min_items, l.max_array_items);
+      node.max_items = schema.contains("maxItems") ? count_of(schema, "maxItems", pointer)
+                                                   : std::max(node.min_items, l.max_array_items);
       if (node.max_items < node.min_items) fail("maxItems", pointer, "is below minItems");
     } else if (name == "string") {
       node.kind = NodeKind::kString;
       if (schema.contains("minLength")) node.min_length = count_of(schema, "minLength", pointer);
-      node.max_length = schema.contains("maxLength") ? count_of(schema, "maxLength", pointer) : std::max(node.min_length, l.max_string_length);
+      node.max_length = schema.contains("maxLength") ? count_of(schema, "maxLength", pointer)
+                                                     : std::max(node.min_length, l.max_string_length);
       if (node.max_length < node.min_length) fail("maxLength", pointer, "is below minLength");
       std::string pattern;
       if (schema.contains("format")) {
@@ -315,7 +344,8 @@ class Compiler {
       const double limit = std::pow(10.0, l.max_integer_digits);
       if (node.minimum && node.maximum && *node.minimum > *node.maximum) fail("maximum", pointer, "is below minimum");
       if ((node.minimum && *node.minimum >= limit) || (node.maximum && *node.maximum <= -limit)) {
-        fail(node.minimum ? "minimum" : "maximum", pointer, "is beyond the " + std::to_string(l.max_integer_digits) + "-digit cap");
+        fail(node.minimum ? "minimum" : "maximum", pointer,
+             "is beyond the " + std::to_string(l.max_integer_digits) + "-digit cap");
       }
       if (node.kind == NodeKind::kInteger && node.minimum && node.maximum &&
           std::floor(*node.maximum) < std::ceil(*node.minimum)) {

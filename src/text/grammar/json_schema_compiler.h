@@ -18,10 +18,9 @@
 #pragma once
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "text/grammar/grammar.h"
 
@@ -29,7 +28,8 @@ namespace gossamer::text::grammar {
 
 class SchemaError : public std::runtime_error {
  public:
-  SchemaError(std::string keyword, const std::string& message) : std::runtime_error(message), keyword_(std::move(keyword)) {}
+  SchemaError(std::string keyword, const std::string& message)
+      : std::runtime_error(message), keyword_(std::move(keyword)) {}
   const std::string& keyword() const { return keyword_; }
 
  private:

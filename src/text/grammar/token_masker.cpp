@@ -61,8 +61,8 @@ TokenVocabulary::Trie TokenVocabulary::build_trie(std::vector<std::pair<std::str
     trie.next_sibling.push_back(-1);
     return static_cast<int32_t>(trie.byte.size() - 1);
   };
-  add_node(0);  // the root
-  std::vector<int32_t> path = {0};      // nodes on the previous token's path (path[d] at depth d)
+  add_node(0);                             // the root
+  std::vector<int32_t> path = {0};         // nodes on the previous token's path (path[d] at depth d)
   std::vector<int32_t> last_child = {-1};  // the latest child of path[d]
   std::string_view previous;
   for (const auto& [bytes, id] : tokens) {
@@ -90,7 +90,8 @@ TokenVocabulary::Trie TokenVocabulary::build_trie(std::vector<std::pair<std::str
 }
 
 std::shared_ptr<const TokenVocabulary> TokenVocabulary::build(const Tokenizer& tokenizer, int32_t vocab_size) {
-  GOSSAMER_CHECK(vocab_size >= kNumOrdinaryTokens, "TokenVocabulary: vocab_size ", vocab_size, " below the ordinary tokens");
+  GOSSAMER_CHECK(vocab_size >= kNumOrdinaryTokens, "TokenVocabulary: vocab_size ", vocab_size,
+                 " below the ordinary tokens");
   auto vocabulary = std::make_shared<TokenVocabulary>();
   vocabulary->vocab_size_ = vocab_size;
   std::vector<std::pair<std::string_view, int32_t>> all, residual, quoted;
@@ -127,13 +128,15 @@ std::shared_ptr<const TokenVocabulary> TokenVocabulary::build(const Tokenizer& t
 }
 
 std::span<const uint32_t> TokenVocabulary::plain_up_to(int32_t code_points) const {
-  const auto k = static_cast<size_t>(std::clamp<int32_t>(code_points, 0, static_cast<int32_t>(plain_up_to_.size()) - 1));
+  const auto k =
+      static_cast<size_t>(std::clamp<int32_t>(code_points, 0, static_cast<int32_t>(plain_up_to_.size()) - 1));
   return plain_up_to_[k];
 }
 
 void TokenMasker::walk(const GrammarMatcher& matcher, const TokenVocabulary::Trie& trie, int32_t node, size_t level,
                        std::span<uint32_t> mask) {
-  for (int32_t child = trie.first_child[static_cast<size_t>(node)]; child >= 0; child = trie.next_sibling[static_cast<size_t>(child)]) {
+  for (int32_t child = trie.first_child[static_cast<size_t>(node)]; child >= 0;
+       child = trie.next_sibling[static_cast<size_t>(child)]) {
     std::vector<Stack>& next = levels_[level + 1];
     matcher.step(levels_[level], trie.byte[static_cast<size_t>(child)], next);
     if (next.empty()) continue;
@@ -153,7 +156,8 @@ const std::vector<std::pair<int32_t, int32_t>>& TokenMasker::regex_tokens(const 
   while (!stack.empty()) {
     const auto [node, at, depth] = stack.back();
     stack.pop_back();
-    for (int32_t child = trie.first_child[static_cast<size_t>(node)]; child >= 0; child = trie.next_sibling[static_cast<size_t>(child)]) {
+    for (int32_t child = trie.first_child[static_cast<size_t>(node)]; child >= 0;
+         child = trie.next_sibling[static_cast<size_t>(child)]) {
       const int32_t next = regex.step(at, trie.byte[static_cast<size_t>(child)]);
       if (next == ByteRegex::kDead) continue;
       const int32_t token = trie.token[static_cast<size_t>(child)];
@@ -167,7 +171,8 @@ const std::vector<std::pair<int32_t, int32_t>>& TokenMasker::regex_tokens(const 
 
 void TokenMasker::fill_mask(const GrammarMatcher& matcher, std::span<uint32_t> mask) {
   const TokenVocabulary& v = *vocabulary_;
-  GOSSAMER_CHECK(static_cast<int32_t>(mask.size()) == v.num_words(), "token mask of ", mask.size(), " words, expected ", v.num_words());
+  GOSSAMER_CHECK(static_cast<int32_t>(mask.size()) == v.num_words(), "token mask of ", mask.size(), " words, expected ",
+                 v.num_words());
   std::fill(mask.begin(), mask.end(), 0u);
   const GrammarMatcher::StringContext context = matcher.string_context();
   const TokenVocabulary::Trie* trie = &v.full();
@@ -184,7 +189,8 @@ void TokenMasker::fill_mask(const GrammarMatcher& matcher, std::span<uint32_t> m
     }
     trie = &v.residual();
   }
-  if (levels_.size() < static_cast<size_t>(v.full().max_depth) + 2) levels_.resize(static_cast<size_t>(v.full().max_depth) + 2);
+  if (levels_.size() < static_cast<size_t>(v.full().max_depth) + 2)
+    levels_.resize(static_cast<size_t>(v.full().max_depth) + 2);
   levels_[0] = matcher.stacks();
   walk(matcher, *trie, 0, 0, mask);
 }

@@ -66,7 +66,8 @@ class TokenMasker {
   const TokenVocabulary& vocabulary() const { return *vocabulary_; }
 
  private:
-  void walk(const GrammarMatcher& matcher, const TokenVocabulary::Trie& trie, int32_t node, size_t level, std::span<uint32_t> mask);
+  void walk(const GrammarMatcher& matcher, const TokenVocabulary::Trie& trie, int32_t node, size_t level,
+            std::span<uint32_t> mask);
   // Tokens that stay inside a pattern string from `state`, as (room needed: bytes + the pattern's
   // shortest completion, id), ascending.
   const std::vector<std::pair<int32_t, int32_t>>& regex_tokens(const ByteRegex& regex, int32_t state);

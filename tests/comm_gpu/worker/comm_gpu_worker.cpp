@@ -26,13 +26,13 @@ using gossamer::comm::CommError;
 using gossamer::comm::CudaCommOptions;
 using gossamer::comm::CudaCommunicator;
 
-#define WORKER_CHECK(call)                                                                                   \
-  do {                                                                                                       \
-    const cudaError_t status_ = (call);                                                                      \
-    if (status_ != cudaSuccess) {                                                                            \
-      std::fprintf(stderr, "worker: %s: %s\n", #call, cudaGetErrorString(status_));                        \
-      std::exit(1);                                                                                          \
-    }                                                                                                        \
+#define WORKER_CHECK(call)                                                          \
+  do {                                                                              \
+    const cudaError_t status_ = (call);                                             \
+    if (status_ != cudaSuccess) {                                                   \
+      std::fprintf(stderr, "worker: %s: %s\n", #call, cudaGetErrorString(status_)); \
+      std::exit(1);                                                                 \
+    }                                                                               \
   } while (0)
 
 // Exactly representable in bf16, so the host's rank-order f32 sum is the device's bit for bit.
@@ -86,13 +86,20 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const char* value = i + 1 < argc ? argv[i + 1] : "0";
-    if (arg == "--rank") options.bootstrap.rank = std::atoi(value), ++i;
-    else if (arg == "--world") options.bootstrap.world_size = std::atoi(value), ++i;
-    else if (arg == "--port") options.bootstrap.port = std::atoi(value), ++i;
-    else if (arg == "--timeout-ms") options.timeout = std::chrono::milliseconds(std::atoi(value)), ++i;
-    else if (arg == "--nccl") options.use_nccl = true;
-    else if (arg == "--die-after-setup") die = true;
-    else if (arg == "--hang-after-setup") hang = true;
+    if (arg == "--rank")
+      options.bootstrap.rank = std::atoi(value), ++i;
+    else if (arg == "--world")
+      options.bootstrap.world_size = std::atoi(value), ++i;
+    else if (arg == "--port")
+      options.bootstrap.port = std::atoi(value), ++i;
+    else if (arg == "--timeout-ms")
+      options.timeout = std::chrono::milliseconds(std::atoi(value)), ++i;
+    else if (arg == "--nccl")
+      options.use_nccl = true;
+    else if (arg == "--die-after-setup")
+      die = true;
+    else if (arg == "--hang-after-setup")
+      hang = true;
   }
   options.bootstrap.timeout = options.timeout;
   const int rank = options.bootstrap.rank, world = options.bootstrap.world_size;
@@ -106,8 +113,11 @@ int main(int argc, char** argv) {
     }
     cudaStream_t stream;
     WORKER_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    std::vector<Case> cases = {{2880, DType::kBF16}, {2880 * 16, DType::kBF16}, {2880 * 128, DType::kBF16},
-                               {2880 * 4, DType::kF32}, {2880 * 64, DType::kF32}};
+    std::vector<Case> cases = {{2880, DType::kBF16},
+                               {2880 * 16, DType::kBF16},
+                               {2880 * 128, DType::kBF16},
+                               {2880 * 4, DType::kF32},
+                               {2880 * 64, DType::kF32}};
     if (options.use_nccl) cases.push_back({int64_t{1} << 22, DType::kF32});  // 16 MB: the NCCL path
     int checks = 0;
     for (const Case& c : cases) {
@@ -118,8 +128,9 @@ int main(int argc, char** argv) {
       auto check = [&](int iteration, const char* how) {
         WORKER_CHECK(cudaMemcpy(result.data(), data, bytes, cudaMemcpyDeviceToHost));
         if (result != expected_sum(c, world, iteration)) {
-          std::printf("rank %d: WRONG sum (%s, %lld x %s, iteration %d, path %s)\n", rank, how, static_cast<long long>(c.count),
-                      std::string(gossamer::name_of(c.dtype)).c_str(), iteration, comm.path_for(data, c.count, c.dtype));
+          std::printf("rank %d: WRONG sum (%s, %lld x %s, iteration %d, path %s)\n", rank, how,
+                      static_cast<long long>(c.count), std::string(gossamer::name_of(c.dtype)).c_str(), iteration,
+                      comm.path_for(data, c.count, c.dtype));
           std::exit(1);
         }
         ++checks;

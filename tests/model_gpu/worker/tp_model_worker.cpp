@@ -27,21 +27,31 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const std::string value = i + 1 < argc ? argv[i + 1] : "";
-    if (arg == "--model") model_dir = value, ++i;
-    else if (arg == "--tokens") tokens_path = value, ++i;
-    else if (arg == "--out") out_path = value, ++i;
-    else if (arg == "--rank") rank = std::atoi(value.c_str()), ++i;
-    else if (arg == "--world") world = std::atoi(value.c_str()), ++i;
-    else if (arg == "--port") port = std::atoi(value.c_str()), ++i;
-    else if (arg == "--weights") weights = value, ++i;
-    else if (arg == "--prefix") prefix = std::atoi(value.c_str()), ++i;
-    else if (arg == "--expert-parallel") expert_parallel = true;
+    if (arg == "--model")
+      model_dir = value, ++i;
+    else if (arg == "--tokens")
+      tokens_path = value, ++i;
+    else if (arg == "--out")
+      out_path = value, ++i;
+    else if (arg == "--rank")
+      rank = std::atoi(value.c_str()), ++i;
+    else if (arg == "--world")
+      world = std::atoi(value.c_str()), ++i;
+    else if (arg == "--port")
+      port = std::atoi(value.c_str()), ++i;
+    else if (arg == "--weights")
+      weights = value, ++i;
+    else if (arg == "--prefix")
+      prefix = std::atoi(value.c_str()), ++i;
+    else if (arg == "--expert-parallel")
+      expert_parallel = true;
   }
   try {
     const auto tokens = nlohmann::json::parse(read_text_file(tokens_path)).get<std::vector<std::vector<int32_t>>>();
     std::shared_ptr<model::Checkpoint> checkpoint = model::Checkpoint::open(model_dir);
     const model::ParallelLayout layout{world, expert_parallel, 1};
-    const model::RankWeights shard = model::shard_weights(checkpoint->config(), checkpoint->weights(), checkpoint, layout, rank);
+    const model::RankWeights shard =
+        model::shard_weights(checkpoint->config(), checkpoint->weights(), checkpoint, layout, rank);
 
     comm::CudaCommOptions comm_options;
     comm_options.bootstrap.port = port;
@@ -60,7 +70,8 @@ int main(int argc, char** argv) {
 
     // ---- prefill `prefix` positions of every sequence, then one token per step ----
     const int64_t vocab = model.config().vocab_size, length = static_cast<int64_t>(tokens[0].size());
-    const int32_t block = 16, per_seq = static_cast<int32_t>((length + block - 1) / block), seqs = static_cast<int32_t>(tokens.size());
+    const int32_t block = 16, per_seq = static_cast<int32_t>((length + block - 1) / block),
+                  seqs = static_cast<int32_t>(tokens.size());
     model.allocate_kv_cache(seqs * per_seq, block);
     std::vector<std::vector<int32_t>> tables(tokens.size(), std::vector<int32_t>(static_cast<size_t>(per_seq)));
     for (int32_t b = 0; b < per_seq; ++b) {
