@@ -13,6 +13,7 @@
 // Sliding layers read only their last W positions, so the engine may recycle older pages (a ring).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "core/cuda/cuda_types.h"  // cudaStream_t, GOSSAMER_HOST_DEVICE

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The session's one-call GPU validation (integrated main): carried, stripped binaries from the dev machine
+# under carry/val (gossamer, gossamer_tokenizer_bench, gossamer_{kernels,model_gpu,comm_gpu}_tests,
+# gossamer_comm_gpu_worker, gossamer_tp_model_worker, gossamer_kernels_bench, zstd, and lib/ with the chart
+# library's shared objects — the device image has no libcairo). Tests and benches read their compiled-in
+# paths under /work/main, so the checkout is linked there. Logs go to $OUT.
+#   bash bench/run_validation_h200.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+v=$root/carry/val
+out=${OUT:-/tmp/gossamer-validation}
+mkdir -p "$out"
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}:$v/lib NCCL_NVLS_ENABLE=0
+[ -e /work/main ] || { mkdir -p /work; ln -s "$root" /work/main; }
+mkdir -p build/tests build/bench/kernels build/models/tiny
+cp $v/gossamer $v/gossamer_tokenizer_bench build/
+cp $v/gossamer_kernels_tests $v/gossamer_model_gpu_tests $v/gossamer_comm_gpu_tests $v/gossamer_comm_gpu_worker \
+  $v/gossamer_tp_model_worker build/tests/
+cp $v/gossamer_kernels_bench build/bench/kernels/
+cp models/tiny/config.json build/models/tiny/
+z=$(command -v zstd || echo $v/zstd)
+$z -q -d -f models/tiny/model.safetensors.zst -o build/models/tiny/model.safetensors
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+sec() { echo; echo "== $1 ($(date +%T))"; }
+for suite in kernels model_gpu comm_gpu; do
+  sec "$suite tests"
+  timeout 300 stdbuf -oL build/tests/gossamer_${suite}_tests --gtest_color=no > "$out/$suite.log" 2>&1; echo "exit $?"
+  grep -E '^\[  (PASSED|FAILED) |^\[  FAILED  \]' "$out/$suite.log" | head -20
+done
+sec "bench prefill 20b"
+timeout 120 build/gossamer bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 32768 --repeats 3
+sec "bench decode 20b fp8 / mxfp4"
+for w in fp8 mxfp4; do
+  timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights $w --batch-sizes 1 8 64 \
+    --contexts 1024 8192 --steps 32
+done
+sec "bench step 20b"
+timeout 120 build/gossamer bench step --load-format dummy --preset 20b --context 1024 --steps 10
+sec "tokenizer vs tiktoken"
+timeout 120 bash bench/text/run_tokenizer_vs_tiktoken.sh build 1 1 8
+build/gossamer_tokenizer_bench --corpus mixed --mb 1 --seconds 0.2 --write-corpus "$out" > /dev/null 2>&1
+sec done
