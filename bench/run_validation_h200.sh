@@ -2,8 +2,10 @@
 # The session's one-call GPU validation (integrated main): carried, stripped binaries from the dev machine
 # under carry/val (gossamer, gossamer_tokenizer_bench, gossamer_{kernels,model_gpu,comm_gpu}_tests,
 # gossamer_comm_gpu_worker, gossamer_tp_model_worker, gossamer_kernels_bench, zstd, and lib/ with the chart
-# library's shared objects — the device image has no libcairo). Tests and benches read their compiled-in
-# paths under /work/main, so the checkout is linked there. Logs go to $OUT.
+# library's shared objects — the device image has no libcairo), and carry
+# node_modules/tiktoken/encoders/o200k_base.json too (the tokenizer's ranks: the text benches and tests
+# read them). Tests and benches read their compiled-in paths under /work/main, so the checkout is linked
+# there. Logs go to $OUT.
 #   bash bench/run_validation_h200.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
