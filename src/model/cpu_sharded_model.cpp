@@ -1,11 +1,11 @@
 #include "model/cpu_sharded_model.h"
 
 #include <algorithm>
-#include <limits>
 #include <thread>
 
 #include "core/error.h"
 #include "kernels/sampling.h"
+#include "kernels/token_mask.h"
 #include "model/batch_check.h"
 #include "model/sharded_sampling.h"
 
@@ -184,10 +184,13 @@ void CpuShardedModel::sample_full_rows(const ForwardBatch& batch, std::span<cons
     counts.insert(counts.end(), row.penalty_counts.begin(), row.penalty_counts.end());
     offsets[static_cast<size_t>(r) + 1] = static_cast<int32_t>(entries.size());
     if (row.token_mask != nullptr) {  // refused tokens are -inf before everything else
-      float* x = logits.data() + static_cast<size_t>(r) * static_cast<size_t>(vocab);
-      for (int t = 0; t < vocab; ++t) {
-        if (((row.token_mask[t / 32] >> (t % 32)) & 1u) == 0) x[t] = -std::numeric_limits<float>::infinity();
-      }
+      kernels::TokenMaskParams mask;
+      mask.logits = logits.data() + static_cast<size_t>(r) * static_cast<size_t>(vocab);
+      mask.masks = row.token_mask;
+      mask.num_rows = 1;
+      mask.vocab = vocab;
+      mask.words = (vocab + 31) / 32;
+      kernels::token_mask_cpu(mask);
     }
   }
   kernels::SamplingParams p;

@@ -19,25 +19,13 @@
 #include <thread>
 #include <vector>
 
+#include "gpu_test_util.h"
+
 namespace gossamer::comm {
 namespace {
 
-bool have_gpu() {
-  int count = 0;
-  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
-}
-
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
-  socklen_t length = sizeof(address);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
+using test::free_port;
+using test::have_gpu;
 
 struct RankResult {
   int exit_code = -1;  // -1: killed at the test's deadline (a hang)

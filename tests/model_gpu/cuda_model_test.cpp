@@ -21,6 +21,7 @@
 #include "../model/golden_test.h"
 #include "../model/ring_pool.h"
 #include "core/mapped_file.h"
+#include "gpu_test_util.h"
 #include "kernels/sampling.h"
 #include "model/dummy_checkpoint.h"
 #include "model/loader.h"
@@ -28,6 +29,8 @@
 
 namespace gossamer::model {
 namespace {
+
+using test::have_gpu;
 
 struct Bounds {
   double max_relative_l2;
@@ -38,11 +41,6 @@ struct Bounds {
 // experts are converted exactly). Mxfp4MatchesFp8Mode below is the tight check of the MXFP4 path.
 Bounds bounds_for(const std::string& weights) {
   return weights == "bf16" ? Bounds{2e-2, 0.98} : Bounds{6e-2, 0.95};
-}
-
-bool have_gpu() {
-  int count = 0;
-  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
 }
 
 std::string tiny_checkpoint(DummyInit init) {

@@ -7,16 +7,14 @@
 #include <numeric>
 #include <vector>
 
+#include "gpu_test_util.h"
 #include "model/cuda/cuda_model.h"
 #include "model/loader.h"
 
 namespace gossamer::model {
 namespace {
 
-bool have_gpu() {
-  int count = 0;
-  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
-}
+using test::have_gpu;
 
 TEST(CudaPhaseTiming, TimedStepsMatchTheGraphsAndCountEveryLayer) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU";

@@ -18,30 +18,17 @@
 #include <thread>
 
 #include "../model/golden_test.h"
+#include "gpu_test_util.h"
 #include "model/dummy_checkpoint.h"
 #include "run_binary.h"
 
 namespace gossamer::model {
 namespace {
 
+using test::free_port;
+using test::have_gpu;
+
 namespace fs = std::filesystem;
-
-bool have_gpu() {
-  int count = 0;
-  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
-}
-
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
-  socklen_t length = sizeof(address);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
 
 struct TpCase {
   bool expert_parallel;
