@@ -4,7 +4,6 @@
 #include <exception>
 
 #include "core/log.h"
-#include "core/parallel.h"
 #include "engine/sampler.h"
 #include "engine/token_constraint.h"
 
@@ -17,7 +16,8 @@ Engine::Engine(std::unique_ptr<model::Model> model, const EngineConfig& config, 
       vocab_size_(model_->config().vocab_size),
       allocator_(config_.num_kv_blocks, config_.enable_prefix_caching ? config_.block_size : 0),
       sliding_allocator_(config_.num_sliding_kv_blocks, config_.enable_prefix_caching ? config_.block_size : 0),
-      scheduler_(config_, allocator_, &sliding_allocator_) {
+      scheduler_(config_, allocator_, &sliding_allocator_),
+      runner_(*model_, config_) {
   model_->allocate_kv_cache(config_.num_kv_blocks, config_.block_size, config_.num_sliding_kv_blocks);
   stat_free_blocks_ = allocator_.num_free();
   {  // the load summary: what the weights and the KV cache take, and how many tokens fit
@@ -135,21 +135,31 @@ void Engine::loop() {
     bool stopping = false;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stop_ || !incoming_.empty() || !cancels_.empty() || scheduler_.has_work(); });
+      wake_.wait(lock, [&] {
+        return stop_ || !incoming_.empty() || !cancels_.empty() || scheduler_.has_work() || runner_.in_flight();
+      });
       incoming.swap(incoming_);
       cancels.swap(cancels_);
       stopping = stop_;
       // NOTE: the waiting count must include the requests just taken, or submit() could overshoot the cap.
       num_waiting_snapshot_ = scheduler_.num_waiting() + static_cast<int32_t>(incoming.size());
     }
+    const auto iteration_start = Clock::now();
     admit_incoming(incoming);
     apply_cancels(cancels);
-    if (!cancels.empty()) {
+    if (!cancels.empty()) {  // their final events go out now, not after the step in flight
       publish_stats();
       flush_outputs();
     }
     cancels.clear();
     if (stopping) {
+      if (runner_.in_flight()) {
+        try {
+          runner_.wait();  // its tokens are dropped: every request is aborted below
+        } catch (const std::exception& error) {
+          GOSSAMER_LOG_WARN("engine: the last step failed at shutdown: ", error.what());
+        }
+      }
       std::vector<Request*> all;
       for (auto& [id, request] : requests_) all.push_back(request.get());
       std::sort(all.begin(), all.end(), [](const Request* a, const Request* b) { return a->id < b->id; });
@@ -158,10 +168,11 @@ void Engine::loop() {
       flush_outputs();
       return;
     }
-    const SchedulerOutput scheduled = scheduler_.schedule();
-    if (!scheduled.empty()) run_step(scheduled);
-    publish_stats();
-    flush_outputs();
+    SchedulerOutput next = schedule();  // overlaps the step in flight
+    if (runner_.in_flight()) collect(next);
+    retired_.clear();  // NOTE: no step in flight and nothing scheduled refers to them any more
+    launch(std::move(next));
+    postprocess(iteration_start);  // overlaps the step just launched
   }
 }
 
@@ -181,164 +192,150 @@ void Engine::apply_cancels(const std::vector<RequestId>& cancels) {
   }
 }
 
-void Engine::run_step(const SchedulerOutput& scheduled) {
-  const auto start = Clock::now();
-  // Build the batch: each sequence's new tokens are a contiguous slice of its known tokens.
-  std::vector<std::vector<TokenId>> token_storage(scheduled.sequences.size());
-  model::ForwardBatch batch;
-  batch.sequences.reserve(scheduled.sequences.size());
-  for (size_t i = 0; i < scheduled.sequences.size(); ++i) {
-    const ScheduledSequence& seq = scheduled.sequences[i];
+SchedulerOutput Engine::schedule() {
+  return scheduler_.schedule();
+}
+
+bool Engine::last_by_length(const Request& request, int32_t num_output, int32_t num_tokens) const {
+  const bool at_max_tokens = request.sampling.max_tokens > 0 && num_output >= request.sampling.max_tokens;
+  return at_max_tokens || num_tokens >= request.max_total_tokens || num_tokens >= config_.max_model_len;
+}
+
+void Engine::launch(SchedulerOutput next) {
+  if (next.empty()) return;
+  const auto now = Clock::now();
+  for (const ScheduledSequence& seq : next.sequences) {
     Request* request = seq.request;
     if (request->times.first_scheduled == Clock::time_point{}) {
-      request->times.first_scheduled = start;
+      request->times.first_scheduled = now;
       stat_prompt_tokens_ += static_cast<int64_t>(request->prompt.size());
     }
-    auto& tokens = token_storage[i];
-    tokens.reserve(seq.num_new);
-    for (int32_t p = request->num_computed; p < request->num_computed + seq.num_new; ++p)
-      tokens.push_back(request->token_at(p));
-    model::SequenceInput input;
-    input.tokens = tokens;
-    input.num_cached = request->num_computed;
-    input.block_table = request->block_table;
-    input.sliding_block_table = request->sliding_block_table;
-    input.logits = seq.sample ? model::LogitsWanted::kLast : model::LogitsWanted::kNone;
-    batch.sequences.push_back(input);
   }
-
-  std::vector<Request*> sampled;
-  for (const ScheduledSequence& seq : scheduled.sequences) {
-    if (seq.sample) sampled.push_back(seq.request);
-  }
-  std::vector<TokenId> sampled_tokens(sampled.size());
-  // Structured output: each constrained row's token mask, filled here (rows in parallel, each
-  // constraint owned by its request) before the forward step.
-  const auto words = static_cast<size_t>(token_mask_words(vocab_size_));
-  std::vector<uint8_t> masked(sampled.size(), 0), mask_empty(sampled.size(), 0);
-  const bool any_constraint =
-      std::any_of(sampled.begin(), sampled.end(), [](const Request* r) { return r->sampling.constraint != nullptr; });
-  if (any_constraint) {
-    masks_.resize(sampled.size() * words);
-    parallel_for(static_cast<int64_t>(sampled.size()), 1, [&](int64_t begin, int64_t end) {
-      for (int64_t row = begin; row < end; ++row) {
-        TokenConstraint* constraint = sampled[static_cast<size_t>(row)]->sampling.constraint.get();
-        if (constraint == nullptr) continue;
-        const std::span<uint32_t> mask(masks_.data() + static_cast<size_t>(row) * words, words);
-        masked[static_cast<size_t>(row)] = constraint->fill_mask(mask);
-        mask_empty[static_cast<size_t>(row)] =
-            masked[static_cast<size_t>(row)] && !token_mask_allows_any(mask, vocab_size_);
-      }
-    });
-  }
-  // On the device when the backend can: only token ids cross back (no [rows, vocab] logits copy and
-  // host softmax). The rows' RNG states advance before the step; a failed step aborts its requests.
-  // NOTE: a step with a masked row samples on the host unless the backend applies token masks itself
-  // (kernels/token_mask.h).
-  const bool any_masked = std::any_of(masked.begin(), masked.end(), [](uint8_t m) { return m != 0; });
-  const bool on_device =
-      config_.device_sampling && model_->samples_on_device() && (!any_masked || model_->samples_with_token_masks());
   try {
-    if (on_device) {
-      std::vector<model::RowSampling> rows;
-      rows.reserve(sampled.size());
-      for (size_t row = 0; row < sampled.size(); ++row) {
-        rows.push_back(device_row_sampling(*sampled[row]));
-        if (masked[row]) rows.back().token_mask = masks_.data() + row * words;
-      }
-      std::vector<model::RowLogprobs> row_logprobs;
-      model_->forward_sample(batch, rows, sampled_tokens, row_logprobs);
-      for (size_t i = 0; i < sampled.size(); ++i) {
-        if (sampled[i]->sampling.logprobs >= 0) take_device_logprobs(*sampled[i], row_logprobs[i]);
-      }
-    } else {
-      model_->forward(batch, logits_);
-    }
+    runner_.launch(next);
   } catch (const std::exception& error) {
-    GOSSAMER_LOG_ERROR("engine: forward failed, aborting ", scheduled.sequences.size(), " requests: ", error.what());
-    scheduler_.reset_prefix_cache();  // blocks registered for this step may hold garbage
-    for (const ScheduledSequence& seq : scheduled.sequences) finish(seq.request, FinishReason::kAbort);
+    fail_step(next, nullptr, error);
     return;
   }
-
-  // Host sampling: every logits row in parallel (each request owns its RNG state, so the result does not
-  // depend on the thread count): a full-vocabulary softmax per sequence dominated the step on the CPU.
-  if (!on_device) {
-    parallel_for(static_cast<int64_t>(sampled.size()), 1, [&](int64_t begin, int64_t end) {
-      for (int64_t row = begin; row < end; ++row) {
-        const std::span<float> logits(logits_.data() + row * vocab_size_, vocab_size_);
-        Request* request = sampled[static_cast<size_t>(row)];
-        if (masked[static_cast<size_t>(row)]) {
-          apply_token_mask(logits, std::span<const uint32_t>(masks_.data() + static_cast<size_t>(row) * words, words));
-        }
-        sampled_tokens[static_cast<size_t>(row)] = sample_request_token(logits, *request);
-      }
-    });
-  }
-
-  // Post-process in batch order: advance, stop, stream out.
-  size_t row = 0;
-  for (const ScheduledSequence& seq : scheduled.sequences) {
+  // The state the next schedule() sees: the new tokens are computed (or being computed), and a sampled
+  // sequence's next token is a placeholder unless it is its last by length (then it is not scheduled).
+  for (const ScheduledSequence& seq : next.sequences) {
     Request* request = seq.request;
     request->num_computed += seq.num_new;
     if (!seq.sample) continue;
-    if (mask_empty[row]) {  // a constraint that allows nothing: its bug, never an invalid answer
+    const int32_t num_output = static_cast<int32_t>(request->output.size()) + 1;
+    if (last_by_length(*request, num_output, request->num_tokens() + 1)) continue;
+    request->output.push_back(kPendingToken);
+    request->token_pending = true;
+  }
+  in_flight_ = std::move(next);
+}
+
+void Engine::collect(SchedulerOutput& next) {
+  collected_ = std::move(in_flight_);
+  in_flight_ = {};
+  token_rows_.clear();
+  const std::vector<SampledRow>* rows = nullptr;
+  try {
+    rows = &runner_.wait();
+  } catch (const std::exception& error) {
+    fail_step(collected_, &next, error);
+    collected_ = {};
+    return;
+  }
+  const auto now = Clock::now();
+  for (const SampledRow& row : *rows) {
+    Request* request = row.request;
+    if (request->state == RequestState::kFinished) continue;  // cancelled while the step ran: token dropped
+    if (row.no_token_allowed) {  // a constraint that allows nothing: its bug, never an invalid answer
       GOSSAMER_LOG_ERROR("engine: request ", request->id, "'s token constraint allows no token; aborting it");
-      ++row;
       finish(request, FinishReason::kAbort);
       continue;
     }
-    const TokenId token = sampled_tokens[row++];
-    request->output.push_back(token);
+    const TokenId token = row.token;
+    if (request->token_pending) {
+      request->output.back() = token;
+      request->token_pending = false;
+    } else {
+      request->output.push_back(token);
+    }
     if (request->sampling.constraint) request->sampling.constraint->accept(token);
     ++stat_generation_tokens_;
-    const auto now = Clock::now();
     if (request->output.size() == 1) request->times.first_token = now;
-
     const auto& stops = request->sampling.stop_token_ids;
     const bool is_stop = !request->sampling.ignore_eos && std::find(stops.begin(), stops.end(), token) != stops.end();
-    const bool at_max_tokens = request->sampling.max_tokens > 0 &&
-                               static_cast<int32_t>(request->output.size()) >= request->sampling.max_tokens;
-    const bool at_context =
-        request->num_tokens() >= request->max_total_tokens || request->num_tokens() >= config_.max_model_len;
     if (is_stop) {
-      finish(request, token == kTokenCall ? FinishReason::kToolCall : FinishReason::kStop, {token}, token);
-    } else if (at_max_tokens || at_context) {
+      finish(request, FinishReason::kStop, {token}, token);
+    } else if (last_by_length(*request, static_cast<int32_t>(request->output.size()), request->num_tokens())) {
       finish(request, FinishReason::kLength, {token});
-    } else if (request->on_output) {
-      RequestOutput output;
-      output.id = request->id;
-      output.new_tokens = {token};
-      output.num_prompt_tokens = static_cast<int32_t>(request->prompt.size());
-      output.num_output_tokens = static_cast<int32_t>(request->output.size());
-      output.times = request->times;
-      output.num_preemptions = request->num_preemptions;
-      output.num_cached_tokens = request->num_cached_tokens;
-      if (request->last_logprobs)
-        output.logprobs.push_back(std::move(*std::exchange(request->last_logprobs, std::nullopt)));
-      pending_outputs_.emplace_back(request->on_output, std::move(output));
+    } else {
+      token_rows_.push_back(request);
     }
   }
-  ++stat_steps_;
-  if (observer_) {
-    StepInfo info;
-    info.num_sequences = static_cast<int32_t>(scheduled.sequences.size());
-    info.num_tokens = scheduled.num_tokens;
-    info.num_preempted = static_cast<int32_t>(scheduled.preempted.size());
-    info.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    observer_(info);
+  // NOTE: a sequence that finished was scheduled behind this step on its placeholder: it leaves before launch.
+  std::erase_if(next.sequences, [&](const ScheduledSequence& seq) {
+    if (seq.request->state != RequestState::kFinished) return false;
+    next.num_tokens -= seq.num_new;
+    return true;
+  });
+}
+
+void Engine::fail_step(const SchedulerOutput& step, SchedulerOutput* next, const std::exception& error) {
+  const size_t behind = next != nullptr ? next->sequences.size() : 0;
+  GOSSAMER_LOG_ERROR("engine: a step failed, aborting its ", step.sequences.size(), " requests",
+                     behind > 0 ? detail::concat(" and the ", behind, " scheduled behind it") : std::string(), ": ",
+                     error.what());
+  scheduler_.reset_prefix_cache();  // blocks registered for the step may hold garbage
+  for (const ScheduledSequence& seq : step.sequences) finish(seq.request, FinishReason::kAbort);
+  if (next != nullptr) {
+    for (const ScheduledSequence& seq : next->sequences) finish(seq.request, FinishReason::kAbort);
+    next->sequences.clear();
+    next->num_tokens = 0;
   }
+}
+
+void Engine::postprocess(Clock::time_point iteration_start) {
+  for (Request* request : token_rows_) {
+    if (!request->on_output) continue;
+    RequestOutput output;
+    output.id = request->id;
+    output.new_tokens = {request->output[static_cast<size_t>(request->num_known_output() - 1)]};
+    output.num_prompt_tokens = static_cast<int32_t>(request->prompt.size());
+    output.num_output_tokens = request->num_known_output();
+    output.times = request->times;
+    output.num_preemptions = request->num_preemptions;
+    output.num_cached_tokens = request->num_cached_tokens;
+    if (request->last_logprobs)
+      output.logprobs.push_back(std::move(*std::exchange(request->last_logprobs, std::nullopt)));
+    pending_outputs_.emplace_back(request->on_output, std::move(output));
+  }
+  token_rows_.clear();
+  if (!collected_.empty()) {
+    ++stat_steps_;
+    if (observer_) {
+      StepInfo info;
+      info.num_sequences = static_cast<int32_t>(collected_.sequences.size());
+      info.num_tokens = collected_.num_tokens;
+      info.num_preempted = static_cast<int32_t>(collected_.preempted.size());
+      info.seconds = std::chrono::duration<double>(Clock::now() - iteration_start).count();
+      observer_(info);
+    }
+    collected_ = {};
+  }
+  publish_stats();
+  flush_outputs();
 }
 
 void Engine::finish(Request* request, FinishReason reason, std::vector<TokenId> new_tokens,
                     std::optional<TokenId> stop_token) {
+  if (request->state == RequestState::kFinished) return;  // e.g. cancelled, then its step failed
   scheduler_.finish(request, reason);
   request->times.finished = Clock::now();
   RequestOutput output;
   output.id = request->id;
   output.new_tokens = std::move(new_tokens);
   output.num_prompt_tokens = static_cast<int32_t>(request->prompt.size());
-  output.num_output_tokens = static_cast<int32_t>(request->output.size());
+  output.num_output_tokens = request->num_known_output();
   output.finished = true;
   output.finish_reason = reason;
   output.stop_token = stop_token;
@@ -348,15 +345,16 @@ void Engine::finish(Request* request, FinishReason reason, std::vector<TokenId> 
   if (request->last_logprobs && !output.new_tokens.empty())
     output.logprobs.push_back(std::move(*request->last_logprobs));
   OutputCallback callback = std::move(request->on_output);
-  const RequestId id = request->id;  // NOTE: erase(request->id) would read the key while destroying it
-  requests_.erase(id);               // `request` dangles from here on
+  const auto found = requests_.find(request->id);
+  retired_.push_back(std::move(found->second));  // NOTE: alive until the step in flight is collected
+  requests_.erase(found);
   if (callback) pending_outputs_.emplace_back(std::move(callback), std::move(output));
 }
 
 void Engine::flush_outputs() {
   std::vector<std::pair<OutputCallback, RequestOutput>> outputs;
   outputs.swap(pending_outputs_);
-  for (auto& [callback, output] : outputs) callback(output);
+  for (auto& [callback, output] : outputs) callback(std::move(output));
 }
 
 void Engine::publish_stats() {

@@ -1,5 +1,22 @@
-// Engine: owns the model, the KV block allocator and the scheduler, and runs the step loop on its own
-// thread: schedule → run (Model::forward) → post-process (sample, stop, stream out, free blocks).
+// Engine: owns the model, the KV block allocators and the scheduler, and runs the step loop on its own
+// thread. A step is three verbs: schedule() picks the sequences and their new tokens (engine/scheduler.h),
+// the Runner builds the batch and runs the model (engine/runner.h), postprocess() turns the drawn tokens
+// into output events.
+//
+// The loop never waits on itself. One iteration is
+//   schedule(N+1) → wait for step N's tokens, collect(N) → launch(N+1) → postprocess(N)
+// so on a backend whose launch_step returns before the device is done (cuda, device-sampled steps: the
+// token ids come back through pinned memory and an event), schedule(N+1) runs while the device computes
+// step N, and postprocess(N) (output events, stats, the step observer) and schedule(N+2) run while it
+// computes step N+1. schedule(N+1) sees the state before N's tokens are known: a sequence that step N
+// samples ends with a placeholder (kPendingToken) and is scheduled its next decode token as usual; collect(N)
+// writes the drawn ids over the placeholders and applies stop tokens, length limits and constraints, and
+// the sequences that finished leave step N+1 before it is launched, so no token past a stop is computed,
+// let alone emitted. A sequence whose token from step N is its last by length is not scheduled again.
+// Not overlapped: between step N's end on the device and step N+1's launch the host collects N's tokens
+// and builds N+1's batch (feeding the ids to step N+1 on the device, as vLLM does, would close that gap).
+// On a backend that runs steps synchronously (the default launch_step: the cpu, sharded and fake models)
+// nothing overlaps: the step runs inside the wait, and its events still go out right after it.
 //
 // Contract:
 //  - submit() and cancel() are thread-safe. submit() validates the request and throws QueueFullError
@@ -7,17 +24,23 @@
 //    max_model_len, gossamer::Error for other bad input. It returns the request id at once.
 //  - Each request's on_output callback is called on the engine thread, in order: zero or more events
 //    with new tokens, then exactly one event with finished = true (also after cancel() or shutdown()).
-//    Callbacks must be quick; they may call cancel() but nothing else of the engine.
-//  - cancel() frees the request's KV blocks before the next step runs; unknown or finished ids are ignored.
+//    Callbacks must be quick (the server only queues them for its HTTP threads: server/output_queue.h);
+//    they may call cancel() but nothing else of the engine.
+//  - The engine knows no chat format: stop tokens are the request's SamplingParams::stop_token_ids.
+//  - cancel() frees the request's KV blocks before the next step is launched; a token of a step in flight
+//    for it is dropped. Unknown or finished ids are ignored.
+//  - A failed step aborts its requests and the ones already scheduled behind it.
 //  - The destructor (or shutdown()) aborts every request (finish_reason kAbort) and joins the thread.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -26,6 +49,7 @@
 #include "engine/block_allocator.h"
 #include "engine/engine_config.h"
 #include "engine/request.h"
+#include "engine/runner.h"
 #include "engine/scheduler.h"
 #include "model/model.h"
 
@@ -65,11 +89,13 @@ struct EngineStats {
   double kv_usage() const { return num_kv_blocks == 0 ? 0.0 : 1.0 - double(num_free_kv_blocks) / num_kv_blocks; }
 };
 
-// Reported after every step, on the engine thread.
+// Reported after every step's postprocess(), on the engine thread.
 struct StepInfo {
   int32_t num_sequences = 0;
   int32_t num_tokens = 0;
   int32_t num_preempted = 0;
+  // The loop iteration that finished the step: from schedule() of the step after it to the end of its
+  // postprocess() (steps overlap, so these add up to the loop's wall time, not to the steps' latencies).
   double seconds = 0.0;
 };
 using StepObserver = std::function<void(const StepInfo&)>;
@@ -96,7 +122,16 @@ class Engine {
   void loop();
   void admit_incoming(std::vector<std::unique_ptr<Request>>& incoming);
   void apply_cancels(const std::vector<RequestId>& cancels);
-  void run_step(const SchedulerOutput& scheduled);
+  SchedulerOutput schedule();
+  // Waits for the step in flight and applies its tokens; the requests that finished leave `next`.
+  void collect(SchedulerOutput& next);
+  void launch(SchedulerOutput next);
+  // Step N's output events, stats and observer (after step N+1 was launched).
+  void postprocess(Clock::time_point iteration_start);
+  // Aborts a failed step's requests (and `next`'s, scheduled behind it).
+  void fail_step(const SchedulerOutput& step, SchedulerOutput* next, const std::exception& error);
+  // True when one more output token ends the request by its length limits.
+  bool last_by_length(const Request& request, int32_t num_output, int32_t num_tokens) const;
   void finish(Request* request, FinishReason reason, std::vector<TokenId> new_tokens = {},
               std::optional<TokenId> stop_token = std::nullopt);
   void publish_stats();
@@ -112,9 +147,14 @@ class Engine {
   BlockAllocator allocator_;
   BlockAllocator sliding_allocator_;  // the sliding-window ring's pool (0 blocks without a ring)
   Scheduler scheduler_;
+  Runner runner_;
   std::unordered_map<RequestId, std::unique_ptr<Request>> requests_;
-  std::vector<float> logits_;    // [num_rows, vocab_size] float32
-  std::vector<uint32_t> masks_;  // [num_rows, token_mask_words(vocab_size)] constrained rows' token masks
+  // NOTE: a finished request may still be referenced by the step in flight: it is destroyed only once that
+  // step is collected.
+  std::vector<std::unique_ptr<Request>> retired_;
+  SchedulerOutput in_flight_;         // the launched step (runner_.in_flight())
+  SchedulerOutput collected_;         // the step collected in this iteration, for postprocess()
+  std::vector<Request*> token_rows_;  // collected_'s requests that got a token and go on
   std::vector<std::pair<OutputCallback, RequestOutput>> pending_outputs_;
 
   // Shared with submitters (guarded by mutex_).

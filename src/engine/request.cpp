@@ -16,7 +16,6 @@ const char* to_string(FinishReason reason) {
   switch (reason) {
     case FinishReason::kNone: return "none";
     case FinishReason::kStop: return "stop";
-    case FinishReason::kToolCall: return "tool_calls";
     case FinishReason::kLength: return "length";
     case FinishReason::kAbort: return "abort";
   }

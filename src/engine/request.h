@@ -21,10 +21,8 @@ using TokenId = int32_t;
 using RequestId = uint64_t;
 using Clock = std::chrono::steady_clock;
 
-// Harmony's assistant-action stop tokens and the end-of-text token.
-inline constexpr TokenId kTokenReturn = 200002;     // <|return|>
-inline constexpr TokenId kTokenCall = 200012;       // <|call|>
-inline constexpr TokenId kTokenEndOfText = 199999;  // <|endoftext|>
+// Overlapped steps (engine.h): the token a step still in flight samples for a request, until its id is back.
+inline constexpr TokenId kPendingToken = -1;
 
 enum class RequestState : uint8_t {
   kWaiting = 0,    // queued, no KV blocks
@@ -35,10 +33,9 @@ enum class RequestState : uint8_t {
 
 enum class FinishReason : uint8_t {
   kNone = 0,
-  kStop,      // a stop token (<|return|>, <|endoftext|>) or a stop string found by the caller
-  kToolCall,  // <|call|>
-  kLength,    // max_tokens or the context length
-  kAbort,     // cancelled (client gone, server shutdown)
+  kStop,    // one of SamplingParams::stop_token_ids, or a stop string found by the caller
+  kLength,  // max_tokens or the context length
+  kAbort,   // cancelled (client gone, server shutdown)
 };
 
 const char* to_string(RequestState state);
@@ -50,8 +47,10 @@ struct SamplingParams {
   int32_t top_k = 0;         // 0 = off
   std::optional<uint64_t> seed;
   int32_t max_tokens = 0;   // 0 = up to the context length
-  bool ignore_eos = false;  // keep going past stop tokens (benchmarks)
-  std::vector<TokenId> stop_token_ids = {kTokenReturn, kTokenCall, kTokenEndOfText};
+  bool ignore_eos = false;  // keep going past stop_token_ids (benchmarks)
+  // Tokens that end the request (kept in its output). The engine knows no chat format: the caller names
+  // them (the server: Harmony's <|return|> and <|call|>, and <|endoftext|>). Empty = none.
+  std::vector<TokenId> stop_token_ids;
   // Structured output: which tokens may come next (token_constraint.h); null = any.
   std::shared_ptr<TokenConstraint> constraint;
   // Penalties (kernels/sampling.h step 0): presence and frequency over the output tokens, repetition over
@@ -110,8 +109,9 @@ struct RequestOutput {
   std::vector<SampledLogprobs> logprobs;  // one per new token, when SamplingParams::logprobs ≥ 0
 };
 
-// Called on the engine thread; must be quick and must not call back into the engine except cancel().
-using OutputCallback = std::function<void(const RequestOutput&)>;
+// Called on the engine thread; must be quick (the server only queues the event for an HTTP thread) and
+// must not call back into the engine except cancel().
+using OutputCallback = std::function<void(RequestOutput)>;
 
 struct Request {
   RequestId id = 0;
@@ -142,8 +142,13 @@ struct Request {
   uint64_t rng_state = 0;                        // per-request sampler state (splitmix64), advanced only when sampling
   PenaltyState penalty;                          // used when sampling.has_penalties()
   std::optional<SampledLogprobs> last_logprobs;  // the last drawn token's, until its output event takes it
+  // Overlapped steps (engine.h): output ends with kPendingToken while the step that samples it is in flight.
+  bool token_pending = false;
 
   int32_t num_tokens() const { return static_cast<int32_t>(prompt.size() + output.size()); }
+  // Tokens whose ids are known: all but a pending last one.
+  int32_t num_known_tokens() const { return num_tokens() - (token_pending ? 1 : 0); }
+  int32_t num_known_output() const { return static_cast<int32_t>(output.size()) - (token_pending ? 1 : 0); }
   TokenId token_at(int32_t position) const {
     const auto prompt_len = static_cast<int32_t>(prompt.size());
     return position < prompt_len ? prompt[position] : output[position - prompt_len];

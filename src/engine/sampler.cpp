@@ -140,7 +140,9 @@ void update_penalties(Request& request) {
     }
     state.prompt_listed = true;
   }
-  for (; state.num_output_counted < request.output.size(); ++state.num_output_counted)
+  // NOTE: a pending last token (the one being drawn, engine.h) is not counted.
+  for (const auto known = static_cast<size_t>(request.num_known_output()); state.num_output_counted < known;
+       ++state.num_output_counted)
     add(request.output[state.num_output_counted], 1);
 }
 

@@ -79,7 +79,10 @@ SchedulerOutput Scheduler::schedule() {
   while (index < running_.size() && budget > 0) {
     Request* request = running_[index];
     const int32_t num_new = std::min(request->num_uncomputed(), budget);
-    GOSSAMER_ASSERT(num_new > 0, "running request ", request->id, " has nothing to compute");
+    if (num_new == 0) {  // its last token is sampled by the step in flight (engine.h)
+      ++index;
+      continue;
+    }
     const int32_t needed =
         blocks_for(request->num_computed + num_new) - static_cast<int32_t>(request->block_table.size());
     bool self_preempted = false;
@@ -145,6 +148,7 @@ void Scheduler::ensure_hashes(Request& request, int32_t num_blocks) {
 
 void Scheduler::match_prefix(Request& request, PrefixMatch& match) {
   GOSSAMER_ASSERT(request.num_computed == 0 && request.block_table.empty(), "prefix match of a request holding blocks");
+  GOSSAMER_ASSERT(!request.token_pending, "request ", request.id, " leaves the queue with a pending token");
   if (!allocator_.caching()) return;
   // NOTE: at most up to the last known token, which must run to give the next token's logits.
   const int32_t max_blocks = (request.num_tokens() - 1) / config_.block_size;
@@ -211,7 +215,8 @@ void Scheduler::take_prefix(Request& request, const PrefixMatch& match) {
 
 void Scheduler::cache_blocks(Request& request, int32_t num_positions) {
   if (!allocator_.caching()) return;
-  const int32_t num_full = num_positions / config_.block_size;
+  // NOTE: a block holding a pending token (engine.h) is offered once the token is known, next schedule().
+  const int32_t num_full = std::min(num_positions, request.num_known_tokens()) / config_.block_size;
   ensure_hashes(request, num_full);
   for (int32_t b = request.num_cached_blocks; b < num_full; ++b) {
     const uint64_t hash = request.block_hashes[static_cast<size_t>(b)];

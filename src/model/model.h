@@ -21,10 +21,14 @@
 //    Entries for positions below max(0, num_cached − window + 1 − kSlidingKeepMargin) are never read, so
 //    the caller may recycle those blocks (keeping any in-range id in the table). With no sliding pool the
 //    sliding layers share block_table's blocks like every other layer.
+//  - Asynchronous steps (launch_step / wait_step): one step in flight at a time, run after every step before
+//    it; so a KV block that the caller frees while a step is in flight and hands to the next step is
+//    written by that next step only after the one in flight is done with it.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -78,9 +82,17 @@ struct RowLogprobs {
   std::vector<std::pair<int32_t, float>> top;  // (token, logprob), highest first
 };
 
+// What a launched step gives back (Model::wait_step).
+struct StepResult {
+  std::vector<int32_t> tokens;        // a sampled step's drawn tokens, one per logits row
+  std::vector<RowLogprobs> logprobs;  // a sampled step's, one per row (set where num_top_logprobs ≥ 0)
+  std::vector<float> logits;          // a logits step's [num_rows, vocab_size] float32
+};
+
 class Model {
  public:
-  virtual ~Model() = default;
+  Model();
+  virtual ~Model();
   virtual const GptOssConfig& config() const = 0;
   virtual std::string backend_name() const = 0;
   // The tensor/expert-parallel layout of this model's ranks (model/sharding.h), e.g. "TP1 EP1".
@@ -115,6 +127,16 @@ class Model {
     std::vector<RowLogprobs> unused;
     forward_sample(batch, rows, tokens, unused);
   }
+  // The step in two halves, so that the caller's host work overlaps the device's (engine/engine.h):
+  // launch_step() starts one step, sampled like forward_sample when `rows` is given (one entry per logits
+  // row), else for logits like forward(); wait_step() blocks until its results are on the host.
+  // Contract: launch, wait, launch, ... (at most one step in flight; no forward() or forward_sample() while
+  // one is). launch_step reads batch and rows only before it returns. Either call may throw what forward()
+  // and forward_sample() throw; the step is then over. The default copies the step and runs it
+  // synchronously inside wait_step (so the caller's work between the calls still comes before the step);
+  // the cuda backend enqueues sampled steps and waits on an event behind the tokens' copy to pinned memory.
+  virtual void launch_step(const ForwardBatch& batch, std::optional<std::span<const RowSampling>> rows);
+  virtual void wait_step(StepResult& result);
   // Bytes of weights the backend holds on its device (0 when it reads them in place, like the cpu backend).
   virtual uint64_t weight_bytes() const { return 0; }
   // Benchmarks: per-phase timing of the following forward steps (model/step_phases.h); off by default.
@@ -131,6 +153,10 @@ class Model {
 
  protected:
   virtual void allocate_kv_cache_impl(int32_t num_blocks, int32_t block_size, int32_t num_sliding_blocks) = 0;
+
+ private:
+  struct DeferredStep;                      // the default launch_step's copy of the step
+  std::unique_ptr<DeferredStep> deferred_;  // null until the default launch_step is first used
 };
 
 }  // namespace gossamer::model

@@ -31,7 +31,11 @@ double ms_between(engine::Clock::time_point a, engine::Clock::time_point b) {
 
 GenerationState::GenerationState(OpenAiServer& server, std::shared_ptr<ResponseChannel> channel,
                                  GenerationRequest request, bool chat, std::string client_request_id)
-    : server_(server), channel_(std::move(channel)), request_(std::move(request)), chat_(chat) {
+    : server_(server),
+      channel_(std::move(channel)),
+      request_(std::move(request)),
+      chat_(chat),
+      outputs_(std::make_shared<OutputQueue>(channel_)) {
   id_ = (chat_ ? "chatcmpl-" : "cmpl-") + random_hex(24);
   request_id_header_ = client_request_id.empty() ? id_ : client_request_id;
   created_ =
@@ -58,6 +62,7 @@ std::string GenerationState::dump(const Json& json) const {
 
 void GenerationState::submit() {
   // NOTE: engine events wait for this (on_output takes the lock first), so every choice's engine id is known.
+  // They arrive on the channel's I/O thread (OutputQueue): no server work on the engine thread.
   std::lock_guard<std::mutex> submitted(submit_mutex_);
   auto self = shared_from_this();
   for (auto& owned : choices_) {
@@ -70,7 +75,8 @@ void GenerationState::submit() {
     if (request_.structured)
       params.sampling.constraint =
           make_structured_output_constraint(request_.structured, *server_.tokenizer_, params.sampling.max_tokens);
-    params.on_output = [self, choice](const engine::RequestOutput& output) { self->on_output(*choice, output); };
+    params.on_output =
+        outputs_->callback([self, choice](const engine::RequestOutput& output) { self->on_output(*choice, output); });
     try {
       choice->engine_id = server_.engine_->submit(std::move(params));
     } catch (const engine::QueueFullError& error) {

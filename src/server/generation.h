@@ -3,9 +3,10 @@
 // requests on the same prompt (choice i draws with seed + i when a seed is given; the engine's prefix cache
 // lets them share the prompt's KV blocks) and merges them into one response, choices in index order.
 //
-// Contract: created on a preparation worker, then driven by engine events on the engine thread (one at a
-// time) and by a disconnect notice from an I/O thread (which only cancels). Once submit() returned, it
-// calls OpenAiServer::request_done() exactly once, after the last choice's final engine event.
+// Contract: created on a preparation worker, then driven by engine events, which its OutputQueue hands over
+// on an HTTP I/O thread (one at a time, never on the engine thread), and by a disconnect notice from an I/O
+// thread (which only cancels). Once submit() returned, it calls OpenAiServer::request_done() exactly once,
+// after the last choice's final engine event.
 #pragma once
 
 #include <atomic>
@@ -20,6 +21,7 @@
 #include "server/chat_output.h"
 #include "server/http_types.h"
 #include "server/openai_request.h"
+#include "server/output_queue.h"
 #include "server/stop_strings.h"
 #include "text/incremental_detokenizer.h"
 
@@ -39,7 +41,7 @@ class GenerationState : public std::enable_shared_from_this<GenerationState> {
   void on_client_gone();
 
  private:
-  // One choice: its engine request and its decoding state (engine thread).
+  // One choice: its engine request and its decoding state (the event thread).
   struct Choice {
     int index = 0;
     std::atomic<uint64_t> engine_id{0};
@@ -83,8 +85,9 @@ class GenerationState : public std::enable_shared_from_this<GenerationState> {
   int64_t created_ = 0;
   int32_t num_prompt_tokens_ = 0;
   std::vector<std::unique_ptr<Choice>> choices_;
+  std::shared_ptr<OutputQueue> outputs_;  // the choices' engine events, to the channel's I/O thread
 
-  // Engine-thread state.
+  // Event-thread state.
   bool stream_started_ = false;
   int num_responded_ = 0;
   int num_engine_finished_ = 0;

@@ -128,6 +128,8 @@ class Session : public std::enable_shared_from_this<Session> {
               });
   }
 
+  void post_work(std::function<void()> work) { net::post(stream_.get_executor(), std::move(work)); }
+
   bool closed() const { return closed_.load(); }
   uint64_t generation() const { return generation_; }
 
@@ -372,6 +374,7 @@ class Channel : public ResponseChannel {
   void end_stream() override { session_->post_end_stream(generation_); }
   bool closed() const override { return session_->closed(); }
   void on_close(std::function<void()> callback) override { session_->post_on_close(generation_, std::move(callback)); }
+  void post(std::function<void()> work) override { session_->post_work(std::move(work)); }
 
  private:
   std::shared_ptr<Session> session_;

@@ -4,7 +4,9 @@
 // Contract: a ResponseChannel belongs to one request. Exactly one of respond() or start_stream() …
 // end_stream() must be called; calls after the client disconnected are accepted and dropped. All methods
 // are thread-safe (they post to the connection's strand). on_close callbacks run once, on an I/O thread,
-// when the client goes away before the response is complete (never after a completed response).
+// when the client goes away before the response is complete (never after a completed response). post()
+// runs work on an I/O thread, in order with the channel's other posts and one at a time (the strand), also
+// after the client went away; only a stopped server drops it.
 #pragma once
 
 #include <functional>
@@ -52,6 +54,8 @@ class ResponseChannel {
   // True once the client is known to be gone.
   virtual bool closed() const = 0;
   virtual void on_close(std::function<void()> callback) = 0;
+  // Runs `work` on the connection's I/O thread (its strand), e.g. the request's engine events.
+  virtual void post(std::function<void()> work) = 0;
 };
 
 // Takes the request by value: handlers move it on to a worker (its body may be large).

@@ -27,6 +27,7 @@ void check_model(const Json& body, const ApiContext& context) {
 
 // Sampling fields common to both endpoints.
 void parse_sampling(const Json& body, GenerationRequest& out, int32_t default_max_tokens) {
+  out.sampling.stop_token_ids = harmony_stop_token_ids();
   if (const auto t = get_number(body, "temperature", "temperature")) {
     if (*t < 0.0 || *t > 2.0)
       throw ApiError::invalid("temperature must be in [0, 2], got " + std::to_string(*t), "temperature");
@@ -174,6 +175,11 @@ harmony::Message text_message(harmony::Role role, std::string text, std::optiona
 }
 
 }  // namespace
+
+std::vector<engine::TokenId> harmony_stop_token_ids() {
+  constexpr engine::TokenId kEndOfTextToken = 199999;  // <|endoftext|> (text/tokenizer_specials.h)
+  return {harmony::kReturnToken, harmony::kCallToken, kEndOfTextToken};
+}
 
 GenerationRequest parse_chat_request(const nlohmann::ordered_json& body, const ApiContext& context,
                                      const text::harmony::HarmonyRenderer& renderer) {

@@ -24,6 +24,11 @@ inline constexpr int kMaxTools = 128;                        // OpenAI's limit
 inline constexpr int64_t kMaxSchemaNodesPerRequest = 20000;  // JSON values over all tool schemas
 inline constexpr int kMaxChoices = 16;                       // the largest `n`
 
+// The tokens that end a gpt-oss completion, the engine's stop_token_ids for every request (the engine knows
+// no chat format): Harmony's assistant-action stops <|return|> and <|call|>, and <|endoftext|>. A <|call|>
+// becomes finish_reason "tool_calls" where the answer's parser found a tool call.
+std::vector<engine::TokenId> harmony_stop_token_ids();
+
 struct ApiContext {
   std::string served_model_name;
   std::vector<std::string> model_aliases;  // also accepted in "model"

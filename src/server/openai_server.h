@@ -4,8 +4,9 @@
 // the server ready; drain_and_stop() (SIGTERM) turns /health and new requests to 503, lets in-flight
 // requests finish (up to shutdown_timeout_s, then aborts them) and stops HTTP.
 //
-// Contract: all public methods are called from one controlling thread (the app's main thread); handlers run
-// on the HTTP I/O threads and the engine thread. The server owns the engine and the HTTP layer.
+// Contract: all public methods are called from one controlling thread (the app's main thread); handlers and
+// the requests' engine events (server/output_queue.h) run on the HTTP I/O threads, nothing of the server on
+// the engine thread but the events' queueing. The server owns the engine and the HTTP layer.
 #pragma once
 
 #include <atomic>

@@ -28,6 +28,7 @@ ResponsesState::ResponsesState(OpenAiServer& server, std::shared_ptr<ResponseCha
       channel_(std::move(channel)),
       request_(std::move(request)),
       id_(random_id("resp_")),
+      outputs_(std::make_shared<OutputQueue>(channel_)),
       parser_(server.tokenizer_, {}) {
   created_ =
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -45,7 +46,7 @@ void ResponsesState::submit() {
                                                                    params.sampling.max_tokens);
   }
   auto self = shared_from_this();
-  params.on_output = [self](const engine::RequestOutput& output) { self->on_output(output); };
+  params.on_output = outputs_->callback([self](const engine::RequestOutput& output) { self->on_output(output); });
   try {
     engine_id_ = server_.engine_->submit(std::move(params));
   } catch (const engine::QueueFullError& error) {

@@ -5,8 +5,9 @@
 // response.completed, response.incomplete or response.failed; every event has a monotonic sequence_number,
 // no [DONE]). A stored response (store: true) goes to the ResponsesStore with its conversation.
 //
-// Contract: as GenerationState (created on a preparation worker, driven by engine events on the engine
-// thread, calls OpenAiServer::request_done() exactly once after the final engine event).
+// Contract: as GenerationState (created on a preparation worker, driven by engine events that its
+// OutputQueue hands over on an HTTP I/O thread, calls OpenAiServer::request_done() exactly once after the
+// final engine event).
 #pragma once
 
 #include <atomic>
@@ -20,6 +21,7 @@
 #include "engine/request.h"
 #include "server/chat_output.h"
 #include "server/http_types.h"
+#include "server/output_queue.h"
 #include "server/responses_request.h"
 
 namespace gossamer::server {
@@ -61,7 +63,9 @@ class ResponsesState : public std::enable_shared_from_this<ResponsesState> {
   int64_t created_ = 0;
   int32_t num_prompt_tokens_ = 0;
 
-  // Engine-thread state.
+  std::shared_ptr<OutputQueue> outputs_;  // the engine events, to the channel's I/O thread
+
+  // Event-thread state.
   ChatOutputParser parser_;
   std::vector<Item> items_;
   bool item_open_ = false;

@@ -62,7 +62,6 @@ std::vector<TokenId> reference_greedy(const FakeModel& model, std::vector<TokenI
     const TokenId token = model.next_token(history);
     out.push_back(token);
     history.push_back(token);
-    if (token == kTokenReturn || token == kTokenCall) break;
   }
   return out;
 }
@@ -129,24 +128,35 @@ TEST(Engine, BatchingAndPreemptionDoNotChangeGreedyOutputs) {
   EXPECT_EQ(stats.num_waiting, 0);
 }
 
-TEST(Engine, StopsOnReturnAndCallTokens) {
+// The engine knows no chat format: the request names its stop tokens (here Harmony's <|return|> and
+// <|call|>, as the server does), and the token that stopped it ends its output.
+TEST(Engine, StopsOnTheRequestsStopTokens) {
+  constexpr TokenId kReturn = 200002, kCall = 200012;
   FakeModelOptions options;
-  options.scripts.push_back({{5, 5, 5}, {200005, 17, 18, kTokenReturn, 99}});
-  options.scripts.push_back({{6, 6, 6}, {200005, 19, kTokenCall, 99}});
+  options.scripts.push_back({{5, 5, 5}, {200005, 17, 18, kReturn, 99}});
+  options.scripts.push_back({{6, 6, 6}, {200005, 19, kCall, 99}});
   Engine engine(std::make_unique<FakeModel>(options), test_config());
   Collector collector;
-  const RequestId stop = engine.submit(greedy({5, 5, 5}, 50, collector));
-  const RequestId call = engine.submit(greedy({6, 6, 6}, 50, collector));
-  auto ignore = greedy({5, 5, 5}, 6, collector);
+  const auto with_stops = [&](std::vector<TokenId> prompt, int32_t max_tokens) {
+    SubmitParams params = greedy(std::move(prompt), max_tokens, collector);
+    params.sampling.stop_token_ids = {kReturn, kCall};
+    return params;
+  };
+  const RequestId stop = engine.submit(with_stops({5, 5, 5}, 50));
+  const RequestId call = engine.submit(with_stops({6, 6, 6}, 50));
+  auto ignore = with_stops({5, 5, 5}, 6);
   ignore.sampling.ignore_eos = true;
   const RequestId ignored = engine.submit(std::move(ignore));
-  ASSERT_TRUE(collector.wait(3));
-  EXPECT_EQ(collector.get(stop).tokens, (std::vector<TokenId>{200005, 17, 18, kTokenReturn}));
+  const RequestId no_stops = engine.submit(greedy({6, 6, 6}, 5, collector));  // none named: runs to its length
+  ASSERT_TRUE(collector.wait(4));
+  EXPECT_EQ(collector.get(stop).tokens, (std::vector<TokenId>{200005, 17, 18, kReturn}));
   EXPECT_EQ(collector.get(stop).reason, FinishReason::kStop);
-  EXPECT_EQ(collector.get(call).tokens, (std::vector<TokenId>{200005, 19, kTokenCall}));
-  EXPECT_EQ(collector.get(call).reason, FinishReason::kToolCall);
+  EXPECT_EQ(collector.get(call).tokens, (std::vector<TokenId>{200005, 19, kCall}));
+  EXPECT_EQ(collector.get(call).reason, FinishReason::kStop);
   EXPECT_EQ(collector.get(ignored).tokens.size(), 6u);
   EXPECT_EQ(collector.get(ignored).reason, FinishReason::kLength);
+  EXPECT_EQ(collector.get(no_stops).tokens.size(), 5u);
+  EXPECT_EQ(collector.get(no_stops).reason, FinishReason::kLength);
 }
 
 TEST(Engine, StopsAtTheContextLength) {

@@ -227,5 +227,60 @@ TEST(Scheduler, SlidingRingTrimsAndNeverRunsOut) {
   EXPECT_LT(sliding.num_blocks(), 6 * 380 / config.block_size);
 }
 
+// Overlapped steps (engine/engine.h): the engine schedules the next step before the tokens of the one in
+// flight are back. A sampled request then ends with a placeholder, which is scheduled like a known token,
+// but the block holding it is offered to the prefix cache only once its id is known; a request whose last
+// token is in flight (nothing to compute) is left out, and still counts as running.
+TEST(Scheduler, SchedulesPendingTokensAndCachesOnlyKnownOnes) {
+  EngineConfig config = small_config(16, 32);
+  BlockAllocator allocator(config.num_kv_blocks, config.block_size);
+  Scheduler scheduler(config, allocator);
+  auto request = make_request(1, 7);  // its first output token completes block 1 (positions 4-7)
+  scheduler.add(request.get());
+  const auto launch = [](const SchedulerOutput& out, bool last) {
+    for (const auto& seq : out.sequences) {
+      seq.request->num_computed += seq.num_new;
+      if (!seq.sample || last) continue;
+      seq.request->output.push_back(kPendingToken);
+      seq.request->token_pending = true;
+    }
+  };
+  const auto resolve = [](Request& r, TokenId token) {
+    if (r.token_pending) {
+      r.output.back() = token;
+    } else {
+      r.output.push_back(token);
+    }
+    r.token_pending = false;
+  };
+
+  auto out = scheduler.schedule();  // the prompt
+  ASSERT_EQ(out.sequences.size(), 1u);
+  EXPECT_TRUE(out.sequences[0].sample);
+  launch(out, false);
+  out = scheduler.schedule();  // while it runs: the placeholder at position 7
+  ASSERT_EQ(out.sequences.size(), 1u);
+  EXPECT_EQ(out.sequences[0].num_new, 1);
+  EXPECT_TRUE(out.sequences[0].sample);
+  EXPECT_EQ(request->block_table.size(), 2u);
+  EXPECT_EQ(request->num_cached_blocks, 1);  // block 1 holds the placeholder: not offered yet
+  EXPECT_EQ(request->block_hashes.size(), 1u);
+  resolve(*request, 42);
+  launch(out, false);
+
+  auto twin = make_request(2, 7);  // the same prompt
+  scheduler.add(twin.get());
+  out = scheduler.schedule();  // block 1 is known now and offered; the twin shares block 0
+  EXPECT_EQ(request->num_cached_blocks, 2);
+  EXPECT_EQ(twin->num_cached_tokens, 4);
+  resolve(*request, 43);
+  launch(out, true);  // the request's next token is its last: no placeholder
+  resolve(*twin, 42);
+  out = scheduler.schedule();  // the request has nothing to compute: only the twin runs
+  ASSERT_EQ(out.sequences.size(), 1u);
+  EXPECT_EQ(out.sequences[0].request, twin.get());
+  EXPECT_EQ(scheduler.num_running(), 2);
+}
+
 }  // namespace
 }  // namespace gossamer::engine

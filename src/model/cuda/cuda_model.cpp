@@ -82,6 +82,7 @@ CudaModel::CudaModel(GptOssConfig config, CudaOptions options,
   GOSSAMER_CHECK(cudaGetDeviceCount(&device_count) == cudaSuccess && device_count > 0,
                  "cuda backend: no CUDA GPU found");
   GOSSAMER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  GOSSAMER_CUDA_CHECK(cudaEventCreateWithFlags(&sampled_done_, cudaEventDisableTiming));
   weights_ = make(config_);
   rope_ = RopeTables::from_config(config_);
   if (weights_.format == WeightFormat::kMxfp4) {
@@ -100,6 +101,7 @@ CudaModel::~CudaModel() {
   for (DecodeGraph& graph : graphs_) {
     if (graph.exec != nullptr) cudaGraphExecDestroy(graph.exec);
   }
+  if (sampled_done_ != nullptr) cudaEventDestroy(sampled_done_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 
@@ -357,12 +359,39 @@ void CudaModel::forward(const ForwardBatch& batch, std::vector<float>& logits) {
 
 void CudaModel::forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows,
                                std::vector<int32_t>& tokens, std::vector<RowLogprobs>& logprobs) {
+  enqueue_sampled_step(batch, rows);
+  collect_sampled_step(tokens, logprobs);
+}
+
+void CudaModel::launch_step(const ForwardBatch& batch, std::optional<std::span<const RowSampling>> rows) {
+  GOSSAMER_CHECK(!sampled_in_flight_, "launch_step: a step is already in flight");
+  if (!rows) return Model::launch_step(batch, rows);  // logits: the synchronous default (forward at the wait)
+  enqueue_sampled_step(batch, *rows);
+  sampled_in_flight_ = true;
+}
+
+void CudaModel::wait_step(StepResult& result) {
+  if (!sampled_in_flight_) return Model::wait_step(result);
+  sampled_in_flight_ = false;  // NOTE: the step is over even when the wait throws
+  collect_sampled_step(result.tokens, result.logprobs);
+}
+
+void CudaModel::enqueue_sampled_step(const ForwardBatch& batch, std::span<const RowSampling> rows) {
   const int n = enqueue_forward(batch);
   GOSSAMER_CHECK(static_cast<size_t>(n) == rows.size(), "forward_sample: ", rows.size(), " sampling rows for ", n,
                  " logits rows");
-  tokens.assign(static_cast<size_t>(n), 0);
-  logprobs.assign(static_cast<size_t>(n), {});
-  if (n == 0) return;
+  SampledLayout& layout = sampled_layout_;
+  layout.num_rows = n;
+  layout.any_logprobs = false;
+  layout.num_top.clear();
+  if (n > 0) enqueue_sampling(rows);
+  // NOTE: also after a step without rows: the next step refills host_plan_, whose upload must be done by then.
+  GOSSAMER_CUDA_CHECK(cudaEventRecord(sampled_done_, stream_));
+}
+
+void CudaModel::enqueue_sampling(std::span<const RowSampling> rows) {
+  SampledLayout& layout = sampled_layout_;
+  const int n = layout.num_rows;
   bool any_penalties = false, any_logprobs = false;
   size_t num_entries = 0;
   for (const RowSampling& row : rows) {
@@ -479,22 +508,41 @@ void CudaModel::forward_sample(const ForwardBatch& batch, std::span<const RowSam
   }
   kernels::launch_sampling(params, stream_);
   mark(StepPhase::kOutput);
+  // The results land in pinned memory: collect_sampled_step reads them once the stream got past this copy.
   GOSSAMER_CUDA_CHECK(
       cudaMemcpyAsync(host + at_tokens, device + at_tokens, bytes - at_tokens, cudaMemcpyDeviceToHost, stream_));
-  if (options_.comm != nullptr) options_.comm->synchronize(stream_);  // a dead peer: CommError, not garbage
   if (phase_timer_) phase_timer_->end(stream_);
-  GOSSAMER_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  layout.at_tokens = at_tokens;
+  layout.any_logprobs = any_logprobs;
+  layout.at_logprob = at_logprob;
+  layout.at_top_tokens = at_top_tokens;
+  layout.at_top_logprobs = at_top_logprobs;
+  if (any_logprobs) {
+    for (const RowSampling& row : rows) layout.num_top.push_back(row.num_top_logprobs);
+  }
+}
+
+void CudaModel::collect_sampled_step(std::vector<int32_t>& tokens, std::vector<RowLogprobs>& logprobs) {
+  const SampledLayout& layout = sampled_layout_;
+  const int n = layout.num_rows;
+  if (options_.comm != nullptr) options_.comm->synchronize(stream_);  // a dead peer: CommError, not garbage
+  GOSSAMER_CUDA_CHECK(cudaEventSynchronize(sampled_done_));
   GOSSAMER_CUDA_CHECK(cudaGetLastError());
-  std::memcpy(tokens.data(), host + at_tokens, rows_n * 4);
-  for (int r = 0; any_logprobs && r < n; ++r) {
-    const RowSampling& row = rows[static_cast<size_t>(r)];
-    if (row.num_top_logprobs < 0) continue;
+  tokens.assign(static_cast<size_t>(n), 0);
+  logprobs.assign(static_cast<size_t>(n), {});
+  if (n == 0) return;
+  auto* host = host_sampling_.get<uint8_t>();
+  std::memcpy(tokens.data(), host + layout.at_tokens, static_cast<size_t>(n) * 4);
+  for (int r = 0; layout.any_logprobs && r < n; ++r) {
+    const int32_t num_top = layout.num_top[static_cast<size_t>(r)];
+    if (num_top < 0) continue;
     RowLogprobs& out = logprobs[static_cast<size_t>(r)];
-    out.logprob = typed<float>(host, at_logprob)[r];
-    const int top = std::min({row.num_top_logprobs, kernels::kMaxTopLogprobs, config_.vocab_size});
+    out.logprob = typed<float>(host, layout.at_logprob)[r];
+    const int top = std::min({num_top, kernels::kMaxTopLogprobs, config_.vocab_size});
     for (int j = 0; j < top; ++j) {
       const size_t k = static_cast<size_t>(r) * kernels::kMaxTopLogprobs + static_cast<size_t>(j);
-      out.top.emplace_back(typed<int32_t>(host, at_top_tokens)[k], typed<float>(host, at_top_logprobs)[k]);
+      out.top.emplace_back(typed<int32_t>(host, layout.at_top_tokens)[k],
+                           typed<float>(host, layout.at_top_logprobs)[k]);
     }
   }
 }

@@ -70,6 +70,10 @@ class CudaModel final : public Model {
   void forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows, std::vector<int32_t>& tokens,
                       std::vector<RowLogprobs>& logprobs) override;
   using Model::forward_sample;
+  // Sampled steps return once enqueued: the drawn tokens (and logprobs) are copied into pinned memory behind
+  // the step, and wait_step waits on an event recorded after that copy. Logits steps: the default.
+  void launch_step(const ForwardBatch& batch, std::optional<std::span<const RowSampling>> rows) override;
+  void wait_step(StepResult& result) override;
 
   // Phase timing (model/step_phases.h): events between the launch groups, every step eager (no graphs).
   bool set_phase_timing(bool on) override;
@@ -123,6 +127,12 @@ class CudaModel final : public Model {
   // The step up to logits_ ([rows, vocab] bf16 on the device, enqueued on stream_); returns the rows.
   int enqueue_forward(const ForwardBatch& batch);
   bool run_decode_graph(const ForwardBatch& batch);
+  // A sampled step: enqueue_sampled_step enqueues the forward, the sampling (enqueue_sampling: settings up,
+  // results down into host_sampling_) and records sampled_done_; collect_sampled_step waits on that event
+  // and reads the results.
+  void enqueue_sampled_step(const ForwardBatch& batch, std::span<const RowSampling> rows);
+  void enqueue_sampling(std::span<const RowSampling> rows);
+  void collect_sampled_step(std::vector<int32_t>& tokens, std::vector<RowLogprobs>& logprobs);
 
   // out [m, w.n] bf16 = x [m, w.k] bf16 · wᵀ + bias (GEMV for m ≤ 8, else FP8 or bf16 GEMM).
   void linear(const uint16_t* x, int m, const DeviceLinear& w, uint16_t* out);
@@ -146,9 +156,19 @@ class CudaModel final : public Model {
 
   // Step workspace, grown on demand (never shrunk); captured graphs hold its pointers.
   PinnedBuffer host_plan_, host_logits_, host_sampling_;
-  DeviceBuffer sampling_;   // forward_sample's per-row settings and drawn tokens
-  DeviceBuffer penalized_;  // forward_sample's penalized rows [penalized rows, vocab] fp32
-  DeviceBuffer plan_;       // eager steps' plan
+  // Where the last sampled step's results sit in host_sampling_ (byte offsets), for collect_sampled_step.
+  struct SampledLayout {
+    int num_rows = 0;
+    size_t at_tokens = 0, at_logprob = 0, at_top_tokens = 0, at_top_logprobs = 0;
+    bool any_logprobs = false;
+    std::vector<int32_t> num_top;  // per row, when any_logprobs
+  };
+  SampledLayout sampled_layout_;
+  cudaEvent_t sampled_done_ = nullptr;  // recorded after the sampled step's results are copied to the host
+  bool sampled_in_flight_ = false;      // launch_step enqueued a sampled step that wait_step has not waited for
+  DeviceBuffer sampling_;               // forward_sample's per-row settings and drawn tokens
+  DeviceBuffer penalized_;              // forward_sample's penalized rows [penalized rows, vocab] fp32
+  DeviceBuffer plan_;                   // eager steps' plan
   DeviceBuffer residual_, delta_, normed_, qkv_, q_, attn_out_, act_, act_scales_, router_logits_, moe_workspace_,
       decode_workspace_, final_rows_, logits_;
   // --weights mxfp4: one layer's experts converted to FP8 for steps of more than kGemvMaxRows tokens
