@@ -169,7 +169,10 @@ void Engine::loop() {
       return;
     }
     SchedulerOutput next = schedule();  // overlaps the step in flight
-    if (runner_.in_flight()) collect(next);
+    if (runner_.in_flight()) {
+      collect(next);
+      admit_late(next, incoming);
+    }
     retired_.clear();  // NOTE: no step in flight and nothing scheduled refers to them any more
     launch(std::move(next));
     postprocess(iteration_start);  // overlaps the step just launched
@@ -194,6 +197,16 @@ void Engine::apply_cancels(const std::vector<RequestId>& cancels) {
 
 SchedulerOutput Engine::schedule() {
   return scheduler_.schedule();
+}
+
+void Engine::admit_late(SchedulerOutput& next, std::vector<std::unique_ptr<Request>>& incoming) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    incoming.swap(incoming_);
+    num_waiting_snapshot_ = scheduler_.num_waiting() + static_cast<int32_t>(incoming.size());
+  }
+  admit_incoming(incoming);
+  scheduler_.admit_waiting(next);
 }
 
 bool Engine::last_by_length(const Request& request, int32_t num_output, int32_t num_tokens) const {

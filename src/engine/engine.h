@@ -4,7 +4,7 @@
 // into output events.
 //
 // The loop never waits on itself. One iteration is
-//   schedule(N+1) → wait for step N's tokens, collect(N) → launch(N+1) → postprocess(N)
+//   schedule(N+1) → wait for step N's tokens, collect(N), admit late arrivals → launch(N+1) → postprocess(N)
 // so on a backend whose launch_step returns before the device is done (cuda, device-sampled steps: the
 // token ids come back through pinned memory and an event), schedule(N+1) runs while the device computes
 // step N, and postprocess(N) (output events, stats, the step observer) and schedule(N+2) run while it
@@ -13,8 +13,11 @@
 // writes the drawn ids over the placeholders and applies stop tokens, length limits and constraints, and
 // the sequences that finished leave step N+1 before it is launched, so no token past a stop is computed,
 // let alone emitted. A sequence whose token from step N is its last by length is not scheduled again.
-// Not overlapped: between step N's end on the device and step N+1's launch the host collects N's tokens
-// and builds N+1's batch (feeding the ids to step N+1 on the device, as vLLM does, would close that gap).
+// After collect(N) the requests submitted meanwhile, and the waiting ones that the blocks and slots freed by
+// finished requests now fit, still join step N+1 (Scheduler::admit_waiting), so admission is not a step late.
+// Not overlapped: between step N's end on the device and step N+1's launch the host collects N's tokens,
+// admits late arrivals and builds N+1's batch (feeding the ids to step N+1 on the device, as vLLM does,
+// would close that gap).
 // On a backend that runs steps synchronously (the default launch_step: the cpu, sharded and fake models)
 // nothing overlaps: the step runs inside the wait, and its events still go out right after it.
 //
@@ -125,6 +128,9 @@ class Engine {
   SchedulerOutput schedule();
   // Waits for the step in flight and applies its tokens; the requests that finished leave `next`.
   void collect(SchedulerOutput& next);
+  // Once a step is collected: the requests submitted meanwhile, and the waiting ones that the blocks and
+  // slots of the finished requests now fit, join `next` (else they would wait one step more).
+  void admit_late(SchedulerOutput& next, std::vector<std::unique_ptr<Request>>& incoming);
   void launch(SchedulerOutput next);
   // Step N's output events, stats and observer (after step N+1 was launched).
   void postprocess(Clock::time_point iteration_start);

@@ -104,6 +104,13 @@ SchedulerOutput Scheduler::schedule() {
     ++index;
   }
 
+  out.num_tokens = config_.max_num_batched_tokens - budget;
+  admit_waiting(out);
+  return out;
+}
+
+void Scheduler::admit_waiting(SchedulerOutput& out) {
+  int32_t budget = config_.max_num_batched_tokens - out.num_tokens;
   // Admit waiting requests while blocks and budget last.
   if (out.preempted.empty()) {
     // NOTE: keep a small reserve of free blocks when admitting next to running requests, so that
@@ -129,7 +136,6 @@ SchedulerOutput Scheduler::schedule() {
     }
   }
   out.num_tokens = config_.max_num_batched_tokens - budget;
-  return out;
 }
 
 std::span<const int32_t> Scheduler::block_tokens(const Request& request, int32_t block) {

@@ -68,6 +68,11 @@ class Scheduler {
   // Queues a new request (state kWaiting).
   void add(Request* request);
   SchedulerOutput schedule();
+  // Admits waiting requests into `out` (a schedule() result not yet run) while its token budget, free blocks
+  // and max_num_seqs allow, and only if nothing was preempted in it; schedule() ends with this. The engine
+  // calls it again once the step in flight is collected, so that requests that arrived and blocks that
+  // were freed meanwhile make the step (engine.h).
+  void admit_waiting(SchedulerOutput& out);
   // Removes a running or waiting request, frees its blocks and marks it kFinished with `reason`.
   void finish(Request* request, FinishReason reason);
 

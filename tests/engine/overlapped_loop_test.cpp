@@ -55,6 +55,7 @@ class AsyncFakeModel final : public model::Model {
       std::lock_guard<std::mutex> lock(mutex_);
       for (const model::SequenceInput& seq : batch.sequences)
         launched_tokens_.insert(launched_tokens_.end(), seq.tokens.begin(), seq.tokens.end());
+      launched_sequences_.push_back(static_cast<int32_t>(batch.sequences.size()));
       ++num_launched_;
     }
     inner_.launch_step(batch, rows);  // the copy
@@ -86,6 +87,11 @@ class AsyncFakeModel final : public model::Model {
     std::lock_guard<std::mutex> lock(mutex_);
     return launched_tokens_;
   }
+  // Sequences per launched step, in launch order.
+  std::vector<int32_t> launched_sequences() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return launched_sequences_;
+  }
   const FakeModel& inner() const { return inner_; }
 
  protected:
@@ -103,6 +109,7 @@ class AsyncFakeModel final : public model::Model {
   std::atomic<int64_t> fail_step_{-1};
   std::mutex mutex_;
   std::vector<TokenId> launched_tokens_;
+  std::vector<int32_t> launched_sequences_;
 };
 
 struct Record {
@@ -247,6 +254,26 @@ TEST_P(OverlappedLoop, AStepsEventsGoOutWhileTheNextStepRuns) {
   EXPECT_EQ(record.num_events, 30);
   // Every event but the last (its request had no next step) is delivered after the next step was launched.
   EXPECT_EQ(record.num_events_while_in_flight, 29);
+}
+
+// Step 2 is scheduled while step 1 runs, but a request submitted during step 1 still joins it: admission is
+// not a step later than in a loop that schedules after each step.
+TEST_P(OverlappedLoop, ARequestSubmittedWhileAStepRunsJoinsTheNextStep) {
+  FakeModelOptions options;
+  options.device_sampling = GetParam();
+  options.step_delay_us = 100000;
+  auto owned = std::make_unique<AsyncFakeModel>(options);
+  AsyncFakeModel* model = owned.get();
+  Engine engine(std::move(owned), test_config());
+  Outputs outputs;
+  engine.submit(greedy(prompt_of(1, 8), 3, outputs));
+  while (model->num_launched() < 1) std::this_thread::sleep_for(1ms);
+  engine.submit(greedy(prompt_of(2, 8), 3, outputs));
+  ASSERT_TRUE(outputs.wait(2));
+  const std::vector<int32_t> sequences = model->launched_sequences();
+  ASSERT_GE(sequences.size(), 2u);
+  EXPECT_EQ(sequences[0], 1);
+  EXPECT_EQ(sequences[1], 2);  // the first request's decode and the second's prompt
 }
 
 TEST_P(OverlappedLoop, CancelsWhileAStepRunsFreeEverything) {
