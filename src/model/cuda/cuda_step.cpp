@@ -32,7 +32,7 @@ const uint16_t* bias_of(const DeviceLinear& w) {
 void CudaModel::linear(const uint16_t* x, int m, const DeviceLinear& w, uint16_t* out) {
   if (m <= 0) return;
   if (!w.fp8) {
-    if (m <= kernels::kGemvBf16MaxRows && w.k <= kernels::kGemvBf16MaxK) {
+    if (kernels::gemv_bf16_preferred(m, w.n, w.k)) {
       kernels::GemvBf16Params gemv;
       gemv.x = x;
       gemv.ldx = w.k;
