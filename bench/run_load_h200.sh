@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # On the GPU machine, after bench/run_validation_h200.sh has put the binaries in place: throughput at
-# load (#14) and prefix caching (#16) with dummy 20b weights. A short concurrency sweep
+# load (#14) and prefix caching (#16) with dummy 20b weights (GOSSAMER_LIB_DIR: the carried chart libraries). A short concurrency sweep
 # (1000 in / 200 out), then the multi-turn workload with and without prefix caching. Logs go to $OUT.
 #   bash bench/run_load_h200.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/gossamer-load}
 mkdir -p "$out"
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}:$PWD/carry/val/lib
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}:${GOSSAMER_LIB_DIR:-$PWD/carry/val/lib}
 port=8000
 serve() {  # serve LOGNAME FLAGS...: start the server and wait for /health
   local log=$1; shift

@@ -154,6 +154,11 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
   const int local_row = cw * 64 + warp * 16 + lane / 4;  // and local_row + 8
   float acc[kBN / 2];
   float tmp[kBN / 2];
+  // Descriptors of ring stage 0 (this warpgroup's A rows, the B tile); a stage or K step adds its byte
+  // offset / 16 to the address field (shared memory < 256 KiB, so the field never carries).
+  const uint64_t desc_a0 = wgmma::desc_k64_sw64(smem + cw * 64 * 64);
+  const uint64_t desc_b0 = wgmma::desc_k64_sw64(smem + T::kABytes);
+  const uint32_t scales0 = tma::smem_u32(scales);
   int it = 0;
   for (int t = blockIdx.x; t < num_tiles; t += gridDim.x) {
     const TmaTileCoord c = tma_tile<kBN>(p, t, m_tiles);
@@ -164,18 +169,19 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     for (int kb = 0; kb < num_kb; ++kb, ++it) {
       const int s = it % T::kStages;
       mbar::wait(&full[s], (it / T::kStages) & 1);
-      const float* sc = scales + s * T::kScaleFloats;
-      const float sa0 = sc[local_row], sa1 = sc[local_row + 8], sb0 = sc[128], sb1 = sc[129];
-      const uint8_t* sa = smem + s * T::kStageBytes + cw * 64 * 64;
-      const uint8_t* sbm = smem + s * T::kStageBytes + T::kABytes;
+      const uint64_t stage = static_cast<uint64_t>(s * T::kStageBytes) >> 4;
       wgmma::fence();
 #pragma unroll
       for (int kk = 0; kk < kBK / 32; ++kk) {
-        const int off_a = (kk / 2) * (T::kABytes / 2) + (kk % 2) * 32;
-        const int off_b = (kk / 2) * (T::kBBytes / 2) + (kk % 2) * 32;
-        wgmma_tile<kBN>(tmp, wgmma::desc_k64_sw64(sa + off_a), wgmma::desc_k64_sw64(sbm + off_b), kk > 0);
+        const uint64_t off_a = static_cast<uint64_t>((kk / 2) * (T::kABytes / 2) + (kk % 2) * 32) >> 4;
+        const uint64_t off_b = static_cast<uint64_t>((kk / 2) * (T::kBBytes / 2) + (kk % 2) * 32) >> 4;
+        wgmma_tile<kBN>(tmp, desc_a0 + stage + off_a, desc_b0 + stage + off_b, kk > 0);
       }
       wgmma::commit();
+      // The stage's scales, read while the wgmma run.
+      const uint32_t sc = scales0 + s * T::kScaleFloats * 4;
+      const float sa0 = mbar::ld_shared_f32(sc + local_row * 4), sa1 = mbar::ld_shared_f32(sc + (local_row + 8) * 4);
+      const float sb0 = mbar::ld_shared_f32(sc + 128 * 4), sb1 = mbar::ld_shared_f32(sc + 129 * 4);
       wgmma::wait<0>();
       if (lane == 0) mbar::arrive(&empty[s]);
 
