@@ -40,6 +40,9 @@ struct ModelChoice {
         ->check(CLI::IsMember({"fp8", "bf16", "mxfp4"}));
     cli.add_flag(
         "--enforce-eager", [this](int64_t) { options.cuda_graphs = false; }, "no CUDA graphs for decode steps");
+    cli.add_option("--dense-gemm", options.dense_gemm,
+                   "cuda: cublaslt (FP8 qkv/o above the decode GEMV's rows on cuBLASLt, where it is faster) | gossamer")
+        ->check(CLI::IsMember({"cublaslt", "gossamer"}));
     cli.add_option("--model", model_dir, "checkpoint directory");
     cli.add_option("--load-format", load_format, "auto | dummy (random weights of --preset shapes, no disk)");
     cli.add_option("--preset", preset, "20b | 120b | tiny (with --load-format dummy)");

@@ -5,6 +5,7 @@
 
 #include "gpt_oss_cases.h"
 #include "kernel_test_utils.h"
+#include "kernels/gemm_fp8_cublaslt.h"
 #include "kernels/moe.h"
 #include "kernels/quantize_fp8.h"
 #include "moe_problem.h"
@@ -30,6 +31,8 @@ TEST(GemmFp8Kernel, MatchesReference) {
                             {200, 640, 2880, GemmEpilogue::kSwiGlu}, {3, 136, 48, GemmEpilogue::kBias},
                             {257, 384, 8192, GemmEpilogue::kBias},   {520, 2880, 2880, GemmEpilogue::kBias},
                             {384, 5760, 2880, GemmEpilogue::kSwiGlu}};
+  CublasLtFp8Gemm cublaslt;
+  int cublaslt_runs = 0;
   for (const auto& c : cases) {
     const int kb = (c.k + 127) / 128, nb = (c.n + 127) / 128;
     const int64_t lda = (c.k + 15) / 16 * 16;
@@ -91,7 +94,25 @@ TEST(GemmFp8Kernel, MatchesReference) {
       report("gemm_fp8", shape + v.name, err, kTolBf16);
       EXPECT_LT(err, kTolBf16) << shape << v.name;
     }
+    // cuBLASLt (gemm_fp8_cublaslt.h, B row-major) where the product sends it: bias epilogue, rows above
+    // the GEMV's; the model's shapes must be supported.
+    if (c.epi == GemmEpilogue::kBias && gemm_fp8_cublaslt_preferred(c.m, c.n, c.k)) {
+      const bool model_shape = (c.n == 2880 && (c.k == 2880 || c.k == 4096)) || c.n == 5120;
+      const bool supported = cublaslt.supports(p);
+      if (model_shape) {
+        EXPECT_TRUE(supported) << "cuBLASLt has no algorithm for " << shape;
+      }
+      if (supported) {
+        dout.poison();
+        cublaslt.launch(p, nullptr);
+        const double err = rel_error_bf16(dout.download(), ref);
+        report("gemm_fp8", shape + " cublaslt", err, kTolBf16);
+        EXPECT_LT(err, kTolBf16) << shape << " cublaslt";
+        ++cublaslt_runs;
+      }
+    }
   }
+  EXPECT_GE(cublaslt_runs, 3) << "the cuBLASLt path ran on too few shapes to be tested";
 }
 
 TEST(MoeRouteKernel, TopFourWithTiesToLowerIndex) {

@@ -96,6 +96,12 @@ void CudaModel::linear(const uint16_t* x, int m, const DeviceLinear& w, uint16_t
   gemm.N = w.n;
   gemm.K = w.k;
   gemm.epilogue = kernels::GemmEpilogue::kBias;
+  if (cublaslt_ && w.row_major.bytes() && kernels::gemm_fp8_cublaslt_preferred(m, w.n, w.k)) {
+    kernels::GemmFp8Params lt = gemm;  // the same product from the row-major copy
+    lt.b = w.row_major.get<uint8_t>();
+    lt.b_tiled = false;
+    if (cublaslt_->supports(lt)) return cublaslt_->launch(lt, stream_);
+  }
   kernels::launch_gemm_fp8(gemm, m, stream_);
 }
 
