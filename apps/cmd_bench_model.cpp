@@ -41,7 +41,8 @@ struct ModelChoice {
     cli.add_flag(
         "--enforce-eager", [this](int64_t) { options.cuda_graphs = false; }, "no CUDA graphs for decode steps");
     cli.add_option("--dense-gemm", options.dense_gemm,
-                   "cuda: cublaslt (FP8 qkv/o above the decode GEMV's rows on cuBLASLt, where it is faster) | gossamer")
+                   "cuda: gossamer (default) | cublaslt (FP8 qkv/o above the decode GEMV's rows on cuBLASLt, where it "
+                   "is faster)")
         ->check(CLI::IsMember({"cublaslt", "gossamer"}));
     cli.add_option("--model", model_dir, "checkpoint directory");
     cli.add_option("--load-format", load_format, "auto | dummy (random weights of --preset shapes, no disk)");
