@@ -29,13 +29,26 @@ z=$(command -v zstd || echo $v/zstd)
 $z -q -d -f models/tiny/model.safetensors.zst -o build/models/tiny/model.safetensors
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 sec() { echo; echo "== $1 ($(date +%T))"; }
-for suite in kernels model_gpu comm_gpu; do
+# The kernel suite in three shards (its CPU references make it long): each shard its own time limit.
+shards=("-MoeKernel.*:MoeDecode*:Sampling*:TokenMask*:GemvMxfp4*:Mxfp4*" "MoeDecode*:Sampling*:TokenMask*:GemvMxfp4*:Mxfp4*"
+  "MoeKernel.*")
+for i in 0 1 2; do
+  sec "kernels tests, shard $i (${shards[$i]})"
+  timeout 240 stdbuf -oL build/tests/gossamer_kernels_tests --gtest_color=no --gtest_filter="${shards[$i]}" \
+    > "$out/kernels_$i.log" 2>&1
+  echo "exit $?"
+  grep -E '^\[  (PASSED|FAILED) |^\[  FAILED  \]' "$out/kernels_$i.log" | head -20
+done
+for suite in model_gpu comm_gpu; do
   sec "$suite tests"
   timeout 300 stdbuf -oL build/tests/gossamer_${suite}_tests --gtest_color=no > "$out/$suite.log" 2>&1; echo "exit $?"
   grep -E '^\[  (PASSED|FAILED) |^\[  FAILED  \]' "$out/$suite.log" | head -20
 done
-sec "bench prefill 20b"
-timeout 120 build/gossamer bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 32768 --repeats 3
+for dense in gossamer cublaslt; do
+  sec "bench prefill 20b, --dense-gemm $dense"
+  timeout 120 build/gossamer bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 32768 \
+    --repeats 3 --dense-gemm $dense
+done
 sec "bench decode 20b fp8 / mxfp4"
 for w in fp8 mxfp4; do
   timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights $w --batch-sizes 1 8 64 \
