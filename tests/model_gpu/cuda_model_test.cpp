@@ -199,16 +199,24 @@ TEST(CudaModelGpuTest, GraphDecodeMatchesEagerDecode) {
   }
 }
 
-// `tokens.size()` sequences on `model` (8 blocks of 16 positions each, its cache allocated here):
-// step(done, count, wanted) is the batch of positions [done, done + count) of every sequence.
-struct SequenceSteps {
-  SequenceSteps(Model& model, std::vector<std::vector<int32_t>> tokens) : tokens(std::move(tokens)) {
-    const int32_t n = static_cast<int32_t>(this->tokens.size());
-    model.allocate_kv_cache(n * 8, 16);
-    tables.resize(this->tokens.size());
+// The conditioned tiny checkpoint on the cuda fp8 path with its golden sequences and reversed copies of
+// the first `reversed` of them (8 blocks of 16 positions each), prefilled to kPrefix positions: decode() is
+// the batch of every sequence's token at position kPrefix (the same step each time it runs).
+struct PrefilledGoldens {
+  static constexpr int32_t kPrefix = 100;
+  explicit PrefilledGoldens(int reversed)
+      : model(load(tiny_checkpoint(DummyInit::kConditioned), "fp8", true)),
+        vocab(model->config().vocab_size),
+        tokens(testing::golden_tokens("tiny_conditioned")) {
+    for (int s = 0; s < reversed; ++s) tokens.push_back(std::vector<int32_t>(tokens[s].rbegin(), tokens[s].rend()));
+    n = static_cast<int32_t>(tokens.size());
+    model->allocate_kv_cache(n * 8, 16);
+    tables.resize(tokens.size());
     for (int32_t s = 0; s < n; ++s) {
       for (int32_t b = 0; b < 8; ++b) tables[static_cast<size_t>(s)].push_back(s * 8 + b);
     }
+    std::vector<float> logits;
+    model->forward(step(0, kPrefix, LogitsWanted::kNone), logits);
   }
   ForwardBatch step(int32_t done, int32_t count, LogitsWanted wanted) const {
     ForwardBatch batch;
@@ -218,6 +226,11 @@ struct SequenceSteps {
     }
     return batch;
   }
+  ForwardBatch decode() const { return step(kPrefix, 1, LogitsWanted::kLast); }
+
+  std::unique_ptr<Model> model;
+  int64_t vocab = 0;
+  int32_t n = 0;  // sequences
   std::vector<std::vector<int32_t>> tokens, tables;
 };
 
@@ -225,27 +238,23 @@ struct SequenceSteps {
 // what the sampling reference (kernels::sampling_cpu) draws from those logits with the same settings.
 TEST(CudaModelGpuTest, DeviceSamplingMatchesTheLogits) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU: device sampling test not run";
-  auto tokens = testing::golden_tokens("tiny_conditioned");
-  tokens.push_back(std::vector<int32_t>(tokens[0].rbegin(), tokens[0].rend()));
-  tokens.push_back(std::vector<int32_t>(tokens[1].rbegin(), tokens[1].rend()));
-  auto model = load(tiny_checkpoint(DummyInit::kConditioned), "fp8", true);
-  const int64_t vocab = model->config().vocab_size;
-  const int32_t n = static_cast<int32_t>(tokens.size()), prefix = 100;
-  const SequenceSteps steps(*model, tokens);
+  const PrefilledGoldens goldens(2);
+  Model* model = goldens.model.get();
+  const int64_t vocab = goldens.vocab;
+  const int32_t n = goldens.n;
   std::vector<float> logits;
-  model->forward(steps.step(0, prefix, LogitsWanted::kNone), logits);
-  // The same decode step twice (rewriting position `prefix` with the same K/V): once for the logits, then
+  // The same decode step twice (rewriting position kPrefix with the same K/V): once for the logits, then
   // sampled on the device, for several rounds of seeds (graph replays after the first).
   const std::vector<RowSampling> settings = {
       {0.0f, 0, 1.0f, 0}, {1.0f, 0, 1.0f, 11}, {0.7f, 40, 0.9f, 12}, {1.3f, 0, 0.5f, 13}};
   int mismatches = 0, draws = 0;
   for (uint64_t round = 0; round < 8; ++round) {
-    model->forward(steps.step(prefix, 1, LogitsWanted::kLast), logits);
+    model->forward(goldens.decode(), logits);
     ASSERT_EQ(logits.size(), static_cast<size_t>(n * vocab));
     std::vector<RowSampling> rows(settings);
     for (auto& row : rows) row.seed += round * 1000;
     std::vector<int32_t> got;
-    model->forward_sample(steps.step(prefix, 1, LogitsWanted::kLast), rows, got);
+    model->forward_sample(goldens.decode(), rows, got);
     ASSERT_EQ(got.size(), static_cast<size_t>(n));
     HostSamplingBatch reference(rows, static_cast<int32_t>(vocab));
     kernels::sampling_cpu(reference.params(logits.data()));
@@ -266,15 +275,12 @@ TEST(CudaModelGpuTest, DeviceSamplingMatchesTheLogits) {
 // logits with the same penalty lists, logprobs within fp32 rounding, rows without penalties untouched.
 TEST(CudaModelGpuTest, DeviceSamplingAppliesPenaltiesAndReportsLogprobs) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU: device penalties/logprobs test not run";
-  auto tokens = testing::golden_tokens("tiny_conditioned");
-  tokens.push_back(std::vector<int32_t>(tokens[0].rbegin(), tokens[0].rend()));
-  auto model = load(tiny_checkpoint(DummyInit::kConditioned), "fp8", true);
-  const int64_t vocab = model->config().vocab_size;
-  const int32_t n = static_cast<int32_t>(tokens.size()), prefix = 100;
-  const SequenceSteps steps(*model, tokens);
+  const PrefilledGoldens goldens(1);
+  Model* model = goldens.model.get();
+  const int64_t vocab = goldens.vocab;
+  const int32_t n = goldens.n;
   std::vector<float> logits;
-  model->forward(steps.step(0, prefix, LogitsWanted::kNone), logits);
-  model->forward(steps.step(prefix, 1, LogitsWanted::kLast), logits);
+  model->forward(goldens.decode(), logits);
   // Row 0 greedy with penalties on its 50 most likely tokens, row 1 seeded with
   // penalties and top logprobs, row 2 plain with logprobs only.
   std::vector<int32_t> penalty_tokens(50), counts(50);
@@ -292,7 +298,7 @@ TEST(CudaModelGpuTest, DeviceSamplingAppliesPenaltiesAndReportsLogprobs) {
   if (n > 2) rows[2] = {1.0f, 0, 1.0f, 9, {}, {}, 0.0f, 0.0f, 1.0f, 3};
   std::vector<int32_t> got;
   std::vector<RowLogprobs> got_logprobs;
-  model->forward_sample(steps.step(prefix, 1, LogitsWanted::kLast), rows, got, got_logprobs);
+  model->forward_sample(goldens.decode(), rows, got, got_logprobs);
   ASSERT_EQ(got.size(), static_cast<size_t>(n));
   HostSamplingBatch reference(rows, static_cast<int32_t>(vocab));
   kernels::sampling_cpu(reference.params(logits.data()));
