@@ -1,10 +1,11 @@
 // Prefill and decode attention with sinks over a paged cache (shuffled pages), full and sliding window,
-// against the fp32 CPU reference.
+// against the fp32 CPU reference: edge shapes, and the bench's gpt-oss cases (gpt_oss_cases.h).
 #include "kernels/attention.h"
 
 #include <algorithm>
 #include <numeric>
 
+#include "gpt_oss_cases.h"
 #include "kernel_test_utils.h"
 
 namespace gossamer::kernels {
@@ -121,6 +122,24 @@ TEST(AttentionDecodeKernel, MatchesReference) {
     run_case({{1, 130}, {2, 900}, {1, 64}, {2, 2}}, window, 64, 8, 32, true, rng);
     run_case({{1, 3000}, {1, 129}}, window, 16, 2, 64, true, rng);
   }
+}
+
+// The bench's cases whose reference fits the budget (the decode batches and the small prefill chunks; the
+// long prefills would take the single-threaded reference minutes), at gpt-oss's heads and page size.
+TEST(AttentionKernel, GptOssCasesMatchReference) {
+  GOSSAMER_REQUIRE_GPU();
+  constexpr long long kReferenceBudget = 1 << 18;  // visible positions (× 64 heads × 128 MACs)
+  std::mt19937 rng(22);
+  int checked = 0;
+  for (const gpt_oss::AttentionCase& c : gpt_oss::kAttention) {
+    if (gpt_oss::attention_visible(c) > kReferenceBudget) continue;
+    const std::vector<std::pair<int, int>> seqs(static_cast<size_t>(c.num_seqs), {c.q_len, c.kv_len});
+    for (const int warps : c.decode ? std::vector<int>{4} : std::vector<int>{4, 8}) {
+      run_case(seqs, c.window, kNumQHeads, kNumKvHeads, gpt_oss::kAttentionPage, c.decode, rng, warps);
+    }
+    ++checked;
+  }
+  EXPECT_GE(checked, 7);  // every decode case and two prefill chunks
 }
 
 }  // namespace

@@ -45,14 +45,7 @@ class TinyModelE2e : public ::testing::Test {
     Json streamed = body;
     streamed["stream"] = true;
     streamed["stream_options"] = {{"include_usage", true}};
-    int status = 0;
-    const auto events = stream_events(server_->port(), "/v1/chat/completions", streamed, &status);
-    EXPECT_EQ(status, 200);
-    EXPECT_FALSE(events.empty());
-    EXPECT_EQ(events.back(), "[DONE]");
-    std::vector<Json> out;
-    for (size_t i = 0; i + 1 < events.size(); ++i) out.push_back(Json::parse(events[i]));
-    return out;
+    return stream_chunks(server_->port(), "/v1/chat/completions", streamed);
   }
   // The prompt length the server must report: its own request parser and renderer on the same body.
   static size_t prompt_tokens(const Json& body) {
