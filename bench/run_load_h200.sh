@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On the GPU machine, after bench/run_validation_h200.sh has put the binaries in place: throughput at
-# load (#14) and prefix caching (#16) with dummy 20b weights (GOSSAMER_LIB_DIR: the carried chart libraries). A short concurrency sweep
-# (1000 in / 200 out), then the multi-turn workload with and without prefix caching. Logs go to $OUT.
+# load (#14), prefix caching and constrained decoding (#16) with dummy 20b weights (GOSSAMER_LIB_DIR: the
+# carried chart libraries). A short concurrency sweep (1000 in / 200 out), the multi-turn workload with and without prefix caching, then batch 64 with every
+# request under response_format json_object against none (alternating pairs). Logs go to $OUT.
 #   bash bench/run_load_h200.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -33,4 +34,13 @@ for pc in enable no-enable; do
   curl -s http://127.0.0.1:$port/metrics | grep -E "prefix_cache_(queries|hits)" | head -4
   stop
 done
+echo "== constrained vs unconstrained, batch 64 ($(date +%T))"
+serve serve_constrained.log --max-num-seqs 64
+for rf in none json_object none json_object; do
+  flag=""; [ "$rf" = none ] || flag="--response-format $rf"
+  echo "-- response format: $rf"
+  timeout 120 build/gossamer bench serve --port $port --num-prompts 128 --random-input-len 256 --random-output-len 128 \
+    --max-concurrency 64 --ignore-eos --seed 1 $flag 2>&1 | grep -E "Output token throughput|Mean TPOT|Failed"
+done
+stop
 echo "== done ($(date +%T))"
