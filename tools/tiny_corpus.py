@@ -9,7 +9,9 @@ trained on exactly what `gossamer serve` feeds it. `completion` is the assistant
 (analysis, then a final answer or a tool call), in docs/harmony-json.md's JSON form.
 
 A template is (domain, phrasing, prefix, suffix); a fixed 10% of the templates (chosen by a hash of the
-template, never one without prefix and suffix) appear only in the eval split. Standard library only.
+template, never one without prefix and suffix) appear only in the eval split. Domains are drawn with the
+fixed shares of DOMAIN_WEIGHTS (tiny_corpus_data.py), then a phrasing uniformly; the arithmetic (numbers
+and column-by-column analyses) is tiny_corpus_arith.py's. Standard library only.
 
 Usage: python3 tools/tiny_corpus.py --seed 1 --train 80000 --eval 400 --out corpus.jsonl
 """
