@@ -204,7 +204,7 @@ def main():
     ap.add_argument("--eval-limit", type=int, default=400)
     ap.add_argument("--train-eval", type=int, default=200, help="train-split conversations to evaluate")
     ap.add_argument("--warmup", type=int, default=100)
-    ap.add_argument("--init", help="continue from an exported model.safetensors.gz (same corpus vocabulary)")
+    ap.add_argument("--init", help="continue from an exported model.safetensors.gz (any corpus vocabulary)")
     ap.add_argument("--prev-metrics", help="metrics.json of the run --init came from (its curve comes first)")
     ap.add_argument("--deadline", type=float, default=0,
                     help="seconds from the start by which everything must be written (0: none): training stops early "
