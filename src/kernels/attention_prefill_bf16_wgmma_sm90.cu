@@ -91,18 +91,6 @@ __device__ __forceinline__ void softmax_tile(float (&s)[64], float (&m)[2], floa
   }
 }
 
-// P (bf16) as the A fragments of the 8 k16 steps of O += P·V: step kk covers keys 16kk…16kk+15, i.e. the
-// D fragment's 8-column blocks 2kk and 2kk + 1.
-__device__ __forceinline__ void convert_p(uint32_t (&pa)[kBN / 16][4], const float (&s)[64]) {
-#pragma unroll
-  for (int kk = 0; kk < kBN / 16; ++kk) {
-    pa[kk][0] = pack_bf16(s[8 * kk + 0], s[8 * kk + 1]);
-    pa[kk][1] = pack_bf16(s[8 * kk + 2], s[8 * kk + 3]);
-    pa[kk][2] = pack_bf16(s[8 * kk + 4], s[8 * kk + 5]);
-    pa[kk][3] = pack_bf16(s[8 * kk + 6], s[8 * kk + 7]);
-  }
-}
-
 __global__ void __launch_bounds__(kThreads, 1) attention_prefill_wgmma_kernel(const AttentionParams p) {
   // ---- which (sequence, query tile, head): heads fastest, so the CTAs of one query tile (and the 8
   // query heads of each KV head) run together and share K/V through L2; within a sequence the last
@@ -290,7 +278,7 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_wgmma_kernel(co
   wgmma::wait<0>();
   wgmma::fence_operand(s);
   softmax(0);  // O is still 0: alpha needs no application
-  convert_p(pa, s);
+  wgmma::d_to_a_bf16(pa, s);
 
   // ---- sections 1 … n − 1: S of tile it and PV of tile it − 1 in flight, then the softmax of tile it ----
   for (int it = 1; it < num_kv_tiles; ++it) {
@@ -309,7 +297,7 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_wgmma_kernel(co
     wgmma::wait<0>();
     wgmma::fence_operand(o);
     release(it - 1);
-    convert_p(pa, s);
+    wgmma::d_to_a_bf16(pa, s);
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
       o[4 * j + 0] *= alpha[0];

@@ -8,6 +8,8 @@
 //   contiguous): desc_mn_sw128 below, with imm-trans-b = 1; the k16 step kk (16 keys) adds 2048·kk bytes.
 #pragma once
 
+#include <cuda_bf16.h>
+
 #include <cstdint>
 
 #include "kernels/wgmma_fp8_sm90.cuh"  // desc_k128_sw128, fence, commit, wait
@@ -38,6 +40,21 @@ template <int N>
 __device__ __forceinline__ void fence_operand(uint32_t (&r)[N]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+r"(r[i])::"memory");
+}
+
+// The fp32 D fragment of a 64 × 16·K tile as the bf16 A register fragments of K k16 steps (S → P for
+// O += P·V): step kk is D's 8-column blocks 2kk and 2kk + 1, whose elements sit in the same threads and
+// order as the A fragment's (see wgmma_m64n64k16_bf16_rs_tb).
+template <int K>
+__device__ __forceinline__ void d_to_a_bf16(uint32_t (&a)[K][4], const float (&d)[8 * K]) {
+#pragma unroll
+  for (int kk = 0; kk < K; ++kk) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const __nv_bfloat162 h = __floats2bfloat162_rn(d[8 * kk + 2 * i], d[8 * kk + 2 * i + 1]);
+      a[kk][i] = *reinterpret_cast<const uint32_t*>(&h);
+    }
+  }
 }
 
 // D(64×128, fp32) (+)= A(64×16 bf16, smem, K-major) · B(128×16 bf16, smem, K-major)ᵀ; scale_d = 0
