@@ -29,7 +29,7 @@ fi
 
 { date -u "+%Y-%m-%d %H:%M UTC"; echo "commit ${GOSSAMER_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}";
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv,noheader; } | tee "$out/gpu.txt"
-echo "SASS: $(cuobjdump --dump-sass "$tests" 2>/dev/null | grep -c QGMMA) QGMMA (fp8 wgmma), $(cuobjdump --dump-sass "$tests" 2>/dev/null | grep -c HMMA) HMMA (mma.sync)" | tee -a "$out/gpu.txt"
+echo "SASS: $(cuobjdump --dump-sass "$tests" 2>/dev/null | grep -c QGMMA) QGMMA (fp8 wgmma), $(cuobjdump --dump-sass "$tests" 2>/dev/null | grep -c HGMMA) HGMMA (bf16 wgmma), $(cuobjdump --dump-sass "$tests" 2>/dev/null | grep -c HMMA) HMMA (mma.sync)" | tee -a "$out/gpu.txt"
 
 echo "== tests ==" 
 timeout 300 "$tests" --gtest_color=no > "$out/tests.log" 2>&1

@@ -689,19 +689,24 @@ void bench_moe_decode_mxfp4(int T, int E) {
 }
 
 // Paged attention with sinks at a shared case (gpt_oss_cases.h): pages handed out in order. TFLOP/s count
-// the visible positions only; decode GB/s the K/V bytes read.
-void bench_attention(const gpt_oss::AttentionCase& c, int prefill_warps = 4) {
+// the visible positions only; decode GB/s the K/V bytes read. Prefill runs `kernel`, with `base_us` (the
+// mma.sync 4-warp kernel's time) in the baseline column. Returns µs.
+double bench_attention(const gpt_oss::AttentionCase& c, PrefillKernel kernel = PrefillKernel::kMmaSync64,
+                       double base_us = 0) {
   const int page = gpt_oss::kAttentionPage, qh = kNumQHeads, kvh = kNumKvHeads;
+  const std::vector<std::pair<int, int>> seqs = gpt_oss::attention_seqs(c);
   std::vector<int32_t> cu_q{0}, kv_lens, indptr{0}, indices;
-  int pages = 0;
-  for (int s = 0; s < c.num_seqs; ++s) {
-    cu_q.push_back(cu_q.back() + c.q_len);
-    kv_lens.push_back(c.kv_len);
-    const int np = (c.kv_len + page - 1) / page;
+  int pages = 0, max_kv = 0;
+  for (auto [q_len, kv_len] : seqs) {
+    cu_q.push_back(cu_q.back() + q_len);
+    kv_lens.push_back(kv_len);
+    max_kv = std::max(max_kv, kv_len);
+    const int np = (kv_len + page - 1) / page;
     for (int i = 0; i < np; ++i) indices.push_back(pages + i);
     pages += np;
     indptr.push_back(indptr.back() + np);
   }
+  const int num_seqs = static_cast<int>(seqs.size());
   const long long visible = gpt_oss::attention_visible(c);
   const int tokens = cu_q.back();
   Buf q(size_t(tokens) * qh * 64 * 2), out(size_t(tokens) * qh * 64 * 2), kc(size_t(pages) * page * kvh * 64 * 2),
@@ -725,12 +730,12 @@ void bench_attention(const gpt_oss::AttentionCase& c, int prefill_warps = 4) {
   p.cu_seqlens_q = cu.as<int32_t>();
   p.kv_lens = kvl.as<int32_t>();
   p.sinks = sinks.as<float>();
-  p.num_seqs = c.num_seqs;
+  p.num_seqs = num_seqs;
   p.num_tokens = tokens;
   p.page_size = page;
   p.window = c.window;
-  p.max_kv_len = c.kv_len;
-  p.prefill_warps = prefill_warps;
+  p.max_kv_len = max_kv;
+  p.prefill_kernel = kernel;
   Buf ws(c.decode ? attention_decode_workspace_bytes(p) : 0);
   p.workspace = ws.get();
   const double us = time_us([&](int) {
@@ -742,12 +747,22 @@ void bench_attention(const gpt_oss::AttentionCase& c, int prefill_warps = 4) {
   });
   const double flops = 4.0 * 64 * qh * double(visible);
   // Decode reads each visible key once per KV head (the 8 query heads of a group share it).
-  const double kv_bytes = 2.0 * 2 * 64 * kvh * double(visible) / std::max(1, tokens / c.num_seqs);
+  const double kv_bytes = 2.0 * 2 * 64 * kvh * double(visible) / std::max(1, tokens / num_seqs);
+  const bool wgmma = kernel == PrefillKernel::kAuto || kernel == PrefillKernel::kWgmma;
   std::string shape = c.name;
   shape += c.window > 0 ? " window " + std::to_string(c.window) : std::string(" causal");
-  if (!c.decode) shape += prefill_warps == 8 ? " (8 warps)" : " (4 warps)";
-  row(c.decode ? "attention_decode" : "attention_prefill", shape, us, flops, c.decode ? kv_bytes : 0, 0,
-      c.decode ? "copy" : "bf16");
+  if (!c.decode && !wgmma) shape += kernel == PrefillKernel::kMmaSync128 ? " (8 warps)" : " (4 warps)";
+  const char* label = c.decode ? "attention_decode" : wgmma ? "attention_prefill_wgmma" : "attention_prefill";
+  row(label, shape, us, flops, c.decode ? kv_bytes : 0, base_us, c.decode ? "copy" : "bf16");
+  return us;
+}
+
+// A prefill case on the mma.sync kernels (4 and 8 warps) and the wgmma kernel, whose row carries the
+// 4-warp kernel's time as its baseline.
+void bench_attention_prefill(const gpt_oss::AttentionCase& c) {
+  const double base = bench_attention(c, PrefillKernel::kMmaSync64);
+  bench_attention(c, PrefillKernel::kMmaSync128);
+  bench_attention(c, PrefillKernel::kWgmma, base);
 }
 
 // Sampling over the whole vocabulary at a shared case (gpt_oss_cases.h): fp32 logits, then the model's
@@ -847,7 +862,10 @@ int main(int argc, char** argv) {
     LtGemm lt;
     bench_gemm(lt, "qkv", 8192, 5120, 2880);
     for (const gpt_oss::AttentionCase& c : gpt_oss::kAttention) {
-      if (!c.decode && c.window == 0 && std::strcmp(c.name, "1x8192") == 0) bench_attention(c, 4);
+      if (!c.decode && c.window == 0 && std::strcmp(c.name, "1x8192") == 0) {
+        bench_attention(c, PrefillKernel::kMmaSync64);
+        bench_attention(c, PrefillKernel::kWgmma);
+      }
     }
   }
   if (want("moe")) {
@@ -878,10 +896,8 @@ int main(int argc, char** argv) {
     bench_read_pattern("unembed 201088x2880", 201088, 2880);
   }
   if (want("attention")) {
-    for (const int warps : {4, 8}) {
-      for (const gpt_oss::AttentionCase& c : gpt_oss::kAttention) {
-        if (!c.decode) bench_attention(c, warps);
-      }
+    for (const gpt_oss::AttentionCase& c : gpt_oss::kAttention) {
+      if (!c.decode) bench_attention_prefill(c);
     }
     for (const gpt_oss::AttentionCase& c : gpt_oss::kAttention) {
       if (c.decode) bench_attention(c);

@@ -1,6 +1,7 @@
 // Warp-level building blocks shared by the prefill and decode attention kernels (mma.sync bf16
-// m16n8k16, fp32 accumulators). Tiles of 64 rows × 64 bf16 (128 B) live in shared memory with 16-byte
-// chunks XOR-swizzled by row (chunk c of row r at c ^ (r & 7)) so ldmatrix is conflict free.
+// m16n8k16, fp32 accumulators), and the launcher of the wgmma prefill kernel. Tiles of 64 rows × 64 bf16
+// (128 B) live in shared memory with 16-byte chunks XOR-swizzled by row (chunk c of row r at c ^ (r & 7))
+// so ldmatrix is conflict free; the same layout is TMA's and wgmma's 128-byte swizzle.
 #pragma once
 
 #include <cfloat>
@@ -154,5 +155,8 @@ __device__ __forceinline__ void load_q_frag(uint32_t (&q)[4][4], const uint8_t* 
     ldmatrix_x4(q[kk], sq + swz(row, 2 * kk + lane / 16));
   }
 }
+
+// The FA3-design prefill kernel (attention_prefill_bf16_wgmma_sm90.cu), behind launch_attention_prefill.
+void launch_prefill_wgmma(const AttentionParams& p, cudaStream_t stream);
 
 }  // namespace gossamer::kernels::attn

@@ -12,6 +12,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <span>
+#include <utility>
+#include <vector>
 
 #include "kernels/gemm_fp8.h"  // GemmEpilogue
 #include "kernels/rope.h"      // kNumQHeads, kNumKvHeads, kHeadDim
@@ -75,32 +78,58 @@ inline constexpr int kRmsNormTokens[] = {1, 64, 16384};
 inline constexpr int kRopeTokens[] = {1, 64, 16384};
 
 // Paged attention with sinks (pages of 64 tokens): prefill chunks and decode batches, full (causal) and
-// sliding-window (128) layers. Every sequence of a case has the same shape.
+// sliding-window (128) layers. Every sequence of a case has the same shape, except in a varlen batch
+// (`mix` non-empty), whose sequences are listed instead of num_seqs × (q_len, kv_len).
+struct AttentionSeq {
+  int q_len, kv_len;  // new tokens and cached + new positions
+};
 struct AttentionCase {
   const char* name;  // "1x8192": 1 sequence of 8,192 new tokens; "b64 ctx 4096": 64 decodes over 4,096
   int num_seqs;
   int q_len, kv_len;  // new tokens and cached + new positions per sequence
   int window;         // 0: full causal; > 0: sliding window
   bool decode;        // launch_attention_decode (else launch_attention_prefill)
+  std::span<const AttentionSeq> mix = {};
 };
 inline constexpr int kAttentionPage = 64;
+// A prefill step as the engine builds it: whole prompts of mixed lengths, two chunks attending to their
+// cached prefixes, and a decode row riding along.
+inline constexpr AttentionSeq kAttentionVarlen[] = {{4096, 4096}, {1000, 1000}, {300, 300},  {128, 128},
+                                                    {17, 17},     {2048, 8192}, {512, 3000}, {1, 4000}};
 inline constexpr AttentionCase kAttention[] = {
-    {"1x512", 1, 512, 512, 0, false},         {"1x1024", 1, 1024, 1024, 128, false},
-    {"1x8192", 1, 8192, 8192, 0, false},      {"1x32768", 1, 32768, 32768, 0, false},
-    {"8x2048", 8, 2048, 2048, 0, false},      {"1x32768", 1, 32768, 32768, 128, false},
-    {"b1 ctx 8192", 1, 1, 8192, 0, true},     {"b1 ctx 32768", 1, 1, 32768, 0, true},
-    {"b1 ctx 131072", 1, 1, 131072, 0, true}, {"b64 ctx 4096", 64, 1, 4096, 0, true},
+    {"1x512", 1, 512, 512, 0, false},
+    {"1x1024", 1, 1024, 1024, 128, false},
+    {"1x8192", 1, 8192, 8192, 0, false},
+    {"1x32768", 1, 32768, 32768, 0, false},
+    {"8x2048", 8, 2048, 2048, 0, false},
+    {"1x32768", 1, 32768, 32768, 128, false},
+    {"varlen 8 seqs", 0, 0, 0, 0, false, kAttentionVarlen},
+    {"varlen 8 seqs", 0, 0, 0, 128, false, kAttentionVarlen},
+    {"b1 ctx 8192", 1, 1, 8192, 0, true},
+    {"b1 ctx 32768", 1, 1, 32768, 0, true},
+    {"b1 ctx 131072", 1, 1, 131072, 0, true},
+    {"b64 ctx 4096", 64, 1, 4096, 0, true},
     {"b64 ctx 4096", 64, 1, 4096, 128, true},
 };
+
+// A case's sequences as (q_len, kv_len) pairs.
+inline std::vector<std::pair<int, int>> attention_seqs(const AttentionCase& c) {
+  std::vector<std::pair<int, int>> seqs;
+  for (const AttentionSeq& s : c.mix) seqs.emplace_back(s.q_len, s.kv_len);
+  if (c.mix.empty()) seqs.assign(static_cast<size_t>(c.num_seqs), {c.q_len, c.kv_len});
+  return seqs;
+}
 
 // Positions a case's queries see (summed over its tokens): the work of the kernel and of its reference.
 inline long long attention_visible(const AttentionCase& c) {
   long long visible = 0;
-  for (int i = 0; i < c.q_len; ++i) {
-    const long long position = c.kv_len - c.q_len + i;
-    visible += c.window > 0 ? std::min<long long>(position + 1, c.window) : position + 1;
+  for (auto [q_len, kv_len] : attention_seqs(c)) {
+    for (int i = 0; i < q_len; ++i) {
+      const long long position = kv_len - q_len + i;
+      visible += c.window > 0 ? std::min<long long>(position + 1, c.window) : position + 1;
+    }
   }
-  return visible * c.num_seqs;
+  return visible;
 }
 
 // Sampling over the whole vocabulary (fp32 and bf16 logits): a greedy or seeded decode step, a batch.
