@@ -748,7 +748,7 @@ double bench_attention(const gpt_oss::AttentionCase& c, PrefillKernel kernel = P
   const double flops = 4.0 * 64 * qh * double(visible);
   // Decode reads each visible key once per KV head (the 8 query heads of a group share it).
   const double kv_bytes = 2.0 * 2 * 64 * kvh * double(visible) / std::max(1, tokens / num_seqs);
-  const bool wgmma = kernel == PrefillKernel::kAuto || kernel == PrefillKernel::kWgmma;
+  const bool wgmma = kernel == PrefillKernel::kWgmma;
   std::string shape = c.name;
   shape += c.window > 0 ? " window " + std::to_string(c.window) : std::string(" causal");
   if (!c.decode && !wgmma) shape += kernel == PrefillKernel::kMmaSync128 ? " (8 warps)" : " (4 warps)";

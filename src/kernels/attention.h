@@ -20,11 +20,12 @@
 
 namespace gossamer::kernels {
 
-// Prefill kernel. kAuto and kWgmma: the FA3-design kernel (128-query tiles, a cp.async producer warpgroup,
-// two wgmma consumer warpgroups in ping-pong; attention_prefill_bf16_wgmma_sm90.cu). kMmaSync64 /
-// kMmaSync128: the mma.sync kernel with 64- or 128-query tiles (4 or 8 warps), kept as the side-by-side
-// baseline until the wgmma kernel has measured faster on every bench shape on the H200; then they leave
-// (issue #13 item 5). All of them handle every case of this contract.
+// Prefill kernel. kWgmma: the FA3-design kernel (128-query tiles, a cp.async producer warpgroup, two wgmma
+// consumer warpgroups in ping-pong; attention_prefill_bf16_wgmma_sm90.cu). kMmaSync64 / kMmaSync128: the
+// mma.sync kernel with 64- or 128-query tiles (4 or 8 warps). kAuto is kMmaSync64 for now: the wgmma kernel
+// was written without a GPU (2026-12-01) and becomes kAuto once its tests pass and it measures faster on
+// every bench shape on the H200; then the mma.sync kernels leave (issue #13 item 5). All of them handle
+// every case of this contract.
 enum class PrefillKernel : int { kAuto = 0, kWgmma = 1, kMmaSync64 = 2, kMmaSync128 = 3 };
 
 struct AttentionParams {

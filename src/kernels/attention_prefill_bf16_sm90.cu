@@ -123,12 +123,12 @@ void launch_attention_prefill(const AttentionParams& p, cudaStream_t stream) {
       attention_prefill_kernel<8><<<grid, 256, 0, stream>>>(p);
       break;
     }
-    case PrefillKernel::kMmaSync64: {
+    case PrefillKernel::kWgmma: attn::launch_prefill_wgmma(p, stream); return;
+    default: {  // kAuto, kMmaSync64
       const dim3 grid(p.num_tokens / 64 + p.num_seqs, p.num_q_heads);
       attention_prefill_kernel<4><<<grid, 128, 0, stream>>>(p);
       break;
     }
-    default: attn::launch_prefill_wgmma(p, stream); return;
   }
   GOSSAMER_CUDA_CHECK_LAUNCH();
 }
