@@ -5,7 +5,7 @@
 #include <mutex>
 #include <vector>
 
-#include "bench_decode_setup.h"
+#include "bench_setup.h"
 #include "core/error.h"
 #include "engine/engine.h"
 

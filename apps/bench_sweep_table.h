@@ -1,7 +1,7 @@
 // The rows of `gossamer bench sweep` and how they print: the reference deployment's prefill and decode
 // tables, a CSV, and the decode cost-vs-speed series per layout (the input of any plot).
 //
-// Cost model (the reference deployment's): $3.00 per GPU-hour × the GPUs a layout uses (TP × DP).
+// Cost model (the reference deployment's): kBenchDollarsPerGpuHour × the GPUs a layout uses (TP × DP).
 // Decode rows of DP > 1 are derived from one replica's measured step at batch ⌈B / DP⌉ (replicas are
 // independent; `source` says "replica×DP"); every other row is measured as is ("measured").
 #pragma once
@@ -11,11 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "bench_setup.h"  // kBenchDollarsPerGpuHour
 #include "model/sharding.h"
 
 namespace gossamer::app {
-
-inline constexpr double kSweepDollarsPerGpuHour = 3.00;
 
 struct SweepRow {
   enum class Kind { kPrefill, kDecode } kind = Kind::kDecode;
@@ -30,7 +29,7 @@ struct SweepRow {
   double tokens_per_s_per_seq() const { return kind == Kind::kDecode ? 1.0 / seconds : tokens / seconds; }
   double tokens_per_s_total() const { return kind == Kind::kDecode ? batch / seconds : tokens / seconds; }
   // $ per million input (prefill) or output (decode) tokens.
-  double dollars_per_million() const { return kSweepDollarsPerGpuHour * gpus() / 3600.0 / tokens_per_s_total() * 1e6; }
+  double dollars_per_million() const { return kBenchDollarsPerGpuHour * gpus() / 3600.0 / tokens_per_s_total() * 1e6; }
 };
 
 // One line of a cost-vs-speed chart: a layout at one context, a point per batch size.

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "bench_decode_setup.h"
+#include "bench_setup.h"
 #include "bench_step_engine.h"
 #include "command.h"
 #include "core/error.h"
@@ -38,17 +38,14 @@ struct BatchResult {
   std::optional<EngineStepTimes> engine;
 };
 
-double since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
 BatchResult measure_batch(model::Model& model, int64_t context, int32_t batch, int steps, bool ring, double budget_gib,
                           uint64_t seed, int engine_prompt_len) {
   BatchResult out;
   out.batch = batch;
   const int warmup = 2;
   double kv_gib = 0.0;
-  const auto setup = prepare_decode(model, context, batch, 2 * (warmup + steps) + 2, ring, budget_gib, seed, &kv_gib);
+  const auto setup = prepare_decode(model, context, batch, 2 * (warmup + steps) + 2, ring, budget_gib,
+                                    seed + static_cast<uint64_t>(batch), &kv_gib);
   if (!setup) {
     char reason[96];
     std::snprintf(reason, sizeof(reason), "KV cache %.1f GiB > --kv-budget-gib %.1f", kv_gib, budget_gib);
@@ -71,14 +68,14 @@ BatchResult measure_batch(model::Model& model, int64_t context, int32_t batch, i
   for (int i = 0; i < warmup; ++i) run();
   const auto start = Clock::now();
   for (int i = 0; i < steps; ++i) run();
-  out.product_step = since(start) / steps;
+  out.product_step = bench_seconds_since(start) / steps;
   // ---- one phase-timed eager step at a time ----
   model.set_phase_timing(true);
   run();  // warm-up of the eager path (larger than any graph's batch: kernels set attributes on first use)
   for (int i = 0; i < steps; ++i) {
     const auto step_start = Clock::now();
     run();
-    out.eager_step += since(step_start);
+    out.eager_step += bench_seconds_since(step_start);
     const model::PhaseSeconds phases = model.last_phase_seconds();
     GOSSAMER_CHECK(phases.valid, "bench step: the backend timed no phases");
     for (int p = 0; p < model::kNumStepPhases; ++p) {

@@ -8,19 +8,17 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <numeric>
 
+#include "bench_setup.h"
 #include "bench_sweep_table.h"
 #include "command.h"
 #include "core/error.h"
 #include "core/mapped_file.h"
-#include "core/random.h"
 #include "model/dummy_checkpoint.h"
 #include "model/loader.h"
 #include "rank_launch.h"
@@ -28,20 +26,6 @@
 namespace gossamer::app {
 
 namespace {
-
-constexpr int32_t kBlock = 16;
-
-std::vector<int32_t> random_tokens(uint64_t seed, int64_t count, int32_t vocab) {
-  SplitMix64 rng(seed);
-  std::vector<int32_t> tokens(static_cast<size_t>(count));
-  for (int32_t& token : tokens)
-    token = static_cast<int32_t>(rng.next() % static_cast<uint64_t>(std::min(vocab, 199998)));
-  return tokens;
-}
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 // The (TP, EP) groups to load, and the DP counts each is reported at: TP ∈ {1, 2, 4, 8} dividing the
 // model, EP on and off for TP > 1, DP ∈ {1, 2, 4, 8} with TP × DP ≤ gpus.
@@ -64,20 +48,11 @@ std::vector<model::ParallelLayout> layouts_that_fit(const model::GptOssConfig& c
 }
 
 double prefill_seconds(model::Model& model, int64_t length, uint64_t seed, int repeats) {
-  const int32_t blocks = static_cast<int32_t>((length + kBlock - 1) / kBlock);
-  model.allocate_kv_cache(blocks, kBlock);
-  std::vector<int32_t> table(static_cast<size_t>(blocks));
-  std::iota(table.begin(), table.end(), 0);
-  const auto tokens = random_tokens(seed, length, model.config().vocab_size);
+  const std::vector<int32_t> table = prepare_prefill(model, length);
+  const auto tokens = bench_random_tokens(seed, length, model.config().vocab_size);
   std::vector<float> logits;
   std::vector<double> times;
-  for (int r = 0; r < std::max(1, repeats); ++r) {
-    model::ForwardBatch batch;
-    batch.sequences.push_back(model::SequenceInput{tokens, 0, table, model::LogitsWanted::kLast});
-    const auto start = std::chrono::steady_clock::now();
-    model.forward(batch, logits);
-    times.push_back(seconds_since(start));
-  }
+  for (int r = 0; r < std::max(1, repeats); ++r) times.push_back(time_prefill(model, tokens, table, logits));
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
 }
@@ -85,44 +60,9 @@ double prefill_seconds(model::Model& model, int64_t length, uint64_t seed, int r
 // Seconds per decode step of `batch` sequences with `context` cached positions each (the sliding layers
 // keep only their window: the engine's ring). Returns < 0 when the KV cache would exceed the budget.
 double decode_step_seconds(model::Model& model, int64_t context, int32_t batch, int steps, uint64_t seed,
-                           double budget_bytes) {
-  const int64_t per_seq = (context + steps + 4 + kBlock - 1) / kBlock;
-  const int32_t sliding_layers = model.num_sliding_layers(), layers = std::max(1, model.config().num_layers);
-  const int64_t ring_positions = model.config().sliding_window + model::kSlidingKeepMargin + steps + 4;
-  const int64_t ring_per_seq = sliding_layers > 0 ? std::min(per_seq, ring_positions / kBlock + 2) : 0;
-  const double block_bytes = static_cast<double>(model.kv_bytes_per_token()) * kBlock;
-  const double bytes = static_cast<double>(per_seq * batch) * block_bytes * (layers - sliding_layers) / layers +
-                       static_cast<double>(ring_per_seq * batch) * block_bytes * sliding_layers / layers;
-  if (bytes > budget_bytes) return -1.0;
-  model.allocate_kv_cache(static_cast<int32_t>(per_seq * batch), kBlock, static_cast<int32_t>(ring_per_seq * batch));
-  std::vector<std::vector<int32_t>> tables(static_cast<size_t>(batch)), rings(tables.size());
-  for (int32_t b = 0; b < batch; ++b) {
-    auto& table = tables[static_cast<size_t>(b)];
-    table.resize(static_cast<size_t>(per_seq));
-    std::iota(table.begin(), table.end(), static_cast<int32_t>(b * per_seq));
-    if (ring_per_seq == 0) continue;
-    auto& ring =
-        rings[static_cast<size_t>(b)];  // the last ring_per_seq blocks are the ring's; older entries are never read
-    ring.resize(static_cast<size_t>(per_seq));
-    for (int64_t i = 0; i < per_seq; ++i)
-      ring[static_cast<size_t>(i)] =
-          static_cast<int32_t>(b * ring_per_seq + std::max<int64_t>(0, i - (per_seq - ring_per_seq)));
-  }
-  const auto tokens = random_tokens(seed, batch, model.config().vocab_size);
-  std::vector<float> logits;
-  auto step = [&](int index) {
-    model::ForwardBatch forward;
-    for (int32_t b = 0; b < batch; ++b) {
-      forward.sequences.push_back(model::SequenceInput{
-          std::span(tokens).subspan(static_cast<size_t>(b), 1), static_cast<int32_t>(context + index),
-          tables[static_cast<size_t>(b)], model::LogitsWanted::kLast, rings[static_cast<size_t>(b)]});
-    }
-    model.forward(forward, logits);
-  };
-  for (int i = 0; i < 2; ++i) step(i);  // warm-up
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < steps; ++i) step(2 + i);
-  return seconds_since(start) / steps;
+                           double budget_gib) {
+  const auto setup = prepare_decode(model, context, batch, steps + 4, true, budget_gib, seed);
+  return setup ? decode_seconds_per_step(model, *setup, 2, steps) : -1.0;
 }
 
 struct SweepSettings {
@@ -176,9 +116,9 @@ std::vector<SweepRow> measure_group(const SweepSettings& s, const model::GptOssC
         const int32_t replica_batch = (batch + dp - 1) / dp;
         auto found = measured.find({context, replica_batch});
         if (found == measured.end()) {
-          const double budget = s.kv_budget_gib * double(1 << 30) * options.layout.tensor_parallel;  // the group's GPUs
+          const double budget_gib = s.kv_budget_gib * options.layout.tensor_parallel;  // the group's GPUs
           const double seconds = decode_step_seconds(*model, context, replica_batch, s.steps,
-                                                     s.seed + static_cast<uint64_t>(batch), budget);
+                                                     s.seed + static_cast<uint64_t>(batch), budget_gib);
           found = measured.emplace(std::pair{context, replica_batch}, seconds).first;
         }
         if (found->second < 0) {
@@ -236,15 +176,7 @@ std::vector<SweepRow> measure_group_in_processes(int argc, char** argv, const mo
   args.insert(args.end(), argv, argv + argc);
   args.insert(args.end(), {"--only-tp", std::to_string(group.tensor_parallel), "--group-json", out});
   if (group.expert_parallel) args.push_back("--only-ep");
-  const pid_t pid = ::fork();
-  GOSSAMER_CHECK(pid >= 0, "cannot start the ", group.describe(), " sweep job");
-  if (pid == 0) {
-    std::vector<char*> pointers;
-    for (std::string& arg : args) pointers.push_back(arg.data());
-    pointers.push_back(nullptr);
-    ::execv(pointers[0], pointers.data());
-    ::_exit(127);
-  }
+  const pid_t pid = start_self(std::move(args), "the " + group.describe() + " sweep job");
   int status = 0;
   ::waitpid(pid, &status, 0);
   std::vector<SweepRow> rows;

@@ -77,6 +77,12 @@ int run_serve(int argc, char** argv) {
   cli.add_flag(
          "--enforce-eager", [&](int64_t) { model_options.cuda_graphs = false; }, "no CUDA graphs for decode steps")
       ->group("Model");
+  cli.add_option(
+         "--dense-gemm", model_options.dense_gemm,
+         "cuda: gossamer (default) | cublaslt (FP8 qkv/o above the decode GEMV's rows on cuBLASLt, where it is faster)")
+      ->envname("GOSSAMER_DENSE_GEMM")
+      ->check(CLI::IsMember({"cublaslt", "gossamer"}))
+      ->group("Model");
   bool host_sampling = false;
   cli.add_flag("--host-sampling", host_sampling,
                "sample on the CPU from copied logits (default: on the GPU, only token ids come back)")

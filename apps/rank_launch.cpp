@@ -27,6 +27,19 @@ int free_port() {
 
 }  // namespace
 
+pid_t start_self(std::vector<std::string> args, const std::string& what) {
+  const pid_t pid = ::fork();
+  GOSSAMER_CHECK(pid >= 0, "cannot start ", what);
+  if (pid == 0) {
+    std::vector<char*> pointers;
+    for (std::string& arg : args) pointers.push_back(arg.data());
+    pointers.push_back(nullptr);
+    ::execv("/proc/self/exe", pointers.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
 void add_rank_flags(CLI::App& cli, model::ModelOptions& options) {
   cli.add_option("--rank", options.rank, "")->group("");
   cli.add_option("--dist-host", options.dist_host, "")->group("");
@@ -43,16 +56,7 @@ RankLauncher::RankLauncher(const std::string& device, int argc, char** argv, mod
     args.insert(args.end(), argv, argv + argc);  // the sub-command's name, then its flags
     args.insert(args.end(), {"--rank", std::to_string(rank), "--dist-host", options.dist_host, "--dist-port",
                              std::to_string(options.dist_port)});
-    const pid_t pid = ::fork();
-    GOSSAMER_CHECK(pid >= 0, "cannot start rank ", rank);
-    if (pid == 0) {
-      std::vector<char*> pointers;
-      for (std::string& arg : args) pointers.push_back(arg.data());
-      pointers.push_back(nullptr);
-      ::execv(pointers[0], pointers.data());
-      ::_exit(127);
-    }
-    children_.push_back(pid);
+    children_.push_back(start_self(std::move(args), "rank " + std::to_string(rank)));
   }
 }
 

@@ -14,6 +14,10 @@
 
 namespace gossamer::app {
 
+// Starts a copy of this binary (/proc/self/exe) with `args` (args[0] is its argv[0]); returns its pid,
+// never waits. Throws gossamer::Error naming `what` when no process can be started.
+pid_t start_self(std::vector<std::string> args, const std::string& what);
+
 // The hidden per-rank flags: --rank, --dist-host, --dist-port.
 void add_rank_flags(CLI::App& cli, model::ModelOptions& options);
 

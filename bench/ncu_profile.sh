@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On the GPU machine (Firecracker runtime: ncu reads counters there): the FP8 GEMM (8192×5120×2880) and
-# the prefill attention (1×8192 causal) under Nsight Compute: stall reasons per issued instruction, tensor
+# the prefill attention (1×8192 causal; the mma.sync and the wgmma kernel) under Nsight Compute: stall reasons per issued instruction, tensor
 # pipe utilisation, issue activity. Usage: bench/ncu_profile.sh BIN_DIR_BENCH OUT_DIR
 #   BIN_DIR_BENCH: the gossamer_kernels_bench binary (its group `profile` runs the two shapes).
 bin=$1; out=$2
@@ -9,7 +9,7 @@ stalls=$(grep -oE '^smsp__average_warps_issue_stalled_[a-z_]+_per_issue_active' 
 pipes=$(grep -oE '^sm__pipe_tensor_op_[a-z_]+_cycles_active' $out/metrics.txt | sort -u | sed 's/$/.avg.pct_of_peak_sustained_active/' | paste -sd, -)
 echo "stall metrics: $(echo $stalls | tr ',' '\n' | wc -l), pipe metrics: $pipes"
 : > $out/ncu.txt
-for kernel in gemm_fp8_kernel attention_prefill; do  # the first launch of each
+for kernel in gemm_fp8_kernel attention_prefill_kernel attention_prefill_wgmma_kernel; do  # the first launch of each
   ncu --clock-control none --metrics "$stalls,$pipes,sm__throughput.avg.pct_of_peak_sustained_elapsed,smsp__issue_active.avg.pct_of_peak_sustained_active" \
     -k regex:$kernel -c 1 $bin profile >> $out/ncu.txt 2>&1
   echo "ncu $kernel rc $?"

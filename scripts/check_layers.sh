@@ -21,7 +21,7 @@ declare -A allowed=(
   [apps]="server bench testing engine model comm text core"
 )
 # Test folders that are not a layer's name: which layer's rules they follow.
-declare -A test_layer=([kernels_ref]=kernels [model_gpu]=model)
+declare -A test_layer=([kernels_ref]=kernels [model_gpu]=model [engine_gpu]=engine [comm_gpu]=comm)
 # Test folders that may also use a tool library (tests/server drives a server with the load generator's client).
 declare -A test_extra=([server]="bench")
 

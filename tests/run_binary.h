@@ -1,4 +1,4 @@
-// Runs the built `gossamer` binary (GOSSAMER_BINARY) in a shell and captures its stdout + stderr.
+// Runs a shell command, or the built `gossamer` binary (GOSSAMER_BINARY), and captures its stdout + stderr.
 #pragma once
 
 #include <unistd.h>
@@ -16,6 +16,18 @@ struct BinaryResult {
   std::string output;  // stdout + stderr
 };
 
+// `command` in a shell, its stderr joined to its stdout.
+inline BinaryResult run_shell(const std::string& command) {
+  BinaryResult result;
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return {-1, "popen failed: " + command};
+  std::array<char, 4096> buffer{};
+  size_t read = 0;
+  while ((read = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.output.append(buffer.data(), read);
+  result.status = ::pclose(pipe);
+  return result;
+}
+
 // `arguments` are appended to the binary's path; `stdin_bytes`, when given, are fed on standard input.
 inline BinaryResult run_gossamer(const std::string& arguments, const std::string* stdin_bytes = nullptr) {
   std::string command = std::string(GOSSAMER_BINARY) + " " + arguments;
@@ -25,13 +37,7 @@ inline BinaryResult run_gossamer(const std::string& arguments, const std::string
     std::ofstream(input, std::ios::binary) << *stdin_bytes;
     command += " < " + input.string();
   }
-  command += " 2>&1";
-  BinaryResult result;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  std::array<char, 4096> buffer{};
-  size_t read = 0;
-  while ((read = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.output.append(buffer.data(), read);
-  result.status = ::pclose(pipe);
+  BinaryResult result = run_shell(command);
   if (!input.empty()) std::filesystem::remove(input);
   return result;
 }

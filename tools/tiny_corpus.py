@@ -9,7 +9,9 @@ trained on exactly what `gossamer serve` feeds it. `completion` is the assistant
 (analysis, then a final answer or a tool call), in docs/harmony-json.md's JSON form.
 
 A template is (domain, phrasing, prefix, suffix); a fixed 10% of the templates (chosen by a hash of the
-template, never one without prefix and suffix) appear only in the eval split. Standard library only.
+template, never one without prefix and suffix) appear only in the eval split. Domains are drawn with the
+fixed shares of DOMAIN_WEIGHTS (tiny_corpus_data.py), then a phrasing uniformly; the arithmetic (numbers
+and column-by-column analyses) is tiny_corpus_arith.py's. Standard library only.
 
 Usage: python3 tools/tiny_corpus.py --seed 1 --train 80000 --eval 400 --out corpus.jsonl
 """
@@ -21,9 +23,10 @@ import re
 
 from tiny_corpus_data import (
     EFFORTS, PREFIXES, SUFFIXES, INSTRUCTIONS, DAYS, MONTHS, WORDS, CITIES, CONDITIONS, FACTS, UNITS,
-    WEATHER_TOOL, ADD_TOOL, LOOKUP_TOOL, DESCRIPTIONS, PLACES, ADD_PHRASES, SUB_PHRASES, MUL_PHRASES,
+    WEATHER_TOOL, ADD_TOOL, LOOKUP_TOOL, DESCRIPTIONS, ADD_PHRASES, SUB_PHRASES, MUL_PHRASES,
     COUNT_PHRASES, REVERSE_PHRASES, DAY_PHRASES, NEXT_DAY_PHRASES, MONTH_PHRASES, DATE_PHRASES, UNIT_PHRASES,
-    WEATHER_PHRASES, CAPITAL_PHRASES, FOLLOW_PHRASES, GREETINGS)
+    WEATHER_PHRASES, CAPITAL_PHRASES, FOLLOW_PHRASES, GREETINGS, DOMAIN_WEIGHTS)
+from tiny_corpus_arith import LIMIT, add_reasoning, arithmetic
 
 
 def tool_spec(rng, base):
@@ -31,61 +34,6 @@ def tool_spec(rng, base):
     function["description"] = rng.choice(DESCRIPTIONS[base["name"]])
     return {"type": "function", "function": {"name": function["name"], "description": function["description"],
                                              "parameters": function["parameters"]}}
-
-
-def digits(n, width):
-    return [(n // 10 ** i) % 10 for i in range(width)]
-
-
-def add_reasoning(a, b, effort):
-    width = max(len(str(a)), len(str(b)))
-    da, db, steps, carry = digits(a, width), digits(b, width), [], 0
-    for i in range(width):
-        s = da[i] + db[i] + carry
-        term = f"{da[i]} + {db[i]}" + (f" + {carry}" if carry else "")
-        steps.append((PLACES[i], term, s, s % 10, s // 10))
-        carry = s // 10
-    c = a + b
-    if effort == "low":
-        return ", ".join(f"{t} = {s}" for _, t, s, _, _ in steps) + f". {a} + {b} = {c}."
-    text = f"We need {a} + {b}. " + " ".join(
-        f"{p}: {t} = {s}, write {d}" + (f", carry {k}." if k else ".") for p, t, s, d, k in steps)
-    if carry:
-        text += f" The last carry {carry} leads."
-    text += f" So {a} + {b} = {c}."
-    if effort == "high":
-        text += f" Check: {c} - {b} = {a}, which matches. The answer is {c}."
-    return text
-
-
-def sub_reasoning(a, b, effort):
-    width = len(str(a))
-    da, db, steps, borrow = digits(a, width), digits(b, width), [], 0
-    for i in range(width):
-        top = da[i] - borrow
-        if top < db[i]:
-            steps.append(f"{PLACES[i]}: {top} is less than {db[i]}, borrow: {top + 10} - {db[i]} = {top + 10 - db[i]}.")
-            borrow = 1
-        else:
-            steps.append(f"{PLACES[i]}: {top} - {db[i]} = {top - db[i]}.")
-            borrow = 0
-    c = a - b
-    if effort == "low":
-        return " ".join(steps) + f" {a} - {b} = {c}."
-    text = f"We need {a} - {b}. " + " ".join(steps) + f" So {a} - {b} = {c}."
-    if effort == "high":
-        text += f" Check: {c} + {b} = {a}, which matches. The answer is {c}."
-    return text
-
-
-def mul_reasoning(a, b, effort):
-    c = a * b
-    if effort == "low":
-        return f"{a} × {b} = {c}."
-    text = f"We need {a} times {b}. {a} × {b} = {c}."
-    if effort == "high":
-        text += f" Check: {c} ÷ {b} = {a}, which matches. The answer is {c}."
-    return text
 
 
 def templated(domain, phrasings):
@@ -115,22 +63,6 @@ def greeting(rng, effort):
 
 def count_words(rng):
     return " ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 8)))
-
-
-def arithmetic(rng, effort, phrase, kind):
-    if kind == "add":
-        if rng.random() < 0.7:
-            a, b = rng.randint(0, 99), rng.randint(0, 99)
-        else:
-            a = rng.randint(0, 899)
-            b = rng.randint(0, 999 - a)
-        return phrase.format(a=a, b=b), add_reasoning(a, b, effort), f"{a} + {b} = {a + b}.", (a, b, a + b)
-    if kind == "sub":
-        a = rng.randint(0, 99) if rng.random() < 0.7 else rng.randint(100, 999)
-        b = rng.randint(0, a)
-        return phrase.format(a=a, b=b), sub_reasoning(a, b, effort), f"{a} - {b} = {a - b}.", (a, b, a - b)
-    a, b = rng.randint(2, 12), rng.randint(2, 12)
-    return phrase.format(a=a, b=b), mul_reasoning(a, b, effort), f"{a} × {b} = {a * b}.", (a, b, a * b)
 
 
 def day_after(rng, effort, phrase):
@@ -222,6 +154,12 @@ class Generator:
                       + templated("month", MONTH_PHRASES) + templated("date", DATE_PHRASES)
                       + templated("unit", UNIT_PHRASES) + templated("weather", WEATHER_PHRASES)
                       + templated("capital", CAPITAL_PHRASES) + templated("followup", FOLLOW_PHRASES))
+        self.phrases = {}
+        for domain, phrase in self.cores:
+            self.phrases.setdefault(domain, []).append(phrase)
+        self.domains = list(DOMAIN_WEIGHTS)
+        self.weights = [DOMAIN_WEIGHTS[d] for d in self.domains]
+        assert sorted(self.domains) == sorted(self.phrases), "DOMAIN_WEIGHTS must name every domain"
 
     @staticmethod
     def held_out(template):
@@ -235,7 +173,8 @@ class Generator:
 
     def pick(self, split):
         while True:
-            domain, phrase = self.rng.choice(self.cores)
+            domain = self.rng.choices(self.domains, weights=self.weights)[0]
+            phrase = self.rng.choice(self.phrases[domain])
             pre, suf = self.rng.choice(PREFIXES), self.rng.choice(SUFFIXES)
             if self.rng.random() < 0.3:
                 pre = suf = ""
@@ -256,9 +195,11 @@ class Generator:
             user, why, answer, _ = arithmetic(rng, effort, phrase, domain)
         elif domain == "followup":
             first = rng.choice(ADD_PHRASES)
-            q, why0, ans0, (_, _, c) = arithmetic(rng, effort, first, "add")
+            c = LIMIT
+            while c >= LIMIT:  # the sum with k must stay a one-token number too
+                q, why0, ans0, (_, _, c) = arithmetic(rng, effort, first, "add")
             history = [{"role": "user", "content": q}, {"role": "assistant", "content": ans0}]
-            k = rng.randint(1, 99)
+            k = rng.randint(1, min(99, LIMIT - c))
             user = phrase.format(k=k)
             why = f"The previous result was {c}. " + add_reasoning(c, k, effort)
             answer = f"{c} + {k} = {c + k}."
@@ -295,7 +236,7 @@ class Generator:
             raise AssertionError(domain)
         messages = history + [{"role": "user", "content": wrap_user(user)}]
         tools = None
-        if domain == "add" and rng.random() < 0.2:  # the add tool on offer: use it
+        if domain == "add" and rng.random() < 0.15:  # the add tool on offer: use it
             return self.add_tool(split, template, effort, messages, user)
         if rng.random() < 0.15:
             tools = [t for t in make_tools(rng, None) if t["function"]["name"] != "add"] or None

@@ -1,5 +1,7 @@
 """Greedy generation and held-out accuracy for tools/tiny_train.py (no KV cache: every step recomputes
 the batch; right padding is harmless under the causal mask)."""
+import time
+
 import torch
 
 RETURN, CALL, MESSAGE = 200002, 200012, 200008
@@ -35,11 +37,17 @@ def answer_part(tokens):
     return tuple(tokens[last + 1:])
 
 
-def evaluate(model, rows, head, device, pad, max_new=200, batch=256):
-    results = {}
+def evaluate(model, rows, head, device, pad, max_new=None, batch=256, deadline=None):
+    """Accuracy by domain. max_new: generated ids per row (default: the longest reference + 8); deadline (a
+    time.time() value): no batch starts after it, and "skipped" counts the rows left out."""
+    results, skipped = {}, 0
     for start in range(0, len(rows), batch):
         part = rows[start:start + batch]
-        outs = greedy(model, [r["prompt"] for r in part], max_new, head, device, pad)
+        if deadline is not None and time.time() > deadline:
+            skipped += len(part)
+            continue
+        limit = max_new or max(len(r["completion_ids"]) for r in part) + 8
+        outs = greedy(model, [r["prompt"] for r in part], limit, head, device, pad)
         for r, o in zip(part, outs):
             expected = r["completion_ids"]
             d = results.setdefault(r["domain"], [0, 0, 0])
@@ -48,5 +56,6 @@ def evaluate(model, rows, head, device, pad, max_new=200, batch=256):
             d[2] += int(answer_part(list(o)) == answer_part(list(expected)))
             r["generated"] = list(o)
     total = [sum(v[i] for v in results.values()) for i in range(3)]
-    return {"overall": {"n": total[0], "exact": total[1] / max(1, total[0]), "answer": total[2] / max(1, total[0])},
+    return {"overall": {"n": total[0], "exact": total[1] / max(1, total[0]), "answer": total[2] / max(1, total[0]),
+                        "skipped": skipped},
             "by_domain": {k: {"n": v[0], "exact": v[1] / v[0], "answer": v[2] / v[0]} for k, v in sorted(results.items())}}

@@ -25,5 +25,15 @@ python3 -c "
 import json, sys
 m = json.load(open(sys.argv[1]))
 print('held-out:', json.dumps(m.get('heldout', {}).get('overall')), ' train split:', json.dumps(m.get('train_accuracy', {}).get('overall')))
+print('steps', m.get('steps'), 'epochs', m.get('epochs'), 'tokens', m.get('tokens'), 'used rows', m.get('used_rows'))
+print()
+print('| domain | n | answer | exact |')
+print('|---|---|---|---|')
+rows = sorted(m.get('heldout', {}).get('by_domain', {}).items(), key=lambda kv: (-kv[1]['answer'], kv[0]))
+for d, v in rows:
+    print(f\"| {d} | {v['n']} | {v['answer']:.0%} | {v['exact']:.0%} |\")
+o = m.get('heldout', {}).get('overall')
+if o:
+    print(f\"| **all** | {o['n']} | **{o['answer']:.1%}** | **{o['exact']:.1%}** |\")
 " "$out/metrics.json"
 ls -l models/tiny/model.safetensors.zst

@@ -16,11 +16,13 @@ float32 logits and greedy generations of the exported checkpoint), train.log via
 Usage: python3 tools/tiny_train.py --corpus corpus.bin.gz --out OUT --train-seconds 200
 """
 import argparse
+import contextlib
 import gzip
 import json
 import math
 import os
 import sys
+import tempfile
 import time
 import traceback
 
@@ -29,7 +31,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tiny_eval import evaluate  # noqa: E402
+from tiny_eval import evaluate, greedy  # noqa: E402
 from tiny_mxfp4 import FakeQuant, pack_mxfp4  # noqa: E402
 
 VOCAB = 201088
@@ -138,12 +140,29 @@ def load_exported(model, path, used, unk, layers):
     from safetensors.torch import load as load_bytes
     tensors = load_bytes(gzip.open(path, "rb").read())
     idx = torch.from_numpy(used)
-    shared = int(np.setdiff1d(np.arange(VOCAB), used)[0])
+    # The exported shared row: the row most of the ids this corpus does not use hold (an id unused here may
+    # have had its own row in the corpus the checkpoint was trained on).
+    unused = np.setdiff1d(np.arange(VOCAB), used)
+    sample = unused[np.linspace(0, len(unused) - 1, 65).astype(np.int64)]
+    head = tensors["lm_head.weight"]
+    votes = [(int((head[sample] == head[int(i)]).all(-1).sum()), int(i)) for i in sample]
+    shared = max(votes)[1]
+    new_rows = None
     for name in ("model.embed_tokens.weight", "lm_head.weight"):
         full = tensors[name]
-        tensors[name] = torch.cat([full[idx], full[shared:shared + 1]])
+        is_new = (full[idx] == full[shared]).all(-1)
+        new_rows = is_new if new_rows is None else new_rows & is_new
+    count = int(new_rows.sum())
+    gen = torch.Generator().manual_seed(1)
+    for name in ("model.embed_tokens.weight", "lm_head.weight"):
+        full = tensors[name]
+        rows = full[idx].float()
+        # Rows this corpus uses that the checkpoint shared: the shared row plus a little noise, so they can part.
+        rows[new_rows] += 0.02 * torch.randn(count, rows.shape[1], generator=gen)
+        tensors[name] = torch.cat([rows, full[shared:shared + 1].float()])
     state = gl.hf_state_dict(model, tensors, False, layers, 512, 64)
     model.load_state_dict({k: v.to(next(model.parameters()).device) for k, v in state.items()}, strict=True)
+    return count
 
 
 def set_qat(model, on):
@@ -158,7 +177,8 @@ def set_qat(model, on):
 
 
 def train_step(model, opt, ids, tgt, log_unused, use_autocast):
-    with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=use_autocast):
+    autocast = torch.autocast(device_type="cuda", dtype=torch.bfloat16) if use_autocast else contextlib.nullcontext()
+    with autocast:
         loss = compact_loss(model, ids, tgt, log_unused)
     opt.zero_grad(set_to_none=True)
     loss.backward()
@@ -184,11 +204,19 @@ def main():
     ap.add_argument("--eval-limit", type=int, default=400)
     ap.add_argument("--train-eval", type=int, default=200, help="train-split conversations to evaluate")
     ap.add_argument("--warmup", type=int, default=100)
-    ap.add_argument("--init", help="continue from an exported model.safetensors.gz (same corpus vocabulary)")
+    ap.add_argument("--init", help="continue from an exported model.safetensors.gz (any corpus vocabulary)")
     ap.add_argument("--prev-metrics", help="metrics.json of the run --init came from (its curve comes first)")
+    ap.add_argument("--deadline", type=float, default=0,
+                    help="seconds from the start by which everything must be written (0: none): training stops early "
+                         "enough for the export, and evaluation stops starting new batches when it is near")
+    ap.add_argument("--reserve", type=float, default=120, help="seconds kept for export and evaluation under --deadline")
+    ap.add_argument("--max-steps", type=int, default=0, help="stop after this many steps (0: by time only; dry runs)")
+    ap.add_argument("--samples", type=int, default=80, help="held-out generations kept in metrics.json (token ids)")
+    ap.add_argument("--golden-greedy", type=int, default=12, help="held-out prompts whose greedy generations go into golden.json")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     t_start = time.time()
+    work = tempfile.mkdtemp(prefix="tiny_train.")  # not in --out: the device returns at most 8 files from there
     torch.manual_seed(args.seed)
     rng = np.random.default_rng(args.seed)
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -206,7 +234,7 @@ def main():
     log(f"{len(train)} train / {len(held)} eval conversations, {sum(len(r['prompt']) + len(r['completion']) for r in train)} "
         f"train tokens, {len(used)} used vocabulary rows")
 
-    model = make_model(hf_config(len(used) + 1, args), os.path.join(args.out, "_compact")).to(device)
+    model = make_model(hf_config(len(used) + 1, args), os.path.join(work, "compact")).to(device)
     with torch.no_grad():
         for name, p in model.named_parameters():
             if "norm" in name:
@@ -216,8 +244,8 @@ def main():
             else:
                 p.normal_(0.0, 0.02)
     if args.init:
-        load_exported(model, args.init, used, unk, args.layers)
-        log(f"continuing from {args.init}")
+        fresh = load_exported(model, args.init, used, unk, args.layers)
+        log(f"continuing from {args.init} ({fresh} used rows are new to it)")
     n_params = sum(p.numel() for p in model.parameters())
     log(f"model: {n_params / 1e6:.2f} M parameters (compact vocabulary)")
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
@@ -230,13 +258,18 @@ def main():
     step_offset = prev_curve[-1]["step"] + 20 if prev_curve else 0
     use_autocast = device == "cuda"
     t0 = time.time()
+    if args.deadline:  # the cosine schedule must end where the deadline stops the training
+        budget = args.deadline - args.reserve - (t0 - t_start)
+        if budget < args.train_seconds:
+            log(f"--train-seconds {args.train_seconds:g} cut to {budget:.0f} by --deadline {args.deadline:g}")
+            args.train_seconds = max(budget, 1.0)
     seen_tokens = 0
     while True:
         epoch += 1
         stop = False
         for group in batches(train, args.tokens_per_batch, rng):
             frac = (time.time() - t0) / args.train_seconds
-            if frac >= 1.0:
+            if frac >= 1.0 or (args.max_steps and step >= args.max_steps):
                 stop = True
                 break
             if not qat and not qat_failed and frac >= args.qat_from:
@@ -308,7 +341,7 @@ def main():
                 state[p + f"mlp.experts.{n}_scales"] = scales
                 state[p + f"mlp.experts.{n}_bias"] = getattr(ex, n + "_bias").detach().cpu().to(torch.bfloat16)
     from safetensors.torch import save_file
-    local = os.path.join(args.out, "_full")
+    local = os.path.join(work, "full")
     os.makedirs(local, exist_ok=True)
     cfg_full = hf_config(VOCAB, args)
     cfg_full["quantization_config"] = {"quant_method": "mxfp4", "modules_to_not_convert": [
@@ -324,26 +357,10 @@ def main():
     json.dump(metrics, open(os.path.join(args.out, "metrics.json"), "w"), indent=1)
 
     try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
-        ax.plot([c["step"] for c in curve], [c["loss"] for c in curve], lw=1)
-        q = next((c["step"] for c in curve if c["qat"]), None)
-        if q is not None:
-            ax.axvline(q, color="gray", ls="--", lw=0.8, label="experts through MXFP4 from here")
-        r2 = next((c["step"] for c in curve if "run" not in c), None) if prev_curve else None
-        if r2 is not None:
-            ax.axvline(r2, color="tab:red", ls=":", lw=0.8, label="second run (continued from the export)")
-        if q is not None or r2 is not None:
-            ax.legend()
-        ax.set_yscale("log")
-        ax.set_xlabel("step")
-        ax.set_ylabel("training loss (nats / completion token)")
-        ax.set_title(f"tiny gpt-oss: {n_params / 1e6:.1f} M params, {seen_tokens / 1e6:.0f} M tokens")
-        ax.grid(alpha=0.3)
-        fig.tight_layout()
-        fig.savefig(os.path.join(args.out, "loss.png"))
+        from tiny_plot import plot
+        drawer = plot(curve, os.path.join(args.out, "loss.png"),
+                      f"tiny gpt-oss: {n_params / 1e6:.1f} M params, {seen_tokens / 1e6:.0f} M tokens")
+        log(f"loss curve: loss.png ({drawer})")
     except Exception:
         traceback.print_exc()
 
@@ -373,15 +390,10 @@ def main():
         for r in held + train[:args.train_eval]:
             r["completion_ids"] = list(r["completion"])
         head = lambda h: full.lm_head(h)  # noqa: E731
-        acc = evaluate(full, held, head, device, PAD)
-        log("held-out accuracy (transformers float32, greedy):", json.dumps(acc["overall"]))
-        metrics["heldout"] = acc
-        acc_train = evaluate(full, train[:args.train_eval], head, device, PAD)
-        log("train-split accuracy:", json.dumps(acc_train["overall"]))
-        metrics["train_accuracy"] = acc_train
-        json.dump(metrics, open(os.path.join(args.out, "metrics.json"), "w"), indent=1)
-        # Goldens: 4 held-out conversations of different domains, prompt + expected completion; the
-        # columns: each position's top 16, 64 other used rows and 2 unused (shared) rows.
+        # Goldens first (the tests of the new checkpoint need them, whatever the deadline leaves of the
+        # evaluation): 4 held-out conversations of different domains, prompt + expected completion, the
+        # columns each position's top 16, 64 other used rows and 2 unused (shared) rows; and greedy
+        # generations of the first 12 held-out prompts.
         picked, seen = [], set()
         for r in held:
             if r["domain"] not in seen and len(picked) < 4:
@@ -399,18 +411,33 @@ def main():
         cols = sorted(columns | set(unused))
         stacked = torch.cat(all_logits)[:, cols].numpy().astype(np.float32)
         np.save(os.path.join(args.out, "golden_logits.npy"), stacked)
-        greedy_cases = [{"domain": r["domain"], "prompt": list(map(int, r["prompt"])),
-                         "completion": list(map(int, r["generated"]))} for r in held[:12]]
+        first = held[:args.golden_greedy]
+        outs = greedy(full, [r["prompt"] for r in first], max(len(r["completion_ids"]) for r in first) + 8, head,
+                      device, PAD)
+        greedy_cases = [{"domain": r["domain"], "prompt": list(map(int, r["prompt"])), "completion": list(map(int, o))}
+                        for r, o in zip(first, outs)]
         json.dump({"sequences": seqs, "columns": cols, "unused_columns": unused, "greedy": greedy_cases,
                    "note": NOTE},
                   open(os.path.join(args.out, "golden.json"), "w"))
         log(f"goldens: {stacked.shape} logits, {len(greedy_cases)} greedy cases")
+        stop_at = t_start + args.deadline - 15 if args.deadline else None
+        acc = evaluate(full, held, head, device, PAD, deadline=stop_at)
+        log("held-out accuracy (transformers float32, greedy):", json.dumps(acc["overall"]))
+        for d, v in acc["by_domain"].items():
+            log(f"  {d:16s} n {v['n']:4d}  answer {v['answer']:.3f}  exact {v['exact']:.3f}")
+        metrics["heldout"] = acc
+        metrics["samples"] = [{"domain": r["domain"], "expected": list(map(int, r["completion_ids"])),
+                               "generated": list(map(int, r["generated"]))}
+                              for r in held[:args.samples] if "generated" in r]
+        json.dump(metrics, open(os.path.join(args.out, "metrics.json"), "w"), indent=1)
+        acc_train = evaluate(full, train[:args.train_eval], head, device, PAD, deadline=stop_at)
+        log("train-split accuracy:", json.dumps(acc_train["overall"]))
+        metrics["train_accuracy"] = acc_train
     except Exception:
         traceback.print_exc()
     json.dump(metrics, open(os.path.join(args.out, "metrics.json"), "w"), indent=1)
-    for d in ("_compact", "_full"):
-        import shutil
-        shutil.rmtree(os.path.join(args.out, d), ignore_errors=True)
+    import shutil
+    shutil.rmtree(work, ignore_errors=True)
     log(f"done in {time.time() - t_start:.0f} s")
 
 

@@ -19,6 +19,7 @@
 #include "kernels/cuda_utils.h"
 #include "kernels/embedding.h"
 #include "kernels/fp8_tiled.h"
+#include "kernels/gemm_bf16.h"
 #include "kernels/gemm_fp8.h"
 #include "kernels/gemv_fp8.h"
 #include "kernels/gemv_mxfp4.h"
@@ -100,13 +101,7 @@ double time_us(const std::function<void(int)>& fn, int iters = 20) {
   return ms * 1000.0 / iters;
 }
 
-const gpt_oss::LinearCase& linear(const char* name) {
-  for (const gpt_oss::LinearCase& l : gpt_oss::kLinears) {
-    if (std::strcmp(l.name, name) == 0) return l;
-  }
-  std::fprintf(stderr, "no linear case '%s'\n", name);
-  std::abort();
-}
+using gpt_oss::linear;
 
 int copies_for(size_t bytes) {
   return static_cast<int>(std::clamp<size_t>(kRotateBytes / std::max<size_t>(bytes, 1) + 1, 1, 16));
@@ -265,40 +260,48 @@ void bench_gemm(LtGemm& lt, const char* name, int M, int N, int K) {
   for (auto* b : s) delete b;
 }
 
+// RMSNorm with the fused residual add at the shared token counts (gpt_oss_cases.h).
+void bench_rmsnorm(int T) {
+  const int H = gpt_oss::kHidden;
+  Buf x(size_t(T) * H * 2), res(size_t(T) * H * 2), w(H * 2), out(size_t(T) * H * 2);
+  fill_bf16(x, -2, 2);
+  fill_bf16(res, -2, 2);
+  fill_bf16(w, 0.5f, 1.5f);
+  RmsNormParams p{x.as<uint16_t>(), res.as<uint16_t>(), w.as<uint16_t>(), out.as<uint16_t>(), T, H, 1e-5f};
+  const double us = time_us([&](int) { launch_rmsnorm(p, nullptr); });
+  row("rmsnorm+residual", std::to_string(T) + "x" + std::to_string(H), us, 0, 4.0 * T * H * 2, 0, "copy");
+}
+
+// RoPE of q and k with the paged K/V write at the shared token counts (gpt_oss_cases.h); random positions,
+// consecutive cache slots.
+void bench_rope(int T) {
+  const int stride = (kNumQHeads + 2 * kNumKvHeads) * kHeadDim;
+  Buf qkv(size_t(T) * stride * 2), pos(T * 4), q(size_t(T) * kNumQHeads * kHeadDim * 2),
+      kc(size_t(T) * kNumKvHeads * kHeadDim * 2), vc(size_t(T) * kNumKvHeads * kHeadDim * 2), slots(T * 8);
+  fill_bf16(qkv, -2, 2);
+  fill(pos, 3, T, 0, 131072);
+  std::vector<int64_t> hs(T);
+  for (int i = 0; i < T; ++i) hs[i] = i;
+  cudaMemcpy(slots.get(), hs.data(), T * 8, cudaMemcpyHostToDevice);
+  RopeParams p;
+  p.qkv = qkv.as<uint16_t>();
+  p.positions = pos.as<int32_t>();
+  p.q_out = q.as<uint16_t>();
+  p.k_cache = kc.as<uint16_t>();
+  p.v_cache = vc.as<uint16_t>();
+  p.slots = slots.as<int64_t>();
+  p.num_tokens = T;
+  const std::vector<float> inv_freq = rope_inv_freq(RopeScaling{}, kHeadDim);
+  std::copy(inv_freq.begin(), inv_freq.end(), p.inv_freq.begin());
+  p.concentration = rope_concentration(RopeScaling{});
+  const double us = time_us([&](int) { launch_rope(p, nullptr); });
+  row("rope+kv_write", std::to_string(T) + " tok, 64q/8kv", us, 0, double(T) * (stride + stride) * 2, 0, "copy");
+}
+
 void bench_small() {
   const int T = 16384, H = 2880;
-  {
-    Buf x(size_t(T) * H * 2), res(size_t(T) * H * 2), w(H * 2), out(size_t(T) * H * 2);
-    fill_bf16(x, -2, 2);
-    fill_bf16(res, -2, 2);
-    fill_bf16(w, 0.5f, 1.5f);
-    RmsNormParams p{x.as<uint16_t>(), res.as<uint16_t>(), w.as<uint16_t>(), out.as<uint16_t>(), T, H, 1e-5f};
-    const double us = time_us([&](int) { launch_rmsnorm(p, nullptr); });
-    row("rmsnorm+residual", "16384x2880", us, 0, 4.0 * T * H * 2, 0, "copy");
-  }
-  {
-    const int stride = 5120;
-    Buf qkv(size_t(T) * stride * 2), pos(T * 4), q(size_t(T) * 4096 * 2), kc(size_t(T) * 512 * 2),
-        vc(size_t(T) * 512 * 2), slots(T * 8);
-    fill_bf16(qkv, -2, 2);
-    fill(pos, 3, T, 0, 131072);
-    std::vector<int64_t> hs(T);
-    for (int i = 0; i < T; ++i) hs[i] = i;
-    cudaMemcpy(slots.get(), hs.data(), T * 8, cudaMemcpyHostToDevice);
-    RopeParams p;
-    p.qkv = qkv.as<uint16_t>();
-    p.positions = pos.as<int32_t>();
-    p.q_out = q.as<uint16_t>();
-    p.k_cache = kc.as<uint16_t>();
-    p.v_cache = vc.as<uint16_t>();
-    p.slots = slots.as<int64_t>();
-    p.num_tokens = T;
-    const std::vector<float> inv_freq = rope_inv_freq(RopeScaling{}, kHeadDim);
-    std::copy(inv_freq.begin(), inv_freq.end(), p.inv_freq.begin());
-    p.concentration = rope_concentration(RopeScaling{});
-    const double us = time_us([&](int) { launch_rope(p, nullptr); });
-    row("rope+kv_write", "16384 tok, 64q/8kv", us, 0, double(T) * (stride + stride) * 2, 0, "copy");
-  }
+  for (const int tokens : gpt_oss::kRmsNormTokens) bench_rmsnorm(tokens);
+  for (const int tokens : gpt_oss::kRopeTokens) bench_rope(tokens);
   {
     const int vocab = 201088;
     Buf table(size_t(vocab) * H * 2), ids(T * 4), out(size_t(T) * H * 2);
@@ -685,42 +688,38 @@ void bench_moe_decode_mxfp4(int T, int E) {
       bytes, base, "copy");
 }
 
-struct PagedKv {
-  std::vector<int32_t> cu{0}, kv, indptr{0}, idx;
-  int pages = 0;
-};
-
-void bench_attention(const char* name, const std::vector<std::pair<int, int>>& seqs, int window, bool decode,
-                     int prefill_warps = 4) {
-  const int page = 64, qh = 64, kvh = 8;
-  PagedKv b;
-  long long visible = 0;
-  int max_kv = 0;
-  for (auto [q, kv] : seqs) {
-    b.cu.push_back(b.cu.back() + q);
-    b.kv.push_back(kv);
-    const int np = (kv + page - 1) / page;
-    for (int i = 0; i < np; ++i) b.idx.push_back(b.pages + i);
-    b.pages += np;
-    b.indptr.push_back(b.indptr.back() + np);
-    max_kv = std::max(max_kv, kv);
-    for (int i = 0; i < q; ++i) {
-      const long long pos = kv - q + i;
-      visible += window > 0 ? std::min<long long>(pos + 1, window) : pos + 1;
-    }
+// Paged attention with sinks at a shared case (gpt_oss_cases.h): pages handed out in order. TFLOP/s count
+// the visible positions only; decode GB/s the K/V bytes read. Prefill runs `kernel`, with `base_us` (the
+// mma.sync 4-warp kernel's time) in the baseline column. Returns µs.
+double bench_attention(const gpt_oss::AttentionCase& c, PrefillKernel kernel = PrefillKernel::kMmaSync64,
+                       double base_us = 0) {
+  const int page = gpt_oss::kAttentionPage, qh = kNumQHeads, kvh = kNumKvHeads;
+  const std::vector<std::pair<int, int>> seqs = gpt_oss::attention_seqs(c);
+  std::vector<int32_t> cu_q{0}, kv_lens, indptr{0}, indices;
+  int pages = 0, max_kv = 0;
+  for (auto [q_len, kv_len] : seqs) {
+    cu_q.push_back(cu_q.back() + q_len);
+    kv_lens.push_back(kv_len);
+    max_kv = std::max(max_kv, kv_len);
+    const int np = (kv_len + page - 1) / page;
+    for (int i = 0; i < np; ++i) indices.push_back(pages + i);
+    pages += np;
+    indptr.push_back(indptr.back() + np);
   }
-  const int tokens = b.cu.back();
-  Buf q(size_t(tokens) * qh * 64 * 2), out(size_t(tokens) * qh * 64 * 2), kc(size_t(b.pages) * page * kvh * 64 * 2),
-      vc(size_t(b.pages) * page * kvh * 64 * 2), sinks(qh * 4), cu(b.cu.size() * 4), kvl(b.kv.size() * 4),
-      ip(b.indptr.size() * 4), ix(b.idx.size() * 4);
+  const int num_seqs = static_cast<int>(seqs.size());
+  const long long visible = gpt_oss::attention_visible(c);
+  const int tokens = cu_q.back();
+  Buf q(size_t(tokens) * qh * 64 * 2), out(size_t(tokens) * qh * 64 * 2), kc(size_t(pages) * page * kvh * 64 * 2),
+      vc(size_t(pages) * page * kvh * 64 * 2), sinks(qh * 4), cu(cu_q.size() * 4), kvl(kv_lens.size() * 4),
+      ip(indptr.size() * 4), ix(indices.size() * 4);
   fill_bf16(q, -1, 1);
   fill_bf16(kc, -1, 1);
   fill_bf16(vc, -1, 1);
   fill_f32(sinks, -1, 1);
-  cudaMemcpy(cu.get(), b.cu.data(), cu.bytes, cudaMemcpyHostToDevice);
-  cudaMemcpy(kvl.get(), b.kv.data(), kvl.bytes, cudaMemcpyHostToDevice);
-  cudaMemcpy(ip.get(), b.indptr.data(), ip.bytes, cudaMemcpyHostToDevice);
-  cudaMemcpy(ix.get(), b.idx.data(), ix.bytes, cudaMemcpyHostToDevice);
+  cudaMemcpy(cu.get(), cu_q.data(), cu.bytes, cudaMemcpyHostToDevice);
+  cudaMemcpy(kvl.get(), kv_lens.data(), kvl.bytes, cudaMemcpyHostToDevice);
+  cudaMemcpy(ip.get(), indptr.data(), ip.bytes, cudaMemcpyHostToDevice);
+  cudaMemcpy(ix.get(), indices.data(), ix.bytes, cudaMemcpyHostToDevice);
   AttentionParams p;
   p.q = q.as<uint16_t>();
   p.out = out.as<uint16_t>();
@@ -731,16 +730,16 @@ void bench_attention(const char* name, const std::vector<std::pair<int, int>>& s
   p.cu_seqlens_q = cu.as<int32_t>();
   p.kv_lens = kvl.as<int32_t>();
   p.sinks = sinks.as<float>();
-  p.num_seqs = static_cast<int>(seqs.size());
+  p.num_seqs = num_seqs;
   p.num_tokens = tokens;
   p.page_size = page;
-  p.window = window;
+  p.window = c.window;
   p.max_kv_len = max_kv;
-  p.prefill_warps = prefill_warps;
-  Buf ws(decode ? attention_decode_workspace_bytes(p) : 0);
+  p.prefill_kernel = kernel;
+  Buf ws(c.decode ? attention_decode_workspace_bytes(p) : 0);
   p.workspace = ws.get();
   const double us = time_us([&](int) {
-    if (decode) {
+    if (c.decode) {
       launch_attention_decode(p, nullptr);
     } else {
       launch_attention_prefill(p, nullptr);
@@ -748,20 +747,32 @@ void bench_attention(const char* name, const std::vector<std::pair<int, int>>& s
   });
   const double flops = 4.0 * 64 * qh * double(visible);
   // Decode reads each visible key once per KV head (the 8 query heads of a group share it).
-  const double kv_bytes = 2.0 * 2 * 64 * kvh * double(visible) / std::max(1, tokens / int(seqs.size()));
-  std::string shape = name;
-  shape += window > 0 ? " window 128" : " causal";
-  if (!decode) shape += prefill_warps == 8 ? " (8 warps)" : " (4 warps)";
-  row(decode ? "attention_decode" : "attention_prefill", shape, us, flops, decode ? kv_bytes : 0, 0,
-      decode ? "copy" : "bf16");
+  const double kv_bytes = 2.0 * 2 * 64 * kvh * double(visible) / std::max(1, tokens / num_seqs);
+  const bool wgmma = kernel == PrefillKernel::kWgmma;
+  std::string shape = c.name;
+  shape += c.window > 0 ? " window " + std::to_string(c.window) : std::string(" causal");
+  if (!c.decode && !wgmma) shape += kernel == PrefillKernel::kMmaSync128 ? " (8 warps)" : " (4 warps)";
+  const char* label = c.decode ? "attention_decode" : wgmma ? "attention_prefill_wgmma" : "attention_prefill";
+  row(label, shape, us, flops, c.decode ? kv_bytes : 0, base_us, c.decode ? "copy" : "bf16");
+  return us;
 }
 
-void bench_sampling(int rows, float temp, int top_k, float top_p, const char* name) {
-  const int vocab = 201088;
+// A prefill case on the mma.sync kernels (4 and 8 warps) and the wgmma kernel, whose row carries the
+// 4-warp kernel's time as its baseline.
+void bench_attention_prefill(const gpt_oss::AttentionCase& c) {
+  const double base = bench_attention(c, PrefillKernel::kMmaSync64);
+  bench_attention(c, PrefillKernel::kMmaSync128);
+  bench_attention(c, PrefillKernel::kWgmma, base);
+}
+
+// Sampling over the whole vocabulary at a shared case (gpt_oss_cases.h): fp32 logits, then the model's
+// bf16 logits in place (the serving path).
+void bench_sampling(const gpt_oss::SamplingCase& c) {
+  const int rows = c.rows, vocab = gpt_oss::kVocab;
   Buf logits(size_t(rows) * vocab * 4), out(rows * 4), t(rows * 4), k(rows * 4), pp(rows * 4), seeds(rows * 8);
   fill_f32(logits, -10, 10);
-  std::vector<float> ht(rows, temp), hp(rows, top_p);
-  std::vector<int32_t> hk(rows, top_k);
+  std::vector<float> ht(rows, c.temperature), hp(rows, c.top_p);
+  std::vector<int32_t> hk(rows, c.top_k);
   std::vector<uint64_t> hs(rows, 42);
   cudaMemcpy(t.get(), ht.data(), rows * 4, cudaMemcpyHostToDevice);
   cudaMemcpy(pp.get(), hp.data(), rows * 4, cudaMemcpyHostToDevice);
@@ -769,13 +780,48 @@ void bench_sampling(int rows, float temp, int top_k, float top_p, const char* na
   cudaMemcpy(seeds.get(), hs.data(), rows * 8, cudaMemcpyHostToDevice);
   SamplingParams p{logits.as<float>(), out.as<int32_t>(),    t.as<float>(), k.as<int32_t>(),
                    pp.as<float>(),     seeds.as<uint64_t>(), rows,          vocab};
+  const std::string shape = std::to_string(rows) + "x" + std::to_string(vocab);
   const double us = time_us([&](int) { launch_sampling(p, nullptr); }, 10);
-  row("sampling", std::to_string(rows) + "x201088 " + name, us, 0, double(rows) * vocab * 4, 0, "copy");
-  // The serving path reads the model's bf16 logits in place.
+  row("sampling", shape + " " + c.name, us, 0, double(rows) * vocab * 4, 0, "copy");
   p.logits_bf16 = logits.as<uint16_t>();
   p.logits = nullptr;
   const double us_bf16 = time_us([&](int) { launch_sampling(p, nullptr); }, 10);
-  row("sampling", std::to_string(rows) + "x201088 bf16 " + name, us_bf16, 0, double(rows) * vocab * 2, 0, "copy");
+  row("sampling", shape + " bf16 " + c.name, us_bf16, 0, double(rows) * vocab * 2, 0, "copy");
+}
+
+// The bf16 GEMM (--weights bf16) at a shared case (gpt_oss_cases.h): bias epilogue, weights rotated over
+// copies so the bytes come from HBM.
+void bench_gemm_bf16(const gpt_oss::GemmBf16Case& c) {
+  const gpt_oss::LinearCase& l = linear(c.linear);
+  const int M = c.rows, N = l.n, K = l.k;
+  const size_t wbytes = size_t(N) * K * 2;
+  const int copies = copies_for(wbytes);
+  std::vector<std::unique_ptr<Buf>> w;
+  for (int i = 0; i < copies; ++i) {
+    w.push_back(std::make_unique<Buf>(wbytes));
+    fill_bf16(*w.back(), -0.05f, 0.05f);
+  }
+  Buf x(size_t(M) * K * 2), bias(size_t(N) * 2), out(size_t(M) * N * 2);
+  fill_bf16(x, -2, 2);
+  fill_bf16(bias, -1, 1);
+  GemmBf16Params p;
+  p.a = x.as<uint16_t>();
+  p.lda = K;
+  p.bias = bias.as<uint16_t>();
+  p.out = out.as<uint16_t>();
+  p.ldc = N;
+  p.M = M;
+  p.N = N;
+  p.K = K;
+  p.epilogue = l.epilogue;
+  const double us = time_us([&](int i) {
+    p.b = w[i % copies]->as<uint16_t>();
+    launch_gemm_bf16(p, nullptr);
+  });
+  const std::string shape =
+      std::string(c.linear) + " M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K);
+  row("gemm_bf16 (+bias)", shape, us, 2.0 * M * N * K, double(wbytes) + 2.0 * M * K + 2.0 * M * N, 0,
+      M <= 64 ? "copy" : "bf16");
 }
 
 }  // namespace
@@ -815,7 +861,12 @@ int main(int argc, char** argv) {
   if (only == "profile") {  // one GEMM and one prefill attention shape, for a profiler (ncu -k ...)
     LtGemm lt;
     bench_gemm(lt, "qkv", 8192, 5120, 2880);
-    bench_attention("1x8192", {{8192, 8192}}, 0, false, 4);
+    for (const gpt_oss::AttentionCase& c : gpt_oss::kAttention) {
+      if (!c.decode && c.window == 0 && std::strcmp(c.name, "1x8192") == 0) {
+        bench_attention(c, PrefillKernel::kMmaSync64);
+        bench_attention(c, PrefillKernel::kWgmma);
+      }
+    }
   }
   if (want("moe")) {
     for (const gpt_oss::MoeCase& m : gpt_oss::kMoePrefill) bench_moe(m.tokens, m.experts);
@@ -845,24 +896,18 @@ int main(int argc, char** argv) {
     bench_read_pattern("unembed 201088x2880", 201088, 2880);
   }
   if (want("attention")) {
-    for (const int warps : {4, 8}) {
-      bench_attention("1x8192", {{8192, 8192}}, 0, false, warps);
-      bench_attention("1x32768", {{32768, 32768}}, 0, false, warps);
-      bench_attention("8x2048", std::vector<std::pair<int, int>>(8, {2048, 2048}), 0, false, warps);
-      bench_attention("1x32768", {{32768, 32768}}, 128, false, warps);
+    for (const gpt_oss::AttentionCase& c : gpt_oss::kAttention) {
+      if (!c.decode) bench_attention_prefill(c);
     }
-    bench_attention("b1 ctx 8192", {{1, 8192}}, 0, true);
-    bench_attention("b1 ctx 32768", {{1, 32768}}, 0, true);
-    bench_attention("b1 ctx 131072", {{1, 131072}}, 0, true);
-    bench_attention("b64 ctx 4096", std::vector<std::pair<int, int>>(64, {1, 4096}), 0, true);
-    bench_attention("b64 ctx 4096", std::vector<std::pair<int, int>>(64, {1, 4096}), 128, true);
+    for (const gpt_oss::AttentionCase& c : gpt_oss::kAttention) {
+      if (c.decode) bench_attention(c);
+    }
   }
   if (want("sampling")) {
-    bench_sampling(1, 0.f, 0, 1.f, "greedy");
-    bench_sampling(1, 0.8f, 50, 0.95f, "top-k 50 top-p 0.95");
-    bench_sampling(64, 0.8f, 0, 0.9f, "top-p 0.9");
-    bench_sampling(64, 1.0f, 0, 1.0f, "temperature 1");
-    bench_sampling(64, 0.f, 0, 1.0f, "greedy");
+    for (const gpt_oss::SamplingCase& c : gpt_oss::kSampling) bench_sampling(c);
+  }
+  if (want("gemm-bf16")) {
+    for (const gpt_oss::GemmBf16Case& c : gpt_oss::kGemmBf16) bench_gemm_bf16(c);
   }
   return 0;
 }

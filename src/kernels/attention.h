@@ -20,6 +20,14 @@
 
 namespace gossamer::kernels {
 
+// Prefill kernel. kWgmma: the FA3-design kernel (128-query tiles, a cp.async producer warpgroup, two wgmma
+// consumer warpgroups in ping-pong; attention_prefill_bf16_wgmma_sm90.cu). kMmaSync64 / kMmaSync128: the
+// mma.sync kernel with 64- or 128-query tiles (4 or 8 warps). kAuto is kMmaSync64 for now: the wgmma kernel
+// was written without a GPU (2026-12-01) and becomes kAuto once its tests pass and it measures faster on
+// every bench shape on the H200; then the mma.sync kernels leave (issue #13 item 5). All of them handle
+// every case of this contract.
+enum class PrefillKernel : int { kAuto = 0, kWgmma = 1, kMmaSync64 = 2, kMmaSync128 = 3 };
+
 struct AttentionParams {
   const uint16_t* q = nullptr;        // [num_tokens, num_q_heads, 64] bf16 (after RoPE)
   uint16_t* out = nullptr;            // [num_tokens, num_q_heads, 64] bf16
@@ -39,8 +47,7 @@ struct AttentionParams {
   float scale = 0.125f;
   // Host-side plan facts (upper bounds), used to size grids and splits.
   int max_kv_len = 0;
-  // Prefill CTA shape: 4 warps (64 query rows, default) or 8 warps (128 rows).
-  int prefill_warps = 4;
+  PrefillKernel prefill_kernel = PrefillKernel::kAuto;
   // Decode only: split-KV scratch, sized by attention_decode_workspace_bytes.
   void* workspace = nullptr;
 };

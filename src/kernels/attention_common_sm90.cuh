@@ -1,6 +1,7 @@
 // Warp-level building blocks shared by the prefill and decode attention kernels (mma.sync bf16
-// m16n8k16, fp32 accumulators). Tiles of 64 rows × 64 bf16 (128 B) live in shared memory with 16-byte
-// chunks XOR-swizzled by row (chunk c of row r at c ^ (r & 7)) so ldmatrix is conflict free.
+// m16n8k16, fp32 accumulators), and the launcher of the wgmma prefill kernel. Tiles of 64 rows × 64 bf16
+// (128 B) live in shared memory with 16-byte chunks XOR-swizzled by row (chunk c of row r at c ^ (r & 7))
+// so ldmatrix is conflict free; the same layout is TMA's and wgmma's 128-byte swizzle.
 #pragma once
 
 #include <cfloat>
@@ -8,6 +9,7 @@
 
 #include "kernels/attention.h"
 #include "kernels/cuda_utils.h"
+#include "kernels/mma_bf16_sm90.cuh"
 
 namespace gossamer::kernels::attn {
 
@@ -19,25 +21,6 @@ __device__ __forceinline__ int swz(int row, int chunk) {
   return row * 128 + ((chunk ^ (row & 7)) << 4);
 }
 
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* p) {
-  const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(p));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(a));
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* p) {
-  const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(p));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(a));
-}
-__device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
 __device__ __forceinline__ float ex2(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
@@ -172,5 +155,8 @@ __device__ __forceinline__ void load_q_frag(uint32_t (&q)[4][4], const uint8_t* 
     ldmatrix_x4(q[kk], sq + swz(row, 2 * kk + lane / 16));
   }
 }
+
+// The FA3-design prefill kernel (attention_prefill_bf16_wgmma_sm90.cu), behind launch_attention_prefill.
+void launch_prefill_wgmma(const AttentionParams& p, cudaStream_t stream);
 
 }  // namespace gossamer::kernels::attn

@@ -1,6 +1,8 @@
-// Prefill attention with sinks: one CTA per (64-query tile of one sequence, query head), 4 warps of
-// 16 query rows, 64-key K/V tiles double-buffered with cp.async from the paged cache. Sliding layers
-// visit only the key tiles that intersect some query's window.
+// Prefill attention with sinks, the mma.sync kernel: one CTA per (64- or 128-query tile of one sequence,
+// query head), 4 or 8 warps of 16 query rows, 64-key K/V tiles double-buffered with cp.async from the
+// paged cache. Sliding layers visit only the key tiles that intersect some query's window. The launcher
+// dispatches to it only when asked (PrefillKernel::kMmaSync64/128); by default it runs the wgmma kernel
+// (attention_prefill_bf16_wgmma_sm90.cu).
 #include "kernels/attention_common_sm90.cuh"
 
 namespace gossamer::kernels {
@@ -115,12 +117,18 @@ void launch_attention_prefill(const AttentionParams& p, cudaStream_t stream) {
                  " must be a power of two");
   if (p.num_tokens == 0) return;
   // Upper bound on the total number of query tiles: Σ ceil(q_len / BM) ≤ num_tokens / BM + num_seqs.
-  if (p.prefill_warps == 8) {
-    const dim3 grid(p.num_tokens / 128 + p.num_seqs, p.num_q_heads);
-    attention_prefill_kernel<8><<<grid, 256, 0, stream>>>(p);
-  } else {
-    const dim3 grid(p.num_tokens / 64 + p.num_seqs, p.num_q_heads);
-    attention_prefill_kernel<4><<<grid, 128, 0, stream>>>(p);
+  switch (p.prefill_kernel) {
+    case PrefillKernel::kMmaSync128: {
+      const dim3 grid(p.num_tokens / 128 + p.num_seqs, p.num_q_heads);
+      attention_prefill_kernel<8><<<grid, 256, 0, stream>>>(p);
+      break;
+    }
+    case PrefillKernel::kWgmma: attn::launch_prefill_wgmma(p, stream); return;
+    default: {  // kAuto, kMmaSync64
+      const dim3 grid(p.num_tokens / 64 + p.num_seqs, p.num_q_heads);
+      attention_prefill_kernel<4><<<grid, 128, 0, stream>>>(p);
+      break;
+    }
   }
   GOSSAMER_CUDA_CHECK_LAUNCH();
 }

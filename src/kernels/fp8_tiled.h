@@ -40,4 +40,9 @@ void launch_fp8_to_tiled(const uint8_t* src, uint8_t* dst, int groups, int n, in
 // The same on host memory (any K).
 void fp8_to_tiled_cpu(const uint8_t* src, uint8_t* dst, int groups, int n, int k);
 
+// The inverse: dst [G, N, K] row-major ← src tiled (padding dropped); K a multiple of 16, pointers 16-byte
+// aligned. For the row-major copy cuBLASLt reads (gemm_fp8_cublaslt.h). Device pointers; asynchronous.
+void launch_fp8_from_tiled(const uint8_t* src, uint8_t* dst, int groups, int n, int k, cudaStream_t stream);
+void fp8_from_tiled_cpu(const uint8_t* src, uint8_t* dst, int groups, int n, int k);
+
 }  // namespace gossamer::kernels

@@ -5,6 +5,7 @@
 // bank groups.
 #include "kernels/cuda_utils.h"
 #include "kernels/gemm_bf16.h"
+#include "kernels/mma_bf16_sm90.cuh"
 #include "kernels/swiglu.h"
 
 namespace gossamer::kernels {
@@ -30,21 +31,6 @@ static_assert((kBM / kWarpM) * (kBN / kWarpN) * 32 == kThreads, "warp layout");
 
 __device__ __forceinline__ int swz(int row, int chunk) {
   return row * kRowBytes + ((chunk ^ ((row >> 1) & 3)) << 4);
-}
-
-__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const void* p) {
-  const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(p));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(a));
-}
-
-__device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
 __global__ void __launch_bounds__(kThreads) gemm_bf16_kernel(const GemmBf16Params p) {
@@ -158,16 +144,16 @@ __global__ void __launch_bounds__(kThreads) gemm_bf16_kernel(const GemmBf16Param
     for (int kk = 0; kk < kBK / 16; ++kk) {
       uint32_t af[kMi][4];
 #pragma unroll
-      for (int mi = 0; mi < kMi; ++mi) ldsm_x4(af[mi], sa + swz(a_row + mi * 16, 2 * kk + a_chunk));
+      for (int mi = 0; mi < kMi; ++mi) ldmatrix_x4(af[mi], sa + swz(a_row + mi * 16, 2 * kk + a_chunk));
       uint32_t bf[kNi / 2][4];
 #pragma unroll
-      for (int nj = 0; nj < kNi / 2; ++nj) ldsm_x4(bf[nj], sb + swz(b_row + nj * 16, 2 * kk + b_chunk));
+      for (int nj = 0; nj < kNi / 2; ++nj) ldmatrix_x4(bf[nj], sb + swz(b_row + nj * 16, 2 * kk + b_chunk));
 #pragma unroll
       for (int mi = 0; mi < kMi; ++mi) {
 #pragma unroll
         for (int nj = 0; nj < kNi / 2; ++nj) {
-          mma_m16n8k16(acc[mi][2 * nj], af[mi], bf[nj][0], bf[nj][1]);
-          mma_m16n8k16(acc[mi][2 * nj + 1], af[mi], bf[nj][2], bf[nj][3]);
+          mma_bf16(acc[mi][2 * nj], af[mi], bf[nj][0], bf[nj][1]);
+          mma_bf16(acc[mi][2 * nj + 1], af[mi], bf[nj][2], bf[nj][3]);
         }
       }
     }

@@ -6,9 +6,12 @@
 // A CTA computes 128×kBN tiles (kBN = 128 or 192) with 384 threads:
 //   warpgroup 0  producer: one thread issues the bulk tensor copies of A (128 rows × 128 K bytes) and B
 //                (kBN rows × 128 K bytes, tile-major) into a ring of kStages stages, each guarded by a
-//                full barrier (transaction-counted) and an empty barrier (8 consumer warps arrive).
-//                A stage holds each operand as two K halves of 128 rows × 64 bytes, 64B-swizzled (the
-//                tile-major tiles are 64 bytes wide; tma_sm90.cuh);
+//                full barrier and an empty barrier (8 consumer warps arrive). A stage holds each operand
+//                as two K halves of 128 rows × 64 bytes, 64B-swizzled (the tile-major tiles are 64 bytes
+//                wide; tma_sm90.cuh). Warp 1 stages the block scales the same way: cp.async of the
+//                tile's 128 A scales and its B scales per K block, each lane's completion one arrival on
+//                the full barrier (1 transaction-counted + 32 arrivals), so the consumers never wait on a
+//                global load;
 //   warpgroups 1 and 2  consumers: rows 0–63 and 64–127. Per K block: four wgmma m64nkBNk32 into a
 //                temporary accumulator, wait, release the stage, promote with a_scale[row] · b_scale.
 // The producer gives its registers to the consumers (setmaxnreg). A must be contiguous rows (grouped MoE
@@ -34,8 +37,10 @@ struct TmaTile {
   static constexpr int kABytes = 128 * kBK;  // [K half][128 rows][64 bytes]
   static constexpr int kBBytes = kBN * kBK;  // [K half][kBN rows][64 bytes]
   static constexpr int kStageBytes = kABytes + kBBytes;
-  static constexpr int kSmemBytes = 1024 + kStages * kStageBytes + 2 * kStages * 8;
+  static constexpr int kScaleFloats = 132;  // [128 A scales, B scale of the first block, of the second, pad]
+  static constexpr int kSmemBytes = 1024 + kStages * kStageBytes + 2 * kStages * 8 + kStages * kScaleFloats * 4;
 };
+constexpr int kScaleLanes = 32;  // producer warp 1
 
 // Tile t of the walk: expert, rows [m0, row_end) and columns from n0.
 struct TmaTileCoord {
@@ -76,6 +81,7 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + T::kStages * T::kStageBytes);
   uint64_t* empty = full + T::kStages;
+  float* scales = reinterpret_cast<float*>(empty + T::kStages);  // [kStages][kScaleFloats]
 
   const int m_tiles = p.tile_group ? *p.num_tiles : ceil_div(p.M, 128);
   const int num_tiles = m_tiles * ceil_div(p.N, kBN);
@@ -85,7 +91,7 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     tma::prefetch_map(&map_a);
     tma::prefetch_map(&map_b);
     for (int s = 0; s < T::kStages; ++s) {
-      mbar::init(&full[s], 1);
+      mbar::init(&full[s], 1 + kScaleLanes);
       mbar::init(&empty[s], 8);
     }
     tma::fence_barrier_init();
@@ -112,6 +118,30 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
           tma::copy_4d(sa + T::kABytes, &map_b, 0, 0, band0, 2 * kb, &full[s]);
         }
       }
+    } else if (tid >= 32 && tid < 32 + kScaleLanes) {
+      // Scale stager: rows past row_end read as 0 (their outputs are never written).
+      const int lane = tid - 32;
+      const int num_nb = ceil_div(p.N, 128);
+      int it = 0;
+      for (int t = blockIdx.x; t < num_tiles; t += gridDim.x) {
+        const TmaTileCoord c = tma_tile<kBN>(p, t, m_tiles);
+        const float* bs0 = b_scale_row(p, c.group, c.n0, num_kb);
+        const float* bs1 = kBN > 128 && c.n0 / 128 + 1 < num_nb ? bs0 + num_kb : bs0;
+        for (int kb = 0; kb < num_kb; ++kb, ++it) {
+          const int s = it % T::kStages;
+          mbar::wait(&empty[s], ((it / T::kStages) & 1) ^ 1);
+          float* sc = scales + s * T::kScaleFloats;
+#pragma unroll
+          for (int i = 0; i < 128 / kScaleLanes; ++i) {
+            const int r = c.m0 + lane + kScaleLanes * i;
+            const bool ok = r < c.row_end;
+            mbar::cp_async_4(sc + lane + kScaleLanes * i, p.a_scales + static_cast<int64_t>(ok ? r : 0) * num_kb + kb,
+                             ok ? 4 : 0);
+          }
+          if (lane < 2) mbar::cp_async_4(sc + 128 + lane, (lane == 0 ? bs0 : bs1) + kb, 4);
+          mbar::cp_async_arrive(&full[s]);
+        }
+      }
     }
     return;
   }
@@ -122,40 +152,36 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
   const int warp = (tid % 128) / 32;
   const int lane = tid % 32;
   const int local_row = cw * 64 + warp * 16 + lane / 4;  // and local_row + 8
-  const int num_nb = ceil_div(p.N, 128);
   float acc[kBN / 2];
   float tmp[kBN / 2];
+  // Descriptors of ring stage 0 (this warpgroup's A rows, the B tile); a stage or K step adds its byte
+  // offset / 16 to the address field (shared memory < 256 KiB, so the field never carries).
+  const uint64_t desc_a0 = wgmma::desc_k64_sw64(smem + cw * 64 * 64);
+  const uint64_t desc_b0 = wgmma::desc_k64_sw64(smem + T::kABytes);
+  const uint32_t scales0 = tma::smem_u32(scales);
   int it = 0;
   for (int t = blockIdx.x; t < num_tiles; t += gridDim.x) {
     const TmaTileCoord c = tma_tile<kBN>(p, t, m_tiles);
     init_with_bias<kBN>(p, acc, c.group, c.n0, lane);
-    // B scales of the (one or two) 128-row blocks the tile covers; 8-column groups j < j_split use the first.
-    const float* bs0 = b_scale_row(p, c.group, c.n0, num_kb);
-    const float* bs1 = c.n0 / 128 + 1 < num_nb ? bs0 + num_kb : bs0;
+    // 192-wide tiles cover two 128-row B scale blocks: 8-column groups j < j_split use the first.
     const int j_split = (128 - c.n0 % 128) / 8;
-    const int r0 = c.m0 + local_row, r1 = r0 + 8;
-    const bool ok0 = r0 < c.row_end, ok1 = r1 < c.row_end;
-    const float* as0 = p.a_scales + static_cast<int64_t>(ok0 ? r0 : 0) * num_kb;
-    const float* as1 = p.a_scales + static_cast<int64_t>(ok1 ? r1 : 0) * num_kb;
 
     for (int kb = 0; kb < num_kb; ++kb, ++it) {
       const int s = it % T::kStages;
-      // The scales' load latency hides behind the barrier wait and the wgmma.
-      const float sb0 = __ldg(bs0 + kb);
-      const float sb1 = kBN > 128 ? __ldg(bs1 + kb) : sb0;
-      const float sa0 = ok0 ? __ldg(as0 + kb) : 0.f;
-      const float sa1 = ok1 ? __ldg(as1 + kb) : 0.f;
       mbar::wait(&full[s], (it / T::kStages) & 1);
-      const uint8_t* sa = smem + s * T::kStageBytes + cw * 64 * 64;
-      const uint8_t* sbm = smem + s * T::kStageBytes + T::kABytes;
+      const uint64_t stage = static_cast<uint64_t>(s * T::kStageBytes) >> 4;
       wgmma::fence();
 #pragma unroll
       for (int kk = 0; kk < kBK / 32; ++kk) {
-        const int off_a = (kk / 2) * (T::kABytes / 2) + (kk % 2) * 32;
-        const int off_b = (kk / 2) * (T::kBBytes / 2) + (kk % 2) * 32;
-        wgmma_tile<kBN>(tmp, wgmma::desc_k64_sw64(sa + off_a), wgmma::desc_k64_sw64(sbm + off_b), kk > 0);
+        const uint64_t off_a = static_cast<uint64_t>((kk / 2) * (T::kABytes / 2) + (kk % 2) * 32) >> 4;
+        const uint64_t off_b = static_cast<uint64_t>((kk / 2) * (T::kBBytes / 2) + (kk % 2) * 32) >> 4;
+        wgmma_tile<kBN>(tmp, desc_a0 + stage + off_a, desc_b0 + stage + off_b, kk > 0);
       }
       wgmma::commit();
+      // The stage's scales, read while the wgmma run.
+      const uint32_t sc = scales0 + s * T::kScaleFloats * 4;
+      const float sa0 = mbar::ld_shared_f32(sc + local_row * 4), sa1 = mbar::ld_shared_f32(sc + (local_row + 8) * 4);
+      const float sb0 = mbar::ld_shared_f32(sc + 128 * 4), sb1 = mbar::ld_shared_f32(sc + 129 * 4);
       wgmma::wait<0>();
       if (lane == 0) mbar::arrive(&empty[s]);
 

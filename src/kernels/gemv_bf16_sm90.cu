@@ -14,16 +14,19 @@ __device__ __forceinline__ float hi(uint32_t v) {
   return __uint_as_float(v & 0xFFFF0000u);
 }
 
-// Block: kWarps output columns; x rows staged in shared memory as bf16 (M·K·2 ≤ 128 KiB dynamic).
+// Block: kWarps output columns of the kRows-row chunk blockIdx.y; the chunk's x rows staged in shared
+// memory as bf16 (kRows·K·2 ≤ 128 KiB dynamic); rows past M (a partial last chunk) read as zero.
 template <int kRows>
 __global__ void __launch_bounds__(kThreads) gemv_bf16_kernel(const GemvBf16Params p) {
   extern __shared__ __align__(16) uint4 sx[];  // [kRows, K/8] 16-byte vectors
   pdl_wait();
   pdl_trigger();
+  const int row0 = blockIdx.y * kRows;
+  const int rows = min(kRows, p.M - row0);
   const int vecs = p.K / 8;
   for (int i = threadIdx.x; i < kRows * vecs; i += kThreads) {
     const int r = i / vecs, c = i % vecs;
-    sx[i] = *reinterpret_cast<const uint4*>(p.x + r * p.ldx + c * 8);
+    sx[i] = r < rows ? *reinterpret_cast<const uint4*>(p.x + (row0 + r) * p.ldx + c * 8) : make_uint4(0, 0, 0, 0);
   }
   __syncthreads();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -46,10 +49,10 @@ __global__ void __launch_bounds__(kThreads) gemv_bf16_kernel(const GemvBf16Param
   for (int r = 0; r < kRows; ++r) {
     float v = acc[r];
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    if (lane == 0) {
+    if (lane == 0 && r < rows) {
       const float b = p.bias ? __uint_as_float(static_cast<uint32_t>(p.bias[n]) << 16) : 0.f;
       const __nv_bfloat16 h = __float2bfloat16_rn(v + b);
-      p.out[r * p.ldc + n] = *reinterpret_cast<const uint16_t*>(&h);
+      p.out[(row0 + r) * p.ldc + n] = *reinterpret_cast<const uint16_t*>(&h);
     }
   }
 }
@@ -96,19 +99,28 @@ __global__ void __launch_bounds__(kThreads) gemv_bf16_column_kernel(const GemvBf
 
 constexpr int kColumnKernelMaxN = 1024;
 
+// The staged-rows kernel over ceil(M / kRows) chunks of kRows rows.
+template <int kRows>
+void launch_staged(const GemvBf16Params& p, cudaStream_t stream) {
+  const size_t smem = static_cast<size_t>(kRows) * p.K * 2;
+  if (smem > 48 * 1024) {
+    GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(gemv_bf16_kernel<kRows>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             static_cast<int>(smem)));
+  }
+  launch_pdl(gemv_bf16_kernel<kRows>, dim3(ceil_div(p.N, kWarps), ceil_div(p.M, kRows)), dim3(kThreads), smem, stream,
+             p);
+}
+
 template <int kRows>
 void launch_rows(const GemvBf16Params& p, cudaStream_t stream) {
   if (p.N <= kColumnKernelMaxN) {
     launch_pdl(gemv_bf16_column_kernel<kRows>, dim3(p.N), dim3(kThreads), 0, stream, p);
     return;
   }
-  const size_t smem = static_cast<size_t>(kRows) * p.K * 2;
-  if (smem > 48 * 1024) {
-    GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(gemv_bf16_kernel<kRows>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             static_cast<int>(smem)));
-  }
-  launch_pdl(gemv_bf16_kernel<kRows>, dim3(ceil_div(p.N, kWarps)), dim3(kThreads), smem, stream, p);
+  launch_staged<kRows>(p, stream);
 }
+
+constexpr int kChunkRows = 8;  // rows per block above 8 rows
 
 }  // namespace
 
@@ -117,12 +129,18 @@ void launch_gemv_bf16(const GemvBf16Params& p, cudaStream_t stream) {
   GOSSAMER_CHECK(p.K % 8 == 0 && p.K > 0 && p.K <= kGemvBf16MaxK, "gemv_bf16: K must be a multiple of 8 up to ",
                  kGemvBf16MaxK, ", got ", p.K);
   GOSSAMER_CHECK(p.ldx % 8 == 0 && p.N > 0, "gemv_bf16: ldx must be a multiple of 8 and N positive");
+  if (p.M > 8) {
+    launch_staged<kChunkRows>(p, stream);
+    GOSSAMER_CUDA_CHECK_LAUNCH();
+    return;
+  }
   switch (p.M) {
     case 1: launch_rows<1>(p, stream); break;
     case 2: launch_rows<2>(p, stream); break;
     case 3:
     case 4: {
       GemvBf16Params q = p;
+      q.M = 2;
       launch_rows<2>(q, stream);
       q.x += 2 * p.ldx;
       q.out += 2 * p.ldc;
@@ -135,6 +153,7 @@ void launch_gemv_bf16(const GemvBf16Params& p, cudaStream_t stream) {
     }
     default: {
       GemvBf16Params q = p;
+      q.M = 4;
       launch_rows<4>(q, stream);
       q.x += 4 * p.ldx;
       q.out += 4 * p.ldc;

@@ -1,15 +1,11 @@
 #include "model/cpu_model.h"
 
 #include <algorithm>
-#include <cmath>
-#include <limits>
 
 #include "core/error.h"
-#include "core/parallel.h"
-#include "kernels/moe.h"
 #include "kernels/rmsnorm.h"
-#include "kernels/swiglu.h"
 #include "model/batch_check.h"
+#include "model/cpu_layers.h"
 #include "model/cpu_ops.h"
 
 namespace gossamer::model {
@@ -50,26 +46,10 @@ int64_t CpuModel::kv_bytes_per_block() const {
 void CpuModel::forward(const ForwardBatch& batch, std::vector<float>& logits) {
   check_forward_batch(config_, num_blocks_, block_size_, batch, num_sliding_blocks_);
   mark(StepPhase::kEmbedding);
-  const int64_t hidden = config_.hidden_size, half = config_.head_dim / 2;
-  // ---- plan: one entry per new token ----
-  std::vector<TokenPlan> plan;
-  std::vector<int64_t> logit_rows;  // indices into plan whose logits are wanted, in output order
-  for (size_t s = 0; s < batch.sequences.size(); ++s) {
-    const SequenceInput& seq = batch.sequences[s];
-    for (size_t i = 0; i < seq.tokens.size(); ++i) {
-      const int32_t position = seq.num_cached + static_cast<int32_t>(i);
-      const int64_t block = seq.block_table[static_cast<size_t>(position / block_size_)];
-      const int64_t sliding_block =
-          num_sliding_blocks_ > 0 ? seq.sliding_block_table[static_cast<size_t>(position / block_size_)] : block;
-      plan.push_back(TokenPlan{static_cast<int32_t>(s), position, block * block_size_ + position % block_size_,
-                               sliding_block * block_size_ + position % block_size_});
-      const bool last = i + 1 == seq.tokens.size();
-      if (seq.logits == LogitsWanted::kAll || (seq.logits == LogitsWanted::kLast && last)) {
-        logit_rows.push_back(static_cast<int64_t>(plan.size()) - 1);
-      }
-    }
-  }
-  const int64_t num_tokens = static_cast<int64_t>(plan.size());
+  const int64_t hidden = config_.hidden_size;
+  // ---- plan: where each new token sits, its rotary tables ----
+  const cpu::StepPlan step = cpu::plan_step(batch, block_size_, num_sliding_blocks_, rope_, config_.head_dim);
+  const int64_t num_tokens = static_cast<int64_t>(step.tokens.size());
   // ---- embedding gather: x [T, hidden] ----
   std::vector<float> x(static_cast<size_t>(num_tokens * hidden));
   {
@@ -79,21 +59,16 @@ void CpuModel::forward(const ForwardBatch& batch, std::vector<float>& logits) {
     }
   }
   if (numerics_.bf16_activations) cpu::round_to_bf16(x.data(), static_cast<int64_t>(x.size()));
-  // ---- rotary tables per token: [T, head_dim / 2] ----
-  std::vector<float> cos(static_cast<size_t>(num_tokens * half)), sin(cos.size());
-  for (int64_t t = 0; t < num_tokens; ++t)
-    rope_.at(plan[static_cast<size_t>(t)].position, cos.data() + t * half, sin.data() + t * half);
-
   for (int layer = 0; layer < config_.num_layers; ++layer) {
-    attention_block(layer, plan, batch, cos, sin, x);
+    attention_block(layer, step, batch, x);
     moe_block(layer, num_tokens, x);
   }
   // ---- final norm + unembedding on the wanted rows: logits [rows, vocab] ----
   mark(StepPhase::kFinalNorm);
-  const int64_t num_rows = static_cast<int64_t>(logit_rows.size());
+  const int64_t num_rows = static_cast<int64_t>(step.logit_rows.size());
   std::vector<float> selected(static_cast<size_t>(num_rows * hidden));
   for (int64_t r = 0; r < num_rows; ++r) {
-    kernels::rmsnorm_f32_cpu(x.data() + logit_rows[static_cast<size_t>(r)] * hidden, 1, hidden, final_norm_.data(),
+    kernels::rmsnorm_f32_cpu(x.data() + step.logit_rows[static_cast<size_t>(r)] * hidden, 1, hidden, final_norm_.data(),
                              config_.rms_norm_eps, selected.data() + r * hidden);
   }
   mark(StepPhase::kUnembedding);
@@ -121,14 +96,12 @@ void CpuModel::linear(const float* x, int64_t num_rows, const TensorView& weight
   cpu::round_to_bf16(out, num_rows * n);
 }
 
-void CpuModel::attention_block(int layer, const std::vector<TokenPlan>& plan, const ForwardBatch& batch,
-                               const std::vector<float>& cos, const std::vector<float>& sin, std::vector<float>& x) {
+void CpuModel::attention_block(int layer, const cpu::StepPlan& step, const ForwardBatch& batch, std::vector<float>& x) {
   const LayerWeights& w = weights_.layers[static_cast<size_t>(layer)];
   const SmallLayerParams& p = small_[static_cast<size_t>(layer)];
-  const int64_t num_tokens = static_cast<int64_t>(plan.size()), hidden = config_.hidden_size;
+  const int64_t num_tokens = static_cast<int64_t>(step.tokens.size()), hidden = config_.hidden_size;
   const int64_t head_dim = config_.head_dim, half = head_dim / 2, q_width = config_.q_width(),
                 kv_width = config_.kv_width();
-  const int64_t group = config_.num_q_heads / config_.num_kv_heads;
   const bool sliding = config_.layer_is_sliding[static_cast<size_t>(layer)];
   const bool ring = sliding && num_sliding_blocks_ > 0;  // this layer's K/V live in the sliding pool
 
@@ -148,8 +121,8 @@ void CpuModel::attention_block(int layer, const std::vector<TokenPlan>& plan, co
   std::vector<float>& k_cache = k_cache_[static_cast<size_t>(layer)];
   std::vector<float>& v_cache = v_cache_[static_cast<size_t>(layer)];
   for (int64_t t = 0; t < num_tokens; ++t) {
-    const float* c = cos.data() + t * half;
-    const float* s = sin.data() + t * half;
+    const float* c = step.cos.data() + t * half;
+    const float* s = step.sin.data() + t * half;
     for (int64_t h = 0; h < config_.num_q_heads; ++h)
       apply_rope(q.data() + t * q_width + h * head_dim, config_.head_dim, c, s);
     for (int64_t h = 0; h < config_.num_kv_heads; ++h)
@@ -159,7 +132,8 @@ void CpuModel::attention_block(int layer, const std::vector<TokenPlan>& plan, co
       cpu::round_to_bf16(k.data() + t * kv_width, kv_width);
       cpu::round_to_bf16(v.data() + t * kv_width, kv_width);
     }
-    const int64_t slot = ring ? plan[static_cast<size_t>(t)].sliding_slot : plan[static_cast<size_t>(t)].slot;
+    const int64_t slot =
+        ring ? step.tokens[static_cast<size_t>(t)].sliding_slot : step.tokens[static_cast<size_t>(t)].slot;
     std::copy_n(k.data() + t * kv_width, kv_width, k_cache.data() + slot * kv_width);
     std::copy_n(v.data() + t * kv_width, kv_width, v_cache.data() + slot * kv_width);
   }
@@ -167,41 +141,20 @@ void CpuModel::attention_block(int layer, const std::vector<TokenPlan>& plan, co
   // ---- attention with sinks: out [T, q_width] ----
   mark(StepPhase::kAttention);
   std::vector<float> out(q.size());
-  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-  parallel_for(num_tokens * config_.num_q_heads, 8, [&](int64_t begin, int64_t end) {
-    std::vector<float> scores;
-    for (int64_t item = begin; item < end; ++item) {
-      const int64_t t = item / config_.num_q_heads, h = item % config_.num_q_heads, kv_head = h / group;
-      const TokenPlan& token = plan[static_cast<size_t>(t)];
-      const SequenceInput& seq = batch.sequences[static_cast<size_t>(token.sequence)];
-      const std::span<const int32_t> table = ring ? seq.sliding_block_table : seq.block_table;
-      const int32_t first = sliding ? std::max(0, token.position - config_.sliding_window + 1) : 0;
-      const float* qh = q.data() + t * q_width + h * head_dim;
-      scores.assign(static_cast<size_t>(token.position - first + 1), 0.0f);
-      float max_score = p.sinks[static_cast<size_t>(h)];
-      for (int32_t pos = first; pos <= token.position; ++pos) {
-        const int64_t slot = int64_t{table[static_cast<size_t>(pos / block_size_)]} * block_size_ + pos % block_size_;
-        const float* kh = k_cache.data() + slot * kv_width + kv_head * head_dim;
-        float dot = 0.0f;
-        for (int64_t d = 0; d < head_dim; ++d) dot += qh[d] * kh[d];
-        scores[static_cast<size_t>(pos - first)] = dot * scale;
-        max_score = std::max(max_score, dot * scale);
-      }
-      float denominator = std::exp(p.sinks[static_cast<size_t>(h)] - max_score);
-      for (float& score : scores) {
-        score = std::exp(score - max_score);
-        denominator += score;
-      }
-      float* oh = out.data() + t * q_width + h * head_dim;
-      std::fill_n(oh, head_dim, 0.0f);
-      for (int32_t pos = first; pos <= token.position; ++pos) {
-        const int64_t slot = int64_t{table[static_cast<size_t>(pos / block_size_)]} * block_size_ + pos % block_size_;
-        const float* vh = v_cache.data() + slot * kv_width + kv_head * head_dim;
-        const float weight = scores[static_cast<size_t>(pos - first)] / denominator;
-        for (int64_t d = 0; d < head_dim; ++d) oh[d] += weight * vh[d];
-      }
-    }
-  });
+  cpu::CacheAttention attention;
+  attention.q = q.data();
+  attention.sinks = p.sinks.data();
+  attention.k_cache = k_cache.data();
+  attention.v_cache = v_cache.data();
+  attention.out = out.data();
+  attention.num_heads = config_.num_q_heads;
+  attention.head_dim = head_dim;
+  attention.kv_width = kv_width;
+  attention.group = config_.num_q_heads / config_.num_kv_heads;
+  attention.block_size = block_size_;
+  attention.window = sliding ? config_.sliding_window : 0;
+  attention.ring = ring;
+  cpu::attention_with_sinks(attention, step, batch);
 
   // ---- output projection + residual ----
   mark(StepPhase::kOProj);
@@ -226,15 +179,7 @@ void CpuModel::moe_block(int layer, int64_t num_tokens, std::vector<float>& x) {
   mark(StepPhase::kRouter);
   linear(normed.data(), num_tokens, w.router, p.router_bias.data(), router.data(), numerics_.fp8_router);
   mark(StepPhase::kExperts);
-  std::vector<int32_t> chosen(static_cast<size_t>(num_tokens * top));
-  std::vector<float> gates(chosen.size());
-  std::vector<std::vector<std::pair<int64_t, float>>> tokens_of_expert(static_cast<size_t>(num_experts));
-  for (int64_t t = 0; t < num_tokens; ++t) {
-    int32_t* idx = chosen.data() + t * top;
-    float* val = gates.data() + t * top;
-    kernels::moe_topk_softmax_cpu(router.data() + t * num_experts, static_cast<int>(num_experts), top, idx, val);
-    for (int k = 0; k < top; ++k) tokens_of_expert[static_cast<size_t>(idx[k])].push_back({t, val[k]});
-  }
+  const auto tokens_of_expert = cpu::route_tokens(router.data(), num_tokens, num_experts, top);
 
   // ---- experts: decode MXFP4 once per used expert, run its tokens, combine with the gate weights ----
   std::vector<float> moe_out(x.size(), 0.0f);
@@ -245,29 +190,17 @@ void CpuModel::moe_block(int layer, int64_t num_tokens, std::vector<float>& x) {
     const int64_t n = static_cast<int64_t>(assigned.size());
     cpu::decode_mxfp4_expert(w.gate_up, e, gate_up_w.data());
     cpu::decode_mxfp4_expert(w.down, e, down_w.data());
-    std::vector<float> rows(static_cast<size_t>(n * hidden)), gate_up(static_cast<size_t>(n * 2 * inter)),
-        activation(static_cast<size_t>(n * inter)), y(static_cast<size_t>(n * hidden));
-    for (int64_t i = 0; i < n; ++i)
-      std::copy_n(normed.data() + assigned[static_cast<size_t>(i)].first * hidden, hidden, rows.data() + i * hidden);
+    std::vector<float> rows = cpu::gather_rows(normed.data(), assigned, hidden),
+                       gate_up(static_cast<size_t>(n * 2 * inter)), activation(static_cast<size_t>(n * inter)),
+                       y(static_cast<size_t>(n * hidden));
     if (numerics_.fp8_experts) cpu::fake_quantize_fp8_activations(rows.data(), n, hidden);
     cpu::matmul_bias_f32(rows.data(), n, gate_up_w.data(), 2 * inter, hidden, p.gate_up_bias.data() + e * 2 * inter,
                          gate_up.data());
-    // clamped SwiGLU on interleaved (gate = even, up = odd) columns
-    for (int64_t i = 0; i < n; ++i) {
-      for (int64_t j = 0; j < inter; ++j) {
-        activation[static_cast<size_t>(i * inter + j)] = kernels::swiglu_clamped_cpu(
-            gate_up[static_cast<size_t>(i * 2 * inter + 2 * j)],
-            gate_up[static_cast<size_t>(i * 2 * inter + 2 * j + 1)], config_.swiglu_limit, config_.swiglu_alpha);
-      }
-    }
+    cpu::swiglu_interleaved(gate_up.data(), n, inter, config_.swiglu_limit, config_.swiglu_alpha, activation.data());
     if (numerics_.fp8_experts) cpu::fake_quantize_fp8_activations(activation.data(), n, inter);
     cpu::matmul_bias_f32(activation.data(), n, down_w.data(), hidden, inter, p.down_bias.data() + e * hidden, y.data());
     if (numerics_.bf16_activations) cpu::round_to_bf16(y.data(), static_cast<int64_t>(y.size()));
-    for (int64_t i = 0; i < n; ++i) {
-      const auto [token, weight] = assigned[static_cast<size_t>(i)];
-      for (int64_t d = 0; d < hidden; ++d)
-        moe_out[static_cast<size_t>(token * hidden + d)] += weight * y[static_cast<size_t>(i * hidden + d)];
-    }
+    cpu::add_gated_rows(assigned, y.data(), hidden, moe_out);
   }
   for (size_t i = 0; i < x.size(); ++i) x[i] += moe_out[i];
   if (numerics_.bf16_activations) cpu::round_to_bf16(x.data(), static_cast<int64_t>(x.size()));

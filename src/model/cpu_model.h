@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "model/config.h"
+#include "model/cpu_layers.h"
 #include "model/model.h"
 #include "model/rope.h"
 #include "model/weights.h"
@@ -56,15 +57,7 @@ class CpuModel final : public Model {
   struct SmallLayerParams {  // f32 copies of the small per-layer vectors
     std::vector<float> attn_norm, q_bias, k_bias, v_bias, o_bias, sinks, mlp_norm, router_bias, gate_up_bias, down_bias;
   };
-  struct TokenPlan {  // where each new token of the step sits
-    int32_t sequence = 0;
-    int32_t position = 0;
-    int64_t slot = 0;          // KV cache row (full-attention layers; every layer without a ring)
-    int64_t sliding_slot = 0;  // KV cache row in the sliding pool (sliding layers, with a ring)
-  };
-
-  void attention_block(int layer, const std::vector<TokenPlan>& plan, const ForwardBatch& batch,
-                       const std::vector<float>& cos, const std::vector<float>& sin, std::vector<float>& x);
+  void attention_block(int layer, const cpu::StepPlan& step, const ForwardBatch& batch, std::vector<float>& x);
   void moe_block(int layer, int64_t num_tokens, std::vector<float>& x);
   // out [rows, N] = x [rows, K] · Wᵀ + bias, through FP8 when `fp8` (weights quantized once, cached).
   void linear(const float* x, int64_t num_rows, const TensorView& weight, const float* bias, float* out, bool fp8);

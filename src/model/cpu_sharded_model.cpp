@@ -7,6 +7,7 @@
 #include "kernels/sampling.h"
 #include "kernels/token_mask.h"
 #include "model/batch_check.h"
+#include "model/host_sampling_batch.h"
 #include "model/sharded_sampling.h"
 
 namespace gossamer::model {
@@ -50,32 +51,6 @@ int64_t CpuShardedModel::kv_bytes_per_block() const {
   return kv_bytes_per_token() * std::max(block_size_, 1);
 }
 
-ShardedStep CpuShardedModel::plan(const ForwardBatch& batch) const {
-  ShardedStep step;
-  for (size_t s = 0; s < batch.sequences.size(); ++s) {
-    const SequenceInput& seq = batch.sequences[s];
-    for (size_t i = 0; i < seq.tokens.size(); ++i) {
-      const int32_t position = seq.num_cached + static_cast<int32_t>(i);
-      const int64_t block = seq.block_table[static_cast<size_t>(position / block_size_)];
-      const int64_t sliding_block =
-          num_sliding_blocks_ > 0 ? seq.sliding_block_table[static_cast<size_t>(position / block_size_)] : block;
-      step.tokens.push_back({static_cast<int32_t>(s), position, block * block_size_ + position % block_size_,
-                             sliding_block * block_size_ + position % block_size_});
-      const bool last = i + 1 == seq.tokens.size();
-      if (seq.logits == LogitsWanted::kAll || (seq.logits == LogitsWanted::kLast && last)) {
-        step.logit_rows.push_back(static_cast<int64_t>(step.tokens.size()) - 1);
-      }
-    }
-  }
-  const int64_t half = config_.head_dim / 2, num_tokens = static_cast<int64_t>(step.tokens.size());
-  step.cos.resize(static_cast<size_t>(num_tokens * half));
-  step.sin.resize(step.cos.size());
-  for (int64_t t = 0; t < num_tokens; ++t) {
-    rope_.at(step.tokens[static_cast<size_t>(t)].position, step.cos.data() + t * half, step.sin.data() + t * half);
-  }
-  return step;
-}
-
 void CpuShardedModel::run_ranks(const std::function<void(int32_t rank, comm::Communicator& comm)>& fn) {
   const int32_t world = layout_.tensor_parallel;
   std::vector<std::string> failures(static_cast<size_t>(world));  // the rank's own failure (not a peer's echo)
@@ -108,7 +83,7 @@ void CpuShardedModel::run_ranks(const std::function<void(int32_t rank, comm::Com
 
 void CpuShardedModel::forward(const ForwardBatch& batch, std::vector<float>& logits) {
   check_forward_batch(config_, num_blocks_, block_size_, batch, num_sliding_blocks_);
-  const ShardedStep step = plan(batch);
+  const cpu::StepPlan step = cpu::plan_step(batch, block_size_, num_sliding_blocks_, rope_, config_.head_dim);
   const int64_t num_rows = static_cast<int64_t>(step.logit_rows.size()), padded = vocab_shard_rows(layout_, config_);
   const int64_t vocab = config_.vocab_size;
   logits.resize(static_cast<size_t>(num_rows * vocab));
@@ -142,7 +117,7 @@ void CpuShardedModel::forward_sample(const ForwardBatch& batch, std::span<const 
     return;
   }
   check_forward_batch(config_, num_blocks_, block_size_, batch, num_sliding_blocks_);
-  const ShardedStep step = plan(batch);
+  const cpu::StepPlan step = cpu::plan_step(batch, block_size_, num_sliding_blocks_, rope_, config_.head_dim);
   GOSSAMER_CHECK(rows.size() == step.logit_rows.size(), "forward_sample: ", rows.size(), " sampling rows for ",
                  step.logit_rows.size(), " logits rows");
   const int64_t padded = vocab_shard_rows(layout_, config_);
@@ -163,67 +138,23 @@ void CpuShardedModel::sample_full_rows(const ForwardBatch& batch, std::span<cons
   const int n = static_cast<int>(rows.size()), vocab = config_.vocab_size;
   GOSSAMER_CHECK(logits.size() == static_cast<size_t>(n) * static_cast<size_t>(vocab), "forward_sample: ", n,
                  " sampling rows for ", logits.size() / static_cast<size_t>(vocab), " logits rows");
-  std::vector<float> temperature(static_cast<size_t>(n)), top_p(static_cast<size_t>(n)),
-      presence(static_cast<size_t>(n)), frequency(static_cast<size_t>(n)), repetition(static_cast<size_t>(n)),
-      penalized(static_cast<size_t>(n) * static_cast<size_t>(vocab)), out_logprobs(static_cast<size_t>(n)),
-      top_logprobs(static_cast<size_t>(n) * kernels::kMaxTopLogprobs);
-  std::vector<int32_t> top_k(static_cast<size_t>(n)), offsets(static_cast<size_t>(n) + 1, 0), entries, counts,
-      num_top(static_cast<size_t>(n)), top_tokens(static_cast<size_t>(n) * kernels::kMaxTopLogprobs);
-  std::vector<uint64_t> seeds(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) {
-    const RowSampling& row = rows[static_cast<size_t>(r)];
-    temperature[static_cast<size_t>(r)] = row.temperature;
-    top_k[static_cast<size_t>(r)] = row.top_k;
-    top_p[static_cast<size_t>(r)] = row.top_p;
-    seeds[static_cast<size_t>(r)] = row.seed;
-    presence[static_cast<size_t>(r)] = row.presence;
-    frequency[static_cast<size_t>(r)] = row.frequency;
-    repetition[static_cast<size_t>(r)] = row.repetition;
-    num_top[static_cast<size_t>(r)] = std::max(row.num_top_logprobs, 0);
-    entries.insert(entries.end(), row.penalty_tokens.begin(), row.penalty_tokens.end());
-    counts.insert(counts.end(), row.penalty_counts.begin(), row.penalty_counts.end());
-    offsets[static_cast<size_t>(r) + 1] = static_cast<int32_t>(entries.size());
-    if (row.token_mask != nullptr) {  // refused tokens are -inf before everything else
+    const uint32_t* token_mask = rows[static_cast<size_t>(r)].token_mask;
+    if (token_mask != nullptr) {  // refused tokens are -inf before everything else
       kernels::TokenMaskParams mask;
       mask.logits = logits.data() + static_cast<size_t>(r) * static_cast<size_t>(vocab);
-      mask.masks = row.token_mask;
+      mask.masks = token_mask;
       mask.num_rows = 1;
       mask.vocab = vocab;
       mask.words = (vocab + 31) / 32;
       kernels::token_mask_cpu(mask);
     }
   }
-  kernels::SamplingParams p;
-  p.logits = logits.data();
-  tokens.assign(static_cast<size_t>(n), 0);
-  p.out_tokens = tokens.data();
-  p.temperature = temperature.data();
-  p.top_k = top_k.data();
-  p.top_p = top_p.data();
-  p.seeds = seeds.data();
-  p.num_rows = n;
-  p.vocab = vocab;
-  p.penalty_offsets = offsets.data();
-  p.penalty_tokens = entries.data();
-  p.penalty_counts = counts.data();
-  p.presence = presence.data();
-  p.frequency = frequency.data();
-  p.repetition = repetition.data();
-  p.penalized = penalized.data();
-  p.out_logprobs = out_logprobs.data();
-  p.num_top = num_top.data();
-  p.out_top_tokens = top_tokens.data();
-  p.out_top_logprobs = top_logprobs.data();
-  kernels::sampling_cpu(p);
+  HostSamplingBatch sampling(rows, vocab);
+  kernels::sampling_cpu(sampling.params(logits.data()));
+  tokens = sampling.tokens;
   for (int r = 0; r < n; ++r) {
-    const RowSampling& row = rows[static_cast<size_t>(r)];
-    if (row.num_top_logprobs < 0) continue;
-    RowLogprobs& out = logprobs[static_cast<size_t>(r)];
-    out.logprob = out_logprobs[static_cast<size_t>(r)];
-    for (int j = 0; j < std::min(row.num_top_logprobs, kernels::kMaxTopLogprobs); ++j) {
-      const size_t k = static_cast<size_t>(r) * kernels::kMaxTopLogprobs + static_cast<size_t>(j);
-      out.top.emplace_back(top_tokens[k], top_logprobs[k]);
-    }
+    if (rows[static_cast<size_t>(r)].num_top_logprobs >= 0) logprobs[static_cast<size_t>(r)] = sampling.logprobs(r);
   }
 }
 

@@ -48,7 +48,6 @@ class CpuShardedModel final : public Model {
   void allocate_kv_cache_impl(int32_t num_blocks, int32_t block_size, int32_t num_sliding_blocks) override;
 
  private:
-  ShardedStep plan(const ForwardBatch& batch) const;
   // forward() then the draw of kernels/sampling.h's reference on the full rows (penalties, logprobs, masks).
   void sample_full_rows(const ForwardBatch& batch, std::span<const RowSampling> rows, std::vector<int32_t>& tokens,
                         std::vector<RowLogprobs>& logprobs);

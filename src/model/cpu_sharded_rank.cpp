@@ -1,14 +1,10 @@
 #include "model/cpu_sharded_rank.h"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 
 #include "core/error.h"
-#include "core/parallel.h"
-#include "kernels/moe.h"
 #include "kernels/rmsnorm.h"
-#include "kernels/swiglu.h"
 #include "model/cpu_ops.h"
 #include "model/rope.h"
 
@@ -92,7 +88,7 @@ void CpuShardedRank::allocate_kv_cache(int64_t rows, int64_t sliding_rows, int32
   v_cache_ = k_cache_;
 }
 
-void CpuShardedRank::forward(const ShardedStep& step, const ForwardBatch& batch, comm::Communicator& comm,
+void CpuShardedRank::forward(const cpu::StepPlan& step, const ForwardBatch& batch, comm::Communicator& comm,
                              std::vector<float>& logits) {
   const int64_t hidden = config_.hidden_size, num_tokens = static_cast<int64_t>(step.tokens.size());
   std::vector<float> x(static_cast<size_t>(num_tokens * hidden));  // [T, hidden] f32, replicated on every rank
@@ -131,13 +127,12 @@ void CpuShardedRank::embed(const ForwardBatch& batch, comm::Communicator& comm, 
   comm.all_reduce(x.data(), static_cast<int64_t>(x.size()), DType::kF32);
 }
 
-void CpuShardedRank::attention(int layer, const ShardedStep& step, const ForwardBatch& batch, comm::Communicator& comm,
-                               std::vector<float>& x) {
+void CpuShardedRank::attention(int layer, const cpu::StepPlan& step, const ForwardBatch& batch,
+                               comm::Communicator& comm, std::vector<float>& x) {
   const LayerShard& p = layers_[static_cast<size_t>(layer)];
   const int64_t num_tokens = static_cast<int64_t>(step.tokens.size()), hidden = config_.hidden_size;
   const int64_t head_dim = config_.head_dim, half = head_dim / 2;
   const int64_t num_heads = shard_.q_heads.size(), q_width = num_heads * head_dim, kv_width = this->kv_width();
-  const int64_t group = config_.num_q_heads / config_.num_kv_heads;
   const bool sliding = config_.layer_is_sliding[static_cast<size_t>(layer)];
   const bool ring = sliding && ring_;
 
@@ -158,7 +153,7 @@ void CpuShardedRank::attention(int layer, const ShardedStep& step, const Forward
     for (int64_t h = 0; h < num_heads; ++h) apply_rope(q.data() + t * q_width + h * head_dim, config_.head_dim, c, s);
     for (int64_t h = 0; h < shard_.kv_heads.size(); ++h)
       apply_rope(k.data() + t * kv_width + h * head_dim, config_.head_dim, c, s);
-    const ShardedStep::Token& token = step.tokens[static_cast<size_t>(t)];
+    const cpu::StepPlan::Token& token = step.tokens[static_cast<size_t>(t)];
     const int64_t slot = ring ? token.sliding_slot : token.slot;
     std::copy_n(k.data() + t * kv_width, kv_width, k_cache.data() + slot * kv_width);
     std::copy_n(v.data() + t * kv_width, kv_width, v_cache.data() + slot * kv_width);
@@ -166,43 +161,22 @@ void CpuShardedRank::attention(int layer, const ShardedStep& step, const Forward
 
   // ---- attention with sinks over the local heads: out [T, local q width] ----
   std::vector<float> out(q.size());
-  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-  parallel_for(num_tokens * num_heads, 8, [&](int64_t begin, int64_t end) {
-    std::vector<float> scores;
-    for (int64_t item = begin; item < end; ++item) {
-      const int64_t t = item / num_heads, h = item % num_heads;
-      const int64_t kv_head = (shard_.q_heads.begin + h) / group - shard_.kv_heads.begin;
-      const ShardedStep::Token& token = step.tokens[static_cast<size_t>(t)];
-      const SequenceInput& seq = batch.sequences[static_cast<size_t>(token.sequence)];
-      const std::span<const int32_t> table = ring ? seq.sliding_block_table : seq.block_table;
-      const int32_t first = sliding ? std::max(0, token.position - config_.sliding_window + 1) : 0;
-      const float* qh = q.data() + t * q_width + h * head_dim;
-      const float sink = p.sinks[static_cast<size_t>(h)];
-      scores.assign(static_cast<size_t>(token.position - first + 1), 0.0f);
-      float max_score = sink;
-      for (int32_t pos = first; pos <= token.position; ++pos) {
-        const int64_t slot = int64_t{table[static_cast<size_t>(pos / block_size_)]} * block_size_ + pos % block_size_;
-        const float* kh = k_cache.data() + slot * kv_width + kv_head * head_dim;
-        float dot = 0.0f;
-        for (int64_t d = 0; d < head_dim; ++d) dot += qh[d] * kh[d];
-        scores[static_cast<size_t>(pos - first)] = dot * scale;
-        max_score = std::max(max_score, dot * scale);
-      }
-      float denominator = std::exp(sink - max_score);
-      for (float& score : scores) {
-        score = std::exp(score - max_score);
-        denominator += score;
-      }
-      float* oh = out.data() + t * q_width + h * head_dim;
-      std::fill_n(oh, head_dim, 0.0f);
-      for (int32_t pos = first; pos <= token.position; ++pos) {
-        const int64_t slot = int64_t{table[static_cast<size_t>(pos / block_size_)]} * block_size_ + pos % block_size_;
-        const float* vh = v_cache.data() + slot * kv_width + kv_head * head_dim;
-        const float weight = scores[static_cast<size_t>(pos - first)] / denominator;
-        for (int64_t d = 0; d < head_dim; ++d) oh[d] += weight * vh[d];
-      }
-    }
-  });
+  cpu::CacheAttention attention;
+  attention.q = q.data();
+  attention.sinks = p.sinks.data();
+  attention.k_cache = k_cache.data();
+  attention.v_cache = v_cache.data();
+  attention.out = out.data();
+  attention.num_heads = num_heads;
+  attention.head_dim = head_dim;
+  attention.kv_width = kv_width;
+  attention.group = config_.num_q_heads / config_.num_kv_heads;
+  attention.first_q_head = shard_.q_heads.begin;
+  attention.first_kv_head = shard_.kv_heads.begin;
+  attention.block_size = block_size_;
+  attention.window = sliding ? config_.sliding_window : 0;
+  attention.ring = ring;
+  cpu::attention_with_sinks(attention, step, batch);
 
   // ---- row-parallel output projection: partial sums, one all-reduce, then the residual ----
   std::vector<float> projected(x.size());
@@ -223,17 +197,7 @@ void CpuShardedRank::moe(int layer, int64_t num_tokens, comm::Communicator& comm
   std::vector<float> normed(x.size()), router(static_cast<size_t>(num_tokens * num_experts));
   kernels::rmsnorm_f32_cpu(x.data(), num_tokens, hidden, p.mlp_norm.data(), config_.rms_norm_eps, normed.data());
   cpu::matmul_bias(normed.data(), num_tokens, w.router, p.router_bias.data(), router.data());
-  std::vector<std::vector<std::pair<int64_t, float>>> tokens_of_expert(static_cast<size_t>(num_experts));
-  std::vector<int32_t> chosen(static_cast<size_t>(top));
-  std::vector<float> gates(chosen.size());
-  for (int64_t t = 0; t < num_tokens; ++t) {
-    kernels::moe_topk_softmax_cpu(router.data() + t * num_experts, static_cast<int>(num_experts), top, chosen.data(),
-                                  gates.data());
-    for (int k = 0; k < top; ++k) {
-      tokens_of_expert[static_cast<size_t>(chosen[static_cast<size_t>(k)])].push_back(
-          {t, gates[static_cast<size_t>(k)]});
-    }
-  }
+  const auto tokens_of_expert = cpu::route_tokens(router.data(), num_tokens, num_experts, top);
 
   // ---- local experts on the local intermediate columns; partial outputs combined by one all-reduce ----
   std::vector<float> moe_out(x.size(), 0.0f);
@@ -250,27 +214,16 @@ void CpuShardedRank::moe(int layer, int64_t num_tokens, comm::Communicator& comm
     for (int64_t row = 0; row < hidden; ++row) {
       std::copy_n(down_full.begin() + row * inter + i0, local_inter, down_w.begin() + row * local_inter);
     }
-    std::vector<float> rows(static_cast<size_t>(n * hidden)), gate_up(static_cast<size_t>(n * 2 * local_inter)),
+    const std::vector<float> rows = cpu::gather_rows(normed.data(), assigned, hidden);
+    std::vector<float> gate_up(static_cast<size_t>(n * 2 * local_inter)),
         activation(static_cast<size_t>(n * local_inter)), y(static_cast<size_t>(n * hidden));
-    for (int64_t i = 0; i < n; ++i) {
-      std::copy_n(normed.data() + assigned[static_cast<size_t>(i)].first * hidden, hidden, rows.data() + i * hidden);
-    }
     cpu::matmul_bias_f32(rows.data(), n, gate_up_w.data(), 2 * local_inter, hidden,
                          p.gate_up_bias.data() + local_e * 2 * local_inter, gate_up.data());
-    for (int64_t i = 0; i < n; ++i) {  // clamped SwiGLU on interleaved (gate = even, up = odd) columns
-      for (int64_t j = 0; j < local_inter; ++j) {
-        activation[static_cast<size_t>(i * local_inter + j)] = kernels::swiglu_clamped_cpu(
-            gate_up[static_cast<size_t>(i * 2 * local_inter + 2 * j)],
-            gate_up[static_cast<size_t>(i * 2 * local_inter + 2 * j + 1)], config_.swiglu_limit, config_.swiglu_alpha);
-      }
-    }
+    cpu::swiglu_interleaved(gate_up.data(), n, local_inter, config_.swiglu_limit, config_.swiglu_alpha,
+                            activation.data());
     cpu::matmul_bias_f32(activation.data(), n, down_w.data(), hidden, local_inter,
                          add_down_bias ? p.down_bias.data() + local_e * hidden : nullptr, y.data());
-    for (int64_t i = 0; i < n; ++i) {
-      const auto [token, weight] = assigned[static_cast<size_t>(i)];
-      for (int64_t d = 0; d < hidden; ++d)
-        moe_out[static_cast<size_t>(token * hidden + d)] += weight * y[static_cast<size_t>(i * hidden + d)];
-    }
+    cpu::add_gated_rows(assigned, y.data(), hidden, moe_out);
   }
   comm.all_reduce(moe_out.data(), static_cast<int64_t>(moe_out.size()), DType::kF32);
   for (size_t i = 0; i < x.size(); ++i) x[i] += moe_out[i];

@@ -12,24 +12,12 @@
 
 #include "comm/communicator.h"
 #include "model/config.h"
+#include "model/cpu_layers.h"
 #include "model/model.h"
 #include "model/sharding.h"
 #include "model/weights.h"
 
 namespace gossamer::model {
-
-// Where each new token of a step sits, shared read-only by all ranks.
-struct ShardedStep {
-  struct Token {
-    int32_t sequence = 0;
-    int32_t position = 0;
-    int64_t slot = 0;          // KV row in the full pool (every layer without a ring)
-    int64_t sliding_slot = 0;  // KV row in the sliding pool (sliding layers, with a ring)
-  };
-  std::vector<Token> tokens;
-  std::vector<int64_t> logit_rows;  // indices into tokens whose logits are wanted, in output order
-  std::vector<float> cos, sin;      // [T, head_dim / 2] rotary tables
-};
 
 class CpuShardedRank {
  public:
@@ -40,7 +28,7 @@ class CpuShardedRank {
   void allocate_kv_cache(int64_t rows, int64_t sliding_rows, int32_t block_size);
   int64_t kv_width() const { return shard_.kv_heads.size() * config_.head_dim; }
   // Runs the step; logits ← [logit rows, vocab_shard_rows] f32, this rank's vocab columns then −inf padding.
-  void forward(const ShardedStep& step, const ForwardBatch& batch, comm::Communicator& comm,
+  void forward(const cpu::StepPlan& step, const ForwardBatch& batch, comm::Communicator& comm,
                std::vector<float>& logits);
 
  private:
@@ -53,7 +41,7 @@ class CpuShardedRank {
   };
 
   void embed(const ForwardBatch& batch, comm::Communicator& comm, std::vector<float>& x);
-  void attention(int layer, const ShardedStep& step, const ForwardBatch& batch, comm::Communicator& comm,
+  void attention(int layer, const cpu::StepPlan& step, const ForwardBatch& batch, comm::Communicator& comm,
                  std::vector<float>& x);
   void moe(int layer, int64_t num_tokens, comm::Communicator& comm, std::vector<float>& x);
 

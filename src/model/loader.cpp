@@ -84,6 +84,9 @@ cuda::CudaOptions cuda_options(const ModelOptions& options) {
   cuda::CudaOptions out;
   out.weights = cuda::parse_weight_format(options.weights);
   out.cuda_graphs = options.cuda_graphs;
+  GOSSAMER_CHECK(options.dense_gemm == "cublaslt" || options.dense_gemm == "gossamer",
+                 "--dense-gemm must be cublaslt or gossamer, got '", options.dense_gemm, "'");
+  out.cublaslt_dense = options.dense_gemm == "cublaslt";
   return out;
 }
 }  // namespace

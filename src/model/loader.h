@@ -30,6 +30,10 @@ int64_t gpu_kv_cache_budget_bytes(double utilization, int64_t headroom_bytes = i
 struct ModelOptions {
   std::string weights = "fp8";  // cuda weight format: "fp8" (128×128 block-scaled) or "bf16" (accuracy baseline)
   bool cuda_graphs = true;      // false = vLLM's --enforce-eager: no decode graphs
+  // cuda: "cublaslt" = the FP8 qkv/o linears above the decode GEMV's rows run on cuBLASLt where it has an
+  // algorithm (it measures faster there: kernels/gemm_fp8_cublaslt.h); "gossamer" = our kernels everywhere.
+  // NOTE: "gossamer" by default until the cuBLASLt path has passed its GPU tests (written without a GPU).
+  std::string dense_gemm = "gossamer";
   // Tensor/expert parallelism of the one replica loaded here (data_parallel is checked against the GPUs
   // present, then left to the caller: a replica per model). On cpu the ranks are simulated by threads;
   // on cuda this process is rank `rank` (GPU `rank`), one process per GPU, and the group meets through

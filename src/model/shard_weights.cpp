@@ -20,6 +20,17 @@ struct Storage {
   }
 };
 
+// Bytes [begin, begin + count) of each of `blocks` consecutive blocks of `block_bytes`, concatenated.
+std::vector<uint8_t> gather_ranges(const void* source, int64_t blocks, int64_t block_bytes, int64_t begin,
+                                   int64_t count) {
+  std::vector<uint8_t> bytes(static_cast<size_t>(blocks * count));
+  const auto* from = static_cast<const uint8_t*>(source);
+  for (int64_t b = 0; b < blocks; ++b) {
+    std::memcpy(bytes.data() + b * count, from + b * block_bytes + begin, static_cast<size_t>(count));
+  }
+  return bytes;
+}
+
 // Entries [begin, begin + count) along axis 0 of a view (rows of a matrix, a 1-D range, experts).
 TensorView leading_slice(const TensorView& tensor, int64_t begin, int64_t count) {
   TensorView slice = tensor;
@@ -33,12 +44,7 @@ TensorView leading_slice(const TensorView& tensor, int64_t begin, int64_t count)
 TensorView column_slice(Storage& storage, const TensorView& tensor, int64_t begin, int64_t count) {
   const int last = tensor.shape.rank - 1;
   const int64_t cols = tensor.shape[last], element = size_of(tensor.dtype), rows = tensor.num_elements() / cols;
-  std::vector<uint8_t> bytes(static_cast<size_t>(rows * count * element));
-  const auto* source = static_cast<const uint8_t*>(tensor.data);
-  for (int64_t row = 0; row < rows; ++row) {
-    std::memcpy(bytes.data() + row * count * element, source + (row * cols + begin) * element,
-                static_cast<size_t>(count * element));
-  }
+  std::vector<uint8_t> bytes = gather_ranges(tensor.data, rows, cols * element, begin * element, count * element);
   Shape shape = tensor.shape;
   shape[last] = count;
   return storage.keep(std::move(bytes), tensor.dtype, shape);
@@ -52,12 +58,8 @@ TensorView zeros_like(Storage& storage, const TensorView& tensor) {
 TensorView expert_row_slice(Storage& storage, const TensorView& tensor, int64_t begin, int64_t count) {
   const int64_t experts = tensor.shape[0], rows = tensor.shape[1];
   const int64_t row_bytes = tensor.num_bytes() / (experts * rows);
-  std::vector<uint8_t> bytes(static_cast<size_t>(experts * count * row_bytes));
-  const auto* source = static_cast<const uint8_t*>(tensor.data);
-  for (int64_t e = 0; e < experts; ++e) {
-    std::memcpy(bytes.data() + e * count * row_bytes, source + (e * rows + begin) * row_bytes,
-                static_cast<size_t>(count * row_bytes));
-  }
+  std::vector<uint8_t> bytes =
+      gather_ranges(tensor.data, experts, rows * row_bytes, begin * row_bytes, count * row_bytes);
   Shape shape = tensor.shape;
   shape[1] = count;
   return storage.keep(std::move(bytes), tensor.dtype, shape);
@@ -68,15 +70,8 @@ MxFp4Tensor mxfp4_column_slice(Storage& storage, const MxFp4Tensor& tensor, int6
   const int64_t g0 = col_begin / 32, groups = col_count / 32, all_groups = tensor.cols() / 32;
   const int64_t leading = tensor.num_experts() * tensor.rows();
   MxFp4Tensor out;
-  std::vector<uint8_t> blocks(static_cast<size_t>(leading * groups * 16)),
-      scales(static_cast<size_t>(leading * groups));
-  const auto* src_blocks = static_cast<const uint8_t*>(tensor.blocks.data);
-  const auto* src_scales = static_cast<const uint8_t*>(tensor.scales.data);
-  for (int64_t r = 0; r < leading; ++r) {
-    std::memcpy(blocks.data() + r * groups * 16, src_blocks + (r * all_groups + g0) * 16,
-                static_cast<size_t>(groups * 16));
-    std::memcpy(scales.data() + r * groups, src_scales + r * all_groups + g0, static_cast<size_t>(groups));
-  }
+  std::vector<uint8_t> blocks = gather_ranges(tensor.blocks.data, leading, all_groups * 16, g0 * 16, groups * 16),
+                       scales = gather_ranges(tensor.scales.data, leading, all_groups, g0, groups);
   out.blocks =
       storage.keep(std::move(blocks), tensor.blocks.dtype, Shape{tensor.num_experts(), tensor.rows(), groups, 16});
   out.scales = storage.keep(std::move(scales), tensor.scales.dtype, Shape{tensor.num_experts(), tensor.rows(), groups});

@@ -145,32 +145,28 @@ void ResponsesState::close_item() {
   item.done = true;
   const int index = static_cast<int>(items_.size()) - 1;
   const Json where = {{"item_id", item.id}, {"output_index", index}};
+  // `text_event` with the item's text (and `extra`), then `part_event` with the finished `part`; both at
+  // `index_key` 0 of the item.
+  const auto text_and_part_done = [&](const char* index_key, const char* text_event, const Json& extra,
+                                      const char* part_event, const Json& part) {
+    Json payload = where;
+    payload[index_key] = 0;
+    Json text = payload;
+    text["text"] = item.text;
+    text.update(extra);
+    emit(text_event, text);
+    payload["part"] = part;
+    emit(part_event, payload);
+  };
   if (item.kind == Kind::kReasoning) {
-    Json payload = where;
-    payload["content_index"] = 0;
-    payload["text"] = item.text;
-    emit("response.reasoning_text.done", payload);
-    payload.erase("text");
-    payload["part"] = {{"type", "reasoning_text"}, {"text", item.text}};
-    emit("response.content_part.done", payload);
-    Json summary = where;
-    summary["summary_index"] = 0;
-    summary["text"] = item.text;
-    emit("response.reasoning_summary_text.done", summary);
-    summary.erase("text");
-    summary["part"] = {{"type", "summary_text"}, {"text", item.text}};
-    emit("response.reasoning_summary_part.done", summary);
+    text_and_part_done("content_index", "response.reasoning_text.done", Json::object(), "response.content_part.done",
+                       {{"type", "reasoning_text"}, {"text", item.text}});
+    text_and_part_done("summary_index", "response.reasoning_summary_text.done", Json::object(),
+                       "response.reasoning_summary_part.done", {{"type", "summary_text"}, {"text", item.text}});
   } else if (item.kind == Kind::kMessage) {
-    Json payload = where;
-    payload["content_index"] = 0;
-    payload["text"] = item.text;
-    payload["logprobs"] = Json::array();
-    emit("response.output_text.done", payload);
-    payload.erase("text");
-    payload.erase("logprobs");
-    payload["part"] = {
-        {"type", "output_text"}, {"text", item.text}, {"annotations", Json::array()}, {"logprobs", Json::array()}};
-    emit("response.content_part.done", payload);
+    text_and_part_done(
+        "content_index", "response.output_text.done", {{"logprobs", Json::array()}}, "response.content_part.done",
+        {{"type", "output_text"}, {"text", item.text}, {"annotations", Json::array()}, {"logprobs", Json::array()}});
   } else {
     Json payload = where;
     payload["arguments"] = item.text;

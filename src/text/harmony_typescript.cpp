@@ -75,23 +75,31 @@ void append_joined(const std::vector<std::string>& parts, std::string_view separ
 
 void render(const Json& schema, const std::string& indent, int32_t depth, std::string& out);
 
+// One variant of a union on its own line: "<indent> | <type>" (with " | null" when nullable).
+void append_variant(const Json& variant, const std::string& indent, int32_t depth, std::string& out) {
+  out += indent;
+  out += " | ";
+  const size_t start = out.size();
+  render(variant, indent + "   ", depth + 1, out);
+  append_nullable(variant, out, start);
+}
+
+// " // a b" after a variant, when it has comments.
+void append_comments(const std::vector<std::string>& comments, std::string& out) {
+  if (comments.empty()) return;
+  out += " // ";
+  append_joined(comments, " ", out);
+}
+
 void top_level_one_of(const Json& variants, const std::string& indent, int32_t depth, std::string& out) {
-  const std::string variant_indent = indent + "   ";
   for (const Json& variant : variants) {
     out += '\n';
-    out += indent;
-    out += " | ";
-    const size_t start = out.size();
-    render(variant, variant_indent, depth + 1, out);
-    append_nullable(variant, out, start);
+    append_variant(variant, indent, depth, out);
     std::vector<std::string> comments;
     if (const std::string* description = string_member(variant, "description")) comments.push_back(*description);
     // NOTE: here the default is always printed as JSON (quoted even for enum strings), unlike in properties.
     if (const Json* value = member(variant, "default")) comments.push_back("default: " + compact_json(*value));
-    if (!comments.empty()) {
-      out += " // ";
-      append_joined(comments, " ", out);
-    }
+    append_comments(comments, out);
   }
 }
 
@@ -108,14 +116,9 @@ void append_one_of_property(const std::string& key, const std::string& optional,
     out += indent + "// default: " + format_default(value, *value_default) + "\n";
   }
   out += indent + key + optional + ":\n";
-  const std::string variant_indent = indent + "   ";
   for (size_t i = 0; i < variants.size(); ++i) {
     const Json& variant = variants[i];
-    out += indent;
-    out += " | ";
-    const size_t start = out.size();
-    render(variant, variant_indent, depth + 1, out);
-    append_nullable(variant, out, start);
+    append_variant(variant, indent, depth, out);
     std::vector<std::string> comments;
     if (const std::string* description = string_member(variant, "description")) {
       const bool same_as_property = property_description != nullptr && *description == *property_description;
@@ -124,10 +127,7 @@ void append_one_of_property(const std::string& key, const std::string& optional,
     if (const Json* variant_default = member(variant, "default")) {
       comments.push_back("default: " + format_default(variant, *variant_default));
     }
-    if (!comments.empty()) {
-      out += " // ";
-      append_joined(comments, " ", out);
-    }
+    append_comments(comments, out);
     out += '\n';
   }
   out += indent + ",\n";

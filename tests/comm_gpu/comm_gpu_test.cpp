@@ -26,6 +26,8 @@ namespace {
 
 using test::free_port;
 using test::have_gpu;
+using test::start_logged;
+using test::wait_until;
 
 struct RankResult {
   int exit_code = -1;  // -1: killed at the test's deadline (a hang)
@@ -48,31 +50,12 @@ std::vector<RankResult> run_workers(int world, const std::vector<std::string>& e
     args.insert(args.end(), extra.begin(), extra.end());
     if (rank == odd_rank) args.push_back(odd_flag);
     const std::string log = dir + "/rank" + std::to_string(rank) + ".log";
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      std::freopen(log.c_str(), "w", stdout);
-      ::dup2(::fileno(stdout), 2);
-      std::vector<char*> argv;
-      for (auto& arg : args) argv.push_back(arg.data());
-      argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
-    pids.push_back(pid);
+    pids.push_back(start_logged(args, log));
   }
   std::vector<RankResult> results(static_cast<size_t>(world));
   const auto until = std::chrono::steady_clock::now() + deadline;
   for (int rank = 0; rank < world; ++rank) {
-    int status = 0;
-    while (::waitpid(pids[static_cast<size_t>(rank)], &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > until) {
-        ::kill(pids[static_cast<size_t>(rank)], SIGKILL);
-        ::waitpid(pids[static_cast<size_t>(rank)], &status, 0);
-        status = -1;
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    const int status = wait_until(pids[static_cast<size_t>(rank)], until);
     results[static_cast<size_t>(rank)].exit_code = status == -1 ? -1 : WIFEXITED(status) ? WEXITSTATUS(status) : 128;
     std::ifstream in(dir + "/rank" + std::to_string(rank) + ".log");
     std::stringstream text;

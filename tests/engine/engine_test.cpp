@@ -3,58 +3,15 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <map>
-#include <mutex>
 
+#include "output_collector.h"
 #include "testing/fake_model.h"
 
 namespace gossamer::engine {
 namespace {
 
 using namespace std::chrono_literals;
-
-// Records every request's events; waits until the expected number have finished.
-class Collector {
- public:
-  OutputCallback callback() {
-    return [this](const RequestOutput& output) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      auto& record = records_[output.id];
-      EXPECT_FALSE(record.finished) << "event after the final one";
-      record.tokens.insert(record.tokens.end(), output.new_tokens.begin(), output.new_tokens.end());
-      ++record.num_events;
-      if (output.finished) {
-        record.finished = true;
-        record.reason = output.finish_reason;
-        record.num_output_tokens = output.num_output_tokens;
-        ++num_finished_;
-        done_.notify_all();
-      }
-    };
-  }
-  bool wait(int count, std::chrono::milliseconds timeout = 20s) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    return done_.wait_for(lock, timeout, [&] { return num_finished_ >= count; });
-  }
-  struct Record {
-    std::vector<TokenId> tokens;
-    bool finished = false;
-    FinishReason reason = FinishReason::kNone;
-    int32_t num_output_tokens = 0;
-    int num_events = 0;
-  };
-  Record get(RequestId id) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return records_[id];
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable done_;
-  std::map<RequestId, Record> records_;
-  int num_finished_ = 0;
-};
 
 std::vector<TokenId> reference_greedy(const FakeModel& model, std::vector<TokenId> history, int32_t max_tokens) {
   std::vector<TokenId> out;
@@ -76,7 +33,7 @@ EngineConfig test_config() {
   return config;
 }
 
-SubmitParams greedy(std::vector<TokenId> prompt, int32_t max_tokens, Collector& collector) {
+SubmitParams greedy(std::vector<TokenId> prompt, int32_t max_tokens, OutputCollector& collector) {
   SubmitParams params;
   params.prompt = std::move(prompt);
   params.sampling.temperature = 0.0f;
@@ -94,7 +51,7 @@ std::vector<TokenId> prompt_of(int index, int length) {
 TEST(Engine, GreedyOutputMatchesTheModelRunAlone) {
   FakeModel reference;
   Engine engine(std::make_unique<FakeModel>(), test_config());
-  Collector collector;
+  OutputCollector collector;
   const RequestId id = engine.submit(greedy(prompt_of(0, 50), 20, collector));  // 50 > budget: chunked prefill
   ASSERT_TRUE(collector.wait(1));
   const auto record = collector.get(id);
@@ -111,7 +68,7 @@ TEST(Engine, BatchingAndPreemptionDoNotChangeGreedyOutputs) {
   config.num_kv_blocks = 40;  // 160 positions for 24 requests of ~60: forces preemption
   config.max_model_len = 128;
   Engine engine(std::make_unique<FakeModel>(), config);
-  Collector collector;
+  OutputCollector collector;
   std::map<RequestId, int> index_of;
   const int n = 24;
   for (int i = 0; i < n; ++i) index_of[engine.submit(greedy(prompt_of(i, 10 + i), 40, collector))] = i;
@@ -136,7 +93,7 @@ TEST(Engine, StopsOnTheRequestsStopTokens) {
   options.scripts.push_back({{5, 5, 5}, {200005, 17, 18, kReturn, 99}});
   options.scripts.push_back({{6, 6, 6}, {200005, 19, kCall, 99}});
   Engine engine(std::make_unique<FakeModel>(options), test_config());
-  Collector collector;
+  OutputCollector collector;
   const auto with_stops = [&](std::vector<TokenId> prompt, int32_t max_tokens) {
     SubmitParams params = greedy(std::move(prompt), max_tokens, collector);
     params.sampling.stop_token_ids = {kReturn, kCall};
@@ -163,7 +120,7 @@ TEST(Engine, StopsAtTheContextLength) {
   EngineConfig config = test_config();
   config.max_model_len = 24;
   Engine engine(std::make_unique<FakeModel>(), config);
-  Collector collector;
+  OutputCollector collector;
   const RequestId id = engine.submit(greedy(prompt_of(1, 20), 0, collector));  // 0 = up to the context
   ASSERT_TRUE(collector.wait(1));
   EXPECT_EQ(collector.get(id).tokens.size(), 4u);
@@ -174,7 +131,7 @@ TEST(Engine, RejectsOversizedAndInvalidRequests) {
   EngineConfig config = test_config();
   config.max_model_len = 32;
   Engine engine(std::make_unique<FakeModel>(), config);
-  Collector collector;
+  OutputCollector collector;
   try {
     engine.submit(greedy(prompt_of(0, 30), 10, collector));
     FAIL() << "expected ContextLengthError";
@@ -192,7 +149,7 @@ TEST(Engine, CancelFreesBlocksAndReportsAbort) {
   FakeModelOptions options;
   options.step_delay_us = 2000;
   Engine engine(std::make_unique<FakeModel>(options), test_config());
-  Collector collector;
+  OutputCollector collector;
   const RequestId id = engine.submit(greedy(prompt_of(2, 40), 200, collector));
   while (engine.stats().num_running == 0) std::this_thread::sleep_for(1ms);
   EXPECT_LT(engine.stats().num_free_kv_blocks, 256);
@@ -212,7 +169,7 @@ TEST(Engine, RefusesWhenTheQueueIsFull) {
   config.max_num_seqs = 1;
   config.max_queued_requests = 2;
   Engine engine(std::make_unique<FakeModel>(options), config);
-  Collector collector;
+  OutputCollector collector;
   int accepted = 0;
   bool refused = false;
   for (int i = 0; i < 10 && !refused; ++i) {
@@ -230,7 +187,7 @@ TEST(Engine, RefusesWhenTheQueueIsFull) {
 TEST(Engine, ShutdownAbortsEveryRequest) {
   FakeModelOptions options;
   options.step_delay_us = 2000;
-  Collector collector;
+  OutputCollector collector;
   auto engine = std::make_unique<Engine>(std::make_unique<FakeModel>(options), test_config());
   for (int i = 0; i < 5; ++i) engine->submit(greedy(prompt_of(i, 8), 200, collector));
   engine.reset();
@@ -238,7 +195,7 @@ TEST(Engine, ShutdownAbortsEveryRequest) {
 }
 
 TEST(Engine, SeededSamplingIsReproducible) {
-  Collector collector;
+  OutputCollector collector;
   Engine engine(std::make_unique<FakeModel>(), test_config());
   std::vector<RequestId> ids;
   for (int i = 0; i < 2; ++i) {
@@ -264,7 +221,7 @@ TEST(Engine, DeviceSamplingPathIsUsedAndSeeded) {
   auto owned = std::make_unique<FakeModel>(options);
   FakeModel* model = owned.get();
   Engine engine(std::move(owned), test_config());
-  Collector collector;
+  OutputCollector collector;
   const RequestId greedy_id = engine.submit(greedy(prompt_of(1, 30), 12, collector));
   std::vector<RequestId> seeded;
   for (const uint64_t seed : {5u, 5u, 6u}) {
@@ -287,7 +244,7 @@ TEST(Engine, DeviceSamplingPathIsUsedAndSeeded) {
   auto host_owned = std::make_unique<FakeModel>(options);
   FakeModel* host_model = host_owned.get();
   Engine host_engine(std::move(host_owned), host);
-  Collector host_collector;
+  OutputCollector host_collector;
   const RequestId id = host_engine.submit(greedy(prompt_of(1, 30), 12, host_collector));
   ASSERT_TRUE(host_collector.wait(1));
   EXPECT_EQ(host_collector.get(id).tokens, collector.get(greedy_id).tokens);

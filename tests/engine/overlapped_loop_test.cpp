@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <exception>
 #include <map>
 #include <mutex>
@@ -16,6 +15,7 @@
 
 #include "core/error.h"
 #include "engine/engine.h"
+#include "output_collector.h"
 #include "testing/fake_model.h"
 
 namespace gossamer::engine {
@@ -112,54 +112,6 @@ class AsyncFakeModel final : public model::Model {
   std::vector<int32_t> launched_sequences_;
 };
 
-struct Record {
-  std::vector<TokenId> tokens;
-  FinishReason reason = FinishReason::kNone;
-  int32_t num_output_tokens = 0;
-  int num_events = 0;
-  int num_events_while_in_flight = 0;  // events delivered while the model ran a later step
-  bool finished = false;
-};
-
-// Collects every request's events (and whether a step was in flight when each arrived).
-class Outputs {
- public:
-  explicit Outputs(const AsyncFakeModel* model = nullptr) : model_(model) {}
-  OutputCallback callback() {
-    return [this](const RequestOutput& output) {
-      const bool in_flight = model_ != nullptr && model_->in_flight();
-      std::lock_guard<std::mutex> lock(mutex_);
-      Record& record = records_[output.id];
-      EXPECT_FALSE(record.finished) << "event after the final one";
-      record.tokens.insert(record.tokens.end(), output.new_tokens.begin(), output.new_tokens.end());
-      ++record.num_events;
-      record.num_events_while_in_flight += in_flight;
-      if (output.finished) {
-        record.finished = true;
-        record.reason = output.finish_reason;
-        record.num_output_tokens = output.num_output_tokens;
-        ++num_finished_;
-        done_.notify_all();
-      }
-    };
-  }
-  bool wait(int count) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    return done_.wait_for(lock, 60s, [&] { return num_finished_ >= count; });
-  }
-  Record get(RequestId id) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return records_[id];
-  }
-
- private:
-  const AsyncFakeModel* model_;
-  std::mutex mutex_;
-  std::condition_variable done_;
-  std::map<RequestId, Record> records_;
-  int num_finished_ = 0;
-};
-
 EngineConfig test_config() {
   EngineConfig config;
   config.block_size = 4;
@@ -176,7 +128,7 @@ std::vector<TokenId> prompt_of(int index, int length) {
   return prompt;
 }
 
-SubmitParams greedy(std::vector<TokenId> prompt, int32_t max_tokens, Outputs& outputs) {
+SubmitParams greedy(std::vector<TokenId> prompt, int32_t max_tokens, OutputCollector& outputs) {
   SubmitParams params;
   params.prompt = std::move(prompt);
   params.sampling.temperature = 0.0f;
@@ -212,14 +164,14 @@ TEST_P(OverlappedLoop, BatchingAndPreemptionDoNotChangeGreedyOutputs) {
   auto owned = std::make_unique<AsyncFakeModel>(options);
   AsyncFakeModel* model = owned.get();
   Engine engine(std::move(owned), config);
-  Outputs outputs;
+  OutputCollector outputs;
   std::map<RequestId, int> index_of;
   const int n = 24;
   for (int i = 0; i < n; ++i) index_of[engine.submit(greedy(prompt_of(i, 10 + i), 40, outputs))] = i;
   ASSERT_TRUE(outputs.wait(n));
   int stopped = 0;
   for (const auto& [id, i] : index_of) {
-    const Record record = outputs.get(id);
+    const OutputCollector::Record record = outputs.get(id);
     const std::vector<TokenId> expected = reference_greedy(reference, prompt_of(i, 10 + i), 40);
     EXPECT_EQ(record.tokens, expected) << "request " << i;
     EXPECT_EQ(record.num_output_tokens, static_cast<int32_t>(expected.size())) << "request " << i;
@@ -246,14 +198,20 @@ TEST_P(OverlappedLoop, AStepsEventsGoOutWhileTheNextStepRuns) {
   auto owned = std::make_unique<AsyncFakeModel>(options);
   AsyncFakeModel* model = owned.get();
   Engine engine(std::move(owned), test_config());
-  Outputs outputs(model);
-  const RequestId id = engine.submit(greedy(prompt_of(3, 20), 30, outputs));
+  OutputCollector outputs;
+  SubmitParams params = greedy(prompt_of(3, 20), 30, outputs);
+  int events_while_in_flight = 0;  // NOTE: callbacks run on the engine thread, one at a time
+  params.on_output = [collect = params.on_output, model, &events_while_in_flight](RequestOutput output) {
+    events_while_in_flight += model->in_flight();
+    collect(std::move(output));
+  };
+  const RequestId id = engine.submit(std::move(params));
   ASSERT_TRUE(outputs.wait(1));
-  const Record record = outputs.get(id);
+  const OutputCollector::Record record = outputs.get(id);
   EXPECT_EQ(record.tokens.size(), 30u);
   EXPECT_EQ(record.num_events, 30);
   // Every event but the last (its request had no next step) is delivered after the next step was launched.
-  EXPECT_EQ(record.num_events_while_in_flight, 29);
+  EXPECT_EQ(events_while_in_flight, 29);
 }
 
 // Step 2 is scheduled while step 1 runs, but a request submitted during step 1 still joins it: admission is
@@ -265,7 +223,7 @@ TEST_P(OverlappedLoop, ARequestSubmittedWhileAStepRunsJoinsTheNextStep) {
   auto owned = std::make_unique<AsyncFakeModel>(options);
   AsyncFakeModel* model = owned.get();
   Engine engine(std::move(owned), test_config());
-  Outputs outputs;
+  OutputCollector outputs;
   engine.submit(greedy(prompt_of(1, 8), 3, outputs));
   while (model->num_launched() < 1) std::this_thread::sleep_for(1ms);
   engine.submit(greedy(prompt_of(2, 8), 3, outputs));
@@ -283,14 +241,14 @@ TEST_P(OverlappedLoop, CancelsWhileAStepRunsFreeEverything) {
   auto owned = std::make_unique<AsyncFakeModel>(options);
   AsyncFakeModel* model = owned.get();
   Engine engine(std::move(owned), test_config());
-  Outputs outputs;
+  OutputCollector outputs;
   std::vector<RequestId> ids;
   for (int i = 0; i < 8; ++i) ids.push_back(engine.submit(greedy(prompt_of(i, 6 + i), 200, outputs)));
   while (model->num_launched() < 5) std::this_thread::sleep_for(1ms);
   for (const RequestId id : ids) engine.cancel(id);
   ASSERT_TRUE(outputs.wait(8));
   for (const RequestId id : ids) {
-    const Record record = outputs.get(id);
+    const OutputCollector::Record record = outputs.get(id);
     EXPECT_EQ(record.reason, FinishReason::kAbort);
     EXPECT_EQ(record.num_output_tokens, static_cast<int32_t>(record.tokens.size()));
   }
@@ -307,7 +265,7 @@ TEST_P(OverlappedLoop, AFailedStepAbortsItsRequestsAndTheEngineGoesOn) {
   AsyncFakeModel* model = owned.get();
   model->fail_step(4);
   Engine engine(std::move(owned), test_config());
-  Outputs outputs;
+  OutputCollector outputs;
   std::vector<RequestId> ids;
   for (int i = 0; i < 4; ++i) ids.push_back(engine.submit(greedy(prompt_of(i, 8), 50, outputs)));
   ASSERT_TRUE(outputs.wait(4));

@@ -4,13 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <condition_variable>
-#include <map>
-#include <mutex>
 #include <random>
 
 #include "engine/engine.h"
 #include "model/dummy_checkpoint.h"
+#include "output_collector.h"
 #include "testing/fake_model.h"
 
 namespace gossamer::engine {
@@ -18,45 +16,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-struct Finished {
-  std::vector<TokenId> tokens;
-  FinishReason reason = FinishReason::kNone;
-  int32_t num_cached_tokens = 0;
-};
-
-// Collects each request's tokens; wait() returns once `count` requests have finished.
-class Outputs {
- public:
-  OutputCallback callback() {
-    return [this](const RequestOutput& output) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      auto& record = records_[output.id];
-      record.tokens.insert(record.tokens.end(), output.new_tokens.begin(), output.new_tokens.end());
-      if (output.finished) {
-        record.reason = output.finish_reason;
-        record.num_cached_tokens = output.num_cached_tokens;
-        ++num_finished_;
-        done_.notify_all();
-      }
-    };
-  }
-  bool wait(int count) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    return done_.wait_for(lock, 60s, [&] { return num_finished_ >= count; });
-  }
-  Finished get(RequestId id) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return records_[id];
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable done_;
-  std::map<RequestId, Finished> records_;
-  int num_finished_ = 0;
-};
-
-SubmitParams greedy(std::vector<TokenId> prompt, int32_t max_tokens, Outputs& outputs) {
+SubmitParams greedy(std::vector<TokenId> prompt, int32_t max_tokens, OutputCollector& outputs) {
   SubmitParams params;
   params.prompt = std::move(prompt);
   params.sampling.temperature = 0.0f;
@@ -90,20 +50,20 @@ std::vector<std::vector<TokenId>> shared_prompts(int count, uint32_t seed, int32
 }
 
 struct RunResult {
-  std::vector<Finished> finished;
+  std::vector<OutputCollector::Record> finished;
   EngineStats stats;
 };
 
 RunResult run_all(std::unique_ptr<model::Model> model, EngineConfig config,
                   const std::vector<std::vector<TokenId>>& prompts, int32_t max_tokens, bool staggered) {
-  Outputs outputs;
+  OutputCollector outputs;
   Engine engine(std::move(model), config);
   std::vector<RequestId> ids;
   for (size_t i = 0; i < prompts.size(); ++i) {
     ids.push_back(engine.submit(greedy(prompts[i], max_tokens, outputs)));
     if (staggered && i % 3 == 2) std::this_thread::sleep_for(2ms);
   }
-  EXPECT_TRUE(outputs.wait(static_cast<int>(prompts.size())));
+  EXPECT_TRUE(outputs.wait(static_cast<int>(prompts.size()), 60s));
   RunResult result;
   for (const RequestId id : ids) result.finished.push_back(outputs.get(id));
   // NOTE: events are delivered after the step's stats are published, so the blocks are freed by now.
@@ -141,7 +101,7 @@ TEST(PrefixCacheEngine, GreedyOutputsEqualWithoutCachingWhenBatchedAndChunked) {
   EXPECT_GT(with.stats.num_prefix_cache_hits_total, 0);
   EXPECT_LE(with.stats.num_prefix_cache_hits_total, with.stats.num_prefix_cache_queries_total);
   int32_t cached = 0;
-  for (const Finished& f : with.finished) cached += f.num_cached_tokens;
+  for (const OutputCollector::Record& f : with.finished) cached += f.num_cached_tokens;
   EXPECT_GT(cached, 0);
 }
 
@@ -159,7 +119,7 @@ TEST(PrefixCacheEngine, FuzzedSharedPromptsWithCancellationMatchAFreshModel) {
   FakeModel reference;
   for (uint32_t seed = 10; seed < 14; ++seed) {
     const auto prompts = shared_prompts(20, seed, 50000);
-    Outputs outputs;
+    OutputCollector outputs;
     EngineConfig config =
         fake_config(true, 48 + static_cast<int32_t>(seed % 3) * 40, 8 + static_cast<int32_t>(seed) * 3);
     Engine engine(std::make_unique<FakeModel>(), config);
@@ -172,9 +132,9 @@ TEST(PrefixCacheEngine, FuzzedSharedPromptsWithCancellationMatchAFreshModel) {
       if (rng() % 4 == 0) engine.cancel(submitted[rng() % submitted.size()].first);
       if (rng() % 3 == 0) std::this_thread::sleep_for(1ms);
     }
-    ASSERT_TRUE(outputs.wait(static_cast<int>(prompts.size())));
+    ASSERT_TRUE(outputs.wait(static_cast<int>(prompts.size()), 60s));
     for (const auto& [id, index] : submitted) {
-      const Finished f = outputs.get(id);
+      const OutputCollector::Record f = outputs.get(id);
       std::vector<TokenId> history = prompts[static_cast<size_t>(index)];
       for (const TokenId token : f.tokens) {  // every token the request got is the model's next token
         ASSERT_EQ(token, reference.next_token(history)) << "seed " << seed << " request " << id;
@@ -191,14 +151,14 @@ TEST(PrefixCacheEngine, FuzzedSharedPromptsWithCancellationMatchAFreshModel) {
 }
 
 TEST(PrefixCacheEngine, MultiTurnHistoryIsServedFromTheCache) {
-  Outputs outputs;
+  OutputCollector outputs;
   Engine engine(std::make_unique<FakeModel>(), fake_config(true, 256, 64));
   std::vector<TokenId> history;
   for (int turn = 0; turn < 4; ++turn) {
     for (int i = 0; i < 9; ++i) history.push_back(3000 + turn * 100 + i);
     const RequestId id = engine.submit(greedy(history, 6, outputs));
-    ASSERT_TRUE(outputs.wait(turn + 1));
-    const Finished f = outputs.get(id);
+    ASSERT_TRUE(outputs.wait(turn + 1, 60s));
+    const OutputCollector::Record f = outputs.get(id);
     if (turn > 0) {
       EXPECT_GE(f.num_cached_tokens, (static_cast<int32_t>(history.size()) - 9 - 6) / 4 * 4) << "turn " << turn;
     }

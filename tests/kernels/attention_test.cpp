@@ -1,10 +1,13 @@
-// Prefill and decode attention with sinks over a paged cache (shuffled pages), full and sliding window,
-// against the fp32 CPU reference.
+// Prefill (the wgmma kernel and the mma.sync kernels) and decode attention with sinks over a paged cache
+// (shuffled pages; for prefill, the rows a kernel must never read are NaN), full and sliding window,
+// against the fp32 CPU reference: edge shapes, and the bench's gpt-oss cases (gpt_oss_cases.h).
 #include "kernels/attention.h"
 
 #include <algorithm>
 #include <numeric>
+#include <sstream>
 
+#include "gpt_oss_cases.h"
 #include "kernel_test_utils.h"
 
 namespace gossamer::kernels {
@@ -35,8 +38,53 @@ Batch make_batch(const std::vector<std::pair<int, int>>& seqs, int page_size, st
   return b;
 }
 
+// Sink logits per query head: N(0, 2) (the default), large (5…15: the sink takes most of the mass), very
+// negative (−40…−20: no effect), or none (a null pointer).
+enum class Sinks { kNormal, kLarge, kVeryNegative, kNone };
+
+std::vector<float> make_sinks(int q_heads, Sinks mode, std::mt19937& rng) {
+  std::vector<float> sinks(q_heads);
+  std::normal_distribution<float> normal(0.f, 2.f);
+  std::uniform_real_distribution<float> large(5.f, 15.f), negative(-40.f, -20.f);
+  for (auto& s : sinks)
+    s = mode == Sinks::kLarge ? large(rng) : mode == Sinks::kVeryNegative ? negative(rng) : normal(rng);
+  return sinks;
+}
+
+// NaN into every cache row the contract says a prefill kernel never reads: rows past kv_len in a
+// sequence's last page, the unused pages, and on sliding layers the positions below the first query's
+// window start − kSlidingKeepMargin (128; model/model.h). A kernel that reads one of them (even to
+// multiply it by a zero probability) turns its output NaN.
+void poison_unread_rows(std::vector<uint16_t>& cache, const Batch& b, int window, int kv_heads, int page_size) {
+  constexpr uint16_t kNan = 0x7FC0;
+  const size_t row = size_t(kv_heads) * 64;
+  auto poison_slot = [&](int64_t slot) { std::fill_n(cache.begin() + slot * row, row, kNan); };
+  std::vector<bool> used(b.num_pages, false);
+  for (size_t s = 0; s + 1 < b.cu_q.size(); ++s) {
+    const int kv = b.kv_lens[s], q = b.cu_q[s + 1] - b.cu_q[s];
+    const int pages = b.page_indptr[s + 1] - b.page_indptr[s];
+    const int lowest_read = window > 0 ? kv - q - window + 1 - 128 : 0;
+    for (int pos = 0; pos < pages * page_size; ++pos) {
+      const int64_t slot = int64_t(b.page_indices[b.page_indptr[s] + pos / page_size]) * page_size + pos % page_size;
+      if (pos >= kv || pos < lowest_read) poison_slot(slot);
+    }
+    for (int i = b.page_indptr[s]; i < b.page_indptr[s + 1]; ++i) used[b.page_indices[i]] = true;
+  }
+  for (int page = 0; page < b.num_pages; ++page) {
+    if (used[page]) continue;
+    for (int r = 0; r < page_size; ++r) poison_slot(int64_t(page) * page_size + r);
+  }
+}
+
+const char* kernel_name(bool decode, PrefillKernel kernel) {
+  if (decode) return "attention_decode";
+  return kernel == PrefillKernel::kMmaSync64 || kernel == PrefillKernel::kMmaSync128 ? "attention_prefill"
+                                                                                     : "attention_prefill_wgmma";
+}
+
 void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_heads, int kv_heads, int page_size,
-              bool decode, std::mt19937& rng, int prefill_warps = 4) {
+              bool decode, std::mt19937& rng, PrefillKernel kernel = PrefillKernel::kMmaSync64,
+              Sinks sink_mode = Sinks::kNormal) {
   const Batch b = make_batch(seqs, page_size, rng);
   const int tokens = b.cu_q.back();
   int max_kv = 0;
@@ -45,9 +93,12 @@ void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_he
   const size_t cache_elems = size_t(b.num_pages) * page_size * kv_heads * 64;
   auto kc = random_bf16(cache_elems, rng, 1.0f);
   auto vc = random_bf16(cache_elems, rng, 1.0f);
-  std::vector<float> sinks(q_heads);
-  std::normal_distribution<float> sd(0.f, 2.f);
-  for (auto& s : sinks) s = sd(rng);
+  if (!decode) {
+    poison_unread_rows(kc, b, window, kv_heads, page_size);
+    poison_unread_rows(vc, b, window, kv_heads, page_size);
+  }
+  const std::vector<float> sinks = make_sinks(q_heads, sink_mode, rng);
+  const bool has_sinks = sink_mode != Sinks::kNone;
   DeviceBuffer<uint16_t> dq(q), dkc(kc), dvc(vc), dout(q.size());
   DeviceBuffer<int32_t> dcu(b.cu_q), dkv(b.kv_lens), dpi(b.page_indptr), dpx(b.page_indices);
   DeviceBuffer<float> dsinks(sinks);
@@ -61,7 +112,7 @@ void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_he
   p.page_indices = dpx.get();
   p.cu_seqlens_q = dcu.get();
   p.kv_lens = dkv.get();
-  p.sinks = dsinks.get();
+  p.sinks = has_sinks ? dsinks.get() : nullptr;
   p.num_seqs = static_cast<int>(seqs.size());
   p.num_tokens = tokens;
   p.num_q_heads = q_heads;
@@ -69,7 +120,7 @@ void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_he
   p.page_size = page_size;
   p.window = window;
   p.max_kv_len = max_kv;
-  p.prefill_warps = prefill_warps;
+  p.prefill_kernel = kernel;
   DeviceBuffer<uint8_t> ws(decode ? attention_decode_workspace_bytes(p) : 0);
   if (decode) {
     ws.poison();
@@ -88,27 +139,73 @@ void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_he
   r.page_indices = b.page_indices.data();
   r.cu_seqlens_q = b.cu_q.data();
   r.kv_lens = b.kv_lens.data();
-  r.sinks = sinks.data();
+  r.sinks = has_sinks ? sinks.data() : nullptr;
   attention_cpu(r);
   const double err = rel_error_bf16(dout.download(), ref);
-  std::string shape = std::to_string(seqs.size()) + " seqs (q,kv)=";
-  for (auto [ql, kv] : seqs) shape += "(" + std::to_string(ql) + "," + std::to_string(kv) + ")";
-  shape += " heads " + std::to_string(q_heads) + "/" + std::to_string(kv_heads) + " page " + std::to_string(page_size) +
-           " window " + std::to_string(window) + (decode ? "" : " warps " + std::to_string(prefill_warps));
-  report(decode ? "attention_decode" : "attention_prefill", shape, err, kTolBf16);
+  static const char* kSinkNames[] = {"normal", "large", "very negative", "none"};
+  std::ostringstream os;
+  os << seqs.size() << " seqs (q,kv)=";
+  for (auto [ql, kv] : seqs) os << "(" << ql << "," << kv << ")";
+  os << " heads " << q_heads << "/" << kv_heads << " page " << page_size << " window " << window << " sinks "
+     << kSinkNames[static_cast<int>(sink_mode)];
+  if (!decode && kernel == PrefillKernel::kMmaSync64) os << " warps 4";
+  if (!decode && kernel == PrefillKernel::kMmaSync128) os << " warps 8";
+  const std::string shape = os.str();
+  report(kernel_name(decode, kernel), shape, err, kTolBf16);
   EXPECT_LT(err, kTolBf16) << shape;
 }
 
 TEST(AttentionPrefillKernel, MatchesReference) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(20);
-  for (const int warps : {4, 8}) {
+  for (const PrefillKernel kernel : {PrefillKernel::kMmaSync64, PrefillKernel::kMmaSync128}) {
     for (const int window : {0, 128}) {
-      run_case({{1, 1}}, window, 16, 2, 16, false, rng, warps);
-      run_case({{70, 70}, {129, 200}, {5, 300}}, window, 16, 2, 16, false, rng, warps);
-      run_case({{300, 300}, {64, 64}, {1, 77}}, window, 16, 2, 64, false, rng, warps);
-      run_case({{200, 456}}, window, 64, 8, 32, false, rng, warps);
+      run_case({{1, 1}}, window, 16, 2, 16, false, rng, kernel);
+      run_case({{70, 70}, {129, 200}, {5, 300}}, window, 16, 2, 16, false, rng, kernel);
+      run_case({{300, 300}, {64, 64}, {1, 77}}, window, 16, 2, 64, false, rng, kernel);
+      run_case({{200, 456}}, window, 64, 8, 32, false, rng, kernel);
     }
+  }
+}
+
+// The wgmma kernel (the default): 128-query tiles of two 64-row warpgroups, 128-key tiles. The shapes
+// cross every tile edge (q_len 1, 17, 64/65, 127–129, 300, 1000+), chunked prefill (q_len < kv_len, the
+// chunk attending to its cached prefix), full causal and window 128, GQA 8 (64/8 and 16/2) and 1, page
+// sizes 8–64, sinks of every magnitude and none.
+TEST(AttentionPrefillWgmmaKernel, MatchesReference) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(22);
+  const PrefillKernel k = PrefillKernel::kWgmma;
+  for (const int window : {0, 128}) {
+    run_case({{1, 1}}, window, 64, 8, 16, false, rng, k);
+    run_case({{1, 1}, {17, 17}, {128, 128}, {300, 300}, {1000, 1000}}, window, 16, 2, 16, false, rng, k);
+    run_case({{17, 300}, {128, 1000}, {1, 1000}, {300, 1300}, {129, 129}}, window, 16, 2, 16, false, rng, k);
+    run_case({{200, 456}, {65, 65}, {64, 64}, {127, 127}}, window, 64, 8, 16, false, rng, k);
+    run_case({{1100, 1100}}, window, 16, 2, 64, false, rng, k, Sinks::kLarge);
+    run_case({{1030, 1200}, {40, 40}}, window, 16, 2, 8, false, rng, k, Sinks::kVeryNegative);
+    run_case({{300, 700}, {129, 129}}, window, 8, 8, 32, false, rng, k, Sinks::kNone);
+    run_case({{2000, 2000}}, window, 8, 1, 16, false, rng, k);
+  }
+}
+
+// Random varlen batches: 1–5 sequences, query lengths 1–1,200, cached prefixes 0–1,000, either window,
+// random page size and sinks.
+TEST(AttentionPrefillWgmmaKernel, RandomBatches) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(23);
+  std::uniform_int_distribution<int> num_seqs(1, 5), q_len(1, 1200), prefix(0, 1000), coin(0, 1), sink(0, 3),
+      page_log2(3, 6);
+  for (int c = 0; c < 8; ++c) {
+    std::vector<std::pair<int, int>> seqs;
+    const int n = num_seqs(rng);
+    for (int i = 0; i < n; ++i) {
+      const int q = coin(rng) ? q_len(rng) : std::uniform_int_distribution<int>(1, 140)(rng);
+      seqs.emplace_back(q, q + (coin(rng) ? prefix(rng) : 0));
+    }
+    const int window = coin(rng) ? 128 : 0;
+    const int page_size = 1 << page_log2(rng);
+    const Sinks sinks = static_cast<Sinks>(sink(rng));
+    run_case(seqs, window, 16, 2, page_size, false, rng, PrefillKernel::kWgmma, sinks);
   }
 }
 
@@ -121,6 +218,29 @@ TEST(AttentionDecodeKernel, MatchesReference) {
     run_case({{1, 130}, {2, 900}, {1, 64}, {2, 2}}, window, 64, 8, 32, true, rng);
     run_case({{1, 3000}, {1, 129}}, window, 16, 2, 64, true, rng);
   }
+}
+
+// The bench's cases whose reference fits the budget (the decode batches and the small prefill chunks; the
+// long prefills would take the single-threaded reference minutes), at gpt-oss's heads and page size, on
+// every prefill kernel.
+TEST(AttentionKernel, GptOssCasesMatchReference) {
+  GOSSAMER_REQUIRE_GPU();
+  constexpr long long kReferenceBudget = 1 << 18;  // visible positions (× 64 heads × 128 MACs)
+  std::mt19937 rng(22);
+  int checked = 0;
+  for (const gpt_oss::AttentionCase& c : gpt_oss::kAttention) {
+    if (gpt_oss::attention_visible(c) > kReferenceBudget) continue;
+    const std::vector<std::pair<int, int>> seqs = gpt_oss::attention_seqs(c);
+    if (c.decode) {
+      run_case(seqs, c.window, kNumQHeads, kNumKvHeads, gpt_oss::kAttentionPage, true, rng);
+    } else {
+      for (const PrefillKernel k : {PrefillKernel::kMmaSync64, PrefillKernel::kMmaSync128, PrefillKernel::kWgmma}) {
+        run_case(seqs, c.window, kNumQHeads, kNumKvHeads, gpt_oss::kAttentionPage, false, rng, k);
+      }
+    }
+    ++checked;
+  }
+  EXPECT_GE(checked, 7);  // every decode case and two prefill chunks
 }
 
 }  // namespace

@@ -95,6 +95,11 @@ TEST(Fp8TiledKernel, MatchesReference) {
     dst.poison();
     launch_fp8_to_tiled(src.get(), dst.get(), groups, n, k, nullptr);
     EXPECT_EQ(dst.download(), want) << groups << "x" << n << "x" << k;
+    // And back: the row-major copy cuBLASLt reads.
+    DeviceBuffer<uint8_t> back(w.size());
+    back.poison();
+    launch_fp8_from_tiled(dst.get(), back.get(), groups, n, k, nullptr);
+    EXPECT_EQ(back.download(), w) << "from tiled " << groups << "x" << n << "x" << k;
   }
 }
 

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "gpt_oss_cases.h"
 #include "kernel_test_utils.h"
 #include "kernels/moe.h"
 
@@ -84,6 +85,68 @@ std::string gemm_shape(const GemmCase& c) {
          (c.gather_and_pad ? " gather+stride" : "");
 }
 
+// One GEMM against gemm_bf16_cpu: the written columns within kTolBf16, the ldc padding never written.
+void check_gemm(const GemmCase& c, std::mt19937& rng) {
+  constexpr auto kS = GemmEpilogue::kSwiGlu;
+  const int out_cols = c.epi == kS ? c.n / 2 : c.n;
+  const int64_t lda = c.gather_and_pad ? c.k + 24 : c.k;
+  const int64_t ldc = c.gather_and_pad ? out_cols + 6 : out_cols;
+  const int rows_a = c.gather_and_pad ? c.m + 5 : c.m;
+  auto a = random_bf16(size_t(rows_a) * lda, rng, 1.0f);
+  auto b = random_bf16(size_t(c.n) * c.k, rng, 2.0f / std::sqrt(float(c.k)));
+  auto bias = random_bf16(c.n, rng, 1.0f);
+  std::vector<int32_t> index(c.gather_and_pad ? c.m : 1, 0);  // unused (size 1) without gather
+  std::uniform_int_distribution<int> pick(0, rows_a - 1);
+  if (c.gather_and_pad) {
+    for (auto& i : index) i = pick(rng);
+  }
+  DeviceBuffer<uint16_t> da(a), db(b), dbias(bias), dout(size_t(c.m) * ldc);
+  DeviceBuffer<int32_t> dindex(index);
+  GemmBf16Params p;
+  p.a = da.get();
+  p.lda = lda;
+  p.a_row_index = c.gather_and_pad ? dindex.get() : nullptr;
+  p.b = db.get();
+  p.bias = c.bias ? dbias.get() : nullptr;
+  p.out = dout.get();
+  p.ldc = ldc;
+  p.M = c.m;
+  p.N = c.n;
+  p.K = c.k;
+  p.epilogue = c.epi;
+  std::vector<uint16_t> ref(dout.size(), 0);
+  GemmBf16Params r = p;
+  r.a = a.data();
+  r.a_row_index = c.gather_and_pad ? index.data() : nullptr;
+  r.b = b.data();
+  r.bias = c.bias ? bias.data() : nullptr;
+  r.out = ref.data();
+  gemm_bf16_cpu(r);
+
+  dout.poison();
+  launch_gemm_bf16(p, nullptr);
+  const std::vector<uint16_t> out = dout.download();
+  // Compare the written columns; the ldc padding must still hold the poison (never written).
+  std::vector<uint16_t> got, want;
+  bool pad_untouched = true;
+  for (int m = 0; m < c.m; ++m) {
+    for (int64_t j = 0; j < ldc; ++j) {
+      const uint16_t v = out[m * ldc + j];
+      if (j < out_cols) {
+        got.push_back(v);
+        want.push_back(ref[m * ldc + j]);
+      } else if (v != 0xFFFF) {
+        pad_untouched = false;
+      }
+    }
+  }
+  const std::string shape = gemm_shape(c);
+  const double err = rel_error_bf16(got, want);
+  report("gemm_bf16", shape, err, kTolBf16);
+  EXPECT_LT(err, kTolBf16) << shape;
+  EXPECT_TRUE(pad_untouched) << shape << ": wrote past the output columns";
+}
+
 TEST(GemmBf16Kernel, MatchesReference) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(20);
@@ -100,65 +163,23 @@ TEST(GemmBf16Kernel, MatchesReference) {
       {1000, 8, 16, kB, true, false},     {1000, 136, 272, kB, false, true},  {1000, 136, 2880, kS, true, true},
       {256, 256, 64, kB, true, false},    {128, 128, 32, kS, false, false},
   };
-  for (const auto& c : cases) {
-    const int out_cols = c.epi == kS ? c.n / 2 : c.n;
-    const int64_t lda = c.gather_and_pad ? c.k + 24 : c.k;
-    const int64_t ldc = c.gather_and_pad ? out_cols + 6 : out_cols;
-    const int rows_a = c.gather_and_pad ? c.m + 5 : c.m;
-    auto a = random_bf16(size_t(rows_a) * lda, rng, 1.0f);
-    auto b = random_bf16(size_t(c.n) * c.k, rng, 2.0f / std::sqrt(float(c.k)));
-    auto bias = random_bf16(c.n, rng, 1.0f);
-    std::vector<int32_t> index(c.gather_and_pad ? c.m : 1, 0);  // unused (size 1) without gather
-    std::uniform_int_distribution<int> pick(0, rows_a - 1);
-    if (c.gather_and_pad) {
-      for (auto& i : index) i = pick(rng);
-    }
-    DeviceBuffer<uint16_t> da(a), db(b), dbias(bias), dout(size_t(c.m) * ldc);
-    DeviceBuffer<int32_t> dindex(index);
-    GemmBf16Params p;
-    p.a = da.get();
-    p.lda = lda;
-    p.a_row_index = c.gather_and_pad ? dindex.get() : nullptr;
-    p.b = db.get();
-    p.bias = c.bias ? dbias.get() : nullptr;
-    p.out = dout.get();
-    p.ldc = ldc;
-    p.M = c.m;
-    p.N = c.n;
-    p.K = c.k;
-    p.epilogue = c.epi;
-    std::vector<uint16_t> ref(dout.size(), 0);
-    GemmBf16Params r = p;
-    r.a = a.data();
-    r.a_row_index = c.gather_and_pad ? index.data() : nullptr;
-    r.b = b.data();
-    r.bias = c.bias ? bias.data() : nullptr;
-    r.out = ref.data();
-    gemm_bf16_cpu(r);
+  for (const auto& c : cases) check_gemm(c, rng);
+}
 
-    dout.poison();
-    launch_gemm_bf16(p, nullptr);
-    const std::vector<uint16_t> out = dout.download();
-    // Compare the written columns; the ldc padding must still hold the poison (never written).
-    std::vector<uint16_t> got, want;
-    bool pad_untouched = true;
-    for (int m = 0; m < c.m; ++m) {
-      for (int64_t j = 0; j < ldc; ++j) {
-        const uint16_t v = out[m * ldc + j];
-        if (j < out_cols) {
-          got.push_back(v);
-          want.push_back(ref[m * ldc + j]);
-        } else if (v != 0xFFFF) {
-          pad_untouched = false;
-        }
-      }
-    }
-    const std::string shape = gemm_shape(c);
-    const double err = rel_error_bf16(got, want);
-    report("gemm_bf16", shape, err, kTolBf16);
-    EXPECT_LT(err, kTolBf16) << shape;
-    EXPECT_TRUE(pad_untouched) << shape << ": wrote past the output columns";
+// The bench's gpt-oss cases (gpt_oss_cases.h) whose reference fits the budget: the prefill rows of the
+// dense linears at 16 rows and the routers (the large ones take the single-threaded reference minutes).
+TEST(GemmBf16Kernel, GptOssCasesMatchReference) {
+  GOSSAMER_REQUIRE_GPU();
+  constexpr double kReferenceBudget = double(1 << 28);  // multiply-adds
+  std::mt19937 rng(23);
+  int checked = 0;
+  for (const gpt_oss::GemmBf16Case& g : gpt_oss::kGemmBf16) {
+    const gpt_oss::LinearCase& l = gpt_oss::linear(g.linear);
+    if (double(g.rows) * l.n * l.k > kReferenceBudget) continue;
+    check_gemm({g.rows, l.n, l.k, l.epilogue, true, false}, rng);
+    ++checked;
   }
+  EXPECT_GE(checked, 5);
 }
 
 TEST(GemmBf16Kernel, EmptyProblemsAreNoOps) {

@@ -5,6 +5,7 @@
 
 #include "gpt_oss_cases.h"
 #include "kernel_test_utils.h"
+#include "kernels/gemm_fp8_cublaslt.h"
 #include "kernels/moe.h"
 #include "kernels/quantize_fp8.h"
 #include "moe_problem.h"
@@ -30,6 +31,8 @@ TEST(GemmFp8Kernel, MatchesReference) {
                             {200, 640, 2880, GemmEpilogue::kSwiGlu}, {3, 136, 48, GemmEpilogue::kBias},
                             {257, 384, 8192, GemmEpilogue::kBias},   {520, 2880, 2880, GemmEpilogue::kBias},
                             {384, 5760, 2880, GemmEpilogue::kSwiGlu}};
+  CublasLtFp8Gemm cublaslt;
+  int cublaslt_runs = 0;
   for (const auto& c : cases) {
     const int kb = (c.k + 127) / 128, nb = (c.n + 127) / 128;
     const int64_t lda = (c.k + 15) / 16 * 16;
@@ -91,7 +94,25 @@ TEST(GemmFp8Kernel, MatchesReference) {
       report("gemm_fp8", shape + v.name, err, kTolBf16);
       EXPECT_LT(err, kTolBf16) << shape << v.name;
     }
+    // cuBLASLt (gemm_fp8_cublaslt.h, B row-major) where the product sends it: bias epilogue, rows above
+    // the GEMV's; the model's shapes must be supported.
+    if (c.epi == GemmEpilogue::kBias && gemm_fp8_cublaslt_preferred(c.m, c.n, c.k)) {
+      const bool model_shape = (c.n == 2880 && (c.k == 2880 || c.k == 4096)) || c.n == 5120;
+      const bool supported = cublaslt.supports(p);
+      if (model_shape) {
+        EXPECT_TRUE(supported) << "cuBLASLt has no algorithm for " << shape;
+      }
+      if (supported) {
+        dout.poison();
+        cublaslt.launch(p, nullptr);
+        const double err = rel_error_bf16(dout.download(), ref);
+        report("gemm_fp8", shape + " cublaslt", err, kTolBf16);
+        EXPECT_LT(err, kTolBf16) << shape << " cublaslt";
+        ++cublaslt_runs;
+      }
+    }
   }
+  EXPECT_GE(cublaslt_runs, 3) << "the cuBLASLt path ran on too few shapes to be tested";
 }
 
 TEST(MoeRouteKernel, TopFourWithTiesToLowerIndex) {
@@ -129,9 +150,12 @@ TEST(MoeKernel, MatchesReference) {
       {300, 32, 0, 32, 576, 320, true}, {64, 8, 4, 4, 576, 320, false},
       {8, 4, 0, 4, 2880, 2880, true},   {512, 4, 0, 4, 512, 256, true},  // 512 rows per expert: 128-row tiles
       {160, 8, 2, 4, 2880, 2880, false}};                                // 128-row tiles at the model's width, EP slice
-  // The bench's prefill blocks small enough for the CPU reference (moe_cpu), at the model's sizes.
+  // The bench's prefill blocks small enough for the CPU reference (moe_cpu), at the model's sizes; at
+  // E = 128 the model's width is 3 GB of host weights (minutes of host work), so 128 experts run narrow.
   for (const gpt_oss::MoeCase& m : gpt_oss::kMoePrefill) {
-    if (m.tokens <= 16) cases.push_back({m.tokens, m.experts, 0, m.experts, 2880, 2880, true});
+    if (m.tokens > 16) continue;
+    const int width = m.experts <= 32 ? 2880 : 256;
+    cases.push_back({m.tokens, m.experts, 0, m.experts, width, width, true});
   }
   for (const auto& c : cases) {
     const int H = c.hidden, I = c.inter, E = c.local;

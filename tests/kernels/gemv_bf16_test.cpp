@@ -58,12 +58,19 @@ TEST(GemvBf16Test, MatchesReferenceAcrossShapes) {
       ++seed;
     }
   }
+  // Chunks of 8 rows (the router at decode batches), with a partial last chunk.
+  for (int m : {9, 16, 61, 256, 1024}) {
+    for (auto [n, k] : {std::pair{32, 2880}, std::pair{128, 2880}, std::pair{136, 272}}) {
+      check(m, n, k, (seed % 2) == 0, seed);
+      ++seed;
+    }
+  }
 }
 
 TEST(GemvBf16Test, RejectsBadShapes) {
   GOSSAMER_REQUIRE_GPU();
   GemvBf16Params p;
-  p.M = 9;
+  p.M = kGemvBf16MaxRows + 1;
   p.N = 8;
   p.K = 16;
   p.ldx = 16;

@@ -1,10 +1,15 @@
 // Sampling: greedy (ties → lowest index) must match exactly; seeded temperature/top-k/top-p draws must
 // match the CPU reference (the same thresholds and the same uniform draw); penalties and raw logprobs too.
+// The bench's gpt-oss cases (gpt_oss_cases.h) on fp32 and bf16 logits, where a seeded draw may differ only
+// within rounding of a boundary (sampling_boundaries.h).
 #include "kernels/sampling.h"
 
 #include <algorithm>
+#include <span>
 
+#include "gpt_oss_cases.h"
 #include "kernel_test_utils.h"
+#include "sampling_boundaries.h"
 
 namespace gossamer::kernels {
 namespace {
@@ -154,6 +159,60 @@ TEST(SamplingKernel, PenaltiesAndLogprobsMatchReference) {
   }
   EXPECT_LE(mismatches, 1);
   report("sampling", std::to_string(n) + "x201088 penalised/logprob rows mismatching", mismatches, 1);
+}
+
+// Every bench case over the whole vocabulary, as the bench runs it: fp32 logits and the model's bf16 logits
+// in place (the same values: bf16-rounded). Greedy rows exactly; a seeded row may differ from the reference
+// only where its draw lies within fp32 rounding of a boundary, and rarely.
+TEST(SamplingKernel, GptOssCasesMatchReference) {
+  GOSSAMER_REQUIRE_GPU();
+  constexpr double kRounding = 1e-4;  // relative error of the kernel's fp32 sums allowed at a boundary
+  std::mt19937 rng(32);
+  const int vocab = gpt_oss::kVocab;
+  int seeded = 0, mismatches = 0;
+  for (const gpt_oss::SamplingCase& c : gpt_oss::kSampling) {
+    const int n = c.rows;
+    std::vector<float> logits(size_t(n) * vocab);
+    std::normal_distribution<float> d(0.f, 3.f);
+    for (auto& x : logits) x = round_to_bf16(d(rng));
+    std::vector<uint16_t> logits_bf16(logits.size());
+    for (size_t i = 0; i < logits.size(); ++i) logits_bf16[i] = float_to_bf16(logits[i]);
+    std::vector<float> temp(n, c.temperature), top_p(n, c.top_p);
+    std::vector<int32_t> top_k(n, c.top_k), ref(n);
+    std::vector<uint64_t> seeds(n);
+    for (int r = 0; r < n; ++r) seeds[r] = 777ull * (r + 1);
+    sampling_cpu({logits.data(), ref.data(), temp.data(), top_k.data(), top_p.data(), seeds.data(), n, vocab});
+    DeviceBuffer<float> dl(logits), dt(temp), dp(top_p);
+    DeviceBuffer<uint16_t> dl16(logits_bf16);
+    DeviceBuffer<int32_t> dk(top_k), dout(n);
+    DeviceBuffer<uint64_t> ds(seeds);
+    for (const bool bf16 : {false, true}) {
+      dout.poison();
+      SamplingParams p{dl.get(), dout.get(), dt.get(), dk.get(), dp.get(), ds.get(), n, vocab};
+      if (bf16) {
+        p.logits = nullptr;
+        p.logits_bf16 = dl16.get();
+      }
+      launch_sampling(p, nullptr);
+      const auto got = dout.download();
+      for (int r = 0; r < n; ++r) {
+        if (c.temperature <= 0.f) {
+          EXPECT_EQ(got[r], ref[r]) << c.name << " greedy row " << r;
+          continue;
+        }
+        ++seeded;
+        if (got[r] == ref[r]) continue;
+        ++mismatches;
+        const std::span<const float> row(logits.data() + size_t(r) * vocab, size_t(vocab));
+        const auto near = test::draws_within_rounding(row, c.temperature, c.top_k, c.top_p, seeds[r], kRounding);
+        EXPECT_TRUE(std::find(near.begin(), near.end(), got[r]) != near.end())
+            << c.name << (bf16 ? " bf16" : "") << " row " << r << ": gpu " << got[r] << ", reference " << ref[r]
+            << " (not within rounding)";
+      }
+    }
+  }
+  report("sampling", "gpt-oss cases: seeded draws off a boundary by rounding", mismatches, seeded / 32);
+  EXPECT_LE(mismatches, std::max(1, seeded / 32));
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
 // Tests for RMSNorm, YaRN RoPE (+ paged cache write; the tables are tested in tests/kernels_ref), embedding gather,
-// activation quantization and MXFP4 → FP8 conversion against their CPU references.
+// activation quantization and MXFP4 → FP8 conversion against their CPU references; RMSNorm and RoPE at the
+// bench's gpt-oss cases (gpt_oss_cases.h) and at edge shapes.
 #include <algorithm>
 #include <numeric>
 
+#include "gpt_oss_cases.h"
 #include "kernel_test_utils.h"
 #include "kernels/embedding.h"
 #include "kernels/mxfp4_convert.h"
@@ -18,24 +20,31 @@ using namespace test;
 TEST(RmsNormKernel, MatchesReference) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(1);
-  for (const auto& [tokens, hidden] : {std::pair{1, 2880}, {7, 2880}, {33, 512}, {5, 8}, {300, 2880}}) {
-    for (const bool fused : {false, true}) {
-      auto x = random_bf16(size_t(tokens) * hidden, rng, 2.0f);
-      auto res = random_bf16(size_t(tokens) * hidden, rng, 1.0f);
-      auto w = random_bf16(hidden, rng, 0.3f, 1.0f);
-      DeviceBuffer<uint16_t> dx(x), dres(res), dw(w), dout(x.size());
-      dout.poison();
-      RmsNormParams p{dx.get(), fused ? dres.get() : nullptr, dw.get(), dout.get(), tokens, hidden, 1e-5f};
-      launch_rmsnorm(p, nullptr);
-      std::vector<uint16_t> ref(x.size()), ref_res = res;
-      RmsNormParams c{x.data(), fused ? ref_res.data() : nullptr, w.data(), ref.data(), tokens, hidden, 1e-5f};
-      rmsnorm_cpu(c);
-      const double err = rel_error_bf16(dout.download(), ref);
-      report("rmsnorm", std::to_string(tokens) + "x" + std::to_string(hidden) + (fused ? "+res" : ""), err, kTolBf16);
-      EXPECT_LT(err, kTolBf16);
-      if (fused) {
-        EXPECT_EQ(dres.download(), ref_res) << "residual sum must be exact";
-      }
+  struct Case {
+    int tokens, hidden;
+    bool fused;
+  };
+  std::vector<Case> cases;
+  for (const int tokens : gpt_oss::kRmsNormTokens) cases.push_back({tokens, gpt_oss::kHidden, true});
+  for (const auto& [tokens, hidden] : {std::pair{7, 2880}, {33, 512}, {5, 8}, {300, 2880}}) {
+    for (const bool fused : {false, true}) cases.push_back({tokens, hidden, fused});
+  }
+  for (const auto& [tokens, hidden, fused] : cases) {
+    auto x = random_bf16(size_t(tokens) * hidden, rng, 2.0f);
+    auto res = random_bf16(size_t(tokens) * hidden, rng, 1.0f);
+    auto w = random_bf16(hidden, rng, 0.3f, 1.0f);
+    DeviceBuffer<uint16_t> dx(x), dres(res), dw(w), dout(x.size());
+    dout.poison();
+    RmsNormParams p{dx.get(), fused ? dres.get() : nullptr, dw.get(), dout.get(), tokens, hidden, 1e-5f};
+    launch_rmsnorm(p, nullptr);
+    std::vector<uint16_t> ref(x.size()), ref_res = res;
+    RmsNormParams c{x.data(), fused ? ref_res.data() : nullptr, w.data(), ref.data(), tokens, hidden, 1e-5f};
+    rmsnorm_cpu(c);
+    const double err = rel_error_bf16(dout.download(), ref);
+    report("rmsnorm", std::to_string(tokens) + "x" + std::to_string(hidden) + (fused ? "+res" : ""), err, kTolBf16);
+    EXPECT_LT(err, kTolBf16);
+    if (fused) {
+      EXPECT_EQ(dres.download(), ref_res) << "residual sum must be exact";
     }
   }
 }
@@ -43,7 +52,9 @@ TEST(RmsNormKernel, MatchesReference) {
 TEST(RopeKernel, MatchesReferenceAndWritesCache) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(2);
-  for (const int tokens : {1, 5, 257}) {
+  std::vector<int> token_counts(std::begin(gpt_oss::kRopeTokens), std::end(gpt_oss::kRopeTokens));
+  token_counts.insert(token_counts.end(), {5, 257});
+  for (const int tokens : token_counts) {
     const int qh = 64, kvh = 8, stride = (qh + 2 * kvh) * 64;
     auto qkv = random_bf16(size_t(tokens) * stride, rng, 1.0f);
     std::vector<int32_t> pos(tokens);

@@ -4,9 +4,11 @@
 
 #include <cmath>
 #include <numeric>
+#include <tuple>
 #include <vector>
 
 #include "core/dtype.h"
+#include "kernels/fp8_tiled.h"
 #include "kernels/moe.h"
 #include "kernels/quantize_fp8.h"
 #include "kernels/rmsnorm.h"
@@ -125,6 +127,17 @@ TEST(QuantizeFp8, GroupScaleAndActivationRule) {
   EXPECT_FLOAT_EQ(scale, 8.0f / 448.0f);
   EXPECT_FLOAT_EQ(seen[1], -448.0f);
   EXPECT_FLOAT_EQ(quantize_fp8_weight_block_cpu(tiny.data(), 1, 1, 3, [](int64_t, int64_t, uint8_t) {}), 1.0f);
+}
+
+TEST(Fp8Tiled, FromTiledInvertsToTiled) {
+  for (const auto& [groups, n, k] : {std::tuple{1, 64, 64}, std::tuple{2, 136, 272}, std::tuple{3, 5, 80}}) {
+    std::vector<uint8_t> w(static_cast<size_t>(groups) * n * k),
+        tiled(static_cast<size_t>(groups) * fp8_tiled_group_bytes(n, k)), back(w.size());
+    for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<uint8_t>(i * 131 + 7);
+    fp8_to_tiled_cpu(w.data(), tiled.data(), groups, n, k);
+    fp8_from_tiled_cpu(tiled.data(), back.data(), groups, n, k);
+    EXPECT_EQ(back, w) << groups << "x" << n << "x" << k;
+  }
 }
 
 TEST(RmsNormF32, NormalisesEachRow) {

@@ -24,6 +24,7 @@
 #include "gpu_test_util.h"
 #include "kernels/sampling.h"
 #include "model/dummy_checkpoint.h"
+#include "model/host_sampling_batch.h"
 #include "model/loader.h"
 #include "model/sequence_runner.h"
 
@@ -198,67 +199,66 @@ TEST(CudaModelGpuTest, GraphDecodeMatchesEagerDecode) {
   }
 }
 
-// The sliding-window ring on the GPU: 2 × 600 tokens (prefill in chunks of 64, then decode through the
-// graphs) with the sliding layers in a pool far smaller than the sequences, blocks recycled with the
-// engine's margin and handed to the other sequence, must give the same logits as full-length KV.
+// The conditioned tiny checkpoint on the cuda fp8 path with its golden sequences and reversed copies of
+// the first `reversed` of them (8 blocks of 16 positions each), prefilled to kPrefix positions: decode() is
+// the batch of every sequence's token at position kPrefix (the same step each time it runs).
+struct PrefilledGoldens {
+  static constexpr int32_t kPrefix = 100;
+  explicit PrefilledGoldens(int reversed)
+      : model(load(tiny_checkpoint(DummyInit::kConditioned), "fp8", true)),
+        vocab(model->config().vocab_size),
+        tokens(testing::golden_tokens("tiny_conditioned")) {
+    for (int s = 0; s < reversed; ++s) tokens.push_back(std::vector<int32_t>(tokens[s].rbegin(), tokens[s].rend()));
+    n = static_cast<int32_t>(tokens.size());
+    model->allocate_kv_cache(n * 8, 16);
+    tables.resize(tokens.size());
+    for (int32_t s = 0; s < n; ++s) {
+      for (int32_t b = 0; b < 8; ++b) tables[static_cast<size_t>(s)].push_back(s * 8 + b);
+    }
+    std::vector<float> logits;
+    model->forward(step(0, kPrefix, LogitsWanted::kNone), logits);
+  }
+  ForwardBatch step(int32_t done, int32_t count, LogitsWanted wanted) const {
+    ForwardBatch batch;
+    for (size_t s = 0; s < tokens.size(); ++s) {
+      batch.sequences.push_back({std::span(tokens[s]).subspan(static_cast<size_t>(done), static_cast<size_t>(count)),
+                                 done, tables[s], wanted});
+    }
+    return batch;
+  }
+  ForwardBatch decode() const { return step(kPrefix, 1, LogitsWanted::kLast); }
+
+  std::unique_ptr<Model> model;
+  int64_t vocab = 0;
+  int32_t n = 0;  // sequences
+  std::vector<std::vector<int32_t>> tokens, tables;
+};
+
 // forward_sample draws from the same logits forward() returns: greedy rows are their argmax, seeded rows
 // what the sampling reference (kernels::sampling_cpu) draws from those logits with the same settings.
 TEST(CudaModelGpuTest, DeviceSamplingMatchesTheLogits) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU: device sampling test not run";
-  auto tokens = testing::golden_tokens("tiny_conditioned");
-  tokens.push_back(std::vector<int32_t>(tokens[0].rbegin(), tokens[0].rend()));
-  tokens.push_back(std::vector<int32_t>(tokens[1].rbegin(), tokens[1].rend()));
-  auto model = load(tiny_checkpoint(DummyInit::kConditioned), "fp8", true);
-  const int64_t vocab = model->config().vocab_size;
-  const int32_t n = static_cast<int32_t>(tokens.size()), block = 16, prefix = 100;
-  model->allocate_kv_cache(n * 8, block);
-  std::vector<std::vector<int32_t>> tables(tokens.size());
-  for (int32_t s = 0; s < n; ++s) {
-    for (int32_t b = 0; b < 8; ++b) tables[static_cast<size_t>(s)].push_back(s * 8 + b);
-  }
-  auto step = [&](int32_t done, int32_t count, LogitsWanted wanted) {
-    ForwardBatch batch;
-    for (int32_t s = 0; s < n; ++s) {
-      batch.sequences.push_back(
-          {std::span(tokens[static_cast<size_t>(s)]).subspan(static_cast<size_t>(done), static_cast<size_t>(count)),
-           done, tables[static_cast<size_t>(s)], wanted});
-    }
-    return batch;
-  };
+  const PrefilledGoldens goldens(2);
+  Model* model = goldens.model.get();
+  const int64_t vocab = goldens.vocab;
+  const int32_t n = goldens.n;
   std::vector<float> logits;
-  model->forward(step(0, prefix, LogitsWanted::kNone), logits);
-  // The same decode step twice (rewriting position `prefix` with the same K/V): once for the logits, then
+  // The same decode step twice (rewriting position kPrefix with the same K/V): once for the logits, then
   // sampled on the device, for several rounds of seeds (graph replays after the first).
   const std::vector<RowSampling> settings = {
       {0.0f, 0, 1.0f, 0}, {1.0f, 0, 1.0f, 11}, {0.7f, 40, 0.9f, 12}, {1.3f, 0, 0.5f, 13}};
   int mismatches = 0, draws = 0;
   for (uint64_t round = 0; round < 8; ++round) {
-    model->forward(step(prefix, 1, LogitsWanted::kLast), logits);
+    model->forward(goldens.decode(), logits);
     ASSERT_EQ(logits.size(), static_cast<size_t>(n * vocab));
     std::vector<RowSampling> rows(settings);
     for (auto& row : rows) row.seed += round * 1000;
     std::vector<int32_t> got;
-    model->forward_sample(step(prefix, 1, LogitsWanted::kLast), rows, got);
+    model->forward_sample(goldens.decode(), rows, got);
     ASSERT_EQ(got.size(), static_cast<size_t>(n));
-    std::vector<float> temperature, top_p;
-    std::vector<int32_t> top_k, want(static_cast<size_t>(n));
-    std::vector<uint64_t> seeds;
-    for (const auto& row : rows) {
-      temperature.push_back(row.temperature);
-      top_k.push_back(row.top_k);
-      top_p.push_back(row.top_p);
-      seeds.push_back(row.seed);
-    }
-    kernels::SamplingParams ref;
-    ref.logits = logits.data();
-    ref.out_tokens = want.data();
-    ref.temperature = temperature.data();
-    ref.top_k = top_k.data();
-    ref.top_p = top_p.data();
-    ref.seeds = seeds.data();
-    ref.num_rows = n;
-    ref.vocab = static_cast<int>(vocab);
-    kernels::sampling_cpu(ref);
+    HostSamplingBatch reference(rows, static_cast<int32_t>(vocab));
+    kernels::sampling_cpu(reference.params(logits.data()));
+    const std::vector<int32_t>& want = reference.tokens;
     EXPECT_EQ(got[0], want[0]) << "greedy row, round " << round;
     for (int32_t r = 1; r < n; ++r) {
       ++draws;
@@ -275,28 +275,12 @@ TEST(CudaModelGpuTest, DeviceSamplingMatchesTheLogits) {
 // logits with the same penalty lists, logprobs within fp32 rounding, rows without penalties untouched.
 TEST(CudaModelGpuTest, DeviceSamplingAppliesPenaltiesAndReportsLogprobs) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU: device penalties/logprobs test not run";
-  auto tokens = testing::golden_tokens("tiny_conditioned");
-  tokens.push_back(std::vector<int32_t>(tokens[0].rbegin(), tokens[0].rend()));
-  auto model = load(tiny_checkpoint(DummyInit::kConditioned), "fp8", true);
-  const int64_t vocab = model->config().vocab_size;
-  const int32_t n = static_cast<int32_t>(tokens.size()), prefix = 100;
-  model->allocate_kv_cache(n * 8, 16);
-  std::vector<std::vector<int32_t>> tables(tokens.size());
-  for (int32_t s = 0; s < n; ++s) {
-    for (int32_t b = 0; b < 8; ++b) tables[static_cast<size_t>(s)].push_back(s * 8 + b);
-  }
-  auto step = [&](int32_t done, int32_t count, LogitsWanted wanted) {
-    ForwardBatch batch;
-    for (int32_t s = 0; s < n; ++s) {
-      batch.sequences.push_back(
-          {std::span(tokens[static_cast<size_t>(s)]).subspan(static_cast<size_t>(done), static_cast<size_t>(count)),
-           done, tables[static_cast<size_t>(s)], wanted});
-    }
-    return batch;
-  };
+  const PrefilledGoldens goldens(1);
+  Model* model = goldens.model.get();
+  const int64_t vocab = goldens.vocab;
+  const int32_t n = goldens.n;
   std::vector<float> logits;
-  model->forward(step(0, prefix, LogitsWanted::kNone), logits);
-  model->forward(step(prefix, 1, LogitsWanted::kLast), logits);
+  model->forward(goldens.decode(), logits);
   // Row 0 greedy with penalties on its 50 most likely tokens, row 1 seeded with
   // penalties and top logprobs, row 2 plain with logprobs only.
   std::vector<int32_t> penalty_tokens(50), counts(50);
@@ -314,46 +298,11 @@ TEST(CudaModelGpuTest, DeviceSamplingAppliesPenaltiesAndReportsLogprobs) {
   if (n > 2) rows[2] = {1.0f, 0, 1.0f, 9, {}, {}, 0.0f, 0.0f, 1.0f, 3};
   std::vector<int32_t> got;
   std::vector<RowLogprobs> got_logprobs;
-  model->forward_sample(step(prefix, 1, LogitsWanted::kLast), rows, got, got_logprobs);
+  model->forward_sample(goldens.decode(), rows, got, got_logprobs);
   ASSERT_EQ(got.size(), static_cast<size_t>(n));
-  std::vector<float> temperature, top_p, presence, frequency, repetition, out_logprobs(static_cast<size_t>(n));
-  std::vector<float> top_logprobs(static_cast<size_t>(n) * kernels::kMaxTopLogprobs);
-  std::vector<int32_t> top_k, want(static_cast<size_t>(n)), offsets = {0}, entries, entry_counts, num_top;
-  std::vector<int32_t> top_tokens(static_cast<size_t>(n) * kernels::kMaxTopLogprobs);
-  std::vector<uint64_t> seeds;
-  for (const auto& row : rows) {
-    temperature.push_back(row.temperature);
-    top_k.push_back(row.top_k);
-    top_p.push_back(row.top_p);
-    seeds.push_back(row.seed);
-    presence.push_back(row.presence);
-    frequency.push_back(row.frequency);
-    repetition.push_back(row.repetition);
-    num_top.push_back(std::max(row.num_top_logprobs, 0));
-    entries.insert(entries.end(), row.penalty_tokens.begin(), row.penalty_tokens.end());
-    entry_counts.insert(entry_counts.end(), row.penalty_counts.begin(), row.penalty_counts.end());
-    offsets.push_back(static_cast<int32_t>(entries.size()));
-  }
-  kernels::SamplingParams ref;
-  ref.logits = logits.data();
-  ref.out_tokens = want.data();
-  ref.temperature = temperature.data();
-  ref.top_k = top_k.data();
-  ref.top_p = top_p.data();
-  ref.seeds = seeds.data();
-  ref.num_rows = n;
-  ref.vocab = static_cast<int>(vocab);
-  ref.penalty_offsets = offsets.data();
-  ref.penalty_tokens = entries.data();
-  ref.penalty_counts = entry_counts.data();
-  ref.presence = presence.data();
-  ref.frequency = frequency.data();
-  ref.repetition = repetition.data();
-  ref.out_logprobs = out_logprobs.data();
-  ref.num_top = num_top.data();
-  ref.out_top_tokens = top_tokens.data();
-  ref.out_top_logprobs = top_logprobs.data();
-  kernels::sampling_cpu(ref);
+  HostSamplingBatch reference(rows, static_cast<int32_t>(vocab));
+  kernels::sampling_cpu(reference.params(logits.data()));
+  const std::vector<int32_t>& want = reference.tokens;
   EXPECT_EQ(got[0], want[0]) << "greedy row with penalties";
   int mismatches = 0;  // seeded rows: fp32 vs fp64 sums may move a draw sitting on a boundary
   for (int32_t r = 1; r < n; ++r) mismatches += got[static_cast<size_t>(r)] != want[static_cast<size_t>(r)];
@@ -362,12 +311,13 @@ TEST(CudaModelGpuTest, DeviceSamplingAppliesPenaltiesAndReportsLogprobs) {
     const RowSampling& row = rows[static_cast<size_t>(r)];
     if (row.num_top_logprobs < 0) continue;
     const RowLogprobs& lp = got_logprobs[static_cast<size_t>(r)];
-    EXPECT_NEAR(lp.logprob, out_logprobs[static_cast<size_t>(r)], 2e-3) << "row " << r;
+    EXPECT_NEAR(lp.logprob, reference.out_logprobs[static_cast<size_t>(r)], 2e-3) << "row " << r;
     ASSERT_EQ(lp.top.size(), static_cast<size_t>(row.num_top_logprobs)) << "row " << r;
     for (int32_t j = 0; j < row.num_top_logprobs; ++j) {
       const size_t k = static_cast<size_t>(r) * kernels::kMaxTopLogprobs + static_cast<size_t>(j);
-      EXPECT_EQ(lp.top[static_cast<size_t>(j)].first, top_tokens[k]) << "row " << r << " rank " << j;
-      EXPECT_NEAR(lp.top[static_cast<size_t>(j)].second, top_logprobs[k], 2e-3) << "row " << r << " rank " << j;
+      EXPECT_EQ(lp.top[static_cast<size_t>(j)].first, reference.top_tokens[k]) << "row " << r << " rank " << j;
+      EXPECT_NEAR(lp.top[static_cast<size_t>(j)].second, reference.top_logprobs[k], 2e-3)
+          << "row " << r << " rank " << j;
     }
   }
 }
@@ -398,6 +348,9 @@ TEST(CudaModelGpuTest, DummyWeightsMadeOnTheGpu) {
   }
 }
 
+// The sliding-window ring on the GPU: 2 × 600 tokens (prefill in chunks of 64, then decode through the
+// graphs) with the sliding layers in a pool far smaller than the sequences, blocks recycled with the
+// engine's margin and handed to the other sequence, must give the same logits as full-length KV.
 TEST(CudaModelGpuTest, SlidingRingMatchesFullLengthKv) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU: sliding ring test not run";
   const std::string dir = tiny_checkpoint(DummyInit::kConditioned);

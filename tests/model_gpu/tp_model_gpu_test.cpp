@@ -27,6 +27,8 @@ namespace {
 
 using test::free_port;
 using test::have_gpu;
+using test::start_logged;
+using test::wait_until;
 
 namespace fs = std::filesystem;
 
@@ -70,29 +72,11 @@ TEST_P(TpModelGpuTest, TwoRanksOnOneGpuKeepTheSingleGpuBounds) {
                                      "160"};
     if (GetParam().expert_parallel) args.push_back("--expert-parallel");
     const std::string log = (dir / ("rank" + std::to_string(rank) + ".log")).string();
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      std::freopen(log.c_str(), "w", stdout);
-      ::dup2(::fileno(stdout), 2);
-      std::vector<char*> argv;
-      for (auto& arg : args) argv.push_back(arg.data());
-      argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
-    pids.push_back(pid);
+    pids.push_back(start_logged(args, log));
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
   for (int rank = 0; rank < 2; ++rank) {
-    int status = 0;
-    while (::waitpid(pids[static_cast<size_t>(rank)], &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        ::kill(pids[static_cast<size_t>(rank)], SIGKILL);
-        ::waitpid(pids[static_cast<size_t>(rank)], &status, 0);
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    const int status = wait_until(pids[static_cast<size_t>(rank)], deadline);
     std::ifstream in(dir / ("rank" + std::to_string(rank) + ".log"));
     std::stringstream text;
     text << in.rdbuf();

@@ -25,18 +25,8 @@ class ClientLibraries : public ::testing::TestWithParam<const char*> {
 
 // Runs the script for one library; returns (exit code, output).
 std::pair<int, std::string> run_library(int port, const std::string& library) {
-  const std::string command = "cd '" + std::string(GOSSAMER_SOURCE_DIR) +
-                              "' && GOSSAMER_BASE_URL=http://127.0.0.1:" + std::to_string(port) +
-                              "/v1 GOSSAMER_API_KEY=sk-gossamer-test GOSSAMER_LIBRARY=" + library +
-                              " node tests/server/client_libraries_test.mjs 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return {-1, "popen failed"};
-  std::string output;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) output.append(buffer, n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+  return run_node_script("client_libraries_test.mjs", port,
+                         "GOSSAMER_API_KEY=sk-gossamer-test GOSSAMER_LIBRARY=" + library);
 }
 
 TEST_P(ClientLibraries, ChatStreamingToolsAndResponses) {

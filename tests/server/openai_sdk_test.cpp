@@ -17,18 +17,7 @@ namespace {
 
 // Runs the script with the server's URL; returns (exit code, output).
 std::pair<int, std::string> run_sdk_script(int port, const std::string& api_key, const std::string& mode) {
-  const std::string source = GOSSAMER_SOURCE_DIR;
-  const std::string command = "cd '" + source + "' && GOSSAMER_BASE_URL=http://127.0.0.1:" + std::to_string(port) +
-                              "/v1 GOSSAMER_API_KEY=" + api_key + " GOSSAMER_MODE=" + mode +
-                              " node tests/server/openai_sdk_test.mjs 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return {-1, "popen failed"};
-  std::string output;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) output.append(buffer, n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+  return run_node_script("openai_sdk_test.mjs", port, "GOSSAMER_API_KEY=" + api_key + " GOSSAMER_MODE=" + mode);
 }
 
 void require_node_and_sdk() {

@@ -7,20 +7,13 @@
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 
+import { check, collect, runChecks } from './sdk_checks.mjs';
+
 const baseURL = process.env.GOSSAMER_BASE_URL;
 const apiKey = process.env.GOSSAMER_API_KEY;
 const mode = process.env.GOSSAMER_MODE ?? 'embedded';
 assert.ok(baseURL, 'GOSSAMER_BASE_URL is required');
 const client = new OpenAI({ baseURL, apiKey, maxRetries: 0, timeout: 120_000 });
-
-const checks = [];
-const check = (name, fn) => checks.push({ name, fn });
-
-async function collect(stream) {
-  const chunks = [];
-  for await (const chunk of stream) chunks.push(chunk);
-  return chunks;
-}
 
 const tools = [{
   type: 'function',
@@ -158,15 +151,4 @@ if (mode === 'scripted') {
   });
 }
 
-let failed = 0;
-for (const { name, fn } of checks) {
-  try {
-    await fn();
-    console.log(`ok   ${name}`);
-  } catch (error) {
-    failed += 1;
-    console.log(`FAIL ${name}: ${error?.stack ?? error}`);
-  }
-}
-console.log(`${checks.length - failed}/${checks.length} checks passed (${mode})`);
-process.exit(failed ? 1 : 0);
+await runChecks(mode);

@@ -36,14 +36,7 @@ class ServerApi : public ::testing::Test {
   }
   // Parsed stream events without the final [DONE] (checked to be there).
   static std::vector<Json> stream(const Json& body) {
-    int status = 0;
-    auto events = stream_events(server_->port(), "/v1/chat/completions", body, &status);
-    EXPECT_EQ(status, 200);
-    EXPECT_FALSE(events.empty());
-    EXPECT_EQ(events.back(), "[DONE]");
-    std::vector<Json> out;
-    for (size_t i = 0; i + 1 < events.size(); ++i) out.push_back(Json::parse(events[i]));
-    return out;
+    return stream_chunks(server_->port(), "/v1/chat/completions", body);
   }
 
   static inline std::unique_ptr<ServerProcess> server_;

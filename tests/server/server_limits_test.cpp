@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "server_process.h"
+#include "text/nested_schemas.h"
 
 namespace gossamer::server::testing {
 namespace {
@@ -16,21 +17,8 @@ namespace {
 using Json = nlohmann::json;
 using namespace std::chrono_literals;
 
-std::string nested_items(int depth) {
-  std::string text;
-  for (int i = 0; i < depth; ++i) text += R"({"type":"array","items":)";
-  text += R"({"type":"string"})";
-  text.append(static_cast<size_t>(depth), '}');
-  return text;
-}
-
-std::string nested_properties(int depth) {
-  std::string text;
-  for (int i = 0; i < depth; ++i) text += R"({"type":"object","properties":{"p":)";
-  text += R"({"type":"integer"})";
-  for (int i = 0; i < depth; ++i) text += "}}";
-  return text;
-}
+using text::testing::nested_items;
+using text::testing::nested_properties;
 
 // A chat (or /tokenize) body with one tool whose parameters are `schema` (raw JSON text).
 std::string body_with_schema(const std::string& schema) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "bench/http_client.h"
+#include "run_binary.h"
 
 namespace gossamer::server::testing {
 
@@ -145,6 +147,27 @@ inline std::vector<std::string> stream_events(int port, const std::string& path,
   });
   if (status) *status = response.status;
   return events;
+}
+
+// Streams a POST that must answer 200 and end with [DONE]; returns the JSON chunks before it.
+inline std::vector<nlohmann::json> stream_chunks(int port, const std::string& path, const nlohmann::json& body) {
+  int status = 0;
+  const auto events = stream_events(port, path, body, &status);
+  EXPECT_EQ(status, 200);
+  EXPECT_EQ(events.empty() ? "" : events.back(), "[DONE]");
+  std::vector<nlohmann::json> out;
+  for (size_t i = 0; i + 1 < events.size(); ++i) out.push_back(nlohmann::json::parse(events[i]));
+  return out;
+}
+
+// Runs `node tests/server/<script>` from the source tree against the server on `port`
+// (GOSSAMER_BASE_URL=http://127.0.0.1:<port>/v1, then `env`: "NAME=value …"); returns (its exit code, or −1
+// when it did not exit, and its stdout + stderr).
+inline std::pair<int, std::string> run_node_script(const std::string& script, int port, const std::string& env = "") {
+  const auto result = ::gossamer::testing::run_shell("cd '" + std::string(GOSSAMER_SOURCE_DIR) +
+                                                     "' && GOSSAMER_BASE_URL=http://127.0.0.1:" + std::to_string(port) +
+                                                     "/v1 " + env + " node tests/server/" + script);
+  return {WIFEXITED(result.status) ? WEXITSTATUS(result.status) : -1, result.output};
 }
 
 }  // namespace gossamer::server::testing

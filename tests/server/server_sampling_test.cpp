@@ -31,13 +31,7 @@ class ServerSampling : public ::testing::Test {
     return Json::parse(response.body);
   }
   static std::vector<Json> stream(const std::string& path, const Json& body) {
-    int status = 0;
-    auto events = stream_events(server_->port(), path, body, &status);
-    EXPECT_EQ(status, 200);
-    EXPECT_EQ(events.empty() ? "" : events.back(), "[DONE]");
-    std::vector<Json> out;
-    for (size_t i = 0; i + 1 < events.size(); ++i) out.push_back(Json::parse(events[i]));
-    return out;
+    return stream_chunks(server_->port(), path, body);
   }
   static void expect_entry_shape(const Json& entry, size_t num_top) {
     ASSERT_TRUE(entry["token"].is_string()) << entry;

@@ -98,16 +98,8 @@ TEST(StructuredOutput, OpenAiSdkOnTheEmbeddedRandomModel) {
       std::filesystem::path(GOSSAMER_SOURCE_DIR) / "node_modules" / "openai" / "package.json";
   ASSERT_TRUE(std::filesystem::exists(sdk)) << "the openai npm package is missing: run scripts/setup.sh";
   ServerProcess server({"--max-model-len", "2048"});
-  const std::string command = "cd '" + std::string(GOSSAMER_SOURCE_DIR) +
-                              "' && GOSSAMER_BASE_URL=http://127.0.0.1:" + std::to_string(server.port()) +
-                              "/v1 node tests/server/structured_output_sdk_test.mjs 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string output;
-  char buffer[4096];
-  for (size_t n; (n = fread(buffer, 1, sizeof(buffer), pipe)) > 0;) output.append(buffer, n);
-  const int status = pclose(pipe);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << output << "\n--- server log ---\n" << server.log();
+  const auto [code, output] = run_node_script("structured_output_sdk_test.mjs", server.port());
+  EXPECT_EQ(code, 0) << output << "\n--- server log ---\n" << server.log();
   EXPECT_NE(output.find("structured output checks passed"), std::string::npos) << output;
 }
 

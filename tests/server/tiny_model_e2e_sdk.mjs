@@ -5,6 +5,8 @@
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 
+import { check, collect, runChecks } from './sdk_checks.mjs';
+
 const baseURL = process.env.GOSSAMER_BASE_URL;
 assert.ok(baseURL, 'GOSSAMER_BASE_URL is required');
 const client = new OpenAI({ baseURL, apiKey: 'unused', maxRetries: 0, timeout: 120_000 });
@@ -15,9 +17,6 @@ const tools = [{
     parameters: { type: 'object', properties: { city: { type: 'string', description: 'The city name, e.g. Paris' } }, required: ['city'] },
   },
 }];
-const checks = [];
-const check = (name, fn) => checks.push({ name, fn });
-const collect = async (stream) => { const out = []; for await (const chunk of stream) out.push(chunk); return out; };
 let model;
 
 check('models list names the trained embedded model', async () => {
@@ -116,15 +115,4 @@ check('stop string', async () => {
   assert.equal(completion.choices[0].finish_reason, 'stop');
 });
 
-let failed = 0;
-for (const { name, fn } of checks) {
-  try {
-    await fn();
-    console.log(`ok   ${name}`);
-  } catch (error) {
-    failed += 1;
-    console.log(`FAIL ${name}: ${error?.stack ?? error}`);
-  }
-}
-console.log(`${checks.length - failed}/${checks.length} checks passed (tiny model)`);
-process.exit(failed ? 1 : 0);
+await runChecks('tiny model');

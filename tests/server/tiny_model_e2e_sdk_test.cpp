@@ -17,17 +17,8 @@ TEST(TinyModelSdk, OpenAiClientThroughTheTrainedModel) {
       << "the openai npm package is missing: run scripts/setup.sh";
   ASSERT_EQ(std::system("node --version > /dev/null 2>&1"), 0) << "node is missing: run scripts/setup.sh";
   ServerProcess server({"--max-model-len", "2048"});
-  const std::string command = "cd '" + source.string() +
-                              "' && GOSSAMER_BASE_URL=http://127.0.0.1:" + std::to_string(server.port()) +
-                              "/v1 node tests/server/tiny_model_e2e_sdk.mjs 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string output;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) output.append(buffer, n);
-  const int status = pclose(pipe);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << output << "\n--- server log ---\n" << server.log();
+  const auto [code, output] = run_node_script("tiny_model_e2e_sdk.mjs", server.port());
+  EXPECT_EQ(code, 0) << output << "\n--- server log ---\n" << server.log();
   EXPECT_NE(output.find("7/7 checks passed (tiny model)"), std::string::npos) << output;
 }
 

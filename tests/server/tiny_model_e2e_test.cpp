@@ -45,14 +45,7 @@ class TinyModelE2e : public ::testing::Test {
     Json streamed = body;
     streamed["stream"] = true;
     streamed["stream_options"] = {{"include_usage", true}};
-    int status = 0;
-    const auto events = stream_events(server_->port(), "/v1/chat/completions", streamed, &status);
-    EXPECT_EQ(status, 200);
-    EXPECT_FALSE(events.empty());
-    EXPECT_EQ(events.back(), "[DONE]");
-    std::vector<Json> out;
-    for (size_t i = 0; i + 1 < events.size(); ++i) out.push_back(Json::parse(events[i]));
-    return out;
+    return stream_chunks(server_->port(), "/v1/chat/completions", streamed);
   }
   // The prompt length the server must report: its own request parser and renderer on the same body.
   static size_t prompt_tokens(const Json& body) {
@@ -118,6 +111,38 @@ TEST_F(TinyModelE2e, ArithmeticAnswer) {
   const Json response = chat(user("What is 7 times 8?"));
   EXPECT_EQ(response["choices"][0]["message"]["content"], "7 × 8 = 56.");
   EXPECT_NE(response["choices"][0]["message"]["reasoning"].get<std::string>().find("7 × 8 = 56"), std::string::npos);
+}
+
+// PENDING the column-arithmetic checkpoint (docs/tiny-model.md, "The next run"): the shipped checkpoint
+// answers these wrongly (issue #18), so they are disabled. Once models/tiny is that run's export
+// (tools/tiny_install.sh), drop the DISABLED_ prefixes of the tests that pass with it; greedy, so one run
+// of each decides.
+TEST_F(TinyModelE2e, DISABLED_AddsColumnByColumnWithCarries) {
+  const Json response = chat(user("What is 17 + 25?"));
+  const Json& message = response["choices"][0]["message"];
+  EXPECT_EQ(message["content"], "17 + 25 = 42.");
+  const std::string reasoning = message["reasoning"].get<std::string>();
+  EXPECT_NE(reasoning.find("Ones: 17 has 7, 25 has 5; 7 + 5 = 12, write 2, carry 1, so far 2."), std::string::npos)
+      << reasoning;
+  EXPECT_NE(reasoning.find("so far 42. So 17 + 25 = 42."), std::string::npos) << reasoning;
+}
+
+TEST_F(TinyModelE2e, DISABLED_SubtractsColumnByColumnWithBorrows) {
+  const Json response = chat(user("What is 52 - 17?"));
+  const Json& message = response["choices"][0]["message"];
+  EXPECT_EQ(message["content"], "52 - 17 = 35.");
+  const std::string reasoning = message["reasoning"].get<std::string>();
+  EXPECT_NE(reasoning.find("2 is less than 7, so borrow: 12 - 7 = 5"), std::string::npos) << reasoning;
+  EXPECT_NE(reasoning.find("so far 35. So 52 - 17 = 35."), std::string::npos) << reasoning;
+}
+
+TEST_F(TinyModelE2e, DISABLED_AddsTersely) {
+  const Json response = chat(user("What is 17 + 25?", {{"reasoning_effort", "low"}}));
+  const Json& message = response["choices"][0]["message"];
+  EXPECT_EQ(message["content"], "17 + 25 = 42.");
+  EXPECT_EQ(message["reasoning"],
+            "Ones: 7 + 5 = 12, write 2, carry 1, so far 2. Tens: 1 + 2 + 1 = 4, write 4, so far 42. "
+            "17 + 25 = 42.");
 }
 
 TEST_F(TinyModelE2e, CallsGetWeatherWithJsonArguments) {

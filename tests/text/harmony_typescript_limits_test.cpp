@@ -7,6 +7,7 @@
 #include <random>
 #include <string>
 
+#include "nested_schemas.h"
 #include "text/harmony_typescript.h"
 
 namespace gossamer::text::harmony {
@@ -14,22 +15,11 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-// {"type":"array","items":{…}} nested `depth` times around a string schema.
-std::string nested_items(int depth) {
-  std::string text;
-  for (int i = 0; i < depth; ++i) text += R"({"type":"array","items":)";
-  text += R"({"type":"string"})";
-  text.append(static_cast<size_t>(depth), '}');
-  return text;
-}
+using testing::nested_items;
 
-// {"type":"object","properties":{"p":{…}}} nested `depth` times.
+// Every level lists its property as required.
 std::string nested_properties(int depth) {
-  std::string text;
-  for (int i = 0; i < depth; ++i) text += R"({"type":"object","required":["p"],"properties":{"p":)";
-  text += R"({"type":"integer"})";
-  for (int i = 0; i < depth; ++i) text += "}}";
-  return text;
+  return testing::nested_properties(depth, true);
 }
 
 TEST(HarmonyTypescriptLimits, DeepSchemasAreRefusedByTheLimitsAndNeverCrashTheRenderer) {

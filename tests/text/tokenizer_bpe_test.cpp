@@ -169,6 +169,12 @@ std::vector<int32_t> naive_bpe(const RankTable& table, std::string_view piece) {
   return out;
 }
 
+// The whole-piece shortcut aside, byte_pair_encode must equal the naive merge.
+std::vector<int32_t> expected_bpe(const RankTable& table, const std::string& piece) {
+  const Rank whole = table.find(piece);
+  return whole != kNoRank ? std::vector<int32_t>{static_cast<int32_t>(whole)} : naive_bpe(table, piece);
+}
+
 TEST(BpeTest, MatchesTheNaiveReferenceOnShortAndLongPieces) {
   RankData data = load_o200k_base_json(testing::tiktoken_json_path());
   const RankTable table(std::move(data.arena), std::move(data.offsets));
@@ -184,11 +190,7 @@ TEST(BpeTest, MatchesTheNaiveReferenceOnShortAndLongPieces) {
     while (piece.size() < target) piece += alphabet[rng() % alphabet.size()];
     std::vector<int32_t> got;
     byte_pair_encode(table, piece, got);
-    // The whole-piece shortcut aside, the result must equal the naive merge.
-    const Rank whole = table.find(piece);
-    const auto expected =
-        whole != kNoRank ? std::vector<int32_t>{static_cast<int32_t>(whole)} : naive_bpe(table, piece);
-    ASSERT_EQ(got, expected) << "piece of " << piece.size() << " bytes, trial " << trial;
+    ASSERT_EQ(got, expected_bpe(table, piece)) << "piece of " << piece.size() << " bytes, trial " << trial;
   }
   std::vector<int32_t> got;
   byte_pair_encode(table, std::string(3000, 'a'), got);
@@ -225,10 +227,7 @@ TEST(BpeTest, CharacterStartsMatchTheNaiveReference) {
     }
     std::vector<int32_t> got;
     byte_pair_encode(table, piece, got);
-    const Rank whole = table.find(piece);
-    const auto expected =
-        whole != kNoRank ? std::vector<int32_t>{static_cast<int32_t>(whole)} : naive_bpe(table, piece);
-    ASSERT_EQ(got, expected) << "piece of " << piece.size() << " bytes, trial " << trial;
+    ASSERT_EQ(got, expected_bpe(table, piece)) << "piece of " << piece.size() << " bytes, trial " << trial;
   }
 }
 

@@ -4,12 +4,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -59,6 +61,34 @@ TEST(TinyCorpus, DeterministicForASeedWithDisjointHeldOutTemplates) {
     EXPECT_EQ(train.count(t), 0u) << t;
     EXPECT_FALSE(t.ends_with("||")) << "a held-out template without prefix and suffix: " << t;
   }
+  fs::remove_all(dir);
+}
+
+// The arithmetic analyses (tools/tiny_corpus_arith.py) work column by column on numbers below 1000, each one
+// o200k token, and the final answer is right and is the last partial result ("so far 42").
+TEST(TinyCorpus, ArithmeticIsColumnByColumnOnOneTokenNumbers) {
+  const fs::path dir = scratch();
+  const auto rows = lines_of(generate(dir / "corpus.jsonl", 6));
+  const std::regex answer(R"(^(\d+) ([+-]) (\d+) = (\d+)\.$)"), run(R"(\d+)");
+  int checked = 0;
+  for (const auto& row : rows) {
+    const std::string domain = row["domain"];
+    if (domain != "add" && domain != "sub" && domain != "followup") continue;
+    const std::string analysis = row["completion"][0]["content"], final_answer = row["completion"][1]["content"];
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(final_answer, m, answer)) << final_answer;
+    const int a = std::stoi(m[1]), b = std::stoi(m[3]), c = std::stoi(m[4]);
+    EXPECT_EQ(c, m[2] == "+" ? a + b : a - b) << final_answer;
+    EXPECT_LT(std::max({a, b, c}), 1000) << final_answer;
+    EXPECT_NE(analysis.find("Ones: "), std::string::npos) << analysis;
+    const bool stripped = analysis.find(", which is " + std::to_string(c) + ".") != std::string::npos;
+    EXPECT_TRUE(stripped || analysis.find("so far " + std::to_string(c) + ".") != std::string::npos) << analysis;
+    for (auto it = std::sregex_iterator(analysis.begin(), analysis.end(), run); it != std::sregex_iterator(); ++it) {
+      EXPECT_LE(it->length(), 3) << "a number of more than 3 digits is 2 o200k tokens: " << analysis;
+    }
+    ++checked;
+  }
+  EXPECT_GT(checked, 100);
   fs::remove_all(dir);
 }
 

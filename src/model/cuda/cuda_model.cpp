@@ -84,6 +84,7 @@ CudaModel::CudaModel(GptOssConfig config, CudaOptions options,
   GOSSAMER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   GOSSAMER_CUDA_CHECK(cudaEventCreateWithFlags(&sampled_done_, cudaEventDisableTiming));
   weights_ = make(config_);
+  if (options_.cublaslt_dense) add_row_major_copies();
   rope_ = RopeTables::from_config(config_);
   if (weights_.format == WeightFormat::kMxfp4) {
     const int64_t e = config_.num_experts, h = config_.hidden_size, i = config_.intermediate_size;
@@ -95,6 +96,24 @@ CudaModel::CudaModel(GptOssConfig config, CudaOptions options,
     prefill_w2_.ensure(static_cast<size_t>(e * kernels::fp8_tiled_group_bytes(h, i)));
     prefill_w2_scales_.ensure(scale_bytes(h, i));
   }
+}
+
+// The row-major copies of the FP8 qkv and o linears that cuBLASLt reads (CudaOptions::cublaslt_dense).
+void CudaModel::add_row_major_copies() {
+  bool any = false;
+  for (CudaLayer& layer : weights_.layers) {
+    for (DeviceLinear* linear : {&layer.qkv, &layer.o}) {
+      if (!linear->fp8 || linear->k % 16 != 0) continue;
+      const size_t bytes = static_cast<size_t>(linear->n) * static_cast<size_t>(linear->k);
+      linear->row_major.ensure(bytes);
+      kernels::launch_fp8_from_tiled(linear->weight.get<uint8_t>(), linear->row_major.get<uint8_t>(), 1, linear->n,
+                                     linear->k, stream_);
+      weights_.device_bytes += bytes;
+      any = true;
+    }
+  }
+  if (any) cublaslt_ = std::make_unique<kernels::CublasLtFp8Gemm>();
+  synchronize();
 }
 
 CudaModel::~CudaModel() {

@@ -23,6 +23,7 @@
 
 #include "comm/communicator.h"
 #include "core/cuda/device_buffer.h"
+#include "kernels/gemm_fp8_cublaslt.h"
 #include "model/cuda/cuda_phase_timer.h"
 #include "model/cuda/cuda_weights.h"
 #include "model/model.h"
@@ -41,6 +42,10 @@ struct CudaOptions {
   std::shared_ptr<comm::Communicator> comm;
   int expert_begin = 0;
   int num_local_experts = 0;
+  // FP8 qkv/o linears of more rows than the decode GEMV takes run on cuBLASLt where it has an algorithm
+  // (gemm_fp8_cublaslt.h: it measures faster than gemm_fp8 there), from a row-major copy of those weights
+  // (+0.64 GiB for 20b); false: gemm_fp8 everywhere (the default until that path has run on a GPU).
+  bool cublaslt_dense = false;
 };
 
 // Selects CudaModel's constructor that makes random weights on the GPU (CudaWeights::random).
@@ -135,6 +140,7 @@ class CudaModel final : public Model {
   void collect_sampled_step(std::vector<int32_t>& tokens, std::vector<RowLogprobs>& logprobs);
 
   // out [m, w.n] bf16 = x [m, w.k] bf16 · wᵀ + bias (GEMV for m ≤ 8, else FP8 or bf16 GEMM).
+  void add_row_major_copies();
   void linear(const uint16_t* x, int m, const DeviceLinear& w, uint16_t* out);
   void experts(int layer, int num_tokens);
   // delta_ [T, hidden] bf16 ← Σ over the group's ranks (no-op without a group).
@@ -177,7 +183,8 @@ class CudaModel final : public Model {
   uint64_t workspace_generation_ = 0;
   std::vector<DecodeGraph> graphs_;
   int64_t graph_replays_ = 0;
-  std::unique_ptr<CudaPhaseTimer> phase_timer_;  // null unless phase timing is on (benchmarks)
+  std::unique_ptr<kernels::CublasLtFp8Gemm> cublaslt_;  // null unless options_.cublaslt_dense with FP8 linears
+  std::unique_ptr<CudaPhaseTimer> phase_timer_;         // null unless phase timing is on (benchmarks)
 };
 
 }  // namespace gossamer::model::cuda

@@ -32,7 +32,7 @@ const uint16_t* bias_of(const DeviceLinear& w) {
 void CudaModel::linear(const uint16_t* x, int m, const DeviceLinear& w, uint16_t* out) {
   if (m <= 0) return;
   if (!w.fp8) {
-    if (m <= kernels::kGemvBf16MaxRows && w.k <= kernels::kGemvBf16MaxK) {
+    if (kernels::gemv_bf16_preferred(m, w.n, w.k)) {
       kernels::GemvBf16Params gemv;
       gemv.x = x;
       gemv.ldx = w.k;
@@ -96,6 +96,12 @@ void CudaModel::linear(const uint16_t* x, int m, const DeviceLinear& w, uint16_t
   gemm.N = w.n;
   gemm.K = w.k;
   gemm.epilogue = kernels::GemmEpilogue::kBias;
+  if (cublaslt_ && w.row_major.bytes() && kernels::gemm_fp8_cublaslt_preferred(m, w.n, w.k)) {
+    kernels::GemmFp8Params lt = gemm;  // the same product from the row-major copy
+    lt.b = w.row_major.get<uint8_t>();
+    lt.b_tiled = false;
+    if (cublaslt_->supports(lt)) return cublaslt_->launch(lt, stream_);
+  }
   kernels::launch_gemm_fp8(gemm, m, stream_);
 }
 

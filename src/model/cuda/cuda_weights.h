@@ -35,6 +35,9 @@ struct DeviceLinear {
   DeviceBuffer weight;  // fp8: [pad64(N)/64, pad64(K)/64, 64, 64] e4m3 tile-major; bf16: [N, K] row-major
   DeviceBuffer scales;  // fp8: [ceil(N/128), ceil(K/128)] fp32; bf16: empty
   DeviceBuffer bias;    // [N] bf16, or empty
+  // fp8 [N, K] e4m3 row-major: the copy cuBLASLt reads (gemm_fp8_cublaslt.h) for the dense linears the
+  // model sends there (CudaOptions::cublaslt_dense); else empty.
+  DeviceBuffer row_major;
   int n = 0;
   int k = 0;
   bool fp8 = true;

@@ -1,4 +1,4 @@
-#include "bench_decode_setup.h"
+#include "bench_setup.h"
 
 #include <algorithm>
 #include <chrono>
@@ -11,9 +11,17 @@
 namespace gossamer::app {
 
 void ModelChoice::add_options(CLI::App& cli) {
-  cli.add_option("--weights", options.weights, "cuda weight format: fp8 | bf16 (the loader checks it)");
+  cli.add_option("--gpu-memory-limit-gib", gpu_memory_limit_gib,
+                 "cuda: behave as a GPU of this many GiB (e.g. 80 on an H200); 0 = the whole GPU")
+      ->check(CLI::NonNegativeNumber);
+  cli.add_option("--weights", options.weights, "cuda weight format: fp8 | bf16 | mxfp4 (MXFP4 experts kept as shipped)")
+      ->check(CLI::IsMember({"fp8", "bf16", "mxfp4"}));
   cli.add_flag(
       "--enforce-eager", [this](int64_t) { options.cuda_graphs = false; }, "no CUDA graphs for decode steps");
+  cli.add_option("--dense-gemm", options.dense_gemm,
+                 "cuda: gossamer (default) | cublaslt (FP8 qkv/o above the decode GEMV's rows on cuBLASLt, where it "
+                 "is faster)")
+      ->check(CLI::IsMember({"cublaslt", "gossamer"}));
   cli.add_option("--model", model_dir, "checkpoint directory");
   cli.add_option("--load-format", load_format, "auto | dummy (random weights of --preset shapes, no disk)");
   cli.add_option("--preset", preset, "20b | 120b | tiny (with --load-format dummy)");
@@ -24,11 +32,14 @@ void ModelChoice::add_options(CLI::App& cli) {
 std::unique_ptr<model::Model> ModelChoice::load() const {
   const auto start = std::chrono::steady_clock::now();
   GOSSAMER_CHECK(load_format == "dummy" || !model_dir.empty(), "give --model DIR or --load-format dummy");
+  GOSSAMER_CHECK(gpu_memory_limit_gib == 0 || device == "cuda", "--gpu-memory-limit-gib needs --device cuda");
+  model::limit_gpu_memory(static_cast<int64_t>(gpu_memory_limit_gib * double(int64_t{1} << 30)));
   auto model = load_format == "dummy" ? model::load_dummy_model(preset, seed, device, options)
                                       : model::load_model(model_dir, device, options);
-  std::fprintf(stderr, "loaded %s on %s in %.1f s\n",
+  std::fprintf(stderr, "loaded %s on %s (weights %s, %.1f GiB) in %.1f s\n",
                load_format == "dummy" ? ("dummy " + preset).c_str() : model_dir.c_str(), model->backend_name().c_str(),
-               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+               device == "cuda" ? options.weights.c_str() : "f32",
+               static_cast<double>(model->weight_bytes()) / double(1u << 30), bench_seconds_since(start));
   return model;
 }
 
@@ -38,6 +49,27 @@ std::vector<int32_t> bench_random_tokens(uint64_t seed, int64_t count, int32_t v
   for (int32_t& token : tokens)
     token = static_cast<int32_t>(rng.next() % static_cast<uint64_t>(std::min(vocab, 199998)));
   return tokens;
+}
+
+double bench_seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::vector<int32_t> prepare_prefill(model::Model& model, int64_t max_tokens) {
+  const int32_t blocks = static_cast<int32_t>((max_tokens + kBenchBlockSize - 1) / kBenchBlockSize);
+  model.allocate_kv_cache(blocks, kBenchBlockSize);
+  std::vector<int32_t> table(static_cast<size_t>(blocks));
+  std::iota(table.begin(), table.end(), 0);
+  return table;
+}
+
+double time_prefill(model::Model& model, const std::vector<int32_t>& tokens, const std::vector<int32_t>& table,
+                    std::vector<float>& logits) {
+  model::ForwardBatch batch;
+  batch.sequences.push_back(model::SequenceInput{tokens, 0, table, model::LogitsWanted::kLast});
+  const auto start = std::chrono::steady_clock::now();
+  model.forward(batch, logits);  // returns after the logits reached the host
+  return bench_seconds_since(start);
 }
 
 model::ForwardBatch DecodeSetup::step(int index) const {
@@ -52,7 +84,7 @@ model::ForwardBatch DecodeSetup::step(int index) const {
 }
 
 std::optional<DecodeSetup> prepare_decode(model::Model& model, int64_t context, int32_t batch, int max_steps, bool ring,
-                                          double budget_gib, uint64_t seed, double* kv_gib) {
+                                          double budget_gib, uint64_t token_seed, double* kv_gib) {
   GOSSAMER_CHECK(batch >= 1 && context >= 0 && max_steps >= 1, "decode setup: batch ", batch, ", context ", context,
                  ", steps ", max_steps);
   GOSSAMER_CHECK(context + max_steps <= model.config().max_position_embeddings, "context ", context, " + ", max_steps,
@@ -89,8 +121,16 @@ std::optional<DecodeSetup> prepare_decode(model::Model& model, int64_t context, 
       sliding[static_cast<size_t>(i)] = static_cast<int32_t>(b * ring_per_seq + std::max<int64_t>(0, i - first_ring));
     }
   }
-  setup.tokens = bench_random_tokens(seed + static_cast<uint64_t>(batch), batch, model.config().vocab_size);
+  setup.tokens = bench_random_tokens(token_seed, batch, model.config().vocab_size);
   return setup;
+}
+
+double decode_seconds_per_step(model::Model& model, const DecodeSetup& setup, int warmup, int steps) {
+  std::vector<float> logits;
+  for (int i = 0; i < warmup; ++i) model.forward(setup.step(i), logits);
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < steps; ++i) model.forward(setup.step(warmup + i), logits);
+  return bench_seconds_since(start) / steps;
 }
 
 }  // namespace gossamer::app

@@ -1,0 +1,354 @@
+// Prefill attention with sinks on Hopper's own machinery (issue #13 §3, the FlashAttention-3 design):
+// one CTA per (128-query tile of one sequence, query head), 384 threads.
+// NOTE: written without a GPU at hand; it has NOT yet run on one (first run: the lead's H200 session).
+//   warpgroup 0  producer: its 128 threads gather 128-key K and V tiles from the paged cache (any
+//                power-of-two page size; each 128-byte cache row is one kv head's 64 dims, so rows are
+//                gathered one by one) with cp.async into a ring of kStages stages, 128B-swizzled; rows
+//                past kv_len are zero-filled. Each thread's copies arrive on the stage's full barrier
+//                (cp.async.mbarrier.arrive.noinc, 128 arrivals); consumer warps release a stage through
+//                its empty barrier (one arrival per warp). It hands its registers to the consumers.
+//   warpgroups 1, 2  consumers: query rows 0–63 and 64–127 of the tile. Per key tile t:
+//                S = Q·Kᵀ (wgmma m64n128k16, Q and K from shared memory), mask (diagonal and window-edge
+//                tiles only), online softmax in fp32 (running max initialised to the sink logit), then
+//                O += P·V (wgmma m64n64k16, P from registers, V from shared memory as an N-major B operand).
+//                Within a warpgroup, S of tile t is computed while the PV of tile t − 1 runs, and the
+//                softmax of tile t overlaps that PV; between the two warpgroups, named barriers alternate
+//                the issue of their wgmma (ping-pong), so one's softmax overlaps the other's MMAs.
+// Sliding layers visit only the key tiles that intersect some query's window. A second warpgroup with no
+// query row (q_len ≤ 64 in the tile) leaves at once and the first runs alone.
+#include <cfloat>
+
+#include "kernels/attention_common_sm90.cuh"
+#include "kernels/mbarrier_sm90.cuh"
+#include "kernels/tma_sm90.cuh"
+#include "kernels/wgmma_bf16_sm90.cuh"
+
+namespace gossamer::kernels::attn {
+namespace {
+
+constexpr int kBM = 128;  // query rows per CTA (64 per consumer warpgroup)
+constexpr int kBN = 128;  // keys per K/V tile
+constexpr int kStages = 4;
+constexpr int kThreads = 384;
+constexpr int kProducerRegs = 40;
+constexpr int kConsumerRegs = 232;
+constexpr int kQBytes = kBM * 128;   // [128 rows][64] bf16, swizzled
+constexpr int kKvBytes = kBN * 128;  // one K or V tile: [128 keys][64] bf16, swizzled
+constexpr int kStageBytes = 2 * kKvBytes;
+constexpr int kSmemBytes = 1024 + kQBytes + kStages * kStageBytes + 2 * kStages * 8;
+// Named barriers (0 is __syncthreads): Q of consumer warpgroup w ready (kBarQ + w, 128 threads), and
+// the ping-pong turn of warpgroup w (kBarTurn + w, 256 threads).
+constexpr int kBarQ = 1;
+constexpr int kBarTurn = 3;
+
+__device__ __forceinline__ void named_sync(int id, int count) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+__device__ __forceinline__ void named_arrive(int id, int count) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+
+// Online-softmax step on one warpgroup's S tile (64 rows × 128 keys in the wgmma D fragment: s[4j + e]
+// is row g + 8·(e / 2), key 8j + 2t + e % 2, g = 16·warp + lane / 4, t = lane % 4). Leaves the
+// probabilities exp2(s·scale_log2 − m) in s, updates m (log2 domain) and this thread's partial row sums l,
+// and sets alpha, the factor by which O must be rescaled.
+template <bool kMask>
+__device__ __forceinline__ void softmax_tile(float (&s)[64], float (&m)[2], float (&l)[2], float (&alpha)[2], int kv0,
+                                             const int (&row_pos)[2], int window, float scale_log2) {
+  const int lane = threadIdx.x % 32;
+  float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+  for (int j = 0; j < kBN / 8; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      if constexpr (kMask) {
+        const int kpos = kv0 + 8 * j + 2 * (lane % 4) + (e % 2);
+        const int qpos = row_pos[e / 2];
+        if (kpos > qpos || (window > 0 && qpos - kpos >= window)) s[4 * j + e] = -INFINITY;
+      }
+      mx[e / 2] = fmaxf(mx[e / 2], s[4 * j + e]);
+    }
+  }
+  float m_safe[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+    mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+    const float m_new = fmaxf(m[h], mx[h] * scale_log2);  // scale > 0: max commutes with the scaling
+    m_safe[h] = m_new == -INFINITY ? 0.f : m_new;
+    alpha[h] = ex2(m[h] - m_safe[h]);
+    m[h] = m_new;
+    l[h] *= alpha[h];
+  }
+#pragma unroll
+  for (int j = 0; j < kBN / 8; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float pr = ex2(fmaf(s[4 * j + e], scale_log2, -m_safe[e / 2]));
+      s[4 * j + e] = pr;
+      l[e / 2] += pr;
+    }
+  }
+}
+
+__global__ void __launch_bounds__(kThreads, 1) attention_prefill_wgmma_kernel(const AttentionParams p) {
+  // ---- which (sequence, query tile, head): heads fastest, so the CTAs of one query tile (and the 8
+  // query heads of each KV head) run together and share K/V through L2; within a sequence the last
+  // (longest) query tiles come first ----
+  const int head = blockIdx.x % p.num_q_heads;
+  int t = blockIdx.x / p.num_q_heads, b = 0, num_q_tiles = 0;
+  for (; b < p.num_seqs; ++b) {
+    num_q_tiles = ceil_div(p.cu_seqlens_q[b + 1] - p.cu_seqlens_q[b], kBM);
+    if (t < num_q_tiles) break;
+    t -= num_q_tiles;
+  }
+  if (b == p.num_seqs) return;  // CTA-uniform: before any barrier
+  const int q_tile = num_q_tiles - 1 - t;
+  const int kv_head = head / (p.num_q_heads / p.num_kv_heads);
+  const int q_begin = p.cu_seqlens_q[b];
+  const int q_len = p.cu_seqlens_q[b + 1] - q_begin;
+  const int kv_len = p.kv_lens[b];
+  const int first_pos = kv_len - q_len;  // position of query 0 (chunked prefill: the cached prefix before it)
+  const int q_lo = q_tile * kBM;
+  const int q0pos = first_pos + q_lo, q1pos = first_pos + min(q_len, q_lo + kBM) - 1;
+  const int kv_start = p.window > 0 ? max(0, q0pos - p.window + 1) : 0;
+  const int tile_begin = kv_start / kBN;
+  const int num_kv_tiles = ceil_div(q1pos + 1, kBN) - tile_begin;  // ≥ 1
+  const bool wg1_active = q_lo + 64 < q_len;
+
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  uint8_t* smem_q = smem;             // [128 rows][128 B]
+  uint8_t* smem_kv = smem + kQBytes;  // [kStages][K tile, V tile]
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem_kv + kStages * kStageBytes);
+  uint64_t* empty = full + kStages;
+  const int tid = threadIdx.x;
+  if (tid == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbar::init(&full[s], 128);                  // every producer thread's cp.async arrival
+      mbar::init(&empty[s], wg1_active ? 8 : 4);  // one arrival per consumer warp
+    }
+    tma::fence_barrier_init();
+  }
+  __syncthreads();
+
+  if (tid < 128) {
+    // ================= producer: K/V tiles, thread = (row r0 + 16·i, 16-byte chunk c) =================
+    tma::regs_release<kProducerRegs>();
+    const int c = tid % 8, r0 = tid / 8;
+    const int page_shift = __ffs(p.page_size) - 1;
+    const int32_t* pages = p.page_indices + p.page_indptr[b];
+    const int64_t head_off = static_cast<int64_t>(kv_head) * kHead + c * 8;
+    for (int it = 0; it < num_kv_tiles; ++it) {
+      const int kv0 = (tile_begin + it) * kBN;
+      int slot[kBN / 16];  // cache rows (page · page_size + offset); looked up before the wait
+#pragma unroll
+      for (int i = 0; i < kBN / 16; ++i) {
+        const int pos = kv0 + r0 + 16 * i;
+        slot[i] =
+            pos < kv_len ? (__ldg(pages + (pos >> page_shift)) << page_shift) | (pos & ((1 << page_shift) - 1)) : 0;
+      }
+      const int s = it % kStages;
+      mbar::wait(&empty[s], ((it / kStages) & 1) ^ 1);
+      uint8_t* sk = smem_kv + s * kStageBytes;
+      uint8_t* sv = sk + kKvBytes;
+#pragma unroll
+      for (int i = 0; i < kBN / 16; ++i) {
+        const int r = r0 + 16 * i;
+        const bool ok = kv0 + r < kv_len;
+        const int64_t off = static_cast<int64_t>(slot[i]) * p.num_kv_heads * kHead + head_off;
+        cp_async_16(sk + swz(r, c), p.k_cache + off, ok);
+        cp_async_16(sv + swz(r, c), p.v_cache + off, ok);
+      }
+      mbar::cp_async_arrive(&full[s]);
+    }
+    cp_async_commit();  // leave with no copy in flight
+    cp_async_wait<0>();
+    return;
+  }
+
+  // ================= consumers =================
+  tma::regs_claim<kConsumerRegs>();
+  const int wg = tid / 128 - 1;  // rows 64·wg … of the tile
+  if (wg == 1 && !wg1_active) return;
+  const int wtid = tid % 128, warp = wtid / 32, lane = tid % 32;
+
+  // ---- this warpgroup's 64 Q rows → shared memory (zero past q_len) ----
+  uint8_t* sq = smem_q + wg * 64 * 128;
+  for (int i = wtid; i < 64 * 8; i += 128) {
+    const int r = i / 8, c = i % 8;
+    const int qi = q_lo + 64 * wg + r;
+    const bool ok = qi < q_len;
+    const uint16_t* src = ok ? p.q + (static_cast<int64_t>(q_begin + qi) * p.num_q_heads + head) * kHead + c * 8 : p.q;
+    cp_async_16(sq + swz(r, c), src, ok);
+  }
+  cp_async_commit();
+  cp_async_wait<0>();
+  fence_proxy_async();  // Q (generic-proxy writes) → wgmma operand reads (async proxy)
+  named_sync(kBarQ + wg, 128);
+
+  int row_pos[2];  // positions of this thread's rows g and g + 8 (−1: past q_len)
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int qi = q_lo + 64 * wg + 16 * warp + lane / 4 + 8 * h;
+    row_pos[h] = qi < q_len ? first_pos + qi : -1;
+  }
+  const int wg_q0pos = first_pos + q_lo + 64 * wg;
+  const int wg_q1pos = first_pos + min(q_len, q_lo + 64 * wg + 64) - 1;
+  // Only tiles that reach past the warpgroup's first query (causal) or below its last query's window
+  // need the per-element mask.
+  auto need_mask = [&](int kv0) { return kv0 + kBN - 1 > wg_q0pos || (p.window > 0 && kv0 <= wg_q1pos - p.window); };
+
+  const float scale_log2 = p.scale * kLog2e;
+  float m[2], l[2];
+  const float sink = p.sinks ? p.sinks[head] * kLog2e : -INFINITY;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    m[h] = sink;
+    l[h] = (p.sinks && lane % 4 == 0) ? 1.f : 0.f;  // the sink's own exp2(sink − m), counted by one lane
+  }
+  float o[32];
+#pragma unroll
+  for (int i = 0; i < 32; ++i) o[i] = 0.f;
+  float s[64];
+  uint32_t pa[kBN / 16][4];
+  float alpha[2];
+
+  // Descriptors of stage 0 (a stage adds its byte offset / 16: shared memory < 256 KiB, no carry).
+  const uint64_t desc_q = wgmma::desc_k128_sw128(sq);
+  const uint64_t desc_k0 = wgmma::desc_k128_sw128(smem_kv);
+  const uint64_t desc_v0 = wgmma::desc_mn_sw128(smem_kv + kKvBytes, kKvBytes);
+  auto issue_qk = [&](int stage) {
+    const uint64_t dk = desc_k0 + static_cast<uint64_t>(stage * kStageBytes >> 4);
+#pragma unroll
+    for (int kk = 0; kk < kHead / 16; ++kk) {  // 16 dims = 32 bytes per step, inside the 128-byte row
+      wgmma::wgmma_m64n128k16_bf16_ss(s, desc_q + 2 * kk, dk + 2 * kk, kk > 0);
+    }
+  };
+  auto issue_pv = [&](int stage) {
+    const uint64_t dv = desc_v0 + static_cast<uint64_t>(stage * kStageBytes >> 4);
+#pragma unroll
+    for (int kk = 0; kk < kBN / 16; ++kk) {  // 16 keys = 2048 bytes per step
+      wgmma::wgmma_m64n64k16_bf16_rs_tb(o, pa[kk], dv + static_cast<uint64_t>(kk * 2048 >> 4), 1);
+    }
+  };
+  auto softmax = [&](int it) {
+    const int kv0 = (tile_begin + it) * kBN;
+    if (need_mask(kv0)) {
+      softmax_tile<true>(s, m, l, alpha, kv0, row_pos, p.window, scale_log2);
+    } else {
+      softmax_tile<false>(s, m, l, alpha, kv0, row_pos, p.window, scale_log2);
+    }
+  };
+  auto wait_full = [&](int it) {
+    mbar::wait(&full[it % kStages], (it / kStages) & 1);
+    fence_proxy_async();  // the producer's cp.async writes (generic proxy) → this thread's wgmma reads
+  };
+  auto release = [&](int it) {
+    if (lane == 0) mbar::arrive(&empty[it % kStages]);
+  };
+  // Before wgmma::fence: every write to S, O and P by ordinary instructions stays before it (the compiler
+  // may not sink them past the fence into the wgmma's asynchronous window).
+  auto fence_operands = [&] {
+    wgmma::fence_operand(s);
+    wgmma::fence_operand(o);
+#pragma unroll
+    for (int kk = 0; kk < kBN / 16; ++kk) wgmma::fence_operand(pa[kk]);
+  };
+  // Ping-pong: warpgroup w issues its wgmma only in its turn (barrier kBarTurn + w) and then hands the
+  // turn over. Each warpgroup has num_kv_tiles + 1 issue sections; warpgroup 1 gives warpgroup 0 the
+  // first turn and does not hand over after its last section, so every barrier phase completes.
+  const bool pingpong = wg1_active;
+  auto turn_wait = [&] {
+    if (pingpong) named_sync(kBarTurn + wg, 256);
+  };
+  auto turn_pass = [&] {
+    if (pingpong) named_arrive(kBarTurn + (wg ^ 1), 256);
+  };
+  if (pingpong && wg == 1) turn_pass();
+
+  // ---- section 0: S of the first tile ----
+  wait_full(0);
+  turn_wait();
+  fence_operands();
+  wgmma::fence();
+  issue_qk(0);
+  wgmma::commit();
+  turn_pass();
+  wgmma::wait<0>();
+  wgmma::fence_operand(s);
+  softmax(0);  // O is still 0: alpha needs no application
+  wgmma::d_to_a_bf16(pa, s);
+
+  // ---- sections 1 … n − 1: S of tile it and PV of tile it − 1 in flight, then the softmax of tile it ----
+  for (int it = 1; it < num_kv_tiles; ++it) {
+    wait_full(it);
+    turn_wait();
+    fence_operands();
+    wgmma::fence();
+    issue_qk(it % kStages);
+    wgmma::commit();
+    issue_pv((it - 1) % kStages);
+    wgmma::commit();
+    turn_pass();
+    wgmma::wait<1>();  // S done (groups complete in order); the PV still runs
+    wgmma::fence_operand(s);
+    softmax(it);
+    wgmma::wait<0>();
+    wgmma::fence_operand(o);
+    release(it - 1);
+    wgmma::d_to_a_bf16(pa, s);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      o[4 * j + 0] *= alpha[0];
+      o[4 * j + 1] *= alpha[0];
+      o[4 * j + 2] *= alpha[1];
+      o[4 * j + 3] *= alpha[1];
+    }
+  }
+
+  // ---- last section: PV of the last tile ----
+  turn_wait();
+  fence_operands();
+  wgmma::fence();
+  issue_pv((num_kv_tiles - 1) % kStages);
+  wgmma::commit();
+  if (wg == 0) turn_pass();
+  wgmma::wait<0>();
+  wgmma::fence_operand(o);
+  release(num_kv_tiles - 1);
+
+  // ---- O / l → out ----
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float sum = l[h];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    if (row_pos[h] < 0) continue;
+    const float inv = sum > 0.f ? 1.f / sum : 0.f;
+    const int qi = q_lo + 64 * wg + 16 * warp + lane / 4 + 8 * h;
+    uint16_t* dst = p.out + (static_cast<int64_t>(q_begin + qi) * p.num_q_heads + head) * kHead + 2 * (lane % 4);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      *reinterpret_cast<uint32_t*>(dst + 8 * j) = pack_bf16(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
+    }
+  }
+}
+
+}  // namespace
+
+void launch_prefill_wgmma(const AttentionParams& p, cudaStream_t stream) {
+  static bool configured = false;
+  if (!configured) {
+    GOSSAMER_CUDA_CHECK(
+        cudaFuncSetAttribute(attention_prefill_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+    configured = true;
+  }
+  // Upper bound on the query tiles: Σ ceil(q_len / 128) ≤ num_tokens / 128 + num_seqs; heads fastest.
+  const int64_t grid = (static_cast<int64_t>(p.num_tokens) / kBM + p.num_seqs) * p.num_q_heads;
+  GOSSAMER_CHECK(grid < (int64_t{1} << 31), "attention: too many query tiles (", grid, " CTAs)");
+  attention_prefill_wgmma_kernel<<<static_cast<unsigned>(grid), kThreads, kSmemBytes, stream>>>(p);
+  GOSSAMER_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace gossamer::kernels::attn
