@@ -3,6 +3,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
+#include <span>
 #include <vector>
 
 #include "bench_setup.h"
@@ -19,10 +21,13 @@ struct ForwardStamp {
   Clock::time_point start, end;
 };
 
-// Forwards every call to a model it does not own and stamps each forward (engine thread only).
+// Forwards every call to a model it does not own and stamps each forward (engine thread only). Not
+// overlapped: the engine's launch_step/wait_step go through the synchronous default, which runs forward()
+// or forward_sample() below; overlapped: they go to the model, and a forward is launch → wait's end.
 class ProbeModel final : public model::Model {
  public:
-  ProbeModel(model::Model& inner, std::vector<ForwardStamp>& stamps) : inner_(inner), stamps_(stamps) {}
+  ProbeModel(model::Model& inner, std::vector<ForwardStamp>& stamps, bool overlapped)
+      : inner_(inner), stamps_(stamps), overlapped_(overlapped) {}
   const model::GptOssConfig& config() const override { return inner_.config(); }
   std::string backend_name() const override { return inner_.backend_name(); }
   std::string parallel_layout() const override { return inner_.parallel_layout(); }
@@ -46,6 +51,16 @@ class ProbeModel final : public model::Model {
     inner_.forward_sample(batch, rows, tokens, logprobs);
     stamps_.push_back({start, Clock::now()});
   }
+  void launch_step(const model::ForwardBatch& batch, std::optional<std::span<const model::RowSampling>> rows) override {
+    if (!overlapped_) return model::Model::launch_step(batch, rows);
+    launch_start_ = Clock::now();
+    inner_.launch_step(batch, rows);
+  }
+  void wait_step(model::StepResult& result) override {
+    if (!overlapped_) return model::Model::wait_step(result);
+    inner_.wait_step(result);
+    stamps_.push_back({launch_start_, Clock::now()});
+  }
 
  protected:
   void allocate_kv_cache_impl(int32_t num_blocks, int32_t block_size, int32_t num_sliding_blocks) override {
@@ -55,6 +70,8 @@ class ProbeModel final : public model::Model {
  private:
   model::Model& inner_;
   std::vector<ForwardStamp>& stamps_;
+  const bool overlapped_;
+  Clock::time_point launch_start_;
 };
 
 struct StepStamp {
@@ -70,7 +87,7 @@ double seconds(Clock::time_point from, Clock::time_point to) {
 }  // namespace
 
 EngineStepTimes measure_engine_steps(model::Model& model, int32_t batch, int32_t prompt_len, int warmup, int steps,
-                                     uint64_t seed) {
+                                     uint64_t seed, bool overlapped) {
   GOSSAMER_CHECK(batch >= 1 && prompt_len >= 1 && warmup >= 0 && steps >= 1, "engine steps: batch ", batch, ", prompt ",
                  prompt_len, ", steps ", steps);
   std::vector<ForwardStamp> forwards;
@@ -88,9 +105,10 @@ EngineStepTimes measure_engine_steps(model::Model& model, int32_t batch, int32_t
   std::condition_variable done;
   int finished = 0;
   {
-    engine::Engine engine(std::make_unique<ProbeModel>(model, forwards), config, [&](const engine::StepInfo& info) {
-      step_stamps.push_back({info, Clock::now(), forwards.size()});
-    });
+    engine::Engine engine(std::make_unique<ProbeModel>(model, forwards, overlapped), config,
+                          [&](const engine::StepInfo& info) {
+                            step_stamps.push_back({info, Clock::now(), forwards.size()});
+                          });
     for (int32_t i = 0; i < batch; ++i) {
       engine::SubmitParams params;
       params.prompt =
@@ -126,11 +144,13 @@ EngineStepTimes measure_engine_steps(model::Model& model, int32_t batch, int32_t
     out.after_forward += seconds(forward.end, stamp.end);
     out.between_steps += seconds(stamp.end, next_start);
     out.step += stamp.info.seconds;
+    out.period += seconds(stamp.end, next.end);
     ++out.timed_steps;
   }
   GOSSAMER_CHECK(out.timed_steps >= 1, "engine steps: no pure decode step of batch ", batch, " after ", warmup,
                  " warm-up steps (", step_stamps.size(), " steps ran)");
-  for (double* value : {&out.before_forward, &out.forward, &out.after_forward, &out.between_steps, &out.step}) {
+  for (double* value :
+       {&out.before_forward, &out.forward, &out.after_forward, &out.between_steps, &out.step, &out.period}) {
     *value /= out.timed_steps;
   }
   return out;

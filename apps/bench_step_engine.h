@@ -8,6 +8,10 @@
 //   after forward  = step end − forward end (host sampling, stop checks, output events queued)
 //   between steps  = next step start − step end (stats, output callbacks, the loop, schedule())
 //
+// With `overlapped` the probe passes the engine's launch_step/wait_step through to the model instead, so
+// a backend that overlaps (cuda) does: the phases then overlap each other, and the figure that counts is
+// `period`, the time between the ends of consecutive decode steps (the engine's real step rate).
+//
 // Contract: measure_engine_steps() leaves `model` usable (its KV cache re-allocated) and returns the
 // means over the timed decode steps (the first `warmup` decode steps are not timed); throws
 // gossamer::Error when the engine refuses the requests or produces fewer decode steps than asked.
@@ -21,11 +25,12 @@ namespace gossamer::app {
 
 struct EngineStepTimes {
   double before_forward = 0.0, forward = 0.0, after_forward = 0.0, between_steps = 0.0;  // seconds, means
-  double step = 0.0;  // the engine's whole step (StepInfo::seconds), mean
+  double step = 0.0;    // the engine's whole step (StepInfo::seconds), mean
+  double period = 0.0;  // end of a decode step → end of the next, mean
   int32_t timed_steps = 0;
 };
 
 EngineStepTimes measure_engine_steps(model::Model& model, int32_t batch, int32_t prompt_len, int warmup, int steps,
-                                     uint64_t seed);
+                                     uint64_t seed, bool overlapped = false);
 
 }  // namespace gossamer::app

@@ -35,7 +35,7 @@ struct BatchResult {
   std::string skipped;                                             // non-empty: not measured, and why
   double product_step = 0.0, eager_step = 0.0, device_span = 0.0;  // seconds per step (means)
   model::PhaseSeconds phases;                                      // means per step
-  std::optional<EngineStepTimes> engine;
+  std::optional<EngineStepTimes> engine, engine_overlapped;
 };
 
 BatchResult measure_batch(model::Model& model, int64_t context, int32_t batch, int steps, bool ring, double budget_gib,
@@ -88,7 +88,10 @@ BatchResult measure_batch(model::Model& model, int64_t context, int32_t batch, i
   out.phases.valid = true;
   model.set_phase_timing(false);
   // ---- the engine's host work around the same batch ----
-  if (engine_prompt_len > 0) out.engine = measure_engine_steps(model, batch, engine_prompt_len, warmup, steps, seed);
+  if (engine_prompt_len > 0) {
+    out.engine = measure_engine_steps(model, batch, engine_prompt_len, warmup, steps, seed);
+    out.engine_overlapped = measure_engine_steps(model, batch, engine_prompt_len, warmup, steps, seed, true);
+  }
   return out;
 }
 
@@ -123,6 +126,10 @@ void print_table(const std::string& title, int64_t context, const std::vector<Ba
   add("engine: between steps (schedule, callbacks)",
       [](const BatchResult& r) { return r.engine ? micros(r.engine->between_steps) : "-"; });
   add("engine: step (StepInfo)", [](const BatchResult& r) { return r.engine ? micros(r.engine->step) : "-"; });
+  add("engine: step period, steps run one after another",
+      [](const BatchResult& r) { return r.engine ? micros(r.engine->period) : "-"; });
+  add("engine: step period, overlapped (the product)",
+      [](const BatchResult& r) { return r.engine_overlapped ? micros(r.engine_overlapped->period) : "-"; });
   add("tok/s (product path)", [](const BatchResult& r) {
     char text[32];
     std::snprintf(text, sizeof(text), "%.0f", r.batch / r.product_step);
@@ -167,8 +174,10 @@ nlohmann::json to_json(const BatchResult& r) {
                      {"after_forward_us", r.engine->after_forward * 1e6},
                      {"between_steps_us", r.engine->between_steps * 1e6},
                      {"step_us", r.engine->step * 1e6},
+                     {"period_us", r.engine->period * 1e6},
                      {"timed_steps", r.engine->timed_steps}};
   }
+  if (r.engine_overlapped) out["engine_overlapped"] = {{"period_us", r.engine_overlapped->period * 1e6}};
   return out;
 }
 
