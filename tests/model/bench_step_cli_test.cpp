@@ -38,12 +38,13 @@ TEST(BenchStepCli, BreakdownTableOnTheCpuBackend) {
       json);
   ASSERT_EQ(result.status, 0) << result.output;
   const auto lines = table_lines(result.output);
-  // header, separator, 13 phases, 4 device/step rows, 5 engine rows, tok/s
-  ASSERT_EQ(lines.size(), 2u + 13u + 4u + 5u + 1u) << result.output;
+  // header, separator, 13 phases, 4 device/step rows, 7 engine rows, tok/s
+  ASSERT_EQ(lines.size(), 2u + 13u + 4u + 7u + 1u) << result.output;
   EXPECT_EQ(lines[0], "| figure | B=1 | B=3 |");
   for (const std::string& line : lines) EXPECT_EQ(std::count(line.begin(), line.end(), '|'), 4) << line;
   for (const char* label : {"| phase: attention |", "| phase: experts |", "| phase: unembedding |", "| host gap",
-                            "| step, product path (wall) |", "| engine: between steps (schedule, callbacks) |"}) {
+                            "| step, product path (wall) |", "| engine: between steps (schedule, callbacks) |",
+                            "| engine: step period, overlapped (the product) |"}) {
     EXPECT_NE(result.output.find(label), std::string::npos) << label << "\n" << result.output;
   }
   // The cpu backend samples on the host: no device sampling, no copy to host.
@@ -62,9 +63,11 @@ TEST(BenchStepCli, BreakdownTableOnTheCpuBackend) {
     EXPECT_GT(point["product_step_us"].get<double>(), 0.0);
     const auto& engine = point["engine"];
     EXPECT_EQ(engine["timed_steps"], 2);
-    for (const char* key : {"before_forward_us", "forward_us", "after_forward_us", "between_steps_us", "step_us"}) {
+    for (const char* key :
+         {"before_forward_us", "forward_us", "after_forward_us", "between_steps_us", "step_us", "period_us"}) {
       EXPECT_GT(engine[key].get<double>(), 0.0) << key;
     }
+    EXPECT_GT(point["engine_overlapped"]["period_us"].get<double>(), 0.0);
     EXPECT_LE(engine["forward_us"].get<double>(), engine["step_us"].get<double>());
   }
 
