@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The session's one-call GPU validation (integrated main): carried, stripped binaries from the dev machine
-# under carry/val (gossamer, gossamer_tokenizer_bench, gossamer_{kernels,model_gpu,comm_gpu}_tests,
+# under carry/val (gossamer, gossamer_tokenizer_bench, gossamer_{kernels,model_gpu,engine_gpu,comm_gpu}_tests,
 # gossamer_comm_gpu_worker, gossamer_tp_model_worker, gossamer_kernels_bench, zstd, and lib/ with the chart
 # library's shared objects — the device image has no libcairo), and carry
 # node_modules/tiktoken/encoders/o200k_base.json too (the tokenizer's ranks: the text benches and tests
-# read them); or pack carry/val as carry/valz/val.tar.zst (plus a zstd binary) and carry that. Tests and benches read their compiled-in paths under /work/main, so the checkout is linked
-# there. Logs go to $OUT.
+# read them); or pack carry/val as carry/valz/val.tar.zst (plus a zstd binary) and carry that. Tests and
+# benches read their compiled-in paths under /work/main, so the checkout is linked there. Logs go to $OUT.
 #   bash bench/run_validation_h200.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -21,7 +21,8 @@ export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}:$v/lib NCCL_NV
 [ -e /work/main ] || { mkdir -p /work; ln -s "$root" /work/main; }
 mkdir -p build/tests build/bench/kernels build/models/tiny
 cp $v/gossamer $v/gossamer_tokenizer_bench build/
-cp $v/gossamer_kernels_tests $v/gossamer_model_gpu_tests $v/gossamer_comm_gpu_tests $v/gossamer_comm_gpu_worker \
+cp $v/gossamer_kernels_tests $v/gossamer_model_gpu_tests $v/gossamer_engine_gpu_tests $v/gossamer_comm_gpu_tests \
+  $v/gossamer_comm_gpu_worker \
   $v/gossamer_tp_model_worker build/tests/
 cp $v/gossamer_kernels_bench build/bench/kernels/
 cp models/tiny/config.json build/models/tiny/
@@ -39,7 +40,7 @@ for i in 0 1 2; do
   echo "exit $?"
   grep -E '^\[  (PASSED|FAILED) |^\[  FAILED  \]' "$out/kernels_$i.log" | head -20
 done
-for suite in model_gpu comm_gpu; do
+for suite in model_gpu engine_gpu comm_gpu; do
   sec "$suite tests"
   timeout 300 stdbuf -oL build/tests/gossamer_${suite}_tests --gtest_color=no > "$out/$suite.log" 2>&1; echo "exit $?"
   grep -E '^\[  (PASSED|FAILED) |^\[  FAILED  \]' "$out/$suite.log" | head -20
