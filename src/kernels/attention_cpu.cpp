@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/parallel.h"
 #include "kernels/attention.h"
 
 namespace gossamer::kernels {
@@ -10,7 +11,6 @@ namespace gossamer::kernels {
 void attention_cpu(const AttentionParams& p) {
   constexpr int kD = 64;
   const int group = p.num_q_heads / p.num_kv_heads;
-  std::vector<float> logits;
   for (int b = 0; b < p.num_seqs; ++b) {
     const int q_begin = p.cu_seqlens_q[b];
     const int q_len = p.cu_seqlens_q[b + 1] - q_begin;
@@ -20,10 +20,13 @@ void attention_cpu(const AttentionParams& p) {
       const int64_t slot = static_cast<int64_t>(pages[pos / p.page_size]) * p.page_size + pos % p.page_size;
       return cache + (slot * p.num_kv_heads + kv_head) * kD;
     };
-    for (int i = 0; i < q_len; ++i) {
-      const int pos = kv_len - q_len + i;
-      const int s0 = p.window > 0 ? std::max(0, pos - p.window + 1) : 0;
-      for (int h = 0; h < p.num_q_heads; ++h) {
+    // (query, head) rows are independent: chunks of them on worker threads give the same bits.
+    parallel_for(int64_t(q_len) * p.num_q_heads, 16, [&](int64_t r0, int64_t r1) {
+      std::vector<float> logits;
+      for (int64_t r = r0; r < r1; ++r) {
+        const int i = static_cast<int>(r / p.num_q_heads), h = static_cast<int>(r % p.num_q_heads);
+        const int pos = kv_len - q_len + i;
+        const int s0 = p.window > 0 ? std::max(0, pos - p.window + 1) : 0;
         const int kvh = h / group;
         const uint16_t* q = p.q + (static_cast<int64_t>(q_begin + i) * p.num_q_heads + h) * kD;
         logits.assign(pos - s0 + 1, 0.f);
@@ -46,7 +49,7 @@ void attention_cpu(const AttentionParams& p) {
         uint16_t* out = p.out + (static_cast<int64_t>(q_begin + i) * p.num_q_heads + h) * kD;
         for (int d = 0; d < kD; ++d) out[d] = float_to_bf16(static_cast<float>(o[d] / denom));
       }
-    }
+    });
   }
 }
 
