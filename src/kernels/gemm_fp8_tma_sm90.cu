@@ -135,10 +135,9 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
           for (int i = 0; i < 128 / kScaleLanes; ++i) {
             const int r = c.m0 + lane + kScaleLanes * i;
             const bool ok = r < c.row_end;
-            mbar::cp_async_4(sc + lane + kScaleLanes * i, p.a_scales + static_cast<int64_t>(ok ? r : 0) * num_kb + kb,
-                             ok ? 4 : 0);
+            cp_async_4(sc + lane + kScaleLanes * i, p.a_scales + static_cast<int64_t>(ok ? r : 0) * num_kb + kb, ok);
           }
-          if (lane < 2) mbar::cp_async_4(sc + 128 + lane, (lane == 0 ? bs0 : bs1) + kb, 4);
+          if (lane < 2) cp_async_4(sc + 128 + lane, (lane == 0 ? bs0 : bs1) + kb, true);
           mbar::cp_async_arrive(&full[s]);
         }
       }

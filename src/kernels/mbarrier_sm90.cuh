@@ -30,12 +30,6 @@ __device__ __forceinline__ void wait(uint64_t* bar, uint32_t parity) {
       : "memory");
 }
 
-// cp.async of 4 bytes into shared memory; src_bytes 0 zero-fills dst without reading src.
-__device__ __forceinline__ void cp_async_4(void* dst, const void* src, uint32_t src_bytes) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes)
-               : "memory");
-}
-
 // One arrival on `bar` once every cp.async this thread issued before has landed (counts against the
 // barrier's expected arrivals: init the barrier with this thread included).
 __device__ __forceinline__ void cp_async_arrive(uint64_t* bar) {
