@@ -93,15 +93,21 @@ CublasLtFp8Gemm::Plan* CublasLtFp8Gemm::plan(const GemmFp8Params& p) {
   return plans_.emplace(shape, std::move(made)).first->second.get();
 }
 
-bool CublasLtFp8Gemm::supports(const GemmFp8Params& p) {
-  if (p.b_tiled || p.tile_group || p.a_row_index || p.epilogue != GemmEpilogue::kBias || p.M <= 0) return false;
-  if (p.K % 16 != 0 || p.lda % 16 != 0 || p.ldc % 8 != 0 || p.N % 8 != 0) return false;
-  return plan(p)->found;
+CublasLtFp8Gemm::Plan* CublasLtFp8Gemm::usable_plan(const GemmFp8Params& p) {
+  if (p.b_tiled || p.tile_group || p.a_row_index || p.epilogue != GemmEpilogue::kBias || p.M <= 0) return nullptr;
+  if (p.K % 16 != 0 || p.lda % 16 != 0 || p.ldc % 8 != 0 || p.N % 8 != 0) return nullptr;
+  Plan* made = plan(p);
+  return made->found ? made : nullptr;
 }
 
-void CublasLtFp8Gemm::launch(const GemmFp8Params& p, cudaStream_t stream) {
-  GOSSAMER_CHECK(supports(p), "gemm_fp8 (cuBLASLt): no cuBLASLt algorithm for M=", p.M, " N=", p.N, " K=", p.K);
-  Plan& plan = *this->plan(p);
+bool CublasLtFp8Gemm::supports(const GemmFp8Params& p) {
+  return usable_plan(p) != nullptr;
+}
+
+bool CublasLtFp8Gemm::launch(const GemmFp8Params& p, cudaStream_t stream) {
+  Plan* found = usable_plan(p);
+  if (!found) return false;
+  Plan& plan = *found;
   const void* w_scales = p.b_scales;
   const void* x_scales = p.a_scales;
   GOSSAMER_CUBLASLT_CHECK(
@@ -116,6 +122,7 @@ void CublasLtFp8Gemm::launch(const GemmFp8Params& p, cudaStream_t stream) {
   const float alpha = 1.0f, beta = 0.0f;
   GOSSAMER_CUBLASLT_CHECK(cublasLtMatmul(lt(handle_), plan.desc, &alpha, p.b, plan.w, p.a, plan.x, &beta, p.out,
                                          plan.out, p.out, plan.out, &plan.algo, workspace_, workspace_bytes_, stream));
+  return true;
 }
 
 bool gemm_fp8_cublaslt_preferred(int m, int n, int k) {

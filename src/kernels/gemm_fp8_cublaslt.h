@@ -38,13 +38,14 @@ class CublasLtFp8Gemm {
   // Whether cuBLASLt has an algorithm for this problem (p's M, N, K, lda, ldc, bias or not; B row-major,
   // plain mode, kBias). The answer is cached per shape.
   bool supports(const GemmFp8Params& p);
-  // Runs p on `stream`; p must be supported (checked).
-  void launch(const GemmFp8Params& p, cudaStream_t stream);
+  // Runs p on `stream` and returns true, or returns false (launching nothing) where p is not supported.
+  bool launch(const GemmFp8Params& p, cudaStream_t stream);
 
  private:
   struct Plan;
   using Shape = std::tuple<int, int, int, int64_t, int64_t, bool>;  // M, N, K, lda, ldc, bias
-  Plan* plan(const GemmFp8Params& p);
+  Plan* plan(const GemmFp8Params& p);                               // made once per shape
+  Plan* usable_plan(const GemmFp8Params& p);                        // p's plan if cuBLASLt can run it, else null
 
   void* handle_ = nullptr;  // cublasLtHandle_t
   void* workspace_ = nullptr;

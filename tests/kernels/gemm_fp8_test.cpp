@@ -104,7 +104,7 @@ TEST(GemmFp8Kernel, MatchesReference) {
       }
       if (supported) {
         dout.poison();
-        cublaslt.launch(p, nullptr);
+        ASSERT_TRUE(cublaslt.launch(p, nullptr));
         const double err = rel_error_bf16(dout.download(), ref);
         report("gemm_fp8", shape + " cublaslt", err, kTolBf16);
         EXPECT_LT(err, kTolBf16) << shape << " cublaslt";

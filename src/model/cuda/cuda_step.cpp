@@ -100,7 +100,7 @@ void CudaModel::linear(const uint16_t* x, int m, const DeviceLinear& w, uint16_t
     kernels::GemmFp8Params lt = gemm;  // the same product from the row-major copy
     lt.b = w.row_major.get<uint8_t>();
     lt.b_tiled = false;
-    if (cublaslt_->supports(lt)) return cublaslt_->launch(lt, stream_);
+    if (cublaslt_->launch(lt, stream_)) return;
   }
   kernels::launch_gemm_fp8(gemm, m, stream_);
 }
