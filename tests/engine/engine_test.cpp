@@ -5,7 +5,7 @@
 #include <chrono>
 #include <map>
 
-#include "output_collector.h"
+#include "engine_test_requests.h"
 #include "testing/fake_model.h"
 
 namespace gossamer::engine {
@@ -21,31 +21,6 @@ std::vector<TokenId> reference_greedy(const FakeModel& model, std::vector<TokenI
     history.push_back(token);
   }
   return out;
-}
-
-EngineConfig test_config() {
-  EngineConfig config;
-  config.block_size = 4;
-  config.num_kv_blocks = 256;
-  config.max_num_batched_tokens = 32;
-  config.max_num_seqs = 16;
-  config.max_model_len = 256;
-  return config;
-}
-
-SubmitParams greedy(std::vector<TokenId> prompt, int32_t max_tokens, OutputCollector& collector) {
-  SubmitParams params;
-  params.prompt = std::move(prompt);
-  params.sampling.temperature = 0.0f;
-  params.sampling.max_tokens = max_tokens;
-  params.on_output = collector.callback();
-  return params;
-}
-
-std::vector<TokenId> prompt_of(int index, int length) {
-  std::vector<TokenId> prompt;
-  for (int i = 0; i < length; ++i) prompt.push_back(1000 + index * 31 + i * 7);
-  return prompt;
 }
 
 TEST(Engine, GreedyOutputMatchesTheModelRunAlone) {

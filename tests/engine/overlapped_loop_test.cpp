@@ -15,7 +15,7 @@
 
 #include "core/error.h"
 #include "engine/engine.h"
-#include "output_collector.h"
+#include "engine_test_requests.h"
 #include "testing/fake_model.h"
 
 namespace gossamer::engine {
@@ -112,29 +112,10 @@ class AsyncFakeModel final : public model::Model {
   std::vector<int32_t> launched_sequences_;
 };
 
-EngineConfig test_config() {
-  EngineConfig config;
-  config.block_size = 4;
-  config.num_kv_blocks = 256;
-  config.max_num_batched_tokens = 32;
-  config.max_num_seqs = 16;
-  config.max_model_len = 256;
-  return config;
-}
-
-std::vector<TokenId> prompt_of(int index, int length) {
-  std::vector<TokenId> prompt;
-  for (int i = 0; i < length; ++i) prompt.push_back(1000 + index * 31 + i * 7);
-  return prompt;
-}
-
-SubmitParams greedy(std::vector<TokenId> prompt, int32_t max_tokens, OutputCollector& outputs) {
-  SubmitParams params;
-  params.prompt = std::move(prompt);
-  params.sampling.temperature = 0.0f;
-  params.sampling.max_tokens = max_tokens;
+// A greedy request that stops at <|return|>.
+SubmitParams greedy_to_return(std::vector<TokenId> prompt, int32_t max_tokens, OutputCollector& outputs) {
+  SubmitParams params = greedy(std::move(prompt), max_tokens, outputs);
   params.sampling.stop_token_ids = {kReturn};
-  params.on_output = outputs.callback();
   return params;
 }
 
@@ -167,7 +148,7 @@ TEST_P(OverlappedLoop, BatchingAndPreemptionDoNotChangeGreedyOutputs) {
   OutputCollector outputs;
   std::map<RequestId, int> index_of;
   const int n = 24;
-  for (int i = 0; i < n; ++i) index_of[engine.submit(greedy(prompt_of(i, 10 + i), 40, outputs))] = i;
+  for (int i = 0; i < n; ++i) index_of[engine.submit(greedy_to_return(prompt_of(i, 10 + i), 40, outputs))] = i;
   ASSERT_TRUE(outputs.wait(n));
   int stopped = 0;
   for (const auto& [id, i] : index_of) {
@@ -199,7 +180,7 @@ TEST_P(OverlappedLoop, AStepsEventsGoOutWhileTheNextStepRuns) {
   AsyncFakeModel* model = owned.get();
   Engine engine(std::move(owned), test_config());
   OutputCollector outputs;
-  SubmitParams params = greedy(prompt_of(3, 20), 30, outputs);
+  SubmitParams params = greedy_to_return(prompt_of(3, 20), 30, outputs);
   int events_while_in_flight = 0;  // NOTE: callbacks run on the engine thread, one at a time
   params.on_output = [collect = params.on_output, model, &events_while_in_flight](RequestOutput output) {
     events_while_in_flight += model->in_flight();
@@ -224,9 +205,9 @@ TEST_P(OverlappedLoop, ARequestSubmittedWhileAStepRunsJoinsTheNextStep) {
   AsyncFakeModel* model = owned.get();
   Engine engine(std::move(owned), test_config());
   OutputCollector outputs;
-  engine.submit(greedy(prompt_of(1, 8), 3, outputs));
+  engine.submit(greedy_to_return(prompt_of(1, 8), 3, outputs));
   while (model->num_launched() < 1) std::this_thread::sleep_for(1ms);
-  engine.submit(greedy(prompt_of(2, 8), 3, outputs));
+  engine.submit(greedy_to_return(prompt_of(2, 8), 3, outputs));
   ASSERT_TRUE(outputs.wait(2));
   const std::vector<int32_t> sequences = model->launched_sequences();
   ASSERT_GE(sequences.size(), 2u);
@@ -243,7 +224,7 @@ TEST_P(OverlappedLoop, CancelsWhileAStepRunsFreeEverything) {
   Engine engine(std::move(owned), test_config());
   OutputCollector outputs;
   std::vector<RequestId> ids;
-  for (int i = 0; i < 8; ++i) ids.push_back(engine.submit(greedy(prompt_of(i, 6 + i), 200, outputs)));
+  for (int i = 0; i < 8; ++i) ids.push_back(engine.submit(greedy_to_return(prompt_of(i, 6 + i), 200, outputs)));
   while (model->num_launched() < 5) std::this_thread::sleep_for(1ms);
   for (const RequestId id : ids) engine.cancel(id);
   ASSERT_TRUE(outputs.wait(8));
@@ -267,10 +248,10 @@ TEST_P(OverlappedLoop, AFailedStepAbortsItsRequestsAndTheEngineGoesOn) {
   Engine engine(std::move(owned), test_config());
   OutputCollector outputs;
   std::vector<RequestId> ids;
-  for (int i = 0; i < 4; ++i) ids.push_back(engine.submit(greedy(prompt_of(i, 8), 50, outputs)));
+  for (int i = 0; i < 4; ++i) ids.push_back(engine.submit(greedy_to_return(prompt_of(i, 8), 50, outputs)));
   ASSERT_TRUE(outputs.wait(4));
   for (const RequestId id : ids) EXPECT_EQ(outputs.get(id).reason, FinishReason::kAbort);
-  const RequestId later = engine.submit(greedy(prompt_of(9, 8), 10, outputs));
+  const RequestId later = engine.submit(greedy_to_return(prompt_of(9, 8), 10, outputs));
   ASSERT_TRUE(outputs.wait(5));
   EXPECT_EQ(outputs.get(later).tokens, reference_greedy(reference, prompt_of(9, 8), 10));
   EXPECT_EQ(engine.stats().num_free_kv_blocks, 256);

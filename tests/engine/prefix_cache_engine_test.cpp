@@ -7,8 +7,8 @@
 #include <random>
 
 #include "engine/engine.h"
+#include "engine_test_requests.h"
 #include "model/dummy_checkpoint.h"
-#include "output_collector.h"
 #include "testing/fake_model.h"
 
 namespace gossamer::engine {
@@ -16,13 +16,10 @@ namespace {
 
 using namespace std::chrono_literals;
 
-SubmitParams greedy(std::vector<TokenId> prompt, int32_t max_tokens, OutputCollector& outputs) {
-  SubmitParams params;
-  params.prompt = std::move(prompt);
-  params.sampling.temperature = 0.0f;
-  params.sampling.max_tokens = max_tokens;
+// A greedy request that runs to max_tokens.
+SubmitParams greedy_ignoring_eos(std::vector<TokenId> prompt, int32_t max_tokens, OutputCollector& outputs) {
+  SubmitParams params = greedy(std::move(prompt), max_tokens, outputs);
   params.sampling.ignore_eos = true;
-  params.on_output = outputs.callback();
   return params;
 }
 
@@ -60,7 +57,7 @@ RunResult run_all(std::unique_ptr<model::Model> model, EngineConfig config,
   Engine engine(std::move(model), config);
   std::vector<RequestId> ids;
   for (size_t i = 0; i < prompts.size(); ++i) {
-    ids.push_back(engine.submit(greedy(prompts[i], max_tokens, outputs)));
+    ids.push_back(engine.submit(greedy_ignoring_eos(prompts[i], max_tokens, outputs)));
     if (staggered && i % 3 == 2) std::this_thread::sleep_for(2ms);
   }
   EXPECT_TRUE(outputs.wait(static_cast<int>(prompts.size()), 60s));
@@ -127,7 +124,7 @@ TEST(PrefixCacheEngine, FuzzedSharedPromptsWithCancellationMatchAFreshModel) {
     std::vector<std::pair<RequestId, int32_t>> submitted;  // id, prompt index
     for (size_t i = 0; i < prompts.size(); ++i) {
       const int32_t max_tokens = 1 + static_cast<int32_t>(rng() % 20);
-      const RequestId id = engine.submit(greedy(prompts[i], max_tokens, outputs));
+      const RequestId id = engine.submit(greedy_ignoring_eos(prompts[i], max_tokens, outputs));
       submitted.emplace_back(id, static_cast<int32_t>(i));
       if (rng() % 4 == 0) engine.cancel(submitted[rng() % submitted.size()].first);
       if (rng() % 3 == 0) std::this_thread::sleep_for(1ms);
@@ -156,7 +153,7 @@ TEST(PrefixCacheEngine, MultiTurnHistoryIsServedFromTheCache) {
   std::vector<TokenId> history;
   for (int turn = 0; turn < 4; ++turn) {
     for (int i = 0; i < 9; ++i) history.push_back(3000 + turn * 100 + i);
-    const RequestId id = engine.submit(greedy(history, 6, outputs));
+    const RequestId id = engine.submit(greedy_ignoring_eos(history, 6, outputs));
     ASSERT_TRUE(outputs.wait(turn + 1, 60s));
     const OutputCollector::Record f = outputs.get(id);
     if (turn > 0) {
