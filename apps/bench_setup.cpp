@@ -22,6 +22,9 @@ void ModelChoice::add_options(CLI::App& cli) {
                  "cuda: gossamer (default) | cublaslt (FP8 qkv/o above the decode GEMV's rows on cuBLASLt, where it "
                  "is faster)")
       ->check(CLI::IsMember({"cublaslt", "gossamer"}));
+  cli.add_option("--prefill-attention", options.prefill_attention,
+                 "cuda: mma (default) | wgmma (the FA3-design prefill attention kernel)")
+      ->check(CLI::IsMember({"mma", "wgmma"}));
   cli.add_option("--model", model_dir, "checkpoint directory");
   cli.add_option("--load-format", load_format, "auto | dummy (random weights of --preset shapes, no disk)");
   cli.add_option("--preset", preset, "20b | 120b | tiny (with --load-format dummy)");

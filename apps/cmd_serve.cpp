@@ -83,6 +83,11 @@ int run_serve(int argc, char** argv) {
       ->envname("GOSSAMER_DENSE_GEMM")
       ->check(CLI::IsMember({"cublaslt", "gossamer"}))
       ->group("Model");
+  cli.add_option("--prefill-attention", model_options.prefill_attention,
+                 "cuda: mma (default) | wgmma (the FA3-design prefill attention kernel)")
+      ->envname("GOSSAMER_PREFILL_ATTENTION")
+      ->check(CLI::IsMember({"mma", "wgmma"}))
+      ->group("Model");
   bool host_sampling = false;
   cli.add_flag("--host-sampling", host_sampling,
                "sample on the CPU from copied logits (default: on the GPU, only token ids come back)")

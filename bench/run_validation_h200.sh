@@ -6,8 +6,12 @@
 # node_modules/tiktoken/encoders/o200k_base.json too (the tokenizer's ranks: the text benches and tests
 # read them); or pack carry/val as carry/valz/val.tar.zst (plus a zstd binary) and carry that. Tests and
 # benches read their compiled-in paths under /work/main, so the checkout is linked there. Logs go to $OUT.
-#   bash bench/run_validation_h200.sh
+#   bash bench/run_validation_h200.sh [all|tests|benches]
+# tests: the kernel suite (three shards) beside the model/engine/comm suites, two groups at once (correctness
+# only, so they may share the GPU); benches: prefill (both dense GEMMs × both prefill attention kernels),
+# decode, the step breakdown, the attention kernels and the tokenizer, alone on the GPU.
 set -uo pipefail
+mode=${1:-all}
 cd "$(dirname "$0")/.."
 root=$PWD
 v=$root/carry/val
@@ -26,38 +30,56 @@ cp $v/gossamer_kernels_tests $v/gossamer_model_gpu_tests $v/gossamer_engine_gpu_
   $v/gossamer_tp_model_worker build/tests/
 cp $v/gossamer_kernels_bench build/bench/kernels/
 cp models/tiny/config.json build/models/tiny/
-z=$(command -v zstd || echo $v/zstd)
+z=$(command -v zstd || echo $root/carry/valz/zstd)
 $z -q -d -f models/tiny/model.safetensors.zst -o build/models/tiny/model.safetensors
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 sec() { echo; echo "== $1 ($(date +%T))"; }
-# The kernel suite in three shards (its CPU references make it long): each shard its own time limit.
-shards=("-MoeKernel.*:MoeDecode*:Sampling*:TokenMask*:GemvMxfp4*:Mxfp4*" "MoeDecode*:Sampling*:TokenMask*:GemvMxfp4*:Mxfp4*"
-  "MoeKernel.*")
-for i in 0 1 2; do
-  sec "kernels tests, shard $i (${shards[$i]})"
-  timeout 240 stdbuf -oL build/tests/gossamer_kernels_tests --gtest_color=no --gtest_filter="${shards[$i]}" \
-    > "$out/kernels_$i.log" 2>&1
-  echo "exit $?"
-  grep -E '^\[  (PASSED|FAILED) |^\[  FAILED  \]' "$out/kernels_$i.log" | head -20
-done
-for suite in model_gpu engine_gpu comm_gpu; do
-  sec "$suite tests"
-  timeout 300 stdbuf -oL build/tests/gossamer_${suite}_tests --gtest_color=no > "$out/$suite.log" 2>&1; echo "exit $?"
-  grep -E '^\[  (PASSED|FAILED) |^\[  FAILED  \]' "$out/$suite.log" | head -20
-done
-for dense in gossamer cublaslt; do
-  sec "bench prefill 20b, --dense-gemm $dense"
-  timeout 120 build/gossamer bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 32768 \
-    --repeats 3 --dense-gemm $dense
-done
-sec "bench decode 20b fp8 / mxfp4"
-for w in fp8 mxfp4; do
-  timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights $w --batch-sizes 1 8 64 \
-    --contexts 1024 8192 --steps 32
-done
-sec "bench step 20b"
-timeout 150 build/gossamer bench step --load-format dummy --preset 20b --device cuda --context 1024 --steps 10 --batch-sizes 1 16 64 256 512 1024
-sec "tokenizer vs tiktoken"
-timeout 120 bash bench/text/run_tokenizer_vs_tiktoken.sh build 1 1 8
-build/gossamer_tokenizer_bench --corpus mixed --mb 1 --seconds 0.2 --write-corpus "$out" > /dev/null 2>&1
+run_tests() {
+  # The kernel suite in three shards (its CPU references make it long): each shard its own time limit.
+  shards=("-MoeKernel.*:MoeDecode*:Sampling*:TokenMask*:GemvMxfp4*:Mxfp4*"
+    "MoeDecode*:Sampling*:TokenMask*:GemvMxfp4*:Mxfp4*" "MoeKernel.*")
+  (for i in 0 1 2; do
+    timeout 240 stdbuf -oL build/tests/gossamer_kernels_tests --gtest_color=no --gtest_filter="${shards[$i]}" \
+      > "$out/kernels_$i.log" 2>&1
+    echo "kernels shard $i exit $?" >> "$out/kernels_exit.log"
+  done) &
+  for suite in model_gpu engine_gpu comm_gpu; do
+    timeout 300 stdbuf -oL build/tests/gossamer_${suite}_tests --gtest_color=no > "$out/$suite.log" 2>&1
+    echo "$suite exit $?" >> "$out/suites_exit.log"
+  done
+  wait
+  for f in "$out"/kernels_exit.log "$out"/suites_exit.log; do cat "$f"; done
+  for f in "$out"/kernels_?.log "$out"/model_gpu.log "$out"/engine_gpu.log "$out"/comm_gpu.log; do
+    sec "$(basename "$f")"
+    grep -E '^\[  (PASSED|FAILED) |^\[  FAILED  \]|tests ran' "$f" | head -20
+  done
+}
+
+run_benches() {
+  for dense in gossamer cublaslt; do
+    for attn in mma wgmma; do
+      sec "bench prefill 20b, --dense-gemm $dense --prefill-attention $attn"
+      timeout 120 build/gossamer bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 32768 \
+        --repeats 3 --dense-gemm $dense --prefill-attention $attn
+    done
+  done
+  sec "attention kernels"
+  timeout 120 build/bench/kernels/gossamer_kernels_bench attention
+  sec "bench decode 20b fp8 / mxfp4"
+  for w in fp8 mxfp4; do
+    timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights $w \
+      --batch-sizes 1 8 64 --contexts 1024 8192 --steps 32
+  done
+  sec "bench step 20b"
+  timeout 150 build/gossamer bench step --load-format dummy --preset 20b --device cuda --context 1024 --steps 10 \
+    --batch-sizes 1 16 64 256 512 1024
+  sec "tokenizer vs tiktoken"
+  timeout 120 bash bench/text/run_tokenizer_vs_tiktoken.sh build 1 1 8
+}
+
+case $mode in
+  tests) run_tests ;;
+  benches) run_benches ;;
+  *) run_tests; run_benches ;;
+esac
 sec done

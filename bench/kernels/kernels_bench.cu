@@ -3,8 +3,6 @@
 // Ceilings (measured on the H200 by the team, docs/PERF.md): copy 4,260 GB/s; fp8
 // block-scaled cuBLASLt 1,225 TFLOP/s at 8192³; bf16 dense 791 TFLOP/s. Working sets smaller than
 // ~4× L2 are rotated over several copies so bandwidth figures are HBM, not L2.
-#include <cublasLt.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +19,7 @@
 #include "kernels/fp8_tiled.h"
 #include "kernels/gemm_bf16.h"
 #include "kernels/gemm_fp8.h"
+#include "kernels/gemm_fp8_cublaslt.h"
 #include "kernels/gemv_fp8.h"
 #include "kernels/gemv_mxfp4.h"
 #include "kernels/gpt_oss_cases.h"  // tests/kernels/: the cases the kernel tests check
@@ -124,83 +123,9 @@ void row(const char* kernel, const std::string& shape, double us, double flops, 
   std::fflush(stdout);
 }
 
-// ---- cuBLASLt block-scaled FP8 baseline (A: activations with VEC128 scales, B: weights with 128×128) ----
-struct LtGemm {
-  cublasLtHandle_t handle = nullptr;
-  Buf workspace{64ull << 20};
-  LtGemm() { cublasLtCreate(&handle); }
-  ~LtGemm() { cublasLtDestroy(handle); }
-  // Tries two operand orders: (A = X with VEC128 scales, B = W with 128×128 blocks) and the swapped
-  // one; returns µs of the first cuBLASLt accepts, or −1 (with the status codes on stderr).
-  double time(int M, int N, int K, const std::vector<const void*>& w, const void* x, const float* xs,
-              const std::vector<const float*>& ws, void* out) {
-    for (int variant = 0; variant < 2; ++variant) {
-      const double us = time_variant(variant, M, N, K, w, x, xs, ws, out);
-      if (us > 0) return us;
-    }
-    return -1;
-  }
-  double time_variant(int variant, int M, int N, int K, const std::vector<const void*>& w, const void* x,
-                      const float* xs, const std::vector<const float*>& ws, void* out) {
-    const bool x_first = variant == 0;
-    const int m = x_first ? M : N, n = x_first ? N : M;
-    cublasLtMatmulDesc_t desc;
-    cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F);
-    const cublasOperation_t t = CUBLAS_OP_T, nn = CUBLAS_OP_N;
-    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t);
-    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &nn, sizeof nn);
-    const int32_t vec = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F, blk = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
-    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, x_first ? &vec : &blk, sizeof vec);
-    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, x_first ? &blk : &vec, sizeof vec);
-    const void* a_scale = x_first ? static_cast<const void*>(xs) : static_cast<const void*>(ws[0]);
-    const void* b_scale = x_first ? static_cast<const void*>(ws[0]) : static_cast<const void*>(xs);
-    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &a_scale, sizeof a_scale);
-    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &b_scale, sizeof b_scale);
-    cublasLtMatrixLayout_t la, lb, ld;
-    cublasLtMatrixLayoutCreate(&la, CUDA_R_8F_E4M3, K, m, K);
-    cublasLtMatrixLayoutCreate(&lb, CUDA_R_8F_E4M3, K, n, K);
-    cublasLtMatrixLayoutCreate(&ld, CUDA_R_16BF, m, n, m);
-    cublasLtMatmulPreference_t pref;
-    cublasLtMatmulPreferenceCreate(&pref);
-    size_t ws_bytes = workspace.bytes;
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes);
-    cublasLtMatmulHeuristicResult_t heur{};
-    int found = 0;
-    double us = -1;
-    const cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(handle, desc, la, lb, ld, ld, pref, 1, &heur, &found);
-    if (hs == CUBLAS_STATUS_SUCCESS && found > 0) {
-      const float alpha = 1.f, beta = 0.f;
-      cublasStatus_t ms = CUBLAS_STATUS_SUCCESS;
-      us = time_us([&](int i) {
-        const int c = i % static_cast<int>(w.size());
-        const void* ws_c = ws[c];
-        cublasLtMatmulDescSetAttribute(
-            desc, x_first ? CUBLASLT_MATMUL_DESC_B_SCALE_POINTER : CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &ws_c,
-            sizeof ws_c);
-        const void* a = x_first ? x : w[c];
-        const void* b = x_first ? w[c] : x;
-        const cublasStatus_t st = cublasLtMatmul(handle, desc, &alpha, a, la, b, lb, &beta, out, ld, out, ld,
-                                                 &heur.algo, workspace.get(), workspace.bytes, nullptr);
-        if (st != CUBLAS_STATUS_SUCCESS) ms = st;
-      });
-      if (ms != CUBLAS_STATUS_SUCCESS) {
-        std::fprintf(stderr, "cuBLASLt matmul variant %d M=%d N=%d K=%d: status %d\n", variant, M, N, K, int(ms));
-        us = -1;
-      }
-    } else {
-      std::fprintf(stderr, "cuBLASLt heuristic variant %d M=%d N=%d K=%d: status %d, found %d\n", variant, M, N, K,
-                   int(hs), found);
-    }
-    cublasLtMatmulPreferenceDestroy(pref);
-    cublasLtMatrixLayoutDestroy(la);
-    cublasLtMatrixLayoutDestroy(lb);
-    cublasLtMatrixLayoutDestroy(ld);
-    cublasLtMatmulDescDestroy(desc);
-    return us;
-  }
-};
-
-void bench_gemm(LtGemm& lt, const char* name, int M, int N, int K) {
+// ---- cuBLASLt baseline: the product's own cuBLASLt path (gemm_fp8_cublaslt.h: scale restaging and bias
+// included), where it has an algorithm and the product would send the shape ----
+void bench_gemm(CublasLtFp8Gemm& lt, const char* name, int M, int N, int K) {
   const int kb = (K + 127) / 128, nb = (N + 127) / 128;
   const size_t wbytes = size_t(N) * K;
   const int copies = copies_for(wbytes);
@@ -232,8 +157,22 @@ void bench_gemm(LtGemm& lt, const char* name, int M, int N, int K) {
   p.N = N;
   p.K = K;
   // NOTE: the cuBLASLt baseline at the unembedding width (N = 201088) aborted the process with an illegal
-  // address on the H200 (105892e; cause not established), so it is skipped there.
-  const double base = N > 65536 ? -1 : lt.time(M, N, K, wp, x.get(), xs.as<float>(), sp, out.get());
+  // address on the H200 (105892e; cause not established), so it is skipped there
+  // (gemm_fp8_cublaslt_preferred).
+  double base = -1;
+  if (gemm_fp8_cublaslt_preferred(M, N, K) || M > 64) {
+    p.b = static_cast<const uint8_t*>(wp[0]);
+    p.b_scales = sp[0];
+    if (N <= 65536 && lt.supports(p)) {
+      base = time_us([&](int i) {
+        p.b = static_cast<const uint8_t*>(wp[i % copies]);
+        p.b_scales = sp[i % copies];
+        lt.launch(p, nullptr);
+      });
+    }
+    std::printf("<!-- cuBLASLt %s M=%d N=%d K=%d: %s -->\n", name, M, N, K,
+                N <= 65536 ? lt.note(p).c_str() : "skipped (unembedding width)");
+  }
   const double flops = 2.0 * M * N * K;
   const double bytes = double(N) * K + double(M) * K + 2.0 * M * N;
   const std::string shape =
@@ -841,7 +780,7 @@ int main(int argc, char** argv) {
   auto want = [&](const char* group) { return only.empty() || only == group; };
   if (want("small")) bench_small();
   if (want("gemm")) {
-    LtGemm lt;
+    CublasLtFp8Gemm lt;
     for (int M : gpt_oss::kPrefillRows) {
       for (const char* name : {"qkv", "o"}) bench_gemm(lt, name, M, linear(name).n, linear(name).k);
     }
@@ -850,7 +789,7 @@ int main(int argc, char** argv) {
     bench_gemm(lt, "square", 8192, 8192, 8192);
   }
   if (only == "gemm-large") {  // the prefill GEMM shapes only
-    LtGemm lt;
+    CublasLtFp8Gemm lt;
     for (int M : {1024, 4096, 8192}) {
       bench_gemm(lt, "qkv", M, 5120, 2880);
       bench_gemm(lt, "o", M, 2880, 4096);
@@ -859,7 +798,7 @@ int main(int argc, char** argv) {
     bench_gemm(lt, "square", 8192, 8192, 8192);
   }
   if (only == "profile") {  // one GEMM and one prefill attention shape, for a profiler (ncu -k ...)
-    LtGemm lt;
+    CublasLtFp8Gemm lt;
     bench_gemm(lt, "qkv", 8192, 5120, 2880);
     for (const gpt_oss::AttentionCase& c : gpt_oss::kAttention) {
       if (!c.decode && c.window == 0 && std::strcmp(c.name, "1x8192") == 0) {

@@ -5,12 +5,17 @@
 //   out[m, n] = bf16(bias[n] + Σ_kb a_scale[m, kb] · b_scale[n/128, kb] · Σ_{k ∈ kb} A[m, k] · B[n, k])
 //
 // Differences from gemm_fp8's arguments: B is row-major [N, K] (cuBLASLt cannot read the tile-major
-// layout of fp8_tiled.h, so the model keeps a row-major copy of the linears it sends here); lda, K and the
-// output pointer must suit cuBLASLt (16-byte multiples). The scale tensors are gemm_fp8's, unchanged.
-// cuBLASLt's operands, all column-major: its A is our B viewed [K, N] (op T) with BLK128x128 scales
-// [ceil(N/128), ceil(K/128)] (k-blocks fastest: our layout), its B is our A viewed [K, M] (ld lda, op N)
-// with VEC128 scales [M, ceil(K/128)] (our layout), its D our out viewed [N, M] (ld ldc) = row-major
-// [M, N]; the BIAS epilogue adds the bf16 bias per row of its D (our columns).
+// layout of fp8_tiled.h, so the model keeps a row-major copy of the linears it sends here); lda, K, N and
+// the output pointer must suit cuBLASLt (16-byte multiples), and M and N must be multiples of 4 (cuBLASLt's
+// block-scale layouts). The scale tensors are gemm_fp8's, unchanged: each launch first restages them into
+// this object's workspace in the layouts cuBLASLt reads (one small kernel).
+// cuBLASLt's operands, all column-major: its A is our B viewed [K, N] (op T) with BLK128x128 scales,
+// k-blocks fastest with a column stride rounded up to 4 ([ceil(N/128), round4(ceil(K/128))]: ours padded);
+// its B is our A viewed [K, M] (ld lda, op N) with VEC128 scales M-major ([ceil(K/128), M]: ours
+// transposed); its D our out viewed [N, M] (ld ldc) = row-major [M, N].
+// The bias: the first of three ways cuBLASLt plans for the shape (supports()'s note says which): its BIAS
+// epilogue (bf16 bias per row of its D), else beta = 1 with C = the bias broadcast (leading dimension 0),
+// else no bias in cuBLASLt and a bf16 add after it (then the output is rounded twice).
 // Rounding: cuBLASLt's own accumulation order, held to gemm_fp8's error bound by the tests.
 //
 // Contract: one object per stream user (not thread-safe); plans are made on the host the first time a
@@ -21,6 +26,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <string>
 #include <tuple>
 
 #include "core/cuda/cuda_types.h"  // cudaStream_t
@@ -38,6 +44,9 @@ class CublasLtFp8Gemm {
   // Whether cuBLASLt has an algorithm for this problem (p's M, N, K, lda, ldc, bias or not; B row-major,
   // plain mode, kBias). The answer is cached per shape.
   bool supports(const GemmFp8Params& p);
+  // How p's shape runs, for tests and benches: "bias epilogue", "C broadcast", "bias kernel", or why it
+  // does not ("no algorithm (heuristic status a/b/c)", "unsupported arguments").
+  std::string note(const GemmFp8Params& p);
   // Runs p on `stream` and returns true, or returns false (launching nothing) where p is not supported.
   bool launch(const GemmFp8Params& p, cudaStream_t stream);
 
@@ -47,9 +56,10 @@ class CublasLtFp8Gemm {
   Plan* plan(const GemmFp8Params& p);                               // made once per shape
   Plan* usable_plan(const GemmFp8Params& p);                        // p's plan if cuBLASLt can run it, else null
 
-  void* handle_ = nullptr;  // cublasLtHandle_t
-  void* workspace_ = nullptr;
+  void* handle_ = nullptr;     // cublasLtHandle_t
+  void* workspace_ = nullptr;  // cuBLASLt's
   size_t workspace_bytes_ = 0;
+  float* scales_ = nullptr;  // the restaged scales (kScaleWorkspaceFloats)
   std::map<Shape, std::unique_ptr<Plan>> plans_;
 };
 

@@ -100,13 +100,13 @@ TEST(GemmFp8Kernel, MatchesReference) {
       const bool model_shape = (c.n == 2880 && (c.k == 2880 || c.k == 4096)) || c.n == 5120;
       const bool supported = cublaslt.supports(p);
       if (model_shape) {
-        EXPECT_TRUE(supported) << "cuBLASLt has no algorithm for " << shape;
+        EXPECT_TRUE(supported) << "cuBLASLt has no algorithm for " << shape << ": " << cublaslt.note(p);
       }
       if (supported) {
         dout.poison();
         ASSERT_TRUE(cublaslt.launch(p, nullptr));
         const double err = rel_error_bf16(dout.download(), ref);
-        report("gemm_fp8", shape + " cublaslt", err, kTolBf16);
+        report("gemm_fp8", shape + " cublaslt (" + cublaslt.note(p) + ")", err, kTolBf16);
         EXPECT_LT(err, kTolBf16) << shape << " cublaslt";
         ++cublaslt_runs;
       }

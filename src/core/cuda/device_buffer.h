@@ -92,8 +92,11 @@ class DeviceArray {
   explicit DeviceArray(const std::vector<T>& host) : DeviceArray(host.size()) { upload(host); }
   T* get() const { return buffer_.get<T>(); }
   size_t size() const { return n_; }
+  // Complete on return (the device synchronised after the copy), so work on any stream, non-blocking
+  // streams included, sees the bytes.
   void upload(const std::vector<T>& host) {
     GOSSAMER_CUDA_CHECK(cudaMemcpy(get(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+    GOSSAMER_CUDA_CHECK(cudaDeviceSynchronize());
   }
   std::vector<T> download() const {
     std::vector<T> host(n_);
@@ -101,9 +104,13 @@ class DeviceArray {
     GOSSAMER_CUDA_CHECK(cudaMemcpy(host.data(), get(), n_ * sizeof(T), cudaMemcpyDeviceToHost));
     return host;
   }
-  // All bytes 0xFF: NaN in bf16, fp32 and fp8 e4m3; −1 in integers.
+  // All bytes 0xFF: NaN in bf16, fp32 and fp8 e4m3; −1 in integers. Complete on return: cudaMemset runs
+  // on the legacy stream, which a non-blocking stream's later kernel does not wait for (a test that poisoned
+  // and then launched on one read its own result overwritten, 2026-12-01).
   void poison() {
-    if (n_) GOSSAMER_CUDA_CHECK(cudaMemset(get(), 0xFF, n_ * sizeof(T)));
+    if (n_ == 0) return;
+    GOSSAMER_CUDA_CHECK(cudaMemset(get(), 0xFF, n_ * sizeof(T)));
+    GOSSAMER_CUDA_CHECK(cudaDeviceSynchronize());
   }
 
  private:

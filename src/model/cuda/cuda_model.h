@@ -23,6 +23,7 @@
 
 #include "comm/communicator.h"
 #include "core/cuda/device_buffer.h"
+#include "kernels/attention.h"
 #include "kernels/gemm_fp8_cublaslt.h"
 #include "model/cuda/cuda_phase_timer.h"
 #include "model/cuda/cuda_weights.h"
@@ -46,6 +47,8 @@ struct CudaOptions {
   // (gemm_fp8_cublaslt.h: it measures faster than gemm_fp8 there), from a row-major copy of those weights
   // (+0.64 GiB for 20b); false: gemm_fp8 everywhere (the default until that path has run on a GPU).
   bool cublaslt_dense = false;
+  // The prefill attention kernel (kernels/attention.h).
+  kernels::PrefillKernel prefill_kernel = kernels::PrefillKernel::kAuto;
 };
 
 // Selects CudaModel's constructor that makes random weights on the GPU (CudaWeights::random).
