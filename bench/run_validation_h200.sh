@@ -6,10 +6,11 @@
 # node_modules/tiktoken/encoders/o200k_base.json too (the tokenizer's ranks: the text benches and tests
 # read them); or pack carry/val as carry/valz/val.tar.zst (plus a zstd binary) and carry that. Tests and
 # benches read their compiled-in paths under /work/main, so the checkout is linked there. Logs go to $OUT.
-#   bash bench/run_validation_h200.sh [all|tests|benches]
+#   bash bench/run_validation_h200.sh [all|tests|benches|prep]
 # tests: the kernel suite (three shards) beside the model/engine/comm suites, two groups at once (correctness
 # only, so they may share the GPU); benches: prefill (both dense GEMMs × both prefill attention kernels),
-# decode, the step breakdown, the attention kernels and the tokenizer, alone on the GPU.
+# decode, the step breakdown, the attention kernels and the prefill GEMMs against cuBLASLt, alone on the GPU
+# (the tokenizer against tiktoken: bench/text/run_tokenizer_vs_tiktoken.sh).
 set -uo pipefail
 mode=${1:-all}
 cd "$(dirname "$0")/.."
@@ -65,6 +66,8 @@ run_benches() {
   done
   sec "attention kernels"
   timeout 120 build/bench/kernels/gossamer_kernels_bench attention
+  sec "prefill GEMMs vs cuBLASLt"
+  timeout 120 build/bench/kernels/gossamer_kernels_bench gemm-large
   sec "bench decode 20b fp8 / mxfp4"
   for w in fp8 mxfp4; do
     timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights $w \
@@ -73,13 +76,12 @@ run_benches() {
   sec "bench step 20b"
   timeout 150 build/gossamer bench step --load-format dummy --preset 20b --device cuda --context 1024 --steps 10 \
     --batch-sizes 1 16 64 256 512 1024
-  sec "tokenizer vs tiktoken"
-  timeout 120 bash bench/text/run_tokenizer_vs_tiktoken.sh build 1 1 8
 }
 
 case $mode in
   tests) run_tests ;;
   benches) run_benches ;;
+  prep) ;;  # binaries and checkpoint in place only
   *) run_tests; run_benches ;;
 esac
 sec done
