@@ -23,8 +23,8 @@ void ModelChoice::add_options(CLI::App& cli) {
                  "is faster)")
       ->check(CLI::IsMember({"cublaslt", "gossamer"}));
   cli.add_option("--prefill-attention", options.prefill_attention,
-                 "cuda: mma (default) | wgmma (the FA3-design prefill attention kernel)")
-      ->check(CLI::IsMember({"mma", "wgmma"}));
+                 "cuda: auto (default: wgmma on full-causal layers, mma.sync on sliding ones) | mma | wgmma")
+      ->check(CLI::IsMember({"auto", "mma", "wgmma"}));
   cli.add_option("--model", model_dir, "checkpoint directory");
   cli.add_option("--load-format", load_format, "auto | dummy (random weights of --preset shapes, no disk)");
   cli.add_option("--preset", preset, "20b | 120b | tiny (with --load-format dummy)");

@@ -84,9 +84,9 @@ int run_serve(int argc, char** argv) {
       ->check(CLI::IsMember({"cublaslt", "gossamer"}))
       ->group("Model");
   cli.add_option("--prefill-attention", model_options.prefill_attention,
-                 "cuda: mma (default) | wgmma (the FA3-design prefill attention kernel)")
+                 "cuda: auto (default: wgmma on full-causal layers, mma.sync on sliding ones) | mma | wgmma")
       ->envname("GOSSAMER_PREFILL_ATTENTION")
-      ->check(CLI::IsMember({"mma", "wgmma"}))
+      ->check(CLI::IsMember({"auto", "mma", "wgmma"}))
       ->group("Model");
   bool host_sampling = false;
   cli.add_flag("--host-sampling", host_sampling,

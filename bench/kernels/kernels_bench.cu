@@ -630,7 +630,7 @@ void bench_moe_decode_mxfp4(int T, int E) {
 // Paged attention with sinks at a shared case (gpt_oss_cases.h): pages handed out in order. TFLOP/s count
 // the visible positions only; decode GB/s the K/V bytes read. Prefill runs `kernel`, with `base_us` (the
 // mma.sync 4-warp kernel's time) in the baseline column. Returns µs.
-double bench_attention(const gpt_oss::AttentionCase& c, PrefillKernel kernel = PrefillKernel::kMmaSync64,
+double bench_attention(const gpt_oss::AttentionCase& c, PrefillKernel kernel = PrefillKernel::kMmaSync,
                        double base_us = 0) {
   const int page = gpt_oss::kAttentionPage, qh = kNumQHeads, kvh = kNumKvHeads;
   const std::vector<std::pair<int, int>> seqs = gpt_oss::attention_seqs(c);
@@ -690,7 +690,6 @@ double bench_attention(const gpt_oss::AttentionCase& c, PrefillKernel kernel = P
   const bool wgmma = kernel == PrefillKernel::kWgmma;
   std::string shape = c.name;
   shape += c.window > 0 ? " window " + std::to_string(c.window) : std::string(" causal");
-  if (!c.decode && !wgmma) shape += kernel == PrefillKernel::kMmaSync128 ? " (8 warps)" : " (4 warps)";
   const char* label = c.decode ? "attention_decode" : wgmma ? "attention_prefill_wgmma" : "attention_prefill";
   row(label, shape, us, flops, c.decode ? kv_bytes : 0, base_us, c.decode ? "copy" : "bf16");
   return us;
@@ -699,8 +698,7 @@ double bench_attention(const gpt_oss::AttentionCase& c, PrefillKernel kernel = P
 // A prefill case on the mma.sync kernels (4 and 8 warps) and the wgmma kernel, whose row carries the
 // 4-warp kernel's time as its baseline.
 void bench_attention_prefill(const gpt_oss::AttentionCase& c) {
-  const double base = bench_attention(c, PrefillKernel::kMmaSync64);
-  bench_attention(c, PrefillKernel::kMmaSync128);
+  const double base = bench_attention(c, PrefillKernel::kMmaSync);
   bench_attention(c, PrefillKernel::kWgmma, base);
 }
 
@@ -802,7 +800,7 @@ int main(int argc, char** argv) {
     bench_gemm(lt, "qkv", 8192, 5120, 2880);
     for (const gpt_oss::AttentionCase& c : gpt_oss::kAttention) {
       if (!c.decode && c.window == 0 && std::strcmp(c.name, "1x8192") == 0) {
-        bench_attention(c, PrefillKernel::kMmaSync64);
+        bench_attention(c, PrefillKernel::kMmaSync);
         bench_attention(c, PrefillKernel::kWgmma);
       }
     }

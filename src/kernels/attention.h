@@ -21,12 +21,11 @@
 namespace gossamer::kernels {
 
 // Prefill kernel. kWgmma: the FA3-design kernel (128-query tiles, a cp.async producer warpgroup, two wgmma
-// consumer warpgroups in ping-pong; attention_prefill_bf16_wgmma_sm90.cu). kMmaSync64 / kMmaSync128: the
-// mma.sync kernel with 64- or 128-query tiles (4 or 8 warps). kAuto is kMmaSync64 for now: the wgmma kernel
-// was written without a GPU (2026-12-01) and becomes kAuto once its tests pass and it measures faster on
-// every bench shape on the H200; then the mma.sync kernels leave (issue #13 item 5). All of them handle
-// every case of this contract.
-enum class PrefillKernel : int { kAuto = 0, kWgmma = 1, kMmaSync64 = 2, kMmaSync128 = 3 };
+// consumer warpgroups in ping-pong; attention_prefill_bf16_wgmma_sm90.cu). kMmaSync: the mma.sync kernel
+// with 64-query tiles (4 warps). kAuto: kWgmma for full-causal layers (window 0), kMmaSync for sliding-window
+// ones: on the H200 the wgmma kernel ran 1.47–1.71× the mma.sync one on causal shapes and 0.81–0.93× on
+// window 128 (docs/PERF.md, 2026-12-01). All of them handle every case of this contract.
+enum class PrefillKernel : int { kAuto = 0, kWgmma = 1, kMmaSync = 2 };
 
 struct AttentionParams {
   const uint16_t* q = nullptr;        // [num_tokens, num_q_heads, 64] bf16 (after RoPE)

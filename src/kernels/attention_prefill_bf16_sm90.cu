@@ -1,8 +1,9 @@
-// Prefill attention with sinks, the mma.sync kernel: one CTA per (64- or 128-query tile of one sequence,
-// query head), 4 or 8 warps of 16 query rows, 64-key K/V tiles double-buffered with cp.async from the
-// paged cache. Sliding layers visit only the key tiles that intersect some query's window. The launcher
-// dispatches to it only when asked (PrefillKernel::kMmaSync64/128); by default it runs the wgmma kernel
-// (attention_prefill_bf16_wgmma_sm90.cu).
+// Prefill attention with sinks, the mma.sync kernel: one CTA per (64-query tile of one sequence, query
+// head), 4 warps of 16 query rows, 64-key K/V tiles double-buffered with cp.async from the paged cache.
+// Sliding layers visit only the key tiles that intersect some query's window. The launcher runs it for
+// sliding-window layers (PrefillKernel::kAuto; it beats the wgmma kernel there, docs/PERF.md 2026-12-01) or
+// when asked (kMmaSync); full-causal layers go to attention_prefill_bf16_wgmma_sm90.cu. (A 128-query,
+// 8-warp variant was slower on every bench shape and was removed.)
 #include "kernels/attention_common_sm90.cuh"
 
 namespace gossamer::kernels {
@@ -11,8 +12,7 @@ namespace {
 using namespace attn;
 constexpr int kTileBytes = kKeysPerTile * 128;
 
-// kWarps = 4 (64 query rows per CTA) or 8 (128 rows: each K/V tile serves twice the queries).
-template <int kWarps>
+constexpr int kWarps = 4;  // 64 query rows per CTA
 __global__ void __launch_bounds__(32 * kWarps) attention_prefill_kernel(const AttentionParams p) {
   constexpr int kBM = 16 * kWarps;
   constexpr int kThreads = 32 * kWarps;
@@ -117,19 +117,11 @@ void launch_attention_prefill(const AttentionParams& p, cudaStream_t stream) {
                  " must be a power of two");
   if (p.num_tokens == 0) return;
   // Upper bound on the total number of query tiles: Σ ceil(q_len / BM) ≤ num_tokens / BM + num_seqs.
-  switch (p.prefill_kernel) {
-    case PrefillKernel::kMmaSync128: {
-      const dim3 grid(p.num_tokens / 128 + p.num_seqs, p.num_q_heads);
-      attention_prefill_kernel<8><<<grid, 256, 0, stream>>>(p);
-      break;
-    }
-    case PrefillKernel::kWgmma: attn::launch_prefill_wgmma(p, stream); return;
-    default: {  // kAuto, kMmaSync64
-      const dim3 grid(p.num_tokens / 64 + p.num_seqs, p.num_q_heads);
-      attention_prefill_kernel<4><<<grid, 128, 0, stream>>>(p);
-      break;
-    }
-  }
+  const bool wgmma =
+      p.prefill_kernel == PrefillKernel::kWgmma || (p.prefill_kernel == PrefillKernel::kAuto && p.window == 0);
+  if (wgmma) return attn::launch_prefill_wgmma(p, stream);
+  const dim3 grid(p.num_tokens / 64 + p.num_seqs, p.num_q_heads);
+  attention_prefill_kernel<<<grid, 128, 0, stream>>>(p);
   GOSSAMER_CUDA_CHECK_LAUNCH();
 }
 

@@ -87,10 +87,12 @@ cuda::CudaOptions cuda_options(const ModelOptions& options) {
   GOSSAMER_CHECK(options.dense_gemm == "cublaslt" || options.dense_gemm == "gossamer",
                  "--dense-gemm must be cublaslt or gossamer, got '", options.dense_gemm, "'");
   out.cublaslt_dense = options.dense_gemm == "cublaslt";
-  GOSSAMER_CHECK(options.prefill_attention == "mma" || options.prefill_attention == "wgmma",
-                 "--prefill-attention must be mma or wgmma, got '", options.prefill_attention, "'");
-  out.prefill_kernel =
-      options.prefill_attention == "wgmma" ? kernels::PrefillKernel::kWgmma : kernels::PrefillKernel::kMmaSync64;
+  GOSSAMER_CHECK(
+      options.prefill_attention == "auto" || options.prefill_attention == "mma" || options.prefill_attention == "wgmma",
+      "--prefill-attention must be auto, mma or wgmma, got '", options.prefill_attention, "'");
+  out.prefill_kernel = options.prefill_attention == "wgmma" ? kernels::PrefillKernel::kWgmma
+                       : options.prefill_attention == "mma" ? kernels::PrefillKernel::kMmaSync
+                                                            : kernels::PrefillKernel::kAuto;
   return out;
 }
 }  // namespace

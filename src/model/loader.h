@@ -34,9 +34,10 @@ struct ModelOptions {
   // algorithm (it measures faster there: kernels/gemm_fp8_cublaslt.h); "gossamer" = our kernels everywhere.
   // NOTE: "gossamer" by default until the cuBLASLt path has passed its GPU tests (written without a GPU).
   std::string dense_gemm = "gossamer";
-  // cuda: the prefill attention kernel, "mma" (mma.sync, 64-query tiles) or "wgmma" (the FA3-design kernel,
-  // kernels/attention.h PrefillKernel); "mma" by default until "wgmma" has passed its GPU tests.
-  std::string prefill_attention = "mma";
+  // cuda: the prefill attention kernel (kernels/attention.h PrefillKernel): "auto" (the FA3-design wgmma
+  // kernel on full-causal layers, mma.sync on sliding-window ones: each where it measured faster), "mma" or
+  // "wgmma" everywhere (for A/B runs).
+  std::string prefill_attention = "auto";
   // Tensor/expert parallelism of the one replica loaded here (data_parallel is checked against the GPUs
   // present, then left to the caller: a replica per model). On cpu the ranks are simulated by threads;
   // on cuda this process is rank `rank` (GPU `rank`), one process per GPU, and the group meets through

@@ -78,12 +78,11 @@ void poison_unread_rows(std::vector<uint16_t>& cache, const Batch& b, int window
 
 const char* kernel_name(bool decode, PrefillKernel kernel) {
   if (decode) return "attention_decode";
-  return kernel == PrefillKernel::kMmaSync64 || kernel == PrefillKernel::kMmaSync128 ? "attention_prefill"
-                                                                                     : "attention_prefill_wgmma";
+  return kernel == PrefillKernel::kMmaSync ? "attention_prefill" : "attention_prefill_wgmma";
 }
 
 void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_heads, int kv_heads, int page_size,
-              bool decode, std::mt19937& rng, PrefillKernel kernel = PrefillKernel::kMmaSync64,
+              bool decode, std::mt19937& rng, PrefillKernel kernel = PrefillKernel::kMmaSync,
               Sinks sink_mode = Sinks::kNormal) {
   const Batch b = make_batch(seqs, page_size, rng);
   const int tokens = b.cu_q.back();
@@ -148,8 +147,6 @@ void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_he
   for (auto [ql, kv] : seqs) os << "(" << ql << "," << kv << ")";
   os << " heads " << q_heads << "/" << kv_heads << " page " << page_size << " window " << window << " sinks "
      << kSinkNames[static_cast<int>(sink_mode)];
-  if (!decode && kernel == PrefillKernel::kMmaSync64) os << " warps 4";
-  if (!decode && kernel == PrefillKernel::kMmaSync128) os << " warps 8";
   const std::string shape = os.str();
   report(kernel_name(decode, kernel), shape, err, kTolBf16);
   EXPECT_LT(err, kTolBf16) << shape;
@@ -158,20 +155,19 @@ void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_he
 TEST(AttentionPrefillKernel, MatchesReference) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(20);
-  for (const PrefillKernel kernel : {PrefillKernel::kMmaSync64, PrefillKernel::kMmaSync128}) {
-    for (const int window : {0, 128}) {
-      run_case({{1, 1}}, window, 16, 2, 16, false, rng, kernel);
-      run_case({{70, 70}, {129, 200}, {5, 300}}, window, 16, 2, 16, false, rng, kernel);
-      run_case({{300, 300}, {64, 64}, {1, 77}}, window, 16, 2, 64, false, rng, kernel);
-      run_case({{200, 456}}, window, 64, 8, 32, false, rng, kernel);
-    }
+  const PrefillKernel kernel = PrefillKernel::kMmaSync;
+  for (const int window : {0, 128}) {
+    run_case({{1, 1}}, window, 16, 2, 16, false, rng, kernel);
+    run_case({{70, 70}, {129, 200}, {5, 300}}, window, 16, 2, 16, false, rng, kernel);
+    run_case({{300, 300}, {64, 64}, {1, 77}}, window, 16, 2, 64, false, rng, kernel);
+    run_case({{200, 456}}, window, 64, 8, 32, false, rng, kernel);
   }
 }
 
-// The wgmma kernel (the default): 128-query tiles of two 64-row warpgroups, 128-key tiles. The shapes
-// cross every tile edge (q_len 1, 17, 64/65, 127–129, 300, 1000+), chunked prefill (q_len < kv_len, the
-// chunk attending to its cached prefix), full causal and window 128, GQA 8 (64/8 and 16/2) and 1, page
-// sizes 8–64, sinks of every magnitude and none.
+// The wgmma kernel (kAuto's for full-causal layers): 128-query tiles of two 64-row warpgroups, 128-key tiles. The
+// shapes cross every tile edge (q_len 1, 17, 64/65, 127–129, 300, 1000+), chunked prefill (q_len < kv_len, the chunk
+// attending to its cached prefix), full causal and window 128, GQA 8 (64/8 and 16/2) and 1, page sizes 8–64, sinks of
+// every magnitude and none.
 TEST(AttentionPrefillWgmmaKernel, MatchesReference) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(22);
@@ -234,7 +230,7 @@ TEST(AttentionKernel, GptOssCasesMatchReference) {
     if (c.decode) {
       run_case(seqs, c.window, kNumQHeads, kNumKvHeads, gpt_oss::kAttentionPage, true, rng);
     } else {
-      for (const PrefillKernel k : {PrefillKernel::kMmaSync64, PrefillKernel::kMmaSync128, PrefillKernel::kWgmma}) {
+      for (const PrefillKernel k : {PrefillKernel::kMmaSync, PrefillKernel::kWgmma}) {
         run_case(seqs, c.window, kNumQHeads, kNumKvHeads, gpt_oss::kAttentionPage, false, rng, k);
       }
     }
