@@ -3,19 +3,23 @@
 # load (#14), prefix caching and constrained decoding (#16) with dummy 20b weights (GOSSAMER_LIB_DIR: the
 # carried chart libraries). A short concurrency sweep (1000 in / 200 out), the multi-turn workload with and without prefix caching, then batch 64 with every
 # request under response_format json_object against none (alternating pairs). Logs go to $OUT.
-#   bash bench/run_load_h200.sh
+#   bash bench/run_load_h200.sh   (carry node_modules/tiktoken/encoders/o200k_base.json; SWEEP=64,256 picks the
+#   concurrencies, OUTLEN the output length, MULTITURN=none skips the prefix-caching pair)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/gossamer-load}
 mkdir -p "$out"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}:${GOSSAMER_LIB_DIR:-$PWD/carry/val/lib}
+ranks=node_modules/tiktoken/encoders/o200k_base.json  # the load generator tokenizes its prompts
+[ -f "$ranks" ] || [ -n "${GOSSAMER_TIKTOKEN_JSON:-}" ] || { echo "run_load_h200: carry $ranks"; exit 1; }
 port=8000
-serve() {  # serve LOGNAME FLAGS...: start the server and wait for /health
+serve() {  # serve LOGNAME FLAGS...: start the server and wait for /health (give up if it exits)
   local log=$1; shift
   build/gossamer serve --load-format dummy --preset 20b --device cuda --port $port "$@" > "$out/$log" 2>&1 &
   server=$!
   for _ in $(seq 1 180); do
     [ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$port/health)" = 200 ] && return
+    kill -0 $server 2> /dev/null || { echo "server exited:"; tail -5 "$out/$log"; return 1; }
     sleep 1
   done
 }
@@ -26,7 +30,7 @@ timeout 240 build/gossamer bench serve --port $port --concurrency-sweep ${SWEEP:
   --prompts-per-concurrency 2 --random-input-len 1000 --random-output-len ${OUTLEN:-200} --ignore-eos --seed 1 \
   --sweep-json "$out/sweep.json" --sweep-plot "$out/sweep.png" --sweep-label "dummy-20b" 2>&1 | tail -20
 stop
-for pc in enable no-enable; do
+for pc in ${MULTITURN:-enable no-enable}; do
   echo "== multiturn, --$pc-prefix-caching ($(date +%T))"
   serve serve_mt_$pc.log --max-num-seqs 64 --$pc-prefix-caching
   timeout 120 build/gossamer bench serve --port $port --dataset-name multiturn --num-prompts 32 --multiturn-turns 10 \
