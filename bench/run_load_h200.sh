@@ -31,6 +31,7 @@ timeout 240 build/gossamer bench serve --port $port --concurrency-sweep ${SWEEP:
   --sweep-json "$out/sweep.json" --sweep-plot "$out/sweep.png" --sweep-label "dummy-20b" 2>&1 | tail -20
 stop
 for pc in ${MULTITURN:-enable no-enable}; do
+  [ "$pc" = none ] && continue
   echo "== multiturn, --$pc-prefix-caching ($(date +%T))"
   serve serve_mt_$pc.log --max-num-seqs 64 --$pc-prefix-caching
   timeout 120 build/gossamer bench serve --port $port --dataset-name multiturn --num-prompts 32 --multiturn-turns 10 \
