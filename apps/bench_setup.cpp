@@ -19,8 +19,8 @@ void ModelChoice::add_options(CLI::App& cli) {
   cli.add_flag(
       "--enforce-eager", [this](int64_t) { options.cuda_graphs = false; }, "no CUDA graphs for decode steps");
   cli.add_option("--dense-gemm", options.dense_gemm,
-                 "cuda: gossamer (default) | cublaslt (FP8 qkv/o above the decode GEMV's rows on cuBLASLt, where it "
-                 "is faster)")
+                 "cuda: cublaslt (default: FP8 qkv/o above the decode GEMV's rows on cuBLASLt, where it is faster) "
+                 "| gossamer")
       ->check(CLI::IsMember({"cublaslt", "gossamer"}));
   cli.add_option("--prefill-attention", options.prefill_attention,
                  "cuda: auto (default: wgmma on full-causal layers, mma.sync on sliding ones) | mma | wgmma")

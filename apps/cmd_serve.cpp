@@ -79,7 +79,7 @@ int run_serve(int argc, char** argv) {
       ->group("Model");
   cli.add_option(
          "--dense-gemm", model_options.dense_gemm,
-         "cuda: gossamer (default) | cublaslt (FP8 qkv/o above the decode GEMV's rows on cuBLASLt, where it is faster)")
+         "cuda: cublaslt (default: FP8 qkv/o above the decode GEMV's rows on cuBLASLt, where it is faster) | gossamer")
       ->envname("GOSSAMER_DENSE_GEMM")
       ->check(CLI::IsMember({"cublaslt", "gossamer"}))
       ->group("Model");

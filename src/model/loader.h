@@ -30,10 +30,10 @@ int64_t gpu_kv_cache_budget_bytes(double utilization, int64_t headroom_bytes = i
 struct ModelOptions {
   std::string weights = "fp8";  // cuda weight format: "fp8" (128×128 block-scaled) or "bf16" (accuracy baseline)
   bool cuda_graphs = true;      // false = vLLM's --enforce-eager: no decode graphs
-  // cuda: "cublaslt" = the FP8 qkv/o linears above the decode GEMV's rows run on cuBLASLt where it has an
-  // algorithm (it measures faster there: kernels/gemm_fp8_cublaslt.h); "gossamer" = our kernels everywhere.
-  // NOTE: "gossamer" by default until the cuBLASLt path has passed its GPU tests (written without a GPU).
-  std::string dense_gemm = "gossamer";
+  // cuda: "cublaslt" (default) = the FP8 qkv/o linears above the decode GEMV's rows run on cuBLASLt where it
+  // has an algorithm (it measures faster there: kernels/gemm_fp8_cublaslt.h); "gossamer" = our kernels
+  // everywhere (for A/B runs).
+  std::string dense_gemm = "cublaslt";
   // cuda: the prefill attention kernel (kernels/attention.h PrefillKernel): "auto" (the FA3-design wgmma
   // kernel on full-causal layers, mma.sync on sliding-window ones: each where it measured faster), "mma" or
   // "wgmma" everywhere (for A/B runs).

@@ -45,8 +45,8 @@ struct CudaOptions {
   int num_local_experts = 0;
   // FP8 qkv/o linears of more rows than the decode GEMV takes run on cuBLASLt where it has an algorithm
   // (gemm_fp8_cublaslt.h: it measures faster than gemm_fp8 there), from a row-major copy of those weights
-  // (+0.64 GiB for 20b); false: gemm_fp8 everywhere (the default until that path has run on a GPU).
-  bool cublaslt_dense = false;
+  // (+0.64 GiB for 20b); false: gemm_fp8 everywhere.
+  bool cublaslt_dense = true;
   // The prefill attention kernel (kernels/attention.h).
   kernels::PrefillKernel prefill_kernel = kernels::PrefillKernel::kAuto;
 };
