@@ -41,6 +41,8 @@ class Communicator {
                           void* stream = nullptr) = 0;
   // recv [world_size × bytes_per_rank] ← every rank's send [bytes_per_rank], in rank order.
   virtual void all_gather(const void* send, void* recv, int64_t bytes_per_rank, void* stream = nullptr) = 0;
+  // Whether all_gather works in this group (a CUDA group of ranks sharing one GPU has no NCCL, hence none).
+  virtual bool supports_all_gather() const { return true; }
   // Returns once every rank has called it (host-side).
   virtual void barrier() = 0;
   // Waits until the collectives enqueued on `stream` finished; throws CommError when one cannot (a dead

@@ -111,7 +111,7 @@ RankWeights shard_weights(const GptOssConfig& config, const GptOssWeights& weigh
   out.config = shard_config(config, s);
   out.weights.embedding = weights.embedding;
   out.weights.final_norm = weights.final_norm;
-  out.weights.unembedding = weights.unembedding;
+  out.weights.unembedding = leading_slice(weights.unembedding, s.vocab.begin, s.vocab.size());
   const int64_t q0 = s.q_heads.begin * head_dim, q_width = s.q_heads.size() * head_dim;
   const int64_t kv0 = s.kv_heads.begin * head_dim, kv_width = s.kv_heads.size() * head_dim;
   for (const LayerWeights& w : weights.layers) {

@@ -11,6 +11,7 @@
 #include "kernels/quantize_fp8.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
+#include "kernels/vocab_shards.h"
 
 namespace gossamer::kernels {
 namespace {
@@ -138,6 +139,52 @@ TEST(EmbeddingKernel, GathersRows) {
   embedding_cpu(c);
   EXPECT_EQ(dout.download(), ref);
   report("embedding", "37x2880", 0.0, 0.0);
+}
+
+// Vocab-parallel logits at the real vocabulary (2 and 8 ranks) and at small ones whose last shard is short:
+// rank q's slot holds, for (row r, id v), the value (r · vocab + v) mod 2^15 as bf16 bits, so the reassembled
+// logits must read 0, 1, 2, … in order.
+struct VocabShardsCase {
+  int64_t vocab;
+  int world, rows;
+};
+constexpr VocabShardsCase kVocabShardsCases[] = {{201088, 2, 3}, {201088, 8, 1}, {1001, 4, 5}, {7, 3, 2}};
+
+std::vector<uint16_t> numbered_shards(const VocabShardsCase& c, int64_t shard_rows) {
+  std::vector<uint16_t> shards(size_t(c.world) * c.rows * shard_rows, 0xFFFF);
+  for (int q = 0; q < c.world; ++q) {
+    const int64_t begin = q * shard_rows, n = std::min<int64_t>(c.vocab, begin + shard_rows) - begin;
+    for (int64_t r = 0; r < c.rows; ++r) {
+      for (int64_t i = 0; i < n; ++i) {
+        shards[size_t(q * c.rows * shard_rows + r * n + i)] = static_cast<uint16_t>((r * c.vocab + begin + i) & 0x7FFF);
+      }
+    }
+  }
+  return shards;
+}
+
+TEST(VocabShardsCpu, ReassemblesTheFullLogitsInOrder) {
+  for (const VocabShardsCase& c : kVocabShardsCases) {
+    const int64_t shard_rows = (c.vocab + c.world - 1) / c.world;
+    const std::vector<uint16_t> shards = numbered_shards(c, shard_rows);
+    std::vector<uint16_t> out(size_t(c.rows) * c.vocab);
+    vocab_shards_cpu(VocabShardsParams{shards.data(), out.data(), c.rows, shard_rows, c.vocab});
+    for (int64_t i = 0; i < int64_t(out.size()); ++i) ASSERT_EQ(out[size_t(i)], i & 0x7FFF) << c.vocab << " " << i;
+  }
+}
+
+TEST(VocabShardsKernel, MatchesReference) {
+  GOSSAMER_REQUIRE_GPU();
+  for (const VocabShardsCase& c : kVocabShardsCases) {
+    const int64_t shard_rows = (c.vocab + c.world - 1) / c.world;
+    const std::vector<uint16_t> shards = numbered_shards(c, shard_rows);
+    DeviceBuffer<uint16_t> dshards(shards), dout(size_t(c.rows) * c.vocab);
+    dout.poison();
+    launch_vocab_shards(VocabShardsParams{dshards.get(), dout.get(), c.rows, shard_rows, c.vocab}, nullptr);
+    std::vector<uint16_t> ref(size_t(c.rows) * c.vocab);
+    vocab_shards_cpu(VocabShardsParams{shards.data(), ref.data(), c.rows, shard_rows, c.vocab});
+    EXPECT_EQ(dout.download(), ref) << c.vocab << " over " << c.world;
+  }
 }
 
 TEST(QuantizeFp8Kernel, MatchesReferenceExactly) {

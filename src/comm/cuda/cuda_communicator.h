@@ -41,6 +41,7 @@ class CudaCommunicator final : public Communicator {
   void all_reduce(void* data, int64_t count, DType dtype, ReduceOp op = ReduceOp::kSum,
                   void* stream = nullptr) override;
   void all_gather(const void* send, void* recv, int64_t bytes_per_rank, void* stream = nullptr) override;
+  bool supports_all_gather() const override { return nccl_ != nullptr; }
   void barrier() override { bootstrap_->barrier(); }
   void abort(const std::string& reason) override;
   // Waits for `stream` (a cudaStream_t) with the timeout; throws CommError naming the cause (IPC peer

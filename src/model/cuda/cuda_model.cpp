@@ -71,7 +71,12 @@ CudaModel::CudaModel(GptOssConfig config, const GptOssWeights& host_weights, Cud
 
 CudaModel::CudaModel(GptOssConfig config, RandomWeights random, CudaOptions options)
     : CudaModel(std::move(config), options, [&](const GptOssConfig& c) {
-        return CudaWeights::random(c, random.seed, options.weights, options.num_local_experts);
+        const int64_t rank_vocab =
+            options.comm && options.vocab_shard_rows > 0
+                ? std::min<int64_t>(c.vocab_size, (options.comm->rank() + 1) * options.vocab_shard_rows) -
+                      std::min<int64_t>(c.vocab_size, options.comm->rank() * options.vocab_shard_rows)
+                : 0;
+        return CudaWeights::random(c, random.seed, options.weights, options.num_local_experts, rank_vocab);
       }) {}
 
 CudaModel::CudaModel(GptOssConfig config, CudaOptions options,
@@ -296,6 +301,11 @@ void CudaModel::prepare_workspace(const StepPlan& plan) {
   moved |= grow(decode_workspace_, decode_bytes);
   moved |= grow(final_rows_, rows * h * 2);
   moved |= grow(logits_, static_cast<size_t>(rows) * config_.vocab_size * 2);
+  if (vocab_parallel()) {
+    const int64_t slot = rows * options_.vocab_shard_rows * 2;
+    moved |= grow(vocab_local_, slot);
+    moved |= grow(vocab_slots_, slot * options_.comm->world_size());
+  }
   host_logits_.ensure(static_cast<size_t>(rows) * config_.vocab_size * 2);
   if (moved) ++workspace_generation_;
 }

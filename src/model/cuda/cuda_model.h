@@ -39,10 +39,15 @@ struct CudaOptions {
   // model/shard_weights.h): the partial outputs of the O-projection and the experts are summed over
   // `comm` (two all-reduces per layer, on the step's stream, inside the decode graphs too); null = the
   // whole model on one GPU. The rank runs experts [expert_begin, expert_begin + num_local_experts)
-  // (0 = all of them). Every rank computes the full logits (the unembedding is replicated).
+  // (0 = all of them).
   std::shared_ptr<comm::Communicator> comm;
   int expert_begin = 0;
   int num_local_experts = 0;
+  // Vocab-parallel unembedding (with comm): this rank's unembedding holds vocabulary rows
+  // [rank · vocab_shard_rows, …) (model/sharding.h), so it computes those logits and the group gathers
+  // every rank's into the full [rows, vocab] (all_gather, or on a group without one a sum of zero-padded
+  // slots: exact); 0 = this rank holds the whole unembedding.
+  int64_t vocab_shard_rows = 0;
   // FP8 qkv/o linears of more rows than the decode GEMV takes run on cuBLASLt where it has an algorithm
   // (gemm_fp8_cublaslt.h: it measures faster than gemm_fp8 there), from a row-major copy of those weights
   // (+0.64 GiB for 20b); false: gemm_fp8 everywhere.
@@ -148,6 +153,9 @@ class CudaModel final : public Model {
   void experts(int layer, int num_tokens);
   // delta_ [T, hidden] bf16 ← Σ over the group's ranks (no-op without a group).
   void reduce_partial_outputs(int num_tokens);
+  // Vocab-parallel unembedding: vocab_local_ [rows, local vocab] of every rank → logits_ [rows, vocab].
+  void gather_vocab_shards(int num_rows);
+  bool vocab_parallel() const { return options_.comm != nullptr && options_.vocab_shard_rows > 0; }
   void mark(StepPhase phase) {
     if (phase_timer_) phase_timer_->mark(phase, stream_);
   }
@@ -180,6 +188,9 @@ class CudaModel final : public Model {
   DeviceBuffer plan_;                   // eager steps' plan
   DeviceBuffer residual_, delta_, normed_, qkv_, q_, attn_out_, act_, act_scales_, router_logits_, moe_workspace_,
       decode_workspace_, final_rows_, logits_;
+  // Vocab-parallel unembedding: this rank's logits [rows, vocab_shard_rows] and every rank's slot
+  // [world, rows · vocab_shard_rows] bf16.
+  DeviceBuffer vocab_local_, vocab_slots_;
   // --weights mxfp4: one layer's experts converted to FP8 for steps of more than kGemvMaxRows tokens
   // (tile-major [E, 2·inter, hidden] / [E, hidden, inter] e4m3 and their 128×128 scales), reused per layer.
   DeviceBuffer prefill_w1_, prefill_w1_scales_, prefill_w2_, prefill_w2_scales_;

@@ -98,7 +98,8 @@ class RandomBuilder {
 
 }  // namespace
 
-CudaWeights CudaWeights::random(const GptOssConfig& config, uint64_t seed, WeightFormat format, int num_local_experts) {
+CudaWeights CudaWeights::random(const GptOssConfig& config, uint64_t seed, WeightFormat format, int num_local_experts,
+                                int64_t unembedding_rows) {
   const auto start = std::chrono::steady_clock::now();
   CudaWeights weights;
   weights.format = format;
@@ -108,7 +109,8 @@ CudaWeights CudaWeights::random(const GptOssConfig& config, uint64_t seed, Weigh
   const float inv_sqrt_hidden = 1.0f / std::sqrt(static_cast<float>(hidden));
   weights.embedding = make.bf16(int64_t{config.vocab_size} * hidden, 0.0f, 1.0f);
   weights.final_norm = make.bf16(hidden, 1.0f, 0.1f);
-  weights.unembedding = make.linear(config.vocab_size, hidden, inv_sqrt_hidden, fp8, false);
+  weights.unembedding =
+      make.linear(unembedding_rows > 0 ? unembedding_rows : config.vocab_size, hidden, inv_sqrt_hidden, fp8, false);
   for (int layer = 0; layer < config.num_layers; ++layer) {
     CudaLayer l;
     l.attn_norm = make.bf16(hidden, 1.0f, 0.1f);

@@ -14,6 +14,7 @@
 #include "kernels/quantize_fp8.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
+#include "kernels/vocab_shards.h"
 #include "model/cuda/cuda_model.h"
 
 namespace gossamer::model::cuda {
@@ -289,8 +290,39 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
     gather.vocab = t;
     kernels::launch_embedding(gather, stream_);
     mark(StepPhase::kUnembedding);
-    linear(bf16(final_rows_), plan.num_rows, weights_.unembedding, bf16(logits_));
+    if (vocab_parallel()) {
+      linear(bf16(final_rows_), plan.num_rows, weights_.unembedding, bf16(vocab_local_));
+      gather_vocab_shards(plan.num_rows);
+    } else {
+      linear(bf16(final_rows_), plan.num_rows, weights_.unembedding, bf16(logits_));
+    }
   }
+}
+
+// vocab_local_ [rows, n_rank] of every rank → logits_ [rows, vocab] (kernels/vocab_shards.h). Each slot of
+// vocab_slots_ is rows · vocab_shard_rows elements; rank q's logits fill the start of slot q. With an
+// all-gather (NCCL) the slots arrive as sent; without one (ranks sharing a GPU: IPC sums only) every rank
+// zeroes the other slots and the group sums them, which is exact (x + 0 = x; −0 becomes +0).
+void CudaModel::gather_vocab_shards(int num_rows) {
+  comm::Communicator& comm = *options_.comm;
+  const int64_t slot = int64_t{num_rows} * options_.vocab_shard_rows;
+  auto* slots = vocab_slots_.get<uint16_t>();
+  if (comm.supports_all_gather()) {
+    comm.all_gather(vocab_local_.get(), slots, slot * 2, stream_);
+  } else {
+    GOSSAMER_CUDA_CHECK(cudaMemsetAsync(slots, 0, static_cast<size_t>(slot * comm.world_size() * 2), stream_));
+    GOSSAMER_CUDA_CHECK(cudaMemcpyAsync(slots + slot * comm.rank(), vocab_local_.get(),
+                                        static_cast<size_t>(int64_t{num_rows} * weights_.unembedding.n * 2),
+                                        cudaMemcpyDeviceToDevice, stream_));
+    comm.all_reduce(slots, slot * comm.world_size(), DType::kBF16, comm::ReduceOp::kSum, stream_);
+  }
+  kernels::VocabShardsParams gather;
+  gather.shards = slots;
+  gather.out = logits_.get<uint16_t>();
+  gather.rows = num_rows;
+  gather.shard_rows = options_.vocab_shard_rows;
+  gather.vocab = config_.vocab_size;
+  kernels::launch_vocab_shards(gather, stream_);
 }
 
 }  // namespace gossamer::model::cuda

@@ -78,7 +78,9 @@ struct CudaWeights {
   // [−2, 4)), but not the same values. FP8 matrices use one block scale of 4·std/448 throughout.
   // num_local_experts > 0: only that many experts' weights (a rank of an expert-parallel group; the
   // router still scores all config.num_experts).
-  static CudaWeights random(const GptOssConfig& config, uint64_t seed, WeightFormat format, int num_local_experts = 0);
+  // unembedding_rows: this rank's vocabulary rows (vocab-parallel), 0 = config.vocab_size.
+  static CudaWeights random(const GptOssConfig& config, uint64_t seed, WeightFormat format, int num_local_experts = 0,
+                            int64_t unembedding_rows = 0);
 };
 
 }  // namespace gossamer::model::cuda

@@ -59,6 +59,8 @@ int main(int argc, char** argv) {
     comm_options.bootstrap.world_size = world;
     comm_options.device = 0;
     comm_options.use_nccl = false;  // ranks share one GPU, which NCCL refuses: every sum takes the IPC path
+    // The vocab-parallel logits of a prefill of every position travel as one sum of zero-padded slots.
+    comm_options.ipc_max_bytes = int64_t{96} << 20;
     auto comm = std::make_shared<comm::CudaCommunicator>(comm_options);
 
     model::cuda::CudaOptions options;
@@ -66,6 +68,7 @@ int main(int argc, char** argv) {
     options.comm = comm;
     options.expert_begin = static_cast<int>(shard.shard.experts.begin);
     options.num_local_experts = static_cast<int>(shard.shard.experts.size());
+    options.vocab_shard_rows = model::vocab_shard_rows(layout, checkpoint->config());
     model::cuda::CudaModel model(shard.config, shard.weights, options);
 
     // ---- prefill `prefix` positions of every sequence, then one token per step ----
