@@ -91,6 +91,9 @@ cuda::CudaOptions cuda_options(const ModelOptions& options) {
                  "--prefill-attention must be mma or wgmma, got '", options.prefill_attention, "'");
   out.prefill_kernel =
       options.prefill_attention == "wgmma" ? kernels::PrefillKernel::kWgmma : kernels::PrefillKernel::kMmaSync64;
+  GOSSAMER_CHECK(options.moe_decode == "gemv" || options.moe_decode == "stream",
+                 "--moe-decode must be gemv or stream, got '", options.moe_decode, "'");
+  out.moe_stream = options.moe_decode == "stream";
   return out;
 }
 }  // namespace
