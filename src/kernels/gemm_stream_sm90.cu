@@ -99,14 +99,17 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm) gemm_stream_kernel(co
     pdl_wait();  // the plan comes from the previous kernel
     pdl_trigger();
   }
-  if (slot >= *p.num_tiles) return;
-  const int group = p.tile_group[slot], m0 = p.tile_m0[slot];
-  const int rows = min(p.tile_rows, p.group_offsets[group + 1] - m0);
+  // NOTE: the plan is read through L2 (__ldcg): the down projection reads it before its PDL wait, and the
+  // workspace holding it is rewritten every layer, so no SM may answer from an L1 line of an earlier layer.
+  if (slot >= __ldcg(p.num_tiles)) return;
+  const int group = __ldcg(p.tile_group + slot), m0 = __ldcg(p.tile_m0 + slot);
+  const int rows = min(p.tile_rows, __ldcg(p.group_offsets + group + 1) - m0);
   const int n8_used = (rows + 7) / 8;  // n8 tiles holding rows; x rows [rows, 8·n8_used) are zero-filled
   const int k_steps = (p.K + kStageK - 1) / kStageK;
   const int stage_bytes = S::stage_bytes(p.tile_rows);
 
-  if (tid < kStreamMaxTileRows) s_xrow[tid] = tid < rows ? (p.x_row_index ? p.x_row_index[m0 + tid] : m0 + tid) : 0;
+  if (tid < kStreamMaxTileRows)
+    s_xrow[tid] = tid < rows ? (p.x_row_index ? __ldcg(p.x_row_index + m0 + tid) : m0 + tid) : 0;
   if constexpr (!kMxfp4) {
     const int num_kb = (p.K + 127) / 128, num_nb = (p.N + 127) / 128;
     const float* scales = p.w_scales + (static_cast<int64_t>(group) * num_nb + blockIdx.x) * num_kb;
