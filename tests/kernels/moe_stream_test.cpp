@@ -8,7 +8,7 @@
 // summation order and in the f16 staging of x (exact for elements ≥ 2^-28 of their 64-column chunk's
 // largest), so the error is bf16 rounding (≈ 2e-3). The references run over token slices on all cores.
 #include <algorithm>
-#include <numeric>
+#include <cstring>
 #include <string>
 #include <thread>
 
@@ -36,7 +36,7 @@ uint64_t splitmix64(uint64_t& s) {
 void fill_random(std::vector<uint8_t>& v, uint64_t seed) {
   for (size_t i = 0; i < v.size(); i += 8) {
     const uint64_t r = splitmix64(seed);
-    for (size_t j = 0; j < 8 && i + j < v.size(); ++j) v[i + j] = static_cast<uint8_t>(r >> (8 * j));
+    std::memcpy(v.data() + i, &r, std::min<size_t>(8, v.size() - i));
   }
 }
 
