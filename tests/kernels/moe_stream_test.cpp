@@ -367,7 +367,7 @@ TEST(MoeStreamGemm, MatchesReference) {
     }
     std::string shape = std::string(c.mxfp4 ? "mxfp4" : "fp8") + " N=" + std::to_string(c.n) +
                         " K=" + std::to_string(c.k) + " tile_rows=" + std::to_string(c.tile_rows) + " groups";
-    for (const int g : c.group_rows) shape += " " + std::to_string(g);
+    for (const int g : c.group_rows) shape.append(" ").append(std::to_string(g));
     shape += c.epilogue == S ? " swiglu" : " bias";
     const double err = rel_error(got, want);
     report("gemm_stream", shape, err, kTolBf16);
