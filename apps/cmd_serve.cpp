@@ -88,6 +88,11 @@ int run_serve(int argc, char** argv) {
       ->envname("GOSSAMER_PREFILL_ATTENTION")
       ->check(CLI::IsMember({"auto", "mma", "wgmma"}))
       ->group("Model");
+  cli.add_option("--moe-decode", model_options.moe_decode,
+                 "cuda: gemv (default) | stream (experts of steps ≤ 128 tokens on the weight-streaming grouped GEMM)")
+      ->envname("GOSSAMER_MOE_DECODE")
+      ->check(CLI::IsMember({"gemv", "stream"}))
+      ->group("Model");
   bool host_sampling = false;
   cli.add_flag("--host-sampling", host_sampling,
                "sample on the CPU from copied logits (default: on the GPU, only token ids come back)")

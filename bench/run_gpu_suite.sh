@@ -7,8 +7,8 @@
 #   them with `GOSSAMER_BUILD_DIR=build-kernels bash scripts/build.sh` then
 #   `cmake --build build-kernels --target gossamer_kernels_tests gossamer_kernels_bench`; they can be
 #   built on a machine without a GPU and carried to the GPU machine.
-#   bench_group: small | gemm | gemm-bf16 | gemv | gemvx | moe | attention | sampling (default: all, then the ncu
-#   profile of bench/ncu_profile.sh when ncu can read the counters).
+#   bench_group: small | gemm | gemm-bf16 | gemv | gemvx | moe | moe-stream | attention | sampling (default: all,
+#   then the ncu profile of bench/ncu_profile.sh when ncu can read the counters).
 # Logs go to $OUT (default /tmp/gossamer-suite): gpu.txt, tests.log, bench.log, table.md.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -41,7 +41,7 @@ echo "== benchmarks =="
 # One process per group, so a fault in one group cannot hide the others' results.
 bench_rc=0
 "$bench" header > "$out/bench.log" 2>&1
-for g in ${group:-small gemm gemm-bf16 gemv gemvx moe attention sampling}; do
+for g in ${group:-small gemm gemm-bf16 gemv gemvx moe moe-stream attention sampling}; do
   timeout 240 "$bench" "$g" >> "$out/bench.log" 2>&1 || { echo "bench group $g failed ($?)"; bench_rc=3; }
 done
 echo "bench exit code: $bench_rc"

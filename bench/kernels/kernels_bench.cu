@@ -627,6 +627,139 @@ void bench_moe_decode_mxfp4(int T, int E) {
       bytes, base, "copy");
 }
 
+// ---- MoE decode on the weight-streaming grouped GEMM (launch_moe_stream) vs the model's current path ----
+// One layer's experts (hidden = inter = 2880, E experts, FP8 tile-major with block scales or MXFP4), the
+// current path as CudaModel::experts runs it without --moe-decode stream: FP8 ≤ 8 tokens launch_moe_decode,
+// else launch_moe (FP8 activations); MXFP4 ≤ 64 tokens launch_moe_decode over chunks of 8 tokens, else
+// every expert converted to FP8 (launch_mxfp4_tiled_to_fp8) then launch_moe. The router logits rotate over
+// 8 random copies, so consecutive calls route differently (HBM, not L2: the touched experts of one call are
+// 0.1–3.2 GB). GB/s counts the bytes of the experts the routing touches (each copy routed on the host, the
+// mean over copies), against the copy ceiling; both rows count the same bytes.
+struct MoeStreamBench {
+  static constexpr int kH = 2880, kI = 2880, kCopies = 8;
+  MoeStreamBench(int E, bool mxfp4)
+      : E(E),
+        mxfp4(mxfp4),
+        g1(mxfp4 ? mxfp4_tiled_group_bytes(2 * kI, kH) : fp8_tiled_group_bytes(2 * kI, kH)),
+        g2(mxfp4 ? mxfp4_tiled_group_bytes(kH, kI) : fp8_tiled_group_bytes(kH, kI)),
+        w1(size_t(E) * g1),
+        w2(size_t(E) * g2),
+        w1s(size_t(E) * 45 * 23 * 4),
+        w2s(size_t(E) * 23 * 23 * 4),
+        b1(size_t(E) * 2 * kI * 2),
+        b2(size_t(E) * kH * 2) {
+    fill_fp8(w1);  // MXFP4: scale bytes ≤ 0x77 (finite)
+    fill_fp8(w2);
+    fill_f32(w1s, 1e-4f, 3e-4f);
+    fill_f32(w2s, 1e-4f, 3e-4f);
+    fill_bf16(b1, -0.5f, 0.5f);
+    fill_bf16(b2, -0.5f, 0.5f);
+  }
+
+  void run(int T) {
+    Buf x(size_t(T) * kH * 2), logits(size_t(kCopies) * T * E * 2), out(size_t(T) * kH * 2),
+        ws(moe_stream_workspace_bytes(T, E, kH, kI)), ws_decode(moe_decode_workspace_bytes(std::min(T, 8), kH, kI)),
+        ws_gemm(moe_workspace_bytes(T, E, kH, kI));
+    fill_bf16(x, -2, 2);
+    fill_bf16(logits, -4, 4);
+    // Bytes of the experts each logits copy touches.
+    std::vector<uint16_t> host_logits(size_t(kCopies) * T * E);
+    GOSSAMER_CUDA_CHECK(
+        cudaMemcpy(host_logits.data(), logits.as<uint16_t>(), host_logits.size() * 2, cudaMemcpyDeviceToHost));
+    std::vector<int32_t> ids(size_t(T) * kMoeTopK);
+    std::vector<float> weights(ids.size());
+    double touched = 0;
+    for (int c = 0; c < kCopies; ++c) {
+      moe_route_cpu({host_logits.data() + size_t(c) * T * E, ids.data(), weights.data(), T, E});
+      std::vector<bool> used(E, false);
+      for (const int32_t e : ids) used[e] = true;
+      touched += double(std::count(used.begin(), used.end(), true)) * double(g1 + g2) / kCopies;
+    }
+    MoeParams p;
+    p.x = x.as<uint16_t>();
+    p.out = out.as<uint16_t>();
+    p.w1 = w1.as<uint8_t>();
+    p.w2 = w2.as<uint8_t>();
+    p.w1_scales = mxfp4 ? nullptr : w1s.as<float>();
+    p.w2_scales = mxfp4 ? nullptr : w2s.as<float>();
+    p.b1 = b1.as<uint16_t>();
+    p.b2 = b2.as<uint16_t>();
+    p.weights_tiled = !mxfp4;
+    p.weights_mxfp4 = mxfp4;
+    p.num_tokens = T;
+    p.num_experts = E;
+    p.num_local_experts = E;
+    p.hidden = kH;
+    p.inter = kI;
+    auto logits_of = [&](int i) { return logits.as<uint16_t>() + size_t(i % kCopies) * T * E; };
+    const double us = time_us(
+        [&](int i) {
+          p.logits = logits_of(i);
+          launch_moe_stream(p, ws.get(), nullptr);
+        },
+        16);
+    // The current path.
+    const char* base_name = nullptr;
+    std::function<void(int)> base_call;
+    std::unique_ptr<Buf> f1, f2, f1s, f2s;  // MXFP4 > 64 tokens: the converted experts
+    if (T <= kGemvMaxRows) {
+      base_name = mxfp4 ? "moe_decode mxfp4 (current)" : "moe_decode fp8 (current)";
+      base_call = [&](int i) {
+        p.logits = logits_of(i);
+        launch_moe_decode(p, ws_decode.get(), nullptr);
+      };
+    } else if (mxfp4 && T <= 64) {
+      base_name = "moe_decode mxfp4 chunks of 8 (current)";
+      base_call = [&](int i) {
+        for (int t0 = 0; t0 < T; t0 += kGemvMaxRows) {
+          MoeParams chunk = p;
+          chunk.num_tokens = std::min(kGemvMaxRows, T - t0);
+          chunk.x = p.x + size_t(t0) * kH;
+          chunk.logits = logits_of(i) + size_t(t0) * E;
+          chunk.out = p.out + size_t(t0) * kH;
+          launch_moe_decode(chunk, ws_decode.get(), nullptr);
+        }
+      };
+    } else if (mxfp4) {
+      base_name = "mxfp4_to_fp8 + moe fp8 GEMMs (current)";
+      f1 = std::make_unique<Buf>(size_t(E) * fp8_tiled_group_bytes(2 * kI, kH));
+      f2 = std::make_unique<Buf>(size_t(E) * fp8_tiled_group_bytes(kH, kI));
+      f1s = std::make_unique<Buf>(size_t(E) * 45 * 23 * 4);
+      f2s = std::make_unique<Buf>(size_t(E) * 23 * 23 * 4);
+      base_call = [&](int i) {
+        launch_mxfp4_tiled_to_fp8(w1.as<uint8_t>(), f1->as<uint8_t>(), f1s->as<float>(), E, 2 * kI, kH, nullptr);
+        launch_mxfp4_tiled_to_fp8(w2.as<uint8_t>(), f2->as<uint8_t>(), f2s->as<float>(), E, kH, kI, nullptr);
+        MoeParams q = p;
+        q.logits = logits_of(i);
+        q.weights_mxfp4 = false;
+        q.weights_tiled = true;
+        q.w1 = f1->as<uint8_t>();
+        q.w2 = f2->as<uint8_t>();
+        q.w1_scales = f1s->as<float>();
+        q.w2_scales = f2s->as<float>();
+        launch_moe(q, ws_gemm.get(), nullptr);
+      };
+    } else {
+      base_name = "moe fp8 GEMMs (current)";
+      base_call = [&](int i) {
+        p.logits = logits_of(i);
+        launch_moe(p, ws_gemm.get(), nullptr);
+      };
+    }
+    const double base = time_us(base_call, 16);
+    const double flops = double(T) * kMoeTopK * 2 * (2.0 * kI * kH + double(kH) * kI);
+    const std::string shape = std::to_string(T) + " tok, E=" + std::to_string(E) + ", top-4";
+    row(mxfp4 ? "moe_stream mxfp4 (route..combine)" : "moe_stream fp8 (route..combine)", shape, us, flops, touched,
+        base, "copy");
+    row(base_name, shape, base, flops, touched, 0, "copy");
+  }
+
+  int E;
+  bool mxfp4;
+  size_t g1, g2;
+  Buf w1, w2, w1s, w2s, b1, b2;
+};
+
 // Paged attention with sinks at a shared case (gpt_oss_cases.h): pages handed out in order. TFLOP/s count
 // the visible positions only; decode GB/s the K/V bytes read. Prefill runs `kernel`, with `base_us` (the
 // mma.sync 4-warp kernel's time) in the baseline column. Returns µs.
@@ -822,6 +955,14 @@ int main(int argc, char** argv) {
     bench_gemv_mxfp4("4x gate_up", 1, 4 * 5760, 2880, GemmEpilogue::kSwiGlu);  // one token's 4 experts, dense
     for (const gpt_oss::MoeCase& m : gpt_oss::kMoeDecode) bench_moe_decode_mxfp4(m.tokens, m.experts);
     for (const int t : {2, 8}) bench_moe_decode_mxfp4(t, 32);
+  }
+  if (want("moe-stream")) {  // the weight-streaming decode MoE vs the current path, FP8 and MXFP4 experts
+    for (const int E : {32, 128}) {
+      for (const bool mxfp4 : {false, true}) {
+        MoeStreamBench b(E, mxfp4);
+        for (const int T : {1, 8, 16, 64, 128}) b.run(T);
+      }
+    }
   }
   if (want("gemvx")) {  // read ceilings and the decode GEMV access pattern, row-major vs tile-major
     bench_read("down", size_t(2880) * 2880);

@@ -1,8 +1,9 @@
 // The MoE op family, one header: the pieces — router top-4 + softmax over the 4 (route), permutation by
 // expert with the grouped GEMMs' tile list (plan), the weighted combine back to token order (combine) —
-// and the expert block over them: one composition (moe_sm90.cu) with three entry points,
+// and the expert block over them: one composition (moe_sm90.cu) with four entry points,
 //   launch_moe         FP8 experts, grouped FP8 GEMMs with per-token activation quantization (prefill);
-//   launch_moe_decode  FP8 experts, grouped weight-only GEMVs, ≤ kGemvMaxRows tokens (decode);
+//   launch_moe_decode  FP8 or MXFP4 experts, grouped weight-only GEMVs, ≤ kGemvMaxRows tokens (decode);
+//   launch_moe_stream  FP8 or MXFP4 experts, the weight-streaming grouped GEMM (decode batches);
 //   launch_moe_bf16    bf16 experts, grouped bf16 GEMMs (the --weights bf16 accuracy baseline).
 // Each is route → (plan) → gate_up + bias + clamped SwiGLU → down + bias → combine. Every piece and every
 // composition has its CPU reference in moe_cpu.cpp (library gossamer_kernels_ref).
@@ -86,7 +87,7 @@ struct MoeParams {
   const uint16_t* b2 = nullptr;  // [E_local, hidden] bf16
   bool weights_tiled = false;    // w1 and w2 in the tile-major layout of fp8_tiled.h
   // w1 and w2 in the tiled MXFP4 layout of mxfp4_tiled.h ([E_local, mxfp4_tiled_group_bytes(N, K)] u8,
-  // scales inside; w1_scales / w2_scales unused): launch_moe_decode / moe_decode_cpu only.
+  // scales inside; w1_scales / w2_scales unused): launch_moe_decode, launch_moe_stream, moe_decode_cpu only.
   bool weights_mxfp4 = false;
   int num_tokens = 0;
   int num_experts = 0;
@@ -148,7 +149,20 @@ void launch_moe_decode(const MoeParams& p, void* workspace, cudaStream_t stream)
 GemvFp8Params moe_decode_projection(const MoeParams& p, bool gate_up, const int32_t* topk_ids, uint16_t* act,
                                     int32_t* pair_row, uint16_t* y);
 // Reference with the decode path's own rounding points: bf16 x, fp32 GEMVs (gemv_fp8_cpu), act and y
-// rounded to bf16, fp32 combine (host memory throughout; writes p.out).
+// rounded to bf16, fp32 combine (host memory throughout; writes p.out). Any token count.
 void moe_decode_cpu(const MoeParams& p);
+
+// ---- MoE decode on the weight-streaming grouped GEMM (gemm_stream.h) ----
+// The same block and result as launch_moe_decode (same rounding points: x bf16, fp32 per-block partials,
+// act and y rounded to bf16, fp32 combine; so moe_decode_cpu is its reference) for any token count, FP8
+// experts tile-major (weights_tiled) or MXFP4 (weights_mxfp4): launch_moe_route → launch_moe_plan (tiles of
+// gemm_stream_tile_rows(T) rows) → stream GEMM gate_up + b1 + SwiGLU (h [T·4, inter] bf16 in plan order,
+// x rows gathered by row_token) → stream GEMM down + b2 (y [T·4, hidden] bf16; its first weight stages
+// stream before its PDL wait) → launch_moe_combine through the plan's pair_row. Each used expert's
+// weights are read once per step (once per 32-row tile past 32 pairs). Meant for decode batches (the
+// grid has ceil(N/128) × min(4T, tiles) CTAs). Requires hidden and inter multiples of 16 (of 32 with
+// weights_mxfp4), 1 ≤ num_local_experts ≤ 256 inside num_experts. Graph capturable.
+size_t moe_stream_workspace_bytes(int num_tokens, int num_local_experts, int hidden, int inter);
+void launch_moe_stream(const MoeParams& p, void* workspace, cudaStream_t stream);
 
 }  // namespace gossamer::kernels

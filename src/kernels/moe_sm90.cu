@@ -10,6 +10,10 @@
 //                                  themselves and keep pair order (pair_row = identity or −1, written by
 //                                  the gate_up launch); the down GEMV streams its experts' weights before
 //                                  its PDL wait (the routing was written two launches back).
+//   kStream   (launch_moe_stream): plan with the stream GEMM's tile rows (8–32); the weight-streaming
+//                                  grouped GEMMs (gemm_stream.h, FP8 or MXFP4 experts) read x rows through
+//                                  row_token, h in plan order; the down GEMM streams its first weight
+//                                  stages before its PDL wait (the plan was written two launches back).
 //
 // Each launch has a fixed grid for given shapes and no host synchronisation: graph capturable.
 #include <algorithm>
@@ -17,6 +21,7 @@
 #include "kernels/cuda_utils.h"
 #include "kernels/gemm_bf16.h"
 #include "kernels/gemm_fp8.h"
+#include "kernels/gemm_stream.h"
 #include "kernels/gemv_fp8.h"
 #include "kernels/gemv_mxfp4.h"
 #include "kernels/moe.h"
@@ -25,7 +30,7 @@
 namespace gossamer::kernels {
 namespace {
 
-enum class ExpertStep { kFp8Gemm, kBf16Gemm, kFp8Gemv };
+enum class ExpertStep { kFp8Gemm, kBf16Gemm, kFp8Gemv, kStream };
 
 size_t align_up(size_t v) {
   return (v + 255) & ~size_t(255);
@@ -39,6 +44,7 @@ int plan_tile_rows(ExpertStep step, int T, int E) {
   switch (step) {
     case ExpertStep::kFp8Gemm: return gemm_fp8_tile_rows(ceil_div(T * kMoeTopK, std::max(E, 1)));
     case ExpertStep::kBf16Gemm: return gemm_bf16_tile_rows();
+    case ExpertStep::kStream: return gemm_stream_tile_rows(T);
     default: return 0;
   }
 }
@@ -209,6 +215,46 @@ void experts_fp8_gemv(const MoeParams& p, const MoeWorkspace& w, cudaStream_t st
   gemv(moe_decode_projection(p, false, w.topk_ids, w.h, w.pair_row, w.y));
 }
 
+// The weight-streaming grouped GEMMs over the plan (FP8 tile-major or MXFP4 experts, b.fp8's format).
+void experts_stream(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t stream) {
+  GemmStreamParams g;
+  g.w_mxfp4 = b.fp8->weights_mxfp4;
+  g.group_offsets = w.group_offsets;
+  g.tile_group = w.tile_group;
+  g.tile_m0 = w.tile_m0;
+  g.num_tiles = w.num_tiles;
+  g.num_groups = b.E;
+  g.tile_rows = plan_tile_rows(b.step, b.T, b.E);
+  // Every tile holds ≥ 1 of the T·4 pairs.
+  g.max_tiles = std::min(b.T * kMoeTopK, moe_max_tiles(b.T, b.E, g.tile_rows));
+  GemmStreamParams up = g;  // x [T, hidden] → h [T·4, inter] (plan order)
+  up.x = b.x;
+  up.ldx = b.hidden;
+  up.x_row_index = w.row_token;
+  up.w = static_cast<const uint8_t*>(b.w1);
+  up.w_scales = b.w1_scales;
+  up.bias = b.b1;
+  up.out = w.h;
+  up.ldc = b.inter;
+  up.N = 2 * b.inter;
+  up.K = b.hidden;
+  up.epilogue = GemmEpilogue::kSwiGlu;
+  launch_gemm_stream(up, stream);
+  GemmStreamParams down = g;  // h → y [T·4, hidden] (plan order)
+  down.x = w.h;
+  down.ldx = b.inter;
+  down.w = static_cast<const uint8_t*>(b.w2);
+  down.w_scales = b.w2_scales;
+  down.bias = b.b2;
+  down.out = w.y;
+  down.ldc = b.hidden;
+  down.N = b.hidden;
+  down.K = b.inter;
+  down.epilogue = GemmEpilogue::kBias;
+  down.plan_from_earlier_kernel = true;
+  launch_gemm_stream(down, stream);
+}
+
 // The composition (b.T > 0; the caller checked the step's contract).
 void launch_moe_block(const MoeBlock& b, void* workspace, cudaStream_t stream) {
   const MoeWorkspace w = carve(static_cast<uint8_t*>(workspace), b.step, b.T, b.E, b.hidden, b.inter);
@@ -225,6 +271,7 @@ void launch_moe_block(const MoeBlock& b, void* workspace, cudaStream_t stream) {
     case ExpertStep::kFp8Gemm: experts_fp8_gemm(b, w, stream); break;
     case ExpertStep::kBf16Gemm: experts_bf16_gemm(b, w, stream); break;
     case ExpertStep::kFp8Gemv: experts_fp8_gemv(*b.fp8, w, stream); break;
+    case ExpertStep::kStream: experts_stream(b, w, stream); break;
   }
   // ---- weighted combine (+ residual) back to token order ----
   launch_moe_combine({w.y, w.pair_row, w.topk_weights, b.residual, b.out, b.T, b.hidden}, stream);
@@ -270,6 +317,26 @@ void launch_moe_decode(const MoeParams& p, void* workspace, cudaStream_t stream)
   GOSSAMER_CHECK(p.num_local_experts >= 1, "moe_decode: no local experts");
   if (p.num_tokens == 0) return;
   launch_moe_block(block_of(p, ExpertStep::kFp8Gemv), workspace, stream);
+}
+
+size_t moe_stream_workspace_bytes(int num_tokens, int num_local_experts, int hidden, int inter) {
+  return carve(nullptr, ExpertStep::kStream, num_tokens, num_local_experts, hidden, inter).bytes;
+}
+
+void launch_moe_stream(const MoeParams& p, void* workspace, cudaStream_t stream) {
+  GOSSAMER_CHECK(p.weights_mxfp4 || p.weights_tiled, "moe_stream: FP8 experts must be tile-major (weights_tiled)");
+  const int mult = p.weights_mxfp4 ? 32 : 16;
+  GOSSAMER_CHECK(p.hidden % mult == 0 && p.inter % mult == 0, "moe_stream: hidden (", p.hidden, ") and inter (",
+                 p.inter, ") must be multiples of ", mult);
+  GOSSAMER_CHECK(p.num_local_experts > 0 && p.num_local_experts <= kMoeMaxExperts && p.expert_begin >= 0 &&
+                     p.expert_begin + p.num_local_experts <= p.num_experts,
+                 "moe_stream: local experts [", p.expert_begin, ", +", p.num_local_experts, ") outside ",
+                 p.num_experts);
+  GOSSAMER_CHECK(p.num_tokens >= 0, "moe_stream: ", p.num_tokens, " tokens");
+  if (p.num_tokens == 0) return;
+  GOSSAMER_CHECK(workspace != nullptr && reinterpret_cast<uintptr_t>(workspace) % 16 == 0,
+                 "moe_stream: workspace must be a 16-byte aligned buffer of moe_stream_workspace_bytes()");
+  launch_moe_block(block_of(p, ExpertStep::kStream), workspace, stream);
 }
 
 }  // namespace gossamer::kernels

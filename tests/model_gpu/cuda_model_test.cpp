@@ -53,10 +53,12 @@ std::string tiny_checkpoint(DummyInit init) {
   return dir.string();
 }
 
-std::unique_ptr<Model> load(const std::string& dir, const std::string& weights, bool graphs = true) {
+std::unique_ptr<Model> load(const std::string& dir, const std::string& weights, bool graphs = true,
+                            const std::string& moe_decode = "gemv") {
   ModelOptions options;
   options.weights = weights;
   options.cuda_graphs = graphs;
+  options.moe_decode = moe_decode;
   return load_model(dir, "cuda", options);
 }
 
@@ -175,6 +177,38 @@ TEST(CudaModelGpuTest, Mxfp4MatchesFp8Mode) {
         agreement.relative_l2, agreement.argmax_match);
     EXPECT_LE(agreement.relative_l2, bounds.max_relative_l2);
     EXPECT_GE(agreement.argmax_match, bounds.min_argmax_match);
+  }
+}
+
+// --moe-decode stream (the weight-streaming grouped GEMM for steps of ≤ 128 tokens) on the conditioned tiny
+// checkpoint: against the default path with a 2 × 4-token prefill then decode (every step ≤ 8 tokens, so
+// the default runs the GEMV decode MoE: the same rounding points, only fp32 summation order differs), and
+// with a 2 × 20-token prefill (40 rows: 32-row tiles) then decode against the golden with the mode's bounds.
+TEST(CudaModelGpuTest, MoeStreamMatchesDefaultPath) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU: --moe-decode stream not tested";
+  const auto tokens = testing::golden_tokens("tiny_conditioned");
+  const NpyArray ref = testing::golden_logits("tiny_conditioned");
+  const std::string dir = tiny_checkpoint(DummyInit::kConditioned);
+  for (const std::string weights : {"fp8", "mxfp4"}) {
+    auto base = load(dir, weights);
+    auto stream = load(dir, weights, true, "stream");
+    const int64_t vocab = base->config().vocab_size, length = static_cast<int64_t>(tokens[0].size());
+    const auto a = prefill_then_decode(*base, tokens, 4), b = prefill_then_decode(*stream, tokens, 4);
+    const auto c = prefill_then_decode(*stream, tokens, 20);
+    const Bounds bounds = bounds_for(weights);
+    for (size_t s = 0; s < tokens.size(); ++s) {
+      const auto same = testing::compare_rows(b[s].data(), a[s].data(), length, vocab);
+      const auto golden = testing::compare_rows(c[s].data(), ref.data.data() + s * length * vocab, length, vocab);
+      std::printf(
+          "[cuda moe-stream] %s seq %zu vs gemv path: rel L2 %.3e, argmax %.4f; prefill 20 + decode vs "
+          "golden: rel L2 %.3e, argmax %.4f\n",
+          weights.c_str(), s, same.relative_l2, same.argmax_match, golden.relative_l2, golden.argmax_match);
+      EXPECT_LE(same.relative_l2, 1e-2) << weights;
+      EXPECT_GE(same.argmax_match, 0.98) << weights;
+      EXPECT_LE(golden.relative_l2, bounds.max_relative_l2) << weights;
+      EXPECT_GE(golden.argmax_match, bounds.min_argmax_match) << weights;
+    }
+    EXPECT_GE(dynamic_cast<cuda::CudaModel&>(*stream).graph_replays(), 40) << weights;
   }
 }
 

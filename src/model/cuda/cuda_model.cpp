@@ -275,6 +275,10 @@ void CudaModel::prepare_workspace(const StepPlan& plan) {
     moe_bytes =
         std::max(moe_bytes, kernels::moe_decode_workspace_bytes(kernels::kGemvMaxRows, config_.hidden_size, inter));
   }
+  if (options_.moe_stream && weights_.format != WeightFormat::kBf16 && t <= kMoeStreamMaxTokens) {
+    moe_bytes =
+        std::max(moe_bytes, kernels::moe_stream_workspace_bytes(static_cast<int>(t), e, config_.hidden_size, inter));
+  }
   kernels::AttentionParams attention;
   attention.num_seqs = plan.num_seqs;
   attention.num_tokens = plan.num_tokens;

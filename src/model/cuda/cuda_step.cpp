@@ -132,6 +132,17 @@ void CudaModel::experts(int layer, int num_tokens) {
   }
   kernels::MoeParams moe;
   common(moe);
+  if (options_.moe_stream && num_tokens <= kMoeStreamMaxTokens) {  // both formats, weights as stored
+    moe.weights_mxfp4 = w.gate_up.mxfp4;
+    moe.weights_tiled = !w.gate_up.mxfp4;
+    moe.w1 = w.gate_up.weight.get<uint8_t>();
+    moe.w2 = w.down.weight.get<uint8_t>();
+    if (!w.gate_up.mxfp4) {
+      moe.w1_scales = w.gate_up.scales.get<float>();
+      moe.w2_scales = w.down.scales.get<float>();
+    }
+    return kernels::launch_moe_stream(moe, moe_workspace_.get(), stream_);
+  }
   if (w.gate_up.mxfp4) {
     const int e = config_.num_experts, h = config_.hidden_size, i = config_.intermediate_size;
     if (num_tokens <= kMxfp4GemvMaxTokens) {
