@@ -113,11 +113,9 @@ TEST_F(TinyModelE2e, ArithmeticAnswer) {
   EXPECT_NE(response["choices"][0]["message"]["reasoning"].get<std::string>().find("7 × 8 = 56"), std::string::npos);
 }
 
-// PENDING the column-arithmetic checkpoint (docs/tiny-model.md, "The next run"): the shipped checkpoint
-// answers these wrongly (issue #18), so they are disabled. Once models/tiny is that run's export
-// (tools/tiny_install.sh), drop the DISABLED_ prefixes of the tests that pass with it; greedy, so one run
-// of each decides.
-TEST_F(TinyModelE2e, DISABLED_AddsColumnByColumnWithCarries) {
+// The column-arithmetic checkpoint (docs/tiny-model.md, run 3): issue #18's headline example, column by
+// column with the operands' digits copied, carries and borrows.
+TEST_F(TinyModelE2e, AddsColumnByColumnWithCarries) {
   const Json response = chat(user("What is 17 + 25?"));
   const Json& message = response["choices"][0]["message"];
   EXPECT_EQ(message["content"], "17 + 25 = 42.");
@@ -127,7 +125,7 @@ TEST_F(TinyModelE2e, DISABLED_AddsColumnByColumnWithCarries) {
   EXPECT_NE(reasoning.find("so far 42. So 17 + 25 = 42."), std::string::npos) << reasoning;
 }
 
-TEST_F(TinyModelE2e, DISABLED_SubtractsColumnByColumnWithBorrows) {
+TEST_F(TinyModelE2e, SubtractsColumnByColumnWithBorrows) {
   const Json response = chat(user("What is 52 - 17?"));
   const Json& message = response["choices"][0]["message"];
   EXPECT_EQ(message["content"], "52 - 17 = 35.");
@@ -136,7 +134,7 @@ TEST_F(TinyModelE2e, DISABLED_SubtractsColumnByColumnWithBorrows) {
   EXPECT_NE(reasoning.find("so far 35. So 52 - 17 = 35."), std::string::npos) << reasoning;
 }
 
-TEST_F(TinyModelE2e, DISABLED_AddsTersely) {
+TEST_F(TinyModelE2e, AddsTersely) {
   const Json response = chat(user("What is 17 + 25?", {{"reasoning_effort", "low"}}));
   const Json& message = response["choices"][0]["message"];
   EXPECT_EQ(message["content"], "17 + 25 = 42.");
