@@ -25,9 +25,10 @@ void ModelChoice::add_options(CLI::App& cli) {
   cli.add_option("--prefill-attention", options.prefill_attention,
                  "cuda: auto (default: wgmma on full-causal layers, mma.sync on sliding ones) | mma | wgmma")
       ->check(CLI::IsMember({"auto", "mma", "wgmma"}));
-  cli.add_option("--moe-decode", options.moe_decode,
-                 "cuda: gemv (default) | stream (experts of steps ≤ 128 tokens on the weight-streaming grouped GEMM)")
-      ->check(CLI::IsMember({"gemv", "stream"}));
+  cli.add_option(
+         "--moe-decode", options.moe_decode,
+         "cuda: auto (default: the weight-streaming grouped GEMM at 9-64 tokens, FP8, or 9-128, MXFP4) | gemv | stream")
+      ->check(CLI::IsMember({"auto", "gemv", "stream"}));
   cli.add_option("--model", model_dir, "checkpoint directory");
   cli.add_option("--load-format", load_format, "auto | dummy (random weights of --preset shapes, no disk)");
   cli.add_option("--preset", preset, "20b | 120b | tiny (with --load-format dummy)");

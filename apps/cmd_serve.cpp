@@ -88,10 +88,11 @@ int run_serve(int argc, char** argv) {
       ->envname("GOSSAMER_PREFILL_ATTENTION")
       ->check(CLI::IsMember({"auto", "mma", "wgmma"}))
       ->group("Model");
-  cli.add_option("--moe-decode", model_options.moe_decode,
-                 "cuda: gemv (default) | stream (experts of steps ≤ 128 tokens on the weight-streaming grouped GEMM)")
+  cli.add_option(
+         "--moe-decode", model_options.moe_decode,
+         "cuda: auto (default: the weight-streaming grouped GEMM at 9-64 tokens, FP8, or 9-128, MXFP4) | gemv | stream")
       ->envname("GOSSAMER_MOE_DECODE")
-      ->check(CLI::IsMember({"gemv", "stream"}))
+      ->check(CLI::IsMember({"auto", "gemv", "stream"}))
       ->group("Model");
   bool host_sampling = false;
   cli.add_flag("--host-sampling", host_sampling,

@@ -93,9 +93,11 @@ cuda::CudaOptions cuda_options(const ModelOptions& options) {
   out.prefill_kernel = options.prefill_attention == "wgmma" ? kernels::PrefillKernel::kWgmma
                        : options.prefill_attention == "mma" ? kernels::PrefillKernel::kMmaSync
                                                             : kernels::PrefillKernel::kAuto;
-  GOSSAMER_CHECK(options.moe_decode == "gemv" || options.moe_decode == "stream",
-                 "--moe-decode must be gemv or stream, got '", options.moe_decode, "'");
-  out.moe_stream = options.moe_decode == "stream";
+  GOSSAMER_CHECK(options.moe_decode == "auto" || options.moe_decode == "gemv" || options.moe_decode == "stream",
+                 "--moe-decode must be auto, gemv or stream, got '", options.moe_decode, "'");
+  out.moe_decode = options.moe_decode == "stream" ? cuda::MoeDecodePath::kStream
+                   : options.moe_decode == "gemv" ? cuda::MoeDecodePath::kGemv
+                                                  : cuda::MoeDecodePath::kAuto;
   return out;
 }
 }  // namespace

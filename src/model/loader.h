@@ -38,10 +38,10 @@ struct ModelOptions {
   // kernel on full-causal layers, mma.sync on sliding-window ones: each where it measured faster), "mma" or
   // "wgmma" everywhere (for A/B runs).
   std::string prefill_attention = "auto";
-  // cuda: the experts of decode-sized steps, "gemv" (the GEMV decode MoE up to 8 tokens, else the expert
-  // GEMMs) or "stream" (the weight-streaming grouped GEMM, FP8 and MXFP4: CudaOptions::moe_stream).
-  // NOTE: "gemv" by default until "stream" has passed its GPU tests and bench (written without a GPU).
-  std::string moe_decode = "gemv";
+  // cuda: the experts of decode-sized steps (CudaOptions::moe_decode): "auto" (the weight-streaming grouped
+  // GEMM where it measured faster: 9–64 tokens with FP8 experts, 9–128 with MXFP4), "gemv" (never) or
+  // "stream" (every step of ≤ 128 tokens).
+  std::string moe_decode = "auto";
   // Tensor/expert parallelism of the one replica loaded here (data_parallel is checked against the GPUs
   // present, then left to the caller: a replica per model). On cpu the ranks are simulated by threads;
   // on cuda this process is rank `rank` (GPU `rank`), one process per GPU, and the group meets through

@@ -275,7 +275,7 @@ void CudaModel::prepare_workspace(const StepPlan& plan) {
     moe_bytes =
         std::max(moe_bytes, kernels::moe_decode_workspace_bytes(kernels::kGemvMaxRows, config_.hidden_size, inter));
   }
-  if (options_.moe_stream && weights_.format != WeightFormat::kBf16 && t <= kMoeStreamMaxTokens) {
+  if (streams_experts(static_cast<int>(t))) {
     moe_bytes =
         std::max(moe_bytes, kernels::moe_stream_workspace_bytes(static_cast<int>(t), e, config_.hidden_size, inter));
   }

@@ -10,9 +10,9 @@
 // FP8 GEMMs with per-token 1×128 activation quantization (or the bf16 GEMMs in bf16 mode). With MXFP4
 // experts (--weights mxfp4) steps of ≤ kMxfp4GemvMaxTokens read them as MXFP4 (the decode MoE, 8 tokens
 // at a time); larger steps first convert the layer's experts to FP8 (kernels/mxfp4_tiled.h) into a
-// scratch of the model, then run the FP8 expert GEMMs. With CudaOptions::moe_stream, steps of ≤
-// kMoeStreamMaxTokens run the experts of either format on the weight-streaming grouped GEMM
-// (kernels/moe.h launch_moe_stream) instead. Pure decode
+// scratch of the model, then run the FP8 expert GEMMs. Steps that CudaModel::streams_experts picks (by
+// default 9–64 tokens with FP8 experts, 9–128 with MXFP4) run the experts of either format on the
+// weight-streaming grouped GEMM (kernels/moe.h launch_moe_stream) instead. Pure decode
 // steps (one new token per sequence, ≤ kMaxGraphBatch sequences) replay a CUDA graph captured once per
 // padded batch size; padding sequences compute on a scratch KV block that no caller can own.
 #pragma once
@@ -33,6 +33,8 @@
 #include "model/rope.h"
 
 namespace gossamer::model::cuda {
+
+enum class MoeDecodePath : uint8_t { kAuto, kGemv, kStream };
 
 struct CudaOptions {
   WeightFormat weights = WeightFormat::kFp8;
@@ -56,12 +58,12 @@ struct CudaOptions {
   bool cublaslt_dense = true;
   // The prefill attention kernel (kernels/attention.h).
   kernels::PrefillKernel prefill_kernel = kernels::PrefillKernel::kAuto;
-  // Steps of ≤ CudaModel::kMoeStreamMaxTokens tokens run the FP8 or MXFP4 experts on the weight-streaming
-  // grouped GEMM (kernels/moe.h launch_moe_stream); false: the GEMV decode MoE (≤ 8 tokens, MXFP4 in
-  // chunks of 8 up to kMxfp4GemvMaxTokens), else the FP8 expert GEMMs.
-  // NOTE: false until the stream path has passed its tests and bench on the H200 (written without a GPU);
-  // it flips after that run.
-  bool moe_stream = false;
+  // Which decode-sized steps run the FP8 or MXFP4 experts on the weight-streaming grouped GEMM
+  // (kernels/moe.h launch_moe_stream) instead of the GEMV decode MoE (≤ 8 tokens, MXFP4 in chunks of 8 up
+  // to kMxfp4GemvMaxTokens) or the FP8 expert GEMMs: kAuto where it measured faster on the H200
+  // (2026-12-01, docs/PERF.md: it loses at 1–8 tokens, wins at 16–64, and at 128 only with MXFP4), kStream
+  // every step of ≤ kMoeStreamMaxTokens, kGemv never (A/B runs).
+  MoeDecodePath moe_decode = MoeDecodePath::kAuto;
 };
 
 // Selects CudaModel's constructor that makes random weights on the GPU (CudaWeights::random).
@@ -111,8 +113,10 @@ class CudaModel final : public Model {
   // --weights mxfp4: steps of up to this many tokens run the MXFP4 decode MoE in chunks of 8 tokens;
   // larger ones convert the layer's experts to FP8 for the grouped GEMMs.
   static constexpr int kMxfp4GemvMaxTokens = 64;
-  // CudaOptions::moe_stream: steps of up to this many tokens run the experts on launch_moe_stream.
+  // The stream path takes at most this many tokens (its workspace and 32-row tiles are sized for it).
   static constexpr int kMoeStreamMaxTokens = 128;
+  // Whether a step of num_tokens runs its experts on launch_moe_stream (CudaOptions::moe_decode).
+  bool streams_experts(int num_tokens) const;
 
  protected:
   void allocate_kv_cache_impl(int32_t num_blocks, int32_t block_size, int32_t num_sliding_blocks) override;

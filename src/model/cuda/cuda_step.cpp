@@ -106,6 +106,17 @@ void CudaModel::linear(const uint16_t* x, int m, const DeviceLinear& w, uint16_t
   kernels::launch_gemm_fp8(gemm, m, stream_);
 }
 
+bool CudaModel::streams_experts(int num_tokens) const {
+  if (weights_.format == WeightFormat::kBf16 || num_tokens > kMoeStreamMaxTokens) return false;
+  switch (options_.moe_decode) {
+    case MoeDecodePath::kStream: return true;
+    case MoeDecodePath::kGemv: return false;
+    case MoeDecodePath::kAuto: break;
+  }
+  const int max_tokens = weights_.format == WeightFormat::kMxfp4 ? kMoeStreamMaxTokens : 64;
+  return num_tokens > kernels::kGemvMaxRows && num_tokens <= max_tokens;
+}
+
 // Experts of one layer: normed_ [T, hidden] and router_logits_ [T, E] → delta_ [T, hidden].
 void CudaModel::experts(int layer, int num_tokens) {
   const CudaLayer& w = weights_.layers[static_cast<size_t>(layer)];
@@ -132,7 +143,7 @@ void CudaModel::experts(int layer, int num_tokens) {
   }
   kernels::MoeParams moe;
   common(moe);
-  if (options_.moe_stream && num_tokens <= kMoeStreamMaxTokens) {  // both formats, weights as stored
+  if (streams_experts(num_tokens)) {  // both formats, weights as stored
     moe.weights_mxfp4 = w.gate_up.mxfp4;
     moe.weights_tiled = !w.gate_up.mxfp4;
     moe.w1 = w.gate_up.weight.get<uint8_t>();
