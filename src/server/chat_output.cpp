@@ -170,8 +170,10 @@ ChatDelta ChatOutputParser::finish() {
   if (raw_mode_) {
     route(Kind::kFinal, raw_detokenizer_.flush(), delta);
   } else if (parser_.state() == harmony::ParserState::kHeader && !header_tokens_.empty()) {
-    enter_raw_mode(delta);
-    route(Kind::kFinal, raw_detokenizer_.flush(), delta);
+    // Cut off (max tokens) inside a header: the stream was Harmony (push() sends anything else to the raw
+    // path at its first token, and over-long headers too), so these tokens are the start of a message
+    // that never began (e.g. `<|start|>assistant<|channel|>final`): structure, not content. Drop them.
+    header_tokens_.clear();
   } else if (parser_.state() == harmony::ParserState::kContent) {
     // NOTE: content cut off (max tokens): what the parser decoded is already out; flush the held text.
     end_message(delta);

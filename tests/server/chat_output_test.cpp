@@ -38,6 +38,19 @@ TEST(ChatOutput, AnalysisIsReasoningAndFinalIsContent) {
   EXPECT_GT(parser.num_reasoning_tokens(), 3);
 }
 
+// max_tokens can end the output inside a header: those tokens are the start of a message that never began,
+// not content (the server once answered "assistantfinal" for them).
+TEST(ChatOutput, OutputCutInsideAHeaderAddsNoContent) {
+  for (const char* output : {"<|channel|>analysis<|message|>Add them.<|end|><|start|>assistant<|channel|>final",
+                             "<|channel|>analysis<|message|>Add them.<|end|><|start|>assistant", "<|channel|>final"}) {
+    ChatOutputParser parser(tokenizer(), {});
+    const ChatDelta all = run(parser, output);
+    EXPECT_EQ(all.content, "") << output;
+    EXPECT_EQ(parser.content(), "") << output;
+    EXPECT_TRUE(parser.tool_calls().empty()) << output;
+  }
+}
+
 TEST(ChatOutput, ToolCallStreamsNameFirstThenArguments) {
   ChatOutputParser parser(tokenizer(), {});
   std::vector<ToolCallDelta> deltas;
