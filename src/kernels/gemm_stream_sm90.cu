@@ -401,17 +401,9 @@ void launch_variant(const GemmStreamParams& p, int device, cudaStream_t stream) 
                                              cudaFuncAttributeMaxDynamicSharedMemorySize, S::kMaxSmem));
     prepared.fetch_or(bit, std::memory_order_release);
   }
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(static_cast<unsigned>(ceil_div(p.N, kFeat)), static_cast<unsigned>(p.max_tiles), 1);
-  cfg.blockDim = dim3(kThreads, 1, 1);
-  cfg.dynamicSmemBytes = static_cast<size_t>(S::kStages) * S::stage_bytes(p.tile_rows);
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemm_stream_kernel<kMxfp4, kN8>, p));
+  const dim3 grid(static_cast<unsigned>(ceil_div(p.N, kFeat)), static_cast<unsigned>(p.max_tiles), 1);
+  launch_pdl(gemm_stream_kernel<kMxfp4, kN8>, grid, dim3(kThreads, 1, 1),
+             static_cast<size_t>(S::kStages) * S::stage_bytes(p.tile_rows), stream, p);
 }
 
 }  // namespace
