@@ -114,6 +114,32 @@ TEST(TokenMasker, MaskEqualsTokenByTokenSimulation) {
   }
 }
 
+// Every ordinary token is allowed in `mask` exactly when a copy of the matcher takes its bytes.
+void expect_mask_is_exact(const GrammarMatcher& matcher, const std::vector<uint32_t>& mask, const std::string& what) {
+  for (TokenId token = 0; token < kNumOrdinaryTokens; ++token) {
+    GrammarMatcher copy = matcher;
+    const bool expected = copy.advance(test_tokenizer().token_bytes(token));
+    const bool got = (mask[static_cast<size_t>(token) / 32] >> (token % 32)) & 1u;
+    ASSERT_EQ(got, expected) << what << ": token " << token << " '" << test_tokenizer().token_bytes(token) << "'";
+  }
+}
+
+TEST(TokenMasker, AMaskerOutlivesItsGrammars) {
+  // One masker for grammar after grammar: a pattern's cached token lists must never answer for a later
+  // grammar's pattern (one freed and the next allocated at the same address was how this failed).
+  TokenMasker masker(vocabulary());
+  std::vector<uint32_t> mask(static_cast<size_t>(vocabulary()->num_words()));
+  for (int round = 0; round < 4; ++round) {
+    for (const char* pattern : {"^[a-c]{5}$", "^[0-9]{5}$"}) {
+      const auto g = grammar::compile_json_schema(Json{{"type", "string"}, {"pattern", pattern}});
+      GrammarMatcher matcher(g);
+      ASSERT_TRUE(matcher.advance(std::string("\"")));
+      masker.fill_mask(matcher, mask);
+      expect_mask_is_exact(matcher, mask, std::string("pattern ") + pattern);
+    }
+  }
+}
+
 TEST(TokenMasker, RandomAndAdversarialWalksAlwaysParseAndValidate) {
   TokenMasker masker(vocabulary());
   std::vector<double> mask_us;

@@ -146,9 +146,11 @@ void TokenMasker::walk(const GrammarMatcher& matcher, const TokenVocabulary::Tri
   }
 }
 
-const std::vector<std::pair<int32_t, int32_t>>& TokenMasker::regex_tokens(const ByteRegex& regex, int32_t state) {
-  auto [it, inserted] = regex_cache_.try_emplace({&regex, state});
+const std::vector<std::pair<int32_t, int32_t>>& TokenMasker::regex_tokens(
+    const std::shared_ptr<const ByteRegex>& pattern, int32_t state) {
+  auto [it, inserted] = regex_cache_.try_emplace({pattern, state});
   if (!inserted) return it->second;
+  const ByteRegex& regex = *pattern;
   // Walk the full trie with the pattern's DFA alone (a `"` is never in the pattern's bytes).
   const TokenVocabulary::Trie& trie = vocabulary_->full();
   std::vector<std::pair<int32_t, int32_t>>& out = it->second;
@@ -177,7 +179,7 @@ void TokenMasker::fill_mask(const GrammarMatcher& matcher, std::span<uint32_t> m
   const GrammarMatcher::StringContext context = matcher.string_context();
   const TokenVocabulary::Trie* trie = &v.full();
   if (context.regex != nullptr) {
-    for (const auto& [length, token] : regex_tokens(*context.regex, context.regex_state)) {
+    for (const auto& [length, token] : regex_tokens(context.regex, context.regex_state)) {
       if (length > context.room) break;
       mask[static_cast<size_t>(token) / 32] |= 1u << (token % 32);
     }

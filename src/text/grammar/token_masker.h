@@ -8,7 +8,8 @@
 // Those come from precomputed bitmasks by length; only the other tokens (a second, much smaller trie) are
 // walked. Inside a pattern string, a token without a `"` cannot leave the string, so whether it is
 // allowed depends only on the pattern's state and the room left: those token lists are computed once per
-// pattern state (cached in the masker), and only tokens with a `"` (a third trie) are walked.
+// pattern state (cached in the masker, which keeps the pattern alive: a masker may outlive a grammar and
+// serve the next), and only tokens with a `"` (a third trie) are walked.
 //
 // Contract: a TokenVocabulary is built once per tokenizer and is immutable (shared by every request).
 // fill_mask writes mask[vocab_words] (bit t of word t / 32 set = token t allowed); special tokens (ids
@@ -70,11 +71,13 @@ class TokenMasker {
             std::span<uint32_t> mask);
   // Tokens that stay inside a pattern string from `state`, as (room needed: bytes + the pattern's
   // shortest completion, id), ascending.
-  const std::vector<std::pair<int32_t, int32_t>>& regex_tokens(const ByteRegex& regex, int32_t state);
+  const std::vector<std::pair<int32_t, int32_t>>& regex_tokens(const std::shared_ptr<const ByteRegex>& regex,
+                                                               int32_t state);
 
   std::shared_ptr<const TokenVocabulary> vocabulary_;
   std::vector<std::vector<Stack>> levels_;  // per trie depth: the matcher's stacks after that prefix
-  std::map<std::pair<const ByteRegex*, int32_t>, std::vector<std::pair<int32_t, int32_t>>> regex_cache_;
+  // NOTE: keyed by the owning pointer: a raw address could be reused by a later grammar's pattern.
+  std::map<std::pair<std::shared_ptr<const ByteRegex>, int32_t>, std::vector<std::pair<int32_t, int32_t>>> regex_cache_;
 };
 
 }  // namespace gossamer::text::grammar
