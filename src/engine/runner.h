@@ -20,6 +20,7 @@
 #include "engine/engine_config.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
+#include "engine/token_mask_filler.h"
 #include "model/model.h"
 
 namespace gossamer::engine {
@@ -38,6 +39,10 @@ class Runner {
   bool in_flight() const { return in_flight_; }
   // Valid until the next launch().
   const std::vector<SampledRow>& wait();
+  // The last launch()'s token masks: wall time spent filling them (before the launch, so the device waited
+  // for it) and the rows whose constraint was asked for one.
+  double last_token_mask_seconds() const { return masks_.last_seconds(); }
+  int32_t last_num_constrained_rows() const { return masks_.num_constrained(); }
 
  private:
   void fill_token_masks();
@@ -52,9 +57,9 @@ class Runner {
   // The launched step (storage the batch's spans point into, reused step after step).
   std::vector<TokenId> tokens_;  // every sequence's new tokens, concatenated
   model::ForwardBatch batch_;
-  std::vector<SampledRow> sampled_;  // the step's sampled rows, in batch order
-  std::vector<uint32_t> masks_;      // [rows, token_mask_words(vocab)] constrained rows' token masks
-  std::vector<uint8_t> masked_;      // per row: masks_ holds its mask
+  std::vector<SampledRow> sampled_;            // the step's sampled rows, in batch order
+  std::vector<TokenConstraint*> constraints_;  // per sampled row, null = unconstrained
+  TokenMaskFiller masks_;                      // the sampled rows' token masks
   std::vector<model::RowSampling> rows_;
   model::StepResult result_;
 };

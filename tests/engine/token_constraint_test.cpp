@@ -101,6 +101,42 @@ TEST(TokenConstraint, AMaskThatAllowsNothingAbortsTheRequest) {
   EXPECT_EQ(result.reason, FinishReason::kAbort);
 }
 
+TEST(TokenConstraint, StepInfoReportsEveryMaskFilled) {
+  // 12 tokens, each asked for a mask (6 restrict, 6 allow all), each reported once (the first launch's with
+  // the next step).
+  EngineConfig config;
+  config.block_size = 4;
+  config.num_kv_blocks = 64;
+  config.max_model_len = 64;
+  std::mutex mutex;
+  std::condition_variable done;
+  int32_t masked_rows = 0;
+  double mask_seconds = 0.0;
+  bool finished = false;
+  {
+    Engine engine(std::make_unique<FakeModel>(FakeModelOptions{}), config, [&](const StepInfo& info) {
+      std::lock_guard<std::mutex> lock(mutex);
+      masked_rows += info.num_constrained_rows;
+      mask_seconds += info.token_mask_seconds;
+      EXPECT_EQ(info.token_mask_seconds > 0.0, info.num_constrained_rows > 0);
+    });
+    SubmitParams params;
+    params.prompt = {5, 6, 7};
+    params.sampling.max_tokens = 12;
+    params.sampling.constraint = std::make_shared<CyclingConstraint>();
+    params.on_output = [&](const RequestOutput& output) {
+      std::lock_guard<std::mutex> lock(mutex);
+      finished |= output.finished;
+      done.notify_all();
+    };
+    engine.submit(std::move(params));
+    std::unique_lock<std::mutex> lock(mutex);
+    ASSERT_TRUE(done.wait_for(lock, 20s, [&] { return finished; }));
+  }  // joined: every step was reported
+  EXPECT_EQ(masked_rows, 12);
+  EXPECT_GT(mask_seconds, 0.0);
+}
+
 TEST(TokenConstraint, ApplyAndAllowsAny) {
   std::vector<float> logits(70, 1.0f);
   std::vector<uint32_t> mask(3, 0u);
