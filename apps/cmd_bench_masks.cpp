@@ -10,9 +10,10 @@
 // --ignore-eos) and the next one takes its slot, until --num-prompts have run.
 //
 // Per step it reports the filler's wall time on this machine and, from each row's thread CPU time, the
-// critical path that parallel_for's static split gives at --model-threads threads (the slowest chunk of
-// rows, thread start-up not included); per row, the CPU time by the kind of mask (forced: at most 8 tokens;
-// narrow: JSON structure; wide: inside a string or free reasoning, over 100,000 tokens; free: no mask).
+// critical path the filler's worker pool gives at --model-threads threads (each row to the first free
+// thread, wake-up not included: what a machine with that many idle cores would see); per row, the CPU time
+// by the kind of mask (forced: at most 8 tokens; narrow: JSON structure; wide: inside a string or free
+// reasoning, over 100,000 tokens; free: no mask).
 #include <time.h>
 
 #include <CLI/CLI.hpp>
@@ -107,17 +108,12 @@ nlohmann::json to_json(const Stats& s) {
   return {{"count", s.count}, {"mean_us", s.mean}, {"p50_us", s.p50}, {"p99_us", s.p99}, {"max_us", s.max}};
 }
 
-// parallel_for's split of `row_us` over `threads` (contiguous chunks of ceil(rows / workers)): the slowest chunk.
+// The filler's pool at `threads` threads: rows taken in order, each by the first thread to get free; the
+// last to finish (wake-up latency not included).
 double critical_path_us(const std::vector<double>& row_us, int threads) {
-  const auto rows = static_cast<int64_t>(row_us.size());
-  if (rows == 0) return 0.0;
-  const int64_t workers = std::min<int64_t>(threads, rows), chunk = (rows + workers - 1) / workers;
-  double slowest = 0.0;
-  for (int64_t begin = 0; begin < rows; begin += chunk) {
-    slowest =
-        std::max(slowest, std::accumulate(row_us.begin() + begin, row_us.begin() + std::min(rows, begin + chunk), 0.0));
-  }
-  return slowest;
+  std::vector<double> free_at(static_cast<size_t>(threads), 0.0);
+  for (const double us : row_us) *std::min_element(free_at.begin(), free_at.end()) += us;
+  return *std::max_element(free_at.begin(), free_at.end());
 }
 
 struct Slot {
@@ -254,7 +250,7 @@ int run_bench_masks(int argc, char** argv) {
   std::vector<Stats> critical;
   for (size_t t = 0; t < model_threads.size(); ++t) {
     critical.push_back(stats_of(step_critical_us[t]));
-    line("critical path at " + std::to_string(model_threads[t]) + " threads (no start-up)", critical.back());
+    line("critical path at " + std::to_string(model_threads[t]) + " threads (no wake-up)", critical.back());
   }
   std::printf("\n| per row (CPU µs) | rows | mean | p50 | p99 | max |\n|---|---|---|---|---|---|\n");
   const std::vector<std::pair<const char*, Stats>> kinds = {{"forced (<= 8 tokens)", stats_of(forced_us)},

@@ -1,6 +1,9 @@
 // TokenMaskFiller: the token masks of one step's sampled rows, filled rows in parallel (structured output,
 // token_constraint.h). The Runner fills a step's masks with it before launching the step, so its time is
 // time the device waits: `last_seconds()` is that wall time, reported per step (StepInfo::token_mask_seconds).
+// The rows run on a persistent WorkerPool (cpu_thread_count() threads, started at the first constrained
+// step), each thread taking the next row as it gets free: no thread start-up per step, and a slow row does
+// not hold up a fixed share of the others.
 //
 // Contract: fill() calls fill_mask() once on every non-null constraint, each on one thread (different rows'
 // constraints run at the same time, as TokenConstraint allows); rows with a null constraint are unmasked.
@@ -10,9 +13,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
+#include "core/worker_pool.h"
 #include "engine/token_constraint.h"
 
 namespace gossamer::engine {
@@ -40,8 +45,10 @@ class TokenMaskFiller {
   int32_t words_ = 0;
   std::vector<uint32_t> masks_;  // [rows, words]
   std::vector<uint8_t> masked_, none_allowed_;
+  std::vector<size_t> constrained_rows_;  // the rows with a constraint, in order
   int32_t num_masked_ = 0, num_constrained_ = 0;
   double last_seconds_ = 0.0;
+  std::unique_ptr<WorkerPool> pool_;
 };
 
 }  // namespace gossamer::engine

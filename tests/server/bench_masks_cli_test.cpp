@@ -29,7 +29,7 @@ TEST(BenchMasksCli, StepsRowsAndJson) {
       json);
   ASSERT_EQ(result.status, 0) << result.output;
   for (const char* label :
-       {"| fill, wall here (", "| fill, CPU summed over the rows |", "| critical path at 1 threads (no start-up) |",
+       {"| fill, wall here (", "| fill, CPU summed over the rows |", "| critical path at 1 threads (no wake-up) |",
         "| critical path at 16 threads", "| narrow (JSON structure) |", "| free (no mask) |"}) {
     EXPECT_NE(result.output.find(label), std::string::npos) << label << "\n" << result.output;
   }
