@@ -437,7 +437,7 @@ GrammarMatcher::StringContext GrammarMatcher::string_context() const {
       max_length = grammar_->limits.max_string_length;
     } else if (node.regex) {
       if (stacks_.size() != 1) return {};
-      context.regex = node.regex;
+      context.regex = node.regex.get();
       context.regex_state = f.extra;
     }
     context.room = std::max(context.room, max_length - f.count);

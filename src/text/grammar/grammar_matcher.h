@@ -82,7 +82,7 @@ class GrammarMatcher {
   // the string may still take, and for a pattern string (one stack only) its regex and state.
   struct StringContext {
     int32_t room = -1;  // -1: not inside a string everywhere
-    std::shared_ptr<const ByteRegex> regex;
+    const ByteRegex* regex = nullptr;
     int32_t regex_state = 0;
   };
   StringContext string_context() const;

@@ -123,19 +123,19 @@ void TokenMasker::walk(const GrammarMatcher& matcher, const TokenVocabulary::Tri
     matcher.step(levels_[level], trie.byte[static_cast<size_t>(child)], next);
     if (next.empty()) continue;
     const int32_t token = trie.token[static_cast<size_t>(child)];
-    if (token >= 0) mask[static_cast<size_t>(token) / 32] |= 1u << (token % 32);
+    if (token >= 0) {
+      mask[static_cast<size_t>(token) / 32] |= 1u << (token % 32);
+      if (collecting_) walked_.push_back(token);
+    }
     if (trie.first_child[static_cast<size_t>(child)] >= 0) walk(matcher, trie, child, level + 1, mask);
   }
 }
 
-const std::vector<std::pair<int32_t, int32_t>>& TokenMasker::regex_tokens(
-    const std::shared_ptr<const ByteRegex>& pattern, int32_t state) {
-  auto [it, inserted] = regex_cache_.try_emplace({pattern, state});
-  if (!inserted) return it->second;
-  const ByteRegex& regex = *pattern;
+TokenMaskCache::RegexTokens TokenMasker::regex_tokens(TokenMaskCache& cache, const ByteRegex& regex, int32_t state) {
+  if (auto cached = cache.find_regex(vocabulary_, &regex, state)) return cached;
   // Walk the full trie with the pattern's DFA alone (a `"` is never in the pattern's bytes).
   const TokenVocabulary::Trie& trie = vocabulary_->full();
-  std::vector<std::pair<int32_t, int32_t>>& out = it->second;
+  auto out = std::make_shared<std::vector<std::pair<int32_t, int32_t>>>();
   std::vector<std::tuple<int32_t, int32_t, int32_t>> stack = {{0, state, 0}};
   while (!stack.empty()) {
     const auto [node, at, depth] = stack.back();
@@ -145,11 +145,12 @@ const std::vector<std::pair<int32_t, int32_t>>& TokenMasker::regex_tokens(
       const int32_t next = regex.step(at, trie.byte[static_cast<size_t>(child)]);
       if (next == ByteRegex::kDead) continue;
       const int32_t token = trie.token[static_cast<size_t>(child)];
-      if (token >= 0) out.emplace_back(depth + 1 + regex.min_remaining(next), token);
+      if (token >= 0) out->emplace_back(depth + 1 + regex.min_remaining(next), token);
       if (trie.first_child[static_cast<size_t>(child)] >= 0) stack.emplace_back(child, next, depth + 1);
     }
   }
-  std::sort(out.begin(), out.end());  // by the room they need (bytes = code points: patterns are ASCII)
+  std::sort(out->begin(), out->end());  // by the room they need (bytes = code points: patterns are ASCII)
+  cache.insert_regex(vocabulary_, &regex, state, out);
   return out;
 }
 
@@ -157,11 +158,14 @@ void TokenMasker::fill_mask(const GrammarMatcher& matcher, std::span<uint32_t> m
   const TokenVocabulary& v = *vocabulary_;
   GOSSAMER_CHECK(static_cast<int32_t>(mask.size()) == v.num_words(), "token mask of ", mask.size(), " words, expected ",
                  v.num_words());
+  TokenMaskCache* cache = matcher.grammar().mask_cache.get();
+  GOSSAMER_CHECK(cache != nullptr, "TokenMasker: a grammar without a mask cache");
   const GrammarMatcher::StringContext context = matcher.string_context();
   const TokenVocabulary::Trie* trie = &v.full();
-  if (context.regex != nullptr || context.room < 0) std::fill(mask.begin(), mask.end(), 0u);
+  collecting_ = false;
   if (context.regex != nullptr) {
-    for (const auto& [length, token] : regex_tokens(context.regex, context.regex_state)) {
+    std::fill(mask.begin(), mask.end(), 0u);
+    for (const auto& [length, token] : *regex_tokens(*cache, *context.regex, context.regex_state)) {
       if (length > context.room) break;
       mask[static_cast<size_t>(token) / 32] |= 1u << (token % 32);
     }
@@ -170,11 +174,26 @@ void TokenMasker::fill_mask(const GrammarMatcher& matcher, std::span<uint32_t> m
     const std::span<const uint32_t> in_string = v.in_string_up_to(context.room);
     std::copy(in_string.begin(), in_string.end(), mask.begin());
     trie = &v.quoted();
+  } else {  // the full walk: a state another matcher may have met already
+    std::fill(mask.begin(), mask.end(), 0u);
+    state_key_.clear();
+    for (const Stack& stack : matcher.stacks()) {
+      state_key_.append(reinterpret_cast<const char*>(&stack.size), sizeof(stack.size));
+      state_key_.append(reinterpret_cast<const char*>(&stack.depth), sizeof(stack.depth));
+      state_key_.append(reinterpret_cast<const char*>(stack.frames), static_cast<size_t>(stack.size) * sizeof(Frame));
+    }
+    if (const TokenMaskCache::Tokens tokens = cache->find(vocabulary_, state_key_)) {
+      for (const int32_t token : *tokens) mask[static_cast<size_t>(token) / 32] |= 1u << (token % 32);
+      return;
+    }
+    collecting_ = true;
+    walked_.clear();
   }
   if (levels_.size() < static_cast<size_t>(v.full().max_depth) + 2)
     levels_.resize(static_cast<size_t>(v.full().max_depth) + 2);
   levels_[0] = matcher.stacks();
   walk(matcher, *trie, 0, 0, mask);
+  if (collecting_) cache->insert(vocabulary_, state_key_, walked_);
 }
 
 }  // namespace gossamer::text::grammar

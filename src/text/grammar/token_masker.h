@@ -9,21 +9,25 @@
 // characters do). Those tokens come from bitmasks precomputed by that count (with the matcher's own
 // string rules, on a bare string); only the tokens with a `"` (a second, much smaller trie) are walked.
 // Inside a pattern string the same holds with the pattern's state: those token lists are computed once
-// per pattern state (cached in the masker, which keeps the pattern alive: a masker may outlive a grammar
-// and serve the next), and again only the tokens with a `"` are walked.
+// per pattern state, and again only the tokens with a `"` are walked. Outside strings, a state's mask is
+// looked up in its grammar's TokenMaskCache before the walk, and stored there after it (token_mask_cache.h):
+// pattern token lists are kept there too, so both are computed once per grammar, not per request.
 //
 // Contract: a TokenVocabulary is built once per tokenizer and is immutable (shared by every request).
-// fill_mask writes mask[vocab_words] (bit t of word t / 32 set = token t allowed); special tokens (ids
-// >= kNumOrdinaryTokens) are never set: callers decide when an end token is allowed (can_end()).
+// fill_mask writes mask[vocab_words] (bit t of word t / 32 set = token t allowed), the same with or without
+// cached states; special tokens (ids >= kNumOrdinaryTokens) are never set: callers decide when an end token
+// is allowed (can_end()). The matcher's grammar must have a mask cache (compile_json_schema gives one). A
+// TokenMasker is one request's (not thread-safe); the vocabulary and the grammars' caches are shared.
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "text/grammar/grammar_matcher.h"
+#include "text/grammar/token_mask_cache.h"
 #include "text/tokenizer.h"
 
 namespace gossamer::text::grammar {
@@ -65,17 +69,18 @@ class TokenMasker {
   const TokenVocabulary& vocabulary() const { return *vocabulary_; }
 
  private:
+  // Sets the allowed tokens of `trie` below `node` (and appends them to walked_ when collecting).
   void walk(const GrammarMatcher& matcher, const TokenVocabulary::Trie& trie, int32_t node, size_t level,
             std::span<uint32_t> mask);
   // Tokens that stay inside a pattern string from `state`, as (room needed: bytes + the pattern's
-  // shortest completion, id), ascending.
-  const std::vector<std::pair<int32_t, int32_t>>& regex_tokens(const std::shared_ptr<const ByteRegex>& regex,
-                                                               int32_t state);
+  // shortest completion, id), ascending; from the grammar's cache, else computed and stored there.
+  TokenMaskCache::RegexTokens regex_tokens(TokenMaskCache& cache, const ByteRegex& regex, int32_t state);
 
   std::shared_ptr<const TokenVocabulary> vocabulary_;
   std::vector<std::vector<Stack>> levels_;  // per trie depth: the matcher's stacks after that prefix
-  // NOTE: keyed by the owning pointer: a raw address could be reused by a later grammar's pattern.
-  std::map<std::pair<std::shared_ptr<const ByteRegex>, int32_t>, std::vector<std::pair<int32_t, int32_t>>> regex_cache_;
+  std::string state_key_;                   // the matcher's state as the cache's key
+  bool collecting_ = false;
+  std::vector<int32_t> walked_;  // the walk's allowed tokens, for the cache
 };
 
 }  // namespace gossamer::text::grammar
