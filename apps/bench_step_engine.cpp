@@ -56,6 +56,15 @@ class ProbeModel final : public model::Model {
     launch_start_ = Clock::now();
     inner_.launch_step(batch, rows);
   }
+  void launch_forward(const model::ForwardBatch& batch) override {
+    if (!overlapped_) return model::Model::launch_forward(batch);
+    launch_start_ = Clock::now();
+    inner_.launch_forward(batch);
+  }
+  void launch_sampling(std::span<const model::RowSampling> rows) override {
+    if (!overlapped_) return model::Model::launch_sampling(rows);
+    inner_.launch_sampling(rows);
+  }
   void wait_step(model::StepResult& result) override {
     if (!overlapped_) return model::Model::wait_step(result);
     inner_.wait_step(result);
@@ -87,7 +96,7 @@ double seconds(Clock::time_point from, Clock::time_point to) {
 }  // namespace
 
 EngineStepTimes measure_engine_steps(model::Model& model, int32_t batch, int32_t prompt_len, int warmup, int steps,
-                                     uint64_t seed, bool overlapped) {
+                                     uint64_t seed, bool overlapped, const ConstraintFactory& make_constraint) {
   GOSSAMER_CHECK(batch >= 1 && prompt_len >= 1 && warmup >= 0 && steps >= 1, "engine steps: batch ", batch, ", prompt ",
                  prompt_len, ", steps ", steps);
   std::vector<ForwardStamp> forwards;
@@ -116,6 +125,7 @@ EngineStepTimes measure_engine_steps(model::Model& model, int32_t batch, int32_t
       params.sampling.temperature = 0.0f;
       params.sampling.max_tokens = warmup + steps + 2;  // the prefill draws the first; the last decode step has no next
       params.sampling.ignore_eos = true;
+      if (make_constraint) params.sampling.constraint = make_constraint();
       params.on_output = [&](const engine::RequestOutput& output) {
         if (!output.finished) return;
         std::lock_guard<std::mutex> lock(mutex);
@@ -144,13 +154,14 @@ EngineStepTimes measure_engine_steps(model::Model& model, int32_t batch, int32_t
     out.after_forward += seconds(forward.end, stamp.end);
     out.between_steps += seconds(stamp.end, next_start);
     out.step += stamp.info.seconds;
+    out.token_masks += stamp.info.token_mask_seconds;
     out.period += seconds(stamp.end, next.end);
     ++out.timed_steps;
   }
   GOSSAMER_CHECK(out.timed_steps >= 1, "engine steps: no pure decode step of batch ", batch, " after ", warmup,
                  " warm-up steps (", step_stamps.size(), " steps ran)");
-  for (double* value :
-       {&out.before_forward, &out.forward, &out.after_forward, &out.between_steps, &out.step, &out.period}) {
+  for (double* value : {&out.before_forward, &out.forward, &out.after_forward, &out.between_steps, &out.step,
+                        &out.period, &out.token_masks}) {
     *value /= out.timed_steps;
   }
   return out;

@@ -10,6 +10,7 @@
 
 #include "bench/bench_serve.h"
 #include "bench/concurrency_sweep.h"
+#include "bench/server_counters.h"
 #include "command.h"
 #include "core/error.h"
 #include "text/tokenizer.h"
@@ -156,8 +157,21 @@ int run_bench_serve(int argc, char** argv) {
                options.random_input_len, options.random_output_len,
                options.max_concurrency > 0 ? std::to_string(options.max_concurrency).c_str() : "unlimited",
                request_rate.c_str());
+  const auto before = server::scrape_server_counters(options.host, options.port, options.api_key);
   const auto result = server::run_bench_serve(options, *tokenizer);
   std::fputs(result.report.c_str(), stdout);
+  // The server's engine during the run (/metrics deltas; only from a server that exports them).
+  const auto after =
+      before ? server::scrape_server_counters(options.host, options.port, options.api_key) : std::nullopt;
+  if (before && after) {
+    const server::ServerActivity activity =
+        server::server_activity(*before, *after, result.json.value("duration", 0.0));
+    std::printf(
+        "Server engine (/metrics): %.0f steps, %.2f ms per step, %.1f tokens per step; token masks: %.0f masked "
+        "steps, %.3f ms per masked step\n",
+        activity.steps, activity.ms_per_step, activity.tokens_per_step, activity.masked_steps,
+        activity.mask_ms_per_masked_step);
+  }
   if (save_result || !result_file.empty()) {
     const std::string path = result_file.empty() ? "bench-serve-result.json" : result_file;
     std::ofstream(path) << result.json.dump(2) << "\n";

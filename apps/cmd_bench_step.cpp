@@ -7,7 +7,9 @@
 //                 groups, or the cpu backend's clock), µs per step summed over the layers
 //   host gap      the timed step's wall clock minus its device span (plan building, uploads, the wait)
 //   engine        B requests through a real engine::Engine (apps/bench_step_engine.h): the host work before
-//                 and after the forward and between steps (schedule(), output events)
+//                 and after the forward and between steps (schedule(), output events); with
+//                 --response-format json_object every request carries the server's structured-output
+//                 constraint, and the token masks' fill time per step is a row of its own
 // Prints one markdown table (a row per figure, a column per batch size) and, with --json-out, the same as JSON.
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -23,6 +25,8 @@
 #include "bench_step_engine.h"
 #include "command.h"
 #include "core/error.h"
+#include "server/structured_output.h"
+#include "text/tokenizer.h"
 
 namespace gossamer::app {
 
@@ -39,7 +43,7 @@ struct BatchResult {
 };
 
 BatchResult measure_batch(model::Model& model, int64_t context, int32_t batch, int steps, bool ring, double budget_gib,
-                          uint64_t seed, int engine_prompt_len) {
+                          uint64_t seed, int engine_prompt_len, const ConstraintFactory& make_constraint) {
   BatchResult out;
   out.batch = batch;
   const int warmup = 2;
@@ -89,8 +93,9 @@ BatchResult measure_batch(model::Model& model, int64_t context, int32_t batch, i
   model.set_phase_timing(false);
   // ---- the engine's host work around the same batch ----
   if (engine_prompt_len > 0) {
-    out.engine = measure_engine_steps(model, batch, engine_prompt_len, warmup, steps, seed);
-    out.engine_overlapped = measure_engine_steps(model, batch, engine_prompt_len, warmup, steps, seed, true);
+    out.engine = measure_engine_steps(model, batch, engine_prompt_len, warmup, steps, seed, false, make_constraint);
+    out.engine_overlapped =
+        measure_engine_steps(model, batch, engine_prompt_len, warmup, steps, seed, true, make_constraint);
   }
   return out;
 }
@@ -126,6 +131,8 @@ void print_table(const std::string& title, int64_t context, const std::vector<Ba
   add("engine: between steps (schedule, callbacks)",
       [](const BatchResult& r) { return r.engine ? micros(r.engine->between_steps) : "-"; });
   add("engine: step (StepInfo)", [](const BatchResult& r) { return r.engine ? micros(r.engine->step) : "-"; });
+  add("engine: token masks (fill, in the step)",
+      [](const BatchResult& r) { return r.engine ? micros(r.engine->token_masks) : "-"; });
   add("engine: step period, steps run one after another",
       [](const BatchResult& r) { return r.engine ? micros(r.engine->period) : "-"; });
   add("engine: step period, overlapped (the product)",
@@ -175,9 +182,13 @@ nlohmann::json to_json(const BatchResult& r) {
                      {"between_steps_us", r.engine->between_steps * 1e6},
                      {"step_us", r.engine->step * 1e6},
                      {"period_us", r.engine->period * 1e6},
+                     {"token_masks_us", r.engine->token_masks * 1e6},
                      {"timed_steps", r.engine->timed_steps}};
   }
-  if (r.engine_overlapped) out["engine_overlapped"] = {{"period_us", r.engine_overlapped->period * 1e6}};
+  if (r.engine_overlapped) {
+    out["engine_overlapped"] = {{"period_us", r.engine_overlapped->period * 1e6},
+                                {"token_masks_us", r.engine_overlapped->token_masks * 1e6}};
+  }
   return out;
 }
 
@@ -201,8 +212,25 @@ int run_bench_step(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   cli.add_flag("!--no-engine", engine, "skip the engine rows");
   cli.add_option("--json-out", json_out, "also write the results as JSON");
+  std::string response_format;
+  cli.add_option("--response-format", response_format,
+                 "the engine's requests carry the server's structured-output constraint (as bench serve's flag)")
+      ->check(CLI::IsMember({"json_object"}));
   CLI11_PARSE(cli, argc, argv);
+  ConstraintFactory make_constraint;
+  std::shared_ptr<const text::Tokenizer> tokenizer;
+  if (!response_format.empty()) {
+    tokenizer = text::Tokenizer::load_default();
+    const auto spec =
+        server::parse_structured_output(nlohmann::ordered_json{{"response_format", {{"type", response_format}}}}, {});
+    make_constraint = [spec, tokenizer, steps] {  // max_tokens as the engine rows' requests (2 warm-up steps)
+      return server::make_structured_output_constraint(spec, *tokenizer, steps + 4);
+    };
+  }
   auto model = choice.load();
+  GOSSAMER_CHECK(response_format.empty() || model->config().vocab_size == text::kVocabSize,
+                 "bench step: --response-format needs the o200k_harmony vocabulary (", text::kVocabSize,
+                 " tokens); this model has ", model->config().vocab_size);
   GOSSAMER_CHECK(model->set_phase_timing(true), "bench step: the ", model->backend_name(), " backend (",
                  model->parallel_layout(), ") has no phase timing");
   model->set_phase_timing(false);
@@ -210,7 +238,8 @@ int run_bench_step(int argc, char** argv) {
   for (const int batch : batch_sizes) {
     std::fprintf(stderr, "bench step: batch %d\n", batch);
     results.push_back(measure_batch(*model, context, batch, steps, ring, kv_budget_gib,
-                                    choice.seed + static_cast<uint64_t>(batch), engine ? engine_prompt_len : 0));
+                                    choice.seed + static_cast<uint64_t>(batch), engine ? engine_prompt_len : 0,
+                                    make_constraint));
   }
   print_table(choice.name() + " (" + model->backend_name() + ")", context, results);
   if (!json_out.empty()) {

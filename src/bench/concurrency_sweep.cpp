@@ -88,16 +88,17 @@ std::string format_sweep_table(const std::vector<SweepRow>& rows, const Concurre
 std::string format_server_table(const std::vector<SweepRow>& rows) {
   std::string out =
       "| max concurrency | engine steps | tokens per step | generated per step | prompt per step | preemptions | ms "
-      "per step |\n"
-      "|---|---|---|---|---|---|---|\n";
+      "per step | masked steps | token masks, ms per masked step |\n"
+      "|---|---|---|---|---|---|---|---|---|\n";
   bool any = false;
   for (const SweepRow& r : rows) {
     if (!r.server) continue;
     any = true;
     char text[256];
-    std::snprintf(text, sizeof(text), "| %d | %.0f | %.1f | %.1f | %.1f | %.0f | %.2f |\n", r.concurrency,
+    std::snprintf(text, sizeof(text), "| %d | %.0f | %.1f | %.1f | %.1f | %.0f | %.2f | %.0f | %.3f |\n", r.concurrency,
                   r.server->steps, r.server->tokens_per_step, r.server->generated_per_step, r.server->prompt_per_step,
-                  r.server->preemptions, r.server->ms_per_step);
+                  r.server->preemptions, r.server->ms_per_step, r.server->masked_steps,
+                  r.server->mask_ms_per_masked_step);
     out += text;
   }
   return any ? out : std::string();
@@ -125,7 +126,9 @@ nlohmann::json sweep_json(const std::vector<SweepRow>& rows, const ConcurrencySw
                                  {"generated_per_step", r.server->generated_per_step},
                                  {"prompt_per_step", r.server->prompt_per_step},
                                  {"preemptions", r.server->preemptions},
-                                 {"ms_per_step", r.server->ms_per_step}};
+                                 {"ms_per_step", r.server->ms_per_step},
+                                 {"masked_steps", r.server->masked_steps},
+                                 {"token_mask_ms_per_masked_step", r.server->mask_ms_per_masked_step}};
     }
   }
   return {{"label", options.label.empty() ? "this run" : options.label},

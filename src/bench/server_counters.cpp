@@ -14,12 +14,14 @@ namespace {
 std::optional<ServerCounters> parse_with_prefix(const std::string& metrics_text, const std::string& prefix) {
   ServerCounters counters;
   bool found = false;
-  const std::array<std::pair<const char*, double ServerCounters::*>, 5> kNames = {{
+  const std::array<std::pair<const char*, double ServerCounters::*>, 7> kNames = {{
       {"num_preemptions_total", &ServerCounters::preemptions},
       {"prompt_tokens_total", &ServerCounters::prompt_tokens},
       {"generation_tokens_total", &ServerCounters::generation_tokens},
       {"iteration_tokens_total_count", &ServerCounters::steps},
       {"iteration_tokens_total_sum", &ServerCounters::step_tokens},
+      {"token_mask_fill_seconds_count", &ServerCounters::masked_steps},
+      {"token_mask_fill_seconds_sum", &ServerCounters::token_mask_seconds},
   }};
   std::istringstream lines(metrics_text);
   std::string line;
@@ -70,6 +72,11 @@ ServerActivity server_activity(const ServerCounters& before, const ServerCounter
     activity.generated_per_step = (after.generation_tokens - before.generation_tokens) / activity.steps;
     activity.prompt_per_step = (after.prompt_tokens - before.prompt_tokens) / activity.steps;
     activity.ms_per_step = seconds * 1000.0 / activity.steps;
+  }
+  activity.masked_steps = after.masked_steps - before.masked_steps;
+  if (activity.masked_steps > 0.0) {
+    activity.mask_ms_per_masked_step =
+        (after.token_mask_seconds - before.token_mask_seconds) * 1000.0 / activity.masked_steps;
   }
   return activity;
 }

@@ -1,6 +1,7 @@
 // The engine counters a server exports on /metrics (gossamer's `gossamer:` and vLLM's `vllm:` names),
 // read before and after a load-generator run: what the scheduler did during it (steps, tokens per step,
-// decode rows per step, preemptions). Support for tuning the scheduler at load (issue #14, item 6).
+// decode rows per step, preemptions, the time token masks took). Support for tuning the scheduler at load
+// (issue #14, item 6) and for structured output's cost (issue #16).
 //
 // Contract: parse_server_counters() sums each counter over its label sets, under `gossamer:` when the
 // text has any of them there, else under `vllm:` (never both: gossamer exports vLLM's names too), and
@@ -19,6 +20,10 @@ struct ServerCounters {
   double generation_tokens = 0.0;  // generation_tokens_total
   double steps = 0.0;              // iteration_tokens_total_count: engine steps
   double step_tokens = 0.0;        // iteration_tokens_total_sum: tokens run in those steps
+  // gossamer only (structured output): steps that filled token masks, and the seconds spent filling them
+  // (token_mask_fill_seconds_count and _sum).
+  double masked_steps = 0.0;
+  double token_mask_seconds = 0.0;
 };
 
 std::optional<ServerCounters> parse_server_counters(const std::string& metrics_text);
@@ -29,6 +34,8 @@ struct ServerActivity {
   double steps = 0.0, preemptions = 0.0;
   double tokens_per_step = 0.0, generated_per_step = 0.0, prompt_per_step = 0.0;
   double ms_per_step = 0.0;  // seconds / steps: the mean step while the server was busy the whole time
+  double masked_steps = 0.0;
+  double mask_ms_per_masked_step = 0.0;  // token-mask fill time per step that had masks (the device waits)
 };
 ServerActivity server_activity(const ServerCounters& before, const ServerCounters& after, double seconds);
 

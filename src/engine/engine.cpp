@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <utility>
 
 #include "core/log.h"
 #include "engine/sampler.h"
@@ -230,6 +231,8 @@ void Engine::launch(SchedulerOutput next) {
     fail_step(next, nullptr, error);
     return;
   }
+  launched_constrained_rows_ += runner_.last_num_constrained_rows();
+  launched_mask_seconds_ += runner_.last_token_mask_seconds();
   // The state the next schedule() sees: the new tokens are computed (or being computed), and a sampled
   // sequence's next token is a placeholder unless it is its last by length (then it is not scheduled).
   for (const ScheduledSequence& seq : next.sequences) {
@@ -325,14 +328,14 @@ void Engine::postprocess(Clock::time_point iteration_start) {
   token_rows_.clear();
   if (!collected_.empty()) {
     ++stat_steps_;
-    if (observer_) {
-      StepInfo info;
-      info.num_sequences = static_cast<int32_t>(collected_.sequences.size());
-      info.num_tokens = collected_.num_tokens;
-      info.num_preempted = static_cast<int32_t>(collected_.preempted.size());
-      info.seconds = std::chrono::duration<double>(Clock::now() - iteration_start).count();
-      observer_(info);
-    }
+    StepInfo info;
+    info.num_sequences = static_cast<int32_t>(collected_.sequences.size());
+    info.num_tokens = collected_.num_tokens;
+    info.num_preempted = static_cast<int32_t>(collected_.preempted.size());
+    info.seconds = std::chrono::duration<double>(Clock::now() - iteration_start).count();
+    info.num_constrained_rows = std::exchange(launched_constrained_rows_, 0);
+    info.token_mask_seconds = std::exchange(launched_mask_seconds_, 0.0);
+    if (observer_) observer_(info);
     collected_ = {};
   }
   publish_stats();

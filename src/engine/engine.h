@@ -100,6 +100,12 @@ struct StepInfo {
   // The loop iteration that finished the step: from schedule() of the step after it to the end of its
   // postprocess() (steps overlap, so these add up to the loop's wall time, not to the steps' latencies).
   double seconds = 0.0;
+  // Structured output: the token masks filled in that iteration, for the step it launched (the step after
+  // this one; an iteration that collected nothing adds its masks to the next report): the rows whose
+  // constraint was asked, and the wall time. Filling them is on the critical path: the device waits between
+  // the steps meanwhile.
+  int32_t num_constrained_rows = 0;
+  double token_mask_seconds = 0.0;
 };
 using StepObserver = std::function<void(const StepInfo&)>;
 
@@ -158,9 +164,11 @@ class Engine {
   // NOTE: a finished request may still be referenced by the step in flight: it is destroyed only once that
   // step is collected.
   std::vector<std::unique_ptr<Request>> retired_;
-  SchedulerOutput in_flight_;         // the launched step (runner_.in_flight())
-  SchedulerOutput collected_;         // the step collected in this iteration, for postprocess()
-  std::vector<Request*> token_rows_;  // collected_'s requests that got a token and go on
+  SchedulerOutput in_flight_;              // the launched step (runner_.in_flight())
+  SchedulerOutput collected_;              // the step collected in this iteration, for postprocess()
+  std::vector<Request*> token_rows_;       // collected_'s requests that got a token and go on
+  int32_t launched_constrained_rows_ = 0;  // launches not reported yet: constrained rows, mask time
+  double launched_mask_seconds_ = 0.0;
   std::vector<std::pair<OutputCallback, RequestOutput>> pending_outputs_;
 
   // Shared with submitters (guarded by mutex_).

@@ -11,7 +11,10 @@
 namespace gossamer::engine {
 
 Runner::Runner(model::Model& model, const EngineConfig& config)
-    : model_(model), device_sampling_(config.device_sampling), vocab_size_(model.config().vocab_size) {}
+    : model_(model),
+      device_sampling_(config.device_sampling),
+      vocab_size_(model.config().vocab_size),
+      masks_(model.config().vocab_size) {}
 
 void Runner::launch(const SchedulerOutput& step) {
   GOSSAMER_ASSERT(!in_flight_, "Runner::launch with a step in flight");
@@ -41,46 +44,65 @@ void Runner::launch(const SchedulerOutput& step) {
     batch_.sequences.push_back(input);
     if (seq.sample) sampled_.push_back({seq.request, 0, false});
   }
-  fill_token_masks();
+  constraints_.clear();
+  for (const SampledRow& row : sampled_) constraints_.push_back(row.request->sampling.constraint.get());
+  const bool any_constrained =
+      std::any_of(constraints_.begin(), constraints_.end(), [](TokenConstraint* c) { return c != nullptr; });
   // On the device when the backend can: only token ids cross back (no [rows, vocab] logits copy and
   // host softmax). The rows' RNG states advance here, before the step.
   // NOTE: a step with a masked row samples on the host unless the backend applies token masks itself
   // (kernels/token_mask.h).
-  const bool any_masked = std::any_of(masked_.begin(), masked_.end(), [](uint8_t m) { return m != 0; });
-  on_device_ = device_sampling_ && model_.samples_on_device() && (!any_masked || model_.samples_with_token_masks());
-  const auto words = static_cast<size_t>(token_mask_words(vocab_size_));
-  if (on_device_) {
-    rows_.clear();
-    for (size_t row = 0; row < sampled_.size(); ++row) {
-      rows_.push_back(device_row_sampling(*sampled_[row].request));
-      if (masked_[row]) rows_.back().token_mask = masks_.data() + row * words;
+  if (any_constrained && device_sampling_ && model_.samples_on_device() && model_.samples_with_token_masks()) {
+    // Only the sampling reads the masks: the forward starts first, and they are filled while it runs.
+    on_device_ = true;
+    model_.launch_forward(batch_);
+    try {
+      fill_token_masks();
+    } catch (...) {
+      abandon_forward();
+      throw;
     }
-    model_.launch_step(batch_, std::span<const model::RowSampling>(rows_));
+    build_rows();
+    model_.launch_sampling(std::span<const model::RowSampling>(rows_));
   } else {
-    model_.launch_step(batch_, std::nullopt);
+    fill_token_masks();
+    on_device_ =
+        device_sampling_ && model_.samples_on_device() && (!masks_.any_masked() || model_.samples_with_token_masks());
+    if (on_device_) {
+      build_rows();
+      model_.launch_step(batch_, std::span<const model::RowSampling>(rows_));
+    } else {
+      model_.launch_step(batch_, std::nullopt);
+    }
   }
   in_flight_ = true;
 }
 
 void Runner::fill_token_masks() {
-  // Structured output: each constrained row's token mask, filled here (rows in parallel, each constraint
-  // owned by its request) before the step.
-  const auto words = static_cast<size_t>(token_mask_words(vocab_size_));
-  masked_.assign(sampled_.size(), 0);
-  const bool any_constraint = std::any_of(sampled_.begin(), sampled_.end(),
-                                          [](const SampledRow& row) { return row.request->sampling.constraint; });
-  if (!any_constraint) return;
-  masks_.resize(sampled_.size() * words);
-  parallel_for(static_cast<int64_t>(sampled_.size()), 1, [&](int64_t begin, int64_t end) {
-    for (int64_t row = begin; row < end; ++row) {
-      SampledRow& sampled = sampled_[static_cast<size_t>(row)];
-      TokenConstraint* constraint = sampled.request->sampling.constraint.get();
-      if (constraint == nullptr) continue;
-      const std::span<uint32_t> mask(masks_.data() + static_cast<size_t>(row) * words, words);
-      masked_[static_cast<size_t>(row)] = constraint->fill_mask(mask);
-      sampled.no_token_allowed = masked_[static_cast<size_t>(row)] && !token_mask_allows_any(mask, vocab_size_);
-    }
-  });
+  // Structured output: each constrained row's token mask (rows in parallel, each constraint owned by its
+  // request).
+  masks_.fill(constraints_);
+  for (size_t row = 0; row < sampled_.size(); ++row) sampled_[row].no_token_allowed = masks_.none_allowed(row);
+}
+
+void Runner::build_rows() {
+  rows_.clear();
+  for (size_t row = 0; row < sampled_.size(); ++row) {
+    rows_.push_back(device_row_sampling(*sampled_[row].request));
+    rows_.back().token_mask = masks_.mask(row);
+  }
+}
+
+void Runner::abandon_forward() {
+  // A constraint threw after the forward started: finish the step unmasked and drop its tokens, so that
+  // nothing is in flight when the error reaches the engine (which aborts the step's requests).
+  try {
+    rows_.clear();
+    for (const SampledRow& row : sampled_) rows_.push_back(device_row_sampling(*row.request));
+    model_.launch_sampling(std::span<const model::RowSampling>(rows_));
+    model_.wait_step(result_);
+  } catch (...) {  // NOTE: the constraint's error is the one reported
+  }
 }
 
 const std::vector<SampledRow>& Runner::wait() {
@@ -111,8 +133,8 @@ void Runner::sample_on_host() {
     for (int64_t row = begin; row < end; ++row) {
       const std::span<float> logits(result_.logits.data() + row * vocab_size_, static_cast<size_t>(vocab_size_));
       SampledRow& sampled = sampled_[static_cast<size_t>(row)];
-      if (masked_[static_cast<size_t>(row)]) {
-        apply_token_mask(logits, std::span<const uint32_t>(masks_.data() + static_cast<size_t>(row) * words, words));
+      if (const uint32_t* mask = masks_.mask(static_cast<size_t>(row))) {
+        apply_token_mask(logits, std::span<const uint32_t>(mask, words));
       }
       sampled.token = sample_request_token(logits, *sampled.request);
     }

@@ -1,6 +1,7 @@
 #include "model/model.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "core/error.h"
 
@@ -67,6 +68,17 @@ void Model::launch_step(const ForwardBatch& batch, std::optional<std::span<const
     }
   }
   step.launched = true;
+}
+
+void Model::launch_forward(const ForwardBatch& batch) {
+  GOSSAMER_CHECK(forward_waiting_ == nullptr, "launch_forward: a forward already waits for its rows");
+  forward_waiting_ = &batch;
+}
+
+void Model::launch_sampling(std::span<const RowSampling> rows) {
+  GOSSAMER_CHECK(forward_waiting_ != nullptr, "launch_sampling without launch_forward");
+  const ForwardBatch& batch = *std::exchange(forward_waiting_, nullptr);
+  launch_step(batch, rows);
 }
 
 void Model::wait_step(StepResult& result) {

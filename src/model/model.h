@@ -137,6 +137,15 @@ class Model {
   // the cuda backend enqueues sampled steps and waits on an event behind the tokens' copy to pinned memory.
   virtual void launch_step(const ForwardBatch& batch, std::optional<std::span<const RowSampling>> rows);
   virtual void wait_step(StepResult& result);
+  // A sampled step launched in two calls, for rows whose token masks are filled after the forward could
+  // start (structured output: the masks need the previous step's tokens, but only the sampling reads them):
+  // launch_forward(batch) then launch_sampling(rows) are one launch_step(batch, rows); then wait_step().
+  // Contract: `batch` stays valid and unchanged until launch_sampling returns; rows are read only before it
+  // returns; nothing else is called in between. The default launches the whole step in launch_sampling (so
+  // the caller's work in between comes before the step); a backend that overrides both starts the forward
+  // in launch_forward, and the caller's work in between overlaps it.
+  virtual void launch_forward(const ForwardBatch& batch);
+  virtual void launch_sampling(std::span<const RowSampling> rows);
   // Bytes of weights the backend holds on its device (0 when it reads them in place, like the cpu backend).
   virtual uint64_t weight_bytes() const { return 0; }
   // Benchmarks: per-phase timing of the following forward steps (model/step_phases.h); off by default.
@@ -155,8 +164,9 @@ class Model {
   virtual void allocate_kv_cache_impl(int32_t num_blocks, int32_t block_size, int32_t num_sliding_blocks) = 0;
 
  private:
-  struct DeferredStep;                      // the default launch_step's copy of the step
-  std::unique_ptr<DeferredStep> deferred_;  // null until the default launch_step is first used
+  struct DeferredStep;                             // the default launch_step's copy of the step
+  std::unique_ptr<DeferredStep> deferred_;         // null until the default launch_step is first used
+  const ForwardBatch* forward_waiting_ = nullptr;  // the default launch_forward's batch, until launch_sampling
 };
 
 }  // namespace gossamer::model

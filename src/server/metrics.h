@@ -3,6 +3,10 @@
 //
 // Every metric is emitted under the `gossamer:` prefix and, with vllm_alias, again under `vllm:` so that
 // dashboards and AIPerf work unchanged. Labels: model_name (and finished_reason / reason where noted).
+// gossamer's own metrics (no vLLM name) are emitted only under `gossamer:`: requests_rejected_total,
+// client_disconnects_total, http_requests_total, and for structured output token_mask_fill_seconds (per
+// engine step with constrained rows: the wall time of their token masks, during which the device waits) and
+// token_mask_rows_total (the constrained rows of those steps).
 //
 // Contract: thread-safe (one mutex); observe_* are cheap. Gauges for the engine come from the EngineStats
 // passed to render().
@@ -59,6 +63,8 @@ class Metrics {
   mutable std::mutex mutex_;
   Histogram ttft_, itl_, tpot_, e2e_, queue_, prompt_tokens_, generation_tokens_, max_tokens_, iteration_tokens_;
   Histogram legacy_tpot_, prefill_, decode_, inference_, params_n_, max_generation_tokens_;
+  Histogram token_mask_fill_;  // gossamer only: per step with token masks, the time to fill them
+  uint64_t token_mask_rows_ = 0;
   std::vector<std::pair<std::string, std::string>> cache_config_;
   std::map<std::string, uint64_t> success_by_reason_;
   std::map<std::string, uint64_t> rejected_by_reason_;

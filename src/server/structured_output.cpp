@@ -2,6 +2,7 @@
 
 #include "core/log.h"
 #include "server/api_error.h"
+#include "server/shared_grammars.h"
 #include "text/grammar/json_schema_compiler.h"
 
 namespace gossamer::server {
@@ -13,7 +14,7 @@ namespace grammar = text::grammar;
 
 std::shared_ptr<const grammar::Grammar> compile_or_400(const OrderedJson& schema, const std::string& param) {
   try {
-    return grammar::compile_json_schema(nlohmann::json::parse(schema.dump()));
+    return shared_schema_grammar(schema.dump());
   } catch (const grammar::SchemaError& error) {
     ApiError api = ApiError::invalid(error.what(), param);
     api.code = "unsupported_schema_keyword";
@@ -35,7 +36,7 @@ std::shared_ptr<const StructuredOutputSpec> parse_structured_output(
     }
     const std::string type = format["type"];
     if (type == "json_object") {
-      spec->response = grammar::json_object_grammar();
+      spec->response = shared_json_object_grammar();
       spec->response_format_text = "# Response Formats\n\nRespond with a single JSON object.";
     } else if (type == "json_schema") {
       const OrderedJson* json_schema = format.contains("json_schema") ? &format["json_schema"] : nullptr;
@@ -102,7 +103,7 @@ std::shared_ptr<const StructuredOutputSpec> parse_structured_output(
     for (size_t i = 0; i < tool_parameters.size(); ++i) {
       const auto& [name, parameters] = tool_parameters[i];
       if (parameters.is_null()) {
-        spec->tools[name] = grammar::json_object_grammar();
+        spec->tools[name] = shared_json_object_grammar();
         continue;
       }
       const std::string param = "tools[" + std::to_string(i) + "].function.parameters";
@@ -113,11 +114,11 @@ std::shared_ptr<const StructuredOutputSpec> parse_structured_output(
       // NOTE: with tool_choice "auto" a schema the grammar does not support still gets JSON arguments
       // (any object) rather than a 400: such requests worked before arguments were constrained.
       try {
-        spec->tools[name] = grammar::compile_json_schema(nlohmann::json::parse(parameters.dump()));
+        spec->tools[name] = shared_schema_grammar(parameters.dump());
       } catch (const grammar::SchemaError& error) {
         GOSSAMER_LOG_WARN("structured output: ", param, " is not enforced (", error.what(),
                           "); arguments will be any JSON object");
-        spec->tools[name] = grammar::json_object_grammar();
+        spec->tools[name] = shared_json_object_grammar();
       }
     }
   }

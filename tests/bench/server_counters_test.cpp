@@ -17,6 +17,9 @@ TEST(ServerCounters, ParsesGossamerAndVllmNames) {
       "gossamer:iteration_tokens_total_bucket{model_name=\"m\",le=\"1\"} 5\n"
       "gossamer:iteration_tokens_total_sum{model_name=\"m\"} 1840\n"
       "gossamer:iteration_tokens_total_count{model_name=\"m\"} 80\n"
+      "gossamer:token_mask_fill_seconds_bucket{model_name=\"m\",le=\"0.001\"} 20\n"
+      "gossamer:token_mask_fill_seconds_sum{model_name=\"m\"} 0.05\n"
+      "gossamer:token_mask_fill_seconds_count{model_name=\"m\"} 25\n"
       "gossamer:num_requests_running{model_name=\"m\"} 4\n"
       "vllm:generation_tokens_total{model_name=\"m\"} 640\n";  // the same counter under vLLM's name: not added
   const auto counters = parse_server_counters(gossamer_text);
@@ -26,6 +29,8 @@ TEST(ServerCounters, ParsesGossamerAndVllmNames) {
   EXPECT_EQ(counters->generation_tokens, 640.0);
   EXPECT_EQ(counters->steps, 80.0);
   EXPECT_EQ(counters->step_tokens, 1840.0);
+  EXPECT_EQ(counters->masked_steps, 25.0);
+  EXPECT_DOUBLE_EQ(counters->token_mask_seconds, 0.05);
 
   // vLLM: the same names under `vllm:`, one label set per engine: summed.
   const auto vllm = parse_server_counters(
@@ -48,6 +53,11 @@ TEST(ServerCounters, ActivityPerStep) {
   EXPECT_DOUBLE_EQ(activity.generated_per_step, 4.0);
   EXPECT_DOUBLE_EQ(activity.prompt_per_step, 2.0);
   EXPECT_DOUBLE_EQ(activity.ms_per_step, 20.0);
+  EXPECT_EQ(activity.masked_steps, 0.0);
+  ServerCounters masked_before = before, masked_after = after;
+  masked_before.masked_steps = 5, masked_before.token_mask_seconds = 0.01;
+  masked_after.masked_steps = 45, masked_after.token_mask_seconds = 0.09;
+  EXPECT_DOUBLE_EQ(server_activity(masked_before, masked_after, 2.0).mask_ms_per_masked_step, 2.0);
   const ServerActivity idle = server_activity(before, before, 1.0);
   EXPECT_EQ(idle.steps, 0.0);
   EXPECT_EQ(idle.ms_per_step, 0.0);

@@ -38,8 +38,8 @@ TEST(BenchStepCli, BreakdownTableOnTheCpuBackend) {
       json);
   ASSERT_EQ(result.status, 0) << result.output;
   const auto lines = table_lines(result.output);
-  // header, separator, 13 phases, 4 device/step rows, 7 engine rows, tok/s
-  ASSERT_EQ(lines.size(), 2u + 13u + 4u + 7u + 1u) << result.output;
+  // header, separator, 13 phases, 4 device/step rows, 8 engine rows, tok/s
+  ASSERT_EQ(lines.size(), 2u + 13u + 4u + 8u + 1u) << result.output;
   EXPECT_EQ(lines[0], "| figure | B=1 | B=3 |");
   for (const std::string& line : lines) EXPECT_EQ(std::count(line.begin(), line.end(), '|'), 4) << line;
   for (const char* label : {"| phase: attention |", "| phase: experts |", "| phase: unembedding |", "| host gap",
@@ -78,6 +78,16 @@ TEST(BenchStepCli, BreakdownTableOnTheCpuBackend) {
   EXPECT_NE(skipped.output.find("| phase: embedding | skipped |"), std::string::npos) << skipped.output;
   EXPECT_NE(skipped.output.find("B=2 skipped: KV cache"), std::string::npos) << skipped.output;
   fs::remove_all(dir);
+}
+
+TEST(BenchStepCli, ResponseFormatNeedsTheFullVocabulary) {
+  // The structured-output constraint forces Harmony's special tokens: the tiny model's vocabulary has none.
+  const auto result = testing::run_gossamer(
+      "bench step --load-format dummy --preset tiny --device cpu --batch-sizes 1 --context 8 --steps 1 "
+      "--response-format json_object");
+  EXPECT_NE(result.status, 0);
+  EXPECT_NE(result.output.find("--response-format needs the o200k_harmony vocabulary"), std::string::npos)
+      << result.output;
 }
 
 }  // namespace

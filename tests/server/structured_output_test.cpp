@@ -56,6 +56,26 @@ TEST(StructuredOutput, ParsesAndRejectsWithTheField) {
   EXPECT_FALSE(parse_structured_output(OrderedJson::parse(R"({"response_format":{"type":"text"}})"), {})->active());
 }
 
+TEST(StructuredOutput, RequestsWithTheSameSchemaShareOneGrammar) {
+  // One grammar object per schema text (and one for json_object), so that its token-mask cache serves them all.
+  const auto tools = [](const char* schema) {
+    return std::vector<std::pair<std::string, OrderedJson>>{{"f", OrderedJson::parse(schema)}};
+  };
+  const char* weather = R"({"type":"object","properties":{"city":{"type":"string"}},"required":["city"]})";
+  const auto a = parse_structured_output(OrderedJson::parse(R"({"tool_choice":"required"})"), tools(weather));
+  const auto b = parse_structured_output(OrderedJson::parse(R"({"tool_choice":"auto"})"), tools(weather));
+  const auto other = parse_structured_output(OrderedJson::parse(R"({"tool_choice":"required"})"),
+                                             tools(R"({"type":"object","properties":{"day":{"type":"string"}}})"));
+  EXPECT_EQ(a->tools.at("f"), b->tools.at("f"));
+  EXPECT_NE(a->tools.at("f"), other->tools.at("f"));
+  const auto object_1 =
+      parse_structured_output(OrderedJson::parse(R"({"response_format":{"type":"json_object"}})"), {});
+  const auto object_2 =
+      parse_structured_output(OrderedJson::parse(R"({"response_format":{"type":"json_object"}})"), {});
+  EXPECT_EQ(object_1->response, object_2->response);
+  EXPECT_NE(object_1->response->mask_cache, nullptr);
+}
+
 // Drives the constraint token by token: the forced header, then the arguments, then <|call|> only once
 // the JSON is complete.
 TEST(StructuredOutput, ForcedToolCallTokenByToken) {

@@ -114,6 +114,59 @@ TEST(TokenMasker, MaskEqualsTokenByTokenSimulation) {
   }
 }
 
+// Every ordinary token is allowed in `mask` exactly when a copy of the matcher takes its bytes.
+void expect_mask_is_exact(const GrammarMatcher& matcher, const std::vector<uint32_t>& mask, const std::string& what) {
+  for (TokenId token = 0; token < kNumOrdinaryTokens; ++token) {
+    GrammarMatcher copy = matcher;
+    const bool expected = copy.advance(test_tokenizer().token_bytes(token));
+    const bool got = (mask[static_cast<size_t>(token) / 32] >> (token % 32)) & 1u;
+    ASSERT_EQ(got, expected) << what << ": token " << token << " '" << test_tokenizer().token_bytes(token) << "'";
+  }
+}
+
+TEST(TokenMasker, AMaskerOutlivesItsGrammars) {
+  // One masker for grammar after grammar: a pattern's cached token lists must never answer for a later
+  // grammar's pattern (one freed and the next allocated at the same address was how this failed).
+  TokenMasker masker(vocabulary());
+  std::vector<uint32_t> mask(static_cast<size_t>(vocabulary()->num_words()));
+  for (int round = 0; round < 4; ++round) {
+    for (const char* pattern : {"^[a-c]{5}$", "^[0-9]{5}$"}) {
+      const auto g = grammar::compile_json_schema(Json{{"type", "string"}, {"pattern", pattern}});
+      GrammarMatcher matcher(g);
+      ASSERT_TRUE(matcher.advance(std::string("\"")));
+      masker.fill_mask(matcher, mask);
+      expect_mask_is_exact(matcher, mask, std::string("pattern ") + pattern);
+    }
+  }
+}
+
+TEST(TokenMasker, MaskInsideStringsEqualsTokenByTokenSimulation) {
+  // The precomputed in-string sets: open keys, values near their length bound (room for fewer code points
+  // than long tokens start), after multi-byte characters and escapes, in plain JSON.
+  const auto file = grammar::compile_json_schema(tool_schema_corpus()[5]);  // path <= 80, content <= 400, open metadata
+  const auto any = grammar::json_object_grammar();
+  TokenMasker masker(vocabulary());
+  std::vector<uint32_t> mask(static_cast<size_t>(vocabulary()->num_words()));
+  const std::string near_bound = R"({"path":")" + std::string(77, 'a');  // 3 code points left
+  const std::vector<std::pair<std::shared_ptr<const grammar::Grammar>, std::string>> cases = {
+      {file, R"({"path":")"},
+      {file, near_bound},
+      {file, near_bound + R"(\u00e9)"},                        // 2 left after an escape
+      {file, near_bound + "日"},                               // 2 left after a 3-byte character
+      {file, near_bound + R"(\n\t)"},                          // at the bound: nothing but the closing quote
+      {file, R"({"path":"a","content":"b","metadata":{"ke)"},  // an open object's key
+      {file, R"({"path":"a","content":"b","metadata":{"k":"v)"},
+      {any, R"({"a)"},
+      {any, R"({"a":["xé)"},
+  };
+  for (const auto& [g, prefix] : cases) {
+    GrammarMatcher matcher(g);
+    ASSERT_TRUE(matcher.advance(prefix)) << prefix;
+    masker.fill_mask(matcher, mask);
+    expect_mask_is_exact(matcher, mask, "prefix " + prefix);
+  }
+}
+
 TEST(TokenMasker, RandomAndAdversarialWalksAlwaysParseAndValidate) {
   TokenMasker masker(vocabulary());
   std::vector<double> mask_us;

@@ -6,9 +6,11 @@
 #include <time.h>
 
 #include <cmath>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <regex>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -101,25 +103,13 @@ inline std::string validate(const Json& value, const Json& schema, const Json& r
   return "";
 }
 
-// Real tool parameter schemas (OpenAI function-calling examples and common agent tools).
+// Real tool parameter schemas (OpenAI function-calling examples and common agent tools), from
+// tests/data/tool_schemas.json (also the default corpus of `gossamer bench masks`).
 inline std::vector<Json> tool_schema_corpus() {
-  return {
-      Json::parse(
-          R"({"type":"object","properties":{"location":{"type":"string","description":"City and country e.g. Bogotá, Colombia"},"unit":{"type":"string","enum":["celsius","fahrenheit"]}},"required":["location"],"additionalProperties":false})"),
-      Json::parse(
-          R"({"type":"object","properties":{"query":{"type":"string","maxLength":200},"max_results":{"type":"integer","minimum":1,"maximum":50},"safe_search":{"type":"boolean"}},"required":["query"]})"),
-      Json::parse(
-          R"({"type":"object","properties":{"to":{"type":"array","items":{"type":"string","format":"email"},"minItems":1,"maxItems":5},"subject":{"type":"string","maxLength":120},"body":{"type":"string","maxLength":300},"send_at":{"type":["string","null"],"format":"date-time"}},"required":["to","subject","body","send_at"],"additionalProperties":false})"),
-      Json::parse(
-          R"({"type":"object","properties":{"items":{"type":"array","maxItems":4,"items":{"type":"object","properties":{"sku":{"type":"string","pattern":"^[A-Z]{3}-[0-9]{4}$"},"quantity":{"type":"integer","minimum":1,"maximum":999},"price":{"type":"number","minimum":0,"exclusiveMaximum":10000}},"required":["sku","quantity"]}},"coupon":{"anyOf":[{"type":"string","maxLength":16},{"type":"null"}]},"shipping":{"$ref":"#/$defs/address"}},"required":["items","shipping"],"$defs":{"address":{"type":"object","properties":{"street":{"type":"string","maxLength":60},"zip":{"type":"string","pattern":"[0-9]{5}"},"country":{"const":"US"}},"required":["street","zip","country"]}}})"),
-      Json::parse(
-          R"({"type":"object","properties":{"date":{"type":"string","format":"date"},"attendees":{"type":"array","items":{"type":"string","maxLength":40},"maxItems":6},"duration_minutes":{"type":"number","minimum":15,"maximum":480},"room":{"type":"string","nullable":true,"maxLength":20},"priority":{"enum":[1,2,3,"urgent"]}},"required":["date","duration_minutes"]})"),
-      Json::parse(
-          R"({"type":"object","properties":{"path":{"type":"string","maxLength":80},"content":{"type":"string","maxLength":400},"metadata":{"type":"object","additionalProperties":{"type":"string","maxLength":30}}},"required":["path","content"]})"),
-      Json::parse(R"({"type":"object","properties":{"node":{"$ref":"#/definitions/tree"}},"required":["node"],"definitions":{"tree":{"type":"object","properties":{"name":{"type":"string","maxLength":10},"children":{"type":"array","maxItems":2,"items":{"$ref":"#/definitions/tree"}}},"required":["name"]}}})"),
-      Json::parse(
-          R"({"type":"object","properties":{"operation":{"oneOf":[{"type":"object","properties":{"op":{"const":"add"},"a":{"type":"number"},"b":{"type":"number"}},"required":["op","a","b"],"additionalProperties":false},{"type":"object","properties":{"op":{"const":"neg"},"x":{"type":"integer","minimum":-100,"maximum":100}},"required":["op","x"],"additionalProperties":false}]},"id":{"type":"string","format":"uuid"},"ip":{"type":"string","format":"ipv4"}},"required":["operation","id"]})"),
-  };
+  std::ifstream file(std::string(GOSSAMER_TEST_DATA_DIR) + "/tool_schemas.json");
+  const Json corpus = Json::parse(file, nullptr, false);
+  if (!corpus.is_array()) throw std::runtime_error("tests/data/tool_schemas.json: not a JSON array");
+  return corpus.get<std::vector<Json>>();
 }
 
 // Generates one answer by drawing tokens from the masks: `adversarial` draws half the time among the

@@ -6,7 +6,8 @@
 // from GrammarLimits), whitespace runs are bounded, and nesting is bounded, so any walk that keeps
 // choosing allowed bytes completes the value within a bounded number of bytes.
 //
-// Contract: immutable once built; shared between requests (shared_ptr<const Grammar>). Node 0 is the root.
+// Contract: immutable once built, but for its mask cache (thread-safe); shared between requests
+// (shared_ptr<const Grammar>). Node 0 is the root.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,8 @@
 #include "text/grammar/byte_regex.h"
 
 namespace gossamer::text::grammar {
+
+class TokenMaskCache;  // token_mask_cache.h
 
 // Default caps where a schema gives no bound (documented in docs/structured-output.md).
 struct GrammarLimits {
@@ -66,6 +69,9 @@ struct Grammar {
   GrammarLimits limits;
   // The parts of an unconstrained JSON value (kAny dispatches on its first byte to these).
   int32_t any_object = -1, any_array = -1, any_string = -1, any_number = -1, any_literal = -1;
+  // NOTE: the one part that changes after the build: the token masks of the states met so far, shared by
+  // every request that walks this grammar object (compile_json_schema gives each grammar one).
+  std::shared_ptr<TokenMaskCache> mask_cache;
 };
 
 }  // namespace gossamer::text::grammar

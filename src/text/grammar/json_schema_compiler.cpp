@@ -4,6 +4,8 @@
 #include <map>
 #include <set>
 
+#include "text/grammar/token_mask_cache.h"
+
 namespace gossamer::text::grammar {
 
 namespace {
@@ -43,6 +45,7 @@ class Compiler {
   Compiler(const Json& root, const GrammarLimits& limits) : root_(root) {
     grammar_ = std::make_shared<Grammar>();
     grammar_->limits = limits;
+    grammar_->mask_cache = std::make_shared<TokenMaskCache>();
   }
 
   std::shared_ptr<const Grammar> run(bool object_only) {

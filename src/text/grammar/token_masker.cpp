@@ -1,6 +1,8 @@
 #include "text/grammar/token_masker.h"
 
 #include <algorithm>
+#include <limits>
+#include <optional>
 #include <string_view>
 #include <tuple>
 
@@ -10,44 +12,28 @@ namespace gossamer::text::grammar {
 
 namespace {
 
-// Code points of a plain token, or -1 when it is not plain (a `"`, `\` or control byte, or UTF-8 that
-// does not start and end on character boundaries or is not valid).
-int32_t plain_code_points(std::string_view bytes) {
-  int32_t count = 0;
-  size_t i = 0;
-  while (i < bytes.size()) {
-    const auto b = static_cast<uint8_t>(bytes[i]);
-    size_t need = 0;
-    uint8_t lo = 0x80, hi = 0xBF;
-    if (b < 0x80) {
-      if (b < 0x20 || b == '"' || b == '\\') return -1;
-    } else if (b >= 0xC2 && b <= 0xDF) {
-      need = 1;
-    } else if (b == 0xE0) {
-      need = 2, lo = 0xA0;
-    } else if (b == 0xED) {
-      need = 2, hi = 0x9F;
-    } else if (b >= 0xE1 && b <= 0xEF) {
-      need = 2;
-    } else if (b == 0xF0) {
-      need = 3, lo = 0x90;
-    } else if (b >= 0xF1 && b <= 0xF3) {
-      need = 3;
-    } else if (b == 0xF4) {
-      need = 3, hi = 0x8F;
-    } else {
-      return -1;
-    }
-    for (size_t k = 1; k <= need; ++k) {
-      if (i + k >= bytes.size()) return -1;
-      const auto c = static_cast<uint8_t>(bytes[i + k]);
-      if (c < (k == 1 ? lo : 0x80) || c > (k == 1 ? hi : 0xBF)) return -1;
-    }
-    i += need + 1;
-    ++count;
+// The code points a string in its normal state starts while taking `bytes` (an escape counts one), or -1
+// when the string refuses them; decided by the matcher itself, on a string without bounds.
+class BareString {
+ public:
+  BareString() {
+    auto grammar = std::make_shared<Grammar>();
+    grammar->nodes.resize(1);
+    grammar->nodes[0].kind = NodeKind::kString;
+    grammar->nodes[0].max_length = std::numeric_limits<int32_t>::max() / 2;
+    matcher_.emplace(std::move(grammar));
+    GOSSAMER_CHECK(matcher_->advance(uint8_t{'"'}), "BareString: the opening quote was refused");
   }
-  return count;
-}
+  int32_t code_points(std::string_view bytes) const {
+    GrammarMatcher copy = *matcher_;
+    if (!copy.advance(bytes)) return -1;
+    GOSSAMER_ASSERT(copy.stacks().size() == 1 && copy.stacks()[0].size == 2, "BareString: the string ended");
+    return copy.stacks()[0].back().count;
+  }
+
+ private:
+  std::optional<GrammarMatcher> matcher_;
+};
 
 }  // namespace
 
@@ -94,43 +80,39 @@ std::shared_ptr<const TokenVocabulary> TokenVocabulary::build(const Tokenizer& t
                  " below the ordinary tokens");
   auto vocabulary = std::make_shared<TokenVocabulary>();
   vocabulary->vocab_size_ = vocab_size;
-  std::vector<std::pair<std::string_view, int32_t>> all, residual, quoted;
-  std::vector<std::pair<int32_t, int32_t>> plain;  // (code points, id)
+  std::vector<std::pair<std::string_view, int32_t>> all, quoted;
+  std::vector<std::pair<int32_t, int32_t>> in_string;  // (code points, id)
   all.reserve(kNumOrdinaryTokens);
+  const BareString bare_string;
   for (TokenId id = 0; id < kNumOrdinaryTokens; ++id) {
     const std::string_view bytes = tokenizer.token_bytes(id);
     if (bytes.empty()) continue;
     all.emplace_back(bytes, id);
-    if (bytes.find('"') != std::string_view::npos) quoted.emplace_back(bytes, id);
-    const int32_t code_points = plain_code_points(bytes);
-    if (code_points > 0) {
-      plain.emplace_back(code_points, id);
-    } else {
-      residual.emplace_back(bytes, id);
+    if (bytes.find('"') != std::string_view::npos) {
+      quoted.emplace_back(bytes, id);
+    } else if (const int32_t code_points = bare_string.code_points(bytes); code_points >= 0) {
+      in_string.emplace_back(code_points, id);
     }
   }
-  vocabulary->num_plain_ = static_cast<int32_t>(plain.size());
-  vocabulary->num_residual_ = static_cast<int32_t>(residual.size());
   vocabulary->full_ = build_trie(std::move(all));
-  vocabulary->residual_ = build_trie(std::move(residual));
   vocabulary->quoted_ = build_trie(std::move(quoted));
   int32_t longest = 0;
-  for (const auto& [code_points, id] : plain) longest = std::max(longest, code_points);
+  for (const auto& [code_points, id] : in_string) longest = std::max(longest, code_points);
   const auto words = static_cast<size_t>(vocabulary->num_words());
-  vocabulary->plain_up_to_.assign(static_cast<size_t>(longest) + 1, std::vector<uint32_t>(words, 0));
-  for (const auto& [code_points, id] : plain) {
-    vocabulary->plain_up_to_[static_cast<size_t>(code_points)][static_cast<size_t>(id) / 32] |= 1u << (id % 32);
+  vocabulary->in_string_up_to_.assign(static_cast<size_t>(longest) + 1, std::vector<uint32_t>(words, 0));
+  for (const auto& [code_points, id] : in_string) {
+    vocabulary->in_string_up_to_[static_cast<size_t>(code_points)][static_cast<size_t>(id) / 32] |= 1u << (id % 32);
   }
-  for (size_t k = 1; k < vocabulary->plain_up_to_.size(); ++k) {
-    for (size_t w = 0; w < words; ++w) vocabulary->plain_up_to_[k][w] |= vocabulary->plain_up_to_[k - 1][w];
+  for (size_t k = 1; k < vocabulary->in_string_up_to_.size(); ++k) {
+    for (size_t w = 0; w < words; ++w) vocabulary->in_string_up_to_[k][w] |= vocabulary->in_string_up_to_[k - 1][w];
   }
   return vocabulary;
 }
 
-std::span<const uint32_t> TokenVocabulary::plain_up_to(int32_t code_points) const {
+std::span<const uint32_t> TokenVocabulary::in_string_up_to(int32_t code_points) const {
   const auto k =
-      static_cast<size_t>(std::clamp<int32_t>(code_points, 0, static_cast<int32_t>(plain_up_to_.size()) - 1));
-  return plain_up_to_[k];
+      static_cast<size_t>(std::clamp<int32_t>(code_points, 0, static_cast<int32_t>(in_string_up_to_.size()) - 1));
+  return in_string_up_to_[k];
 }
 
 void TokenMasker::walk(const GrammarMatcher& matcher, const TokenVocabulary::Trie& trie, int32_t node, size_t level,
@@ -141,17 +123,19 @@ void TokenMasker::walk(const GrammarMatcher& matcher, const TokenVocabulary::Tri
     matcher.step(levels_[level], trie.byte[static_cast<size_t>(child)], next);
     if (next.empty()) continue;
     const int32_t token = trie.token[static_cast<size_t>(child)];
-    if (token >= 0) mask[static_cast<size_t>(token) / 32] |= 1u << (token % 32);
+    if (token >= 0) {
+      mask[static_cast<size_t>(token) / 32] |= 1u << (token % 32);
+      if (collecting_) walked_.push_back(token);
+    }
     if (trie.first_child[static_cast<size_t>(child)] >= 0) walk(matcher, trie, child, level + 1, mask);
   }
 }
 
-const std::vector<std::pair<int32_t, int32_t>>& TokenMasker::regex_tokens(const ByteRegex& regex, int32_t state) {
-  auto [it, inserted] = regex_cache_.try_emplace({&regex, state});
-  if (!inserted) return it->second;
+TokenMaskCache::RegexTokens TokenMasker::regex_tokens(TokenMaskCache& cache, const ByteRegex& regex, int32_t state) {
+  if (auto cached = cache.find_regex(vocabulary_, &regex, state)) return cached;
   // Walk the full trie with the pattern's DFA alone (a `"` is never in the pattern's bytes).
   const TokenVocabulary::Trie& trie = vocabulary_->full();
-  std::vector<std::pair<int32_t, int32_t>>& out = it->second;
+  auto out = std::make_shared<std::vector<std::pair<int32_t, int32_t>>>();
   std::vector<std::tuple<int32_t, int32_t, int32_t>> stack = {{0, state, 0}};
   while (!stack.empty()) {
     const auto [node, at, depth] = stack.back();
@@ -161,11 +145,12 @@ const std::vector<std::pair<int32_t, int32_t>>& TokenMasker::regex_tokens(const 
       const int32_t next = regex.step(at, trie.byte[static_cast<size_t>(child)]);
       if (next == ByteRegex::kDead) continue;
       const int32_t token = trie.token[static_cast<size_t>(child)];
-      if (token >= 0) out.emplace_back(depth + 1 + regex.min_remaining(next), token);
+      if (token >= 0) out->emplace_back(depth + 1 + regex.min_remaining(next), token);
       if (trie.first_child[static_cast<size_t>(child)] >= 0) stack.emplace_back(child, next, depth + 1);
     }
   }
-  std::sort(out.begin(), out.end());  // by the room they need (bytes = code points: patterns are ASCII)
+  std::sort(out->begin(), out->end());  // by the room they need (bytes = code points: patterns are ASCII)
+  cache.insert_regex(vocabulary_, &regex, state, out);
   return out;
 }
 
@@ -173,26 +158,42 @@ void TokenMasker::fill_mask(const GrammarMatcher& matcher, std::span<uint32_t> m
   const TokenVocabulary& v = *vocabulary_;
   GOSSAMER_CHECK(static_cast<int32_t>(mask.size()) == v.num_words(), "token mask of ", mask.size(), " words, expected ",
                  v.num_words());
-  std::fill(mask.begin(), mask.end(), 0u);
+  TokenMaskCache* cache = matcher.grammar().mask_cache.get();
+  GOSSAMER_CHECK(cache != nullptr, "TokenMasker: a grammar without a mask cache");
   const GrammarMatcher::StringContext context = matcher.string_context();
   const TokenVocabulary::Trie* trie = &v.full();
+  collecting_ = false;
   if (context.regex != nullptr) {
-    for (const auto& [length, token] : regex_tokens(*context.regex, context.regex_state)) {
+    std::fill(mask.begin(), mask.end(), 0u);
+    for (const auto& [length, token] : *regex_tokens(*cache, *context.regex, context.regex_state)) {
       if (length > context.room) break;
       mask[static_cast<size_t>(token) / 32] |= 1u << (token % 32);
     }
     trie = &v.quoted();
   } else if (context.room >= 0) {
-    if (context.room > 0) {
-      const std::span<const uint32_t> plain = v.plain_up_to(context.room);
-      std::copy(plain.begin(), plain.end(), mask.begin());
+    const std::span<const uint32_t> in_string = v.in_string_up_to(context.room);
+    std::copy(in_string.begin(), in_string.end(), mask.begin());
+    trie = &v.quoted();
+  } else {  // the full walk: a state another matcher may have met already
+    std::fill(mask.begin(), mask.end(), 0u);
+    state_key_.clear();
+    for (const Stack& stack : matcher.stacks()) {
+      state_key_.append(reinterpret_cast<const char*>(&stack.size), sizeof(stack.size));
+      state_key_.append(reinterpret_cast<const char*>(&stack.depth), sizeof(stack.depth));
+      state_key_.append(reinterpret_cast<const char*>(stack.frames), static_cast<size_t>(stack.size) * sizeof(Frame));
     }
-    trie = &v.residual();
+    if (const TokenMaskCache::Tokens tokens = cache->find(vocabulary_, state_key_)) {
+      for (const int32_t token : *tokens) mask[static_cast<size_t>(token) / 32] |= 1u << (token % 32);
+      return;
+    }
+    collecting_ = true;
+    walked_.clear();
   }
   if (levels_.size() < static_cast<size_t>(v.full().max_depth) + 2)
     levels_.resize(static_cast<size_t>(v.full().max_depth) + 2);
   levels_[0] = matcher.stacks();
   walk(matcher, *trie, 0, 0, mask);
+  if (collecting_) cache->insert(vocabulary_, state_key_, walked_);
 }
 
 }  // namespace gossamer::text::grammar

@@ -3,25 +3,31 @@
 // The ordinary tokens' bytes form a trie, walked depth first from the matcher's state: a subtree is
 // skipped as soon as its prefix is refused, so only the allowed tokens and their refused one-byte
 // extensions are visited. Context-independent sets cut the one expensive case, the inside of a string,
-// where almost every token is allowed: a "plain" token (complete UTF-8 characters, no `"`, `\` or control
-// byte) is allowed there whatever the stack holds, as long as the string has room for its code points.
-// Those come from precomputed bitmasks by length; only the other tokens (a second, much smaller trie) are
-// walked. Inside a pattern string, a token without a `"` cannot leave the string, so whether it is
-// allowed depends only on the pattern's state and the room left: those token lists are computed once per
-// pattern state (cached in the masker), and only tokens with a `"` (a third trie) are walked.
+// where almost every token is allowed: a token without a `"` cannot leave the string, so from the
+// string's normal state (no escape or UTF-8 sequence pending) whether it is allowed depends only on its
+// bytes and on the room the string has left for the code points it starts (escapes count one, as
+// characters do). Those tokens come from bitmasks precomputed by that count (with the matcher's own
+// string rules, on a bare string); only the tokens with a `"` (a second, much smaller trie) are walked.
+// Inside a pattern string the same holds with the pattern's state: those token lists are computed once
+// per pattern state, and again only the tokens with a `"` are walked. Outside strings, a state's mask is
+// looked up in its grammar's TokenMaskCache before the walk, and stored there after it (token_mask_cache.h):
+// pattern token lists are kept there too, so both are computed once per grammar, not per request.
 //
 // Contract: a TokenVocabulary is built once per tokenizer and is immutable (shared by every request).
-// fill_mask writes mask[vocab_words] (bit t of word t / 32 set = token t allowed); special tokens (ids
-// >= kNumOrdinaryTokens) are never set: callers decide when an end token is allowed (can_end()).
+// fill_mask writes mask[vocab_words] (bit t of word t / 32 set = token t allowed), the same with or without
+// cached states; special tokens (ids >= kNumOrdinaryTokens) are never set: callers decide when an end token
+// is allowed (can_end()). The matcher's grammar must have a mask cache (compile_json_schema gives one). A
+// TokenMasker is one request's (not thread-safe); the vocabulary and the grammars' caches are shared.
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "text/grammar/grammar_matcher.h"
+#include "text/grammar/token_mask_cache.h"
 #include "text/tokenizer.h"
 
 namespace gossamer::text::grammar {
@@ -32,8 +38,6 @@ class TokenVocabulary {
 
   int32_t vocab_size() const { return vocab_size_; }
   int32_t num_words() const { return (vocab_size_ + 31) / 32; }
-  int32_t num_plain_tokens() const { return num_plain_; }
-  int32_t num_residual_tokens() const { return num_residual_; }
 
   struct Trie {
     std::vector<uint8_t> byte;          // [nodes] the edge into the node
@@ -43,18 +47,17 @@ class TokenVocabulary {
     int32_t max_depth = 0;
   };
   const Trie& full() const { return full_; }
-  const Trie& residual() const { return residual_; }
   const Trie& quoted() const { return quoted_; }  // tokens with a `"`
-  // Plain tokens with at most `code_points` code points ([num_words] words).
-  std::span<const uint32_t> plain_up_to(int32_t code_points) const;
+  // Tokens without a `"` that a string in its normal state takes whole, starting at most `code_points`
+  // code points ([num_words] words; any count past the longest token's is the longest's set).
+  std::span<const uint32_t> in_string_up_to(int32_t code_points) const;
 
  private:
   static Trie build_trie(std::vector<std::pair<std::string_view, int32_t>> tokens);
 
   int32_t vocab_size_ = 0;
-  int32_t num_plain_ = 0, num_residual_ = 0;
-  Trie full_, residual_, quoted_;
-  std::vector<std::vector<uint32_t>> plain_up_to_;  // [max code points + 1][num_words]
+  Trie full_, quoted_;
+  std::vector<std::vector<uint32_t>> in_string_up_to_;  // [max code points + 1][num_words]
 };
 
 class TokenMasker {
@@ -66,15 +69,18 @@ class TokenMasker {
   const TokenVocabulary& vocabulary() const { return *vocabulary_; }
 
  private:
+  // Sets the allowed tokens of `trie` below `node` (and appends them to walked_ when collecting).
   void walk(const GrammarMatcher& matcher, const TokenVocabulary::Trie& trie, int32_t node, size_t level,
             std::span<uint32_t> mask);
   // Tokens that stay inside a pattern string from `state`, as (room needed: bytes + the pattern's
-  // shortest completion, id), ascending.
-  const std::vector<std::pair<int32_t, int32_t>>& regex_tokens(const ByteRegex& regex, int32_t state);
+  // shortest completion, id), ascending; from the grammar's cache, else computed and stored there.
+  TokenMaskCache::RegexTokens regex_tokens(TokenMaskCache& cache, const ByteRegex& regex, int32_t state);
 
   std::shared_ptr<const TokenVocabulary> vocabulary_;
   std::vector<std::vector<Stack>> levels_;  // per trie depth: the matcher's stacks after that prefix
-  std::map<std::pair<const ByteRegex*, int32_t>, std::vector<std::pair<int32_t, int32_t>>> regex_cache_;
+  std::string state_key_;                   // the matcher's state as the cache's key
+  bool collecting_ = false;
+  std::vector<int32_t> walked_;  // the walk's allowed tokens, for the cache
 };
 
 }  // namespace gossamer::text::grammar
