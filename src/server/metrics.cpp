@@ -240,7 +240,7 @@ std::string Metrics::render(const engine::EngineStats* stats) const {
 
   // Structured output (gossamer only): the critical-path time of filling token masks before a step.
   out << "# HELP gossamer:token_mask_fill_seconds Per engine step with structured-output rows: wall time filling "
-         "their token masks before the step's launch (the device waits meanwhile).\n"
+         "their token masks (on cuda while the step's forward runs; elsewhere before the step's launch).\n"
          "# TYPE gossamer:token_mask_fill_seconds histogram\n";
   write_histogram_samples(out, "gossamer:token_mask_fill_seconds", model_label, token_mask_fill_);
   out << "# HELP gossamer:token_mask_rows_total Structured-output rows asked for a token mask (rows of steps).\n"

@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "core/dtype.h"
 #include "core/error.h"
@@ -397,7 +398,7 @@ void CudaModel::forward_sample(const ForwardBatch& batch, std::span<const RowSam
 }
 
 void CudaModel::launch_step(const ForwardBatch& batch, std::optional<std::span<const RowSampling>> rows) {
-  GOSSAMER_CHECK(!sampled_in_flight_, "launch_step: a step is already in flight");
+  GOSSAMER_CHECK(!sampled_in_flight_ && forward_rows_ < 0, "launch_step: a step is already in flight");
   if (!rows) return Model::launch_step(batch, rows);  // logits: the synchronous default (forward at the wait)
   enqueue_sampled_step(batch, *rows);
   sampled_in_flight_ = true;
@@ -409,8 +410,23 @@ void CudaModel::wait_step(StepResult& result) {
   collect_sampled_step(result.tokens, result.logprobs);
 }
 
+void CudaModel::launch_forward(const ForwardBatch& batch) {
+  GOSSAMER_CHECK(!sampled_in_flight_ && forward_rows_ < 0, "launch_forward: a step is already in flight");
+  forward_rows_ = enqueue_forward(batch);
+}
+
+void CudaModel::launch_sampling(std::span<const RowSampling> rows) {
+  GOSSAMER_CHECK(forward_rows_ >= 0, "launch_sampling without launch_forward");
+  const int n = std::exchange(forward_rows_, -1);
+  enqueue_sampling_after_forward(n, rows);
+  sampled_in_flight_ = true;
+}
+
 void CudaModel::enqueue_sampled_step(const ForwardBatch& batch, std::span<const RowSampling> rows) {
-  const int n = enqueue_forward(batch);
+  enqueue_sampling_after_forward(enqueue_forward(batch), rows);
+}
+
+void CudaModel::enqueue_sampling_after_forward(int n, std::span<const RowSampling> rows) {
   GOSSAMER_CHECK(static_cast<size_t>(n) == rows.size(), "forward_sample: ", rows.size(), " sampling rows for ", n,
                  " logits rows");
   SampledLayout& layout = sampled_layout_;

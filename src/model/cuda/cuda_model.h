@@ -97,6 +97,10 @@ class CudaModel final : public Model {
   // the step, and wait_step waits on an event recorded after that copy. Logits steps: the default.
   void launch_step(const ForwardBatch& batch, std::optional<std::span<const RowSampling>> rows) override;
   void wait_step(StepResult& result) override;
+  // A sampled step in two calls: launch_forward enqueues the forward at once, launch_sampling the sampling
+  // behind it (structured output fills the token masks in between, while the forward runs).
+  void launch_forward(const ForwardBatch& batch) override;
+  void launch_sampling(std::span<const RowSampling> rows) override;
 
   // Phase timing (model/step_phases.h): events between the launch groups, every step eager (no graphs).
   bool set_phase_timing(bool on) override;
@@ -158,6 +162,8 @@ class CudaModel final : public Model {
   // results down into host_sampling_) and records sampled_done_; collect_sampled_step waits on that event
   // and reads the results.
   void enqueue_sampled_step(const ForwardBatch& batch, std::span<const RowSampling> rows);
+  // The sampling half of a sampled step whose forward (num_rows logits rows) is already enqueued.
+  void enqueue_sampling_after_forward(int num_rows, std::span<const RowSampling> rows);
   void enqueue_sampling(std::span<const RowSampling> rows);
   void collect_sampled_step(std::vector<int32_t>& tokens, std::vector<RowLogprobs>& logprobs);
 
@@ -197,6 +203,7 @@ class CudaModel final : public Model {
   SampledLayout sampled_layout_;
   cudaEvent_t sampled_done_ = nullptr;  // recorded after the sampled step's results are copied to the host
   bool sampled_in_flight_ = false;      // launch_step enqueued a sampled step that wait_step has not waited for
+  int forward_rows_ = -1;               // launch_forward's logits rows until launch_sampling, else −1
   DeviceBuffer sampling_;               // forward_sample's per-row settings and drawn tokens
   DeviceBuffer penalized_;              // forward_sample's penalized rows [penalized rows, vocab] fp32
   DeviceBuffer plan_;                   // eager steps' plan
