@@ -305,6 +305,37 @@ TEST(CudaModelGpuTest, DeviceSamplingMatchesTheLogits) {
   EXPECT_LE(mismatches, 1);
 }
 
+// The sampled step in two calls (launch_forward, then launch_sampling with masked rows: structured output
+// fills its masks in between) draws what the one-call launch_step draws, and only allowed tokens.
+TEST(CudaModelGpuTest, TwoCallSampledStepMatchesOneCallWithTokenMasks) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU: two-call sampled step test not run";
+  const PrefilledGoldens goldens(2);
+  Model* model = goldens.model.get();
+  ASSERT_TRUE(model->samples_with_token_masks());
+  const int64_t vocab = goldens.vocab;
+  const size_t words = static_cast<size_t>((vocab + 31) / 32);
+  // Row 0 greedy over every token; rows 1.. masked to the ids ≡ r (mod 7), seeded.
+  std::vector<std::vector<uint32_t>> masks(static_cast<size_t>(goldens.n), std::vector<uint32_t>(words, 0));
+  std::vector<RowSampling> rows(static_cast<size_t>(goldens.n));
+  for (int32_t r = 1; r < goldens.n; ++r) {
+    for (int64_t t = r; t < vocab; t += 7) masks[size_t(r)][size_t(t / 32)] |= 1u << (t % 32);
+    rows[size_t(r)] = {1.0f, 0, 1.0f, 100 + static_cast<uint64_t>(r)};
+    rows[size_t(r)].token_mask = masks[size_t(r)].data();
+  }
+  for (int round = 0; round < 3; ++round) {  // eager first, then graph replays
+    StepResult one, two;
+    model->launch_step(goldens.decode(), std::span<const RowSampling>(rows));
+    model->wait_step(one);
+    const ForwardBatch batch = goldens.decode();
+    model->launch_forward(batch);
+    model->launch_sampling(std::span<const RowSampling>(rows));
+    model->wait_step(two);
+    ASSERT_EQ(one.tokens.size(), static_cast<size_t>(goldens.n));
+    EXPECT_EQ(two.tokens, one.tokens) << "round " << round;
+    for (int32_t r = 1; r < goldens.n; ++r) EXPECT_EQ(two.tokens[size_t(r)] % 7, r) << "row " << r << " left its mask";
+  }
+}
+
 // forward_sample with penalties and logprobs: tokens as the sampling reference draws them from forward()'s
 // logits with the same penalty lists, logprobs within fp32 rounding, rows without penalties untouched.
 TEST(CudaModelGpuTest, DeviceSamplingAppliesPenaltiesAndReportsLogprobs) {
