@@ -54,7 +54,7 @@ std::string tiny_checkpoint(DummyInit init) {
 }
 
 std::unique_ptr<Model> load(const std::string& dir, const std::string& weights, bool graphs = true,
-                            const std::string& moe_decode = "gemv") {
+                            const std::string& moe_decode = "auto") {
   ModelOptions options;
   options.weights = weights;
   options.cuda_graphs = graphs;
@@ -181,8 +181,8 @@ TEST(CudaModelGpuTest, Mxfp4MatchesFp8Mode) {
 }
 
 // --moe-decode stream (the weight-streaming grouped GEMM for steps of ≤ 128 tokens) on the conditioned tiny
-// checkpoint: against the default path with a 2 × 4-token prefill then decode (every step ≤ 8 tokens, so
-// the default runs the GEMV decode MoE: the same rounding points, only fp32 summation order differs), and
+// checkpoint: against --moe-decode gemv with a 2 × 4-token prefill then decode (every step ≤ 8 tokens: the
+// GEMV decode MoE, the same rounding points, only fp32 summation order differs), and
 // with a 2 × 20-token prefill (40 rows: 32-row tiles) then decode against the golden with the mode's bounds.
 TEST(CudaModelGpuTest, MoeStreamMatchesDefaultPath) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU: --moe-decode stream not tested";
@@ -190,7 +190,7 @@ TEST(CudaModelGpuTest, MoeStreamMatchesDefaultPath) {
   const NpyArray ref = testing::golden_logits("tiny_conditioned");
   const std::string dir = tiny_checkpoint(DummyInit::kConditioned);
   for (const std::string weights : {"fp8", "mxfp4"}) {
-    auto base = load(dir, weights);
+    auto base = load(dir, weights, true, "gemv");
     auto stream = load(dir, weights, true, "stream");
     const int64_t vocab = base->config().vocab_size, length = static_cast<int64_t>(tokens[0].size());
     const auto a = prefill_then_decode(*base, tokens, 4), b = prefill_then_decode(*stream, tokens, 4);
