@@ -2,7 +2,6 @@
 // the heuristic's algorithm) per shape, pointers set per launch.
 #include <cublasLt.h>
 
-#include <span>
 #include <string>
 
 #include "kernels/cuda_utils.h"
@@ -66,38 +65,20 @@ __global__ void restage_scales_kernel(const float* __restrict__ x, const float* 
   out[w_offset + j] = b < kb ? w[n * kb + b] : 0.f;
 }
 
-// bf16 out[m, n] += bias[n]: the bias where cuBLASLt could not add it.
-__global__ void add_bias_kernel(uint16_t* __restrict__ out, int64_t ldc, const uint16_t* __restrict__ bias, int M,
-                                int N) {
-  const int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
-  if (i >= int64_t{M} * N) return;
-  const int64_t m = i / N, n = i % N;
-  __nv_bfloat16* o = reinterpret_cast<__nv_bfloat16*>(out) + m * ldc + n;
-  const float b = __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(bias)[n]);
-  *o = __float2bfloat16(__bfloat162float(*o) + b);
-}
-
 }  // namespace
 
 struct CublasLtFp8Gemm::Plan {
-  enum class Bias { kNone, kEpilogue, kBroadcastC, kKernel };
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t w = nullptr, x = nullptr, out = nullptr;
-  cublasLtMatrixLayout_t c = nullptr;  // the broadcast bias (Bias::kBroadcastC), else null (C = D)
   cublasLtMatmulAlgo_t algo{};
-  Bias bias = Bias::kNone;
   bool found = false;
   std::string note;
-  void reset() {
-    if (c) cublasLtMatrixLayoutDestroy(c);
+  ~Plan() {
     if (out) cublasLtMatrixLayoutDestroy(out);
     if (x) cublasLtMatrixLayoutDestroy(x);
     if (w) cublasLtMatrixLayoutDestroy(w);
     if (desc) cublasLtMatmulDescDestroy(desc);
-    desc = nullptr;
-    w = x = out = c = nullptr;
   }
-  ~Plan() { reset(); }
 };
 
 CublasLtFp8Gemm::CublasLtFp8Gemm() : workspace_bytes_(kWorkspaceBytes) {
@@ -121,67 +102,50 @@ CublasLtFp8Gemm::Plan* CublasLtFp8Gemm::plan(const GemmFp8Params& p) {
   if (it != plans_.end()) return it->second.get();
   auto made = std::make_unique<Plan>();
   Plan& plan = *made;
-  using Bias = Plan::Bias;
-  std::string statuses;
-  const Bias tries[] = {Bias::kEpilogue, Bias::kBroadcastC, Bias::kKernel};
-  const Bias none[] = {Bias::kNone};
-  for (const Bias bias : p.bias ? std::span<const Bias>(tries) : std::span<const Bias>(none)) {
-    plan.reset();
-    GOSSAMER_CUBLASLT_CHECK(cublasLtMatmulDescCreate(&plan.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    const cublasOperation_t transpose = CUBLAS_OP_T, no_transpose = CUBLAS_OP_N;
+  GOSSAMER_CUBLASLT_CHECK(cublasLtMatmulDescCreate(&plan.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const cublasOperation_t transpose = CUBLAS_OP_T, no_transpose = CUBLAS_OP_N;
+  GOSSAMER_CUBLASLT_CHECK(
+      cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof transpose));
+  GOSSAMER_CUBLASLT_CHECK(
+      cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, &no_transpose, sizeof no_transpose));
+  const int32_t blocks = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F, rows = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+  GOSSAMER_CUBLASLT_CHECK(
+      cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &blocks, sizeof blocks));
+  GOSSAMER_CUBLASLT_CHECK(
+      cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &rows, sizeof rows));
+  // Scale pointers set before the heuristic (placeholders in the workspace; launch() sets the real ones).
+  const void* placeholder = scales_;
+  GOSSAMER_CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &placeholder,
+                                                         sizeof placeholder));
+  GOSSAMER_CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &placeholder,
+                                                         sizeof placeholder));
+  if (p.bias) {
+    const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    const cudaDataType_t bias_type = CUDA_R_16BF;
     GOSSAMER_CUBLASLT_CHECK(
-        cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof transpose));
+        cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
     GOSSAMER_CUBLASLT_CHECK(
-        cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, &no_transpose, sizeof no_transpose));
-    const int32_t blocks = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F, rows = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
-    GOSSAMER_CUBLASLT_CHECK(
-        cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &blocks, sizeof blocks));
-    GOSSAMER_CUBLASLT_CHECK(
-        cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &rows, sizeof rows));
-    // Scale pointers set before the heuristic (placeholders in the workspace; launch() sets the real ones).
-    const void* w_scales = scales_;
-    const void* x_scales = scales_;
-    GOSSAMER_CUBLASLT_CHECK(
-        cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &w_scales, sizeof w_scales));
-    GOSSAMER_CUBLASLT_CHECK(
-        cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &x_scales, sizeof x_scales));
-    if (bias == Bias::kEpilogue) {
-      const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
-      const cudaDataType_t bias_type = CUDA_R_16BF;
-      GOSSAMER_CUBLASLT_CHECK(
-          cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
-      GOSSAMER_CUBLASLT_CHECK(
-          cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type));
-    }
-    // dtype/shape: w = our B [N, K] e4m3 row-major = [K, N] column-major; x = our A [M, K] e4m3 (row stride
-    // lda) = [K, M] column-major; out = [M, N] bf16 (row stride ldc) = [N, M] column-major; c (kBroadcastC)
-    // = the bias [N] bf16 viewed [N, M] with leading dimension 0.
-    GOSSAMER_CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&plan.w, CUDA_R_8F_E4M3, p.K, p.N, p.K));
-    GOSSAMER_CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&plan.x, CUDA_R_8F_E4M3, p.K, p.M, p.lda));
-    GOSSAMER_CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&plan.out, CUDA_R_16BF, p.N, p.M, p.ldc));
-    if (bias == Bias::kBroadcastC)
-      GOSSAMER_CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&plan.c, CUDA_R_16BF, p.N, p.M, 0));
-    cublasLtMatmulPreference_t preference = nullptr;
-    GOSSAMER_CUBLASLT_CHECK(cublasLtMatmulPreferenceCreate(&preference));
-    GOSSAMER_CUBLASLT_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                                 &workspace_bytes_, sizeof workspace_bytes_));
-    cublasLtMatmulHeuristicResult_t result{};
-    int count = 0;
-    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
-        lt(handle_), plan.desc, plan.w, plan.x, plan.c ? plan.c : plan.out, plan.out, preference, 1, &result, &count);
-    cublasLtMatmulPreferenceDestroy(preference);
-    statuses += (statuses.empty() ? "" : "/") + std::to_string(static_cast<int>(status)) + ":" + std::to_string(count);
-    if (status == CUBLAS_STATUS_SUCCESS && count > 0) {
-      plan.found = true;
-      plan.algo = result.algo;
-      plan.bias = bias;
-      break;
-    }
+        cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type));
   }
-  if (!plan.found) plan.reset();
-  static constexpr const char* kNotes[] = {"no bias", "bias epilogue", "C broadcast", "bias kernel"};
-  plan.note =
-      plan.found ? kNotes[static_cast<int>(plan.bias)] : "no algorithm (heuristic status:count " + statuses + ")";
+  // dtype/shape: w = our B [N, K] e4m3 row-major = [K, N] column-major; x = our A [M, K] e4m3 (row stride
+  // lda) = [K, M] column-major; out = [M, N] bf16 (row stride ldc) = [N, M] column-major.
+  GOSSAMER_CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&plan.w, CUDA_R_8F_E4M3, p.K, p.N, p.K));
+  GOSSAMER_CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&plan.x, CUDA_R_8F_E4M3, p.K, p.M, p.lda));
+  GOSSAMER_CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&plan.out, CUDA_R_16BF, p.N, p.M, p.ldc));
+  cublasLtMatmulPreference_t preference = nullptr;
+  GOSSAMER_CUBLASLT_CHECK(cublasLtMatmulPreferenceCreate(&preference));
+  GOSSAMER_CUBLASLT_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                               &workspace_bytes_, sizeof workspace_bytes_));
+  cublasLtMatmulHeuristicResult_t result{};
+  int count = 0;
+  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(lt(handle_), plan.desc, plan.w, plan.x, plan.out,
+                                                               plan.out, preference, 1, &result, &count);
+  cublasLtMatmulPreferenceDestroy(preference);
+  plan.found = status == CUBLAS_STATUS_SUCCESS && count > 0;
+  if (plan.found) plan.algo = result.algo;
+  plan.note = plan.found ? (p.bias ? "bias epilogue" : "no bias")
+                         : "no algorithm (heuristic status " + std::to_string(static_cast<int>(status)) + ", " +
+                               std::to_string(count) + " found)";
   return plans_.emplace(shape, std::move(made)).first->second.get();
 }
 
@@ -207,7 +171,6 @@ bool CublasLtFp8Gemm::launch(const GemmFp8Params& p, cudaStream_t stream) {
   Plan* found = usable_plan(p);
   if (!found) return false;
   Plan& plan = *found;
-  using Bias = Plan::Bias;
   const ScaleLayout l = scale_layout(p);
   const int threads = 256;
   const int64_t work = l.x_floats + l.nb * l.kb4;
@@ -221,22 +184,14 @@ bool CublasLtFp8Gemm::launch(const GemmFp8Params& p, cudaStream_t stream) {
       cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &w_scales, sizeof w_scales));
   GOSSAMER_CUBLASLT_CHECK(
       cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &x_scales, sizeof x_scales));
-  if (plan.bias == Bias::kEpilogue) {
+  if (p.bias) {
     const void* bias = p.bias;
     GOSSAMER_CUBLASLT_CHECK(
         cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
   }
-  const float alpha = 1.0f, beta = plan.bias == Bias::kBroadcastC ? 1.0f : 0.0f;
-  const void* c = plan.bias == Bias::kBroadcastC ? static_cast<const void*>(p.bias) : p.out;
-  GOSSAMER_CUBLASLT_CHECK(cublasLtMatmul(lt(handle_), plan.desc, &alpha, p.b, plan.w, p.a, plan.x, &beta, c,
-                                         plan.c ? plan.c : plan.out, p.out, plan.out, &plan.algo, workspace_,
-                                         workspace_bytes_, stream));
-  if (plan.bias == Bias::kKernel) {
-    const int64_t outputs = int64_t{p.M} * p.N;
-    add_bias_kernel<<<static_cast<unsigned>(ceil_div<int64_t>(outputs, threads)), threads, 0, stream>>>(
-        p.out, p.ldc, p.bias, p.M, p.N);
-    GOSSAMER_CUDA_CHECK_LAUNCH();
-  }
+  const float alpha = 1.0f, beta = 0.0f;
+  GOSSAMER_CUBLASLT_CHECK(cublasLtMatmul(lt(handle_), plan.desc, &alpha, p.b, plan.w, p.a, plan.x, &beta, p.out,
+                                         plan.out, p.out, plan.out, &plan.algo, workspace_, workspace_bytes_, stream));
   return true;
 }
 

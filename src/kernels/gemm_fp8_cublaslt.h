@@ -13,9 +13,8 @@
 // k-blocks fastest with a column stride rounded up to 4 ([ceil(N/128), round4(ceil(K/128))]: ours padded);
 // its B is our A viewed [K, M] (ld lda, op N) with VEC128 scales M-major ([ceil(K/128), M]: ours
 // transposed); its D our out viewed [N, M] (ld ldc) = row-major [M, N].
-// The bias: the first of three ways cuBLASLt plans for the shape (supports()'s note says which): its BIAS
-// epilogue (bf16 bias per row of its D), else beta = 1 with C = the bias broadcast (leading dimension 0),
-// else no bias in cuBLASLt and a bf16 add after it (then the output is rounded twice).
+// The bias: cuBLASLt's BIAS epilogue (bf16 bias per row of its D); a shape it has no algorithm for is not
+// supported (the caller runs gemm_fp8).
 // Rounding: cuBLASLt's own accumulation order, held to gemm_fp8's error bound by the tests.
 //
 // Contract: one object per stream user (not thread-safe); plans are made on the host the first time a
@@ -44,8 +43,8 @@ class CublasLtFp8Gemm {
   // Whether cuBLASLt has an algorithm for this problem (p's M, N, K, lda, ldc, bias or not; B row-major,
   // plain mode, kBias). The answer is cached per shape.
   bool supports(const GemmFp8Params& p);
-  // How p's shape runs, for tests and benches: "bias epilogue", "C broadcast", "bias kernel", or why it
-  // does not ("no algorithm (heuristic status a/b/c)", "unsupported arguments").
+  // How p's shape runs, for tests and benches: "bias epilogue" / "no bias", or why it does not ("no
+  // algorithm (heuristic status …)", "unsupported arguments").
   std::string note(const GemmFp8Params& p);
   // Runs p on `stream` and returns true, or returns false (launching nothing) where p is not supported.
   bool launch(const GemmFp8Params& p, cudaStream_t stream);
