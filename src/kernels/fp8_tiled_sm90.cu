@@ -8,18 +8,25 @@
 namespace gossamer::kernels {
 namespace {
 
+// Where the 16-byte chunk at `byte` of the tiled side lies on the row-major side: group g, row r, column c
+// (the inverse of fp8_tiled_offset: tile (tn, tk), then row and column inside it). r ≥ n or c ≥ k: padding.
+struct TiledChunk {
+  int64_t g, r, c;
+};
+__device__ __forceinline__ TiledChunk tiled_chunk(int64_t byte, int64_t group_bytes, int64_t kp) {
+  const int64_t g = byte / group_bytes, off = byte - g * group_bytes;
+  const int64_t tile = off >> 12, tn = tile / (kp >> 6), tk = tile - tn * (kp >> 6);
+  return {g, tn * 64 + ((off >> 6) & 63), tk * 64 + (off & 63)};
+}
+
 __global__ void fp8_to_tiled_kernel(const uint8_t* __restrict__ src, uint8_t* __restrict__ dst, int64_t chunks, int n,
                                     int k) {
   const int64_t kp = fp8_tiled_pad(k), group_bytes = fp8_tiled_group_bytes(n, k);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < chunks; i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t byte = i * 16;
-    const int64_t g = byte / group_bytes, off = byte - g * group_bytes;
-    // Inverse of fp8_tiled_offset: tile (tn, tk), then row and column inside it.
-    const int64_t tile = off >> 12, tn = tile / (kp >> 6), tk = tile - tn * (kp >> 6);
-    const int64_t r = tn * 64 + ((off >> 6) & 63), c = tk * 64 + (off & 63);
+    const TiledChunk at = tiled_chunk(i * 16, group_bytes, kp);
     uint4 v = make_uint4(0u, 0u, 0u, 0u);
-    if (r < n && c < k) v = *reinterpret_cast<const uint4*>(src + (g * n + r) * k + c);
-    *reinterpret_cast<uint4*>(dst + byte) = v;
+    if (at.r < n && at.c < k) v = *reinterpret_cast<const uint4*>(src + (at.g * n + at.r) * k + at.c);
+    *reinterpret_cast<uint4*>(dst + i * 16) = v;
   }
 }
 
@@ -27,12 +34,9 @@ __global__ void fp8_from_tiled_kernel(const uint8_t* __restrict__ src, uint8_t* 
                                       int k) {
   const int64_t kp = fp8_tiled_pad(k), group_bytes = fp8_tiled_group_bytes(n, k);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < chunks; i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t byte = i * 16;
-    const int64_t g = byte / group_bytes, off = byte - g * group_bytes;
-    const int64_t tile = off >> 12, tn = tile / (kp >> 6), tk = tile - tn * (kp >> 6);
-    const int64_t r = tn * 64 + ((off >> 6) & 63), c = tk * 64 + (off & 63);
-    if (r < n && c < k)
-      *reinterpret_cast<uint4*>(dst + (g * n + r) * k + c) = *reinterpret_cast<const uint4*>(src + byte);
+    const TiledChunk at = tiled_chunk(i * 16, group_bytes, kp);
+    if (at.r < n && at.c < k)
+      *reinterpret_cast<uint4*>(dst + (at.g * n + at.r) * k + at.c) = *reinterpret_cast<const uint4*>(src + i * 16);
   }
 }
 
