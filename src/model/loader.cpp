@@ -145,6 +145,7 @@ std::unique_ptr<Model> make_cuda_rank(const GptOssConfig& config, const GptOssWe
   cuda.expert_begin = static_cast<int>(shard.shard.experts.begin);
   cuda.num_local_experts = static_cast<int>(shard.shard.experts.size());
   cuda.vocab_shard_rows = vocab_shard_rows(replica, config);
+  cuda.vocab_rows = shard.shard.vocab.size();
   return std::make_unique<cuda::CudaModel>(shard.config, shard.weights, cuda);
 }
 
@@ -161,6 +162,7 @@ std::unique_ptr<Model> make_cuda_dummy_rank(const GptOssConfig& config, uint64_t
   cuda.expert_begin = static_cast<int>(shard.experts.begin);
   cuda.num_local_experts = static_cast<int>(shard.experts.size());
   cuda.vocab_shard_rows = vocab_shard_rows(replica, config);
+  cuda.vocab_rows = shard.vocab.size();
   return std::make_unique<cuda::CudaModel>(shard_config(config, shard), cuda::RandomWeights{seed}, cuda);
 }
 #endif

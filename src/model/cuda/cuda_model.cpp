@@ -72,12 +72,8 @@ CudaModel::CudaModel(GptOssConfig config, const GptOssWeights& host_weights, Cud
 
 CudaModel::CudaModel(GptOssConfig config, RandomWeights random, CudaOptions options)
     : CudaModel(std::move(config), options, [&](const GptOssConfig& c) {
-        const int64_t rank_vocab =
-            options.comm && options.vocab_shard_rows > 0
-                ? std::min<int64_t>(c.vocab_size, (options.comm->rank() + 1) * options.vocab_shard_rows) -
-                      std::min<int64_t>(c.vocab_size, options.comm->rank() * options.vocab_shard_rows)
-                : 0;
-        return CudaWeights::random(c, random.seed, options.weights, options.num_local_experts, rank_vocab);
+        return CudaWeights::random(c, random.seed, options.weights, options.num_local_experts,
+                                   options.vocab_shard_rows > 0 ? options.vocab_rows : 0);
       }) {}
 
 CudaModel::CudaModel(GptOssConfig config, CudaOptions options,

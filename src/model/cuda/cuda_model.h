@@ -50,8 +50,10 @@ struct CudaOptions {
   // Vocab-parallel unembedding (with comm): this rank's unembedding holds vocabulary rows
   // [rank · vocab_shard_rows, …) (model/sharding.h), so it computes those logits and the group gathers
   // every rank's into the full [rows, vocab] (all_gather, or on a group without one a sum of zero-padded
-  // slots: exact); 0 = this rank holds the whole unembedding.
+  // slots: exact); 0 = this rank holds the whole unembedding. vocab_rows: this rank's own rows
+  // (model/sharding.h RankShard::vocab; random weights are made of that size).
   int64_t vocab_shard_rows = 0;
+  int64_t vocab_rows = 0;
   // FP8 qkv/o linears of more rows than the decode GEMV takes run on cuBLASLt where it has an algorithm
   // (gemm_fp8_cublaslt.h: it measures faster than gemm_fp8 there), from a row-major copy of those weights
   // (+0.64 GiB for 20b); false: gemm_fp8 everywhere.
@@ -119,6 +121,8 @@ class CudaModel final : public Model {
   static constexpr int kMxfp4GemvMaxTokens = 64;
   // The stream path takes at most this many tokens (its workspace and 32-row tiles are sized for it).
   static constexpr int kMoeStreamMaxTokens = 128;
+  // MoeDecodePath::kAuto with FP8 experts streams up to this many tokens (the grouped GEMMs win at 128).
+  static constexpr int kMoeStreamAutoMaxTokensFp8 = 64;
   // Whether a step of num_tokens runs its experts on launch_moe_stream (CudaOptions::moe_decode).
   bool streams_experts(int num_tokens) const;
 

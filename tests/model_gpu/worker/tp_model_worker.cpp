@@ -69,6 +69,7 @@ int main(int argc, char** argv) {
     options.expert_begin = static_cast<int>(shard.shard.experts.begin);
     options.num_local_experts = static_cast<int>(shard.shard.experts.size());
     options.vocab_shard_rows = model::vocab_shard_rows(layout, checkpoint->config());
+    options.vocab_rows = shard.shard.vocab.size();
     model::cuda::CudaModel model(shard.config, shard.weights, options);
 
     // ---- prefill `prefix` positions of every sequence, then one token per step ----
