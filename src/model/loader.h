@@ -28,7 +28,7 @@ int64_t gpu_kv_cache_budget_bytes(double utilization, int64_t headroom_bytes = i
 
 // Backend options (weights and cuda_graphs: cuda only).
 struct ModelOptions {
-  std::string weights = "fp8";  // cuda weight format: "fp8" (128×128 block-scaled) or "bf16" (accuracy baseline)
+  std::string weights = "mxfp4";  // cuda weight format: "mxfp4" (experts as shipped, fp8 dense), "fp8" or "bf16"
   bool cuda_graphs = true;      // false = vLLM's --enforce-eager: no decode graphs
   // cuda: "cublaslt" (default) = the FP8 qkv/o linears above the decode GEMV's rows run on cuBLASLt where it
   // has an algorithm (it measures faster there: kernels/gemm_fp8_cublaslt.h); "gossamer" = our kernels
@@ -40,7 +40,7 @@ struct ModelOptions {
   std::string prefill_attention = "auto";
   // cuda: the experts of decode-sized steps (CudaOptions::moe_decode): "auto" (the weight-streaming grouped
   // GEMM where it measured faster: 9–64 tokens with FP8 experts, 9–128 with MXFP4), "gemv" (never) or
-  // "stream" (every step of ≤ 128 tokens).
+  // "stream" (every step of ≤ 4,096 tokens).
   std::string moe_decode = "auto";
   // Tensor/expert parallelism of the one replica loaded here (data_parallel is checked against the GPUs
   // present, then left to the caller: a replica per model). On cpu the ranks are simulated by threads;

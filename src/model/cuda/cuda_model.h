@@ -37,7 +37,7 @@ namespace gossamer::model::cuda {
 enum class MoeDecodePath : uint8_t { kAuto, kGemv, kStream };
 
 struct CudaOptions {
-  WeightFormat weights = WeightFormat::kFp8;
+  WeightFormat weights = WeightFormat::kMxfp4;  // the product default (docs/PERF.md, #15)
   bool cuda_graphs = true;  // replay decode steps as CUDA graphs
   // One rank of a tensor/expert-parallel group (the weights and config are the rank's shard:
   // model/shard_weights.h): the partial outputs of the O-projection and the experts are summed over
@@ -119,10 +119,12 @@ class CudaModel final : public Model {
   // --weights mxfp4: steps of up to this many tokens run the MXFP4 decode MoE in chunks of 8 tokens;
   // larger ones convert the layer's experts to FP8 for the grouped GEMMs.
   static constexpr int kMxfp4GemvMaxTokens = 64;
-  // The stream path takes at most this many tokens (its workspace and 32-row tiles are sized for it).
-  static constexpr int kMoeStreamMaxTokens = 128;
-  // MoeDecodePath::kAuto with FP8 experts streams up to this many tokens (the grouped GEMMs win at 128).
+  // --moe-decode stream streams steps of up to this many tokens (larger ones take the grouped GEMMs).
+  static constexpr int kMoeStreamMaxTokens = 4096;
+  // MoeDecodePath::kAuto streams up to this many tokens: with FP8 experts (the grouped GEMMs win at 128)
+  // and with MXFP4 experts (where converting the layer's experts to FP8 starts to pay).
   static constexpr int kMoeStreamAutoMaxTokensFp8 = 64;
+  static constexpr int kMoeStreamAutoMaxTokensMxfp4 = 128;
   // Whether a step of num_tokens runs its experts on launch_moe_stream (CudaOptions::moe_decode).
   bool streams_experts(int num_tokens) const;
 

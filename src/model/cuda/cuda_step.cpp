@@ -113,7 +113,8 @@ bool CudaModel::streams_experts(int num_tokens) const {
     case MoeDecodePath::kGemv: return false;
     case MoeDecodePath::kAuto: break;
   }
-  const int max_tokens = weights_.format == WeightFormat::kMxfp4 ? kMoeStreamMaxTokens : kMoeStreamAutoMaxTokensFp8;
+  const int max_tokens =
+      weights_.format == WeightFormat::kMxfp4 ? kMoeStreamAutoMaxTokensMxfp4 : kMoeStreamAutoMaxTokensFp8;
   return num_tokens > kernels::kGemvMaxRows && num_tokens <= max_tokens;
 }
 
