@@ -5,7 +5,7 @@
 # request under response_format json_object against none (alternating pairs). Logs go to $OUT.
 #   bash bench/run_load_h200.sh   (carry node_modules/tiktoken/encoders/o200k_base.json; SWEEP=64,256 picks the
 #   concurrencies, OUTLEN the output length, PPC the prompts per concurrency (2), SERVE_FLAGS extra serve flags for
-#   every server (e.g. --weights fp8), MULTITURN=none skips the prefix-caching pair)
+#   every server (e.g. --weights fp8), MULTITURN=none skips the prefix-caching pair, CONSTRAINED=none the constrained pairs)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/gossamer-load}
@@ -40,6 +40,7 @@ for pc in ${MULTITURN:-enable no-enable}; do
   curl -s http://127.0.0.1:$port/metrics | grep -E "prefix_cache_(queries|hits)" | head -4
   stop
 done
+[ "${CONSTRAINED:-json_object}" = none ] && { echo "== done ($(date +%T))"; exit 0; }
 echo "== constrained vs unconstrained, batch 64 ($(date +%T))"
 serve serve_constrained.log --max-num-seqs 64
 for rf in none json_object none json_object; do

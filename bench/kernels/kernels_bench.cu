@@ -567,6 +567,61 @@ void bench_gemv_mxfp4(const char* name, int M, int N, int K, GemmEpilogue epi) {
   row("gemv_mxfp4", shape, us, 2.0 * M * N * K, double(wbytes), base, "copy");
 }
 
+// ---- decode GEMV launch shapes (GemvFp8Params::stages / cluster) at the batch-1 and batch-8 shapes ----
+// Every (ring depth, cluster) pair against the launch's rule (the baseline column), FP8 and MXFP4 weights,
+// back to back with PDL as in a decode step: what the rule should pick. "4x" rows are one token's four
+// experts as one dense matrix (the grouped launch has the same CTAs: tiles × 4 slots).
+void bench_gemv_tune(const char* name, int M, int N, int K, GemmEpilogue epi, bool mxfp4) {
+  const size_t wbytes = mxfp4 ? size_t(mxfp4_tiled_group_bytes(N, K)) : size_t(fp8_tiled_group_bytes(N, K));
+  const int copies = copies_for(wbytes);
+  std::vector<std::unique_ptr<Buf>> w, sc;
+  for (int c = 0; c < copies; ++c) {
+    w.push_back(std::make_unique<Buf>(wbytes));
+    fill_fp8(*w.back());
+    sc.push_back(std::make_unique<Buf>(size_t((N + 127) / 128) * ((K + 127) / 128) * 4));
+    fill_f32(*sc.back(), 1e-3f, 2e-3f);
+  }
+  const int out_cols = epi == GemmEpilogue::kSwiGlu ? N / 2 : N;
+  Buf x(size_t(M) * K * 2), bias(size_t(N) * 2), out(size_t(M) * out_cols * 2);
+  fill_bf16(x, -2, 2);
+  fill_bf16(bias, -1, 1);
+  GemvFp8Params p;
+  p.x = x.as<uint16_t>();
+  p.ldx = K;
+  p.bias = bias.as<uint16_t>();
+  p.out = out.as<uint16_t>();
+  p.ldc = out_cols;
+  p.M = M;
+  p.N = N;
+  p.K = K;
+  p.epilogue = epi;
+  p.w_tiled = true;
+  auto time_shape = [&](int stages, int cluster) {
+    p.stages = stages;
+    p.cluster = cluster;
+    return time_us([&](int i) {
+      p.w = w[i % copies]->as<uint8_t>();
+      p.w_scales = sc[i % copies]->as<float>();
+      if (mxfp4) {
+        launch_gemv_mxfp4(gemv_mxfp4_params_of(p), nullptr);
+      } else {
+        launch_gemv_fp8(p, nullptr);
+      }
+    });
+  };
+  const double rule = time_shape(0, 0);
+  const std::string shape = std::string(mxfp4 ? "mxfp4 " : "fp8 ") + name + " M=" + std::to_string(M) +
+                            " N=" + std::to_string(N) + " K=" + std::to_string(K);
+  row("gemv rule", shape, rule, 2.0 * M * N * K, double(wbytes), 0, "copy");
+  for (const int stages : {2, 3, 4}) {
+    for (const int cluster : {1, 2, 4, 8}) {
+      char kernel[48];
+      std::snprintf(kernel, sizeof kernel, "gemv stages=%d cluster=%d", stages, cluster);
+      row(kernel, shape, time_shape(stages, cluster), 2.0 * M * N * K, double(wbytes), rule, "copy");
+    }
+  }
+}
+
 // The MoE decode block with MXFP4 experts vs the same block with FP8 experts (tile-major), as
 // bench_moe_decode. GB/s counts the touched experts' MXFP4 bytes (assumed distinct).
 void bench_moe_decode_mxfp4(int T, int E) {
@@ -953,6 +1008,16 @@ int main(int argc, char** argv) {
     bench_gemv_mxfp4("4x gate_up", 1, 4 * 5760, 2880, GemmEpilogue::kSwiGlu);  // one token's 4 experts, dense
     for (const gpt_oss::MoeCase& m : gpt_oss::kMoeDecode) bench_moe_decode_mxfp4(m.tokens, m.experts);
     for (const int t : {2, 8}) bench_moe_decode_mxfp4(t, 32);
+  }
+  if (only == "gemv-tune") {
+    for (const int M : {1, 8}) {
+      bench_gemv_tune("qkv", M, 5120, 2880, GemmEpilogue::kBias, false);
+      bench_gemv_tune("o", M, 2880, 4096, GemmEpilogue::kBias, false);
+      bench_gemv_tune("4x gate_up", M, 4 * 5760, 2880, GemmEpilogue::kSwiGlu, true);
+      bench_gemv_tune("4x down", M, 4 * 2880, 2880, GemmEpilogue::kBias, true);
+    }
+    bench_gemv_tune("4x gate_up", 1, 4 * 5760, 2880, GemmEpilogue::kSwiGlu, false);
+    bench_gemv_tune("4x down", 1, 4 * 2880, 2880, GemmEpilogue::kBias, false);
   }
   if (want("moe-stream")) {  // the weight-streaming decode MoE vs the current path, FP8 and MXFP4 experts
     for (const int E : {32, 128}) {

@@ -57,6 +57,11 @@ struct GemvFp8Params {
   int K = 0;                        // multiple of 16
   GemmEpilogue epilogue = GemmEpilogue::kBias;
   bool programmatic_launch = true;  // PDL (see above)
+  // Launch shape, 0 = the launch's rule (the product leaves both 0; `gossamer_kernels_bench gemv-tune` sweeps
+  // them): the cp.async ring depth per warp, 2–4 K steps (3, 2 or 1 CTAs per SM), and the cluster size that
+  // splits K (1, 2, 4 or 8).
+  int stages = 0;
+  int cluster = 0;
   // ---- grouped (MoE decode) mode: topk_ids non-null; num_groups = num_local_experts ----
   const int32_t* topk_ids = nullptr;  // [num_pairs] global expert id of pair p (moe_route output)
   int num_pairs = 0;                  // 1..kGemvMaxPairs

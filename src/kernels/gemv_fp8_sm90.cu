@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <type_traits>
 
 #include "kernels/cuda_utils.h"
 #include "kernels/fp8_tiled.h"
@@ -40,14 +41,16 @@ namespace cg = cooperative_groups;
 
 constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
-constexpr int kMinCtasPerSm = 2;  // __launch_bounds__ target (≤ 128 registers per thread)
 constexpr int kTileRows = 64;     // output rows per cluster: 4 MMA tiles of 16
 constexpr int kNTiles = kTileRows / 16;
 constexpr int kKStep = 64;                                  // K columns per warp step: 4 lanes × 16 bytes
-constexpr int kStages = 3;                                  // K steps each warp keeps in flight (cp.async ring)
 constexpr int kChunks = kNTiles * 2;                        // 16-byte weight chunks per lane per K step
 constexpr int kStageBytes = kChunks * 32 * 16;              // 4 KiB per warp and K step
-constexpr int kSmemBytes = kWarps * kStages * kStageBytes;  // 96 KiB (dynamic)
+// The cp.async ring depth (K steps in flight per warp) and what follows from it: 2 stages fit three CTAs
+// per SM, 3 two (the default), 4 one. Launch-time choices (GemvFp8Params::stages).
+constexpr int kDefaultStages = 3;
+constexpr int smem_bytes(int stages) { return kWarps * stages * kStageBytes; }
+constexpr int min_ctas_per_sm(int stages) { return stages <= 2 ? 3 : stages == 3 ? 2 : 1; }
 constexpr int kMaxCluster = 8;                              // portable cluster size
 constexpr int kRedStride = kTileRows + 4;                   // 68: the partial-sum stores below are bank-conflict free
 
@@ -101,8 +104,8 @@ __device__ __forceinline__ void x_fragment(uint32_t (&x)[8], float& inv_even, fl
 }
 
 // grid: x = tiles × cluster (a cluster's CTAs are consecutive in x), y = expert slot (grouped) or 1.
-template <bool kSwiGlu>
-__global__ void __launch_bounds__(kThreads, kMinCtasPerSm)
+template <bool kSwiGlu, int kStages>
+__global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kStages))
     gemv_fp8_kernel(const GemvFp8Params p, int cluster, int k_steps) {
   // Dynamic: the warps' cp.async rings [warp][stage][chunk][lane] (16 bytes each); after the main loop the
   // same bytes hold the partial sums.
@@ -316,18 +319,19 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm)
   if (cluster > 1) cg::this_cluster().sync();  // keep `part` alive until rank 0 has read it
 }
 
-static_assert(kSmemBytes >= (kWarps + 1) * kGemvMaxRows * kRedStride * static_cast<int>(sizeof(float)),
+static_assert(smem_bytes(2) >= (kWarps + 1) * kGemvMaxRows * kRedStride * static_cast<int>(sizeof(float)),
               "the reduction buffers overlay the rings");
 
 // Opts the kernel into 96 KiB of dynamic shared memory, once per device (a function attribute, not a
 // stream operation: fine during graph capture; a repeated call is harmless).
-template <bool kSwiGlu>
+template <bool kSwiGlu, int kStages>
 void prepare_kernel(int device) {
   static std::atomic<uint64_t> done{0};
   const uint64_t bit = uint64_t(1) << (device & 63);
   if (done.load(std::memory_order_acquire) & bit) return;
   GOSSAMER_CUDA_CHECK(
-      cudaFuncSetAttribute(gemv_fp8_kernel<kSwiGlu>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+      cudaFuncSetAttribute(gemv_fp8_kernel<kSwiGlu, kStages>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           smem_bytes(kStages)));
   done.fetch_or(bit, std::memory_order_release);
 }
 
@@ -363,19 +367,26 @@ void launch_gemv_fp8(const GemvFp8Params& p, cudaStream_t stream) {
   GOSSAMER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const int k_steps = ceil_div(p.K, kKStep);
   const int tiles = ceil_div(p.N, kTileRows);
-  // Split K over a cluster while the grid still fits in one wave of kMinCtasPerSm CTAs per SM and every
-  // warp keeps at least one K step.
-  const int64_t capacity = static_cast<int64_t>(sms) * kMinCtasPerSm;
+  // The launch shape (H200, 2026-12-01, `gossamer_kernels_bench gemv-tune`, docs/PERF.md): split K over a
+  // cluster while the grid stays within one CTA per SM and every warp keeps two K steps; a grid of at most one
+  // CTA per SM takes the deeper ring (4 stages, one CTA per SM: qkv 8.7 → 7.5 µs at batch 1), larger grids 3.
+  GOSSAMER_CHECK(p.stages == 0 || (p.stages >= 2 && p.stages <= 4), "gemv_fp8: stages ", p.stages, " not in 2..4");
+  GOSSAMER_CHECK(p.cluster == 0 || p.cluster == 1 || p.cluster == 2 || p.cluster == 4 || p.cluster == 8,
+                 "gemv_fp8: cluster ", p.cluster, " not 1, 2, 4 or 8");
   int cluster = 1;
-  while (cluster < kMaxCluster && static_cast<int64_t>(tiles) * slots * cluster * 2 <= capacity &&
+  while (p.cluster == 0 && cluster < kMaxCluster && static_cast<int64_t>(tiles) * slots * cluster * 2 <= sms &&
          k_steps >= 2 * cluster * kWarps) {
     cluster *= 2;
   }
+  if (p.cluster != 0) cluster = p.cluster;
+  const int stages = p.stages != 0                                         ? p.stages
+                     : static_cast<int64_t>(tiles) * slots * cluster <= sms ? 4
+                                                                            : kDefaultStages;
 
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(tiles * cluster), static_cast<unsigned>(slots), 1);
   cfg.blockDim = dim3(kThreads, 1, 1);
-  cfg.dynamicSmemBytes = kSmemBytes;
+  cfg.dynamicSmemBytes = smem_bytes(stages);
   cfg.stream = stream;
   cudaLaunchAttribute attrs[2];
   unsigned num_attrs = 0;
@@ -393,12 +404,22 @@ void launch_gemv_fp8(const GemvFp8Params& p, cudaStream_t stream) {
   }
   cfg.attrs = attrs;
   cfg.numAttrs = num_attrs;
+  // One instantiation per (epilogue, ring depth).
+  auto launch = [&](auto swiglu_tag, auto stages_tag) {
+    constexpr bool kSwiGlu = decltype(swiglu_tag)::value;
+    constexpr int kStages = decltype(stages_tag)::value;
+    prepare_kernel<kSwiGlu, kStages>(device);
+    GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv_fp8_kernel<kSwiGlu, kStages>, p, cluster, k_steps));
+  };
+  auto with_stages = [&](auto swiglu_tag) {
+    if (stages == 2) return launch(swiglu_tag, std::integral_constant<int, 2>{});
+    if (stages == 3) return launch(swiglu_tag, std::integral_constant<int, 3>{});
+    launch(swiglu_tag, std::integral_constant<int, 4>{});
+  };
   if (swiglu) {
-    prepare_kernel<true>(device);
-    GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv_fp8_kernel<true>, p, cluster, k_steps));
+    with_stages(std::true_type{});
   } else {
-    prepare_kernel<false>(device);
-    GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv_fp8_kernel<false>, p, cluster, k_steps));
+    with_stages(std::false_type{});
   }
 }
 

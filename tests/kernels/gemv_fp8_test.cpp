@@ -130,6 +130,53 @@ TEST(GemvFp8Kernel, MatchesReference) {
   }
 }
 
+// Every launch shape the bench sweeps (GemvFp8Params::stages × cluster) gives the reference's result.
+TEST(GemvFp8Kernel, EveryLaunchShapeMatchesReference) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(23);
+  const int n = 1000, k = 2880, m = 3;
+  auto w = random_fp8_bytes(size_t(n) * k, rng);
+  auto ws = random_scales(scale_count(1, n, k), rng, 0.0005f, 0.002f);
+  auto bias = random_bf16(n, rng, 1.0f);
+  auto x = random_bf16(size_t(m) * k, rng, 1.0f);
+  DeviceBuffer<uint8_t> dwt(tiled(w, 1, n, k));
+  DeviceBuffer<float> dws(ws);
+  DeviceBuffer<uint16_t> dbias(bias), dx(x), dout(size_t(m) * n);
+  GemvFp8Params p;
+  p.x = dx.get();
+  p.ldx = k;
+  p.w = dwt.get();
+  p.w_tiled = true;
+  p.w_scales = dws.get();
+  p.bias = dbias.get();
+  p.out = dout.get();
+  p.ldc = n;
+  p.M = m;
+  p.N = n;
+  p.K = k;
+  std::vector<uint16_t> ref(dout.size(), 0xFFFF);
+  GemvFp8Params r = p;
+  r.x = x.data();
+  r.w = w.data();
+  r.w_tiled = false;
+  r.w_scales = ws.data();
+  r.bias = bias.data();
+  r.out = ref.data();
+  gemv_fp8_cpu(r);
+  for (const int stages : {2, 3, 4}) {
+    for (const int cluster : {1, 2, 4, 8}) {
+      dout.poison();
+      p.stages = stages;
+      p.cluster = cluster;
+      launch_gemv_fp8(p, nullptr);
+      const double err = rel_error(block(dout.download(), m, n, n), block(ref, m, n, n));
+      const std::string shape = "stages=" + std::to_string(stages) + " cluster=" + std::to_string(cluster);
+      report("gemv_fp8 launch shape", shape, err, kTolBf16);
+      EXPECT_LT(err, kTolBf16) << shape;
+    }
+  }
+}
+
 // Activation rows of very different magnitudes (beyond the f16 range and far below it), and chunks of
 // very different magnitudes inside one row: the per-chunk power-of-two staging must keep each row exact.
 TEST(GemvFp8Kernel, ActivationRange) {

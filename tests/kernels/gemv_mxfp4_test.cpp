@@ -163,6 +163,47 @@ TEST(GemvMxfp4Kernel, MatchesReference) {
   }
 }
 
+// Every launch shape the bench sweeps (GemvMxfp4Params::stages × cluster) gives the reference's result.
+TEST(GemvMxfp4Kernel, EveryLaunchShapeMatchesReference) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(37);
+  const int n = 1000, k = 2880, m = 3;
+  const Mx w = random_mx(1, n, k, rng);
+  auto bias = random_bf16(n, rng, 1.0f);
+  auto x = random_bf16(size_t(m) * k, rng, 1.0f);
+  DeviceBuffer<uint8_t> dw(w.tiled);
+  DeviceBuffer<uint16_t> dbias(bias), dx(x), dout(size_t(m) * n);
+  GemvMxfp4Params p;
+  p.x = dx.get();
+  p.ldx = k;
+  p.w = dw.get();
+  p.bias = dbias.get();
+  p.out = dout.get();
+  p.ldc = n;
+  p.M = m;
+  p.N = n;
+  p.K = k;
+  std::vector<uint16_t> ref(dout.size(), 0xFFFF);
+  GemvMxfp4Params r = p;
+  r.x = x.data();
+  r.w = w.tiled.data();
+  r.bias = bias.data();
+  r.out = ref.data();
+  gemv_mxfp4_cpu(r);
+  for (const int stages : {2, 3, 4}) {
+    for (const int cluster : {1, 2, 4, 8}) {
+      dout.poison();
+      p.stages = stages;
+      p.cluster = cluster;
+      launch_gemv_mxfp4(p, nullptr);
+      const double err = rel_error(block(dout.download(), m, n, n), block(ref, m, n, n));
+      const std::string shape = "stages=" + std::to_string(stages) + " cluster=" + std::to_string(cluster);
+      report("gemv_mxfp4 launch shape", shape, err, kTolBf16);
+      EXPECT_LT(err, kTolBf16) << shape;
+    }
+  }
+}
+
 // Rows of very different magnitudes and chunks of very different magnitudes inside a row.
 TEST(GemvMxfp4Kernel, ActivationRange) {
   GOSSAMER_REQUIRE_GPU();

@@ -37,7 +37,7 @@ namespace gossamer::model::cuda {
 enum class MoeDecodePath : uint8_t { kAuto, kGemv, kStream };
 
 struct CudaOptions {
-  WeightFormat weights = WeightFormat::kMxfp4;  // the product default (docs/PERF.md, #15)
+  WeightFormat weights = WeightFormat::kFp8;
   bool cuda_graphs = true;  // replay decode steps as CUDA graphs
   // One rank of a tensor/expert-parallel group (the weights and config are the rank's shard:
   // model/shard_weights.h): the partial outputs of the O-projection and the experts are summed over
@@ -63,7 +63,7 @@ struct CudaOptions {
   // Which decode-sized steps run the FP8 or MXFP4 experts on the weight-streaming grouped GEMM
   // (kernels/moe.h launch_moe_stream) instead of the GEMV decode MoE (≤ 8 tokens, MXFP4 in chunks of 8 up
   // to kMxfp4GemvMaxTokens) or the FP8 expert GEMMs: kAuto where it measured faster on the H200
-  // (2026-12-01, docs/PERF.md: it loses at 1–8 tokens, wins at 16–64, and at 128 only with MXFP4), kStream
+  // (2026-12-01, docs/PERF.md: it loses at 1–8 tokens, wins at 16–64, and at 128–512 only with MXFP4), kStream
   // every step of ≤ kMoeStreamMaxTokens, kGemv never (A/B runs).
   MoeDecodePath moe_decode = MoeDecodePath::kAuto;
 };
@@ -122,9 +122,10 @@ class CudaModel final : public Model {
   // --moe-decode stream streams steps of up to this many tokens (larger ones take the grouped GEMMs).
   static constexpr int kMoeStreamMaxTokens = 4096;
   // MoeDecodePath::kAuto streams up to this many tokens: with FP8 experts (the grouped GEMMs win at 128)
-  // and with MXFP4 experts (where converting the layer's experts to FP8 starts to pay).
+  // and with MXFP4 experts (converting the layer's experts to FP8 for the grouped GEMMs wins from 1,024:
+  // H200, 2026-12-01, docs/PERF.md).
   static constexpr int kMoeStreamAutoMaxTokensFp8 = 64;
-  static constexpr int kMoeStreamAutoMaxTokensMxfp4 = 128;
+  static constexpr int kMoeStreamAutoMaxTokensMxfp4 = 512;
   // Whether a step of num_tokens runs its experts on launch_moe_stream (CudaOptions::moe_decode).
   bool streams_experts(int num_tokens) const;
 

@@ -1,9 +1,9 @@
 // gpt-oss weights on the GPU in a serving format:
-//  - kFp8: attention linears and the unembedding as FP8 e4m3 with 128×128 fp32 block scales,
+//  - kFp8 (default): attention linears and the unembedding as FP8 e4m3 with 128×128 fp32 block scales,
 //    experts converted from MXFP4 to the same format on the GPU; the router stays bf16 (2880 × E: a
 //    negligible read, and FP8 router logits flip top-4 choices: docs/model-checkpoints-and-backends.md).
 //  - kBf16 (the accuracy baseline): every linear and expert in bf16 (MXFP4 decoded exactly on the host).
-//  - kMxfp4 (the default):  dense linears, router and unembedding as in kFp8; the experts stay
+//  - kMxfp4 (--weights mxfp4):  dense linears, router and unembedding as in kFp8; the experts stay
 //    the checkpoint's MXFP4 (4.25 bits per weight), relaid tile-major (kernels/mxfp4_tiled.h) for the
 //    MXFP4 decode GEMV; prefill steps convert one layer's experts at a time to FP8 (a scratch of the model).
 // Norms and biases are bf16, sinks fp32, in both formats.
