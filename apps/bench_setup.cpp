@@ -14,7 +14,8 @@ void ModelChoice::add_options(CLI::App& cli) {
   cli.add_option("--gpu-memory-limit-gib", gpu_memory_limit_gib,
                  "cuda: behave as a GPU of this many GiB (e.g. 80 on an H200); 0 = the whole GPU")
       ->check(CLI::NonNegativeNumber);
-  cli.add_option("--weights", options.weights, "cuda weight format: fp8 (default) | mxfp4 (MXFP4 experts kept as shipped) | bf16")
+  cli.add_option("--weights", options.weights,
+                 "cuda weight format: fp8 (default) | mxfp4 (MXFP4 experts kept as shipped) | bf16")
       ->check(CLI::IsMember({"fp8", "bf16", "mxfp4"}));
   cli.add_flag(
       "--enforce-eager", [this](int64_t) { options.cuda_graphs = false; }, "no CUDA graphs for decode steps");

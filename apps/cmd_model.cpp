@@ -70,7 +70,8 @@ int run_logits(int argc, char** argv) {
   cli.add_option("--output", output, "output .npy path")->required();
   cli.add_option("--device", device, "cpu | cuda");
   model::ModelOptions options;
-  cli.add_option("--weights", options.weights, "cuda weight format: fp8 (default) | mxfp4 (MXFP4 experts kept as shipped) | bf16")
+  cli.add_option("--weights", options.weights,
+                 "cuda weight format: fp8 (default) | mxfp4 (MXFP4 experts kept as shipped) | bf16")
       ->check(CLI::IsMember({"fp8", "bf16", "mxfp4"}));
   add_parallel_flags(cli, options.layout);
   add_rank_flags(cli, options);
@@ -102,7 +103,8 @@ int run_generate(int argc, char** argv) {
   cli.add_option("--max-tokens", max_tokens, "tokens to generate")->check(CLI::NonNegativeNumber);
   cli.add_option("--device", device, "cpu | cuda");
   model::ModelOptions options;
-  cli.add_option("--weights", options.weights, "cuda weight format: fp8 (default) | mxfp4 (MXFP4 experts kept as shipped) | bf16")
+  cli.add_option("--weights", options.weights,
+                 "cuda weight format: fp8 (default) | mxfp4 (MXFP4 experts kept as shipped) | bf16")
       ->check(CLI::IsMember({"fp8", "bf16", "mxfp4"}));
   cli.add_flag(
       "--enforce-eager", [&](int64_t) { options.cuda_graphs = false; }, "no CUDA graphs for decode steps");

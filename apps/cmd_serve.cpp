@@ -69,9 +69,9 @@ int run_serve(int argc, char** argv) {
       ->envname("GOSSAMER_DEVICE")
       ->group("Model");
   model::ModelOptions model_options;
-  cli.add_option(
-         "--weights", model_options.weights,
-         "cuda weight format: fp8 (default: 128x128 block-scaled FP8) | mxfp4 (MXFP4 experts as shipped, fp8 dense: faster decode at 2-512 rows, slower steps of 129-8k tokens) | bf16 (accuracy baseline)")
+  cli.add_option("--weights", model_options.weights,
+                 "cuda weight format: fp8 (default: 128x128 block-scaled FP8) | mxfp4 (MXFP4 experts as shipped, fp8 "
+                 "dense: faster decode at 2-512 rows, slower steps of 129-8k tokens) | bf16 (accuracy baseline)")
       ->check(CLI::IsMember({"fp8", "bf16", "mxfp4"}))
       ->group("Model");
   cli.add_flag(

@@ -41,18 +41,22 @@ namespace cg = cooperative_groups;
 
 constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
-constexpr int kTileRows = 64;     // output rows per cluster: 4 MMA tiles of 16
+constexpr int kTileRows = 64;  // output rows per cluster: 4 MMA tiles of 16
 constexpr int kNTiles = kTileRows / 16;
-constexpr int kKStep = 64;                                  // K columns per warp step: 4 lanes × 16 bytes
-constexpr int kChunks = kNTiles * 2;                        // 16-byte weight chunks per lane per K step
-constexpr int kStageBytes = kChunks * 32 * 16;              // 4 KiB per warp and K step
+constexpr int kKStep = 64;                      // K columns per warp step: 4 lanes × 16 bytes
+constexpr int kChunks = kNTiles * 2;            // 16-byte weight chunks per lane per K step
+constexpr int kStageBytes = kChunks * 32 * 16;  // 4 KiB per warp and K step
 // The cp.async ring depth (K steps in flight per warp) and what follows from it: 2 stages fit three CTAs
 // per SM, 3 two (the default), 4 one. Launch-time choices (GemvFp8Params::stages).
 constexpr int kDefaultStages = 3;
-constexpr int smem_bytes(int stages) { return kWarps * stages * kStageBytes; }
-constexpr int min_ctas_per_sm(int stages) { return stages <= 2 ? 3 : stages == 3 ? 2 : 1; }
-constexpr int kMaxCluster = 8;                              // portable cluster size
-constexpr int kRedStride = kTileRows + 4;                   // 68: the partial-sum stores below are bank-conflict free
+constexpr int smem_bytes(int stages) {
+  return kWarps * stages * kStageBytes;
+}
+constexpr int min_ctas_per_sm(int stages) {
+  return stages <= 2 ? 3 : stages == 3 ? 2 : 1;
+}
+constexpr int kMaxCluster = 8;             // portable cluster size
+constexpr int kRedStride = kTileRows + 4;  // 68: the partial-sum stores below are bank-conflict free
 
 // ---- device helpers ----
 
@@ -329,9 +333,8 @@ void prepare_kernel(int device) {
   static std::atomic<uint64_t> done{0};
   const uint64_t bit = uint64_t(1) << (device & 63);
   if (done.load(std::memory_order_acquire) & bit) return;
-  GOSSAMER_CUDA_CHECK(
-      cudaFuncSetAttribute(gemv_fp8_kernel<kSwiGlu, kStages>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           smem_bytes(kStages)));
+  GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(gemv_fp8_kernel<kSwiGlu, kStages>,
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes(kStages)));
   done.fetch_or(bit, std::memory_order_release);
 }
 
@@ -379,7 +382,7 @@ void launch_gemv_fp8(const GemvFp8Params& p, cudaStream_t stream) {
     cluster *= 2;
   }
   if (p.cluster != 0) cluster = p.cluster;
-  const int stages = p.stages != 0                                         ? p.stages
+  const int stages = p.stages != 0                                          ? p.stages
                      : static_cast<int64_t>(tiles) * slots * cluster <= sms ? 4
                                                                             : kDefaultStages;
 

@@ -35,7 +35,7 @@ struct GemvMxfp4Params {
   int K = 0;  // multiple of 32
   GemmEpilogue epilogue = GemmEpilogue::kBias;
   bool programmatic_launch = true;
-  int stages = 0;   // launch shape, as GemvFp8Params (0 = the rule)
+  int stages = 0;  // launch shape, as GemvFp8Params (0 = the rule)
   int cluster = 0;
   // ---- grouped (MoE decode) mode, as GemvFp8Params ----
   const int32_t* topk_ids = nullptr;

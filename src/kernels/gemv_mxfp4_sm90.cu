@@ -40,14 +40,18 @@ constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
 constexpr int kTileRows = kMxfp4TileRows;  // 64 output rows per cluster: 4 MMA tiles of 16
 constexpr int kNTiles = kTileRows / 16;
-constexpr int kKStep = kMxfp4TileCols;  // 128 K columns per warp step
-constexpr int kChunks = 8;                                  // 16-byte code units per lane per step (rows g + 8c)
-constexpr int kStageBytes = kMxfp4TileBytes;                // 4352
+constexpr int kKStep = kMxfp4TileCols;        // 128 K columns per warp step
+constexpr int kChunks = 8;                    // 16-byte code units per lane per step (rows g + 8c)
+constexpr int kStageBytes = kMxfp4TileBytes;  // 4352
 // The cp.async ring depth (K steps in flight per warp) and what follows from it: 2 stages fit three CTAs
 // per SM, 3 two (the default), 4 one. Launch-time choices (GemvFp8Params::stages).
 constexpr int kDefaultStages = 3;
-constexpr int smem_bytes(int stages) { return kWarps * stages * kStageBytes; }
-constexpr int min_ctas_per_sm(int stages) { return stages <= 2 ? 3 : stages == 3 ? 2 : 1; }
+constexpr int smem_bytes(int stages) {
+  return kWarps * stages * kStageBytes;
+}
+constexpr int min_ctas_per_sm(int stages) {
+  return stages <= 2 ? 3 : stages == 3 ? 2 : 1;
+}
 constexpr int kMaxCluster = 8;
 constexpr int kRedStride = kTileRows + 4;
 
@@ -308,9 +312,8 @@ void prepare_kernel(int device) {
   static std::atomic<uint64_t> done{0};
   const uint64_t bit = uint64_t(1) << (device & 63);
   if (done.load(std::memory_order_acquire) & bit) return;
-  GOSSAMER_CUDA_CHECK(
-      cudaFuncSetAttribute(gemv_mxfp4_kernel<kSwiGlu, kStages>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           smem_bytes(kStages)));
+  GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(gemv_mxfp4_kernel<kSwiGlu, kStages>,
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes(kStages)));
   done.fetch_or(bit, std::memory_order_release);
 }
 

@@ -28,8 +28,9 @@ int64_t gpu_kv_cache_budget_bytes(double utilization, int64_t headroom_bytes = i
 
 // Backend options (weights and cuda_graphs: cuda only).
 struct ModelOptions {
-  std::string weights = "fp8";  // cuda weight format: "fp8" (128×128 block-scaled), "mxfp4" (experts as shipped) or "bf16"
-  bool cuda_graphs = true;      // false = vLLM's --enforce-eager: no decode graphs
+  std::string weights =
+      "fp8";                // cuda weight format: "fp8" (128×128 block-scaled), "mxfp4" (experts as shipped) or "bf16"
+  bool cuda_graphs = true;  // false = vLLM's --enforce-eager: no decode graphs
   // cuda: "cublaslt" (default) = the FP8 qkv/o linears above the decode GEMV's rows run on cuBLASLt where it
   // has an algorithm (it measures faster there: kernels/gemm_fp8_cublaslt.h); "gossamer" = our kernels
   // everywhere (for A/B runs).
