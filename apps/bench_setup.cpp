@@ -134,10 +134,21 @@ std::optional<DecodeSetup> prepare_decode(model::Model& model, int64_t context, 
 }
 
 double decode_seconds_per_step(model::Model& model, const DecodeSetup& setup, int warmup, int steps) {
+  // The engine's step: sampled on the device where the backend can (greedy; only token ids come back),
+  // else the logits to the host. Copying B × 201,088 logits to the host would time PCIe, not the model.
+  const bool sampled = model.samples_on_device();
   std::vector<float> logits;
-  for (int i = 0; i < warmup; ++i) model.forward(setup.step(i), logits);
+  std::vector<int32_t> tokens;
+  std::vector<model::RowSampling> rows;
+  auto run = [&](int i) {
+    const model::ForwardBatch batch = setup.step(i);
+    if (!sampled) return model.forward(batch, logits);
+    rows.assign(static_cast<size_t>(setup.batch), model::RowSampling{});  // one logits row per sequence (kLast)
+    model.forward_sample(batch, rows, tokens);
+  };
+  for (int i = 0; i < warmup; ++i) run(i);
   const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < steps; ++i) model.forward(setup.step(warmup + i), logits);
+  for (int i = 0; i < steps; ++i) run(warmup + i);
   return bench_seconds_since(start) / steps;
 }
 

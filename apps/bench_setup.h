@@ -59,7 +59,8 @@ struct DecodeSetup {
 // `kv_gib` set to what it would take.
 std::optional<DecodeSetup> prepare_decode(model::Model& model, int64_t context, int32_t batch, int max_steps, bool ring,
                                           double budget_gib, uint64_t token_seed, double* kv_gib = nullptr);
-// Mean seconds of `steps` forward passes (steps warmup …) after `warmup` untimed ones (steps 0 …).
+// Mean seconds of `steps` decode steps (steps warmup …) after `warmup` untimed ones (steps 0 …): greedy
+// sampling on the device where the backend samples there (the engine's path), else forward() to host logits.
 double decode_seconds_per_step(model::Model& model, const DecodeSetup& setup, int warmup, int steps);
 
 }  // namespace gossamer::app

@@ -9,10 +9,11 @@
 //
 // Exactness (gemv_mxfp4_sm90.cu): fp4 → f16 is exact (a bit placement: f16 = fp4 · 2^-14); x is scaled
 // into f16 per (x row, 128 columns) as in gemv_fp8.h (exact for elements ≥ 2^-28 of the chunk's largest);
-// each MX block's 32-column partial is its own pair of MMAs (fp32 accumulate), multiplied in fp32 by
-// 2^(e − 127 + 14) · (x's inverse factor) — a power of two, exact while it stays a normal fp32 (e ≤ 240
-// for |x| ≤ 1) — and added to the fp32 sum. So the only roundings are fp32 accumulation and the final
-// bf16, the same as the reference gemv_mxfp4_cpu (which sums each block in fp32, scales it, and adds).
+// each MX block's 32-column partial is its own pair of MMAs (fp32 accumulate), multiplied in fp32 by its
+// 2^(e − 127 + 14) and summed over the 128-column step, and the step's sum by x's inverse factor — powers
+// of two, exact while the sums stay finite (E8M0 codes e ≤ 232) — then added to the fp32 sum. So the only
+// roundings are fp32 accumulation and the final bf16, the same as the reference gemv_mxfp4_cpu (which sums
+// each block in fp32, scales it, and adds).
 #pragma once
 
 #include <cstdint>
