@@ -11,7 +11,7 @@
 // experts (--weights mxfp4) steps of ≤ kMxfp4GemvMaxTokens read them as MXFP4 (the decode MoE, 8 tokens
 // at a time); larger steps first convert the layer's experts to FP8 (kernels/mxfp4_tiled.h) into a
 // scratch of the model, then run the FP8 expert GEMMs. Steps that CudaModel::streams_experts picks (by
-// default 9–64 tokens with FP8 experts, 9–128 with MXFP4) run the experts of either format on the
+// default 9–64 tokens with FP8 experts, 9–512 with MXFP4) run the experts of either format on the
 // weight-streaming grouped GEMM (kernels/moe.h launch_moe_stream) instead. Pure decode
 // steps (one new token per sequence, ≤ kMaxGraphBatch sequences) replay a CUDA graph captured once per
 // padded batch size; padding sequences compute on a scratch KV block that no caller can own.
@@ -115,7 +115,7 @@ class CudaModel final : public Model {
   // Decode steps replayed from graphs so far (for tests and benchmarks).
   int64_t graph_replays() const { return graph_replays_; }
 
-  static constexpr int kMaxGraphBatch = 256;
+  static constexpr int kMaxGraphBatch = 1024;  // --max-num-seqs 1024 decodes in graphs too (#14)
   // --weights mxfp4: steps of up to this many tokens run the MXFP4 decode MoE in chunks of 8 tokens;
   // larger ones convert the layer's experts to FP8 for the grouped GEMMs.
   static constexpr int kMxfp4GemvMaxTokens = 64;
