@@ -9,8 +9,8 @@
 // Paths of a step: rows ≤ 8 (decode) use weight-only GEMVs (activations stay bf16), larger steps the
 // FP8 GEMMs with per-token 1×128 activation quantization (or the bf16 GEMMs in bf16 mode). With MXFP4
 // experts (--weights mxfp4) steps of ≤ kMxfp4GemvMaxTokens read them as MXFP4 (the decode MoE, 8 tokens
-// at a time); larger steps first convert the layer's experts to FP8 (kernels/mxfp4_tiled.h) into a
-// scratch of the model, then run the FP8 expert GEMMs. Steps that CudaModel::streams_experts picks (by
+// at a time); larger steps run the FP8 expert GEMMs on them as stored, each weight block dequantized on
+// chip (kernels/gemm_fp8.h b_mxfp4). Steps that CudaModel::streams_experts picks (by
 // default 9–64 tokens with FP8 experts, 9–128 with MXFP4) run the experts of either format on the
 // weight-streaming grouped GEMM (kernels/moe.h launch_moe_stream) instead. Pure decode
 // steps (one new token per sequence, ≤ kMaxGraphBatch sequences) replay a CUDA graph captured once per
@@ -117,12 +117,13 @@ class CudaModel final : public Model {
 
   static constexpr int kMaxGraphBatch = 256;
   // --weights mxfp4: steps of up to this many tokens run the MXFP4 decode MoE in chunks of 8 tokens;
-  // larger ones convert the layer's experts to FP8 for the grouped GEMMs.
+  // larger ones the grouped FP8 GEMMs on the MXFP4 experts (measured before those read MXFP4 directly).
   static constexpr int kMxfp4GemvMaxTokens = 64;
   // --moe-decode stream streams steps of up to this many tokens (larger ones take the grouped GEMMs).
   static constexpr int kMoeStreamMaxTokens = 4096;
   // MoeDecodePath::kAuto streams up to this many tokens: with FP8 experts (the grouped GEMMs win at 128)
-  // and with MXFP4 experts (where converting the layer's experts to FP8 starts to pay).
+  // and with MXFP4 experts (where converting the layer's experts to FP8 started to pay; measured before the
+  // grouped GEMMs read MXFP4 directly).
   static constexpr int kMoeStreamAutoMaxTokensFp8 = 64;
   static constexpr int kMoeStreamAutoMaxTokensMxfp4 = 128;
   // Whether a step of num_tokens runs its experts on launch_moe_stream (CudaOptions::moe_decode).
@@ -218,9 +219,6 @@ class CudaModel final : public Model {
   // Vocab-parallel unembedding: this rank's logits [rows, vocab_shard_rows] and every rank's slot
   // [world, rows · vocab_shard_rows] bf16.
   DeviceBuffer vocab_local_, vocab_slots_;
-  // --weights mxfp4: one layer's experts converted to FP8 for steps of more than kGemvMaxRows tokens
-  // (tile-major [E, 2·inter, hidden] / [E, hidden, inter] e4m3 and their 128×128 scales), reused per layer.
-  DeviceBuffer prefill_w1_, prefill_w1_scales_, prefill_w2_, prefill_w2_scales_;
   uint64_t workspace_generation_ = 0;
   std::vector<DecodeGraph> graphs_;
   int64_t graph_replays_ = 0;

@@ -10,7 +10,6 @@
 #include "kernels/gemv_bf16.h"
 #include "kernels/gemv_fp8.h"
 #include "kernels/moe.h"
-#include "kernels/mxfp4_tiled.h"
 #include "kernels/quantize_fp8.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
@@ -156,10 +155,11 @@ void CudaModel::experts(int layer, int num_tokens) {
     return kernels::launch_moe_stream(moe, moe_workspace_.get(), stream_);
   }
   if (w.gate_up.mxfp4) {
-    const int e = config_.num_experts, h = config_.hidden_size, i = config_.intermediate_size;
+    const int e = config_.num_experts, h = config_.hidden_size;
     if (num_tokens <= kMxfp4GemvMaxTokens) {
-      // The MXFP4 decode block over chunks of ≤ 8 tokens (each reads its routed experts once): cheaper than
-      // converting every expert up to this size (docs/kernels-hopper.md).
+      // The MXFP4 decode block over chunks of ≤ 8 tokens (each reads its routed experts once): measured
+      // cheaper up to this size than the grouped GEMMs when those converted every expert to FP8
+      // (docs/kernels-hopper.md); not yet re-measured against the direct MXFP4 GEMMs.
       moe.weights_mxfp4 = true;
       moe.w1 = w.gate_up.weight.get<uint8_t>();
       moe.w2 = w.down.weight.get<uint8_t>();
@@ -173,17 +173,11 @@ void CudaModel::experts(int layer, int num_tokens) {
       }
       return;
     }
-    // Every expert of the layer to FP8 (≈ 3 bytes moved per weight; docs/kernels-hopper.md), then the
-    // FP8 expert GEMMs.
-    kernels::launch_mxfp4_tiled_to_fp8(w.gate_up.weight.get<uint8_t>(), prefill_w1_.get<uint8_t>(),
-                                       prefill_w1_scales_.get<float>(), e, 2 * i, h, stream_);
-    kernels::launch_mxfp4_tiled_to_fp8(w.down.weight.get<uint8_t>(), prefill_w2_.get<uint8_t>(),
-                                       prefill_w2_scales_.get<float>(), e, h, i, stream_);
-    moe.weights_tiled = true;
-    moe.w1 = prefill_w1_.get<uint8_t>();
-    moe.w1_scales = prefill_w1_scales_.get<float>();
-    moe.w2 = prefill_w2_.get<uint8_t>();
-    moe.w2_scales = prefill_w2_scales_.get<float>();
+    // The FP8 expert GEMMs on the experts as stored: each 128×128 weight block dequantized on chip
+    // (kernels/gemm_fp8.h b_mxfp4), no conversion pass.
+    moe.weights_mxfp4 = true;
+    moe.w1 = w.gate_up.weight.get<uint8_t>();
+    moe.w2 = w.down.weight.get<uint8_t>();
     return kernels::launch_moe(moe, moe_workspace_.get(), stream_);
   }
   moe.weights_tiled = true;
