@@ -735,7 +735,7 @@ void bench_moe_decode_mxfp4(int T, int E) {
 // One layer's experts (hidden = inter = 2880, E experts, FP8 tile-major with block scales or MXFP4), the
 // current path as CudaModel::experts runs it without --moe-decode stream: FP8 ≤ 8 tokens launch_moe_decode,
 // else launch_moe (FP8 activations); MXFP4 ≤ 64 tokens launch_moe_decode over chunks of 8 tokens, else
-// every expert converted to FP8 (launch_mxfp4_tiled_to_fp8) then launch_moe. The router logits rotate over
+// launch_moe on the MXFP4 experts (dequantized inside the GEMM). The router logits rotate over
 // 8 random copies, so consecutive calls route differently (HBM, not L2: the touched experts of one call are
 // 0.1–3.2 GB). GB/s counts the bytes of the experts the routing touches (each copy routed on the host, the
 // mean over copies), against the copy ceiling; both rows count the same bytes.
@@ -805,7 +805,6 @@ struct MoeStreamBench {
     // The current path.
     const char* base_name = nullptr;
     std::function<void(int)> base_call;
-    std::unique_ptr<Buf> f1, f2, f1s, f2s;  // MXFP4 > 64 tokens: the converted experts
     if (T <= kGemvMaxRows) {
       base_name = mxfp4 ? "moe_decode mxfp4 (current)" : "moe_decode fp8 (current)";
       base_call = [&](int i) {
@@ -825,23 +824,10 @@ struct MoeStreamBench {
         }
       };
     } else if (mxfp4) {
-      base_name = "mxfp4_to_fp8 + moe fp8 GEMMs (current)";
-      f1 = std::make_unique<Buf>(size_t(E) * fp8_tiled_group_bytes(2 * kI, kH));
-      f2 = std::make_unique<Buf>(size_t(E) * fp8_tiled_group_bytes(kH, kI));
-      f1s = std::make_unique<Buf>(size_t(E) * 45 * 23 * 4);
-      f2s = std::make_unique<Buf>(size_t(E) * 23 * 23 * 4);
+      base_name = "moe mxfp4 GEMMs (current)";
       base_call = [&](int i) {
-        launch_mxfp4_tiled_to_fp8(w1.as<uint8_t>(), f1->as<uint8_t>(), f1s->as<float>(), E, 2 * kI, kH, nullptr);
-        launch_mxfp4_tiled_to_fp8(w2.as<uint8_t>(), f2->as<uint8_t>(), f2s->as<float>(), E, kH, kI, nullptr);
-        MoeParams q = p;
-        q.logits = logits_of(i);
-        q.weights_mxfp4 = false;
-        q.weights_tiled = true;
-        q.w1 = f1->as<uint8_t>();
-        q.w2 = f2->as<uint8_t>();
-        q.w1_scales = f1s->as<float>();
-        q.w2_scales = f2s->as<float>();
-        launch_moe(q, ws_gemm.get(), nullptr);
+        p.logits = logits_of(i);
+        launch_moe(p, ws_gemm.get(), nullptr);
       };
     } else {
       base_name = "moe fp8 GEMMs (current)";
@@ -856,6 +842,15 @@ struct MoeStreamBench {
     row(mxfp4 ? "moe_stream mxfp4 (route..combine)" : "moe_stream fp8 (route..combine)", shape, us, flops, touched,
         base, "copy");
     row(base_name, shape, base, flops, touched, 0, "copy");
+    if (mxfp4 && T > kGemvMaxRows && T <= 64) {  // the direct MXFP4 GEMMs where the model still chunks the GEMV
+      const double direct = time_us(
+          [&](int i) {
+            p.logits = logits_of(i);
+            launch_moe(p, ws_gemm.get(), nullptr);
+          },
+          16);
+      row("moe mxfp4 GEMMs (direct; not the model's path here)", shape, direct, flops, touched, base, "copy");
+    }
   }
 
   int E;
