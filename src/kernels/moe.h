@@ -89,7 +89,8 @@ struct MoeParams {
   bool weights_tiled = false;    // w1 and w2 in the tile-major layout of fp8_tiled.h
   // w1 and w2 in the tiled MXFP4 layout of mxfp4_tiled.h ([E_local, mxfp4_tiled_group_bytes(N, K)] u8,
   // scales inside; w1_scales / w2_scales unused; hidden and inter multiples of 32): every entry point.
-  // launch_moe then equals launch_moe on the experts converted by launch_mxfp4_tiled_to_fp8, bit for bit.
+  // launch_moe then equals launch_moe on the experts converted by launch_mxfp4_tiled_to_fp8 bit for bit
+  // where that plans 128-row tiles too (> 64 rows per expert; else up to its 64×64 kernel's MMA order).
   bool weights_mxfp4 = false;
   int num_tokens = 0;
   int num_experts = 0;

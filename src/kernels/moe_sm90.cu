@@ -286,7 +286,7 @@ void launch_moe_block(const MoeBlock& b, void* workspace, cudaStream_t stream) {
 }  // namespace
 
 size_t moe_workspace_bytes(int num_tokens, int num_local_experts, int hidden, int inter) {
-  // NOTE: covers kMxfp4Gemm too: its plan has 128-row tiles, never more tiles than kFp8Gemm's.
+  // Either expert format (FP8 or MXFP4 experts plan different tile rows).
   return std::max(carve(nullptr, ExpertStep::kFp8Gemm, num_tokens, num_local_experts, hidden, inter).bytes,
                   carve(nullptr, ExpertStep::kMxfp4Gemm, num_tokens, num_local_experts, hidden, inter).bytes);
 }
