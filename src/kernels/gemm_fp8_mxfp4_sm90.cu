@@ -8,17 +8,17 @@
 //     128B-swizzled layout of the cp.async FP8 kernel (gemm_fp8_blockscale_sm90.cu) with the tile's a
 //     scales; the weight block as stored: the two mxfp4 tiles (64 rows × 128 columns, 4,352 bytes with
 //     their E8M0 scales) of the tile's 128 rows, the second absent (zero-filled) where N ends first;
-//   dequantize (all 8 warps): the block's e_max and e_min over its real rows and columns (every warp
-//     reduces the 512 scale bytes itself: no barrier), the block scale 2^(e_max − 133) (launch_mxfp4_tiled_
-//     to_fp8's, into the stage's scale slot after the a scales), then each thread turns two 16-byte code
-//     units (one row, 8 columns of each MX block) into four 16-byte e4m3 chunks of the 128B-swizzled B tile
-//     (mxfp4_tiled_word_to_e4m3: decode to f16, one f16x2 multiply, byte selects; the rounding variant only
-//     for blocks whose exponents span more than 14 binades);
+//   dequantize (all 8 warps): the block's e_max and e_min over its real rows and columns (each thread its
+//     row's 4 exponents, a warp reduction, the 8 warps' partials through shared memory and a barrier), the
+//     block scale 2^(e_max − 133) (launch_mxfp4_tiled_to_fp8's, into the stage's scale slot after the a
+//     scales), then each thread turns two 16-byte code units (one row, 8 columns of each MX block) into four 16-byte
+//     e4m3 chunks of the 128B-swizzled B tile (mxfp4_tiled_word_to_e4m3: decode to f16, one f16x2 multiply, byte
+//     selects; the rounding variant only for blocks whose exponents span more than 14 binades);
 //   MMA: four wgmma m64n128k32 into a temporary accumulator, promoted into the fp32 accumulator with
 //     a_scale[row] · b_scale (gemm_fp8_common_sm90.cuh): the FP8 kernels' exact arithmetic.
 // Software pipeline: the e4m3 B tile is double-buffered; iteration kb issues the wgmma of block kb
 // (asynchronous), refills the ring, waits for the loads of block kb + 1 and dequantizes it while the tensor
-// cores run, then waits for its wgmma, promotes and meets the other warps. Two barriers per K block.
+// cores run, then waits for its wgmma, promotes and meets the other warps. Three barriers per K block.
 // NOTE: both warpgroups always run their MMAs, also where a tile's rows end before row 64: skipping them
 // behind a (warpgroup-uniform) branch makes ptxas serialize every wgmma (C7518).
 //
@@ -45,16 +45,18 @@ constexpr int kSmemBytes = 1024 + kStages * kABytes + 2 * kBBytes + kStages * kR
 static_assert(kRawBytes % 16 == 0 && (kStages * kABytes + 2 * kBBytes) % 1024 == 0, "alignment of the pieces");
 static_assert(kSmemBytes <= 227 * 1024, "shared memory");
 
-// One thread's two code units (uw0: t = 2tp, uw1: t = 2tp + 1) and its row's scale word → four swizzled
-// e4m3 chunks of B row `dst_row`. sw holds the row's 4 MX exponents, clamped to [e_max − 36, e_max]
-// (fast: [e_max − 14, e_max]) so that padding never makes a non-finite multiplier.
+// One thread's two code units (uw0: t = 2tp, uw1: t = 2tp + 1) and its row's scale word sw (the 4 MX
+// exponents) → four swizzled e4m3 chunks of B row `dst_row`. Each exponent is clamped to [e_lo, e_max]
+// (e_lo = e_max − 14 on the fast path, e_max − 36 on the rounding one) so that padding (exponent 127 or a
+// zero-filled tile, code 0) never makes a non-finite multiplier; real exponents below e_max − 36 give ±0
+// either way.
 template <bool kRound>
-__device__ __forceinline__ void dequantize_units(const uint4& uw0, const uint4& uw1, uint32_t sw, int e_max, int tp,
-                                                 int g, uint8_t* dst_row) {
+__device__ __forceinline__ void dequantize_units(const uint4& uw0, const uint4& uw1, uint32_t sw, int e_lo, int e_max,
+                                                 int tp, int g, uint8_t* dst_row) {
   const uint32_t w0[4] = {uw0.x, uw0.y, uw0.z, uw0.w}, w1[4] = {uw1.x, uw1.y, uw1.z, uw1.w};
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
-    const int e = static_cast<int>((sw >> (8 * j)) & 0xFFu);
+    const int e = min(max(static_cast<int>((sw >> (8 * j)) & 0xFFu), e_lo), e_max);
     // 2^k in both f16 halves, k = e − e_max + 12; in the fast path k ≥ −2 (a normal f16: (k + 15) << 10).
     const uint32_t m2 = kRound ? mxfp4_f16x2_pow2(e - e_max + 12) : uint32_t(e - e_max + 27) * 0x04000400u;
     uint4 out;
@@ -136,41 +138,39 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_fp8_mxfp4_kernel(const GemmF
   const int q = lane / 8, g = lane % 8;
   const int c = 2 * (warp % 4) + q / 2, tp = ((g >> 1) & 1) ^ (q & 1), th = warp / 4;
   uint8_t* const dst_row0 = s_b + (64 * th + 8 * c + g) * 128;  // (row & 7) == g
+  const bool row_ok = n0 + 64 * th + 8 * c + g < p.N;
+  __shared__ __align__(16) int s_stat[16];  // per warp: the block's largest, then smallest MX exponent
+  const int4* s_stat4 = reinterpret_cast<const int4*>(s_stat);
   auto dequantize = [&](int kb) {
-    const uint8_t* raw = s_raw + (kb % kStages) * kRawBytes;
-    // Block exponent range over its real rows (< N) and MX blocks (< K): lane reads 16 scale bytes.
-    const int valid_j = min(4, (p.K - kb * kBK) / 32);
-    const uint32_t col_mask = valid_j >= 4 ? 0xFFFFFFFFu : (1u << (8 * valid_j)) - 1u;
-    const int te = lane / 16;
-    const uint4 sv = *reinterpret_cast<const uint4*>(raw + te * kMxfp4TileBytes + 4096 + 16 * (lane % 16));
-    const uint32_t words[4] = {sv.x, sv.y, sv.z, sv.w};
-    uint32_t vmax = 0, vmin = 0xFFFFFFFFu;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int wi = 4 * (lane % 16) + i;  // scale word of row 8·(wi % 8) + wi / 8 of tile te
-      if (n0 + 64 * te + 8 * (wi % 8) + wi / 8 < p.N) {
-        vmax = __vmaxu4(vmax, words[i] & col_mask);
-        vmin = __vminu4(vmin, words[i] | ~col_mask);
-      }
-    }
-    const uint32_t mx = max(max(vmax & 0xFFu, (vmax >> 8) & 0xFFu), max((vmax >> 16) & 0xFFu, vmax >> 24));
-    const uint32_t mn = min(min(vmin & 0xFFu, (vmin >> 8) & 0xFFu), min((vmin >> 16) & 0xFFu, vmin >> 24));
-    const int e_max = static_cast<int>(__reduce_max_sync(0xFFFFFFFFu, mx));
-    const int e_min = static_cast<int>(__reduce_min_sync(0xFFFFFFFFu, mn));
-    if (tid == 0) s_scales[(kb % kStages) * kScaleFloats + 128] = ldexpf(1.0f, e_max - 127 - 6);
-    // ---- this thread's two units ----
-    const bool fast = e_max - e_min <= 14;  // CTA-uniform: every warp reduced the same bytes
-    const uint8_t* tile = raw + th * kMxfp4TileBytes;
+    const uint8_t* tile = s_raw + (kb % kStages) * kRawBytes + th * kMxfp4TileBytes;
     const uint4 u0 = *reinterpret_cast<const uint4*>(tile + (32 * c + 4 * g + 2 * tp) * 16);
     const uint4 u1 = *reinterpret_cast<const uint4*>(tile + (32 * c + 4 * g + 2 * tp + 1) * 16);
     const uint32_t sw = *reinterpret_cast<const uint32_t*>(tile + 4096 + 32 * g + 4 * c);
-    const uint32_t lo = static_cast<uint32_t>(max(e_max - (fast ? 14 : 36), 0)) * 0x01010101u;
-    const uint32_t clamped = __vminu4(__vmaxu4(sw, lo), static_cast<uint32_t>(e_max) * 0x01010101u);
+    // ---- block exponent range over its real rows (< N) and MX blocks (< K) ----
+    // This thread's row (every row is two threads'), as u16x2 lanes (bytes 0, 1 and 2, 3 zero-extended).
+    const int valid_j = min(4, (p.K - kb * kBK) / 32);
+    const uint32_t col_mask = valid_j >= 4 ? 0xFFFFFFFFu : (1u << (8 * valid_j)) - 1u;
+    const uint32_t for_max = row_ok ? sw & col_mask : 0u, for_min = row_ok ? sw | ~col_mask : 0xFFFFFFFFu;
+    const uint32_t hmax = __vmaxu2(__byte_perm(for_max, 0, 0x4140), __byte_perm(for_max, 0, 0x4342));
+    const uint32_t hmin = __vminu2(__byte_perm(for_min, 0, 0x4140), __byte_perm(for_min, 0, 0x4342));
+    const uint32_t wmax = __reduce_max_sync(0xFFFFFFFFu, max(hmax & 0xFFFFu, hmax >> 16));
+    const uint32_t wmin = __reduce_min_sync(0xFFFFFFFFu, min(hmin & 0xFFFFu, hmin >> 16));
+    if (lane == 0) {
+      s_stat[warp] = static_cast<int>(wmax);
+      s_stat[8 + warp] = static_cast<int>(wmin);
+    }
+    // NOTE: the previous block's s_stat reads all happened before its K block's closing barrier.
+    __syncthreads();
+    const int4 x0 = s_stat4[0], x1 = s_stat4[1], y0 = s_stat4[2], y1 = s_stat4[3];
+    const int e_max = max(max(max(x0.x, x0.y), max(x0.z, x0.w)), max(max(x1.x, x1.y), max(x1.z, x1.w)));
+    const int e_min = min(min(min(y0.x, y0.y), min(y0.z, y0.w)), min(min(y1.x, y1.y), min(y1.z, y1.w)));
+    if (tid == 0) s_scales[(kb % kStages) * kScaleFloats + 128] = ldexpf(1.0f, e_max - 127 - 6);
+    // ---- this thread's two units ----
     uint8_t* dst_row = dst_row0 + (kb % 2) * kBBytes;
-    if (fast) {
-      dequantize_units<false>(u0, u1, clamped, e_max, tp, g, dst_row);
+    if (e_max - e_min <= 14) {  // CTA-uniform: the exact fast path
+      dequantize_units<false>(u0, u1, sw, max(e_max - 14, 0), e_max, tp, g, dst_row);
     } else {
-      dequantize_units<true>(u0, u1, clamped, e_max, tp, g, dst_row);
+      dequantize_units<true>(u0, u1, sw, max(e_max - 36, 0), e_max, tp, g, dst_row);
     }
   };
 
