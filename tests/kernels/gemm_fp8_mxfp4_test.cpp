@@ -63,6 +63,7 @@ struct GroupedCase {
   int e_lo, e_hi;
   bool plain = false;
   int ldc_pad = 0;
+  bool gather = false;  // A rows through a_row_index (a permutation); the TMA reference does not gather
 };
 
 TEST(GemmFp8Mxfp4Kernel, EqualsConvertThenFp8Gemm) {
@@ -77,6 +78,7 @@ TEST(GemmFp8Mxfp4Kernel, EqualsConvertThenFp8Gemm) {
       {2880, 2880, {40, 90}, GemmEpilogue::kBias, 100, 127},
       {640, 2880, {300}, GemmEpilogue::kBias, 112, 124, true, 16},  // plain GEMM (no tile list)
       {8, 32, {5}, GemmEpilogue::kBias, 116, 124, true},
+      {576, 320, {150, 20, 0, 70}, GemmEpilogue::kSwiGlu, 112, 124, false, 0, true},  // gathered A rows
   };
   int seed = 1;
   for (const GroupedCase& c : cases) {
@@ -99,6 +101,10 @@ TEST(GemmFp8Mxfp4Kernel, EqualsConvertThenFp8Gemm) {
     const auto as = random_scales(size_t(M) * kb, rng, 0.001f, 0.01f);
     const auto w = random_mxfp4_tiled(G, c.n, c.k, seed++, c.e_lo, c.e_hi);
     const auto bias = random_bf16(size_t(G) * c.n, rng, 1.0f);
+    std::vector<int32_t> perm(M);
+    for (int m = 0; m < M; ++m) perm[m] = m;
+    std::shuffle(perm.begin(), perm.end(), rng);
+    DeviceBuffer<int32_t> dperm(perm);
     const int out_cols = c.epi == GemmEpilogue::kSwiGlu ? c.n / 2 : c.n;
     const int64_t ldc = out_cols + c.ldc_pad;
     DeviceBuffer<uint8_t> da(a), dw(w), dw8(size_t(G) * fp8_tiled_group_bytes(c.n, c.k));
@@ -116,6 +122,7 @@ TEST(GemmFp8Mxfp4Kernel, EqualsConvertThenFp8Gemm) {
     p.N = c.n;
     p.K = c.k;
     p.epilogue = c.epi;
+    if (c.gather) p.a_row_index = dperm.get();
     if (!c.plain) {
       p.group_offsets = doff.get();
       p.tile_group = dtg.get();
@@ -126,7 +133,8 @@ TEST(GemmFp8Mxfp4Kernel, EqualsConvertThenFp8Gemm) {
     }
     std::string shape = std::to_string(G) + "x[" + std::to_string(c.n) + "x" + std::to_string(c.k) + "] M" +
                         std::to_string(M) + (c.epi == GemmEpilogue::kSwiGlu ? " swiglu" : " bias") + " e[" +
-                        std::to_string(c.e_lo) + "," + std::to_string(c.e_hi) + "]" + (c.plain ? " plain" : "");
+                        std::to_string(c.e_lo) + "," + std::to_string(c.e_hi) + "]" + (c.plain ? " plain" : "") +
+                        (c.gather ? " gathered" : "");
     // ---- the MXFP4 kernel ----
     GemmFp8Params q = p;
     q.b = dw.get();
@@ -137,6 +145,7 @@ TEST(GemmFp8Mxfp4Kernel, EqualsConvertThenFp8Gemm) {
     const auto out = dout.download();
     // ---- convert, then the FP8 GEMM (the cp.async and TMA kernels: both bit-identical) ----
     for (const GemmTile tile : {GemmTile::k128x128, GemmTile::k128x192tma}) {
+      if (c.gather && tile != GemmTile::k128x128) continue;
       GemmFp8Params r = p;
       r.b = dw8.get();
       r.b_tiled = true;
@@ -159,6 +168,7 @@ TEST(GemmFp8Mxfp4Kernel, EqualsConvertThenFp8Gemm) {
     h.b = w.data();
     h.bias = bias.data();
     h.out = host.data();
+    h.a_row_index = c.gather ? perm.data() : nullptr;
     h.group_offsets = c.plain ? nullptr : offsets.data();
     gemm_fp8_cpu(h);
     std::vector<uint16_t> got, want;
