@@ -437,6 +437,29 @@ struct MoeMxfp4Bench {
     }
   }
 
+  // One direct call (for a profiler: ncu -k regex:gemm_fp8_mxfp4 ... profile-mxfp4).
+  void once(int T) {
+    Buf x(size_t(T) * kH * 2), logits(size_t(T) * E * 2), out(size_t(T) * kH * 2),
+        ws(moe_workspace_bytes(T, E, kH, kI));
+    fill_bf16(x, -2, 2);
+    fill_bf16(logits, -4, 4);
+    MoeParams p;
+    p.x = x.as<uint16_t>();
+    p.logits = logits.as<uint16_t>();
+    p.out = out.as<uint16_t>();
+    p.b1 = b1.as<uint16_t>();
+    p.b2 = b2.as<uint16_t>();
+    p.num_tokens = T;
+    p.num_experts = p.num_local_experts = E;
+    p.hidden = kH;
+    p.inter = kI;
+    p.weights_mxfp4 = true;
+    p.w1 = w1.as<uint8_t>();
+    p.w2 = w2.as<uint8_t>();
+    launch_moe(p, ws.get(), nullptr);
+    GOSSAMER_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+
   int E;
   size_t g1, g2;
   Buf f1, f2, c1, c2, w1, w2, w1s, w2s, c1s, c2s, b1, b2;
@@ -1060,6 +1083,10 @@ int main(int argc, char** argv) {
       MoeMxfp4Bench b(E);
       for (const int T : {256, 1024, 2048, 8192}) b.run(T);
     }
+  }
+  if (only == "profile-mxfp4") {  // one MXFP4 prefill MoE (2048 tokens, E = 32) for a profiler
+    MoeMxfp4Bench b(32);
+    b.once(2048);
   }
   if (want("moe-stream")) {  // the weight-streaming decode MoE vs the current path, FP8 and MXFP4 experts
     for (const int E : {32, 128}) {
