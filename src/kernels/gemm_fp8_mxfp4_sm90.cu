@@ -22,10 +22,10 @@
 // NOTE: both warpgroups always run their MMAs, also where a tile's rows end before row 64: skipping them
 // behind a (warpgroup-uniform) branch makes ptxas serialize every wgmma (C7518).
 //
-// Thread → code units (conflict-free 16-byte stores): warp w handles mxfp4 tile w / 4, row groups c =
-// 2(w % 4) + q / 2 (q = lane / 8), row r = 8c + g (g = lane % 8) and units t = 2tp, 2tp + 1 with
-// tp = bit 1 of g XOR (q % 2); the unit pair is the 16 columns 32j + 16tp … of MX block j, one swizzled
-// 16-byte chunk 2j + tp of B row r.
+// Thread → code units (conflict-free 16-byte loads and stores): warp w handles mxfp4 tile w / 4, row
+// groups c = 2(w % 4) + q / 2 (q = lane / 8), row r = 8c + g (g = lane % 8) and units t = 2tp, 2tp + 1
+// with tp = bit 1 of g XOR (q % 2); the unit pair is the 16 columns 32j + 16tp … of MX block j, one
+// swizzled 16-byte chunk 2j + tp of B row r; lanes with bit 2 of g load the pair's second unit first.
 #include <algorithm>
 
 #include "kernels/gemm_fp8_common_sm90.cuh"
@@ -139,12 +139,16 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_fp8_mxfp4_kernel(const GemmF
   const int c = 2 * (warp % 4) + q / 2, tp = ((g >> 1) & 1) ^ (q & 1), th = warp / 4;
   uint8_t* const dst_row0 = s_b + (64 * th + 8 * c + g) * 128;  // (row & 7) == g
   const bool row_ok = n0 + 64 * th + 8 * c + g < p.N;
+  const int swap = (g >> 2) & 1;
   __shared__ __align__(16) int s_stat[16];  // per warp: the block's largest, then smallest MX exponent
   const int4* s_stat4 = reinterpret_cast<const int4*>(s_stat);
   auto dequantize = [&](int kb) {
     const uint8_t* tile = s_raw + (kb % kStages) * kRawBytes + th * kMxfp4TileBytes;
-    const uint4 u0 = *reinterpret_cast<const uint4*>(tile + (32 * c + 4 * g + 2 * tp) * 16);
-    const uint4 u1 = *reinterpret_cast<const uint4*>(tile + (32 * c + 4 * g + 2 * tp + 1) * 16);
+    // Units t = 2tp (u0) and 2tp + 1 (u1); lanes with bit 2 of g set load them in the other order, so that
+    // each quarter warp's 16-byte loads hit 8 distinct bank groups.
+    const uint4 first = *reinterpret_cast<const uint4*>(tile + (32 * c + 4 * g + 2 * tp + swap) * 16);
+    const uint4 second = *reinterpret_cast<const uint4*>(tile + (32 * c + 4 * g + 2 * tp + 1 - swap) * 16);
+    const uint4 u0 = swap ? second : first, u1 = swap ? first : second;
     const uint32_t sw = *reinterpret_cast<const uint32_t*>(tile + 4096 + 32 * g + 4 * c);
     // ---- block exponent range over its real rows (< N) and MX blocks (< K) ----
     // This thread's row (every row is two threads'), as u16x2 lanes (bytes 0, 1 and 2, 3 zero-extended).
