@@ -11,9 +11,10 @@
 //   dequantize (all 8 warps): the block's e_max and e_min over its real rows and columns (each thread its
 //     row's 4 exponents, a warp reduction, the 8 warps' partials through shared memory and a barrier), the
 //     block scale 2^(e_max − 133) (launch_mxfp4_tiled_to_fp8's, into the stage's scale slot after the a
-//     scales), then each thread turns two 16-byte code units (one row, 8 columns of each MX block) into four 16-byte
-//     e4m3 chunks of the 128B-swizzled B tile (mxfp4_tiled_word_to_e4m3: decode to f16, one f16x2 multiply, byte
-//     selects; the rounding variant only for blocks whose exponents span more than 14 binades);
+//     scales), then each thread turns two 16-byte code units (one row, 8 columns of each MX block) into
+//     four 16-byte e4m3 chunks of the 128B-swizzled B tile (mxfp4_tiled_word_to_e4m3: decode to f16, one
+//     f16x2 multiply, byte selects; the rounding variant only for blocks whose exponents span more than 14
+//     binades);
 //   MMA: four wgmma m64n128k32 into a temporary accumulator, promoted into the fp32 accumulator with
 //     a_scale[row] · b_scale (gemm_fp8_common_sm90.cuh): the FP8 kernels' exact arithmetic.
 // Software pipeline: the e4m3 B tile is double-buffered; iteration kb issues the wgmma of block kb
