@@ -54,6 +54,10 @@ __global__ void fill_kernel(uint8_t* p, size_t n, uint32_t seed, int kind, float
       reinterpret_cast<__nv_bfloat16*>(p)[i] = b;
     }
     if (kind == 3) reinterpret_cast<int32_t*>(p)[i] = int32_t(h % uint32_t(hi));  // ints in [0, hi)
+    if (kind == 4) {  // tiled MXFP4 (mxfp4_tiled.h): random codes, E8M0 scale bytes in [lo, hi]
+      const bool scale = i % kMxfp4TileBytes >= 4096;
+      p[i] = scale ? uint8_t(int(lo) + int(h % uint32_t(hi - lo + 1))) : uint8_t(h);
+    }
   }
 }
 
@@ -335,6 +339,131 @@ void bench_moe(int T, int E) {
         m.shape(), us, m.flops(), m.expert_bytes(), 0, T <= 16 ? "copy" : "fp8");
   }
 }
+
+// ---- prefill MoE on MXFP4 experts: FP8 experts vs MXFP4 converted per call (the old path) vs direct ----
+// One layer (hidden = inter = 2880, E experts, top-4, random routing), three rows per shape: launch_moe on
+// FP8 tile-major experts; every expert converted (launch_mxfp4_tiled_to_fp8, both projections) then
+// launch_moe on FP8 (the model's path before the direct kernel); launch_moe with weights_mxfp4 (dequantized
+// inside the GEMM). Baseline column: the FP8 row for the convert row, the convert row for the direct row.
+// MXFP4 scale bytes are uniform in [112, 124] (a block's exponents span ≤ 12: the exact fast path); one
+// extra row at 2048 tokens, E = 32 spans [60, 124] (the rounding path). GB/s counts the experts' stored
+// weight bytes (FP8 row 1 B, MXFP4 rows 0.53 B per weight; every expert is routed at these sizes; the
+// convert row moves ≈ 3 B per weight in all); TFLOP/s the routed pairs' GEMM work; the ceiling column is
+// copy at 256 tokens, FP8 block-scaled cuBLASLt above. Weights are 0.8–3.2 GB: no rotation needed.
+struct MoeMxfp4Bench {
+  static constexpr int kH = 2880, kI = 2880;
+  explicit MoeMxfp4Bench(int E)
+      : E(E),
+        g1(mxfp4_tiled_group_bytes(2 * kI, kH)),
+        g2(mxfp4_tiled_group_bytes(kH, kI)),
+        f1(size_t(E) * fp8_tiled_group_bytes(2 * kI, kH)),
+        f2(size_t(E) * fp8_tiled_group_bytes(kH, kI)),
+        c1(f1.bytes),
+        c2(f2.bytes),
+        w1(size_t(E) * g1),
+        w2(size_t(E) * g2),
+        w1s(size_t(E) * 45 * 23 * 4),
+        w2s(size_t(E) * 23 * 23 * 4),
+        c1s(w1s.bytes),
+        c2s(w2s.bytes),
+        b1(size_t(E) * 2 * kI * 2),
+        b2(size_t(E) * kH * 2) {
+    fill_fp8(f1);
+    fill_fp8(f2);
+    fill_f32(w1s, 1e-4f, 3e-4f);
+    fill_f32(w2s, 1e-4f, 3e-4f);
+    fill_mxfp4(112, 124);
+    fill_bf16(b1, -0.5f, 0.5f);
+    fill_bf16(b2, -0.5f, 0.5f);
+  }
+  void fill_mxfp4(int e_lo, int e_hi) {
+    fill(w1, 4, w1.bytes, float(e_lo), float(e_hi));
+    fill(w2, 4, w2.bytes, float(e_lo), float(e_hi));
+  }
+
+  void run(int T) {
+    Buf x(size_t(T) * kH * 2), logits(size_t(T) * E * 2), out(size_t(T) * kH * 2),
+        ws(moe_workspace_bytes(T, E, kH, kI));
+    fill_bf16(x, -2, 2);
+    fill_bf16(logits, -4, 4);
+    MoeParams p;
+    p.x = x.as<uint16_t>();
+    p.logits = logits.as<uint16_t>();
+    p.out = out.as<uint16_t>();
+    p.b1 = b1.as<uint16_t>();
+    p.b2 = b2.as<uint16_t>();
+    p.num_tokens = T;
+    p.num_experts = E;
+    p.num_local_experts = E;
+    p.hidden = kH;
+    p.inter = kI;
+    MoeParams fp8 = p;
+    fp8.weights_tiled = true;
+    fp8.w1 = f1.as<uint8_t>();
+    fp8.w1_scales = w1s.as<float>();
+    fp8.w2 = f2.as<uint8_t>();
+    fp8.w2_scales = w2s.as<float>();
+    MoeParams converted = fp8;
+    converted.w1 = c1.as<uint8_t>();
+    converted.w1_scales = c1s.as<float>();
+    converted.w2 = c2.as<uint8_t>();
+    converted.w2_scales = c2s.as<float>();
+    MoeParams direct = p;
+    direct.weights_mxfp4 = true;
+    direct.w1 = w1.as<uint8_t>();
+    direct.w2 = w2.as<uint8_t>();
+    const int iters = T >= 2048 ? 5 : 10;
+    const double us_fp8 = time_us([&](int) { launch_moe(fp8, ws.get(), nullptr); }, iters);
+    const double us_convert = time_us(
+        [&](int) {
+          launch_mxfp4_tiled_to_fp8(w1.as<uint8_t>(), c1.as<uint8_t>(), c1s.as<float>(), E, 2 * kI, kH, nullptr);
+          launch_mxfp4_tiled_to_fp8(w2.as<uint8_t>(), c2.as<uint8_t>(), c2s.as<float>(), E, kH, kI, nullptr);
+          launch_moe(converted, ws.get(), nullptr);
+        },
+        iters);
+    const double us_direct = time_us([&](int) { launch_moe(direct, ws.get(), nullptr); }, iters);
+    const double flops = double(T) * kMoeTopK * 2 * (2.0 * kI * kH + double(kH) * kI);
+    const double fp8_bytes = double(E) * 3.0 * kI * kH, mx_bytes = double(E) * double(g1 + g2);
+    const std::string shape = std::to_string(T) + " tok, E=" + std::to_string(E) + ", top-4";
+    const char* ceiling = T <= 256 ? "copy" : "fp8";
+    row("moe fp8 experts (route..combine)", shape, us_fp8, flops, fp8_bytes, 0, ceiling);
+    row("moe mxfp4 convert + fp8 GEMMs (old)", shape, us_convert, flops, mx_bytes, us_fp8, ceiling);
+    row("moe mxfp4 direct (route..combine)", shape, us_direct, flops, mx_bytes, us_convert, ceiling);
+    if (T == 2048 && E == 32) {  // the rounding path: exponents spanning more than 14 binades per block
+      fill_mxfp4(60, 124);
+      const double us_wide = time_us([&](int) { launch_moe(direct, ws.get(), nullptr); }, iters);
+      row("moe mxfp4 direct, exponents [60,124] (rounding path)", shape, us_wide, flops, mx_bytes, us_direct, "fp8");
+      fill_mxfp4(112, 124);
+    }
+  }
+
+  // One direct call (for a profiler: ncu -k regex:gemm_fp8_mxfp4 ... profile-mxfp4).
+  void once(int T) {
+    Buf x(size_t(T) * kH * 2), logits(size_t(T) * E * 2), out(size_t(T) * kH * 2),
+        ws(moe_workspace_bytes(T, E, kH, kI));
+    fill_bf16(x, -2, 2);
+    fill_bf16(logits, -4, 4);
+    MoeParams p;
+    p.x = x.as<uint16_t>();
+    p.logits = logits.as<uint16_t>();
+    p.out = out.as<uint16_t>();
+    p.b1 = b1.as<uint16_t>();
+    p.b2 = b2.as<uint16_t>();
+    p.num_tokens = T;
+    p.num_experts = p.num_local_experts = E;
+    p.hidden = kH;
+    p.inter = kI;
+    p.weights_mxfp4 = true;
+    p.w1 = w1.as<uint8_t>();
+    p.w2 = w2.as<uint8_t>();
+    launch_moe(p, ws.get(), nullptr);
+    GOSSAMER_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+
+  int E;
+  size_t g1, g2;
+  Buf f1, f2, c1, c2, w1, w2, w1s, w2s, c1s, c2s, b1, b2;
+};
 
 // ---- decode GEMV (gemv_fp8.h) vs quantize_fp8 + gemm_fp8 (the prefill path) at the same shape ----
 // GB/s counts the weight bytes only (N·K): the quantity the decode GEMV exists to stream. "gemv_fp8" rows
@@ -684,7 +813,7 @@ void bench_moe_decode_mxfp4(int T, int E) {
 // One layer's experts (hidden = inter = 2880, E experts, FP8 tile-major with block scales or MXFP4), the
 // current path as CudaModel::experts runs it without --moe-decode stream: FP8 ≤ 8 tokens launch_moe_decode,
 // else launch_moe (FP8 activations); MXFP4 ≤ 64 tokens launch_moe_decode over chunks of 8 tokens, else
-// every expert converted to FP8 (launch_mxfp4_tiled_to_fp8) then launch_moe. The router logits rotate over
+// launch_moe on the MXFP4 experts (dequantized inside the GEMM). The router logits rotate over
 // 8 random copies, so consecutive calls route differently (HBM, not L2: the touched experts of one call are
 // 0.1–3.2 GB). GB/s counts the bytes of the experts the routing touches (each copy routed on the host, the
 // mean over copies), against the copy ceiling; both rows count the same bytes.
@@ -754,7 +883,6 @@ struct MoeStreamBench {
     // The current path.
     const char* base_name = nullptr;
     std::function<void(int)> base_call;
-    std::unique_ptr<Buf> f1, f2, f1s, f2s;  // MXFP4 > 64 tokens: the converted experts
     if (T <= kGemvMaxRows) {
       base_name = mxfp4 ? "moe_decode mxfp4 (current)" : "moe_decode fp8 (current)";
       base_call = [&](int i) {
@@ -774,23 +902,10 @@ struct MoeStreamBench {
         }
       };
     } else if (mxfp4) {
-      base_name = "mxfp4_to_fp8 + moe fp8 GEMMs (current)";
-      f1 = std::make_unique<Buf>(size_t(E) * fp8_tiled_group_bytes(2 * kI, kH));
-      f2 = std::make_unique<Buf>(size_t(E) * fp8_tiled_group_bytes(kH, kI));
-      f1s = std::make_unique<Buf>(size_t(E) * 45 * 23 * 4);
-      f2s = std::make_unique<Buf>(size_t(E) * 23 * 23 * 4);
+      base_name = "moe mxfp4 GEMMs (current)";
       base_call = [&](int i) {
-        launch_mxfp4_tiled_to_fp8(w1.as<uint8_t>(), f1->as<uint8_t>(), f1s->as<float>(), E, 2 * kI, kH, nullptr);
-        launch_mxfp4_tiled_to_fp8(w2.as<uint8_t>(), f2->as<uint8_t>(), f2s->as<float>(), E, kH, kI, nullptr);
-        MoeParams q = p;
-        q.logits = logits_of(i);
-        q.weights_mxfp4 = false;
-        q.weights_tiled = true;
-        q.w1 = f1->as<uint8_t>();
-        q.w2 = f2->as<uint8_t>();
-        q.w1_scales = f1s->as<float>();
-        q.w2_scales = f2s->as<float>();
-        launch_moe(q, ws_gemm.get(), nullptr);
+        p.logits = logits_of(i);
+        launch_moe(p, ws_gemm.get(), nullptr);
       };
     } else {
       base_name = "moe fp8 GEMMs (current)";
@@ -805,6 +920,15 @@ struct MoeStreamBench {
     row(mxfp4 ? "moe_stream mxfp4 (route..combine)" : "moe_stream fp8 (route..combine)", shape, us, flops, touched,
         base, "copy");
     row(base_name, shape, base, flops, touched, 0, "copy");
+    if (mxfp4 && T > kGemvMaxRows && T <= 64) {  // the direct MXFP4 GEMMs where the model still chunks the GEMV
+      const double direct = time_us(
+          [&](int i) {
+            p.logits = logits_of(i);
+            launch_moe(p, ws_gemm.get(), nullptr);
+          },
+          16);
+      row("moe mxfp4 GEMMs (direct; not the model's path here)", shape, direct, flops, touched, base, "copy");
+    }
   }
 
   int E;
@@ -1018,6 +1142,16 @@ int main(int argc, char** argv) {
     }
     bench_gemv_tune("4x gate_up", 1, 4 * 5760, 2880, GemmEpilogue::kSwiGlu, false);
     bench_gemv_tune("4x down", 1, 4 * 2880, 2880, GemmEpilogue::kBias, false);
+  }
+  if (want("moe-mxfp4")) {  // the prefill MoE on MXFP4 experts: FP8, convert + FP8 (old), direct
+    for (const int E : {32, 128}) {
+      MoeMxfp4Bench b(E);
+      for (const int T : {256, 1024, 2048, 8192}) b.run(T);
+    }
+  }
+  if (only == "profile-mxfp4") {  // one MXFP4 prefill MoE (2048 tokens, E = 32) for a profiler
+    MoeMxfp4Bench b(32);
+    b.once(2048);
   }
   if (want("moe-stream")) {  // the weight-streaming decode MoE vs the current path, FP8 and MXFP4 experts
     for (const int E : {32, 128}) {

@@ -172,8 +172,8 @@ void launch_tile(const GemmFp8Params& p, cudaStream_t stream) {
 
 }  // namespace
 
-int gemm_fp8_tile_rows(int max_rows_per_tile) {
-  return max_rows_per_tile <= 64 ? 64 : 128;
+int gemm_fp8_tile_rows(int max_rows_per_tile, bool b_mxfp4) {
+  return max_rows_per_tile <= 64 && !b_mxfp4 ? 64 : 128;
 }
 
 void launch_gemm_fp8(const GemmFp8Params& p, int rows_hint, cudaStream_t stream) {
@@ -181,6 +181,7 @@ void launch_gemm_fp8(const GemmFp8Params& p, int rows_hint, cudaStream_t stream)
                  ") must be multiples of 16 and N (", p.N, ") of 8");
   GOSSAMER_CHECK(!p.tile_group || (p.group_offsets && p.tile_m0 && p.num_tiles), "gemm_fp8: incomplete grouped params");
   if (p.M == 0 || p.N == 0) return;
+  if (p.b_mxfp4) return launch_mxfp4(p, stream);  // one kernel (128×128 tiles): p.tile does not apply
   GemmTile tile = p.tile;
   if (tile == GemmTile::kAuto) {
     // Measured on the H200 (docs/PERF.md, 105892e): 64×128 at 2 CTAs/SM wins for plain GEMMs of 65–256

@@ -94,4 +94,7 @@ __device__ __forceinline__ const float* b_scale_row(const GemmFp8Params& p, int 
 // 192): tile-major B, contiguous A only.
 void launch_tma(const GemmFp8Params& p, int tile_n, cudaStream_t stream);
 
+// The MXFP4-weight kernel (gemm_fp8_mxfp4_sm90.cu), 128×128 tiles: B tiled MXFP4 (b_mxfp4), A gathered or not.
+void launch_mxfp4(const GemmFp8Params& p, cudaStream_t stream);
+
 }  // namespace gossamer::kernels::gemm_fp8_detail

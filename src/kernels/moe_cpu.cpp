@@ -11,6 +11,7 @@
 #include "kernels/gemv_fp8.h"
 #include "kernels/gemv_mxfp4.h"
 #include "kernels/moe.h"
+#include "kernels/mxfp4_tiled.h"
 #include "kernels/quantize_fp8.h"
 
 namespace gossamer::kernels {
@@ -118,7 +119,23 @@ void moe_combine_cpu(const MoeCombineParams& p) {
 }
 
 void moe_cpu(const MoeParams& p) {
-  GOSSAMER_CHECK(!p.weights_mxfp4, "moe_cpu: MXFP4 experts have only the decode reference (moe_decode_cpu)");
+  if (p.weights_mxfp4) {  // the FP8 experts and block scales the GPU dequantizes to on chip
+    const int E = p.num_local_experts, H = p.hidden, I = p.inter;
+    std::vector<uint8_t> w1(static_cast<size_t>(E * fp8_tiled_group_bytes(2 * I, H)));
+    std::vector<uint8_t> w2(static_cast<size_t>(E * fp8_tiled_group_bytes(H, I)));
+    std::vector<float> s1(static_cast<size_t>(E) * ((2 * I + 127) / 128) * ((H + 127) / 128));
+    std::vector<float> s2(static_cast<size_t>(E) * ((H + 127) / 128) * ((I + 127) / 128));
+    mxfp4_tiled_to_fp8_cpu(p.w1, w1.data(), s1.data(), E, 2 * I, H);
+    mxfp4_tiled_to_fp8_cpu(p.w2, w2.data(), s2.data(), E, H, I);
+    MoeParams q = p;
+    q.weights_mxfp4 = false;
+    q.weights_tiled = true;
+    q.w1 = w1.data();
+    q.w1_scales = s1.data();
+    q.w2 = w2.data();
+    q.w2_scales = s2.data();
+    return moe_cpu(q);
+  }
   const int H = p.hidden, I = p.inter;
   const int kb_h = (H + 127) / 128, kb_i = (I + 127) / 128;
   std::vector<uint8_t> xq(H), hq(I);

@@ -3,7 +3,9 @@
 //   route → [plan] → gate_up + bias + clamped SwiGLU → down + bias → combine (+ residual)
 //
 //   kFp8Gemm  (launch_moe):        plan with the FP8 GEMM's tile rows; x and h quantized per token (1×128)
-//                                  and fed to the grouped FP8 GEMMs (A rows gathered through row_token).
+//                                  into expert order and fed to the grouped FP8 GEMMs.
+//   kMxfp4Gemm (launch_moe, weights_mxfp4): the same with 128-row tiles and the FP8 GEMM's MXFP4-weight
+//                                  kernel (gemm_fp8.h b_mxfp4: the experts dequantized on chip).
 //   kBf16Gemm (launch_moe_bf16):   plan with the bf16 GEMM's tile rows; grouped bf16 GEMMs, h and y bf16.
 //   kFp8Gemv  (launch_moe_decode): no plan: the grouped weight-only GEMVs (moe_decode_projection, shared
 //                                  with moe_decode_cpu) group the ≤ 32 (token, k) pairs by expert
@@ -30,7 +32,7 @@
 namespace gossamer::kernels {
 namespace {
 
-enum class ExpertStep { kFp8Gemm, kBf16Gemm, kFp8Gemv, kStream };
+enum class ExpertStep { kFp8Gemm, kMxfp4Gemm, kBf16Gemm, kFp8Gemv, kStream };
 
 size_t align_up(size_t v) {
   return (v + 255) & ~size_t(255);
@@ -43,6 +45,7 @@ int64_t ld16(int cols) {
 int plan_tile_rows(ExpertStep step, int T, int E) {
   switch (step) {
     case ExpertStep::kFp8Gemm: return gemm_fp8_tile_rows(ceil_div(T * kMoeTopK, std::max(E, 1)));
+    case ExpertStep::kMxfp4Gemm: return gemm_fp8_tile_rows(ceil_div(T * kMoeTopK, std::max(E, 1)), true);
     case ExpertStep::kBf16Gemm: return gemm_bf16_tile_rows();
     case ExpertStep::kStream: return gemm_stream_tile_rows(T);
     default: return 0;
@@ -85,7 +88,7 @@ MoeWorkspace carve(uint8_t* base, ExpertStep step, int T, int E, int hidden, int
     w.tile_m0 = reinterpret_cast<int32_t*>(take(max_tiles * 4));
     w.num_tiles = reinterpret_cast<int32_t*>(take(4));
   }
-  if (step == ExpertStep::kFp8Gemm) {
+  if (step == ExpertStep::kFp8Gemm || step == ExpertStep::kMxfp4Gemm) {
     // x quantized straight into expert order (one row per routed pair): both GEMMs read contiguous A.
     w.x_q = take(pairs * ld16(hidden));
     w.x_scales = reinterpret_cast<float*>(take(pairs * ceil_div(hidden, 128) * 4));
@@ -179,6 +182,7 @@ void experts_fp8_gemm(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t str
   g1.a_row_index = nullptr;
   g1.a_scales = w.x_scales;
   g1.b_tiled = b.weights_tiled;
+  g1.b_mxfp4 = b.step == ExpertStep::kMxfp4Gemm;
   g1.b_scales = b.w1_scales;
   g1.num_groups = b.E;
   if (plan_tile_rows(b.step, b.T, b.E) == 128) g1.tile = b.gemm_tile;
@@ -188,6 +192,7 @@ void experts_fp8_gemm(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t str
   auto g2 = grouped_projection<GemmFp8Params, uint8_t, uint8_t>(b, w, false, w.h_q, ld16(b.inter), b.w2, b.b2);
   g2.a_scales = w.h_scales;
   g2.b_tiled = b.weights_tiled;
+  g2.b_mxfp4 = g1.b_mxfp4;
   g2.b_scales = b.w2_scales;
   g2.num_groups = b.E;
   g2.tile = g1.tile;
@@ -268,7 +273,8 @@ void launch_moe_block(const MoeBlock& b, void* workspace, cudaStream_t stream) {
   }
   // ---- experts ----
   switch (b.step) {
-    case ExpertStep::kFp8Gemm: experts_fp8_gemm(b, w, stream); break;
+    case ExpertStep::kFp8Gemm:
+    case ExpertStep::kMxfp4Gemm: experts_fp8_gemm(b, w, stream); break;
     case ExpertStep::kBf16Gemm: experts_bf16_gemm(b, w, stream); break;
     case ExpertStep::kFp8Gemv: experts_fp8_gemv(*b.fp8, w, stream); break;
     case ExpertStep::kStream: experts_stream(b, w, stream); break;
@@ -280,14 +286,17 @@ void launch_moe_block(const MoeBlock& b, void* workspace, cudaStream_t stream) {
 }  // namespace
 
 size_t moe_workspace_bytes(int num_tokens, int num_local_experts, int hidden, int inter) {
-  return carve(nullptr, ExpertStep::kFp8Gemm, num_tokens, num_local_experts, hidden, inter).bytes;
+  // Either expert format (FP8 or MXFP4 experts plan different tile rows).
+  return std::max(carve(nullptr, ExpertStep::kFp8Gemm, num_tokens, num_local_experts, hidden, inter).bytes,
+                  carve(nullptr, ExpertStep::kMxfp4Gemm, num_tokens, num_local_experts, hidden, inter).bytes);
 }
 
 void launch_moe(const MoeParams& p, void* workspace, cudaStream_t stream) {
-  GOSSAMER_CHECK(!p.weights_mxfp4, "moe: MXFP4 experts run through launch_moe_decode only");
-  GOSSAMER_CHECK(p.hidden % 16 == 0 && p.inter % 16 == 0, "moe: hidden and inter must be multiples of 16");
+  const int mult = p.weights_mxfp4 ? 32 : 16;
+  GOSSAMER_CHECK(p.hidden % mult == 0 && p.inter % mult == 0, "moe: hidden (", p.hidden, ") and inter (", p.inter,
+                 ") must be multiples of ", mult);
   if (p.num_tokens == 0) return;
-  launch_moe_block(block_of(p, ExpertStep::kFp8Gemm), workspace, stream);
+  launch_moe_block(block_of(p, p.weights_mxfp4 ? ExpertStep::kMxfp4Gemm : ExpertStep::kFp8Gemm), workspace, stream);
 }
 
 size_t moe_bf16_workspace_bytes(int num_tokens, int num_local_experts, int hidden, int inter) {

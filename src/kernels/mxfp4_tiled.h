@@ -20,6 +20,7 @@
 #include <cstdint>
 
 #include "core/cuda/cuda_types.h"  // cudaStream_t, GOSSAMER_HOST_DEVICE
+#include "core/dtype.h"            // fp16_to_float, float_to_fp16 (host emulation below)
 
 namespace gossamer::kernels {
 
@@ -54,6 +55,71 @@ GOSSAMER_HOST_DEVICE inline void mxfp4_tiled_decode_word(uint32_t w, uint32_t (&
   o[3] = ((w << 1) & 0x80008000u) | ((w << 6) & 0x0E000E00u);
 }
 
+// ---- tiled MXFP4 → FP8 e4m3 by bit arithmetic (the GEMM's on-chip dequantization, gemm_fp8.h b_mxfp4) ----
+// The rule is mxfp4_convert.h's: in a 128×128 block whose largest MX exponent is e_max, a weight of an MX
+// block with exponent e becomes fp8(fp4 · 2^(e − e_max + 6)). With k = e − e_max + 12 (≤ 12):
+//   z = (fp4 · 2^-14) · 2^k    (mxfp4_tiled_decode_word, then one f16x2 multiply by mxfp4_f16x2_pow2(k))
+// is the fp8 value · 2^-8, and an f16 of that size is the fp8 byte shifted: f16 exponent = fp8 exponent
+// (bit 14 is 0), f16 mantissa bits 9..7 = fp8 mantissa, f16 subnormals (z < 2^-14) = fp8 subnormals. So
+// the byte is z's sign | bits 13..7. Exactness: the multiply is exact for k ≥ −9; bits 6..0 are zero (no
+// fp8 rounding) for k ≥ −2, i.e. e_max − e ≤ 14, and `round` rounds them to nearest even otherwise; below
+// k = −9 every value is < 2^-10 and becomes ±0 either way. Bit-identical to launch_mxfp4_tiled_to_fp8
+// for every k in [−24, 12] (clamp lower k to −24: those values are ±0 too).
+
+// Both f16 halves 2^k, k in [−24, 15] (f16 subnormals below −14).
+GOSSAMER_HOST_DEVICE constexpr uint32_t mxfp4_f16x2_pow2(int k) {
+  return (k >= -14 ? uint32_t(k + 15) << 10 : 1u << (k + 24)) * 0x00010001u;
+}
+
+// f16x2 a · b, round to nearest even, subnormals kept (the device's mul.rn.f16x2; exact float emulation on
+// the host: the product of two f16 fits a float).
+GOSSAMER_HOST_DEVICE inline uint32_t mxfp4_mul_f16x2(uint32_t a, uint32_t b) {
+#ifdef __CUDA_ARCH__
+  uint32_t d;
+  asm("mul.rn.f16x2 %0, %1, %2;\n" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+#else
+  uint32_t d = 0;
+  for (int h = 0; h < 2; ++h) {
+    const float x = fp16_to_float(static_cast<uint16_t>(a >> (16 * h)));
+    const float y = fp16_to_float(static_cast<uint16_t>(b >> (16 * h)));
+    d |= uint32_t(float_to_fp16(x * y)) << (16 * h);
+  }
+  return d;
+#endif
+}
+
+// Bytes 1 and 3 of a, then of b (__byte_perm(a, b, 0x7531)).
+GOSSAMER_HOST_DEVICE inline uint32_t mxfp4_odd_bytes(uint32_t a, uint32_t b) {
+#ifdef __CUDA_ARCH__
+  return __byte_perm(a, b, 0x7531);
+#else
+  return (a >> 8 & 0xFFu) | (a >> 24) << 8 | (b >> 8 & 0xFFu) << 16 | (b >> 24) << 24;
+#endif
+}
+
+// The 8 weights of one relaid word (one MX block's exponent e) as e4m3 bytes in column order: lo holds
+// values v = 0..3 (byte v), hi values 4..7. m2 = mxfp4_f16x2_pow2(k), k = e − e_max + 12 in [−24, 12];
+// kRound as above (needed only when k < −2). Fast path: about 25 ops per 8 weights (decode 11, f16x2
+// multiplies 4, shift + select 8, byte permutes 2).
+template <bool kRound>
+GOSSAMER_HOST_DEVICE inline void mxfp4_tiled_word_to_e4m3(uint32_t w, uint32_t m2, uint32_t& lo, uint32_t& hi) {
+  uint32_t o[4];
+  mxfp4_tiled_decode_word(w, o);
+  uint32_t q[4];
+  for (int p = 0; p < 4; ++p) {
+    uint32_t z = mxfp4_mul_f16x2(o[p], m2);  // fp8 value · 2^-8 per half
+    if (kRound) {
+      const uint32_t mag = z & 0x7FFF7FFFu;  // ≤ 0x3E00 per half: no carry out of a half
+      z = (z & 0x80008000u) | (mag + 0x003F003Fu + ((mag >> 7) & 0x00010001u));
+    }
+    // Sign (bit 15) kept, bits 13..7 moved to 14..8: byte 1 of each half is the e4m3 byte.
+    q[p] = z ^ ((z ^ (z << 1)) & 0x7F007F00u);
+  }
+  lo = mxfp4_odd_bytes(q[0], q[1]);  // o[p] holds values 2p (low half) and 2p + 1
+  hi = mxfp4_odd_bytes(q[2], q[3]);
+}
+
 // The e2m1 code (0..15) of element (n, k) and the E8M0 scale of its MX block, from one group's tiled bytes.
 uint8_t mxfp4_tiled_code(const uint8_t* group, int64_t n, int64_t k, int64_t k_dim);
 uint8_t mxfp4_tiled_scale(const uint8_t* group, int64_t n, int64_t k, int64_t k_dim);
@@ -70,6 +136,10 @@ void launch_mxfp4_to_tiled(const uint8_t* blocks, const uint8_t* scales, uint8_t
 // prefill GEMMs of --weights mxfp4. Device pointers (16-byte aligned); asynchronous on `stream`.
 void launch_mxfp4_tiled_to_fp8(const uint8_t* src, uint8_t* dst, float* dst_scales, int groups, int n, int k,
                                cudaStream_t stream);
+
+// The same on host memory: dst [G, fp8_tiled_group_bytes(N, K)] tile-major e4m3, dst_scales [G, ⌈N/128⌉,
+// ⌈K/128⌉] fp32 (the reference of launch_mxfp4_tiled_to_fp8 and of the GEMM's on-chip dequantization).
+void mxfp4_tiled_to_fp8_cpu(const uint8_t* src, uint8_t* dst, float* dst_scales, int groups, int n, int k);
 
 // The same on host memory.
 void mxfp4_to_tiled_cpu(const uint8_t* blocks, const uint8_t* scales, uint8_t* dst, int groups, int n, int k);

@@ -1,5 +1,10 @@
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
+#include "core/dtype.h"
+#include "core/parallel.h"
+#include "kernels/fp8_tiled.h"
 #include "kernels/mxfp4_tiled.h"
 
 namespace gossamer::kernels {
@@ -31,6 +36,35 @@ uint8_t mxfp4_tiled_code(const uint8_t* group, int64_t n, int64_t k, int64_t k_d
 
 uint8_t mxfp4_tiled_scale(const uint8_t* group, int64_t n, int64_t k, int64_t k_dim) {
   return group[mxfp4_tiled_tile_offset(n, k, k_dim) + scale_byte(static_cast<int>(n & 63), static_cast<int>(k & 127))];
+}
+
+void mxfp4_tiled_to_fp8_cpu(const uint8_t* src, uint8_t* dst, float* dst_scales, int groups, int n, int k) {
+  const int nb = (n + 127) / 128, kb = (k + 127) / 128;
+  const int64_t kp = fp8_tiled_pad(k), np = fp8_tiled_pad(n);
+  std::memset(dst, 0, static_cast<size_t>(groups * fp8_tiled_group_bytes(n, k)));
+  // Blocks are independent: one (group, row block) per task.
+  parallel_for(int64_t(groups) * nb, 1, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t gr = b / nb, rb = b % nb;
+      const uint8_t* group = src + gr * mxfp4_tiled_group_bytes(n, k);
+      uint8_t* out = dst + gr * fp8_tiled_group_bytes(n, k);
+      const int64_t r0 = rb * 128, r1 = std::min<int64_t>(n, r0 + 128);
+      for (int cb = 0; cb < kb; ++cb) {
+        const int64_t c0 = int64_t(cb) * 128, c1 = std::min<int64_t>(k, c0 + 128);
+        int e_max = 0;
+        for (int64_t r = r0; r < r1; ++r)
+          for (int64_t c = c0; c < c1; c += 32) e_max = std::max(e_max, int(mxfp4_tiled_scale(group, r, c, k)));
+        dst_scales[(gr * nb + rb) * kb + cb] = std::ldexp(1.0f, e_max - 127 - 6);
+        for (int64_t r = r0; r < std::min<int64_t>(np, r0 + 128); ++r) {
+          for (int64_t c = c0; c < std::min<int64_t>(kp, c0 + 128); ++c) {
+            const int shift = int(mxfp4_tiled_scale(group, r, c, k)) - e_max + 6;
+            const float v = std::ldexp(fp4e2m1_to_float(mxfp4_tiled_code(group, r, c, k)), shift);
+            out[fp8_tiled_offset(r, c, kp)] = float_to_fp8e4m3(v);
+          }
+        }
+      }
+    }
+  });
 }
 
 void mxfp4_to_tiled_cpu(const uint8_t* blocks, const uint8_t* scales, uint8_t* dst, int groups, int n, int k) {

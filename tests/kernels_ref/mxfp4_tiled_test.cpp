@@ -1,18 +1,24 @@
 // The tile-major MXFP4 layout (kernels/mxfp4_tiled.h) and the MXFP4 GEMV reference (gemv_mxfp4_cpu): the
 // relayout keeps every code and scale (checked against the checkpoint layout), the f16 bit decode is exact
-// for every code in every word position, and the reference equals a plain double-precision computation
-// from the checkpoint bytes.
+// for every code in every word position, the e4m3 bit decode (the FP8 GEMM's on-chip dequantization)
+// equals the conversion rule for every code, position and exponent distance, the CPU tiled → FP8
+// conversion equals the checkpoint one, and the GEMV reference equals a plain double-precision
+// computation from the checkpoint bytes.
 #include "kernels/mxfp4_tiled.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "core/dtype.h"
+#include "kernels/fp8_tiled.h"
 #include "kernels/gemv_mxfp4.h"
+#include "kernels/mxfp4_convert.h"
 #include "kernels/swiglu.h"
 
 namespace gossamer::kernels {
@@ -90,6 +96,63 @@ TEST(Mxfp4Tiled, DecodeToF16IsExact) {
         if (code == 8) EXPECT_EQ(h, 0x8000) << "-0 stays -0";
       }
     }
+  }
+}
+
+// mxfp4_tiled_word_to_e4m3 against the rule of mxfp4_convert.h, fp8(fp4 · 2^(e − e_max + 6)) rounded by
+// float_to_fp8e4m3: every code at every position, exponent distances 0..40 (the rounding variant; the
+// plain one where it claims exactness, e_max − e ≤ 14), the lower ones clamped to 36 as the kernel does.
+TEST(Mxfp4Tiled, WordToE4m3MatchesConversionRule) {
+  for (int v = 0; v < 8; ++v) {
+    for (uint32_t code = 0; code < 16; ++code) {
+      for (uint32_t other : {0u, 15u, 7u, 9u}) {
+        uint32_t w = 0;
+        for (int u = 0; u < 8; ++u) {
+          const uint32_t cu = u == v ? code : (other + u) & 15u;
+          w |= (cu >> 3) << mxfp4_tiled_sign_bit(u) | (cu & 7u) << mxfp4_tiled_mag_bit(u);
+        }
+        for (int dist = 0; dist <= 40; ++dist) {
+          const int k = 12 - std::min(dist, 36);
+          const uint8_t want = float_to_fp8e4m3(std::ldexp(fp4e2m1_to_float(static_cast<uint8_t>(code)), 6 - dist));
+          uint32_t lo = 0, hi = 0;
+          mxfp4_tiled_word_to_e4m3<true>(w, mxfp4_f16x2_pow2(k), lo, hi);
+          EXPECT_EQ((v < 4 ? lo : hi) >> (8 * (v % 4)) & 0xFFu, want)
+              << "round, v " << v << " code " << code << " dist " << dist;
+          if (dist > 14) continue;
+          mxfp4_tiled_word_to_e4m3<false>(w, mxfp4_f16x2_pow2(k), lo, hi);
+          EXPECT_EQ((v < 4 ? lo : hi) >> (8 * (v % 4)) & 0xFFu, want)
+              << "v " << v << " code " << code << " dist " << dist;
+        }
+      }
+    }
+  }
+}
+
+// The CPU tiled → FP8 conversion (the reference of launch_mxfp4_tiled_to_fp8 and of the FP8 GEMM's MXFP4
+// weights) equals the checkpoint conversion followed by the FP8 tile-major relayout, partial blocks and
+// wide exponent spans included.
+TEST(Mxfp4Tiled, ToFp8MatchesCheckpointConversion) {
+  std::mt19937 rng(9);
+  for (const auto& [groups, n, k, lo, hi] :
+       {std::tuple{2, 136, 416, 116, 124}, std::tuple{1, 352, 2880, 100, 127}, std::tuple{3, 200, 96, 60, 200}}) {
+    const Checkpoint c = random_checkpoint(groups, n, k, rng, lo, hi);
+    std::vector<uint8_t> fp8(size_t(groups) * n * k), want(size_t(groups) * fp8_tiled_group_bytes(n, k));
+    std::vector<float> scales(size_t(groups) * ((n + 127) / 128) * ((k + 127) / 128));
+    Mxfp4ToFp8Params cv;
+    cv.blocks = c.blocks.data();
+    cv.scales = c.scales.data();
+    cv.out = fp8.data();
+    cv.out_scales = scales.data();
+    cv.num_experts = groups;
+    cv.rows = n;
+    cv.cols = k;
+    mxfp4_to_fp8_cpu(cv);
+    fp8_to_tiled_cpu(fp8.data(), want.data(), groups, n, k);
+    std::vector<uint8_t> got(want.size(), 0xAB);
+    std::vector<float> got_scales(scales.size(), -1.f);
+    mxfp4_tiled_to_fp8_cpu(tiled(c).data(), got.data(), got_scales.data(), groups, n, k);
+    EXPECT_TRUE(got == want) << groups << "×" << n << "×" << k;
+    EXPECT_EQ(got_scales, scales) << groups << "×" << n << "×" << k;
   }
 }
 

@@ -139,7 +139,8 @@ TEST_P(CudaGoldenTest, ConditionedDecodeAfterPrefillWithinBounds) {
 INSTANTIATE_TEST_SUITE_P(Weights, CudaGoldenTest, ::testing::Values("fp8", "bf16", "mxfp4"));
 
 // --weights mxfp4 against --weights fp8 on the conditioned tiny checkpoint, whose expert blocks convert to
-// FP8 exactly: prefill steps run the same FP8 GEMMs on bit-identical converted experts (so the same logits),
+// FP8 exactly: prefill steps run the FP8 GEMMs' arithmetic on the same e4m3 bytes and block scales
+// (dequantized on chip from MXFP4, kernels/gemm_fp8.h b_mxfp4; so the same logits up to the GEMM tile),
 // decode steps the MXFP4 GEMV on the same values (only fp32 summation order and bf16 roundings differ).
 TEST(CudaModelGpuTest, Mxfp4MatchesFp8Mode) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU: mxfp4 mode not tested";

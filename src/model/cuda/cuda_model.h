@@ -9,8 +9,10 @@
 // Paths of a step: rows ≤ 8 (decode) use weight-only GEMVs (activations stay bf16), larger steps the
 // FP8 GEMMs with per-token 1×128 activation quantization (or the bf16 GEMMs in bf16 mode). With MXFP4
 // experts (--weights mxfp4) steps of ≤ kMxfp4GemvMaxTokens read them as MXFP4 (the decode MoE, 8 tokens
-// at a time); larger steps first convert the layer's experts to FP8 (kernels/mxfp4_tiled.h) into a
-// scratch of the model, then run the FP8 expert GEMMs. Steps that CudaModel::streams_experts picks (by
+// at a time); larger steps run the FP8 expert GEMMs on them: up to kMxfp4DirectMaxRowsPerExpert rows per
+// expert on the experts as stored, each weight block dequantized on chip (kernels/gemm_fp8.h b_mxfp4),
+// beyond that after converting the layer's experts to FP8 into a scratch of the model (kernels/mxfp4_tiled.h).
+// Steps that CudaModel::streams_experts picks (by
 // default 9–64 tokens with FP8 experts, 9–512 with MXFP4) run the experts of either format on the
 // weight-streaming grouped GEMM (kernels/moe.h launch_moe_stream) instead. Pure decode
 // steps (one new token per sequence, ≤ kMaxGraphBatch sequences) replay a CUDA graph captured once per
@@ -117,17 +119,22 @@ class CudaModel final : public Model {
 
   static constexpr int kMaxGraphBatch = 1024;  // --max-num-seqs 1024 decodes in graphs too (#14)
   // --weights mxfp4: steps of up to this many tokens run the MXFP4 decode MoE in chunks of 8 tokens;
-  // larger ones convert the layer's experts to FP8 for the grouped GEMMs.
+  // larger ones the grouped FP8 GEMMs (measured before those read MXFP4 directly).
   static constexpr int kMxfp4GemvMaxTokens = 64;
   // --moe-decode stream streams steps of up to this many tokens (larger ones take the grouped GEMMs).
   static constexpr int kMoeStreamMaxTokens = 4096;
   // MoeDecodePath::kAuto streams up to this many tokens: with FP8 experts (the grouped GEMMs win at 128)
-  // and with MXFP4 experts (converting the layer's experts to FP8 for the grouped GEMMs wins from 1,024:
-  // H200, 2026-12-01, docs/PERF.md).
+  // and with MXFP4 experts (the stream path beat converting the layer to FP8 up to 512 tokens: H200,
+  // 2026-12-01, docs/PERF.md; not yet re-measured against the direct MXFP4 GEMMs).
   static constexpr int kMoeStreamAutoMaxTokensFp8 = 64;
   static constexpr int kMoeStreamAutoMaxTokensMxfp4 = 512;
   // Whether a step of num_tokens runs its experts on launch_moe_stream (CudaOptions::moe_decode).
   bool streams_experts(int num_tokens) const;
+  // --weights mxfp4, steps past the decode MoE and the stream path: the grouped GEMMs read the MXFP4
+  // experts directly up to this many (token, expert) rows per expert on average (num_tokens · 4 / E), and
+  // convert the layer's experts to FP8 first beyond it (H200, 2026-12-01, `gossamer_kernels_bench
+  // moe-mxfp4`: direct 1.3–1.9× faster up to 128 rows per expert, 0.94–0.97× at 256, 0.64× at 1,024).
+  static constexpr int kMxfp4DirectMaxRowsPerExpert = 192;
 
  protected:
   void allocate_kv_cache_impl(int32_t num_blocks, int32_t block_size, int32_t num_sliding_blocks) override;
@@ -219,8 +226,9 @@ class CudaModel final : public Model {
   // Vocab-parallel unembedding: this rank's logits [rows, vocab_shard_rows] and every rank's slot
   // [world, rows · vocab_shard_rows] bf16.
   DeviceBuffer vocab_local_, vocab_slots_;
-  // --weights mxfp4: one layer's experts converted to FP8 for steps of more than kGemvMaxRows tokens
-  // (tile-major [E, 2·inter, hidden] / [E, hidden, inter] e4m3 and their 128×128 scales), reused per layer.
+  // --weights mxfp4: one layer's experts converted to FP8 for steps of more than kMxfp4DirectMaxRowsPerExpert
+  // rows per expert (tile-major [E, 2·inter, hidden] / [E, hidden, inter] e4m3 and their 128×128 scales),
+  // reused per layer.
   DeviceBuffer prefill_w1_, prefill_w1_scales_, prefill_w2_, prefill_w2_scales_;
   uint64_t workspace_generation_ = 0;
   std::vector<DecodeGraph> graphs_;

@@ -156,10 +156,11 @@ void CudaModel::experts(int layer, int num_tokens) {
     return kernels::launch_moe_stream(moe, moe_workspace_.get(), stream_);
   }
   if (w.gate_up.mxfp4) {
-    const int e = config_.num_experts, h = config_.hidden_size, i = config_.intermediate_size;
+    const int e = config_.num_experts, h = config_.hidden_size;
     if (num_tokens <= kMxfp4GemvMaxTokens) {
-      // The MXFP4 decode block over chunks of ≤ 8 tokens (each reads its routed experts once): cheaper than
-      // converting every expert up to this size (docs/kernels-hopper.md).
+      // The MXFP4 decode block over chunks of ≤ 8 tokens (each reads its routed experts once): measured
+      // cheaper up to this size than the grouped GEMMs when those converted every expert to FP8
+      // (docs/kernels-hopper.md); not yet re-measured against the direct MXFP4 GEMMs.
       moe.weights_mxfp4 = true;
       moe.w1 = w.gate_up.weight.get<uint8_t>();
       moe.w2 = w.down.weight.get<uint8_t>();
@@ -173,8 +174,17 @@ void CudaModel::experts(int layer, int num_tokens) {
       }
       return;
     }
-    // Every expert of the layer to FP8 (≈ 3 bytes moved per weight; docs/kernels-hopper.md), then the
-    // FP8 expert GEMMs.
+    if (int64_t{num_tokens} * kernels::kMoeTopK <= int64_t{kMxfp4DirectMaxRowsPerExpert} * e) {
+      // The FP8 expert GEMMs on the experts as stored: each 128×128 weight block dequantized on chip
+      // (kernels/gemm_fp8.h b_mxfp4), no conversion pass.
+      moe.weights_mxfp4 = true;
+      moe.w1 = w.gate_up.weight.get<uint8_t>();
+      moe.w2 = w.down.weight.get<uint8_t>();
+      return kernels::launch_moe(moe, moe_workspace_.get(), stream_);
+    }
+    // Many rows per expert: every expert of the layer to FP8 (≈ 3 bytes moved per weight), then the FP8
+    // expert GEMMs, whose MMA warps do no dequantization (faster from ~256 rows per expert).
+    const int i = config_.intermediate_size;
     kernels::launch_mxfp4_tiled_to_fp8(w.gate_up.weight.get<uint8_t>(), prefill_w1_.get<uint8_t>(),
                                        prefill_w1_scales_.get<float>(), e, 2 * i, h, stream_);
     kernels::launch_mxfp4_tiled_to_fp8(w.down.weight.get<uint8_t>(), prefill_w2_.get<uint8_t>(),
