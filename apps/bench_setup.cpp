@@ -15,8 +15,9 @@ void ModelChoice::add_options(CLI::App& cli) {
                  "cuda: behave as a GPU of this many GiB (e.g. 80 on an H200); 0 = the whole GPU")
       ->check(CLI::NonNegativeNumber);
   cli.add_option("--weights", options.weights,
-                 "cuda weight format: fp8 (default) | mxfp4 (MXFP4 experts kept as shipped) | bf16")
-      ->check(CLI::IsMember({"fp8", "bf16", "mxfp4"}));
+                 "cuda weight format: fp8 (default) | mxfp4 (MXFP4 experts kept as shipped) | mxfp4+fp8 (both: MXFP4 "
+                 "for decode steps, FP8 for larger) | bf16")
+      ->check(CLI::IsMember({"fp8", "bf16", "mxfp4", "mxfp4+fp8"}));
   cli.add_flag(
       "--enforce-eager", [this](int64_t) { options.cuda_graphs = false; }, "no CUDA graphs for decode steps");
   cli.add_option("--dense-gemm", options.dense_gemm,

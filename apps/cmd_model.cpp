@@ -71,8 +71,9 @@ int run_logits(int argc, char** argv) {
   cli.add_option("--device", device, "cpu | cuda");
   model::ModelOptions options;
   cli.add_option("--weights", options.weights,
-                 "cuda weight format: fp8 (default) | mxfp4 (MXFP4 experts kept as shipped) | bf16")
-      ->check(CLI::IsMember({"fp8", "bf16", "mxfp4"}));
+                 "cuda weight format: fp8 (default) | mxfp4 (MXFP4 experts kept as shipped) | mxfp4+fp8 (both: MXFP4 "
+                 "for decode steps, FP8 for larger) | bf16")
+      ->check(CLI::IsMember({"fp8", "bf16", "mxfp4", "mxfp4+fp8"}));
   add_parallel_flags(cli, options.layout);
   add_rank_flags(cli, options);
   VllmArgs args(argc, argv);
@@ -104,8 +105,9 @@ int run_generate(int argc, char** argv) {
   cli.add_option("--device", device, "cpu | cuda");
   model::ModelOptions options;
   cli.add_option("--weights", options.weights,
-                 "cuda weight format: fp8 (default) | mxfp4 (MXFP4 experts kept as shipped) | bf16")
-      ->check(CLI::IsMember({"fp8", "bf16", "mxfp4"}));
+                 "cuda weight format: fp8 (default) | mxfp4 (MXFP4 experts kept as shipped) | mxfp4+fp8 (both: MXFP4 "
+                 "for decode steps, FP8 for larger) | bf16")
+      ->check(CLI::IsMember({"fp8", "bf16", "mxfp4", "mxfp4+fp8"}));
   cli.add_flag(
       "--enforce-eager", [&](int64_t) { options.cuda_graphs = false; }, "no CUDA graphs for decode steps");
   add_parallel_flags(cli, options.layout);

@@ -71,8 +71,9 @@ int run_serve(int argc, char** argv) {
   model::ModelOptions model_options;
   cli.add_option("--weights", model_options.weights,
                  "cuda weight format: fp8 (default: 128x128 block-scaled FP8) | mxfp4 (MXFP4 experts as shipped, fp8 "
-                 "dense: faster decode at 2-512 rows, slower steps of 129-8k tokens) | bf16 (accuracy baseline)")
-      ->check(CLI::IsMember({"fp8", "bf16", "mxfp4"}))
+                 "dense: faster decode to 64 rows, slower larger steps) | mxfp4+fp8 (both expert copies: MXFP4 for "
+                 "steps of <= 64 tokens, FP8 beyond) | bf16 (accuracy baseline)")
+      ->check(CLI::IsMember({"fp8", "bf16", "mxfp4", "mxfp4+fp8"}))
       ->group("Model");
   cli.add_flag(
          "--enforce-eager", [&](int64_t) { model_options.cuda_graphs = false; }, "no CUDA graphs for decode steps")

@@ -136,7 +136,7 @@ TEST_P(CudaGoldenTest, ConditionedDecodeAfterPrefillWithinBounds) {
   EXPECT_GE(dynamic_cast<cuda::CudaModel&>(*model).graph_replays(), 40);
 }
 
-INSTANTIATE_TEST_SUITE_P(Weights, CudaGoldenTest, ::testing::Values("fp8", "bf16", "mxfp4"));
+INSTANTIATE_TEST_SUITE_P(Weights, CudaGoldenTest, ::testing::Values("fp8", "bf16", "mxfp4", "mxfp4+fp8"));
 
 // --weights mxfp4 against --weights fp8 on the conditioned tiny checkpoint, whose expert blocks convert to
 // FP8 exactly: prefill steps run the FP8 GEMMs' arithmetic on the same e4m3 bytes and block scales
@@ -178,6 +178,43 @@ TEST(CudaModelGpuTest, Mxfp4MatchesFp8Mode) {
     std::printf(
         "[cuda mxfp4] seq %zu prefill 20 (chunked MXFP4 MoE) + decode vs golden: rel L2 %.3e, argmax match %.4f\n", s,
         agreement.relative_l2, agreement.argmax_match);
+    EXPECT_LE(agreement.relative_l2, bounds.max_relative_l2);
+    EXPECT_GE(agreement.argmax_match, bounds.min_argmax_match);
+  }
+}
+
+// --weights mxfp4+fp8 holds both expert copies: a 400-token prefill step (past kDualMxfp4MaxTokens) must give
+// --weights fp8's logits exactly (the FP8 copy has fp8's values, and the same kernels run) and the decode
+// steps after it (2 rows) --weights mxfp4's (the MXFP4 experts, the same decode kernels) on the KV of the
+// same prefill.
+TEST(CudaModelGpuTest, Mxfp4PlusFp8ReadsEachCopyWhereItShould) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU: --weights mxfp4+fp8 not tested";
+  const auto tokens = testing::golden_tokens("tiny_conditioned");
+  const std::string dir = tiny_checkpoint(DummyInit::kConditioned);
+  auto fp8 = load(dir, "fp8"), mxfp4 = load(dir, "mxfp4"), dual = load(dir, "mxfp4+fp8");
+  EXPECT_GT(dual->weight_bytes(), fp8->weight_bytes());
+  const int64_t vocab = fp8->config().vocab_size, length = static_cast<int64_t>(tokens[0].size()), prefix = 150;
+  const std::vector<float> a = prefill_logits(*fp8, tokens), b = prefill_logits(*dual, tokens);
+  const auto prefill = testing::compare_rows(b.data(), a.data(), static_cast<int64_t>(a.size()) / vocab, vocab);
+  std::printf("[cuda mxfp4+fp8] prefill vs fp8 mode: rel L2 %.3e, argmax match %.4f\n", prefill.relative_l2,
+              prefill.argmax_match);
+  EXPECT_LE(prefill.relative_l2, 1e-6);
+  // A 2 × 20-token prefill (40 tokens: MXFP4 in both modes) and decode: mxfp4 mode's logits.
+  const auto dm = prefill_then_decode(*mxfp4, tokens, 20), dd = prefill_then_decode(*dual, tokens, 20);
+  for (size_t s = 0; s < tokens.size(); ++s) {
+    const auto decode = testing::compare_rows(dd[s].data(), dm[s].data(), length, vocab);
+    std::printf("[cuda mxfp4+fp8] seq %zu prefill 20 + decode vs mxfp4 mode: rel L2 %.3e, argmax match %.4f\n", s,
+                decode.relative_l2, decode.argmax_match);
+    EXPECT_LE(decode.relative_l2, 1e-6);
+  }
+  // A 2 × 150-token prefill (the FP8 copy), then MXFP4 decode steps on its KV: the golden's bounds.
+  const auto df = prefill_then_decode(*dual, tokens, prefix);
+  const NpyArray ref = testing::golden_logits("tiny_conditioned");
+  const Bounds bounds = bounds_for("mxfp4+fp8");
+  for (size_t s = 0; s < tokens.size(); ++s) {
+    const auto agreement = testing::compare_rows(df[s].data(), ref.data.data() + s * length * vocab, length, vocab);
+    std::printf("[cuda mxfp4+fp8] seq %zu prefill 150 + decode vs golden: rel L2 %.3e, argmax match %.4f\n", s,
+                agreement.relative_l2, agreement.argmax_match);
     EXPECT_LE(agreement.relative_l2, bounds.max_relative_l2);
     EXPECT_GE(agreement.argmax_match, bounds.min_argmax_match);
   }

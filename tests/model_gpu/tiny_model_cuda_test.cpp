@@ -73,7 +73,7 @@ TEST_P(TinyModelCudaTest, LogitsWithinBoundsOfTransformersFloat32) {
   EXPECT_GE(same + 1, static_cast<int>(cases.size())) << weights << ": at most one greedy generation may differ";
 }
 
-INSTANTIATE_TEST_SUITE_P(Weights, TinyModelCudaTest, ::testing::Values("fp8", "bf16", "mxfp4"));
+INSTANTIATE_TEST_SUITE_P(Weights, TinyModelCudaTest, ::testing::Values("fp8", "bf16", "mxfp4", "mxfp4+fp8"));
 
 }  // namespace
 }  // namespace gossamer::model

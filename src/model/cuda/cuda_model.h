@@ -130,6 +130,12 @@ class CudaModel final : public Model {
   static constexpr int kMoeStreamAutoMaxTokensMxfp4 = 512;
   // Whether a step of num_tokens runs its experts on launch_moe_stream (CudaOptions::moe_decode).
   bool streams_experts(int num_tokens) const;
+  // --weights mxfp4+fp8: steps of up to this many tokens read the MXFP4 experts, larger ones the FP8 copy
+  // (H200, 2026-12-01, bench decode with device sampling: mxfp4 faster to 64 rows — 6.92 vs 9.37 ms at 64
+  // — and fp8 from 256: 12.41 vs 17.13 ms).
+  static constexpr int kDualMxfp4MaxTokens = 64;
+  // Whether a step of num_tokens reads MXFP4 experts (--weights mxfp4, or mxfp4+fp8 up to kDualMxfp4MaxTokens).
+  bool reads_mxfp4_experts(int num_tokens) const;
   // --weights mxfp4, steps past the decode MoE and the stream path: the grouped GEMMs read the MXFP4
   // experts directly up to this many (token, expert) rows per expert on average (num_tokens · 4 / E), and
   // convert the layer's experts to FP8 first beyond it (H200, 2026-12-01, `gossamer_kernels_bench

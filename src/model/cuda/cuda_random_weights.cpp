@@ -103,7 +103,8 @@ CudaWeights CudaWeights::random(const GptOssConfig& config, uint64_t seed, Weigh
   const auto start = std::chrono::steady_clock::now();
   CudaWeights weights;
   weights.format = format;
-  const bool fp8 = format != WeightFormat::kBf16, mxfp4 = format == WeightFormat::kMxfp4;
+  const bool fp8 = format != WeightFormat::kBf16,
+             mxfp4 = format == WeightFormat::kMxfp4 || format == WeightFormat::kMxfp4Fp8;
   RandomBuilder make(seed, weights.device_bytes);
   const int64_t hidden = config.hidden_size, inter = config.intermediate_size, experts = config.num_experts;
   const float inv_sqrt_hidden = 1.0f / std::sqrt(static_cast<float>(hidden));
@@ -122,6 +123,10 @@ CudaWeights CudaWeights::random(const GptOssConfig& config, uint64_t seed, Weigh
     const int64_t held = num_local_experts > 0 ? num_local_experts : experts;
     l.gate_up = make.experts(held, 2 * inter, hidden, 3.0f * inv_sqrt_hidden, fp8, mxfp4);
     l.down = make.experts(held, hidden, inter, 0.5f / std::sqrt(static_cast<float>(inter)), fp8, mxfp4);
+    if (format == WeightFormat::kMxfp4Fp8) {
+      l.gate_up_fp8 = fp8_experts_of(l.gate_up, held, 2 * inter, hidden, weights.device_bytes);
+      l.down_fp8 = fp8_experts_of(l.down, held, hidden, inter, weights.device_bytes);
+    }
     weights.layers.push_back(std::move(l));
   }
   GOSSAMER_CUDA_CHECK(cudaDeviceSynchronize());

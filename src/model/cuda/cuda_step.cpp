@@ -106,6 +106,11 @@ void CudaModel::linear(const uint16_t* x, int m, const DeviceLinear& w, uint16_t
   kernels::launch_gemm_fp8(gemm, m, stream_);
 }
 
+bool CudaModel::reads_mxfp4_experts(int num_tokens) const {
+  return weights_.format == WeightFormat::kMxfp4 ||
+         (weights_.format == WeightFormat::kMxfp4Fp8 && num_tokens <= kDualMxfp4MaxTokens);
+}
+
 bool CudaModel::streams_experts(int num_tokens) const {
   if (weights_.format == WeightFormat::kBf16 || num_tokens > kMoeStreamMaxTokens) return false;
   switch (options_.moe_decode) {
@@ -113,21 +118,25 @@ bool CudaModel::streams_experts(int num_tokens) const {
     case MoeDecodePath::kGemv: return false;
     case MoeDecodePath::kAuto: break;
   }
-  const int max_tokens =
-      weights_.format == WeightFormat::kMxfp4 ? kMoeStreamAutoMaxTokensMxfp4 : kMoeStreamAutoMaxTokensFp8;
+  const int max_tokens = reads_mxfp4_experts(num_tokens) ? kMoeStreamAutoMaxTokensMxfp4 : kMoeStreamAutoMaxTokensFp8;
   return num_tokens > kernels::kGemvMaxRows && num_tokens <= max_tokens;
 }
 
 // Experts of one layer: normed_ [T, hidden] and router_logits_ [T, E] → delta_ [T, hidden].
 void CudaModel::experts(int layer, int num_tokens) {
-  const CudaLayer& w = weights_.layers[static_cast<size_t>(layer)];
+  const CudaLayer& layer_weights = weights_.layers[static_cast<size_t>(layer)];
+  // The experts this step reads: --weights mxfp4+fp8 holds both formats and takes the FP8 copy past
+  // kDualMxfp4MaxTokens; every other format one copy.
+  const bool fp8_copy = !reads_mxfp4_experts(num_tokens) && layer_weights.gate_up_fp8.weight.bytes() > 0;
+  const DeviceExperts& gate_up = fp8_copy ? layer_weights.gate_up_fp8 : layer_weights.gate_up;
+  const DeviceExperts& down = fp8_copy ? layer_weights.down_fp8 : layer_weights.down;
   // The fields both weight formats' parameter structs share.
   auto common = [&](auto& moe) {
     moe.x = normed_.get<uint16_t>();
     moe.logits = router_logits_.get<uint16_t>();
     moe.out = delta_.get<uint16_t>();
-    moe.b1 = w.gate_up.bias.get<uint16_t>();
-    moe.b2 = w.down.bias.get<uint16_t>();
+    moe.b1 = gate_up.bias.get<uint16_t>();
+    moe.b2 = down.bias.get<uint16_t>();
     moe.num_tokens = num_tokens;
     moe.num_experts = config_.num_experts;
     moe.expert_begin = options_.expert_begin;
@@ -135,35 +144,35 @@ void CudaModel::experts(int layer, int num_tokens) {
     moe.hidden = config_.hidden_size;
     moe.inter = config_.intermediate_size;
   };
-  if (!w.gate_up.fp8) {
+  if (!gate_up.fp8) {
     kernels::MoeBf16Params moe;
     common(moe);
-    moe.w1 = w.gate_up.weight.get<uint16_t>();
-    moe.w2 = w.down.weight.get<uint16_t>();
+    moe.w1 = gate_up.weight.get<uint16_t>();
+    moe.w2 = down.weight.get<uint16_t>();
     return kernels::launch_moe_bf16(moe, moe_workspace_.get(), stream_);
   }
   kernels::MoeParams moe;
   common(moe);
   if (streams_experts(num_tokens)) {  // both formats, weights as stored
-    moe.weights_mxfp4 = w.gate_up.mxfp4;
-    moe.weights_tiled = !w.gate_up.mxfp4;
-    moe.w1 = w.gate_up.weight.get<uint8_t>();
-    moe.w2 = w.down.weight.get<uint8_t>();
-    if (!w.gate_up.mxfp4) {
-      moe.w1_scales = w.gate_up.scales.get<float>();
-      moe.w2_scales = w.down.scales.get<float>();
+    moe.weights_mxfp4 = gate_up.mxfp4;
+    moe.weights_tiled = !gate_up.mxfp4;
+    moe.w1 = gate_up.weight.get<uint8_t>();
+    moe.w2 = down.weight.get<uint8_t>();
+    if (!gate_up.mxfp4) {
+      moe.w1_scales = gate_up.scales.get<float>();
+      moe.w2_scales = down.scales.get<float>();
     }
     return kernels::launch_moe_stream(moe, moe_workspace_.get(), stream_);
   }
-  if (w.gate_up.mxfp4) {
+  if (gate_up.mxfp4) {
     const int e = config_.num_experts, h = config_.hidden_size;
     if (num_tokens <= kMxfp4GemvMaxTokens) {
       // The MXFP4 decode block over chunks of ≤ 8 tokens (each reads its routed experts once): measured
       // cheaper up to this size than the grouped GEMMs when those converted every expert to FP8
       // (docs/kernels-hopper.md); not yet re-measured against the direct MXFP4 GEMMs.
       moe.weights_mxfp4 = true;
-      moe.w1 = w.gate_up.weight.get<uint8_t>();
-      moe.w2 = w.down.weight.get<uint8_t>();
+      moe.w1 = gate_up.weight.get<uint8_t>();
+      moe.w2 = down.weight.get<uint8_t>();
       for (int t0 = 0; t0 < num_tokens; t0 += kernels::kGemvMaxRows) {
         kernels::MoeParams chunk = moe;
         chunk.num_tokens = std::min(kernels::kGemvMaxRows, num_tokens - t0);
@@ -178,17 +187,17 @@ void CudaModel::experts(int layer, int num_tokens) {
       // The FP8 expert GEMMs on the experts as stored: each 128×128 weight block dequantized on chip
       // (kernels/gemm_fp8.h b_mxfp4), no conversion pass.
       moe.weights_mxfp4 = true;
-      moe.w1 = w.gate_up.weight.get<uint8_t>();
-      moe.w2 = w.down.weight.get<uint8_t>();
+      moe.w1 = gate_up.weight.get<uint8_t>();
+      moe.w2 = down.weight.get<uint8_t>();
       return kernels::launch_moe(moe, moe_workspace_.get(), stream_);
     }
     // Many rows per expert: every expert of the layer to FP8 (≈ 3 bytes moved per weight), then the FP8
     // expert GEMMs, whose MMA warps do no dequantization (faster from ~256 rows per expert).
-    const int i = config_.intermediate_size;
-    kernels::launch_mxfp4_tiled_to_fp8(w.gate_up.weight.get<uint8_t>(), prefill_w1_.get<uint8_t>(),
-                                       prefill_w1_scales_.get<float>(), e, 2 * i, h, stream_);
-    kernels::launch_mxfp4_tiled_to_fp8(w.down.weight.get<uint8_t>(), prefill_w2_.get<uint8_t>(),
-                                       prefill_w2_scales_.get<float>(), e, h, i, stream_);
+    const int i = config_.intermediate_size, held = moe.num_local_experts;  // this rank's experts (EP)
+    kernels::launch_mxfp4_tiled_to_fp8(gate_up.weight.get<uint8_t>(), prefill_w1_.get<uint8_t>(),
+                                       prefill_w1_scales_.get<float>(), held, 2 * i, h, stream_);
+    kernels::launch_mxfp4_tiled_to_fp8(down.weight.get<uint8_t>(), prefill_w2_.get<uint8_t>(),
+                                       prefill_w2_scales_.get<float>(), held, h, i, stream_);
     moe.weights_tiled = true;
     moe.w1 = prefill_w1_.get<uint8_t>();
     moe.w1_scales = prefill_w1_scales_.get<float>();
@@ -197,10 +206,10 @@ void CudaModel::experts(int layer, int num_tokens) {
     return kernels::launch_moe(moe, moe_workspace_.get(), stream_);
   }
   moe.weights_tiled = true;
-  moe.w1 = w.gate_up.weight.get<uint8_t>();
-  moe.w1_scales = w.gate_up.scales.get<float>();
-  moe.w2 = w.down.weight.get<uint8_t>();
-  moe.w2_scales = w.down.scales.get<float>();
+  moe.w1 = gate_up.weight.get<uint8_t>();
+  moe.w1_scales = gate_up.scales.get<float>();
+  moe.w2 = down.weight.get<uint8_t>();
+  moe.w2_scales = down.scales.get<float>();
   if (num_tokens <= kernels::kGemvMaxRows) return kernels::launch_moe_decode(moe, moe_workspace_.get(), stream_);
   kernels::launch_moe(moe, moe_workspace_.get(), stream_);
 }

@@ -6,7 +6,10 @@
 //  - kMxfp4 (--weights mxfp4):  dense linears, router and unembedding as in kFp8; the experts stay
 //    the checkpoint's MXFP4 (4.25 bits per weight), relaid tile-major (kernels/mxfp4_tiled.h) for the
 //    MXFP4 decode GEMV; prefill steps convert one layer's experts at a time to FP8 (a scratch of the model).
-// Norms and biases are bf16, sinks fp32, in both formats.
+//  - kMxfp4Fp8 (--weights mxfp4+fp8): kMxfp4's experts and beside them kFp8's (converted on the GPU from the
+//    MXFP4 ones: the same values --weights fp8 holds), so decode-sized steps read 4.25 bits per weight and
+//    larger ones run the FP8 GEMMs with no per-step conversion; 1.5× kFp8's expert memory (20b: +10 GiB).
+// Norms and biases are bf16, sinks fp32, in every format.
 //
 // Contract: upload() reads host views (a mapped checkpoint or in-memory weights) and returns device
 // buffers owned by CudaWeights; host memory may be released afterwards. Progress goes to the log.
@@ -25,8 +28,9 @@ namespace gossamer::model::cuda {
 using ::gossamer::cuda::DeviceBuffer;  // core/cuda/device_buffer.h
 using ::gossamer::cuda::PinnedBuffer;
 
-enum class WeightFormat { kFp8, kBf16, kMxfp4 };
-WeightFormat parse_weight_format(const std::string& name);  // "fp8" | "bf16" | "mxfp4"; throws otherwise
+enum class WeightFormat { kFp8, kBf16, kMxfp4, kMxfp4Fp8 };
+// "fp8" | "bf16" | "mxfp4" | "mxfp4+fp8"; throws otherwise
+WeightFormat parse_weight_format(const std::string& name);
 const char* weight_format_name(WeightFormat format);
 
 // FP8 weights are stored tile-major (kernels/fp8_tiled.h: 64 × 64 tiles of 4 KiB, N and K padded to 64),
@@ -61,7 +65,15 @@ struct CudaLayer {
   DeviceLinear router;     // [num_experts, hidden], bf16 in both formats
   DeviceExperts gate_up;   // rows 2·inter (interleaved gate/up), cols hidden
   DeviceExperts down;      // rows hidden, cols inter
+  // kMxfp4Fp8 only: the same experts as FP8 (tile-major, 128×128 scales); else empty.
+  DeviceExperts gate_up_fp8, down_fp8;
 };
+
+// FP8 experts with the values of MXFP4 experts `mxfp4` ([E] × rows × cols, mxfp4_tiled.h), converted on the GPU
+// by the rule of kernels/mxfp4_convert.h (what kFp8 holds for the same checkpoint); the bias is copied.
+// Adds the new buffers' bytes to `counter`.
+DeviceExperts fp8_experts_of(const DeviceExperts& mxfp4, int64_t num_experts, int64_t rows, int64_t cols,
+                             uint64_t& counter);
 
 struct CudaWeights {
   DeviceBuffer embedding;    // [vocab, hidden] bf16
