@@ -432,25 +432,30 @@ TEST(CudaModelGpuTest, DeviceSamplingAppliesPenaltiesAndReportsLogprobs) {
 TEST(CudaModelGpuTest, DummyWeightsMadeOnTheGpu) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU: GPU dummy weights not tested";
   const std::vector<int32_t> prompt = {1, 200, 300, 400, 500, 6, 70, 800, 900, 100};  // tiny's vocab is 1,024
-  auto run = [&](uint64_t seed, const std::string& weights) {
+  auto run = [&](uint64_t seed, const std::string& weights, const std::vector<int32_t>& tokens) {
     ModelOptions options;
     options.weights = weights;
     auto model = load_dummy_model("tiny", seed, "cuda", options);
-    model->allocate_kv_cache(4, 16);
-    const std::vector<int32_t> table = {0};
+    model->allocate_kv_cache(8, 16);
+    const std::vector<int32_t> table = {0, 1, 2, 3, 4, 5, 6, 7};
     ForwardBatch batch;
-    batch.sequences.push_back({prompt, 0, table, LogitsWanted::kAll});
+    batch.sequences.push_back({tokens, 0, table, LogitsWanted::kAll});
     std::vector<float> logits;
     model->forward(batch, logits);
     return logits;
   };
-  for (const std::string weights : {"fp8", "bf16", "mxfp4"}) {
-    const auto a = run(5, weights), b = run(5, weights), c = run(6, weights);
+  for (const std::string weights : {"fp8", "bf16", "mxfp4", "mxfp4+fp8"}) {
+    const auto a = run(5, weights, prompt), b = run(5, weights, prompt), c = run(6, weights, prompt);
     ASSERT_FALSE(a.empty());
     EXPECT_TRUE(std::all_of(a.begin(), a.end(), [](float v) { return std::isfinite(v); })) << weights;
     EXPECT_EQ(a, b) << weights;
     EXPECT_NE(a, c) << weights;
   }
+  // The FP8 experts are the MXFP4 ones converted (as from a checkpoint): a 100-token prefill (past
+  // kDualMxfp4MaxTokens, so mxfp4+fp8 runs its FP8 copy) gives fp8's logits.
+  std::vector<int32_t> long_prompt(100);
+  for (size_t i = 0; i < long_prompt.size(); ++i) long_prompt[i] = static_cast<int32_t>((i * 37 + 11) % 1000);
+  EXPECT_EQ(run(5, "fp8", long_prompt), run(5, "mxfp4+fp8", long_prompt));
 }
 
 // The sliding-window ring on the GPU: 2 × 600 tokens (prefill in chunks of 64, then decode through the

@@ -63,6 +63,15 @@ class RandomBuilder {
     return l;
   }
   DeviceExperts experts(int64_t count, int64_t rows, int64_t cols, float std, bool fp8, bool mxfp4) {
+    if (fp8 && !mxfp4) {
+      // As from a checkpoint: random MXFP4 experts converted to FP8, so --weights fp8, mxfp4 and mxfp4+fp8 hold
+      // the same expert values for a seed (and route alike: the GEMMs' work depends on the routing).
+      DeviceExperts shipped = experts(count, rows, cols, std, true, true);
+      const uint64_t transient = shipped.weight.bytes() + shipped.bias.bytes();
+      DeviceExperts converted = fp8_experts_of(shipped, count, rows, cols, counter_);
+      counter_ -= transient;
+      return converted;
+    }
     DeviceExperts e;
     e.fp8 = fp8;
     e.mxfp4 = mxfp4;

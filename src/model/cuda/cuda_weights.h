@@ -87,7 +87,8 @@ struct CudaWeights {
   // Random weights of the config's shapes made directly in GPU memory (benchmarks: no host copy, seconds
   // for 120b). Deterministic for a seed; the same scales as the host dummy checkpoint (std 1/√fan-in for
   // dense matrices, 3/√hidden and 0.5/√inter for the experts, biases 0.1, norms 1 ± 0.1, sinks in
-  // [−2, 4)), but not the same values. FP8 matrices use one block scale of 4·std/448 throughout.
+  // [−2, 4)), but not the same values. FP8 matrices use one block scale of 4·std/448 throughout; FP8 experts
+  // are random MXFP4 experts converted (as a checkpoint's are), so every format holds the same expert values.
   // num_local_experts > 0: only that many experts' weights (a rank of an expert-parallel group; the
   // router still scores all config.num_experts).
   // unembedding_rows: this rank's vocabulary rows (vocab-parallel), 0 = config.vocab_size.
