@@ -7,7 +7,7 @@
 # read them); or pack carry/val as carry/valz/val.tar.zst (plus a zstd binary) and carry that. Tests and
 # benches read their compiled-in paths under /work/main, so the checkout is linked there. Logs go to $OUT.
 #   bash bench/run_validation_h200.sh [all|tests|benches|prep]
-# tests: the kernel suite (four shards) beside the model/engine/comm suites, two groups at once (correctness
+# tests: the kernel suite (four shards) beside the model/engine/comm suites, all at once (correctness
 # only, so they may share the GPU); benches: prefill (both dense GEMMs × both prefill attention kernels),
 # decode, the step breakdown, the attention kernels and the prefill GEMMs against cuBLASLt, alone on the GPU
 # (the tokenizer against tiktoken: bench/text/run_tokenizer_vs_tiktoken.sh).
@@ -36,18 +36,19 @@ $z -q -d -f models/tiny/model.safetensors.zst -o build/models/tiny/model.safeten
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 sec() { echo; echo "== $1 ($(date +%T))"; }
 run_tests() {
-  # The kernel suite in four shards (its CPU references make it long): each shard its own time limit.
+  # The kernel suite in four shards (its CPU references make it long), all at once beside the model/engine/comm
+  # suites (correctness only: they may share the GPU and the 16 cores); each its own time limit.
   shards=("-MoeKernel.*:MoeDecode*:Sampling*:TokenMask*:GemvMxfp4*:Mxfp4*:MoeStream*"
     "MoeDecode*:Sampling*:TokenMask*:GemvMxfp4*:Mxfp4*" "MoeKernel.*" "MoeStream*")
-  (for i in 0 1 2 3; do
-    timeout 240 stdbuf -oL build/tests/gossamer_kernels_tests --gtest_color=no --gtest_filter="${shards[$i]}" \
+  for i in 0 1 2 3; do
+    (timeout 300 stdbuf -oL build/tests/gossamer_kernels_tests --gtest_color=no --gtest_filter="${shards[$i]}" \
       > "$out/kernels_$i.log" 2>&1
-    echo "kernels shard $i exit $?" >> "$out/kernels_exit.log"
-  done) &
-  for suite in model_gpu engine_gpu comm_gpu; do
+    echo "kernels shard $i exit $?" >> "$out/kernels_exit.log") &
+  done
+  (for suite in model_gpu engine_gpu comm_gpu; do
     timeout 300 stdbuf -oL build/tests/gossamer_${suite}_tests --gtest_color=no > "$out/$suite.log" 2>&1
     echo "$suite exit $?" >> "$out/suites_exit.log"
-  done
+  done) &
   wait
   for f in "$out"/kernels_exit.log "$out"/suites_exit.log; do cat "$f"; done
   for f in "$out"/kernels_?.log "$out"/model_gpu.log "$out"/engine_gpu.log "$out"/comm_gpu.log; do
