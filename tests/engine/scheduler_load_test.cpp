@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <string>
 
 #include "engine/engine.h"
 #include "engine/schedule_sim.h"
@@ -243,6 +244,14 @@ TEST(SchedulerLoad, PredictsTheSweepUnderTheH200CostModels) {
         results.push_back(result);
       }
       EXPECT_EQ(simulate(config, SimLoad{}, cost).num_steps, simulate(config, SimLoad{}, cost).num_steps);
+      const std::string label = std::string(name) + (decode_first ? ", new" : ", old");
+      if (decode_first) {  // the targets of #14 §6, as predicted (docs/engine-scheduler.md)
+        EXPECT_GE(results[2].output_tokens_per_s, results[1].output_tokens_per_s) << label;
+        EXPECT_LE(results[1].p99_tpot_ms, 40.0) << label;
+      } else if (std::string(name) == "serving") {  // the fit reproduces the measured 1,024 point
+        EXPECT_NEAR(results[2].output_tokens_per_s, 3784.1, 0.03 * 3784.1);
+        EXPECT_NEAR(results[2].mean_decode_rows, 288.2, 0.03 * 288.2);
+      }
     }
   }
 }
