@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <random>
 #include <set>
 #include <string>
 
@@ -167,6 +168,49 @@ TEST(SchedulerLoad, PreemptsTheNewestUnscheduledWhenDecodesRunOutOfBlocks) {
     preemptions += static_cast<int64_t>(out.preempted.size());
   });
   EXPECT_GT(preemptions, 0);
+}
+
+// Random floods, caches and budgets: every step keeps the budgets, every decode either gets its token or was
+// preempted in that step, victims are never in the step, tables cover what runs, and all blocks come back.
+TEST(SchedulerLoad, FuzzedFloodsKeepTheInvariants) {
+  std::mt19937 rng(14);
+  for (int round = 0; round < 60; ++round) {
+    EngineConfig config;
+    config.block_size = 1 + static_cast<int32_t>(rng() % 8);
+    config.max_model_len = 48 + static_cast<int32_t>(rng() % 64);
+    const int32_t blocks_for_one = (config.max_model_len + config.block_size - 1) / config.block_size;
+    config.num_kv_blocks = blocks_for_one + static_cast<int32_t>(rng() % (4 * blocks_for_one));
+    config.max_num_seqs = 1 + static_cast<int32_t>(rng() % 12);
+    config.max_prefill_tokens = 1 + static_cast<int32_t>(rng() % 40);
+    config.max_num_batched_tokens = rng() % 2 ? 0 : config.max_num_seqs + static_cast<int32_t>(rng() % 40);
+    config.long_prefill_token_threshold = static_cast<int32_t>(rng() % 3 == 0 ? 1 + rng() % 16 : 0);
+    config.max_num_partial_prefills = static_cast<int32_t>(rng() % 4);
+    config.enable_prefix_caching = false;
+    EngineConfig resolved = config;
+    resolved.resolve_budgets();
+    const int32_t prompt_len = 1 + static_cast<int32_t>(rng() % (config.max_model_len - 8));
+    const int32_t output_len = 1 + static_cast<int32_t>(rng() % (config.max_model_len - prompt_len));
+    run_flood(config, 20, prompt_len, output_len, 1 + static_cast<int>(rng() % 20),
+              [&](const SchedulerOutput& out, const std::set<Request*>& decoding, const Scheduler&) {
+                const std::set<Request*> preempted(out.preempted.begin(), out.preempted.end());
+                std::set<Request*> scheduled;
+                for (const auto& seq : out.sequences) {
+                  scheduled.insert(seq.request);
+                  EXPECT_EQ(preempted.count(seq.request), 0u) << "round " << round;
+                  EXPECT_GE(static_cast<int64_t>(seq.request->block_table.size()) * config.block_size,
+                            seq.request->num_computed + seq.num_new);
+                }
+                for (Request* r : decoding) {
+                  const bool ok = scheduled.count(r) > 0 || preempted.count(r) > 0 ||
+                                  out.num_tokens - out.num_prompt_tokens >= resolved.max_num_batched_tokens;
+                  EXPECT_TRUE(ok) << "round " << round << ": request " << r->id << " lost its decode";
+                }
+                EXPECT_LE(out.num_tokens, resolved.max_num_batched_tokens);
+                if (out.num_tokens > out.num_prompt_tokens) {
+                  EXPECT_LE(out.num_prompt_tokens, resolved.max_prefill_tokens) << "round " << round;
+                }
+              });
+  }
 }
 
 std::vector<TokenId> reference_greedy(const FakeModel& model, std::vector<TokenId> history, int32_t max_tokens) {
