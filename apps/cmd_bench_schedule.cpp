@@ -41,7 +41,7 @@ int run_bench_schedule(int argc, char** argv) {
   engine::SimLoad load;
   load.input_len = 1022;  // + 64 shared = 1,086 tokens, the mean prompt of the H200 runs of --random-input-len 1000
   int64_t kv_tokens = 4'000'000;
-  std::vector<std::string> costs = {"bench=9.13,0.01745,0.0143", "serving=0.5,0.0427,0.0427"};
+  std::vector<std::string> costs = {"bench=9.13,0.01745,0.0077", "serving=0.5,0.0427,0.0427"};
   std::vector<std::string> policies = {"old", "new"};
   engine::EngineConfig config;
   config.max_num_seqs = 1024;
@@ -62,6 +62,7 @@ int run_bench_schedule(int argc, char** argv) {
   cli.add_option("--max-prefill-tokens", config.max_prefill_tokens, "as gossamer serve (0 = auto)");
   cli.add_option("--long-prefill-token-threshold", config.long_prefill_token_threshold, "as gossamer serve");
   cli.add_option("--max-num-partial-prefills", config.max_num_partial_prefills, "as gossamer serve");
+  cli.add_option("--max-step-ms", config.max_step_ms, "as gossamer serve (the modelled step times are measured)");
   cli.add_option("--block-size", config.block_size, "as gossamer serve");
   cli.add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", config.enable_prefix_caching,
                "as gossamer serve (default on)");

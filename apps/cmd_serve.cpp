@@ -167,6 +167,11 @@ int run_serve(int argc, char** argv) {
                  "requests mid-prompt at once; a prompt that finishes in the step always joins (0 = no cap)")
       ->envname("GOSSAMER_MAX_NUM_PARTIAL_PREFILLS")
       ->group("Scheduler");
+  cli.add_option("--max-step-ms", engine_config.max_step_ms,
+                 "adapt the prompt budget (up to --max-prefill-tokens, then 8192 by default) so steps with decodes "
+                 "take about this long, from the measured step times (0 = a fixed budget)")
+      ->envname("GOSSAMER_MAX_STEP_MS")
+      ->group("Scheduler");
   cli.add_flag("--decode-first,!--no-decode-first", engine_config.decode_first,
                "decode-first steps (default on); off = the scheduler before #14 §6 (one 2048 budget in running order)")
       ->envname("GOSSAMER_DECODE_FIRST")

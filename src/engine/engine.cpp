@@ -39,6 +39,9 @@ Engine::Engine(std::unique_ptr<model::Model> model, const EngineConfig& config, 
                     config_.max_num_batched_tokens,
                     config_.decode_first
                         ? detail::concat(", decode-first (max_prefill_tokens ", config_.max_prefill_tokens,
+                                         config_.max_step_ms > 0.0
+                                             ? detail::concat(" adapted to steps of ", config_.max_step_ms, " ms")
+                                             : std::string(),
                                          ", long_prefill_token_threshold ", config_.long_prefill_token_threshold,
                                          ", max_num_partial_prefills ", config_.max_num_partial_prefills, ")")
                         : std::string(", the old scheduler (--no-decode-first)"),
@@ -343,6 +346,7 @@ void Engine::postprocess(Clock::time_point iteration_start) {
     info.seconds = std::chrono::duration<double>(Clock::now() - iteration_start).count();
     info.num_constrained_rows = std::exchange(launched_constrained_rows_, 0);
     info.token_mask_seconds = std::exchange(launched_mask_seconds_, 0.0);
+    scheduler_.observe_step(info.num_tokens - info.num_prompt_tokens, info.num_prompt_tokens, info.seconds);
     if (observer_) observer_(info);
     collected_ = {};
   }

@@ -14,9 +14,8 @@ void EngineConfig::resolve_budgets() {
     return;
   }
   if (max_prefill_tokens == 0) {
-    max_prefill_tokens = max_num_batched_tokens > 0
-                             ? std::max(1, std::min(kDefaultPrefillTokens, max_num_batched_tokens))
-                             : kDefaultPrefillTokens;
+    const int32_t wanted = max_step_ms > 0.0 ? kAdaptivePrefillTokensCap : kDefaultPrefillTokens;
+    max_prefill_tokens = max_num_batched_tokens > 0 ? std::max(1, std::min(wanted, max_num_batched_tokens)) : wanted;
   }
   if (max_num_batched_tokens == 0) {
     max_num_batched_tokens =
@@ -37,6 +36,7 @@ void EngineConfig::validate_resolved() const {
   GOSSAMER_CHECK(max_prefill_tokens >= 1, "max_prefill_tokens must be >= 1 (got ", max_prefill_tokens, ")");
   GOSSAMER_CHECK(long_prefill_token_threshold >= 0, "long_prefill_token_threshold must be >= 0 (got ",
                  long_prefill_token_threshold, ")");
+  GOSSAMER_CHECK(max_step_ms >= 0.0, "max_step_ms must be >= 0 (got ", max_step_ms, ")");
   GOSSAMER_CHECK(max_num_partial_prefills >= 0, "max_num_partial_prefills must be >= 0 (got ", max_num_partial_prefills,
                  ")");
   GOSSAMER_CHECK(max_model_len >= 2, "max_model_len must be >= 2 (got ", max_model_len, ")");

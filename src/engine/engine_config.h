@@ -23,6 +23,8 @@ struct EngineConfig {
   int32_t long_prefill_token_threshold = 0;  // most prompt tokens one request gets per step (0 = no cap)
   int32_t max_num_partial_prefills = 1;      // requests admitted mid-prompt at once (0 = no cap)
   bool decode_first = true;   // the decode-first policy (scheduler.h); false = the scheduler before #14 §6
+  double max_step_ms = 0.0;   // > 0: the prompt budget adapts (≤ max_prefill_tokens) so that steps with decodes
+                              // take about this long by the measured step times (scheduler.h); 0 = fixed
   int32_t max_model_len = 0;  // prompt + output limit per request; 0 = the model's context
   int32_t block_size = 16;    // KV positions per cache block
   int32_t num_kv_blocks = 0;  // KV cache blocks; 0 = derived from kv_cache_memory_bytes
@@ -39,6 +41,10 @@ struct EngineConfig {
   // kDefaultPrefillTokens, and a step of every decode plus that: max_num_seqs + max_prefill_tokens.
   // Without decode_first the old default: one budget of 2048 shared in running order.
   static constexpr int32_t kDefaultPrefillTokens = 768;
+  // With max_step_ms the prompt budget adapts within [kMinAdaptivePrefillTokens, max_prefill_tokens], whose
+  // default is then kAdaptivePrefillTokensCap.
+  static constexpr int32_t kMinAdaptivePrefillTokens = 128;
+  static constexpr int32_t kAdaptivePrefillTokensCap = 8192;
   static constexpr int32_t kLegacyBatchedTokens = 2048;
   void resolve_budgets();
 

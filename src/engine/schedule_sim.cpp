@@ -87,6 +87,7 @@ SimResult simulate(const EngineConfig& base, const SimLoad& load, const StepCost
       }
     }
     const double step_ms = cost.step_ms(decode_rows, out.num_prompt_tokens);
+    scheduler.observe_step(decode_rows, out.num_prompt_tokens, step_ms / 1000.0);
     now_ms += step_ms;
     ++result.num_steps;
     result.max_step_ms = std::max(result.max_step_ms, step_ms);

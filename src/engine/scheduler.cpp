@@ -1,6 +1,7 @@
 #include "engine/scheduler.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/error.h"
 #include "engine/block_hash.h"
@@ -13,6 +14,20 @@ Scheduler::Scheduler(const EngineConfig& config, BlockAllocator& allocator, Bloc
       allocator_(allocator),
       sliding_allocator_(config.num_sliding_kv_blocks > 0 ? sliding_allocator : nullptr) {
   config_.resolve_budgets();
+  prefill_tokens_ = config_.max_step_ms > 0.0
+                        ? std::min(config_.max_prefill_tokens, EngineConfig::kDefaultPrefillTokens)
+                        : config_.max_prefill_tokens;
+}
+
+void Scheduler::observe_step(int32_t decode_rows, int32_t prompt_tokens, double seconds) {
+  if (config_.max_step_ms <= 0.0 || !config_.decode_first || decode_rows == 0) return;
+  // A damped multiplicative step towards the budget whose steps take max_step_ms: down whenever a step took
+  // longer, up only when the budget was used (an idle queue says nothing about the cost of prompt tokens).
+  const double ratio = std::clamp(config_.max_step_ms / std::max(seconds * 1e3, 1e-3), 0.5, 1.25);
+  if (ratio >= 1.0 && prompt_tokens * 2 < prefill_tokens_) return;
+  const double low = std::min(EngineConfig::kMinAdaptivePrefillTokens, config_.max_prefill_tokens);
+  prefill_tokens_ = std::clamp(static_cast<double>(prefill_tokens_) * std::sqrt(ratio), low,
+                               static_cast<double>(config_.max_prefill_tokens));
 }
 
 void Scheduler::release_blocks(Request* request) {
@@ -174,7 +189,7 @@ int32_t Scheduler::prefill_budget(const SchedulerOutput& out) const {
   // NOTE: the prompt budget protects decode rows' TPOT; a step without any may take the whole budget.
   const bool decodes = out.num_tokens > out.num_prompt_tokens;
   if (!config_.decode_first || !decodes) return total;
-  return std::min(total, config_.max_prefill_tokens - out.num_prompt_tokens);
+  return std::min(total, static_cast<int32_t>(prefill_tokens_) - out.num_prompt_tokens);
 }
 
 int32_t Scheduler::num_partial_prefills() const {

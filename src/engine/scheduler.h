@@ -8,6 +8,8 @@
 //      without), each request's chunk capped at long_prefill_token_threshold when set. A waiting request
 //      whose chunk would leave its prompt unfinished joins only while fewer than max_num_partial_prefills
 //      requests are mid-prompt.
+// With max_step_ms the prompt budget is not fixed: observe_step() moves it (within [128, max_prefill_tokens])
+// so that steps with decodes take about that long by the engine's measured step times.
 // The step's total stays within max_num_batched_tokens (auto: max_num_seqs + max_prefill_tokens, so every
 // decode always fits). When a decode needs a block and none is free, the newest running request that is
 // not in the step yet is preempted (its blocks freed, its progress dropped, put back at the front of the
@@ -91,6 +93,12 @@ class Scheduler {
   // Removes a running or waiting request, frees its blocks and marks it kFinished with `reason`.
   void finish(Request* request, FinishReason reason);
 
+  // max_step_ms: the engine reports every step it ran (its decode rows, prompt tokens and wall time), and
+  // the prompt budget of the steps with decodes follows (prefill_tokens()). No-op otherwise.
+  void observe_step(int32_t decode_rows, int32_t prompt_tokens, double seconds);
+  // The prompt budget of a step with decodes now: max_prefill_tokens, or where max_step_ms has taken it.
+  int32_t prefill_tokens() const { return static_cast<int32_t>(prefill_tokens_); }
+
   int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
   int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
   bool has_work() const { return !waiting_.empty() || !running_.empty(); }
@@ -142,6 +150,7 @@ class Scheduler {
   std::deque<Request*> waiting_;
   std::vector<Request*> running_;  // in admission order
   int64_t step_ = 0;               // schedule() calls: marks the requests in the step being composed
+  double prefill_tokens_ = 0.0;    // the prompt budget next to decodes (adapted under max_step_ms)
   int64_t num_preemptions_total_ = 0;
   int64_t num_prefix_cache_queries_total_ = 0;
   int64_t num_prefix_cache_hits_total_ = 0;
