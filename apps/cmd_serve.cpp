@@ -150,8 +150,31 @@ int run_serve(int argc, char** argv) {
   cli.add_option("--max-num-seqs", engine_config.max_num_seqs, "most sequences per step")
       ->envname("GOSSAMER_MAX_NUM_SEQS")
       ->group("Scheduler");
-  cli.add_option("--max-num-batched-tokens", engine_config.max_num_batched_tokens, "token budget per step")
+  cli.add_option("--max-num-batched-tokens", engine_config.max_num_batched_tokens,
+                 "token budget per step, decodes + prompt chunks (0 = --max-num-seqs + --max-prefill-tokens)")
       ->envname("GOSSAMER_MAX_NUM_BATCHED_TOKENS")
+      ->group("Scheduler");
+  cli.add_option("--max-prefill-tokens", engine_config.max_prefill_tokens,
+                 "prompt tokens per step next to the decodes (0 = " +
+                     std::to_string(engine::EngineConfig::kDefaultPrefillTokens) + ", at most the budget)")
+      ->envname("GOSSAMER_MAX_PREFILL_TOKENS")
+      ->group("Scheduler");
+  cli.add_option("--long-prefill-token-threshold", engine_config.long_prefill_token_threshold,
+                 "most prompt tokens one request gets per step (0 = no cap)")
+      ->envname("GOSSAMER_LONG_PREFILL_TOKEN_THRESHOLD")
+      ->group("Scheduler");
+  cli.add_option("--max-num-partial-prefills", engine_config.max_num_partial_prefills,
+                 "requests mid-prompt at once; a prompt that finishes in the step always joins (0 = no cap)")
+      ->envname("GOSSAMER_MAX_NUM_PARTIAL_PREFILLS")
+      ->group("Scheduler");
+  cli.add_option("--max-step-ms", engine_config.max_step_ms,
+                 "adapt the prompt budget (up to --max-prefill-tokens, then 8192 by default) so steps with decodes "
+                 "take about this long, from the measured step times (0 = a fixed budget)")
+      ->envname("GOSSAMER_MAX_STEP_MS")
+      ->group("Scheduler");
+  cli.add_flag("--decode-first,!--no-decode-first", engine_config.decode_first,
+               "decode-first steps (default on); off = the scheduler before #14 §6 (one 2048 budget in running order)")
+      ->envname("GOSSAMER_DECODE_FIRST")
       ->group("Scheduler");
   cli.add_option("--max-queued-requests", engine_config.max_queued_requests,
                  "waiting requests beyond which new ones get 429")

@@ -37,6 +37,14 @@ Engine::Engine(std::unique_ptr<model::Model> model, const EngineConfig& config, 
                     static_cast<int64_t>(config_.num_kv_blocks) * config_.block_size, " tokens), max_model_len ",
                     config_.max_model_len, ", max_num_seqs ", config_.max_num_seqs, ", max_num_batched_tokens ",
                     config_.max_num_batched_tokens,
+                    config_.decode_first
+                        ? detail::concat(", decode-first (max_prefill_tokens ", config_.max_prefill_tokens,
+                                         config_.max_step_ms > 0.0
+                                             ? detail::concat(" adapted to steps of ", config_.max_step_ms, " ms")
+                                             : std::string(),
+                                         ", long_prefill_token_threshold ", config_.long_prefill_token_threshold,
+                                         ", max_num_partial_prefills ", config_.max_num_partial_prefills, ")")
+                        : std::string(", the old scheduler (--no-decode-first)"),
                     config_.num_sliding_kv_blocks > 0
                         ? ", sliding-window ring of " + std::to_string(config_.num_sliding_kv_blocks) + " blocks"
                         : std::string(", no sliding-window ring"),
@@ -292,6 +300,7 @@ void Engine::collect(SchedulerOutput& next) {
   std::erase_if(next.sequences, [&](const ScheduledSequence& seq) {
     if (seq.request->state != RequestState::kFinished) return false;
     next.num_tokens -= seq.num_new;
+    if (seq.prefill) next.num_prompt_tokens -= seq.num_new;
     return true;
   });
 }
@@ -307,6 +316,7 @@ void Engine::fail_step(const SchedulerOutput& step, SchedulerOutput* next, const
     for (const ScheduledSequence& seq : next->sequences) finish(seq.request, FinishReason::kAbort);
     next->sequences.clear();
     next->num_tokens = 0;
+    next->num_prompt_tokens = 0;
   }
 }
 
@@ -331,10 +341,12 @@ void Engine::postprocess(Clock::time_point iteration_start) {
     StepInfo info;
     info.num_sequences = static_cast<int32_t>(collected_.sequences.size());
     info.num_tokens = collected_.num_tokens;
+    info.num_prompt_tokens = collected_.num_prompt_tokens;
     info.num_preempted = static_cast<int32_t>(collected_.preempted.size());
     info.seconds = std::chrono::duration<double>(Clock::now() - iteration_start).count();
     info.num_constrained_rows = std::exchange(launched_constrained_rows_, 0);
     info.token_mask_seconds = std::exchange(launched_mask_seconds_, 0.0);
+    scheduler_.observe_step(info.num_tokens - info.num_prompt_tokens, info.num_prompt_tokens, info.seconds);
     if (observer_) observer_(info);
     collected_ = {};
   }

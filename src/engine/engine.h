@@ -96,6 +96,7 @@ struct EngineStats {
 struct StepInfo {
   int32_t num_sequences = 0;
   int32_t num_tokens = 0;
+  int32_t num_prompt_tokens = 0;  // of num_tokens, in prefill chunks; num_tokens − this = the decode rows
   int32_t num_preempted = 0;
   // The loop iteration that finished the step: from schedule() of the step after it to the end of its
   // postprocess() (steps overlap, so these add up to the loop's wall time, not to the steps' latencies).

@@ -7,9 +7,38 @@
 
 namespace gossamer::engine {
 
+void EngineConfig::resolve_budgets() {
+  if (!decode_first) {
+    if (max_num_batched_tokens == 0) max_num_batched_tokens = kLegacyBatchedTokens;
+    if (max_prefill_tokens == 0) max_prefill_tokens = max_num_batched_tokens;
+    return;
+  }
+  if (max_prefill_tokens == 0) {
+    const int32_t wanted = max_step_ms > 0.0 ? kAdaptivePrefillTokensCap : kDefaultPrefillTokens;
+    max_prefill_tokens = max_num_batched_tokens > 0 ? std::max(1, std::min(wanted, max_num_batched_tokens)) : wanted;
+  }
+  if (max_num_batched_tokens == 0) {
+    max_num_batched_tokens =
+        static_cast<int32_t>(std::min<int64_t>(int64_t{max_num_seqs} + max_prefill_tokens, int64_t{1} << 30));
+  }
+}
+
 void EngineConfig::validate() const {
+  EngineConfig resolved = *this;
+  resolved.resolve_budgets();
+  resolved.validate_resolved();
+}
+
+void EngineConfig::validate_resolved() const {
   GOSSAMER_CHECK(max_num_seqs >= 1, "max_num_seqs must be >= 1 (got ", max_num_seqs, ")");
-  GOSSAMER_CHECK(max_num_batched_tokens >= 1, "max_num_batched_tokens must be >= 1 (got ", max_num_batched_tokens, ")");
+  GOSSAMER_CHECK(max_num_batched_tokens >= 1, "max_num_batched_tokens must be >= 1 (got ", max_num_batched_tokens,
+                 "; 0 = auto is resolved before validation)");
+  GOSSAMER_CHECK(max_prefill_tokens >= 1, "max_prefill_tokens must be >= 1 (got ", max_prefill_tokens, ")");
+  GOSSAMER_CHECK(long_prefill_token_threshold >= 0, "long_prefill_token_threshold must be >= 0 (got ",
+                 long_prefill_token_threshold, ")");
+  GOSSAMER_CHECK(max_step_ms >= 0.0, "max_step_ms must be >= 0 (got ", max_step_ms, ")");
+  GOSSAMER_CHECK(max_num_partial_prefills >= 0, "max_num_partial_prefills must be >= 0 (got ", max_num_partial_prefills,
+                 ")");
   GOSSAMER_CHECK(max_model_len >= 2, "max_model_len must be >= 2 (got ", max_model_len, ")");
   GOSSAMER_CHECK(block_size >= 1 && block_size <= 1024, "block_size must be in [1, 1024] (got ", block_size, ")");
   GOSSAMER_CHECK(num_kv_blocks >= 1, "num_kv_blocks must be >= 1 (got ", num_kv_blocks, ")");
@@ -28,6 +57,7 @@ int32_t EngineConfig::ring_blocks_needed(int32_t window) const {
 
 EngineConfig EngineConfig::resolve(const model::Model& model) const {
   EngineConfig out = *this;
+  out.resolve_budgets();
   const int32_t sliding_layers = model.num_sliding_layers(), layers = std::max(1, model.config().num_layers);
   const bool ring = out.sliding_window_ring && sliding_layers > 0;
   out.sliding_window = ring ? model.config().sliding_window : 0;

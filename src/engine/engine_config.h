@@ -17,11 +17,17 @@ class Model;
 namespace gossamer::engine {
 
 struct EngineConfig {
-  int32_t max_num_seqs = 256;                 // most sequences in one step (running batch size)
-  int32_t max_num_batched_tokens = 2048;      // token budget of one step (prefill chunks + decodes)
-  int32_t max_model_len = 0;                  // prompt + output limit per request; 0 = the model's context
-  int32_t block_size = 16;                    // KV positions per cache block
-  int32_t num_kv_blocks = 0;                  // KV cache blocks; 0 = derived from kv_cache_memory_bytes
+  int32_t max_num_seqs = 256;                // most sequences in one step (running batch size)
+  int32_t max_num_batched_tokens = 0;        // token budget of one step (decodes + prompt chunks); 0 = auto (below)
+  int32_t max_prefill_tokens = 0;            // prompt tokens per step next to decodes; 0 = auto (below)
+  int32_t long_prefill_token_threshold = 0;  // most prompt tokens one request gets per step (0 = no cap)
+  int32_t max_num_partial_prefills = 1;      // requests admitted mid-prompt at once (0 = no cap)
+  bool decode_first = true;   // the decode-first policy (scheduler.h); false = the scheduler before #14 §6
+  double max_step_ms = 0.0;   // > 0: the prompt budget adapts (≤ max_prefill_tokens) so that steps with decodes
+                              // take about this long by the measured step times (scheduler.h); 0 = fixed
+  int32_t max_model_len = 0;  // prompt + output limit per request; 0 = the model's context
+  int32_t block_size = 16;    // KV positions per cache block
+  int32_t num_kv_blocks = 0;  // KV cache blocks; 0 = derived from kv_cache_memory_bytes
   int64_t kv_cache_memory_bytes = 1LL << 30;  // KV budget used when num_kv_blocks is 0
   int32_t max_queued_requests = 1024;         // waiting requests beyond which submit() is refused (HTTP 429)
   bool sliding_window_ring = true;            // sliding-window layers keep only their window (a second pool)
@@ -31,7 +37,20 @@ struct EngineConfig {
   bool device_sampling = true;                // draw tokens on the model's device when it can (forward_sample)
   bool enable_prefix_caching = true;          // reuse the cached KV blocks of shared prompt prefixes
 
+  // The step budgets when left at 0 (docs/engine-scheduler.md "Scheduling at load"): prompt tokens per step
+  // kDefaultPrefillTokens, and a step of every decode plus that: max_num_seqs + max_prefill_tokens.
+  // Without decode_first the old default: one budget of 2048 shared in running order.
+  static constexpr int32_t kDefaultPrefillTokens = 768;
+  // With max_step_ms the prompt budget adapts within [kMinAdaptivePrefillTokens, max_prefill_tokens], whose
+  // default is then kAdaptivePrefillTokensCap.
+  static constexpr int32_t kMinAdaptivePrefillTokens = 128;
+  static constexpr int32_t kAdaptivePrefillTokensCap = 8192;
+  static constexpr int32_t kLegacyBatchedTokens = 2048;
+  void resolve_budgets();
+
+  // Validates a copy with the budgets resolved (so 0 = auto passes).
   void validate() const;
+  void validate_resolved() const;
   // Sliding-pool blocks that always suffice: every running sequence keeps window + margin positions
   // (+2 blocks of rounding) and one step adds at most max_num_batched_tokens positions (+1 block each).
   int32_t ring_blocks_needed(int32_t window) const;

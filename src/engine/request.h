@@ -144,6 +144,9 @@ struct Request {
   std::optional<SampledLogprobs> last_logprobs;  // the last drawn token's, until its output event takes it
   // Overlapped steps (engine.h): output ends with kPendingToken while the step that samples it is in flight.
   bool token_pending = false;
+  // The scheduler's mark of the step being composed (Scheduler::step_): the tokens this request got in it.
+  int64_t scheduled_step = -1;
+  int32_t num_scheduled = 0;
 
   int32_t num_tokens() const { return static_cast<int32_t>(prompt.size() + output.size()); }
   // Tokens whose ids are known: all but a pending last one.

@@ -1,6 +1,7 @@
 #include "engine/scheduler.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/error.h"
 #include "engine/block_hash.h"
@@ -11,7 +12,23 @@ namespace gossamer::engine {
 Scheduler::Scheduler(const EngineConfig& config, BlockAllocator& allocator, BlockAllocator* sliding_allocator)
     : config_(config),
       allocator_(allocator),
-      sliding_allocator_(config.num_sliding_kv_blocks > 0 ? sliding_allocator : nullptr) {}
+      sliding_allocator_(config.num_sliding_kv_blocks > 0 ? sliding_allocator : nullptr) {
+  config_.resolve_budgets();
+  prefill_tokens_ = config_.max_step_ms > 0.0
+                        ? std::min(config_.max_prefill_tokens, EngineConfig::kDefaultPrefillTokens)
+                        : config_.max_prefill_tokens;
+}
+
+void Scheduler::observe_step(int32_t decode_rows, int32_t prompt_tokens, double seconds) {
+  if (config_.max_step_ms <= 0.0 || !config_.decode_first || decode_rows == 0) return;
+  // A damped multiplicative step towards the budget whose steps take max_step_ms: down whenever a step took
+  // longer, up only when the budget was used (an idle queue says nothing about the cost of prompt tokens).
+  const double ratio = std::clamp(config_.max_step_ms / std::max(seconds * 1e3, 1e-3), 0.5, 1.25);
+  if (ratio >= 1.0 && prompt_tokens * 2 < prefill_tokens_) return;
+  const double low = std::min(EngineConfig::kMinAdaptivePrefillTokens, config_.max_prefill_tokens);
+  prefill_tokens_ = std::clamp(static_cast<double>(prefill_tokens_) * std::sqrt(ratio), low,
+                               static_cast<double>(config_.max_prefill_tokens));
+}
 
 void Scheduler::release_blocks(Request* request) {
   allocator_.free_all(request->block_table);
@@ -69,73 +86,167 @@ void Scheduler::preempt(Request* request) {
   waiting_.push_front(request);
 }
 
-SchedulerOutput Scheduler::schedule() {
-  SchedulerOutput out;
-  int32_t budget = config_.max_num_batched_tokens;
-
-  for (Request* request : running_) trim_ring(request);
-  // Running requests first, oldest first; preempt from the newest end when blocks run out.
-  size_t index = 0;
-  while (index < running_.size() && budget > 0) {
-    Request* request = running_[index];
-    const int32_t num_new = std::min(request->num_uncomputed(), budget);
-    if (num_new == 0) {  // its last token is sampled by the step in flight (engine.h)
-      ++index;
+Request* Scheduler::pick_victim(const Request* current, bool newer_only) const {
+  // The newest running request that has no tokens in the step being composed (its blocks are not yet
+  // registered for it, scheduler.h NOTE), other than `current`; with newer_only one admitted after it.
+  for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
+    if (*it == current) {
+      if (newer_only) break;
       continue;
     }
-    const int32_t needed =
-        blocks_for(request->num_computed + num_new) - static_cast<int32_t>(request->block_table.size());
-    bool self_preempted = false;
-    while (needed > allocator_.num_free()) {
-      Request* victim = running_.back();
-      running_.pop_back();
-      preempt(victim);
-      out.preempted.push_back(victim);
-      if (victim == request) {
-        self_preempted = true;
+    if ((*it)->scheduled_step != step_) return *it;
+  }
+  return nullptr;
+}
+
+void Scheduler::add_to_step(Request* request, int32_t num_new, SchedulerOutput& out) {
+  const int32_t needed =
+      blocks_for(request->num_computed + num_new) - static_cast<int32_t>(request->block_table.size());
+  grow_tables(request, needed);
+  cache_blocks(*request, request->num_computed + num_new);
+  request->scheduled_step = step_;
+  request->num_scheduled = num_new;
+  const bool prefill = num_new > 1 || request->num_uncomputed() > 1;
+  out.sequences.push_back({request, num_new, request->num_computed + num_new == request->num_tokens(), prefill});
+  out.num_tokens += num_new;
+  if (prefill) out.num_prompt_tokens += num_new;
+}
+
+int32_t Scheduler::schedule_running(Request* request, int32_t num_new, bool shrink, SchedulerOutput& out) {
+  const auto needed = [&](int32_t count) {
+    return blocks_for(request->num_computed + count) - static_cast<int32_t>(request->block_table.size());
+  };
+  while (needed(num_new) > allocator_.num_free()) {
+    // NOTE: without decode_first the running order is the age, so the newest is never in the step yet.
+    Request* victim = config_.decode_first ? pick_victim(request, shrink) : running_.back();
+    if (victim == nullptr) {
+      if (shrink) {  // decode-first prefill: take what the free blocks hold, or wait for a later step
+        const int32_t slots = static_cast<int32_t>(request->block_table.size()) * config_.block_size -
+                              request->num_computed + allocator_.num_free() * config_.block_size;
+        num_new = std::min(num_new, slots);
+        if (num_new <= 0) return 0;
         break;
       }
+      victim = request;  // nothing else to free: recompute this one later
     }
-    if (self_preempted) break;
-    grow_tables(request, needed);
-    cache_blocks(*request, request->num_computed + num_new);
-    out.sequences.push_back({request, num_new, request->num_computed + num_new == request->num_tokens()});
-    budget -= num_new;
-    ++index;
+    running_.erase(std::find(running_.begin(), running_.end(), victim));
+    preempt(victim);
+    out.preempted.push_back(victim);
+    if (victim == request) return -1;
   }
+  add_to_step(request, num_new, out);
+  return num_new;
+}
 
-  out.num_tokens = config_.max_num_batched_tokens - budget;
+int32_t Scheduler::prefill_chunk(const Request& request, int32_t budget) const {
+  int32_t chunk = std::min(request.num_uncomputed(), budget);
+  if (config_.long_prefill_token_threshold > 0) chunk = std::min(chunk, config_.long_prefill_token_threshold);
+  return chunk;
+}
+
+SchedulerOutput Scheduler::schedule() {
+  SchedulerOutput out;
+  ++step_;
+  for (Request* request : running_) trim_ring(request);
+  if (!config_.decode_first) {
+    // Before #14 §6: running requests in admission order, a prefill takes what is left of the budget, and
+    // blocks come from preempting the newest (which is never scheduled yet: the order is the age).
+    const std::vector<Request*> order = running_;
+    for (Request* request : order) {
+      const int32_t budget = config_.max_num_batched_tokens - out.num_tokens;
+      if (budget <= 0) break;
+      if (request->state != RequestState::kRunning) continue;  // preempted in this step
+      const int32_t num_new = std::min(request->num_uncomputed(), budget);
+      if (num_new == 0) continue;  // its last token is sampled by the step in flight (engine.h)
+      if (schedule_running(request, num_new, false, out) < 0) break;
+    }
+    admit_waiting(out);
+    return out;
+  }
+  // 1. Decodes: every running request with one token to compute gets it, oldest first; when blocks run
+  //    out the newest request not yet in the step is preempted (a partial prefill before any decode).
+  const std::vector<Request*> order = running_;
+  for (Request* request : order) {
+    if (out.num_tokens >= config_.max_num_batched_tokens) break;
+    if (request->state != RequestState::kRunning || request->num_uncomputed() != 1) continue;
+    if (schedule_running(request, 1, false, out) < 0) break;
+  }
+  // 2. Running partial prefills (and recomputes), oldest first, in what is left of the prefill budget.
+  //    They never preempt a request that is already in the step; short of blocks they shrink or wait.
+  for (Request* request : order) {
+    const int32_t budget = prefill_budget(out);
+    if (budget <= 0) break;
+    if (request->state != RequestState::kRunning || request->num_uncomputed() <= 1) continue;
+    schedule_running(request, prefill_chunk(*request, budget), true, out);
+  }
+  // 3. Waiting requests, in arrival order (admit_waiting).
   admit_waiting(out);
   return out;
 }
 
-void Scheduler::admit_waiting(SchedulerOutput& out) {
-  int32_t budget = config_.max_num_batched_tokens - out.num_tokens;
-  // Admit waiting requests while blocks and budget last.
-  if (out.preempted.empty()) {
-    // NOTE: keep a small reserve of free blocks when admitting next to running requests, so that
-    // running decodes do not immediately preempt what was just admitted.
-    const int32_t watermark = running_.empty() ? 0 : std::max(1, allocator_.num_blocks() / 100);
-    while (!waiting_.empty() && budget > 0 && static_cast<int32_t>(running_.size()) < config_.max_num_seqs) {
-      Request* request = waiting_.front();
-      PrefixMatch match;
-      match_prefix(*request, match);
-      const int32_t num_hit = match.num_blocks * config_.block_size;
-      const int32_t num_new = std::min(request->num_tokens() - num_hit, budget);
-      const int32_t needed = blocks_for(num_hit + num_new) - match.num_blocks;
-      const int32_t reserve = running_.empty() ? 0 : watermark;
-      if (needed + reserve + match.num_free > allocator_.num_free()) break;
-      take_prefix(*request, match);
-      grow_tables(request, needed);
-      cache_blocks(*request, request->num_computed + num_new);
-      waiting_.pop_front();
-      request->state = RequestState::kRunning;
-      running_.push_back(request);
-      out.sequences.push_back({request, num_new, request->num_computed + num_new == request->num_tokens()});
-      budget -= num_new;
-    }
+int32_t Scheduler::prefill_budget(const SchedulerOutput& out) const {
+  const int32_t total = config_.max_num_batched_tokens - out.num_tokens;
+  // NOTE: the prompt budget protects decode rows' TPOT; a step without any may take the whole budget.
+  const bool decodes = out.num_tokens > out.num_prompt_tokens;
+  if (!config_.decode_first || !decodes) return total;
+  return std::min(total, static_cast<int32_t>(prefill_tokens_) - out.num_prompt_tokens);
+}
+
+int32_t Scheduler::num_partial_prefills() const {
+  int32_t count = 0;
+  for (const Request* request : running_) {
+    const int32_t scheduled = request->scheduled_step == step_ ? request->num_scheduled : 0;
+    count += request->num_uncomputed() - scheduled > 0 && (scheduled > 0 || request->num_uncomputed() > 1);
   }
-  out.num_tokens = config_.max_num_batched_tokens - budget;
+  return count;
+}
+
+int32_t Scheduler::num_reserved_blocks() const {
+  // Blocks the running partial prefills still need to reach the end of their known tokens.
+  int64_t reserved = 0;
+  for (const Request* request : running_) {
+    reserved += std::max(0, blocks_for(request->num_tokens()) - static_cast<int32_t>(request->block_table.size()));
+  }
+  return static_cast<int32_t>(std::min<int64_t>(reserved, allocator_.num_blocks()));
+}
+
+void Scheduler::admit_waiting(SchedulerOutput& out) {
+  // Admit waiting requests while blocks and budget last, and only if nothing was preempted in this step.
+  if (!out.preempted.empty()) return;
+  // NOTE: keep a small reserve of free blocks when admitting next to running requests, so that
+  // running decodes do not immediately preempt what was just admitted.
+  // (The old policy took no reserve at all in a step that began with nothing running.)
+  const int32_t watermark = !config_.decode_first && running_.empty() ? 0 : std::max(1, allocator_.num_blocks() / 100);
+  // Decode-first also keeps the blocks that the running prefills still need (their whole known tokens),
+  // and admits only a request whose whole prompt fits next to them: admission never overcommits prompts.
+  int32_t reserved = config_.decode_first ? num_reserved_blocks() : 0;
+  int32_t partial = config_.decode_first ? num_partial_prefills() : 0;
+  while (!waiting_.empty() && static_cast<int32_t>(running_.size()) < config_.max_num_seqs) {
+    const int32_t budget = prefill_budget(out);
+    if (budget <= 0) break;
+    Request* request = waiting_.front();
+    PrefixMatch match;
+    match_prefix(*request, match);
+    const int32_t num_hit = match.num_blocks * config_.block_size;
+    const int32_t num_new =
+        std::min(request->num_tokens() - num_hit, config_.decode_first ? prefill_chunk(*request, budget) : budget);
+    const bool is_partial = num_hit + num_new < request->num_tokens();
+    if (config_.decode_first && is_partial && config_.max_num_partial_prefills > 0 &&
+        partial >= config_.max_num_partial_prefills) {
+      break;
+    }
+    const int32_t needed = blocks_for(num_hit + num_new) - match.num_blocks;
+    const int32_t later = config_.decode_first ? blocks_for(request->num_tokens()) - match.num_blocks - needed : 0;
+    const int32_t reserve = running_.empty() ? 0 : watermark + reserved + later;
+    if (needed + reserve + match.num_free > allocator_.num_free()) break;
+    take_prefix(*request, match);
+    waiting_.pop_front();
+    request->state = RequestState::kRunning;
+    running_.push_back(request);
+    add_to_step(request, num_new, out);
+    reserved += later;
+    partial += is_partial;
+  }
 }
 
 std::span<const int32_t> Scheduler::block_tokens(const Request& request, int32_t block) {

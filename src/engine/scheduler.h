@@ -1,12 +1,27 @@
 // Scheduler: continuous batching with chunked prefill and preemption by recompute.
 //
-// Each step gets a budget of max_num_batched_tokens. Running requests are served first, oldest first:
-// a decoding request takes 1 token, a prefilling one (or one recomputing after preemption) takes the
-// largest chunk the budget allows. When the KV cache has no block for a running request, the newest
-// running request is preempted (its blocks freed, its progress dropped, put back at the front of the
-// queue). Waiting requests are admitted in arrival order only while blocks are free for their first
-// chunk and no preemption happened in this step. A request never fails because the cache is full:
+// Decode-first steps (EngineConfig::decode_first, the default; issue #14 §6, docs/engine-scheduler.md):
+//   1. every running request with one token to compute (a decode) gets it, oldest first;
+//   2. running partial prefills (and recomputes after preemption), oldest first, then
+//   3. waiting requests in arrival order (admit_waiting) share the prompt budget: at most
+//      max_prefill_tokens prompt tokens in a step with decodes (the whole max_num_batched_tokens in one
+//      without), each request's chunk capped at long_prefill_token_threshold when set. A waiting request
+//      whose chunk would leave its prompt unfinished joins only while fewer than max_num_partial_prefills
+//      requests are mid-prompt.
+// With max_step_ms the prompt budget is not fixed: observe_step() moves it (within [128, max_prefill_tokens])
+// so that steps with decodes take about that long by the engine's measured step times.
+// The step's total stays within max_num_batched_tokens (auto: max_num_seqs + max_prefill_tokens, so every
+// decode always fits). When a decode needs a block and none is free, the newest running request that is
+// not in the step yet is preempted (its blocks freed, its progress dropped, put back at the front of the
+// queue); a prefill chunk short of blocks preempts only newer requests, else shrinks to the free blocks or
+// waits. Admission happens only in a step without preemption, and only when the request's whole remaining
+// prompt fits in the free blocks beside a 1% watermark and the blocks the running prefills still need
+// (so admission never overcommits prompts). A request never fails because the cache is full:
 // EngineConfig::validate guarantees one max_model_len sequence fits in the whole cache.
+//
+// decode_first = false is the policy before #14 §6 (for A/B runs): one budget (2048 by default), running
+// requests in admission order taking 1 token or the largest chunk left, the newest preempted when blocks run
+// out, admission while blocks for the first chunk are free.
 //
 // The sliding-window ring (a second allocator): every scheduled sequence also gets sliding-pool blocks
 // for its new positions, and at the start of each schedule() every running sequence returns the blocks
@@ -49,14 +64,16 @@ namespace gossamer::engine {
 
 struct ScheduledSequence {
   Request* request = nullptr;
-  int32_t num_new = 0;  // tokens [num_computed, num_computed + num_new) run this step
-  bool sample = false;  // this chunk reaches the end of the known tokens: sample the next one
+  int32_t num_new = 0;   // tokens [num_computed, num_computed + num_new) run this step
+  bool sample = false;   // this chunk reaches the end of the known tokens: sample the next one
+  bool prefill = false;  // a prompt (or recompute) chunk, not a decode row
 };
 
 struct SchedulerOutput {
   std::vector<ScheduledSequence> sequences;  // in batch order
   std::vector<Request*> preempted;           // preempted during this step
   int32_t num_tokens = 0;
+  int32_t num_prompt_tokens = 0;  // of num_tokens, in prefill chunks (the rest: one decode token per row)
   bool empty() const { return sequences.empty(); }
 };
 
@@ -76,6 +93,12 @@ class Scheduler {
   // Removes a running or waiting request, frees its blocks and marks it kFinished with `reason`.
   void finish(Request* request, FinishReason reason);
 
+  // max_step_ms: the engine reports every step it ran (its decode rows, prompt tokens and wall time), and
+  // the prompt budget of the steps with decodes follows (prefill_tokens()). No-op otherwise.
+  void observe_step(int32_t decode_rows, int32_t prompt_tokens, double seconds);
+  // The prompt budget of a step with decodes now: max_prefill_tokens, or where max_step_ms has taken it.
+  int32_t prefill_tokens() const { return static_cast<int32_t>(prefill_tokens_); }
+
   int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
   int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
   bool has_work() const { return !waiting_.empty() || !running_.empty(); }
@@ -89,6 +112,17 @@ class Scheduler {
  private:
   int32_t blocks_for(int32_t num_positions) const;
   void preempt(Request* request);
+  // Decode-first composition (schedule()).
+  Request* pick_victim(const Request* current, bool newer_only) const;
+  // Schedules `num_new` tokens of a running request, preempting the newest unscheduled ones while blocks
+  // are short; then, with `shrink`, takes what the free blocks hold (0: not scheduled), else preempts the
+  // request itself (−1). Returns the tokens scheduled.
+  int32_t schedule_running(Request* request, int32_t num_new, bool shrink, SchedulerOutput& out);
+  void add_to_step(Request* request, int32_t num_new, SchedulerOutput& out);
+  int32_t prefill_chunk(const Request& request, int32_t budget) const;
+  int32_t prefill_budget(const SchedulerOutput& out) const;
+  int32_t num_partial_prefills() const;
+  int32_t num_reserved_blocks() const;
   void release_blocks(Request* request);
   // Ring: returns the sliding blocks this request no longer reads; then grows both tables by `count`.
   void trim_ring(Request* request);
@@ -115,6 +149,8 @@ class Scheduler {
   BlockAllocator* sliding_allocator_ = nullptr;
   std::deque<Request*> waiting_;
   std::vector<Request*> running_;  // in admission order
+  int64_t step_ = 0;               // schedule() calls: marks the requests in the step being composed
+  double prefill_tokens_ = 0.0;    // the prompt budget next to decodes (adapted under max_step_ms)
   int64_t num_preemptions_total_ = 0;
   int64_t num_prefix_cache_queries_total_ = 0;
   int64_t num_prefix_cache_hits_total_ = 0;

@@ -38,26 +38,29 @@ TEST(Engine, GreedyOutputMatchesTheModelRunAlone) {
 }
 
 TEST(Engine, BatchingAndPreemptionDoNotChangeGreedyOutputs) {
-  FakeModel reference;
-  EngineConfig config = test_config();
-  config.num_kv_blocks = 40;  // 160 positions for 24 requests of ~60: forces preemption
-  config.max_model_len = 128;
-  Engine engine(std::make_unique<FakeModel>(), config);
-  OutputCollector collector;
-  std::map<RequestId, int> index_of;
-  const int n = 24;
-  for (int i = 0; i < n; ++i) index_of[engine.submit(greedy(prompt_of(i, 10 + i), 40, collector))] = i;
-  ASSERT_TRUE(collector.wait(n, 60s));
-  for (const auto& [id, i] : index_of) {
-    const auto record = collector.get(id);
-    EXPECT_EQ(record.tokens, reference_greedy(reference, prompt_of(i, 10 + i), 40)) << "request " << i;
-    EXPECT_EQ(record.reason, FinishReason::kLength);
+  for (const bool decode_first : {true, false}) {  // the scheduling policy (scheduler.h) and the old one
+    FakeModel reference;
+    EngineConfig config = test_config();
+    config.num_kv_blocks = 40;  // 160 positions for 24 requests of ~60: forces preemption
+    config.max_model_len = 128;
+    config.decode_first = decode_first;
+    Engine engine(std::make_unique<FakeModel>(), config);
+    OutputCollector collector;
+    std::map<RequestId, int> index_of;
+    const int n = 24;
+    for (int i = 0; i < n; ++i) index_of[engine.submit(greedy(prompt_of(i, 10 + i), 40, collector))] = i;
+    ASSERT_TRUE(collector.wait(n, 60s));
+    for (const auto& [id, i] : index_of) {
+      const auto record = collector.get(id);
+      EXPECT_EQ(record.tokens, reference_greedy(reference, prompt_of(i, 10 + i), 40)) << "request " << i;
+      EXPECT_EQ(record.reason, FinishReason::kLength);
+    }
+    const EngineStats stats = engine.stats();
+    EXPECT_GT(stats.num_preemptions_total, 0);
+    EXPECT_EQ(stats.num_free_kv_blocks, config.num_kv_blocks);
+    EXPECT_EQ(stats.num_running, 0);
+    EXPECT_EQ(stats.num_waiting, 0);
   }
-  const EngineStats stats = engine.stats();
-  EXPECT_GT(stats.num_preemptions_total, 0);
-  EXPECT_EQ(stats.num_free_kv_blocks, config.num_kv_blocks);
-  EXPECT_EQ(stats.num_running, 0);
-  EXPECT_EQ(stats.num_waiting, 0);
 }
 
 // The engine knows no chat format: the request names its stop tokens (here Harmony's <|return|> and
