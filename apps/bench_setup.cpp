@@ -103,13 +103,12 @@ std::optional<DecodeSetup> prepare_decode(model::Model& model, int64_t context, 
   setup.batch = batch;
   const int64_t per_seq = (context + max_steps + kBenchBlockSize - 1) / kBenchBlockSize;
   // The ring (as the engine does it): sliding layers hold only the last window + margin + the steps.
-  const int32_t layers = std::max(1, model.config().num_layers);
   const int32_t sliding_layers = ring ? model.num_sliding_layers() : 0;
   const int64_t ring_positions = model.config().sliding_window + model::kSlidingKeepMargin + max_steps;
   const int64_t ring_per_seq = sliding_layers > 0 ? std::min(per_seq, ring_positions / kBenchBlockSize + 2) : 0;
-  const double block_bytes = static_cast<double>(model.kv_bytes_per_token()) * kBenchBlockSize;
-  setup.kv_gib = (static_cast<double>(per_seq * batch) * block_bytes * (layers - sliding_layers) / layers +
-                  static_cast<double>(ring_per_seq * batch) * block_bytes * sliding_layers / layers) /
+  const model::KvPoolBytes pool = model::kv_pool_bytes_per_token(model, sliding_layers > 0);
+  setup.kv_gib = (static_cast<double>(per_seq * batch) * static_cast<double>(pool.main * kBenchBlockSize) +
+                  static_cast<double>(ring_per_seq * batch) * static_cast<double>(pool.ring * kBenchBlockSize)) /
                  double(1u << 30);
   if (kv_gib != nullptr) *kv_gib = setup.kv_gib;
   if (setup.kv_gib > budget_gib) return std::nullopt;
