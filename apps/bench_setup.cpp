@@ -31,6 +31,10 @@ void ModelChoice::add_options(CLI::App& cli) {
          "--moe-decode", options.moe_decode,
          "cuda: auto (default: the weight-streaming grouped GEMM at 9-64 tokens, FP8, or 9-128, MXFP4) | gemv | stream")
       ->check(CLI::IsMember({"auto", "gemv", "stream"}));
+  cli.add_option("--kv-cache-dtype", options.kv_cache_dtype,
+                 "auto (default: bf16) | fp8 (alias fp8_e4m3: e4m3 K/V with scales of 1.0 on the full-attention "
+                 "layers, sliding-window layers bf16; on cpu the float32 cache holds the rounded values)")
+      ->check(CLI::IsMember({"auto", "fp8", "fp8_e4m3"}));
   cli.add_option("--model", model_dir, "checkpoint directory");
   cli.add_option("--load-format", load_format, "auto | dummy (random weights of --preset shapes, no disk)");
   cli.add_option("--preset", preset, "20b | 120b | tiny (with --load-format dummy)");
