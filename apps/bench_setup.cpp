@@ -49,10 +49,11 @@ std::unique_ptr<model::Model> ModelChoice::load() const {
   model::limit_gpu_memory(static_cast<int64_t>(gpu_memory_limit_gib * double(int64_t{1} << 30)));
   auto model = load_format == "dummy" ? model::load_dummy_model(preset, seed, device, options)
                                       : model::load_model(model_dir, device, options);
-  std::fprintf(stderr, "loaded %s on %s (weights %s, %.1f GiB) in %.1f s\n",
+  std::fprintf(stderr, "loaded %s on %s (weights %s, %.1f GiB; KV cache %s) in %.1f s\n",
                load_format == "dummy" ? ("dummy " + preset).c_str() : model_dir.c_str(), model->backend_name().c_str(),
                device == "cuda" ? options.weights.c_str() : "f32",
-               static_cast<double>(model->weight_bytes()) / double(1u << 30), bench_seconds_since(start));
+               static_cast<double>(model->weight_bytes()) / double(1u << 30), model->kv_cache_dtype_name().c_str(),
+               bench_seconds_since(start));
   return model;
 }
 
