@@ -147,5 +147,23 @@ TEST_P(TinyModelCudaKvFp8Test, LogitsCloseToTheBf16Cache) {
 
 INSTANTIATE_TEST_SUITE_P(Weights, TinyModelCudaKvFp8Test, ::testing::Values("bf16", "mxfp4"));
 
+// The cache sizing the engine reads: e4m3 full-attention layers take half a bf16 layer's bytes per position,
+// sliding-window layers keep bf16's.
+TEST(TinyModelCudaKvFp8, FullLayersTakeHalfTheBytes) {
+  if (resolve_device("auto") != "cuda") GTEST_SKIP() << "no CUDA GPU: the cuda KV sizing test not run";
+  ModelOptions options;
+  auto bf16_kv = load_model(embedded_model_dir(), "cuda", options);
+  options.kv_cache_dtype = "fp8";
+  auto fp8_kv = load_model(embedded_model_dir(), "cuda", options);
+  const int64_t row = int64_t{2} * fp8_kv->config().kv_width();
+  EXPECT_EQ(bf16_kv->kv_layer_bytes_per_token(false), 2 * row);
+  EXPECT_EQ(fp8_kv->kv_layer_bytes_per_token(false), row);
+  EXPECT_EQ(fp8_kv->kv_layer_bytes_per_token(true), 2 * row);
+  const int64_t full = fp8_kv->config().num_layers - fp8_kv->num_sliding_layers();
+  EXPECT_EQ(bf16_kv->kv_bytes_per_token() - fp8_kv->kv_bytes_per_token(), full * row);
+  EXPECT_NE(fp8_kv->kv_cache_dtype_name().find("fp8_e4m3"), std::string::npos);
+  EXPECT_EQ(bf16_kv->kv_cache_dtype_name(), "bf16");
+}
+
 }  // namespace
 }  // namespace gossamer::model
