@@ -2,9 +2,9 @@
 // are (query token, query head of the group) pairs, so the 8 query heads sharing a KV head read each
 // K/V tile once. The 4 warps split every 64-key tile into 16-key slices with independent softmax states,
 // merged at the end; the sink enters only split 0. A combine kernel merges the splits.
-// FP8 KV cache (kKvFp8): the e4m3 tiles are double-buffered with cp.async in the second half of the
-// K/V shared memory and widened to bf16 into the first half (a single bf16 stage), one tile at a time;
-// k_scale enters the logit scale and v_scale the split's output.
+// FP8 KV cache (kKvFp8): the e4m3 tiles (half the bytes) stream through a 3-stage cp.async ring, two tiles
+// in flight while one is widened to bf16 into a single bf16 stage and attended; k_scale enters the logit
+// scale and v_scale the split's output.
 #include <algorithm>
 
 #include "kernels/attention_common_sm90.cuh"
@@ -19,6 +19,7 @@ constexpr int kRows = 16;
 static_assert(kAttentionMaxGroup * kDecodeMaxQ <= kRows, "attention.h promises groups of kAttentionMaxGroup");
 constexpr int kMaxSplits = 64;
 constexpr int kTileBytes = kKeysPerTile * 128;
+constexpr int kFp8Stages = 3;  // e4m3 K+V tiles in the cp.async ring (2 in flight while one is widened)
 
 int decode_num_splits(const AttentionParams& p) {
   const int ctas = std::max(1, p.num_seqs * p.num_kv_heads);
@@ -34,9 +35,12 @@ __global__ void __launch_bounds__(kThreads)
   pdl_wait();
   pdl_trigger();
   __shared__ __align__(128) uint8_t sq[kRows * 128];
-  // bf16: K0 V0 K1 V1. kKvFp8: K V (bf16, one stage), then the e4m3 K and V staging, two stages each.
-  // Reused for the warp merge.
-  __shared__ __align__(128) uint8_t skv[4][kTileBytes];
+  // bf16: K0 V0 K1 V1. kKvFp8: K V (bf16, one stage), then the e4m3 ring: kFp8Stages K tiles, then
+  // kFp8Stages V tiles (4 KiB each; 42.5 KiB of static shared memory in all). Reused for the warp merge.
+  __shared__ __align__(128) uint8_t skv[kKvFp8 ? 5 : 4][kTileBytes];
+  static_assert(!kKvFp8 || 2 * kFp8Stages * kFp8TileBytes <= 3 * kTileBytes, "the e4m3 ring exceeds its space");
+  uint8_t* const ring_k = &skv[0][0] + 2 * kTileBytes;  // kKvFp8: [kFp8Stages][64 keys][64] e4m3
+  uint8_t* const ring_v = ring_k + kFp8Stages * kFp8TileBytes;
   __shared__ float s_m[kWarps][kRows], s_l[kWarps][kRows];
   const int b = blockIdx.x, g = blockIdx.y, split = blockIdx.z;
   const int group = p.num_q_heads / p.num_kv_heads;
@@ -65,7 +69,7 @@ __global__ void __launch_bounds__(kThreads)
   // Issues the copies of key tile j into stage `stage`.
   auto load_tile = [&](int j, int stage) {
     if constexpr (kKvFp8) {
-      load_kv_tiles_fp8<kThreads>(skv[2] + stage * kFp8TileBytes, skv[3] + stage * kFp8TileBytes, p, pages, page_shift,
+      load_kv_tiles_fp8<kThreads>(ring_k + stage * kFp8TileBytes, ring_v + stage * kFp8TileBytes, p, pages, page_shift,
                                   g, j * kKeysPerTile, kv_len, tid);
     } else {
       load_kv_tiles<kThreads>(skv[2 * stage], skv[2 * stage + 1], p, pages, page_shift, g, j * kKeysPerTile, kv_len,
@@ -73,7 +77,11 @@ __global__ void __launch_bounds__(kThreads)
     }
   };
   if (my_begin < my_end) load_tile(my_begin, 0);
-  cp_async_commit();
+  cp_async_commit();  // group: Q and the first tile
+  if constexpr (kKvFp8) {
+    if (my_begin + 1 < my_end) load_tile(my_begin + 1, 1);
+    cp_async_commit();  // group: the second tile (may be empty)
+  }
 
   RowState st;
   int row_pos[2];
@@ -91,33 +99,44 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
   for (int d = 0; d < 8; ++d) st.o[d][0] = st.o[d][1] = st.o[d][2] = st.o[d][3] = 0.f;
   uint32_t q_frag[4][4];
-  cp_async_wait<0>();
+  if constexpr (kKvFp8) {
+    cp_async_wait<1>();  // Q and the first tile; the second may still fly
+  } else {
+    cp_async_wait<0>();
+  }
   __syncthreads();
   load_q_frag(q_frag, sq, 0);
 
   // ---- key tiles of this split ----
   for (int j = my_begin; j < my_end; ++j) {
-    const int stage = (j - my_begin) % 2;
-    if (j + 1 < my_end) {
-      load_tile(j + 1, stage ^ 1);
-      cp_async_commit();
-      cp_async_wait<1>();
-    } else {
-      cp_async_wait<0>();
-    }
-    __syncthreads();
-    const uint8_t* sk = skv[2 * stage];
-    const uint8_t* sv = skv[2 * stage + 1];
     if constexpr (kKvFp8) {
-      // NOTE: the bf16 stage is free: every warp passed the barrier after the previous tile's attend.
-      widen_kv_tiles<kThreads>(skv[2] + stage * kFp8TileBytes, skv[3] + stage * kFp8TileBytes, skv[0], skv[1], tid);
+      const int i = j - my_begin;
+      // NOTE: stage (i + 2) % 3 held tile j − 1, widened before the barriers of the previous iteration.
+      if (j + 2 < my_end) load_tile(j + 2, (i + 2) % kFp8Stages);
+      cp_async_commit();   // one group per iteration (possibly empty), so the count below is uniform
+      cp_async_wait<2>();  // tile j has landed (tiles j + 1, j + 2 may still fly)
       __syncthreads();
-      sk = skv[0];
-      sv = skv[1];
+      // NOTE: the bf16 stage is free: every warp passed the barrier after the previous tile's attend.
+      widen_kv_tiles<kThreads>(ring_k + (i % kFp8Stages) * kFp8TileBytes, ring_v + (i % kFp8Stages) * kFp8TileBytes,
+                               skv[0], skv[1], tid);
+      __syncthreads();
+      attend_tile<16, true>(st, q_frag, skv[0], skv[1], warp * 16, j * kKeysPerTile, row_pos, p.window, scale_log2);
+    } else {
+      const int stage = (j - my_begin) % 2;
+      if (j + 1 < my_end) {
+        load_tile(j + 1, stage ^ 1);
+        cp_async_commit();
+        cp_async_wait<1>();
+      } else {
+        cp_async_wait<0>();
+      }
+      __syncthreads();
+      attend_tile<16, true>(st, q_frag, skv[2 * stage], skv[2 * stage + 1], warp * 16, j * kKeysPerTile, row_pos,
+                            p.window, scale_log2);
     }
-    attend_tile<16, true>(st, q_frag, sk, sv, warp * 16, j * kKeysPerTile, row_pos, p.window, scale_log2);
     __syncthreads();
   }
+  if constexpr (kKvFp8) cp_async_wait<0>();  // leave with no copy in flight (the ring's last groups are empty)
 
   // ---- merge the 4 warps ----
   float* s_o = reinterpret_cast<float*>(&skv[0][0]);  // [kWarps][kRows][64]
