@@ -31,6 +31,10 @@ void ModelChoice::add_options(CLI::App& cli) {
          "--moe-decode", options.moe_decode,
          "cuda: auto (default: the weight-streaming grouped GEMM at 9-64 tokens, FP8, or 9-128, MXFP4) | gemv | stream")
       ->check(CLI::IsMember({"auto", "gemv", "stream"}));
+  cli.add_option("--kv-cache-dtype", options.kv_cache_dtype,
+                 "auto (default: bf16) | fp8 (alias fp8_e4m3: e4m3 K/V with scales of 1.0 on the full-attention "
+                 "layers, sliding-window layers bf16; on cpu the float32 cache holds the rounded values)")
+      ->check(CLI::IsMember({"auto", "fp8", "fp8_e4m3"}));
   cli.add_option("--model", model_dir, "checkpoint directory");
   cli.add_option("--load-format", load_format, "auto | dummy (random weights of --preset shapes, no disk)");
   cli.add_option("--preset", preset, "20b | 120b | tiny (with --load-format dummy)");
@@ -45,10 +49,11 @@ std::unique_ptr<model::Model> ModelChoice::load() const {
   model::limit_gpu_memory(static_cast<int64_t>(gpu_memory_limit_gib * double(int64_t{1} << 30)));
   auto model = load_format == "dummy" ? model::load_dummy_model(preset, seed, device, options)
                                       : model::load_model(model_dir, device, options);
-  std::fprintf(stderr, "loaded %s on %s (weights %s, %.1f GiB) in %.1f s\n",
+  std::fprintf(stderr, "loaded %s on %s (weights %s, %.1f GiB; KV cache %s) in %.1f s\n",
                load_format == "dummy" ? ("dummy " + preset).c_str() : model_dir.c_str(), model->backend_name().c_str(),
                device == "cuda" ? options.weights.c_str() : "f32",
-               static_cast<double>(model->weight_bytes()) / double(1u << 30), bench_seconds_since(start));
+               static_cast<double>(model->weight_bytes()) / double(1u << 30), model->kv_cache_dtype_name().c_str(),
+               bench_seconds_since(start));
   return model;
 }
 
@@ -103,13 +108,12 @@ std::optional<DecodeSetup> prepare_decode(model::Model& model, int64_t context, 
   setup.batch = batch;
   const int64_t per_seq = (context + max_steps + kBenchBlockSize - 1) / kBenchBlockSize;
   // The ring (as the engine does it): sliding layers hold only the last window + margin + the steps.
-  const int32_t layers = std::max(1, model.config().num_layers);
   const int32_t sliding_layers = ring ? model.num_sliding_layers() : 0;
   const int64_t ring_positions = model.config().sliding_window + model::kSlidingKeepMargin + max_steps;
   const int64_t ring_per_seq = sliding_layers > 0 ? std::min(per_seq, ring_positions / kBenchBlockSize + 2) : 0;
-  const double block_bytes = static_cast<double>(model.kv_bytes_per_token()) * kBenchBlockSize;
-  setup.kv_gib = (static_cast<double>(per_seq * batch) * block_bytes * (layers - sliding_layers) / layers +
-                  static_cast<double>(ring_per_seq * batch) * block_bytes * sliding_layers / layers) /
+  const model::KvPoolBytes pool = model::kv_pool_bytes_per_token(model, sliding_layers > 0);
+  setup.kv_gib = (static_cast<double>(per_seq * batch) * static_cast<double>(pool.main * kBenchBlockSize) +
+                  static_cast<double>(ring_per_seq * batch) * static_cast<double>(pool.ring * kBenchBlockSize)) /
                  double(1u << 30);
   if (kv_gib != nullptr) *kv_gib = setup.kv_gib;
   if (setup.kv_gib > budget_gib) return std::nullopt;

@@ -36,6 +36,8 @@ class ProbeModel final : public model::Model {
   int32_t kv_block_size() const override { return inner_.kv_block_size(); }
   int64_t kv_bytes_per_block() const override { return inner_.kv_bytes_per_block(); }
   int64_t kv_bytes_per_token() const override { return inner_.kv_bytes_per_token(); }
+  int64_t kv_layer_bytes_per_token(bool sliding) const override { return inner_.kv_layer_bytes_per_token(sliding); }
+  std::string kv_cache_dtype_name() const override { return inner_.kv_cache_dtype_name(); }
   bool samples_on_device() const override { return inner_.samples_on_device(); }
   bool samples_with_token_masks() const override { return inner_.samples_with_token_masks(); }
   uint64_t weight_bytes() const override { return inner_.weight_bytes(); }

@@ -74,6 +74,10 @@ int run_logits(int argc, char** argv) {
                  "cuda weight format: fp8 (default) | mxfp4 (MXFP4 experts kept as shipped) | mxfp4+fp8 (both: MXFP4 "
                  "for decode steps, FP8 for larger) | bf16")
       ->check(CLI::IsMember({"fp8", "bf16", "mxfp4", "mxfp4+fp8"}));
+  cli.add_option("--kv-cache-dtype", options.kv_cache_dtype,
+                 "auto (default: bf16) | fp8 (alias fp8_e4m3: e4m3 K/V with scales of 1.0 on the full-attention "
+                 "layers, sliding-window layers bf16; on cpu the float32 cache holds the rounded values)")
+      ->check(CLI::IsMember({"auto", "fp8", "fp8_e4m3"}));
   add_parallel_flags(cli, options.layout);
   add_rank_flags(cli, options);
   VllmArgs args(argc, argv);
@@ -108,6 +112,10 @@ int run_generate(int argc, char** argv) {
                  "cuda weight format: fp8 (default) | mxfp4 (MXFP4 experts kept as shipped) | mxfp4+fp8 (both: MXFP4 "
                  "for decode steps, FP8 for larger) | bf16")
       ->check(CLI::IsMember({"fp8", "bf16", "mxfp4", "mxfp4+fp8"}));
+  cli.add_option("--kv-cache-dtype", options.kv_cache_dtype,
+                 "auto (default: bf16) | fp8 (alias fp8_e4m3: e4m3 K/V with scales of 1.0 on the full-attention "
+                 "layers, sliding-window layers bf16; on cpu the float32 cache holds the rounded values)")
+      ->check(CLI::IsMember({"auto", "fp8", "fp8_e4m3"}));
   cli.add_flag(
       "--enforce-eager", [&](int64_t) { options.cuda_graphs = false; }, "no CUDA graphs for decode steps");
   add_parallel_flags(cli, options.layout);

@@ -89,6 +89,12 @@ int run_serve(int argc, char** argv) {
       ->envname("GOSSAMER_PREFILL_ATTENTION")
       ->check(CLI::IsMember({"auto", "mma", "wgmma"}))
       ->group("Model");
+  cli.add_option("--kv-cache-dtype", model_options.kv_cache_dtype,
+                 "auto (default: bf16) | fp8 (alias fp8_e4m3: e4m3 K/V with scales of 1.0 on the full-attention "
+                 "layers, sliding-window layers bf16; on cpu the float32 cache holds the rounded values)")
+      ->envname("GOSSAMER_KV_CACHE_DTYPE")
+      ->check(CLI::IsMember({"auto", "fp8", "fp8_e4m3"}))
+      ->group("Model");
   cli.add_option(
          "--moe-decode", model_options.moe_decode,
          "cuda: auto (default: the weight-streaming grouped GEMM at 9-64 tokens, FP8, or 9-128, MXFP4) | gemv | stream")

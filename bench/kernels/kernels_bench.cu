@@ -939,9 +939,10 @@ struct MoeStreamBench {
 
 // Paged attention with sinks at a shared case (gpt_oss_cases.h): pages handed out in order. TFLOP/s count
 // the visible positions only; decode GB/s the K/V bytes read. Prefill runs `kernel`, with `base_us` (the
-// mma.sync 4-warp kernel's time) in the baseline column. Returns µs.
+// mma.sync 4-warp kernel's time) in the baseline column. kv_fp8: the FP8 e4m3 cache (--kv-cache-dtype fp8,
+// scales 1; random codes of magnitude ≤ 240), its row's baseline the same kernel's bf16 time. Returns µs.
 double bench_attention(const gpt_oss::AttentionCase& c, PrefillKernel kernel = PrefillKernel::kMmaSync,
-                       double base_us = 0) {
+                       double base_us = 0, bool kv_fp8 = false) {
   const int page = gpt_oss::kAttentionPage, qh = kNumQHeads, kvh = kNumKvHeads;
   const std::vector<std::pair<int, int>> seqs = gpt_oss::attention_seqs(c);
   std::vector<int32_t> cu_q{0}, kv_lens, indptr{0}, indices;
@@ -962,8 +963,13 @@ double bench_attention(const gpt_oss::AttentionCase& c, PrefillKernel kernel = P
       vc(size_t(pages) * page * kvh * 64 * 2), sinks(qh * 4), cu(cu_q.size() * 4), kvl(kv_lens.size() * 4),
       ip(indptr.size() * 4), ix(indices.size() * 4);
   fill_bf16(q, -1, 1);
-  fill_bf16(kc, -1, 1);
-  fill_bf16(vc, -1, 1);
+  if (kv_fp8) {
+    fill_fp8(kc);
+    fill_fp8(vc);
+  } else {
+    fill_bf16(kc, -1, 1);
+    fill_bf16(vc, -1, 1);
+  }
   fill_f32(sinks, -1, 1);
   cudaMemcpy(cu.get(), cu_q.data(), cu.bytes, cudaMemcpyHostToDevice);
   cudaMemcpy(kvl.get(), kv_lens.data(), kvl.bytes, cudaMemcpyHostToDevice);
@@ -972,8 +978,9 @@ double bench_attention(const gpt_oss::AttentionCase& c, PrefillKernel kernel = P
   AttentionParams p;
   p.q = q.as<uint16_t>();
   p.out = out.as<uint16_t>();
-  p.k_cache = kc.as<uint16_t>();
-  p.v_cache = vc.as<uint16_t>();
+  p.k_cache = kc.get();
+  p.v_cache = vc.get();
+  p.kv_fp8 = kv_fp8;
   p.page_indptr = ip.as<int32_t>();
   p.page_indices = ix.as<int32_t>();
   p.cu_seqlens_q = cu.as<int32_t>();
@@ -996,10 +1003,11 @@ double bench_attention(const gpt_oss::AttentionCase& c, PrefillKernel kernel = P
   });
   const double flops = 4.0 * 64 * qh * double(visible);
   // Decode reads each visible key once per KV head (the 8 query heads of a group share it).
-  const double kv_bytes = 2.0 * 2 * 64 * kvh * double(visible) / std::max(1, tokens / num_seqs);
+  const double kv_bytes = (kv_fp8 ? 1.0 : 2.0) * 2 * 64 * kvh * double(visible) / std::max(1, tokens / num_seqs);
   const bool wgmma = kernel == PrefillKernel::kWgmma;
   std::string shape = c.name;
   shape += c.window > 0 ? " window " + std::to_string(c.window) : std::string(" causal");
+  if (kv_fp8) shape += ", kv fp8";
   const char* label = c.decode ? "attention_decode" : wgmma ? "attention_prefill_wgmma" : "attention_prefill";
   row(label, shape, us, flops, c.decode ? kv_bytes : 0, base_us, c.decode ? "copy" : "bf16");
   return us;
@@ -1010,6 +1018,17 @@ double bench_attention(const gpt_oss::AttentionCase& c, PrefillKernel kernel = P
 void bench_attention_prefill(const gpt_oss::AttentionCase& c) {
   const double base = bench_attention(c, PrefillKernel::kMmaSync);
   bench_attention(c, PrefillKernel::kWgmma, base);
+}
+
+// `attention-fp8`: every case on the FP8 KV cache, each row against the same kernel on the bf16 cache.
+void bench_attention_fp8(const gpt_oss::AttentionCase& c) {
+  if (c.decode) {
+    bench_attention(c, PrefillKernel::kMmaSync, bench_attention(c), true);
+    return;
+  }
+  for (const PrefillKernel k : {PrefillKernel::kMmaSync, PrefillKernel::kWgmma}) {
+    bench_attention(c, k, bench_attention(c, k), true);
+  }
 }
 
 // Sampling over the whole vocabulary at a shared case (gpt_oss_cases.h): fp32 logits, then the model's
@@ -1177,6 +1196,9 @@ int main(int argc, char** argv) {
     for (const gpt_oss::AttentionCase& c : gpt_oss::kAttention) {
       if (c.decode) bench_attention(c);
     }
+  }
+  if (only == "attention-fp8") {
+    for (const gpt_oss::AttentionCase& c : gpt_oss::kAttention) bench_attention_fp8(c);
   }
   if (want("sampling")) {
     for (const gpt_oss::SamplingCase& c : gpt_oss::kSampling) bench_sampling(c);

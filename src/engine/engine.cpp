@@ -23,14 +23,13 @@ Engine::Engine(std::unique_ptr<model::Model> model, const EngineConfig& config, 
   stat_free_blocks_ = allocator_.num_free();
   {  // the load summary: what the weights and the KV cache take, and how many tokens fit
     const double gib = 1024.0 * 1024.0 * 1024.0;
-    const int64_t per_token = model_->kv_bytes_per_token(), layers = std::max(1, model_->config().num_layers);
-    const int64_t sliding_layers = config_.num_sliding_kv_blocks > 0 ? model_->num_sliding_layers() : 0;
-    const double kv_bytes = static_cast<double>(config_.num_kv_blocks) * config_.block_size *
-                                static_cast<double>(per_token * (layers - sliding_layers) / layers) +
-                            static_cast<double>(config_.num_sliding_kv_blocks) * config_.block_size *
-                                static_cast<double>(per_token * sliding_layers / layers);
+    const model::KvPoolBytes pool = model::kv_pool_bytes_per_token(*model_, config_.num_sliding_kv_blocks > 0);
+    const double kv_bytes =
+        static_cast<double>(config_.num_kv_blocks) * config_.block_size * static_cast<double>(pool.main) +
+        static_cast<double>(config_.num_sliding_kv_blocks) * config_.block_size * static_cast<double>(pool.ring);
     GOSSAMER_LOG_INFO("ready: weights ", static_cast<double>(model_->weight_bytes()) / gib, " GiB on the ",
-                      model_->backend_name(), " device, KV cache ", kv_bytes / gib, " GiB, max tokens in the cache ",
+                      model_->backend_name(), " device, KV cache ", kv_bytes / gib, " GiB (",
+                      model_->kv_cache_dtype_name(), "), max tokens in the cache ",
                       static_cast<int64_t>(config_.num_kv_blocks) * config_.block_size);
   }
   GOSSAMER_LOG_INFO("engine: ", config_.num_kv_blocks, " KV blocks of ", config_.block_size, " positions (",

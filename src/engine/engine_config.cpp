@@ -58,8 +58,7 @@ int32_t EngineConfig::ring_blocks_needed(int32_t window) const {
 EngineConfig EngineConfig::resolve(const model::Model& model) const {
   EngineConfig out = *this;
   out.resolve_budgets();
-  const int32_t sliding_layers = model.num_sliding_layers(), layers = std::max(1, model.config().num_layers);
-  const bool ring = out.sliding_window_ring && sliding_layers > 0;
+  const bool ring = out.sliding_window_ring && model.num_sliding_layers() > 0;
   out.sliding_window = ring ? model.config().sliding_window : 0;
   out.num_sliding_kv_blocks = ring ? out.ring_blocks_needed(out.sliding_window) : 0;
   const int32_t context = model.config().max_position_embeddings;
@@ -67,15 +66,11 @@ EngineConfig EngineConfig::resolve(const model::Model& model) const {
   GOSSAMER_CHECK(context <= 0 || out.max_model_len <= context, "max_model_len ", out.max_model_len,
                  " exceeds the model's context of ", context, " tokens");
   if (out.num_kv_blocks == 0) {
-    // NOTE: the model's own bytes per position (bf16 on cuda, float32 on cpu), known before allocation.
-    const int64_t per_position = std::max<int64_t>(1, model.kv_bytes_per_token());
-    int64_t per_block = std::max<int64_t>(1, per_position * out.block_size);
-    int64_t memory = out.kv_cache_memory_bytes;
-    if (ring) {  // the ring's pool first (sliding layers only), the rest for full-attention layers
-      const int64_t sliding_per_block = per_block * sliding_layers / layers;
-      memory -= sliding_per_block * out.num_sliding_kv_blocks;
-      per_block = std::max<int64_t>(1, per_block - sliding_per_block);
-    }
+    // NOTE: the model's own bytes per position and pool (bf16 or, --kv-cache-dtype fp8, e4m3 full layers on
+    // cuda; float32 on cpu), known before allocation. The ring's pool first, the rest for the main pool.
+    const model::KvPoolBytes pool = model::kv_pool_bytes_per_token(model, ring);
+    const int64_t per_block = std::max<int64_t>(1, pool.main * out.block_size);
+    const int64_t memory = out.kv_cache_memory_bytes - pool.ring * out.block_size * out.num_sliding_kv_blocks;
     const int64_t by_memory = std::max<int64_t>(0, memory) / per_block;
     const int64_t blocks_per_seq = (static_cast<int64_t>(out.max_model_len) + out.block_size - 1) / out.block_size;
     const int64_t wanted = blocks_per_seq * out.max_num_seqs;

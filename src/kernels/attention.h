@@ -1,5 +1,5 @@
 // Attention with sinks over a paged KV cache (the reference: attention_cpu.cpp; the model: src/model/cpu_model.cpp),
-// GQA, head_dim 64, bf16 in/out.
+// GQA, head_dim 64, bf16 in/out; the KV cache bf16 or FP8 e4m3 (kv_fp8, with per-KV-head scales).
 //
 // Logits l = (q·k)·scale; the per-head sink S_h is a raw logit appended as one extra column whose
 // probability is dropped: o = Σ_s exp(l_s − m) v_s / (Σ_s exp(l_s − m) + exp(S_h − m)). Causal; with
@@ -11,6 +11,11 @@
 // launch_rope writes them). Cache: token at position s of sequence b lives in physical page
 // page_indices[page_indptr[b] + s / page_size], row s % page_size; each row is [num_kv_heads, 64] bf16.
 // Sliding layers read only their last W positions, so the engine may recycle older pages (a ring).
+//
+// FP8 KV cache (kv_fp8, --kv-cache-dtype fp8; docs/kv-cache-fp8.md): each row is [num_kv_heads, 64] e4m3
+// bytes, and the attention runs on the dequantized values K = e4m3(k)·k_scale[h], V = e4m3(v)·v_scale[h]
+// (kv_cache_fp8.h has the quantizer). The kernels widen e4m3 to bf16 exactly and fold the scales into the
+// logit scale and the output, so QK and PV stay bf16 tensor-core MMAs; the reference dequantizes in fp32.
 #pragma once
 
 #include <cstddef>
@@ -28,10 +33,11 @@ namespace gossamer::kernels {
 enum class PrefillKernel : int { kAuto = 0, kWgmma = 1, kMmaSync = 2 };
 
 struct AttentionParams {
-  const uint16_t* q = nullptr;        // [num_tokens, num_q_heads, 64] bf16 (after RoPE)
-  uint16_t* out = nullptr;            // [num_tokens, num_q_heads, 64] bf16
-  const uint16_t* k_cache = nullptr;  // [num_pages·page_size, num_kv_heads, 64] bf16
-  const uint16_t* v_cache = nullptr;
+  const uint16_t* q = nullptr;  // [num_tokens, num_q_heads, 64] bf16 (after RoPE)
+  uint16_t* out = nullptr;      // [num_tokens, num_q_heads, 64] bf16
+  // [num_pages·page_size, num_kv_heads, 64] bf16, or e4m3 (one byte per element) when kv_fp8
+  const void* k_cache = nullptr;
+  const void* v_cache = nullptr;
   const int32_t* page_indptr = nullptr;   // [num_seqs + 1]
   const int32_t* page_indices = nullptr;  // [page_indptr[num_seqs]]
   const int32_t* cu_seqlens_q = nullptr;  // [num_seqs + 1]
@@ -44,6 +50,9 @@ struct AttentionParams {
   int page_size = 16;  // tokens per page, a power of two
   int window = 0;      // 0: full causal; else sliding window (128)
   float scale = 0.125f;
+  bool kv_fp8 = false;             // the cache holds e4m3 (see above)
+  const float* k_scale = nullptr;  // [num_kv_heads] fp32 dequantization scales (kv_fp8 only); null = 1
+  const float* v_scale = nullptr;  // [num_kv_heads] fp32, likewise
   // Host-side plan facts (upper bounds), used to size grids and splits.
   int max_kv_len = 0;
   PrefillKernel prefill_kernel = PrefillKernel::kAuto;
@@ -63,7 +72,8 @@ inline constexpr int kAttentionMaxGroup = 8;
 size_t attention_decode_workspace_bytes(const AttentionParams& p);
 void launch_attention_decode(const AttentionParams& p, cudaStream_t stream);
 
-// fp32 reference (bf16 inputs as uint16_t bits, host memory).
+// fp32 reference (bf16 inputs as uint16_t bits, host memory; with kv_fp8 the cache rows are e4m3 bytes and
+// the scales host pointers).
 void attention_cpu(const AttentionParams& p);
 
 }  // namespace gossamer::kernels

@@ -4,6 +4,8 @@
 // so ldmatrix is conflict free; the same layout is TMA's and wgmma's 128-byte swizzle.
 #pragma once
 
+#include <cuda_fp16.h>
+
 #include <cfloat>
 #include <cstdint>
 
@@ -49,9 +51,78 @@ __device__ __forceinline__ void load_kv_tiles(uint8_t* sk, uint8_t* sv, const At
           (static_cast<int64_t>(pages[pos >> page_shift]) << page_shift) | (pos & ((1 << page_shift) - 1));
       off = (slot * p.num_kv_heads + kv_head) * kHead + c * 8;
     }
-    cp_async_16(sk + swz(r, c), p.k_cache + off, ok);
-    cp_async_16(sv + swz(r, c), p.v_cache + off, ok);
+    cp_async_16(sk + swz(r, c), static_cast<const uint16_t*>(p.k_cache) + off, ok);
+    cp_async_16(sv + swz(r, c), static_cast<const uint16_t*>(p.v_cache) + off, ok);
   }
+}
+
+// ---- FP8 KV cache (AttentionParams::kv_fp8) ----
+// Tiles of 64 cache rows × 64 e4m3 (64 B per row) are staged unswizzled (row r at r·64, 4 KiB per tile),
+// then widened in shared memory into the swizzled bf16 tiles that attend_tile reads.
+inline constexpr int kFp8TileBytes = kKeysPerTile * kHead;
+
+// Two e4m3 (low byte → low half) to f16x2; exact.
+__device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t pair16) {
+  uint32_t r;
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(r) : "h"(static_cast<uint16_t>(pair16)));
+  return r;
+}
+// Two e4m3 (low byte → low half) to bf16x2; exact (e4m3 ⊂ f16 ∩ bf16).
+__device__ __forceinline__ uint32_t e4m3x2_to_bf16x2(uint32_t pair16) {
+  const uint32_t h = e4m3x2_to_f16x2(pair16);
+  const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&h));
+  return pack_bf16(f.x, f.y);
+}
+// 8 e4m3 (byte i = element i) → 8 bf16 (one 16-byte chunk).
+__device__ __forceinline__ uint4 e4m3x8_to_bf16x8(uint2 v) {
+  return make_uint4(e4m3x2_to_bf16x2(v.x), e4m3x2_to_bf16x2(v.x >> 16), e4m3x2_to_bf16x2(v.y),
+                    e4m3x2_to_bf16x2(v.y >> 16));
+}
+
+// Stages one K and one V tile of 64 e4m3 cache rows (positions kv0…kv0+63) with cp.async; positions
+// ≥ kv_len are zero-filled. Called by all `kThreads` threads.
+template <int kThreads>
+__device__ __forceinline__ void load_kv_tiles_fp8(uint8_t* sk8, uint8_t* sv8, const AttentionParams& p,
+                                                  const int32_t* pages, int page_shift, int kv_head, int kv0,
+                                                  int kv_len, int tid) {
+  constexpr int kRowsPerPass = kThreads / 4;
+  const int c = tid % 4;  // 16-byte chunk (16 elements) of the 64-byte row
+#pragma unroll
+  for (int r = tid / 4; r < kKeysPerTile; r += kRowsPerPass) {
+    const int pos = kv0 + r;
+    const bool ok = pos < kv_len;
+    int64_t off = 0;
+    if (ok) {
+      const int64_t slot =
+          (static_cast<int64_t>(pages[pos >> page_shift]) << page_shift) | (pos & ((1 << page_shift) - 1));
+      off = (slot * p.num_kv_heads + kv_head) * kHead + c * 16;
+    }
+    cp_async_16(sk8 + r * kHead + c * 16, static_cast<const uint8_t*>(p.k_cache) + off, ok);
+    cp_async_16(sv8 + r * kHead + c * 16, static_cast<const uint8_t*>(p.v_cache) + off, ok);
+  }
+}
+
+// Widens the staged e4m3 K and V tiles into swizzled bf16 tiles (the layout load_kv_tiles writes). Called
+// by all `kThreads` threads after a barrier that makes the staged tiles visible.
+template <int kThreads>
+__device__ __forceinline__ void widen_kv_tiles(const uint8_t* sk8, const uint8_t* sv8, uint8_t* sk, uint8_t* sv,
+                                               int tid) {
+#pragma unroll
+  for (int i = tid; i < kKeysPerTile * 8; i += kThreads) {
+    const int r = i / 8, c = i % 8;  // bf16 chunk c of row r = e4m3 bytes [8c, 8c + 8)
+    const uint2 k = *reinterpret_cast<const uint2*>(sk8 + r * kHead + c * 8);
+    const uint2 v = *reinterpret_cast<const uint2*>(sv8 + r * kHead + c * 8);
+    *reinterpret_cast<uint4*>(sk + swz(r, c)) = e4m3x8_to_bf16x8(k);
+    *reinterpret_cast<uint4*>(sv + swz(r, c)) = e4m3x8_to_bf16x8(v);
+  }
+}
+
+// The dequantization scales of KV head h (1 without scales or without kv_fp8).
+__device__ __forceinline__ float kv_k_scale(const AttentionParams& p, int h) {
+  return p.kv_fp8 && p.k_scale ? p.k_scale[h] : 1.f;
+}
+__device__ __forceinline__ float kv_v_scale(const AttentionParams& p, int h) {
+  return p.kv_fp8 && p.v_scale ? p.v_scale[h] : 1.f;
 }
 
 // Per-warp online-softmax state for 16 query rows (this thread: rows lane/4 and lane/4 + 8).

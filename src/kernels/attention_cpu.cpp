@@ -5,6 +5,7 @@
 #include "core/dtype.h"
 #include "core/parallel.h"
 #include "kernels/attention.h"
+#include "kernels/kv_cache_fp8.h"
 
 namespace gossamer::kernels {
 
@@ -16,9 +17,12 @@ void attention_cpu(const AttentionParams& p) {
     const int q_len = p.cu_seqlens_q[b + 1] - q_begin;
     const int kv_len = p.kv_lens[b];
     const int32_t* pages = p.page_indices + p.page_indptr[b];
-    auto row = [&](const uint16_t* cache, int pos, int kv_head) {
+    // Element d of the cached K or V row at `pos`, dequantized (kv_fp8) or widened from bf16.
+    auto element = [&](const void* cache, const float* scales, int pos, int kv_head, int d) {
       const int64_t slot = static_cast<int64_t>(pages[pos / p.page_size]) * p.page_size + pos % p.page_size;
-      return cache + (slot * p.num_kv_heads + kv_head) * kD;
+      const int64_t i = (slot * p.num_kv_heads + kv_head) * kD + d;
+      if (!p.kv_fp8) return bf16_to_float(static_cast<const uint16_t*>(cache)[i]);
+      return kv_fp8_dequantize(static_cast<const uint8_t*>(cache)[i], scales ? scales[kv_head] : kKvFp8DefaultScale);
     };
     // (query, head) rows are independent: chunks of them on worker threads give the same bits.
     parallel_for(int64_t(q_len) * p.num_q_heads, 16, [&](int64_t r0, int64_t r1) {
@@ -32,9 +36,8 @@ void attention_cpu(const AttentionParams& p) {
         logits.assign(pos - s0 + 1, 0.f);
         float m = p.sinks ? p.sinks[h] : -INFINITY;
         for (int s = s0; s <= pos; ++s) {
-          const uint16_t* k = row(p.k_cache, s, kvh);
           float dot = 0.f;
-          for (int d = 0; d < kD; ++d) dot += bf16_to_float(q[d]) * bf16_to_float(k[d]);
+          for (int d = 0; d < kD; ++d) dot += bf16_to_float(q[d]) * element(p.k_cache, p.k_scale, s, kvh, d);
           logits[s - s0] = dot * p.scale;
           m = std::max(m, logits[s - s0]);
         }
@@ -43,8 +46,7 @@ void attention_cpu(const AttentionParams& p) {
         for (int s = s0; s <= pos; ++s) {
           const double w = std::exp(static_cast<double>(logits[s - s0]) - m);
           denom += w;
-          const uint16_t* v = row(p.v_cache, s, kvh);
-          for (int d = 0; d < kD; ++d) o[d] += w * bf16_to_float(v[d]);
+          for (int d = 0; d < kD; ++d) o[d] += w * element(p.v_cache, p.v_scale, s, kvh, d);
         }
         uint16_t* out = p.out + (static_cast<int64_t>(q_begin + i) * p.num_q_heads + h) * kD;
         for (int d = 0; d < kD; ++d) out[d] = float_to_bf16(static_cast<float>(o[d] / denom));

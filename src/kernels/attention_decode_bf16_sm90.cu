@@ -2,6 +2,9 @@
 // are (query token, query head of the group) pairs, so the 8 query heads sharing a KV head read each
 // K/V tile once. The 4 warps split every 64-key tile into 16-key slices with independent softmax states,
 // merged at the end; the sink enters only split 0. A combine kernel merges the splits.
+// FP8 KV cache (kKvFp8): the e4m3 tiles (half the bytes) stream through a 3-stage cp.async ring, two tiles
+// in flight while one is widened to bf16 into a single bf16 stage and attended; k_scale enters the logit
+// scale and v_scale the split's output.
 #include <algorithm>
 
 #include "kernels/attention_common_sm90.cuh"
@@ -16,6 +19,7 @@ constexpr int kRows = 16;
 static_assert(kAttentionMaxGroup * kDecodeMaxQ <= kRows, "attention.h promises groups of kAttentionMaxGroup");
 constexpr int kMaxSplits = 64;
 constexpr int kTileBytes = kKeysPerTile * 128;
+constexpr int kFp8Stages = 3;  // e4m3 K+V tiles in the cp.async ring (2 in flight while one is widened)
 
 int decode_num_splits(const AttentionParams& p) {
   const int ctas = std::max(1, p.num_seqs * p.num_kv_heads);
@@ -25,12 +29,18 @@ int decode_num_splits(const AttentionParams& p) {
   return std::clamp(std::min(want, tiles), 1, kMaxSplits);
 }
 
+template <bool kKvFp8>
 __global__ void __launch_bounds__(kThreads)
     attention_decode_kernel(const AttentionParams p, int num_splits, float* o_part, float* lse_part) {
   pdl_wait();
   pdl_trigger();
   __shared__ __align__(128) uint8_t sq[kRows * 128];
-  __shared__ __align__(128) uint8_t skv[4][kTileBytes];  // K0 V0 K1 V1, reused for the warp merge
+  // bf16: K0 V0 K1 V1. kKvFp8: K V (bf16, one stage), then the e4m3 ring: kFp8Stages K tiles, then
+  // kFp8Stages V tiles (4 KiB each; 42.5 KiB of static shared memory in all). Reused for the warp merge.
+  __shared__ __align__(128) uint8_t skv[kKvFp8 ? 5 : 4][kTileBytes];
+  static_assert(!kKvFp8 || 2 * kFp8Stages * kFp8TileBytes <= 3 * kTileBytes, "the e4m3 ring exceeds its space");
+  uint8_t* const ring_k = &skv[0][0] + 2 * kTileBytes;  // kKvFp8: [kFp8Stages][64 keys][64] e4m3
+  uint8_t* const ring_v = ring_k + kFp8Stages * kFp8TileBytes;
   __shared__ float s_m[kWarps][kRows], s_l[kWarps][kRows];
   const int b = blockIdx.x, g = blockIdx.y, split = blockIdx.z;
   const int group = p.num_q_heads / p.num_kv_heads;
@@ -56,14 +66,26 @@ __global__ void __launch_bounds__(kThreads)
     cp_async_16(sq + swz(r, c), src, ok);
   }
   const int page_shift = __ffs(p.page_size) - 1;
-  if (my_begin < my_end) {
-    load_kv_tiles<kThreads>(skv[0], skv[1], p, pages, page_shift, g, my_begin * kKeysPerTile, kv_len, tid);
+  // Issues the copies of key tile j into stage `stage`.
+  auto load_tile = [&](int j, int stage) {
+    if constexpr (kKvFp8) {
+      load_kv_tiles_fp8<kThreads>(ring_k + stage * kFp8TileBytes, ring_v + stage * kFp8TileBytes, p, pages, page_shift,
+                                  g, j * kKeysPerTile, kv_len, tid);
+    } else {
+      load_kv_tiles<kThreads>(skv[2 * stage], skv[2 * stage + 1], p, pages, page_shift, g, j * kKeysPerTile, kv_len,
+                              tid);
+    }
+  };
+  if (my_begin < my_end) load_tile(my_begin, 0);
+  cp_async_commit();  // group: Q and the first tile
+  if constexpr (kKvFp8) {
+    if (my_begin + 1 < my_end) load_tile(my_begin + 1, 1);
+    cp_async_commit();  // group: the second tile (may be empty)
   }
-  cp_async_commit();
 
   RowState st;
   int row_pos[2];
-  const float scale_log2 = p.scale * kLog2e;
+  const float scale_log2 = p.scale * kv_k_scale(p, g) * kLog2e;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int r = lane / 4 + 8 * h;
@@ -77,26 +99,44 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
   for (int d = 0; d < 8; ++d) st.o[d][0] = st.o[d][1] = st.o[d][2] = st.o[d][3] = 0.f;
   uint32_t q_frag[4][4];
-  cp_async_wait<0>();
+  if constexpr (kKvFp8) {
+    cp_async_wait<1>();  // Q and the first tile; the second may still fly
+  } else {
+    cp_async_wait<0>();
+  }
   __syncthreads();
   load_q_frag(q_frag, sq, 0);
 
   // ---- key tiles of this split ----
   for (int j = my_begin; j < my_end; ++j) {
-    const int stage = (j - my_begin) % 2;
-    if (j + 1 < my_end) {
-      load_kv_tiles<kThreads>(skv[2 * (stage ^ 1)], skv[2 * (stage ^ 1) + 1], p, pages, page_shift, g,
-                              (j + 1) * kKeysPerTile, kv_len, tid);
-      cp_async_commit();
-      cp_async_wait<1>();
+    if constexpr (kKvFp8) {
+      const int i = j - my_begin;
+      // NOTE: stage (i + 2) % 3 held tile j − 1, widened before the barriers of the previous iteration.
+      if (j + 2 < my_end) load_tile(j + 2, (i + 2) % kFp8Stages);
+      cp_async_commit();   // one group per iteration (possibly empty), so the count below is uniform
+      cp_async_wait<2>();  // tile j has landed (tiles j + 1, j + 2 may still fly)
+      __syncthreads();
+      // NOTE: the bf16 stage is free: every warp passed the barrier after the previous tile's attend.
+      widen_kv_tiles<kThreads>(ring_k + (i % kFp8Stages) * kFp8TileBytes, ring_v + (i % kFp8Stages) * kFp8TileBytes,
+                               skv[0], skv[1], tid);
+      __syncthreads();
+      attend_tile<16, true>(st, q_frag, skv[0], skv[1], warp * 16, j * kKeysPerTile, row_pos, p.window, scale_log2);
     } else {
-      cp_async_wait<0>();
+      const int stage = (j - my_begin) % 2;
+      if (j + 1 < my_end) {
+        load_tile(j + 1, stage ^ 1);
+        cp_async_commit();
+        cp_async_wait<1>();
+      } else {
+        cp_async_wait<0>();
+      }
+      __syncthreads();
+      attend_tile<16, true>(st, q_frag, skv[2 * stage], skv[2 * stage + 1], warp * 16, j * kKeysPerTile, row_pos,
+                            p.window, scale_log2);
     }
     __syncthreads();
-    attend_tile<16, true>(st, q_frag, skv[2 * stage], skv[2 * stage + 1], warp * 16, j * kKeysPerTile, row_pos,
-                          p.window, scale_log2);
-    __syncthreads();
   }
+  if constexpr (kKvFp8) cp_async_wait<0>();  // leave with no copy in flight (the ring's last groups are empty)
 
   // ---- merge the 4 warps ----
   float* s_o = reinterpret_cast<float*>(&skv[0][0]);  // [kWarps][kRows][64]
@@ -117,6 +157,7 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   __syncthreads();
+  const float v_scale = kv_v_scale(p, g);
   for (int i = tid; i < kRows * kHead; i += kThreads) {
     const int r = i / kHead, d = i % kHead;
     const int qi = r / group;
@@ -135,7 +176,7 @@ __global__ void __launch_bounds__(kThreads)
     }
     const int64_t idx =
         (static_cast<int64_t>(q_begin + qi) * p.num_q_heads + g * group + r % group) * num_splits + split;
-    o_part[idx * kHead + d] = l > 0.f ? o / l : 0.f;
+    o_part[idx * kHead + d] = l > 0.f ? o / l * v_scale : 0.f;
     if (d == 0) lse_part[idx] = l > 0.f ? m + __log2f(l) : -INFINITY;
   }
 }
@@ -181,8 +222,8 @@ void launch_attention_decode(const AttentionParams& p, cudaStream_t stream) {
   const int splits = decode_num_splits(p);
   float* o_part = static_cast<float*>(p.workspace);
   float* lse_part = o_part + static_cast<size_t>(p.num_tokens) * p.num_q_heads * splits * kHead;
-  launch_pdl(attention_decode_kernel, dim3(p.num_seqs, p.num_kv_heads, splits), dim3(kThreads), 0, stream, p, splits,
-             o_part, lse_part);
+  launch_pdl(p.kv_fp8 ? attention_decode_kernel<true> : attention_decode_kernel<false>,
+             dim3(p.num_seqs, p.num_kv_heads, splits), dim3(kThreads), 0, stream, p, splits, o_part, lse_part);
   GOSSAMER_CUDA_CHECK_LAUNCH();
   const int64_t n = static_cast<int64_t>(p.num_tokens) * p.num_q_heads * kHead;
   launch_pdl(attention_decode_combine_kernel, dim3(static_cast<unsigned>(ceil_div<int64_t>(n, 256))), dim3(256), 0,

@@ -4,6 +4,9 @@
 // sliding-window layers (PrefillKernel::kAuto; it beats the wgmma kernel there, docs/PERF.md 2026-12-01) or
 // when asked (kMmaSync); full-causal layers go to attention_prefill_bf16_wgmma_sm90.cu. (A 128-query,
 // 8-warp variant was slower on every bench shape and was removed.)
+// FP8 KV cache (kKvFp8): the e4m3 tiles are double-buffered with cp.async in the second K and V stage's
+// shared memory and widened to bf16 into the first (a single bf16 stage), one tile at a time; k_scale
+// enters the logit scale and v_scale the output.
 #include "kernels/attention_common_sm90.cuh"
 
 namespace gossamer::kernels {
@@ -13,10 +16,12 @@ using namespace attn;
 constexpr int kTileBytes = kKeysPerTile * 128;
 
 constexpr int kWarps = 4;  // 64 query rows per CTA
+template <bool kKvFp8>
 __global__ void __launch_bounds__(32 * kWarps) attention_prefill_kernel(const AttentionParams p) {
   constexpr int kBM = 16 * kWarps;
   constexpr int kThreads = 32 * kWarps;
   __shared__ __align__(128) uint8_t sq[kBM * 128];
+  // bf16: two stages. kKvFp8: stage 0 is the bf16 tile, stage 1 the two e4m3 staging tiles.
   __shared__ __align__(128) uint8_t sk[2][kTileBytes];
   __shared__ __align__(128) uint8_t sv[2][kTileBytes];
   // ---- which (sequence, query tile) ----
@@ -50,11 +55,20 @@ __global__ void __launch_bounds__(32 * kWarps) attention_prefill_kernel(const At
     cp_async_16(sq + swz(r, c), src, ok);
   }
   const int page_shift = __ffs(p.page_size) - 1;
-  load_kv_tiles<kThreads>(sk[0], sv[0], p, pages, page_shift, kv_head, tile_begin * kKeysPerTile, kv_len, tid);
+  // Issues the copies of key tile j into stage `stage`.
+  auto load_tile = [&](int j, int stage) {
+    if constexpr (kKvFp8) {
+      load_kv_tiles_fp8<kThreads>(sk[1] + stage * kFp8TileBytes, sv[1] + stage * kFp8TileBytes, p, pages, page_shift,
+                                  kv_head, j * kKeysPerTile, kv_len, tid);
+    } else {
+      load_kv_tiles<kThreads>(sk[stage], sv[stage], p, pages, page_shift, kv_head, j * kKeysPerTile, kv_len, tid);
+    }
+  };
+  load_tile(tile_begin, 0);
   cp_async_commit();
 
   RowState st;
-  const float scale_log2 = p.scale * kLog2e;
+  const float scale_log2 = p.scale * kv_k_scale(p, kv_head) * kLog2e;
   const float sink = p.sinks ? p.sinks[head] * kLog2e : -INFINITY;
   int row_pos[2];
 #pragma unroll
@@ -72,8 +86,7 @@ __global__ void __launch_bounds__(32 * kWarps) attention_prefill_kernel(const At
   for (int j = tile_begin; j < tile_end; ++j) {
     const int stage = (j - tile_begin) % 2;
     if (j + 1 < tile_end) {
-      load_kv_tiles<kThreads>(sk[stage ^ 1], sv[stage ^ 1], p, pages, page_shift, kv_head, (j + 1) * kKeysPerTile,
-                              kv_len, tid);
+      load_tile(j + 1, stage ^ 1);
       cp_async_commit();
       cp_async_wait<1>();
     } else {
@@ -81,24 +94,34 @@ __global__ void __launch_bounds__(32 * kWarps) attention_prefill_kernel(const At
     }
     __syncthreads();
     if (j == tile_begin) load_q_frag(q_frag, sq, warp * 16);
+    const uint8_t* k_tile = sk[stage];
+    const uint8_t* v_tile = sv[stage];
+    if constexpr (kKvFp8) {
+      // NOTE: the bf16 stage is free: every warp passed the barrier after the previous tile's attend.
+      widen_kv_tiles<kThreads>(sk[1] + stage * kFp8TileBytes, sv[1] + stage * kFp8TileBytes, sk[0], sv[0], tid);
+      __syncthreads();
+      k_tile = sk[0];
+      v_tile = sv[0];
+    }
     const int kv0 = j * kKeysPerTile;
     const bool need_mask = kv0 + kKeysPerTile - 1 > q0pos || (p.window > 0 && kv0 <= q1pos - p.window);
     if (need_mask) {
-      attend_tile<kKeysPerTile, true>(st, q_frag, sk[stage], sv[stage], 0, kv0, row_pos, p.window, scale_log2);
+      attend_tile<kKeysPerTile, true>(st, q_frag, k_tile, v_tile, 0, kv0, row_pos, p.window, scale_log2);
     } else {
-      attend_tile<kKeysPerTile, false>(st, q_frag, sk[stage], sv[stage], 0, kv0, row_pos, p.window, scale_log2);
+      attend_tile<kKeysPerTile, false>(st, q_frag, k_tile, v_tile, 0, kv0, row_pos, p.window, scale_log2);
     }
     __syncthreads();  // NOTE: the next iteration refills the other stage only after everyone read it.
   }
 
   // ---- write O ----
+  const float v_scale = kv_v_scale(p, kv_head);
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     float l = st.l[h];
     l += __shfl_xor_sync(0xffffffffu, l, 1);
     l += __shfl_xor_sync(0xffffffffu, l, 2);
     if (row_pos[h] < 0) continue;
-    const float inv = l > 0.f ? 1.f / l : 0.f;
+    const float inv = l > 0.f ? v_scale / l : 0.f;
     const int qi = q_lo + warp * 16 + lane / 4 + 8 * h;
     uint16_t* dst = p.out + (static_cast<int64_t>(q_begin + qi) * p.num_q_heads + head) * kHead;
 #pragma unroll
@@ -121,7 +144,11 @@ void launch_attention_prefill(const AttentionParams& p, cudaStream_t stream) {
       p.prefill_kernel == PrefillKernel::kWgmma || (p.prefill_kernel == PrefillKernel::kAuto && p.window == 0);
   if (wgmma) return attn::launch_prefill_wgmma(p, stream);
   const dim3 grid(p.num_tokens / 64 + p.num_seqs, p.num_q_heads);
-  attention_prefill_kernel<<<grid, 128, 0, stream>>>(p);
+  if (p.kv_fp8) {
+    attention_prefill_kernel<true><<<grid, 128, 0, stream>>>(p);
+  } else {
+    attention_prefill_kernel<false><<<grid, 128, 0, stream>>>(p);
+  }
   GOSSAMER_CUDA_CHECK_LAUNCH();
 }
 

@@ -14,6 +14,10 @@
 //                Within a warpgroup, S of tile t is computed while the PV of tile t − 1 runs, and the
 //                softmax of tile t overlaps that PV; between the two warpgroups, named barriers alternate
 //                the issue of their wgmma (ping-pong), so one's softmax overlaps the other's MMAs.
+// FP8 KV cache (kKvFp8): the producer stages each tile's e4m3 rows with cp.async (one tile ahead, two
+//                staging buffers), then widens the chunks it copied itself to bf16 into the swizzled stage
+//                (st.shared, a proxy fence) and arrives on the full barrier with a plain arrive (128
+//                arrivals, as before); k_scale enters the logit scale and v_scale the output.
 // Sliding layers visit only the key tiles that intersect some query's window. A second warpgroup with no
 // query row (q_len ≤ 64 in the tile) leaves at once and the first runs alone.
 #include <cfloat>
@@ -35,7 +39,12 @@ constexpr int kConsumerRegs = 232;
 constexpr int kQBytes = kBM * 128;   // [128 rows][64] bf16, swizzled
 constexpr int kKvBytes = kBN * 128;  // one K or V tile: [128 keys][64] bf16, swizzled
 constexpr int kStageBytes = 2 * kKvBytes;
-constexpr int kSmemBytes = 1024 + kQBytes + kStages * kStageBytes + 2 * kStages * 8;
+constexpr int kFp8RowsBytes = kBN * kHead;           // one e4m3 K or V tile: [128 keys][64] bytes, unswizzled
+constexpr int kFp8StagingBytes = 2 * kFp8RowsBytes;  // K then V of one tile
+template <bool kKvFp8>
+constexpr int kSmemBytes = 1024 + kQBytes + kStages* kStageBytes + (kKvFp8 ? 2 * kFp8StagingBytes : 0) +
+                           2 * kStages * 8;
+static_assert(kSmemBytes<true> <= 227 * 1024, "the FP8-KV wgmma prefill exceeds shared memory");
 // Named barriers (0 is __syncthreads): Q of consumer warpgroup w ready (kBarQ + w, 128 threads), and
 // the ping-pong turn of warpgroup w (kBarTurn + w, 256 threads).
 constexpr int kBarQ = 1;
@@ -91,6 +100,7 @@ __device__ __forceinline__ void softmax_tile(float (&s)[64], float (&m)[2], floa
   }
 }
 
+template <bool kKvFp8>
 __global__ void __launch_bounds__(kThreads, 1) attention_prefill_wgmma_kernel(const AttentionParams p) {
   // ---- which (sequence, query tile, head): heads fastest, so the CTAs of one query tile (and the 8
   // query heads of each KV head) run together and share K/V through L2; within a sequence the last
@@ -118,9 +128,10 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_wgmma_kernel(co
 
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
-  uint8_t* smem_q = smem;             // [128 rows][128 B]
-  uint8_t* smem_kv = smem + kQBytes;  // [kStages][K tile, V tile]
-  uint64_t* full = reinterpret_cast<uint64_t*>(smem_kv + kStages * kStageBytes);
+  uint8_t* smem_q = smem;                               // [128 rows][128 B]
+  uint8_t* smem_kv = smem + kQBytes;                    // [kStages][K tile, V tile]
+  uint8_t* smem_fp8 = smem_kv + kStages * kStageBytes;  // kKvFp8: [2][K rows, V rows] e4m3 staging
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem_fp8 + (kKvFp8 ? 2 * kFp8StagingBytes : 0));
   uint64_t* empty = full + kStages;
   const int tid = threadIdx.x;
   if (tid == 0) {
@@ -132,7 +143,59 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_wgmma_kernel(co
   }
   __syncthreads();
 
-  if (tid < 128) {
+  if (kKvFp8 && tid < 128) {
+    // ========= producer, FP8 KV: thread = (rows r0 + 32·i, e4m3 bytes [16·c, 16·c + 16) of each) =========
+    tma::regs_release<kProducerRegs>();
+    const int c = tid % 4, r0 = tid / 4;
+    const int page_shift = __ffs(p.page_size) - 1;
+    const int32_t* pages = p.page_indices + p.page_indptr[b];
+    const int64_t head_off = static_cast<int64_t>(kv_head) * kHead + c * 16;
+    const uint8_t* k_bytes = static_cast<const uint8_t*>(p.k_cache);
+    const uint8_t* v_bytes = static_cast<const uint8_t*>(p.v_cache);
+    auto stage_tile = [&](int it) {  // cp.async of tile `it`'s rows into staging buffer it % 2
+      const int kv0 = (tile_begin + it) * kBN;
+      uint8_t* k8 = smem_fp8 + (it % 2) * kFp8StagingBytes;
+#pragma unroll
+      for (int i = 0; i < kBN / 32; ++i) {
+        const int r = r0 + 32 * i, pos = kv0 + r;
+        const bool ok = pos < kv_len;
+        const int slot = ok ? (__ldg(pages + (pos >> page_shift)) << page_shift) | (pos & ((1 << page_shift) - 1)) : 0;
+        const int64_t off = static_cast<int64_t>(slot) * p.num_kv_heads * kHead + head_off;
+        cp_async_16(k8 + r * kHead + c * 16, k_bytes + off, ok);
+        cp_async_16(k8 + kFp8RowsBytes + r * kHead + c * 16, v_bytes + off, ok);
+      }
+      cp_async_commit();
+    };
+    stage_tile(0);
+    for (int it = 0; it < num_kv_tiles; ++it) {
+      if (it + 1 < num_kv_tiles) {
+        // NOTE: buffer (it + 1) % 2 was last read by this same thread (its own chunks) in iteration it − 1.
+        stage_tile(it + 1);
+        cp_async_wait<1>();
+      } else {
+        cp_async_wait<0>();
+      }
+      const int s = it % kStages;
+      mbar::wait(&empty[s], ((it / kStages) & 1) ^ 1);
+      const uint8_t* k8 = smem_fp8 + (it % 2) * kFp8StagingBytes;
+      uint8_t* sk = smem_kv + s * kStageBytes;
+      uint8_t* sv = sk + kKvBytes;
+#pragma unroll
+      for (int i = 0; i < kBN / 32; ++i) {
+        const int r = r0 + 32 * i;
+        const uint4 k = *reinterpret_cast<const uint4*>(k8 + r * kHead + c * 16);
+        const uint4 v = *reinterpret_cast<const uint4*>(k8 + kFp8RowsBytes + r * kHead + c * 16);
+        *reinterpret_cast<uint4*>(sk + swz(r, 2 * c)) = e4m3x8_to_bf16x8(make_uint2(k.x, k.y));
+        *reinterpret_cast<uint4*>(sk + swz(r, 2 * c + 1)) = e4m3x8_to_bf16x8(make_uint2(k.z, k.w));
+        *reinterpret_cast<uint4*>(sv + swz(r, 2 * c)) = e4m3x8_to_bf16x8(make_uint2(v.x, v.y));
+        *reinterpret_cast<uint4*>(sv + swz(r, 2 * c + 1)) = e4m3x8_to_bf16x8(make_uint2(v.z, v.w));
+      }
+      fence_proxy_async();  // these generic-proxy writes → the consumers' wgmma reads (async proxy)
+      mbar::arrive(&full[s]);
+    }
+    return;
+  }
+  if (!kKvFp8 && tid < 128) {
     // ================= producer: K/V tiles, thread = (row r0 + 16·i, 16-byte chunk c) =================
     tma::regs_release<kProducerRegs>();
     const int c = tid % 8, r0 = tid / 8;
@@ -157,8 +220,8 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_wgmma_kernel(co
         const int r = r0 + 16 * i;
         const bool ok = kv0 + r < kv_len;
         const int64_t off = static_cast<int64_t>(slot[i]) * p.num_kv_heads * kHead + head_off;
-        cp_async_16(sk + swz(r, c), p.k_cache + off, ok);
-        cp_async_16(sv + swz(r, c), p.v_cache + off, ok);
+        cp_async_16(sk + swz(r, c), static_cast<const uint16_t*>(p.k_cache) + off, ok);
+        cp_async_16(sv + swz(r, c), static_cast<const uint16_t*>(p.v_cache) + off, ok);
       }
       mbar::cp_async_arrive(&full[s]);
     }
@@ -199,7 +262,7 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_wgmma_kernel(co
   // need the per-element mask.
   auto need_mask = [&](int kv0) { return kv0 + kBN - 1 > wg_q0pos || (p.window > 0 && kv0 <= wg_q1pos - p.window); };
 
-  const float scale_log2 = p.scale * kLog2e;
+  const float scale_log2 = p.scale * kv_k_scale(p, kv_head) * kLog2e;
   float m[2], l[2];
   const float sink = p.sinks ? p.sinks[head] * kLog2e : -INFINITY;
 #pragma unroll
@@ -319,13 +382,14 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_wgmma_kernel(co
   release(num_kv_tiles - 1);
 
   // ---- O / l → out ----
+  const float v_scale = kv_v_scale(p, kv_head);
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     float sum = l[h];
     sum += __shfl_xor_sync(0xffffffffu, sum, 1);
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
     if (row_pos[h] < 0) continue;
-    const float inv = sum > 0.f ? 1.f / sum : 0.f;
+    const float inv = sum > 0.f ? v_scale / sum : 0.f;
     const int qi = q_lo + 64 * wg + 16 * warp + lane / 4 + 8 * h;
     uint16_t* dst = p.out + (static_cast<int64_t>(q_begin + qi) * p.num_q_heads + head) * kHead + 2 * (lane % 4);
 #pragma unroll
@@ -335,20 +399,26 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_wgmma_kernel(co
   }
 }
 
-}  // namespace
-
-void launch_prefill_wgmma(const AttentionParams& p, cudaStream_t stream) {
+template <bool kKvFp8>
+void launch_prefill_wgmma_for(const AttentionParams& p, cudaStream_t stream) {
   static bool configured = false;
   if (!configured) {
-    GOSSAMER_CUDA_CHECK(
-        cudaFuncSetAttribute(attention_prefill_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+    GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(attention_prefill_wgmma_kernel<kKvFp8>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<kKvFp8>));
     configured = true;
   }
   // Upper bound on the query tiles: Σ ceil(q_len / 128) ≤ num_tokens / 128 + num_seqs; heads fastest.
   const int64_t grid = (static_cast<int64_t>(p.num_tokens) / kBM + p.num_seqs) * p.num_q_heads;
   GOSSAMER_CHECK(grid < (int64_t{1} << 31), "attention: too many query tiles (", grid, " CTAs)");
-  attention_prefill_wgmma_kernel<<<static_cast<unsigned>(grid), kThreads, kSmemBytes, stream>>>(p);
+  attention_prefill_wgmma_kernel<kKvFp8><<<static_cast<unsigned>(grid), kThreads, kSmemBytes<kKvFp8>, stream>>>(p);
   GOSSAMER_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void launch_prefill_wgmma(const AttentionParams& p, cudaStream_t stream) {
+  if (p.kv_fp8) return launch_prefill_wgmma_for<true>(p, stream);
+  launch_prefill_wgmma_for<false>(p, stream);
 }
 
 }  // namespace gossamer::kernels::attn

@@ -3,6 +3,8 @@
 //
 // For pair i ∈ [0,32) at position p: c = bf(C·cos(p·ω_i)), s = bf(C·sin(p·ω_i)) (fp32 math, cos/sin
 // rounded to bf16 as in the reference tables), x'[i] = bf(a·c − b·s), x'[i+32] = bf(b·c + a·s).
+// With kv_fp8 the cache write stores the rotated bf16 k and the bf16 v as e4m3 codes under the per-KV-head
+// scales (kv_cache_fp8.h: RNE(x / scale), saturated to ±448); q_out, k_out and v_out stay bf16.
 #pragma once
 
 #include <array>
@@ -42,8 +44,11 @@ struct RopeParams {
   uint16_t* k_out = nullptr;           // [num_tokens, 8, 64] bf16, rotated, or null
   uint16_t* v_out = nullptr;           // [num_tokens, 8, 64] bf16, or null
   // Paged cache write (both null to skip): cache[slot] is [8, 64] bf16, slot = page·page_size + offset.
-  uint16_t* k_cache = nullptr;  // [num_pages·page_size, 8, 64] bf16
-  uint16_t* v_cache = nullptr;
+  void* k_cache = nullptr;  // [num_pages·page_size, 8, 64] bf16, or e4m3 bytes when kv_fp8
+  void* v_cache = nullptr;
+  bool kv_fp8 = false;
+  const float* k_scale = nullptr;  // [num_kv_heads] fp32 (kv_fp8 only; device memory on cuda); null = 1
+  const float* v_scale = nullptr;
   const int64_t* slots = nullptr;  // [num_tokens]; a negative slot skips the write (padding)
   int num_tokens = 0;
   int num_q_heads = kNumQHeads;  // per rank (TP shards heads); k/v heads likewise

@@ -3,6 +3,7 @@
 #include <numbers>
 
 #include "core/dtype.h"
+#include "kernels/kv_cache_fp8.h"
 #include "kernels/rope.h"
 
 namespace gossamer::kernels {
@@ -84,9 +85,16 @@ void rope_cpu(const RopeParams& p) {
       const int kv = is_v ? h - p.num_q_heads - p.num_kv_heads : h - p.num_q_heads;
       uint16_t* plain = is_v ? p.v_out : p.k_out;
       if (plain) std::copy(row, row + kHeadDim, plain + (t * p.num_kv_heads + kv) * kHeadDim);
-      uint16_t* cache = is_v ? p.v_cache : p.k_cache;
+      void* cache = is_v ? p.v_cache : p.k_cache;
       if (cache && p.slots && p.slots[t] >= 0) {
-        std::copy(row, row + kHeadDim, cache + (p.slots[t] * p.num_kv_heads + kv) * kHeadDim);
+        const int64_t at = (p.slots[t] * p.num_kv_heads + kv) * kHeadDim;
+        if (p.kv_fp8) {
+          const float* scales = is_v ? p.v_scale : p.k_scale;
+          kv_fp8_quantize_rows_cpu(row, 1, 1, kHeadDim, scales ? scales + kv : nullptr,
+                                   static_cast<uint8_t*>(cache) + at);
+        } else {
+          std::copy(row, row + kHeadDim, static_cast<uint16_t*>(cache) + at);
+        }
       }
     }
   }

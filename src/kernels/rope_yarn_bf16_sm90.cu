@@ -1,8 +1,26 @@
+#include <cuda_fp8.h>
+
 #include "kernels/cuda_utils.h"
 #include "kernels/rope.h"
 
 namespace gossamer::kernels {
 namespace {
+
+// 8 bf16 → 8 e4m3 (byte i = element i): RNE(x / scale), saturated to ±448 (kv_cache_fp8.h's rule).
+__device__ __forceinline__ uint2 quantize_e4m3x8(const uint4& v, float scale) {
+  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&v);
+  uint32_t w[2];
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const float2 a = __bfloat1622float2(h[2 * i]), b = __bfloat1622float2(h[2 * i + 1]);
+    const __nv_fp8x2_storage_t lo =
+        __nv_cvt_float2_to_fp8x2(make_float2(__fdiv_rn(a.x, scale), __fdiv_rn(a.y, scale)), __NV_SATFINITE, __NV_E4M3);
+    const __nv_fp8x2_storage_t hi =
+        __nv_cvt_float2_to_fp8x2(make_float2(__fdiv_rn(b.x, scale), __fdiv_rn(b.y, scale)), __NV_SATFINITE, __NV_E4M3);
+    w[i] = static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
+  }
+  return make_uint2(w[0], w[1]);
+}
 
 // One block per token; 4 threads per head, each rotating 8 pairs (two 16-byte vectors).
 __global__ void rope_kernel(RopeParams p) {
@@ -37,7 +55,7 @@ __global__ void rope_kernel(RopeParams p) {
   }
   // ---- write ----
   uint16_t* dst = nullptr;
-  uint16_t* cache = nullptr;
+  void* cache = nullptr;
   int cache_head = 0;
   if (head < p.num_q_heads) {
     dst = p.q_out + (t * p.num_q_heads + head) * kHeadDim;
@@ -53,8 +71,15 @@ __global__ void rope_kernel(RopeParams p) {
   }
   if (cache && p.slots) {
     const int64_t slot = p.slots[t];
-    if (slot >= 0) {
-      uint16_t* c = cache + (slot * p.num_kv_heads + cache_head) * kHeadDim;
+    const int64_t at = (slot * p.num_kv_heads + cache_head) * kHeadDim;
+    if (slot >= 0 && p.kv_fp8) {
+      const float* scales = is_v ? p.v_scale : p.k_scale;
+      const float scale = scales ? scales[cache_head] : 1.f;
+      uint8_t* c = static_cast<uint8_t*>(cache) + at;
+      *reinterpret_cast<uint2*>(c + 8 * part) = quantize_e4m3x8(lo, scale);
+      *reinterpret_cast<uint2*>(c + 32 + 8 * part) = quantize_e4m3x8(hi, scale);
+    } else if (slot >= 0) {
+      uint16_t* c = static_cast<uint16_t*>(cache) + at;
       *reinterpret_cast<uint4*>(c + 8 * part) = lo;
       *reinterpret_cast<uint4*>(c + 32 + 8 * part) = hi;
     }

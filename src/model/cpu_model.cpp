@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "kernels/kv_cache_fp8.h"
 #include "kernels/rmsnorm.h"
 #include "model/batch_check.h"
 #include "model/cpu_layers.h"
@@ -120,6 +121,8 @@ void CpuModel::attention_block(int layer, const cpu::StepPlan& step, const Forwa
   mark(StepPhase::kRope);
   std::vector<float>& k_cache = k_cache_[static_cast<size_t>(layer)];
   std::vector<float>& v_cache = v_cache_[static_cast<size_t>(layer)];
+  const bool kv_fp8 = numerics_.fp8_kv_cache && !(sliding && config_.sliding_window > 0);
+  constexpr float kKvScale = kernels::kKvFp8DefaultScale;
   for (int64_t t = 0; t < num_tokens; ++t) {
     const float* c = step.cos.data() + t * half;
     const float* s = step.sin.data() + t * half;
@@ -136,6 +139,12 @@ void CpuModel::attention_block(int layer, const cpu::StepPlan& step, const Forwa
         ring ? step.tokens[static_cast<size_t>(t)].sliding_slot : step.tokens[static_cast<size_t>(t)].slot;
     std::copy_n(k.data() + t * kv_width, kv_width, k_cache.data() + slot * kv_width);
     std::copy_n(v.data() + t * kv_width, kv_width, v_cache.data() + slot * kv_width);
+    if (kv_fp8) {  // the cuda backend's e4m3 cache, one static scale per KV head
+      for (int64_t i = slot * kv_width; i < (slot + 1) * kv_width; ++i) {
+        k_cache[static_cast<size_t>(i)] = kernels::kv_fp8_round_trip(k_cache[static_cast<size_t>(i)], kKvScale);
+        v_cache[static_cast<size_t>(i)] = kernels::kv_fp8_round_trip(v_cache[static_cast<size_t>(i)], kKvScale);
+      }
+    }
   }
 
   // ---- attention with sinks: out [T, q_width] ----

@@ -28,6 +28,10 @@ struct CpuNumerics {
   bool fp8_unembedding = false;  // the unembedding, likewise
   bool bf16_activations =
       false;  // hidden states, attention inputs and K/V rounded to bf16 where the cuda path stores them
+  // --kv-cache-dtype fp8: the full-attention layers' K/V rounded through e4m3 at the cache write (scale
+  // kernels::kKvFp8DefaultScale, kernels/kv_cache_fp8.h), as the cuda backend stores them; the cache
+  // itself stays float32 (so it takes float32's bytes).
+  bool fp8_kv_cache = false;
 
   // The cuda fp8 mode: the router stays bf16 there.
   static CpuNumerics fp8_like_cuda() { return {true, false, true, true, true}; }
@@ -43,6 +47,9 @@ class CpuModel final : public Model {
   int32_t kv_num_sliding_blocks() const override { return num_sliding_blocks_; }
   int32_t kv_block_size() const override { return block_size_; }
   int64_t kv_bytes_per_block() const override;
+  std::string kv_cache_dtype_name() const override {
+    return numerics_.fp8_kv_cache ? "float32 holding fp8_e4m3-rounded full-attention layers" : "float32";
+  }
   void forward(const ForwardBatch& batch, std::vector<float>& logits) override;
   bool set_phase_timing(bool on) override;
   PhaseSeconds last_phase_seconds() override { return phase_clock_ ? phase_clock_->collect() : PhaseSeconds{}; }

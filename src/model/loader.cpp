@@ -98,6 +98,7 @@ cuda::CudaOptions cuda_options(const ModelOptions& options) {
   out.moe_decode = options.moe_decode == "stream" ? cuda::MoeDecodePath::kStream
                    : options.moe_decode == "gemv" ? cuda::MoeDecodePath::kGemv
                                                   : cuda::MoeDecodePath::kAuto;
+  out.kv_cache_fp8 = kv_cache_dtype_is_fp8(options.kv_cache_dtype);
   return out;
 }
 }  // namespace
@@ -109,7 +110,17 @@ namespace {
 std::unique_ptr<Model> make_cpu_model(const GptOssConfig& config, GptOssWeights weights,
                                       std::shared_ptr<const void> storage, const ModelOptions& options) {
   validate_layout(options.layout, config, -1);
-  if (!options.layout.sharded()) return std::make_unique<CpuModel>(config, std::move(weights), std::move(storage));
+  const bool kv_fp8 = kv_cache_dtype_is_fp8(options.kv_cache_dtype);
+  if (!options.layout.sharded()) {
+    auto model = std::make_unique<CpuModel>(config, std::move(weights), std::move(storage));
+    CpuNumerics numerics;
+    numerics.fp8_kv_cache = kv_fp8;
+    model->set_numerics(numerics);
+    return model;
+  }
+  GOSSAMER_CHECK(!kv_fp8, "--kv-cache-dtype ", options.kv_cache_dtype,
+                 " on the cpu backend needs one rank (TP1 EP1; its ", options.layout.describe(),
+                 " ranks keep a float32 cache): drop -tp/-ep or use --device cuda");
   ParallelLayout replica = options.layout;
   replica.data_parallel = 1;
   return std::make_unique<CpuShardedModel>(config, std::move(weights), std::move(storage), replica);
@@ -168,6 +179,14 @@ std::unique_ptr<Model> make_cuda_dummy_rank(const GptOssConfig& config, uint64_t
 #endif
 
 }  // namespace
+
+bool kv_cache_dtype_is_fp8(const std::string& kv_cache_dtype) {
+  GOSSAMER_CHECK(kv_cache_dtype != "fp8_e5m2",
+                 "--kv-cache-dtype fp8_e5m2 is not supported: gossamer's FP8 KV cache is e4m3 (use fp8 or fp8_e4m3)");
+  GOSSAMER_CHECK(kv_cache_dtype == "auto" || kv_cache_dtype == "fp8" || kv_cache_dtype == "fp8_e4m3",
+                 "--kv-cache-dtype must be auto, fp8 or fp8_e4m3, got '", kv_cache_dtype, "'");
+  return kv_cache_dtype != "auto";
+}
 
 std::unique_ptr<Model> load_model(const std::string& dir, const std::string& device, const ModelOptions& options) {
   GOSSAMER_CHECK(options.weights == "fp8" || options.weights == "bf16" || options.weights == "mxfp4" ||

@@ -43,6 +43,11 @@ struct ModelOptions {
   // GEMM where it measured faster: 9–64 tokens with FP8 experts, 9–128 with MXFP4), "gemv" (never) or
   // "stream" (every step of ≤ 4,096 tokens).
   std::string moe_decode = "auto";
+  // vLLM's --kv-cache-dtype: "auto" (bf16 on cuda, float32 on cpu) or "fp8" (alias "fp8_e4m3"): e4m3 K/V
+  // with static per-KV-head scales of 1.0 on the full-attention layers, the sliding-window layers bf16
+  // (docs/kv-cache-fp8.md). On cpu (one rank) the float32 cache holds the e4m3-rounded values (the cuda
+  // backend's numerics); fp8_e5m2 is refused.
+  std::string kv_cache_dtype = "auto";
   // Tensor/expert parallelism of the one replica loaded here (data_parallel is checked against the GPUs
   // present, then left to the caller: a replica per model). On cpu the ranks are simulated by threads;
   // on cuda this process is rank `rank` (GPU `rank`), one process per GPU, and the group meets through
@@ -52,6 +57,9 @@ struct ModelOptions {
   std::string dist_host = "127.0.0.1";
   int dist_port = 0;
 };
+
+// Parses ModelOptions::kv_cache_dtype: true for fp8 / fp8_e4m3, false for auto; throws on anything else.
+bool kv_cache_dtype_is_fp8(const std::string& kv_cache_dtype);
 
 // GPUs visible to this process (0 without CUDA).
 int visible_gpu_count();

@@ -26,6 +26,7 @@
 //    written by that next step only after the one in flight is done with it.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -111,6 +112,14 @@ class Model {
   // Bytes K and V of one position take over all layers, known before allocate_kv_cache (for sizing the
   // cache from a memory budget). The default assumes float32.
   virtual int64_t kv_bytes_per_token() const { return int64_t{2} * config().num_layers * config().kv_width() * 4; }
+  // Bytes K and V of one position take in ONE layer of the given kind (sliding-window or full attention),
+  // known before allocate_kv_cache: the two differ when only the full layers are FP8 (--kv-cache-dtype fp8
+  // on cuda). The default is an even share of kv_bytes_per_token() (every layer alike).
+  virtual int64_t kv_layer_bytes_per_token(bool /*sliding*/) const {
+    return kv_bytes_per_token() / std::max(1, config().num_layers);
+  }
+  // The KV cache's element type(s), for the load summary (e.g. "bf16", "float32").
+  virtual std::string kv_cache_dtype_name() const { return "float32"; }
   // Runs one step. logits is resized to [num_rows, vocab_size] float32 (row-major).
   virtual void forward(const ForwardBatch& batch, std::vector<float>& logits) = 0;
   // True when forward_sample is available: the backend samples on its device and only token ids come
@@ -168,5 +177,19 @@ class Model {
   std::unique_ptr<DeferredStep> deferred_;         // null until the default launch_step is first used
   const ForwardBatch* forward_waiting_ = nullptr;  // the default launch_forward's batch, until launch_sampling
 };
+
+// Bytes one position takes in each KV block pool, over the layers that pool serves: the main pool (the
+// full-attention layers, and the sliding-window layers too when there is no ring) and the ring (the
+// sliding-window layers; 0 without a ring). The one rule for sizing the cache from a memory budget.
+struct KvPoolBytes {
+  int64_t main = 0;
+  int64_t ring = 0;
+};
+inline KvPoolBytes kv_pool_bytes_per_token(const Model& model, bool ring) {
+  const int64_t sliding = model.num_sliding_layers(), layers = model.config().num_layers;
+  const int64_t full_bytes = (layers - sliding) * model.kv_layer_bytes_per_token(false);
+  const int64_t sliding_bytes = sliding * model.kv_layer_bytes_per_token(true);
+  return ring && sliding > 0 ? KvPoolBytes{full_bytes, sliding_bytes} : KvPoolBytes{full_bytes + sliding_bytes, 0};
+}
 
 }  // namespace gossamer::model

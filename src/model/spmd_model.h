@@ -31,6 +31,8 @@ class SpmdLeader final : public Model {
   int32_t kv_block_size() const override { return local_->kv_block_size(); }
   int64_t kv_bytes_per_block() const override { return local_->kv_bytes_per_block(); }
   int64_t kv_bytes_per_token() const override { return local_->kv_bytes_per_token(); }
+  int64_t kv_layer_bytes_per_token(bool sliding) const override { return local_->kv_layer_bytes_per_token(sliding); }
+  std::string kv_cache_dtype_name() const override { return local_->kv_cache_dtype_name(); }
   uint64_t weight_bytes() const override { return local_->weight_bytes(); }
   bool samples_on_device() const override { return local_->samples_on_device(); }
   void forward(const ForwardBatch& batch, std::vector<float>& logits) override;

@@ -1,6 +1,9 @@
 // Prefill (the wgmma kernel and the mma.sync kernels) and decode attention with sinks over a paged cache
 // (shuffled pages; for prefill, the rows a kernel must never read are NaN), full and sliding window,
-// against the fp32 CPU reference: edge shapes, and the bench's gpt-oss cases (gpt_oss_cases.h).
+// against the fp32 CPU reference: edge shapes, and the bench's gpt-oss cases (gpt_oss_cases.h). The FP8 KV
+// cache (kv_fp8) runs the same cases on e4m3 caches with per-KV-head scales, against the reference on the
+// same dequantized K/V (the bound stays kTolBf16: both sides see identical K/V values; the kernels differ
+// from the reference only by the scale folding's fp32 rounding and the bf16 P, as in the bf16 path).
 #include "kernels/attention.h"
 
 #include <algorithm>
@@ -9,6 +12,7 @@
 
 #include "gpt_oss_cases.h"
 #include "kernel_test_utils.h"
+#include "kernels/kv_cache_fp8.h"
 
 namespace gossamer::kernels {
 namespace {
@@ -55,8 +59,10 @@ std::vector<float> make_sinks(int q_heads, Sinks mode, std::mt19937& rng) {
 // sequence's last page, the unused pages, and on sliding layers the positions below the first query's
 // window start − kSlidingKeepMargin (128; model/model.h). A kernel that reads one of them (even to
 // multiply it by a zero probability) turns its output NaN.
-void poison_unread_rows(std::vector<uint16_t>& cache, const Batch& b, int window, int kv_heads, int page_size) {
-  constexpr uint16_t kNan = 0x7FC0;
+// (T = uint16_t: bf16 NaN 0x7FC0; uint8_t: the e4m3 NaN code 0x7F.)
+template <typename T>
+void poison_unread_rows(std::vector<T>& cache, const Batch& b, int window, int kv_heads, int page_size) {
+  constexpr T kNan = sizeof(T) == 2 ? T(0x7FC0) : T(0x7F);
   const size_t row = size_t(kv_heads) * 64;
   auto poison_slot = [&](int64_t slot) { std::fill_n(cache.begin() + slot * row, row, kNan); };
   std::vector<bool> used(b.num_pages, false);
@@ -83,7 +89,7 @@ const char* kernel_name(bool decode, PrefillKernel kernel) {
 
 void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_heads, int kv_heads, int page_size,
               bool decode, std::mt19937& rng, PrefillKernel kernel = PrefillKernel::kMmaSync,
-              Sinks sink_mode = Sinks::kNormal) {
+              Sinks sink_mode = Sinks::kNormal, bool kv_fp8 = false) {
   const Batch b = make_batch(seqs, page_size, rng);
   const int tokens = b.cu_q.back();
   int max_kv = 0;
@@ -92,7 +98,33 @@ void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_he
   const size_t cache_elems = size_t(b.num_pages) * page_size * kv_heads * 64;
   auto kc = random_bf16(cache_elems, rng, 1.0f);
   auto vc = random_bf16(cache_elems, rng, 1.0f);
-  if (!decode) {
+  // kv_fp8: per-KV-head scales in [1/8, 2], values N(0, 8·scale) (codes N(0, 8): subnormals included)
+  // and one V element in 512 at ±1000·scale (saturates to ±448); the cache holds their e4m3 codes.
+  std::vector<float> k_scale(kv_heads, 1.f), v_scale(kv_heads, 1.f);
+  std::vector<uint8_t> kc8, vc8;
+  if (kv_fp8) {
+    std::uniform_real_distribution<float> log_scale(-3.f, 1.f);
+    for (auto* scales : {&k_scale, &v_scale})
+      for (float& x : *scales) x = std::exp2(log_scale(rng));
+    for (auto* cache : {&kc, &vc}) {
+      const std::vector<float>& scales = cache == &kc ? k_scale : v_scale;
+      for (size_t i = 0; i < cache->size(); ++i) {
+        const float scale = scales[(i / 64) % kv_heads];
+        const bool saturate = cache == &vc && i % 512 == 7;
+        const float x = saturate ? std::copysign(1000.f, bf16_to_float((*cache)[i])) : 8.f * bf16_to_float((*cache)[i]);
+        (*cache)[i] = float_to_bf16(x * scale);
+      }
+    }
+    kc8.resize(cache_elems);
+    vc8.resize(cache_elems);
+    const int64_t rows = static_cast<int64_t>(cache_elems / (size_t(kv_heads) * 64));
+    kv_fp8_quantize_rows_cpu(kc.data(), rows, kv_heads, 64, k_scale.data(), kc8.data());
+    kv_fp8_quantize_rows_cpu(vc.data(), rows, kv_heads, 64, v_scale.data(), vc8.data());
+    if (!decode) {
+      poison_unread_rows(kc8, b, window, kv_heads, page_size);
+      poison_unread_rows(vc8, b, window, kv_heads, page_size);
+    }
+  } else if (!decode) {
     poison_unread_rows(kc, b, window, kv_heads, page_size);
     poison_unread_rows(vc, b, window, kv_heads, page_size);
   }
@@ -100,13 +132,17 @@ void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_he
   const bool has_sinks = sink_mode != Sinks::kNone;
   DeviceBuffer<uint16_t> dq(q), dkc(kc), dvc(vc), dout(q.size());
   DeviceBuffer<int32_t> dcu(b.cu_q), dkv(b.kv_lens), dpi(b.page_indptr), dpx(b.page_indices);
-  DeviceBuffer<float> dsinks(sinks);
+  DeviceBuffer<float> dsinks(sinks), dk_scale(k_scale), dv_scale(v_scale);
+  DeviceBuffer<uint8_t> dkc8(kv_fp8 ? kc8 : std::vector<uint8_t>(1)), dvc8(kv_fp8 ? vc8 : std::vector<uint8_t>(1));
   dout.poison();
   AttentionParams p;
   p.q = dq.get();
   p.out = dout.get();
-  p.k_cache = dkc.get();
-  p.v_cache = dvc.get();
+  p.k_cache = kv_fp8 ? static_cast<const void*>(dkc8.get()) : dkc.get();
+  p.v_cache = kv_fp8 ? static_cast<const void*>(dvc8.get()) : dvc.get();
+  p.kv_fp8 = kv_fp8;
+  p.k_scale = kv_fp8 ? dk_scale.get() : nullptr;
+  p.v_scale = kv_fp8 ? dv_scale.get() : nullptr;
   p.page_indptr = dpi.get();
   p.page_indices = dpx.get();
   p.cu_seqlens_q = dcu.get();
@@ -132,8 +168,10 @@ void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_he
   AttentionParams r = p;
   r.q = q.data();
   r.out = ref.data();
-  r.k_cache = kc.data();
-  r.v_cache = vc.data();
+  r.k_cache = kv_fp8 ? static_cast<const void*>(kc8.data()) : kc.data();
+  r.v_cache = kv_fp8 ? static_cast<const void*>(vc8.data()) : vc.data();
+  r.k_scale = kv_fp8 ? k_scale.data() : nullptr;
+  r.v_scale = kv_fp8 ? v_scale.data() : nullptr;
   r.page_indptr = b.page_indptr.data();
   r.page_indices = b.page_indices.data();
   r.cu_seqlens_q = b.cu_q.data();
@@ -146,7 +184,7 @@ void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_he
   os << seqs.size() << " seqs (q,kv)=";
   for (auto [ql, kv] : seqs) os << "(" << ql << "," << kv << ")";
   os << " heads " << q_heads << "/" << kv_heads << " page " << page_size << " window " << window << " sinks "
-     << kSinkNames[static_cast<int>(sink_mode)];
+     << kSinkNames[static_cast<int>(sink_mode)] << (kv_fp8 ? " kv fp8" : "");
   const std::string shape = os.str();
   report(kernel_name(decode, kernel), shape, err, kTolBf16);
   EXPECT_LT(err, kTolBf16) << shape;
@@ -237,6 +275,72 @@ TEST(AttentionKernel, GptOssCasesMatchReference) {
     ++checked;
   }
   EXPECT_GE(checked, 7);  // every decode case and two prefill chunks
+}
+
+// ---- FP8 KV cache (kv_fp8): every kernel, full and sliding window, chunked prefill over a cached prefix ----
+
+TEST(AttentionDecodeKernel, Fp8KvMatchesReference) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(31);
+  const PrefillKernel unused = PrefillKernel::kMmaSync;
+  for (const int window : {0, 128}) {
+    run_case({{1, 1}}, window, 64, 8, 16, true, rng, unused, Sinks::kNormal, true);
+    run_case({{1, 5000}}, window, 64, 8, 16, true, rng, unused, Sinks::kNormal, true);
+    run_case({{1, 130}, {2, 900}, {1, 64}, {2, 2}}, window, 64, 8, 32, true, rng, unused, Sinks::kLarge, true);
+    run_case({{1, 3000}, {1, 129}}, window, 16, 2, 64, true, rng, unused, Sinks::kNone, true);
+  }
+}
+
+TEST(AttentionPrefillKernel, Fp8KvMatchesReference) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(32);
+  const PrefillKernel k = PrefillKernel::kMmaSync;
+  for (const int window : {0, 128}) {
+    run_case({{1, 1}}, window, 16, 2, 16, false, rng, k, Sinks::kNormal, true);
+    run_case({{70, 70}, {129, 200}, {5, 300}}, window, 16, 2, 16, false, rng, k, Sinks::kNormal, true);
+    // chunked prefill: chunks attending to a cached prefix through the cache
+    run_case({{64, 1000}, {300, 301}, {1, 77}}, window, 16, 2, 64, false, rng, k, Sinks::kLarge, true);
+    run_case({{200, 456}}, window, 64, 8, 32, false, rng, k, Sinks::kNone, true);
+  }
+}
+
+TEST(AttentionPrefillWgmmaKernel, Fp8KvMatchesReference) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(33);
+  const PrefillKernel k = PrefillKernel::kWgmma;
+  for (const int window : {0, 128}) {
+    run_case({{1, 1}}, window, 64, 8, 16, false, rng, k, Sinks::kNormal, true);
+    run_case({{1, 1}, {17, 17}, {128, 128}, {300, 300}, {1000, 1000}}, window, 16, 2, 16, false, rng, k, Sinks::kNormal,
+             true);
+    // chunked prefill: chunks attending to a cached prefix through the cache
+    run_case({{17, 300}, {128, 1000}, {1, 1000}, {300, 1300}, {129, 129}}, window, 16, 2, 16, false, rng, k,
+             Sinks::kNormal, true);
+    run_case({{200, 456}, {65, 65}, {64, 64}, {127, 127}}, window, 64, 8, 16, false, rng, k, Sinks::kLarge, true);
+    run_case({{1030, 1200}, {40, 40}}, window, 16, 2, 8, false, rng, k, Sinks::kVeryNegative, true);
+    run_case({{300, 700}, {129, 129}}, window, 8, 8, 32, false, rng, k, Sinks::kNone, true);
+  }
+}
+
+// The bench's gpt-oss cases (heads 64/8, its page size) on the FP8 cache, every kernel.
+TEST(AttentionKernel, Fp8KvGptOssCasesMatchReference) {
+  GOSSAMER_REQUIRE_GPU();
+  constexpr long long kReferenceBudget = 1 << 18;
+  std::mt19937 rng(34);
+  int checked = 0;
+  for (const gpt_oss::AttentionCase& c : gpt_oss::kAttention) {
+    if (gpt_oss::attention_visible(c) > kReferenceBudget) continue;
+    const std::vector<std::pair<int, int>> seqs = gpt_oss::attention_seqs(c);
+    if (c.decode) {
+      run_case(seqs, c.window, kNumQHeads, kNumKvHeads, gpt_oss::kAttentionPage, true, rng, PrefillKernel::kMmaSync,
+               Sinks::kNormal, true);
+    } else {
+      for (const PrefillKernel k : {PrefillKernel::kMmaSync, PrefillKernel::kWgmma}) {
+        run_case(seqs, c.window, kNumQHeads, kNumKvHeads, gpt_oss::kAttentionPage, false, rng, k, Sinks::kNormal, true);
+      }
+    }
+    ++checked;
+  }
+  EXPECT_GE(checked, 7);
 }
 
 }  // namespace

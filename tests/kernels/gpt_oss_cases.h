@@ -110,6 +110,8 @@ inline constexpr AttentionCase kAttention[] = {
     {"b1 ctx 131072", 1, 1, 131072, 0, true},
     {"b64 ctx 4096", 64, 1, 4096, 0, true},
     {"b64 ctx 4096", 64, 1, 4096, 128, true},
+    {"b256 ctx 8192", 256, 1, 8192, 0, true},  // the FP8 KV cache's long-context decode point (#14 §7)
+    {"b1024 ctx 1024", 1024, 1, 1024, 0, true},
 };
 
 // A case's sequences as (q_len, kv_len) pairs.

@@ -7,6 +7,7 @@
 #include "gpt_oss_cases.h"
 #include "kernel_test_utils.h"
 #include "kernels/embedding.h"
+#include "kernels/kv_cache_fp8.h"
 #include "kernels/mxfp4_convert.h"
 #include "kernels/quantize_fp8.h"
 #include "kernels/rmsnorm.h"
@@ -117,6 +118,100 @@ TEST(RopeKernel, MatchesReferenceAndWritesCache) {
     }
     EXPECT_LT(rel_error(a, b), kTolBf16);
     EXPECT_EQ(gvc, vc);
+  }
+}
+
+// --kv-cache-dtype fp8: the fused KV write stores e4m3 codes under per-KV-head scales. K codes must be
+// kv_fp8_quantize of the kernel's own rotated bf16 k_out (bit-exact), V codes those of the CPU reference
+// (v is not rotated: bit-exact), including values that saturate (±1000, ±inf → ±448, never NaN).
+TEST(RopeKernel, Fp8CacheWriteQuantizesExactly) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(5);
+  const int tokens = 37, qh = 64, kvh = 8, stride = (qh + 2 * kvh) * 64;
+  auto qkv = random_bf16(size_t(tokens) * stride, rng, 3.0f);
+  const uint16_t specials[] = {float_to_bf16(1000.f), float_to_bf16(-1000.f), 0x7F80 /* +inf */,     0xFF80 /* -inf */,
+                               float_to_bf16(449.f),  float_to_bf16(464.f),   float_to_bf16(0.001f), 0x0001};
+  for (int t = 0; t < tokens; ++t) {  // into v (and k, before RoPE) of every token
+    for (int i = 0; i < 8; ++i) {
+      qkv[size_t(t) * stride + (qh + kvh) * 64 + 64 * (i % kvh) + 5 * i] = specials[(i + t) % 8];
+      const int k_special = (i + 3 * t) % 8;  // finite ones only: RoPE mixes a pair, ±inf could make NaN
+      qkv[size_t(t) * stride + qh * 64 + 64 * (i % kvh) + 7 * i] =
+          specials[k_special == 2 || k_special == 3 ? 0 : k_special];
+    }
+  }
+  std::vector<int32_t> pos(tokens);
+  std::iota(pos.begin(), pos.end(), 1000);
+  std::vector<int64_t> slots(tokens);
+  std::iota(slots.begin(), slots.end(), 0);
+  std::shuffle(slots.begin(), slots.end(), rng);
+  slots[3] = -1;
+  std::vector<float> k_scale(kvh), v_scale(kvh);
+  std::uniform_real_distribution<float> sd(0.25f, 2.f);
+  for (int h = 0; h < kvh; ++h) k_scale[h] = sd(rng), v_scale[h] = h == 0 ? 1.f : sd(rng);
+  DeviceBuffer<uint16_t> dqkv(qkv), dq(size_t(tokens) * qh * 64), dk(size_t(tokens) * kvh * 64),
+      dv(size_t(tokens) * kvh * 64);
+  DeviceBuffer<uint8_t> dkc(size_t(tokens) * kvh * 64), dvc(size_t(tokens) * kvh * 64);
+  DeviceBuffer<int32_t> dpos(pos);
+  DeviceBuffer<int64_t> dslots(slots);
+  DeviceBuffer<float> dks(k_scale), dvs(v_scale);
+  dkc.poison();
+  dvc.poison();
+  RopeParams p;
+  p.qkv = dqkv.get();
+  p.positions = dpos.get();
+  p.q_out = dq.get();
+  p.k_out = dk.get();
+  p.v_out = dv.get();
+  p.k_cache = dkc.get();
+  p.v_cache = dvc.get();
+  p.kv_fp8 = true;
+  p.k_scale = dks.get();
+  p.v_scale = dvs.get();
+  p.slots = dslots.get();
+  p.num_tokens = tokens;
+  const std::vector<float> inv_freq = rope_inv_freq(RopeScaling{}, kHeadDim);
+  std::copy(inv_freq.begin(), inv_freq.end(), p.inv_freq.begin());
+  p.concentration = rope_concentration(RopeScaling{});
+  launch_rope(p, nullptr);
+  const auto k_out = dk.download(), v_out = dv.download();
+  const auto kc = dkc.download(), vc = dvc.download();
+  int saturated = 0;
+  for (int t = 0; t < tokens; ++t) {
+    if (slots[t] < 0) continue;
+    for (int h = 0; h < kvh; ++h) {
+      const size_t src = (size_t(t) * kvh + h) * 64, dst = (size_t(slots[t]) * kvh + h) * 64;
+      for (int d = 0; d < 64; ++d) {
+        const uint8_t k_code = kc[dst + d], v_code = vc[dst + d];
+        ASSERT_EQ(k_code, kv_fp8_quantize(bf16_to_float(k_out[src + d]), k_scale[h]))
+            << "k token " << t << " head " << h;
+        ASSERT_EQ(v_code, kv_fp8_quantize(bf16_to_float(v_out[src + d]), v_scale[h]))
+            << "v token " << t << " head " << h;
+        ASSERT_NE(k_code & 0x7F, 0x7F) << "NaN code in k";
+        ASSERT_NE(v_code & 0x7F, 0x7F) << "NaN code in v";
+        saturated += (v_code & 0x7F) == 0x7E;
+      }
+    }
+  }
+  EXPECT_GT(saturated, 0);
+  // The CPU reference writes the same V codes.
+  std::vector<uint16_t> q(dq.size()), k(dk.size()), v(dv.size());
+  std::vector<uint8_t> kc_ref(kc.size(), 0), vc_ref(vc.size(), 0);
+  RopeParams c = p;
+  c.qkv = qkv.data();
+  c.positions = pos.data();
+  c.q_out = q.data();
+  c.k_out = k.data();
+  c.v_out = v.data();
+  c.k_cache = kc_ref.data();
+  c.v_cache = vc_ref.data();
+  c.k_scale = k_scale.data();
+  c.v_scale = v_scale.data();
+  c.slots = slots.data();
+  rope_cpu(c);
+  for (int t = 0; t < tokens; ++t) {
+    if (slots[t] < 0) continue;
+    const size_t at = size_t(slots[t]) * kvh * 64;
+    EXPECT_TRUE(std::equal(vc.begin() + at, vc.begin() + at + kvh * 64, vc_ref.begin() + at)) << "token " << t;
   }
 }
 

@@ -1,15 +1,19 @@
 // Shared helpers for comparing the CPU backend with golden logits from transformers.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "core/mapped_file.h"
 #include "core/npy.h"
+#include "model/model.h"
+#include "model/sequence_runner.h"
 
 namespace gossamer::model::testing {
 
@@ -49,6 +53,26 @@ inline Agreement compare_rows(const float* ours, const float* ref, int64_t rows,
     same += best_ours == best_ref;
   }
   return Agreement{std::sqrt(diff / norm), static_cast<double>(same) / static_cast<double>(rows)};
+}
+
+// Logits [len, vocab] of one sequence prefilled in chunks of `chunk` tokens (chunked prefill: every chunk
+// after the first attends to its cached prefix through the KV cache), one forward per chunk.
+inline std::vector<float> chunked_prefill_logits(Model& model, const std::vector<int32_t>& sequence, int32_t chunk) {
+  const auto length = static_cast<int32_t>(sequence.size());
+  std::vector<int32_t> table(static_cast<size_t>((length + kRunnerBlockSize - 1) / kRunnerBlockSize));
+  for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int32_t>(i);
+  model.allocate_kv_cache(static_cast<int32_t>(table.size()), kRunnerBlockSize);
+  std::vector<float> all, logits;
+  for (int32_t at = 0; at < length; at += chunk) {
+    const int32_t n = std::min(chunk, length - at);
+    ForwardBatch batch;
+    batch.sequences.push_back(
+        SequenceInput{std::span<const int32_t>(sequence).subspan(static_cast<size_t>(at), static_cast<size_t>(n)), at,
+                      table, LogitsWanted::kAll});
+    model.forward(batch, logits);
+    all.insert(all.end(), logits.begin(), logits.end());
+  }
+  return all;
 }
 
 }  // namespace gossamer::model::testing

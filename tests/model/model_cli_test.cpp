@@ -93,5 +93,25 @@ TEST_F(ModelCliTest, BadInputGivesAClearErrorAndNonZeroExit) {
   EXPECT_NE(result.output.find("not a directory"), std::string::npos) << result.output;
 }
 
+// --kv-cache-dtype fp8 end to end on the cpu backend: bench decode and generate take it (the load line names
+// the KV dtype); fp8_e5m2 and the sharded cpu backend refuse it clearly.
+TEST_F(ModelCliTest, KvCacheDtypeFp8OnTheCpuBackend) {
+  const Result bench =
+      run("bench decode --load-format dummy --preset tiny --device cpu --batch-sizes 2 --contexts 200 --steps 2 "
+          "--kv-cache-dtype fp8");
+  ASSERT_EQ(bench.status, 0) << bench.output;
+  EXPECT_NE(bench.output.find("fp8_e4m3"), std::string::npos) << bench.output;
+  ASSERT_EQ(run("make-dummy --preset tiny --seed 5 --out " + (dir_ / "m").string()).status, 0);
+  const std::string generate = "generate --model " + (dir_ / "m").string() + " --prompt-tokens 1,2,3 --max-tokens 4";
+  const Result fp8 = run(generate + " --kv-cache-dtype fp8_e4m3");
+  ASSERT_EQ(fp8.status, 0) << fp8.output;
+  const Result e5m2 = run(generate + " --kv-cache-dtype fp8_e5m2");
+  EXPECT_NE(e5m2.status, 0);
+  EXPECT_NE(e5m2.output.find("fp8_e4m3"), std::string::npos) << e5m2.output;
+  const Result sharded = run(generate + " --kv-cache-dtype fp8 -tp 2");
+  EXPECT_NE(sharded.status, 0);
+  EXPECT_NE(sharded.output.find("one rank"), std::string::npos) << sharded.output;
+}
+
 }  // namespace
 }  // namespace gossamer::model

@@ -14,6 +14,7 @@
 #include "kernels/fp8_tiled.h"
 #include "kernels/gemm_bf16.h"
 #include "kernels/gemv_fp8.h"
+#include "kernels/kv_cache_fp8.h"
 #include "kernels/moe.h"
 #include "kernels/rope.h"
 #include "kernels/sampling.h"
@@ -139,8 +140,24 @@ void CudaModel::synchronize() const {
   GOSSAMER_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
+int64_t CudaModel::kv_layer_bytes_per_token(bool sliding) const {
+  return int64_t{2} * config_.kv_width() * (options_.kv_cache_fp8 && !sliding ? 1 : 2);
+}
+
+int64_t CudaModel::kv_bytes_per_token() const {
+  int64_t bytes = 0;
+  for (int layer = 0; layer < config_.num_layers; ++layer) {
+    bytes += kv_layer_bytes_per_token(layer_has_window(layer));
+  }
+  return bytes;
+}
+
+std::string CudaModel::kv_cache_dtype_name() const {
+  return options_.kv_cache_fp8 ? "fp8_e4m3 on full-attention layers, bf16 on sliding-window layers" : "bf16";
+}
+
 int64_t CudaModel::kv_bytes_per_block() const {
-  return int64_t{2} * config_.num_layers * config_.kv_width() * std::max(block_size_, 16) * 2;
+  return kv_bytes_per_token() * std::max(block_size_, 16);
 }
 
 void CudaModel::allocate_kv_cache_impl(int32_t num_blocks, int32_t block_size, int32_t num_sliding_blocks) {
@@ -156,13 +173,20 @@ void CudaModel::allocate_kv_cache_impl(int32_t num_blocks, int32_t block_size, i
   for (int layer = 0; layer < config_.num_layers; ++layer) {
     // One extra block past the caller's range in each pool: the scratch block of graph padding sequences.
     const bool ring = num_sliding_blocks_ > 0 && config_.layer_is_sliding[static_cast<size_t>(layer)];
-    const size_t bytes =
-        static_cast<size_t>((ring ? num_sliding_blocks_ : num_blocks) + 1) * block_size * config_.kv_width() * 2;
+    const size_t bytes = static_cast<size_t>((ring ? num_sliding_blocks_ : num_blocks) + 1) * block_size *
+                         config_.kv_width() * (layer_kv_fp8(layer) ? 1 : 2);
     k_cache_.emplace_back(bytes);
     v_cache_.emplace_back(bytes);
     // Zeroed so that positions never written (e.g. a benchmark's synthetic context) are finite.
     GOSSAMER_CUDA_CHECK(cudaMemsetAsync(k_cache_.back().get(), 0, bytes, stream_));
     GOSSAMER_CUDA_CHECK(cudaMemsetAsync(v_cache_.back().get(), 0, bytes, stream_));
+  }
+  if (options_.kv_cache_fp8 && kv_scales_.bytes() == 0) {
+    const std::vector<float> scales(static_cast<size_t>(config_.num_layers) * 2 * config_.num_kv_heads,
+                                    kernels::kKvFp8DefaultScale);
+    kv_scales_.ensure(scales.size() * sizeof(float));
+    GOSSAMER_CUDA_CHECK(cudaMemcpyAsync(kv_scales_.get(), scales.data(), scales.size() * sizeof(float),
+                                        cudaMemcpyHostToDevice, stream_));
   }
   GOSSAMER_CUDA_CHECK(cudaStreamSynchronize(stream_));
   num_blocks_ = num_blocks;

@@ -1,5 +1,6 @@
 // The `cuda` backend (sm_90a): gpt-oss on one GPU with FP8 128×128 block-scaled (default) or bf16
-// linears and experts, bf16 activations and a paged bf16 KV cache, attention with sinks from src/kernels.
+// linears and experts, bf16 activations and a paged bf16 KV cache (or, CudaOptions::kv_cache_fp8, e4m3 on
+// the full-attention layers), attention with sinks from src/kernels.
 //
 // Contract: the constructor uploads and converts all weights (host views may be released afterwards)
 // and throws gossamer::Error when the config is outside what the kernels support (head_dim 64, top-4,
@@ -68,6 +69,10 @@ struct CudaOptions {
   // (2026-12-01, docs/PERF.md: it loses at 1–8 tokens, wins at 16–64, and at 128–512 only with MXFP4), kStream
   // every step of ≤ kMoeStreamMaxTokens, kGemv never (A/B runs).
   MoeDecodePath moe_decode = MoeDecodePath::kAuto;
+  // --kv-cache-dtype fp8: the full-attention layers cache K and V as e4m3 with static per-KV-head scales of
+  // kernels::kKvFp8DefaultScale (kernels/kv_cache_fp8.h, docs/kv-cache-fp8.md), half the bytes per position;
+  // the sliding-window layers stay bf16. false = bf16 everywhere ("auto").
+  bool kv_cache_fp8 = false;
 };
 
 // Selects CudaModel's constructor that makes random weights on the GPU (CudaWeights::random).
@@ -87,9 +92,10 @@ class CudaModel final : public Model {
   int32_t kv_num_sliding_blocks() const override { return num_sliding_blocks_; }
   int32_t kv_block_size() const override { return block_size_; }
   int64_t kv_bytes_per_block() const override;
-  int64_t kv_bytes_per_token() const override {
-    return int64_t{2} * config_.num_layers * config_.kv_width() * 2;
-  }  // bf16
+  int64_t kv_bytes_per_token() const override;
+  // bf16: 2·kv_width·2 bytes per layer; a full-attention layer with kv_cache_fp8: 2·kv_width·1.
+  int64_t kv_layer_bytes_per_token(bool sliding) const override;
+  std::string kv_cache_dtype_name() const override;
   void forward(const ForwardBatch& batch, std::vector<float>& logits) override;
   bool samples_on_device() const override { return true; }
   bool samples_with_token_masks() const override { return true; }
@@ -208,8 +214,18 @@ class CudaModel final : public Model {
   int32_t num_blocks_ = 0;
   int32_t block_size_ = 0;
   int32_t num_sliding_blocks_ = 0;  // > 0: sliding layers use their own pool (the ring)
-  // per layer: [(blocks + 1)·block_size, kv_heads, 64] bf16, blocks = num_sliding_blocks_ for ring layers
+  // Whether `layer` runs with a sliding window (its K/V stay bf16 under kv_cache_fp8).
+  bool layer_has_window(int layer) const {
+    return config_.sliding_window > 0 && config_.layer_is_sliding[static_cast<size_t>(layer)];
+  }
+  // Whether `layer` caches K/V as e4m3 (kv_cache_fp8 and a full-attention layer).
+  bool layer_kv_fp8(int layer) const { return options_.kv_cache_fp8 && !layer_has_window(layer); }
+  // per layer: [(blocks + 1)·block_size, kv_heads, 64] bf16 (e4m3 where layer_kv_fp8), blocks =
+  // num_sliding_blocks_ for ring layers
   std::vector<DeviceBuffer> k_cache_, v_cache_;
+  // [num_layers, 2, kv_heads] fp32: the K then V dequantization scales of each layer (read where
+  // layer_kv_fp8), all kernels::kKvFp8DefaultScale.
+  DeviceBuffer kv_scales_;
 
   // Step workspace, grown on demand (never shrunk); captured graphs hold its pointers.
   PinnedBuffer host_plan_, host_logits_, host_sampling_;

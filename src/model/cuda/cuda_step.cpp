@@ -283,14 +283,22 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
     attention.page_indices = dev + (ring ? plan.sliding_page_indices : plan.page_indices);
     rope.qkv = bf16(qkv_);
     rope.q_out = bf16(q_);
-    rope.k_cache = bf16(k_cache_[static_cast<size_t>(layer)]);
-    rope.v_cache = bf16(v_cache_[static_cast<size_t>(layer)]);
+    // [blocks·block_size, kv_heads, 64] bf16, or e4m3 on full-attention layers with --kv-cache-dtype fp8
+    // (scales: kv_scales_ [layer][k, v][kv_heads] fp32)
+    const bool kv_fp8 = layer_kv_fp8(layer);
+    const float* k_scale = kv_fp8 ? kv_scales_.get<float>() + int64_t{2} * layer * config_.num_kv_heads : nullptr;
+    const float* v_scale = kv_fp8 ? k_scale + config_.num_kv_heads : nullptr;
+    rope.k_cache = k_cache_[static_cast<size_t>(layer)].get();
+    rope.v_cache = v_cache_[static_cast<size_t>(layer)].get();
+    rope.kv_fp8 = attention.kv_fp8 = kv_fp8;
+    rope.k_scale = attention.k_scale = k_scale;
+    rope.v_scale = attention.v_scale = v_scale;
     mark(StepPhase::kRope);
     kernels::launch_rope(rope, stream_);
     attention.q = bf16(q_);
     attention.out = bf16(attn_out_);
-    attention.k_cache = bf16(k_cache_[static_cast<size_t>(layer)]);
-    attention.v_cache = bf16(v_cache_[static_cast<size_t>(layer)]);
+    attention.k_cache = k_cache_[static_cast<size_t>(layer)].get();
+    attention.v_cache = v_cache_[static_cast<size_t>(layer)].get();
     attention.sinks = w.sinks.get<float>();
     attention.window = config_.layer_is_sliding[static_cast<size_t>(layer)] ? config_.sliding_window : 0;
     mark(StepPhase::kAttention);
