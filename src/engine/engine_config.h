@@ -22,7 +22,7 @@ struct EngineConfig {
   int32_t max_prefill_tokens = 0;            // prompt tokens per step next to decodes; 0 = auto (below)
   int32_t long_prefill_token_threshold = 0;  // most prompt tokens one request gets per step (0 = no cap)
   int32_t max_num_partial_prefills = 1;      // requests admitted mid-prompt at once (0 = no cap)
-  bool decode_first = true;   // the decode-first policy (scheduler.h); false = the scheduler before #14 §6
+  bool decode_first = false;  // the decode-first policy (scheduler.h), opt-in: H200-measured below; false = one budget
   double max_step_ms = 0.0;   // > 0: the prompt budget adapts (≤ max_prefill_tokens) so that steps with decodes
                               // take about this long by the measured step times (scheduler.h); 0 = fixed
   int32_t max_model_len = 0;  // prompt + output limit per request; 0 = the model's context

@@ -24,6 +24,7 @@ using namespace std::chrono_literals;
 
 EngineConfig flood_config() {
   EngineConfig config;
+  config.decode_first = true;
   config.block_size = 4;
   config.num_kv_blocks = 4096;
   config.max_num_seqs = 24;
@@ -177,6 +178,7 @@ TEST(SchedulerLoad, FuzzedFloodsKeepTheInvariants) {
   std::mt19937 rng(14);
   for (int round = 0; round < 60; ++round) {
     EngineConfig config;
+    config.decode_first = true;
     config.block_size = 1 + static_cast<int32_t>(rng() % 8);
     config.max_model_len = 48 + static_cast<int32_t>(rng() % 64);
     const int32_t blocks_for_one = (config.max_model_len + config.block_size - 1) / config.block_size;
@@ -241,6 +243,7 @@ TEST(SchedulerLoad, AdaptiveBudgetMeetsTheTargetsUnderEveryCostModel) {
   const std::vector<StepCost> costs = {{0.5, 0.0427, 0.0427}, {9.13, 0.01745, 0.0077}, {9.13, 0.01745, 0.0143}};
   for (const StepCost& cost : costs) {
     EngineConfig config;
+    config.decode_first = true;
     config.max_num_seqs = 1024;
     config.num_kv_blocks = 4'000'000 / 16;
     EngineConfig old = config;
@@ -279,6 +282,7 @@ TEST(SchedulerLoad, DecodeFirstGreedyOutputsMatchTheRequestsRunAlone) {
   for (const bool caching : {false, true}) {
     FakeModel reference;
     EngineConfig config = test_config();
+    config.decode_first = true;
     config.num_kv_blocks = 48;
     config.max_model_len = 128;
     config.max_num_batched_tokens = 0;  // auto: 16 decodes + 12 prompt tokens
