@@ -6,7 +6,7 @@
 // Grouped mode (MoE): rows are partitioned into groups (experts) by `group_offsets`; each group g uses
 // B[g], b_scales[g] and bias[g]. A row r of the grouped problem reads A row a_row_index[r] (a gather, so
 // tokens need not be copied into expert order). The M tiles come from a device tile list
-// (tile_group, tile_m0, num_tiles) built by moe_build_tiles (moe.h); tile_rows must equal the BM the
+// (tile_group, tile_m0, num_tiles) built by launch_moe_plan (moe.h); tile_rows must equal the BM the
 // launcher picks for max_rows_per_tile (gemm_fp8_tile_rows).
 //
 // MXFP4 weights (b_mxfp4, grouped or plain): B is the tiled MXFP4 layout of mxfp4_tiled.h ([num_groups,
