@@ -89,6 +89,10 @@ int run_serve(int argc, char** argv) {
       ->envname("GOSSAMER_PREFILL_ATTENTION")
       ->check(CLI::IsMember({"auto", "mma", "wgmma"}))
       ->group("Model");
+  cli.add_flag("--split-mixed-attention", model_options.split_mixed_attention,
+               "cuda: decode sequences of mixed steps on the decode attention kernel (off: all on the prefill kernel)")
+      ->envname("GOSSAMER_SPLIT_MIXED_ATTENTION")
+      ->group("Model");
   cli.add_option("--kv-cache-dtype", model_options.kv_cache_dtype,
                  "auto (default: bf16) | fp8 (alias fp8_e4m3: e4m3 K/V with scales of 1.0 on the full-attention "
                  "layers, sliding-window layers bf16; on cpu the float32 cache holds the rounded values)")
@@ -97,7 +101,7 @@ int run_serve(int argc, char** argv) {
       ->group("Model");
   cli.add_option(
          "--moe-decode", model_options.moe_decode,
-         "cuda: auto (default: the weight-streaming grouped GEMM at 9-64 tokens, FP8, or 9-128, MXFP4) | gemv | stream")
+         "cuda: auto (default: the weight-streaming grouped GEMM at 9-64 tokens, FP8, or 9-512, MXFP4) | gemv | stream")
       ->envname("GOSSAMER_MOE_DECODE")
       ->check(CLI::IsMember({"auto", "gemv", "stream"}))
       ->group("Model");

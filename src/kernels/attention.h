@@ -53,6 +53,13 @@ struct AttentionParams {
   bool kv_fp8 = false;             // the cache holds e4m3 (see above)
   const float* k_scale = nullptr;  // [num_kv_heads] fp32 dequantization scales (kv_fp8 only); null = 1
   const float* v_scale = nullptr;  // [num_kv_heads] fp32, likewise
+  // Mixed steps (decodes beside prefill chunks): the sequences of ≤ kDecodeMaxQ queries go to
+  // launch_attention_decode and the others to launch_attention_prefill, both launched with this set and the
+  // same sequences; each then leaves the other's sequences alone (their out rows untouched). The decode
+  // launch uses one split per (sequence, kv head) then (its scratch is per token of the whole step).
+  // Without it a prefill launch computes every sequence: a 1-query sequence costs it a whole 64/128-row
+  // tile per query head over all its keys.
+  bool decode_rows_apart = false;
   // Host-side plan facts (upper bounds), used to size grids and splits.
   int max_kv_len = 0;
   PrefillKernel prefill_kernel = PrefillKernel::kAuto;

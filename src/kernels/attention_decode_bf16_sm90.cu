@@ -1,7 +1,8 @@
 // Decode attention with sinks, split-KV: one CTA per (sequence, kv head, split). The CTA's 16 mma rows
 // are (query token, query head of the group) pairs, so the 8 query heads sharing a KV head read each
 // K/V tile once. The 4 warps split every 64-key tile into 16-key slices with independent softmax states,
-// merged at the end; the sink enters only split 0. A combine kernel merges the splits.
+// merged at the end; the sink enters only split 0. A combine kernel merges the splits. With
+// decode_rows_apart (a mixed step) both kernels skip the sequences of more than kDecodeMaxQ queries.
 // FP8 KV cache (kKvFp8): the e4m3 tiles (half the bytes) stream through a 3-stage cp.async ring, two tiles
 // in flight while one is widened to bf16 into a single bf16 stage and attended; k_scale enters the logit
 // scale and v_scale the split's output.
@@ -22,6 +23,8 @@ constexpr int kTileBytes = kKeysPerTile * 128;
 constexpr int kFp8Stages = 3;  // e4m3 K+V tiles in the cp.async ring (2 in flight while one is widened)
 
 int decode_num_splits(const AttentionParams& p) {
+  // Mixed steps: one split (the scratch is per token of the whole step, prefill chunks included).
+  if (p.decode_rows_apart) return 1;
   const int ctas = std::max(1, p.num_seqs * p.num_kv_heads);
   const int want = ceil_div(6 * 132, ctas);  // ~6 CTAs per SM keep enough loads in flight
   const int tiles = std::max(
@@ -46,6 +49,7 @@ __global__ void __launch_bounds__(kThreads)
   const int group = p.num_q_heads / p.num_kv_heads;
   const int q_begin = p.cu_seqlens_q[b];
   const int q_len = p.cu_seqlens_q[b + 1] - q_begin;
+  if (p.decode_rows_apart && q_len > kDecodeMaxQ) return;  // a prefill chunk's: launch_attention_prefill's
   const int kv_len = p.kv_lens[b];
   const int first_pos = kv_len - q_len;
   const int kv_start = p.window > 0 ? max(0, first_pos - p.window + 1) : 0;
@@ -190,6 +194,19 @@ __global__ void attention_decode_combine_kernel(const AttentionParams p, int num
   if (i >= static_cast<int64_t>(p.num_tokens) * p.num_q_heads * kHead) return;
   const int64_t th = i / kHead;
   const int d = static_cast<int>(i % kHead);
+  if (p.decode_rows_apart) {  // leave the prefill chunks' rows alone: find the token's sequence
+    const int token = static_cast<int>(th / p.num_q_heads);
+    int lo = 0, hi = p.num_seqs;  // the last b with cu_seqlens_q[b] ≤ token
+    while (hi - lo > 1) {
+      const int mid = (lo + hi) / 2;
+      if (p.cu_seqlens_q[mid] <= token) {
+        lo = mid;
+      } else {
+        hi = mid;
+      }
+    }
+    if (p.cu_seqlens_q[lo + 1] - p.cu_seqlens_q[lo] > kDecodeMaxQ) return;
+  }
   float m = -INFINITY;
   for (int s = 0; s < num_splits; ++s) m = fmaxf(m, lse_part[th * num_splits + s]);
   float l = 0.f, o = 0.f;

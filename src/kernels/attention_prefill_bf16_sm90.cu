@@ -27,7 +27,8 @@ __global__ void __launch_bounds__(32 * kWarps) attention_prefill_kernel(const At
   // ---- which (sequence, query tile) ----
   int t = blockIdx.x, b = 0;
   for (; b < p.num_seqs; ++b) {
-    const int n = ceil_div(p.cu_seqlens_q[b + 1] - p.cu_seqlens_q[b], kBM);
+    const int len = p.cu_seqlens_q[b + 1] - p.cu_seqlens_q[b];
+    const int n = p.decode_rows_apart && len <= kDecodeMaxQ ? 0 : ceil_div(len, kBM);  // decode's, if apart
     if (t < n) break;
     t -= n;
   }

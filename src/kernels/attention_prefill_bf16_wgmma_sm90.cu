@@ -108,7 +108,8 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_wgmma_kernel(co
   const int head = blockIdx.x % p.num_q_heads;
   int t = blockIdx.x / p.num_q_heads, b = 0, num_q_tiles = 0;
   for (; b < p.num_seqs; ++b) {
-    num_q_tiles = ceil_div(p.cu_seqlens_q[b + 1] - p.cu_seqlens_q[b], kBM);
+    const int len = p.cu_seqlens_q[b + 1] - p.cu_seqlens_q[b];
+    num_q_tiles = p.decode_rows_apart && len <= kDecodeMaxQ ? 0 : ceil_div(len, kBM);  // decode's, if apart
     if (t < num_q_tiles) break;
     t -= num_q_tiles;
   }

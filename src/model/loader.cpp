@@ -99,6 +99,7 @@ cuda::CudaOptions cuda_options(const ModelOptions& options) {
                    : options.moe_decode == "gemv" ? cuda::MoeDecodePath::kGemv
                                                   : cuda::MoeDecodePath::kAuto;
   out.kv_cache_fp8 = kv_cache_dtype_is_fp8(options.kv_cache_dtype);
+  out.split_mixed_attention = options.split_mixed_attention;
   return out;
 }
 }  // namespace

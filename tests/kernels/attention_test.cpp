@@ -89,7 +89,7 @@ const char* kernel_name(bool decode, PrefillKernel kernel) {
 
 void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_heads, int kv_heads, int page_size,
               bool decode, std::mt19937& rng, PrefillKernel kernel = PrefillKernel::kMmaSync,
-              Sinks sink_mode = Sinks::kNormal, bool kv_fp8 = false) {
+              Sinks sink_mode = Sinks::kNormal, bool kv_fp8 = false, bool mixed = false) {
   const Batch b = make_batch(seqs, page_size, rng);
   const int tokens = b.cu_q.back();
   int max_kv = 0;
@@ -156,14 +156,16 @@ void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_he
   p.window = window;
   p.max_kv_len = max_kv;
   p.prefill_kernel = kernel;
-  DeviceBuffer<uint8_t> ws(decode ? attention_decode_workspace_bytes(p) : 0);
-  if (decode) {
+  // mixed: the model's split of a mixed step (decode_rows_apart): the decode launch for the ≤ kDecodeMaxQ
+  // sequences, then the prefill launch for the rest, into the same poisoned output.
+  p.decode_rows_apart = mixed;
+  DeviceBuffer<uint8_t> ws(decode || mixed ? attention_decode_workspace_bytes(p) : 0);
+  if (decode || mixed) {
     ws.poison();
     p.workspace = ws.get();
     launch_attention_decode(p, nullptr);
-  } else {
-    launch_attention_prefill(p, nullptr);
   }
+  if (!decode) launch_attention_prefill(p, nullptr);
   std::vector<uint16_t> ref(q.size());
   AttentionParams r = p;
   r.q = q.data();
@@ -184,7 +186,7 @@ void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_he
   os << seqs.size() << " seqs (q,kv)=";
   for (auto [ql, kv] : seqs) os << "(" << ql << "," << kv << ")";
   os << " heads " << q_heads << "/" << kv_heads << " page " << page_size << " window " << window << " sinks "
-     << kSinkNames[static_cast<int>(sink_mode)] << (kv_fp8 ? " kv fp8" : "");
+     << kSinkNames[static_cast<int>(sink_mode)] << (kv_fp8 ? " kv fp8" : "") << (mixed ? " mixed split" : "");
   const std::string shape = os.str();
   report(kernel_name(decode, kernel), shape, err, kTolBf16);
   EXPECT_LT(err, kTolBf16) << shape;
@@ -278,6 +280,22 @@ TEST(AttentionKernel, GptOssCasesMatchReference) {
 }
 
 // ---- FP8 KV cache (kv_fp8): every kernel, full and sliding window, chunked prefill over a cached prefix ----
+
+// A mixed step split between the kernels (AttentionParams::decode_rows_apart): decode sequences of 1 and 2
+// queries beside prefill chunks (one over a cached prefix), full and window 128, both prefill kernels, bf16
+// and FP8 caches: the two launches together write every row, as one prefill launch would.
+TEST(AttentionKernel, MixedStepSplitMatchesReference) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(91);
+  const std::vector<std::pair<int, int>> seqs = {{1, 300}, {57, 400}, {2, 90}, {1, 1}, {130, 130}, {1, 2000}, {2, 2}};
+  for (const int window : {0, 128}) {
+    for (const PrefillKernel kernel : {PrefillKernel::kMmaSync, PrefillKernel::kWgmma}) {
+      for (const bool kv_fp8 : {false, true}) {
+        run_case(seqs, window, 64, 8, 16, false, rng, kernel, Sinks::kNormal, kv_fp8, true);
+      }
+    }
+  }
+}
 
 TEST(AttentionDecodeKernel, Fp8KvMatchesReference) {
   GOSSAMER_REQUIRE_GPU();

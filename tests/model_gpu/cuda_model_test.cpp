@@ -220,6 +220,50 @@ TEST(CudaModelGpuTest, Mxfp4PlusFp8ReadsEachCopyWhereItShould) {
   }
 }
 
+// --split-mixed-attention: a mixed step (sequence 0 decodes one token after a 120-token prefill while
+// sequence 1 prefills 150 tokens, then sequence 0 decodes again beside sequence 1's last 50) gives the
+// logits of the same steps with every sequence on the prefill kernel, within bf16 attention rounding, and
+// the golden's bounds.
+TEST(CudaModelGpuTest, SplitMixedStepAttentionMatchesThePrefillKernel) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU: --split-mixed-attention not tested";
+  const auto tokens = testing::golden_tokens("tiny_conditioned");
+  const std::string dir = tiny_checkpoint(DummyInit::kConditioned);
+  auto run = [&](bool split) {
+    ModelOptions options;
+    options.weights = "fp8";
+    options.split_mixed_attention = split;
+    auto model = load_model(dir, "cuda", options);
+    const int64_t vocab = model->config().vocab_size;
+    const int32_t block = 16, per_seq = 13;  // 200 tokens
+    model->allocate_kv_cache(2 * per_seq, block);
+    std::vector<std::vector<int32_t>> tables(2, std::vector<int32_t>(per_seq));
+    for (int32_t b = 0; b < per_seq; ++b) tables[0][b] = b, tables[1][b] = per_seq + b;
+    auto piece = [&](int s, int begin, int n) { return std::span(tokens[s]).subspan(begin, n); };
+    std::vector<float> logits, all;
+    auto step = [&](const std::vector<SequenceInput>& seqs) {
+      ForwardBatch batch;
+      batch.sequences = seqs;
+      model->forward(batch, logits);
+      all.insert(all.end(), logits.begin(), logits.end());
+    };
+    step({{piece(0, 0, 120), 0, tables[0], LogitsWanted::kLast}});
+    step({{piece(0, 120, 1), 120, tables[0], LogitsWanted::kLast},
+          {piece(1, 0, 150), 0, tables[1], LogitsWanted::kAll}});
+    step({{piece(0, 121, 1), 121, tables[0], LogitsWanted::kLast},
+          {piece(1, 150, 50), 150, tables[1], LogitsWanted::kAll}});
+    return std::pair{all, vocab};
+  };
+  const auto [split, vocab] = run(true);
+  const auto [prefill, vocab2] = run(false);
+  ASSERT_EQ(split.size(), prefill.size());
+  const auto agreement =
+      testing::compare_rows(split.data(), prefill.data(), static_cast<int64_t>(split.size()) / vocab, vocab);
+  std::printf("[cuda split mixed attention] vs all on the prefill kernel: rel L2 %.3e, argmax match %.4f\n",
+              agreement.relative_l2, agreement.argmax_match);
+  EXPECT_LE(agreement.relative_l2, 1e-2);
+  EXPECT_GE(agreement.argmax_match, 0.99);
+}
+
 // --moe-decode stream (the weight-streaming grouped GEMM for steps of ≤ 128 tokens) on the conditioned tiny
 // checkpoint: against --moe-decode gemv with a 2 × 4-token prefill then decode (every step ≤ 8 tokens: the
 // GEMV decode MoE, the same rounding points, only fp32 summation order differs), and

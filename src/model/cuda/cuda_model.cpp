@@ -309,9 +309,11 @@ void CudaModel::prepare_workspace(const StepPlan& plan) {
   attention.num_q_heads = config_.num_q_heads;
   attention.num_kv_heads = config_.num_kv_heads;
   attention.max_kv_len = plan.max_kv;
-  size_t decode_bytes = 16;  // split-KV scratch, only for decode steps (prefill needs none)
+  // Split-KV scratch for decode steps and for the decode sequences of a split mixed step (prefill needs none).
+  attention.decode_rows_apart = mixed_step_attention_split(plan);
+  size_t decode_bytes = 16;
   for (int window : {0, config_.sliding_window}) {
-    if (plan.max_q > kernels::kDecodeMaxQ) break;
+    if (plan.max_q > kernels::kDecodeMaxQ && !attention.decode_rows_apart) break;
     attention.window = window;
     decode_bytes = std::max(decode_bytes, kernels::attention_decode_workspace_bytes(attention));
   }
@@ -622,11 +624,12 @@ void CudaModel::collect_sampled_step(std::vector<int32_t>& tokens, std::vector<R
 int CudaModel::enqueue_forward(const ForwardBatch& batch) {
   check_forward_batch(config_, num_blocks_, block_size_, batch, num_sliding_blocks_);
   if (run_decode_graph(batch)) return static_cast<int>(batch.sequences.size());
-  int tokens = 0, pages = 0, rows = 0, max_q = 0, max_kv = 0;
+  int tokens = 0, pages = 0, rows = 0, max_q = 0, max_kv = 0, decode_seqs = 0;
   for (const SequenceInput& seq : batch.sequences) {
     const int n = static_cast<int>(seq.tokens.size());
     tokens += n;
     max_q = std::max(max_q, n);
+    if (n <= kernels::kDecodeMaxQ) ++decode_seqs;
     max_kv = std::max(max_kv, seq.num_cached + n);
     pages += (seq.num_cached + n + block_size_ - 1) / block_size_;
     rows += seq.logits == LogitsWanted::kAll ? n : (seq.logits == LogitsWanted::kLast && n > 0 ? 1 : 0);
@@ -638,6 +641,7 @@ int CudaModel::enqueue_forward(const ForwardBatch& batch) {
   plan.num_rows = rows;
   plan.max_q = max_q;
   plan.max_kv = max_kv;
+  plan.num_decode_seqs = decode_seqs;
   prepare_workspace(plan);
   plan_.ensure(plan.total_words * 4);
   fill_and_upload_plan(batch, plan, plan_);

@@ -73,6 +73,11 @@ struct CudaOptions {
   // kernels::kKvFp8DefaultScale (kernels/kv_cache_fp8.h, docs/kv-cache-fp8.md), half the bytes per position;
   // the sliding-window layers stay bf16. false = bf16 everywhere ("auto").
   bool kv_cache_fp8 = false;
+  // Mixed steps (decodes beside prefill chunks): the decode sequences' attention on the decode kernel and
+  // only the prefill chunks on the prefill kernel (true), or every sequence on the prefill kernel (false:
+  // a 1-query sequence then costs a whole query tile per head over all its keys, about 15 of the 35 ms of a
+  // 256-client serving step by the count in docs/PERF.md). Off until the H200 has run it.
+  bool split_mixed_attention = false;
 };
 
 // Selects CudaModel's constructor that makes random weights on the GPU (CudaWeights::random).
@@ -158,6 +163,9 @@ class CudaModel final : public Model {
   // Word offsets (int32 words) of the step's arrays in one plan buffer, and the step's sizes.
   struct StepPlan {
     int num_tokens = 0, num_seqs = 0, num_rows = 0, max_q = 0, max_kv = 0;
+    // Sequences of ≤ kernels::kDecodeMaxQ queries: in a mixed step (max_q above that) they take the decode
+    // attention kernel when mixed_step_attention_split() (kernels/attention.h decode_rows_apart).
+    int num_decode_seqs = 0;
     size_t ids = 0, positions = 0, slots = 0, cu_seqlens = 0, kv_lens = 0, page_indptr = 0, page_indices = 0, rows = 0,
            total_words = 0;
     // The ring's sliding-pool slots and page table (aliases of slots / page_* without a ring).
@@ -178,6 +186,11 @@ class CudaModel final : public Model {
   void fill_and_upload_plan(const ForwardBatch& batch, const StepPlan& plan, DeviceBuffer& device);
   // Grows every step buffer for `plan` (bumping workspace_generation_ when anything moves).
   void prepare_workspace(const StepPlan& plan);
+  // Whether a step's attention runs its decode sequences on the decode kernel beside a prefill launch for
+  // the rest (CudaOptions::split_mixed_attention, a step with both kinds).
+  bool mixed_step_attention_split(const StepPlan& plan) const {
+    return options_.split_mixed_attention && plan.max_q > kernels::kDecodeMaxQ && plan.num_decode_seqs > 0;
+  }
   // Enqueues the whole step on stream_ (no synchronisation, no allocation: graph capturable).
   void enqueue_step(const StepPlan& plan, const int32_t* device_plan);
   void copy_logits_out(int num_rows, std::vector<float>& logits);

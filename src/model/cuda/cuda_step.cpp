@@ -259,6 +259,7 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
   attention.max_kv_len = plan.max_kv;
   attention.prefill_kernel = options_.prefill_kernel;
   const bool decode = plan.max_q <= kernels::kDecodeMaxQ;
+  attention.decode_rows_apart = mixed_step_attention_split(plan);
   attention.workspace = decode_workspace_.get();
 
   kernels::RmsNormParams norm;
@@ -302,11 +303,8 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
     attention.sinks = w.sinks.get<float>();
     attention.window = config_.layer_is_sliding[static_cast<size_t>(layer)] ? config_.sliding_window : 0;
     mark(StepPhase::kAttention);
-    if (decode) {
-      kernels::launch_attention_decode(attention, stream_);
-    } else {
-      kernels::launch_attention_prefill(attention, stream_);
-    }
+    if (decode || attention.decode_rows_apart) kernels::launch_attention_decode(attention, stream_);
+    if (!decode) kernels::launch_attention_prefill(attention, stream_);  // with decode_rows_apart: the chunks only
     mark(StepPhase::kOProj);
     linear(bf16(attn_out_), t, w.o, bf16(delta_));
     reduce_partial_outputs(t);  // tensor parallel: each rank's heads' share of the O-projection
