@@ -33,9 +33,14 @@ __device__ __forceinline__ uint32_t pack_bf16(float a, float b) {
   return *reinterpret_cast<const uint32_t*>(&h);
 }
 
+// The cache row of position `pos` of a sequence whose page table is `pages`: page_size is a power of two
+// (page_shift = log2), so the mapping is shifts and masks.
+__device__ __forceinline__ int64_t paged_slot(const int32_t* pages, int pos, int page_shift) {
+  return (static_cast<int64_t>(pages[pos >> page_shift]) << page_shift) | (pos & ((1 << page_shift) - 1));
+}
+
 // Loads one K tile and one V tile of 64 cache rows (positions kv0…kv0+63 of one sequence, one kv head)
 // into swizzled shared memory; positions ≥ kv_len are zero-filled. Called by all `kThreads` threads.
-// page_size is a power of two (page_shift = log2): the row → slot mapping is shifts and masks.
 template <int kThreads>
 __device__ __forceinline__ void load_kv_tiles(uint8_t* sk, uint8_t* sv, const AttentionParams& p, const int32_t* pages,
                                               int page_shift, int kv_head, int kv0, int kv_len, int tid) {
@@ -47,8 +52,7 @@ __device__ __forceinline__ void load_kv_tiles(uint8_t* sk, uint8_t* sv, const At
     const bool ok = pos < kv_len;
     int64_t off = 0;
     if (ok) {
-      const int64_t slot =
-          (static_cast<int64_t>(pages[pos >> page_shift]) << page_shift) | (pos & ((1 << page_shift) - 1));
+      const int64_t slot = paged_slot(pages, pos, page_shift);
       off = (slot * p.num_kv_heads + kv_head) * kHead + c * 8;
     }
     cp_async_16(sk + swz(r, c), static_cast<const uint16_t*>(p.k_cache) + off, ok);
@@ -61,12 +65,6 @@ __device__ __forceinline__ void load_kv_tiles(uint8_t* sk, uint8_t* sv, const At
 // then widened in shared memory into the swizzled bf16 tiles that attend_tile reads.
 inline constexpr int kFp8TileBytes = kKeysPerTile * kHead;
 
-// Two e4m3 (low byte → low half) to f16x2; exact.
-__device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t pair16) {
-  uint32_t r;
-  asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(r) : "h"(static_cast<uint16_t>(pair16)));
-  return r;
-}
 // Two e4m3 (low byte → low half) to bf16x2; exact (e4m3 ⊂ f16 ∩ bf16).
 __device__ __forceinline__ uint32_t e4m3x2_to_bf16x2(uint32_t pair16) {
   const uint32_t h = e4m3x2_to_f16x2(pair16);
@@ -93,8 +91,7 @@ __device__ __forceinline__ void load_kv_tiles_fp8(uint8_t* sk8, uint8_t* sv8, co
     const bool ok = pos < kv_len;
     int64_t off = 0;
     if (ok) {
-      const int64_t slot =
-          (static_cast<int64_t>(pages[pos >> page_shift]) << page_shift) | (pos & ((1 << page_shift) - 1));
+      const int64_t slot = paged_slot(pages, pos, page_shift);
       off = (slot * p.num_kv_heads + kv_head) * kHead + c * 16;
     }
     cp_async_16(sk8 + r * kHead + c * 16, static_cast<const uint8_t*>(p.k_cache) + off, ok);

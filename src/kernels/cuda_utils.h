@@ -17,6 +17,12 @@ __host__ __device__ constexpr T ceil_div(T a, T b) {
 }
 
 #ifdef __CUDACC__
+// Two e4m3 (low byte → low half) to f16x2; exact (the FP8 GEMVs, the stream GEMM, the FP8 KV cache).
+__device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t pair16) {
+  uint32_t r;
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(r) : "h"(static_cast<uint16_t>(pair16)));
+  return r;
+}
 // 16-byte async copy global → shared; when !valid the destination is zero-filled and nothing is read.
 __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, bool valid) {
   const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem));

@@ -66,13 +66,6 @@ struct Shape {
   static_assert(kStages * stage_bytes(8) >= kStreamMaxTileRows * kRedStride * 4, "epilogue tile overlays the ring");
 };
 
-// Two e4m3 (low byte → low half) to f16x2; exact.
-__device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t pair16) {
-  uint32_t r;
-  asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(r) : "h"(static_cast<uint16_t>(pair16)));
-  return r;
-}
-
 // 2^(e − 127 + 14) for an E8M0 byte e: the MX block scale times the 2^14 that mxfp4_tiled_decode_word
 // divided out. Finite for e ≤ 240.
 __device__ __forceinline__ float block_scale(uint32_t e) {

@@ -62,13 +62,6 @@ constexpr int kRedStride = kTileRows + 4;  // 68: the partial-sum stores below a
 
 // (pdl_wait / pdl_trigger: programmatic dependent launch, kernels/cuda_utils.h.)
 
-// Two e4m3 (low byte → low half) to f16x2; exact.
-__device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t pair16) {
-  uint32_t r;
-  asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(r) : "h"(static_cast<uint16_t>(pair16)));
-  return r;
-}
-
 // D (16×8 fp32) += A (16×16 f16, row) · B (16×8 f16, col).
 __device__ __forceinline__ void mma_f16_16x8x16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
   // volatile: stays after the shared-memory reads whose data it consumes and before the cp.async that
