@@ -58,8 +58,8 @@ struct GemvFp8Params {
   GemmEpilogue epilogue = GemmEpilogue::kBias;
   bool programmatic_launch = true;  // PDL (see above)
   // Launch shape, 0 = the launch's rule (the product leaves both 0; `gossamer_kernels_bench gemv-tune` sweeps
-  // them): the cp.async ring depth per warp, 2–4 K steps (3, 2 or 1 CTAs per SM), and the cluster size that
-  // splits K (1, 2, 4 or 8).
+  // them): the cp.async ring depth per warp, 3 or 4 K steps (2 or 1 CTAs per SM), and the cluster size that
+  // splits K (1, 2, 4 or 8; kernels/gemv_launch.h).
   int stages = 0;
   int cluster = 0;
   // ---- grouped (MoE decode) mode: topk_ids non-null; num_groups = num_local_experts ----

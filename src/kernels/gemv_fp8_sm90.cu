@@ -32,6 +32,7 @@
 #include "kernels/cuda_utils.h"
 #include "kernels/fp8_tiled.h"
 #include "kernels/gemv_fp8.h"
+#include "kernels/gemv_launch.h"
 #include "kernels/swiglu.h"
 
 namespace gossamer::kernels {
@@ -46,16 +47,14 @@ constexpr int kNTiles = kTileRows / 16;
 constexpr int kKStep = 64;                      // K columns per warp step: 4 lanes × 16 bytes
 constexpr int kChunks = kNTiles * 2;            // 16-byte weight chunks per lane per K step
 constexpr int kStageBytes = kChunks * 32 * 16;  // 4 KiB per warp and K step
-// The cp.async ring depth (K steps in flight per warp) and what follows from it: 2 stages fit three CTAs
-// per SM, 3 two (the default), 4 one. Launch-time choices (GemvFp8Params::stages).
-constexpr int kDefaultStages = 3;
+// The cp.async ring depth (K steps in flight per warp): 3 stages fit two CTAs per SM (96 KiB each), 4 one
+// (128 KiB); the launch picks (GemvFp8Params::stages).
 constexpr int smem_bytes(int stages) {
   return kWarps * stages * kStageBytes;
 }
 constexpr int min_ctas_per_sm(int stages) {
-  return stages <= 2 ? 3 : stages == 3 ? 2 : 1;
+  return stages == 3 ? 2 : 1;
 }
-constexpr int kMaxCluster = 8;             // portable cluster size
 constexpr int kRedStride = kTileRows + 4;  // 68: the partial-sum stores below are bank-conflict free
 
 // ---- device helpers ----
@@ -316,10 +315,10 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kStages))
   if (cluster > 1) cg::this_cluster().sync();  // keep `part` alive until rank 0 has read it
 }
 
-static_assert(smem_bytes(2) >= (kWarps + 1) * kGemvMaxRows * kRedStride * static_cast<int>(sizeof(float)),
+static_assert(smem_bytes(3) >= (kWarps + 1) * kGemvMaxRows * kRedStride * static_cast<int>(sizeof(float)),
               "the reduction buffers overlay the rings");
 
-// Opts the kernel into 96 KiB of dynamic shared memory, once per device (a function attribute, not a
+// Opts the kernel into its dynamic shared memory, once per device (a function attribute, not a
 // stream operation: fine during graph capture; a repeated call is harmless).
 template <bool kSwiGlu, int kStages>
 void prepare_kernel(int device) {
@@ -363,21 +362,11 @@ void launch_gemv_fp8(const GemvFp8Params& p, cudaStream_t stream) {
   GOSSAMER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const int k_steps = ceil_div(p.K, kKStep);
   const int tiles = ceil_div(p.N, kTileRows);
-  // The launch shape (H200, 2026-12-01, `gossamer_kernels_bench gemv-tune`, docs/PERF.md): split K over a
-  // cluster while the grid stays within one CTA per SM and every warp keeps two K steps; a grid of at most one
-  // CTA per SM takes the deeper ring (4 stages, one CTA per SM: qkv 8.7 → 7.5 µs at batch 1), larger grids 3.
-  GOSSAMER_CHECK(p.stages == 0 || (p.stages >= 2 && p.stages <= 4), "gemv_fp8: stages ", p.stages, " not in 2..4");
-  GOSSAMER_CHECK(p.cluster == 0 || p.cluster == 1 || p.cluster == 2 || p.cluster == 4 || p.cluster == 8,
-                 "gemv_fp8: cluster ", p.cluster, " not 1, 2, 4 or 8");
-  int cluster = 1;
-  while (p.cluster == 0 && cluster < kMaxCluster && static_cast<int64_t>(tiles) * slots * cluster * 2 <= sms &&
-         k_steps >= 2 * cluster * kWarps) {
-    cluster *= 2;
-  }
-  if (p.cluster != 0) cluster = p.cluster;
-  const int stages = p.stages != 0                                          ? p.stages
-                     : static_cast<int64_t>(tiles) * slots * cluster <= sms ? 4
-                                                                            : kDefaultStages;
+  // The launch shape (kernels/gemv_launch.h); a grid of at most one CTA per SM takes the deeper ring (4
+  // stages, one CTA per SM: qkv 8.7 → 7.5 µs at batch 1 on the H200), larger grids 3.
+  GOSSAMER_CHECK(p.stages == 0 || p.stages == 3 || p.stages == 4, "gemv_fp8: stages ", p.stages, " not 3 or 4");
+  const int cluster = gemv_cluster_size(tiles, slots, k_steps, kWarps, sms, p.cluster, "gemv_fp8");
+  const int stages = p.stages != 0 ? p.stages : static_cast<int64_t>(tiles) * slots * cluster <= sms ? 4 : 3;
 
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(tiles * cluster), static_cast<unsigned>(slots), 1);
@@ -408,7 +397,6 @@ void launch_gemv_fp8(const GemvFp8Params& p, cudaStream_t stream) {
     GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv_fp8_kernel<kSwiGlu, kStages>, p, cluster, k_steps));
   };
   auto with_stages = [&](auto swiglu_tag) {
-    if (stages == 2) return launch(swiglu_tag, std::integral_constant<int, 2>{});
     if (stages == 3) return launch(swiglu_tag, std::integral_constant<int, 3>{});
     launch(swiglu_tag, std::integral_constant<int, 4>{});
   };

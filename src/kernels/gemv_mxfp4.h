@@ -36,8 +36,7 @@ struct GemvMxfp4Params {
   int K = 0;  // multiple of 32
   GemmEpilogue epilogue = GemmEpilogue::kBias;
   bool programmatic_launch = true;
-  int stages = 0;  // launch shape, as GemvFp8Params (0 = the rule)
-  int cluster = 0;
+  int cluster = 0;  // the cluster that splits K, as GemvFp8Params::cluster (0 = the rule)
   // ---- grouped (MoE decode) mode, as GemvFp8Params ----
   const int32_t* topk_ids = nullptr;
   int num_pairs = 0;
@@ -63,7 +62,6 @@ inline GemvMxfp4Params gemv_mxfp4_params_of(const GemvFp8Params& f) {
   p.K = f.K;
   p.epilogue = f.epilogue;
   p.programmatic_launch = f.programmatic_launch;
-  p.stages = f.stages;
   p.cluster = f.cluster;
   p.topk_ids = f.topk_ids;
   p.num_pairs = f.num_pairs;

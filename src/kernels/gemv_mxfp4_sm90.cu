@@ -24,9 +24,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <type_traits>
 
 #include "kernels/cuda_utils.h"
+#include "kernels/gemv_launch.h"
 #include "kernels/gemv_mxfp4.h"
 #include "kernels/mxfp4_tiled.h"
 #include "kernels/swiglu.h"
@@ -40,19 +40,12 @@ constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
 constexpr int kTileRows = kMxfp4TileRows;  // 64 output rows per cluster: 4 MMA tiles of 16
 constexpr int kNTiles = kTileRows / 16;
-constexpr int kKStep = kMxfp4TileCols;        // 128 K columns per warp step
-constexpr int kChunks = 8;                    // 16-byte code units per lane per step (rows g + 8c)
-constexpr int kStageBytes = kMxfp4TileBytes;  // 4352
-// The cp.async ring depth (K steps in flight per warp) and what follows from it: 2 stages fit three CTAs
-// per SM, 3 two (the default), 4 one. Launch-time choices (GemvFp8Params::stages).
-constexpr int kDefaultStages = 3;
-constexpr int smem_bytes(int stages) {
-  return kWarps * stages * kStageBytes;
-}
-constexpr int min_ctas_per_sm(int stages) {
-  return stages <= 2 ? 3 : stages == 3 ? 2 : 1;
-}
-constexpr int kMaxCluster = 8;
+constexpr int kKStep = kMxfp4TileCols;                      // 128 K columns per warp step
+constexpr int kChunks = 8;                                  // 16-byte code units per lane per step (rows g + 8c)
+constexpr int kStageBytes = kMxfp4TileBytes;                // 4352
+constexpr int kMinCtasPerSm = 2;                            // __launch_bounds__ target (≤ 128 registers per thread)
+constexpr int kStages = 3;                                  // K steps per warp in flight (2 and 4 measured slower)
+constexpr int kSmemBytes = kWarps * kStages * kStageBytes;  // 104,448 (dynamic)
 constexpr int kRedStride = kTileRows + 4;
 
 // 2^(e − 127 + 14) for the E8M0 byte `byte` of word w: the block scale times the 2^14 that
@@ -94,8 +87,8 @@ __device__ __forceinline__ void x_fragment(uint32_t (&x)[16], float& inv_even, f
 }
 
 // grid: x = tiles × cluster (a cluster's CTAs are consecutive in x), y = expert slot (grouped) or 1.
-template <bool kSwiGlu, int kStages>
-__global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kStages))
+template <bool kSwiGlu>
+__global__ void __launch_bounds__(kThreads, kMinCtasPerSm)
     gemv_mxfp4_kernel(const GemvMxfp4Params p, int cluster, int k_steps) {
   // Dynamic: the warps' rings [warp][stage][4352 bytes] (a tile each); afterwards the partial sums.
   extern __shared__ __align__(16) uint8_t smem[];
@@ -312,16 +305,16 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kStages))
   if (cluster > 1) cg::this_cluster().sync();
 }
 
-static_assert(smem_bytes(2) >= (kWarps + 1) * kGemvMaxRows * kRedStride * static_cast<int>(sizeof(float)),
+static_assert(kSmemBytes >= (kWarps + 1) * kGemvMaxRows * kRedStride * static_cast<int>(sizeof(float)),
               "the reduction buffers overlay the rings");
 
-template <bool kSwiGlu, int kStages>
+template <bool kSwiGlu>
 void prepare_kernel(int device) {
   static std::atomic<uint64_t> done{0};
   const uint64_t bit = uint64_t(1) << (device & 63);
   if (done.load(std::memory_order_acquire) & bit) return;
-  GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(gemv_mxfp4_kernel<kSwiGlu, kStages>,
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes(kStages)));
+  GOSSAMER_CUDA_CHECK(
+      cudaFuncSetAttribute(gemv_mxfp4_kernel<kSwiGlu>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
   done.fetch_or(bit, std::memory_order_release);
 }
 
@@ -356,23 +349,12 @@ void launch_gemv_mxfp4(const GemvMxfp4Params& p, cudaStream_t stream) {
   GOSSAMER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const int k_steps = ceil_div(p.K, kKStep);
   const int tiles = ceil_div(p.N, kTileRows);
-  // The launch shape: the cluster rule of gemv_fp8 (within one CTA per SM, two K steps per warp); the ring
-  // stays at 3 stages (4 measured slower on the expert shapes: 4x gate_up 20.8 → 25.3 µs at batch 1).
-  const int stages = p.stages != 0 ? p.stages : kDefaultStages;
-  GOSSAMER_CHECK(stages >= 2 && stages <= 4, "gemv_mxfp4: stages ", p.stages, " not in 2..4");
-  GOSSAMER_CHECK(p.cluster == 0 || p.cluster == 1 || p.cluster == 2 || p.cluster == 4 || p.cluster == 8,
-                 "gemv_mxfp4: cluster ", p.cluster, " not 1, 2, 4 or 8");
-  int cluster = 1;
-  while (p.cluster == 0 && cluster < kMaxCluster && static_cast<int64_t>(tiles) * slots * cluster * 2 <= sms &&
-         k_steps >= 2 * cluster * kWarps) {
-    cluster *= 2;
-  }
-  if (p.cluster != 0) cluster = p.cluster;
+  const int cluster = gemv_cluster_size(tiles, slots, k_steps, kWarps, sms, p.cluster, "gemv_mxfp4");
 
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(tiles * cluster), static_cast<unsigned>(slots), 1);
   cfg.blockDim = dim3(kThreads, 1, 1);
-  cfg.dynamicSmemBytes = smem_bytes(stages);
+  cfg.dynamicSmemBytes = kSmemBytes;
   cfg.stream = stream;
   cudaLaunchAttribute attrs[2];
   unsigned num_attrs = 0;
@@ -390,22 +372,12 @@ void launch_gemv_mxfp4(const GemvMxfp4Params& p, cudaStream_t stream) {
   }
   cfg.attrs = attrs;
   cfg.numAttrs = num_attrs;
-  // One instantiation per (epilogue, ring depth).
-  auto launch = [&](auto swiglu_tag, auto stages_tag) {
-    constexpr bool kSwiGlu = decltype(swiglu_tag)::value;
-    constexpr int kStages = decltype(stages_tag)::value;
-    prepare_kernel<kSwiGlu, kStages>(device);
-    GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv_mxfp4_kernel<kSwiGlu, kStages>, p, cluster, k_steps));
-  };
-  auto with_stages = [&](auto swiglu_tag) {
-    if (stages == 2) return launch(swiglu_tag, std::integral_constant<int, 2>{});
-    if (stages == 3) return launch(swiglu_tag, std::integral_constant<int, 3>{});
-    launch(swiglu_tag, std::integral_constant<int, 4>{});
-  };
   if (swiglu) {
-    with_stages(std::true_type{});
+    prepare_kernel<true>(device);
+    GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv_mxfp4_kernel<true>, p, cluster, k_steps));
   } else {
-    with_stages(std::false_type{});
+    prepare_kernel<false>(device);
+    GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv_mxfp4_kernel<false>, p, cluster, k_steps));
   }
 }
 

@@ -93,7 +93,9 @@ TEST(Mxfp4Tiled, DecodeToF16IsExact) {
         const uint16_t h = static_cast<uint16_t>(o[v / 2] >> (16 * (v % 2)));
         EXPECT_EQ(f16_to_float(h), std::ldexp(fp4e2m1_to_float(static_cast<uint8_t>(code)), -14))
             << "v " << v << " code " << code;
-        if (code == 8) EXPECT_EQ(h, 0x8000) << "-0 stays -0";
+        if (code == 8) {
+          EXPECT_EQ(h, 0x8000) << "-0 stays -0";
+        }
       }
     }
   }
