@@ -127,7 +127,7 @@ void CudaModel::experts(int layer, int num_tokens) {
   const CudaLayer& layer_weights = weights_.layers[static_cast<size_t>(layer)];
   // The experts this step reads: --weights mxfp4+fp8 holds both formats and takes the FP8 copy past
   // kDualMxfp4MaxTokens; every other format one copy.
-  const bool fp8_copy = !reads_mxfp4_experts(num_tokens) && layer_weights.gate_up_fp8.weight.bytes() > 0;
+  const bool fp8_copy = weights_.format == WeightFormat::kMxfp4Fp8 && !reads_mxfp4_experts(num_tokens);
   const DeviceExperts& gate_up = fp8_copy ? layer_weights.gate_up_fp8 : layer_weights.gate_up;
   const DeviceExperts& down = fp8_copy ? layer_weights.down_fp8 : layer_weights.down;
   // The fields both weight formats' parameter structs share.
