@@ -88,17 +88,20 @@ std::string format_sweep_table(const std::vector<SweepRow>& rows, const Concurre
 std::string format_server_table(const std::vector<SweepRow>& rows) {
   std::string out =
       "| max concurrency | engine steps | tokens per step | generated per step | prompt per step | preemptions | ms "
-      "per step | masked steps | token masks, ms per masked step |\n"
-      "|---|---|---|---|---|---|---|---|---|\n";
+      "per step | of which device wait / schedule / launch / other host | masked steps | token masks, ms per masked "
+      "step |\n"
+      "|---|---|---|---|---|---|---|---|---|---|\n";
   bool any = false;
   for (const SweepRow& r : rows) {
     if (!r.server) continue;
     any = true;
-    char text[256];
-    std::snprintf(text, sizeof(text), "| %d | %.0f | %.1f | %.1f | %.1f | %.0f | %.2f | %.0f | %.3f |\n", r.concurrency,
-                  r.server->steps, r.server->tokens_per_step, r.server->generated_per_step, r.server->prompt_per_step,
-                  r.server->preemptions, r.server->ms_per_step, r.server->masked_steps,
-                  r.server->mask_ms_per_masked_step);
+    char text[320];
+    const server::ServerActivity& a = *r.server;
+    std::snprintf(text, sizeof(text),
+                  "| %d | %.0f | %.1f | %.1f | %.1f | %.0f | %.2f | %.2f / %.2f / %.2f / %.2f | %.0f | %.3f |\n",
+                  r.concurrency, a.steps, a.tokens_per_step, a.generated_per_step, a.prompt_per_step, a.preemptions,
+                  a.ms_per_step, a.wait_ms_per_step, a.schedule_ms_per_step, a.launch_ms_per_step,
+                  a.collect_ms_per_step + a.postprocess_ms_per_step, a.masked_steps, a.mask_ms_per_masked_step);
     out += text;
   }
   return any ? out : std::string();
@@ -128,7 +131,14 @@ nlohmann::json sweep_json(const std::vector<SweepRow>& rows, const ConcurrencySw
                                  {"preemptions", r.server->preemptions},
                                  {"ms_per_step", r.server->ms_per_step},
                                  {"masked_steps", r.server->masked_steps},
-                                 {"token_mask_ms_per_masked_step", r.server->mask_ms_per_masked_step}};
+                                 {"token_mask_ms_per_masked_step", r.server->mask_ms_per_masked_step},
+                                 {"loop_ms_per_step",
+                                  {{"wait", r.server->wait_ms_per_step},
+                                   {"schedule", r.server->schedule_ms_per_step},
+                                   {"collect", r.server->collect_ms_per_step},
+                                   {"launch", r.server->launch_ms_per_step},
+                                   {"postprocess", r.server->postprocess_ms_per_step},
+                                   {"idle", r.server->idle_ms_per_step}}}};
     }
   }
   return {{"label", options.label.empty() ? "this run" : options.label},

@@ -30,6 +30,22 @@ std::optional<ServerCounters> parse_with_prefix(const std::string& metrics_text,
     const std::string name = line.substr(prefix.size(), line.find_first_of("{ ") - prefix.size());
     const size_t space = line.rfind(' ');
     if (space == std::string::npos) continue;
+    if (name == "engine_loop_seconds_total") {  // one sample per phase label
+      const std::array<std::pair<const char*, double ServerCounters::*>, 6> kPhases = {{
+          {"phase=\"idle\"", &ServerCounters::loop_idle},
+          {"phase=\"schedule\"", &ServerCounters::loop_schedule},
+          {"phase=\"wait\"", &ServerCounters::loop_wait},
+          {"phase=\"collect\"", &ServerCounters::loop_collect},
+          {"phase=\"launch\"", &ServerCounters::loop_launch},
+          {"phase=\"postprocess\"", &ServerCounters::loop_postprocess},
+      }};
+      for (const auto& [label, field] : kPhases) {
+        if (line.find(label) == std::string::npos) continue;
+        counters.*field += std::strtod(line.c_str() + space + 1, nullptr);
+        found = true;
+      }
+      continue;
+    }
     for (const auto& [counter, field] : kNames) {
       if (name != counter) continue;
       char* end = nullptr;
@@ -72,6 +88,17 @@ ServerActivity server_activity(const ServerCounters& before, const ServerCounter
     activity.generated_per_step = (after.generation_tokens - before.generation_tokens) / activity.steps;
     activity.prompt_per_step = (after.prompt_tokens - before.prompt_tokens) / activity.steps;
     activity.ms_per_step = seconds * 1000.0 / activity.steps;
+  }
+  if (activity.steps > 0.0) {
+    const auto per_step = [&](double ServerCounters::*field) {
+      return (after.*field - before.*field) * 1000.0 / activity.steps;
+    };
+    activity.wait_ms_per_step = per_step(&ServerCounters::loop_wait);
+    activity.schedule_ms_per_step = per_step(&ServerCounters::loop_schedule);
+    activity.collect_ms_per_step = per_step(&ServerCounters::loop_collect);
+    activity.launch_ms_per_step = per_step(&ServerCounters::loop_launch);
+    activity.postprocess_ms_per_step = per_step(&ServerCounters::loop_postprocess);
+    activity.idle_ms_per_step = per_step(&ServerCounters::loop_idle);
   }
   activity.masked_steps = after.masked_steps - before.masked_steps;
   if (activity.masked_steps > 0.0) {

@@ -24,6 +24,10 @@ struct ServerCounters {
   // (token_mask_fill_seconds_count and _sum).
   double masked_steps = 0.0;
   double token_mask_seconds = 0.0;
+  // gossamer only: the engine thread's seconds by phase (engine_loop_seconds_total{phase=...}; the
+  // fields of engine::EngineLoopSeconds).
+  double loop_idle = 0.0, loop_schedule = 0.0, loop_wait = 0.0, loop_collect = 0.0, loop_launch = 0.0,
+         loop_postprocess = 0.0;
 };
 
 std::optional<ServerCounters> parse_server_counters(const std::string& metrics_text);
@@ -36,6 +40,10 @@ struct ServerActivity {
   double ms_per_step = 0.0;  // seconds / steps: the mean step while the server was busy the whole time
   double masked_steps = 0.0;
   double mask_ms_per_masked_step = 0.0;  // token-mask fill time per step that had masks (the device waits)
+  // The engine thread's ms per step by phase (gossamer only; all 0 from a server without them): the host
+  // blocked on the device (wait), and the host's own work.
+  double wait_ms_per_step = 0.0, schedule_ms_per_step = 0.0, collect_ms_per_step = 0.0, launch_ms_per_step = 0.0,
+         postprocess_ms_per_step = 0.0, idle_ms_per_step = 0.0;
 };
 ServerActivity server_activity(const ServerCounters& before, const ServerCounters& after, double seconds);
 

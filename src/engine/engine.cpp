@@ -133,7 +133,15 @@ EngineStats Engine::stats() const {
   stats.num_steps_total = stat_steps_.load();
   stats.num_prefix_cache_queries_total = stat_prefix_queries_.load();
   stats.num_prefix_cache_hits_total = stat_prefix_hits_.load();
+  const auto seconds = [&](LoopPhase phase) { return static_cast<double>(stat_loop_ns_[phase].load()) * 1e-9; };
+  stats.loop = {seconds(kIdle),    seconds(kSchedule), seconds(kWait),
+                seconds(kCollect), seconds(kLaunch),   seconds(kPostprocess)};
   return stats;
+}
+
+void Engine::add_loop_time(LoopPhase phase, Clock::time_point since) {
+  const auto elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - since).count();
+  stat_loop_ns_[phase].fetch_add(static_cast<int64_t>(elapsed), std::memory_order_relaxed);
 }
 
 void Engine::loop() {
@@ -141,6 +149,7 @@ void Engine::loop() {
   std::vector<RequestId> cancels;
   while (true) {
     bool stopping = false;
+    const auto idle_start = Clock::now();
     {
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait(lock, [&] {
@@ -153,6 +162,7 @@ void Engine::loop() {
       num_waiting_snapshot_ = scheduler_.num_waiting() + static_cast<int32_t>(incoming.size());
     }
     const auto iteration_start = Clock::now();
+    add_loop_time(kIdle, idle_start);
     admit_incoming(incoming);
     apply_cancels(cancels);
     if (!cancels.empty()) {  // their final events go out now, not after the step in flight
@@ -176,14 +186,22 @@ void Engine::loop() {
       flush_outputs();
       return;
     }
+    auto phase_start = Clock::now();
     SchedulerOutput next = schedule();  // overlaps the step in flight
+    add_loop_time(kSchedule, phase_start);
     if (runner_.in_flight()) {
-      collect(next);
+      collect(next);  // times its wait and the rest itself
+      phase_start = Clock::now();
       admit_late(next, incoming);
+      add_loop_time(kSchedule, phase_start);
     }
     retired_.clear();  // NOTE: no step in flight and nothing scheduled refers to them any more
+    phase_start = Clock::now();
     launch(std::move(next));
+    add_loop_time(kLaunch, phase_start);
+    phase_start = Clock::now();
     postprocess(iteration_start);  // overlaps the step just launched
+    add_loop_time(kPostprocess, phase_start);
   }
 }
 
@@ -259,14 +277,17 @@ void Engine::collect(SchedulerOutput& next) {
   in_flight_ = {};
   token_rows_.clear();
   const std::vector<SampledRow>* rows = nullptr;
+  const auto wait_start = Clock::now();
   try {
     rows = &runner_.wait();
   } catch (const std::exception& error) {
+    add_loop_time(kWait, wait_start);
     fail_step(collected_, &next, error);
     collected_ = {};
     return;
   }
   const auto now = Clock::now();
+  add_loop_time(kWait, wait_start);
   for (const SampledRow& row : *rows) {
     Request* request = row.request;
     if (request->state == RequestState::kFinished) continue;  // cancelled while the step ran: token dropped
@@ -302,6 +323,7 @@ void Engine::collect(SchedulerOutput& next) {
     if (seq.prefill) next.num_prompt_tokens -= seq.num_new;
     return true;
   });
+  add_loop_time(kCollect, now);
 }
 
 void Engine::fail_step(const SchedulerOutput& step, SchedulerOutput* next, const std::exception& error) {

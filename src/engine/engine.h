@@ -78,6 +78,15 @@ struct SubmitParams {
   OutputCallback on_output;
 };
 
+// Where the engine thread's time went since it started, in seconds: idle (nothing to do), schedule
+// (schedule() and late admission), wait (blocked on the device for the step in flight), collect (applying
+// that step's tokens: stops, lengths, constraints), launch (building and launching the next step on the
+// host, token masks included) and postprocess (output events to the server, stats). wait is the device-bound
+// share; the rest is the host's, and while wait is ~0 the host is the bottleneck.
+struct EngineLoopSeconds {
+  double idle = 0.0, schedule = 0.0, wait = 0.0, collect = 0.0, launch = 0.0, postprocess = 0.0;
+};
+
 struct EngineStats {
   int32_t num_running = 0;
   int32_t num_waiting = 0;  // queued, including preempted requests and ones not yet picked up
@@ -89,6 +98,7 @@ struct EngineStats {
   int64_t num_steps_total = 0;
   int64_t num_prefix_cache_queries_total = 0;  // tokens looked up in the prefix cache at admission
   int64_t num_prefix_cache_hits_total = 0;     // of those, tokens found cached
+  EngineLoopSeconds loop;
   double kv_usage() const { return num_kv_blocks == 0 ? 0.0 : 1.0 - double(num_free_kv_blocks) / num_kv_blocks; }
 };
 
@@ -189,6 +199,10 @@ class Engine {
   std::atomic<int64_t> stat_steps_{0};
   std::atomic<int64_t> stat_prefix_queries_{0};
   std::atomic<int64_t> stat_prefix_hits_{0};
+  // EngineLoopSeconds in nanoseconds, in its field order.
+  enum LoopPhase { kIdle, kSchedule, kWait, kCollect, kLaunch, kPostprocess, kNumLoopPhases };
+  std::atomic<int64_t> stat_loop_ns_[kNumLoopPhases] = {};
+  void add_loop_time(LoopPhase phase, Clock::time_point since);  // adds now − since
 
   std::thread thread_;
 };

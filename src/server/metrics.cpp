@@ -238,6 +238,17 @@ std::string Metrics::render(const engine::EngineStats* stats) const {
     out << "} 1\n";
   }
 
+  // Engine thread time by phase (gossamer only): where a step's wall time goes, device or host.
+  const engine::EngineLoopSeconds loop = stats ? stats->loop : engine::EngineLoopSeconds{};
+  out << "# HELP gossamer:engine_loop_seconds_total Engine thread time by phase: idle, schedule, wait (blocked on "
+         "the device), collect, launch, postprocess.\n# TYPE gossamer:engine_loop_seconds_total counter\n";
+  const std::pair<const char*, double> phases[] = {{"idle", loop.idle},     {"schedule", loop.schedule},
+                                                   {"wait", loop.wait},     {"collect", loop.collect},
+                                                   {"launch", loop.launch}, {"postprocess", loop.postprocess}};
+  for (const auto& [phase, seconds] : phases) {
+    out << "gossamer:engine_loop_seconds_total{" << model_label << ",phase=\"" << phase << "\"} " << number(seconds)
+        << "\n";
+  }
   // Structured output (gossamer only): the critical-path time of filling token masks before a step.
   out << "# HELP gossamer:token_mask_fill_seconds Per engine step with structured-output rows: wall time filling "
          "their token masks (on cuda while the step's forward runs; elsewhere before the step's launch).\n"

@@ -21,6 +21,9 @@ TEST(ServerCounters, ParsesGossamerAndVllmNames) {
       "gossamer:token_mask_fill_seconds_sum{model_name=\"m\"} 0.05\n"
       "gossamer:token_mask_fill_seconds_count{model_name=\"m\"} 25\n"
       "gossamer:num_requests_running{model_name=\"m\"} 4\n"
+      "gossamer:engine_loop_seconds_total{model_name=\"m\",phase=\"wait\"} 1.5\n"
+      "gossamer:engine_loop_seconds_total{model_name=\"m\",phase=\"launch\"} 0.25\n"
+      "gossamer:engine_loop_seconds_total{model_name=\"m\",phase=\"postprocess\"} 0.125\n"
       "vllm:generation_tokens_total{model_name=\"m\"} 640\n";  // the same counter under vLLM's name: not added
   const auto counters = parse_server_counters(gossamer_text);
   ASSERT_TRUE(counters.has_value());
@@ -31,6 +34,10 @@ TEST(ServerCounters, ParsesGossamerAndVllmNames) {
   EXPECT_EQ(counters->step_tokens, 1840.0);
   EXPECT_EQ(counters->masked_steps, 25.0);
   EXPECT_DOUBLE_EQ(counters->token_mask_seconds, 0.05);
+  EXPECT_DOUBLE_EQ(counters->loop_wait, 1.5);  // each phase label its own field
+  EXPECT_DOUBLE_EQ(counters->loop_launch, 0.25);
+  EXPECT_DOUBLE_EQ(counters->loop_postprocess, 0.125);
+  EXPECT_EQ(counters->loop_schedule, 0.0);
 
   // vLLM: the same names under `vllm:`, one label set per engine: summed.
   const auto vllm = parse_server_counters(
@@ -58,6 +65,12 @@ TEST(ServerCounters, ActivityPerStep) {
   masked_before.masked_steps = 5, masked_before.token_mask_seconds = 0.01;
   masked_after.masked_steps = 45, masked_after.token_mask_seconds = 0.09;
   EXPECT_DOUBLE_EQ(server_activity(masked_before, masked_after, 2.0).mask_ms_per_masked_step, 2.0);
+  ServerCounters loop_after = after;
+  loop_after.loop_wait = 1.0, loop_after.loop_launch = 0.2;  // over 100 steps
+  const ServerActivity loop = server_activity(before, loop_after, 2.0);
+  EXPECT_DOUBLE_EQ(loop.wait_ms_per_step, 10.0);
+  EXPECT_DOUBLE_EQ(loop.launch_ms_per_step, 2.0);
+  EXPECT_EQ(loop.schedule_ms_per_step, 0.0);
   const ServerActivity idle = server_activity(before, before, 1.0);
   EXPECT_EQ(idle.steps, 0.0);
   EXPECT_EQ(idle.ms_per_step, 0.0);

@@ -60,6 +60,12 @@ TEST(Engine, BatchingAndPreemptionDoNotChangeGreedyOutputs) {
     EXPECT_EQ(stats.num_free_kv_blocks, config.num_kv_blocks);
     EXPECT_EQ(stats.num_running, 0);
     EXPECT_EQ(stats.num_waiting, 0);
+    // The loop's time by phase: the fake model runs its steps inside the wait; every phase ran.
+    EXPECT_GT(stats.loop.wait, 0.0);
+    EXPECT_GT(stats.loop.schedule, 0.0);
+    EXPECT_GT(stats.loop.launch, 0.0);
+    EXPECT_GT(stats.loop.collect, 0.0);
+    EXPECT_GT(stats.loop.postprocess, 0.0);
   }
 }
 

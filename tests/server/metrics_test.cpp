@@ -1,5 +1,6 @@
-// The token-mask metrics of /metrics (server/metrics.h): only steps with masks are observed, only under
-// `gossamer:` (vLLM has no such metric), as a histogram of seconds plus a counter of rows.
+// The gossamer-only metrics of /metrics (server/metrics.h): token masks: only steps with masks are observed, only under
+// `gossamer:` (vLLM has no such metric), as a histogram of seconds plus a counter of rows; the engine
+// thread's seconds by phase.
 #include "server/metrics.h"
 
 #include <gtest/gtest.h>
@@ -28,6 +29,21 @@ TEST(Metrics, TokenMaskFillTimePerMaskedStep) {
   EXPECT_NE(text.find("gossamer:token_mask_rows_total{model_name=\"m\"} 128\n"), std::string::npos);
   EXPECT_EQ(text.find("vllm:token_mask"), std::string::npos);
   EXPECT_NE(text.find("vllm:iteration_tokens_total_count{model_name=\"m\"} 3\n"), std::string::npos);
+}
+
+TEST(Metrics, EngineLoopSecondsByPhase) {
+  Metrics metrics("m", 1024, true);
+  engine::EngineStats stats;
+  stats.loop.wait = 1.5;
+  stats.loop.launch = 0.25;
+  const std::string text = metrics.render(&stats);
+  EXPECT_NE(text.find("# TYPE gossamer:engine_loop_seconds_total counter\n"), std::string::npos);
+  EXPECT_NE(text.find("gossamer:engine_loop_seconds_total{model_name=\"m\",phase=\"wait\"} 1.5\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("gossamer:engine_loop_seconds_total{model_name=\"m\",phase=\"launch\"} 0.25\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("gossamer:engine_loop_seconds_total{model_name=\"m\",phase=\"idle\"} 0\n"), std::string::npos);
+  EXPECT_EQ(text.find("vllm:engine_loop"), std::string::npos);  // vLLM has no such metric
 }
 
 }  // namespace
