@@ -997,6 +997,14 @@ double bench_attention(const gpt_oss::AttentionCase& c, PrefillKernel kernel = P
   p.window = c.window;
   p.max_kv_len = max_kv;
   p.prefill_kernel = kernel;
+  std::vector<int32_t> tiles_64(tokens / 64 + num_seqs), tiles_128(tokens / 128 + num_seqs);
+  p.num_q_tiles_64 = attention_prefill_tiles(cu_q.data(), num_seqs, 64, false, tiles_64.data());
+  p.num_q_tiles_128 = attention_prefill_tiles(cu_q.data(), num_seqs, 128, false, tiles_128.data());
+  Buf t64(tiles_64.size() * 4), t128(tiles_128.size() * 4);
+  cudaMemcpy(t64.get(), tiles_64.data(), t64.bytes, cudaMemcpyHostToDevice);
+  cudaMemcpy(t128.get(), tiles_128.data(), t128.bytes, cudaMemcpyHostToDevice);
+  p.q_tiles_64 = t64.as<int32_t>();
+  p.q_tiles_128 = t128.as<int32_t>();
   Buf ws(c.decode ? attention_decode_workspace_bytes(p) : 0);
   p.workspace = ws.get();
   const double us = time_us([&](int) {

@@ -60,6 +60,16 @@ struct AttentionParams {
   // Without it a prefill launch computes every sequence: a 1-query sequence costs it a whole 64/128-row
   // tile per query head over all its keys.
   bool decode_rows_apart = false;
+  // Prefill: the query tiles to run, one entry (sequence << 16) | tile per tile of 64 queries (q_tiles_64,
+  // the mma.sync kernel) and of 128 (q_tiles_128, wgmma); tile i of a sequence covers its queries
+  // [i·R, (i+1)·R). Every tile of every sequence, in any order (with decode_rows_apart: not the decode
+  // sequences'); build them with attention_prefill_tiles. A prefill grid is its list × the query heads: a
+  // step of ~600 sequences whose CTAs each scanned the sequences for their tile spent ~650 µs per layer on
+  // that (docs/PERF.md, Serving, fifth session).
+  const int32_t* q_tiles_64 = nullptr;   // [num_q_tiles_64]
+  const int32_t* q_tiles_128 = nullptr;  // [num_q_tiles_128]
+  int num_q_tiles_64 = 0;
+  int num_q_tiles_128 = 0;
   // Host-side plan facts (upper bounds), used to size grids and splits.
   int max_kv_len = 0;
   PrefillKernel prefill_kernel = PrefillKernel::kAuto;
@@ -67,8 +77,13 @@ struct AttentionParams {
   void* workspace = nullptr;
 };
 
-// Prefill / chunked prefill / mixed batches: any q_len per sequence.
+// Prefill / chunked prefill / mixed batches: any q_len per sequence (both tile lists set).
 void launch_attention_prefill(const AttentionParams& p, cudaStream_t stream);
+// Writes the tile list of `tile_rows` (64 or 128) rows for host cu_seqlens_q [num_seqs + 1] into `out` (room
+// for num_tokens / tile_rows + num_seqs entries), each sequence's last (longest) tile first; returns the
+// count. With decode_rows_apart the sequences of ≤ kDecodeMaxQ queries get none.
+int attention_prefill_tiles(const int32_t* cu_seqlens_q, int num_seqs, int tile_rows, bool decode_rows_apart,
+                            int32_t* out);
 
 // Decode: at most kDecodeMaxQ query tokens per sequence (speculative decoding), split-KV across the GPU,
 // the sink counted once (first split), then a combine kernel.

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/error.h"
 #include "core/parallel.h"
 #include "kernels/attention.h"
 #include "kernels/kv_cache_fp8.h"
@@ -53,6 +54,21 @@ void attention_cpu(const AttentionParams& p) {
       }
     });
   }
+}
+
+int attention_prefill_tiles(const int32_t* cu_seqlens_q, int num_seqs, int tile_rows, bool decode_rows_apart,
+                            int32_t* out) {
+  GOSSAMER_CHECK(tile_rows == 64 || tile_rows == 128, "attention_prefill_tiles: tile_rows is 64 or 128");
+  GOSSAMER_CHECK(num_seqs < (1 << 15), "attention: ", num_seqs, " sequences exceed the tile list's 32,767");
+  int count = 0;
+  for (int b = 0; b < num_seqs; ++b) {
+    const int len = cu_seqlens_q[b + 1] - cu_seqlens_q[b];
+    if (decode_rows_apart && len <= kDecodeMaxQ) continue;  // launch_attention_decode's
+    const int tiles = (len + tile_rows - 1) / tile_rows;
+    GOSSAMER_CHECK(tiles <= (1 << 16), "attention: ", len, " queries in one sequence exceed the tile list");
+    for (int t = tiles - 1; t >= 0; --t) out[count++] = (b << 16) | t;
+  }
+  return count;
 }
 
 }  // namespace gossamer::kernels

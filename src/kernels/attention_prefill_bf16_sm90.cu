@@ -25,14 +25,9 @@ __global__ void __launch_bounds__(32 * kWarps) attention_prefill_kernel(const At
   __shared__ __align__(128) uint8_t sk[2][kTileBytes];
   __shared__ __align__(128) uint8_t sv[2][kTileBytes];
   // ---- which (sequence, query tile) ----
-  int t = blockIdx.x, b = 0;
-  for (; b < p.num_seqs; ++b) {
-    const int len = p.cu_seqlens_q[b + 1] - p.cu_seqlens_q[b];
-    const int n = p.decode_rows_apart && len <= kDecodeMaxQ ? 0 : ceil_div(len, kBM);  // decode's, if apart
-    if (t < n) break;
-    t -= n;
-  }
-  if (b == p.num_seqs) return;
+  static_assert(kBM == 64, "the tile list is of 64-query tiles");
+  const int32_t entry = p.q_tiles_64[blockIdx.x];  // (sequence << 16) | tile
+  const int b = entry >> 16, t = entry & 0xffff;
   const int head = blockIdx.y;
   const int kv_head = head / (p.num_q_heads / p.num_kv_heads);
   const int q_begin = p.cu_seqlens_q[b];
@@ -140,11 +135,12 @@ void launch_attention_prefill(const AttentionParams& p, cudaStream_t stream) {
   GOSSAMER_CHECK(p.page_size > 0 && (p.page_size & (p.page_size - 1)) == 0, "attention: page_size ", p.page_size,
                  " must be a power of two");
   if (p.num_tokens == 0) return;
-  // Upper bound on the total number of query tiles: Σ ceil(q_len / BM) ≤ num_tokens / BM + num_seqs.
   const bool wgmma =
       p.prefill_kernel == PrefillKernel::kWgmma || (p.prefill_kernel == PrefillKernel::kAuto && p.window == 0);
   if (wgmma) return attn::launch_prefill_wgmma(p, stream);
-  const dim3 grid(p.num_tokens / 64 + p.num_seqs, p.num_q_heads);
+  GOSSAMER_CHECK(p.q_tiles_64 != nullptr || p.num_q_tiles_64 == 0, "attention prefill: q_tiles_64 missing");
+  if (p.num_q_tiles_64 == 0) return;
+  const dim3 grid(p.num_q_tiles_64, p.num_q_heads);
   if (p.kv_fp8) {
     attention_prefill_kernel<true><<<grid, 128, 0, stream>>>(p);
   } else {

@@ -106,15 +106,8 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_wgmma_kernel(co
   // query heads of each KV head) run together and share K/V through L2; within a sequence the last
   // (longest) query tiles come first ----
   const int head = blockIdx.x % p.num_q_heads;
-  int t = blockIdx.x / p.num_q_heads, b = 0, num_q_tiles = 0;
-  for (; b < p.num_seqs; ++b) {
-    const int len = p.cu_seqlens_q[b + 1] - p.cu_seqlens_q[b];
-    num_q_tiles = p.decode_rows_apart && len <= kDecodeMaxQ ? 0 : ceil_div(len, kBM);  // decode's, if apart
-    if (t < num_q_tiles) break;
-    t -= num_q_tiles;
-  }
-  if (b == p.num_seqs) return;  // CTA-uniform: before any barrier
-  const int q_tile = num_q_tiles - 1 - t;
+  const int32_t entry = p.q_tiles_128[blockIdx.x / p.num_q_heads];  // (sequence << 16) | tile
+  const int b = entry >> 16, q_tile = entry & 0xffff;
   const int kv_head = head / (p.num_q_heads / p.num_kv_heads);
   const int q_begin = p.cu_seqlens_q[b];
   const int q_len = p.cu_seqlens_q[b + 1] - q_begin;
@@ -408,8 +401,10 @@ void launch_prefill_wgmma_for(const AttentionParams& p, cudaStream_t stream) {
                                              cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<kKvFp8>));
     configured = true;
   }
-  // Upper bound on the query tiles: Σ ceil(q_len / 128) ≤ num_tokens / 128 + num_seqs; heads fastest.
-  const int64_t grid = (static_cast<int64_t>(p.num_tokens) / kBM + p.num_seqs) * p.num_q_heads;
+  // One CTA per (listed query tile, head), heads fastest.
+  GOSSAMER_CHECK(p.q_tiles_128 != nullptr || p.num_q_tiles_128 == 0, "attention prefill: q_tiles_128 missing");
+  if (p.num_q_tiles_128 == 0) return;
+  const int64_t grid = static_cast<int64_t>(p.num_q_tiles_128) * p.num_q_heads;
   GOSSAMER_CHECK(grid < (int64_t{1} << 31), "attention: too many query tiles (", grid, " CTAs)");
   attention_prefill_wgmma_kernel<kKvFp8><<<static_cast<unsigned>(grid), kThreads, kSmemBytes<kKvFp8>, stream>>>(p);
   GOSSAMER_CUDA_CHECK_LAUNCH();

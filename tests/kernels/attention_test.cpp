@@ -159,6 +159,13 @@ void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_he
   // mixed: the model's split of a mixed step (decode_rows_apart): the decode launch for the ≤ kDecodeMaxQ
   // sequences, then the prefill launch for the rest, into the same poisoned output.
   p.decode_rows_apart = mixed;
+  // The prefill launch's query tiles, as the model lists them (a poisoned spare entry past each list's end).
+  std::vector<int32_t> tiles_64(tokens / 64 + seqs.size() + 1, -1), tiles_128(tokens / 128 + seqs.size() + 1, -1);
+  p.num_q_tiles_64 = attention_prefill_tiles(b.cu_q.data(), p.num_seqs, 64, mixed, tiles_64.data());
+  p.num_q_tiles_128 = attention_prefill_tiles(b.cu_q.data(), p.num_seqs, 128, mixed, tiles_128.data());
+  DeviceBuffer<int32_t> dtiles_64(tiles_64), dtiles_128(tiles_128);
+  p.q_tiles_64 = dtiles_64.get();
+  p.q_tiles_128 = dtiles_128.get();
   DeviceBuffer<uint8_t> ws(decode || mixed ? attention_decode_workspace_bytes(p) : 0);
   if (decode || mixed) {
     ws.poison();

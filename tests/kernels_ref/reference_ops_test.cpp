@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/error.h"
+#include "kernels/attention.h"
 #include "kernels/fp8_tiled.h"
 #include "kernels/moe.h"
 #include "kernels/quantize_fp8.h"
@@ -17,6 +19,23 @@
 
 namespace gossamer::kernels {
 namespace {
+
+// The prefill launch's query tiles: every tile of every sequence, each sequence's last tile first; with
+// decode_rows_apart the ≤ kDecodeMaxQ-query sequences (and empty ones) get none.
+TEST(AttentionPrefillTiles, ListsEverySequencesTilesLastFirst) {
+  const std::vector<int32_t> cu = {0, 1, 131, 133, 133, 389};  // lengths 1, 130, 2, 0, 256
+  std::vector<int32_t> out(cu.back() / 64 + 5, -7);
+  const auto entry = [](int seq, int tile) { return (seq << 16) | tile; };
+  ASSERT_EQ(attention_prefill_tiles(cu.data(), 5, 64, false, out.data()), 1 + 3 + 1 + 4);
+  EXPECT_EQ(std::vector<int32_t>(out.begin(), out.begin() + 9),
+            (std::vector<int32_t>{entry(0, 0), entry(1, 2), entry(1, 1), entry(1, 0), entry(2, 0), entry(4, 3),
+                                  entry(4, 2), entry(4, 1), entry(4, 0)}));
+  EXPECT_EQ(out[9], -7);  // nothing written past the count
+  ASSERT_EQ(attention_prefill_tiles(cu.data(), 5, 128, true, out.data()), 2 + 2);
+  EXPECT_EQ(std::vector<int32_t>(out.begin(), out.begin() + 4),
+            (std::vector<int32_t>{entry(1, 1), entry(1, 0), entry(4, 1), entry(4, 0)}));
+  EXPECT_THROW(attention_prefill_tiles(cu.data(), 5, 32, false, out.data()), Error);
+}
 
 TEST(RopeTables, MatchesGptOssOmegas) {
   const std::vector<float> w = rope_inv_freq(RopeScaling{}, kHeadDim);

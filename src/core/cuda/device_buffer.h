@@ -78,6 +78,7 @@ class PinnedBuffer {
   T* get() const {
     return static_cast<T*>(data_);
   }
+  size_t bytes() const { return bytes_; }
 
  private:
   void* data_ = nullptr;

@@ -56,9 +56,14 @@ constexpr std::array<int, 27> kGraphBatches = {1,   2,   4,   8,   16,  24,  32,
                                                256, 320, 384, 448, 512, 576, 640, 704, 768, 832, 896, 960, 1024};
 static_assert(kGraphBatches.back() == CudaModel::kMaxGraphBatch);
 
-bool grow(DeviceBuffer& buffer, size_t bytes) {
+// A per-step buffer (device or pinned) grows to at least `bytes` and by a quarter at least, so a batch that
+// grows step by step (serving ramping up to 1,024 sequences) reallocates a few dozen times, not at every step:
+// cudaFree and cudaFreeHost wait for the device, and pinning a [rows, vocab] buffer of hundreds of MB took
+// ~250 ms per step at 1,024 clients (docs/PERF.md, Serving). Returns whether the buffer moved.
+template <typename Buffer>
+bool grow(Buffer& buffer, size_t bytes) {
   if (bytes <= buffer.bytes()) return false;
-  buffer.ensure(bytes);
+  buffer.ensure(std::max(bytes, buffer.bytes() + buffer.bytes() / 4));
   return true;
 }
 
@@ -194,7 +199,8 @@ void CudaModel::allocate_kv_cache_impl(int32_t num_blocks, int32_t block_size, i
   ++workspace_generation_;  // graphs hold cache pointers
 }
 
-CudaModel::StepPlan CudaModel::layout_plan(int tokens, int seqs, int pages, int rows) const {
+CudaModel::StepPlan CudaModel::layout_plan(int tokens, int seqs, int pages, int rows, int q_tiles_64,
+                                           int q_tiles_128) const {
   const bool ring = num_sliding_blocks_ > 0;
   StepPlan plan;
   size_t words = 0;
@@ -213,6 +219,10 @@ CudaModel::StepPlan CudaModel::layout_plan(int tokens, int seqs, int pages, int 
   plan.page_indptr = reserve(seqs + 1, 1);
   plan.sliding_page_indptr = ring ? reserve(seqs + 1, 1) : plan.page_indptr;
   plan.rows = reserve(std::max(rows, 1), 1);
+  plan.num_q_tiles_64 = q_tiles_64;
+  plan.num_q_tiles_128 = q_tiles_128;
+  plan.q_tiles_64 = reserve(q_tiles_64, 1);
+  plan.q_tiles_128 = reserve(q_tiles_128, 1);
   // Page tables last: a step uploads only the pages it uses.
   plan.page_indices = reserve(std::max(pages, 1), 1);
   plan.sliding_page_indices = ring ? reserve(std::max(pages, 1), 1) : plan.page_indices;
@@ -221,7 +231,7 @@ CudaModel::StepPlan CudaModel::layout_plan(int tokens, int seqs, int pages, int 
 }
 
 void CudaModel::fill_and_upload_plan(const ForwardBatch& batch, const StepPlan& plan, DeviceBuffer& device) {
-  host_plan_.ensure(plan.total_words * 4);
+  grow(host_plan_, plan.total_words * 4);
   int32_t* host = host_plan_.get<int32_t>();
   int64_t* slots = reinterpret_cast<int64_t*>(host + plan.slots);
   int64_t* sliding_slots = reinterpret_cast<int64_t*>(host + plan.sliding_slots);
@@ -273,6 +283,14 @@ void CudaModel::fill_and_upload_plan(const ForwardBatch& batch, const StepPlan& 
     }
     host[plan.page_indptr + s + 1] = page;
     host[plan.sliding_page_indptr + s + 1] = page;
+  }
+  if (plan.num_q_tiles_64 + plan.num_q_tiles_128 > 0) {  // the prefill launch's tiles (cu_seqlens is complete)
+    const bool apart = mixed_step_attention_split(plan);
+    const int n64 =
+        kernels::attention_prefill_tiles(host + plan.cu_seqlens, plan.num_seqs, 64, apart, host + plan.q_tiles_64);
+    const int n128 =
+        kernels::attention_prefill_tiles(host + plan.cu_seqlens, plan.num_seqs, 128, apart, host + plan.q_tiles_128);
+    GOSSAMER_ASSERT(n64 == plan.num_q_tiles_64 && n128 == plan.num_q_tiles_128, "prefill tile counts disagree");
   }
   const size_t used = std::max(page, 1);
   GOSSAMER_CUDA_CHECK(
@@ -336,13 +354,13 @@ void CudaModel::prepare_workspace(const StepPlan& plan) {
     moved |= grow(vocab_local_, slot);
     moved |= grow(vocab_slots_, slot * options_.comm->world_size());
   }
-  host_logits_.ensure(static_cast<size_t>(rows) * config_.vocab_size * 2);
   if (moved) ++workspace_generation_;
 }
 
 void CudaModel::copy_logits_out(int num_rows, std::vector<float>& logits) {
   const size_t count = static_cast<size_t>(num_rows) * config_.vocab_size;
   mark(StepPhase::kOutput);
+  grow(host_logits_, count * 2);  // NOTE: only the logits path pins [rows, vocab]: device-sampled steps never do
   if (count > 0) {
     GOSSAMER_CUDA_CHECK(cudaMemcpyAsync(host_logits_.get(), logits_.get(), count * 2, cudaMemcpyDeviceToHost, stream_));
   }
@@ -507,8 +525,8 @@ void CudaModel::enqueue_sampling(std::span<const RowSampling> rows) {
   const size_t at_tokens = place(rows_n * 4);
   const size_t at_logprob = any_logprobs ? place(rows_n * 4) : 0, at_top_tokens = any_logprobs ? place(top_n * 4) : 0,
                at_top_logprobs = any_logprobs ? place(top_n * 4) : 0;
-  host_sampling_.ensure(bytes);
-  sampling_.ensure(bytes);
+  grow(host_sampling_, bytes);
+  grow(sampling_, bytes);
   auto* host = host_sampling_.get<uint8_t>();
   int32_t entry = 0, num_penalized = 0;
   for (int r = 0; r < n; ++r) {
@@ -564,7 +582,7 @@ void CudaModel::enqueue_sampling(std::span<const RowSampling> rows) {
   params.num_rows = n;
   params.vocab = config_.vocab_size;
   if (any_penalties) {
-    penalized_.ensure(static_cast<size_t>(num_penalized) * static_cast<size_t>(config_.vocab_size) * 4);
+    grow(penalized_, static_cast<size_t>(num_penalized) * static_cast<size_t>(config_.vocab_size) * 4);
     params.scratch_rows = reinterpret_cast<const int32_t*>(device + at_scratch);
     params.presence = reinterpret_cast<const float*>(device + at_presence);
     params.frequency = reinterpret_cast<const float*>(device + at_frequency);
@@ -625,8 +643,12 @@ int CudaModel::enqueue_forward(const ForwardBatch& batch) {
   check_forward_batch(config_, num_blocks_, block_size_, batch, num_sliding_blocks_);
   if (run_decode_graph(batch)) return static_cast<int>(batch.sequences.size());
   int tokens = 0, pages = 0, rows = 0, max_q = 0, max_kv = 0, decode_seqs = 0;
+  int tiles_64 = 0, tiles_128 = 0, decode_tiles = 0;  // prefill query tiles; decode_tiles: the decode sequences'
   for (const SequenceInput& seq : batch.sequences) {
     const int n = static_cast<int>(seq.tokens.size());
+    tiles_64 += (n + 63) / 64;
+    tiles_128 += (n + 127) / 128;
+    if (n > 0 && n <= kernels::kDecodeMaxQ) ++decode_tiles;  // one tile of either size
     tokens += n;
     max_q = std::max(max_q, n);
     if (n <= kernels::kDecodeMaxQ) ++decode_seqs;
@@ -635,7 +657,16 @@ int CudaModel::enqueue_forward(const ForwardBatch& batch) {
     rows += seq.logits == LogitsWanted::kAll ? n : (seq.logits == LogitsWanted::kLast && n > 0 ? 1 : 0);
   }
   if (tokens == 0) return 0;
-  StepPlan plan = layout_plan(tokens, static_cast<int>(batch.sequences.size()), pages, rows);
+  StepPlan shape;  // what decides the attention split
+  shape.max_q = max_q;
+  shape.num_decode_seqs = decode_seqs;
+  if (max_q <= kernels::kDecodeMaxQ) {
+    tiles_64 = tiles_128 = 0;  // a decode step: no prefill launch
+  } else if (mixed_step_attention_split(shape)) {
+    tiles_64 -= decode_tiles;
+    tiles_128 -= decode_tiles;
+  }
+  StepPlan plan = layout_plan(tokens, static_cast<int>(batch.sequences.size()), pages, rows, tiles_64, tiles_128);
   plan.num_tokens = tokens;
   plan.num_seqs = static_cast<int>(batch.sequences.size());
   plan.num_rows = rows;
@@ -643,7 +674,7 @@ int CudaModel::enqueue_forward(const ForwardBatch& batch) {
   plan.max_kv = max_kv;
   plan.num_decode_seqs = decode_seqs;
   prepare_workspace(plan);
-  plan_.ensure(plan.total_words * 4);
+  grow(plan_, plan.total_words * 4);
   fill_and_upload_plan(batch, plan, plan_);
   enqueue_step(plan, plan_.get<int32_t>());
   return rows;

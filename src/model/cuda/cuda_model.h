@@ -166,6 +166,9 @@ class CudaModel final : public Model {
     // Sequences of ≤ kernels::kDecodeMaxQ queries: in a mixed step (max_q above that) they take the decode
     // attention kernel when mixed_step_attention_split() (kernels/attention.h decode_rows_apart).
     int num_decode_seqs = 0;
+    // The prefill attention's query tiles (kernels/attention.h q_tiles_64 / q_tiles_128; 0 in decode steps).
+    int num_q_tiles_64 = 0, num_q_tiles_128 = 0;
+    size_t q_tiles_64 = 0, q_tiles_128 = 0;
     size_t ids = 0, positions = 0, slots = 0, cu_seqlens = 0, kv_lens = 0, page_indptr = 0, page_indices = 0, rows = 0,
            total_words = 0;
     // The ring's sliding-pool slots and page table (aliases of slots / page_* without a ring).
@@ -180,7 +183,7 @@ class CudaModel final : public Model {
     bool warmed_up = false;   // one eager run first (launchers set kernel attributes on first use)
   };
 
-  StepPlan layout_plan(int tokens, int seqs, int pages, int rows) const;
+  StepPlan layout_plan(int tokens, int seqs, int pages, int rows, int q_tiles_64 = 0, int q_tiles_128 = 0) const;
   // Writes the plan of `batch` into host_plan_ (padding with scratch sequences up to plan.num_seqs) and
   // uploads the used words (two ranges with a ring: its page table sits after the main one) to `device`.
   void fill_and_upload_plan(const ForwardBatch& batch, const StepPlan& plan, DeviceBuffer& device);
