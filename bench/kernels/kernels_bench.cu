@@ -998,6 +998,7 @@ double bench_attention(const gpt_oss::AttentionCase& c, PrefillKernel kernel = P
   p.max_kv_len = max_kv;
   p.prefill_kernel = kernel;
   Buf ws(c.decode ? attention_decode_workspace_bytes(p) : 0);
+  attention_decode_workspace_init(ws.get(), ws.bytes, nullptr);
   p.workspace = ws.get();
   const double us = time_us([&](int) {
     if (c.decode) {
