@@ -1006,6 +1006,7 @@ double bench_attention(const gpt_oss::AttentionCase& c, PrefillKernel kernel = P
   p.q_tiles_64 = t64.as<int32_t>();
   p.q_tiles_128 = t128.as<int32_t>();
   Buf ws(c.decode ? attention_decode_workspace_bytes(p) : 0);
+  attention_decode_workspace_init(ws.get(), ws.bytes, nullptr);
   p.workspace = ws.get();
   const double us = time_us([&](int) {
     if (c.decode) {

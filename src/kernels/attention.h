@@ -56,7 +56,7 @@ struct AttentionParams {
   // Mixed steps (decodes beside prefill chunks): the sequences of ≤ kDecodeMaxQ queries go to
   // launch_attention_decode and the others to launch_attention_prefill, both launched with this set and the
   // same sequences; each then leaves the other's sequences alone (their out rows untouched). The decode
-  // launch uses one split per (sequence, kv head) then (its scratch is per token of the whole step).
+  // launch uses one split per (sequence, kv head) then, each CTA writing its O rows itself.
   // Without it a prefill launch computes every sequence: a 1-query sequence costs it a whole 64/128-row
   // tile per query head over all its keys.
   bool decode_rows_apart = false;
@@ -73,7 +73,9 @@ struct AttentionParams {
   // Host-side plan facts (upper bounds), used to size grids and splits.
   int max_kv_len = 0;
   PrefillKernel prefill_kernel = PrefillKernel::kAuto;
-  // Decode only: split-KV scratch, sized by attention_decode_workspace_bytes.
+  // Decode only: split-KV scratch of attention_decode_workspace_bytes: the splits' arrival counters, then
+  // their partial outputs. The counters must be zero before the first launch on a workspace
+  // (attention_decode_workspace_init once after allocating it); every launch leaves them zero.
   void* workspace = nullptr;
 };
 
@@ -86,12 +88,16 @@ int attention_prefill_tiles(const int32_t* cu_seqlens_q, int num_seqs, int tile_
                             int32_t* out);
 
 // Decode: at most kDecodeMaxQ query tokens per sequence (speculative decoding), split-KV across the GPU,
-// the sink counted once (first split), then a combine kernel.
+// the sink counted once (first split). One kernel: the last split of each (sequence, kv head) to finish
+// merges the splits (arrival counters in the workspace). Graph capturable.
 inline constexpr int kDecodeMaxQ = 2;
 // Query heads per KV head the decode kernel handles (its 16-row MMA tile holds group × kDecodeMaxQ rows).
 inline constexpr int kAttentionMaxGroup = 8;
 // Scratch the decode launch needs for these params (host fields: num_seqs, num_tokens, heads, max_kv_len).
 size_t attention_decode_workspace_bytes(const AttentionParams& p);
+// Zeroes the arrival counters at the start of a decode workspace of `bytes` bytes, on `stream`. Once per
+// allocation: launches keep them zero.
+void attention_decode_workspace_init(void* workspace, size_t bytes, cudaStream_t stream);
 void launch_attention_decode(const AttentionParams& p, cudaStream_t stream);
 
 // fp32 reference (bf16 inputs as uint16_t bits, host memory; with kv_fp8 the cache rows are e4m3 bytes and

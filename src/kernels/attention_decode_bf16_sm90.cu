@@ -1,8 +1,11 @@
 // Decode attention with sinks, split-KV: one CTA per (sequence, kv head, split). The CTA's 16 mma rows
 // are (query token, query head of the group) pairs, so the 8 query heads sharing a KV head read each
 // K/V tile once. The 4 warps split every 64-key tile into 16-key slices with independent softmax states,
-// merged at the end; the sink enters only split 0. A combine kernel merges the splits. With
-// decode_rows_apart (a mixed step) both kernels skip the sequences of more than kDecodeMaxQ queries.
+// merged at the end; the sink enters only split 0. With one split the CTA writes O itself; with more, each
+// split writes its normalised partial and log-sum-exp to the workspace and the last split of its (sequence,
+// kv head) to arrive (an atomic counter in the workspace, reset by that CTA) merges them: no combine
+// kernel. With decode_rows_apart (a mixed step) the kernel skips the sequences of more than kDecodeMaxQ
+// queries.
 // FP8 KV cache (kKvFp8): the e4m3 tiles (half the bytes) stream through a 3-stage cp.async ring, two tiles
 // in flight while one is widened to bf16 into a single bf16 stage and attended; k_scale enters the logit
 // scale and v_scale the split's output.
@@ -18,23 +21,87 @@ constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
 constexpr int kRows = 16;
 static_assert(kAttentionMaxGroup * kDecodeMaxQ <= kRows, "attention.h promises groups of kAttentionMaxGroup");
-constexpr int kMaxSplits = 64;
+constexpr int kMaxSplits = 64;  // a multiple of 32 (the merge spreads a row's splits over a warp)
 constexpr int kTileBytes = kKeysPerTile * 128;
-constexpr int kFp8Stages = 3;  // e4m3 K+V tiles in the cp.async ring (2 in flight while one is widened)
+constexpr int kFp8Stages = 3;        // e4m3 K+V tiles in the cp.async ring (2 in flight while one is widened)
+constexpr int kSplitCtas = 6 * 132;  // ~6 CTAs per SM keep enough loads in flight
+// NOTE: more than one split only while num_seqs · num_kv_heads < kSplitCtas, so that many arrival counters
+// (one per (sequence, kv head)) always suffice.
+constexpr size_t kArrivalBytes = (kSplitCtas * sizeof(int32_t) + 255) / 256 * 256;
 
 int decode_num_splits(const AttentionParams& p) {
   // Mixed steps: one split (the scratch is per token of the whole step, prefill chunks included).
   if (p.decode_rows_apart) return 1;
   const int ctas = std::max(1, p.num_seqs * p.num_kv_heads);
-  const int want = ceil_div(6 * 132, ctas);  // ~6 CTAs per SM keep enough loads in flight
+  const int want = ceil_div(kSplitCtas, ctas);
   const int tiles = std::max(
       1, ceil_div(p.window > 0 ? std::min(p.max_kv_len, p.window + kDecodeMaxQ) : p.max_kv_len, kKeysPerTile) + 1);
   return std::clamp(std::min(want, tiles), 1, kMaxSplits);
 }
 
+// The merge of one (sequence, kv head)'s splits by their log-sum-exp, by the last split's CTA: rows r <
+// num_rows, row r at [token, head] index base + (r / group) · num_q_heads + r % group; o_part/lse_part
+// as the kernel writes them; loads through L2 (other SMs wrote them). O sums the splits in split order; Σ
+// weights is a warp tree.
+//   s_f: [kRows][kMaxSplits] fp32 shared (split weights ex2(lse − m)); s_row_l: [kRows] fp32 shared (Σ weights)
+__device__ __forceinline__ void merge_splits(const float* o_part, const float* lse_part, uint16_t* out, int64_t base,
+                                             int group, int num_q_heads, int num_rows, int num_splits, float* s_f,
+                                             float* s_row_l) {
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  auto token_head = [&](int r) { return base + static_cast<int64_t>(r / group) * num_q_heads + r % group; };
+  // ---- split weights and their sum: one warp per row, lane l holds splits l and l + 32 ----
+  for (int r = warp; r < num_rows; r += kWarps) {
+    float lse[kMaxSplits / 32];
+    float m = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < kMaxSplits / 32; ++j) {
+      const int s = lane + 32 * j;
+      lse[j] = s < num_splits ? __ldcg(lse_part + token_head(r) * num_splits + s) : -INFINITY;
+      m = fmaxf(m, lse[j]);
+    }
+    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    float l = 0.f;
+#pragma unroll
+    for (int j = 0; j < kMaxSplits / 32; ++j) {
+      const int s = lane + 32 * j;
+      const float f = m != -INFINITY ? ex2(lse[j] - m) : 0.f;  // ex2(−inf) = 0: empty splits and padding
+      if (s < num_splits) s_f[r * kMaxSplits + s] = f;
+      l += f;
+    }
+    for (int o = 16; o > 0; o >>= 1) l += __shfl_xor_sync(0xffffffffu, l, o);
+    if (lane == 0) s_row_l[r] = l;
+  }
+  __syncthreads();
+  // ---- O = Σ_s f_s · o_s / Σ_s f_s, four dims per thread ----
+  for (int i = tid; i < num_rows * (kHead / 4); i += kThreads) {
+    const int r = i / (kHead / 4), c = i % (kHead / 4);
+    const float4* part = reinterpret_cast<const float4*>(o_part + token_head(r) * num_splits * kHead) + c;
+    const float* f = s_f + r * kMaxSplits;
+    float o[4] = {};
+#pragma unroll 8
+    for (int s = 0; s < num_splits; ++s) {
+      const float4 v = __ldcg(part + s * (kHead / 4));
+      o[0] += f[s] * v.x;
+      o[1] += f[s] * v.y;
+      o[2] += f[s] * v.z;
+      o[3] += f[s] * v.w;
+    }
+    const float l = s_row_l[r];
+    const __nv_bfloat162 lo = __floats2bfloat162_rn(l > 0.f ? o[0] / l : 0.f, l > 0.f ? o[1] / l : 0.f);
+    const __nv_bfloat162 hi = __floats2bfloat162_rn(l > 0.f ? o[2] / l : 0.f, l > 0.f ? o[3] / l : 0.f);
+    uint2 packed;
+    packed.x = *reinterpret_cast<const uint32_t*>(&lo);
+    packed.y = *reinterpret_cast<const uint32_t*>(&hi);
+    *reinterpret_cast<uint2*>(out + token_head(r) * kHead + 4 * c) = packed;
+  }
+}
+
+// NOTE: FP8 held to 5 CTAs per SM (its shared memory allows 5; 96 registers, no spills): without the bound
+// the arrival and merge tail push it to 117 registers, 4 CTAs.
 template <bool kKvFp8>
-__global__ void __launch_bounds__(kThreads)
-    attention_decode_kernel(const AttentionParams p, int num_splits, float* o_part, float* lse_part) {
+__global__ void __launch_bounds__(kThreads, kKvFp8 ? 5 : 1)
+    attention_decode_kernel(const AttentionParams p, int num_splits, int32_t* arrivals, float* o_part,
+                            float* lse_part) {
   pdl_wait();
   pdl_trigger();
   __shared__ __align__(128) uint8_t sq[kRows * 128];
@@ -162,10 +229,14 @@ __global__ void __launch_bounds__(kThreads)
   }
   __syncthreads();
   const float v_scale = kv_v_scale(p, g);
-  for (int i = tid; i < kRows * kHead; i += kThreads) {
+  const int num_rows = min(q_len, kDecodeMaxQ) * group;  // rows r < num_rows hold a query (r / group < q_len)
+  // Row r's query token and head: [num_tokens, num_q_heads] index.
+  auto token_head = [&](int r) {
+    return static_cast<int64_t>(q_begin + r / group) * p.num_q_heads + g * group + r % group;
+  };
+  // ---- write O (one split) or this split's partial: o_part [token, head, split, 64], lse_part [.., split] fp32 ----
+  for (int i = tid; i < num_rows * kHead; i += kThreads) {
     const int r = i / kHead, d = i % kHead;
-    const int qi = r / group;
-    if (qi >= q_len || r >= group * kDecodeMaxQ) continue;
     float m = -INFINITY;
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) m = fmaxf(m, s_m[w][r]);
@@ -178,54 +249,45 @@ __global__ void __launch_bounds__(kThreads)
         o += s_o[(w * kRows + r) * kHead + d] * f;
       }
     }
-    const int64_t idx =
-        (static_cast<int64_t>(q_begin + qi) * p.num_q_heads + g * group + r % group) * num_splits + split;
+    if (num_splits == 1) {
+      const __nv_bfloat16 out = __float2bfloat16_rn(l > 0.f ? o / l * v_scale : 0.f);
+      p.out[token_head(r) * kHead + d] = *reinterpret_cast<const uint16_t*>(&out);
+      continue;
+    }
+    const int64_t idx = token_head(r) * num_splits + split;
     o_part[idx * kHead + d] = l > 0.f ? o / l * v_scale : 0.f;
     if (d == 0) lse_part[idx] = l > 0.f ? m + __log2f(l) : -INFINITY;
   }
-}
+  if (num_splits == 1) return;
 
-// One thread per (token, head, dim): merges the splits' normalised outputs by their log-sum-exp.
-__global__ void attention_decode_combine_kernel(const AttentionParams p, int num_splits, const float* o_part,
-                                                const float* lse_part) {
-  pdl_wait();
-  pdl_trigger();
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= static_cast<int64_t>(p.num_tokens) * p.num_q_heads * kHead) return;
-  const int64_t th = i / kHead;
-  const int d = static_cast<int>(i % kHead);
-  if (p.decode_rows_apart) {  // leave the prefill chunks' rows alone: find the token's sequence
-    const int token = static_cast<int>(th / p.num_q_heads);
-    int lo = 0, hi = p.num_seqs;  // the last b with cu_seqlens_q[b] ≤ token
-    while (hi - lo > 1) {
-      const int mid = (lo + hi) / 2;
-      if (p.cu_seqlens_q[mid] <= token) {
-        lo = mid;
-      } else {
-        hi = mid;
-      }
-    }
-    if (p.cu_seqlens_q[lo + 1] - p.cu_seqlens_q[lo] > kDecodeMaxQ) return;
+  // ---- arrive: the last split of (sequence, kv head) to finish merges them all ----
+  __shared__ int s_last;
+  __threadfence();  // this CTA's partials visible to the whole GPU before its arrival counts
+  __syncthreads();
+  if (tid == 0) {
+    const int prior = atomicAdd(&arrivals[b * p.num_kv_heads + g], 1);
+    s_last = prior == num_splits - 1;
+    // NOTE: every split has arrived, so nothing else touches the counter in this launch: reset it for the next.
+    if (s_last) atomicExch(&arrivals[b * p.num_kv_heads + g], 0);
   }
-  float m = -INFINITY;
-  for (int s = 0; s < num_splits; ++s) m = fmaxf(m, lse_part[th * num_splits + s]);
-  float l = 0.f, o = 0.f;
-  if (m != -INFINITY) {
-    for (int s = 0; s < num_splits; ++s) {
-      const float f = ex2(lse_part[th * num_splits + s] - m);
-      l += f;
-      o += f * o_part[(th * num_splits + s) * kHead + d];
-    }
-  }
-  const __nv_bfloat16 r = __float2bfloat16_rn(l > 0.f ? o / l : 0.f);
-  p.out[i] = *reinterpret_cast<const uint16_t*>(&r);
+  __syncthreads();
+  if (!s_last) return;
+  __threadfence();
+
+  merge_splits(o_part, lse_part, p.out, token_head(0), group, p.num_q_heads, num_rows, num_splits, s_o, &s_l[0][0]);
 }
 
 }  // namespace
 
 size_t attention_decode_workspace_bytes(const AttentionParams& p) {
-  const size_t per = static_cast<size_t>(p.num_tokens) * p.num_q_heads * decode_num_splits(p);
-  return per * (kHead + 1) * sizeof(float) + 256;
+  const int splits = decode_num_splits(p);
+  if (splits == 1) return kArrivalBytes;
+  const size_t per = static_cast<size_t>(p.num_tokens) * p.num_q_heads * splits;
+  return kArrivalBytes + per * (kHead + 1) * sizeof(float);
+}
+
+void attention_decode_workspace_init(void* workspace, size_t bytes, cudaStream_t stream) {
+  if (bytes > 0) GOSSAMER_CUDA_CHECK(cudaMemsetAsync(workspace, 0, std::min(bytes, kArrivalBytes), stream));
 }
 
 void launch_attention_decode(const AttentionParams& p, cudaStream_t stream) {
@@ -237,14 +299,14 @@ void launch_attention_decode(const AttentionParams& p, cudaStream_t stream) {
                  " must be a power of two");
   if (p.num_tokens == 0) return;
   const int splits = decode_num_splits(p);
-  float* o_part = static_cast<float*>(p.workspace);
+  GOSSAMER_CHECK(splits == 1 || p.num_seqs * p.num_kv_heads <= kSplitCtas, "attention decode: ", p.num_seqs,
+                 " sequences split ", splits, " ways exceed the arrival counters");
+  auto* arrivals = static_cast<int32_t*>(p.workspace);
+  float* o_part = reinterpret_cast<float*>(static_cast<uint8_t*>(p.workspace) + kArrivalBytes);
   float* lse_part = o_part + static_cast<size_t>(p.num_tokens) * p.num_q_heads * splits * kHead;
   launch_pdl(p.kv_fp8 ? attention_decode_kernel<true> : attention_decode_kernel<false>,
-             dim3(p.num_seqs, p.num_kv_heads, splits), dim3(kThreads), 0, stream, p, splits, o_part, lse_part);
-  GOSSAMER_CUDA_CHECK_LAUNCH();
-  const int64_t n = static_cast<int64_t>(p.num_tokens) * p.num_q_heads * kHead;
-  launch_pdl(attention_decode_combine_kernel, dim3(static_cast<unsigned>(ceil_div<int64_t>(n, 256))), dim3(256), 0,
-             stream, p, splits, static_cast<const float*>(o_part), static_cast<const float*>(lse_part));
+             dim3(p.num_seqs, p.num_kv_heads, splits), dim3(kThreads), 0, stream, p, splits, arrivals, o_part,
+             lse_part);
   GOSSAMER_CUDA_CHECK_LAUNCH();
 }
 

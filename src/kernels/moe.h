@@ -101,6 +101,9 @@ struct MoeParams {
   // The expert GEMMs' tile at 128-row tiles (k128x128tma / k128x192tma need weights_tiled); kAuto lets
   // launch_gemm_fp8 choose. Benchmarks and tests pin it to compare kernels.
   GemmTile gemm_tile = GemmTile::kAuto;
+  // launch_moe_decode only: stop after the down GEMV and leave the combine to the next RMSNorm, which sums
+  // the pieces moe_decode_deferred_combine names (rmsnorm.h moe_y); residual and out unused.
+  bool combine_deferred = false;
 };
 // Device scratch for launch_moe, carved from one buffer of moe_workspace_bytes().
 size_t moe_workspace_bytes(int num_tokens, int num_local_experts, int hidden, int inter);
@@ -140,12 +143,17 @@ void moe_bf16_cpu(const MoeBf16Params& p);
 // The whole expert block above (same MoeParams, same result up to rounding) for num_tokens ≤
 // kGemvMaxRows, with weight-only quantization: launch_moe_route → grouped GEMV gate_up + bias + SwiGLU
 // (act [T·4, inter] bf16, one row per pair) → grouped GEMV down + bias (y [T·4, hidden] bf16) →
-// launch_moe_combine with pair_row = identity (−1 for pairs routed to other ranks). Unlike launch_moe
+// launch_moe_combine with pair_row = identity (−1 for pairs routed to other ranks; with combine_deferred
+// no combine: the next RMSNorm sums the pieces, moe_decode_deferred_combine). Unlike launch_moe
 // (and moe_cpu), x and the SwiGLU output are not quantized to fp8: act and y are rounded to bf16.
 // Requires hidden and inter multiples of 16 (of 32 with weights_mxfp4: gemv_mxfp4.h), num_local_experts ≥ 1.
 // Graph capturable.
 size_t moe_decode_workspace_bytes(int num_tokens, int hidden, int inter);
 void launch_moe_decode(const MoeParams& p, void* workspace, cudaStream_t stream);
+// The combine launch_moe_decode left undone with combine_deferred: y, pair_row and topk_weights inside
+// `workspace` (valid until its next use; residual and out null), for that launch's num_tokens, hidden and
+// inter. Host only, no launch.
+MoeCombineParams moe_decode_deferred_combine(void* workspace, int num_tokens, int hidden, int inter);
 // One grouped GEMV of the decode block, shared by launch_moe_decode and moe_decode_cpu. gate_up: pair q
 // reads x row q / 4 (a token of p.x) and writes act row q with the SwiGLU, and pair_row[q] = q or −1;
 // down: pair q reads act row q and writes y row q (its weights stream before the PDL wait: the routing

@@ -279,7 +279,8 @@ void launch_moe_block(const MoeBlock& b, void* workspace, cudaStream_t stream) {
     case ExpertStep::kFp8Gemv: experts_fp8_gemv(*b.fp8, w, stream); break;
     case ExpertStep::kStream: experts_stream(b, w, stream); break;
   }
-  // ---- weighted combine (+ residual) back to token order ----
+  // ---- weighted combine (+ residual) back to token order, unless the next norm does it ----
+  if (b.fp8 != nullptr && b.fp8->combine_deferred) return;
   launch_moe_combine({w.y, w.pair_row, w.topk_weights, b.residual, b.out, b.T, b.hidden}, stream);
 }
 
@@ -292,6 +293,7 @@ size_t moe_workspace_bytes(int num_tokens, int num_local_experts, int hidden, in
 }
 
 void launch_moe(const MoeParams& p, void* workspace, cudaStream_t stream) {
+  GOSSAMER_CHECK(!p.combine_deferred, "moe: combine_deferred is launch_moe_decode's");
   const int mult = p.weights_mxfp4 ? 32 : 16;
   GOSSAMER_CHECK(p.hidden % mult == 0 && p.inter % mult == 0, "moe: hidden (", p.hidden, ") and inter (", p.inter,
                  ") must be multiples of ", mult);
@@ -328,11 +330,17 @@ void launch_moe_decode(const MoeParams& p, void* workspace, cudaStream_t stream)
   launch_moe_block(block_of(p, ExpertStep::kFp8Gemv), workspace, stream);
 }
 
+MoeCombineParams moe_decode_deferred_combine(void* workspace, int num_tokens, int hidden, int inter) {
+  const MoeWorkspace w = carve(static_cast<uint8_t*>(workspace), ExpertStep::kFp8Gemv, num_tokens, 1, hidden, inter);
+  return {w.y, w.pair_row, w.topk_weights, nullptr, nullptr, num_tokens, hidden};
+}
+
 size_t moe_stream_workspace_bytes(int num_tokens, int num_local_experts, int hidden, int inter) {
   return carve(nullptr, ExpertStep::kStream, num_tokens, num_local_experts, hidden, inter).bytes;
 }
 
 void launch_moe_stream(const MoeParams& p, void* workspace, cudaStream_t stream) {
+  GOSSAMER_CHECK(!p.combine_deferred, "moe_stream: combine_deferred is launch_moe_decode's");
   GOSSAMER_CHECK(p.weights_mxfp4 || p.weights_tiled, "moe_stream: FP8 experts must be tile-major (weights_tiled)");
   const int mult = p.weights_mxfp4 ? 32 : 16;
   GOSSAMER_CHECK(p.hidden % mult == 0 && p.inter % mult == 0, "moe_stream: hidden (", p.hidden, ") and inter (",

@@ -4,6 +4,11 @@
 //   with residual:    s = bf(x + residual); residual ← s;  out = bf(s · rsqrt(mean(s²) + eps) · w)
 //   without residual: out = bf(x · rsqrt(mean(x²) + eps) · w)
 // Math in fp32, one rounding to bf16 at the end. `out` may alias `x` (row-wise in place).
+//
+// x may instead be the MoE block's output still in pieces (the combine launch_moe_decode leaves undone with
+// MoeParams::combine_deferred, moe.h): x[t] = bf(Σ_k w[t,k] · y[pair_row[t,k]]) over k = 0..3 (pairs with
+// row −1 skipped), an fp32 sum rounded once, the very bits launch_moe_combine (no residual) would have
+// written; so residual and out match that combine followed by this norm bit for bit.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +25,10 @@ struct RmsNormParams {
   int num_tokens = 0;
   int hidden = 0;  // multiple of 8
   float eps = 1e-5f;
+  // The MoE pieces in place of x (x null then), or all null.
+  const uint16_t* moe_y = nullptr;          // [rows of pair_row, hidden] bf16: expert outputs (bias included)
+  const int32_t* moe_pair_row = nullptr;    // [num_tokens, 4]: (token, k) → row of moe_y, or −1
+  const float* moe_topk_weights = nullptr;  // [num_tokens, 4] fp32 routing weights
 };
 
 void launch_rmsnorm(const RmsNormParams& p, cudaStream_t stream);

@@ -1,4 +1,5 @@
 #include "kernels/cuda_utils.h"
+#include "kernels/moe.h"  // kMoeTopK
 #include "kernels/rmsnorm.h"
 
 namespace gossamer::kernels {
@@ -28,28 +29,66 @@ __device__ float block_sum(float v) {
   return total;
 }
 
+// x[row] vector vi from the MoE pieces: bf(0 + Σ_k w_k · y[pair_row_k]), launch_moe_combine's sum and rounding
+// (k = 0..3 in order, fp32, skipped rows −1), unpacked to fp32.
+__device__ __forceinline__ void moe_combined_vec(const RmsNormParams& p, const int (&rows)[kMoeTopK],
+                                                 const float (&w)[kMoeTopK], int vi, float (&v)[8]) {
+  float sum[8] = {};
+#pragma unroll
+  for (int k = 0; k < kMoeTopK; ++k) {
+    if (rows[k] < 0) continue;
+    const uint4 y = reinterpret_cast<const uint4*>(p.moe_y + static_cast<int64_t>(rows[k]) * p.hidden)[vi];
+    const uint32_t* yw = reinterpret_cast<const uint32_t*>(&y);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      sum[2 * j] += w[k] * bf_lo(yw[j]);
+      sum[2 * j + 1] += w[k] * bf_hi(yw[j]);
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const uint32_t packed = pack_bf16(0.f + sum[2 * j], 0.f + sum[2 * j + 1]);  // 0 + : −0 sums become +0
+    v[2 * j] = bf_lo(packed);
+    v[2 * j + 1] = bf_hi(packed);
+  }
+}
+
 // One block per token; 16-byte vectors (8 bf16). The row (≤ 8 vectors per thread) stays in registers.
-template <int kMaxVecPerThread>
+// kMoe: x comes from the MoE pieces (moe_y, moe_pair_row, moe_topk_weights).
+template <int kMaxVecPerThread, bool kMoe>
 __global__ void __launch_bounds__(kThreads) rmsnorm_kernel(RmsNormParams p) {
   pdl_wait();
   pdl_trigger();
   const int64_t row = blockIdx.x;
   const int num_vec = p.hidden / 8;
-  const uint4* x = reinterpret_cast<const uint4*>(p.x + row * p.hidden);
+  const uint4* x = kMoe ? nullptr : reinterpret_cast<const uint4*>(p.x + row * p.hidden);
   uint4* res = p.residual ? reinterpret_cast<uint4*>(p.residual + row * p.hidden) : nullptr;
-  // ---- load (and add the residual) ----
+  int moe_rows[kMoeTopK] = {};
+  float moe_w[kMoeTopK] = {};
+  if constexpr (kMoe) {
+#pragma unroll
+    for (int k = 0; k < kMoeTopK; ++k) {
+      moe_rows[k] = p.moe_pair_row[row * kMoeTopK + k];
+      moe_w[k] = p.moe_topk_weights[row * kMoeTopK + k];
+    }
+  }
+  // ---- load (or sum the MoE rows), add the residual ----
   float v[kMaxVecPerThread][8];
   float sum_sq = 0.f;
 #pragma unroll
   for (int i = 0; i < kMaxVecPerThread; ++i) {
     const int vi = threadIdx.x + i * kThreads;
     if (vi < num_vec) {
-      uint4 a = x[vi];
-      const uint32_t* aw = reinterpret_cast<const uint32_t*>(&a);
+      if constexpr (kMoe) {
+        moe_combined_vec(p, moe_rows, moe_w, vi, v[i]);
+      } else {
+        uint4 a = x[vi];
+        const uint32_t* aw = reinterpret_cast<const uint32_t*>(&a);
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        v[i][2 * j] = bf_lo(aw[j]);
-        v[i][2 * j + 1] = bf_hi(aw[j]);
+        for (int j = 0; j < 4; ++j) {
+          v[i][2 * j] = bf_lo(aw[j]);
+          v[i][2 * j + 1] = bf_hi(aw[j]);
+        }
       }
       if (res) {
         uint4 r = res[vi];
@@ -94,8 +133,13 @@ __global__ void __launch_bounds__(kThreads) rmsnorm_kernel(RmsNormParams p) {
 void launch_rmsnorm(const RmsNormParams& p, cudaStream_t stream) {
   GOSSAMER_CHECK(p.hidden % 8 == 0 && p.hidden <= 8 * kThreads * 4, "rmsnorm: hidden ", p.hidden,
                  " must be a multiple of 8 and at most 8192");
+  const bool moe = p.moe_y != nullptr;
+  GOSSAMER_CHECK(
+      moe == (p.x == nullptr) && moe == (p.moe_pair_row != nullptr) && moe == (p.moe_topk_weights != nullptr),
+      "rmsnorm: give x or all three MoE pieces");
   if (p.num_tokens == 0) return;
-  launch_pdl(rmsnorm_kernel<4>, dim3(p.num_tokens), dim3(kThreads), 0, stream, p);
+  launch_pdl(moe ? rmsnorm_kernel<4, true> : rmsnorm_kernel<4, false>, dim3(p.num_tokens), dim3(kThreads), 0, stream,
+             p);
   GOSSAMER_CUDA_CHECK_LAUNCH();
 }
 

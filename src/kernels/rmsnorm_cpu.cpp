@@ -2,6 +2,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "kernels/moe.h"  // kMoeTopK
 #include "kernels/rmsnorm.h"
 
 namespace gossamer::kernels {
@@ -23,7 +24,18 @@ void rmsnorm_cpu(const RmsNormParams& p) {
     float sum_sq = 0.f;
     std::vector<float> s(p.hidden);
     for (int i = 0; i < p.hidden; ++i) {
-      float v = bf16_to_float(p.x[base + i]);
+      float v = 0.f;
+      if (p.moe_y) {  // moe_combine_cpu's sum, no residual
+        float sum = 0.f;
+        for (int k = 0; k < kMoeTopK; ++k) {
+          const int row = p.moe_pair_row[t * kMoeTopK + k];
+          if (row >= 0)
+            sum += p.moe_topk_weights[t * kMoeTopK + k] * bf16_to_float(p.moe_y[int64_t{row} * p.hidden + i]);
+        }
+        v = bf16_to_float(float_to_bf16(0.f + sum));
+      } else {
+        v = bf16_to_float(p.x[base + i]);
+      }
       if (p.residual) {
         const uint16_t sum = float_to_bf16(v + bf16_to_float(p.residual[base + i]));
         p.residual[base + i] = sum;

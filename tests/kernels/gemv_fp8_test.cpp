@@ -10,6 +10,7 @@
 #include "kernel_test_utils.h"
 #include "kernels/fp8_tiled.h"
 #include "kernels/moe.h"
+#include "kernels/rmsnorm.h"
 #include "moe_problem.h"
 
 namespace gossamer::kernels {
@@ -446,6 +447,54 @@ TEST(MoeDecodeKernel, MatchesReference) {
     const double err_fp8 = rel_error_bf16(out, ref_fp8);
     report("moe_decode", shape + " vs moe_cpu (fp8 activations)", err_fp8, kTolVsFp8Activations);
     EXPECT_LT(err_fp8, kTolVsFp8Activations) << shape;
+  }
+}
+
+// combine_deferred: launch_moe_decode stops after the down GEMV and the next norm sums the pieces
+// (moe_decode_deferred_combine → RmsNormParams::moe_y); residual and normed output equal the combining
+// launch followed by the norm bit for bit, across token counts and local expert ranges (pairs of other
+// ranks skipped), FP8 tile-major experts as the model holds them.
+TEST(MoeDecodeKernel, DeferredCombineIntoNorm) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(26);
+  const std::vector<MoeDecodeCase> cases = {
+      {1, 8, 0, 8, 2880, 640, true, 0},  {2, 32, 0, 32, 576, 320, false, 0}, {5, 128, 0, 128, 512, 256, true, 2},
+      {8, 32, 0, 32, 576, 320, true, 1}, {4, 32, 8, 8, 576, 320, true, 0},  // local range [8, 16)
+  };
+  for (const auto& c : cases) {
+    MoeProblem m(c, rng);
+    DeviceBuffer<uint8_t> dw1t(tiled(m.w1, c.local, 2 * c.inter, c.hidden)),
+        dw2t(tiled(m.w2, c.local, c.hidden, c.inter));
+    DeviceBuffer<uint8_t> ws(moe_decode_workspace_bytes(c.tokens, c.hidden, c.inter));
+    auto norm_w = random_bf16(c.hidden, rng, 0.3f, 1.0f);
+    DeviceBuffer<uint16_t> dnorm_w(norm_w), ddelta(size_t(c.tokens) * c.hidden), dres_split(m.res), dres_fused(m.res),
+        dout_split(m.res.size()), dout_fused(m.res.size());
+    for (auto* b : {&ddelta, &dout_split, &dout_fused}) b->poison();
+    ws.poison();
+    MoeParams p = m.dev;
+    p.w1 = dw1t.get();
+    p.w2 = dw2t.get();
+    p.weights_tiled = true;
+    p.residual = nullptr;  // the model's decode: the residual enters in the norm
+    p.out = ddelta.get();
+    launch_moe_decode(p, ws.get(), nullptr);
+    launch_rmsnorm({ddelta.get(), dres_split.get(), dnorm_w.get(), dout_split.get(), c.tokens, c.hidden, 1e-5f},
+                   nullptr);
+    ws.poison();
+    MoeParams d = p;
+    d.out = nullptr;
+    d.combine_deferred = true;
+    launch_moe_decode(d, ws.get(), nullptr);
+    const MoeCombineParams pieces = moe_decode_deferred_combine(ws.get(), c.tokens, c.hidden, c.inter);
+    RmsNormParams fused{nullptr, dres_fused.get(), dnorm_w.get(), dout_fused.get(), c.tokens, c.hidden, 1e-5f};
+    fused.moe_y = pieces.y;
+    fused.moe_pair_row = pieces.pair_row;
+    fused.moe_topk_weights = pieces.topk_weights;
+    launch_rmsnorm(fused, nullptr);
+    const std::string shape = std::to_string(c.tokens) + "tok E" + std::to_string(c.experts) + " local[" +
+                              std::to_string(c.expert_begin) + "+" + std::to_string(c.local) + "]";
+    EXPECT_EQ(dres_fused.download(), dres_split.download()) << shape << ": residual";
+    EXPECT_EQ(dout_fused.download(), dout_split.download()) << shape << ": normed output";
   }
 }
 

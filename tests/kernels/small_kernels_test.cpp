@@ -8,6 +8,7 @@
 #include "kernel_test_utils.h"
 #include "kernels/embedding.h"
 #include "kernels/kv_cache_fp8.h"
+#include "kernels/moe.h"
 #include "kernels/mxfp4_convert.h"
 #include "kernels/quantize_fp8.h"
 #include "kernels/rmsnorm.h"
@@ -48,6 +49,61 @@ TEST(RmsNormKernel, MatchesReference) {
     if (fused) {
       EXPECT_EQ(dres.download(), ref_res) << "residual sum must be exact";
     }
+  }
+}
+
+// The norm after a decode MoE summing the experts' rows itself (moe_y, moe_pair_row, moe_topk_weights in
+// place of x): residual and out equal launch_moe_combine (no residual) followed by launch_rmsnorm bit for
+// bit, and the CPU reference of the fused op within tolerance (residual too: the host may not fuse the
+// multiply-adds of the sum).
+// Pair rows shuffled, some −1 (other ranks' pairs), spare rows of y poisoned.
+TEST(RmsNormKernel, SumsMoePieces) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(11);
+  for (const auto& [tokens, hidden] : {std::pair{1, 2880}, {2, 2880}, {5, 512}, {8, 2880}, {3, 8}, {7, 1000}}) {
+    const int pairs = tokens * kMoeTopK, y_rows = pairs + 3;
+    auto y = random_bf16(size_t(y_rows) * hidden, rng, 1.0f);
+    std::vector<int32_t> pair_row(y_rows);
+    std::iota(pair_row.begin(), pair_row.end(), 0);
+    std::shuffle(pair_row.begin(), pair_row.end(), rng);
+    for (int r = pairs; r < y_rows; ++r) std::fill_n(y.begin() + size_t(pair_row[r]) * hidden, hidden, 0x7FC0);
+    pair_row.resize(pairs);
+    for (int i = 1; i < pairs; i += 5) {
+      std::fill_n(y.begin() + size_t(pair_row[i]) * hidden, hidden, 0x7FC0);  // never read
+      pair_row[i] = -1;
+    }
+    std::vector<float> weights(pairs);
+    std::uniform_real_distribution<float> u(0.0f, 1.0f);
+    for (float& w : weights) w = u(rng);
+    auto res = random_bf16(size_t(tokens) * hidden, rng, 1.0f);
+    auto w = random_bf16(hidden, rng, 0.3f, 1.0f);
+    DeviceBuffer<uint16_t> dy(y), dw(w), dres_fused(res), dres_split(res), dout_fused(res.size()),
+        dout_split(res.size()), ddelta(res.size());
+    DeviceBuffer<int32_t> dpair_row(pair_row);
+    DeviceBuffer<float> dweights(weights);
+    dout_fused.poison();
+    dout_split.poison();
+    ddelta.poison();
+    RmsNormParams fused{nullptr, dres_fused.get(), dw.get(), dout_fused.get(), tokens, hidden, 1e-5f};
+    fused.moe_y = dy.get();
+    fused.moe_pair_row = dpair_row.get();
+    fused.moe_topk_weights = dweights.get();
+    launch_rmsnorm(fused, nullptr);
+    launch_moe_combine({dy.get(), dpair_row.get(), dweights.get(), nullptr, ddelta.get(), tokens, hidden}, nullptr);
+    launch_rmsnorm({ddelta.get(), dres_split.get(), dw.get(), dout_split.get(), tokens, hidden, 1e-5f}, nullptr);
+    const std::string shape = std::to_string(tokens) + "x" + std::to_string(hidden);
+    EXPECT_EQ(dres_fused.download(), dres_split.download()) << shape << ": residual vs combine + norm";
+    EXPECT_EQ(dout_fused.download(), dout_split.download()) << shape << ": out vs combine + norm";
+    std::vector<uint16_t> ref(res.size()), ref_res = res;
+    RmsNormParams c{nullptr, ref_res.data(), w.data(), ref.data(), tokens, hidden, 1e-5f};
+    c.moe_y = y.data();
+    c.moe_pair_row = pair_row.data();
+    c.moe_topk_weights = weights.data();
+    rmsnorm_cpu(c);
+    const double err = rel_error_bf16(dout_fused.download(), ref);
+    report("rmsnorm", shape + "+moe pieces", err, kTolBf16);
+    EXPECT_LT(err, kTolBf16) << shape;
+    EXPECT_LT(rel_error_bf16(dres_fused.download(), ref_res), kTolBf16) << shape << ": residual";
   }
 }
 

@@ -131,6 +131,34 @@ TEST(MoeCombine, WeightedSumOfRoutedRowsPlusResidual) {
   EXPECT_FLOAT_EQ(bf16_to_float(out[3]), 0.25f);
 }
 
+// The norm summing the MoE pieces itself (RmsNormParams::moe_y) is moe_combine_cpu (no residual) then the
+// norm, bit for bit, residual included; rows −1 are skipped (a NaN row behind one is never read).
+TEST(RmsNorm, MoePiecesEqualCombineThenNorm) {
+  const int tokens = 3, hidden = 16, pairs = tokens * kMoeTopK;
+  std::vector<uint16_t> y(size_t(pairs + 1) * hidden), residual(size_t(tokens) * hidden), w(hidden);
+  for (size_t i = 0; i < y.size(); ++i) y[i] = float_to_bf16(std::sin(0.37f * static_cast<float>(i)) * 3.0f);
+  for (size_t i = 0; i < residual.size(); ++i) residual[i] = float_to_bf16(std::cos(0.11f * static_cast<float>(i)));
+  for (int i = 0; i < hidden; ++i) w[i] = float_to_bf16(0.5f + 0.03f * static_cast<float>(i));
+  std::vector<int32_t> pair_row(pairs);
+  std::iota(pair_row.begin(), pair_row.end(), 1);
+  pair_row[5] = -1;
+  std::fill_n(y.begin() + 6 * hidden, hidden, uint16_t{0x7FC0});  // row 6: pair 5's, now unused
+  std::vector<float> weights(pairs);
+  for (int i = 0; i < pairs; ++i) weights[i] = 0.1f + 0.07f * static_cast<float>(i % kMoeTopK);
+  std::vector<uint16_t> delta(residual.size()), res_split = residual, out_split(residual.size());
+  moe_combine_cpu({y.data(), pair_row.data(), weights.data(), nullptr, delta.data(), tokens, hidden});
+  rmsnorm_cpu({delta.data(), res_split.data(), w.data(), out_split.data(), tokens, hidden, 1e-5f});
+  std::vector<uint16_t> res_fused = residual, out_fused(residual.size());
+  RmsNormParams fused{nullptr, res_fused.data(), w.data(), out_fused.data(), tokens, hidden, 1e-5f};
+  fused.moe_y = y.data();
+  fused.moe_pair_row = pair_row.data();
+  fused.moe_topk_weights = weights.data();
+  rmsnorm_cpu(fused);
+  EXPECT_EQ(res_fused, res_split);
+  EXPECT_EQ(out_fused, out_split);
+  for (uint16_t v : out_fused) EXPECT_FALSE(std::isnan(bf16_to_float(v)));
+}
+
 TEST(QuantizeFp8, GroupScaleAndActivationRule) {
   std::vector<float> x = {448.0f, -224.0f, 1.0f, 0.0f};
   uint8_t q[4];

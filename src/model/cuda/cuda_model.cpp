@@ -346,7 +346,10 @@ void CudaModel::prepare_workspace(const StepPlan& plan) {
   moved |= grow(act_scales_, t * ((kmax + 127) / 128) * 4);
   moved |= grow(router_logits_, t * e * 2);
   moved |= grow(moe_workspace_, moe_bytes);
-  moved |= grow(decode_workspace_, decode_bytes);
+  if (grow(decode_workspace_, decode_bytes)) {
+    kernels::attention_decode_workspace_init(decode_workspace_.get(), decode_workspace_.bytes(), stream_);
+    moved = true;
+  }
   moved |= grow(final_rows_, rows * h * 2);
   moved |= grow(logits_, static_cast<size_t>(rows) * config_.vocab_size * 2);
   if (vocab_parallel()) {

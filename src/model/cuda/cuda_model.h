@@ -141,6 +141,10 @@ class CudaModel final : public Model {
   static constexpr int kMoeStreamAutoMaxTokensMxfp4 = 512;
   // Whether a step of num_tokens runs its experts on launch_moe_stream (CudaOptions::moe_decode).
   bool streams_experts(int num_tokens) const;
+  // Whether a step of num_tokens leaves the MoE combine to the next RMSNorm, which sums the experts' rows
+  // itself (kernels/rmsnorm.h moe_y): the decode MoE (launch_moe_decode, one chunk) on one GPU, where no
+  // all-reduce of delta_ sits between the two.
+  bool defers_moe_combine(int num_tokens) const;
   // --weights mxfp4+fp8: steps of up to this many tokens read the MXFP4 experts, larger ones the FP8 copy
   // (H200, 2026-12-01, bench decode with device sampling: mxfp4 faster to 64 rows — 6.92 vs 9.37 ms at 64
   // — and fp8 from 256: 12.41 vs 17.13 ms).

@@ -122,7 +122,13 @@ bool CudaModel::streams_experts(int num_tokens) const {
   return num_tokens > kernels::kGemvMaxRows && num_tokens <= max_tokens;
 }
 
-// Experts of one layer: normed_ [T, hidden] and router_logits_ [T, E] → delta_ [T, hidden].
+bool CudaModel::defers_moe_combine(int num_tokens) const {
+  return options_.comm == nullptr && weights_.format != WeightFormat::kBf16 && num_tokens <= kernels::kGemvMaxRows &&
+         !streams_experts(num_tokens);
+}
+
+// Experts of one layer: normed_ [T, hidden] and router_logits_ [T, E] → delta_ [T, hidden], or with
+// defers_moe_combine the pieces in moe_workspace_ that the next norm sums.
 void CudaModel::experts(int layer, int num_tokens) {
   const CudaLayer& layer_weights = weights_.layers[static_cast<size_t>(layer)];
   // The experts this step reads: --weights mxfp4+fp8 holds both formats and takes the FP8 copy past
@@ -145,6 +151,7 @@ void CudaModel::experts(int layer, int num_tokens) {
     moe.inter = config_.intermediate_size;
   };
   if (!gate_up.fp8) {
+    GOSSAMER_CHECK(!defers_moe_combine(num_tokens), "cuda experts: bf16 experts cannot defer the combine");
     kernels::MoeBf16Params moe;
     common(moe);
     moe.w1 = gate_up.weight.get<uint16_t>();
@@ -153,6 +160,7 @@ void CudaModel::experts(int layer, int num_tokens) {
   }
   kernels::MoeParams moe;
   common(moe);
+  moe.combine_deferred = defers_moe_combine(num_tokens);
   if (streams_experts(num_tokens)) {  // both formats, weights as stored
     moe.weights_mxfp4 = gate_up.mxfp4;
     moe.weights_tiled = !gate_up.mxfp4;
@@ -270,12 +278,31 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
   norm.num_tokens = t;
   norm.hidden = hidden;
   norm.eps = config_.rms_norm_eps;
+  // A norm after a block: residual_ += the block's output, delta_ [T, hidden] bf16, or after a decode MoE
+  // on one GPU (defers_moe_combine) its unsummed pieces in moe_workspace_ (y [T·4, hidden] bf16, pair_row,
+  // topk_weights), which the norm combines itself: one launch fewer per layer.
+  const bool moe_deferred = defers_moe_combine(t);
+  const kernels::MoeCombineParams moe_pieces =
+      moe_deferred ? kernels::moe_decode_deferred_combine(moe_workspace_.get(), t, hidden, config_.intermediate_size)
+                   : kernels::MoeCombineParams{};
+  auto add_block_output = [&](bool after_moe) {
+    const bool pieces = after_moe && moe_deferred;
+    norm.x = pieces ? nullptr : bf16(delta_);
+    norm.moe_y = pieces ? moe_pieces.y : nullptr;
+    norm.moe_pair_row = pieces ? moe_pieces.pair_row : nullptr;
+    norm.moe_topk_weights = pieces ? moe_pieces.topk_weights : nullptr;
+    norm.residual = bf16(residual_);
+  };
   for (int layer = 0; layer < config_.num_layers; ++layer) {
     const CudaLayer& w = weights_.layers[static_cast<size_t>(layer)];
     // ---- attention norm (fused with the residual add of the previous block) ----
     mark(StepPhase::kAttnNorm);
-    norm.x = layer == 0 ? bf16(residual_) : bf16(delta_);
-    norm.residual = layer == 0 ? nullptr : bf16(residual_);
+    if (layer == 0) {
+      norm.x = bf16(residual_);
+      norm.residual = nullptr;
+    } else {
+      add_block_output(true);
+    }
     norm.weight = bf16(w.attn_norm);
     norm.out = bf16(normed_);
     kernels::launch_rmsnorm(norm, stream_);
@@ -314,8 +341,7 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
     reduce_partial_outputs(t);  // tensor parallel: each rank's heads' share of the O-projection
     // ---- MLP norm (residual += attention output) → router → experts into delta ----
     mark(StepPhase::kMlpNorm);
-    norm.x = bf16(delta_);
-    norm.residual = bf16(residual_);
+    add_block_output(false);
     norm.weight = bf16(w.mlp_norm);
     norm.out = bf16(normed_);
     kernels::launch_rmsnorm(norm, stream_);
@@ -327,8 +353,7 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
   }
   // ---- final norm, gather the wanted rows, unembedding → logits_ [rows, vocab] bf16 ----
   mark(StepPhase::kFinalNorm);
-  norm.x = bf16(delta_);
-  norm.residual = bf16(residual_);
+  add_block_output(true);
   norm.weight = bf16(weights_.final_norm);
   norm.out = bf16(normed_);
   kernels::launch_rmsnorm(norm, stream_);
