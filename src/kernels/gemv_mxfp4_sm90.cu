@@ -13,12 +13,20 @@
 // is multiplied by its own scale 2^(e − 127 + 14) and by x's inverse factor in fp32, then added: the E8M0
 // scales are applied exactly (powers of two), never folded into f16.
 //
-// fp4 → f16: mxfp4_tiled_decode_word, one or two shift-and-mask steps per f16x2, f16 = fp4 · 2^-14
-// exactly (±0.5 is the f16 subnormal ±2^-15, which mma.sync takes as is).
+// fp4 → f16: mxfp4_tiled_decode_word, 9 integer ops per 8 weights (6 masks, a shift, 2 multiplies that
+// shift sign and magnitude bits apart), f16 = fp4 · 2^-14 exactly (±0.5 is the f16 subnormal ±2^-15,
+// which mma.sync takes as is).
+//
+// Instruction budget (the kernel is issue-bound, not byte-bound; from the SASS): ~655 per warp and K step
+// (4352 bytes, 8.5 16-byte units per lane), i.e. ~77 per 16 bytes of tile. Per 16 bytes of codes: decode
+// 36, MMAs 4, block scales 8 (byte permute + shift-add) and their 8 FMAs, x ~12 (a max tree of bf16x2
+// |max|, shuffles, one bf16x2 multiply and one f32 → f16 pack per pair), the rest loads, cp.async and loop. The main
+// loop is one step per iteration (not unrolled over the ring: each warp runs only ~3 steps at K = 2880, so code size
+// matters more than loop overhead).
 //
 // The scales of a step are copied by lanes 0..15 and read by every lane of a group, so the ring stage is
 // fenced with __syncwarp() after the cp.async wait and before its refill. x is read from L2 into registers
-// one step ahead.
+// one step ahead (raw bf16; converted at the start of its step, after which the buffer takes the next step).
 #include <cooperative_groups.h>
 #include <cuda_fp16.h>
 
@@ -49,10 +57,24 @@ constexpr int kSmemBytes = kWarps * kStages * kStageBytes;  // 104,448 (dynamic)
 constexpr int kRedStride = kTileRows + 4;
 
 // 2^(e − 127 + 14) for the E8M0 byte `byte` of word w: the block scale times the 2^14 that
-// mxfp4_tiled_decode_word divided out. One byte extract and one shift-add; valid for e ≤ 232 (the accumulation
-// bound below; the checkpoints' experts use ≈ 110..127, and E8M0's 255 is NaN by the OCP format).
+// mxfp4_tiled_decode_word divided out. One byte permute and one multiply-add; valid for e ≤ 232 (the
+// accumulation bound below; the checkpoints' experts use ≈ 110..127, and E8M0's 255 is NaN by the OCP format).
 __device__ __forceinline__ float block_scale(uint32_t w, int byte) {
-  return __uint_as_float((((w >> (8 * byte)) & 0xFFu) << 23) + (14u << 23));
+  return __uint_as_float(__byte_perm(w, 0u, 0x4440u + static_cast<uint32_t>(byte)) * (1u << 23) + (14u << 23));
+}
+
+// max(|a|, |b|) per bf16 half (the sign bits are the xor of the inputs'; a NaN half yields the other input's).
+__device__ __forceinline__ uint32_t bf16x2_max_abs(uint32_t a, uint32_t b) {
+  uint32_t d;
+  asm("max.xorsign.abs.bf16x2 %0, %1, %2;\n" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+}
+
+// a · b per bf16 half, round to nearest even (exact for a power-of-two b while the product stays normal).
+__device__ __forceinline__ uint32_t bf16x2_mul(uint32_t a, uint32_t b) {
+  uint32_t d;
+  asm("mul.rn.bf16x2 %0, %1, %2;\n" : "=r"(d) : "r"(a), "r"(b));
+  return d;
 }
 
 // D (16×8 fp32) += A (16×16 f16, row) · B (16×8 f16, col).
@@ -64,23 +86,32 @@ __device__ __forceinline__ void mma_f16_16x8x16(float (&d)[4], const uint32_t (&
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// The B fragments of one K step, in place: `x` holds this lane's 32 bf16 of x row g (16 words) and becomes
+// The B fragments of one K step: `x` holds this lane's 32 bf16 of x row g (16 words), `h` receives them as
 // 16 f16x2. The 128 columns of x row g (lanes 4g..4g+3) are scaled by 2^(14 − E), E = ⌊log2 max|x|⌋, as in
 // gemv_fp8_sm90.cu. Returns the inverse factors of x rows 2t and 2t+1. All 32 lanes must call it.
-__device__ __forceinline__ void x_fragment(uint32_t (&x)[16], float& inv_even, float& inv_odd, int t) {
-  uint32_t amax_bits = 0;
+// NOTE: the scaling is a bf16x2 multiply before the f32 → f16 rounding: exact, and so bit-identical to
+// scaling in f32, for every element that stays a normal bf16; the others are < 2^-140 of the largest
+// and round to f16 zero either way. (Subnormal bf16 inputs are kept: mul.bf16x2 has no flush-to-zero form.)
+__device__ __forceinline__ void x_fragment(const uint32_t (&x)[16], uint32_t (&h)[16], float& inv_even, float& inv_odd,
+                                           int t) {
+  uint32_t m[8];
 #pragma unroll
-  for (int i = 0; i < 16; ++i) amax_bits = max(amax_bits, max(x[i] & 0x7FFF0000u, (x[i] << 16) & 0x7FFF0000u));
+  for (int i = 0; i < 8; ++i) m[i] = bf16x2_max_abs(x[2 * i], x[2 * i + 1]);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) m[i] = bf16x2_max_abs(m[i], m[i + 4]);
+  m[0] = bf16x2_max_abs(bf16x2_max_abs(m[0], m[2]), bf16x2_max_abs(m[1], m[3]));
+  uint32_t amax_bits = max(m[0] & 0x7FFF0000u, (m[0] << 16) & 0x7FFF0000u);
   amax_bits = min(amax_bits, 0x7F800000u);
   amax_bits = max(amax_bits, __shfl_xor_sync(0xffffffffu, amax_bits, 1));
   amax_bits = max(amax_bits, __shfl_xor_sync(0xffffffffu, amax_bits, 2));
   const int fe = min(max(268 - static_cast<int>(amax_bits >> 23), 1), 253);
-  const float f = __uint_as_float(static_cast<uint32_t>(fe) << 23);
+  const uint32_t f2 = static_cast<uint32_t>(fe) * 0x00800080u;  // 2^(fe − 127) in both bf16 halves
   const float inv = __uint_as_float(static_cast<uint32_t>(254 - fe) << 23);
 #pragma unroll
   for (int i = 0; i < 16; ++i) {
-    const __half2 h = __floats2half2_rn(__uint_as_float(x[i] << 16) * f, __uint_as_float(x[i] & 0xFFFF0000u) * f);
-    x[i] = *reinterpret_cast<const uint32_t*>(&h);
+    const uint32_t y = bf16x2_mul(x[i], f2);
+    const __half2 hy = __floats2half2_rn(__uint_as_float(y << 16), __uint_as_float(y & 0xFFFF0000u));
+    h[i] = *reinterpret_cast<const uint32_t*>(&hy);
   }
   inv_even = __shfl_sync(0xffffffffu, inv, 8 * t);
   inv_odd = __shfl_sync(0xffffffffu, inv, 8 * t + 4);
@@ -155,15 +186,17 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm)
   const uint8_t* w_tiles =
       p.w + group * mxfp4_tiled_group_bytes(p.N, p.K) + static_cast<int64_t>(n0 / kTileRows) * k_steps * kStageBytes;
   uint8_t* ring = smem + warp * kStages * kStageBytes;
+  const uint8_t* w_lane = w_tiles + lane * 16;  // this lane's 16-byte unit of unit row 0 (units 32c + lane)
+  uint8_t* ring_lane = ring + lane * 16;
 
   // Tile `step` into ring stage `stage`; one commit group per call (empty past the end).
   auto issue = [&](int step, int stage) {
     if (step < ks_end) {  // warp-uniform
-      const uint8_t* src = w_tiles + static_cast<int64_t>(step) * kStageBytes;
-      uint8_t* dst = ring + stage * kStageBytes;
+      const uint8_t* src = w_lane + static_cast<int64_t>(step) * kStageBytes;
+      uint8_t* dst = ring_lane + stage * kStageBytes;
 #pragma unroll
-      for (int c = 0; c < kChunks; ++c) cp_async_16(dst + (32 * c + lane) * 16, src + (32 * c + lane) * 16, true);
-      if (lane < 16) cp_async_16(dst + 4096 + lane * 16, src + 4096 + lane * 16, true);
+      for (int c = 0; c < kChunks; ++c) cp_async_16(dst + 512 * c, src + 512 * c, true);
+      if (lane < 16) cp_async_16(dst + 4096, src + 4096, true);
     }
     cp_async_commit();
   };
@@ -192,60 +225,56 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm)
       }
     }
   };
-  uint32_t x_next[16];
-  load_x(ks_begin + warp, x_next);
+  uint32_t x_raw[16];  // bf16 pairs of the next step (loaded one step ahead)
+  load_x(ks_begin + warp, x_raw);
 
-  // ---- main loop: consume the oldest stage, refill it with the step kStages·kWarps later ----
+  // ---- main loop: one K step per iteration; consume the oldest stage, refill it kStages·kWarps later ----
   float acc[kNTiles][4] = {};
-  for (int step0 = ks_begin + warp; step0 < ks_end; step0 += kStages * kWarps) {
+  int s = 0;  // the step's ring stage
+#pragma unroll 1
+  for (int step = ks_begin + warp; step < ks_end; step += kWarps) {
+    cp_async_wait<kStages - 1>();
+    __syncwarp();  // the scale bytes were copied by lanes 0..15
+    const uint8_t* stage = ring + s * kStageBytes;
+    const uint4 sa = *reinterpret_cast<const uint4*>(stage + 4096 + 32 * g);
+    const uint4 sb = *reinterpret_cast<const uint4*>(stage + 4096 + 32 * g + 16);
+    const uint32_t sw[kChunks] = {sa.x, sa.y, sa.z, sa.w, sb.x, sb.y, sb.z, sb.w};  // word c: blocks j = bytes
+    uint32_t xh[16];  // [4 blocks j][4] f16x2: the B fragments
+    float inv_even, inv_odd;
+    x_fragment(x_raw, xh, inv_even, inv_odd, t);
+    load_x(step + kWarps, x_raw);
 #pragma unroll
-    for (int s = 0; s < kStages; ++s) {
-      const int step = step0 + s * kWarps;
-      if (step >= ks_end) break;  // warp-uniform
-      uint32_t xr[16];
+    for (int nt = 0; nt < kNTiles; ++nt) {
+      const uint4 u0 = *reinterpret_cast<const uint4*>(stage + (32 * (2 * nt) + lane) * 16);      // row 16nt + g
+      const uint4 u1 = *reinterpret_cast<const uint4*>(stage + (32 * (2 * nt + 1) + lane) * 16);  // row 16nt + g + 8
+      const uint32_t r0[4] = {u0.x, u0.y, u0.z, u0.w}, r1[4] = {u1.x, u1.y, u1.z, u1.w};
+      // The step's sum Σ_j d_j · 2^(e_j − 113), then one multiply by x's inverse factors: the same products
+      // as scaling each block by (block scale · inverse factor), both powers of two (exact while the step
+      // sum stays finite: |d| ≤ 2^15 · 6 · 2^-14 · 32 < 2^9, so e ≤ 232).
+      float step_sum[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-      for (int i = 0; i < 16; ++i) xr[i] = x_next[i];
-      load_x(step + kWarps, x_next);
-      cp_async_wait<kStages - 1>();
-      __syncwarp();  // the scale bytes were copied by lanes 0..15
-      const uint8_t* stage = ring + s * kStageBytes;
-      const uint4 sa = *reinterpret_cast<const uint4*>(stage + 4096 + 32 * g);
-      const uint4 sb = *reinterpret_cast<const uint4*>(stage + 4096 + 32 * g + 16);
-      const uint32_t sw[kChunks] = {sa.x, sa.y, sa.z, sa.w, sb.x, sb.y, sb.z, sb.w};  // word c: blocks j = bytes
-      float inv_even, inv_odd;
-      x_fragment(xr, inv_even, inv_odd, t);
-#pragma unroll
-      for (int nt = 0; nt < kNTiles; ++nt) {
-        const uint4 u0 = *reinterpret_cast<const uint4*>(stage + (32 * (2 * nt) + lane) * 16);      // row 16nt + g
-        const uint4 u1 = *reinterpret_cast<const uint4*>(stage + (32 * (2 * nt + 1) + lane) * 16);  // row 16nt + g + 8
-        const uint32_t r0[4] = {u0.x, u0.y, u0.z, u0.w}, r1[4] = {u1.x, u1.y, u1.z, u1.w};
-        // The step's sum Σ_j d_j · 2^(e_j − 113), then one multiply by x's inverse factors: the same products
-        // as scaling each block by (block scale · inverse factor), both powers of two (exact while the step
-        // sum stays finite: |d| ≤ 2^15 · 6 · 2^-14 · 32 < 2^9, so e ≤ 232).
-        float step_sum[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          uint32_t h0[4], h1[4];
-          mxfp4_tiled_decode_word(r0[j], h0);
-          mxfp4_tiled_decode_word(r1[j], h1);
-          float d[4] = {0.f, 0.f, 0.f, 0.f};
-          const uint32_t a0[4] = {h0[0], h1[0], h0[1], h1[1]}, a1[4] = {h0[2], h1[2], h0[3], h1[3]};
-          mma_f16_16x8x16(d, a0, xr[4 * j], xr[4 * j + 1]);
-          mma_f16_16x8x16(d, a1, xr[4 * j + 2], xr[4 * j + 3]);
-          const float s0 = block_scale(sw[2 * nt], j), s1 = block_scale(sw[2 * nt + 1], j);
-          step_sum[0] = fmaf(d[0], s0, step_sum[0]);
-          step_sum[1] = fmaf(d[1], s0, step_sum[1]);
-          step_sum[2] = fmaf(d[2], s1, step_sum[2]);
-          step_sum[3] = fmaf(d[3], s1, step_sum[3]);
-        }
-        acc[nt][0] = fmaf(step_sum[0], inv_even, acc[nt][0]);
-        acc[nt][1] = fmaf(step_sum[1], inv_odd, acc[nt][1]);
-        acc[nt][2] = fmaf(step_sum[2], inv_even, acc[nt][2]);
-        acc[nt][3] = fmaf(step_sum[3], inv_odd, acc[nt][3]);
+      for (int j = 0; j < 4; ++j) {
+        uint32_t h0[4], h1[4];
+        mxfp4_tiled_decode_word(r0[j], h0);
+        mxfp4_tiled_decode_word(r1[j], h1);
+        float d[4] = {0.f, 0.f, 0.f, 0.f};
+        const uint32_t a0[4] = {h0[0], h1[0], h0[1], h1[1]}, a1[4] = {h0[2], h1[2], h0[3], h1[3]};
+        mma_f16_16x8x16(d, a0, xh[4 * j], xh[4 * j + 1]);
+        mma_f16_16x8x16(d, a1, xh[4 * j + 2], xh[4 * j + 3]);
+        const float s0 = block_scale(sw[2 * nt], j), s1 = block_scale(sw[2 * nt + 1], j);
+        step_sum[0] = fmaf(d[0], s0, step_sum[0]);
+        step_sum[1] = fmaf(d[1], s0, step_sum[1]);
+        step_sum[2] = fmaf(d[2], s1, step_sum[2]);
+        step_sum[3] = fmaf(d[3], s1, step_sum[3]);
       }
-      __syncwarp();  // every lane has read the stage's scales before lanes 0..15 overwrite them
-      issue(step + kStages * kWarps, s);
+      acc[nt][0] = fmaf(step_sum[0], inv_even, acc[nt][0]);
+      acc[nt][1] = fmaf(step_sum[1], inv_odd, acc[nt][1]);
+      acc[nt][2] = fmaf(step_sum[2], inv_even, acc[nt][2]);
+      acc[nt][3] = fmaf(step_sum[3], inv_odd, acc[nt][3]);
     }
+    __syncwarp();  // every lane has read the stage's scales before lanes 0..15 overwrite them
+    issue(step + kStages * kWarps, s);
+    s = s + 1 == kStages ? 0 : s + 1;
   }
   cp_async_wait<0>();
   __syncthreads();  // the rings become the reduction buffers

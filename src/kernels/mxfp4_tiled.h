@@ -47,12 +47,16 @@ GOSSAMER_HOST_DEVICE constexpr int mxfp4_tiled_mag_bit(int v) {
 
 // The four f16x2 of one relaid word: o[p] holds values 2p (low half) and 2p + 1, each exactly fp4 · 2^-14
 // (e2m1's exponent bits become f16's low exponent bits, its mantissa bit f16's top mantissa bit; code
-// ±0.5 becomes the f16 subnormal ±2^-15). 6 logic ops and 5 shifts for 8 weights.
+// ±0.5 becomes the f16 subnormal ±2^-15). 6 logic ops, 1 shift and 2 multiplies for 8 weights.
+// NOTE: values 4..7 move their sign and magnitude bits by different distances (2 and 9, 1 and 6); one
+// multiply of the masked bits by 2^a + 2^b does both shifts: the two shifted copies share no bit for
+// p = 2, and for p = 3 they share only bit 20 (a sign bit moved by 6 meets a magnitude bit moved by 1),
+// whose carry stops at bit 23, outside the mask.
 GOSSAMER_HOST_DEVICE inline void mxfp4_tiled_decode_word(uint32_t w, uint32_t (&o)[4]) {
   o[0] = w & 0x8E008E00u;
   o[1] = (w << 3) & 0x8E008E00u;
-  o[2] = ((w << 2) & 0x80008000u) | ((w << 9) & 0x0E000E00u);
-  o[3] = ((w << 1) & 0x80008000u) | ((w << 6) & 0x0E000E00u);
+  o[2] = ((w & 0x20072007u) * ((1u << 2) + (1u << 9))) & 0x8E008E00u;
+  o[3] = ((w & 0x40384038u) * ((1u << 1) + (1u << 6))) & 0x8E008E00u;
 }
 
 // ---- tiled MXFP4 → FP8 e4m3 by bit arithmetic (the GEMM's on-chip dequantization, gemm_fp8.h b_mxfp4) ----
@@ -100,7 +104,7 @@ GOSSAMER_HOST_DEVICE inline uint32_t mxfp4_odd_bytes(uint32_t a, uint32_t b) {
 
 // The 8 weights of one relaid word (one MX block's exponent e) as e4m3 bytes in column order: lo holds
 // values v = 0..3 (byte v), hi values 4..7. m2 = mxfp4_f16x2_pow2(k), k = e − e_max + 12 in [−24, 12];
-// kRound as above (needed only when k < −2). Fast path: about 25 ops per 8 weights (decode 11, f16x2
+// kRound as above (needed only when k < −2). Fast path: about 23 ops per 8 weights (decode 9, f16x2
 // multiplies 4, shift + select 8, byte permutes 2).
 template <bool kRound>
 GOSSAMER_HOST_DEVICE inline void mxfp4_tiled_word_to_e4m3(uint32_t w, uint32_t m2, uint32_t& lo, uint32_t& hi) {

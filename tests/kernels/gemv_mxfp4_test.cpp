@@ -114,7 +114,8 @@ TEST(GemvMxfp4Kernel, MatchesReference) {
       {"cluster4", 512, 8192, GemmEpilogue::kSwiGlu, {1, 5}, true, 0, 0},
       {"cluster8", 256, 16384, GemmEpilogue::kBias, {1, 8}, true, 0, 0},
       {"wide", 16384, 256, GemmEpilogue::kBias, {1, 8}, true, 0, 0},
-      {"scale spread", 264, 2880, GemmEpilogue::kBias, {1, 4}, true, 0, 0, 90, 160},  // 70 binades in a row
+      {"scale spread", 264, 2880, GemmEpilogue::kBias, {1, 4}, true, 0, 0, 90, 160},   // 70 binades in a row
+      {"extreme scales", 136, 1056, GemmEpilogue::kBias, {1, 8}, true, 0, 0, 0, 220},  // E8M0 codes 0..220
   };
   for (const auto& s : shapes) {
     const bool swiglu = s.epi == GemmEpilogue::kSwiGlu;

@@ -101,6 +101,23 @@ TEST(Mxfp4Tiled, DecodeToF16IsExact) {
   }
 }
 
+// The multiply form of values 4..7 (mxfp4_tiled_decode_word) against the plain shift-and-mask form, for
+// every pattern of the 16 bits those values occupy (the other bits are masked off before the multiply).
+TEST(Mxfp4Tiled, DecodeMultiplyFormMatchesShifts) {
+  for (uint32_t bits = 0; bits < (1u << 16); ++bits) {
+    uint32_t w = 0;
+    for (int b = 0, n = 0; b < 32; ++b)
+      if ((0x603F603Fu >> b) & 1u) w |= ((bits >> n++) & 1u) << b;
+    for (const uint32_t rest : {0u, 0x9FC09FC0u}) {  // the bits of values 0..3: none, all
+      const uint32_t v = w | rest;
+      uint32_t o[4];
+      mxfp4_tiled_decode_word(v, o);
+      ASSERT_EQ(o[2], ((v << 2) & 0x80008000u) | ((v << 9) & 0x0E000E00u)) << std::hex << v;
+      ASSERT_EQ(o[3], ((v << 1) & 0x80008000u) | ((v << 6) & 0x0E000E00u)) << std::hex << v;
+    }
+  }
+}
+
 // mxfp4_tiled_word_to_e4m3 against the rule of mxfp4_convert.h, fp8(fp4 · 2^(e − e_max + 6)) rounded by
 // float_to_fp8e4m3: every code at every position, exponent distances 0..40 (the rounding variant; the
 // plain one where it claims exactness, e_max − e ≤ 14), the lower ones clamped to 36 as the kernel does.
