@@ -31,8 +31,9 @@ void ModelChoice::add_options(CLI::App& cli) {
          "--moe-decode", options.moe_decode,
          "cuda: auto (default: the weight-streaming grouped GEMM at 9-64 tokens, FP8, or 9-512, MXFP4) | gemv | stream")
       ->check(CLI::IsMember({"auto", "gemv", "stream"}));
-  cli.add_flag("--split-mixed-attention", options.split_mixed_attention,
-               "cuda: decode sequences of mixed steps on the decode attention kernel (off: all on the prefill kernel)");
+  cli.add_flag("--split-mixed-attention,!--no-split-mixed-attention", options.split_mixed_attention,
+               "cuda: decode sequences of mixed steps on the decode attention kernel (default; off: all on the "
+               "prefill kernel)");
   cli.add_option("--kv-cache-dtype", options.kv_cache_dtype,
                  "auto (default: bf16) | fp8 (alias fp8_e4m3: e4m3 K/V with scales of 1.0 on the full-attention "
                  "layers, sliding-window layers bf16; on cpu the float32 cache holds the rounded values)")

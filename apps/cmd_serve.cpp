@@ -89,8 +89,9 @@ int run_serve(int argc, char** argv) {
       ->envname("GOSSAMER_PREFILL_ATTENTION")
       ->check(CLI::IsMember({"auto", "mma", "wgmma"}))
       ->group("Model");
-  cli.add_flag("--split-mixed-attention", model_options.split_mixed_attention,
-               "cuda: decode sequences of mixed steps on the decode attention kernel (off: all on the prefill kernel)")
+  cli.add_flag("--split-mixed-attention,!--no-split-mixed-attention", model_options.split_mixed_attention,
+               "cuda: decode sequences of mixed steps on the decode attention kernel (default; off: all on the "
+               "prefill kernel)")
       ->envname("GOSSAMER_SPLIT_MIXED_ATTENTION")
       ->group("Model");
   cli.add_option("--kv-cache-dtype", model_options.kv_cache_dtype,

@@ -44,8 +44,8 @@ struct ModelOptions {
   // "stream" (every step of ≤ 4,096 tokens).
   std::string moe_decode = "auto";
   // cuda: mixed steps run their decode sequences on the decode attention kernel and only the prefill chunks
-  // on the prefill kernel (CudaOptions::split_mixed_attention); off until measured on the H200.
-  bool split_mixed_attention = false;
+  // on the prefill kernel (CudaOptions::split_mixed_attention); on by default (measured faster on the H200).
+  bool split_mixed_attention = true;
   // vLLM's --kv-cache-dtype: "auto" (bf16 on cuda, float32 on cpu) or "fp8" (alias "fp8_e4m3"): e4m3 K/V
   // with static per-KV-head scales of 1.0 on the full-attention layers, the sliding-window layers bf16
   // (docs/kv-cache-fp8.md). On cpu (one rank) the float32 cache holds the e4m3-rounded values (the cuda
