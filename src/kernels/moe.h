@@ -105,7 +105,8 @@ struct MoeParams {
   // the pieces moe_decode_deferred_combine names (rmsnorm.h moe_y); residual and out unused.
   bool combine_deferred = false;
   // launch_moe_decode only: the routing is already in the workspace where moe_decode_routing says, written
-  // by the kernel launched right before (rmsnorm_router.h): no route launch; logits unused.
+  // by a kernel launched before on the same stream (the model: rmsnorm_router.h, right before): no route
+  // launch; logits unused.
   bool routed = false;
 };
 // Device scratch for launch_moe, carved from one buffer of moe_workspace_bytes().
