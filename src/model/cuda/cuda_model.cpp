@@ -438,7 +438,9 @@ bool CudaModel::run_decode_graph(const ForwardBatch& batch) {
 
 void CudaModel::forward(const ForwardBatch& batch, std::vector<float>& logits) {
   logits.clear();
-  copy_logits_out(enqueue_forward(batch), logits);
+  const int rows = enqueue_forward(batch);
+  if (vocab_parallel() && rows > 0) gather_vocab_shards(rows);
+  copy_logits_out(rows, logits);
 }
 
 void CudaModel::forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows,
@@ -528,6 +530,25 @@ void CudaModel::enqueue_sampling(std::span<const RowSampling> rows) {
   for (const RowSampling& row : rows) num_masked += row.token_mask != nullptr;
   const size_t at_mask_rows = num_masked > 0 ? place(rows_n * 4) : 0,
                at_masks = num_masked > 0 ? place(num_masked * words * 4) : 0;
+  // Vocab-parallel rows without penalties, logprobs or masks sample on the slices (sample_vocab_slices):
+  // [sampled rows i32 | top-k rows i32 | top-p rows i32].
+  const bool on_slices = vocab_parallel() && !any_penalties && !any_logprobs && num_masked == 0;
+  std::vector<int32_t>& s_rows = slice_rows_.sampled;
+  std::vector<int32_t>& k_rows = slice_rows_.top_k;
+  std::vector<int32_t>& p_rows = slice_rows_.top_p;
+  s_rows.clear();
+  k_rows.clear();
+  p_rows.clear();
+  for (int r = 0; on_slices && r < n; ++r) {
+    const RowSampling& row = rows[static_cast<size_t>(r)];
+    if (row.temperature <= 0.0f) continue;
+    s_rows.push_back(r);
+    if (row.top_k > 0 && row.top_k < config_.vocab_size) k_rows.push_back(r);
+    if (row.top_p < 1.0f) p_rows.push_back(r);
+  }
+  const size_t at_s_rows = on_slices ? place(s_rows.size() * 4) : 0,
+               at_k_rows = on_slices ? place(k_rows.size() * 4) : 0,
+               at_p_rows = on_slices ? place(p_rows.size() * 4) : 0;
   const size_t inputs = bytes;
   const size_t at_tokens = place(rows_n * 4);
   const size_t at_logprob = any_logprobs ? place(rows_n * 4) : 0, at_top_tokens = any_logprobs ? place(top_n * 4) : 0,
@@ -557,6 +578,9 @@ void CudaModel::enqueue_sampling(std::span<const RowSampling> rows) {
     if (any_logprobs) typed<int32_t>(host, at_num_top)[r] = row.num_top_logprobs;
   }
   if (any_penalties) typed<int32_t>(host, at_offsets)[n] = entry;
+  std::copy(s_rows.begin(), s_rows.end(), typed<int32_t>(host, at_s_rows));
+  std::copy(k_rows.begin(), k_rows.end(), typed<int32_t>(host, at_k_rows));
+  std::copy(p_rows.begin(), p_rows.end(), typed<int32_t>(host, at_p_rows));
   auto* device = sampling_.get<uint8_t>();
   mark(StepPhase::kSampling);
   if (num_masked > 0) {
@@ -569,6 +593,23 @@ void CudaModel::enqueue_sampling(std::span<const RowSampling> rows) {
     }
   }
   GOSSAMER_CUDA_CHECK(cudaMemcpyAsync(device, host, inputs, cudaMemcpyHostToDevice, stream_));
+  if (on_slices) {
+    VocabSampledRows slices;
+    slices.temperature = reinterpret_cast<const float*>(device + at_temperature);
+    slices.top_k = reinterpret_cast<const int32_t*>(device + at_top_k);
+    slices.top_p = reinterpret_cast<const float*>(device + at_top_p);
+    slices.seeds = reinterpret_cast<const uint64_t*>(device + at_seed);
+    slices.s_rows = reinterpret_cast<const int32_t*>(device + at_s_rows);
+    slices.k_rows = reinterpret_cast<const int32_t*>(device + at_k_rows);
+    slices.p_rows = reinterpret_cast<const int32_t*>(device + at_p_rows);
+    slices.num_s = s_rows.size();
+    slices.num_k = k_rows.size();
+    slices.num_p = p_rows.size();
+    slices.tokens = reinterpret_cast<int32_t*>(device + at_tokens);
+    sample_vocab_slices(n, slices);
+  } else if (vocab_parallel()) {
+    gather_vocab_shards(n);
+  }
   if (num_masked > 0) {
     kernels::TokenMaskParams mask_params;
     mask_params.logits_bf16 = logits_.get<uint16_t>();  // [n, vocab] bf16, masked in place
@@ -605,7 +646,7 @@ void CudaModel::enqueue_sampling(std::span<const RowSampling> rows) {
     params.out_top_tokens = reinterpret_cast<int32_t*>(device + at_top_tokens);
     params.out_top_logprobs = reinterpret_cast<float*>(device + at_top_logprobs);
   }
-  kernels::launch_sampling(params, stream_);
+  if (!on_slices) kernels::launch_sampling(params, stream_);
   mark(StepPhase::kOutput);
   // The results land in pinned memory: collect_sampled_step reads them once the stream got past this copy.
   GOSSAMER_CUDA_CHECK(

@@ -51,10 +51,13 @@ struct CudaOptions {
   int expert_begin = 0;
   int num_local_experts = 0;
   // Vocab-parallel unembedding (with comm): this rank's unembedding holds vocabulary rows
-  // [rank · vocab_shard_rows, …) (model/sharding.h), so it computes those logits and the group gathers
-  // every rank's into the full [rows, vocab] (all_gather, or on a group without one a sum of zero-padded
-  // slots: exact); 0 = this rank holds the whole unembedding. vocab_rows: this rank's own rows
-  // (model/sharding.h RankShard::vocab; random weights are made of that size).
+  // [rank · vocab_shard_rows, …) (model/sharding.h), so it computes those logits. Sampled steps whose rows
+  // have no penalties, logprobs or token masks sample on the slices (kernels/vocab_sampling.h: per-row
+  // records cross ranks, never the logits); a step with any such row, and forward()'s logits, gather every
+  // rank's slice into the full [rows, vocab] (all_gather, or on a group without one a sum of zero-padded
+  // slots: exact) and run the single-device sampler over all its rows (the same rule). 0 = this rank holds
+  // the whole unembedding. vocab_rows: this rank's own rows (model/sharding.h RankShard::vocab; random
+  // weights are made of that size).
   int64_t vocab_shard_rows = 0;
   int64_t vocab_rows = 0;
   // FP8 qkv/o linears of more rows than the decode GEMV takes run on cuBLASLt where it has an algorithm
@@ -224,8 +227,26 @@ class CudaModel final : public Model {
   void experts(int layer, int num_tokens);
   // delta_ [T, hidden] bf16 ← Σ over the group's ranks (no-op without a group).
   void reduce_partial_outputs(int num_tokens);
-  // Vocab-parallel unembedding: vocab_local_ [rows, local vocab] of every rank → logits_ [rows, vocab].
+  // Vocab-parallel unembedding: vocab_local_ [rows, local vocab] of every rank → logits_ [rows, vocab]
+  // (forward()'s logits, and sampled steps that sample_vocab_slices does not take).
   void gather_vocab_shards(int num_rows);
+  // A sampled step's rows as sample_vocab_slices reads them (device pointers into sampling_).
+  struct VocabSampledRows {
+    const float* temperature = nullptr;  // [rows]
+    const int32_t* top_k = nullptr;      // [rows]
+    const float* top_p = nullptr;        // [rows]
+    const uint64_t* seeds = nullptr;     // [rows]
+    // The sampled rows (temperature > 0): all of them (s_rows), those with 0 < top_k < vocab (k_rows) and
+    // those with top_p < 1 (p_rows), ascending.
+    const int32_t *k_rows = nullptr, *p_rows = nullptr, *s_rows = nullptr;
+    size_t num_k = 0, num_p = 0, num_s = 0;
+    int32_t* tokens = nullptr;  // [rows] out
+  };
+  // Sampling on the vocab-parallel slices (kernels/vocab_sampling.h, model/cuda/cuda_vocab_sampling.cpp):
+  // tokens ← the single-device rule's draw over vocab_local_ of every rank, exchanging only per-row records
+  // (12·world bytes per row for the argmax; sampled rows add ≤ 8 KB: 2 × 4 rounds of 256-bin histograms,
+  // masses and picks) instead of the [rows, vocab] logits. Greedy rows: exactly the single-device token.
+  void sample_vocab_slices(int num_rows, const VocabSampledRows& rows);
   bool vocab_parallel() const { return options_.comm != nullptr && options_.vocab_shard_rows > 0; }
   void mark(StepPhase phase) {
     if (phase_timer_) phase_timer_->mark(phase, stream_);
@@ -266,8 +287,12 @@ class CudaModel final : public Model {
   bool sampled_in_flight_ = false;      // launch_step enqueued a sampled step that wait_step has not waited for
   int forward_rows_ = -1;               // launch_forward's logits rows until launch_sampling, else −1
   DeviceBuffer sampling_;               // forward_sample's per-row settings and drawn tokens
-  DeviceBuffer penalized_;              // forward_sample's penalized rows [penalized rows, vocab] fp32
-  DeviceBuffer plan_;                   // eager steps' plan
+  struct SliceRows {
+    std::vector<int32_t> sampled, top_k, top_p;  // enqueue_sampling's lists for sample_vocab_slices (reused)
+  };
+  SliceRows slice_rows_;
+  DeviceBuffer penalized_;  // forward_sample's penalized rows [penalized rows, vocab] fp32
+  DeviceBuffer plan_;       // eager steps' plan
   DeviceBuffer residual_, delta_, normed_, qkv_, q_, attn_out_, act_, act_scales_, router_logits_, moe_workspace_,
       decode_workspace_, final_rows_, logits_;
   // [1] int32: the fused MLP norm + router's arrival counter (kernels/rmsnorm_router.h), zeroed once.
@@ -275,6 +300,8 @@ class CudaModel final : public Model {
   // Vocab-parallel unembedding: this rank's logits [rows, vocab_shard_rows] and every rank's slot
   // [world, rows · vocab_shard_rows] bf16.
   DeviceBuffer vocab_local_, vocab_slots_;
+  // sample_vocab_slices's records, row states, histograms, masses and picks (grown per sampled step).
+  DeviceBuffer vocab_exchange_;
   // --weights mxfp4: one layer's experts converted to FP8 for steps of more than kMxfp4DirectMaxRowsPerExpert
   // rows per expert (tile-major [E, 2·inter, hidden] / [E, hidden, inter] e4m3 and their 128×128 scales),
   // reused per layer.
