@@ -18,10 +18,18 @@
 // weight-streaming grouped GEMM (kernels/moe.h launch_moe_stream) instead. Pure decode
 // steps (one new token per sequence, ≤ kMaxGraphBatch sequences) replay a CUDA graph captured once per
 // padded batch size; padding sequences compute on a scratch KV block that no caller can own.
+//
+// Async scheduling (model.h, feeds_pending_tokens_on_device): a sampled step may be launched while the one
+// before it is in flight. Its pending ids are copied on the stream, before its graph or its first kernel,
+// from where the step before drew them (sampling_) into its plan's ids (kernels/feed_tokens.h); the pinned
+// staging a step's asynchronous copies read or write (plan, sampling settings and results) has two slots,
+// one per step in flight; device buffers are shared, ordered by the one stream, and a device buffer that has
+// to grow while a step is in flight waits for it first.
 #pragma once
 
 #include <cuda_runtime.h>
 
+#include <array>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -112,9 +120,11 @@ class CudaModel final : public Model {
                       std::vector<RowLogprobs>& logprobs) override;
   using Model::forward_sample;
   // Sampled steps return once enqueued: the drawn tokens (and logprobs) are copied into pinned memory behind
-  // the step, and wait_step waits on an event recorded after that copy. Logits steps: the default.
+  // the step, and wait_step waits on an event recorded after that copy. Logits steps: the default (nothing
+  // in flight). A sampled step may go on top of a sampled one in flight, its pending rows fed on the GPU.
   void launch_step(const ForwardBatch& batch, std::optional<std::span<const RowSampling>> rows) override;
   void wait_step(StepResult& result) override;
+  bool feeds_pending_tokens_on_device() const override { return true; }
   // A sampled step in two calls: launch_forward enqueues the forward at once, launch_sampling the sampling
   // behind it (structured output fills the token masks in between, while the forward runs).
   void launch_forward(const ForwardBatch& batch) override;
@@ -183,6 +193,8 @@ class CudaModel final : public Model {
     size_t q_tiles_64 = 0, q_tiles_128 = 0;
     size_t ids = 0, positions = 0, slots = 0, cu_seqlens = 0, kv_lens = 0, page_indptr = 0, page_indices = 0, rows = 0,
            total_words = 0;
+    // Pending tokens: [seqs, 2] (index into ids, row of the step before's drawn tokens), the first few used.
+    size_t feeds = 0;
     // The ring's sliding-pool slots and page table (aliases of slots / page_* without a ring).
     size_t sliding_slots = 0, sliding_page_indptr = 0, sliding_page_indices = 0;
   };
@@ -196,9 +208,14 @@ class CudaModel final : public Model {
   };
 
   StepPlan layout_plan(int tokens, int seqs, int pages, int rows, int q_tiles_64 = 0, int q_tiles_128 = 0) const;
-  // Writes the plan of `batch` into host_plan_ (padding with scratch sequences up to plan.num_seqs) and
-  // uploads the used words (two ranges with a ring: its page table sits after the main one) to `device`.
+  // Writes the plan of `batch` into the launching slot's host plan (padding with scratch sequences up to
+  // plan.num_seqs) and uploads the used words (two ranges with a ring: its page table sits after the main
+  // one) to `device`; then copies the pending ids from the step in flight's drawn tokens (feed_pending_tokens).
   void fill_and_upload_plan(const ForwardBatch& batch, const StepPlan& plan, DeviceBuffer& device);
+  // Throws unless every pending row of `batch` names a row of the sampled step in flight.
+  void check_pending_rows(const ForwardBatch& batch) const;
+  // Grows a device buffer that a step in flight may use: waits for the stream first when it must move.
+  bool grow_shared(DeviceBuffer& buffer, size_t bytes);
   // Grows every step buffer for `plan` (bumping workspace_generation_ when anything moves).
   void prepare_workspace(const StepPlan& plan);
   // Whether a step's attention runs its decode sequences on the decode kernel beside a prefill launch for
@@ -213,13 +230,17 @@ class CudaModel final : public Model {
   int enqueue_forward(const ForwardBatch& batch);
   bool run_decode_graph(const ForwardBatch& batch);
   // A sampled step: enqueue_sampled_step enqueues the forward, the sampling (enqueue_sampling: settings up,
-  // results down into host_sampling_) and records sampled_done_; collect_sampled_step waits on that event
+  // results down into the launching slot's pinned staging) and records its event; collect_sampled_step waits on it
   // and reads the results.
   void enqueue_sampled_step(const ForwardBatch& batch, std::span<const RowSampling> rows);
   // The sampling half of a sampled step whose forward (num_rows logits rows) is already enqueued.
   void enqueue_sampling_after_forward(int num_rows, std::span<const RowSampling> rows);
   void enqueue_sampling(std::span<const RowSampling> rows);
-  void collect_sampled_step(std::vector<int32_t>& tokens, std::vector<RowLogprobs>& logprobs);
+  struct StepSlot;
+  // Waits for the step staged in `slot` and reads its results.
+  void collect_sampled_step(const StepSlot& slot, std::vector<int32_t>& tokens, std::vector<RowLogprobs>& logprobs);
+  // The sampled steps in flight (launch_step and launch_sampling enqueued, wait_step not yet collected).
+  bool any_in_flight() const { return num_in_flight_ > 0; }
 
   // out [m, w.n] bf16 = x [m, w.k] bf16 · wᵀ + bias (GEMV for m ≤ 8, else FP8 or bf16 GEMM).
   void add_row_major_copies();
@@ -274,19 +295,31 @@ class CudaModel final : public Model {
   DeviceBuffer kv_scales_;
 
   // Step workspace, grown on demand (never shrunk); captured graphs hold its pointers.
-  PinnedBuffer host_plan_, host_logits_, host_sampling_;
-  // Where the last sampled step's results sit in host_sampling_ (byte offsets), for collect_sampled_step.
-  struct SampledLayout {
+  PinnedBuffer host_logits_;
+  // What one step stages in pinned memory, one slot per step in flight (a step launched on top of another
+  // must not overwrite what the other's copies still read or write): its plan, its sampling settings and
+  // results (sampling, laid out by `layout`), and the event recorded after its results reach `sampling`.
+  struct SampledLayout {  // byte offsets in StepSlot::sampling
     int num_rows = 0;
     size_t at_tokens = 0, at_logprob = 0, at_top_tokens = 0, at_top_logprobs = 0;
     bool any_logprobs = false;
     std::vector<int32_t> num_top;  // per row, when any_logprobs
   };
-  SampledLayout sampled_layout_;
-  cudaEvent_t sampled_done_ = nullptr;  // recorded after the sampled step's results are copied to the host
-  bool sampled_in_flight_ = false;      // launch_step enqueued a sampled step that wait_step has not waited for
-  int forward_rows_ = -1;               // launch_forward's logits rows until launch_sampling, else −1
-  DeviceBuffer sampling_;               // forward_sample's per-row settings and drawn tokens
+  struct StepSlot {
+    PinnedBuffer plan, sampling;
+    SampledLayout layout;
+    cudaEvent_t done = nullptr;
+  };
+  std::array<StepSlot, 2> slots_;
+  int first_in_flight_ = 0;  // the oldest step in flight's slot
+  int num_in_flight_ = 0;    // sampled steps enqueued that wait_step has not collected (≤ 2)
+  // The slot the step being enqueued stages in, and the newest step in flight's (the one pending rows read).
+  StepSlot& launching_slot() { return slots_[static_cast<size_t>((first_in_flight_ + num_in_flight_) % 2)]; }
+  const StepSlot& newest_in_flight() const {
+    return slots_[static_cast<size_t>((first_in_flight_ + num_in_flight_ + 1) % 2)];
+  }
+  int forward_rows_ = -1;   // launch_forward's logits rows until launch_sampling, else −1
+  DeviceBuffer sampling_;   // forward_sample's per-row settings and drawn tokens
   struct SliceRows {
     std::vector<int32_t> sampled, top_k, top_p;  // enqueue_sampling's lists for sample_vocab_slices (reused)
   };
