@@ -202,7 +202,7 @@ TEST(VocabSamplingRef, TopKThresholdIsTheKthLargestKey) {
 }
 
 TEST(VocabSamplingRef, KeysRoundTrip) {
-  for (float x : {0.f, -0.f, 1.f, -1.f, 3.5e38f, -3.5e38f, 1e-40f, -1e-40f}) {
+  for (float x : {0.f, -0.f, 1.f, -1.f, 3.4e38f, -3.4e38f, 1e-40f, -1e-40f}) {
     EXPECT_EQ(std::bit_cast<uint32_t>(vocab_key_value(vocab_order_key(x))), std::bit_cast<uint32_t>(x));
   }
   EXPECT_LT(vocab_order_key(-0.f), vocab_order_key(0.f));
