@@ -318,8 +318,8 @@ class CudaModel final : public Model {
   const StepSlot& newest_in_flight() const {
     return slots_[static_cast<size_t>((first_in_flight_ + num_in_flight_ + 1) % 2)];
   }
-  int forward_rows_ = -1;   // launch_forward's logits rows until launch_sampling, else −1
-  DeviceBuffer sampling_;   // forward_sample's per-row settings and drawn tokens
+  int forward_rows_ = -1;  // launch_forward's logits rows until launch_sampling, else −1
+  DeviceBuffer sampling_;  // forward_sample's per-row settings and drawn tokens
   struct SliceRows {
     std::vector<int32_t> sampled, top_k, top_p;  // enqueue_sampling's lists for sample_vocab_slices (reused)
   };
