@@ -62,24 +62,6 @@ struct VocabRowState {
 
 enum class VocabSelect : uint8_t { kTopK, kTopP };
 
-// kernels/sampling.h's monotone map of x to keys, and back (bit-exact).
-GOSSAMER_HOST_DEVICE inline uint32_t vocab_order_key(float x) {
-#ifdef __CUDA_ARCH__
-  const uint32_t u = __float_as_uint(x);
-#else
-  const uint32_t u = std::bit_cast<uint32_t>(x);
-#endif
-  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-}
-GOSSAMER_HOST_DEVICE inline float vocab_key_value(uint32_t key) {
-  const uint32_t u = (key & 0x80000000u) ? (key & 0x7FFFFFFFu) : ~key;
-#ifdef __CUDA_ARCH__
-  return __uint_as_float(u);
-#else
-  return std::bit_cast<float>(u);
-#endif
-}
-
 // Folds the group's summed histogram of one radix round (bits [shift, shift + 8) of the key) into a row's
 // selection, as sampling_f32_sm90.cu's thread 0 does: top-k takes the bin where the count from the top
 // reaches `remaining`; top-p the bin where the mass from the top reaches the target (if rounding leaves it

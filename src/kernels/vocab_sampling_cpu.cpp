@@ -29,7 +29,7 @@ void vocab_local_max_cpu(const VocabSliceParams& p, float* records) {
   for (int r = 0; r < p.num_rows; ++r) {
     uint64_t best = 0;
     for (int c = 0; c < p.num_cols; ++c)
-      best = std::max(best, packed(vocab_order_key(slice_x(p, r, c)), static_cast<uint32_t>(p.vocab_begin + c)));
+      best = std::max(best, packed(sampling_order_key(slice_x(p, r, c)), static_cast<uint32_t>(p.vocab_begin + c)));
     float* out = records + (static_cast<int64_t>(p.rank) * p.num_rows + r) * kVocabMaxRecord;
     const auto key = static_cast<uint32_t>(best >> 32);
     out[0] = static_cast<float>(key >> 16);
@@ -48,7 +48,7 @@ void vocab_merge_max_cpu(const float* records, int world, int num_rows, int32_t*
     }
     tokens[r] = static_cast<int32_t>(0xFFFFFFFFu - static_cast<uint32_t>(best));
     state[r] = VocabRowState{};
-    state[r].max = vocab_key_value(static_cast<uint32_t>(best >> 32));
+    state[r].max = sampling_key_value(static_cast<uint32_t>(best >> 32));
   }
 }
 
@@ -77,7 +77,7 @@ void vocab_select_round_cpu(const VocabSliceParams& p, const VocabSelectParams& 
     std::fill_n(hist, kVocabSelectBins, 0.f);
     for (int c = 0; c < p.num_cols; ++c) {
       const float x = slice_x(p, r, c);
-      const uint32_t key = vocab_order_key(x);
+      const uint32_t key = sampling_order_key(x);
       if ((key & st.mask) != st.prefix) continue;
       if (s.what == VocabSelect::kTopK) {
         hist[(key >> s.shift) & 255u] += 1.f;
@@ -96,7 +96,7 @@ void vocab_local_mass_cpu(const VocabSliceParams& p, const int32_t* rows, int nu
     float sum = 0.f;
     for (int c = 0; c < p.num_cols; ++c) {
       const float x = slice_x(p, rows[j], c);
-      if (vocab_order_key(x) >= st.threshold) sum += std::exp(x - st.max);
+      if (sampling_order_key(x) >= st.threshold) sum += std::exp(x - st.max);
     }
     masses[static_cast<int64_t>(p.rank) * num_select + j] = sum;
   }
@@ -118,7 +118,7 @@ void vocab_local_draw_cpu(const VocabSliceParams& p, const int32_t* rows, int nu
     int chosen = -1, last = -1;
     for (int c = 0; c < p.num_cols; ++c) {
       const float x = slice_x(p, r, c);
-      if (vocab_order_key(x) < st.threshold) continue;
+      if (sampling_order_key(x) < st.threshold) continue;
       last = p.vocab_begin + c;
       run += std::exp(x - st.max);
       if (run > target) {

@@ -13,17 +13,6 @@ namespace {
 
 constexpr int kThreads = 512;
 
-template <typename T, typename Op>
-__device__ T block_reduce(T v, Op op, T* scratch) {
-  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
-  __syncthreads();
-  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
-  __syncthreads();
-  T r = scratch[0];
-  for (int i = 1; i < kThreads / 32; ++i) r = op(r, scratch[i]);
-  return r;
-}
-
 // x of (row, column c): the bf16 logit widened (exact), times 1 / temperature for sampled rows; inv_t < 0
 // marks a greedy row (x = z).
 __device__ __forceinline__ float slice_x(const uint16_t* z, int c, float inv_t) {
@@ -46,11 +35,11 @@ __global__ void __launch_bounds__(kThreads) local_max_kernel(VocabSliceParams p,
   const float inv_t = inverse_temperature(p, row);
   unsigned long long best = 0;
   for (int c = threadIdx.x; c < p.num_cols; c += kThreads) {
-    const unsigned long long key = (static_cast<unsigned long long>(vocab_order_key(slice_x(z, c, inv_t))) << 32) |
+    const unsigned long long key = (static_cast<unsigned long long>(sampling_order_key(slice_x(z, c, inv_t))) << 32) |
                                    (0xFFFFFFFFu - static_cast<uint32_t>(p.vocab_begin + c));
     best = key > best ? key : best;
   }
-  best = block_reduce(
+  best = block_reduce<kThreads>(
       best, [](unsigned long long a, unsigned long long b) { return a > b ? a : b; }, scratch);
   for (int i = threadIdx.x; i < p.world * kVocabMaxRecord; i += kThreads) {
     const int q = i / kVocabMaxRecord, field = i % kVocabMaxRecord;
@@ -75,7 +64,7 @@ __global__ void merge_max_kernel(const float* records, int world, int num_rows, 
   }
   tokens[r] = static_cast<int32_t>(0xFFFFFFFFu - static_cast<uint32_t>(best));
   VocabRowState fresh;
-  fresh.max = vocab_key_value(static_cast<uint32_t>(best >> 32));
+  fresh.max = sampling_key_value(static_cast<uint32_t>(best >> 32));
   state[r] = fresh;
 }
 
@@ -117,7 +106,7 @@ __global__ void __launch_bounds__(kThreads) select_round_kernel(VocabSliceParams
   const float mx = st.max;
   for (int c = threadIdx.x; c < p.num_cols; c += kThreads) {
     const float x = slice_x(z, c, inv_t);
-    const uint32_t key = vocab_order_key(x);
+    const uint32_t key = sampling_order_key(x);
     if ((key & mask) != prefix) continue;
     if (s.what == VocabSelect::kTopK) {
       atomicAdd(&hist[(key >> s.shift) & 255u], 1.f);
@@ -140,9 +129,9 @@ __global__ void __launch_bounds__(kThreads) local_mass_kernel(VocabSliceParams p
   float sum = 0.f;
   for (int c = threadIdx.x; c < p.num_cols; c += kThreads) {
     const float x = slice_x(z, c, inv_t);
-    if (vocab_order_key(x) >= st.threshold) sum += __expf(x - st.max);
+    if (sampling_order_key(x) >= st.threshold) sum += __expf(x - st.max);
   }
-  sum = block_reduce(
+  sum = block_reduce<kThreads>(
       sum, [](float a, float b) { return a + b; }, scratch);
   for (int q = threadIdx.x; q < p.world; q += kThreads)
     masses[static_cast<int64_t>(q) * num_select + j] = q == p.rank ? sum : 0.f;
@@ -169,7 +158,7 @@ __global__ void __launch_bounds__(kThreads)
   float my = 0.f;
   for (int c = c0; c < c1; ++c) {
     const float x = slice_x(z, c, inv_t);
-    if (vocab_order_key(x) >= st.threshold) my += __expf(x - st.max);
+    if (sampling_order_key(x) >= st.threshold) my += __expf(x - st.max);
   }
   chunk_prefix[threadIdx.x] = my;
   __syncthreads();
@@ -186,7 +175,7 @@ __global__ void __launch_bounds__(kThreads)
   float run = chunk_prefix[threadIdx.x];
   for (int c = c0; c < c1; ++c) {
     const float x = slice_x(z, c, inv_t);
-    if (vocab_order_key(x) < st.threshold) continue;
+    if (sampling_order_key(x) < st.threshold) continue;
     last_kept = p.vocab_begin + c;
     run += __expf(x - st.max);
     if (run > target) {
@@ -194,9 +183,9 @@ __global__ void __launch_bounds__(kThreads)
       break;
     }
   }
-  const int first = block_reduce(
+  const int first = block_reduce<kThreads>(
       found < 0 ? INT_MAX : found, [](int a, int b) { return min(a, b); }, i_scratch);
-  const int last = block_reduce(
+  const int last = block_reduce<kThreads>(
       last_kept, [](int a, int b) { return max(a, b); }, i_scratch);
   for (int i = threadIdx.x; i < p.world * 2; i += kThreads) {
     const int q = i / 2;

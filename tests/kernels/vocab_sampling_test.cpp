@@ -149,7 +149,8 @@ TEST(VocabSamplingKernel, PiecesMatchReferenceAndTheSingleDeviceRule) {
     select(VocabSelect::kTopK, k_rows, d_k_rows);
     for (int r : k_rows) {  // exactly the k-th largest key of the whole row
       std::vector<uint32_t> keys(vocab);
-      for (int i = 0; i < vocab; ++i) keys[i] = vocab_order_key(widened[size_t(r) * vocab + i] * (1.0f / rows[r].temp));
+      for (int i = 0; i < vocab; ++i)
+        keys[i] = sampling_order_key(widened[size_t(r) * vocab + i] * (1.0f / rows[r].temp));
       std::nth_element(keys.begin(), keys.begin() + (rows[r].top_k - 1), keys.end(), std::greater<>());
       EXPECT_EQ(state[r].threshold, keys[rows[r].top_k - 1]) << "top-k row " << r << ", world " << world;
     }

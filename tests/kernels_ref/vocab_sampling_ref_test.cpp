@@ -176,7 +176,7 @@ TEST(VocabSamplingRef, TopKThresholdIsTheKthLargestKey) {
   for (auto& x : logits) x = float_to_bf16(0.25f * static_cast<float>(few(rng)));
   for (int k : {1, 2, 17, 100, 1500, 3000}) {
     std::vector<uint32_t> keys(vocab);
-    for (int i = 0; i < vocab; ++i) keys[i] = vocab_order_key(bf16_to_float(logits[i]) * (1.0f / 0.9f));
+    for (int i = 0; i < vocab; ++i) keys[i] = sampling_order_key(bf16_to_float(logits[i]) * (1.0f / 0.9f));
     std::sort(keys.begin(), keys.end(), std::greater<>());
     std::vector<float> temperature = {0.9f}, top_p = {1.f};
     std::vector<int32_t> top_k = {k}, rows = {0};
@@ -203,9 +203,9 @@ TEST(VocabSamplingRef, TopKThresholdIsTheKthLargestKey) {
 
 TEST(VocabSamplingRef, KeysRoundTrip) {
   for (float x : {0.f, -0.f, 1.f, -1.f, 3.4e38f, -3.4e38f, 1e-40f, -1e-40f}) {
-    EXPECT_EQ(std::bit_cast<uint32_t>(vocab_key_value(vocab_order_key(x))), std::bit_cast<uint32_t>(x));
+    EXPECT_EQ(std::bit_cast<uint32_t>(sampling_key_value(sampling_order_key(x))), std::bit_cast<uint32_t>(x));
   }
-  EXPECT_LT(vocab_order_key(-0.f), vocab_order_key(0.f));
+  EXPECT_LT(sampling_order_key(-0.f), sampling_order_key(0.f));
 }
 
 }  // namespace
