@@ -527,6 +527,31 @@ struct MoeMxfp4Bench {
 // GB/s counts the weight bytes only (N·K): the quantity the decode GEMV exists to stream. "gemv_fp8" rows
 // use programmatic dependent launch, so back-to-back launches overlap one kernel's weight prefetch with
 // the previous one's tail (as in a PDL-chained decode step); "no-PDL" rows are plain stream order.
+// A dense decode GEMV's random bf16 activations [M, K], bias [N] and output [M, N or N/2], and its
+// parameters without weights (w, w_scales, w_tiled are the caller's).
+struct GemvBenchProblem {
+  GemvBenchProblem(int M, int N, int K, GemmEpilogue epi)
+      : out_cols(epi == GemmEpilogue::kSwiGlu ? N / 2 : N),
+        x(size_t(M) * K * 2),
+        bias(size_t(N) * 2),
+        out(size_t(M) * out_cols * 2) {
+    fill_bf16(x, -2, 2);
+    fill_bf16(bias, -1, 1);
+    p.x = x.as<uint16_t>();
+    p.ldx = K;
+    p.bias = bias.as<uint16_t>();
+    p.out = out.as<uint16_t>();
+    p.ldc = out_cols;
+    p.M = M;
+    p.N = N;
+    p.K = K;
+    p.epilogue = epi;
+  }
+  int out_cols;
+  Buf x, bias, out;
+  GemvFp8Params p;
+};
+
 void bench_gemv(const char* name, int M, int N, int K, GemmEpilogue epi, bool baseline = true) {
   const int kb = (K + 127) / 128, nb = (N + 127) / 128;
   const size_t wbytes = size_t(N) * K;
@@ -539,36 +564,24 @@ void bench_gemv(const char* name, int M, int N, int K, GemmEpilogue epi, bool ba
     fill_fp8(*w.back());
     fill_f32(*s.back(), 1e-3f, 2e-3f);
   }
-  const int out_cols = epi == GemmEpilogue::kSwiGlu ? N / 2 : N;
   const int64_t ldq = (K + 15) / 16 * 16;
-  Buf x(size_t(M) * K * 2), bias(size_t(N) * 2), out(size_t(M) * out_cols * 2), xq(size_t(M) * ldq),
-      xs(size_t(M) * kb * 4);
-  fill_bf16(x, -2, 2);
-  fill_bf16(bias, -1, 1);
-  GemvFp8Params p;
-  p.x = x.as<uint16_t>();
-  p.ldx = K;
-  p.bias = bias.as<uint16_t>();
-  p.out = out.as<uint16_t>();
-  p.ldc = out_cols;
-  p.M = M;
-  p.N = N;
-  p.K = K;
-  p.epilogue = epi;
+  GemvBenchProblem problem(M, N, K, epi);
+  GemvFp8Params& p = problem.p;
+  Buf xq(size_t(M) * ldq), xs(size_t(M) * kb * 4);
   // Baseline: the prefill path at this shape (activations quantized to fp8, then the FP8 GEMM).
   GemmFp8Params g;
   g.a = xq.as<uint8_t>();
   g.lda = ldq;
   g.a_scales = xs.as<float>();
-  g.bias = bias.as<uint16_t>();
-  g.out = out.as<uint16_t>();
-  g.ldc = out_cols;
+  g.bias = p.bias;
+  g.out = p.out;
+  g.ldc = p.ldc;
   g.M = M;
   g.N = N;
   g.K = K;
   g.epilogue = epi;
   const double base = !baseline ? 0.0 : time_us([&](int i) {
-    launch_quantize_fp8({x.as<uint16_t>(), K, xq.as<uint8_t>(), ldq, xs.as<float>(), M, K}, nullptr);
+    launch_quantize_fp8({p.x, K, xq.as<uint8_t>(), ldq, xs.as<float>(), M, K}, nullptr);
     g.b = w[i % copies]->as<uint8_t>();
     g.b_scales = s[i % copies]->as<float>();
     launch_gemm_fp8(g, M, nullptr);
@@ -724,20 +737,8 @@ void bench_gemv_mxfp4(const char* name, int M, int N, int K, GemmEpilogue epi) {
     fill_fp8(*w8.back());
     fill_f32(*s8.back(), 1e-3f, 2e-3f);
   }
-  const int out_cols = epi == GemmEpilogue::kSwiGlu ? N / 2 : N;
-  Buf x(size_t(M) * K * 2), bias(size_t(N) * 2), out(size_t(M) * out_cols * 2);
-  fill_bf16(x, -2, 2);
-  fill_bf16(bias, -1, 1);
-  GemvFp8Params p;
-  p.x = x.as<uint16_t>();
-  p.ldx = K;
-  p.bias = bias.as<uint16_t>();
-  p.out = out.as<uint16_t>();
-  p.ldc = out_cols;
-  p.M = M;
-  p.N = N;
-  p.K = K;
-  p.epilogue = epi;
+  GemvBenchProblem problem(M, N, K, epi);
+  GemvFp8Params& p = problem.p;
   p.w_tiled = true;
   const double base = time_us([&](int i) {
     p.w = w8[i % fp8_copies]->as<uint8_t>();
@@ -769,20 +770,8 @@ void bench_gemv_tune(const char* name, int M, int N, int K, GemmEpilogue epi, bo
     sc.push_back(std::make_unique<Buf>(size_t((N + 127) / 128) * ((K + 127) / 128) * 4));
     fill_f32(*sc.back(), 1e-3f, 2e-3f);
   }
-  const int out_cols = epi == GemmEpilogue::kSwiGlu ? N / 2 : N;
-  Buf x(size_t(M) * K * 2), bias(size_t(N) * 2), out(size_t(M) * out_cols * 2);
-  fill_bf16(x, -2, 2);
-  fill_bf16(bias, -1, 1);
-  GemvFp8Params p;
-  p.x = x.as<uint16_t>();
-  p.ldx = K;
-  p.bias = bias.as<uint16_t>();
-  p.out = out.as<uint16_t>();
-  p.ldc = out_cols;
-  p.M = M;
-  p.N = N;
-  p.K = K;
-  p.epilogue = epi;
+  GemvBenchProblem problem(M, N, K, epi);
+  GemvFp8Params& p = problem.p;
   p.w_tiled = true;
   Buf ws(mxfp4 ? size_t(kGemvMxfp4WorkspaceBytes) : 0);  // stream-K: zeroed once, left zeroed by every launch
   GOSSAMER_CUDA_CHECK(cudaMemset(ws.as<uint8_t>(), 0, ws.bytes));

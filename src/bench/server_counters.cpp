@@ -88,8 +88,6 @@ ServerActivity server_activity(const ServerCounters& before, const ServerCounter
     activity.generated_per_step = (after.generation_tokens - before.generation_tokens) / activity.steps;
     activity.prompt_per_step = (after.prompt_tokens - before.prompt_tokens) / activity.steps;
     activity.ms_per_step = seconds * 1000.0 / activity.steps;
-  }
-  if (activity.steps > 0.0) {
     const auto per_step = [&](double ServerCounters::*field) {
       return (after.*field - before.*field) * 1000.0 / activity.steps;
     };

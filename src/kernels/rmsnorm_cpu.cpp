@@ -2,7 +2,7 @@
 #include <vector>
 
 #include "core/dtype.h"
-#include "kernels/moe.h"  // kMoeTopK
+#include "kernels/moe.h"  // moe_combine_cpu
 #include "kernels/rmsnorm.h"
 
 namespace gossamer::kernels {
@@ -19,23 +19,22 @@ void rmsnorm_f32_cpu(const float* x, int64_t num_rows, int64_t hidden, const flo
 }
 
 void rmsnorm_cpu(const RmsNormParams& p) {
+  if (p.moe_y) {  // x from the MoE pieces: moe_combine_cpu's rows (no residual), then the norm as usual
+    std::vector<uint16_t> x(static_cast<size_t>(p.num_tokens) * p.hidden);
+    moe_combine_cpu({p.moe_y, p.moe_pair_row, p.moe_topk_weights, nullptr, x.data(), p.num_tokens, p.hidden});
+    RmsNormParams combined = p;
+    combined.x = x.data();
+    combined.moe_y = nullptr;
+    combined.moe_pair_row = nullptr;
+    combined.moe_topk_weights = nullptr;
+    return rmsnorm_cpu(combined);
+  }
   for (int64_t t = 0; t < p.num_tokens; ++t) {
     const int64_t base = t * p.hidden;
     float sum_sq = 0.f;
     std::vector<float> s(p.hidden);
     for (int i = 0; i < p.hidden; ++i) {
-      float v = 0.f;
-      if (p.moe_y) {  // moe_combine_cpu's sum, no residual
-        float sum = 0.f;
-        for (int k = 0; k < kMoeTopK; ++k) {
-          const int row = p.moe_pair_row[t * kMoeTopK + k];
-          if (row >= 0)
-            sum += p.moe_topk_weights[t * kMoeTopK + k] * bf16_to_float(p.moe_y[int64_t{row} * p.hidden + i]);
-        }
-        v = bf16_to_float(float_to_bf16(0.f + sum));
-      } else {
-        v = bf16_to_float(p.x[base + i]);
-      }
+      float v = bf16_to_float(p.x[base + i]);
       if (p.residual) {
         const uint16_t sum = float_to_bf16(v + bf16_to_float(p.residual[base + i]));
         p.residual[base + i] = sum;

@@ -202,8 +202,7 @@ void CudaModel::allocate_kv_cache_impl(int32_t num_blocks, int32_t block_size, i
   ++workspace_generation_;  // graphs hold cache pointers
 }
 
-CudaModel::StepPlan CudaModel::layout_plan(int tokens, int seqs, int pages, int rows, int q_tiles_64,
-                                           int q_tiles_128) const {
+CudaModel::StepPlan CudaModel::layout_plan(int tokens, int seqs, int pages, int rows, bool prefill) const {
   const bool ring = num_sliding_blocks_ > 0;
   StepPlan plan;
   size_t words = 0;
@@ -223,10 +222,9 @@ CudaModel::StepPlan CudaModel::layout_plan(int tokens, int seqs, int pages, int 
   plan.sliding_page_indptr = ring ? reserve(seqs + 1, 1) : plan.page_indptr;
   plan.rows = reserve(std::max(rows, 1), 1);
   plan.feeds = reserve(static_cast<size_t>(seqs) * 2, 1);
-  plan.num_q_tiles_64 = q_tiles_64;
-  plan.num_q_tiles_128 = q_tiles_128;
-  plan.q_tiles_64 = reserve(q_tiles_64, 1);
-  plan.q_tiles_128 = reserve(q_tiles_128, 1);
+  // Room for every tile of every sequence (attention.h: Σ ceil(q_len / R) ≤ tokens / R + seqs).
+  plan.q_tiles_64 = reserve(prefill ? tokens / 64 + seqs : 0, 1);
+  plan.q_tiles_128 = reserve(prefill ? tokens / 128 + seqs : 0, 1);
   // Page tables last: a step uploads only the pages it uses.
   plan.page_indices = reserve(std::max(pages, 1), 1);
   plan.sliding_page_indices = ring ? reserve(std::max(pages, 1), 1) : plan.page_indices;
@@ -234,7 +232,7 @@ CudaModel::StepPlan CudaModel::layout_plan(int tokens, int seqs, int pages, int 
   return plan;
 }
 
-void CudaModel::fill_and_upload_plan(const ForwardBatch& batch, const StepPlan& plan, DeviceBuffer& device) {
+void CudaModel::fill_and_upload_plan(const ForwardBatch& batch, StepPlan& plan, DeviceBuffer& device) {
   PinnedBuffer& host_plan = launching_slot().plan;  // NOTE: a step in flight may still upload from the other
   grow(host_plan, plan.total_words * 4);
   int32_t* host = host_plan.get<int32_t>();
@@ -295,13 +293,12 @@ void CudaModel::fill_and_upload_plan(const ForwardBatch& batch, const StepPlan& 
     host[plan.page_indptr + s + 1] = page;
     host[plan.sliding_page_indptr + s + 1] = page;
   }
-  if (plan.num_q_tiles_64 + plan.num_q_tiles_128 > 0) {  // the prefill launch's tiles (cu_seqlens is complete)
+  if (plan.max_q > kernels::kDecodeMaxQ) {  // the prefill launch's tiles (cu_seqlens is complete)
     const bool apart = mixed_step_attention_split(plan);
-    const int n64 =
+    plan.num_q_tiles_64 =
         kernels::attention_prefill_tiles(host + plan.cu_seqlens, plan.num_seqs, 64, apart, host + plan.q_tiles_64);
-    const int n128 =
+    plan.num_q_tiles_128 =
         kernels::attention_prefill_tiles(host + plan.cu_seqlens, plan.num_seqs, 128, apart, host + plan.q_tiles_128);
-    GOSSAMER_ASSERT(n64 == plan.num_q_tiles_64 && n128 == plan.num_q_tiles_128, "prefill tile counts disagree");
   }
   const size_t used = std::max(page, 1);
   GOSSAMER_CUDA_CHECK(
@@ -735,12 +732,8 @@ int CudaModel::enqueue_forward(const ForwardBatch& batch) {
   check_pending_rows(batch);
   if (run_decode_graph(batch)) return static_cast<int>(batch.sequences.size());
   int tokens = 0, pages = 0, rows = 0, max_q = 0, max_kv = 0, decode_seqs = 0;
-  int tiles_64 = 0, tiles_128 = 0, decode_tiles = 0;  // prefill query tiles; decode_tiles: the decode sequences'
   for (const SequenceInput& seq : batch.sequences) {
     const int n = static_cast<int>(seq.tokens.size());
-    tiles_64 += (n + 63) / 64;
-    tiles_128 += (n + 127) / 128;
-    if (n > 0 && n <= kernels::kDecodeMaxQ) ++decode_tiles;  // one tile of either size
     tokens += n;
     max_q = std::max(max_q, n);
     if (n <= kernels::kDecodeMaxQ) ++decode_seqs;
@@ -749,16 +742,8 @@ int CudaModel::enqueue_forward(const ForwardBatch& batch) {
     rows += seq.logits == LogitsWanted::kAll ? n : (seq.logits == LogitsWanted::kLast && n > 0 ? 1 : 0);
   }
   if (tokens == 0) return 0;
-  StepPlan shape;  // what decides the attention split
-  shape.max_q = max_q;
-  shape.num_decode_seqs = decode_seqs;
-  if (max_q <= kernels::kDecodeMaxQ) {
-    tiles_64 = tiles_128 = 0;  // a decode step: no prefill launch
-  } else if (mixed_step_attention_split(shape)) {
-    tiles_64 -= decode_tiles;
-    tiles_128 -= decode_tiles;
-  }
-  StepPlan plan = layout_plan(tokens, static_cast<int>(batch.sequences.size()), pages, rows, tiles_64, tiles_128);
+  StepPlan plan =
+      layout_plan(tokens, static_cast<int>(batch.sequences.size()), pages, rows, max_q > kernels::kDecodeMaxQ);
   plan.num_tokens = tokens;
   plan.num_seqs = static_cast<int>(batch.sequences.size());
   plan.num_rows = rows;

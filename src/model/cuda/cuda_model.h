@@ -188,7 +188,8 @@ class CudaModel final : public Model {
     // Sequences of ≤ kernels::kDecodeMaxQ queries: in a mixed step (max_q above that) they take the decode
     // attention kernel when mixed_step_attention_split() (kernels/attention.h decode_rows_apart).
     int num_decode_seqs = 0;
-    // The prefill attention's query tiles (kernels/attention.h q_tiles_64 / q_tiles_128; 0 in decode steps).
+    // The prefill attention's query tiles (kernels/attention.h q_tiles_64 / q_tiles_128), counted by
+    // fill_and_upload_plan; 0 in decode steps.
     int num_q_tiles_64 = 0, num_q_tiles_128 = 0;
     size_t q_tiles_64 = 0, q_tiles_128 = 0;
     size_t ids = 0, positions = 0, slots = 0, cu_seqlens = 0, kv_lens = 0, page_indptr = 0, page_indices = 0, rows = 0,
@@ -207,11 +208,13 @@ class CudaModel final : public Model {
     bool warmed_up = false;   // one eager run first (launchers set kernel attributes on first use)
   };
 
-  StepPlan layout_plan(int tokens, int seqs, int pages, int rows, int q_tiles_64 = 0, int q_tiles_128 = 0) const;
+  // prefill: the step launches the prefill attention (room for its query-tile lists).
+  StepPlan layout_plan(int tokens, int seqs, int pages, int rows, bool prefill = false) const;
   // Writes the plan of `batch` into the launching slot's host plan (padding with scratch sequences up to
   // plan.num_seqs) and uploads the used words (two ranges with a ring: its page table sits after the main
   // one) to `device`; then copies the pending ids from the step in flight's drawn tokens (feed_pending_tokens).
-  void fill_and_upload_plan(const ForwardBatch& batch, const StepPlan& plan, DeviceBuffer& device);
+  // With a prefill launch it also lists the query tiles (plan's num_q_tiles_*).
+  void fill_and_upload_plan(const ForwardBatch& batch, StepPlan& plan, DeviceBuffer& device);
   // Throws unless every pending row of `batch` names a row of the sampled step in flight.
   void check_pending_rows(const ForwardBatch& batch) const;
   // Grows a device buffer that a step in flight may use: waits for the stream first when it must move.
