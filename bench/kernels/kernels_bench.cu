@@ -755,11 +755,10 @@ void bench_gemv_mxfp4(const char* name, int M, int N, int K, GemmEpilogue epi) {
   row("gemv_mxfp4", shape, us, 2.0 * M * N * K, double(wbytes), base, "copy");
 }
 
-// ---- decode GEMV launch shapes (stages, cluster, MXFP4's split) at the batch-1 and batch-8 shapes ----
-// Every (ring depth, cluster) pair the kernels have, and the MXFP4 GEMV's stream-K split, against the launch's
-// rule (the baseline column), FP8 and MXFP4, back to back with PDL as in a decode step: what the rule should
-// pick. "4x" rows are one token's four experts as one dense matrix (the grouped launch has the same CTAs:
-// tiles × 4 slots; stream-K splits the same K steps either way).
+// ---- decode GEMV launch shapes (GemvFp8Params::stages / cluster) at the batch-1 and batch-8 shapes ----
+// Every (ring depth, cluster) pair the kernels have against the launch's rule (the baseline column), FP8 and MXFP4,
+// back to back with PDL as in a decode step: what the rule should pick. "4x" rows are one token's four
+// experts as one dense matrix (the grouped launch has the same CTAs: tiles × 4 slots).
 void bench_gemv_tune(const char* name, int M, int N, int K, GemmEpilogue epi, bool mxfp4) {
   const size_t wbytes = mxfp4 ? size_t(mxfp4_tiled_group_bytes(N, K)) : size_t(fp8_tiled_group_bytes(N, K));
   const int copies = copies_for(wbytes);
@@ -773,19 +772,14 @@ void bench_gemv_tune(const char* name, int M, int N, int K, GemmEpilogue epi, bo
   GemvBenchProblem problem(M, N, K, epi);
   GemvFp8Params& p = problem.p;
   p.w_tiled = true;
-  Buf ws(mxfp4 ? size_t(kGemvMxfp4WorkspaceBytes) : 0);  // stream-K: zeroed once, left zeroed by every launch
-  GOSSAMER_CUDA_CHECK(cudaMemset(ws.as<uint8_t>(), 0, ws.bytes));
-  auto time_shape = [&](int stages, int cluster, int split = 0) {
+  auto time_shape = [&](int stages, int cluster) {
     p.stages = stages;
     p.cluster = cluster;
     return time_us([&](int i) {
       p.w = w[i % copies]->as<uint8_t>();
       p.w_scales = sc[i % copies]->as<float>();
       if (mxfp4) {
-        GemvMxfp4Params q = gemv_mxfp4_params_of(p);
-        q.split = split;
-        q.workspace = ws.as<uint8_t>();
-        launch_gemv_mxfp4(q, nullptr);
+        launch_gemv_mxfp4(gemv_mxfp4_params_of(p), nullptr);
       } else {
         launch_gemv_fp8(p, nullptr);
       }
@@ -806,10 +800,6 @@ void bench_gemv_tune(const char* name, int M, int N, int K, GemmEpilogue epi, bo
       }
       row(kernel, shape, time_shape(stages, cluster), 2.0 * M * N * K, double(wbytes), rule, "copy");
     }
-  }
-  if (mxfp4) {  // the work split (GemvMxfp4Params::split): stream-K, one wave of resident CTAs
-    row("gemv split=stream-k", shape, time_shape(0, 0, kGemvSplitStreamK), 2.0 * M * N * K, double(wbytes), rule,
-        "copy");
   }
 }
 

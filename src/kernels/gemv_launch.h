@@ -7,22 +7,6 @@
 
 namespace gossamer::kernels {
 
-// The work split (GemvMxfp4Params::split): a CTA (or cluster) per 64-row tile and slot, or stream-K (one CTA
-// per resident slot, equal shares of the (slot, tile, K step) work).
-inline constexpr int kGemvSplitTiles = 1;
-inline constexpr int kGemvSplitStreamK = 2;
-
-// The work split; `requested` (GemvMxfp4Params::split: 1 or 2; 0 = the rule) overrides it. The rule is
-// kGemvSplitTiles everywhere until `gossamer_kernels_bench gemv-tune` has measured stream-K (its rows "gemv
-// split=stream-k"). NOTE: a measured rule will weigh the tile split's waves, tiles × slots / resident CTAs
-// (gemv_mxfp4_stream_k_resident), against stream-K's fixup (a partial tile stored and read back per CTA), and
-// can pick stream-K only where the caller passes a workspace.
-inline int gemv_split(int requested, const char* kernel) {
-  GOSSAMER_CHECK(requested == 0 || requested == kGemvSplitTiles || requested == kGemvSplitStreamK, kernel, ": split ",
-                 requested, " not 1 (tiles) or 2 (stream-K)");
-  return requested != 0 ? requested : kGemvSplitTiles;
-}
-
 // The cluster size that splits K for a grid of `tiles` × `slots` row tiles of `k_steps` K steps each:
 // doubled while the grid stays within one CTA per SM (`sms`) and every one of a CTA's `warps` warps keeps
 // two K steps (H200, 2026-12-01, `gossamer_kernels_bench gemv-tune`, docs/PERF.md), up to 8; `requested`

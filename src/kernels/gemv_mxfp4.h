@@ -14,12 +14,6 @@
 // of two, exact while the sums stay finite (E8M0 codes e ≤ 232) — then added to the fp32 sum. So the only
 // roundings are fp32 accumulation and the final bf16, the same as the reference gemv_mxfp4_cpu (which sums
 // each block in fp32, scales it, and adds).
-//
-// Stream-K (split = kGemvSplitStreamK) adds the same per-step fp32 terms in another order (per CTA and warp
-// over its steps, a fixed tree over the 8 warps, then the CTAs sharing a tile in CTA order): the result is
-// deterministic for a given SM count but not bit-identical to split 1. Both are fp32 sums of the same ≤ K/128
-// step terms, so each differs from the exact sum by at most ~(K/128)·2^-24·Σ|terms| (≈ 1.4e-6 relative at
-// K = 2880), far below the final bf16 rounding (2^-9): outputs differ by at most one bf16 ulp, rarely.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +21,6 @@
 #include "core/cuda/cuda_types.h"  // cudaStream_t
 #include "kernels/gemm_fp8.h"      // GemmEpilogue
 #include "kernels/gemv_fp8.h"      // kGemvMaxRows, kGemvMaxPairs
-#include "kernels/gemv_launch.h"   // kGemvSplitTiles, kGemvSplitStreamK
 
 namespace gossamer::kernels {
 
@@ -44,17 +37,6 @@ struct GemvMxfp4Params {
   GemmEpilogue epilogue = GemmEpilogue::kBias;
   bool programmatic_launch = true;
   int cluster = 0;  // the cluster that splits K, as GemvFp8Params::cluster (0 = the rule)
-  // The work split (gemv_launch.h, 0 = the rule; `gossamer_kernels_bench gemv-tune` sweeps it):
-  //   kGemvSplitTiles (1): a CTA (or cluster) per 64-row tile and expert slot, as GemvFp8Params;
-  //   kGemvSplitStreamK (2): one CTA per resident slot (2 per SM), each taking an equal share of all
-  //     (slot, tile, K step) work in that order; a tile whose K steps fall to several CTAs is summed by the
-  //     last of them to arrive, through `workspace`. cluster must be 0.
-  int split = 0;
-  // Stream-K only: kGemvMxfp4WorkspaceBytes of device memory, zeroed once before its first use; every launch
-  // leaves its tile counters back at zero (the rest is scratch), so graph replays need nothing more. A workspace
-  // serves one GEMV at a time: launches sharing one must be ordered in one stream (PDL included: the kernel
-  // touches the workspace only after its wait).
-  uint8_t* workspace = nullptr;
   // ---- grouped (MoE decode) mode, as GemvFp8Params ----
   const int32_t* topk_ids = nullptr;
   int num_pairs = 0;
@@ -64,11 +46,6 @@ struct GemvMxfp4Params {
   int32_t* pair_row = nullptr;
   bool topk_from_earlier_kernel = false;
 };
-
-// Stream-K (GemvMxfp4Params::split = kGemvSplitStreamK) workspace: per CTA a tile counter and two fp32
-// partial tiles (64 rows × 8 x rows), for up to kGemvStreamKMaxCtas CTAs (2 per SM of a ≤ 256-SM device).
-inline constexpr int kGemvStreamKMaxCtas = 512;
-inline constexpr int64_t kGemvMxfp4WorkspaceBytes = int64_t{kGemvStreamKMaxCtas} * (4 + 2 * 64 * kGemvMaxRows * 4);
 
 // The same GEMV description over MXFP4 weights (w_tiled and w_scales dropped; w must then point at tiled
 // MXFP4 bytes): lets the MoE decode block share one parameter set for both weight formats.

@@ -47,19 +47,6 @@ bool padding_untouched(const std::vector<uint16_t>& v, int rows, int cols, int64
   return true;
 }
 
-// A stream-K workspace as the contract asks: zeroed once (every launch leaves it so).
-DeviceBuffer<uint8_t> stream_k_workspace() {
-  return DeviceBuffer<uint8_t>(std::vector<uint8_t>(size_t(kGemvMxfp4WorkspaceBytes), 0));
-}
-// The workspace's tile counters are all back at zero.
-bool counters_zero(const DeviceBuffer<uint8_t>& ws) {
-  const auto bytes = ws.download();
-  return std::all_of(bytes.begin(), bytes.begin() + kGemvStreamKMaxCtas * 4, [](uint8_t b) { return b == 0; });
-}
-const char* split_name(int split) {
-  return split == kGemvSplitStreamK ? " stream-k" : "";
-}
-
 TEST(Mxfp4TiledKernel, MatchesCpuRelayout) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(30);
@@ -112,12 +99,9 @@ struct DenseShape {
   int e_lo = 116, e_hi = 124;
 };
 
-// Every shape with the rule's split (0) and with stream-K (a grid of resident CTAs: at 132 SMs gate_up's 2,070
-// K steps split ~8 per CTA across tile boundaries, n136k416's 12 steps one per CTA, every tile shared by 4).
 TEST(GemvMxfp4Kernel, MatchesReference) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(31);
-  const DeviceBuffer<uint8_t> ws = stream_k_workspace();
   const std::vector<int> all = {1, 2, 3, 4, 5, 6, 7, 8};
   const DenseShape shapes[] = {
       {"gate_up", 5760, 2880, GemmEpilogue::kSwiGlu, all, true, 0, 0},
@@ -163,30 +147,24 @@ TEST(GemvMxfp4Kernel, MatchesReference) {
       r.bias = s.bias ? bias.data() : nullptr;
       r.out = ref.data();
       gemv_mxfp4_cpu(r);
-      p.workspace = ws.get();
-      for (const int split : {0, kGemvSplitStreamK}) {
-        for (const bool pdl : {true, false}) {
-          dout.poison();
-          p.split = split;
-          p.programmatic_launch = pdl;
-          launch_gemv_mxfp4(p, nullptr);
-          const auto out = dout.download();
-          const double err = rel_error(block(out, m, out_cols, ldc), block(ref, m, out_cols, ldc));
-          const std::string shape = std::string(s.name) + " M=" + std::to_string(m) + " N=" + std::to_string(s.n) +
-                                    " K=" + std::to_string(s.k) + (swiglu ? " swiglu" : "") + (s.bias ? " bias" : "") +
-                                    (pdl ? "" : " no-pdl") + split_name(split);
-          report("gemv_mxfp4", shape, err, kTolBf16);
-          EXPECT_LT(err, kTolBf16) << shape;
-          EXPECT_TRUE(padding_untouched(out, m, out_cols, ldc)) << shape << ": wrote past the output columns";
-        }
+      for (const bool pdl : {true, false}) {
+        dout.poison();
+        p.programmatic_launch = pdl;
+        launch_gemv_mxfp4(p, nullptr);
+        const auto out = dout.download();
+        const double err = rel_error(block(out, m, out_cols, ldc), block(ref, m, out_cols, ldc));
+        const std::string shape = std::string(s.name) + " M=" + std::to_string(m) + " N=" + std::to_string(s.n) +
+                                  " K=" + std::to_string(s.k) + (swiglu ? " swiglu" : "") + (s.bias ? " bias" : "") +
+                                  (pdl ? "" : " no-pdl");
+        report("gemv_mxfp4", shape, err, kTolBf16);
+        EXPECT_LT(err, kTolBf16) << shape;
+        EXPECT_TRUE(padding_untouched(out, m, out_cols, ldc)) << shape << ": wrote past the output columns";
       }
-      EXPECT_TRUE(counters_zero(ws)) << s.name << " M=" << m << ": stream-K left a tile counter set";
     }
   }
 }
 
-// Every launch shape the bench sweeps (GemvMxfp4Params::cluster with the tile split, and split = stream-K) gives
-// the reference's result; stream-K twice, bit-identical (its sums have a fixed order).
+// Every cluster size the bench sweeps (GemvMxfp4Params::cluster) gives the reference's result.
 TEST(GemvMxfp4Kernel, EveryLaunchShapeMatchesReference) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(37);
@@ -215,7 +193,6 @@ TEST(GemvMxfp4Kernel, EveryLaunchShapeMatchesReference) {
   gemv_mxfp4_cpu(r);
   for (const int cluster : {1, 2, 4, 8}) {
     dout.poison();
-    p.split = kGemvSplitTiles;
     p.cluster = cluster;
     launch_gemv_mxfp4(p, nullptr);
     const double err = rel_error(block(dout.download(), m, n, n), block(ref, m, n, n));
@@ -223,27 +200,6 @@ TEST(GemvMxfp4Kernel, EveryLaunchShapeMatchesReference) {
     report("gemv_mxfp4 launch shape", shape, err, kTolBf16);
     EXPECT_LT(err, kTolBf16) << shape;
   }
-  const DeviceBuffer<uint8_t> ws = stream_k_workspace();
-  p.split = kGemvSplitStreamK;
-  p.cluster = 0;
-  p.workspace = ws.get();
-  std::vector<uint16_t> first;
-  for (int run = 0; run < 2; ++run) {
-    dout.poison();
-    launch_gemv_mxfp4(p, nullptr);
-    const auto out = dout.download();
-    const double err = rel_error(block(out, m, n, n), block(ref, m, n, n));
-    report("gemv_mxfp4 launch shape", "split=stream-k", err, kTolBf16);
-    EXPECT_LT(err, kTolBf16) << "split=stream-k";
-    if (run == 0) first = out;
-    EXPECT_EQ(out, first) << "split=stream-k: not deterministic";
-  }
-  EXPECT_TRUE(counters_zero(ws)) << "split=stream-k left a tile counter set";
-  p.cluster = 2;
-  EXPECT_THROW(launch_gemv_mxfp4(p, nullptr), std::exception) << "stream-K takes no cluster";
-  p.cluster = 0;
-  p.workspace = nullptr;
-  EXPECT_THROW(launch_gemv_mxfp4(p, nullptr), std::exception) << "stream-K needs a workspace";
 }
 
 // Rows of very different magnitudes and chunks of very different magnitudes inside a row.
@@ -297,11 +253,9 @@ struct GroupedCase {
   GemmEpilogue epi;
 };
 
-// Both splits; stream-K's grid is sized for the launch's slot bound and idles the CTAs past the used slots' steps.
 TEST(GemvMxfp4Kernel, GroupedMatchesReference) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(33);
-  const DeviceBuffer<uint8_t> ws = stream_k_workspace();
   std::vector<int32_t> same32(32, 3), mixed32(32), spread12 = {5, 1, 9, 2, 1, 5, 7, 0, 9, 1, 6, 3};
   for (int i = 0; i < 32; ++i) mixed32[i] = static_cast<int32_t>((i * 7 + i / 5) % 12);
   const GroupedCase cases[] = {
@@ -313,143 +267,67 @@ TEST(GemvMxfp4Kernel, GroupedMatchesReference) {
       {"none local", {0, 1, 2, 3}, 4, 4, 4, 128, 256, GemmEpilogue::kBias},
   };
   for (const auto& c : cases) {
-    for (const int split : {0, kGemvSplitStreamK})
-      for (const bool earlier : {false, true}) {  // pair_row written, or topk_from_earlier_kernel (no pair_row)
-        const int pairs = static_cast<int>(c.ids.size());
-        const bool swiglu = c.epi == GemmEpilogue::kSwiGlu;
-        const int out_cols = swiglu ? c.n / 2 : c.n;
-        const int x_rows = (pairs + c.divisor - 1) / c.divisor;
-        auto x = random_bf16(size_t(x_rows) * c.k, rng, 1.0f);
-        const Mx w = random_mx(c.local, c.n, c.k, rng);
-        auto bias = random_bf16(size_t(c.local) * c.n, rng, 1.0f);
-        DeviceBuffer<uint16_t> dx(x), dbias(bias), dout(size_t(pairs) * out_cols);
-        DeviceBuffer<uint8_t> dw(w.tiled);
-        DeviceBuffer<int32_t> dids(c.ids), dpair_row(pairs);
-        dout.poison();
-        dpair_row.poison();
-        GemvMxfp4Params p;
-        p.x = dx.get();
-        p.ldx = c.k;
-        p.w = dw.get();
-        p.bias = dbias.get();
-        p.out = dout.get();
-        p.ldc = out_cols;
-        p.N = c.n;
-        p.K = c.k;
-        p.epilogue = c.epi;
-        p.topk_ids = dids.get();
-        p.num_pairs = pairs;
-        p.expert_begin = c.expert_begin;
-        p.num_local_experts = c.local;
-        p.x_pair_divisor = c.divisor;
-        p.pair_row = earlier ? nullptr : dpair_row.get();
-        p.topk_from_earlier_kernel = earlier;
-        p.split = split;
-        p.workspace = ws.get();
-        launch_gemv_mxfp4(p, nullptr);
-        std::vector<uint16_t> ref(dout.size(), 0xFFFF);
-        std::vector<int32_t> ref_pair_row(pairs);
-        GemvMxfp4Params r = p;
-        r.x = x.data();
-        r.w = w.tiled.data();
-        r.bias = bias.data();
-        r.out = ref.data();
-        r.topk_ids = c.ids.data();
-        r.pair_row = ref_pair_row.data();
-        r.topk_from_earlier_kernel = false;
-        gemv_mxfp4_cpu(r);
-        const auto out = dout.download();
-        const std::string shape =
-            std::string(c.name) + (earlier ? " (topk from earlier kernel)" : "") + split_name(split);
-        if (!earlier) {
-          EXPECT_EQ(dpair_row.download(), ref_pair_row) << shape;
-        }
-        // Rows of pairs routed elsewhere stay poisoned in both.
-        EXPECT_TRUE(std::equal(out.begin(), out.end(), ref.begin(),
-                               [](uint16_t a, uint16_t b) { return (a == 0xFFFF) == (b == 0xFFFF); }))
-            << shape << ": written rows differ";
-        std::vector<float> o, e;
-        for (size_t i = 0; i < out.size(); ++i) {
-          if (ref[i] == 0xFFFF) continue;
-          o.push_back(bf16_to_float(out[i]));
-          e.push_back(bf16_to_float(ref[i]));
-        }
-        const double err = o.empty() ? 0.0 : rel_error(o, e);
-        report("gemv_mxfp4 grouped", shape, err, kTolBf16);
-        EXPECT_LT(err, kTolBf16) << shape;
-        EXPECT_TRUE(counters_zero(ws)) << shape << ": stream-K left a tile counter set";
-      }
-  }
-}
-
-// Stream-K captured into a CUDA graph (dense MoE decode shape, and grouped) and replayed three times: each
-// replay bit-identical to the stream launch and the tile counters back at zero (the kernel resets them).
-TEST(GemvMxfp4Kernel, StreamKGraphReplay) {
-  GOSSAMER_REQUIRE_GPU();
-  std::mt19937 rng(38);
-  const DeviceBuffer<uint8_t> ws = stream_k_workspace();
-  const int n = 5760, k = 2880, local = 8;
-  const Mx w = random_mx(local, n, k, rng);
-  const auto bias = random_bf16(size_t(local) * n, rng, 1.0f);
-  const auto x = random_bf16(size_t(8) * k, rng, 1.0f);
-  const std::vector<int32_t> ids = {3, 1, 3, 6, 0, 2, 7, 7, 5, 4, 1, 0, 2, 6, 3, 5};  // 4 tokens × top-4
-  DeviceBuffer<uint8_t> dw(w.tiled);
-  DeviceBuffer<uint16_t> dbias(bias), dx(x), dout(size_t(ids.size()) * n / 2);
-  DeviceBuffer<int32_t> dids(ids);
-  for (const bool grouped : {false, true}) {
-    GemvMxfp4Params p;
-    p.x = dx.get();
-    p.ldx = k;
-    p.w = dw.get();
-    p.bias = dbias.get();
-    p.out = dout.get();
-    p.ldc = n / 2;
-    p.M = 8;
-    p.N = n;
-    p.K = k;
-    p.epilogue = GemmEpilogue::kSwiGlu;
-    p.split = kGemvSplitStreamK;
-    p.workspace = ws.get();
-    if (grouped) {
-      p.topk_ids = dids.get();
-      p.num_pairs = static_cast<int>(ids.size());
-      p.num_local_experts = local;
-      p.x_pair_divisor = 4;
-    }
-    std::vector<uint16_t> ref(dout.size(), 0xFFFF);
-    GemvMxfp4Params r = p;
-    r.x = x.data();
-    r.w = w.tiled.data();
-    r.bias = bias.data();
-    r.out = ref.data();
-    r.topk_ids = grouped ? ids.data() : nullptr;
-    gemv_mxfp4_cpu(r);
-    const int rows = grouped ? static_cast<int>(ids.size()) : 8;
-    const std::string shape = grouped ? "grouped 16 pairs" : "dense M=8";
-    dout.poison();
-    launch_gemv_mxfp4(p, nullptr);
-    const auto out = dout.download();
-    const double err = rel_error(block(out, rows, n / 2, n / 2), block(ref, rows, n / 2, n / 2));
-    report("gemv_mxfp4 stream-k graph", shape, err, kTolBf16);
-    EXPECT_LT(err, kTolBf16) << shape;
-    cudaStream_t stream;
-    ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
-    launch_gemv_mxfp4(p, stream);
-    ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
-    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-    for (int i = 0; i < 3; ++i) {
+    for (const bool earlier : {false, true}) {  // pair_row written, or topk_from_earlier_kernel (no pair_row)
+      const int pairs = static_cast<int>(c.ids.size());
+      const bool swiglu = c.epi == GemmEpilogue::kSwiGlu;
+      const int out_cols = swiglu ? c.n / 2 : c.n;
+      const int x_rows = (pairs + c.divisor - 1) / c.divisor;
+      auto x = random_bf16(size_t(x_rows) * c.k, rng, 1.0f);
+      const Mx w = random_mx(c.local, c.n, c.k, rng);
+      auto bias = random_bf16(size_t(c.local) * c.n, rng, 1.0f);
+      DeviceBuffer<uint16_t> dx(x), dbias(bias), dout(size_t(pairs) * out_cols);
+      DeviceBuffer<uint8_t> dw(w.tiled);
+      DeviceBuffer<int32_t> dids(c.ids), dpair_row(pairs);
       dout.poison();
-      ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
-      ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-      EXPECT_EQ(dout.download(), out) << shape << ": graph replay " << i;
-      EXPECT_TRUE(counters_zero(ws)) << shape << ": replay " << i << " left a tile counter set";
+      dpair_row.poison();
+      GemvMxfp4Params p;
+      p.x = dx.get();
+      p.ldx = c.k;
+      p.w = dw.get();
+      p.bias = dbias.get();
+      p.out = dout.get();
+      p.ldc = out_cols;
+      p.N = c.n;
+      p.K = c.k;
+      p.epilogue = c.epi;
+      p.topk_ids = dids.get();
+      p.num_pairs = pairs;
+      p.expert_begin = c.expert_begin;
+      p.num_local_experts = c.local;
+      p.x_pair_divisor = c.divisor;
+      p.pair_row = earlier ? nullptr : dpair_row.get();
+      p.topk_from_earlier_kernel = earlier;
+      launch_gemv_mxfp4(p, nullptr);
+      std::vector<uint16_t> ref(dout.size(), 0xFFFF);
+      std::vector<int32_t> ref_pair_row(pairs);
+      GemvMxfp4Params r = p;
+      r.x = x.data();
+      r.w = w.tiled.data();
+      r.bias = bias.data();
+      r.out = ref.data();
+      r.topk_ids = c.ids.data();
+      r.pair_row = ref_pair_row.data();
+      r.topk_from_earlier_kernel = false;
+      gemv_mxfp4_cpu(r);
+      const auto out = dout.download();
+      const std::string shape = std::string(c.name) + (earlier ? " (topk from earlier kernel)" : "");
+      if (!earlier) {
+        EXPECT_EQ(dpair_row.download(), ref_pair_row) << shape;
+      }
+      // Rows of pairs routed elsewhere stay poisoned in both.
+      EXPECT_TRUE(std::equal(out.begin(), out.end(), ref.begin(),
+                             [](uint16_t a, uint16_t b) { return (a == 0xFFFF) == (b == 0xFFFF); }))
+          << shape << ": written rows differ";
+      std::vector<float> o, e;
+      for (size_t i = 0; i < out.size(); ++i) {
+        if (ref[i] == 0xFFFF) continue;
+        o.push_back(bf16_to_float(out[i]));
+        e.push_back(bf16_to_float(ref[i]));
+      }
+      const double err = o.empty() ? 0.0 : rel_error(o, e);
+      report("gemv_mxfp4 grouped", shape, err, kTolBf16);
+      EXPECT_LT(err, kTolBf16) << shape;
     }
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
-    cudaStreamDestroy(stream);
   }
 }
 
