@@ -20,7 +20,6 @@
 #include "kernels/gemm_bf16.h"
 #include "kernels/gemm_fp8.h"
 #include "kernels/gemm_fp8_cublaslt.h"
-#include "kernels/gemv_bf16.h"
 #include "kernels/gemv_fp8.h"
 #include "kernels/gemv_mxfp4.h"
 #include "kernels/gpt_oss_cases.h"  // tests/kernels/: the cases the kernel tests check
@@ -29,7 +28,6 @@
 #include "kernels/mxfp4_tiled.h"
 #include "kernels/quantize_fp8.h"
 #include "kernels/rmsnorm.h"
-#include "kernels/rmsnorm_router.h"
 #include "kernels/rope.h"
 #include "kernels/sampling.h"
 
@@ -213,62 +211,6 @@ void bench_rmsnorm(int T) {
   RmsNormParams p{x.as<uint16_t>(), res.as<uint16_t>(), w.as<uint16_t>(), out.as<uint16_t>(), T, H, 1e-5f};
   const double us = time_us([&](int) { launch_rmsnorm(p, nullptr); });
   row("rmsnorm+residual", std::to_string(T) + "x" + std::to_string(H), us, 0, 4.0 * T * H * 2, 0, "copy");
-}
-
-// The decode MLP entry: the fused norm + router + route (rmsnorm_router.h) against the three launches it
-// replaces (baseline: launch_rmsnorm → launch_gemv_bf16 → launch_moe_route), router rows rotated through
-// copies so they come from DRAM as in a step. GB/s counts the router weights and the rows read.
-void bench_rmsnorm_router(int T, int E) {
-  const int H = gpt_oss::kHidden;
-  const size_t wbytes = size_t(E) * H * 2;
-  const int copies = copies_for(wbytes);
-  Buf x(size_t(T) * H * 2), res(size_t(T) * H * 2), nw(H * 2), normed(size_t(T) * H * 2), bias(E * 2),
-      logits(size_t(T) * E * 2), ids(T * 16), weights(T * 16), arrivals(4);
-  std::vector<Buf*> w;
-  for (int i = 0; i < copies; ++i) {
-    w.push_back(new Buf(wbytes));
-    fill_bf16(*w.back(), -0.05f, 0.05f);
-  }
-  fill_bf16(x, -2, 2);
-  fill_bf16(res, -2, 2);
-  fill_bf16(nw, 0.5f, 1.5f);
-  fill_bf16(bias, -0.1f, 0.1f);
-  GOSSAMER_CUDA_CHECK(cudaMemset(arrivals.get(), 0, 4));
-  RmsNormRouterParams p;
-  p.x = x.as<uint16_t>();
-  p.residual = res.as<uint16_t>();
-  p.norm_weight = nw.as<uint16_t>();
-  p.normed = normed.as<uint16_t>();
-  p.router_bias = bias.as<uint16_t>();
-  p.logits = logits.as<uint16_t>();
-  p.topk_ids = ids.as<int32_t>();
-  p.topk_weights = weights.as<float>();
-  p.arrivals = arrivals.as<int32_t>();
-  p.num_tokens = T;
-  p.hidden = H;
-  p.num_experts = E;
-  const double base = time_us([&](int i) {
-    launch_rmsnorm({p.x, p.residual, p.norm_weight, p.normed, T, H, 1e-5f}, nullptr);
-    GemvBf16Params g;
-    g.x = p.normed;
-    g.ldx = H;
-    g.w = w[i % copies]->as<uint16_t>();
-    g.bias = p.router_bias;
-    g.out = p.logits;
-    g.ldc = E;
-    g.M = T;
-    g.N = E;
-    g.K = H;
-    launch_gemv_bf16(g, nullptr);
-    launch_moe_route({p.logits, p.topk_ids, p.topk_weights, T, E}, nullptr);
-  });
-  const double us = time_us([&](int i) {
-    p.router_w = w[i % copies]->as<uint16_t>();
-    launch_rmsnorm_router(p, nullptr);
-  });
-  row("rmsnorm+router+top4", std::to_string(T) + "x" + std::to_string(H) + " E=" + std::to_string(E), us, 0,
-      double(wbytes) + 3.0 * T * H * 2, base, "copy");
-  for (auto* b : w) delete b;
 }
 
 // RoPE of q and k with the paged K/V write at the shared token counts (gpt_oss_cases.h); random positions,
@@ -1203,9 +1145,6 @@ int main(int argc, char** argv) {
       for (const gpt_oss::LinearCase& l : gpt_oss::kLinears) bench_gemv(l.name, M, l.n, l.k, l.epilogue);
     }
     for (const gpt_oss::MoeCase& m : gpt_oss::kMoeDecode) bench_moe_decode(m.tokens, m.experts);
-    for (int M : gpt_oss::kDecodeRows) {
-      for (const int E : {32, 128}) bench_rmsnorm_router(M, E);
-    }
   }
   if (want("gemv") || want("mxfp4")) {  // MXFP4 experts (--weights mxfp4): the expert shapes of 20b/120b
     for (int M : gpt_oss::kDecodeRows) {

@@ -104,10 +104,6 @@ struct MoeParams {
   // launch_moe_decode only: stop after the down GEMV and leave the combine to the next RMSNorm, which sums
   // the pieces moe_decode_deferred_combine names (rmsnorm.h moe_y); residual and out unused.
   bool combine_deferred = false;
-  // launch_moe_decode only: the routing is already in the workspace where moe_decode_routing says, written
-  // by a kernel launched before on the same stream (the model: rmsnorm_router.h, right before): no route
-  // launch; logits unused.
-  bool routed = false;
 };
 // Device scratch for launch_moe, carved from one buffer of moe_workspace_bytes().
 size_t moe_workspace_bytes(int num_tokens, int num_local_experts, int hidden, int inter);
@@ -145,8 +141,8 @@ void moe_bf16_cpu(const MoeBf16Params& p);
 
 // ---- MoE decode on the weight-only GEMV ----
 // The whole expert block above (same MoeParams, same result up to rounding) for num_tokens ≤
-// kGemvMaxRows, with weight-only quantization: launch_moe_route (none with routed) → grouped GEMV gate_up + bias +
-// SwiGLU (act [T·4, inter] bf16, one row per pair) → grouped GEMV down + bias (y [T·4, hidden] bf16) →
+// kGemvMaxRows, with weight-only quantization: launch_moe_route → grouped GEMV gate_up + bias + SwiGLU
+// (act [T·4, inter] bf16, one row per pair) → grouped GEMV down + bias (y [T·4, hidden] bf16) →
 // launch_moe_combine with pair_row = identity (−1 for pairs routed to other ranks; with combine_deferred
 // no combine: the next RMSNorm sums the pieces, moe_decode_deferred_combine). Unlike launch_moe
 // (and moe_cpu), x and the SwiGLU output are not quantized to fp8: act and y are rounded to bf16.
@@ -158,13 +154,6 @@ void launch_moe_decode(const MoeParams& p, void* workspace, cudaStream_t stream)
 // `workspace` (valid until its next use; residual and out null), for that launch's num_tokens, hidden and
 // inter. Host only, no launch.
 MoeCombineParams moe_decode_deferred_combine(void* workspace, int num_tokens, int hidden, int inter);
-// Where launch_moe_decode keeps the routing in `workspace` for num_tokens, hidden and inter: what its route
-// writes, or, with MoeParams::routed, what an earlier kernel must have written. Host only, no launch.
-struct MoeRouting {
-  int32_t* topk_ids = nullptr;    // [num_tokens, 4]
-  float* topk_weights = nullptr;  // [num_tokens, 4] fp32
-};
-MoeRouting moe_decode_routing(void* workspace, int num_tokens, int hidden, int inter);
 // One grouped GEMV of the decode block, shared by launch_moe_decode and moe_decode_cpu. gate_up: pair q
 // reads x row q / 4 (a token of p.x) and writes act row q with the SwiGLU, and pair_row[q] = q or −1;
 // down: pair q reads act row q and writes y row q (its weights stream before the PDL wait: the routing

@@ -263,10 +263,8 @@ void experts_stream(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t strea
 // The composition (b.T > 0; the caller checked the step's contract).
 void launch_moe_block(const MoeBlock& b, void* workspace, cudaStream_t stream) {
   const MoeWorkspace w = carve(static_cast<uint8_t*>(workspace), b.step, b.T, b.E, b.hidden, b.inter);
-  // ---- route (unless the kernel before did: MoeParams::routed) ----
-  if (b.fp8 == nullptr || !b.fp8->routed) {
-    launch_moe_route({b.logits, w.topk_ids, w.topk_weights, b.T, b.num_experts}, stream);
-  }
+  // ---- route ----
+  launch_moe_route({b.logits, w.topk_ids, w.topk_weights, b.T, b.num_experts}, stream);
   // ---- plan: pairs grouped by local expert, the GEMMs' tile list ----
   if (b.step != ExpertStep::kFp8Gemv) {
     launch_moe_plan({w.topk_ids, b.T, b.expert_begin, b.E, plan_tile_rows(b.step, b.T, b.E), w.group_offsets,
@@ -295,7 +293,7 @@ size_t moe_workspace_bytes(int num_tokens, int num_local_experts, int hidden, in
 }
 
 void launch_moe(const MoeParams& p, void* workspace, cudaStream_t stream) {
-  GOSSAMER_CHECK(!p.combine_deferred && !p.routed, "moe: combine_deferred and routed are launch_moe_decode's");
+  GOSSAMER_CHECK(!p.combine_deferred, "moe: combine_deferred is launch_moe_decode's");
   const int mult = p.weights_mxfp4 ? 32 : 16;
   GOSSAMER_CHECK(p.hidden % mult == 0 && p.inter % mult == 0, "moe: hidden (", p.hidden, ") and inter (", p.inter,
                  ") must be multiples of ", mult);
@@ -337,17 +335,12 @@ MoeCombineParams moe_decode_deferred_combine(void* workspace, int num_tokens, in
   return {w.y, w.pair_row, w.topk_weights, nullptr, nullptr, num_tokens, hidden};
 }
 
-MoeRouting moe_decode_routing(void* workspace, int num_tokens, int hidden, int inter) {
-  const MoeWorkspace w = carve(static_cast<uint8_t*>(workspace), ExpertStep::kFp8Gemv, num_tokens, 1, hidden, inter);
-  return {w.topk_ids, w.topk_weights};
-}
-
 size_t moe_stream_workspace_bytes(int num_tokens, int num_local_experts, int hidden, int inter) {
   return carve(nullptr, ExpertStep::kStream, num_tokens, num_local_experts, hidden, inter).bytes;
 }
 
 void launch_moe_stream(const MoeParams& p, void* workspace, cudaStream_t stream) {
-  GOSSAMER_CHECK(!p.combine_deferred && !p.routed, "moe_stream: combine_deferred and routed are launch_moe_decode's");
+  GOSSAMER_CHECK(!p.combine_deferred, "moe_stream: combine_deferred is launch_moe_decode's");
   GOSSAMER_CHECK(p.weights_mxfp4 || p.weights_tiled, "moe_stream: FP8 experts must be tile-major (weights_tiled)");
   const int mult = p.weights_mxfp4 ? 32 : 16;
   GOSSAMER_CHECK(p.hidden % mult == 0 && p.inter % mult == 0, "moe_stream: hidden (", p.hidden, ") and inter (",

@@ -9,8 +9,6 @@
 // MoeParams::combine_deferred, moe.h): x[t] = bf(Σ_k w[t,k] · y[pair_row[t,k]]) over k = 0..3 (pairs with
 // row −1 skipped), an fp32 sum rounded once, the very bits launch_moe_combine (no residual) would have
 // written; so residual and out match that combine followed by this norm bit for bit.
-//
-// The MLP norm of a decode step has a fused form with the router and the route: rmsnorm_router.h.
 #pragma once
 
 #include <cstdint>

@@ -25,7 +25,7 @@ enum class StepPhase : uint8_t {
   kRope,         // RoPE, K/V written to the paged cache
   kAttention,    // paged attention with sinks
   kOProj,        // output projection
-  kMlpNorm,      // MLP RMSNorm (fused residual add; cuda decode: with the router and top-4, one kernel)
+  kMlpNorm,      // MLP RMSNorm (fused residual add)
   kRouter,       // router linear
   kExperts,      // top-4, expert GEMMs / GEMVs, SwiGLU, combine
   kFinalNorm,    // final RMSNorm and the gather of the logits rows

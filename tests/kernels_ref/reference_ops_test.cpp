@@ -14,7 +14,6 @@
 #include "kernels/moe.h"
 #include "kernels/quantize_fp8.h"
 #include "kernels/rmsnorm.h"
-#include "kernels/rmsnorm_router.h"
 #include "kernels/rope.h"
 #include "kernels/swiglu.h"
 
@@ -91,43 +90,6 @@ TEST(MoeRoute, Bf16RowsAgreeWithFloatRule) {
   EXPECT_EQ((std::vector<int32_t>(ids.begin(), ids.begin() + 4)), (std::vector<int32_t>{4, 7, 2, 3}));
   EXPECT_EQ((std::vector<int32_t>(ids.begin() + 4, ids.end())), (std::vector<int32_t>{4, 7, 2, 3}));
   EXPECT_NEAR(weights[0] + weights[1] + weights[2] + weights[3], 1.0f, 1e-6);
-}
-
-// The fused MLP norm + router + route reference on a hand-computed row: x = residual = 1 → s = 2, normed
-// = bf(2 / √(4 + eps)) = 1; one-hot router rows make the logits the chosen values plus the bias.
-TEST(RmsNormRouter, NormsRoutesAndTiesToTheLowerExpert) {
-  constexpr int kHiddenSize = 8, kExperts = 6;
-  const std::vector<uint16_t> x(kHiddenSize, float_to_bf16(1.0f)), norm_w(kHiddenSize, float_to_bf16(1.0f));
-  std::vector<uint16_t> residual(kHiddenSize, float_to_bf16(1.0f)), normed(kHiddenSize), logits(kExperts);
-  const float values[kExperts] = {0.5f, -1.0f, 3.0f, 2.0f, 3.0f, 0.25f};
-  std::vector<uint16_t> router_w(kExperts * kHiddenSize, float_to_bf16(0.0f)), bias(kExperts, float_to_bf16(0.0f));
-  for (int e = 0; e < kExperts; ++e) router_w[e * kHiddenSize + e] = float_to_bf16(values[e]);
-  bias[5] = float_to_bf16(0.5f);  // expert 5: 0.75, above expert 0
-  int32_t ids[4];
-  float weights[4];
-  RmsNormRouterParams p;
-  p.x = x.data();
-  p.residual = residual.data();
-  p.norm_weight = norm_w.data();
-  p.normed = normed.data();
-  p.router_w = router_w.data();
-  p.router_bias = bias.data();
-  p.logits = logits.data();
-  p.topk_ids = ids;
-  p.topk_weights = weights;
-  p.num_tokens = 1;
-  p.hidden = kHiddenSize;
-  p.num_experts = kExperts;
-  rmsnorm_router_cpu(p);
-  EXPECT_EQ(residual, std::vector<uint16_t>(kHiddenSize, float_to_bf16(2.0f)));
-  EXPECT_EQ(normed, std::vector<uint16_t>(kHiddenSize, float_to_bf16(1.0f)));
-  EXPECT_EQ(bf16_to_float(logits[5]), 0.75f);
-  EXPECT_EQ((std::vector<int32_t>(ids, ids + 4)), (std::vector<int32_t>{2, 4, 3, 5}));  // 3, 3 (tie), 2, 0.75
-  const float z = 2.0f + std::exp(-1.0f) + std::exp(-2.25f);
-  EXPECT_FLOAT_EQ(weights[0], 1.0f / z);
-  EXPECT_FLOAT_EQ(weights[1], 1.0f / z);
-  EXPECT_FLOAT_EQ(weights[2], std::exp(-1.0f) / z);
-  EXPECT_FLOAT_EQ(weights[3], std::exp(-2.25f) / z);
 }
 
 TEST(MoePlan, GroupsPairsByLocalExpertWithTiles) {

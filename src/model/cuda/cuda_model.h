@@ -158,11 +158,6 @@ class CudaModel final : public Model {
   // itself (kernels/rmsnorm.h moe_y): the decode MoE (launch_moe_decode, one chunk) on one GPU, where no
   // all-reduce of delta_ sits between the two.
   bool defers_moe_combine(int num_tokens) const;
-  // Whether a step of num_tokens runs its MLP norm, router and route as one kernel (kernels/rmsnorm_router.h)
-  // ahead of a decode MoE that skips its route (MoeParams::routed): the decode MoE (launch_moe_decode, one
-  // chunk). With tensor/expert parallelism too: the O-projection's all-reduce comes before the norm and
-  // nothing sits between the norm and the router (every rank routes over all experts alike).
-  bool fuses_mlp_norm_router(int num_tokens) const;
   // --weights mxfp4+fp8: steps of up to this many tokens read the MXFP4 experts, larger ones the FP8 copy
   // (H200, 2026-12-01, bench decode with device sampling: mxfp4 faster to 64 rows — 6.92 vs 9.37 ms at 64
   // — and fp8 from 256: 12.41 vs 17.13 ms).
@@ -331,8 +326,6 @@ class CudaModel final : public Model {
   DeviceBuffer plan_;       // eager steps' plan
   DeviceBuffer residual_, delta_, normed_, qkv_, q_, attn_out_, act_, act_scales_, router_logits_, moe_workspace_,
       decode_workspace_, final_rows_, logits_;
-  // [1] int32: the fused MLP norm + router's arrival counter (kernels/rmsnorm_router.h), zeroed once.
-  DeviceBuffer router_arrivals_;
   // Vocab-parallel unembedding: this rank's logits [rows, vocab_shard_rows] and every rank's slot
   // [world, rows · vocab_shard_rows] bf16.
   DeviceBuffer vocab_local_, vocab_slots_;

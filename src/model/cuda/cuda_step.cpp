@@ -13,7 +13,6 @@
 #include "kernels/mxfp4_tiled.h"
 #include "kernels/quantize_fp8.h"
 #include "kernels/rmsnorm.h"
-#include "kernels/rmsnorm_router.h"
 #include "kernels/rope.h"
 #include "kernels/vocab_shards.h"
 #include "model/cuda/cuda_model.h"
@@ -123,20 +122,13 @@ bool CudaModel::streams_experts(int num_tokens) const {
   return num_tokens > kernels::kGemvMaxRows && num_tokens <= max_tokens;
 }
 
-bool CudaModel::fuses_mlp_norm_router(int num_tokens) const {
-  // NOTE: the router is bf16 in every weight format (cuda_weights.h), as the fused kernel reads it.
-  return weights_.format != WeightFormat::kBf16 && num_tokens <= kernels::kGemvMaxRows &&
-         !streams_experts(num_tokens) && config_.hidden_size <= kernels::kRmsNormRouterMaxHidden;
-}
-
 bool CudaModel::defers_moe_combine(int num_tokens) const {
   return options_.comm == nullptr && weights_.format != WeightFormat::kBf16 && num_tokens <= kernels::kGemvMaxRows &&
          !streams_experts(num_tokens);
 }
 
-// Experts of one layer: normed_ [T, hidden] and router_logits_ [T, E] (with fuses_mlp_norm_router the
-// routing already in moe_workspace_) → delta_ [T, hidden], or with defers_moe_combine the pieces in
-// moe_workspace_ that the next norm sums.
+// Experts of one layer: normed_ [T, hidden] and router_logits_ [T, E] → delta_ [T, hidden], or with
+// defers_moe_combine the pieces in moe_workspace_ that the next norm sums.
 void CudaModel::experts(int layer, int num_tokens) {
   const CudaLayer& layer_weights = weights_.layers[static_cast<size_t>(layer)];
   // The experts this step reads: --weights mxfp4+fp8 holds both formats and takes the FP8 copy past
@@ -169,8 +161,7 @@ void CudaModel::experts(int layer, int num_tokens) {
   kernels::MoeParams moe;
   common(moe);
   moe.combine_deferred = defers_moe_combine(num_tokens);
-  moe.routed = fuses_mlp_norm_router(num_tokens);  // only the decode MoE below (launch_moe_decode, one chunk)
-  if (streams_experts(num_tokens)) {               // both formats, weights as stored
+  if (streams_experts(num_tokens)) {  // both formats, weights as stored
     moe.weights_mxfp4 = gate_up.mxfp4;
     moe.weights_tiled = !gate_up.mxfp4;
     moe.w1 = gate_up.weight.get<uint8_t>();
@@ -302,24 +293,6 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
     norm.moe_topk_weights = pieces ? moe_pieces.topk_weights : nullptr;
     norm.residual = bf16(residual_);
   };
-  // The decode MLP entry in one launch (fuses_mlp_norm_router): residual_ += delta_, normed_ [T, hidden],
-  // router_logits_ [T, E] bf16 and the routing (topk ids / weights [T, 4]) in moe_workspace_.
-  const bool fuse_router = fuses_mlp_norm_router(t);
-  kernels::RmsNormRouterParams router;
-  if (fuse_router) {
-    const kernels::MoeRouting routing =
-        kernels::moe_decode_routing(moe_workspace_.get(), t, hidden, config_.intermediate_size);
-    router.residual = bf16(residual_);
-    router.normed = bf16(normed_);
-    router.logits = bf16(router_logits_);
-    router.topk_ids = routing.topk_ids;
-    router.topk_weights = routing.topk_weights;
-    router.arrivals = router_arrivals_.get<int32_t>();
-    router.num_tokens = t;
-    router.hidden = hidden;
-    router.num_experts = config_.num_experts;
-    router.eps = config_.rms_norm_eps;
-  }
   for (int layer = 0; layer < config_.num_layers; ++layer) {
     const CudaLayer& w = weights_.layers[static_cast<size_t>(layer)];
     // ---- attention norm (fused with the residual add of the previous block) ----
@@ -368,20 +341,12 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
     reduce_partial_outputs(t);  // tensor parallel: each rank's heads' share of the O-projection
     // ---- MLP norm (residual += attention output) → router → experts into delta ----
     mark(StepPhase::kMlpNorm);
-    if (fuse_router) {  // one kernel to the routing, which it leaves where the decode MoE reads it
-      router.x = bf16(delta_);
-      router.norm_weight = bf16(w.mlp_norm);
-      router.router_w = bf16(w.router.weight);
-      router.router_bias = bias_of(w.router);
-      kernels::launch_rmsnorm_router(router, stream_);
-    } else {
-      add_block_output(false);
-      norm.weight = bf16(w.mlp_norm);
-      norm.out = bf16(normed_);
-      kernels::launch_rmsnorm(norm, stream_);
-      mark(StepPhase::kRouter);
-      linear(bf16(normed_), t, w.router, bf16(router_logits_));
-    }
+    add_block_output(false);
+    norm.weight = bf16(w.mlp_norm);
+    norm.out = bf16(normed_);
+    kernels::launch_rmsnorm(norm, stream_);
+    mark(StepPhase::kRouter);
+    linear(bf16(normed_), t, w.router, bf16(router_logits_));
     mark(StepPhase::kExperts);
     experts(layer, t);
     reduce_partial_outputs(t);  // TP: each rank's intermediate columns; EP: each rank's experts
