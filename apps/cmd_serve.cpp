@@ -190,6 +190,11 @@ int run_serve(int argc, char** argv) {
          "budget in running order")
       ->envname("GOSSAMER_DECODE_FIRST")
       ->group("Scheduler");
+  cli.add_flag("--async-scheduling,!--no-async-scheduling", engine_config.async_scheduling,
+               "launch step N+1 before step N's tokens are read back, feeding them on the GPU (vLLM's async "
+               "scheduling; cuda backend with device sampling); default off until measured")
+      ->envname("GOSSAMER_ASYNC_SCHEDULING")
+      ->group("Scheduler");
   cli.add_option("--max-queued-requests", engine_config.max_queued_requests,
                  "waiting requests beyond which new ones get 429")
       ->envname("GOSSAMER_MAX_QUEUED_REQUESTS")

@@ -47,7 +47,10 @@ Engine::Engine(std::unique_ptr<model::Model> model, const EngineConfig& config, 
                     config_.num_sliding_kv_blocks > 0
                         ? ", sliding-window ring of " + std::to_string(config_.num_sliding_kv_blocks) + " blocks"
                         : std::string(", no sliding-window ring"),
-                    config_.enable_prefix_caching ? ", prefix caching on" : ", prefix caching off");
+                    config_.enable_prefix_caching ? ", prefix caching on" : ", prefix caching off",
+                    !config_.async_scheduling                  ? ", async scheduling off"
+                    : model_->feeds_pending_tokens_on_device() ? ", async scheduling on"
+                                                               : ", async scheduling on (the backend cannot: off)");
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -171,7 +174,7 @@ void Engine::loop() {
     }
     cancels.clear();
     if (stopping) {
-      if (runner_.in_flight()) {
+      while (runner_.in_flight()) {
         try {
           runner_.wait();  // its tokens are dropped: every request is aborted below
         } catch (const std::exception& error) {
@@ -189,16 +192,24 @@ void Engine::loop() {
     auto phase_start = Clock::now();
     SchedulerOutput next = schedule();  // overlaps the step in flight
     add_loop_time(kSchedule, phase_start);
-    if (runner_.in_flight()) {
-      collect(next);  // times its wait and the rest itself
+    if (runner_.can_launch_ahead(next)) {  // async scheduling: N+1 goes before N's tokens are back
       phase_start = Clock::now();
-      admit_late(next, incoming);
-      add_loop_time(kSchedule, phase_start);
+      launch(std::move(next));
+      add_loop_time(kLaunch, phase_start);
+      collect(nullptr);  // step N; what N+1 computed for the requests N finishes is dropped when it is collected
+      release_retired();
+    } else {
+      if (runner_.in_flight()) {
+        collect(&next);  // times its wait and the rest itself
+        phase_start = Clock::now();
+        admit_late(next, incoming);
+        add_loop_time(kSchedule, phase_start);
+      }
+      release_retired();
+      phase_start = Clock::now();
+      launch(std::move(next));
+      add_loop_time(kLaunch, phase_start);
     }
-    retired_.clear();  // NOTE: no step in flight and nothing scheduled refers to them any more
-    phase_start = Clock::now();
-    launch(std::move(next));
-    add_loop_time(kLaunch, phase_start);
     phase_start = Clock::now();
     postprocess(iteration_start);  // overlaps the step just launched
     add_loop_time(kPostprocess, phase_start);
@@ -258,8 +269,10 @@ void Engine::launch(SchedulerOutput next) {
   }
   launched_constrained_rows_ += runner_.last_num_constrained_rows();
   launched_mask_seconds_ += runner_.last_token_mask_seconds();
+  ++num_launched_;
   // The state the next schedule() sees: the new tokens are computed (or being computed), and a sampled
   // sequence's next token is a placeholder unless it is its last by length (then it is not scheduled).
+  // NOTE: placeholders count as tokens here: a sequence launched ahead on its step-N placeholder gets a second.
   for (const ScheduledSequence& seq : next.sequences) {
     Request* request = seq.request;
     request->num_computed += seq.num_new;
@@ -267,22 +280,39 @@ void Engine::launch(SchedulerOutput next) {
     const int32_t num_output = static_cast<int32_t>(request->output.size()) + 1;
     if (last_by_length(*request, num_output, request->num_tokens() + 1)) continue;
     request->output.push_back(kPendingToken);
-    request->token_pending = true;
+    ++request->num_pending;
   }
-  in_flight_ = std::move(next);
+  in_flight_.push_back(std::move(next));
 }
 
-void Engine::collect(SchedulerOutput& next) {
-  collected_ = std::move(in_flight_);
-  in_flight_ = {};
+void Engine::release_retired() {
+  // NOTE: a request retired after launch L may be referenced by steps up to L still in flight.
+  std::erase_if(retired_, [&](const RetiredRequest& retired) { return retired.last_launch <= num_collected_; });
+}
+
+void Engine::collect(SchedulerOutput* next) {
+  collected_ = std::move(in_flight_.front());
+  in_flight_.pop_front();
   token_rows_.clear();
   const std::vector<SampledRow>* rows = nullptr;
   const auto wait_start = Clock::now();
   try {
     rows = &runner_.wait();
+    ++num_collected_;
   } catch (const std::exception& error) {
+    ++num_collected_;
     add_loop_time(kWait, wait_start);
-    fail_step(collected_, &next, error);
+    fail_step(collected_, next, error);
+    // A step launched on top of the failed one read its tokens: it is waited for and fails with it.
+    while (!in_flight_.empty()) {
+      try {
+        runner_.wait();
+      } catch (const std::exception&) {  // NOTE: the first step's error is the one reported
+      }
+      ++num_collected_;
+      fail_step(in_flight_.front(), nullptr, error);
+      in_flight_.pop_front();
+    }
     collected_ = {};
     return;
   }
@@ -290,39 +320,44 @@ void Engine::collect(SchedulerOutput& next) {
   add_loop_time(kWait, wait_start);
   for (const SampledRow& row : *rows) {
     Request* request = row.request;
-    if (request->state == RequestState::kFinished) continue;  // cancelled while the step ran: token dropped
+    // Cancelled while the step ran, or (async scheduling) finished by the previous step's token, which this
+    // step computed as if it went on: the token is dropped.
+    if (request->state == RequestState::kFinished) continue;
     if (row.no_token_allowed) {  // a constraint that allows nothing: its bug, never an invalid answer
       GOSSAMER_LOG_ERROR("engine: request ", request->id, "'s token constraint allows no token; aborting it");
       finish(request, FinishReason::kAbort);
       continue;
     }
     const TokenId token = row.token;
-    if (request->token_pending) {
-      request->output.back() = token;
-      request->token_pending = false;
+    if (request->num_pending > 0) {  // the oldest placeholder (a step launched ahead added the newest)
+      request->output[request->output.size() - static_cast<size_t>(request->num_pending)] = token;
+      --request->num_pending;
     } else {
       request->output.push_back(token);
     }
     if (request->sampling.constraint) request->sampling.constraint->accept(token);
     ++stat_generation_tokens_;
-    if (request->output.size() == 1) request->times.first_token = now;
+    const int32_t num_output = request->num_known_output();
+    if (num_output == 1) request->times.first_token = now;
     const auto& stops = request->sampling.stop_token_ids;
     const bool is_stop = !request->sampling.ignore_eos && std::find(stops.begin(), stops.end(), token) != stops.end();
     if (is_stop) {
       finish(request, FinishReason::kStop, {token}, token);
-    } else if (last_by_length(*request, static_cast<int32_t>(request->output.size()), request->num_tokens())) {
+    } else if (last_by_length(*request, num_output, request->num_known_tokens())) {
       finish(request, FinishReason::kLength, {token});
     } else {
       token_rows_.push_back(request);
     }
   }
   // NOTE: a sequence that finished was scheduled behind this step on its placeholder: it leaves before launch.
-  std::erase_if(next.sequences, [&](const ScheduledSequence& seq) {
-    if (seq.request->state != RequestState::kFinished) return false;
-    next.num_tokens -= seq.num_new;
-    if (seq.prefill) next.num_prompt_tokens -= seq.num_new;
-    return true;
-  });
+  if (next != nullptr) {
+    std::erase_if(next->sequences, [&](const ScheduledSequence& seq) {
+      if (seq.request->state != RequestState::kFinished) return false;
+      next->num_tokens -= seq.num_new;
+      if (seq.prefill) next->num_prompt_tokens -= seq.num_new;
+      return true;
+    });
+  }
   add_loop_time(kCollect, now);
 }
 
@@ -395,7 +430,7 @@ void Engine::finish(Request* request, FinishReason reason, std::vector<TokenId> 
     output.logprobs.push_back(std::move(*request->last_logprobs));
   OutputCallback callback = std::move(request->on_output);
   const auto found = requests_.find(request->id);
-  retired_.push_back(std::move(found->second));  // NOTE: alive until the step in flight is collected
+  retired_.push_back({num_launched_, std::move(found->second)});  // NOTE: alive until its steps are collected
   requests_.erase(found);
   if (callback) pending_outputs_.emplace_back(std::move(callback), std::move(output));
 }

@@ -15,9 +15,23 @@
 // let alone emitted. A sequence whose token from step N is its last by length is not scheduled again.
 // After collect(N) the requests submitted meanwhile, and the waiting ones that the blocks and slots freed by
 // finished requests now fit, still join step N+1 (Scheduler::admit_waiting), so admission is not a step late.
-// Not overlapped: between step N's end on the device and step N+1's launch the host collects N's tokens,
-// admits late arrivals and builds N+1's batch (feeding the ids to step N+1 on the device, as vLLM does,
-// would close that gap).
+// Not overlapped in that order: between step N's end on the device and step N+1's launch the host collects
+// N's tokens, admits late arrivals and builds N+1's batch, and the device idles.
+//
+// Async scheduling (EngineConfig::async_scheduling, vLLM's name; a model that feeds_pending_tokens_on_device(),
+// the cuda backend): where Runner::can_launch_ahead(N+1), the iteration is
+//   schedule(N+1) → launch(N+1), its pending tokens read on the device from N's → wait + collect(N) → postprocess(N)
+// so the device has step N+1 queued when it ends step N. What changes:
+//  - a sequence whose step-N token is a stop token (or that is cancelled meanwhile) has one token of N+1
+//    computed as well (one whose step-N token is its last by length was not scheduled again): collect(N+1) drops it
+//    (never emitted); its KV position was written into blocks that finish() freed meanwhile, which only steps launched
+//    after N+1 reuse (the model runs them in order), and that position holds the true token's K/V, so a prefix-cache
+//    block is never wrong;
+//  - a request is destroyed only once every step launched before it finished is collected;
+//  - late arrivals, and the blocks that N's finished requests free, join step N+2 (N+1 is already launched);
+//  - steps with a sampled constrained row, or a penalized row whose token is pending, and any step behind
+//    one sampled on the host, keep the order above (the grammar, the counts, the logits need N's token).
+// Greedy outputs are the same either way, and the same as running each request alone.
 // On a backend that runs steps synchronously (the default launch_step: the cpu, sharded and fake models)
 // nothing overlaps: the step runs inside the wait, and its events still go out right after it.
 //
@@ -39,6 +53,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -143,8 +158,11 @@ class Engine {
   void admit_incoming(std::vector<std::unique_ptr<Request>>& incoming);
   void apply_cancels(const std::vector<RequestId>& cancels);
   SchedulerOutput schedule();
-  // Waits for the step in flight and applies its tokens; the requests that finished leave `next`.
-  void collect(SchedulerOutput& next);
+  // Waits for the oldest step in flight and applies its tokens; the requests that finished leave `next`
+  // (null: a step launched ahead, where the step after it is already in flight).
+  void collect(SchedulerOutput* next);
+  // Destroys the retired requests that no step in flight refers to any more.
+  void release_retired();
   // Once a step is collected: the requests submitted meanwhile, and the waiting ones that the blocks and
   // slots of the finished requests now fit, join `next` (else they would wait one step more).
   void admit_late(SchedulerOutput& next, std::vector<std::unique_ptr<Request>>& incoming);
@@ -172,10 +190,16 @@ class Engine {
   Scheduler scheduler_;
   Runner runner_;
   std::unordered_map<RequestId, std::unique_ptr<Request>> requests_;
-  // NOTE: a finished request may still be referenced by the step in flight: it is destroyed only once that
-  // step is collected.
-  std::vector<std::unique_ptr<Request>> retired_;
-  SchedulerOutput in_flight_;              // the launched step (runner_.in_flight())
+  // NOTE: a finished request may still be referenced by the steps in flight: it is destroyed only once
+  // every step launched before it finished (last_launch, a count of launches) is collected.
+  struct RetiredRequest {
+    int64_t last_launch = 0;
+    std::unique_ptr<Request> request;
+  };
+  std::vector<RetiredRequest> retired_;
+  int64_t num_launched_ = 0;               // steps launched
+  int64_t num_collected_ = 0;              // steps collected (or failed)
+  std::deque<SchedulerOutput> in_flight_;  // the launched steps, oldest first (runner_'s; two with async scheduling)
   SchedulerOutput collected_;              // the step collected in this iteration, for postprocess()
   std::vector<Request*> token_rows_;       // collected_'s requests that got a token and go on
   int32_t launched_constrained_rows_ = 0;  // launches not reported yet: constrained rows, mask time

@@ -36,6 +36,10 @@ struct EngineConfig {
   uint64_t default_seed = 0;                  // seed for requests that give none (mixed with the request id)
   bool device_sampling = true;                // draw tokens on the model's device when it can (forward_sample)
   bool enable_prefix_caching = true;          // reuse the cached KV blocks of shared prompt prefixes
+  // Launch step N+1 before step N's tokens are read back, its pending ids fed on the device (engine.h), where
+  // the model can (feeds_pending_tokens_on_device) and device_sampling is on. Off by default until measured
+  // on the H200 (A/B: --async-scheduling / --no-async-scheduling).
+  bool async_scheduling = false;
 
   // The step budgets when left at 0 (docs/engine-scheduler.md "Scheduling at load"): prompt tokens per step
   // kDefaultPrefillTokens, and a step of every decode plus that: max_num_seqs + max_prefill_tokens.

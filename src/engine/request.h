@@ -142,16 +142,21 @@ struct Request {
   uint64_t rng_state = 0;                        // per-request sampler state (splitmix64), advanced only when sampling
   PenaltyState penalty;                          // used when sampling.has_penalties()
   std::optional<SampledLogprobs> last_logprobs;  // the last drawn token's, until its output event takes it
-  // Overlapped steps (engine.h): output ends with kPendingToken while the step that samples it is in flight.
-  bool token_pending = false;
+  // Overlapped steps (engine.h): output ends with this many kPendingToken placeholders while the steps that
+  // sample them are in flight (two with async scheduling: steps N and N+1 both sample it).
+  int32_t num_pending = 0;
+  // The Runner's mark of the last launched step that samples this request (counted by Runner launches) and
+  // the logits row it samples it in: where a step launched on top of it reads the pending token (runner.h).
+  int64_t sampled_launch = -1;
+  int32_t sampled_row = -1;
   // The scheduler's mark of the step being composed (Scheduler::step_): the tokens this request got in it.
   int64_t scheduled_step = -1;
   int32_t num_scheduled = 0;
 
   int32_t num_tokens() const { return static_cast<int32_t>(prompt.size() + output.size()); }
-  // Tokens whose ids are known: all but a pending last one.
-  int32_t num_known_tokens() const { return num_tokens() - (token_pending ? 1 : 0); }
-  int32_t num_known_output() const { return static_cast<int32_t>(output.size()) - (token_pending ? 1 : 0); }
+  // Tokens whose ids are known: all but the pending last ones.
+  int32_t num_known_tokens() const { return num_tokens() - num_pending; }
+  int32_t num_known_output() const { return static_cast<int32_t>(output.size()) - num_pending; }
   TokenId token_at(int32_t position) const {
     const auto prompt_len = static_cast<int32_t>(prompt.size());
     return position < prompt_len ? prompt[position] : output[position - prompt_len];

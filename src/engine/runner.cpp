@@ -13,39 +13,62 @@ namespace gossamer::engine {
 Runner::Runner(model::Model& model, const EngineConfig& config)
     : model_(model),
       device_sampling_(config.device_sampling),
+      async_scheduling_(config.async_scheduling && config.device_sampling && model.samples_on_device() &&
+                        model.feeds_pending_tokens_on_device()),
       vocab_size_(model.config().vocab_size),
       masks_(model.config().vocab_size) {}
 
+bool Runner::can_launch_ahead(const SchedulerOutput& step) const {
+  if (!async_scheduling_ || num_in_flight_ != 1 || step.empty()) return false;
+  const LaunchedStep& in_flight = newest();
+  if (!in_flight.on_device) return false;  // its tokens are drawn on the host, from its logits
+  for (const ScheduledSequence& seq : step.sequences) {
+    const Request& request = *seq.request;
+    if (seq.sample && request.sampling.constraint) return false;  // its mask needs the grammar advanced first
+    if (request.num_pending == 0) continue;
+    // NOTE: a pending token is always the sequence's one new token here (the decode after a sampled step).
+    if (request.num_pending != 1 || request.sampled_launch != in_flight.launch || !seq.sample) return false;
+    if (request.sampling.has_penalties()) return false;  // its counts need the pending token
+  }
+  return true;
+}
+
 void Runner::launch(const SchedulerOutput& step) {
-  GOSSAMER_ASSERT(!in_flight_, "Runner::launch with a step in flight");
-  // Build the batch: each sequence's new tokens are a contiguous slice of its known tokens.
+  GOSSAMER_ASSERT(num_in_flight_ == 0 || can_launch_ahead(step), "Runner::launch with a step in flight");
+  const int64_t in_flight_launch = num_in_flight_ > 0 ? newest().launch : -1;
+  LaunchedStep& launched = launched_[static_cast<size_t>((first_ + num_in_flight_) % 2)];
+  launched.launch = num_launches_ + 1;
+  launched.sampled.clear();
+  // Build the batch: each sequence's new tokens are a contiguous slice of its known tokens (a step launched
+  // ahead: the last one may be pending, read on the device from the step in flight's row).
   // NOTE: tokens_ is sized first and never grown below, so the spans into it stay valid.
   size_t num_tokens = 0;
   for (const ScheduledSequence& seq : step.sequences) num_tokens += static_cast<size_t>(seq.num_new);
   tokens_.resize(num_tokens);
   batch_.sequences.clear();
-  sampled_.clear();
   size_t offset = 0;
   for (const ScheduledSequence& seq : step.sequences) {
-    const Request* request = seq.request;
+    Request* request = seq.request;
     const std::span<TokenId> tokens(tokens_.data() + offset, static_cast<size_t>(seq.num_new));
+    model::SequenceInput input;
     for (int32_t i = 0; i < seq.num_new; ++i) {
       tokens[static_cast<size_t>(i)] = request->token_at(request->num_computed + i);
-      GOSSAMER_ASSERT(tokens[static_cast<size_t>(i)] != kPendingToken, "request ", request->id,
+      if (tokens[static_cast<size_t>(i)] != kPendingToken) continue;
+      GOSSAMER_ASSERT(i + 1 == seq.num_new && request->sampled_launch == in_flight_launch, "request ", request->id,
                       " runs a token not known yet");
+      input.pending_from_row = request->sampled_row;
     }
     offset += tokens.size();
-    model::SequenceInput input;
     input.tokens = tokens;
     input.num_cached = request->num_computed;
     input.block_table = request->block_table;
     input.sliding_block_table = request->sliding_block_table;
     input.logits = seq.sample ? model::LogitsWanted::kLast : model::LogitsWanted::kNone;
     batch_.sequences.push_back(input);
-    if (seq.sample) sampled_.push_back({seq.request, 0, false});
+    if (seq.sample) launched.sampled.push_back({seq.request, 0, false});
   }
   constraints_.clear();
-  for (const SampledRow& row : sampled_) constraints_.push_back(row.request->sampling.constraint.get());
+  for (const SampledRow& row : launched.sampled) constraints_.push_back(row.request->sampling.constraint.get());
   const bool any_constrained =
       std::any_of(constraints_.begin(), constraints_.end(), [](TokenConstraint* c) { return c != nullptr; });
   // On the device when the backend can: only token ids cross back (no [rows, vocab] logits copy and
@@ -54,51 +77,58 @@ void Runner::launch(const SchedulerOutput& step) {
   // (kernels/token_mask.h).
   if (any_constrained && device_sampling_ && model_.samples_on_device() && model_.samples_with_token_masks()) {
     // Only the sampling reads the masks: the forward starts first, and they are filled while it runs.
-    on_device_ = true;
+    launched.on_device = true;
     model_.launch_forward(batch_);
     try {
-      fill_token_masks();
+      fill_token_masks(launched);
     } catch (...) {
-      abandon_forward();
+      abandon_forward(launched);
       throw;
     }
-    build_rows();
+    build_rows(launched);
     model_.launch_sampling(std::span<const model::RowSampling>(rows_));
   } else {
-    fill_token_masks();
-    on_device_ =
+    fill_token_masks(launched);
+    launched.on_device =
         device_sampling_ && model_.samples_on_device() && (!masks_.any_masked() || model_.samples_with_token_masks());
-    if (on_device_) {
-      build_rows();
+    if (launched.on_device) {
+      build_rows(launched);
       model_.launch_step(batch_, std::span<const model::RowSampling>(rows_));
     } else {
       model_.launch_step(batch_, std::nullopt);
     }
   }
-  in_flight_ = true;
+  ++num_launches_;
+  ++num_in_flight_;
+  // The marks a step launched on top of this one reads its pending tokens' rows from.
+  for (size_t row = 0; row < launched.sampled.size(); ++row) {
+    Request& request = *launched.sampled[row].request;
+    request.sampled_launch = launched.launch;
+    request.sampled_row = static_cast<int32_t>(row);
+  }
 }
 
-void Runner::fill_token_masks() {
+void Runner::fill_token_masks(LaunchedStep& step) {
   // Structured output: each constrained row's token mask (rows in parallel, each constraint owned by its
   // request).
   masks_.fill(constraints_);
-  for (size_t row = 0; row < sampled_.size(); ++row) sampled_[row].no_token_allowed = masks_.none_allowed(row);
+  for (size_t row = 0; row < step.sampled.size(); ++row) step.sampled[row].no_token_allowed = masks_.none_allowed(row);
 }
 
-void Runner::build_rows() {
+void Runner::build_rows(const LaunchedStep& step) {
   rows_.clear();
-  for (size_t row = 0; row < sampled_.size(); ++row) {
-    rows_.push_back(device_row_sampling(*sampled_[row].request));
+  for (size_t row = 0; row < step.sampled.size(); ++row) {
+    rows_.push_back(device_row_sampling(*step.sampled[row].request));
     rows_.back().token_mask = masks_.mask(row);
   }
 }
 
-void Runner::abandon_forward() {
+void Runner::abandon_forward(const LaunchedStep& step) {
   // A constraint threw after the forward started: finish the step unmasked and drop its tokens, so that
   // nothing is in flight when the error reaches the engine (which aborts the step's requests).
   try {
     rows_.clear();
-    for (const SampledRow& row : sampled_) rows_.push_back(device_row_sampling(*row.request));
+    for (const SampledRow& row : step.sampled) rows_.push_back(device_row_sampling(*row.request));
     model_.launch_sampling(std::span<const model::RowSampling>(rows_));
     model_.wait_step(result_);
   } catch (...) {  // NOTE: the constraint's error is the one reported
@@ -106,33 +136,36 @@ void Runner::abandon_forward() {
 }
 
 const std::vector<SampledRow>& Runner::wait() {
-  GOSSAMER_ASSERT(in_flight_, "Runner::wait with no step in flight");
-  in_flight_ = false;  // NOTE: also when wait_step throws: the step is over either way
+  GOSSAMER_ASSERT(num_in_flight_ > 0, "Runner::wait with no step in flight");
+  LaunchedStep& step = launched_[static_cast<size_t>(first_)];
+  first_ = (first_ + 1) % 2;
+  --num_in_flight_;  // NOTE: also when wait_step throws: the step is over either way
   model_.wait_step(result_);
-  if (on_device_) {
-    GOSSAMER_CHECK(result_.tokens.size() == sampled_.size(), "the model drew ", result_.tokens.size(), " tokens for ",
-                   sampled_.size(), " sampled rows");
-    for (size_t row = 0; row < sampled_.size(); ++row) {
-      sampled_[row].token = result_.tokens[row];
-      Request& request = *sampled_[row].request;
+  if (step.on_device) {
+    GOSSAMER_CHECK(result_.tokens.size() == step.sampled.size(), "the model drew ", result_.tokens.size(),
+                   " tokens for ", step.sampled.size(), " sampled rows");
+    for (size_t row = 0; row < step.sampled.size(); ++row) {
+      step.sampled[row].token = result_.tokens[row];
+      Request& request = *step.sampled[row].request;
       if (request.sampling.logprobs >= 0) take_device_logprobs(request, result_.logprobs[row]);
     }
   } else {
-    sample_on_host();
+    sample_on_host(step);
   }
-  return sampled_;
+  return step.sampled;
 }
 
-void Runner::sample_on_host() {
+void Runner::sample_on_host(LaunchedStep& step) {
+  // NOTE: masks_ are still this step's: no step is launched on top of one sampled on the host.
   // Every logits row in parallel (each request owns its RNG state, so the result does not depend on the
   // thread count): a full-vocabulary softmax per sequence dominated the step on the CPU.
-  GOSSAMER_CHECK(result_.logits.size() == sampled_.size() * static_cast<size_t>(vocab_size_), "the model returned ",
-                 result_.logits.size(), " logits for ", sampled_.size(), " rows");
+  GOSSAMER_CHECK(result_.logits.size() == step.sampled.size() * static_cast<size_t>(vocab_size_), "the model returned ",
+                 result_.logits.size(), " logits for ", step.sampled.size(), " rows");
   const auto words = static_cast<size_t>(token_mask_words(vocab_size_));
-  parallel_for(static_cast<int64_t>(sampled_.size()), 1, [&](int64_t begin, int64_t end) {
+  parallel_for(static_cast<int64_t>(step.sampled.size()), 1, [&](int64_t begin, int64_t end) {
     for (int64_t row = begin; row < end; ++row) {
       const std::span<float> logits(result_.logits.data() + row * vocab_size_, static_cast<size_t>(vocab_size_));
-      SampledRow& sampled = sampled_[static_cast<size_t>(row)];
+      SampledRow& sampled = step.sampled[static_cast<size_t>(row)];
       if (const uint32_t* mask = masks_.mask(static_cast<size_t>(row))) {
         apply_token_mask(logits, std::span<const uint32_t>(mask, words));
       }

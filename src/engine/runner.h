@@ -7,15 +7,26 @@
 // else for logits, which wait() samples on the host (rows in parallel, each request with its own RNG).
 // A step with constrained rows on a backend that applies masks starts its forward first
 // (Model::launch_forward), fills the masks while it runs, then gives the rows (Model::launch_sampling).
-// wait() blocks until the step's results are on the host and returns one SampledRow per sampled sequence,
-// in batch order.
+// wait() blocks until the oldest step's results are on the host and returns one SampledRow per sampled
+// sequence, in batch order.
 //
-// Contract: one step at a time: launch, wait, launch, ... Every token launch() reads must be known (no
-// kPendingToken). The requests of a launched step must stay alive until wait() returns (host sampling and
-// logprobs write to them); their num_computed is the caller's to advance. launch() and wait() throw what the
-// model throws; the step is then over (nothing in flight).
+// Async scheduling (EngineConfig::async_scheduling on a model that feeds_pending_tokens_on_device()): a step
+// that can_launch_ahead() may be launched while the step before it is in flight, before its tokens are
+// read back; a sequence whose last token is pending (kPendingToken, drawn by the step in flight) then reads
+// it on the model's device (SequenceInput::pending_from_row: its row in that step, Request::sampled_row).
+// Not launched ahead (they keep launch after wait): a step whose sampled rows include a constrained one (its
+// mask needs the previous token accepted by the grammar first), or a penalized row whose token is pending
+// (its counts need that token), or any step while the one in flight samples on the host.
+//
+// Contract: launch, wait, launch, ..., or launch, launch (only when can_launch_ahead), wait, launch, wait, ...:
+// at most two steps in flight, waited for in launch order. Every token launch() reads must be known (no
+// kPendingToken) except, in a step launched ahead, the last token of a sequence that the step in flight
+// samples. The requests of a launched step must stay alive until wait() returns it (host sampling and
+// logprobs write to them); their num_computed is the caller's to advance. launch() and wait() throw what
+// the model throws; that step is then over (a step launched on top of it is still in flight).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -37,9 +48,12 @@ class Runner {
  public:
   Runner(model::Model& model, const EngineConfig& config);
 
+  // Whether `step` may be launched now although a step is in flight (see above); false when none is.
+  bool can_launch_ahead(const SchedulerOutput& step) const;
   void launch(const SchedulerOutput& step);
-  bool in_flight() const { return in_flight_; }
-  // Valid until the next launch().
+  bool in_flight() const { return num_in_flight_ > 0; }
+  int32_t num_in_flight() const { return num_in_flight_; }
+  // The oldest step in flight's sampled rows. Valid until the next launch().
   const std::vector<SampledRow>& wait();
   // The last launch()'s token masks: wall time spent filling them (the device waits meanwhile, unless the
   // backend started the forward in launch_forward) and the rows whose constraint was asked for one.
@@ -47,22 +61,33 @@ class Runner {
   int32_t last_num_constrained_rows() const { return masks_.num_constrained(); }
 
  private:
-  void fill_token_masks();
-  // rows_ from sampled_: each row's sampling settings (its RNG state advances) and token mask.
-  void build_rows();
-  void abandon_forward();
-  void sample_on_host();
+  // A step in flight: its sampled rows (in batch order) and where they are drawn.
+  struct LaunchedStep {
+    int64_t launch = 0;  // its number among launch() calls, from 1 (Request::sampled_launch)
+    bool on_device = false;
+    std::vector<SampledRow> sampled;
+  };
+  LaunchedStep& newest() { return launched_[static_cast<size_t>((first_ + num_in_flight_ - 1) % 2)]; }
+  const LaunchedStep& newest() const { return launched_[static_cast<size_t>((first_ + num_in_flight_ - 1) % 2)]; }
+
+  void fill_token_masks(LaunchedStep& step);
+  // rows_ from the step's sampled rows: each row's sampling settings (its RNG state advances) and token mask.
+  void build_rows(const LaunchedStep& step);
+  void abandon_forward(const LaunchedStep& step);
+  void sample_on_host(LaunchedStep& step);
 
   model::Model& model_;
-  bool device_sampling_ = true;  // EngineConfig::device_sampling
+  bool device_sampling_ = true;    // EngineConfig::device_sampling
+  bool async_scheduling_ = false;  // EngineConfig::async_scheduling on a model that feeds pending tokens
   int32_t vocab_size_ = 0;
-  bool in_flight_ = false;
-  bool on_device_ = false;  // the launched step samples on the model's device
+  std::array<LaunchedStep, 2> launched_;  // the steps in flight, oldest at first_
+  int32_t first_ = 0;
+  int32_t num_in_flight_ = 0;
+  int64_t num_launches_ = 0;
 
-  // The launched step (storage the batch's spans point into, reused step after step).
+  // The step being launched (storage the batch's spans point into, reused step after step).
   std::vector<TokenId> tokens_;  // every sequence's new tokens, concatenated
   model::ForwardBatch batch_;
-  std::vector<SampledRow> sampled_;            // the step's sampled rows, in batch order
   std::vector<TokenConstraint*> constraints_;  // per sampled row, null = unconstrained
   TokenMaskFiller masks_;                      // the sampled rows' token masks
   std::vector<model::RowSampling> rows_;

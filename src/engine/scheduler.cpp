@@ -265,7 +265,7 @@ void Scheduler::ensure_hashes(Request& request, int32_t num_blocks) {
 
 void Scheduler::match_prefix(Request& request, PrefixMatch& match) {
   GOSSAMER_ASSERT(request.num_computed == 0 && request.block_table.empty(), "prefix match of a request holding blocks");
-  GOSSAMER_ASSERT(!request.token_pending, "request ", request.id, " leaves the queue with a pending token");
+  GOSSAMER_ASSERT(request.num_pending == 0, "request ", request.id, " leaves the queue with a pending token");
   if (!allocator_.caching()) return;
   // NOTE: at most up to the last known token, which must run to give the next token's logits.
   const int32_t max_blocks = (request.num_tokens() - 1) / config_.block_size;

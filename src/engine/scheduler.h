@@ -42,7 +42,7 @@
 // calls reset_prefix_cache(), since registered blocks may then hold garbage.
 //
 // Overlapped steps (engine.h): schedule() may run while the previous step is in flight. A request that step
-// samples ends with a pending token (Request::token_pending), which is scheduled as its next decode token
+// samples ends with a pending token (Request::num_pending), which is scheduled as its next decode token
 // like any other (the engine fills the id in before the step is launched), but its block is offered to the
 // prefix cache only once the token is known; a running request with nothing to compute (its last token is
 // in flight) is skipped. Blocks freed while a step is in flight may still be written by it; they are

@@ -23,6 +23,19 @@ __device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t pair16) {
   asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(r) : "h"(static_cast<uint16_t>(pair16)));
   return r;
 }
+// v reduced with op (associative, commutative) over a block of kThreads threads (a multiple of 32); every
+// thread gets the result. scratch: kThreads / 32 elements of shared memory. Two block barriers.
+template <int kThreads, typename T, typename Op>
+__device__ T block_reduce(T v, Op op, T* scratch) {
+  static_assert(kThreads % 32 == 0 && kThreads <= 1024, "block_reduce: whole warps, at most 1,024 threads");
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  __syncthreads();
+  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
+  __syncthreads();
+  T r = scratch[0];
+  for (int i = 1; i < kThreads / 32; ++i) r = op(r, scratch[i]);
+  return r;
+}
 // 16-byte async copy global → shared; when !valid the destination is zero-filled and nothing is read.
 __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, bool valid) {
   const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem));

@@ -18,6 +18,7 @@
 // temperature (vLLM's default "raw_logprobs"); the top list is ordered by logit (ties → lowest index).
 #pragma once
 
+#include <bit>
 #include <cstdint>
 
 #include "core/cuda/cuda_types.h"  // cudaStream_t, GOSSAMER_HOST_DEVICE
@@ -54,6 +55,24 @@ struct SamplingParams {
   int32_t* out_top_tokens = nullptr;  // [num_rows, kMaxTopLogprobs]
   float* out_top_logprobs = nullptr;  // [num_rows, kMaxTopLogprobs]
 };
+
+// The rule's keys k(x): the order-preserving map of fp32 to uint32 (−0 below +0), and back (bit-exact).
+GOSSAMER_HOST_DEVICE inline uint32_t sampling_order_key(float x) {
+#ifdef __CUDA_ARCH__
+  const uint32_t u = __float_as_uint(x);
+#else
+  const uint32_t u = std::bit_cast<uint32_t>(x);
+#endif
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+GOSSAMER_HOST_DEVICE inline float sampling_key_value(uint32_t key) {
+  const uint32_t u = (key & 0x80000000u) ? (key & 0x7FFFFFFFu) : ~key;
+#ifdef __CUDA_ARCH__
+  return __uint_as_float(u);
+#else
+  return std::bit_cast<float>(u);
+#endif
+}
 
 // The uniform draw both implementations use.
 GOSSAMER_HOST_DEVICE inline float sampling_uniform(uint64_t seed) {

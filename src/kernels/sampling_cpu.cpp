@@ -12,11 +12,6 @@
 namespace gossamer::kernels {
 namespace {
 
-uint32_t order_key(float x) {
-  const uint32_t u = std::bit_cast<uint32_t>(x);
-  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-}
-
 // Raw log-probabilities: the drawn token's and the row's top ones (by logit, ties → lowest index).
 void row_logprobs(const SamplingParams& p, int r, const float* z, int32_t token) {
   double mx = -DBL_MAX;
@@ -75,7 +70,7 @@ void sampling_cpu(const SamplingParams& p) {
       float mx = -FLT_MAX;
       for (int i = 0; i < p.vocab; ++i) {
         v[i] = x[i] * inv_t;
-        keys[i] = order_key(v[i]);
+        keys[i] = sampling_order_key(v[i]);
         mx = std::max(mx, v[i]);
       }
       // 2. top-k

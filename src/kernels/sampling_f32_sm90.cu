@@ -12,22 +12,6 @@ namespace {
 
 constexpr int kThreads = 1024;
 
-__device__ __forceinline__ uint32_t order_key(float x) {
-  const uint32_t u = __float_as_uint(x);
-  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-}
-
-template <typename T, typename Op>
-__device__ T block_reduce(T v, Op op, T* scratch) {
-  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
-  __syncthreads();
-  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
-  __syncthreads();
-  T r = scratch[0];
-  for (int i = 1; i < kThreads / 32; ++i) r = op(r, scratch[i]);
-  return r;
-}
-
 // Logits as fp32 (exact widening for bf16).
 __device__ __forceinline__ float logit_value(const float* x, int i) {
   return x[i];
@@ -49,17 +33,17 @@ __device__ int32_t sample_row(const SamplingParams& p, int row, const T* x) {
     unsigned long long best = 0;
     for (int i = threadIdx.x; i < p.vocab; i += kThreads) {
       const unsigned long long key =
-          (static_cast<unsigned long long>(order_key(logit_value(x, i))) << 32) | (0xFFFFFFFFu - i);
+          (static_cast<unsigned long long>(sampling_order_key(logit_value(x, i))) << 32) | (0xFFFFFFFFu - i);
       best = key > best ? key : best;
     }
-    best = block_reduce(
+    best = block_reduce<kThreads>(
         best, [](unsigned long long a, unsigned long long b) { return a > b ? a : b; }, u_scratch);
     return static_cast<int32_t>(0xFFFFFFFFu - static_cast<uint32_t>(best));
   }
   const float inv_t = 1.0f / temp;
   float mx = -FLT_MAX;
   for (int i = threadIdx.x; i < p.vocab; i += kThreads) mx = fmaxf(mx, logit_value(x, i) * inv_t);
-  mx = block_reduce(
+  mx = block_reduce<kThreads>(
       mx, [](float a, float b) { return fmaxf(a, b); }, f_scratch);
   // ---- top-k threshold: the k-th largest key, by 4 radix passes of 8 bits ----
   __shared__ int hist[256];
@@ -75,7 +59,7 @@ __device__ int32_t sample_row(const SamplingParams& p, int row, const T* x) {
       for (int b = threadIdx.x; b < 256; b += kThreads) hist[b] = 0;
       __syncthreads();
       for (int i = threadIdx.x; i < p.vocab; i += kThreads) {
-        const uint32_t key = order_key(logit_value(x, i) * inv_t);
+        const uint32_t key = sampling_order_key(logit_value(x, i) * inv_t);
         if ((key & mask) == prefix) atomicAdd(&hist[(key >> shift) & 255], 1);
       }
       __syncthreads();
@@ -104,9 +88,9 @@ __device__ int32_t sample_row(const SamplingParams& p, int row, const T* x) {
     float s = 0.f;
     for (int i = threadIdx.x; i < p.vocab; i += kThreads) {
       const float v = logit_value(x, i) * inv_t;
-      if (order_key(v) >= t) s += __expf(v - mx);
+      if (sampling_order_key(v) >= t) s += __expf(v - mx);
     }
-    return block_reduce(
+    return block_reduce<kThreads>(
         s, [](float a, float b) { return a + b; }, f_scratch);
   };
   // ---- top-p threshold: the key where the mass from the top first reaches top_p·mass(top-k set),
@@ -122,7 +106,7 @@ __device__ int32_t sample_row(const SamplingParams& p, int row, const T* x) {
       __syncthreads();
       for (int i = threadIdx.x; i < p.vocab; i += kThreads) {
         const float v = logit_value(x, i) * inv_t;
-        const uint32_t key = order_key(v);
+        const uint32_t key = sampling_order_key(v);
         if (key >= t_k && (key & mask) == prefix) atomicAdd(&fhist[(key >> shift) & 255], __expf(v - mx));
       }
       __syncthreads();
@@ -159,7 +143,7 @@ __device__ int32_t sample_row(const SamplingParams& p, int row, const T* x) {
   float my = 0.f;
   for (int i = i0; i < i1; ++i) {
     const float v = logit_value(x, i) * inv_t;
-    if (order_key(v) >= t_final) my += __expf(v - mx);
+    if (sampling_order_key(v) >= t_final) my += __expf(v - mx);
   }
   chunk_prefix[threadIdx.x] = my;
   __syncthreads();
@@ -178,7 +162,7 @@ __device__ int32_t sample_row(const SamplingParams& p, int row, const T* x) {
   float run = chunk_prefix[threadIdx.x];
   for (int i = i0; i < i1; ++i) {
     const float v = logit_value(x, i) * inv_t;
-    if (order_key(v) < t_final) continue;
+    if (sampling_order_key(v) < t_final) continue;
     last_kept = i;
     run += __expf(v - mx);
     if (run > target) {
@@ -187,9 +171,9 @@ __device__ int32_t sample_row(const SamplingParams& p, int row, const T* x) {
     }
   }
   // The first thread (lowest index) that crossed the target wins; if rounding left none, the last kept.
-  const int first = block_reduce(
+  const int first = block_reduce<kThreads>(
       found < 0 ? INT_MAX : found, [](int a, int b) { return min(a, b); }, i_scratch);
-  const int last = block_reduce(
+  const int last = block_reduce<kThreads>(
       last_kept, [](int a, int b) { return max(a, b); }, i_scratch);
   return first != INT_MAX ? first : last;
 }
@@ -201,11 +185,11 @@ __device__ void row_logprobs(const SamplingParams& p, int row, const T* z, int32
   __shared__ unsigned long long u_scratch[32];
   float mx = -FLT_MAX;
   for (int i = threadIdx.x; i < p.vocab; i += kThreads) mx = fmaxf(mx, logit_value(z, i));
-  mx = block_reduce(
+  mx = block_reduce<kThreads>(
       mx, [](float a, float b) { return fmaxf(a, b); }, f_scratch);
   float sum = 0.f;
   for (int i = threadIdx.x; i < p.vocab; i += kThreads) sum += __expf(logit_value(z, i) - mx);
-  sum = block_reduce(
+  sum = block_reduce<kThreads>(
       sum, [](float a, float b) { return a + b; }, f_scratch);
   const float log_total = mx + logf(sum);
   if (threadIdx.x == 0) p.out_logprobs[row] = logit_value(z, token) - log_total;
@@ -216,10 +200,10 @@ __device__ void row_logprobs(const SamplingParams& p, int row, const T* z, int32
     unsigned long long best = 0;
     for (int i = threadIdx.x; i < p.vocab; i += kThreads) {
       const unsigned long long key =
-          (static_cast<unsigned long long>(order_key(logit_value(z, i))) << 32) | (0xFFFFFFFFu - i);
+          (static_cast<unsigned long long>(sampling_order_key(logit_value(z, i))) << 32) | (0xFFFFFFFFu - i);
       if (key < previous && key > best) best = key;
     }
-    best = block_reduce(
+    best = block_reduce<kThreads>(
         best, [](unsigned long long a, unsigned long long b) { return a > b ? a : b; }, u_scratch);
     const int index = static_cast<int>(0xFFFFFFFFu - static_cast<uint32_t>(best));
     if (threadIdx.x == 0) {

@@ -7,7 +7,7 @@
 namespace gossamer::model {
 
 void check_forward_batch(const GptOssConfig& config, int32_t num_blocks, int32_t block_size, const ForwardBatch& batch,
-                         int32_t num_sliding_blocks) {
+                         int32_t num_sliding_blocks, bool feeds_pending_tokens) {
   GOSSAMER_CHECK(num_blocks > 0, "forward before allocate_kv_cache");
   for (size_t s = 0; s < batch.sequences.size(); ++s) {
     const SequenceInput& seq = batch.sequences[s];
@@ -15,7 +15,11 @@ void check_forward_batch(const GptOssConfig& config, int32_t num_blocks, int32_t
     const int64_t end = int64_t{seq.num_cached} + static_cast<int64_t>(seq.tokens.size());
     GOSSAMER_CHECK(end <= config.max_position_embeddings, "sequence ", s, ": ", end,
                    " positions exceed the model's context of ", config.max_position_embeddings);
-    for (int32_t token : seq.tokens) {
+    GOSSAMER_CHECK(seq.pending_from_row < 0 || (feeds_pending_tokens && !seq.tokens.empty()), "sequence ", s,
+                   ": a pending token on a backend that does not feed them");
+    // A pending last token is read on the device: its placeholder is not an id.
+    const size_t known = seq.tokens.size() - (seq.pending_from_row >= 0 ? 1 : 0);
+    for (const int32_t token : seq.tokens.first(known)) {
       GOSSAMER_CHECK(token >= 0 && token < config.vocab_size, "sequence ", s, ": token id ", token,
                      " is outside the vocabulary [0, ", config.vocab_size, ")");
     }

@@ -1,21 +1,22 @@
 #include "model/model.h"
 
 #include <algorithm>
+#include <array>
 #include <utility>
 
 #include "core/error.h"
+#include "model/step_copy.h"
 
 namespace gossamer::model {
 
-// The default launch_step's copy: the batch and the sampling rows with every span re-pointed into `ints`
-// and `masks`, which are sized before the copy so that nothing moves under the spans.
-struct Model::DeferredStep {
-  bool launched = false;
-  bool sampled = false;
-  std::vector<int32_t> ints;    // tokens, block tables, sliding tables, penalty tokens and counts
-  std::vector<uint32_t> masks;  // [masked rows, ceil(vocab / 32)] token masks
-  ForwardBatch batch;
-  std::vector<RowSampling> rows;
+// The default launch_step's copies of the steps in flight (two at most, oldest at `first`), and the tokens
+// the last step run drew (the ids a step launched on top of it reads for its pending rows).
+struct Model::DeferredSteps {
+  std::array<StepCopy, 2> steps;
+  int first = 0;
+  int count = 0;
+  std::vector<int32_t> last_drawn;
+  bool last_failed = false;
 };
 
 Model::Model() = default;
@@ -27,47 +28,20 @@ void Model::forward_sample(const ForwardBatch&, std::span<const RowSampling>, st
 }
 
 void Model::launch_step(const ForwardBatch& batch, std::optional<std::span<const RowSampling>> rows) {
-  if (!deferred_) deferred_ = std::make_unique<DeferredStep>();
-  DeferredStep& step = *deferred_;
-  GOSSAMER_CHECK(!step.launched, "launch_step: a step is already in flight");
-  const size_t mask_words = (static_cast<size_t>(config().vocab_size) + 31) / 32;
-  size_t num_ints = 0, num_words = 0;
-  for (const SequenceInput& seq : batch.sequences)
-    num_ints += seq.tokens.size() + seq.block_table.size() + seq.sliding_block_table.size();
-  if (rows) {
-    for (const RowSampling& row : *rows) {
-      num_ints += row.penalty_tokens.size() + row.penalty_counts.size();
-      num_words += row.token_mask != nullptr ? mask_words : 0;
-    }
+  if (!deferred_) deferred_ = std::make_unique<DeferredSteps>();
+  DeferredSteps& deferred = *deferred_;
+  const bool pending = std::any_of(batch.sequences.begin(), batch.sequences.end(),
+                                   [](const SequenceInput& seq) { return seq.pending_from_row >= 0; });
+  if (deferred.count > 0) {
+    const StepCopy& before = deferred.steps[static_cast<size_t>((deferred.first + deferred.count - 1) % 2)];
+    GOSSAMER_CHECK(feeds_pending_tokens_on_device() && deferred.count == 1 && rows && before.sampled,
+                   "launch_step: a step is already in flight");
   }
-  step.ints.resize(num_ints);
-  step.masks.resize(num_words);
-  size_t at = 0, at_mask = 0;
-  const auto copy = [&](std::span<const int32_t> from) {
-    std::copy(from.begin(), from.end(), step.ints.begin() + static_cast<std::ptrdiff_t>(at));
-    const std::span<const int32_t> to(step.ints.data() + at, from.size());
-    at += from.size();
-    return to;
-  };
-  step.batch.sequences.assign(batch.sequences.begin(), batch.sequences.end());
-  for (SequenceInput& seq : step.batch.sequences) {
-    seq.tokens = copy(seq.tokens);
-    seq.block_table = copy(seq.block_table);
-    seq.sliding_block_table = copy(seq.sliding_block_table);
-  }
-  step.sampled = rows.has_value();
-  step.rows.clear();
-  if (rows) step.rows.assign(rows->begin(), rows->end());
-  for (RowSampling& row : step.rows) {
-    row.penalty_tokens = copy(row.penalty_tokens);
-    row.penalty_counts = copy(row.penalty_counts);
-    if (row.token_mask != nullptr) {
-      std::copy_n(row.token_mask, mask_words, step.masks.begin() + static_cast<std::ptrdiff_t>(at_mask));
-      row.token_mask = step.masks.data() + at_mask;
-      at_mask += mask_words;
-    }
-  }
-  step.launched = true;
+  GOSSAMER_CHECK(!pending || (feeds_pending_tokens_on_device() && deferred.count == 1),
+                 "launch_step: pending rows need a sampled step in flight on a backend that feeds them");
+  StepCopy& step = deferred.steps[static_cast<size_t>((deferred.first + deferred.count) % 2)];
+  step.assign(batch, rows, config().vocab_size);
+  ++deferred.count;
 }
 
 void Model::launch_forward(const ForwardBatch& batch) {
@@ -82,14 +56,26 @@ void Model::launch_sampling(std::span<const RowSampling> rows) {
 }
 
 void Model::wait_step(StepResult& result) {
-  GOSSAMER_CHECK(deferred_ && deferred_->launched, "wait_step: no step in flight");
-  DeferredStep& step = *deferred_;
-  step.launched = false;  // NOTE: the step is over even when it throws
+  GOSSAMER_CHECK(deferred_ && deferred_->count > 0, "wait_step: no step in flight");
+  DeferredSteps& deferred = *deferred_;
+  StepCopy& step = deferred.steps[static_cast<size_t>(deferred.first)];
+  deferred.first = (deferred.first + 1) % 2;
+  --deferred.count;  // NOTE: the step is over even when it throws
+  const bool feeds = step.has_pending_tokens();
+  const bool failed_before = deferred.last_failed;
+  deferred.last_failed = true;  // until it returns
+  if (feeds) {
+    GOSSAMER_CHECK(!failed_before, "wait_step: the step its pending tokens come from failed");
+    step.feed_pending_tokens(deferred.last_drawn);
+  }
+  deferred.last_drawn.clear();
   if (step.sampled) {
     forward_sample(step.batch, step.rows, result.tokens, result.logprobs);
+    if (feeds_pending_tokens_on_device()) deferred.last_drawn = result.tokens;
   } else {
     forward(step.batch, result.logits);
   }
+  deferred.last_failed = false;
 }
 
 }  // namespace gossamer::model

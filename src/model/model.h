@@ -21,9 +21,17 @@
 //    Entries for positions below max(0, num_cached − window + 1 − kSlidingKeepMargin) are never read, so
 //    the caller may recycle those blocks (keeping any in-range id in the table). With no sliding pool the
 //    sliding layers share block_table's blocks like every other layer.
-//  - Asynchronous steps (launch_step / wait_step): one step in flight at a time, run after every step before
-//    it; so a KV block that the caller frees while a step is in flight and hands to the next step is
-//    written by that next step only after the one in flight is done with it.
+//  - Asynchronous steps (launch_step / wait_step): one step in flight at a time (two where the backend
+//    feeds_pending_tokens_on_device(), below), each run after every step before it; so a KV block that the
+//    caller frees while a step is in flight and hands to the next step is written by that next step only
+//    after the one in flight is done with it.
+//  - Pending tokens (async scheduling, feeds_pending_tokens_on_device()): a sampled step N+1 may be launched
+//    while sampled step N is in flight, before N's tokens are on the host. A sequence of N+1 whose last token
+//    is the one N draws for its logits row r says so with pending_from_row = r; the backend reads that id on
+//    its device from N's drawn tokens (the value in tokens.back() is ignored and not validated). At most two
+//    steps in flight; wait_step returns N's results first. N+1 computes as if the id had been known: a
+//    sequence that N's token ends (a stop token) still computes that token's position in N+1, and the caller
+//    discards what N+1 drew for it.
 #pragma once
 
 #include <algorithm>
@@ -52,6 +60,9 @@ struct SequenceInput {
   std::span<const int32_t> block_table;  // KV block ids for positions [0, num_cached + num_new)
   LogitsWanted logits = LogitsWanted::kLast;
   std::span<const int32_t> sliding_block_table = {};  // sliding-pool block ids (same indexing), or empty
+  // ≥ 0: tokens.back() is the token that the step in flight draws for its logits row pending_from_row, read
+  // on the device (only where feeds_pending_tokens_on_device()); −1: every token is known.
+  int32_t pending_from_row = -1;
 };
 
 struct ForwardBatch {
@@ -140,12 +151,23 @@ class Model {
   // launch_step() starts one step, sampled like forward_sample when `rows` is given (one entry per logits
   // row), else for logits like forward(); wait_step() blocks until its results are on the host.
   // Contract: launch, wait, launch, ... (at most one step in flight; no forward() or forward_sample() while
-  // one is). launch_step reads batch and rows only before it returns. Either call may throw what forward()
-  // and forward_sample() throw; the step is then over. The default copies the step and runs it
-  // synchronously inside wait_step (so the caller's work between the calls still comes before the step);
-  // the cuda backend enqueues sampled steps and waits on an event behind the tokens' copy to pinned memory.
+  // one is), or with feeds_pending_tokens_on_device() launch, launch, wait, launch, wait, ... (a second
+  // sampled step launched on top of a sampled one in flight, its pending rows reading the first's tokens;
+  // never more than two in flight; wait_step returns them in launch order). launch_step reads batch and rows
+  // only before it returns. Either call may throw what forward() and forward_sample() throw; that step is
+  // then over; a step launched on top of a failed one must still be waited for, and fails too (or returns
+  // meaningless tokens for its pending rows). The default copies the step and runs it synchronously inside
+  // wait_step (so the caller's work between the calls still comes before the step; with
+  // feeds_pending_tokens_on_device() it keeps two copies and writes the second's pending ids from the
+  // tokens the first drew); the cuda backend enqueues sampled steps and waits on an event behind the
+  // tokens' copy to pinned memory.
   virtual void launch_step(const ForwardBatch& batch, std::optional<std::span<const RowSampling>> rows);
   virtual void wait_step(StepResult& result);
+  // True when launch_step takes a sampled step with pending rows (SequenceInput::pending_from_row) on top of
+  // a sampled step in flight, so that the caller launches step N+1 before it reads step N's tokens back
+  // (engine.h, async scheduling). Only launch_step: launch_forward and launch_sampling (and logits steps)
+  // still need nothing in flight.
+  virtual bool feeds_pending_tokens_on_device() const { return false; }
   // A sampled step launched in two calls, for rows whose token masks are filled after the forward could
   // start (structured output: the masks need the previous step's tokens, but only the sampling reads them):
   // launch_forward(batch) then launch_sampling(rows) are one launch_step(batch, rows); then wait_step().
@@ -173,8 +195,8 @@ class Model {
   virtual void allocate_kv_cache_impl(int32_t num_blocks, int32_t block_size, int32_t num_sliding_blocks) = 0;
 
  private:
-  struct DeferredStep;                             // the default launch_step's copy of the step
-  std::unique_ptr<DeferredStep> deferred_;         // null until the default launch_step is first used
+  struct DeferredSteps;                            // the default launch_step's copies of the steps in flight
+  std::unique_ptr<DeferredSteps> deferred_;        // null until the default launch_step is first used
   const ForwardBatch* forward_waiting_ = nullptr;  // the default launch_forward's batch, until launch_sampling
 };
 

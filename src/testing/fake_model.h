@@ -34,6 +34,9 @@ struct FakeModelOptions {
   int32_t stop_one_in = 0;    // without a script: emit <|return|> when hash % stop_one_in == 0 (0 = never)
   std::vector<FakeScript> scripts;
   bool device_sampling = false;  // offer forward_sample (drawn with the host sampler from each row's seed)
+  // With device_sampling: take a second sampled step on top of one in flight, its pending rows fed from the
+  // first's tokens (model.h; the default launch_step's two copies), as the cuda backend does on its device.
+  bool feeds_pending_tokens = false;
 };
 
 class FakeModel : public model::Model {
@@ -50,6 +53,9 @@ class FakeModel : public model::Model {
   void forward(const model::ForwardBatch& batch, std::vector<float>& logits) override;
   bool samples_on_device() const override { return options_.device_sampling; }
   bool samples_with_token_masks() const override { return options_.device_sampling; }
+  bool feeds_pending_tokens_on_device() const override {
+    return options_.device_sampling && options_.feeds_pending_tokens;
+  }
   void forward_sample(const model::ForwardBatch& batch, std::span<const model::RowSampling> rows,
                       std::vector<int32_t>& tokens, std::vector<model::RowLogprobs>& logprobs) override;
   using model::Model::forward_sample;

@@ -19,15 +19,17 @@ struct Result {
 };
 
 // Runs one request to completion on a fresh engine.
-Result run(bool device_sampling, const SamplingParams& sampling) {
+Result run(bool device_sampling, const SamplingParams& sampling, bool async_scheduling = false) {
   FakeModelOptions options;
   options.device_sampling = device_sampling;
+  options.feeds_pending_tokens = async_scheduling;
   options.scripts.push_back({{}, std::vector<int32_t>(40, 1234)});  // the same token, forced, 40 times
   EngineConfig config;
   config.block_size = 4;
   config.num_kv_blocks = 256;
   config.max_model_len = 256;
   config.device_sampling = device_sampling;
+  config.async_scheduling = async_scheduling;
   Engine engine(std::make_unique<FakeModel>(options), config);
   std::mutex mutex;
   std::condition_variable done;
@@ -60,12 +62,19 @@ TEST(EngineSampling, PenaltiesAndLogprobsAgreeOnTheDeviceAndHostPaths) {
   const Result plain = run(true, sampling);
   ASSERT_EQ(plain.tokens.size(), 30u);
   EXPECT_EQ(plain.tokens, std::vector<TokenId>(30, 1234));
+  const Result plain_async = run(true, sampling, true);  // logprobs of steps launched ahead
+  EXPECT_EQ(plain_async.tokens, plain.tokens);
+  ASSERT_EQ(plain_async.logprobs.size(), plain.logprobs.size());
+  for (size_t i = 0; i < plain.logprobs.size(); ++i)
+    EXPECT_FLOAT_EQ(plain_async.logprobs[i].logprob, plain.logprobs[i].logprob) << i;
   sampling.frequency_penalty = 2.0f;  // 10 − 2·c falls below the fake's floor (−30) after 20 repeats
   sampling.repetition_penalty = 1.5f;
   const Result device = run(true, sampling);
   const Result host = run(false, sampling);
+  const Result device_async = run(true, sampling, true);  // penalized steps keep their order
   EXPECT_NE(device.tokens, plain.tokens);
   EXPECT_EQ(device.tokens, host.tokens);
+  EXPECT_EQ(device_async.tokens, device.tokens);
   ASSERT_EQ(device.logprobs.size(), device.tokens.size());
   ASSERT_EQ(host.logprobs.size(), host.tokens.size());
   for (size_t i = 0; i < device.logprobs.size(); ++i) {

@@ -147,6 +147,70 @@ TEST(PrefixCacheEngine, FuzzedSharedPromptsWithCancellationMatchAFreshModel) {
   }
 }
 
+// Async scheduling (the fake model feeding the pending tokens from the step before, as the cuda backend
+// does on its device): a sequence that a stop ends has one more token computed, into blocks that are freed
+// and may be cached; outputs, hits and block counts must not notice.
+std::unique_ptr<FakeModel> feeding_fake(int32_t stop_one_in) {
+  FakeModelOptions options;
+  options.device_sampling = true;
+  options.feeds_pending_tokens = true;
+  options.stop_one_in = stop_one_in;
+  return std::make_unique<FakeModel>(options);
+}
+
+TEST(PrefixCacheEngine, AsyncSchedulingGivesTheSameGreedyOutputsUnderPreemption) {
+  const auto prompts = shared_prompts(16, 2, 50000);
+  EngineConfig async_config = fake_config(true, 40, 64);
+  async_config.async_scheduling = true;
+  const auto with = run_all(feeding_fake(0), async_config, prompts, 30, false);
+  const auto without = run_all(std::make_unique<FakeModel>(), fake_config(false, 40, 64), prompts, 30, false);
+  expect_same_outputs(with, without);
+  EXPECT_GT(with.stats.num_preemptions_total, 0);
+  EXPECT_GT(with.stats.num_prefix_cache_hits_total, 0);
+}
+
+TEST(PrefixCacheEngine, AsyncSchedulingStopsExactlyWhereTheModelStops) {
+  FakeModelOptions reference_options;
+  reference_options.stop_one_in = 9;  // many requests stop on <|return|> early
+  const FakeModel reference(reference_options);
+  for (uint32_t seed = 20; seed < 23; ++seed) {
+    const auto prompts = shared_prompts(20, seed, 50000);
+    OutputCollector outputs;
+    EngineConfig config = fake_config(true, 48 + static_cast<int32_t>(seed % 3) * 40, 24);
+    config.async_scheduling = true;
+    Engine engine(feeding_fake(9), config);
+    std::mt19937 rng(seed);
+    std::vector<std::pair<RequestId, int32_t>> submitted;  // id, prompt index
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      SubmitParams params = greedy(prompts[i], 1 + static_cast<int32_t>(rng() % 20), outputs);
+      params.sampling.stop_token_ids = {200002};
+      const RequestId id = engine.submit(std::move(params));
+      submitted.emplace_back(id, static_cast<int32_t>(i));
+      if (rng() % 5 == 0) engine.cancel(submitted[rng() % submitted.size()].first);
+      if (rng() % 3 == 0) std::this_thread::sleep_for(1ms);
+    }
+    ASSERT_TRUE(outputs.wait(static_cast<int>(prompts.size()), 60s));
+    int stopped = 0;
+    for (const auto& [id, index] : submitted) {
+      const OutputCollector::Record f = outputs.get(id);
+      std::vector<TokenId> history = prompts[static_cast<size_t>(index)];
+      for (size_t t = 0; t < f.tokens.size(); ++t) {  // the model's tokens, none past a stop
+        ASSERT_EQ(f.tokens[t], reference.next_token(history)) << "seed " << seed << " request " << id;
+        history.push_back(f.tokens[t]);
+        if (f.tokens[t] == 200002) {
+          ASSERT_EQ(t + 1, f.tokens.size());
+        }
+      }
+      EXPECT_EQ(f.num_output_tokens, static_cast<int32_t>(f.tokens.size()));
+      stopped += f.reason == FinishReason::kStop;
+    }
+    EXPECT_GT(stopped, 0) << "seed " << seed;
+    const EngineStats stats = engine.stats();
+    EXPECT_EQ(stats.num_free_kv_blocks, stats.num_kv_blocks) << "seed " << seed;
+    EXPECT_EQ(stats.num_running, 0);
+  }
+}
+
 TEST(PrefixCacheEngine, MultiTurnHistoryIsServedFromTheCache) {
   OutputCollector outputs;
   Engine engine(std::make_unique<FakeModel>(), fake_config(true, 256, 64));

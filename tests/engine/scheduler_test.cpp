@@ -242,16 +242,16 @@ TEST(Scheduler, SchedulesPendingTokensAndCachesOnlyKnownOnes) {
       seq.request->num_computed += seq.num_new;
       if (!seq.sample || last) continue;
       seq.request->output.push_back(kPendingToken);
-      seq.request->token_pending = true;
+      ++seq.request->num_pending;
     }
   };
   const auto resolve = [](Request& r, TokenId token) {
-    if (r.token_pending) {
+    if (r.num_pending > 0) {
       r.output.back() = token;
     } else {
       r.output.push_back(token);
     }
-    r.token_pending = false;
+    r.num_pending = 0;
   };
 
   auto out = scheduler.schedule();  // the prompt

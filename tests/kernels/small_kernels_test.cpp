@@ -7,6 +7,7 @@
 #include "gpt_oss_cases.h"
 #include "kernel_test_utils.h"
 #include "kernels/embedding.h"
+#include "kernels/feed_tokens.h"
 #include "kernels/kv_cache_fp8.h"
 #include "kernels/moe.h"
 #include "kernels/mxfp4_convert.h"
@@ -290,6 +291,29 @@ TEST(EmbeddingKernel, GathersRows) {
   embedding_cpu(c);
   EXPECT_EQ(dout.download(), ref);
   report("embedding", "37x2880", 0.0, 0.0);
+}
+
+// Async scheduling's pending-token feed: the listed ids take the previous step's drawn tokens, the rest stay.
+TEST(FeedTokensKernel, WritesTheDrawnTokensIntoTheListedIds) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(5);
+  const int tokens = 1100, rows = 1024;
+  std::vector<int32_t> ids(tokens), drawn(rows), feeds;
+  for (auto& x : ids) x = static_cast<int32_t>(rng() % 201088);
+  for (auto& x : drawn) x = static_cast<int32_t>(rng() % 201088);
+  for (int t = 0; t < tokens; t += 1 + static_cast<int>(rng() % 3)) {  // each id at most once
+    feeds.push_back(t);
+    feeds.push_back(static_cast<int32_t>(rng() % rows));
+  }
+  const int num_feeds = static_cast<int>(feeds.size() / 2);
+  DeviceBuffer<int32_t> dids(ids), ddrawn(drawn), dfeeds(feeds);
+  FeedTokensParams p{dids.get(), ddrawn.get(), dfeeds.get(), num_feeds};
+  launch_feed_tokens(p, nullptr);
+  std::vector<int32_t> ref = ids;
+  FeedTokensParams c{ref.data(), drawn.data(), feeds.data(), num_feeds};
+  feed_tokens_cpu(c);
+  EXPECT_EQ(dids.download(), ref);
+  report("feed_tokens", "1100 ids", 0.0, 0.0);
 }
 
 // Vocab-parallel logits at the real vocabulary (2 and 8 ranks) and at small ones whose last shard is short:

@@ -322,8 +322,8 @@ TEST(CudaModelGpuTest, GraphDecodeMatchesEagerDecode) {
 // the batch of every sequence's token at position kPrefix (the same step each time it runs).
 struct PrefilledGoldens {
   static constexpr int32_t kPrefix = 100;
-  explicit PrefilledGoldens(int reversed)
-      : model(load(tiny_checkpoint(DummyInit::kConditioned), "fp8", true)),
+  explicit PrefilledGoldens(int reversed, bool graphs = true)
+      : model(load(tiny_checkpoint(DummyInit::kConditioned), "fp8", graphs)),
         vocab(model->config().vocab_size),
         tokens(testing::golden_tokens("tiny_conditioned")) {
     for (int s = 0; s < reversed; ++s) tokens.push_back(std::vector<int32_t>(tokens[s].rbegin(), tokens[s].rend()));
@@ -417,6 +417,51 @@ TEST(CudaModelGpuTest, TwoCallSampledStepMatchesOneCallWithTokenMasks) {
     ASSERT_EQ(one.tokens.size(), static_cast<size_t>(goldens.n));
     EXPECT_EQ(two.tokens, one.tokens) << "round " << round;
     for (int32_t r = 1; r < goldens.n; ++r) EXPECT_EQ(two.tokens[size_t(r)] % 7, r) << "row " << r << " left its mask";
+  }
+}
+
+// Async scheduling: a decode step launched while the step before it is in flight, its tokens pending (fed on
+// the device from that step's drawn tokens, rows in another order), draws what the same step draws with the
+// tokens known, on the graph and the eager path; the step in flight's results come back first and intact.
+TEST(CudaModelGpuTest, PendingTokensFedOnTheDeviceMatchKnownTokens) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU: pending token feed test not run";
+  for (const bool graphs : {true, false}) {
+    const PrefilledGoldens goldens(2, graphs);
+    Model* model = goldens.model.get();
+    ASSERT_TRUE(model->feeds_pending_tokens_on_device());
+    const size_t n = static_cast<size_t>(goldens.n);
+    const std::vector<RowSampling> greedy(n);
+    // The step after decode(): every sequence's token at kPrefix + 1, in reverse order.
+    const auto next_step = [&](const std::vector<int32_t>& ids, bool pending) {
+      ForwardBatch batch;
+      for (size_t i = 0; i < n; ++i) {
+        const size_t s = n - 1 - i;
+        SequenceInput seq{std::span(ids).subspan(s, 1), PrefilledGoldens::kPrefix + 1, goldens.tables[s],
+                          LogitsWanted::kLast};
+        if (pending) seq.pending_from_row = static_cast<int32_t>(s);
+        batch.sequences.push_back(seq);
+      }
+      return batch;
+    };
+    for (int round = 0; round < 3; ++round) {  // graphs: eager warm-up, capture, replay
+      StepResult first, second;
+      model->launch_step(goldens.decode(), std::span<const RowSampling>(greedy));
+      model->wait_step(first);
+      model->launch_step(next_step(first.tokens, false), std::span<const RowSampling>(greedy));
+      model->wait_step(second);
+
+      const std::vector<int32_t> placeholders(n, -1);
+      StepResult first_ahead, second_ahead;
+      model->launch_step(goldens.decode(), std::span<const RowSampling>(greedy));
+      model->launch_step(next_step(placeholders, true), std::span<const RowSampling>(greedy));
+      model->wait_step(first_ahead);
+      model->wait_step(second_ahead);
+      EXPECT_EQ(first_ahead.tokens, first.tokens) << "graphs " << graphs << " round " << round;
+      EXPECT_EQ(second_ahead.tokens, second.tokens) << "graphs " << graphs << " round " << round;
+    }
+    // A pending row that no step in flight drew is refused before anything runs.
+    const std::vector<int32_t> placeholders(n, -1);
+    EXPECT_THROW(model->launch_step(next_step(placeholders, true), std::span<const RowSampling>(greedy)), Error);
   }
 }
 

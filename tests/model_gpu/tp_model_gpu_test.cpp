@@ -109,6 +109,81 @@ INSTANTIATE_TEST_SUITE_P(Layouts, TpModelGpuTest,
                            return std::string(info.param.expert_parallel ? "EP2_" : "TP2_") + info.param.weights;
                          });
 
+// Sampling on the vocab-parallel slices (kernels/vocab_sampling.h): the same steps run again as sampled
+// steps. Greedy tokens equal the argmax (lowest id) of the rank's own gathered logits exactly, both ranks
+// draw the same tokens (greedy and temperature/top-k/top-p), and the TP2 greedy tokens keep TP1's argmax
+// bound (TP1: the same worker with --world 1, no communicator, its greedy equal to its logits' argmax).
+TEST(TpModelGpuSamplingTest, SlicesDrawTheGatheredArgmaxOnEveryRank) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU visible: the tensor-parallel cuda model test needs one";
+  ::setenv("NCCL_NVLS_ENABLE", "0", 1);
+  const fs::path dir = fs::temp_directory_path() / ("gossamer_tp_sampling." + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  write_dummy_checkpoint(preset_config("tiny"), 0, (dir / "model").string(), DummyInit::kConditioned);
+  const std::string tokens = testing::golden_dir() + "/tiny_conditioned_tokens.json";
+  auto run_group = [&](int world) {
+    const int port = free_port();
+    std::vector<pid_t> pids;
+    for (int rank = 0; rank < world; ++rank) {
+      const std::string name = "w" + std::to_string(world) + "r" + std::to_string(rank);
+      const std::vector<std::string> args = {GOSSAMER_TP_MODEL_WORKER,
+                                             "--model",
+                                             (dir / "model").string(),
+                                             "--tokens",
+                                             tokens,
+                                             "--out",
+                                             (dir / (name + ".npy")).string(),
+                                             "--tokens-out",
+                                             (dir / (name + "_tokens.npy")).string(),
+                                             "--rank",
+                                             std::to_string(rank),
+                                             "--world",
+                                             std::to_string(world),
+                                             "--port",
+                                             std::to_string(port),
+                                             "--weights",
+                                             "bf16",
+                                             "--prefix",
+                                             "160"};
+      pids.push_back(start_logged(args, (dir / (name + ".log")).string()));
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+    for (int rank = 0; rank < world; ++rank) {
+      const int status = wait_until(pids[static_cast<size_t>(rank)], deadline);
+      std::ifstream in(dir / ("w" + std::to_string(world) + "r" + std::to_string(rank) + ".log"));
+      std::stringstream text;
+      text << in.rdbuf();
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "world " << world << " rank " << rank << ":\n"
+                                                                 << text.str();
+    }
+  };
+  run_group(1);
+  run_group(2);
+  ASSERT_FALSE(HasFailure());
+  const NpyArray tp1_logits = read_npy_f32((dir / "w1r0.npy").string());
+  const NpyArray tp2_logits = read_npy_f32((dir / "w2r0.npy").string());
+  const NpyArray tp1 = read_npy_f32((dir / "w1r0_tokens.npy").string());
+  const NpyArray rank0 = read_npy_f32((dir / "w2r0_tokens.npy").string());
+  const NpyArray rank1 = read_npy_f32((dir / "w2r1_tokens.npy").string());
+  ASSERT_EQ(rank0.shape.size(), 3u);
+  EXPECT_EQ(rank0.data, rank1.data) << "both ranks must draw the same tokens";
+  const int64_t seqs = rank0.shape[1], length = rank0.shape[2], vocab = tp2_logits.shape[2];
+  auto argmax = [&](const NpyArray& logits, int64_t row) {
+    const float* x = logits.data.data() + row * vocab;
+    return static_cast<float>(std::max_element(x, x + vocab) - x);  // the first maximum: the lowest id
+  };
+  int64_t agree = 0;
+  for (int64_t row = 0; row < seqs * length; ++row) {
+    EXPECT_EQ(rank0.data[static_cast<size_t>(row)], argmax(tp2_logits, row)) << "TP2 greedy, row " << row;
+    EXPECT_EQ(tp1.data[static_cast<size_t>(row)], argmax(tp1_logits, row)) << "TP1 greedy, row " << row;
+    agree += rank0.data[static_cast<size_t>(row)] == tp1.data[static_cast<size_t>(row)];
+  }
+  const double match = static_cast<double>(agree) / static_cast<double>(seqs * length);
+  std::printf("[tp gpu sampling] TP2 greedy on the slices vs TP1: %.4f of %lld rows\n", match,
+              static_cast<long long>(seqs * length));
+  EXPECT_GE(match, 0.98);
+  fs::remove_all(dir);
+}
+
 // The command line on several GPUs (issue #20's machines; skipped on fewer): `gossamer logits --device
 // cuda -tp N` starts one process per GPU and gives TP1's logits within the bf16 bound.
 TEST(TpModelGpuCliTest, LogitsWithTensorAndExpertParallelMatchOneGpu) {

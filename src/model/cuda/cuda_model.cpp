@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "core/parallel.h"
 #include "kernels/attention.h"
+#include "kernels/feed_tokens.h"
 #include "kernels/fp8_tiled.h"
 #include "kernels/gemm_bf16.h"
 #include "kernels/gemv_fp8.h"
@@ -93,7 +94,7 @@ CudaModel::CudaModel(GptOssConfig config, CudaOptions options,
   GOSSAMER_CHECK(cudaGetDeviceCount(&device_count) == cudaSuccess && device_count > 0,
                  "cuda backend: no CUDA GPU found");
   GOSSAMER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  GOSSAMER_CUDA_CHECK(cudaEventCreateWithFlags(&sampled_done_, cudaEventDisableTiming));
+  for (StepSlot& slot : slots_) GOSSAMER_CUDA_CHECK(cudaEventCreateWithFlags(&slot.done, cudaEventDisableTiming));
   weights_ = make(config_);
   if (options_.cublaslt_dense) add_row_major_copies();
   rope_ = RopeTables::from_config(config_);
@@ -131,7 +132,9 @@ CudaModel::~CudaModel() {
   for (DecodeGraph& graph : graphs_) {
     if (graph.exec != nullptr) cudaGraphExecDestroy(graph.exec);
   }
-  if (sampled_done_ != nullptr) cudaEventDestroy(sampled_done_);
+  for (StepSlot& slot : slots_) {
+    if (slot.done != nullptr) cudaEventDestroy(slot.done);
+  }
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 
@@ -218,6 +221,7 @@ CudaModel::StepPlan CudaModel::layout_plan(int tokens, int seqs, int pages, int 
   plan.page_indptr = reserve(seqs + 1, 1);
   plan.sliding_page_indptr = ring ? reserve(seqs + 1, 1) : plan.page_indptr;
   plan.rows = reserve(std::max(rows, 1), 1);
+  plan.feeds = reserve(static_cast<size_t>(seqs) * 2, 1);
   // Room for every tile of every sequence (attention.h: Σ ceil(q_len / R) ≤ tokens / R + seqs).
   plan.q_tiles_64 = reserve(prefill ? tokens / 64 + seqs : 0, 1);
   plan.q_tiles_128 = reserve(prefill ? tokens / 128 + seqs : 0, 1);
@@ -229,12 +233,13 @@ CudaModel::StepPlan CudaModel::layout_plan(int tokens, int seqs, int pages, int 
 }
 
 void CudaModel::fill_and_upload_plan(const ForwardBatch& batch, StepPlan& plan, DeviceBuffer& device) {
-  grow(host_plan_, plan.total_words * 4);
-  int32_t* host = host_plan_.get<int32_t>();
+  PinnedBuffer& host_plan = launching_slot().plan;  // NOTE: a step in flight may still upload from the other
+  grow(host_plan, plan.total_words * 4);
+  int32_t* host = host_plan.get<int32_t>();
   int64_t* slots = reinterpret_cast<int64_t*>(host + plan.slots);
   int64_t* sliding_slots = reinterpret_cast<int64_t*>(host + plan.sliding_slots);
   const bool ring = num_sliding_blocks_ > 0;
-  int token = 0, page = 0, row = 0;
+  int token = 0, page = 0, row = 0, feeds = 0;
   host[plan.cu_seqlens] = 0;
   host[plan.page_indptr] = 0;
   host[plan.sliding_page_indptr] = 0;
@@ -260,6 +265,12 @@ void CudaModel::fill_and_upload_plan(const ForwardBatch& batch, StepPlan& plan, 
     for (int i = 0; i < n; ++i, ++token) {
       const int position = seq.num_cached + i;
       host[plan.ids + token] = seq.tokens[static_cast<size_t>(i)];
+      if (i + 1 == n && seq.pending_from_row >= 0) {  // its id comes from the step in flight, on the device
+        host[plan.ids + token] = 0;
+        host[plan.feeds + 2 * feeds] = token;
+        host[plan.feeds + 2 * feeds + 1] = seq.pending_from_row;
+        ++feeds;
+      }
       host[plan.positions + token] = position;
       slots[token] =
           int64_t{seq.block_table[static_cast<size_t>(position / block_size_)]} * block_size_ + position % block_size_;
@@ -296,6 +307,29 @@ void CudaModel::fill_and_upload_plan(const ForwardBatch& batch, StepPlan& plan, 
     GOSSAMER_CUDA_CHECK(cudaMemcpyAsync(device.get<int32_t>() + plan.sliding_page_indices,
                                         host + plan.sliding_page_indices, used * 4, cudaMemcpyHostToDevice, stream_));
   }
+  if (feeds > 0) {  // NOTE: before the step's graph or first kernel; the step before drew them into sampling_
+    kernels::FeedTokensParams feed;
+    feed.ids = device.get<int32_t>() + plan.ids;
+    feed.drawn = reinterpret_cast<const int32_t*>(sampling_.get<uint8_t>() + newest_in_flight().layout.at_tokens);
+    feed.feeds = device.get<int32_t>() + plan.feeds;
+    feed.num_feeds = feeds;
+    kernels::launch_feed_tokens(feed, stream_);
+  }
+}
+
+void CudaModel::check_pending_rows(const ForwardBatch& batch) const {
+  for (size_t s = 0; s < batch.sequences.size(); ++s) {
+    const int32_t row = batch.sequences[s].pending_from_row;
+    if (row < 0) continue;
+    GOSSAMER_CHECK(num_in_flight_ == 1 && forward_rows_ < 0 && row < newest_in_flight().layout.num_rows,
+                   "cuda backend: sequence ", s, " reads pending row ", row, ", which no sampled step in flight drew");
+  }
+}
+
+bool CudaModel::grow_shared(DeviceBuffer& buffer, size_t bytes) {
+  if (bytes <= buffer.bytes()) return false;
+  if (any_in_flight()) synchronize();  // NOTE: the steps in flight may read it (a pending feed: sampling_)
+  return grow(buffer, bytes);
 }
 
 void CudaModel::prepare_workspace(const StepPlan& plan) {
@@ -333,26 +367,26 @@ void CudaModel::prepare_workspace(const StepPlan& plan) {
     decode_bytes = std::max(decode_bytes, kernels::attention_decode_workspace_bytes(attention));
   }
   bool moved = false;
-  moved |= grow(residual_, t * h * 2);
-  moved |= grow(delta_, t * h * 2);
-  moved |= grow(normed_, t * h * 2);
-  moved |= grow(qkv_, t * qkv * 2);
-  moved |= grow(q_, t * qw * 2);
-  moved |= grow(attn_out_, t * qw * 2);
-  moved |= grow(act_, t * kmax);
-  moved |= grow(act_scales_, t * ((kmax + 127) / 128) * 4);
-  moved |= grow(router_logits_, t * e * 2);
-  moved |= grow(moe_workspace_, moe_bytes);
-  if (grow(decode_workspace_, decode_bytes)) {
+  moved |= grow_shared(residual_, t * h * 2);
+  moved |= grow_shared(delta_, t * h * 2);
+  moved |= grow_shared(normed_, t * h * 2);
+  moved |= grow_shared(qkv_, t * qkv * 2);
+  moved |= grow_shared(q_, t * qw * 2);
+  moved |= grow_shared(attn_out_, t * qw * 2);
+  moved |= grow_shared(act_, t * kmax);
+  moved |= grow_shared(act_scales_, t * ((kmax + 127) / 128) * 4);
+  moved |= grow_shared(router_logits_, t * e * 2);
+  moved |= grow_shared(moe_workspace_, moe_bytes);
+  if (grow_shared(decode_workspace_, decode_bytes)) {
     kernels::attention_decode_workspace_init(decode_workspace_.get(), decode_workspace_.bytes(), stream_);
     moved = true;
   }
-  moved |= grow(final_rows_, rows * h * 2);
-  moved |= grow(logits_, static_cast<size_t>(rows) * config_.vocab_size * 2);
+  moved |= grow_shared(final_rows_, rows * h * 2);
+  moved |= grow_shared(logits_, static_cast<size_t>(rows) * config_.vocab_size * 2);
   if (vocab_parallel()) {
     const int64_t slot = rows * options_.vocab_shard_rows * 2;
-    moved |= grow(vocab_local_, slot);
-    moved |= grow(vocab_slots_, slot * options_.comm->world_size());
+    moved |= grow_shared(vocab_local_, slot);
+    moved |= grow_shared(vocab_slots_, slot * options_.comm->world_size());
   }
   if (moved) ++workspace_generation_;
 }
@@ -430,31 +464,39 @@ bool CudaModel::run_decode_graph(const ForwardBatch& batch) {
 }
 
 void CudaModel::forward(const ForwardBatch& batch, std::vector<float>& logits) {
+  GOSSAMER_CHECK(!any_in_flight() && forward_rows_ < 0, "forward: a step is in flight");
   logits.clear();
-  copy_logits_out(enqueue_forward(batch), logits);
+  const int rows = enqueue_forward(batch);
+  if (vocab_parallel() && rows > 0) gather_vocab_shards(rows);
+  copy_logits_out(rows, logits);
 }
 
 void CudaModel::forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows,
                                std::vector<int32_t>& tokens, std::vector<RowLogprobs>& logprobs) {
+  GOSSAMER_CHECK(!any_in_flight() && forward_rows_ < 0, "forward_sample: a step is in flight");
   enqueue_sampled_step(batch, rows);
-  collect_sampled_step(tokens, logprobs);
+  collect_sampled_step(slots_[static_cast<size_t>(first_in_flight_)], tokens, logprobs);  // nothing in flight
 }
 
 void CudaModel::launch_step(const ForwardBatch& batch, std::optional<std::span<const RowSampling>> rows) {
-  GOSSAMER_CHECK(!sampled_in_flight_ && forward_rows_ < 0, "launch_step: a step is already in flight");
+  GOSSAMER_CHECK(forward_rows_ < 0 && num_in_flight_ < 2 && (num_in_flight_ == 0 || rows), "launch_step: ",
+                 num_in_flight_ > 0 ? "only a sampled step goes on top of one in flight"
+                                    : "a forward waits for its sampling rows");
   if (!rows) return Model::launch_step(batch, rows);  // logits: the synchronous default (forward at the wait)
   enqueue_sampled_step(batch, *rows);
-  sampled_in_flight_ = true;
+  ++num_in_flight_;
 }
 
 void CudaModel::wait_step(StepResult& result) {
-  if (!sampled_in_flight_) return Model::wait_step(result);
-  sampled_in_flight_ = false;  // NOTE: the step is over even when the wait throws
-  collect_sampled_step(result.tokens, result.logprobs);
+  if (num_in_flight_ == 0) return Model::wait_step(result);
+  // NOTE: the step is over even when the wait throws (a step on top of it still has to be waited for).
+  const int slot = std::exchange(first_in_flight_, (first_in_flight_ + 1) % 2);
+  --num_in_flight_;
+  collect_sampled_step(slots_[static_cast<size_t>(slot)], result.tokens, result.logprobs);
 }
 
 void CudaModel::launch_forward(const ForwardBatch& batch) {
-  GOSSAMER_CHECK(!sampled_in_flight_ && forward_rows_ < 0, "launch_forward: a step is already in flight");
+  GOSSAMER_CHECK(!any_in_flight() && forward_rows_ < 0, "launch_forward: a step is already in flight");
   forward_rows_ = enqueue_forward(batch);
 }
 
@@ -462,7 +504,7 @@ void CudaModel::launch_sampling(std::span<const RowSampling> rows) {
   GOSSAMER_CHECK(forward_rows_ >= 0, "launch_sampling without launch_forward");
   const int n = std::exchange(forward_rows_, -1);
   enqueue_sampling_after_forward(n, rows);
-  sampled_in_flight_ = true;
+  ++num_in_flight_;
 }
 
 void CudaModel::enqueue_sampled_step(const ForwardBatch& batch, std::span<const RowSampling> rows) {
@@ -472,17 +514,19 @@ void CudaModel::enqueue_sampled_step(const ForwardBatch& batch, std::span<const 
 void CudaModel::enqueue_sampling_after_forward(int n, std::span<const RowSampling> rows) {
   GOSSAMER_CHECK(static_cast<size_t>(n) == rows.size(), "forward_sample: ", rows.size(), " sampling rows for ", n,
                  " logits rows");
-  SampledLayout& layout = sampled_layout_;
+  StepSlot& slot = launching_slot();
+  SampledLayout& layout = slot.layout;
   layout.num_rows = n;
   layout.any_logprobs = false;
   layout.num_top.clear();
   if (n > 0) enqueue_sampling(rows);
-  // NOTE: also after a step without rows: the next step refills host_plan_, whose upload must be done by then.
-  GOSSAMER_CUDA_CHECK(cudaEventRecord(sampled_done_, stream_));
+  // NOTE: also after a step without rows: a later step refills the slot's plan, whose upload must be done by then.
+  GOSSAMER_CUDA_CHECK(cudaEventRecord(slot.done, stream_));
 }
 
 void CudaModel::enqueue_sampling(std::span<const RowSampling> rows) {
-  SampledLayout& layout = sampled_layout_;
+  StepSlot& slot = launching_slot();
+  SampledLayout& layout = slot.layout;
   const int n = layout.num_rows;
   bool any_penalties = false, any_logprobs = false;
   size_t num_entries = 0;
@@ -521,13 +565,32 @@ void CudaModel::enqueue_sampling(std::span<const RowSampling> rows) {
   for (const RowSampling& row : rows) num_masked += row.token_mask != nullptr;
   const size_t at_mask_rows = num_masked > 0 ? place(rows_n * 4) : 0,
                at_masks = num_masked > 0 ? place(num_masked * words * 4) : 0;
+  // Vocab-parallel rows without penalties, logprobs or masks sample on the slices (sample_vocab_slices):
+  // [sampled rows i32 | top-k rows i32 | top-p rows i32].
+  const bool on_slices = vocab_parallel() && !any_penalties && !any_logprobs && num_masked == 0;
+  std::vector<int32_t>& s_rows = slice_rows_.sampled;
+  std::vector<int32_t>& k_rows = slice_rows_.top_k;
+  std::vector<int32_t>& p_rows = slice_rows_.top_p;
+  s_rows.clear();
+  k_rows.clear();
+  p_rows.clear();
+  for (int r = 0; on_slices && r < n; ++r) {
+    const RowSampling& row = rows[static_cast<size_t>(r)];
+    if (row.temperature <= 0.0f) continue;
+    s_rows.push_back(r);
+    if (row.top_k > 0 && row.top_k < config_.vocab_size) k_rows.push_back(r);
+    if (row.top_p < 1.0f) p_rows.push_back(r);
+  }
+  const size_t at_s_rows = on_slices ? place(s_rows.size() * 4) : 0,
+               at_k_rows = on_slices ? place(k_rows.size() * 4) : 0,
+               at_p_rows = on_slices ? place(p_rows.size() * 4) : 0;
   const size_t inputs = bytes;
   const size_t at_tokens = place(rows_n * 4);
   const size_t at_logprob = any_logprobs ? place(rows_n * 4) : 0, at_top_tokens = any_logprobs ? place(top_n * 4) : 0,
                at_top_logprobs = any_logprobs ? place(top_n * 4) : 0;
-  grow(host_sampling_, bytes);
-  grow(sampling_, bytes);
-  auto* host = host_sampling_.get<uint8_t>();
+  grow(slot.sampling, bytes);
+  grow_shared(sampling_, bytes);  // NOTE: after this step's pending feed read the step before's tokens from it
+  auto* host = slot.sampling.get<uint8_t>();
   int32_t entry = 0, num_penalized = 0;
   for (int r = 0; r < n; ++r) {
     const RowSampling& row = rows[static_cast<size_t>(r)];
@@ -550,6 +613,9 @@ void CudaModel::enqueue_sampling(std::span<const RowSampling> rows) {
     if (any_logprobs) typed<int32_t>(host, at_num_top)[r] = row.num_top_logprobs;
   }
   if (any_penalties) typed<int32_t>(host, at_offsets)[n] = entry;
+  std::copy(s_rows.begin(), s_rows.end(), typed<int32_t>(host, at_s_rows));
+  std::copy(k_rows.begin(), k_rows.end(), typed<int32_t>(host, at_k_rows));
+  std::copy(p_rows.begin(), p_rows.end(), typed<int32_t>(host, at_p_rows));
   auto* device = sampling_.get<uint8_t>();
   mark(StepPhase::kSampling);
   if (num_masked > 0) {
@@ -562,6 +628,23 @@ void CudaModel::enqueue_sampling(std::span<const RowSampling> rows) {
     }
   }
   GOSSAMER_CUDA_CHECK(cudaMemcpyAsync(device, host, inputs, cudaMemcpyHostToDevice, stream_));
+  if (on_slices) {
+    VocabSampledRows slices;
+    slices.temperature = reinterpret_cast<const float*>(device + at_temperature);
+    slices.top_k = reinterpret_cast<const int32_t*>(device + at_top_k);
+    slices.top_p = reinterpret_cast<const float*>(device + at_top_p);
+    slices.seeds = reinterpret_cast<const uint64_t*>(device + at_seed);
+    slices.s_rows = reinterpret_cast<const int32_t*>(device + at_s_rows);
+    slices.k_rows = reinterpret_cast<const int32_t*>(device + at_k_rows);
+    slices.p_rows = reinterpret_cast<const int32_t*>(device + at_p_rows);
+    slices.num_s = s_rows.size();
+    slices.num_k = k_rows.size();
+    slices.num_p = p_rows.size();
+    slices.tokens = reinterpret_cast<int32_t*>(device + at_tokens);
+    sample_vocab_slices(n, slices);
+  } else if (vocab_parallel()) {
+    gather_vocab_shards(n);
+  }
   if (num_masked > 0) {
     kernels::TokenMaskParams mask_params;
     mask_params.logits_bf16 = logits_.get<uint16_t>();  // [n, vocab] bf16, masked in place
@@ -582,7 +665,7 @@ void CudaModel::enqueue_sampling(std::span<const RowSampling> rows) {
   params.num_rows = n;
   params.vocab = config_.vocab_size;
   if (any_penalties) {
-    grow(penalized_, static_cast<size_t>(num_penalized) * static_cast<size_t>(config_.vocab_size) * 4);
+    grow_shared(penalized_, static_cast<size_t>(num_penalized) * static_cast<size_t>(config_.vocab_size) * 4);
     params.scratch_rows = reinterpret_cast<const int32_t*>(device + at_scratch);
     params.presence = reinterpret_cast<const float*>(device + at_presence);
     params.frequency = reinterpret_cast<const float*>(device + at_frequency);
@@ -598,7 +681,7 @@ void CudaModel::enqueue_sampling(std::span<const RowSampling> rows) {
     params.out_top_tokens = reinterpret_cast<int32_t*>(device + at_top_tokens);
     params.out_top_logprobs = reinterpret_cast<float*>(device + at_top_logprobs);
   }
-  kernels::launch_sampling(params, stream_);
+  if (!on_slices) kernels::launch_sampling(params, stream_);
   mark(StepPhase::kOutput);
   // The results land in pinned memory: collect_sampled_step reads them once the stream got past this copy.
   GOSSAMER_CUDA_CHECK(
@@ -614,16 +697,17 @@ void CudaModel::enqueue_sampling(std::span<const RowSampling> rows) {
   }
 }
 
-void CudaModel::collect_sampled_step(std::vector<int32_t>& tokens, std::vector<RowLogprobs>& logprobs) {
-  const SampledLayout& layout = sampled_layout_;
+void CudaModel::collect_sampled_step(const StepSlot& slot, std::vector<int32_t>& tokens,
+                                     std::vector<RowLogprobs>& logprobs) {
+  const SampledLayout& layout = slot.layout;
   const int n = layout.num_rows;
   if (options_.comm != nullptr) options_.comm->synchronize(stream_);  // a dead peer: CommError, not garbage
-  GOSSAMER_CUDA_CHECK(cudaEventSynchronize(sampled_done_));
+  GOSSAMER_CUDA_CHECK(cudaEventSynchronize(slot.done));
   GOSSAMER_CUDA_CHECK(cudaGetLastError());
   tokens.assign(static_cast<size_t>(n), 0);
   logprobs.assign(static_cast<size_t>(n), {});
   if (n == 0) return;
-  auto* host = host_sampling_.get<uint8_t>();
+  auto* host = slot.sampling.get<uint8_t>();
   std::memcpy(tokens.data(), host + layout.at_tokens, static_cast<size_t>(n) * 4);
   for (int r = 0; layout.any_logprobs && r < n; ++r) {
     const int32_t num_top = layout.num_top[static_cast<size_t>(r)];
@@ -640,7 +724,8 @@ void CudaModel::collect_sampled_step(std::vector<int32_t>& tokens, std::vector<R
 }
 
 int CudaModel::enqueue_forward(const ForwardBatch& batch) {
-  check_forward_batch(config_, num_blocks_, block_size_, batch, num_sliding_blocks_);
+  check_forward_batch(config_, num_blocks_, block_size_, batch, num_sliding_blocks_, /*feeds_pending_tokens=*/true);
+  check_pending_rows(batch);
   if (run_decode_graph(batch)) return static_cast<int>(batch.sequences.size());
   int tokens = 0, pages = 0, rows = 0, max_q = 0, max_kv = 0, decode_seqs = 0;
   for (const SequenceInput& seq : batch.sequences) {
@@ -662,7 +747,7 @@ int CudaModel::enqueue_forward(const ForwardBatch& batch) {
   plan.max_kv = max_kv;
   plan.num_decode_seqs = decode_seqs;
   prepare_workspace(plan);
-  grow(plan_, plan.total_words * 4);
+  grow_shared(plan_, plan.total_words * 4);
   fill_and_upload_plan(batch, plan, plan_);
   enqueue_step(plan, plan_.get<int32_t>());
   return rows;

@@ -18,10 +18,18 @@
 // weight-streaming grouped GEMM (kernels/moe.h launch_moe_stream) instead. Pure decode
 // steps (one new token per sequence, ≤ kMaxGraphBatch sequences) replay a CUDA graph captured once per
 // padded batch size; padding sequences compute on a scratch KV block that no caller can own.
+//
+// Async scheduling (model.h, feeds_pending_tokens_on_device): a sampled step may be launched while the one
+// before it is in flight. Its pending ids are copied on the stream, before its graph or its first kernel,
+// from where the step before drew them (sampling_) into its plan's ids (kernels/feed_tokens.h); the pinned
+// staging a step's asynchronous copies read or write (plan, sampling settings and results) has two slots,
+// one per step in flight; device buffers are shared, ordered by the one stream, and a device buffer that has
+// to grow while a step is in flight waits for it first.
 #pragma once
 
 #include <cuda_runtime.h>
 
+#include <array>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -51,10 +59,13 @@ struct CudaOptions {
   int expert_begin = 0;
   int num_local_experts = 0;
   // Vocab-parallel unembedding (with comm): this rank's unembedding holds vocabulary rows
-  // [rank · vocab_shard_rows, …) (model/sharding.h), so it computes those logits and the group gathers
-  // every rank's into the full [rows, vocab] (all_gather, or on a group without one a sum of zero-padded
-  // slots: exact); 0 = this rank holds the whole unembedding. vocab_rows: this rank's own rows
-  // (model/sharding.h RankShard::vocab; random weights are made of that size).
+  // [rank · vocab_shard_rows, …) (model/sharding.h), so it computes those logits. Sampled steps whose rows
+  // have no penalties, logprobs or token masks sample on the slices (kernels/vocab_sampling.h: per-row
+  // records cross ranks, never the logits); a step with any such row, and forward()'s logits, gather every
+  // rank's slice into the full [rows, vocab] (all_gather, or on a group without one a sum of zero-padded
+  // slots: exact) and run the single-device sampler over all its rows (the same rule). 0 = this rank holds
+  // the whole unembedding. vocab_rows: this rank's own rows (model/sharding.h RankShard::vocab; random
+  // weights are made of that size).
   int64_t vocab_shard_rows = 0;
   int64_t vocab_rows = 0;
   // FP8 qkv/o linears of more rows than the decode GEMV takes run on cuBLASLt where it has an algorithm
@@ -109,9 +120,11 @@ class CudaModel final : public Model {
                       std::vector<RowLogprobs>& logprobs) override;
   using Model::forward_sample;
   // Sampled steps return once enqueued: the drawn tokens (and logprobs) are copied into pinned memory behind
-  // the step, and wait_step waits on an event recorded after that copy. Logits steps: the default.
+  // the step, and wait_step waits on an event recorded after that copy. Logits steps: the default (nothing
+  // in flight). A sampled step may go on top of a sampled one in flight, its pending rows fed on the GPU.
   void launch_step(const ForwardBatch& batch, std::optional<std::span<const RowSampling>> rows) override;
   void wait_step(StepResult& result) override;
+  bool feeds_pending_tokens_on_device() const override { return true; }
   // A sampled step in two calls: launch_forward enqueues the forward at once, launch_sampling the sampling
   // behind it (structured output fills the token masks in between, while the forward runs).
   void launch_forward(const ForwardBatch& batch) override;
@@ -176,6 +189,8 @@ class CudaModel final : public Model {
     size_t q_tiles_64 = 0, q_tiles_128 = 0;
     size_t ids = 0, positions = 0, slots = 0, cu_seqlens = 0, kv_lens = 0, page_indptr = 0, page_indices = 0, rows = 0,
            total_words = 0;
+    // Pending tokens: [seqs, 2] (index into ids, row of the step before's drawn tokens), the first few used.
+    size_t feeds = 0;
     // The ring's sliding-pool slots and page table (aliases of slots / page_* without a ring).
     size_t sliding_slots = 0, sliding_page_indptr = 0, sliding_page_indices = 0;
   };
@@ -190,10 +205,15 @@ class CudaModel final : public Model {
 
   // prefill: the step launches the prefill attention (room for its query-tile lists).
   StepPlan layout_plan(int tokens, int seqs, int pages, int rows, bool prefill = false) const;
-  // Writes the plan of `batch` into host_plan_ (padding with scratch sequences up to plan.num_seqs) and
-  // uploads the used words (two ranges with a ring: its page table sits after the main one) to `device`.
+  // Writes the plan of `batch` into the launching slot's host plan (padding with scratch sequences up to
+  // plan.num_seqs) and uploads the used words (two ranges with a ring: its page table sits after the main
+  // one) to `device`; then copies the pending ids from the step in flight's drawn tokens (feed_pending_tokens).
   // With a prefill launch it also lists the query tiles (plan's num_q_tiles_*).
   void fill_and_upload_plan(const ForwardBatch& batch, StepPlan& plan, DeviceBuffer& device);
+  // Throws unless every pending row of `batch` names a row of the sampled step in flight.
+  void check_pending_rows(const ForwardBatch& batch) const;
+  // Grows a device buffer that a step in flight may use: waits for the stream first when it must move.
+  bool grow_shared(DeviceBuffer& buffer, size_t bytes);
   // Grows every step buffer for `plan` (bumping workspace_generation_ when anything moves).
   void prepare_workspace(const StepPlan& plan);
   // Whether a step's attention runs its decode sequences on the decode kernel beside a prefill launch for
@@ -208,13 +228,17 @@ class CudaModel final : public Model {
   int enqueue_forward(const ForwardBatch& batch);
   bool run_decode_graph(const ForwardBatch& batch);
   // A sampled step: enqueue_sampled_step enqueues the forward, the sampling (enqueue_sampling: settings up,
-  // results down into host_sampling_) and records sampled_done_; collect_sampled_step waits on that event
+  // results down into the launching slot's pinned staging) and records its event; collect_sampled_step waits on it
   // and reads the results.
   void enqueue_sampled_step(const ForwardBatch& batch, std::span<const RowSampling> rows);
   // The sampling half of a sampled step whose forward (num_rows logits rows) is already enqueued.
   void enqueue_sampling_after_forward(int num_rows, std::span<const RowSampling> rows);
   void enqueue_sampling(std::span<const RowSampling> rows);
-  void collect_sampled_step(std::vector<int32_t>& tokens, std::vector<RowLogprobs>& logprobs);
+  struct StepSlot;
+  // Waits for the step staged in `slot` and reads its results.
+  void collect_sampled_step(const StepSlot& slot, std::vector<int32_t>& tokens, std::vector<RowLogprobs>& logprobs);
+  // The sampled steps in flight (launch_step and launch_sampling enqueued, wait_step not yet collected).
+  bool any_in_flight() const { return num_in_flight_ > 0; }
 
   // out [m, w.n] bf16 = x [m, w.k] bf16 · wᵀ + bias (GEMV for m ≤ 8, else FP8 or bf16 GEMM).
   void add_row_major_copies();
@@ -222,8 +246,26 @@ class CudaModel final : public Model {
   void experts(int layer, int num_tokens);
   // delta_ [T, hidden] bf16 ← Σ over the group's ranks (no-op without a group).
   void reduce_partial_outputs(int num_tokens);
-  // Vocab-parallel unembedding: vocab_local_ [rows, local vocab] of every rank → logits_ [rows, vocab].
+  // Vocab-parallel unembedding: vocab_local_ [rows, local vocab] of every rank → logits_ [rows, vocab]
+  // (forward()'s logits, and sampled steps that sample_vocab_slices does not take).
   void gather_vocab_shards(int num_rows);
+  // A sampled step's rows as sample_vocab_slices reads them (device pointers into sampling_).
+  struct VocabSampledRows {
+    const float* temperature = nullptr;  // [rows]
+    const int32_t* top_k = nullptr;      // [rows]
+    const float* top_p = nullptr;        // [rows]
+    const uint64_t* seeds = nullptr;     // [rows]
+    // The sampled rows (temperature > 0): all of them (s_rows), those with 0 < top_k < vocab (k_rows) and
+    // those with top_p < 1 (p_rows), ascending.
+    const int32_t *k_rows = nullptr, *p_rows = nullptr, *s_rows = nullptr;
+    size_t num_k = 0, num_p = 0, num_s = 0;
+    int32_t* tokens = nullptr;  // [rows] out
+  };
+  // Sampling on the vocab-parallel slices (kernels/vocab_sampling.h, model/cuda/cuda_vocab_sampling.cpp):
+  // tokens ← the single-device rule's draw over vocab_local_ of every rank, exchanging only per-row records
+  // (12·world bytes per row for the argmax; sampled rows add ≤ 8 KB: 2 × 4 rounds of 256-bin histograms,
+  // masses and picks) instead of the [rows, vocab] logits. Greedy rows: exactly the single-device token.
+  void sample_vocab_slices(int num_rows, const VocabSampledRows& rows);
   bool vocab_parallel() const { return options_.comm != nullptr && options_.vocab_shard_rows > 0; }
   void mark(StepPhase phase) {
     if (phase_timer_) phase_timer_->mark(phase, stream_);
@@ -251,26 +293,44 @@ class CudaModel final : public Model {
   DeviceBuffer kv_scales_;
 
   // Step workspace, grown on demand (never shrunk); captured graphs hold its pointers.
-  PinnedBuffer host_plan_, host_logits_, host_sampling_;
-  // Where the last sampled step's results sit in host_sampling_ (byte offsets), for collect_sampled_step.
-  struct SampledLayout {
+  PinnedBuffer host_logits_;
+  // What one step stages in pinned memory, one slot per step in flight (a step launched on top of another
+  // must not overwrite what the other's copies still read or write): its plan, its sampling settings and
+  // results (sampling, laid out by `layout`), and the event recorded after its results reach `sampling`.
+  struct SampledLayout {  // byte offsets in StepSlot::sampling
     int num_rows = 0;
     size_t at_tokens = 0, at_logprob = 0, at_top_tokens = 0, at_top_logprobs = 0;
     bool any_logprobs = false;
     std::vector<int32_t> num_top;  // per row, when any_logprobs
   };
-  SampledLayout sampled_layout_;
-  cudaEvent_t sampled_done_ = nullptr;  // recorded after the sampled step's results are copied to the host
-  bool sampled_in_flight_ = false;      // launch_step enqueued a sampled step that wait_step has not waited for
-  int forward_rows_ = -1;               // launch_forward's logits rows until launch_sampling, else −1
-  DeviceBuffer sampling_;               // forward_sample's per-row settings and drawn tokens
-  DeviceBuffer penalized_;              // forward_sample's penalized rows [penalized rows, vocab] fp32
-  DeviceBuffer plan_;                   // eager steps' plan
+  struct StepSlot {
+    PinnedBuffer plan, sampling;
+    SampledLayout layout;
+    cudaEvent_t done = nullptr;
+  };
+  std::array<StepSlot, 2> slots_;
+  int first_in_flight_ = 0;  // the oldest step in flight's slot
+  int num_in_flight_ = 0;    // sampled steps enqueued that wait_step has not collected (≤ 2)
+  // The slot the step being enqueued stages in, and the newest step in flight's (the one pending rows read).
+  StepSlot& launching_slot() { return slots_[static_cast<size_t>((first_in_flight_ + num_in_flight_) % 2)]; }
+  const StepSlot& newest_in_flight() const {
+    return slots_[static_cast<size_t>((first_in_flight_ + num_in_flight_ + 1) % 2)];
+  }
+  int forward_rows_ = -1;  // launch_forward's logits rows until launch_sampling, else −1
+  DeviceBuffer sampling_;  // forward_sample's per-row settings and drawn tokens
+  struct SliceRows {
+    std::vector<int32_t> sampled, top_k, top_p;  // enqueue_sampling's lists for sample_vocab_slices (reused)
+  };
+  SliceRows slice_rows_;
+  DeviceBuffer penalized_;  // forward_sample's penalized rows [penalized rows, vocab] fp32
+  DeviceBuffer plan_;       // eager steps' plan
   DeviceBuffer residual_, delta_, normed_, qkv_, q_, attn_out_, act_, act_scales_, router_logits_, moe_workspace_,
       decode_workspace_, final_rows_, logits_;
   // Vocab-parallel unembedding: this rank's logits [rows, vocab_shard_rows] and every rank's slot
   // [world, rows · vocab_shard_rows] bf16.
   DeviceBuffer vocab_local_, vocab_slots_;
+  // sample_vocab_slices's records, row states, histograms, masses and picks (grown per sampled step).
+  DeviceBuffer vocab_exchange_;
   // --weights mxfp4: one layer's experts converted to FP8 for steps of more than kMxfp4DirectMaxRowsPerExpert
   // rows per expert (tile-major [E, 2·inter, hidden] / [E, hidden, inter] e4m3 and their 128×128 scales),
   // reused per layer.

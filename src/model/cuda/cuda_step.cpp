@@ -351,7 +351,8 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
     experts(layer, t);
     reduce_partial_outputs(t);  // TP: each rank's intermediate columns; EP: each rank's experts
   }
-  // ---- final norm, gather the wanted rows, unembedding → logits_ [rows, vocab] bf16 ----
+  // ---- final norm, gather the wanted rows, unembedding → logits_ [rows, vocab] bf16, or with a
+  //      vocab-parallel unembedding vocab_local_ [rows, local vocab] bf16 (gathered by the consumer) ----
   mark(StepPhase::kFinalNorm);
   add_block_output(true);
   norm.weight = bf16(weights_.final_norm);
@@ -369,14 +370,14 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
     mark(StepPhase::kUnembedding);
     if (vocab_parallel()) {
       linear(bf16(final_rows_), plan.num_rows, weights_.unembedding, bf16(vocab_local_));
-      gather_vocab_shards(plan.num_rows);
     } else {
       linear(bf16(final_rows_), plan.num_rows, weights_.unembedding, bf16(logits_));
     }
   }
 }
 
-// vocab_local_ [rows, n_rank] of every rank → logits_ [rows, vocab] (kernels/vocab_shards.h). Each slot of
+// vocab_local_ [rows, n_rank] of every rank → logits_ [rows, vocab] (kernels/vocab_shards.h); the first
+// num_rows rows (a decode graph computes padded ones behind them). Each slot of
 // vocab_slots_ is rows · vocab_shard_rows elements; rank q's logits fill the start of slot q. With an
 // all-gather (NCCL) the slots arrive as sent; without one (ranks sharing a GPU: IPC sums only) every rank
 // zeroes the other slots and the group sums them, which is exact (x + 0 = x; −0 becomes +0).

@@ -2,10 +2,13 @@
 // tests/model_gpu/tp_model_gpu_test.cpp (both ranks may share one GPU: they reduce through the IPC
 // all-reduce). Loads its shard of a checkpoint (model/shard_weights.h), prefills every sequence of a
 // tokens JSON up to `prefix`, decodes the rest one token per step (the decode graphs), and writes the
-// logits of every position as float32 .npy [batch, length, vocab].
+// logits of every position as float32 .npy [batch, length, vocab]. With --tokens-out it then runs the same
+// steps again as sampled steps (on a vocab-parallel group: sampled on the slices, kernels/vocab_sampling.h)
+// and writes the drawn tokens as float32 .npy [2, batch, length]: greedy, then temperature 0.8, top-k 40,
+// top-p 0.9 seeded by position. --world 1: the whole model on the GPU, no communicator (the TP1 reference).
 //
 // usage: gossamer_tp_model_worker --model DIR --tokens JSON --out NPY --rank R --world N --port P
-//        [--expert-parallel] [--weights fp8|bf16] [--prefix N]
+//        [--expert-parallel] [--weights fp8|bf16] [--prefix N] [--tokens-out NPY]
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -21,7 +24,7 @@
 
 int main(int argc, char** argv) {
   using namespace gossamer;
-  std::string model_dir, tokens_path, out_path, weights = "bf16";
+  std::string model_dir, tokens_path, out_path, tokens_out_path, weights = "bf16";
   int rank = 0, world = 1, port = 0, prefix = 0;
   bool expert_parallel = false;
   for (int i = 1; i < argc; ++i) {
@@ -43,6 +46,8 @@ int main(int argc, char** argv) {
       weights = value, ++i;
     else if (arg == "--prefix")
       prefix = std::atoi(value.c_str()), ++i;
+    else if (arg == "--tokens-out")
+      tokens_out_path = value, ++i;
     else if (arg == "--expert-parallel")
       expert_parallel = true;
   }
@@ -53,23 +58,23 @@ int main(int argc, char** argv) {
     const model::RankWeights shard =
         model::shard_weights(checkpoint->config(), checkpoint->weights(), checkpoint, layout, rank);
 
-    comm::CudaCommOptions comm_options;
-    comm_options.bootstrap.port = port;
-    comm_options.bootstrap.rank = rank;
-    comm_options.bootstrap.world_size = world;
-    comm_options.device = 0;
-    comm_options.use_nccl = false;  // ranks share one GPU, which NCCL refuses: every sum takes the IPC path
-    // The vocab-parallel logits of a prefill of every position travel as one sum of zero-padded slots.
-    comm_options.ipc_max_bytes = int64_t{96} << 20;
-    auto comm = std::make_shared<comm::CudaCommunicator>(comm_options);
-
     model::cuda::CudaOptions options;
     options.weights = model::cuda::parse_weight_format(weights);
-    options.comm = comm;
-    options.expert_begin = static_cast<int>(shard.shard.experts.begin);
-    options.num_local_experts = static_cast<int>(shard.shard.experts.size());
-    options.vocab_shard_rows = model::vocab_shard_rows(layout, checkpoint->config());
-    options.vocab_rows = shard.shard.vocab.size();
+    if (world > 1) {
+      comm::CudaCommOptions comm_options;
+      comm_options.bootstrap.port = port;
+      comm_options.bootstrap.rank = rank;
+      comm_options.bootstrap.world_size = world;
+      comm_options.device = 0;
+      comm_options.use_nccl = false;  // ranks share one GPU, which NCCL refuses: every sum takes the IPC path
+      // The vocab-parallel logits of a prefill of every position travel as one sum of zero-padded slots.
+      comm_options.ipc_max_bytes = int64_t{96} << 20;
+      options.comm = std::make_shared<comm::CudaCommunicator>(comm_options);
+      options.expert_begin = static_cast<int>(shard.shard.experts.begin);
+      options.num_local_experts = static_cast<int>(shard.shard.experts.size());
+      options.vocab_shard_rows = model::vocab_shard_rows(layout, checkpoint->config());
+      options.vocab_rows = shard.shard.vocab.size();
+    }
     model::cuda::CudaModel model(shard.config, shard.weights, options);
 
     // ---- prefill `prefix` positions of every sequence, then one token per step ----
@@ -82,21 +87,50 @@ int main(int argc, char** argv) {
       for (int32_t s = 0; s < seqs; ++s) tables[static_cast<size_t>(s)][static_cast<size_t>(b)] = seqs * b + s;
     }
     std::vector<float> out(static_cast<size_t>(seqs * length * vocab)), logits;
-    for (int64_t done = 0; done < length;) {
-      const int64_t n = done == 0 ? std::max<int64_t>(1, prefix) : 1;
-      model::ForwardBatch batch;
-      for (size_t s = 0; s < tokens.size(); ++s) {
-        batch.sequences.push_back({std::span(tokens[s]).subspan(static_cast<size_t>(done), static_cast<size_t>(n)),
-                                   static_cast<int32_t>(done), tables[s], model::LogitsWanted::kAll});
+    // drawn [2, seqs, length]: greedy, then sampled (as float32: ids are exact)
+    std::vector<float> drawn(static_cast<size_t>(2 * seqs * length));
+    std::vector<int32_t> step_tokens;
+    std::vector<model::RowLogprobs> step_logprobs;
+    for (int pass = 0; pass < (tokens_out_path.empty() ? 1 : 3); ++pass) {  // logits, greedy, sampled
+      for (int64_t done = 0; done < length;) {
+        const int64_t n = done == 0 ? std::max<int64_t>(1, prefix) : 1;
+        model::ForwardBatch batch;
+        for (size_t s = 0; s < tokens.size(); ++s) {
+          batch.sequences.push_back({std::span(tokens[s]).subspan(static_cast<size_t>(done), static_cast<size_t>(n)),
+                                     static_cast<int32_t>(done), tables[s], model::LogitsWanted::kAll});
+        }
+        if (pass == 0) {
+          model.forward(batch, logits);
+          for (size_t s = 0; s < tokens.size(); ++s) {
+            std::copy_n(logits.begin() + static_cast<int64_t>(s) * n * vocab, n * vocab,
+                        out.begin() + (static_cast<int64_t>(s) * length + done) * vocab);
+          }
+        } else {
+          std::vector<model::RowSampling> rows(static_cast<size_t>(seqs * n));
+          for (int64_t s = 0; s < seqs; ++s) {
+            for (int64_t i = 0; i < n; ++i) {
+              model::RowSampling& row = rows[static_cast<size_t>(s * n + i)];
+              if (pass == 2) {
+                row.temperature = 0.8f;
+                row.top_k = 40;
+                row.top_p = 0.9f;
+                row.seed = static_cast<uint64_t>(s * length + done + i) * 0x9E3779B9ull + 1;
+              }
+            }
+          }
+          model.forward_sample(batch, rows, step_tokens, step_logprobs);
+          for (int64_t s = 0; s < seqs; ++s) {
+            for (int64_t i = 0; i < n; ++i) {
+              drawn[static_cast<size_t>(((pass - 1) * seqs + s) * length + done + i)] =
+                  static_cast<float>(step_tokens[static_cast<size_t>(s * n + i)]);
+            }
+          }
+        }
+        done += n;
       }
-      model.forward(batch, logits);
-      for (size_t s = 0; s < tokens.size(); ++s) {
-        std::copy_n(logits.begin() + static_cast<int64_t>(s) * n * vocab, n * vocab,
-                    out.begin() + (static_cast<int64_t>(s) * length + done) * vocab);
-      }
-      done += n;
     }
     write_npy_f32(out_path, {seqs, length, vocab}, out.data());
+    if (!tokens_out_path.empty()) write_npy_f32(tokens_out_path, {2, seqs, length}, drawn.data());
     std::printf("rank %d: %s %s wrote %s (graph replays %lld)\n", rank, layout.describe().c_str(), weights.c_str(),
                 out_path.c_str(), static_cast<long long>(model.graph_replays()));
     return 0;

@@ -1,0 +1,157 @@
+// The local pieces of sampling over vocab-parallel logits (the cuda backend's form of
+// model/sharded_sampling.h): each rank of a tensor-parallel group runs these on its own slice of the
+// vocabulary, and the group sums the small f32 records they write (comm all_reduce: it exists on every
+// group, the IPC-only ones of ranks sharing a GPU too). Never the [rows, vocab] logits cross ranks.
+//
+// The rule is kernels/sampling.h's, steps 1-4 (no penalties, logprobs or token masks: the caller keeps
+// those rows on the gathered logits). x = z (greedy) or z · (1 / temperature), keys k(x) as there.
+//  1. local_max: slot `rank` of records ← (key >> 16, key & 0xFFFF, id) of this slice's largest key
+//     (lowest id on ties), the other slots ← 0; after the sum merge_max takes the largest (key, lowest id)
+//     over ranks (slices ascend with the rank): the greedy token, exactly the single-device one, and the
+//     row's max x for the sampled rows. Every record value is an integer < 2^24, so the sum is exact.
+//  2. top-k (rows with 0 < k < vocab): the k-th largest key by radix selection over the group (4 rounds of
+//     8 bits, as sampling_f32_sm90.cu): each round folds the summed 256-bin count histogram of the
+//     previous one into the row's state and writes this slice's next histogram. Counts are integers:
+//     the threshold is exactly the single-device one.
+//  3. top-p (rows with top_p < 1): target = top_p · Σ_ranks local_mass(keys ≥ t_k), then 4 radix rounds
+//     over summed mass histograms (the single-device kernel's passes, with its rounding fallback).
+//  4. the draw: local_mass per rank (slots), total and the mass before this rank in rank order; each rank
+//     walks its slice from that offset (local_draw: 1 + the first id whose running mass exceeds
+//     u · total, and 1 + its last kept id, 0 for none); merge_draw takes the first rank's crossing, else
+//     the last kept id of the highest rank that has one.
+// Masses are f32 sums (as the single-device kernel), so a sampled draw can differ from it only when
+// u · total falls within rounding of a token boundary; greedy rows and the top-k threshold are exact.
+//
+// Contract: every rank calls the same launches with the same rows, settings and buffer sizes, and sums the
+// records between them (in place, f32, rank order, identical on every rank: comm/communicator.h); the
+// results are then identical on every rank. Launches only enqueue (graph-capturable, no allocation).
+// Every launch has a CPU reference (*_cpu) over host memory with the same arguments.
+#pragma once
+
+#include <bit>
+#include <cstdint>
+
+#include "core/cuda/cuda_types.h"  // cudaStream_t
+
+namespace gossamer::kernels {
+
+inline constexpr int kVocabSelectBins = 256;  // one radix round: 8 bits of the key
+inline constexpr int kVocabMaxRecord = 3;     // f32 per rank per row in local_max's records
+
+// This rank's slice and the step's rows.
+struct VocabSliceParams {
+  const uint16_t* logits = nullptr;  // [num_rows, ld] bf16: column c is the logit of global id vocab_begin + c
+  int64_t ld = 0;
+  int num_cols = 0;     // this rank's vocabulary ids (> 0)
+  int vocab_begin = 0;  // its first global id
+  int rank = 0;
+  int world = 1;
+  int num_rows = 0;
+  const float* temperature = nullptr;  // [num_rows]: ≤ 0 greedy (x = z), else x = z · (1 / temperature)
+};
+
+// Per row, written by merge_max and the selections and read by the later launches.
+struct VocabRowState {
+  float max = 0.f;         // max x of the row over the group
+  uint32_t threshold = 0;  // kept keys are ≥ threshold (0: all): after top-k, then after top-p
+  uint32_t prefix = 0;     // the radix selection in progress: the key bits chosen so far
+  uint32_t mask = 0;       //   and which bits those are
+  float remaining = 0.f;   // top-k: how many keys the selection still has to pass; top-p: the target mass
+  float above = 0.f;       // top-p: the kept mass above the current prefix range
+};
+
+enum class VocabSelect : uint8_t { kTopK, kTopP };
+
+// Folds the group's summed histogram of one radix round (bits [shift, shift + 8) of the key) into a row's
+// selection, as sampling_f32_sm90.cu's thread 0 does: top-k takes the bin where the count from the top
+// reaches `remaining`; top-p the bin where the mass from the top reaches the target (if rounding leaves it
+// unreached: the lowest non-empty bin).
+GOSSAMER_HOST_DEVICE inline void vocab_select_fold(VocabSelect what, const float* hist, int shift,
+                                                   VocabRowState& state) {
+  int chosen = 0;
+  if (what == VocabSelect::kTopK) {
+    float cum = 0.f;
+    for (int b = kVocabSelectBins - 1; b >= 0; --b) {
+      if (cum + hist[b] >= state.remaining) {
+        chosen = b;
+        break;
+      }
+      cum += hist[b];
+    }
+    state.remaining -= cum;
+  } else {
+    float cum = state.above;
+    int lowest = 0;
+    chosen = -1;
+    for (int b = kVocabSelectBins - 1; b >= 0; --b) {
+      if (hist[b] > 0.f) lowest = b;
+      if (hist[b] > 0.f && cum + hist[b] >= state.remaining) {
+        chosen = b;
+        break;
+      }
+      cum += hist[b];
+    }
+    if (chosen < 0) {
+      chosen = lowest;
+      cum = state.above;
+      for (int b = kVocabSelectBins - 1; b > lowest; --b) cum += hist[b];
+    }
+    state.above = cum;
+  }
+  state.prefix |= static_cast<uint32_t>(chosen) << shift;
+  state.mask |= 255u << shift;
+}
+
+// records [world, num_rows, kVocabMaxRecord] f32: slot rank ← this slice's (key >> 16, key & 0xFFFF, id),
+// the others ← 0.
+void launch_vocab_local_max(const VocabSliceParams& p, float* records, cudaStream_t stream);
+void vocab_local_max_cpu(const VocabSliceParams& p, float* records);
+
+// After the sum: tokens [num_rows] ← the largest (key, lowest id) over ranks; state[r].max ← its x and
+// state[r].threshold ← 0.
+void launch_vocab_merge_max(const float* records, int world, int num_rows, int32_t* tokens, VocabRowState* state,
+                            cudaStream_t stream);
+void vocab_merge_max_cpu(const float* records, int world, int num_rows, int32_t* tokens, VocabRowState* state);
+
+// One radix round of a selection over `rows` [num_select] (row ids of the step). shift 24 starts it
+// (top-k: remaining ← top_k[row]; top-p: remaining ← top_p[row] · Σ_ranks masses[q][j], masses from
+// local_mass over these rows with the top-k threshold) and writes this slice's histogram of key bits
+// [24, 32); shift 16, 8, 0 first fold the summed histogram of round shift + 8 into the state, then write
+// the next; shift −8 folds the last and sets threshold (top-k: the k-th largest key; top-p: the larger of
+// the kept prefix and the top-k threshold). hist [num_select, kVocabSelectBins] f32, in place: counts of
+// all keys (top-k) or masses exp(x − max) of keys ≥ threshold (top-p).
+struct VocabSelectParams {
+  VocabSelect what = VocabSelect::kTopK;
+  const int32_t* rows = nullptr;  // [num_select]
+  int num_select = 0;
+  int shift = 24;
+  const int32_t* top_k = nullptr;  // [num_rows] (top-k)
+  const float* top_p = nullptr;    // [num_rows] (top-p)
+  const float* masses = nullptr;   // [world, num_select] (top-p, shift 24)
+  VocabRowState* state = nullptr;  // [num_rows]
+  float* hist = nullptr;           // [num_select, kVocabSelectBins]
+};
+void launch_vocab_select_round(const VocabSliceParams& p, const VocabSelectParams& s, cudaStream_t stream);
+void vocab_select_round_cpu(const VocabSliceParams& p, const VocabSelectParams& s);
+
+// masses [world, num_select] f32: slot rank ← Σ exp(x − max) over this slice's keys ≥ state[row].threshold,
+// the others ← 0.
+void launch_vocab_local_mass(const VocabSliceParams& p, const int32_t* rows, int num_select, const VocabRowState* state,
+                             float* masses, cudaStream_t stream);
+void vocab_local_mass_cpu(const VocabSliceParams& p, const int32_t* rows, int num_select, const VocabRowState* state,
+                          float* masses);
+
+// After masses were summed: picks [world, num_select, 2] f32: slot rank ← (1 + the first id whose running
+// mass, from Σ_{q < rank} masses[q], exceeds sampling_uniform(seeds[row]) · Σ_q masses[q], or 0;
+// 1 + the last kept id, or 0), the others ← 0.
+void launch_vocab_local_draw(const VocabSliceParams& p, const int32_t* rows, int num_select, const VocabRowState* state,
+                             const float* masses, const uint64_t* seeds, float* picks, cudaStream_t stream);
+void vocab_local_draw_cpu(const VocabSliceParams& p, const int32_t* rows, int num_select, const VocabRowState* state,
+                          const float* masses, const uint64_t* seeds, float* picks);
+
+// After picks were summed: tokens[rows[j]] ← the first rank's crossing, else the highest rank's last kept.
+void launch_vocab_merge_draw(const float* picks, int world, const int32_t* rows, int num_select, int32_t* tokens,
+                             cudaStream_t stream);
+void vocab_merge_draw_cpu(const float* picks, int world, const int32_t* rows, int num_select, int32_t* tokens);
+
+}  // namespace gossamer::kernels
