@@ -3,9 +3,23 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "model/model.h"
 
 namespace gossamer::engine {
+namespace {
+
+// The ring's blocks per running sequence (window + margin positions, +2 blocks of rounding, +1 for the
+// step's new positions) and for one step's new positions (max_num_batched_tokens), so that
+// ring_blocks_needed = per_seq · max_num_seqs + chunk (engine_config.h).
+int64_t ring_blocks_per_seq(int32_t window, int32_t block_size) {
+  return (int64_t{window} - 1 + model::kSlidingKeepMargin + block_size - 1) / block_size + 3;
+}
+int64_t ring_blocks_per_step(int32_t max_num_batched_tokens, int32_t block_size) {
+  return (int64_t{max_num_batched_tokens} + block_size - 1) / block_size;
+}
+
+}  // namespace
 
 void EngineConfig::resolve_budgets() {
   if (!decode_first) {
@@ -50,9 +64,15 @@ void EngineConfig::validate_resolved() const {
 }
 
 int32_t EngineConfig::ring_blocks_needed(int32_t window) const {
-  const int64_t per_seq = (int64_t{window} - 1 + model::kSlidingKeepMargin + block_size - 1) / block_size + 3;
-  const int64_t chunk = (int64_t{max_num_batched_tokens} + block_size - 1) / block_size;
+  const int64_t per_seq = ring_blocks_per_seq(window, block_size);
+  const int64_t chunk = ring_blocks_per_step(max_num_batched_tokens, block_size);
   return static_cast<int32_t>(std::min<int64_t>(per_seq * max_num_seqs + chunk, 1 << 30));
+}
+
+int32_t EngineConfig::max_num_seqs_for_ring(int32_t window, int64_t ring_blocks) const {
+  const int64_t per_seq = ring_blocks_per_seq(window, block_size);
+  const int64_t chunk = ring_blocks_per_step(max_num_batched_tokens, block_size);
+  return static_cast<int32_t>(std::clamp<int64_t>((ring_blocks - chunk) / per_seq, 0, 1 << 30));
 }
 
 EngineConfig EngineConfig::resolve(const model::Model& model) const {
@@ -69,6 +89,26 @@ EngineConfig EngineConfig::resolve(const model::Model& model) const {
     // NOTE: the model's own bytes per position and pool (bf16 or, --kv-cache-dtype fp8, e4m3 full layers on
     // cuda; float32 on cpu), known before allocation. The ring's pool first, the rest for the main pool.
     const model::KvPoolBytes pool = model::kv_pool_bytes_per_token(model, ring);
+    const int64_t ring_block_bytes = std::max<int64_t>(1, pool.ring * out.block_size);
+    const auto ring_share = static_cast<int64_t>(static_cast<double>(out.kv_cache_memory_bytes) * kMaxRingShare);
+    const auto ring_gib = [&] {
+      return static_cast<double>(ring_block_bytes * out.num_sliding_kv_blocks) / double(int64_t{1} << 30);
+    };
+    if (ring && ring_block_bytes * out.num_sliding_kv_blocks > ring_share) {
+      const int32_t fits = std::max(1, out.max_num_seqs_for_ring(out.sliding_window, ring_share / ring_block_bytes));
+      if (fits < out.max_num_seqs) {
+        const int32_t asked = out.max_num_seqs;
+        const double asked_gib = ring_gib();
+        out.max_num_seqs = fits;
+        out.num_sliding_kv_blocks = out.ring_blocks_needed(out.sliding_window);
+        GOSSAMER_LOG_WARN("max_num_seqs lowered from ", asked, " to ", fits, ": the sliding-window ring for ", asked,
+                          " sequences would take ", asked_gib, " GiB of the ",
+                          static_cast<double>(out.kv_cache_memory_bytes) / double(int64_t{1} << 30),
+                          " GiB KV budget, more than a quarter, and starve the full-attention pool; with max_num_seqs ",
+                          fits, " it takes ", ring_gib(),
+                          " GiB. Give the KV cache more memory to admit more sequences at once");
+      }
+    }
     const int64_t per_block = std::max<int64_t>(1, pool.main * out.block_size);
     const int64_t memory = out.kv_cache_memory_bytes - pool.ring * out.block_size * out.num_sliding_kv_blocks;
     const int64_t by_memory = std::max<int64_t>(0, memory) / per_block;

@@ -5,7 +5,11 @@
 // blocks for max_num_seqs full-length sequences capped by kv_cache_memory_bytes) and then validates.
 // With the ring (a model with sliding-window layers and sliding_window_ring), the sliding layers get a
 // pool sized so that it can never run out (ring_blocks_needed), and num_kv_blocks counts blocks of the
-// full-attention layers only, so the same memory holds about twice the tokens on gpt-oss.
+// full-attention layers only, so the same memory holds about twice the tokens on gpt-oss. With num_kv_blocks 0
+// and a ring for max_num_seqs sequences that would take more than kMaxRingShare of kv_cache_memory_bytes,
+// resolve() lowers max_num_seqs to the most sequences whose ring fits in that share (at least 1) and logs a
+// warning; max_num_batched_tokens stays as resolved. Everything downstream (Engine, Scheduler, Runner, the
+// server) reads the resolved copy, so it sees the lowered max_num_seqs.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +21,7 @@ class Model;
 namespace gossamer::engine {
 
 struct EngineConfig {
-  int32_t max_num_seqs = 256;                // most sequences in one step (running batch size)
+  int32_t max_num_seqs = 256;                // most sequences in one step (running batch size); see kMaxRingShare
   int32_t max_num_batched_tokens = 0;        // token budget of one step (decodes + prompt chunks); 0 = auto (below)
   int32_t max_prefill_tokens = 0;            // prompt tokens per step next to decodes; 0 = auto (below)
   int32_t long_prefill_token_threshold = 0;  // most prompt tokens one request gets per step (0 = no cap)
@@ -50,6 +54,11 @@ struct EngineConfig {
   static constexpr int32_t kMinAdaptivePrefillTokens = 128;
   static constexpr int32_t kAdaptivePrefillTokensCap = 8192;
   static constexpr int32_t kLegacyBatchedTokens = 2048;
+  // The most of an automatic KV budget the ring may take. NOTE: the ring is reserved per admitted sequence
+  // (window + margin each, whether or not the sequence is long), while the full-attention pool is what bounds
+  // how many sequences actually run; past this share the full pool starves (gpt-oss-120b on one H200 with
+  // --max-num-seqs 1024: the ring alone would exceed the whole budget), so max_num_seqs is lowered instead.
+  static constexpr double kMaxRingShare = 0.25;
   void resolve_budgets();
 
   // Validates a copy with the budgets resolved (so 0 = auto passes).
@@ -58,7 +67,11 @@ struct EngineConfig {
   // Sliding-pool blocks that always suffice: every running sequence keeps window + margin positions
   // (+2 blocks of rounding) and one step adds at most max_num_batched_tokens positions (+1 block each).
   int32_t ring_blocks_needed(int32_t window) const;
-  // Fills max_model_len and num_kv_blocks from the model, then validates. Returns the resolved copy.
+  // The most max_num_seqs whose ring_blocks_needed(window) is at most ring_blocks (0 if not even one fits),
+  // with this config's block_size and max_num_batched_tokens.
+  int32_t max_num_seqs_for_ring(int32_t window, int64_t ring_blocks) const;
+  // Fills max_model_len and num_kv_blocks from the model (lowering max_num_seqs when the ring would take more
+  // than kMaxRingShare of an automatic budget, above), then validates. Returns the resolved copy.
   EngineConfig resolve(const model::Model& model) const;
 };
 
