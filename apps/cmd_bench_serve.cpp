@@ -72,7 +72,7 @@ int run_bench_serve(int argc, char** argv) {
       ->check(CLI::IsMember({"random", "multiturn"}));
   cli.add_option("--multiturn-turns", options.multiturn_turns,
                  "multiturn: turns per conversation (user turns of --random-input-len tokens)");
-  cli.add_option("--num-prompts", options.num_prompts, "requests to send");
+  CLI::Option* num_prompts_option = cli.add_option("--num-prompts", options.num_prompts, "requests to send");
   cli.add_option("--random-input-len", options.random_input_len, "prompt tokens per request");
   cli.add_option("--random-output-len", options.random_output_len, "max output tokens per request");
   cli.add_option("--random-range-ratio", options.random_range_ratio, "lengths vary uniformly by this ratio");
@@ -93,7 +93,8 @@ int run_bench_serve(int argc, char** argv) {
                  "run once per max concurrency (e.g. 1,4,16,64,256,1024) and print the throughput-latency table")
       ->delimiter(',');
   cli.add_option("--prompts-per-concurrency", sweep.prompts_per_concurrency,
-                 "sweep: each point sends max(--num-prompts, this x its concurrency) requests (0 = --num-prompts)");
+                 "sweep: each point sends this x its concurrency requests, at least --num-prompts when that is given "
+                 "(0 = --num-prompts)");
   cli.add_option("--dollars-per-gpu-hour", sweep.dollars_per_gpu_hour,
                  "sweep: price of one GPU-hour for the cost column");
   cli.add_option("--num-gpus", sweep.num_gpus, "sweep: GPUs the server uses (the cost counts them all)");
@@ -111,6 +112,10 @@ int run_bench_serve(int argc, char** argv) {
                  "--sweep-plot, --sweep-json, --sweep-label, --sweep-compare and --prompts-per-concurrency need "
                  "--concurrency-sweep");
   GOSSAMER_CHECK(compare_files.empty() || !sweep_plot.empty(), "--sweep-compare draws on the chart: give --sweep-plot");
+  // NOTE: --num-prompts' default (100) is no floor under --prompts-per-concurrency: a 1,000-token-output sweep
+  // from concurrency 1 would otherwise send 100 requests one at a time (H200, 2026-12-01: a 1,4,...,1024
+  // sweep at 1000/1000 outran a 120 s limit at its first points).
+  if (sweeping && sweep.prompts_per_concurrency > 0 && num_prompts_option->count() == 0) options.num_prompts = 0;
   std::vector<bench::ChartSeries> earlier;
   for (const std::string& file : compare_files) {  // read now, not after the measurements
     const auto saved = nlohmann::json::parse(read_input(file), nullptr, false);

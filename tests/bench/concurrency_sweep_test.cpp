@@ -147,6 +147,19 @@ TEST(ConcurrencySweep, CommandAgainstTheEmbeddedServer) {
   std::stringstream text;
   text << svg.rdbuf();
   EXPECT_NE(text.str().find("<svg"), std::string::npos);
+  // Without --num-prompts, --prompts-per-concurrency alone sets each point's count (no floor of the default 100).
+  const std::string scaled = (dir / "scaled.json").string();
+  const auto per_concurrency = gossamer::testing::run_gossamer(
+      "bench serve --port " + std::to_string(server.port()) +
+      " --concurrency-sweep 1,3 --prompts-per-concurrency 1 --random-input-len 16 --random-output-len 4"
+      " --ignore-eos --sweep-json " +
+      scaled);
+  ASSERT_EQ(per_concurrency.status, 0) << per_concurrency.output;
+  std::ifstream scaled_in(scaled);
+  const nlohmann::json scaled_points = nlohmann::json::parse(scaled_in)["points"];
+  ASSERT_EQ(scaled_points.size(), 2u);
+  EXPECT_EQ(scaled_points[0]["num_prompts"], 1);
+  EXPECT_EQ(scaled_points[1]["num_prompts"], 3);
   // --max-concurrency and --concurrency-sweep together are refused, as is a plot into a missing folder.
   auto refused = gossamer::testing::run_gossamer("bench serve --port " + std::to_string(server.port()) +
                                                  " --concurrency-sweep 1 --max-concurrency 4");
