@@ -190,9 +190,11 @@ int run_serve(int argc, char** argv) {
          "budget in running order")
       ->envname("GOSSAMER_DECODE_FIRST")
       ->group("Scheduler");
-  cli.add_flag("--async-scheduling,!--no-async-scheduling", engine_config.async_scheduling,
-               "launch step N+1 before step N's tokens are read back, feeding them on the GPU (vLLM's async "
-               "scheduling; cuda backend with device sampling); default off until measured")
+  cli.add_flag(
+         "--async-scheduling,!--no-async-scheduling", engine_config.async_scheduling,
+         "launch step N+1 before step N's tokens are read back, feeding them on the GPU (vLLM's async "
+         "scheduling; cuda backend with device sampling); off by default: +2% output tok/s at 256-1,024 clients on "
+         "an H200, docs/engine-scheduler.md")
       ->envname("GOSSAMER_ASYNC_SCHEDULING")
       ->group("Scheduler");
   cli.add_option("--max-queued-requests", engine_config.max_queued_requests,
