@@ -131,6 +131,27 @@ struct VocabSelectParams {
   VocabRowState* state = nullptr;  // [num_rows]
   float* hist = nullptr;           // [num_select, kVocabSelectBins]
 };
+// One round's state step for the j-th selected row, before its histogram pass: shift 24 starts the selection,
+// a later round folds the summed histogram `hist` of round shift + 8, and shift −8 then sets the threshold.
+// One truth for the kernel's thread 0 and the CPU reference.
+GOSSAMER_HOST_DEVICE inline void vocab_select_advance(int world, const VocabSelectParams& s, int j, const float* hist,
+                                                      VocabRowState& st) {
+  const int row = s.rows[j];
+  if (s.shift == 24) {
+    st.prefix = st.mask = 0;
+    st.above = 0.f;
+    if (s.what == VocabSelect::kTopK) {
+      st.remaining = static_cast<float>(s.top_k[row]);
+    } else {
+      float total = 0.f;
+      for (int q = 0; q < world; ++q) total += s.masses[static_cast<int64_t>(q) * s.num_select + j];
+      st.remaining = s.top_p[row] * total;
+    }
+  } else {
+    vocab_select_fold(s.what, hist, s.shift + 8, st);
+  }
+  if (s.shift < 0) st.threshold = s.what == VocabSelect::kTopK || st.prefix > st.threshold ? st.prefix : st.threshold;
+}
 void launch_vocab_select_round(const VocabSliceParams& p, const VocabSelectParams& s, cudaStream_t stream);
 void vocab_select_round_cpu(const VocabSliceParams& p, const VocabSelectParams& s);
 

@@ -57,23 +57,8 @@ void vocab_select_round_cpu(const VocabSliceParams& p, const VocabSelectParams& 
     const int r = s.rows[j];
     VocabRowState& st = s.state[r];
     float* hist = s.hist + static_cast<int64_t>(j) * kVocabSelectBins;
-    if (s.shift == 24) {
-      st.prefix = st.mask = 0;
-      st.above = 0.f;
-      if (s.what == VocabSelect::kTopK) {
-        st.remaining = static_cast<float>(s.top_k[r]);
-      } else {
-        float total = 0.f;
-        for (int q = 0; q < p.world; ++q) total += s.masses[static_cast<int64_t>(q) * s.num_select + j];
-        st.remaining = s.top_p[r] * total;
-      }
-    } else {
-      vocab_select_fold(s.what, hist, s.shift + 8, st);
-    }
-    if (s.shift < 0) {
-      st.threshold = s.what == VocabSelect::kTopK ? st.prefix : std::max(st.prefix, st.threshold);
-      continue;
-    }
+    vocab_select_advance(p.world, s, j, hist, st);
+    if (s.shift < 0) continue;
     std::fill_n(hist, kVocabSelectBins, 0.f);
     for (int c = 0; c < p.num_cols; ++c) {
       const float x = slice_x(p, r, c);

@@ -80,20 +80,7 @@ __global__ void __launch_bounds__(kThreads) select_round_kernel(VocabSliceParams
   __syncthreads();
   if (threadIdx.x == 0) {
     st = s.state[row];
-    if (s.shift == 24) {
-      st.prefix = st.mask = 0;
-      st.above = 0.f;
-      if (s.what == VocabSelect::kTopK) {
-        st.remaining = static_cast<float>(s.top_k[row]);
-      } else {
-        float total = 0.f;
-        for (int q = 0; q < p.world; ++q) total += s.masses[static_cast<int64_t>(q) * s.num_select + j];
-        st.remaining = s.top_p[row] * total;
-      }
-    } else {
-      vocab_select_fold(s.what, hist, s.shift + 8, st);
-    }
-    if (s.shift < 0) st.threshold = s.what == VocabSelect::kTopK ? st.prefix : max(st.prefix, st.threshold);
+    vocab_select_advance(p.world, s, j, hist, st);
     s.state[row] = st;
   }
   __syncthreads();

@@ -19,6 +19,17 @@
 
 namespace gossamer::kernels::test {
 
+// The rows the sampling kernels' tests draw (sampling_test.cpp, vocab_sampling_test.cpp): two greedy, plain
+// temperature, top-k, top-p, both, top-k 1, a tight top-p, a wide top-k with top-p and a hot top-k.
+struct SamplingTestRow {
+  float temp;
+  int top_k;
+  float top_p;
+};
+inline constexpr SamplingTestRow kSamplingTestRows[] = {
+    {0.f, 0, 1.f},     {0.f, 0, 1.f},  {1.f, 0, 1.f},  {0.7f, 50, 1.f},    {1.f, 0, 0.9f},
+    {0.8f, 40, 0.95f}, {1.3f, 1, 1.f}, {1.f, 0, 0.5f}, {0.6f, 1000, 0.8f}, {2.f, 5, 1.f}};
+
 // The tokens kernels/sampling.h's rule may draw from `x` ([vocab] f32 logits, penalties applied) with these
 // settings and seed when every sum of w it forms is off by a relative `eps`: the exact draw, plus any token
 // whose slice of the running sum lies within eps · total of the draw, under any top-p cut whose mass lies

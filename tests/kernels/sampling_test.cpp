@@ -20,13 +20,7 @@ TEST(SamplingKernel, MatchesReference) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(30);
   const int vocab = 201088;
-  struct Row {
-    float temp;
-    int top_k;
-    float top_p;
-  };
-  const Row rows[] = {{0.f, 0, 1.f},     {0.f, 0, 1.f},  {1.f, 0, 1.f},  {0.7f, 50, 1.f},    {1.f, 0, 0.9f},
-                      {0.8f, 40, 0.95f}, {1.3f, 1, 1.f}, {1.f, 0, 0.5f}, {0.6f, 1000, 0.8f}, {2.f, 5, 1.f}};
+  const auto& rows = kSamplingTestRows;
   const int n = static_cast<int>(std::size(rows));
   std::vector<float> logits(size_t(n) * vocab);
   std::normal_distribution<float> d(0.f, 3.f);

@@ -36,13 +36,7 @@ TEST(VocabSamplingKernel, PiecesMatchReferenceAndTheSingleDeviceRule) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(41);
   const int vocab = 201088;
-  struct Row {
-    float temp;
-    int top_k;
-    float top_p;
-  };
-  const Row rows[] = {{0.f, 0, 1.f},     {0.f, 0, 1.f},  {1.f, 0, 1.f},  {0.7f, 50, 1.f},    {1.f, 0, 0.9f},
-                      {0.8f, 40, 0.95f}, {1.3f, 1, 1.f}, {1.f, 0, 0.5f}, {0.6f, 1000, 0.8f}, {2.f, 5, 1.f}};
+  const auto& rows = kSamplingTestRows;
   const int n = static_cast<int>(std::size(rows));
   std::vector<uint16_t> logits = random_bf16(size_t(n) * vocab, rng, 3.f);
   for (int id : {1000, 100544, 150000, 201087}) logits[size_t(1) * vocab + id] = float_to_bf16(40.f);  // ties
