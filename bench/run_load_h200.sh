@@ -4,7 +4,7 @@
 # carried chart libraries). A short concurrency sweep (1000 in / 200 out), the multi-turn workload with and without prefix caching, then batch 64 with every
 # request under response_format json_object against none (alternating pairs). Logs go to $OUT.
 #   bash bench/run_load_h200.sh   (carry node_modules/tiktoken/encoders/o200k_base.json; SWEEP=64,256 picks the
-#   concurrencies, OUTLEN the output length, PPC the prompts per concurrency (2), SERVE_FLAGS extra serve flags for
+#   concurrencies, OUTLEN the output length, PPC the prompts per concurrency (2), PRESET the model (20b), SERVE_FLAGS extra serve flags for
 #   every server (e.g. --weights fp8), MULTITURN=none skips the prefix-caching pair, CONSTRAINED=none the constrained pairs)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +16,7 @@ ranks=node_modules/tiktoken/encoders/o200k_base.json  # the load generator token
 port=8000
 serve() {  # serve LOGNAME FLAGS...: start the server and wait for /health (give up if it exits)
   local log=$1; shift
-  build/gossamer serve --load-format dummy --preset 20b --device cuda --port $port ${SERVE_FLAGS:-} "$@" > "$out/$log" 2>&1 &
+  build/gossamer serve --load-format dummy --preset ${PRESET:-20b} --device cuda --port $port ${SERVE_FLAGS:-} "$@" > "$out/$log" 2>&1 &
   server=$!
   for _ in $(seq 1 180); do
     [ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$port/health)" = 200 ] && return
@@ -29,7 +29,7 @@ echo "== sweep ($(date +%T))"
 serve serve_sweep.log --max-num-seqs 1024
 timeout ${SWEEP_TIMEOUT:-240} build/gossamer bench serve --port $port --concurrency-sweep ${SWEEP:-64,256,512,1024} \
   --prompts-per-concurrency ${PPC:-2} --random-input-len 1000 --random-output-len ${OUTLEN:-200} --ignore-eos --seed 1 \
-  --sweep-json "$out/sweep.json" --sweep-plot "$out/sweep.png" --sweep-label "dummy-20b" 2>&1 | tail -20
+  --sweep-json "$out/sweep.json" --sweep-plot "$out/sweep.png" --sweep-label "dummy-${PRESET:-20b}${SERVE_FLAGS:+ $SERVE_FLAGS}" 2>&1 | tail -20
 stop
 for pc in ${MULTITURN:-enable no-enable}; do
   [ "$pc" = none ] && continue
