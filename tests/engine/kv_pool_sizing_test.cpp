@@ -47,12 +47,18 @@ TEST(KvPoolSizing, PoolBytesFollowTheLayerKinds) {
   EXPECT_EQ(flat.ring, 0);
 }
 
-TEST(KvPoolSizing, BudgetBuysBlocksAtThePoolsOwnBytes) {
-  const MixedKvModel model;
+// 64 sequences of up to 8,192 positions over an automatic budget of `budget` bytes.
+EngineConfig sixty_four_sequences(int64_t budget) {
   EngineConfig config;
   config.max_num_seqs = 64;
   config.max_model_len = 8192;
-  config.kv_cache_memory_bytes = int64_t{1} << 30;
+  config.kv_cache_memory_bytes = budget;
+  return config;
+}
+
+TEST(KvPoolSizing, BudgetBuysBlocksAtThePoolsOwnBytes) {
+  const MixedKvModel model;
+  EngineConfig config = sixty_four_sequences(int64_t{1} << 30);
   const EngineConfig with_ring = config.resolve(model);
   ASSERT_GT(with_ring.num_sliding_kv_blocks, 0);
   const int64_t ring_bytes = int64_t{2} * 2048 * 16 * with_ring.num_sliding_kv_blocks;
@@ -69,10 +75,7 @@ constexpr int64_t kMainBlockBytes = int64_t{2} * 1024 * 16;
 
 TEST(KvPoolSizing, RingOverItsShareLowersMaxNumSeqs) {
   const MixedKvModel model;
-  EngineConfig config;
-  config.max_num_seqs = 64;
-  config.max_model_len = 8192;
-  config.kv_cache_memory_bytes = int64_t{64} << 20;
+  const EngineConfig config = sixty_four_sequences(int64_t{64} << 20);
   // NOTE: the ring for 64 sequences alone (64 · 19 + 128 blocks, 84 MiB) exceeds the whole 64 MiB budget:
   // before the cap the main pool got 1 block and resolve() refused to start.
   ASSERT_GT(kRingBlockBytes * config.ring_blocks_needed(model.config().sliding_window), config.kv_cache_memory_bytes);
@@ -100,11 +103,8 @@ TEST(KvPoolSizing, RingOverItsShareLowersMaxNumSeqs) {
 
 TEST(KvPoolSizing, LoweredMaxNumSeqsKeepsTheResolvedStepBudget) {
   const MixedKvModel model;
-  EngineConfig config;
+  EngineConfig config = sixty_four_sequences(int64_t{64} << 20);
   config.decode_first = true;  // auto budget: max_num_seqs + max_prefill_tokens, of the asked max_num_seqs
-  config.max_num_seqs = 64;
-  config.max_model_len = 8192;
-  config.kv_cache_memory_bytes = int64_t{64} << 20;
   const EngineConfig out = config.resolve(model);
   EXPECT_EQ(out.max_num_batched_tokens, 64 + EngineConfig::kDefaultPrefillTokens);
   EXPECT_LT(out.max_num_seqs, 64);
@@ -114,10 +114,7 @@ TEST(KvPoolSizing, LoweredMaxNumSeqsKeepsTheResolvedStepBudget) {
 
 TEST(KvPoolSizing, RingWithinItsShareChangesNothing) {
   const MixedKvModel model;
-  EngineConfig config;
-  config.max_num_seqs = 64;
-  config.max_model_len = 8192;
-  config.kv_cache_memory_bytes = int64_t{1} << 30;  // the ring: 84 MiB, 8% of it
+  EngineConfig config = sixty_four_sequences(int64_t{1} << 30);  // the ring: 84 MiB, 8% of it
   testing::internal::CaptureStderr();
   const EngineConfig out = config.resolve(model);
   EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
@@ -134,10 +131,8 @@ TEST(KvPoolSizing, RingWithinItsShareChangesNothing) {
 
 TEST(KvPoolSizing, BudgetTooSmallEvenForOneSequenceStillRefuses) {
   const MixedKvModel model;
-  EngineConfig config;
-  config.max_num_seqs = 64;
-  config.max_model_len = 8192;                       // 512 main blocks, 16 MiB
-  config.kv_cache_memory_bytes = int64_t{20} << 20;  // one sequence's ring (147 blocks, 9.2 MiB) leaves 10.8 MiB
+  // 8,192 positions are 512 main blocks, 16 MiB; one sequence's ring (147 blocks, 9.2 MiB) leaves 10.8 MiB.
+  const EngineConfig config = sixty_four_sequences(int64_t{20} << 20);
   try {
     (void)config.resolve(model);
     FAIL() << "resolve() accepted a cache that cannot hold one sequence";
