@@ -178,9 +178,10 @@ int run_bench_serve(int argc, char** argv) {
         activity.mask_ms_per_masked_step);
     std::printf(
         "Server engine loop, ms per step: wait (device) %.2f, schedule %.2f, collect %.2f, launch %.2f, "
-        "postprocess %.2f, idle %.2f\n",
+        "postprocess %.2f, idle %.2f; launched ahead %.1f%% of steps\n",
         activity.wait_ms_per_step, activity.schedule_ms_per_step, activity.collect_ms_per_step,
-        activity.launch_ms_per_step, activity.postprocess_ms_per_step, activity.idle_ms_per_step);
+        activity.launch_ms_per_step, activity.postprocess_ms_per_step, activity.idle_ms_per_step,
+        100.0 * activity.launched_ahead_share);
   }
   if (save_result || !result_file.empty()) {
     const std::string path = result_file.empty() ? "bench-serve-result.json" : result_file;

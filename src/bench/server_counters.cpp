@@ -14,7 +14,7 @@ namespace {
 std::optional<ServerCounters> parse_with_prefix(const std::string& metrics_text, const std::string& prefix) {
   ServerCounters counters;
   bool found = false;
-  const std::array<std::pair<const char*, double ServerCounters::*>, 7> kNames = {{
+  const std::array<std::pair<const char*, double ServerCounters::*>, 8> kNames = {{
       {"num_preemptions_total", &ServerCounters::preemptions},
       {"prompt_tokens_total", &ServerCounters::prompt_tokens},
       {"generation_tokens_total", &ServerCounters::generation_tokens},
@@ -22,6 +22,7 @@ std::optional<ServerCounters> parse_with_prefix(const std::string& metrics_text,
       {"iteration_tokens_total_sum", &ServerCounters::step_tokens},
       {"token_mask_fill_seconds_count", &ServerCounters::masked_steps},
       {"token_mask_fill_seconds_sum", &ServerCounters::token_mask_seconds},
+      {"engine_steps_launched_ahead_total", &ServerCounters::launched_ahead},
   }};
   std::istringstream lines(metrics_text);
   std::string line;
@@ -88,6 +89,7 @@ ServerActivity server_activity(const ServerCounters& before, const ServerCounter
     activity.generated_per_step = (after.generation_tokens - before.generation_tokens) / activity.steps;
     activity.prompt_per_step = (after.prompt_tokens - before.prompt_tokens) / activity.steps;
     activity.ms_per_step = seconds * 1000.0 / activity.steps;
+    activity.launched_ahead_share = (after.launched_ahead - before.launched_ahead) / activity.steps;
     const auto per_step = [&](double ServerCounters::*field) {
       return (after.*field - before.*field) * 1000.0 / activity.steps;
     };

@@ -26,6 +26,7 @@ struct ServerCounters {
   double token_mask_seconds = 0.0;
   // gossamer only: the engine thread's seconds by phase (engine_loop_seconds_total{phase=...}; the
   // fields of engine::EngineLoopSeconds).
+  double launched_ahead = 0.0;  // gossamer only: engine_steps_launched_ahead_total (async scheduling)
   double loop_idle = 0.0, loop_schedule = 0.0, loop_wait = 0.0, loop_collect = 0.0, loop_launch = 0.0,
          loop_postprocess = 0.0;
 };
@@ -39,6 +40,7 @@ struct ServerActivity {
   double tokens_per_step = 0.0, generated_per_step = 0.0, prompt_per_step = 0.0;
   double ms_per_step = 0.0;  // seconds / steps: the mean step while the server was busy the whole time
   double masked_steps = 0.0;
+  double launched_ahead_share = 0.0;     // of the steps, the share launched while the one before was in flight
   double mask_ms_per_masked_step = 0.0;  // token-mask fill time per step that had masks (the device waits)
   // The engine thread's ms per step by phase (gossamer only; all 0 from a server without them): the host
   // blocked on the device (wait), and the host's own work.

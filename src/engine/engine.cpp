@@ -134,6 +134,7 @@ EngineStats Engine::stats() const {
   stats.num_prompt_tokens_total = stat_prompt_tokens_.load();
   stats.num_generation_tokens_total = stat_generation_tokens_.load();
   stats.num_steps_total = stat_steps_.load();
+  stats.num_steps_launched_ahead_total = stat_launched_ahead_.load();
   stats.num_prefix_cache_queries_total = stat_prefix_queries_.load();
   stats.num_prefix_cache_hits_total = stat_prefix_hits_.load();
   const auto seconds = [&](LoopPhase phase) { return static_cast<double>(stat_loop_ns_[phase].load()) * 1e-9; };
@@ -196,6 +197,7 @@ void Engine::loop() {
       phase_start = Clock::now();
       launch(std::move(next));
       add_loop_time(kLaunch, phase_start);
+      if (runner_.num_in_flight() == 2) ++stat_launched_ahead_;  // not when the launch failed
       collect(nullptr);  // step N; what N+1 computed for the requests N finishes is dropped when it is collected
       release_retired();
     } else {

@@ -111,6 +111,8 @@ struct EngineStats {
   int64_t num_prompt_tokens_total = 0;  // prompt tokens computed (recomputes not counted)
   int64_t num_generation_tokens_total = 0;
   int64_t num_steps_total = 0;
+  // Async scheduling: steps launched while the step before them was still in flight (Runner::can_launch_ahead).
+  int64_t num_steps_launched_ahead_total = 0;
   int64_t num_prefix_cache_queries_total = 0;  // tokens looked up in the prefix cache at admission
   int64_t num_prefix_cache_hits_total = 0;     // of those, tokens found cached
   EngineLoopSeconds loop;
@@ -221,6 +223,7 @@ class Engine {
   std::atomic<int64_t> stat_prompt_tokens_{0};
   std::atomic<int64_t> stat_generation_tokens_{0};
   std::atomic<int64_t> stat_steps_{0};
+  std::atomic<int64_t> stat_launched_ahead_{0};
   std::atomic<int64_t> stat_prefix_queries_{0};
   std::atomic<int64_t> stat_prefix_hits_{0};
   // EngineLoopSeconds in nanoseconds, in its field order.

@@ -249,6 +249,10 @@ std::string Metrics::render(const engine::EngineStats* stats) const {
     out << "gossamer:engine_loop_seconds_total{" << model_label << ",phase=\"" << phase << "\"} " << number(seconds)
         << "\n";
   }
+  out << "# HELP gossamer:engine_steps_launched_ahead_total Engine steps launched while the step before them was "
+         "still in flight (--async-scheduling).\n# TYPE gossamer:engine_steps_launched_ahead_total counter\n"
+      << "gossamer:engine_steps_launched_ahead_total{" << model_label << "} "
+      << (stats ? stats->num_steps_launched_ahead_total : 0) << "\n";
   // Structured output (gossamer only): the critical-path time of filling token masks before a step.
   out << "# HELP gossamer:token_mask_fill_seconds Per engine step with structured-output rows: wall time filling "
          "their token masks (on cuda while the step's forward runs; elsewhere before the step's launch).\n"

@@ -24,6 +24,7 @@ TEST(ServerCounters, ParsesGossamerAndVllmNames) {
       "gossamer:engine_loop_seconds_total{model_name=\"m\",phase=\"wait\"} 1.5\n"
       "gossamer:engine_loop_seconds_total{model_name=\"m\",phase=\"launch\"} 0.25\n"
       "gossamer:engine_loop_seconds_total{model_name=\"m\",phase=\"postprocess\"} 0.125\n"
+      "gossamer:engine_steps_launched_ahead_total{model_name=\"m\"} 40\n"
       "vllm:generation_tokens_total{model_name=\"m\"} 640\n";  // the same counter under vLLM's name: not added
   const auto counters = parse_server_counters(gossamer_text);
   ASSERT_TRUE(counters.has_value());
@@ -38,6 +39,7 @@ TEST(ServerCounters, ParsesGossamerAndVllmNames) {
   EXPECT_DOUBLE_EQ(counters->loop_launch, 0.25);
   EXPECT_DOUBLE_EQ(counters->loop_postprocess, 0.125);
   EXPECT_EQ(counters->loop_schedule, 0.0);
+  EXPECT_EQ(counters->launched_ahead, 40.0);
 
   // vLLM: the same names under `vllm:`, one label set per engine: summed.
   const auto vllm = parse_server_counters(
@@ -71,6 +73,9 @@ TEST(ServerCounters, ActivityPerStep) {
   EXPECT_DOUBLE_EQ(loop.wait_ms_per_step, 10.0);
   EXPECT_DOUBLE_EQ(loop.launch_ms_per_step, 2.0);
   EXPECT_EQ(loop.schedule_ms_per_step, 0.0);
+  ServerCounters ahead_after = after;
+  ahead_after.launched_ahead = 75.0;  // of 100 steps
+  EXPECT_DOUBLE_EQ(server_activity(before, ahead_after, 2.0).launched_ahead_share, 0.75);
   const ServerActivity idle = server_activity(before, before, 1.0);
   EXPECT_EQ(idle.steps, 0.0);
   EXPECT_EQ(idle.ms_per_step, 0.0);

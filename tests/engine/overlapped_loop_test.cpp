@@ -254,6 +254,7 @@ TEST_P(OverlappedLoop, BatchingAndPreemptionDoNotChangeGreedyOutputs) {
     EXPECT_EQ(model->num_launched_ahead(), 0);
   }
   const EngineStats stats = engine.stats();
+  EXPECT_EQ(stats.num_steps_launched_ahead_total, model->num_launched_ahead());  // the engine's count is the model's
   EXPECT_GT(stats.num_preemptions_total, 0);
   EXPECT_EQ(stats.num_free_kv_blocks, config.num_kv_blocks);
   EXPECT_EQ(stats.num_running, 0);

@@ -36,6 +36,7 @@ TEST(Metrics, EngineLoopSecondsByPhase) {
   engine::EngineStats stats;
   stats.loop.wait = 1.5;
   stats.loop.launch = 0.25;
+  stats.num_steps_launched_ahead_total = 7;
   const std::string text = metrics.render(&stats);
   EXPECT_NE(text.find("# TYPE gossamer:engine_loop_seconds_total counter\n"), std::string::npos);
   EXPECT_NE(text.find("gossamer:engine_loop_seconds_total{model_name=\"m\",phase=\"wait\"} 1.5\n"), std::string::npos)
@@ -44,6 +45,7 @@ TEST(Metrics, EngineLoopSecondsByPhase) {
             std::string::npos);
   EXPECT_NE(text.find("gossamer:engine_loop_seconds_total{model_name=\"m\",phase=\"idle\"} 0\n"), std::string::npos);
   EXPECT_EQ(text.find("vllm:engine_loop"), std::string::npos);  // vLLM has no such metric
+  EXPECT_NE(text.find("gossamer:engine_steps_launched_ahead_total{model_name=\"m\"} 7\n"), std::string::npos) << text;
 }
 
 }  // namespace
