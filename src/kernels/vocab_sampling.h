@@ -170,6 +170,19 @@ void launch_vocab_local_draw(const VocabSliceParams& p, const int32_t* rows, int
 void vocab_local_draw_cpu(const VocabSliceParams& p, const int32_t* rows, int num_select, const VocabRowState* state,
                           const float* masses, const uint64_t* seeds, float* picks);
 
+// The j-th selected row's token from every rank's picks [world, num_select, 2] (first id + 1 whose crossing
+// the rank saw, last kept id + 1; 0 = none): the lowest rank's first crossing, else the last kept id of the
+// highest rank that kept one (the draw fell past the total by rounding). One truth for kernel and reference.
+GOSSAMER_HOST_DEVICE inline int32_t vocab_merged_draw(const float* picks, int world, int num_select, int j) {
+  int32_t chosen = -1, last = -1;
+  for (int q = 0; q < world; ++q) {
+    const float* pick = picks + (static_cast<int64_t>(q) * num_select + j) * 2;
+    if (chosen < 0 && pick[0] > 0.f) chosen = static_cast<int32_t>(pick[0]) - 1;
+    if (pick[1] > 0.f) last = static_cast<int32_t>(pick[1]) - 1;
+  }
+  return chosen >= 0 ? chosen : last;
+}
+
 // After picks were summed: tokens[rows[j]] ← the first rank's crossing, else the highest rank's last kept.
 void launch_vocab_merge_draw(const float* picks, int world, const int32_t* rows, int num_select, int32_t* tokens,
                              cudaStream_t stream);

@@ -120,15 +120,7 @@ void vocab_local_draw_cpu(const VocabSliceParams& p, const int32_t* rows, int nu
 }
 
 void vocab_merge_draw_cpu(const float* picks, int world, const int32_t* rows, int num_select, int32_t* tokens) {
-  for (int j = 0; j < num_select; ++j) {
-    int32_t chosen = -1, last = -1;
-    for (int q = 0; q < world; ++q) {
-      const float* pick = picks + (static_cast<int64_t>(q) * num_select + j) * 2;
-      if (chosen < 0 && pick[0] > 0.f) chosen = static_cast<int32_t>(pick[0]) - 1;
-      if (pick[1] > 0.f) last = static_cast<int32_t>(pick[1]) - 1;
-    }
-    tokens[rows[j]] = chosen >= 0 ? chosen : last;
-  }
+  for (int j = 0; j < num_select; ++j) tokens[rows[j]] = vocab_merged_draw(picks, world, num_select, j);
 }
 
 }  // namespace gossamer::kernels

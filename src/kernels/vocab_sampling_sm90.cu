@@ -185,13 +185,7 @@ __global__ void __launch_bounds__(kThreads)
 __global__ void merge_draw_kernel(const float* picks, int world, const int32_t* rows, int num_select, int32_t* tokens) {
   const int j = blockIdx.x * blockDim.x + threadIdx.x;
   if (j >= num_select) return;
-  int32_t chosen = -1, last = -1;
-  for (int q = 0; q < world; ++q) {
-    const float* pick = picks + (static_cast<int64_t>(q) * num_select + j) * 2;
-    if (chosen < 0 && pick[0] > 0.f) chosen = static_cast<int32_t>(pick[0]) - 1;
-    if (pick[1] > 0.f) last = static_cast<int32_t>(pick[1]) - 1;
-  }
-  tokens[rows[j]] = chosen >= 0 ? chosen : last;
+  tokens[rows[j]] = vocab_merged_draw(picks, world, num_select, j);
 }
 
 void check_slice(const VocabSliceParams& p) {
