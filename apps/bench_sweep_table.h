@@ -1,5 +1,6 @@
 // The rows of `gossamer bench sweep` and how they print: the reference deployment's prefill and decode
-// tables, a CSV, and the decode cost-vs-speed series per layout (the input of any plot).
+// tables, a CSV, and the decode cost-vs-speed series per layout (the data of the decode charts,
+// bench_sweep_plot.h).
 //
 // Cost model (the reference deployment's): kBenchDollarsPerGpuHour × the GPUs a layout uses (TP × DP).
 // Decode rows of DP > 1 are derived from one replica's measured step at batch ⌈B / DP⌉ (replicas are

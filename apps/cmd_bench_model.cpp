@@ -7,7 +7,6 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -90,12 +89,7 @@ int run_bench_decode(int argc, char** argv) {
                  "tokens/s per sequence, "
                  "one line per context, points labelled with the batch size");
   CLI11_PARSE(cli, argc, argv);
-  if (!plot_out.empty()) {  // fail now, not after the measurements
-    const std::filesystem::path parent = std::filesystem::path(plot_out).parent_path();
-    std::error_code error;
-    GOSSAMER_CHECK(parent.empty() || std::filesystem::is_directory(parent, error), "--plot ", plot_out,
-                   ": no directory ", parent.string());
-  }
+  check_output_directory("--plot", plot_out);  // fail now, not after the measurements
   auto model = choice.load();
   nlohmann::json results = nlohmann::json::array();
   std::printf(

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <limits>
 
@@ -127,12 +126,8 @@ int run_bench_serve(int argc, char** argv) {
     }
   }
   GOSSAMER_CHECK(!sweeping || options.max_concurrency == 0, "give --concurrency-sweep or --max-concurrency, not both");
-  for (const std::string& path : {sweep_plot, sweep_json}) {  // fail now, not after the measurements
-    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-    std::error_code error;
-    GOSSAMER_CHECK(path.empty() || parent.empty() || std::filesystem::is_directory(parent, error), path,
-                   ": no directory ", parent.string());
-  }
+  check_output_directory("--sweep-plot", sweep_plot);  // fail now, not after the measurements
+  check_output_directory("--sweep-json", sweep_json);
 
   if (!base_url.empty()) {
     std::string rest = base_url;

@@ -1,8 +1,9 @@
 // `gossamer bench sweep`: every tensor/expert/data-parallel layout that fits the GPUs present × decode at
 // batch 1–128 and contexts 8,192 / 32,768, and prefill at batch 1 over 8k–128k input tokens: the
 // reference deployment's tables (latency, tokens/s, $ per 1M tokens at $3.00/GPU-hour × GPUs), the
-// cheapest layout per point, and a CSV (apps/bench_sweep_table.h). On --device cpu the layouts run on
-// simulated ranks (--gpus says how many), which checks the sweep itself, not the speed of a GPU.
+// cheapest layout per point, a CSV (apps/bench_sweep_table.h), and the cost-vs-speed and prefill charts
+// (--plot, apps/bench_sweep_plot.h). On --device cpu the layouts run on simulated ranks (--gpus says how
+// many), which checks the sweep itself, not the speed of a GPU.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_setup.h"
+#include "bench_sweep_plot.h"
 #include "bench_sweep_table.h"
 #include "command.h"
 #include "core/error.h"
@@ -191,9 +193,10 @@ std::vector<SweepRow> measure_group_in_processes(int argc, char** argv, const mo
 
 int run_bench_sweep(int argc, char** argv) {
   CLI::App cli{
-      "Every parallel layout that fits the GPUs present: prefill latency and decode cost (reference tables + CSV)"};
+      "Every parallel layout that fits the GPUs present: prefill latency and decode cost (reference tables, CSV, "
+      "charts)"};
   SweepSettings s;
-  std::string csv_out, series_out, group_json;
+  std::string csv_out, series_out, plot_out, group_json;
   model::ModelOptions options;
   int gpus = 0, only_tp = 0;
   bool only_ep = false;
@@ -216,7 +219,13 @@ int run_bench_sweep(int argc, char** argv) {
   cli.add_option("--csv", csv_out, "also write every row as CSV");
   cli.add_option("--series-json", series_out,
                  "also write the decode cost-vs-speed series (per context, one line per layout: tok/s per sequence, "
-                 "$ per 1M output tokens, batch) as JSON: the input of the plots");
+                 "$ per 1M output tokens, batch) as JSON: the data of the --plot decode charts");
+  cli.add_option("--plot", plot_out,
+                 "also write the charts, one file per chart (PNG, or SVG for a .svg path): NAME_prefill.EXT (latency "
+                 "against input tokens, one line per layout, points labelled with $ per 1M input tokens) and "
+                 "NAME_decode_ctxC.EXT per context C ($ per 1M output tokens against tokens/s per sequence, one line "
+                 "per layout, points labelled with the batch size)")
+      ->type_name("NAME.EXT");
   cli.add_option("--seed", s.seed, "seed of the dummy weights and of the tokens");
   // Hidden: one cuda group's SPMD job (measure_group_in_processes) and its ranks.
   cli.add_option("--only-tp", only_tp, "")->group("");
@@ -225,6 +234,9 @@ int run_bench_sweep(int argc, char** argv) {
   add_rank_flags(cli, options);
   CLI11_PARSE(cli, argc, argv);
   GOSSAMER_CHECK(s.load_format == "dummy" || !s.model_dir.empty(), "give --model DIR or --load-format dummy");
+  check_output_directory("--csv", csv_out);  // fail now, not after the measurements
+  check_output_directory("--series-json", series_out);
+  check_output_directory("--plot", plot_out);
   const int present = s.device == "cuda" ? model::visible_gpu_count() : -1;
   if (gpus == 0) gpus = s.device == "cuda" ? present : 1;
   GOSSAMER_CHECK(gpus >= 1, "no GPU visible: use --device cpu --gpus N to sweep simulated ranks");
@@ -284,12 +296,16 @@ int run_bench_sweep(int argc, char** argv) {
     std::ofstream(series_out) << charts.dump(2) << "\n";
     std::printf("series: %s\n", series_out.c_str());
   }
+  if (!plot_out.empty()) {
+    for (const std::string& path : write_sweep_plots(plot_out, rows, s.contexts, name + " on " + s.device))
+      std::printf("plot: %s\n", path.c_str());
+  }
   return 0;
 }
 
 }  // namespace
 
-GOSSAMER_REGISTER_BENCH("sweep", "every TP/EP/DP layout that fits: prefill latency and decode cost tables + CSV",
+GOSSAMER_REGISTER_BENCH("sweep", "every TP/EP/DP layout that fits: prefill latency and decode cost tables, CSV, charts",
                         run_bench_sweep);
 
 }  // namespace gossamer::app

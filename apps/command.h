@@ -23,6 +23,9 @@ std::map<std::string, CommandInfo>& command_table();
 
 // The whole content of a file; "-" reads stdin. Throws gossamer::Error naming the path.
 std::string read_input(const std::string& path);
+// Checks an output path before any work: throws gossamer::Error "<flag> <path>: no directory <folder>" when
+// `path` names a folder that does not exist. An empty path (the output not asked for) passes.
+void check_output_directory(const std::string& flag, const std::string& path);
 
 // `gossamer bench <name> ...` sub-commands (serve, prefill, decode): argv[0] is the bench name.
 std::map<std::string, CommandInfo>& bench_table();

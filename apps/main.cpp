@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -25,6 +26,13 @@ std::string read_input(const std::string& path) {
   std::ostringstream out;
   out << in.rdbuf();
   return out.str();
+}
+
+void check_output_directory(const std::string& flag, const std::string& path) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  std::error_code error;
+  GOSSAMER_CHECK(path.empty() || parent.empty() || std::filesystem::is_directory(parent, error), flag, " ", path,
+                 ": no directory ", parent.string());
 }
 
 std::map<std::string, CommandInfo>& bench_table() {

@@ -7,7 +7,10 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "core/npy.h"
 #include "golden_test.h"
@@ -131,6 +134,38 @@ TEST_F(ShardedCliTest, BenchSweepCoversEveryLayoutThatFits) {
   EXPECT_TRUE(refused.output.find("--gpus 64 but") != std::string::npos ||
               refused.output.find("no GPU visible") != std::string::npos)
       << refused.output;
+}
+
+// bench sweep --plot: the prefill chart and one decode chart per context, as SVG, one line per layout (each
+// line has its own colour: bench/chart.h's chart_series_color 0, 1, …); a plot into a missing folder is
+// refused before any layout is measured.
+TEST_F(ShardedCliTest, BenchSweepPlotsOneLinePerLayout) {
+  const std::string sweep =
+      "bench sweep --load-format dummy --preset tiny --device cpu --gpus 2 --batch-sizes 1,2 --contexts 150 "
+      "--prefill-lens 32,64 --steps 2 --plot ";
+  const auto result = gossamer::testing::run_gossamer(sweep + (dir_ / "sweep.svg").string());
+  ASSERT_EQ(result.status, 0) << result.output;
+  // chart_series_color(i) as cairo writes it in SVG.
+  const std::vector<std::string> colours = {"rgb(12%,47%,71%)", "rgb(84%,15%,16%)", "rgb(17%,63%,17%)",
+                                            "rgb(100%,50%,5%)", "rgb(58%,40%,74%)"};
+  const auto lines_in = [&](const std::string& file) {
+    std::ifstream in(dir_ / file);
+    const std::string svg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_NE(svg.find("<svg"), std::string::npos) << file;
+    size_t lines = 0;
+    while (lines < colours.size() && svg.find(colours[lines]) != std::string::npos) ++lines;
+    return lines;
+  };
+  EXPECT_EQ(lines_in("sweep_prefill.svg"), 3u) << "TP1, TP2 EP1, TP2 EP2 (prefill runs at DP1)";
+  EXPECT_EQ(lines_in("sweep_decode_ctx150.svg"), 4u) << "TP1 DP1, TP1 DP2, TP2 EP1, TP2 EP2";
+  for (const std::string path : {"sweep_prefill.svg", "sweep_decode_ctx150.svg"})
+    EXPECT_NE(result.output.find("plot: " + (dir_ / path).string()), std::string::npos) << result.output;
+
+  const auto refused = gossamer::testing::run_gossamer(sweep + "/nonexistent/dir/sweep.svg");
+  EXPECT_NE(refused.status, 0);
+  EXPECT_NE(refused.output.find("--plot /nonexistent/dir/sweep.svg: no directory"), std::string::npos)
+      << refused.output;
+  EXPECT_EQ(refused.output.find("loaded"), std::string::npos) << "refused after measuring:\n" << refused.output;
 }
 
 }  // namespace
