@@ -1,8 +1,8 @@
 // `gossamer serve -dp N` on the cpu backend: N replicas (each its own model, engine and KV cache) behind one
 // server, a request routed to the replica with the fewest requests (server/replica_router.h). Greedy
-// outputs equal one replica's under concurrent load, both replicas get work, a stream and a client's
-// hang-up work, /metrics has one sample per replica (engine="<i>") that a scraper sums, and bad layouts
-// are refused at start.
+// outputs equal one replica's under concurrent load (replicas of -tp 2 simulated ranks too), both replicas
+// get work, a stream and a client's hang-up work, /metrics has one sample per replica (engine="<i>") that
+// a scraper sums, and bad layouts are refused at start.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -81,6 +81,27 @@ TEST(DataParallelServe, ConcurrentGreedyChatsMatchOneReplica) {
   }
   EXPECT_NE(two.log().find("model loaded: TP1 EP1 DP2 on cpu, 2 replicas"), std::string::npos) << two.log();
   EXPECT_NE(two.log().find("2 replica(s)"), std::string::npos) << two.log();
+}
+
+// Each replica a tensor-parallel group of simulated ranks: -tp 2 -dp 2 answers as one unsharded replica.
+TEST(DataParallelServe, ReplicasOfSimulatedRanksMatchOneReplica) {
+  const std::vector<std::string> common = {"--max-model-len", "1024", "--seed", "3"};
+  std::vector<std::string> grouped = common;
+  grouped.insert(grouped.end(), {"-tp", "2", "-dp", "2"});
+  ServerProcess one(common);
+  ServerProcess groups(grouped);
+  const std::vector<std::string> questions = {"What is the capital of France?", "Say hello."};
+  std::vector<Json> together(questions.size());
+  std::vector<std::thread> clients;
+  for (size_t i = 0; i < questions.size(); ++i)
+    clients.emplace_back([&, i] { together[i] = answer(groups, chat(questions[i])); });
+  for (auto& client : clients) client.join();
+  for (size_t i = 0; i < questions.size(); ++i) {
+    EXPECT_EQ(together[i]["choices"][0]["message"], answer(one, chat(questions[i]))["choices"][0]["message"])
+        << questions[i];
+  }
+  EXPECT_NE(groups.log().find("model loaded: TP2 EP1 DP2 on cpu (2 simulated ranks), 2 replicas"), std::string::npos)
+      << groups.log();
 }
 
 // The fake backend (20 ms steps) keeps requests in flight long enough for the router to spread them.
