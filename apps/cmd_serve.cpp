@@ -158,7 +158,7 @@ int run_serve(int argc, char** argv) {
   cli.add_option("--max-model-len", engine_config.max_model_len, "context length per request (0 = the model's)")
       ->envname("GOSSAMER_MAX_MODEL_LEN")
       ->group("Scheduler");
-  cli.add_option("--max-num-seqs", engine_config.max_num_seqs, "most sequences per step")
+  cli.add_option("--max-num-seqs", engine_config.max_num_seqs, "most sequences per step (per replica with -dp)")
       ->envname("GOSSAMER_MAX_NUM_SEQS")
       ->group("Scheduler");
   cli.add_option("--max-num-batched-tokens", engine_config.max_num_batched_tokens,
@@ -198,7 +198,7 @@ int run_serve(int argc, char** argv) {
       ->envname("GOSSAMER_ASYNC_SCHEDULING")
       ->group("Scheduler");
   cli.add_option("--max-queued-requests", engine_config.max_queued_requests,
-                 "waiting requests beyond which new ones get 429")
+                 "waiting requests (per replica with -dp) beyond which new ones get 429")
       ->envname("GOSSAMER_MAX_QUEUED_REQUESTS")
       ->group("Scheduler");
   cli.add_option("--block-size", engine_config.block_size, "KV cache block size in tokens")
@@ -209,7 +209,7 @@ int run_serve(int argc, char** argv) {
       ->envname("GOSSAMER_ENABLE_PREFIX_CACHING")
       ->group("Scheduler");
   cli.add_option("--num-gpu-blocks-override", engine_config.num_kv_blocks,
-                 "KV cache blocks (0 = from the memory budget)")
+                 "KV cache blocks of each replica (0 = from the memory budget)")
       ->envname("GOSSAMER_NUM_GPU_BLOCKS_OVERRIDE")
       ->group("Scheduler");
   cli.add_option("--gpu-memory-utilization", gpu_memory_utilization,
@@ -223,7 +223,8 @@ int run_serve(int argc, char** argv) {
       ->envname("GOSSAMER_GPU_MEMORY_LIMIT_GIB")
       ->group("Scheduler");
   cli.add_option("--kv-cache-memory-bytes", kv_cache_memory_bytes,
-                 "KV cache budget in bytes (0 = 1 GiB on cpu; on cuda from --gpu-memory-utilization)")
+                 "KV cache budget in bytes of each replica (-dp N holds N of them; 0 = 1 GiB on cpu; on cuda "
+                 "from --gpu-memory-utilization)")
       ->envname("GOSSAMER_KV_CACHE_MEMORY_BYTES")
       ->group("Scheduler");
 
@@ -262,7 +263,7 @@ int run_serve(int argc, char** argv) {
                  "--test-backend runs unsharded (no --tensor-parallel-size)");
   const bool on_cpu_anyway =
       !test.kind.empty() || (model_dir.empty() && load_format != "dummy");  // the embedded default
-  check_single_replica(model_options.layout, on_cpu_anyway ? "cpu" : model::resolve_device(device));
+  check_serve_replicas(model_options.layout, on_cpu_anyway ? "cpu" : model::resolve_device(device));
   const bool cuda_group = !on_cpu_anyway && model::resolve_device(device) == "cuda" && model_options.layout.sharded();
   // One process per GPU: this one is rank 0 (server + engine); ranks 1..N−1 replay its model calls.
   RankLauncher ranks(cuda_group ? "cuda" : "cpu", args.argc(), args.argv(), model_options);
@@ -322,28 +323,39 @@ int run_serve(int argc, char** argv) {
   try {
     server.set_loading_message("loading tokenizer");
     auto tokenizer = text::Tokenizer::load_default();
-    std::unique_ptr<model::Model> model;
     if (gpu_memory_limit_gib > 0)
       model::limit_gpu_memory(static_cast<int64_t>(gpu_memory_limit_gib * double(int64_t{1} << 30)));
-    if (!test.kind.empty()) {
-      model = test_support::make_test_model(test, *tokenizer);
-    } else if (load_format == "dummy") {
-      server.set_loading_message("building dummy " + preset + " weights");
-      model = model::load_dummy_model(preset, seed, model::resolve_device(device), model_options);
-    } else if (model_dir.empty()) {
-      server.set_loading_message("loading the embedded default model");
+    const int32_t num_replicas = model_options.layout.data_parallel;
+    // Each data-parallel replica loads its own model (on cpu; check_serve_replicas keeps cuda at one).
+    const auto load_replica = [&](int32_t replica) -> std::unique_ptr<model::Model> {
+      const std::string of =
+          num_replicas > 1 ? " (replica " + std::to_string(replica + 1) + " of " + std::to_string(num_replicas) + ")"
+                           : "";
+      if (!test.kind.empty()) return test_support::make_test_model(test, *tokenizer);
+      if (load_format == "dummy") {
+        server.set_loading_message("building dummy " + preset + " weights" + of);
+        return model::load_dummy_model(preset, seed, model::resolve_device(device), model_options);
+      }
+      if (model_dir.empty()) {
+        server.set_loading_message("loading the embedded default model" + of);
+        // Sharded (simulated ranks on the CPU): the same trained checkpoint through the sharding loader.
+        return model_options.layout.sharded() ? model::load_model(model::embedded_model_dir(), "cpu", model_options)
+                                              : model::make_embedded_default_model();
+      }
+      server.set_loading_message("loading model from " + model_dir + of);
+      return model::load_model(model_dir, model::resolve_device(device), model_options);
+    };
+    if (test.kind.empty() && load_format != "dummy" && model_dir.empty()) {
       // NOTE: the embedded default is a toy on the CPU: a modest context and KV budget unless asked otherwise.
       if (engine_config.max_model_len == 0) engine_config.max_model_len = 8192;
       if (kv_cache_memory_bytes == 0) engine_config.kv_cache_memory_bytes = 256LL << 20;
-      // Sharded (simulated ranks on the CPU): the same trained checkpoint through the sharding loader.
-      model = model_options.layout.sharded() ? model::load_model(model::embedded_model_dir(), "cpu", model_options)
-                                             : model::make_embedded_default_model();
-    } else {
-      server.set_loading_message("loading model from " + model_dir);
-      model = model::load_model(model_dir, model::resolve_device(device), model_options);
     }
-    GOSSAMER_LOG_INFO("model loaded: ", layout_summary(*model, model_options));
-    if (model->backend_name() == "cuda" && kv_cache_memory_bytes == 0) {
+    std::vector<std::unique_ptr<model::Model>> replicas;
+    for (int32_t replica = 0; replica < num_replicas; ++replica) replicas.push_back(load_replica(replica));
+    const model::Model& first = *replicas.front();
+    GOSSAMER_LOG_INFO("model loaded: ", layout_summary(first, model_options),
+                      num_replicas > 1 ? ", " + std::to_string(num_replicas) + " replicas" : std::string());
+    if (first.backend_name() == "cuda" && kv_cache_memory_bytes == 0) {
       // vLLM's rule: weights + KV cache (+ activation headroom) within --gpu-memory-utilization of the GPU.
       engine_config.kv_cache_memory_bytes = model::gpu_kv_cache_budget_bytes(gpu_memory_utilization);
       GOSSAMER_LOG_INFO(
@@ -353,9 +365,10 @@ int run_serve(int argc, char** argv) {
     }
     if (cuda_group) {
       server.set_loading_message("waiting for the other ranks of " + model_options.layout.describe());
-      model = std::make_unique<model::SpmdLeader>(std::move(model), connect_control(model_options));
+      replicas.front() =
+          std::make_unique<model::SpmdLeader>(std::move(replicas.front()), connect_control(model_options));
     }
-    server.attach(std::move(model), engine_config, tokenizer);
+    server.attach(std::move(replicas), engine_config, tokenizer);
   } catch (const std::exception& error) {
     GOSSAMER_LOG_ERROR("cannot start: ", error.what());
     server.set_failed(error.what());

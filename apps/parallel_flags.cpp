@@ -15,7 +15,9 @@ void add_parallel_flags(CLI::App& cli, model::ParallelLayout& layout, const std:
                "split the MoE by experts over the tensor-parallel group (EP = TP) instead of by intermediate columns")
       ->envname("GOSSAMER_ENABLE_EXPERT_PARALLEL")
       ->group(group);
-  cli.add_option("--data-parallel-size", layout.data_parallel, "independent replicas (also -dp)")
+  cli.add_option("--data-parallel-size", layout.data_parallel,
+                 "independent replicas, each a tensor-parallel group with its own engine and KV "
+                 "cache, behind one server (also -dp; serve on cpu only so far)")
       ->envname("GOSSAMER_DATA_PARALLEL_SIZE")
       ->group(group);
 }
@@ -31,7 +33,7 @@ VllmArgs::VllmArgs(int argc, char** argv) : args_(argv, argv + argc) {
   for (std::string& arg : args_) pointers_.push_back(arg.data());
 }
 
-void check_single_replica(const model::ParallelLayout& layout, const std::string& device) {
+void check_parallel_layout(const model::ParallelLayout& layout, const std::string& device) {
   GOSSAMER_CHECK(layout.tensor_parallel >= 1 && layout.data_parallel >= 1,
                  "--tensor-parallel-size and --data-parallel-size must be ≥ 1");
   if (device == "cuda") {
@@ -39,9 +41,20 @@ void check_single_replica(const model::ParallelLayout& layout, const std::string
     GOSSAMER_CHECK(layout.num_devices() <= gpus, "layout ", layout.describe_with_dp(), " needs ", layout.num_devices(),
                    " GPUs (tensor-parallel × data-parallel), but ", gpus, " are present");
   }
+}
+
+void check_single_replica(const model::ParallelLayout& layout, const std::string& device) {
+  check_parallel_layout(layout, device);
   GOSSAMER_CHECK(layout.data_parallel == 1, "--data-parallel-size ", layout.data_parallel,
-                 ": replicas behind one server are not built yet; run one gossamer per replica (each with its own "
-                 "--tensor-parallel-size and CUDA_VISIBLE_DEVICES) behind a load balancer (docs/scaling.md)");
+                 ": this command runs one replica; replicas behind one server are `gossamer serve -dp N`");
+}
+
+void check_serve_replicas(const model::ParallelLayout& layout, const std::string& device) {
+  check_parallel_layout(layout, device);
+  GOSSAMER_CHECK(layout.data_parallel == 1 || device != "cuda", "--data-parallel-size ", layout.data_parallel,
+                 " on cuda: placing replicas on their GPUs is not built yet (-dp > 1 serves on cpu only); run one "
+                 "gossamer per replica (each with its own --tensor-parallel-size and CUDA_VISIBLE_DEVICES) behind a "
+                 "load balancer (docs/scaling.md)");
 }
 
 std::string layout_summary(const model::Model& model, const model::ModelOptions& options) {

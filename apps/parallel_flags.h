@@ -28,10 +28,17 @@ class VllmArgs {
   std::vector<char*> pointers_;
 };
 
-// Before loading: on cuda, refuses a layout needing more GPUs than are visible; then refuses
-// data_parallel > 1 (replicas are one process each today) with the way to run them. The loader checks
-// the rest of the layout against the model.
+// Before loading: refuses sizes < 1 and, on cuda, a layout needing more GPUs (tensor-parallel ×
+// data-parallel) than are visible. The loader checks the rest of the layout against the model.
+void check_parallel_layout(const model::ParallelLayout& layout, const std::string& device);
+
+// check_parallel_layout, then refuses data_parallel > 1: the model commands run one replica (the
+// replicas behind one server are `serve -dp`).
 void check_single_replica(const model::ParallelLayout& layout, const std::string& device);
+
+// check_parallel_layout for `serve`, then refuses data_parallel > 1 on cuda (the replicas' GPU placement
+// is not built yet) with the way to run them; on cpu each replica is one more in-process model.
+void check_serve_replicas(const model::ParallelLayout& layout, const std::string& device);
 
 // "TP2 EP2 DP1 on cpu (2 simulated ranks)" style line for the load summary; on cuda with the weight format
 // and the GPU bytes of the weights.

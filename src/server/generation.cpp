@@ -65,6 +65,7 @@ void GenerationState::submit() {
   // They arrive on the channel's I/O thread (OutputQueue): no server work on the engine thread.
   std::lock_guard<std::mutex> submitted(submit_mutex_);
   auto self = shared_from_this();
+  std::vector<engine::SubmitParams> requests;
   for (auto& owned : choices_) {
     Choice* choice = owned.get();
     engine::SubmitParams params;
@@ -77,8 +78,25 @@ void GenerationState::submit() {
           make_structured_output_constraint(request_.structured, *server_.tokenizer_, params.sampling.max_tokens);
     params.on_output =
         outputs_->callback([self, choice](const engine::RequestOutput& output) { self->on_output(*choice, output); });
+    requests.push_back(std::move(params));
+  }
+  // NOTE: every choice goes to the one replica the router picks (their events, cancels and stream with it).
+  server_.replicas_->route([&](engine::Engine& engine) {
+    engine_ = &engine;
+    submit_choices(requests);
+  });
+  std::weak_ptr<GenerationState> weak = self;
+  channel_->on_close([weak] {
+    if (auto state = weak.lock()) state->on_client_gone();
+  });
+}
+
+void GenerationState::submit_choices(std::vector<engine::SubmitParams>& requests) {
+  for (size_t i = 0; i < choices_.size(); ++i) {
+    Choice* choice = choices_[i].get();
+    engine::SubmitParams& params = requests[i];
     try {
-      choice->engine_id = server_.engine_->submit(std::move(params));
+      choice->engine_id = engine_->submit(std::move(params));
     } catch (const engine::QueueFullError& error) {
       abandoned_ = true;
       cancel_engine_requests();
@@ -100,17 +118,13 @@ void GenerationState::submit() {
       server_.metrics_->count_rejected("validation");
       throw ApiError::invalid(error.what());
     }
-    if (client_gone_) server_.engine_->cancel(choice->engine_id);
+    if (client_gone_) engine_->cancel(choice->engine_id);
   }
-  std::weak_ptr<GenerationState> weak = self;
-  channel_->on_close([weak] {
-    if (auto state = weak.lock()) state->on_client_gone();
-  });
 }
 
 void GenerationState::cancel_engine_requests() {
   for (const auto& choice : choices_) {
-    if (const uint64_t id = choice->engine_id.load()) server_.engine_->cancel(id);
+    if (const uint64_t id = choice->engine_id.load()) engine_->cancel(id);
   }
 }
 
@@ -292,7 +306,7 @@ void GenerationState::on_output(Choice& choice, const engine::RequestOutput& out
   }
   if (ending) {
     if (choice.stopped_by_string) {
-      if (const uint64_t id = choice.engine_id.load()) server_.engine_->cancel(id);
+      if (const uint64_t id = choice.engine_id.load()) engine_->cancel(id);
     }
     finish_choice(choice, output);
   }

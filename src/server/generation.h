@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/engine.h"
 #include "engine/request.h"
 #include "server/chat_output.h"
 #include "server/http_types.h"
@@ -61,6 +62,8 @@ class GenerationState : public std::enable_shared_from_this<GenerationState> {
     engine::Clock::time_point last_token_time;
   };
 
+  // Submits requests[i] (made by submit()) as choice i's engine request, on engine_ (under the router's lock).
+  void submit_choices(std::vector<engine::SubmitParams>& requests);
   void on_output(Choice& choice, const engine::RequestOutput& output);
   void cancel_engine_requests();
   void send_stream_start();
@@ -85,6 +88,7 @@ class GenerationState : public std::enable_shared_from_this<GenerationState> {
   int64_t created_ = 0;
   int32_t num_prompt_tokens_ = 0;
   std::vector<std::unique_ptr<Choice>> choices_;
+  engine::Engine* engine_ = nullptr;      // the replica of every choice (set by submit())
   std::shared_ptr<OutputQueue> outputs_;  // the choices' engine events, to the channel's I/O thread
 
   // Event-thread state.

@@ -166,9 +166,13 @@ void Metrics::count_http(int status) {
   ++http_by_status_[status];
 }
 
-std::string Metrics::render(const engine::EngineStats* stats) const {
+std::string Metrics::render(const std::vector<engine::EngineStats>& replicas) const {
   std::ostringstream out;
   const std::string model_label = "model_name=\"" + escape_label(model_name_) + "\"";
+  // One label set per replica: model_name plus engine="<index>".
+  std::vector<std::string> engine_labels;
+  for (size_t r = 0; r < replicas.size(); ++r)
+    engine_labels.push_back(model_label + ",engine=\"" + std::to_string(r) + "\"");
   std::lock_guard<std::mutex> lock(mutex_);
 
   std::vector<std::string> prefixes = {"gossamer:"};
@@ -177,34 +181,39 @@ std::string Metrics::render(const engine::EngineStats* stats) const {
     const auto header = [&](const std::string& name, const char* type, const char* help) {
       out << "# HELP " << prefix << name << " " << help << "\n# TYPE " << prefix << name << " " << type << "\n";
     };
-    const auto gauge = [&](const std::string& name, const char* help, double value) {
+    using Reading = double (*)(const engine::EngineStats&);
+    const auto gauge = [&](const std::string& name, const char* help, Reading value) {
       header(name, "gauge", help);
-      out << prefix << name << "{" << model_label << "} " << number(value) << "\n";
+      for (size_t r = 0; r < replicas.size(); ++r)
+        out << prefix << name << "{" << engine_labels[r] << "} " << number(value(replicas[r])) << "\n";
     };
     // NOTE: counter families are named by their samples (`…_total`), as prometheus_client writes them.
-    const auto counter = [&](const std::string& name, const char* help, double value) {
+    const auto counter = [&](const std::string& name, const char* help, Reading value) {
       header(name + "_total", "counter", help);
-      out << prefix << name << "_total{" << model_label << "} " << number(value) << "\n";
+      for (size_t r = 0; r < replicas.size(); ++r)
+        out << prefix << name << "_total{" << engine_labels[r] << "} " << number(value(replicas[r])) << "\n";
     };
     const auto histogram = [&](const std::string& name, const char* help, const Histogram& h) {
       header(name, "histogram", help);
       write_histogram_samples(out, prefix + name, model_label, h);
     };
 
-    const engine::EngineStats empty;
-    const engine::EngineStats& s = stats ? *stats : empty;
-    gauge("num_requests_running", "Number of requests in model execution batches.", s.num_running);
-    gauge("num_requests_waiting", "Number of requests waiting to be processed.", s.num_waiting);
-    gauge("kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", s.kv_usage());
+    gauge("num_requests_running", "Number of requests in model execution batches.",
+          [](const engine::EngineStats& s) { return double(s.num_running); });
+    gauge("num_requests_waiting", "Number of requests waiting to be processed.",
+          [](const engine::EngineStats& s) { return double(s.num_waiting); });
+    gauge("kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.",
+          [](const engine::EngineStats& s) { return s.kv_usage(); });
     counter("num_preemptions", "Cumulative number of preemptions (by recompute).",
-            static_cast<double>(s.num_preemptions_total));
-    counter("prompt_tokens", "Number of prefill tokens processed.", static_cast<double>(s.num_prompt_tokens_total));
+            [](const engine::EngineStats& s) { return double(s.num_preemptions_total); });
+    counter("prompt_tokens", "Number of prefill tokens processed.",
+            [](const engine::EngineStats& s) { return double(s.num_prompt_tokens_total); });
     counter("generation_tokens", "Number of generation tokens processed.",
-            static_cast<double>(s.num_generation_tokens_total));
+            [](const engine::EngineStats& s) { return double(s.num_generation_tokens_total); });
     counter("prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens.",
-            static_cast<double>(s.num_prefix_cache_queries_total));
+            [](const engine::EngineStats& s) { return double(s.num_prefix_cache_queries_total); });
     counter("prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.",
-            static_cast<double>(s.num_prefix_cache_hits_total));
+            [](const engine::EngineStats& s) { return double(s.num_prefix_cache_hits_total); });
     header("request_success_total", "counter", "Count of successfully processed requests.");
     for (const char* reason : {"stop", "length", "tool_calls", "abort"}) {
       const auto found = success_by_reason_.find(reason);
@@ -239,20 +248,24 @@ std::string Metrics::render(const engine::EngineStats* stats) const {
   }
 
   // Engine thread time by phase (gossamer only): where a step's wall time goes, device or host.
-  const engine::EngineLoopSeconds loop = stats ? stats->loop : engine::EngineLoopSeconds{};
   out << "# HELP gossamer:engine_loop_seconds_total Engine thread time by phase: idle, schedule, wait (blocked on "
          "the device), collect, launch, postprocess.\n# TYPE gossamer:engine_loop_seconds_total counter\n";
-  const std::pair<const char*, double> phases[] = {{"idle", loop.idle},     {"schedule", loop.schedule},
-                                                   {"wait", loop.wait},     {"collect", loop.collect},
-                                                   {"launch", loop.launch}, {"postprocess", loop.postprocess}};
-  for (const auto& [phase, seconds] : phases) {
-    out << "gossamer:engine_loop_seconds_total{" << model_label << ",phase=\"" << phase << "\"} " << number(seconds)
-        << "\n";
+  for (size_t r = 0; r < replicas.size(); ++r) {
+    const engine::EngineLoopSeconds& loop = replicas[r].loop;
+    const std::pair<const char*, double> phases[] = {{"idle", loop.idle},     {"schedule", loop.schedule},
+                                                     {"wait", loop.wait},     {"collect", loop.collect},
+                                                     {"launch", loop.launch}, {"postprocess", loop.postprocess}};
+    for (const auto& [phase, seconds] : phases) {
+      out << "gossamer:engine_loop_seconds_total{" << engine_labels[r] << ",phase=\"" << phase << "\"} "
+          << number(seconds) << "\n";
+    }
   }
   out << "# HELP gossamer:engine_steps_launched_ahead_total Engine steps launched while the step before them was "
-         "still in flight (--async-scheduling).\n# TYPE gossamer:engine_steps_launched_ahead_total counter\n"
-      << "gossamer:engine_steps_launched_ahead_total{" << model_label << "} "
-      << (stats ? stats->num_steps_launched_ahead_total : 0) << "\n";
+         "still in flight (--async-scheduling).\n# TYPE gossamer:engine_steps_launched_ahead_total counter\n";
+  for (size_t r = 0; r < replicas.size(); ++r) {
+    out << "gossamer:engine_steps_launched_ahead_total{" << engine_labels[r] << "} "
+        << replicas[r].num_steps_launched_ahead_total << "\n";
+  }
   // Structured output (gossamer only): the critical-path time of filling token masks before a step.
   out << "# HELP gossamer:token_mask_fill_seconds Per engine step with structured-output rows: wall time filling "
          "their token masks (on cuda while the step's forward runs; elsewhere before the step's launch).\n"

@@ -2,7 +2,10 @@
 // by hand.
 //
 // Every metric is emitted under the `gossamer:` prefix and, with vllm_alias, again under `vllm:` so that
-// dashboards and AIPerf work unchanged. Labels: model_name (and finished_reason / reason where noted).
+// dashboards and AIPerf work unchanged. Labels: model_name (and finished_reason / reason where noted); the
+// metrics read from the engines (requests running / waiting, KV usage, the token and preemption counters,
+// the engine loop's) have one sample per data-parallel replica, labelled engine="<index>" as vLLM's are:
+// the server's figure is their sum (their mean for kv_cache_usage_perc).
 // gossamer's own metrics (no vLLM name) are emitted only under `gossamer:`: requests_rejected_total,
 // client_disconnects_total, http_requests_total, and for structured output token_mask_fill_seconds (per
 // engine step with constrained rows: the wall time of their token masks, during which the device waits) and
@@ -54,8 +57,8 @@ class Metrics {
   void count_disconnect();
   void count_http(int status);
 
-  // Prometheus text format 0.0.4.
-  std::string render(const engine::EngineStats* stats) const;
+  // Prometheus text format 0.0.4; `replicas`: each engine's stats, by replica index.
+  std::string render(const std::vector<engine::EngineStats>& replicas) const;
 
  private:
   std::string model_name_;

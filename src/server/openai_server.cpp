@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/error.h"
 #include "core/log.h"
 #include "server/api_error.h"
 #include "server/generation.h"
@@ -53,7 +54,7 @@ OpenAiServer::~OpenAiServer() {
   if (stats_thread_.joinable()) stats_thread_.join();
   prep_->stop(std::chrono::seconds(5));
   http_->stop();
-  engine_.reset();
+  replicas_.reset();
 }
 
 void OpenAiServer::start() {
@@ -67,24 +68,32 @@ void OpenAiServer::set_loading_message(const std::string& message) {
   status_message_ = message;
 }
 
-void OpenAiServer::attach(std::unique_ptr<model::Model> model, const engine::EngineConfig& engine_config,
-                          std::shared_ptr<const text::Tokenizer> tokenizer) {
+void OpenAiServer::attach(std::vector<std::unique_ptr<model::Model>> replicas,
+                          const engine::EngineConfig& engine_config, std::shared_ptr<const text::Tokenizer> tokenizer) {
+  GOSSAMER_CHECK(!replicas.empty(), "a server needs at least one replica");
   tokenizer_ = std::move(tokenizer);
   renderer_ = std::make_unique<text::harmony::HarmonyRenderer>(tokenizer_);
-  const engine::EngineConfig resolved = engine_config.resolve(*model);
+  const engine::EngineConfig resolved = engine_config.resolve(*replicas.front());
   metrics_ = std::make_unique<Metrics>(config_.served_model_name, resolved.max_model_len, config_.vllm_metrics_alias);
   Metrics* metrics = metrics_.get();
-  engine_ = std::make_unique<engine::Engine>(std::move(model), resolved,
-                                             [metrics](const engine::StepInfo& step) { metrics->observe_step(step); });
+  std::vector<std::unique_ptr<engine::Engine>> engines;
+  for (auto& model : replicas) {
+    engines.push_back(std::make_unique<engine::Engine>(
+        std::move(model), resolved, [metrics](const engine::StepInfo& step) { metrics->observe_step(step); }));
+  }
+  replicas_ = std::make_unique<ReplicaRouter>(std::move(engines));
+  const engine::Engine& first = replicas_->replica(0);
   api_context_.served_model_name = config_.served_model_name;
   api_context_.model_aliases = config_.model_aliases;
-  api_context_.max_model_len = engine_->config().max_model_len;
-  metrics_->set_cache_config_info({{"block_size", std::to_string(engine_->config().block_size)},
-                                   {"num_gpu_blocks", std::to_string(engine_->stats().num_kv_blocks)}});
+  api_context_.max_model_len = first.config().max_model_len;
+  // NOTE: the replicas share one model and config: replica 0's blocks stand for each one's.
+  metrics_->set_cache_config_info({{"block_size", std::to_string(first.config().block_size)},
+                                   {"num_gpu_blocks", std::to_string(first.stats().num_kv_blocks)}});
   if (config_.log_stats) stats_thread_ = std::thread([this] { stats_loop(); });
   state_ = State::kReady;
-  GOSSAMER_LOG_INFO("ready: serving '", config_.served_model_name, "' (", engine_->model().backend_name(),
-                    " backend); try: curl http://", config_.http.host, ":", http_->port(), "/v1/models");
+  GOSSAMER_LOG_INFO("ready: serving '", config_.served_model_name, "' (", first.model().backend_name(), " backend, ",
+                    replicas_->num_replicas(), " replica(s)); try: curl http://", config_.http.host, ":", http_->port(),
+                    "/v1/models");
 }
 
 void OpenAiServer::set_failed(const std::string& message) {
@@ -125,7 +134,7 @@ void OpenAiServer::drain_and_stop() {
       GOSSAMER_LOG_WARN("drain timed out with ", active_.load(), " request(s) in flight: aborting them");
       lock.unlock();
       prep_->stop(std::chrono::seconds(2));  // queued preparations answer 503
-      engine_->shutdown();                   // aborts every request; their streams end with finish_reason "abort"
+      replicas_->shutdown();                 // aborts every request; their streams end with finish_reason "abort"
       lock.lock();
       drained_.wait_for(lock, std::chrono::seconds(5), [&] { return active_.load() == 0; });
     }
@@ -137,37 +146,40 @@ void OpenAiServer::drain_and_stop() {
   stats_wake_.notify_all();
   if (stats_thread_.joinable()) stats_thread_.join();
   prep_->stop(std::chrono::seconds(2));
-  if (engine_) engine_->shutdown();
+  if (replicas_) replicas_->shutdown();
   http_->stop();
   done->store(true);
   GOSSAMER_LOG_INFO("shut down cleanly");
 }
 
 void OpenAiServer::stats_loop() {
-  int64_t last_prompt = 0;
-  int64_t last_generation = 0;
+  const size_t num_replicas = replicas_->num_replicas();
+  std::vector<int64_t> last_prompt(num_replicas, 0), last_generation(num_replicas, 0);
   auto last = std::chrono::steady_clock::now();
   while (true) {
     {
       std::unique_lock<std::mutex> lock(stats_mutex_);
       if (stats_wake_.wait_for(lock, std::chrono::seconds(5), [&] { return stop_stats_.load(); })) return;
     }
-    const engine::EngineStats stats = engine_->stats();
+    const std::vector<engine::EngineStats> replicas = replicas_->stats();
     const auto now = std::chrono::steady_clock::now();
     const double seconds = std::chrono::duration<double>(now - last).count();
-    const int64_t prompt = stats.num_prompt_tokens_total - last_prompt;
-    const int64_t generation = stats.num_generation_tokens_total - last_generation;
-    if (prompt > 0 || generation > 0 || stats.num_running > 0 || stats.num_waiting > 0) {
-      char line[256];
-      std::snprintf(line, sizeof(line),
-                    "Engine 000: Avg prompt throughput: %.1f tokens/s, Avg generation throughput: %.1f tokens/s, "
-                    "Running: %d reqs, Waiting: %d reqs, KV cache usage: %.1f%%, Preemptions: %lld",
-                    prompt / seconds, generation / seconds, stats.num_running, stats.num_waiting,
-                    100.0 * stats.kv_usage(), static_cast<long long>(stats.num_preemptions_total));
-      GOSSAMER_LOG_INFO(line);
+    for (size_t r = 0; r < num_replicas; ++r) {
+      const engine::EngineStats& stats = replicas[r];
+      const int64_t prompt = stats.num_prompt_tokens_total - last_prompt[r];
+      const int64_t generation = stats.num_generation_tokens_total - last_generation[r];
+      if (prompt > 0 || generation > 0 || stats.num_running > 0 || stats.num_waiting > 0) {
+        char line[256];
+        std::snprintf(line, sizeof(line),
+                      "Engine %03zu: Avg prompt throughput: %.1f tokens/s, Avg generation throughput: %.1f tokens/s, "
+                      "Running: %d reqs, Waiting: %d reqs, KV cache usage: %.1f%%, Preemptions: %lld",
+                      r, prompt / seconds, generation / seconds, stats.num_running, stats.num_waiting,
+                      100.0 * stats.kv_usage(), static_cast<long long>(stats.num_preemptions_total));
+        GOSSAMER_LOG_INFO(line);
+      }
+      last_prompt[r] = stats.num_prompt_tokens_total;
+      last_generation[r] = stats.num_generation_tokens_total;
     }
-    last_prompt = stats.num_prompt_tokens_total;
-    last_generation = stats.num_generation_tokens_total;
     last = now;
   }
 }
@@ -223,8 +235,7 @@ void OpenAiServer::handle(HttpRequest request, std::shared_ptr<ResponseChannel> 
       HttpResponse response;
       response.content_type = "text/plain; version=0.0.4; charset=utf-8";
       if (state == State::kReady || state == State::kDraining) {
-        const engine::EngineStats stats = engine_->stats();
-        response.body = metrics_->render(&stats);
+        response.body = metrics_->render(replicas_->stats());
       } else {
         response.body = "# the model is not loaded yet\n";
       }

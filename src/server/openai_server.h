@@ -1,12 +1,13 @@
-// OpenAiServer: the OpenAI-compatible HTTP API in front of one engine::Engine (docs/server-http.md).
+// OpenAiServer: the OpenAI-compatible HTTP API in front of one engine::Engine per data-parallel replica
+// (docs/server-http.md, docs/scaling.md); a ReplicaRouter picks each request's replica.
 //
-// Life cycle: start() serves HTTP at once with /health 503 ("loading"); attach() builds the engine and turns
-// the server ready; drain_and_stop() (SIGTERM) turns /health and new requests to 503, lets in-flight
+// Life cycle: start() serves HTTP at once with /health 503 ("loading"); attach() builds the engines and turns
+// the server ready (every replica up); drain_and_stop() (SIGTERM) turns /health and new requests to 503, lets in-flight
 // requests finish (up to shutdown_timeout_s, then aborts them) and stops HTTP.
 //
 // Contract: all public methods are called from one controlling thread (the app's main thread); handlers and
 // the requests' engine events (server/output_queue.h) run on the HTTP I/O threads, nothing of the server on
-// the engine thread but the events' queueing. The server owns the engine and the HTTP layer.
+// the engine threads but the events' queueing. The server owns the engines and the HTTP layer.
 #pragma once
 
 #include <atomic>
@@ -23,6 +24,7 @@
 #include "server/metrics.h"
 #include "server/openai_request.h"
 #include "server/prep_pool.h"
+#include "server/replica_router.h"
 #include "server/responses_store.h"
 #include "text/harmony_renderer.h"
 #include "text/tokenizer.h"
@@ -57,14 +59,14 @@ class OpenAiServer {
   void start();
   int port() const { return http_->port(); }
   void set_loading_message(const std::string& message);
-  void attach(std::unique_ptr<model::Model> model, const engine::EngineConfig& engine_config,
+  // One engine per model in `replicas` (not empty), each with `engine_config` (its KV budget is per replica).
+  void attach(std::vector<std::unique_ptr<model::Model>> replicas, const engine::EngineConfig& engine_config,
               std::shared_ptr<const text::Tokenizer> tokenizer);
   // The model could not be loaded: /health and requests answer 503 with the message.
   void set_failed(const std::string& message);
   void drain_and_stop();
 
   int32_t num_active_requests() const { return active_.load(); }
-  engine::Engine* engine() { return engine_.get(); }
 
  private:
   friend class GenerationState;
@@ -100,7 +102,7 @@ class OpenAiServer {
   std::shared_ptr<const text::Tokenizer> tokenizer_;
   std::unique_ptr<text::harmony::HarmonyRenderer> renderer_;
   std::unique_ptr<Metrics> metrics_;
-  std::unique_ptr<engine::Engine> engine_;
+  std::unique_ptr<ReplicaRouter> replicas_;
   ApiContext api_context_;
   ResponsesStore responses_store_;
 

@@ -48,7 +48,10 @@ void ResponsesState::submit() {
   auto self = shared_from_this();
   params.on_output = outputs_->callback([self](const engine::RequestOutput& output) { self->on_output(output); });
   try {
-    engine_id_ = server_.engine_->submit(std::move(params));
+    server_.replicas_->route([&](engine::Engine& engine) {
+      engine_ = &engine;
+      engine_id_ = engine.submit(std::move(params));
+    });
   } catch (const engine::QueueFullError& error) {
     ApiError api(429, "rate_limit_error", error.what(), std::nullopt, "too_many_requests");
     api.headers.emplace_back("Retry-After", "1");
@@ -63,7 +66,7 @@ void ResponsesState::submit() {
     server_.metrics_->count_rejected("validation");
     throw ApiError::invalid(error.what());
   }
-  if (client_gone_) server_.engine_->cancel(engine_id_);
+  if (client_gone_) engine_->cancel(engine_id_);
   std::weak_ptr<ResponsesState> weak = self;
   channel_->on_close([weak] {
     if (auto state = weak.lock()) state->on_client_gone();
@@ -80,7 +83,7 @@ void ResponsesState::submit() {
 void ResponsesState::on_client_gone() {
   if (client_gone_.exchange(true)) return;
   server_.metrics_->count_disconnect();
-  if (const uint64_t id = engine_id_.load()) server_.engine_->cancel(id);
+  if (const uint64_t id = engine_id_.load()) engine_->cancel(id);
 }
 
 void ResponsesState::emit(const std::string& type, Json payload) {

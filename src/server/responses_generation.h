@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/engine.h"
 #include "engine/request.h"
 #include "server/chat_output.h"
 #include "server/http_types.h"
@@ -75,7 +76,8 @@ class ResponsesState : public std::enable_shared_from_this<ResponsesState> {
   nlohmann::json incomplete_details_ = nullptr;
   nlohmann::json error_ = nullptr;
 
-  std::mutex start_mutex_;  // held by submit() until the stream's opening events are out
+  std::mutex start_mutex_;            // held by submit() until the stream's opening events are out
+  engine::Engine* engine_ = nullptr;  // the replica the router gave the request (set by submit())
   std::atomic<uint64_t> engine_id_{0};
   std::atomic<bool> client_gone_{false};
 };

@@ -194,7 +194,9 @@ class ServerWorkThread : public testing::Test {
     engine_config.num_kv_blocks = 256;
     engine_config.block_size = 16;
     engine_config.max_model_len = 2048;
-    server_->attach(std::move(model), engine_config, tokenizer_);
+    std::vector<std::unique_ptr<model::Model>> replicas;
+    replicas.push_back(std::move(model));
+    server_->attach(std::move(replicas), engine_config, tokenizer_);
     renderer_ = std::make_unique<text::harmony::HarmonyRenderer>(tokenizer_);
     context_.served_model_name = config.served_model_name;
     context_.max_model_len = 2048;
