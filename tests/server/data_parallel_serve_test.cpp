@@ -20,16 +20,8 @@ namespace {
 
 using Json = nlohmann::json;
 using testing::ServerProcess;
+using testing::wait_for;
 using namespace std::chrono_literals;
-
-bool wait_for(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return condition();
-}
 
 // The sum over the replicas' samples (engine="<i>") of the metric family `name`, e.g.
 // `gossamer:num_requests_running`; -1 when it has no sample.

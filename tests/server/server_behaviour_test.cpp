@@ -20,15 +20,6 @@ namespace {
 using Json = nlohmann::json;
 using namespace std::chrono_literals;
 
-bool wait_for(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return condition();
-}
-
 struct StreamResult {
   int status = 0;
   std::string text;
