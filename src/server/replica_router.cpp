@@ -28,6 +28,10 @@ ReplicaRouter::ReplicaRouter(std::vector<std::unique_ptr<engine::Engine>> engine
 }
 
 engine::Engine& ReplicaRouter::route(const std::function<void(engine::Engine&)>& submit) {
+  if (engines_.size() == 1) {  // no choice to make: no stats read, no lock on every request
+    submit(*engines_.front());
+    return *engines_.front();
+  }
   std::lock_guard<std::mutex> lock(route_mutex_);
   std::vector<ReplicaLoad> loads;
   loads.reserve(engines_.size());

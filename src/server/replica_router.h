@@ -4,7 +4,7 @@
 //
 // Contract: thread-safe. A request and all of its engine requests (n > 1 choices, cancellation, its
 // stream) stay on the replica route() gave it; the caller keeps that engine. route() submits under one
-// lock, so requests arriving together see each other's load.
+// lock, so requests arriving together see each other's load (one replica: submitted directly, no lock).
 #pragma once
 
 #include <cstddef>
