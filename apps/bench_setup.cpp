@@ -49,7 +49,8 @@ std::unique_ptr<model::Model> ModelChoice::load() const {
   const auto start = std::chrono::steady_clock::now();
   GOSSAMER_CHECK(load_format == "dummy" || !model_dir.empty(), "give --model DIR or --load-format dummy");
   GOSSAMER_CHECK(gpu_memory_limit_gib == 0 || device == "cuda", "--gpu-memory-limit-gib needs --device cuda");
-  model::limit_gpu_memory(static_cast<int64_t>(gpu_memory_limit_gib * double(int64_t{1} << 30)));
+  model::limit_gpu_memory(static_cast<int64_t>(gpu_memory_limit_gib * double(int64_t{1} << 30)),
+                          model::gpu_of(options));
   auto model = load_format == "dummy" ? model::load_dummy_model(preset, seed, device, options)
                                       : model::load_model(model_dir, device, options);
   std::fprintf(stderr, "loaded %s on %s (weights %s, %.1f GiB; KV cache %s) in %.1f s\n",
@@ -70,6 +71,16 @@ std::vector<int32_t> bench_random_tokens(uint64_t seed, int64_t count, int32_t v
 
 double bench_seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+nlohmann::json phase_seconds_json(const model::PhaseSeconds& phases) {
+  nlohmann::json out = nlohmann::json::object();
+  for (int p = 0; p < model::kNumStepPhases; ++p) {
+    if (phases.counts[static_cast<size_t>(p)] == 0) continue;
+    out[model::step_phase_name(static_cast<model::StepPhase>(p))] = {
+        {"us", phases.seconds[static_cast<size_t>(p)] * 1e6}, {"count", phases.counts[static_cast<size_t>(p)]}};
+  }
+  return out;
 }
 
 std::vector<int32_t> prepare_prefill(model::Model& model, int64_t max_tokens) {

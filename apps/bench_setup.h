@@ -9,12 +9,14 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "model/loader.h"
 #include "model/model.h"
+#include "model/step_phases.h"
 
 namespace gossamer::app {
 
@@ -36,6 +38,9 @@ struct ModelChoice {
 // `count` prompt tokens of a seeded stream, below the special tokens.
 std::vector<int32_t> bench_random_tokens(uint64_t seed, int64_t count, int32_t vocab);
 double bench_seconds_since(std::chrono::steady_clock::time_point start);
+// {phase name: {"us": µs summed over its repeats, "count": repeats}} of the phases that ran (`bench step`,
+// `bench prefill --phases`).
+nlohmann::json phase_seconds_json(const model::PhaseSeconds& phases);
 
 // Allocates the cache for one sequence of up to max_tokens positions; returns its block table.
 std::vector<int32_t> prepare_prefill(model::Model& model, int64_t max_tokens);

@@ -25,6 +25,35 @@ void write_json(const std::string& path, const nlohmann::json& value) {
   out << value.dump(2) << "\n";
 }
 
+// `bench prefill --phases`: one column per input length, ms per phase (summed over the layers) and its share
+// of the device span.
+void print_prefill_phases(std::FILE* out, const std::vector<int64_t>& lengths,
+                          const std::vector<model::PhaseSeconds>& timed) {
+  std::fprintf(out,
+               "\nPrefill phases (one eager, phase-timed run per length), ms and %% of the device span\n\n| phase |");
+  for (int64_t length : lengths) std::fprintf(out, " %lld tokens |", static_cast<long long>(length));
+  std::fprintf(out, "\n|---|");
+  for (size_t i = 0; i < lengths.size(); ++i) std::fprintf(out, "---|");
+  std::fprintf(out, "\n");
+  for (int p = 0; p < model::kNumStepPhases; ++p) {
+    const auto phase = static_cast<size_t>(p);
+    if (std::all_of(timed.begin(), timed.end(), [&](const model::PhaseSeconds& t) { return t.counts[phase] == 0; }))
+      continue;
+    std::fprintf(out, "| %s |", model::step_phase_name(static_cast<model::StepPhase>(p)));
+    for (const model::PhaseSeconds& t : timed) {
+      if (t.counts[phase] == 0) {
+        std::fprintf(out, " - |");
+      } else {
+        std::fprintf(out, " %.2f (%.1f%%) |", t.seconds[phase] * 1e3, 100.0 * t.seconds[phase] / t.span);
+      }
+    }
+    std::fprintf(out, "\n");
+  }
+  std::fprintf(out, "| device span |");
+  for (const model::PhaseSeconds& t : timed) std::fprintf(out, " %.2f |", t.span * 1e3);
+  std::fprintf(out, "\n");
+}
+
 int run_bench_prefill(int argc, char** argv) {
   CLI::App cli{"Prefill latency at batch 1 (the reference deployment's table)"};
   ModelChoice choice;
@@ -35,6 +64,10 @@ int run_bench_prefill(int argc, char** argv) {
   cli.add_option("--input-lens", lengths, "input lengths")->delimiter(',');
   cli.add_option("--repeats", repeats, "timed runs per length (the median is reported)");
   cli.add_option("--json-out", json_out, "also write the results as JSON");
+  bool phases = false;
+  cli.add_flag("--phases", phases,
+               "then one phase-timed prefill per length (eager, events between the launch groups: "
+               "model/step_phases.h): ms per phase summed over the layers");
   CLI11_PARSE(cli, argc, argv);
   auto model = choice.load();
   const int64_t longest = *std::max_element(lengths.begin(), lengths.end());
@@ -62,6 +95,20 @@ int run_bench_prefill(int argc, char** argv) {
                        {"tokens_per_s", length / latency},
                        {"dollars_per_million_input_tokens", cost},
                        {"runs_s", times}});
+  }
+  if (phases) {
+    GOSSAMER_CHECK(model->set_phase_timing(true), "bench prefill --phases: the ", model->backend_name(),
+                   " backend times no phases");
+    std::vector<model::PhaseSeconds> timed;
+    for (size_t i = 0; i < lengths.size(); ++i) {
+      const int64_t length = lengths[i];
+      run_once(bench_random_tokens(choice.seed + static_cast<uint64_t>(length), length, model->config().vocab_size));
+      timed.push_back(model->last_phase_seconds());
+      GOSSAMER_CHECK(timed.back().valid, "bench prefill --phases: no phase was timed");
+      results[i]["phases"] = phase_seconds_json(timed.back());
+    }
+    model->set_phase_timing(false);
+    print_prefill_phases(stdout, lengths, timed);
   }
   write_json(json_out,
              {{"bench", "prefill"}, {"model", choice.name()}, {"device", model->backend_name()}, {"results", results}});

@@ -163,13 +163,7 @@ nlohmann::json to_json(const BatchResult& r) {
     out["skipped"] = r.skipped;
     return out;
   }
-  nlohmann::json phases = nlohmann::json::object();
-  for (int p = 0; p < model::kNumStepPhases; ++p) {
-    if (r.phases.counts[static_cast<size_t>(p)] == 0) continue;
-    phases[model::step_phase_name(static_cast<model::StepPhase>(p))] = {
-        {"us", r.phases.seconds[static_cast<size_t>(p)] * 1e6}, {"count", r.phases.counts[static_cast<size_t>(p)]}};
-  }
-  out["phases"] = phases;
+  out["phases"] = phase_seconds_json(r.phases);
   out["device_span_us"] = r.device_span * 1e6;
   out["host_gap_us"] = (r.eager_step - r.device_span) * 1e6;
   out["eager_step_us"] = r.eager_step * 1e6;

@@ -83,7 +83,7 @@ int run_logits(int argc, char** argv) {
   VllmArgs args(argc, argv);
   CLI11_PARSE(cli, args.argc(), args.argv());
   const auto batch = read_token_batch(input);
-  check_single_replica(options.layout, device);
+  check_single_replica(options, device);
   RankLauncher ranks(device, args.argc(), args.argv(), options);
   auto model = model::load_model(model_dir, device, options);
   std::fprintf(stderr, "loaded %s: %s\n", model_dir.c_str(), layout_summary(*model, options).c_str());
@@ -133,7 +133,7 @@ int run_generate(int argc, char** argv) {
       GOSSAMER_THROW("bad token id '", piece, "' in --prompt-tokens");
     }
   }
-  check_single_replica(options.layout, device);
+  check_single_replica(options, device);
   RankLauncher ranks(device, args.argc(), args.argv(), options);
   auto model = model::load_model(model_dir, device, options);
   std::fprintf(stderr, "loaded %s: %s\n", model_dir.c_str(), layout_summary(*model, options).c_str());

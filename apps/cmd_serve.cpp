@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -263,19 +264,27 @@ int run_serve(int argc, char** argv) {
                  "--test-backend runs unsharded (no --tensor-parallel-size)");
   const bool on_cpu_anyway =
       !test.kind.empty() || (model_dir.empty() && load_format != "dummy");  // the embedded default
-  check_serve_replicas(model_options.layout, on_cpu_anyway ? "cpu" : model::resolve_device(device));
-  const bool cuda_group = !on_cpu_anyway && model::resolve_device(device) == "cuda" && model_options.layout.sharded();
-  // One process per GPU: this one is rank 0 (server + engine); ranks 1..N−1 replay its model calls.
+  GOSSAMER_CHECK(!model_options.colocate_on_gpu0 || kv_cache_memory_bytes > 0 || engine_config.num_kv_blocks > 0,
+                 "--test-colocate-gpus needs --kv-cache-memory-bytes or --num-gpu-blocks-override (the replicas "
+                 "and ranks share GPU 0, so no automatic budget)");
+  GOSSAMER_CHECK(!model_options.colocate_on_gpu0 || gpu_memory_limit_gib == 0,
+                 "--test-colocate-gpus takes no --gpu-memory-limit-gib (each process would hold its own limit)");
+  const bool on_cuda = !on_cpu_anyway && model::resolve_device(device) == "cuda";
+  check_parallel_layout(model_options, on_cuda ? "cuda" : "cpu");
+  const bool cuda_group = on_cuda && model_options.layout.sharded();
+  const auto gpu_memory_limit_bytes = static_cast<int64_t>(gpu_memory_limit_gib * double(int64_t{1} << 30));
+  // One process per GPU: this one is rank 0 (server + engines) of every replica; the other ranks of
+  // replica r replay its model calls.
   RankLauncher ranks(cuda_group ? "cuda" : "cpu", args.argc(), args.argv(), model_options);
   if (cuda_group && model_options.rank != 0) {
+    model::limit_gpu_memory(gpu_memory_limit_bytes, model::gpu_of(model_options));
     return run_serve_worker(load_format == "dummy" ? model::load_dummy_model(preset, seed, "cuda", model_options)
                                                    : model::load_model(model_dir, "cuda", model_options),
                             model_options);
   }
   GOSSAMER_CHECK(gpu_memory_utilization > 0.0 && gpu_memory_utilization <= 1.0,
                  "--gpu-memory-utilization must be in (0, 1]");
-  GOSSAMER_CHECK(gpu_memory_limit_gib == 0 || (!on_cpu_anyway && model::resolve_device(device) == "cuda"),
-                 "--gpu-memory-limit-gib needs the cuda backend");
+  GOSSAMER_CHECK(gpu_memory_limit_gib == 0 || on_cuda, "--gpu-memory-limit-gib needs the cuda backend");
   GOSSAMER_CHECK(test.kind.empty() || test.kind == "fake", "--test-backend must be 'fake'");
   config.api_keys = api_keys;
   config.reasoning_field = reasoning_field == "both"                ? server::ReasoningField::kBoth
@@ -323,50 +332,92 @@ int run_serve(int argc, char** argv) {
   try {
     server.set_loading_message("loading tokenizer");
     auto tokenizer = text::Tokenizer::load_default();
-    if (gpu_memory_limit_gib > 0)
-      model::limit_gpu_memory(static_cast<int64_t>(gpu_memory_limit_gib * double(int64_t{1} << 30)));
     const int32_t num_replicas = model_options.layout.data_parallel;
-    // Each data-parallel replica loads its own model (on cpu; check_serve_replicas keeps cuda at one).
+    // Replica r's options: on cuda its rank 0 sits on GPU gpu_of (r · TP), its group meets on its own port.
+    const auto replica_options = [&](int32_t replica) {
+      model::ModelOptions options = model_options;
+      options.replica = replica;
+      if (cuda_group) options.dist_port = ranks.port_of(replica);
+      return options;
+    };
+    if (on_cuda) {
+      for (int32_t replica = 0; replica < num_replicas; ++replica)
+        model::limit_gpu_memory(gpu_memory_limit_bytes, model::gpu_of(replica_options(replica)));
+    }
+    // Each data-parallel replica loads its own model (on cuda on its own GPUs).
     const auto load_replica = [&](int32_t replica) -> std::unique_ptr<model::Model> {
       const std::string of =
           num_replicas > 1 ? " (replica " + std::to_string(replica + 1) + " of " + std::to_string(num_replicas) + ")"
                            : "";
+      const model::ModelOptions options = replica_options(replica);
       if (!test.kind.empty()) return test_support::make_test_model(test, *tokenizer);
       if (load_format == "dummy") {
         server.set_loading_message("building dummy " + preset + " weights" + of);
-        return model::load_dummy_model(preset, seed, model::resolve_device(device), model_options);
+        return model::load_dummy_model(preset, seed, model::resolve_device(device), options);
       }
       if (model_dir.empty()) {
         server.set_loading_message("loading the embedded default model" + of);
         // Sharded (simulated ranks on the CPU): the same trained checkpoint through the sharding loader.
-        return model_options.layout.sharded() ? model::load_model(model::embedded_model_dir(), "cpu", model_options)
-                                              : model::make_embedded_default_model();
+        return options.layout.sharded() ? model::load_model(model::embedded_model_dir(), "cpu", options)
+                                        : model::make_embedded_default_model();
       }
       server.set_loading_message("loading model from " + model_dir + of);
-      return model::load_model(model_dir, model::resolve_device(device), model_options);
+      return model::load_model(model_dir, model::resolve_device(device), options);
     };
     if (test.kind.empty() && load_format != "dummy" && model_dir.empty()) {
       // NOTE: the embedded default is a toy on the CPU: a modest context and KV budget unless asked otherwise.
       if (engine_config.max_model_len == 0) engine_config.max_model_len = 8192;
       if (kv_cache_memory_bytes == 0) engine_config.kv_cache_memory_bytes = 256LL << 20;
     }
-    std::vector<std::unique_ptr<model::Model>> replicas;
-    for (int32_t replica = 0; replica < num_replicas; ++replica) replicas.push_back(load_replica(replica));
+    std::vector<std::unique_ptr<model::Model>> replicas(static_cast<size_t>(num_replicas));
+    if (on_cuda && num_replicas > 1) {
+      // At once, each on its own GPUs: a replica's other ranks wait for its rank 0 within the bootstrap's
+      // timeout, so none may wait for the replicas before it. Every thread ends (loaded, or failed within that
+      // timeout); the first failure is rethrown.
+      std::vector<std::exception_ptr> failures(replicas.size());
+      std::vector<std::thread> loaders;
+      for (int32_t replica = 0; replica < num_replicas; ++replica) {
+        loaders.emplace_back([&, replica] {
+          try {
+            replicas[static_cast<size_t>(replica)] = load_replica(replica);
+          } catch (...) {
+            failures[static_cast<size_t>(replica)] = std::current_exception();
+          }
+        });
+      }
+      for (std::thread& loader : loaders) loader.join();
+      for (const std::exception_ptr& failure : failures) {
+        if (failure) std::rethrow_exception(failure);
+      }
+    } else {
+      for (int32_t replica = 0; replica < num_replicas; ++replica)
+        replicas[static_cast<size_t>(replica)] = load_replica(replica);
+    }
     const model::Model& first = *replicas.front();
     GOSSAMER_LOG_INFO("model loaded: ", layout_summary(first, model_options),
-                      num_replicas > 1 ? ", " + std::to_string(num_replicas) + " replicas" : std::string());
+                      num_replicas > 1 ? ", " + std::to_string(num_replicas) + " replicas" : std::string(),
+                      on_cuda ? ", " + placement_summary(model_options) : std::string());
     if (first.backend_name() == "cuda" && kv_cache_memory_bytes == 0) {
-      // vLLM's rule: weights + KV cache (+ activation headroom) within --gpu-memory-utilization of the GPU.
-      engine_config.kv_cache_memory_bytes = model::gpu_kv_cache_budget_bytes(gpu_memory_utilization);
+      // vLLM's rule: weights + KV cache (+ activation headroom) within --gpu-memory-utilization of the GPU;
+      // every replica takes the budget of the fullest rank-0 GPU.
+      int64_t budget = std::numeric_limits<int64_t>::max();
+      for (int32_t replica = 0; replica < num_replicas; ++replica) {
+        budget = std::min(
+            budget, model::gpu_kv_cache_budget_bytes(gpu_memory_utilization, model::gpu_of(replica_options(replica))));
+      }
+      engine_config.kv_cache_memory_bytes = budget;
       GOSSAMER_LOG_INFO(
-          "KV cache budget ", engine_config.kv_cache_memory_bytes / double(1 << 30), " GiB (",
-          "--gpu-memory-utilization ", gpu_memory_utilization,
+          "KV cache budget ", engine_config.kv_cache_memory_bytes / double(1 << 30), " GiB",
+          num_replicas > 1 ? " per replica" : "", " (--gpu-memory-utilization ", gpu_memory_utilization,
           gpu_memory_limit_gib > 0 ? " of --gpu-memory-limit-gib " + std::to_string(gpu_memory_limit_gib) : "", ")");
     }
     if (cuda_group) {
-      server.set_loading_message("waiting for the other ranks of " + model_options.layout.describe());
-      replicas.front() =
-          std::make_unique<model::SpmdLeader>(std::move(replicas.front()), connect_control(model_options));
+      for (int32_t replica = 0; replica < num_replicas; ++replica) {
+        server.set_loading_message("waiting for the other ranks of " + model_options.layout.describe() +
+                                   (num_replicas > 1 ? " (replica " + std::to_string(replica + 1) + ")" : ""));
+        auto& model = replicas[static_cast<size_t>(replica)];
+        model = std::make_unique<model::SpmdLeader>(std::move(model), connect_control(replica_options(replica)));
+      }
     }
     server.attach(std::move(replicas), engine_config, tokenizer);
   } catch (const std::exception& error) {

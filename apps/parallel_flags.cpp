@@ -17,7 +17,7 @@ void add_parallel_flags(CLI::App& cli, model::ParallelLayout& layout, const std:
       ->group(group);
   cli.add_option("--data-parallel-size", layout.data_parallel,
                  "independent replicas, each a tensor-parallel group with its own engine and KV "
-                 "cache, behind one server (also -dp; serve on cpu only so far)")
+                 "cache, behind one server (also -dp; serve only; on cuda replica r takes GPUs [r*TP, (r+1)*TP))")
       ->envname("GOSSAMER_DATA_PARALLEL_SIZE")
       ->group(group);
 }
@@ -33,28 +33,23 @@ VllmArgs::VllmArgs(int argc, char** argv) : args_(argv, argv + argc) {
   for (std::string& arg : args_) pointers_.push_back(arg.data());
 }
 
-void check_parallel_layout(const model::ParallelLayout& layout, const std::string& device) {
+void check_parallel_layout(const model::ModelOptions& options, const std::string& device) {
+  const model::ParallelLayout& layout = options.layout;
   GOSSAMER_CHECK(layout.tensor_parallel >= 1 && layout.data_parallel >= 1,
                  "--tensor-parallel-size and --data-parallel-size must be ≥ 1");
   if (device == "cuda") {
     const int gpus = model::visible_gpu_count();
-    GOSSAMER_CHECK(layout.num_devices() <= gpus, "layout ", layout.describe_with_dp(), " needs ", layout.num_devices(),
-                   " GPUs (tensor-parallel × data-parallel), but ", gpus, " are present");
+    const int needed = options.colocate_on_gpu0 ? 1 : layout.num_devices();
+    GOSSAMER_CHECK(needed <= gpus, "layout ", layout.describe_with_dp(), " needs ", needed,
+                   options.colocate_on_gpu0 ? " GPU (colocated ranks)" : " GPUs (tensor-parallel × data-parallel)",
+                   ", but ", gpus, " are present");
   }
 }
 
-void check_single_replica(const model::ParallelLayout& layout, const std::string& device) {
-  check_parallel_layout(layout, device);
-  GOSSAMER_CHECK(layout.data_parallel == 1, "--data-parallel-size ", layout.data_parallel,
+void check_single_replica(const model::ModelOptions& options, const std::string& device) {
+  check_parallel_layout(options, device);
+  GOSSAMER_CHECK(options.layout.data_parallel == 1, "--data-parallel-size ", options.layout.data_parallel,
                  ": this command runs one replica; replicas behind one server are `gossamer serve -dp N`");
-}
-
-void check_serve_replicas(const model::ParallelLayout& layout, const std::string& device) {
-  check_parallel_layout(layout, device);
-  GOSSAMER_CHECK(layout.data_parallel == 1 || device != "cuda", "--data-parallel-size ", layout.data_parallel,
-                 " on cuda: placing replicas on their GPUs is not built yet (-dp > 1 serves on cpu only); run one "
-                 "gossamer per replica (each with its own --tensor-parallel-size and CUDA_VISIBLE_DEVICES) behind a "
-                 "load balancer (docs/scaling.md)");
 }
 
 std::string layout_summary(const model::Model& model, const model::ModelOptions& options) {
@@ -73,6 +68,22 @@ std::string layout_summary(const model::Model& model, const model::ModelOptions&
             " (" + gib + " GiB)";
   }
   return line;
+}
+
+std::string placement_summary(const model::ModelOptions& options) {
+  const model::ParallelLayout& layout = options.layout;
+  if (options.colocate_on_gpu0) return layout.num_devices() > 1 ? "every rank on GPU 0 (colocated)" : "GPU 0";
+  std::string groups;
+  for (int32_t replica = 0; replica < layout.data_parallel; ++replica) {
+    model::ModelOptions first = options, last = options;
+    first.replica = last.replica = replica;
+    first.rank = 0;
+    last.rank = layout.tensor_parallel - 1;
+    const int32_t begin = model::gpu_of(first), end = model::gpu_of(last);
+    groups += (replica > 0 ? ", " : "") + std::to_string(begin) + (end > begin ? "-" + std::to_string(end) : "");
+  }
+  if (layout.data_parallel > 1) return "replicas on GPUs " + groups;
+  return (layout.tensor_parallel > 1 ? "GPUs " : "GPU ") + groups;
 }
 
 }  // namespace gossamer::app

@@ -29,19 +29,20 @@ class VllmArgs {
 };
 
 // Before loading: refuses sizes < 1 and, on cuda, a layout needing more GPUs (tensor-parallel ×
-// data-parallel) than are visible. The loader checks the rest of the layout against the model.
-void check_parallel_layout(const model::ParallelLayout& layout, const std::string& device);
+// data-parallel; one with colocate_on_gpu0) than are visible. The loader checks the rest of the layout
+// against the model. `serve` takes every valid layout (replica r on GPUs [r·TP, (r+1)·TP)).
+void check_parallel_layout(const model::ModelOptions& options, const std::string& device);
 
 // check_parallel_layout, then refuses data_parallel > 1: the model commands run one replica (the
 // replicas behind one server are `serve -dp`).
-void check_single_replica(const model::ParallelLayout& layout, const std::string& device);
-
-// check_parallel_layout for `serve`, then refuses data_parallel > 1 on cuda (the replicas' GPU placement
-// is not built yet) with the way to run them; on cpu each replica is one more in-process model.
-void check_serve_replicas(const model::ParallelLayout& layout, const std::string& device);
+void check_single_replica(const model::ModelOptions& options, const std::string& device);
 
 // "TP2 EP2 DP1 on cpu (2 simulated ranks)" style line for the load summary; on cuda with the weight format
 // and the GPU bytes of the weights.
 std::string layout_summary(const model::Model& model, const model::ModelOptions& options);
+
+// Where the layout's ranks sit on cuda (model/loader.h gpu_of): "GPU 0", "GPUs 0-1", "replicas on GPUs 0-1,
+// 2-3", or "every rank on GPU 0 (colocated)".
+std::string placement_summary(const model::ModelOptions& options);
 
 }  // namespace gossamer::app

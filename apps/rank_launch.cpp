@@ -6,13 +6,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
+
 #include "core/error.h"
 
 namespace gossamer::app {
 
 namespace {
 
-int free_port() {
+int free_port_once() {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in address{};
   address.sin_family = AF_INET;
@@ -23,6 +26,30 @@ int free_port() {
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
   ::close(fd);
   return ntohs(address.sin_port);
+}
+
+// A free port whose pair (port, port + 1: a group's bootstrap and serve control channel) overlaps no pair
+// of `taken`.
+int free_port(const std::vector<int>& taken) {
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    const int port = free_port_once();
+    const bool clashes =
+        std::any_of(taken.begin(), taken.end(), [&](int other) { return std::abs(other - port) <= 1; });
+    if (!clashes && port < 65535) return port;
+  }
+  GOSSAMER_THROW("cannot find a free pair of ports for the ranks' bootstrap");
+}
+
+// The command line of rank `rank` of replica `replica`: /proc/self/exe, `prefix`, `argv` (the sub-command's
+// name, then its flags), then the rank flags.
+std::vector<std::string> rank_command(const std::vector<std::string>& prefix, const std::vector<std::string>& argv,
+                                      int32_t replica, int32_t rank, const std::string& host, int port) {
+  std::vector<std::string> args = {"/proc/self/exe"};
+  args.insert(args.end(), prefix.begin(), prefix.end());
+  args.insert(args.end(), argv.begin(), argv.end());
+  args.insert(args.end(), {"--rank", std::to_string(rank), "--replica", std::to_string(replica), "--dist-host", host,
+                           "--dist-port", std::to_string(port)});
+  return args;
 }
 
 }  // namespace
@@ -42,31 +69,38 @@ pid_t start_self(std::vector<std::string> args, const std::string& what) {
 
 void add_rank_flags(CLI::App& cli, model::ModelOptions& options) {
   cli.add_option("--rank", options.rank, "")->group("");
+  cli.add_option("--replica", options.replica, "")->group("");
   cli.add_option("--dist-host", options.dist_host, "")->group("");
   cli.add_option("--dist-port", options.dist_port, "")->group("");
+  cli.add_flag("--test-colocate-gpus", options.colocate_on_gpu0, "")->group("");
 }
 
 RankLauncher::RankLauncher(const std::string& device, int argc, char** argv, model::ModelOptions& options,
                            const std::vector<std::string>& prefix) {
   if (device != "cuda" || !options.layout.sharded() || options.dist_port != 0) return;
-  options.dist_port = free_port();
-  for (int32_t rank = 1; rank < options.layout.tensor_parallel; ++rank) {
-    std::vector<std::string> args = {"/proc/self/exe"};
-    args.insert(args.end(), prefix.begin(), prefix.end());
-    args.insert(args.end(), argv, argv + argc);  // the sub-command's name, then its flags
-    args.insert(args.end(), {"--rank", std::to_string(rank), "--dist-host", options.dist_host, "--dist-port",
-                             std::to_string(options.dist_port)});
-    children_.push_back(start_self(std::move(args), "rank " + std::to_string(rank)));
+  const std::vector<std::string> command(argv, argv + argc);
+  for (int32_t replica = 0; replica < options.layout.data_parallel; ++replica) {
+    ports_.push_back(free_port(ports_));
+    for (int32_t rank = 1; rank < options.layout.tensor_parallel; ++rank) {
+      const std::string name =
+          "rank " + std::to_string(rank) +
+          (options.layout.data_parallel > 1 ? " of replica " + std::to_string(replica) : std::string());
+      children_.push_back(
+          {start_self(rank_command(prefix, command, replica, rank, options.dist_host, ports_.back()), name), replica,
+           rank});
+    }
   }
+  options.dist_port = ports_.front();
 }
 
 void RankLauncher::wait() {
   std::string failed;
-  for (size_t i = 0; i < children_.size(); ++i) {
+  for (const Child& child : children_) {
     int status = 0;
-    ::waitpid(children_[i], &status, 0);
+    ::waitpid(child.pid, &status, 0);
     if (failed.empty() && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
-      failed = "rank " + std::to_string(i + 1) +
+      failed = "rank " + std::to_string(child.rank) +
+               (ports_.size() > 1 ? " of replica " + std::to_string(child.replica) : std::string()) +
                (WIFEXITED(status) ? " exited with " + std::to_string(WEXITSTATUS(status))
                                   : " was killed by signal " + std::to_string(WTERMSIG(status)));
     }
@@ -76,9 +110,9 @@ void RankLauncher::wait() {
 }
 
 RankLauncher::~RankLauncher() {
-  for (pid_t pid : children_) {
-    ::kill(pid, SIGTERM);
-    ::waitpid(pid, nullptr, 0);
+  for (const Child& child : children_) {
+    ::kill(child.pid, SIGTERM);
+    ::waitpid(child.pid, nullptr, 0);
   }
 }
 

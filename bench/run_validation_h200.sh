@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The session's one-call GPU validation (integrated main): carried, stripped binaries from the dev machine
-# under carry/val (gossamer, gossamer_tokenizer_bench, gossamer_{kernels,model_gpu,engine_gpu,comm_gpu}_tests,
+# under carry/val (gossamer, gossamer_tokenizer_bench, gossamer_{kernels,model_gpu,engine_gpu,comm_gpu,server_gpu}_tests,
 # gossamer_comm_gpu_worker, gossamer_tp_model_worker, gossamer_kernels_bench, zstd, and lib/ with the chart
 # library's shared objects — the device image has no libcairo), and carry
 # node_modules/tiktoken/encoders/o200k_base.json too (the tokenizer's ranks: the text benches and tests
@@ -27,7 +27,7 @@ export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}:$v/lib NCCL_NV
 mkdir -p build/tests build/bench/kernels build/models/tiny
 cp $v/gossamer $v/gossamer_tokenizer_bench build/
 cp $v/gossamer_kernels_tests $v/gossamer_model_gpu_tests $v/gossamer_engine_gpu_tests $v/gossamer_comm_gpu_tests \
-  $v/gossamer_comm_gpu_worker \
+  $v/gossamer_server_gpu_tests $v/gossamer_comm_gpu_worker \
   $v/gossamer_tp_model_worker build/tests/
 cp $v/gossamer_kernels_bench build/bench/kernels/
 cp models/tiny/config.json build/models/tiny/
@@ -37,7 +37,8 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 sec() { echo; echo "== $1 ($(date +%T))"; }
 run_tests() {
   # The kernel suite in four shards (its CPU references make it long), all at once beside the model/engine/comm
-  # suites (correctness only: they may share the GPU and the 16 cores); each its own time limit.
+  # suites (correctness only: they may share the GPU and the 16 cores); each its own time limit. server_gpu
+  # serves through the gossamer binary (build/gossamer), its replicas and ranks colocated on GPU 0.
   shards=("-MoeKernel.*:MoeDecode*:Sampling*:TokenMask*:GemvMxfp4*:Mxfp4*:MoeStream*"
     "MoeDecode*:Sampling*:TokenMask*:GemvMxfp4*:Mxfp4*" "MoeKernel.*" "MoeStream*")
   for i in 0 1 2 3; do
@@ -45,13 +46,13 @@ run_tests() {
       > "$out/kernels_$i.log" 2>&1
     echo "kernels shard $i exit $?" >> "$out/kernels_exit.log") &
   done
-  (for suite in model_gpu engine_gpu comm_gpu; do
+  (for suite in model_gpu engine_gpu comm_gpu server_gpu; do
     timeout 300 stdbuf -oL build/tests/gossamer_${suite}_tests --gtest_color=no > "$out/$suite.log" 2>&1
     echo "$suite exit $?" >> "$out/suites_exit.log"
   done) &
   wait
   for f in "$out"/kernels_exit.log "$out"/suites_exit.log; do cat "$f"; done
-  for f in "$out"/kernels_?.log "$out"/model_gpu.log "$out"/engine_gpu.log "$out"/comm_gpu.log; do
+  for f in "$out"/kernels_?.log "$out"/model_gpu.log "$out"/engine_gpu.log "$out"/comm_gpu.log "$out"/server_gpu.log; do
     sec "$(basename "$f")"
     grep -E '^\[  (PASSED|FAILED) |^\[  FAILED  \]|tests ran' "$f" | head -20
   done

@@ -1,6 +1,8 @@
 #include "model/loader.h"
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 
 #include "core/error.h"
 #include "model/checkpoint.h"
@@ -12,6 +14,7 @@
 #include <cuda_runtime.h>
 
 #include "comm/cuda/cuda_communicator.h"
+#include "core/cuda/current_device.h"
 #include "model/cuda/cuda_model.h"
 #endif
 
@@ -34,45 +37,64 @@ int visible_gpu_count() {
   return 0;
 }
 
+int32_t gpu_of(const ModelOptions& options) {
+  return options.colocate_on_gpu0 ? 0 : options.replica * options.layout.tensor_parallel + options.rank;
+}
+
 #ifdef GOSSAMER_HAVE_CUDA
 namespace {
-int64_t g_reserved_bytes = 0;  // held by limit_gpu_memory (never freed: the process's smaller GPU)
+// Bytes held by limit_gpu_memory per GPU (never freed: the process's smaller GPUs).
+std::mutex g_reserved_mutex;
+std::map<int, int64_t> g_reserved_bytes;
+
+int64_t reserved_bytes(int device) {
+  const std::lock_guard lock(g_reserved_mutex);
+  const auto found = g_reserved_bytes.find(device);
+  return found == g_reserved_bytes.end() ? 0 : found->second;
+}
 }  // namespace
 #endif
 
-void limit_gpu_memory(int64_t limit_bytes) {
+void limit_gpu_memory(int64_t limit_bytes, int device) {
   if (limit_bytes <= 0) return;
 #ifdef GOSSAMER_HAVE_CUDA
-  GOSSAMER_CHECK(g_reserved_bytes == 0, "the GPU memory limit is set once per process");
+  const std::lock_guard lock(g_reserved_mutex);
+  if (g_reserved_bytes.count(device) > 0) return;  // this GPU is limited already (replicas sharing it)
+  gossamer::cuda::use_device(device);
   size_t free_bytes = 0, total_bytes = 0;
-  GOSSAMER_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess, "GPU memory limit: no usable CUDA GPU");
+  GOSSAMER_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess, "GPU memory limit: GPU ", device,
+                 " is not usable");
   const auto limit = static_cast<size_t>(limit_bytes);
-  GOSSAMER_CHECK(limit <= total_bytes, "GPU memory limit ", limit_bytes / double(1 << 30), " GiB exceeds the GPU's ",
-                 total_bytes / double(1 << 30), " GiB");
+  GOSSAMER_CHECK(limit <= total_bytes, "GPU memory limit ", limit_bytes / double(1 << 30), " GiB exceeds GPU ", device,
+                 "'s ", total_bytes / double(1 << 30), " GiB");
   const size_t reserve = total_bytes - limit;
   GOSSAMER_CHECK(reserve <= free_bytes, "GPU memory limit: ", (total_bytes - free_bytes) / double(1 << 30),
-                 " GiB are already in use, more than the limit allows");
-  if (reserve == 0) return;
-  void* ballast = nullptr;
-  GOSSAMER_CHECK(cudaMalloc(&ballast, reserve) == cudaSuccess, "GPU memory limit: cannot reserve ",
-                 reserve / double(1 << 30), " GiB");
-  g_reserved_bytes = static_cast<int64_t>(reserve);
+                 " GiB of GPU ", device, " are already in use, more than the limit allows");
+  if (reserve > 0) {
+    void* ballast = nullptr;
+    GOSSAMER_CHECK(cudaMalloc(&ballast, reserve) == cudaSuccess, "GPU memory limit: cannot reserve ",
+                   reserve / double(1 << 30), " GiB of GPU ", device);
+  }
+  g_reserved_bytes[device] = static_cast<int64_t>(reserve);
 #else
+  (void)device;
   GOSSAMER_THROW("a GPU memory limit needs the cuda backend (this gossamer was built without CUDA)");
 #endif
 }
 
-int64_t gpu_kv_cache_budget_bytes(double utilization, int64_t headroom_bytes) {
+int64_t gpu_kv_cache_budget_bytes(double utilization, int device, int64_t headroom_bytes) {
 #ifdef GOSSAMER_HAVE_CUDA
   size_t free_bytes = 0, total_bytes = 0;
-  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) return 0;
+  if (cudaSetDevice(device) != cudaSuccess || cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) return 0;
   // With a limit the reserved rest is neither capacity nor use.
-  const double capacity = static_cast<double>(total_bytes) - static_cast<double>(g_reserved_bytes);
+  const double reserved = static_cast<double>(reserved_bytes(device));
+  const double capacity = static_cast<double>(total_bytes) - reserved;
   const double allowed = utilization * capacity;
-  const double used = static_cast<double>(total_bytes - free_bytes) - static_cast<double>(g_reserved_bytes);
+  const double used = static_cast<double>(total_bytes - free_bytes) - reserved;
   return std::max<int64_t>(0, static_cast<int64_t>(allowed - used) - headroom_bytes);
 #else
   (void)utilization;
+  (void)device;
   (void)headroom_bytes;
   return 0;
 #endif
@@ -82,6 +104,7 @@ int64_t gpu_kv_cache_budget_bytes(double utilization, int64_t headroom_bytes) {
 namespace {
 cuda::CudaOptions cuda_options(const ModelOptions& options) {
   cuda::CudaOptions out;
+  out.device = gpu_of(options);
   out.weights = cuda::parse_weight_format(options.weights);
   out.cuda_graphs = options.cuda_graphs;
   GOSSAMER_CHECK(options.dense_gemm == "cublaslt" || options.dense_gemm == "gossamer",
@@ -128,9 +151,7 @@ std::unique_ptr<Model> make_cpu_model(const GptOssConfig& config, GptOssWeights 
 }
 
 #ifdef GOSSAMER_HAVE_CUDA
-// The cuda backend runs one rank per process (docs/scaling.md): this process holds rank options.rank's
-// shard on GPU options.rank and reduces through a CudaCommunicator (NCCL + the IPC all-reduce).
-// The communicator of this process's rank (GPU options.rank; it becomes the current device).
+// The communicator of this process's rank (on GPU gpu_of(options), which becomes the current device).
 std::shared_ptr<comm::Communicator> connect_rank(const ModelOptions& options) {
   GOSSAMER_CHECK(options.dist_port > 0, "cuda ", options.layout.describe(), ": rank ", options.rank,
                  " needs the group's bootstrap port (started by the command's rank launcher)");
@@ -139,15 +160,26 @@ std::shared_ptr<comm::Communicator> connect_rank(const ModelOptions& options) {
   comm.bootstrap.port = options.dist_port;
   comm.bootstrap.rank = options.rank;
   comm.bootstrap.world_size = options.layout.tensor_parallel;
-  comm.device = options.rank;
+  comm.device = gpu_of(options);
+  if (options.colocate_on_gpu0) {
+    comm.use_nccl = false;  // NCCL refuses two ranks on one GPU: every sum takes the IPC path
+    // The vocab-parallel logits of a sampled step (rows × V × 2 bytes) then travel as one IPC sum of
+    // zero-padded slots: room for the test servers' steps of up to ~160 rows.
+    comm.ipc_max_bytes = int64_t{64} << 20;
+  }
   return std::make_shared<comm::CudaCommunicator>(comm);
 }
 
+// GPUs the loader checks the layout against (-1 = any: colocated ranks share GPU 0).
+int gpus_for_layout(const ModelOptions& options) {
+  return options.colocate_on_gpu0 ? -1 : visible_gpu_count();
+}
+
 // The cuda backend runs one rank per process (docs/scaling.md): this process holds rank options.rank's
-// shard on GPU options.rank and reduces through a CudaCommunicator (NCCL + the IPC all-reduce).
+// shard on GPU gpu_of(options) and reduces through a CudaCommunicator (NCCL + the IPC all-reduce).
 std::unique_ptr<Model> make_cuda_rank(const GptOssConfig& config, const GptOssWeights& weights,
                                       std::shared_ptr<const void> storage, const ModelOptions& options) {
-  validate_layout(options.layout, config, visible_gpu_count());
+  validate_layout(options.layout, config, gpus_for_layout(options));
   cuda::CudaOptions cuda = cuda_options(options);
   if (!options.layout.sharded()) return std::make_unique<cuda::CudaModel>(config, weights, cuda);
   ParallelLayout replica = options.layout;
@@ -164,7 +196,7 @@ std::unique_ptr<Model> make_cuda_rank(const GptOssConfig& config, const GptOssWe
 // `--load-format dummy` on a rank: random weights of the rank's shapes made on its GPU. Every rank draws
 // the same stream, so the replicated tensors (norms, router, embeddings) agree across ranks.
 std::unique_ptr<Model> make_cuda_dummy_rank(const GptOssConfig& config, uint64_t seed, const ModelOptions& options) {
-  validate_layout(options.layout, config, visible_gpu_count());
+  validate_layout(options.layout, config, gpus_for_layout(options));
   cuda::CudaOptions cuda = cuda_options(options);
   if (!options.layout.sharded()) return std::make_unique<cuda::CudaModel>(config, cuda::RandomWeights{seed}, cuda);
   ParallelLayout replica = options.layout;

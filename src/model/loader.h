@@ -16,15 +16,16 @@ namespace gossamer::model {
 // "auto" → "cuda" when this build has CUDA and a GPU is visible, else "cpu"; other names pass through.
 std::string resolve_device(const std::string& device);
 
-// `--gpu-memory-limit-gib`: makes the current GPU behave as one of `limit_bytes` (e.g. an 80 GB part on an
-// H200) by allocating and holding the rest for the life of the process; call before loading. Throws when
-// the GPU is smaller than the limit or the rest cannot be taken. 0 = no limit (a no-op). No-op without CUDA.
-void limit_gpu_memory(int64_t limit_bytes);
+// `--gpu-memory-limit-gib`: makes GPU `device` behave as one of `limit_bytes` (e.g. an 80 GB part on an
+// H200) by allocating and holding the rest for the life of the process; call before loading, once per
+// GPU (a second call for the same GPU is a no-op). Throws when the GPU is smaller than the limit or the rest
+// cannot be taken. 0 = no limit (a no-op). No-op without CUDA.
+void limit_gpu_memory(int64_t limit_bytes, int device);
 
-// Bytes the KV cache may take on the current GPU so that everything allocated so far plus the cache
+// Bytes the KV cache may take on GPU `device` so that everything allocated on it so far plus the cache
 // stays within `utilization` of its memory (of the limit when limit_gpu_memory set one), keeping
 // `headroom_bytes` for step activations. 0 without CUDA.
-int64_t gpu_kv_cache_budget_bytes(double utilization, int64_t headroom_bytes = int64_t{4} << 30);
+int64_t gpu_kv_cache_budget_bytes(double utilization, int device, int64_t headroom_bytes = int64_t{4} << 30);
 
 // Backend options (weights and cuda_graphs: cuda only).
 struct ModelOptions {
@@ -53,13 +54,23 @@ struct ModelOptions {
   std::string kv_cache_dtype = "auto";
   // Tensor/expert parallelism of the one replica loaded here (data_parallel is checked against the GPUs
   // present, then left to the caller: a replica per model). On cpu the ranks are simulated by threads;
-  // on cuda this process is rank `rank` (GPU `rank`), one process per GPU, and the group meets through
-  // rank 0's TCP bootstrap at dist_host:dist_port (docs/scaling.md).
+  // on cuda this process is rank `rank` of data-parallel replica `replica` (on GPU gpu_of(options)), one
+  // process per GPU, and the group meets through its rank 0's TCP bootstrap at dist_host:dist_port
+  // (docs/scaling.md).
   ParallelLayout layout;
+  int32_t replica = 0;
   int32_t rank = 0;
   std::string dist_host = "127.0.0.1";
   int dist_port = 0;
+  // Tests of the multi-process and multi-replica paths on one GPU (hidden `--test-colocate-gpus`): every
+  // replica and rank on GPU 0, the GPU count not checked, the ranks reducing through CUDA IPC alone (NCCL
+  // refuses two ranks on one GPU).
+  bool colocate_on_gpu0 = false;
 };
+
+// The GPU of this process's rank: replica · tensor_parallel + rank (replica r takes GPUs
+// [r·TP, (r+1)·TP)), or 0 with colocate_on_gpu0.
+int32_t gpu_of(const ModelOptions& options);
 
 // Parses ModelOptions::kv_cache_dtype: true for fp8 / fp8_e4m3, false for auto; throws on anything else.
 bool kv_cache_dtype_is_fp8(const std::string& kv_cache_dtype);

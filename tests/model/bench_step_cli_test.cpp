@@ -80,6 +80,31 @@ TEST(BenchStepCli, BreakdownTableOnTheCpuBackend) {
   fs::remove_all(dir);
 }
 
+// `bench prefill --phases`: after the latency table, one phase-timed run per length; the table has a column
+// per length, and the JSON's phases sum to about the device span.
+TEST(BenchStepCli, PrefillPhasesOnTheCpuBackend) {
+  const fs::path dir = fs::temp_directory_path() / ("gossamer_prefill_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string json = (dir / "prefill.json").string();
+  const auto result = testing::run_gossamer(
+      "bench prefill --load-format dummy --preset tiny --device cpu --input-lens 32,64 --repeats 1 --phases "
+      "--json-out " +
+      json);
+  ASSERT_EQ(result.status, 0) << result.output;
+  EXPECT_NE(result.output.find("| phase | 32 tokens | 64 tokens |"), std::string::npos) << result.output;
+  for (const char* label : {"| attention |", "| experts |", "| unembedding |", "| device span |"}) {
+    EXPECT_NE(result.output.find(label), std::string::npos) << label << "\n" << result.output;
+  }
+  EXPECT_EQ(result.output.find("| sampling |"), std::string::npos) << "a logits prefill samples nothing";
+  const auto parsed = nlohmann::json::parse(read_text_file(json));
+  ASSERT_EQ(parsed["results"].size(), 2u);
+  for (const auto& point : parsed["results"]) {
+    EXPECT_EQ(point["phases"]["experts"]["count"], 4) << "tiny has 4 layers";
+    EXPECT_GT(point["phases"]["attention"]["us"].get<double>(), 0.0);
+  }
+  fs::remove_all(dir);
+}
+
 TEST(BenchStepCli, ResponseFormatNeedsTheFullVocabulary) {
   // The structured-output constraint forces Harmony's special tokens: the tiny model's vocabulary has none.
   const auto result = testing::run_gossamer(

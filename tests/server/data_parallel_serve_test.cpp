@@ -178,6 +178,18 @@ TEST(DataParallelServe, BadLayoutsAreRefusedAtStart) {
   EXPECT_NE(gpus.status, 0);
   EXPECT_NE(gpus.output.find("layout TP2 EP1 DP8 needs 16 GPUs (tensor-parallel × data-parallel)"), std::string::npos)
       << gpus.output;
+  // Colocated replicas (the one-GPU tests' placement) share GPU 0: no automatic KV budget, no memory limit.
+  const auto budget = gossamer::testing::run_gossamer(
+      "serve --port 0 --device cuda --load-format dummy --preset tiny -dp 2 --test-colocate-gpus");
+  EXPECT_NE(budget.status, 0);
+  EXPECT_NE(budget.output.find("--test-colocate-gpus needs --kv-cache-memory-bytes"), std::string::npos)
+      << budget.output;
+  const auto limit = gossamer::testing::run_gossamer(
+      "serve --port 0 --device cuda --load-format dummy --preset tiny -dp 2 --test-colocate-gpus "
+      "--kv-cache-memory-bytes 268435456 --gpu-memory-limit-gib 80");
+  EXPECT_NE(limit.status, 0);
+  EXPECT_NE(limit.output.find("--test-colocate-gpus takes no --gpu-memory-limit-gib"), std::string::npos)
+      << limit.output;
 }
 
 }  // namespace

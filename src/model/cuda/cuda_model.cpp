@@ -6,6 +6,7 @@
 #include <cstring>
 #include <utility>
 
+#include "core/cuda/current_device.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -93,6 +94,9 @@ CudaModel::CudaModel(GptOssConfig config, CudaOptions options,
   int device_count = 0;
   GOSSAMER_CHECK(cudaGetDeviceCount(&device_count) == cudaSuccess && device_count > 0,
                  "cuda backend: no CUDA GPU found");
+  GOSSAMER_CHECK(options_.device >= 0 && options_.device < device_count, "cuda backend: GPU ", options_.device,
+                 " asked for, but ", device_count, " are visible");
+  bind_device();
   GOSSAMER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   for (StepSlot& slot : slots_) GOSSAMER_CUDA_CHECK(cudaEventCreateWithFlags(&slot.done, cudaEventDisableTiming));
   weights_ = make(config_);
@@ -129,6 +133,8 @@ void CudaModel::add_row_major_copies() {
 }
 
 CudaModel::~CudaModel() {
+  // NOTE: never throws; the members' cudaFree after this body needs no current device (unified addressing).
+  (void)cudaSetDevice(options_.device);
   for (DecodeGraph& graph : graphs_) {
     if (graph.exec != nullptr) cudaGraphExecDestroy(graph.exec);
   }
@@ -139,12 +145,24 @@ CudaModel::~CudaModel() {
 }
 
 bool CudaModel::set_phase_timing(bool on) {
+  bind_device();
   if (!on) phase_timer_.reset();
   if (on && !phase_timer_) phase_timer_ = std::make_unique<CudaPhaseTimer>();
   return true;
 }
 
+void CudaModel::bind_device() const {
+  gossamer::cuda::use_device(options_.device);
+}
+
+PhaseSeconds CudaModel::last_phase_seconds() {
+  if (!phase_timer_) return {};
+  bind_device();
+  return phase_timer_->collect();
+}
+
 void CudaModel::synchronize() const {
+  bind_device();
   GOSSAMER_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
@@ -169,6 +187,7 @@ int64_t CudaModel::kv_bytes_per_block() const {
 }
 
 void CudaModel::allocate_kv_cache_impl(int32_t num_blocks, int32_t block_size, int32_t num_sliding_blocks) {
+  bind_device();
   GOSSAMER_CHECK(num_blocks > 0 && block_size > 0 && (block_size & (block_size - 1)) == 0 && num_sliding_blocks >= 0,
                  "KV cache needs positive blocks and a power-of-two block size");
   k_cache_.clear();
@@ -464,6 +483,7 @@ bool CudaModel::run_decode_graph(const ForwardBatch& batch) {
 }
 
 void CudaModel::forward(const ForwardBatch& batch, std::vector<float>& logits) {
+  bind_device();
   GOSSAMER_CHECK(!any_in_flight() && forward_rows_ < 0, "forward: a step is in flight");
   logits.clear();
   const int rows = enqueue_forward(batch);
@@ -473,12 +493,14 @@ void CudaModel::forward(const ForwardBatch& batch, std::vector<float>& logits) {
 
 void CudaModel::forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows,
                                std::vector<int32_t>& tokens, std::vector<RowLogprobs>& logprobs) {
+  bind_device();
   GOSSAMER_CHECK(!any_in_flight() && forward_rows_ < 0, "forward_sample: a step is in flight");
   enqueue_sampled_step(batch, rows);
   collect_sampled_step(slots_[static_cast<size_t>(first_in_flight_)], tokens, logprobs);  // nothing in flight
 }
 
 void CudaModel::launch_step(const ForwardBatch& batch, std::optional<std::span<const RowSampling>> rows) {
+  bind_device();
   GOSSAMER_CHECK(forward_rows_ < 0 && num_in_flight_ < 2 && (num_in_flight_ == 0 || rows), "launch_step: ",
                  num_in_flight_ > 0 ? "only a sampled step goes on top of one in flight"
                                     : "a forward waits for its sampling rows");
@@ -488,6 +510,7 @@ void CudaModel::launch_step(const ForwardBatch& batch, std::optional<std::span<c
 }
 
 void CudaModel::wait_step(StepResult& result) {
+  bind_device();
   if (num_in_flight_ == 0) return Model::wait_step(result);
   // NOTE: the step is over even when the wait throws (a step on top of it still has to be waited for).
   const int slot = std::exchange(first_in_flight_, (first_in_flight_ + 1) % 2);
@@ -496,11 +519,13 @@ void CudaModel::wait_step(StepResult& result) {
 }
 
 void CudaModel::launch_forward(const ForwardBatch& batch) {
+  bind_device();
   GOSSAMER_CHECK(!any_in_flight() && forward_rows_ < 0, "launch_forward: a step is already in flight");
   forward_rows_ = enqueue_forward(batch);
 }
 
 void CudaModel::launch_sampling(std::span<const RowSampling> rows) {
+  bind_device();
   GOSSAMER_CHECK(forward_rows_ >= 0, "launch_sampling without launch_forward");
   const int n = std::exchange(forward_rows_, -1);
   enqueue_sampling_after_forward(n, rows);

@@ -48,6 +48,10 @@ namespace gossamer::model::cuda {
 enum class MoeDecodePath : uint8_t { kAuto, kGemv, kStream };
 
 struct CudaOptions {
+  // The GPU (device ordinal) this model lives on: every entry point makes it the calling thread's current
+  // device (core/cuda/current_device.h), so models on several GPUs share a process and any thread may call
+  // them (model/loader.h gpu_of places data-parallel replicas and their ranks).
+  int device = 0;
   WeightFormat weights = WeightFormat::kFp8;
   bool cuda_graphs = true;  // replay decode steps as CUDA graphs
   // One rank of a tensor/expert-parallel group (the weights and config are the rank's shard:
@@ -132,7 +136,7 @@ class CudaModel final : public Model {
 
   // Phase timing (model/step_phases.h): events between the launch groups, every step eager (no graphs).
   bool set_phase_timing(bool on) override;
-  PhaseSeconds last_phase_seconds() override { return phase_timer_ ? phase_timer_->collect() : PhaseSeconds{}; }
+  PhaseSeconds last_phase_seconds() override;
 
   uint64_t weight_bytes() const override { return weights_.device_bytes; }
   WeightFormat weight_format() const { return weights_.format; }
@@ -174,6 +178,8 @@ class CudaModel final : public Model {
   void allocate_kv_cache_impl(int32_t num_blocks, int32_t block_size, int32_t num_sliding_blocks) override;
 
  private:
+  // Makes options_.device the calling thread's current device (first thing in every public entry point).
+  void bind_device() const;
   // Checks the config and the GPU, then takes the weights `make` builds.
   CudaModel(GptOssConfig config, CudaOptions options, const std::function<CudaWeights(const GptOssConfig&)>& make);
 
