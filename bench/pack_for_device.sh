@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# On the dev machine, after scripts/build.sh: packs what bench/run_validation_h200.sh and
+# bench/run_load_h200.sh read into carry/ (ignored; name `carry` in the device call's carry list):
+#   carry/valz/val.tar.zst  stripped gossamer, the GPU test suites and their workers, the kernel and
+#                           tokenizer benches, and lib/ (the non-glibc, non-CUDA shared objects they load:
+#                           the device image has no cairo)
+#   carry/valz/zstd         to unpack it there
+# and node_modules/tiktoken/encoders/o200k_base.json stays where the load generator reads it (tracked by
+# npm, ignored by git: also name it in carry). Prints the sizes; the carry limit is 64 MiB in all.
+#   bash bench/pack_for_device.sh [BUILD_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+mkdir -p "$stage/lib" carry/valz
+binaries=("$build/gossamer" "$build/bench/kernels/gossamer_kernels_bench")
+[ -f "$build/gossamer_tokenizer_bench" ] && binaries+=("$build/gossamer_tokenizer_bench")
+for suite in kernels model_gpu engine_gpu comm_gpu server_gpu; do binaries+=("$build/tests/gossamer_${suite}_tests"); done
+binaries+=("$build/tests/gossamer_comm_gpu_worker" "$build/tests/gossamer_tp_model_worker")
+for binary in "${binaries[@]}"; do
+  [ -f "$binary" ] || { echo "pack_for_device: $binary is missing (build with CUDA first)"; exit 1; }
+  strip -o "$stage/$(basename "$binary")" "$binary"
+done
+# The shared objects outside glibc and CUDA (the device has both).
+for binary in "${binaries[@]}"; do ldd "$binary"; done | awk '$3 ~ /^\// {print $3}' | sort -u |
+  grep -v -E '/(libc|libm|libpthread|librt|libdl|ld-linux[^/]*)\.so|/usr/local/cuda' |
+  while read -r object; do cp -L "$object" "$stage/lib/"; done
+tar cf - -C "$stage" . | zstd -q -19 -T0 -f -o carry/valz/val.tar.zst
+cp "$(command -v zstd)" carry/valz/zstd
+du -b carry/valz/val.tar.zst carry/valz/zstd node_modules/tiktoken/encoders/o200k_base.json |
+  awk '{printf "%8.1f MiB  %s\n", $1 / 1048576, $2; total += $1} END {printf "%8.1f MiB  in all (limit 64)\n", total / 1048576}'
