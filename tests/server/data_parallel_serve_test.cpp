@@ -39,13 +39,11 @@ double summed_metric(const ServerProcess& server, const std::string& name) {
 }
 
 Json chat(const std::string& question) {
-  return {{"messages", {{{"role", "user"}, {"content", question}}}}, {"temperature", 0}, {"max_tokens", 48}};
+  return testing::greedy_chat(question, 48);
 }
 
 Json answer(const ServerProcess& server, const Json& body) {
-  const auto response = server.post("/v1/chat/completions", body);
-  EXPECT_EQ(response.status, 200) << response.body;
-  return Json::parse(response.body);
+  return server.chat_completion(body);
 }
 
 TEST(DataParallelServe, ConcurrentGreedyChatsMatchOneReplica) {

@@ -34,6 +34,11 @@ inline bool wait_for(const std::function<bool()>& condition, std::chrono::millis
   return condition();
 }
 
+// A greedy chat completion body: one user message, `max_tokens` at temperature 0.
+inline nlohmann::json greedy_chat(const std::string& question, int max_tokens) {
+  return {{"messages", {{{"role", "user"}, {"content", question}}}}, {"temperature", 0}, {"max_tokens", max_tokens}};
+}
+
 class ServerProcess {
  public:
   // Starts `gossamer serve --port 0 <args>` and waits until /health answers 200 (or throws); with
@@ -120,6 +125,12 @@ class ServerProcess {
   ClientResponse post(const std::string& path, const nlohmann::json& body, const HeaderList& headers = {}) const {
     HttpClient client("127.0.0.1", port_, 120.0);
     return client.request("POST", path, body.dump(), headers);
+  }
+  // POSTs a chat completion, expects 200 (a gtest failure otherwise) and returns the parsed reply.
+  nlohmann::json chat_completion(const nlohmann::json& body) const {
+    const ClientResponse response = post("/v1/chat/completions", body);
+    EXPECT_EQ(response.status, 200) << response.body;
+    return nlohmann::json::parse(response.body);
   }
   ClientResponse post_raw(const std::string& path, const std::string& body) const {
     HttpClient client("127.0.0.1", port_, 120.0);

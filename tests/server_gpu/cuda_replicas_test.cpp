@@ -21,13 +21,11 @@ using Json = nlohmann::json;
 using testing::ServerProcess;
 
 Json chat(const std::string& question) {
-  return {{"messages", {{{"role", "user"}, {"content", question}}}}, {"temperature", 0}, {"max_tokens", 32}};
+  return testing::greedy_chat(question, 32);
 }
 
 Json answer(const ServerProcess& server, const Json& body) {
-  const auto response = server.post("/v1/chat/completions", body);
-  EXPECT_EQ(response.status, 200) << response.body;
-  return Json::parse(response.body);
+  return server.chat_completion(body);
 }
 
 // gossamer:generation_tokens_total of replica `engine` (its engine="<i>" sample), or -1.
