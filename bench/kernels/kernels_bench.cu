@@ -699,8 +699,9 @@ void bench_gemv_mxfp4(const char* name, int M, int N, int K, GemmEpilogue epi) {
 
 // ---- decode GEMV launch shapes (GemvFp8Params::stages / cluster) at the batch-1 and batch-8 shapes ----
 // Every (ring depth, cluster) pair the kernels have against the launch's rule (the baseline column), FP8 and MXFP4,
-// back to back with PDL as in a decode step: what the rule should pick. "4x" rows are one token's four
-// experts as one dense matrix (the grouped launch has the same CTAs: tiles × 4 slots).
+// back to back with PDL as in a decode step: what the rule should pick. MXFP4 adds every GemvMxfp4Shape
+// (4-warp CTAs, deeper rings, the wave grid). "4x" rows are one token's four experts as one dense matrix
+// (the grouped launch has the same CTAs: tiles × 4 slots).
 void bench_gemv_tune(const char* name, int M, int N, int K, GemmEpilogue epi, bool mxfp4) {
   const size_t wbytes = mxfp4 ? size_t(mxfp4_tiled_group_bytes(N, K)) : size_t(fp8_tiled_group_bytes(N, K));
   const int copies = copies_for(wbytes);
@@ -714,14 +715,16 @@ void bench_gemv_tune(const char* name, int M, int N, int K, GemmEpilogue epi, bo
   GemvBenchProblem problem(M, N, K, epi);
   GemvFp8Params& p = problem.p;
   p.w_tiled = true;
-  auto time_shape = [&](int stages, int cluster) {
+  auto time_shape = [&](int stages, int cluster, GemvMxfp4Shape mxfp4_shape = GemvMxfp4Shape::kRule) {
     p.stages = stages;
     p.cluster = cluster;
     return time_us([&](int i) {
       p.w = w[i % copies]->as<uint8_t>();
       p.w_scales = sc[i % copies]->as<float>();
       if (mxfp4) {
-        launch_gemv_mxfp4(gemv_mxfp4_params_of(p), nullptr);
+        GemvMxfp4Params q = gemv_mxfp4_params_of(p);
+        q.shape = mxfp4_shape;
+        launch_gemv_mxfp4(q, nullptr);
       } else {
         launch_gemv_fp8(p, nullptr);
       }
@@ -742,6 +745,12 @@ void bench_gemv_tune(const char* name, int M, int N, int K, GemmEpilogue epi, bo
       }
       row(kernel, shape, time_shape(stages, cluster), 2.0 * M * N * K, double(wbytes), rule, "copy");
     }
+  }
+  if (!mxfp4) return;
+  for (const GemvMxfp4Shape s : kGemvMxfp4Shapes) {
+    if (s == GemvMxfp4Shape::kRule) continue;
+    const std::string kernel = std::string("gemv ") + gemv_mxfp4_shape_name(s);
+    row(kernel.c_str(), shape, time_shape(0, 0, s), 2.0 * M * N * K, double(wbytes), rule, "copy");
   }
 }
 
