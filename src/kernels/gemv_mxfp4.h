@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iterator>  // std::size
 
 #include "core/cuda/cuda_types.h"  // cudaStream_t
 #include "kernels/gemm_fp8.h"      // GemmEpilogue
@@ -44,6 +45,13 @@ inline constexpr GemvMxfp4Shape kGemvMxfp4Shapes[] = {GemvMxfp4Shape::kRule,
                                                       GemvMxfp4Shape::kWarps4Cluster2,
                                                       GemvMxfp4Shape::kWarps4Stages4Cluster2,
                                                       GemvMxfp4Shape::kWave};
+static_assert(
+    [] {
+      for (int i = 0; i < static_cast<int>(std::size(kGemvMxfp4Shapes)); ++i)
+        if (static_cast<int>(kGemvMxfp4Shapes[i]) != i) return false;
+      return true;
+    }(),
+    "kGemvMxfp4Shapes lists every shape in enum order (tests index it by shape)");
 // "rule", "warps=4", "warps=4 stages=4", "warps=4 cluster=2", "warps=4 stages=4 cluster=2", "wave".
 const char* gemv_mxfp4_shape_name(GemvMxfp4Shape shape);
 
