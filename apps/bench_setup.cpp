@@ -34,6 +34,9 @@ void ModelChoice::add_options(CLI::App& cli) {
   cli.add_flag("--split-mixed-attention,!--no-split-mixed-attention", options.split_mixed_attention,
                "cuda: decode sequences of mixed steps on the decode attention kernel (default; off: all on the "
                "prefill kernel)");
+  cli.add_flag("--fuse-qkv-rope,!--no-fuse-qkv-rope", options.fuse_qkv_rope,
+               "cuda: decode steps fuse RoPE and the K/V cache write into the QKV GEMV (A/B; default off)")
+      ->group("");  // hidden: not yet measured
   cli.add_option("--kv-cache-dtype", options.kv_cache_dtype,
                  "auto (default: bf16) | fp8 (alias fp8_e4m3: e4m3 K/V with scales of 1.0 on the full-attention "
                  "layers, sliding-window layers bf16; on cpu the float32 cache holds the rounded values)")

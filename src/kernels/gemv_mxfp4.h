@@ -17,12 +17,43 @@
 #pragma once
 
 #include <cstdint>
+#include <iterator>  // std::size
 
 #include "core/cuda/cuda_types.h"  // cudaStream_t
 #include "kernels/gemm_fp8.h"      // GemmEpilogue
 #include "kernels/gemv_fp8.h"      // kGemvMaxRows, kGemvMaxPairs
 
 namespace gossamer::kernels {
+
+// Launch shapes of the MXFP4 decode GEMV (GemvMxfp4Params::shape). kRule is the product's: 8 warps per CTA,
+// a ring of 3 K steps per warp (2 CTAs per SM), the cluster from gemv_cluster_size (or `cluster`). The
+// others are candidates for the next rule, swept by `gossamer_kernels_bench gemv-tune` (docs/PERF.md) and
+// checked by the kernel tests; each fixes its cluster (`cluster` must stay 0):
+//   kWarps4                 4 warps, 3 stages (4 CTAs per SM), cluster 1
+//   kWarps4Stages4          4 warps, 4 stages (3 CTAs per SM), cluster 1
+//   kWarps4Cluster2         4 warps, 3 stages, cluster 2
+//   kWarps4Stages4Cluster2  4 warps, 4 stages, cluster 2
+//   kWave                   4 warps, 3 stages, the largest cluster (1, 2, 4, 8) whose grid fits in one wave
+//                           of resident CTAs (SMs × 4) while every warp keeps 2 K steps (gemv_wave_cluster)
+// Results: every shape sums each warp's K steps, then the warps, then the cluster's CTAs in a fixed order, so
+// shapes with the same warps and cluster (the ring depth aside) are bit-identical; others differ from each
+// other only in fp32 summation order (within the reference bound below).
+enum class GemvMxfp4Shape : uint8_t { kRule, kWarps4, kWarps4Stages4, kWarps4Cluster2, kWarps4Stages4Cluster2, kWave };
+inline constexpr GemvMxfp4Shape kGemvMxfp4Shapes[] = {GemvMxfp4Shape::kRule,
+                                                      GemvMxfp4Shape::kWarps4,
+                                                      GemvMxfp4Shape::kWarps4Stages4,
+                                                      GemvMxfp4Shape::kWarps4Cluster2,
+                                                      GemvMxfp4Shape::kWarps4Stages4Cluster2,
+                                                      GemvMxfp4Shape::kWave};
+static_assert(
+    [] {
+      for (int i = 0; i < static_cast<int>(std::size(kGemvMxfp4Shapes)); ++i)
+        if (static_cast<int>(kGemvMxfp4Shapes[i]) != i) return false;
+      return true;
+    }(),
+    "kGemvMxfp4Shapes lists every shape in enum order (tests index it by shape)");
+// "rule", "warps=4", "warps=4 stages=4", "warps=4 cluster=2", "warps=4 stages=4 cluster=2", "wave".
+const char* gemv_mxfp4_shape_name(GemvMxfp4Shape shape);
 
 struct GemvMxfp4Params {
   const uint16_t* x = nullptr;  // [rows_x, K] bf16, row stride ldx elements (multiple of 8), 16-byte aligned
@@ -36,7 +67,8 @@ struct GemvMxfp4Params {
   int K = 0;  // multiple of 32
   GemmEpilogue epilogue = GemmEpilogue::kBias;
   bool programmatic_launch = true;
-  int cluster = 0;  // the cluster that splits K, as GemvFp8Params::cluster (0 = the rule)
+  int cluster = 0;  // the cluster that splits K, as GemvFp8Params::cluster (0 = the rule; kRule only)
+  GemvMxfp4Shape shape = GemvMxfp4Shape::kRule;  // launch shape (above); the product leaves kRule
   // ---- grouped (MoE decode) mode, as GemvFp8Params ----
   const int32_t* topk_ids = nullptr;
   int num_pairs = 0;
@@ -47,8 +79,8 @@ struct GemvMxfp4Params {
   bool topk_from_earlier_kernel = false;
 };
 
-// The same GEMV description over MXFP4 weights (w_tiled and w_scales dropped; w must then point at tiled
-// MXFP4 bytes): lets the MoE decode block share one parameter set for both weight formats.
+// The same GEMV description over MXFP4 weights (w_tiled, w_scales and stages dropped, shape kRule; w must
+// then point at tiled MXFP4 bytes): lets the MoE decode block share one parameter set for both formats.
 inline GemvMxfp4Params gemv_mxfp4_params_of(const GemvFp8Params& f) {
   GemvMxfp4Params p;
   p.x = f.x;

@@ -1,9 +1,12 @@
 // MXFP4 weight-only GEMV for decode (gemv_mxfp4.h) on Hopper, in the style of gemv_fp8_sm90.cu.
 //
 // Work split as gemv_fp8: a cluster of 1–8 CTAs owns 64 output rows and splits the K steps between its
-// CTAs; a CTA's 8 warps take its steps round robin. A K step here is one tile of mxfp4_tiled.h: 64 rows ×
-// 128 columns (4 MX blocks), 4352 contiguous bytes (4096 of codes, 256 of scales), streamed by 16-byte
-// cp.async (L2 only) into a per-warp ring of kStages steps (104 KiB per CTA, two CTAs per SM).
+// CTAs; a CTA's kWarps warps take its steps round robin. A K step here is one tile of mxfp4_tiled.h: 64 rows
+// × 128 columns (4 MX blocks), 4352 contiguous bytes (4096 of codes, 256 of scales), streamed by 16-byte
+// cp.async (L2 only) into a per-warp ring of kStages steps. The launch shape (GemvMxfp4Shape) picks
+// (kWarps, kStages) and the cluster: the rule's 8 warps × 3 stages (104 KiB per CTA, two CTAs per SM), or
+// 4 warps × 3 stages (52 KiB, four per SM) or 4 warps × 4 stages (68 KiB, three per SM). The kernel's
+// indexing is the same for every shape; only the loop strides and the warp-sum loop's trip count change.
 //
 // MMA (mma.sync m16n8k16, f16 in, fp32 accumulate, roles swapped: 16 weight rows are M, ≤ 8 x rows N):
 // lane (g = lane/4, t = lane%4) holds, for rows g and g+8 of each 16-row tile, 8 codes of each MX block j
@@ -44,17 +47,23 @@ namespace {
 
 namespace cg = cooperative_groups;
 
-constexpr int kWarps = 8;
-constexpr int kThreads = kWarps * 32;
 constexpr int kTileRows = kMxfp4TileRows;  // 64 output rows per cluster: 4 MMA tiles of 16
 constexpr int kNTiles = kTileRows / 16;
-constexpr int kKStep = kMxfp4TileCols;                      // 128 K columns per warp step
-constexpr int kChunks = 8;                                  // 16-byte code units per lane per step (rows g + 8c)
-constexpr int kStageBytes = kMxfp4TileBytes;                // 4352
-constexpr int kMinCtasPerSm = 2;                            // __launch_bounds__ target (≤ 128 registers per thread)
-constexpr int kStages = 3;                                  // K steps per warp in flight (2 and 4 measured slower)
-constexpr int kSmemBytes = kWarps * kStages * kStageBytes;  // 104,448 (dynamic)
+constexpr int kKStep = kMxfp4TileCols;        // 128 K columns per warp step
+constexpr int kChunks = 8;                    // 16-byte code units per lane per step (rows g + 8c)
+constexpr int kStageBytes = kMxfp4TileBytes;  // 4352
 constexpr int kRedStride = kTileRows + 4;
+// Dynamic shared memory of a (warps, stages) kernel: the warps' rings (rule: 8 × 3 × 4352 = 104,448).
+constexpr int smem_bytes(int warps, int stages) {
+  return warps * stages * kStageBytes;
+}
+// CTAs per SM the shape is built for (its __launch_bounds__ minimum): as many rings as fit in the SM's
+// 228 KiB (1 KiB reserved per CTA). Rule 2 (≤ 128 registers), 4 warps × 3 stages 4 (≤ 128), × 4 stages 3.
+constexpr int min_ctas_per_sm(int warps, int stages) {
+  return (228 * 1024) / (smem_bytes(warps, stages) + 1024);
+}
+static_assert(min_ctas_per_sm(8, 3) == 2 && min_ctas_per_sm(4, 3) == 4 && min_ctas_per_sm(4, 4) == 3,
+              "the shapes' occupancy (docs/kernels-hopper.md)");
 
 // 2^(e − 127 + 14) for the E8M0 byte `byte` of word w: the block scale times the 2^14 that
 // mxfp4_tiled_decode_word divided out. One byte permute and one multiply-add; valid for e ≤ 232 (the
@@ -118,9 +127,15 @@ __device__ __forceinline__ void x_fragment(const uint32_t (&x)[16], uint32_t (&h
 }
 
 // grid: x = tiles × cluster (a cluster's CTAs are consecutive in x), y = expert slot (grouped) or 1.
-template <bool kSwiGlu>
-__global__ void __launch_bounds__(kThreads, kMinCtasPerSm)
+// block: kWarps × 32 threads; dynamic shared memory smem_bytes(kWarps, kStages).
+template <int kWarps, int kStages, bool kSwiGlu>
+__global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages))
     gemv_mxfp4_kernel(const GemvMxfp4Params p, int cluster, int k_steps) {
+  static_assert(kGemvMaxRows % kWarps == 0, "the warp sum gives each warp whole x rows");
+  static_assert(
+      smem_bytes(kWarps, kStages) >= (kWarps + 1) * kGemvMaxRows * kRedStride * static_cast<int>(sizeof(float)),
+      "the reduction buffers overlay the rings");
+  constexpr int kRowsPerWarp = kGemvMaxRows / kWarps;  // x rows each warp sums (rule: 1)
   // Dynamic: the warps' rings [warp][stage][4352 bytes] (a tile each); afterwards the partial sums.
   extern __shared__ __align__(16) uint8_t smem[];
   using RedRow = float[kGemvMaxRows][kRedStride];
@@ -289,65 +304,162 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm)
     red[warp][2 * t + 1][r + 8] = acc[nt][3];
   }
   __syncthreads();
-  const int m = threadIdx.x / 32;
-  const int c = 2 * (threadIdx.x % 32);
-  float2 sum = make_float2(0.f, 0.f);
+  // Thread (warp, lane) sums x rows m = warp + kWarps·i, output columns c, c + 1.
+  const int c = 2 * lane;
+  float2 sum[kRowsPerWarp];
 #pragma unroll
-  for (int w = 0; w < kWarps; ++w) {
-    const float2 v = *reinterpret_cast<const float2*>(&red[w][m][c]);
-    sum.x += v.x;
-    sum.y += v.y;
+  for (int i = 0; i < kRowsPerWarp; ++i) {
+    const int m = warp + kWarps * i;
+    sum[i] = make_float2(0.f, 0.f);
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const float2 v = *reinterpret_cast<const float2*>(&red[w][m][c]);
+      sum[i].x += v.x;
+      sum[i].y += v.y;
+    }
   }
 
   // ---- sum over the cluster's CTAs (rank order) ----
   if (cluster > 1) {
-    *reinterpret_cast<float2*>(&part[m][c]) = sum;
+#pragma unroll
+    for (int i = 0; i < kRowsPerWarp; ++i) *reinterpret_cast<float2*>(&part[warp + kWarps * i][c]) = sum[i];
     cg::cluster_group cl = cg::this_cluster();
     cl.sync();
     if (rank == 0) {
       for (int r = 1; r < cluster; ++r) {
-        const float2 v = *reinterpret_cast<const float2*>(cl.map_shared_rank(&part[m][c], r));
-        sum.x += v.x;
-        sum.y += v.y;
+#pragma unroll
+        for (int i = 0; i < kRowsPerWarp; ++i) {
+          const float2 v = *reinterpret_cast<const float2*>(cl.map_shared_rank(&part[warp + kWarps * i][c], r));
+          sum[i].x += v.x;
+          sum[i].y += v.y;
+        }
       }
     }
   }
 
   // ---- epilogue (rank 0): bias, SwiGLU or plain, bf16 ----
   const int n = n0 + c;
-  if (rank == 0 && m < rows && n < p.N) {
-    float v0 = sum.x, v1 = sum.y;
-    if (p.bias) {
-      const uint32_t bb = *reinterpret_cast<const uint32_t*>(p.bias + static_cast<int64_t>(group) * p.N + n);
-      v0 += __uint_as_float(bb << 16);
-      v1 += __uint_as_float(bb & 0xFFFF0000u);
-    }
-    const int out_row = grouped ? s_pair[m] : m;
-    uint16_t* out = p.out + static_cast<int64_t>(out_row) * p.ldc;
-    if constexpr (kSwiGlu) {
-      const __nv_bfloat16 h = __float2bfloat16_rn(swiglu_clamped(v0, v1));
-      out[n / 2] = *reinterpret_cast<const uint16_t*>(&h);
-    } else {
-      *reinterpret_cast<__nv_bfloat162*>(out + n) = __floats2bfloat162_rn(v0, v1);
+#pragma unroll
+  for (int i = 0; i < kRowsPerWarp; ++i) {
+    const int m = warp + kWarps * i;
+    if (rank == 0 && m < rows && n < p.N) {
+      float v0 = sum[i].x, v1 = sum[i].y;
+      if (p.bias) {
+        const uint32_t bb = *reinterpret_cast<const uint32_t*>(p.bias + static_cast<int64_t>(group) * p.N + n);
+        v0 += __uint_as_float(bb << 16);
+        v1 += __uint_as_float(bb & 0xFFFF0000u);
+      }
+      const int out_row = grouped ? s_pair[m] : m;
+      uint16_t* out = p.out + static_cast<int64_t>(out_row) * p.ldc;
+      if constexpr (kSwiGlu) {
+        const __nv_bfloat16 h = __float2bfloat16_rn(swiglu_clamped(v0, v1));
+        out[n / 2] = *reinterpret_cast<const uint16_t*>(&h);
+      } else {
+        *reinterpret_cast<__nv_bfloat162*>(out + n) = __floats2bfloat162_rn(v0, v1);
+      }
     }
   }
+  // NOTE: no CTA of a cluster exits while rank 0 may still read its `part` (distributed shared memory).
   if (cluster > 1) cg::this_cluster().sync();
 }
 
-static_assert(kSmemBytes >= (kWarps + 1) * kGemvMaxRows * kRedStride * static_cast<int>(sizeof(float)),
-              "the reduction buffers overlay the rings");
-
-template <bool kSwiGlu>
-void prepare_kernel(int device) {
+// Once per (instantiation, device): the dynamic shared memory limit, and a check that the occupancy the
+// shape was built for holds (the wave shape counts on it). Returns the resident CTAs per SM.
+template <int kWarps, int kStages, bool kSwiGlu>
+int prepare_kernel(int device) {
   static std::atomic<uint64_t> done{0};
+  static std::atomic<int> ctas_per_sm{0};
   const uint64_t bit = uint64_t(1) << (device & 63);
-  if (done.load(std::memory_order_acquire) & bit) return;
+  if (done.load(std::memory_order_acquire) & bit) return ctas_per_sm.load(std::memory_order_relaxed);
+  auto* kernel = gemv_mxfp4_kernel<kWarps, kStages, kSwiGlu>;
   GOSSAMER_CUDA_CHECK(
-      cudaFuncSetAttribute(gemv_mxfp4_kernel<kSwiGlu>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes(kWarps, kStages)));
+  int blocks = 0;
+  GOSSAMER_CUDA_CHECK(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kWarps * 32, smem_bytes(kWarps, kStages)));
+  GOSSAMER_CHECK(blocks >= min_ctas_per_sm(kWarps, kStages), "gemv_mxfp4: ", kWarps, " warps × ", kStages,
+                 " stages: ", blocks, " CTAs per SM resident, built for ", min_ctas_per_sm(kWarps, kStages));
+  ctas_per_sm.store(blocks, std::memory_order_relaxed);
   done.fetch_or(bit, std::memory_order_release);
+  return blocks;
+}
+
+struct ShapeConfig {
+  int warps, stages;
+  int cluster;  // 0: from the shape's rule (kRule: gemv_cluster_size; kWave: gemv_wave_cluster)
+};
+ShapeConfig shape_config(GemvMxfp4Shape shape) {
+  switch (shape) {
+    case GemvMxfp4Shape::kRule: return {8, 3, 0};
+    case GemvMxfp4Shape::kWarps4: return {4, 3, 1};
+    case GemvMxfp4Shape::kWarps4Stages4: return {4, 4, 1};
+    case GemvMxfp4Shape::kWarps4Cluster2: return {4, 3, 2};
+    case GemvMxfp4Shape::kWarps4Stages4Cluster2: return {4, 4, 2};
+    case GemvMxfp4Shape::kWave: return {4, 3, 0};
+  }
+  GOSSAMER_CHECK(false, "gemv_mxfp4: unknown launch shape ", static_cast<int>(shape));
+  return {};
+}
+
+struct LaunchGeometry {
+  int tiles, slots, k_steps;  // grid: tiles × cluster by slots; K steps per row tile
+  int device, sms;
+};
+
+// Launches the (kWarps, kStages) kernel; `cluster` 0 = the shape's rule (kRule: gemv_cluster_size with
+// p.cluster; kWave: gemv_wave_cluster over the resident CTAs).
+template <int kWarps, int kStages>
+void launch_shape(const GemvMxfp4Params& p, const LaunchGeometry& geo, int cluster, cudaStream_t stream) {
+  const bool swiglu = p.epilogue == GemmEpilogue::kSwiGlu;
+  const int ctas_per_sm =
+      swiglu ? prepare_kernel<kWarps, kStages, true>(geo.device) : prepare_kernel<kWarps, kStages, false>(geo.device);
+  if (cluster == 0 && p.shape == GemvMxfp4Shape::kWave) {
+    cluster = gemv_wave_cluster(geo.tiles, geo.slots, geo.k_steps, kWarps, geo.sms * ctas_per_sm);
+  } else if (cluster == 0) {
+    cluster = gemv_cluster_size(geo.tiles, geo.slots, geo.k_steps, kWarps, geo.sms, p.cluster, "gemv_mxfp4");
+  }
+
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(geo.tiles * cluster), static_cast<unsigned>(geo.slots), 1);
+  cfg.blockDim = dim3(kWarps * 32, 1, 1);
+  cfg.dynamicSmemBytes = smem_bytes(kWarps, kStages);
+  cfg.stream = stream;
+  cudaLaunchAttribute attrs[2];
+  unsigned num_attrs = 0;
+  if (cluster > 1) {
+    attrs[num_attrs].id = cudaLaunchAttributeClusterDimension;
+    attrs[num_attrs].val.clusterDim.x = static_cast<unsigned>(cluster);
+    attrs[num_attrs].val.clusterDim.y = 1;
+    attrs[num_attrs].val.clusterDim.z = 1;
+    ++num_attrs;
+  }
+  if (p.programmatic_launch) {
+    attrs[num_attrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attrs[num_attrs].val.programmaticStreamSerializationAllowed = 1;
+    ++num_attrs;
+  }
+  cfg.attrs = attrs;
+  cfg.numAttrs = num_attrs;
+  if (swiglu) {
+    GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv_mxfp4_kernel<kWarps, kStages, true>, p, cluster, geo.k_steps));
+  } else {
+    GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv_mxfp4_kernel<kWarps, kStages, false>, p, cluster, geo.k_steps));
+  }
 }
 
 }  // namespace
+
+const char* gemv_mxfp4_shape_name(GemvMxfp4Shape shape) {
+  switch (shape) {
+    case GemvMxfp4Shape::kRule: return "rule";
+    case GemvMxfp4Shape::kWarps4: return "warps=4";
+    case GemvMxfp4Shape::kWarps4Stages4: return "warps=4 stages=4";
+    case GemvMxfp4Shape::kWarps4Cluster2: return "warps=4 cluster=2";
+    case GemvMxfp4Shape::kWarps4Stages4Cluster2: return "warps=4 stages=4 cluster=2";
+    case GemvMxfp4Shape::kWave: return "wave";
+  }
+  return "?";
+}
 
 void launch_gemv_mxfp4(const GemvMxfp4Params& p, cudaStream_t stream) {
   const bool grouped = p.topk_ids != nullptr;
@@ -378,35 +490,16 @@ void launch_gemv_mxfp4(const GemvMxfp4Params& p, cudaStream_t stream) {
   GOSSAMER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const int k_steps = ceil_div(p.K, kKStep);
   const int tiles = ceil_div(p.N, kTileRows);
-  const int cluster = gemv_cluster_size(tiles, slots, k_steps, kWarps, sms, p.cluster, "gemv_mxfp4");
-
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(static_cast<unsigned>(tiles * cluster), static_cast<unsigned>(slots), 1);
-  cfg.blockDim = dim3(kThreads, 1, 1);
-  cfg.dynamicSmemBytes = kSmemBytes;
-  cfg.stream = stream;
-  cudaLaunchAttribute attrs[2];
-  unsigned num_attrs = 0;
-  if (cluster > 1) {
-    attrs[num_attrs].id = cudaLaunchAttributeClusterDimension;
-    attrs[num_attrs].val.clusterDim.x = static_cast<unsigned>(cluster);
-    attrs[num_attrs].val.clusterDim.y = 1;
-    attrs[num_attrs].val.clusterDim.z = 1;
-    ++num_attrs;
-  }
-  if (p.programmatic_launch) {
-    attrs[num_attrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attrs[num_attrs].val.programmaticStreamSerializationAllowed = 1;
-    ++num_attrs;
-  }
-  cfg.attrs = attrs;
-  cfg.numAttrs = num_attrs;
-  if (swiglu) {
-    prepare_kernel<true>(device);
-    GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv_mxfp4_kernel<true>, p, cluster, k_steps));
+  GOSSAMER_CHECK(p.shape == GemvMxfp4Shape::kRule || p.cluster == 0, "gemv_mxfp4: shape ",
+                 gemv_mxfp4_shape_name(p.shape), " fixes its cluster (cluster ", p.cluster, " given)");
+  const ShapeConfig shape = shape_config(p.shape);
+  const LaunchGeometry geo{tiles, slots, k_steps, device, sms};
+  if (shape.warps == 8) {
+    launch_shape<8, 3>(p, geo, shape.cluster, stream);
+  } else if (shape.stages == 3) {
+    launch_shape<4, 3>(p, geo, shape.cluster, stream);
   } else {
-    prepare_kernel<false>(device);
-    GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv_mxfp4_kernel<false>, p, cluster, k_steps));
+    launch_shape<4, 4>(p, geo, shape.cluster, stream);
   }
 }
 

@@ -15,6 +15,7 @@
 #include "core/cuda/cuda_types.h"  // cudaStream_t, GOSSAMER_HOST_DEVICE
 #include "kernels/gemm_fp8.h"      // GemmTile
 #include "kernels/gemv_fp8.h"      // kGemvMaxRows, kGemvMaxPairs
+#include "kernels/gemv_mxfp4.h"    // GemvMxfp4Shape
 
 namespace gossamer::kernels {
 
@@ -101,6 +102,9 @@ struct MoeParams {
   // The expert GEMMs' tile at 128-row tiles (k128x128tma / k128x192tma need weights_tiled); kAuto lets
   // launch_gemm_fp8 choose. Benchmarks and tests pin it to compare kernels.
   GemmTile gemm_tile = GemmTile::kAuto;
+  // launch_moe_decode with weights_mxfp4 only: both GEMVs' launch shape (gemv_mxfp4.h); the product leaves
+  // kRule, tests and benchmarks pin the others.
+  GemvMxfp4Shape gemv_mxfp4_shape = GemvMxfp4Shape::kRule;
   // launch_moe_decode only: stop after the down GEMV and leave the combine to the next RMSNorm, which sums
   // the pieces moe_decode_deferred_combine names (rmsnorm.h moe_y); residual and out unused.
   bool combine_deferred = false;

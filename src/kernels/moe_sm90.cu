@@ -211,7 +211,9 @@ void experts_fp8_gemv(const MoeParams& p, const MoeWorkspace& w, cudaStream_t st
   // MXFP4 experts (weights_mxfp4) go through their own GEMV with the same grouped contract.
   const auto gemv = [&](const GemvFp8Params& g) {
     if (p.weights_mxfp4) {
-      launch_gemv_mxfp4(gemv_mxfp4_params_of(g), stream);
+      GemvMxfp4Params q = gemv_mxfp4_params_of(g);
+      q.shape = p.gemv_mxfp4_shape;
+      launch_gemv_mxfp4(q, stream);
     } else {
       launch_gemv_fp8(g, stream);
     }

@@ -5,6 +5,7 @@
 #include "core/dtype.h"
 #include "kernels/kv_cache_fp8.h"
 #include "kernels/rope.h"
+#include "kernels/rope_math.h"
 
 namespace gossamer::kernels {
 
@@ -69,13 +70,11 @@ void rope_cpu(const RopeParams& p) {
       const bool is_v = h >= p.num_q_heads + p.num_kv_heads;
       if (!is_v) {
         for (int i = 0; i < kHeadDim / 2; ++i) {
-          const float angle = pos * p.inv_freq[i];
-          const float c = round_to_bf16(std::cos(angle) * p.concentration);
-          const float s = round_to_bf16(std::sin(angle) * p.concentration);
-          const float a = bf16_to_float(src[i]);
-          const float b = bf16_to_float(src[i + 32]);
-          row[i] = float_to_bf16(a * c - b * s);
-          row[i + 32] = float_to_bf16(b * c + a * s);
+          float c, s, a, b;
+          rope_cos_sin(pos, p.inv_freq[i], p.concentration, c, s);
+          rope_rotate(bf16_to_float(src[i]), bf16_to_float(src[i + 32]), c, s, a, b);
+          row[i] = float_to_bf16(a);
+          row[i + 32] = float_to_bf16(b);
         }
       }
       if (h < p.num_q_heads) {

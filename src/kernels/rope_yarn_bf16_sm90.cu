@@ -2,6 +2,7 @@
 
 #include "kernels/cuda_utils.h"
 #include "kernels/rope.h"
+#include "kernels/rope_math.h"
 
 namespace gossamer::kernels {
 namespace {
@@ -13,11 +14,8 @@ __device__ __forceinline__ uint2 quantize_e4m3x8(const uint4& v, float scale) {
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
     const float2 a = __bfloat1622float2(h[2 * i]), b = __bfloat1622float2(h[2 * i + 1]);
-    const __nv_fp8x2_storage_t lo =
-        __nv_cvt_float2_to_fp8x2(make_float2(__fdiv_rn(a.x, scale), __fdiv_rn(a.y, scale)), __NV_SATFINITE, __NV_E4M3);
-    const __nv_fp8x2_storage_t hi =
-        __nv_cvt_float2_to_fp8x2(make_float2(__fdiv_rn(b.x, scale), __fdiv_rn(b.y, scale)), __NV_SATFINITE, __NV_E4M3);
-    w[i] = static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
+    w[i] = static_cast<uint32_t>(rope_kv_quantize_e4m3x2(a.x, a.y, scale)) |
+           (static_cast<uint32_t>(rope_kv_quantize_e4m3x2(b.x, b.y, scale)) << 16);
   }
   return make_uint2(w[0], w[1]);
 }
@@ -42,15 +40,11 @@ __global__ void rope_kernel(RopeParams p) {
     __nv_bfloat16* b = reinterpret_cast<__nv_bfloat16*>(&hi);
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
-      const float angle = pos * p.inv_freq[8 * part + j];
-      float sn, cs;
-      sincosf(angle, &sn, &cs);
-      const float c = __bfloat162float(__float2bfloat16_rn(cs * p.concentration));
-      const float s = __bfloat162float(__float2bfloat16_rn(sn * p.concentration));
-      const float x0 = __bfloat162float(a[j]);
-      const float x1 = __bfloat162float(b[j]);
-      a[j] = __float2bfloat16_rn(x0 * c - x1 * s);
-      b[j] = __float2bfloat16_rn(x1 * c + x0 * s);
+      float c, s, a_out, b_out;
+      rope_cos_sin(pos, p.inv_freq[8 * part + j], p.concentration, c, s);
+      rope_rotate(__bfloat162float(a[j]), __bfloat162float(b[j]), c, s, a_out, b_out);
+      a[j] = __float2bfloat16_rn(a_out);
+      b[j] = __float2bfloat16_rn(b_out);
     }
   }
   // ---- write ----

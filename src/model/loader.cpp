@@ -123,6 +123,7 @@ cuda::CudaOptions cuda_options(const ModelOptions& options) {
                                                   : cuda::MoeDecodePath::kAuto;
   out.kv_cache_fp8 = kv_cache_dtype_is_fp8(options.kv_cache_dtype);
   out.split_mixed_attention = options.split_mixed_attention;
+  out.fuse_qkv_rope = options.fuse_qkv_rope;
   return out;
 }
 }  // namespace

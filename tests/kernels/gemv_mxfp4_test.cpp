@@ -4,7 +4,9 @@
 // Error bound: ‖out − ref‖/‖ref‖ < kTolBf16 (1e-2). Both sides compute with the exact fp4 values and exact
 // power-of-two block scales in fp32 and round once to bf16; they differ only in fp32 summation order and
 // in the f16 staging of x (exact for elements ≥ 2^-28 of their 128-column chunk's largest), so the
-// measured error is the bf16 rounding (≈2e-3 rms).
+// measured error is the bf16 rounding (≈2e-3 rms). Every launch shape (GemvMxfp4Shape) is checked against
+// the reference with that bound; shapes with the same warps and cluster (the ring depth aside) sum in the
+// same order and must agree bit for bit.
 #include "kernels/gemv_mxfp4.h"
 
 #include <algorithm>
@@ -40,6 +42,17 @@ std::vector<float> block(const std::vector<uint16_t>& v, int rows, int cols, int
     for (int c = 0; c < cols; ++c) f.push_back(bf16_to_float(v[r * ld + c]));
   return f;
 }
+const char* name(GemvMxfp4Shape s) {
+  return gemv_mxfp4_shape_name(s);
+}
+
+// The shape whose reduction order `s` shares (its ring depth dropped), or s itself.
+GemvMxfp4Shape same_order_as(GemvMxfp4Shape s) {
+  if (s == GemvMxfp4Shape::kWarps4Stages4) return GemvMxfp4Shape::kWarps4;
+  if (s == GemvMxfp4Shape::kWarps4Stages4Cluster2) return GemvMxfp4Shape::kWarps4Cluster2;
+  return s;
+}
+
 bool padding_untouched(const std::vector<uint16_t>& v, int rows, int cols, int64_t ld) {
   for (int r = 0; r < rows; ++r)
     for (int64_t c = cols; c < ld; ++c)
@@ -147,58 +160,92 @@ TEST(GemvMxfp4Kernel, MatchesReference) {
       r.bias = s.bias ? bias.data() : nullptr;
       r.out = ref.data();
       gemv_mxfp4_cpu(r);
-      for (const bool pdl : {true, false}) {
-        dout.poison();
-        p.programmatic_launch = pdl;
-        launch_gemv_mxfp4(p, nullptr);
-        const auto out = dout.download();
-        const double err = rel_error(block(out, m, out_cols, ldc), block(ref, m, out_cols, ldc));
-        const std::string shape = std::string(s.name) + " M=" + std::to_string(m) + " N=" + std::to_string(s.n) +
-                                  " K=" + std::to_string(s.k) + (swiglu ? " swiglu" : "") + (s.bias ? " bias" : "") +
-                                  (pdl ? "" : " no-pdl");
-        report("gemv_mxfp4", shape, err, kTolBf16);
-        EXPECT_LT(err, kTolBf16) << shape;
-        EXPECT_TRUE(padding_untouched(out, m, out_cols, ldc)) << shape << ": wrote past the output columns";
+      for (const GemvMxfp4Shape launch : kGemvMxfp4Shapes) {
+        for (const bool pdl : {true, false}) {
+          dout.poison();
+          p.programmatic_launch = pdl;
+          p.shape = launch;
+          launch_gemv_mxfp4(p, nullptr);
+          const auto out = dout.download();
+          const double err = rel_error(block(out, m, out_cols, ldc), block(ref, m, out_cols, ldc));
+          const std::string shape = std::string(s.name) + " M=" + std::to_string(m) + " N=" + std::to_string(s.n) +
+                                    " K=" + std::to_string(s.k) + (swiglu ? " swiglu" : "") + (s.bias ? " bias" : "") +
+                                    (pdl ? "" : " no-pdl") + " [" + name(launch) + "]";
+          report("gemv_mxfp4", shape, err, kTolBf16);
+          EXPECT_LT(err, kTolBf16) << shape;
+          EXPECT_TRUE(padding_untouched(out, m, out_cols, ldc)) << shape << ": wrote past the output columns";
+        }
       }
     }
   }
 }
 
-// Every cluster size the bench sweeps (GemvMxfp4Params::cluster) gives the reference's result.
+// Every launch shape the bench sweeps (the rule's cluster sizes, GemvMxfp4Params::cluster, and every
+// GemvMxfp4Shape) gives the reference's result, at a small shape and at the batch-1 / batch-8 expert shapes
+// of `gemv-tune` (one token's 4 experts as one matrix); shapes sharing a reduction order agree bit for bit.
 TEST(GemvMxfp4Kernel, EveryLaunchShapeMatchesReference) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(37);
-  const int n = 1000, k = 2880, m = 3;
-  const Mx w = random_mx(1, n, k, rng);
-  auto bias = random_bf16(n, rng, 1.0f);
-  auto x = random_bf16(size_t(m) * k, rng, 1.0f);
-  DeviceBuffer<uint8_t> dw(w.tiled);
-  DeviceBuffer<uint16_t> dbias(bias), dx(x), dout(size_t(m) * n);
-  GemvMxfp4Params p;
-  p.x = dx.get();
-  p.ldx = k;
-  p.w = dw.get();
-  p.bias = dbias.get();
-  p.out = dout.get();
-  p.ldc = n;
-  p.M = m;
-  p.N = n;
-  p.K = k;
-  std::vector<uint16_t> ref(dout.size(), 0xFFFF);
-  GemvMxfp4Params r = p;
-  r.x = x.data();
-  r.w = w.tiled.data();
-  r.bias = bias.data();
-  r.out = ref.data();
-  gemv_mxfp4_cpu(r);
-  for (const int cluster : {1, 2, 4, 8}) {
-    dout.poison();
-    p.cluster = cluster;
-    launch_gemv_mxfp4(p, nullptr);
-    const double err = rel_error(block(dout.download(), m, n, n), block(ref, m, n, n));
-    const std::string shape = "cluster=" + std::to_string(cluster);
-    report("gemv_mxfp4 launch shape", shape, err, kTolBf16);
-    EXPECT_LT(err, kTolBf16) << shape;
+  struct Case {
+    int n, k, m;
+    GemmEpilogue epi;
+  };
+  for (const Case& c : {Case{1000, 2880, 3, GemmEpilogue::kBias}, Case{4 * 5760, 2880, 1, GemmEpilogue::kSwiGlu},
+                        Case{4 * 2880, 2880, 8, GemmEpilogue::kBias}, Case{4 * 2880, 2880, 1, GemmEpilogue::kBias}}) {
+    const int n = c.n, k = c.k, m = c.m;
+    const bool swiglu = c.epi == GemmEpilogue::kSwiGlu;
+    const int out_cols = swiglu ? n / 2 : n;
+    const Mx w = random_mx(1, n, k, rng);
+    auto bias = random_bf16(n, rng, 1.0f);
+    auto x = random_bf16(size_t(m) * k, rng, 1.0f);
+    DeviceBuffer<uint8_t> dw(w.tiled);
+    DeviceBuffer<uint16_t> dbias(bias), dx(x), dout(size_t(m) * out_cols);
+    GemvMxfp4Params p;
+    p.x = dx.get();
+    p.ldx = k;
+    p.w = dw.get();
+    p.bias = dbias.get();
+    p.out = dout.get();
+    p.ldc = out_cols;
+    p.M = m;
+    p.N = n;
+    p.K = k;
+    p.epilogue = c.epi;
+    std::vector<uint16_t> ref(dout.size(), 0xFFFF);
+    GemvMxfp4Params r = p;
+    r.x = x.data();
+    r.w = w.tiled.data();
+    r.bias = bias.data();
+    r.out = ref.data();
+    gemv_mxfp4_cpu(r);
+    const std::string problem = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + " ";
+    auto check = [&](const std::string& shape) {
+      const auto out = dout.download();
+      const double err = rel_error(block(out, m, out_cols, out_cols), block(ref, m, out_cols, out_cols));
+      report("gemv_mxfp4 launch shape", problem + shape, err, kTolBf16);
+      EXPECT_LT(err, kTolBf16) << problem << shape;
+      return out;
+    };
+    for (const int cluster : {1, 2, 4, 8}) {
+      dout.poison();
+      p.cluster = cluster;
+      launch_gemv_mxfp4(p, nullptr);
+      check("rule cluster=" + std::to_string(cluster));
+    }
+    p.cluster = 0;
+    std::vector<std::vector<uint16_t>> outs;
+    for (const GemvMxfp4Shape launch : kGemvMxfp4Shapes) {
+      dout.poison();
+      p.shape = launch;
+      launch_gemv_mxfp4(p, nullptr);
+      outs.push_back(check(name(launch)));
+      const GemvMxfp4Shape twin = same_order_as(launch);
+      if (twin != launch) {
+        EXPECT_TRUE(outs.back() == outs[static_cast<size_t>(twin)])
+            << problem << name(launch) << " differs from " << name(twin) << " (same summation order)";
+      }
+    }
+    p.shape = GemvMxfp4Shape::kRule;
   }
 }
 
@@ -216,7 +263,6 @@ TEST(GemvMxfp4Kernel, ActivationRange) {
   const Mx w = random_mx(1, N, K, rng);
   DeviceBuffer<uint16_t> dx(x), dout(size_t(M) * N);
   DeviceBuffer<uint8_t> dw(w.tiled);
-  dout.poison();
   GemvMxfp4Params p;
   p.x = dx.get();
   p.ldx = K;
@@ -226,21 +272,25 @@ TEST(GemvMxfp4Kernel, ActivationRange) {
   p.M = M;
   p.N = N;
   p.K = K;
-  launch_gemv_mxfp4(p, nullptr);
   std::vector<uint16_t> ref(size_t(M) * N);
   GemvMxfp4Params r = p;
   r.x = x.data();
   r.w = w.tiled.data();
   r.out = ref.data();
   gemv_mxfp4_cpu(r);
-  const auto out = dout.download();
-  for (int m = 0; m < M; ++m) {
-    const std::vector<uint16_t> o(out.begin() + m * N, out.begin() + (m + 1) * N);
-    const std::vector<uint16_t> e(ref.begin() + m * N, ref.begin() + (m + 1) * N);
-    const double err = rel_error_bf16(o, e);
-    const std::string shape = "range row " + std::to_string(m);
-    report("gemv_mxfp4", shape, err, kTolBf16);
-    EXPECT_LT(err, kTolBf16) << shape;
+  for (const GemvMxfp4Shape launch : kGemvMxfp4Shapes) {
+    dout.poison();
+    p.shape = launch;
+    launch_gemv_mxfp4(p, nullptr);
+    const auto out = dout.download();
+    for (int m = 0; m < M; ++m) {
+      const std::vector<uint16_t> o(out.begin() + m * N, out.begin() + (m + 1) * N);
+      const std::vector<uint16_t> e(ref.begin() + m * N, ref.begin() + (m + 1) * N);
+      const double err = rel_error_bf16(o, e);
+      const std::string shape = "range row " + std::to_string(m) + " [" + name(launch) + "]";
+      report("gemv_mxfp4", shape, err, kTolBf16);
+      EXPECT_LT(err, kTolBf16) << shape;
+    }
   }
 }
 
@@ -267,66 +317,70 @@ TEST(GemvMxfp4Kernel, GroupedMatchesReference) {
       {"none local", {0, 1, 2, 3}, 4, 4, 4, 128, 256, GemmEpilogue::kBias},
   };
   for (const auto& c : cases) {
-    for (const bool earlier : {false, true}) {  // pair_row written, or topk_from_earlier_kernel (no pair_row)
-      const int pairs = static_cast<int>(c.ids.size());
-      const bool swiglu = c.epi == GemmEpilogue::kSwiGlu;
-      const int out_cols = swiglu ? c.n / 2 : c.n;
-      const int x_rows = (pairs + c.divisor - 1) / c.divisor;
-      auto x = random_bf16(size_t(x_rows) * c.k, rng, 1.0f);
-      const Mx w = random_mx(c.local, c.n, c.k, rng);
-      auto bias = random_bf16(size_t(c.local) * c.n, rng, 1.0f);
-      DeviceBuffer<uint16_t> dx(x), dbias(bias), dout(size_t(pairs) * out_cols);
-      DeviceBuffer<uint8_t> dw(w.tiled);
-      DeviceBuffer<int32_t> dids(c.ids), dpair_row(pairs);
-      dout.poison();
-      dpair_row.poison();
-      GemvMxfp4Params p;
-      p.x = dx.get();
-      p.ldx = c.k;
-      p.w = dw.get();
-      p.bias = dbias.get();
-      p.out = dout.get();
-      p.ldc = out_cols;
-      p.N = c.n;
-      p.K = c.k;
-      p.epilogue = c.epi;
-      p.topk_ids = dids.get();
-      p.num_pairs = pairs;
-      p.expert_begin = c.expert_begin;
-      p.num_local_experts = c.local;
-      p.x_pair_divisor = c.divisor;
-      p.pair_row = earlier ? nullptr : dpair_row.get();
-      p.topk_from_earlier_kernel = earlier;
-      launch_gemv_mxfp4(p, nullptr);
-      std::vector<uint16_t> ref(dout.size(), 0xFFFF);
-      std::vector<int32_t> ref_pair_row(pairs);
-      GemvMxfp4Params r = p;
-      r.x = x.data();
-      r.w = w.tiled.data();
-      r.bias = bias.data();
-      r.out = ref.data();
-      r.topk_ids = c.ids.data();
-      r.pair_row = ref_pair_row.data();
-      r.topk_from_earlier_kernel = false;
-      gemv_mxfp4_cpu(r);
-      const auto out = dout.download();
-      const std::string shape = std::string(c.name) + (earlier ? " (topk from earlier kernel)" : "");
-      if (!earlier) {
-        EXPECT_EQ(dpair_row.download(), ref_pair_row) << shape;
+    for (const GemvMxfp4Shape launch : kGemvMxfp4Shapes) {
+      for (const bool earlier : {false, true}) {  // pair_row written, or topk_from_earlier_kernel (no pair_row)
+        const int pairs = static_cast<int>(c.ids.size());
+        const bool swiglu = c.epi == GemmEpilogue::kSwiGlu;
+        const int out_cols = swiglu ? c.n / 2 : c.n;
+        const int x_rows = (pairs + c.divisor - 1) / c.divisor;
+        auto x = random_bf16(size_t(x_rows) * c.k, rng, 1.0f);
+        const Mx w = random_mx(c.local, c.n, c.k, rng);
+        auto bias = random_bf16(size_t(c.local) * c.n, rng, 1.0f);
+        DeviceBuffer<uint16_t> dx(x), dbias(bias), dout(size_t(pairs) * out_cols);
+        DeviceBuffer<uint8_t> dw(w.tiled);
+        DeviceBuffer<int32_t> dids(c.ids), dpair_row(pairs);
+        dout.poison();
+        dpair_row.poison();
+        GemvMxfp4Params p;
+        p.x = dx.get();
+        p.ldx = c.k;
+        p.w = dw.get();
+        p.bias = dbias.get();
+        p.out = dout.get();
+        p.ldc = out_cols;
+        p.N = c.n;
+        p.K = c.k;
+        p.epilogue = c.epi;
+        p.topk_ids = dids.get();
+        p.num_pairs = pairs;
+        p.expert_begin = c.expert_begin;
+        p.num_local_experts = c.local;
+        p.x_pair_divisor = c.divisor;
+        p.pair_row = earlier ? nullptr : dpair_row.get();
+        p.topk_from_earlier_kernel = earlier;
+        p.shape = launch;
+        launch_gemv_mxfp4(p, nullptr);
+        std::vector<uint16_t> ref(dout.size(), 0xFFFF);
+        std::vector<int32_t> ref_pair_row(pairs);
+        GemvMxfp4Params r = p;
+        r.x = x.data();
+        r.w = w.tiled.data();
+        r.bias = bias.data();
+        r.out = ref.data();
+        r.topk_ids = c.ids.data();
+        r.pair_row = ref_pair_row.data();
+        r.topk_from_earlier_kernel = false;
+        gemv_mxfp4_cpu(r);
+        const auto out = dout.download();
+        const std::string shape =
+            std::string(c.name) + (earlier ? " (topk from earlier kernel)" : "") + " [" + name(launch) + "]";
+        if (!earlier) {
+          EXPECT_EQ(dpair_row.download(), ref_pair_row) << shape;
+        }
+        // Rows of pairs routed elsewhere stay poisoned in both.
+        EXPECT_TRUE(std::equal(out.begin(), out.end(), ref.begin(),
+                               [](uint16_t a, uint16_t b) { return (a == 0xFFFF) == (b == 0xFFFF); }))
+            << shape << ": written rows differ";
+        std::vector<float> o, e;
+        for (size_t i = 0; i < out.size(); ++i) {
+          if (ref[i] == 0xFFFF) continue;
+          o.push_back(bf16_to_float(out[i]));
+          e.push_back(bf16_to_float(ref[i]));
+        }
+        const double err = o.empty() ? 0.0 : rel_error(o, e);
+        report("gemv_mxfp4 grouped", shape, err, kTolBf16);
+        EXPECT_LT(err, kTolBf16) << shape;
       }
-      // Rows of pairs routed elsewhere stay poisoned in both.
-      EXPECT_TRUE(std::equal(out.begin(), out.end(), ref.begin(),
-                             [](uint16_t a, uint16_t b) { return (a == 0xFFFF) == (b == 0xFFFF); }))
-          << shape << ": written rows differ";
-      std::vector<float> o, e;
-      for (size_t i = 0; i < out.size(); ++i) {
-        if (ref[i] == 0xFFFF) continue;
-        o.push_back(bf16_to_float(out[i]));
-        e.push_back(bf16_to_float(ref[i]));
-      }
-      const double err = o.empty() ? 0.0 : rel_error(o, e);
-      report("gemv_mxfp4 grouped", shape, err, kTolBf16);
-      EXPECT_LT(err, kTolBf16) << shape;
     }
   }
 }
@@ -377,36 +431,39 @@ TEST(MoeDecodeMxfp4Kernel, MatchesReferenceAndGraphReplay) {
     std::vector<uint16_t> ref(size_t(c.tokens) * c.hidden);
     h.out = ref.data();
     moe_decode_cpu(h);
-    dout.poison();
-    ws.poison();
-    launch_moe_decode(d, ws.get(), nullptr);
-    const auto out = dout.download();
-    const std::string shape = std::to_string(c.tokens) + "tok E" + std::to_string(c.experts) + " local[" +
-                              std::to_string(c.expert_begin) + "+" + std::to_string(c.local) + "] h" +
-                              std::to_string(c.hidden) + " i" + std::to_string(c.inter) +
-                              (c.distinct_logit_rows ? " shared-experts" : "") + (c.residual ? " +res" : "");
-    const double err = rel_error_bf16(out, ref);
-    report("moe_decode mxfp4", shape, err, kTolBf16);
-    EXPECT_LT(err, kTolBf16) << shape;
-    // Captured into a CUDA graph and replayed twice: bit-identical to the stream launch.
-    cudaStream_t stream;
-    ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
-    launch_moe_decode(d, ws.get(), stream);
-    ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
-    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-    for (int i = 0; i < 2; ++i) {
+    for (const GemvMxfp4Shape launch : kGemvMxfp4Shapes) {
+      d.gemv_mxfp4_shape = launch;
       dout.poison();
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the poison (legacy stream) before the replay
-      ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
-      ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-      EXPECT_EQ(dout.download(), out) << shape << ": graph replay " << i;
+      ws.poison();
+      launch_moe_decode(d, ws.get(), nullptr);
+      const auto out = dout.download();
+      const std::string shape =
+          std::to_string(c.tokens) + "tok E" + std::to_string(c.experts) + " local[" + std::to_string(c.expert_begin) +
+          "+" + std::to_string(c.local) + "] h" + std::to_string(c.hidden) + " i" + std::to_string(c.inter) +
+          (c.distinct_logit_rows ? " shared-experts" : "") + (c.residual ? " +res" : "") + " [" + name(launch) + "]";
+      const double err = rel_error_bf16(out, ref);
+      report("moe_decode mxfp4", shape, err, kTolBf16);
+      EXPECT_LT(err, kTolBf16) << shape;
+      // Captured into a CUDA graph and replayed twice: bit-identical to the stream launch.
+      cudaStream_t stream;
+      ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+      cudaGraph_t graph;
+      cudaGraphExec_t exec;
+      ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+      launch_moe_decode(d, ws.get(), stream);
+      ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+      ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+      for (int i = 0; i < 2; ++i) {
+        dout.poison();
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the poison (legacy stream) before the replay
+        ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+        ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+        EXPECT_EQ(dout.download(), out) << shape << ": graph replay " << i;
+      }
+      cudaGraphExecDestroy(exec);
+      cudaGraphDestroy(graph);
+      cudaStreamDestroy(stream);
     }
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
-    cudaStreamDestroy(stream);
   }
 }
 

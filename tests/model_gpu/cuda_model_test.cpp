@@ -597,6 +597,86 @@ TEST(CudaModelGpuTest, SlidingRingMatchesFullLengthKv) {
   EXPECT_GT(dynamic_cast<cuda::CudaModel&>(*ring_model).graph_replays(), 200);
 }
 
+// CudaOptions::fuse_qkv_rope (decode steps: RoPE and the K/V write in the QKV GEMV's epilogue) against the
+// unfused launches on the conditioned tiny checkpoint: fp8 and mxfp4+fp8 weights, bf16 and fp8 KV caches,
+// prefill then decode (the decode steps fuse), and the sliding-window ring's slots. The kernel equals the
+// unfused chain bit for bit (GemvFp8RopeKernel), so the logits should be identical; the bound is one bf16
+// rounding.
+TEST(CudaModelGpuTest, FusedQkvRopeMatchesUnfused) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU: --fuse-qkv-rope not tested";
+  auto tokens = testing::golden_tokens("tiny_conditioned");
+  tokens.push_back(std::vector<int32_t>(tokens[0].rbegin(), tokens[0].rend()));  // 3 sequences
+  const std::string dir = tiny_checkpoint(DummyInit::kConditioned);
+  for (const std::string weights : {"fp8", "mxfp4+fp8"}) {
+    for (const std::string kv : {"auto", "fp8"}) {
+      auto run = [&](bool fuse) {
+        ModelOptions options;
+        options.weights = weights;
+        options.kv_cache_dtype = kv;
+        options.fuse_qkv_rope = fuse;
+        auto model = load_model(dir, "cuda", options);
+        EXPECT_EQ(dynamic_cast<cuda::CudaModel&>(*model).fuses_qkv_rope(3), fuse);
+        return prefill_then_decode(*model, tokens, 120);
+      };
+      const auto fused = run(true), unfused = run(false);
+      const int64_t vocab = preset_config("tiny").vocab_size, length = static_cast<int64_t>(tokens[0].size());
+      for (size_t s = 0; s < tokens.size(); ++s) {
+        const auto agreement = testing::compare_rows(fused[s].data(), unfused[s].data(), length, vocab);
+        std::printf("[cuda fuse-qkv-rope] %s KV %s seq %zu: rel L2 %.3e, argmax match %.4f%s\n", weights.c_str(),
+                    kv.c_str(), s, agreement.relative_l2, agreement.argmax_match,
+                    fused[s] == unfused[s] ? " (identical)" : "");
+        EXPECT_LE(agreement.relative_l2, 4e-3) << weights << " " << kv;
+        EXPECT_GE(agreement.argmax_match, 0.99) << weights << " " << kv;
+      }
+    }
+  }
+  // The sliding-window ring: decode steps write K/V into ring slots (plan.sliding_slots).
+  auto ring_logits = [&](bool fuse) {
+    ModelOptions options;
+    options.weights = "fp8";
+    options.fuse_qkv_rope = fuse;
+    auto model = load_model(dir, "cuda", options);
+    const int64_t length = 300, chunk = 64;
+    const int32_t block = 16, window = model->config().sliding_window;
+    const int32_t blocks_per_seq = static_cast<int32_t>((length + block - 1) / block);
+    const int32_t ring_per_seq =
+        (window - 1 + kSlidingKeepMargin + static_cast<int32_t>(chunk) + block - 1) / block + 2;
+    model->allocate_kv_cache(2 * blocks_per_seq, block, 2 * ring_per_seq);
+    std::vector<std::vector<int32_t>> seqs(2, std::vector<int32_t>(static_cast<size_t>(length))), tables(2);
+    for (size_t s = 0; s < 2; ++s) {
+      for (int64_t i = 0; i < length; ++i)
+        seqs[s][static_cast<size_t>(i)] =
+            static_cast<int32_t>((i * 7919 + s * 104729 + 13) % model->config().vocab_size);
+      for (int32_t b = 0; b < blocks_per_seq; ++b) tables[s].push_back(2 * b + static_cast<int32_t>(s));
+    }
+    testing::RingPool pool(2 * ring_per_seq);
+    std::vector<testing::RingPool::Sequence> rings(2);
+    std::vector<float> logits, all;
+    for (int64_t done = 0; done < length;) {
+      const int64_t n = std::min<int64_t>(done < 128 ? chunk : 1, length - done);
+      ForwardBatch batch;
+      for (size_t s = 0; s < 2; ++s) {
+        pool.prepare(rings[s], done, done + n, window, kSlidingKeepMargin, block);
+        batch.sequences.push_back({std::span(seqs[s]).subspan(static_cast<size_t>(done), static_cast<size_t>(n)),
+                                   static_cast<int32_t>(done), tables[s], LogitsWanted::kLast, rings[s].table});
+      }
+      model->forward(batch, logits);
+      all.insert(all.end(), logits.begin(), logits.end());
+      done += n;
+    }
+    return all;
+  };
+  const auto fused = ring_logits(true), unfused = ring_logits(false);
+  ASSERT_EQ(fused.size(), unfused.size());
+  const int64_t vocab = preset_config("tiny").vocab_size;
+  const auto agreement =
+      testing::compare_rows(fused.data(), unfused.data(), static_cast<int64_t>(fused.size()) / vocab, vocab);
+  std::printf("[cuda fuse-qkv-rope] sliding ring: rel L2 %.3e, argmax match %.4f%s\n", agreement.relative_l2,
+              agreement.argmax_match, fused == unfused ? " (identical)" : "");
+  EXPECT_LE(agreement.relative_l2, 4e-3);
+  EXPECT_GE(agreement.argmax_match, 0.99);
+}
+
 TEST(CudaModelGpuTest, StandardTinyIsSaneAndRecorded) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU: cuda backend golden test not run";
   const auto tokens = testing::golden_tokens("tiny");
