@@ -10,9 +10,9 @@ __global__ void embedding_kernel(EmbeddingParams p) {
   const int64_t t = blockIdx.x;
   const int vi = blockIdx.y * blockDim.x + threadIdx.x;
   if (vi >= p.hidden / 8) return;
-  const int32_t id = p.ids[t];
+  const int64_t row = int64_t{p.ids[t]} - p.vocab_begin;  // 64-bit: no overflow for any id
   uint4 v = make_uint4(0, 0, 0, 0);
-  if (id >= 0 && id < p.vocab) v = reinterpret_cast<const uint4*>(p.table + static_cast<int64_t>(id) * p.hidden)[vi];
+  if (row >= 0 && row < p.vocab) v = reinterpret_cast<const uint4*>(p.table + row * p.hidden)[vi];
   reinterpret_cast<uint4*>(p.out + t * p.hidden)[vi] = v;
 }
 
@@ -20,6 +20,7 @@ __global__ void embedding_kernel(EmbeddingParams p) {
 
 void launch_embedding(const EmbeddingParams& p, cudaStream_t stream) {
   GOSSAMER_CHECK(p.hidden % 8 == 0, "embedding: hidden must be a multiple of 8");
+  GOSSAMER_CHECK(p.vocab >= 0 && p.vocab_begin >= 0, "embedding: negative table rows or slice start");
   if (p.num_tokens == 0) return;
   const int threads = 128;
   const dim3 grid(p.num_tokens, ceil_div(p.hidden / 8, threads));  // tokens on x: y is limited to 65,535

@@ -25,6 +25,8 @@ struct RandomFillParams {
   float b = 1.0f;          // normal: std;  uniform: high
   float inv_scale = 1.0f;  // fp8 only: the stored code is fp8(v · inv_scale)
   uint64_t seed = 0;
+  // out[j] is element first + j of the fill: a slice of a larger fill (the same seed) has its exact bits.
+  int64_t first = 0;
 };
 
 // Asynchronous on `stream`; graph capturable.
@@ -47,7 +49,7 @@ GOSSAMER_HOST_DEVICE inline float random_fill_add(float x, float y) {
 #endif
 }
 
-// The value of element i before storage (shared by both implementations).
+// The value of element i of the fill before storage (shared by both implementations; out[i − first]).
 GOSSAMER_HOST_DEVICE inline float random_fill_value(const RandomFillParams& p, int64_t i) {
   float u[4];
   for (int j = 0; j < 4; ++j) {

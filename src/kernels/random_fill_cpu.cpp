@@ -5,7 +5,7 @@ namespace gossamer::kernels {
 
 void random_fill_cpu(const RandomFillParams& p) {
   for (int64_t i = 0; i < p.count; ++i) {
-    const float v = random_fill_value(p, i);
+    const float v = random_fill_value(p, p.first + i);
     switch (p.type) {
       case RandomFillType::kF32: static_cast<float*>(p.out)[i] = v; break;
       case RandomFillType::kBf16: static_cast<uint16_t*>(p.out)[i] = float_to_bf16(v); break;

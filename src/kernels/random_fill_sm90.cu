@@ -17,7 +17,7 @@ __device__ __forceinline__ uint8_t to_fp8(float v) {
 __global__ void random_fill_kernel(const RandomFillParams p) {
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < p.count; i += stride) {
-    const float v = random_fill_value(p, i);
+    const float v = random_fill_value(p, p.first + i);
     switch (p.type) {
       case RandomFillType::kF32: static_cast<float*>(p.out)[i] = v; break;
       case RandomFillType::kBf16: {
@@ -34,6 +34,7 @@ __global__ void random_fill_kernel(const RandomFillParams p) {
 
 void launch_random_fill(const RandomFillParams& p, cudaStream_t stream) {
   GOSSAMER_CHECK(p.count >= 0 && (p.count == 0 || p.out != nullptr), "random_fill: null output");
+  GOSSAMER_CHECK(p.first >= 0, "random_fill: negative first element");
   if (p.count == 0) return;
   const int blocks = static_cast<int>(std::min<int64_t>(ceil_div<int64_t>(p.count, 256), 132 * 32));
   random_fill_kernel<<<blocks, 256, 0, stream>>>(p);

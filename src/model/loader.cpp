@@ -195,7 +195,8 @@ std::unique_ptr<Model> make_cuda_rank(const GptOssConfig& config, const GptOssWe
 }
 
 // `--load-format dummy` on a rank: random weights of the rank's shapes made on its GPU. Every rank draws
-// the same stream, so the replicated tensors (norms, router, embeddings) agree across ranks.
+// the same stream, so the replicated tensors (norms, router) agree across ranks, and its embedding rows are
+// the unsharded dummy embedding's (CudaWeights::random).
 std::unique_ptr<Model> make_cuda_dummy_rank(const GptOssConfig& config, uint64_t seed, const ModelOptions& options) {
   validate_layout(options.layout, config, gpus_for_layout(options));
   cuda::CudaOptions cuda = cuda_options(options);

@@ -109,7 +109,7 @@ RankWeights shard_weights(const GptOssConfig& config, const GptOssWeights& weigh
         " intermediate columns per rank, not a multiple of the MXFP4 group of 32 (use --enable-expert-parallel)");
   }
   out.config = shard_config(config, s);
-  out.weights.embedding = weights.embedding;
+  out.weights.embedding = leading_slice(weights.embedding, s.vocab.begin, s.vocab.size());
   out.weights.final_norm = weights.final_norm;
   out.weights.unembedding = leading_slice(weights.unembedding, s.vocab.begin, s.vocab.size());
   const int64_t q0 = s.q_heads.begin * head_dim, q_width = s.q_heads.size() * head_dim;

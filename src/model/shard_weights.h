@@ -5,8 +5,9 @@
 //
 // The rank's config has its local query/KV heads and (TP-MoE) its local intermediate size; experts stay
 // numbered globally (the router is replicated), the rank's experts are [shard.experts) (EP) or all.
-// Views: q/k/v rows and biases, sinks, expert ranges and their biases (EP), norms, router, the embedding
-// (replicated) and the unembedding's rows [shard.vocab) (vocab-parallel: the ranks gather their logits). Materialised:
+// Views: q/k/v rows and biases, sinks, expert ranges and their biases (EP), norms, router, and the rows
+// [shard.vocab) of the embedding and the unembedding (vocab-parallel: the ranks sum their embedding rows and
+// gather their logits). Materialised:
 // o_proj's column slice, TP-MoE's gate_up rows / down columns per expert (MXFP4, so the local intermediate must be a
 // multiple of 32), and zero biases where only rank 0 adds the replicated bias (o_proj; down in TP-MoE).
 //

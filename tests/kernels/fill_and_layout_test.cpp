@@ -34,6 +34,12 @@ RandomFillParams params(RandomFillType type, RandomDist dist, float a, float b, 
   return p;
 }
 
+// The fill's elements [first, first + count): a vocab-parallel rank's embedding rows.
+RandomFillParams sliced(RandomFillParams p, int64_t first) {
+  p.first = first;
+  return p;
+}
+
 // CPU only: the normal fill has the asked mean and spread, the uniform one stays in range, fp8 codes
 // are never NaN, and the seed decides everything.
 TEST(RandomFill, DistributionsAndSeeds) {
@@ -59,6 +65,27 @@ TEST(RandomFill, DistributionsAndSeeds) {
   EXPECT_NE(fill_cpu<uint16_t>(params(RandomFillType::kBf16, RandomDist::kNormal, 1.0f, 0.1f, n, 70)), normal);
 }
 
+// CPU only: a fill started at element `first` (a vocab-parallel rank's embedding rows) has exactly the
+// bits of those elements of the whole fill, for every type and distribution.
+TEST(RandomFill, SliceHasTheWholeFillsBits) {
+  const int64_t n = 10007, first = 2880 * 3 + 5, count = 1234;
+  for (const auto& p : {params(RandomFillType::kBf16, RandomDist::kNormal, 0.0f, 1.0f, n, 11),
+                        params(RandomFillType::kF32, RandomDist::kUniform, -2.0f, 4.0f, n, 12),
+                        params(RandomFillType::kFp8E4M3, RandomDist::kNormal, 0.0f, 0.02f, n, 13, 5000.0f)}) {
+    const size_t size = p.type == RandomFillType::kF32 ? 4 : p.type == RandomFillType::kBf16 ? 2 : 1;
+    std::vector<uint8_t> all(static_cast<size_t>(n) * size), part(static_cast<size_t>(count) * size);
+    RandomFillParams q = p;  // elements [0, n), then [first, first + count) of the same fill
+    q.out = all.data();
+    random_fill_cpu(q);
+    q.out = part.data();
+    q.count = count;
+    q.first = first;
+    random_fill_cpu(q);
+    EXPECT_TRUE(std::equal(part.begin(), part.end(), all.begin() + first * static_cast<int64_t>(size)))
+        << "type " << static_cast<int>(p.type);
+  }
+}
+
 TEST(RandomFillKernel, MatchesReferenceBitExactly) {
   GOSSAMER_REQUIRE_GPU();
   const int64_t n = 1000003;
@@ -67,7 +94,8 @@ TEST(RandomFillKernel, MatchesReferenceBitExactly) {
         params(RandomFillType::kF32, RandomDist::kNormal, 0.5f, 3.0f, n, 2),
         params(RandomFillType::kBf16, RandomDist::kNormal, 0.0f, 0.02f, n, 3),
         params(RandomFillType::kFp8E4M3, RandomDist::kNormal, 0.0f, 0.0186f, n, 4, 1.0f / (4 * 0.0186f / 448)),
-        params(RandomFillType::kFp8E4M3, RandomDist::kUniform, -1e-6f, 1e-6f, n, 5, 1000.0f)}) {
+        params(RandomFillType::kFp8E4M3, RandomDist::kUniform, -1e-6f, 1e-6f, n, 5, 1000.0f),
+        sliced(params(RandomFillType::kBf16, RandomDist::kNormal, 0.0f, 1.0f, n, 6), 2880 * 100544)}) {
     const size_t bytes = static_cast<size_t>(n) * (p.type == RandomFillType::kF32    ? 4
                                                    : p.type == RandomFillType::kBf16 ? 2
                                                                                      : 1);
@@ -79,7 +107,8 @@ TEST(RandomFillKernel, MatchesReferenceBitExactly) {
     std::vector<uint8_t> want(bytes);
     q.out = want.data();
     random_fill_cpu(q);
-    EXPECT_EQ(device.download(), want) << "type " << static_cast<int>(p.type) << " dist " << static_cast<int>(p.dist);
+    EXPECT_EQ(device.download(), want) << "type " << static_cast<int>(p.type) << " dist " << static_cast<int>(p.dist)
+                                       << " first " << p.first;
   }
 }
 

@@ -2,6 +2,7 @@
 // activation quantization and MXFP4 → FP8 conversion against their CPU references; RMSNorm and RoPE at the
 // bench's gpt-oss cases (gpt_oss_cases.h) and at edge shapes.
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "gpt_oss_cases.h"
@@ -291,6 +292,73 @@ TEST(EmbeddingKernel, GathersRows) {
   embedding_cpu(c);
   EXPECT_EQ(dout.download(), ref);
   report("embedding", "37x2880", 0.0, 0.0);
+}
+
+// Vocab-parallel slices (model/sharding.h: rank r holds rows [r·⌈V/world⌉, min(V, (r+1)·⌈V/world⌉))): each
+// rank's table is its slice, every output row is written (poisoned before), tokens of the slice get their
+// row of the whole table and every other id (other ranks', negative, past V, the int32 extremes) zeros;
+// the ranks' outputs summed are the whole lookup, exactly. Vocabularies not a multiple of the world size
+// give a shorter last slice; 201,088 rows at TP8 are gpt-oss's slices (25,136 rows each; hidden 64 here).
+TEST(EmbeddingKernel, VocabSliceZerosOtherRanksTokens) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(4);
+  struct Case {
+    int vocab, hidden, world, tokens;
+  };
+  for (const auto& [vocab, hidden, world, tokens] :
+       {Case{1000, 2880, 3, 61}, Case{1001, 256, 2, 40}, Case{1000, 64, 4, 300}, Case{201088, 64, 8, 24}}) {
+    const std::string name = std::to_string(vocab) + "x" + std::to_string(hidden) + " TP" + std::to_string(world) +
+                             " " + std::to_string(tokens);
+    const auto table = random_bf16(size_t(vocab) * hidden, rng);
+    const int shard = (vocab + world - 1) / world;
+    std::vector<int32_t> ids(tokens);
+    std::uniform_int_distribution<int> d(0, vocab - 1);
+    for (auto& x : ids) x = d(rng);
+    ids[0] = 0;
+    ids[1] = vocab - 1;  // the last slice's last row
+    ids[2] = shard;      // rank 1's first row
+    ids[3] = shard - 1;  // rank 0's last row
+    ids[4] = -1;         // never anyone's
+    ids[5] = vocab;      // past the last slice
+    ids[6] = std::numeric_limits<int32_t>::min();
+    ids[7] = std::numeric_limits<int32_t>::max();
+    DeviceBuffer<int32_t> dids(ids);
+    std::vector<float> sum(size_t(tokens) * hidden, 0.0f);
+    for (int rank = 0; rank < world; ++rank) {
+      const int begin = std::min(vocab, rank * shard), rows = std::min(vocab, begin + shard) - begin;
+      const std::vector<uint16_t> slice(table.begin() + int64_t{begin} * hidden,
+                                        table.begin() + int64_t{begin + rows} * hidden);
+      DeviceBuffer<uint16_t> dt(slice), dout(size_t(tokens) * hidden);
+      dout.poison();
+      EmbeddingParams p{dt.get(), dids.get(), dout.get(), tokens, hidden, rows, begin};
+      launch_embedding(p, nullptr);
+      std::vector<uint16_t> ref(dout.size());
+      EmbeddingParams c{slice.data(), ids.data(), ref.data(), tokens, hidden, rows, begin};
+      embedding_cpu(c);
+      const std::vector<uint16_t> got = dout.download();
+      EXPECT_EQ(got, ref) << name << " rank " << rank;
+      for (int t = 0; t < tokens; ++t) {
+        const bool mine = ids[t] >= begin && ids[t] < begin + rows;
+        const uint16_t* row = got.data() + size_t(t) * hidden;
+        const uint16_t* want = table.data() + (mine ? size_t(ids[t]) * hidden : 0);
+        for (int h = 0; h < hidden; ++h) {
+          if (mine ? row[h] != want[h] : row[h] != 0) {
+            ADD_FAILURE() << name << " rank " << rank << " token " << t << " (id " << ids[t] << ") column " << h;
+            break;
+          }
+          sum[size_t(t) * hidden + h] += bf16_to_float(row[h]);
+        }
+      }
+    }
+    for (int t = 0; t < tokens; ++t) {  // the group's sum: the whole table's row, or zeros for no one's id
+      const bool anyone = ids[t] >= 0 && ids[t] < vocab;
+      for (int h = 0; h < hidden; h += 7) {
+        ASSERT_EQ(sum[size_t(t) * hidden + h], anyone ? bf16_to_float(table[size_t(ids[t]) * hidden + h]) : 0.0f)
+            << name << " token " << t;
+      }
+    }
+    report("embedding slices", name, 0.0, 0.0);
+  }
 }
 
 // Async scheduling's pending-token feed: the listed ids take the previous step's drawn tokens, the rest stay.

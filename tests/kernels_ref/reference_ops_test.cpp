@@ -2,7 +2,9 @@
 // without CUDA, so these run everywhere; tests/kernels compares the CUDA kernels against the same functions.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <tuple>
 #include <vector>
@@ -10,6 +12,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "kernels/attention.h"
+#include "kernels/embedding.h"
 #include "kernels/fp8_tiled.h"
 #include "kernels/moe.h"
 #include "kernels/quantize_fp8.h"
@@ -184,6 +187,42 @@ TEST(Fp8Tiled, FromTiledInvertsToTiled) {
     fp8_to_tiled_cpu(w.data(), tiled.data(), groups, n, k);
     fp8_from_tiled_cpu(tiled.data(), back.data(), groups, n, k);
     EXPECT_EQ(back, w) << groups << "x" << n << "x" << k;
+  }
+}
+
+// The embedding over a vocab-parallel slice: rows [vocab_begin, vocab_begin + vocab) of a 7-row vocabulary
+// split as ⌈7/3⌉ = 3, 3, 1 rows (the last slice short). Row v of the whole table is v+1 in every column;
+// every output row is written (poisoned before), other slices' ids, −1, 7 and the int32 extremes give zeros,
+// and the three slices' outputs summed are the whole table's lookup.
+TEST(EmbeddingSlice, OwnRowsAndZerosElsewhere) {
+  const int vocab = 7, hidden = 8, world = 3, shard = 3;
+  std::vector<uint16_t> table(vocab * hidden);
+  for (int v = 0; v < vocab; ++v) std::fill_n(table.begin() + v * hidden, hidden, float_to_bf16(float(v + 1)));
+  const std::vector<int32_t> ids = {
+      0, 2, 3, 5, 6, -1, 7, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max(), 4};
+  const int tokens = static_cast<int>(ids.size());
+  std::vector<float> sum(ids.size(), 0.0f);
+  for (int rank = 0; rank < world; ++rank) {
+    const int begin = rank * shard, rows = std::min(vocab, begin + shard) - begin;
+    ASSERT_EQ(rows, rank < 2 ? 3 : 1);
+    std::vector<uint16_t> out(ids.size() * hidden, 0x7FC1);  // NaN: must be overwritten
+    EmbeddingParams p{table.data() + begin * hidden, ids.data(), out.data(), tokens, hidden, rows, begin};
+    embedding_cpu(p);
+    for (int t = 0; t < tokens; ++t) {
+      const bool mine = ids[t] >= begin && ids[t] < begin + rows;
+      const float want = mine ? float(ids[t] + 1) : 0.0f;
+      for (int h = 0; h < hidden; ++h) {
+        ASSERT_EQ(bf16_to_float(out[t * hidden + h]), want) << "rank " << rank << " id " << ids[t];
+      }
+      sum[t] += bf16_to_float(out[t * hidden]);
+    }
+  }
+  EXPECT_EQ(sum, (std::vector<float>{1, 3, 4, 6, 7, 0, 0, 0, 0, 5}));
+  // The unsliced table (vocab_begin 0) is the plain lookup, as the final-rows gather uses it.
+  std::vector<uint16_t> whole(ids.size() * hidden, 0x7FC1);
+  embedding_cpu(EmbeddingParams{table.data(), ids.data(), whole.data(), tokens, hidden, vocab});
+  for (int t = 0; t < tokens; ++t) {
+    EXPECT_EQ(bf16_to_float(whole[t * hidden + 3]), ids[t] >= 0 && ids[t] < vocab ? float(ids[t] + 1) : 0.0f);
   }
 }
 

@@ -2,7 +2,9 @@
 // each rank holds half the attention heads and half of every expert (TP) or half the experts (EP), and
 // the partial outputs are summed through the IPC all-reduce. Against the float32 golden of the
 // conditioned tiny checkpoint the logits keep the single-GPU bounds (bf16 ≤ 2e-2 relative L2, ≥ 98% same
-// argmax; fp8 ≤ 6e-2, ≥ 95%), prefill and decode (graphs), and both ranks' logits are bitwise equal.
+// argmax; fp8 ≤ 6e-2, ≥ 95%), prefill and decode (graphs), and both ranks' logits are bitwise equal. The
+// embedding is vocab-parallel too: each rank uploads only its half of the rows (checked from its log), looks
+// up the tokens of its half and the group sums the rows; the golden tokens fall in both halves.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -20,6 +22,7 @@
 #include "../model/golden_test.h"
 #include "gpu_test_util.h"
 #include "model/dummy_checkpoint.h"
+#include "model/sharding.h"
 #include "run_binary.h"
 
 namespace gossamer::model {
@@ -36,6 +39,22 @@ struct TpCase {
   bool expert_parallel;
   std::string weights;
 };
+
+// The number after `key ` in a worker's log (its "embedding_rows N weight_bytes B" line), −1 without one.
+int64_t logged_value(const std::string& log, const std::string& key) {
+  const size_t at = log.find(key + " ");
+  return at == std::string::npos ? -1 : std::stoll(log.substr(at + key.size() + 1));
+}
+
+// Rows of the embedding each rank of `layout` should hold, checked against the workers' logs.
+void expect_vocab_slices(const ParallelLayout& layout, const std::vector<std::string>& logs) {
+  const GptOssConfig config = preset_config("tiny");
+  for (int32_t rank = 0; rank < layout.tensor_parallel; ++rank) {
+    EXPECT_EQ(logged_value(logs[static_cast<size_t>(rank)], "embedding_rows"),
+              shard_for(layout, config, rank).vocab.size())
+        << "rank " << rank << " of " << layout.describe() << " must upload only its vocabulary rows of the embedding";
+  }
+}
 
 void PrintTo(const TpCase& c, std::ostream* out) {
   *out << (c.expert_parallel ? "EP2 " : "TP2 ") << c.weights;
@@ -75,6 +94,7 @@ TEST_P(TpModelGpuTest, TwoRanksOnOneGpuKeepTheSingleGpuBounds) {
     pids.push_back(start_logged(args, log));
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+  std::vector<std::string> logs;
   for (int rank = 0; rank < 2; ++rank) {
     const int status = wait_until(pids[static_cast<size_t>(rank)], deadline);
     std::ifstream in(dir / ("rank" + std::to_string(rank) + ".log"));
@@ -82,6 +102,18 @@ TEST_P(TpModelGpuTest, TwoRanksOnOneGpuKeepTheSingleGpuBounds) {
     text << in.rdbuf();
     ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "rank " << rank << ":\n" << text.str();
     std::printf("%s", text.str().c_str());
+    logs.push_back(text.str());
+  }
+  expect_vocab_slices(ParallelLayout{2, GetParam().expert_parallel, 1}, logs);
+  {  // both ranks' embedding rows are looked up: the tokens fall in both halves of the vocabulary
+    const auto sequences = testing::golden_tokens("tiny_conditioned");
+    const int64_t half = vocab_shard_rows(ParallelLayout{2, false, 1}, preset_config("tiny"));
+    int64_t low = 0, high = 0;
+    for (const auto& sequence : sequences) {
+      for (const int32_t token : sequence) (token < half ? low : high) += 1;
+    }
+    ASSERT_GT(low, 0);
+    ASSERT_GT(high, 0);
   }
   const NpyArray ref = testing::golden_logits("tiny_conditioned");
   const NpyArray rank0 = read_npy_f32((dir / "rank0.npy").string());
@@ -121,6 +153,7 @@ TEST(TpModelGpuSamplingTest, SlicesDrawTheGatheredArgmaxOnEveryRank) {
   write_dummy_checkpoint(preset_config("tiny"), 0, (dir / "model").string(), DummyInit::kConditioned);
   const std::string tokens = testing::golden_dir() + "/tiny_conditioned_tokens.json";
   auto run_group = [&](int world) {
+    std::vector<std::string> logs;
     const int port = free_port();
     std::vector<pid_t> pids;
     for (int rank = 0; rank < world; ++rank) {
@@ -154,7 +187,9 @@ TEST(TpModelGpuSamplingTest, SlicesDrawTheGatheredArgmaxOnEveryRank) {
       text << in.rdbuf();
       EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "world " << world << " rank " << rank << ":\n"
                                                                  << text.str();
+      logs.push_back(text.str());
     }
+    expect_vocab_slices(ParallelLayout{world, false, 1}, logs);  // TP1: the whole vocabulary
   };
   run_group(1);
   run_group(2);

@@ -83,8 +83,9 @@ CudaModel::CudaModel(GptOssConfig config, const GptOssWeights& host_weights, Cud
 
 CudaModel::CudaModel(GptOssConfig config, RandomWeights random, CudaOptions options)
     : CudaModel(std::move(config), options, [&](const GptOssConfig& c) {
-        return CudaWeights::random(c, random.seed, options.weights, options.num_local_experts,
-                                   options.vocab_shard_rows > 0 ? options.vocab_rows : 0);
+        // NOTE: called by the target constructor once options_ is set, so vocab_begin() is valid here.
+        return CudaWeights::random(c, random.seed, options.weights, options.num_local_experts, vocab_begin(),
+                                   vocab_parallel() ? options.vocab_rows : 0);
       }) {}
 
 CudaModel::CudaModel(GptOssConfig config, CudaOptions options,
@@ -100,6 +101,14 @@ CudaModel::CudaModel(GptOssConfig config, CudaOptions options,
   GOSSAMER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   for (StepSlot& slot : slots_) GOSSAMER_CUDA_CHECK(cudaEventCreateWithFlags(&slot.done, cudaEventDisableTiming));
   weights_ = make(config_);
+  const int64_t vocab_rows = vocab_parallel() ? options_.vocab_rows : config_.vocab_size;
+  GOSSAMER_CHECK(weights_.embedding_rows == vocab_rows && weights_.unembedding.n == vocab_rows &&
+                     vocab_begin() + vocab_rows <= config_.vocab_size &&
+                     (!vocab_parallel() || vocab_rows <= options_.vocab_shard_rows),
+                 "cuda backend: the embedding has ", weights_.embedding_rows, " rows and the unembedding ",
+                 weights_.unembedding.n, ", this ", vocab_parallel() ? "vocab-parallel rank" : "model", " needs ",
+                 vocab_rows, " (vocabulary rows [", vocab_begin(), ", ", vocab_begin() + vocab_rows, ") of ",
+                 config_.vocab_size, ")");
   if (options_.cublaslt_dense) add_row_major_copies();
   rope_ = RopeTables::from_config(config_);
   if (weights_.format == WeightFormat::kMxfp4) {

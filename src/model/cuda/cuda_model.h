@@ -62,14 +62,17 @@ struct CudaOptions {
   std::shared_ptr<comm::Communicator> comm;
   int expert_begin = 0;
   int num_local_experts = 0;
-  // Vocab-parallel unembedding (with comm): this rank's unembedding holds vocabulary rows
-  // [rank · vocab_shard_rows, …) (model/sharding.h), so it computes those logits. Sampled steps whose rows
+  // Vocab-parallel embedding and unembedding (with comm): this rank's embedding and unembedding hold
+  // vocabulary rows [rank · vocab_shard_rows, + vocab_rows) (model/sharding.h; the constructor checks the
+  // weights' rows). The embedding looks up the step's tokens in its rows (zeros for the others' tokens) and
+  // the group sums the [tokens, hidden] rows (one more all-reduce per step, exact: x + 0 = x). The
+  // unembedding computes this rank's logits. Sampled steps whose rows
   // have no penalties, logprobs or token masks sample on the slices (kernels/vocab_sampling.h: per-row
   // records cross ranks, never the logits); a step with any such row, and forward()'s logits, gather every
   // rank's slice into the full [rows, vocab] (all_gather, or on a group without one a sum of zero-padded
   // slots: exact) and run the single-device sampler over all its rows (the same rule). 0 = this rank holds
-  // the whole unembedding. vocab_rows: this rank's own rows (model/sharding.h RankShard::vocab; random
-  // weights are made of that size).
+  // the whole embedding and unembedding (no all-reduce of the embedding). vocab_rows: this rank's own rows
+  // (model/sharding.h RankShard::vocab; random weights are made of that size).
   int64_t vocab_shard_rows = 0;
   int64_t vocab_rows = 0;
   // FP8 qkv/o linears of more rows than the decode GEMV takes run on cuBLASLt where it has an algorithm
@@ -143,6 +146,8 @@ class CudaModel final : public Model {
   PhaseSeconds last_phase_seconds() override;
 
   uint64_t weight_bytes() const override { return weights_.device_bytes; }
+  // Vocabulary rows of the embedding on this GPU: config().vocab_size, or this rank's vocab_rows.
+  int64_t embedding_rows() const { return weights_.embedding_rows; }
   WeightFormat weight_format() const { return weights_.format; }
   // Waits for the GPU (for timing).
   void synchronize() const;
@@ -280,6 +285,8 @@ class CudaModel final : public Model {
   // masses and picks) instead of the [rows, vocab] logits. Greedy rows: exactly the single-device token.
   void sample_vocab_slices(int num_rows, const VocabSampledRows& rows);
   bool vocab_parallel() const { return options_.comm != nullptr && options_.vocab_shard_rows > 0; }
+  // The first vocabulary row this rank's embedding and unembedding hold (0 unless vocab_parallel()).
+  int64_t vocab_begin() const { return vocab_parallel() ? options_.comm->rank() * options_.vocab_shard_rows : 0; }
   void mark(StepPhase phase) {
     if (phase_timer_) phase_timer_->mark(phase, stream_);
   }

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/dtype.h"
+#include "core/error.h"
 #include "core/log.h"
 #include "kernels/fp8_tiled.h"
 #include "kernels/mxfp4_tiled.h"
@@ -20,9 +21,10 @@ class RandomBuilder {
  public:
   RandomBuilder(uint64_t seed, uint64_t& counter) : seed_(seed), counter_(counter) {}
 
-  // [count] elements, normal(mean, std) (or uniform [a, b)) in `type`.
+  // [count] elements, normal(mean, std) (or uniform [a, b)) in `type`: elements [first, first + count) of
+  // the fill this call's seed draws (random_fill.h).
   DeviceBuffer fill(int64_t count, kernels::RandomFillType type, kernels::RandomDist dist, float a, float b,
-                    float inv_scale = 1.0f) {
+                    float inv_scale = 1.0f, int64_t first = 0) {
     const size_t bytes = static_cast<size_t>(count) * (type == kernels::RandomFillType::kF32    ? 4
                                                        : type == kernels::RandomFillType::kBf16 ? 2
                                                                                                 : 1);
@@ -36,12 +38,13 @@ class RandomBuilder {
     p.b = b;
     p.inv_scale = inv_scale;
     p.seed = next_seed();
+    p.first = first;
     kernels::launch_random_fill(p, nullptr);
     counter_ += buffer.bytes();
     return buffer;
   }
-  DeviceBuffer bf16(int64_t count, float mean, float std) {
-    return fill(count, kernels::RandomFillType::kBf16, kernels::RandomDist::kNormal, mean, std);
+  DeviceBuffer bf16(int64_t count, float mean, float std, int64_t first = 0) {
+    return fill(count, kernels::RandomFillType::kBf16, kernels::RandomDist::kNormal, mean, std, 1.0f, first);
   }
   // `groups` stacked [rows, cols] matrices with entries of standard deviation `std`: fp8 tile-major with a
   // constant block scale, or bf16 row-major.
@@ -108,7 +111,7 @@ class RandomBuilder {
 }  // namespace
 
 CudaWeights CudaWeights::random(const GptOssConfig& config, uint64_t seed, WeightFormat format, int num_local_experts,
-                                int64_t unembedding_rows) {
+                                int64_t vocab_begin, int64_t vocab_rows) {
   const auto start = std::chrono::steady_clock::now();
   CudaWeights weights;
   weights.format = format;
@@ -117,10 +120,15 @@ CudaWeights CudaWeights::random(const GptOssConfig& config, uint64_t seed, Weigh
   RandomBuilder make(seed, weights.device_bytes);
   const int64_t hidden = config.hidden_size, inter = config.intermediate_size, experts = config.num_experts;
   const float inv_sqrt_hidden = 1.0f / std::sqrt(static_cast<float>(hidden));
-  weights.embedding = make.bf16(int64_t{config.vocab_size} * hidden, 0.0f, 1.0f);
+  const int64_t rows = vocab_rows > 0 ? vocab_rows : config.vocab_size;
+  GOSSAMER_CHECK(vocab_rows >= 0 && vocab_begin >= 0 && vocab_begin + rows <= config.vocab_size,
+                 "random weights: vocabulary rows [", vocab_begin, ", ", vocab_begin + rows, ") outside [0, ",
+                 config.vocab_size, ")");
+  // [rows, hidden] bf16: rows [vocab_begin, vocab_begin + rows) of the whole vocabulary's fill
+  weights.embedding = make.bf16(rows * hidden, 0.0f, 1.0f, vocab_begin * hidden);
+  weights.embedding_rows = rows;
   weights.final_norm = make.bf16(hidden, 1.0f, 0.1f);
-  weights.unembedding =
-      make.linear(unembedding_rows > 0 ? unembedding_rows : config.vocab_size, hidden, inv_sqrt_hidden, fp8, false);
+  weights.unembedding = make.linear(rows, hidden, inv_sqrt_hidden, fp8, false);
   for (int layer = 0; layer < config.num_layers; ++layer) {
     CudaLayer l;
     l.attn_norm = make.bf16(hidden, 1.0f, 0.1f);

@@ -243,16 +243,21 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
   const int t = plan.num_tokens, hidden = config_.hidden_size;
   auto bf16 = [](const DeviceBuffer& buffer) { return buffer.get<uint16_t>(); };
 
-  // ---- embedding: residual [T, hidden] bf16 ----
+  // ---- embedding: residual [T, hidden] bf16; vocab-parallel: this rank's rows of its own tokens, zeros for
+  //      the others', summed over the group (exact: each row comes from one rank, the others add zeros) ----
   mark(StepPhase::kEmbedding);
   kernels::EmbeddingParams embed;
-  embed.table = bf16(weights_.embedding);
+  embed.table = bf16(weights_.embedding);  // [embedding_rows, hidden] bf16: vocabulary rows from vocab_begin()
   embed.ids = dev + plan.ids;
   embed.out = bf16(residual_);
   embed.num_tokens = t;
   embed.hidden = hidden;
-  embed.vocab = config_.vocab_size;
+  embed.vocab = static_cast<int>(weights_.embedding_rows);
+  embed.vocab_begin = static_cast<int>(vocab_begin());
   kernels::launch_embedding(embed, stream_);
+  if (vocab_parallel()) {
+    options_.comm->all_reduce(residual_.get(), int64_t{t} * hidden, DType::kBF16, comm::ReduceOp::kSum, stream_);
+  }
 
   kernels::RopeParams rope;
   rope.qkv_stride = config_.qkv_width();

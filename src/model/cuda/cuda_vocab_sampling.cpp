@@ -54,7 +54,7 @@ void CudaModel::sample_vocab_slices(int num_rows, const VocabSampledRows& rows) 
   slice.logits = vocab_local_.get<uint16_t>();  // [rows, local vocab] bf16
   slice.ld = weights_.unembedding.n;
   slice.num_cols = static_cast<int>(weights_.unembedding.n);
-  slice.vocab_begin = static_cast<int>(int64_t{comm.rank()} * options_.vocab_shard_rows);
+  slice.vocab_begin = static_cast<int>(vocab_begin());
   slice.rank = comm.rank();
   slice.world = world;
   slice.num_rows = num_rows;

@@ -234,7 +234,8 @@ CudaWeights CudaWeights::upload(const GptOssConfig& config, const GptOssWeights&
     if (format == WeightFormat::kMxfp4 || format == WeightFormat::kMxfp4Fp8) return mxfp4_experts(tensor, bias, bytes);
     return fp8 ? convert_experts(tensor, bias, bytes) : bf16_experts(tensor, bias, bytes);
   };
-  weights.embedding = upload_vector(to_bf16(host.embedding), bytes);
+  weights.embedding = upload_vector(to_bf16(host.embedding), bytes);  // [rows of the view, hidden] bf16
+  weights.embedding_rows = host.embedding.shape[0];
   weights.final_norm = upload_vector(to_bf16(host.final_norm), bytes);
   weights.unembedding = linear(StackedRows{{host.unembedding}}, {});
   for (int layer = 0; layer < config.num_layers; ++layer) {

@@ -76,9 +76,12 @@ DeviceExperts fp8_experts_of(const DeviceExperts& mxfp4, int64_t num_experts, in
                              uint64_t& counter);
 
 struct CudaWeights {
-  DeviceBuffer embedding;    // [vocab, hidden] bf16
+  // [embedding_rows, hidden] bf16: the whole vocabulary, or a vocab-parallel rank's rows of it
+  // (CudaOptions::vocab_shard_rows; the uploaded view or the random slice decides which).
+  DeviceBuffer embedding;
+  int64_t embedding_rows = 0;
   DeviceBuffer final_norm;   // [hidden] bf16
-  DeviceLinear unembedding;  // [vocab, hidden], no bias
+  DeviceLinear unembedding;  // [vocab or the rank's vocab rows, hidden], no bias
   std::vector<CudaLayer> layers;
   uint64_t device_bytes = 0;
   WeightFormat format = WeightFormat::kFp8;
@@ -91,9 +94,14 @@ struct CudaWeights {
   // are random MXFP4 experts converted (as a checkpoint's are), so every format holds the same expert values.
   // num_local_experts > 0: only that many experts' weights (a rank of an expert-parallel group; the
   // router still scores all config.num_experts).
-  // unembedding_rows: this rank's vocabulary rows (vocab-parallel), 0 = config.vocab_size.
+  // vocab_rows > 0: this rank holds vocabulary rows [vocab_begin, vocab_begin + vocab_rows) (vocab-parallel).
+  // Its embedding is exactly those rows of the unsharded random embedding (the same seed, the fill started
+  // at row vocab_begin: random_fill.h `first`); its unembedding is vocab_rows rows of its own draw, as every
+  // other sliced matrix (q/k/v, o, experts) is drawn at the shard's shape. Each rank makes the same
+  // sequence of fills whatever its shapes, so every tensor's seed, hence every replicated tensor (norms,
+  // router and its bias), agrees across ranks. 0 = the whole vocabulary.
   static CudaWeights random(const GptOssConfig& config, uint64_t seed, WeightFormat format, int num_local_experts = 0,
-                            int64_t unembedding_rows = 0);
+                            int64_t vocab_begin = 0, int64_t vocab_rows = 0);
 };
 
 }  // namespace gossamer::model::cuda

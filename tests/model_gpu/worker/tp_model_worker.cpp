@@ -2,7 +2,8 @@
 // tests/model_gpu/tp_model_gpu_test.cpp (both ranks may share one GPU: they reduce through the IPC
 // all-reduce). Loads its shard of a checkpoint (model/shard_weights.h), prefills every sequence of a
 // tokens JSON up to `prefix`, decodes the rest one token per step (the decode graphs), and writes the
-// logits of every position as float32 .npy [batch, length, vocab]. With --tokens-out it then runs the same
+// logits of every position as float32 .npy [batch, length, vocab], after a line with the rank's embedding rows
+// and weight bytes ("embedding_rows N weight_bytes B"). With --tokens-out it then runs the same
 // steps again as sampled steps (on a vocab-parallel group: sampled on the slices, kernels/vocab_sampling.h)
 // and writes the drawn tokens as float32 .npy [2, batch, length]: greedy, then temperature 0.8, top-k 40,
 // top-p 0.9 seeded by position. --world 1: the whole model on the GPU, no communicator (the TP1 reference).
@@ -76,6 +77,9 @@ int main(int argc, char** argv) {
       options.vocab_rows = shard.shard.vocab.size();
     }
     model::cuda::CudaModel model(shard.config, shard.weights, options);
+    // What the rank holds (the test reads these): its vocabulary rows of the embedding and its weight bytes.
+    std::printf("rank %d: embedding_rows %lld weight_bytes %llu\n", rank,
+                static_cast<long long>(model.embedding_rows()), static_cast<unsigned long long>(model.weight_bytes()));
 
     // ---- prefill `prefix` positions of every sequence, then one token per step ----
     const int64_t vocab = model.config().vocab_size, length = static_cast<int64_t>(tokens[0].size());
