@@ -9,10 +9,11 @@
 # "node_modules/tiktoken/encoders/o200k_base.json"]. Tests and
 # benches read their compiled-in paths under /work/main, so the checkout is linked there. Logs go to $OUT.
 #   bash bench/run_validation_h200.sh [all|tests|benches|prep]
-# tests: the kernel suite (four shards) beside the model/engine/comm suites, all at once (correctness
-# only, so they may share the GPU); benches: prefill (both dense GEMMs × both prefill attention kernels),
-# decode, the step breakdown, the attention kernels and the prefill GEMMs against cuBLASLt, alone on the GPU
-# (the tokenizer against tiktoken: bench/text/run_tokenizer_vs_tiktoken.sh).
+# tests: the kernel suite (four shards) beside the model/engine/comm/server suites, all at once (correctness
+# only, so they may share the GPU); benches: prefill with its phase breakdown, the MoE and prefill GEMMs
+# against cuBLASLt, the decode GEMV shapes and the fused QKV + RoPE GEMV, decode with and without that
+# fusion, and the step breakdown, alone on the GPU (each mode fits one 600 s call; the tokenizer against
+# tiktoken: bench/text/run_tokenizer_vs_tiktoken.sh).
 set -uo pipefail
 mode=${1:-all}
 cd "$(dirname "$0")/.."
@@ -61,21 +62,19 @@ run_tests() {
 }
 
 run_benches() {
-  for dense in gossamer cublaslt; do
-    for attn in mma wgmma; do
-      sec "bench prefill 20b, --dense-gemm $dense --prefill-attention $attn"
-      timeout 120 build/gossamer bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 32768 \
-        --repeats 3 --dense-gemm $dense --prefill-attention $attn
-    done
-  done
-  sec "attention kernels"
-  timeout 120 build/bench/kernels/gossamer_kernels_bench attention
-  sec "prefill GEMMs vs cuBLASLt"
+  sec "bench prefill 20b, the defaults, with the phase breakdown (#13)"
+  timeout 150 build/gossamer bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 32768 \
+    --repeats 3 --phases
+  sec "MoE and prefill GEMMs vs cuBLASLt (#13)"
+  timeout 120 build/bench/kernels/gossamer_kernels_bench moe
   timeout 120 build/bench/kernels/gossamer_kernels_bench gemm-large
-  sec "bench decode 20b fp8 / mxfp4"
-  for w in fp8 mxfp4; do
-    timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights $w \
-      --batch-sizes 1 8 64 --contexts 1024 8192 --steps 32
+  sec "decode GEMV launch shapes and the fused QKV + RoPE GEMV (#15)"
+  timeout 90 build/bench/kernels/gossamer_kernels_bench gemv-tune
+  timeout 60 build/bench/kernels/gossamer_kernels_bench gemv-rope
+  sec "bench decode 20b mxfp4+fp8, --no-fuse-qkv-rope / --fuse-qkv-rope (#15)"
+  for fuse in --no-fuse-qkv-rope --fuse-qkv-rope; do
+    timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
+      --batch-sizes 1 8 64 --contexts 1024 --steps 32 $fuse
   done
   sec "bench step 20b"
   timeout 150 build/gossamer bench step --load-format dummy --preset 20b --device cuda --context 1024 --steps 10 \
