@@ -16,6 +16,7 @@ class ThreadCommunicator final : public Communicator {
 
   void all_reduce(void* data, int64_t count, DType dtype, ReduceOp op, void*) override {
     GOSSAMER_CHECK(dtype == DType::kF32, "ThreadCommunicator::all_reduce supports f32, got ", name_of(dtype));
+    group_.bytes_sent_ += count * 4;
     if (group_.world_size_ == 1) return;
     // Phase 1: publish; phase 2: everyone read every input (in rank order); phase 3: write back.
     group_.slots_[static_cast<size_t>(rank_)] = data;
@@ -37,6 +38,7 @@ class ThreadCommunicator final : public Communicator {
   }
 
   void all_gather(const void* send, void* recv, int64_t bytes_per_rank, void*) override {
+    group_.bytes_sent_ += bytes_per_rank;
     group_.slots_[static_cast<size_t>(rank_)] = send;
     group_.arrive_and_wait(rank_, "all_gather");
     for (int r = 0; r < group_.world_size_; ++r) {

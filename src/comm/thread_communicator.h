@@ -7,6 +7,7 @@
 // the missing ranks (or the reason). Once aborted, a group stays failed; reset() re-arms it.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -26,6 +27,9 @@ class ThreadGroup {
   void abort(const std::string& reason);
   // Re-arms an aborted group (call only while no rank is inside a collective).
   void reset();
+  // The bytes the ranks have handed to all_reduce and all_gather so far, summed over ranks (what a test
+  // reads to see what a step communicates).
+  int64_t bytes_sent() const { return bytes_sent_.load(); }
 
  private:
   friend class ThreadCommunicator;
@@ -41,6 +45,7 @@ class ThreadGroup {
   int num_arrived_ = 0;
   std::string abort_reason_;        // non-empty: failed
   std::vector<const void*> slots_;  // per rank: the buffer it published for the current collective
+  std::atomic<int64_t> bytes_sent_ = 0;
   std::vector<std::unique_ptr<Communicator>> communicators_;
 };
 

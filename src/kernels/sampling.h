@@ -19,6 +19,7 @@
 #pragma once
 
 #include <bit>
+#include <cfloat>
 #include <cstdint>
 
 #include "core/cuda/cuda_types.h"  // cudaStream_t, GOSSAMER_HOST_DEVICE
@@ -90,7 +91,29 @@ GOSSAMER_HOST_DEVICE inline float penalized_logit(float z, int32_t count, float 
   return z - frequency * static_cast<float>(count) - (count > 0 ? presence : 0.0f);
 }
 
+// The top list's order: the higher logit first, ties → the lower token id.
+GOSSAMER_HOST_DEVICE inline bool sampling_top_before(float za, int32_t a, float zb, int32_t b) {
+  return za > zb || (za == zb && a < b);
+}
+
 void launch_sampling(const SamplingParams& p, CUstream_st* stream);
 void sampling_cpu(const SamplingParams& p);
+
+// The raw log-softmax's normaliser over a part of a row (the whole row, or one rank's vocab slice): the
+// part's max z and Σ exp(z − max) in double, the max starting at −DBL_MAX (so a part of −inf logits adds
+// nothing). A token's raw logprob is float(z − sampling_log_total(parts)); sampling_cpu takes the whole row
+// as one part, a vocab-parallel sampler one part per rank in rank order.
+struct LogitNormalizer {
+  double max = -DBL_MAX;
+  double sum = 0.0;
+};
+// z [num_cols] f32.
+LogitNormalizer sampling_normalizer_cpu(const float* z, int num_cols);
+// max_q + log(Σ_q sum_q · exp(max_q − max)) over parts [num_parts] in order, max the parts' largest; one
+// part gives its own max + log(sum) exactly.
+double sampling_log_total(const LogitNormalizer* parts, int num_parts);
+// ids [n] ← the first n tokens of z [num_cols] (column c is token id_begin + c) in the top list's order
+// (sampling_top_before); n ≤ num_cols. Merging every slice's first n in that order gives the row's first n.
+void sampling_top_ids_cpu(const float* z, int num_cols, int32_t id_begin, int n, int32_t* ids);
 
 }  // namespace gossamer::kernels

@@ -14,25 +14,40 @@ namespace {
 
 // Raw log-probabilities: the drawn token's and the row's top ones (by logit, ties → lowest index).
 void row_logprobs(const SamplingParams& p, int r, const float* z, int32_t token) {
-  double mx = -DBL_MAX;
-  for (int i = 0; i < p.vocab; ++i) mx = std::max(mx, static_cast<double>(z[i]));
-  double sum = 0;
-  for (int i = 0; i < p.vocab; ++i) sum += std::exp(static_cast<double>(z[i]) - mx);
-  const double log_total = mx + std::log(sum);
+  const LogitNormalizer whole = sampling_normalizer_cpu(z, p.vocab);
+  const double log_total = sampling_log_total(&whole, 1);
   p.out_logprobs[r] = static_cast<float>(static_cast<double>(z[token]) - log_total);
   const int n = p.num_top ? std::clamp(p.num_top[r], 0, std::min(kMaxTopLogprobs, p.vocab)) : 0;
   if (n == 0) return;
-  std::vector<int> order(p.vocab);
-  for (int i = 0; i < p.vocab; ++i) order[i] = i;
-  std::partial_sort(order.begin(), order.begin() + n, order.end(),
-                    [&](int a, int b) { return z[a] > z[b] || (z[a] == z[b] && a < b); });
-  for (int j = 0; j < n; ++j) {
-    p.out_top_tokens[r * kMaxTopLogprobs + j] = order[j];
-    p.out_top_logprobs[r * kMaxTopLogprobs + j] = static_cast<float>(static_cast<double>(z[order[j]]) - log_total);
-  }
+  int32_t* ids = p.out_top_tokens + r * kMaxTopLogprobs;
+  sampling_top_ids_cpu(z, p.vocab, 0, n, ids);
+  for (int j = 0; j < n; ++j)
+    p.out_top_logprobs[r * kMaxTopLogprobs + j] = static_cast<float>(static_cast<double>(z[ids[j]]) - log_total);
 }
 
 }  // namespace
+
+LogitNormalizer sampling_normalizer_cpu(const float* z, int num_cols) {
+  LogitNormalizer part;
+  for (int i = 0; i < num_cols; ++i) part.max = std::max(part.max, static_cast<double>(z[i]));
+  for (int i = 0; i < num_cols; ++i) part.sum += std::exp(static_cast<double>(z[i]) - part.max);
+  return part;
+}
+
+double sampling_log_total(const LogitNormalizer* parts, int num_parts) {
+  double max = -DBL_MAX, sum = 0.0;
+  for (int q = 0; q < num_parts; ++q) max = std::max(max, parts[q].max);
+  for (int q = 0; q < num_parts; ++q) sum += parts[q].sum * std::exp(parts[q].max - max);
+  return max + std::log(sum);
+}
+
+void sampling_top_ids_cpu(const float* z, int num_cols, int32_t id_begin, int n, int32_t* ids) {
+  std::vector<int32_t> order(static_cast<size_t>(num_cols));
+  for (int c = 0; c < num_cols; ++c) order[static_cast<size_t>(c)] = c;
+  std::partial_sort(order.begin(), order.begin() + n, order.end(),
+                    [&](int32_t a, int32_t b) { return sampling_top_before(z[a], a, z[b], b); });
+  for (int j = 0; j < n; ++j) ids[j] = id_begin + order[static_cast<size_t>(j)];
+}
 
 void sampling_cpu(const SamplingParams& p) {
   std::vector<uint32_t> keys(p.vocab);

@@ -1,4 +1,4 @@
-// Token-mask application (token_mask.h): one thread per logit, grid-stride over the vocabulary, one grid
+// Token-mask application (token_mask.h): one thread per logit, grid-stride over the row's columns, one grid
 // row (blockIdx.y) per batch row. The 32 lanes of a warp read the same mask word (one broadcast load) and
 // write 32 consecutive logits (one coalesced store where tokens are refused).
 #include <algorithm>
@@ -18,13 +18,14 @@ __global__ void token_mask_kernel(const TokenMaskParams p) {
   if (m < 0) return;
   const uint32_t* mask = p.masks + static_cast<int64_t>(m) * p.words;
   const int64_t base = static_cast<int64_t>(r) * p.vocab;
-  for (int32_t t = blockIdx.x * kThreads + threadIdx.x; t < p.vocab; t += gridDim.x * kThreads) {
+  for (int32_t c = blockIdx.x * kThreads + threadIdx.x; c < p.vocab; c += gridDim.x * kThreads) {
+    const int32_t t = p.vocab_begin + c;
     const uint32_t word = __ldg(mask + t / 32);
     if (((word >> (t % 32)) & 1u) != 0) continue;
     if (p.logits != nullptr) {
-      p.logits[base + t] = __int_as_float(0xff800000);  // -inf
+      p.logits[base + c] = __int_as_float(0xff800000);  // -inf
     } else {
-      p.logits_bf16[base + t] = 0xFF80;  // bf16 -inf
+      p.logits_bf16[base + c] = 0xFF80;  // bf16 -inf
     }
   }
 }
@@ -32,7 +33,9 @@ __global__ void token_mask_kernel(const TokenMaskParams p) {
 }  // namespace
 
 void launch_token_mask(const TokenMaskParams& p, cudaStream_t stream) {
-  GOSSAMER_CHECK(p.num_rows >= 0 && p.vocab >= 0 && int64_t{p.words} * 32 >= p.vocab, "token_mask: bad shape");
+  GOSSAMER_CHECK(p.num_rows >= 0 && p.vocab >= 0 && p.vocab_begin >= 0 &&
+                     int64_t{p.words} * 32 >= int64_t{p.vocab_begin} + p.vocab,
+                 "token_mask: bad shape");
   if (p.num_rows == 0 || p.vocab == 0) return;
   GOSSAMER_CHECK((p.logits != nullptr) != (p.logits_bf16 != nullptr) && p.masks != nullptr, "token_mask: null pointer");
   GOSSAMER_CHECK(p.num_rows <= 65535, "token_mask: at most 65,535 rows per launch");

@@ -3,8 +3,9 @@
 // vocabulary, and the group sums the small f32 records they write (comm all_reduce: it exists on every
 // group, the IPC-only ones of ranks sharing a GPU too). Never the [rows, vocab] logits cross ranks.
 //
-// The rule is kernels/sampling.h's, steps 1-4 (no penalties, logprobs or token masks: the caller keeps
-// those rows on the gathered logits). x = z (greedy) or z · (1 / temperature), keys k(x) as there.
+// The rule is kernels/sampling.h's, steps 1-4 (no penalties or logprobs: the caller keeps those rows on
+// the gathered logits; token masks are applied to the slice first, kernels/token_mask.h with vocab_begin,
+// and their −inf columns weigh nothing). x = z (greedy) or z · (1 / temperature), keys k(x) as there.
 //  1. local_max: slot `rank` of records ← (key >> 16, key & 0xFFFF, id) of this slice's largest key
 //     (lowest id on ties), the other slots ← 0; after the sum merge_max takes the largest (key, lowest id)
 //     over ranks (slices ascend with the rank): the greedy token, exactly the single-device one, and the

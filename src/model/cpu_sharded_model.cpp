@@ -4,10 +4,7 @@
 #include <thread>
 
 #include "core/error.h"
-#include "kernels/sampling.h"
-#include "kernels/token_mask.h"
 #include "model/batch_check.h"
-#include "model/host_sampling_batch.h"
 #include "model/sharded_sampling.h"
 
 namespace gossamer::model {
@@ -106,16 +103,6 @@ void CpuShardedModel::forward(const ForwardBatch& batch, std::vector<float>& log
 
 void CpuShardedModel::forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows,
                                      std::vector<int32_t>& tokens, std::vector<RowLogprobs>& logprobs) {
-  logprobs.assign(rows.size(), {});
-  // Penalties, logprobs and token masks need the whole row: gather the full logits and draw with the one
-  // rule's reference (kernels/sampling.h), which the vocab-parallel draw follows for the plain settings.
-  const bool whole_rows = std::any_of(rows.begin(), rows.end(), [](const RowSampling& row) {
-    return !row.penalty_tokens.empty() || row.num_top_logprobs >= 0 || row.token_mask != nullptr;
-  });
-  if (whole_rows) {
-    sample_full_rows(batch, rows, tokens, logprobs);
-    return;
-  }
   check_forward_batch(config_, num_blocks_, block_size_, batch, num_sliding_blocks_);
   const cpu::StepPlan step = cpu::plan_step(batch, block_size_, num_sliding_blocks_, rope_, config_.head_dim);
   GOSSAMER_CHECK(rows.size() == step.logit_rows.size(), "forward_sample: ", rows.size(), " sampling rows for ",
@@ -125,37 +112,12 @@ void CpuShardedModel::forward_sample(const ForwardBatch& batch, std::span<const 
     std::vector<float> local;
     CpuShardedRank& shard = *ranks_[static_cast<size_t>(rank)];
     shard.forward(step, batch, comm, local);
-    std::vector<int32_t> drawn = sample_vocab_parallel(local.data(), static_cast<int64_t>(rows.size()), padded,
-                                                       shard.shard().vocab, config_.vocab_size, rows, comm);
-    if (rank == 0) tokens = std::move(drawn);
+    VocabParallelSample drawn = sample_vocab_parallel(local.data(), static_cast<int64_t>(rows.size()), padded,
+                                                      shard.shard().vocab, config_.vocab_size, rows, comm);
+    if (rank != 0) return;
+    tokens = std::move(drawn.tokens);
+    logprobs = std::move(drawn.logprobs);
   });
-}
-
-void CpuShardedModel::sample_full_rows(const ForwardBatch& batch, std::span<const RowSampling> rows,
-                                       std::vector<int32_t>& tokens, std::vector<RowLogprobs>& logprobs) {
-  std::vector<float> logits;
-  forward(batch, logits);
-  const int n = static_cast<int>(rows.size()), vocab = config_.vocab_size;
-  GOSSAMER_CHECK(logits.size() == static_cast<size_t>(n) * static_cast<size_t>(vocab), "forward_sample: ", n,
-                 " sampling rows for ", logits.size() / static_cast<size_t>(vocab), " logits rows");
-  for (int r = 0; r < n; ++r) {
-    const uint32_t* token_mask = rows[static_cast<size_t>(r)].token_mask;
-    if (token_mask != nullptr) {  // refused tokens are -inf before everything else
-      kernels::TokenMaskParams mask;
-      mask.logits = logits.data() + static_cast<size_t>(r) * static_cast<size_t>(vocab);
-      mask.masks = token_mask;
-      mask.num_rows = 1;
-      mask.vocab = vocab;
-      mask.words = (vocab + 31) / 32;
-      kernels::token_mask_cpu(mask);
-    }
-  }
-  HostSamplingBatch sampling(rows, vocab);
-  kernels::sampling_cpu(sampling.params(logits.data()));
-  tokens = sampling.tokens;
-  for (int r = 0; r < n; ++r) {
-    if (rows[static_cast<size_t>(r)].num_top_logprobs >= 0) logprobs[static_cast<size_t>(r)] = sampling.logprobs(r);
-  }
 }
 
 }  // namespace gossamer::model

@@ -4,9 +4,10 @@
 // its logits equal CpuModel's up to float summation order.
 //
 // Contract: as CpuModel (keeps `storage` alive, one forward at a time). forward() gathers the vocab
-// shards into full logits; forward_sample() samples vocab-parallel (model/sharded_sampling.h), so only
-// token ids leave the ranks. A rank that fails makes the step throw gossamer::Error naming the rank and
-// the cause on the caller's thread; the group is re-armed for the next step.
+// shards into full logits; forward_sample() samples vocab-parallel (model/sharded_sampling.h: token
+// masks, penalties and logprobs too), so only token ids, logprobs and small per-row records leave the
+// ranks. A rank that fails makes the step throw gossamer::Error naming the rank and the cause on the
+// caller's thread; the group is re-armed for the next step.
 #pragma once
 
 #include <functional>
@@ -43,14 +44,13 @@ class CpuShardedModel final : public Model {
   using Model::forward_sample;  // the overload without logprobs
   void forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows, std::vector<int32_t>& tokens,
                       std::vector<RowLogprobs>& logprobs) override;
+  // The bytes the ranks have handed to collectives so far, summed over ranks (comm::ThreadGroup::bytes_sent).
+  int64_t communicated_bytes() const { return group_.bytes_sent(); }
 
  protected:
   void allocate_kv_cache_impl(int32_t num_blocks, int32_t block_size, int32_t num_sliding_blocks) override;
 
  private:
-  // forward() then the draw of kernels/sampling.h's reference on the full rows (penalties, logprobs, masks).
-  void sample_full_rows(const ForwardBatch& batch, std::span<const RowSampling> rows, std::vector<int32_t>& tokens,
-                        std::vector<RowLogprobs>& logprobs);
   // Runs fn(rank, communicator) on one thread per rank; rethrows the first failure on this thread.
   void run_ranks(const std::function<void(int32_t rank, comm::Communicator& comm)>& fn);
 

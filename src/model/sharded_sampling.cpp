@@ -1,31 +1,18 @@
 #include "model/sharded_sampling.h"
 
 #include <algorithm>
-#include <bit>
 #include <cfloat>
 #include <cmath>
 #include <functional>
+#include <utility>
 
 #include "core/error.h"
+#include "kernels/sampling.h"
+#include "kernels/token_mask.h"
 
 namespace gossamer::model {
 
 namespace {
-
-// The uniform draw of kernels/sampling.h (sampling_uniform): splitmix64, top 24 bits.
-float uniform_from_seed(uint64_t seed) {
-  uint64_t z = seed + 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  return static_cast<float>(z >> 40) * (1.0f / 16777216.0f);
-}
-
-// Monotone map of floats to unsigned keys (kernels/sampling.h's order).
-uint32_t order_key(float x) {
-  const uint32_t u = std::bit_cast<uint32_t>(x);
-  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-}
 
 // Every rank's `mine` (the same size on every rank), rank-major.
 template <typename T>
@@ -40,28 +27,133 @@ struct ArgMax {
   int32_t index;
 };
 
+// A logprobs row's slice record: its normaliser, the drawn token's logit (where this slice owns it) and
+// its first tokens in the top list's order (id −1 past the slice's columns or the row's n).
+struct LogprobRecord {
+  kernels::LogitNormalizer part;
+  float drawn_logit = 0.0f;
+  int32_t owns_drawn = 0;
+  float top_logits[kernels::kMaxTopLogprobs] = {};
+  int32_t top_ids[kernels::kMaxTopLogprobs] = {};
+};
+
+// z [num_rows, n]: this slice's logits with each row's token mask applied (kernels/token_mask.h).
+std::vector<float> masked_logits(const float* local, int64_t num_rows, int64_t row_stride, IndexRange vocab,
+                                 int64_t vocab_size, std::span<const RowSampling> rows) {
+  const int64_t n = vocab.size();
+  std::vector<float> z(static_cast<size_t>(num_rows * n));
+  for (int64_t r = 0; r < num_rows; ++r) {
+    std::copy_n(local + r * row_stride, n, z.begin() + r * n);
+    const uint32_t* token_mask = rows[static_cast<size_t>(r)].token_mask;
+    if (token_mask == nullptr) continue;
+    kernels::TokenMaskParams mask;
+    mask.logits = z.data() + r * n;
+    mask.masks = token_mask;
+    mask.num_rows = 1;
+    mask.vocab = static_cast<int32_t>(n);
+    mask.vocab_begin = static_cast<int32_t>(vocab.begin);
+    mask.words = static_cast<int32_t>((vocab_size + 31) / 32);
+    kernels::token_mask_cpu(mask);
+  }
+  return z;
+}
+
+// The raw logprobs of the rows that asked: one all-gather of their LogprobRecords.
+void gather_logprobs(const std::vector<float>& z, IndexRange vocab, int64_t vocab_size,
+                     std::span<const RowSampling> rows, comm::Communicator& comm, VocabParallelSample& out) {
+  const int64_t n = vocab.size();
+  std::vector<int64_t> l_rows;
+  for (int64_t r = 0; r < static_cast<int64_t>(rows.size()); ++r) {
+    if (rows[static_cast<size_t>(r)].num_top_logprobs >= 0) l_rows.push_back(r);
+  }
+  if (l_rows.empty()) return;
+  const auto top_count = [&](int64_t r) {
+    return static_cast<int>(
+        std::min<int64_t>({rows[static_cast<size_t>(r)].num_top_logprobs, kernels::kMaxTopLogprobs, vocab_size}));
+  };
+  std::vector<LogprobRecord> mine(l_rows.size());
+  for (size_t j = 0; j < l_rows.size(); ++j) {
+    const int64_t r = l_rows[j];
+    const float* row = z.data() + r * n;
+    LogprobRecord& record = mine[j];
+    record.part = kernels::sampling_normalizer_cpu(row, static_cast<int>(n));
+    const int32_t drawn = out.tokens[static_cast<size_t>(r)];
+    if (vocab.contains(drawn)) {
+      record.owns_drawn = 1;
+      record.drawn_logit = row[drawn - vocab.begin];
+    }
+    const int local_n = static_cast<int>(std::min<int64_t>(top_count(r), n));
+    std::fill_n(record.top_ids, kernels::kMaxTopLogprobs, -1);
+    kernels::sampling_top_ids_cpu(row, static_cast<int>(n), static_cast<int32_t>(vocab.begin), local_n, record.top_ids);
+    for (int i = 0; i < local_n; ++i) record.top_logits[i] = row[record.top_ids[i] - vocab.begin];
+  }
+  const std::vector<LogprobRecord> all = gather(comm, mine);
+  const int world = comm.world_size();
+  for (size_t j = 0; j < l_rows.size(); ++j) {
+    std::vector<kernels::LogitNormalizer> parts;
+    std::vector<std::pair<float, int32_t>> candidates;  // (logit, id) of every slice's first n
+    float drawn_logit = 0.0f;
+    for (int q = 0; q < world; ++q) {
+      const LogprobRecord& record = all[static_cast<size_t>(q) * l_rows.size() + j];
+      parts.push_back(record.part);
+      if (record.owns_drawn) drawn_logit = record.drawn_logit;
+      for (int i = 0; i < kernels::kMaxTopLogprobs && record.top_ids[i] >= 0; ++i)
+        candidates.emplace_back(record.top_logits[i], record.top_ids[i]);
+    }
+    const double log_total = kernels::sampling_log_total(parts.data(), world);
+    const int top_n = std::min(top_count(l_rows[j]), static_cast<int>(candidates.size()));
+    std::partial_sort(candidates.begin(), candidates.begin() + top_n, candidates.end(),
+                      [](const auto& a, const auto& b) {
+                        return kernels::sampling_top_before(a.first, a.second, b.first, b.second);
+                      });
+    RowLogprobs& result = out.logprobs[static_cast<size_t>(l_rows[j])];
+    result.logprob = static_cast<float>(static_cast<double>(drawn_logit) - log_total);
+    for (int i = 0; i < top_n; ++i) {
+      result.top.emplace_back(
+          candidates[static_cast<size_t>(i)].second,
+          static_cast<float>(static_cast<double>(candidates[static_cast<size_t>(i)].first) - log_total));
+    }
+  }
+}
+
 }  // namespace
 
-std::vector<int32_t> sample_vocab_parallel(const float* local, int64_t num_rows, int64_t row_stride, IndexRange vocab,
-                                           int64_t vocab_size, std::span<const RowSampling> rows,
-                                           comm::Communicator& comm) {
+VocabParallelSample sample_vocab_parallel(const float* local, int64_t num_rows, int64_t row_stride, IndexRange vocab,
+                                          int64_t vocab_size, std::span<const RowSampling> rows,
+                                          comm::Communicator& comm) {
   GOSSAMER_CHECK(static_cast<int64_t>(rows.size()) == num_rows, "sampling: ", rows.size(), " settings for ", num_rows,
                  " rows");
   const int world = comm.world_size();
   const int64_t n = vocab.size();
-  std::vector<int32_t> tokens(static_cast<size_t>(num_rows), 0);
-  if (num_rows == 0) return tokens;
+  VocabParallelSample out;
+  out.tokens.assign(static_cast<size_t>(num_rows), 0);
+  out.logprobs.assign(static_cast<size_t>(num_rows), {});
+  std::vector<int32_t>& tokens = out.tokens;
+  if (num_rows == 0) return out;
   auto sampled = [&](int64_t r) { return rows[static_cast<size_t>(r)].temperature > 0.0f; };
 
-  // ---- x / T per row (T = 1 for greedy rows) and its keys ----
-  std::vector<float> values(static_cast<size_t>(num_rows * n));
+  // ---- z: the masked logits (the raw logprobs'); x: z with the slice's penalties; x / T (T = 1 for
+  // greedy rows) and its keys ----
+  const std::vector<float> z = masked_logits(local, num_rows, row_stride, vocab, vocab_size, rows);
+  std::vector<float> values = z;
+  for (int64_t r = 0; r < num_rows; ++r) {
+    const RowSampling& row = rows[static_cast<size_t>(r)];
+    GOSSAMER_CHECK(row.penalty_tokens.size() == row.penalty_counts.size(), "sampling row ", r,
+                   ": penalty tokens and counts differ");
+    for (size_t e = 0; e < row.penalty_tokens.size(); ++e) {
+      const int32_t t = row.penalty_tokens[e];
+      if (!vocab.contains(t)) continue;
+      float& x = values[static_cast<size_t>(r * n + (t - vocab.begin))];
+      x = kernels::penalized_logit(x, row.penalty_counts[e], row.presence, row.frequency, row.repetition);
+    }
+  }
   std::vector<uint32_t> keys(values.size());
   for (int64_t r = 0; r < num_rows; ++r) {
     const float inv_t = sampled(r) ? 1.0f / rows[static_cast<size_t>(r)].temperature : 1.0f;
     for (int64_t i = 0; i < n; ++i) {
-      const float v = sampled(r) ? local[r * row_stride + i] * inv_t : local[r * row_stride + i];
-      values[static_cast<size_t>(r * n + i)] = v;
-      keys[static_cast<size_t>(r * n + i)] = order_key(v);
+      float& v = values[static_cast<size_t>(r * n + i)];
+      if (sampled(r)) v *= inv_t;
+      keys[static_cast<size_t>(r * n + i)] = kernels::sampling_order_key(v);
     }
   }
   auto value = [&](int64_t r, int64_t i) { return values[static_cast<size_t>(r * n + i)]; };
@@ -152,8 +244,8 @@ std::vector<int32_t> sample_vocab_parallel(const float* local, int64_t num_rows,
     for (size_t j = 0; j < p_rows.size(); ++j) {
       target[j] = rows[static_cast<size_t>(p_rows[j])].top_p * kept[j];
       low[j] = p_limits[j];  // mass(≥ top-k threshold) ≥ target always
-      high[j] =
-          uint64_t{order_key(static_cast<float>(row_max[static_cast<size_t>(p_rows[j])]))} + 1;  // at most the top key
+      high[j] = uint64_t{kernels::sampling_order_key(static_cast<float>(row_max[static_cast<size_t>(p_rows[j])]))} +
+                1;  // at most the top key
     }
     for (int round = 0; round < 32; ++round) {  // invariant: mass(≥ low) ≥ target, mass(≥ high) < target
       std::vector<uint32_t> middle(p_rows.size());
@@ -177,7 +269,10 @@ std::vector<int32_t> sample_vocab_parallel(const float* local, int64_t num_rows,
       s_limits.push_back(threshold[static_cast<size_t>(r)]);
     }
   }
-  if (s_rows.empty()) return tokens;
+  if (s_rows.empty()) {
+    gather_logprobs(z, vocab, vocab_size, rows, comm, out);
+    return out;
+  }
   std::vector<double> local_mass(s_rows.size(), 0.0);
   for (size_t j = 0; j < s_rows.size(); ++j) {
     for (int64_t i = 0; i < n; ++i) {
@@ -197,7 +292,7 @@ std::vector<int32_t> sample_vocab_parallel(const float* local, int64_t num_rows,
       if (q == comm.rank()) before = total;
       total += all_mass[q * s_rows.size() + j];
     }
-    const double target = static_cast<double>(uniform_from_seed(rows[static_cast<size_t>(r)].seed)) * total;
+    const double target = static_cast<double>(kernels::sampling_uniform(rows[static_cast<size_t>(r)].seed)) * total;
     double run = before;
     for (int64_t i = 0; i < n; ++i) {
       if (key(r, i) < s_limits[j]) continue;
@@ -219,7 +314,8 @@ std::vector<int32_t> sample_vocab_parallel(const float* local, int64_t num_rows,
     }
     tokens[static_cast<size_t>(s_rows[j])] = chosen >= 0 ? chosen : last;
   }
-  return tokens;
+  gather_logprobs(z, vocab, vocab_size, rows, comm, out);
+  return out;
 }
 
 }  // namespace gossamer::model

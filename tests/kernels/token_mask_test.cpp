@@ -1,7 +1,9 @@
 // Token masks: the kernel writes exactly the CPU reference's bits (only -inf is written), for masked,
-// unmasked and shared-mask rows, on the real vocabulary and on ragged sizes.
+// unmasked and shared-mask rows, on the real vocabulary and on ragged sizes; on a rank's vocab slice
+// (vocab_begin) it writes the whole row's bits of that slice's columns.
 #include "kernels/token_mask.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -69,6 +71,55 @@ TEST(TokenMaskKernel, MatchesReference) {
     q.mask_rows = mask_rows.data();
     token_mask_cpu(q);
     ASSERT_EQ(got_bf16, bf16) << "vocab " << vocab;
+  }
+}
+
+// Each slice of a tensor-parallel split (gpt-oss's 4 × 50,272; a ragged 1000 over 3 and over 8, slices
+// starting inside a mask word) masked with vocab_begin equals the whole row's masking, on the device and
+// in the CPU reference, in bf16 (the slices the vocab-parallel sampler reads).
+TEST(TokenMaskKernel, SlicesReadTheirBitsOfTheWholeMask) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(17);
+  for (const auto& [vocab, world] : {std::pair{201088, 4}, std::pair{1000, 3}, std::pair{1000, 8}}) {
+    const int rows = 3, words = (vocab + 31) / 32, per_rank = (vocab + world - 1) / world;
+    std::vector<uint16_t> whole(size_t(rows) * vocab);
+    for (auto& x : whole) x = static_cast<uint16_t>(rng() & 0x7f7f);
+    std::vector<uint32_t> masks(size_t(rows) * words);
+    for (auto& word : masks) word = rng();
+    const std::vector<int32_t> mask_rows = {0, -1, 2};
+    std::vector<uint16_t> expected = whole;
+    TokenMaskParams p;
+    p.logits_bf16 = expected.data();
+    p.masks = masks.data();
+    p.mask_rows = mask_rows.data();
+    p.num_rows = rows;
+    p.vocab = vocab;
+    p.words = words;
+    token_mask_cpu(p);
+    DeviceBuffer<uint32_t> d_masks(masks);
+    DeviceBuffer<int32_t> d_rows(mask_rows);
+    for (int rank = 0; rank < world; ++rank) {
+      const int begin = rank * per_rank, cols = std::min(vocab, begin + per_rank) - begin;
+      std::vector<uint16_t> slice(size_t(rows) * cols), want(slice.size());
+      for (int r = 0; r < rows; ++r) {
+        std::copy_n(whole.begin() + size_t(r) * vocab + begin, cols, slice.begin() + size_t(r) * cols);
+        std::copy_n(expected.begin() + size_t(r) * vocab + begin, cols, want.begin() + size_t(r) * cols);
+      }
+      DeviceBuffer<uint16_t> d_slice(slice);
+      TokenMaskParams q = p;
+      q.logits_bf16 = d_slice.get();
+      q.masks = d_masks.get();
+      q.mask_rows = d_rows.get();
+      q.vocab = cols;
+      q.vocab_begin = begin;
+      launch_token_mask(q, nullptr);
+      ASSERT_EQ(d_slice.download(), want) << "vocab " << vocab << " rank " << rank << " of " << world;
+      q.logits_bf16 = slice.data();
+      q.masks = masks.data();
+      q.mask_rows = mask_rows.data();
+      token_mask_cpu(q);
+      ASSERT_EQ(slice, want) << "CPU reference, vocab " << vocab << " rank " << rank << " of " << world;
+    }
   }
 }
 

@@ -2,7 +2,7 @@
 // launches taken here, in rank order, as the communicator does): greedy tokens equal the single-device
 // rule's exactly (ties across a slice boundary → the lowest id), the top-k threshold equals the k-th
 // largest key exactly, every rank ends with the same tokens, and seeded draws equal sampling_cpu's except
-// within rounding of a boundary (tests/kernels/sampling_boundaries.h).
+// within rounding of a boundary (tests/kernels/sampling_boundaries.h), rows under token masks included.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,6 +13,7 @@
 #include "../kernels/sampling_boundaries.h"
 #include "core/dtype.h"
 #include "kernels/sampling.h"
+#include "kernels/token_mask.h"
 #include "kernels/vocab_sampling.h"
 
 namespace gossamer::kernels {
@@ -163,6 +164,64 @@ TEST(VocabSamplingRef, MatchesTheSingleDeviceRule) {
                                                        rows[r].temp, rows[r].top_k, rows[r].top_p, s.seeds[r], 1e-4);
       EXPECT_TRUE(std::find(allowed.begin(), allowed.end(), tokens[0][r]) != allowed.end())
           << "row " << r << ", world " << world << ": drew " << tokens[0][r] << ", the single-device rule " << ref[r];
+    }
+  }
+}
+
+// Rows under token masks (structured output: refused tokens are bf16 −inf before the pieces run, whole
+// slices of them at the larger worlds): greedy tokens equal the single-device rule's exactly, draws are
+// allowed tokens within rounding of it, and every rank agrees.
+TEST(VocabSamplingRef, MaskedRowsMatchTheSingleDeviceRule) {
+  std::mt19937 rng(23);
+  const int vocab = 5003, words = (vocab + 31) / 32;
+  const float temps[] = {0.f, 1.f, 0.8f, 0.f, 1.2f, 0.7f};
+  const int top_ks[] = {0, 0, 40, 0, 0, 3};
+  const float top_ps[] = {1.f, 1.f, 0.9f, 1.f, 0.5f, 1.f};
+  const int n = static_cast<int>(std::size(temps));
+  std::vector<uint16_t> logits(size_t(n) * vocab);
+  std::normal_distribution<float> d(0.f, 3.f);
+  for (auto& x : logits) x = float_to_bf16(d(rng));
+  // Rows 0-2: about a third of the tokens allowed; rows 3-5: only ids [600, 700) (one or two slices).
+  std::vector<uint32_t> masks(size_t(2) * words, 0u);
+  for (int w = 0; w < words; ++w) masks[w] = rng() & rng();
+  for (int t = 600; t < 700; ++t) masks[size_t(words) + t / 32] |= 1u << (t % 32);
+  const std::vector<int32_t> mask_rows = {0, 0, 0, 1, 1, 1};
+  TokenMaskParams mask;
+  mask.logits_bf16 = logits.data();
+  mask.masks = masks.data();
+  mask.mask_rows = mask_rows.data();
+  mask.num_rows = n;
+  mask.vocab = vocab;
+  mask.words = words;
+  token_mask_cpu(mask);
+  Settings s;
+  for (int i = 0; i < n; ++i) {
+    s.temperature.push_back(temps[i]);
+    s.top_k.push_back(top_ks[i]);
+    s.top_p.push_back(top_ps[i]);
+    s.seeds.push_back(123456789ull * (i + 5));
+  }
+  std::vector<float> widened(logits.size());
+  for (size_t i = 0; i < logits.size(); ++i) widened[i] = bf16_to_float(logits[i]);
+  std::vector<int32_t> ref(n);
+  sampling_cpu(
+      {widened.data(), ref.data(), s.temperature.data(), s.top_k.data(), s.top_p.data(), s.seeds.data(), n, vocab});
+  for (int world : {1, 2, 3, 8}) {
+    const auto tokens = sample_on_slices(logits, n, vocab, world, s);
+    for (int q = 1; q < world; ++q) EXPECT_EQ(tokens[q], tokens[0]) << "rank " << q << " of " << world;
+    for (int r = 0; r < n; ++r) {
+      const int32_t t = tokens[0][r];
+      ASSERT_TRUE(t >= 0 && t < vocab) << "row " << r << ", world " << world;
+      EXPECT_TRUE((masks[size_t(mask_rows[r]) * words + t / 32] >> (t % 32)) & 1u)
+          << "row " << r << ", world " << world << ": drew refused token " << t;
+      if (temps[r] <= 0.f) {
+        EXPECT_EQ(t, ref[r]) << "greedy row " << r << ", world " << world;
+        continue;
+      }
+      const auto allowed = test::draws_within_rounding(std::span(widened).subspan(size_t(r) * vocab, vocab), temps[r],
+                                                       top_ks[r], top_ps[r], s.seeds[r], 1e-4);
+      EXPECT_TRUE(std::find(allowed.begin(), allowed.end(), t) != allowed.end())
+          << "row " << r << ", world " << world << ": drew " << t << ", the single-device rule " << ref[r];
     }
   }
 }

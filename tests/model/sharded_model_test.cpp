@@ -1,17 +1,21 @@
 // The cpu backend's tensor/expert-parallel ranks (CpuShardedModel) against the unsharded CpuModel on
 // the goldens' checkpoints and on small configs with the family's head and expert counts: TP and EP
 // 2/4/8, batched prefill and a mixed prefill/decode run through the sliding-window ring, logits within
-// 1e-5 relative L2 per sequence. Also the layouts' errors.
+// 1e-5 relative L2 per sequence; forward_sample with plain rows and with token masks, penalties and
+// logprobs against the unsharded logits through the single-device rule. Also the layouts' errors.
 #include <gtest/gtest.h>
 
 #include <numeric>
 
 #include "core/random.h"
 #include "golden_test.h"
+#include "kernels/sampling.h"
+#include "kernels/token_mask.h"
 #include "model/checkpoint.h"
 #include "model/cpu_model.h"
 #include "model/cpu_sharded_model.h"
 #include "model/dummy_checkpoint.h"
+#include "model/host_sampling_batch.h"
 #include "model/sequence_runner.h"
 
 namespace gossamer::model {
@@ -178,6 +182,88 @@ TEST_P(ShardedModelTest, ForwardSampleGreedyIsTheUnshardedArgmax) {
   EXPECT_EQ(tokens[2], argmax(ref.data() + 2 * source_.config.vocab_size, source_.config.vocab_size));
   EXPECT_GE(tokens[1], 0);
   EXPECT_LT(tokens[1], source_.config.vocab_size);
+}
+
+// Rows with token masks, penalties and logprobs sample on the vocab slices: the unsharded model's tokens
+// and logprobs (its logits through the single-device rule: the mask, then kernels::sampling_cpu), and the
+// step moves no full logits (fewer bytes than one gather of [rows, vocab] f32 above the plain rows' step).
+TEST_P(ShardedModelTest, ForwardSampleWithMasksPenaltiesAndLogprobsEqualsUnsharded) {
+  const int32_t vocab = source_.config.vocab_size, words = (vocab + 31) / 32;
+  const auto sequences = random_sequences(14, 4, 12, vocab);
+  std::vector<int32_t> table(4);
+  std::iota(table.begin(), table.end(), 0);
+  reference_->allocate_kv_cache(4, 16);
+  sharded_->allocate_kv_cache(4, 16);
+  ForwardBatch batch;
+  for (int s = 0; s < 4; ++s) {
+    batch.sequences.push_back(
+        {sequences[static_cast<size_t>(s)], 0, std::span<const int32_t>(table).subspan(static_cast<size_t>(s), 1)});
+  }
+  std::vector<float> logits;
+  reference_->forward(batch, logits);
+  std::vector<uint32_t> mask(static_cast<size_t>(words), 0u);
+  SplitMix64 rng(15);
+  for (uint32_t& word : mask) word = static_cast<uint32_t>(rng.next());
+  std::vector<int32_t> penalty_tokens, penalty_counts;
+  for (int32_t t = 0; t < vocab; t += vocab / 64) {
+    penalty_tokens.push_back(t);
+    penalty_counts.push_back(t % 3);
+  }
+  std::vector<RowSampling> rows = {{0.0f, 0, 1.0f, 0}, {0.8f, 20, 0.9f, 5}, {0.0f, 0, 1.0f, 0}, {1.0f, 0, 1.0f, 9}};
+  const std::vector<RowSampling> plain = rows;
+  rows[0].token_mask = mask.data();
+  rows[0].num_top_logprobs = 5;
+  rows[1].penalty_tokens = rows[2].penalty_tokens = penalty_tokens;
+  rows[1].penalty_counts = rows[2].penalty_counts = penalty_counts;
+  rows[1].presence = rows[2].presence = 0.4f;
+  rows[1].frequency = rows[2].frequency = 0.3f;
+  rows[1].repetition = rows[2].repetition = 1.2f;
+  rows[1].num_top_logprobs = 0;
+  rows[2].token_mask = mask.data();
+  rows[3].num_top_logprobs = 20;
+
+  // The single-device rule on the unsharded logits.
+  for (size_t r = 0; r < rows.size(); ++r) {
+    if (rows[r].token_mask == nullptr) continue;
+    kernels::TokenMaskParams masking;
+    masking.logits = logits.data() + r * static_cast<size_t>(vocab);
+    masking.masks = rows[r].token_mask;
+    masking.num_rows = 1;
+    masking.vocab = vocab;
+    masking.words = words;
+    kernels::token_mask_cpu(masking);
+  }
+  HostSamplingBatch expected(rows, vocab);
+  kernels::sampling_cpu(expected.params(logits.data()));
+
+  auto& sharded = dynamic_cast<CpuShardedModel&>(*sharded_);
+  std::vector<int32_t> tokens;
+  std::vector<RowLogprobs> logprobs;
+  const int64_t before_plain = sharded.communicated_bytes();
+  sharded.forward_sample(batch, plain, tokens);
+  const int64_t plain_bytes = sharded.communicated_bytes() - before_plain;
+  const int64_t before = sharded.communicated_bytes();
+  sharded.forward_sample(batch, rows, tokens, logprobs);
+  const int64_t bytes = sharded.communicated_bytes() - before;
+  EXPECT_LT(bytes - plain_bytes, static_cast<int64_t>(rows.size()) * vocab * 4)
+      << "plain step " << plain_bytes << " B, with masks, penalties and logprobs " << bytes << " B";
+
+  ASSERT_EQ(tokens.size(), rows.size());
+  ASSERT_EQ(logprobs.size(), rows.size());
+  for (size_t r = 0; r < rows.size(); ++r) {
+    EXPECT_EQ(tokens[r], expected.tokens[r]) << "row " << r;
+    if (rows[r].num_top_logprobs < 0) continue;
+    const RowLogprobs want = expected.logprobs(static_cast<int32_t>(r));
+    EXPECT_NEAR(logprobs[r].logprob, want.logprob, kMaxRelative * std::max(1.0f, std::abs(want.logprob)))
+        << "row " << r;
+    ASSERT_EQ(logprobs[r].top.size(), want.top.size()) << "row " << r;
+    for (size_t j = 0; j < want.top.size(); ++j) {
+      EXPECT_EQ(logprobs[r].top[j].first, want.top[j].first) << "row " << r << " top " << j;
+      EXPECT_NEAR(logprobs[r].top[j].second, want.top[j].second,
+                  kMaxRelative * std::max(1.0f, std::abs(want.top[j].second)))
+          << "row " << r << " top " << j;
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -1,5 +1,6 @@
 // Vocab-parallel sampling (model/sharded_sampling.h) against a direct single-device statement of the
-// rule of kernels/sampling.h, over uneven vocab shards, ties, and every filter combination.
+// rule of kernels/sampling.h, over uneven vocab shards, ties, and every filter combination; and rows with
+// token masks, penalties and logprobs against the single-device reference (kernels::sampling_cpu).
 #include "model/sharded_sampling.h"
 
 #include <gtest/gtest.h>
@@ -11,6 +12,8 @@
 
 #include "comm/thread_communicator.h"
 #include "core/random.h"
+#include "kernels/token_mask.h"
+#include "model/host_sampling_batch.h"
 
 namespace gossamer::model {
 namespace {
@@ -103,7 +106,7 @@ TEST(ShardedSamplingTest, EveryWorldSizeDrawsTheRulesToken) {
           std::copy_n(logits.begin() + r * kVocab + vocab.begin, vocab.size(), local.begin() + r * stride);
         }
         drawn[static_cast<size_t>(rank)] =
-            sample_vocab_parallel(local.data(), num_rows, stride, vocab, kVocab, rows, group.communicator(rank));
+            sample_vocab_parallel(local.data(), num_rows, stride, vocab, kVocab, rows, group.communicator(rank)).tokens;
       });
     }
     for (auto& thread : threads) thread.join();
@@ -113,6 +116,128 @@ TEST(ShardedSamplingTest, EveryWorldSizeDrawsTheRulesToken) {
         EXPECT_EQ(drawn[static_cast<size_t>(rank)][static_cast<size_t>(r)], expected[static_cast<size_t>(r)])
             << "world " << world << " rank " << rank << " T " << s.temperature << " k " << s.top_k << " p " << s.top_p
             << " seed " << s.seed;
+      }
+    }
+  }
+}
+
+// [num_rows] (tokens, logprobs) of the single-device rule on whole rows: each row's mask, then sampling_cpu.
+std::pair<std::vector<int32_t>, std::vector<RowLogprobs>> single_device(std::vector<float> logits, int32_t vocab,
+                                                                        std::span<const RowSampling> rows) {
+  for (size_t r = 0; r < rows.size(); ++r) {
+    if (rows[r].token_mask == nullptr) continue;
+    kernels::TokenMaskParams mask;
+    mask.logits = logits.data() + r * static_cast<size_t>(vocab);
+    mask.masks = rows[r].token_mask;
+    mask.num_rows = 1;
+    mask.vocab = vocab;
+    mask.words = (vocab + 31) / 32;
+    kernels::token_mask_cpu(mask);
+  }
+  HostSamplingBatch batch(rows, vocab);
+  kernels::sampling_cpu(batch.params(logits.data()));
+  std::vector<RowLogprobs> logprobs(rows.size());
+  for (size_t r = 0; r < rows.size(); ++r) {
+    if (rows[r].num_top_logprobs >= 0) logprobs[r] = batch.logprobs(static_cast<int32_t>(r));
+  }
+  return {batch.tokens, logprobs};
+}
+
+// Logprobs within 1e-5 relative (of max(|want|, 1)); refused tokens' are −inf on both sides.
+void expect_close(float got, float want, const std::string& where) {
+  if (std::isinf(want)) {
+    EXPECT_EQ(got, want) << where;
+  } else {
+    EXPECT_NEAR(got, want, 1e-5 * std::max(1.0f, std::abs(want))) << where;
+  }
+}
+
+// Rows with masks (whole slices refused, a handful of tokens allowed), penalties (on every slice) and
+// logprobs (0, 5, 20 top entries) over ties and over distinct logits: every world size draws the
+// single-device tokens, the same top tokens in the same order, and logprobs within float rounding.
+TEST(ShardedSamplingTest, MasksPenaltiesAndLogprobsMatchTheSingleDeviceRule) {
+  constexpr int32_t kVocab = 1000, kWords = (kVocab + 31) / 32;
+  SplitMix64 rng(17);
+  std::vector<std::vector<uint32_t>> masks(3, std::vector<uint32_t>(kWords, 0u));
+  for (uint32_t& word : masks[0]) word = static_cast<uint32_t>(rng.next());                     // about half allowed
+  for (int32_t t : {3, 517, 518, 999}) masks[1][t / 32] |= 1u << (t % 32);                      // four tokens
+  for (int32_t t = 600; t < 700; ++t) masks[2][static_cast<size_t>(t / 32)] |= 1u << (t % 32);  // one slice's part
+  std::vector<int32_t> penalty_tokens, penalty_counts;
+  for (int32_t t = 0; t < kVocab; t += 7) {
+    penalty_tokens.push_back(t);
+    penalty_counts.push_back(t % 4);
+  }
+  std::vector<RowSampling> rows;
+  for (float temperature : {0.0f, 0.9f}) {
+    for (int32_t top_k : {0, 20}) {
+      for (float top_p : {1.0f, 0.8f}) {
+        for (int variant = 0; variant < 6; ++variant) {
+          RowSampling row{temperature, top_k, top_p, static_cast<uint64_t>(31 + variant)};
+          if (variant == 1 || variant == 4) {
+            row.penalty_tokens = penalty_tokens;
+            row.penalty_counts = penalty_counts;
+            row.presence = 0.5f;
+            row.frequency = 0.25f;
+            row.repetition = 1.3f;
+          }
+          row.num_top_logprobs = variant == 0 ? -1 : variant == 2 ? 0 : variant == 3 ? 20 : 5;
+          if (variant >= 3) row.token_mask = masks[static_cast<size_t>(variant - 3)].data();
+          rows.push_back(row);
+        }
+      }
+    }
+  }
+  const int64_t num_rows = static_cast<int64_t>(rows.size());
+  for (const bool ties : {true, false}) {
+    std::vector<float> logits(static_cast<size_t>(num_rows * kVocab));
+    for (float& x : logits) {
+      x = ties ? std::round(static_cast<float>(rng.next() % 4000) / 400.0f * 4.0f) / 4.0f - 5.0f
+               : static_cast<float>(rng.next() % 1000000) * 1e-5f - 5.0f;
+    }
+    const auto [expected, expected_logprobs] = single_device(logits, kVocab, rows);
+    for (int32_t world : {1, 2, 3, 8}) {
+      const ParallelLayout layout{world, false, 1};
+      GptOssConfig config;
+      config.vocab_size = kVocab;
+      config.num_q_heads = config.num_kv_heads = 8;
+      const int64_t stride = vocab_shard_rows(layout, config);
+      comm::ThreadGroup group(world);
+      std::vector<VocabParallelSample> drawn(static_cast<size_t>(world));
+      std::vector<std::thread> threads;
+      for (int32_t rank = 0; rank < world; ++rank) {
+        threads.emplace_back([&, rank] {
+          const IndexRange vocab = shard_for(layout, config, rank).vocab;
+          std::vector<float> local(static_cast<size_t>(num_rows * stride), -INFINITY);
+          for (int64_t r = 0; r < num_rows; ++r) {
+            std::copy_n(logits.begin() + r * kVocab + vocab.begin, vocab.size(), local.begin() + r * stride);
+          }
+          drawn[static_cast<size_t>(rank)] =
+              sample_vocab_parallel(local.data(), num_rows, stride, vocab, kVocab, rows, group.communicator(rank));
+        });
+      }
+      for (auto& thread : threads) thread.join();
+      for (int32_t rank = 0; rank < world; ++rank) {
+        const VocabParallelSample& ours = drawn[static_cast<size_t>(rank)];
+        for (size_t r = 0; r < rows.size(); ++r) {
+          const RowSampling& s = rows[r];
+          const std::string where = "ties " + std::to_string(ties) + " world " + std::to_string(world) + " rank " +
+                                    std::to_string(rank) + " row " + std::to_string(r);
+          ASSERT_EQ(ours.tokens[r], expected[r]) << where;
+          if (s.token_mask != nullptr) {
+            EXPECT_TRUE((s.token_mask[ours.tokens[r] / 32] >> (ours.tokens[r] % 32)) & 1u) << where;
+          }
+          const RowLogprobs& want = expected_logprobs[r];
+          const RowLogprobs& got = ours.logprobs[r];
+          expect_close(got.logprob, want.logprob, where);
+          ASSERT_EQ(got.top.size(), want.top.size()) << where;
+          for (size_t j = 0; j < want.top.size(); ++j) {
+            EXPECT_EQ(got.top[j].first, want.top[j].first) << where << " top " << j;
+            expect_close(got.top[j].second, want.top[j].second, where + " top " + std::to_string(j));
+          }
+          // Every rank ends with the same bits.
+          EXPECT_EQ(std::bit_cast<uint32_t>(got.logprob), std::bit_cast<uint32_t>(drawn[0].logprobs[r].logprob))
+              << where;
+        }
       }
     }
   }

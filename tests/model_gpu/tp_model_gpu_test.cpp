@@ -143,8 +143,9 @@ INSTANTIATE_TEST_SUITE_P(Layouts, TpModelGpuTest,
 
 // Sampling on the vocab-parallel slices (kernels/vocab_sampling.h): the same steps run again as sampled
 // steps. Greedy tokens equal the argmax (lowest id) of the rank's own gathered logits exactly, both ranks
-// draw the same tokens (greedy and temperature/top-k/top-p), and the TP2 greedy tokens keep TP1's argmax
-// bound (TP1: the same worker with --world 1, no communicator, its greedy equal to its logits' argmax).
+// draw the same tokens (greedy, temperature/top-k/top-p, and greedy under a token mask of the even ids),
+// masked greedy tokens equal the argmax over the even ids exactly, and the TP2 greedy tokens keep TP1's
+// argmax bound (TP1: the same worker with --world 1, no communicator, its greedy equal to its logits' argmax).
 TEST(TpModelGpuSamplingTest, SlicesDrawTheGatheredArgmaxOnEveryRank) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU visible: the tensor-parallel cuda model test needs one";
   ::setenv("NCCL_NVLS_ENABLE", "0", 1);
@@ -206,10 +207,19 @@ TEST(TpModelGpuSamplingTest, SlicesDrawTheGatheredArgmaxOnEveryRank) {
     const float* x = logits.data.data() + row * vocab;
     return static_cast<float>(std::max_element(x, x + vocab) - x);  // the first maximum: the lowest id
   };
+  auto even_argmax = [&](const NpyArray& logits, int64_t row) {
+    const float* x = logits.data.data() + row * vocab;
+    int64_t best = 0;
+    for (int64_t t = 2; t < vocab; t += 2) best = x[t] > x[best] ? t : best;
+    return static_cast<float>(best);
+  };
   int64_t agree = 0;
   for (int64_t row = 0; row < seqs * length; ++row) {
     EXPECT_EQ(rank0.data[static_cast<size_t>(row)], argmax(tp2_logits, row)) << "TP2 greedy, row " << row;
     EXPECT_EQ(tp1.data[static_cast<size_t>(row)], argmax(tp1_logits, row)) << "TP1 greedy, row " << row;
+    const size_t masked = static_cast<size_t>(2 * seqs * length + row);
+    EXPECT_EQ(rank0.data[masked], even_argmax(tp2_logits, row)) << "TP2 masked greedy, row " << row;
+    EXPECT_EQ(tp1.data[masked], even_argmax(tp1_logits, row)) << "TP1 masked greedy, row " << row;
     agree += rank0.data[static_cast<size_t>(row)] == tp1.data[static_cast<size_t>(row)];
   }
   const double match = static_cast<double>(agree) / static_cast<double>(seqs * length);

@@ -599,9 +599,9 @@ void CudaModel::enqueue_sampling(std::span<const RowSampling> rows) {
   for (const RowSampling& row : rows) num_masked += row.token_mask != nullptr;
   const size_t at_mask_rows = num_masked > 0 ? place(rows_n * 4) : 0,
                at_masks = num_masked > 0 ? place(num_masked * words * 4) : 0;
-  // Vocab-parallel rows without penalties, logprobs or masks sample on the slices (sample_vocab_slices):
-  // [sampled rows i32 | top-k rows i32 | top-p rows i32].
-  const bool on_slices = vocab_parallel() && !any_penalties && !any_logprobs && num_masked == 0;
+  // Vocab-parallel rows without penalties or logprobs sample on the slices (sample_vocab_slices; token masks
+  // applied to each rank's slice): [sampled rows i32 | top-k rows i32 | top-p rows i32].
+  const bool on_slices = vocab_parallel() && !any_penalties && !any_logprobs;
   std::vector<int32_t>& s_rows = slice_rows_.sampled;
   std::vector<int32_t>& k_rows = slice_rows_.top_k;
   std::vector<int32_t>& p_rows = slice_rows_.top_p;
@@ -662,6 +662,19 @@ void CudaModel::enqueue_sampling(std::span<const RowSampling> rows) {
     }
   }
   GOSSAMER_CUDA_CHECK(cudaMemcpyAsync(device, host, inputs, cudaMemcpyHostToDevice, stream_));
+  if (!on_slices && vocab_parallel()) gather_vocab_shards(n);
+  if (num_masked > 0) {  // refused tokens are -inf before everything else: on this rank's slice, or whole rows
+    kernels::TokenMaskParams mask_params;
+    mask_params.logits_bf16 = on_slices ? vocab_local_.get<uint16_t>()  // [n, local vocab] bf16, masked in place
+                                        : logits_.get<uint16_t>();      // [n, vocab] bf16, masked in place
+    mask_params.masks = reinterpret_cast<const uint32_t*>(device + at_masks);
+    mask_params.mask_rows = reinterpret_cast<const int32_t*>(device + at_mask_rows);
+    mask_params.num_rows = n;
+    mask_params.vocab = on_slices ? static_cast<int32_t>(weights_.unembedding.n) : config_.vocab_size;
+    mask_params.vocab_begin = on_slices ? static_cast<int32_t>(vocab_begin()) : 0;
+    mask_params.words = static_cast<int32_t>(words);
+    kernels::launch_token_mask(mask_params, stream_);
+  }
   if (on_slices) {
     VocabSampledRows slices;
     slices.temperature = reinterpret_cast<const float*>(device + at_temperature);
@@ -676,18 +689,6 @@ void CudaModel::enqueue_sampling(std::span<const RowSampling> rows) {
     slices.num_p = p_rows.size();
     slices.tokens = reinterpret_cast<int32_t*>(device + at_tokens);
     sample_vocab_slices(n, slices);
-  } else if (vocab_parallel()) {
-    gather_vocab_shards(n);
-  }
-  if (num_masked > 0) {
-    kernels::TokenMaskParams mask_params;
-    mask_params.logits_bf16 = logits_.get<uint16_t>();  // [n, vocab] bf16, masked in place
-    mask_params.masks = reinterpret_cast<const uint32_t*>(device + at_masks);
-    mask_params.mask_rows = reinterpret_cast<const int32_t*>(device + at_mask_rows);
-    mask_params.num_rows = n;
-    mask_params.vocab = config_.vocab_size;
-    mask_params.words = static_cast<int32_t>(words);
-    kernels::launch_token_mask(mask_params, stream_);
   }
   kernels::SamplingParams params;
   params.logits_bf16 = logits_.get<uint16_t>();

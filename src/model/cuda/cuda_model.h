@@ -66,12 +66,12 @@ struct CudaOptions {
   // vocabulary rows [rank · vocab_shard_rows, + vocab_rows) (model/sharding.h; the constructor checks the
   // weights' rows). The embedding looks up the step's tokens in its rows (zeros for the others' tokens) and
   // the group sums the [tokens, hidden] rows (one more all-reduce per step, exact: x + 0 = x). The
-  // unembedding computes this rank's logits. Sampled steps whose rows
-  // have no penalties, logprobs or token masks sample on the slices (kernels/vocab_sampling.h: per-row
-  // records cross ranks, never the logits); a step with any such row, and forward()'s logits, gather every
-  // rank's slice into the full [rows, vocab] (all_gather, or on a group without one a sum of zero-padded
-  // slots: exact) and run the single-device sampler over all its rows (the same rule). 0 = this rank holds
-  // the whole embedding and unembedding (no all-reduce of the embedding). vocab_rows: this rank's own rows
+  // unembedding computes this rank's logits. Sampled steps whose rows have no penalties or logprobs sample
+  // on the slices (token masks applied to each rank's slice, then kernels/vocab_sampling.h: per-row records
+  // cross ranks, never the logits); a step with any such row, and forward()'s logits, gather every rank's
+  // slice into the full [rows, vocab] (all_gather, or on a group without one a sum of zero-padded slots:
+  // exact) and run the single-device sampler over all its rows (the same rule). 0 = this rank holds the
+  // whole embedding and unembedding (no all-reduce of the embedding). vocab_rows: this rank's own rows
   // (model/sharding.h RankShard::vocab; random weights are made of that size).
   int64_t vocab_shard_rows = 0;
   int64_t vocab_rows = 0;

@@ -5,8 +5,9 @@
 // logits of every position as float32 .npy [batch, length, vocab], after a line with the rank's embedding rows
 // and weight bytes ("embedding_rows N weight_bytes B"). With --tokens-out it then runs the same
 // steps again as sampled steps (on a vocab-parallel group: sampled on the slices, kernels/vocab_sampling.h)
-// and writes the drawn tokens as float32 .npy [2, batch, length]: greedy, then temperature 0.8, top-k 40,
-// top-p 0.9 seeded by position. --world 1: the whole model on the GPU, no communicator (the TP1 reference).
+// and writes the drawn tokens as float32 .npy [3, batch, length]: greedy, then temperature 0.8, top-k 40,
+// top-p 0.9 seeded by position, then greedy under a token mask that allows the even ids (structured output:
+// applied to each rank's slice). --world 1: the whole model on the GPU, no communicator (the TP1 reference).
 //
 // usage: gossamer_tp_model_worker --model DIR --tokens JSON --out NPY --rank R --world N --port P
 //        [--expert-parallel] [--weights fp8|bf16] [--prefix N] [--tokens-out NPY]
@@ -91,11 +92,12 @@ int main(int argc, char** argv) {
       for (int32_t s = 0; s < seqs; ++s) tables[static_cast<size_t>(s)][static_cast<size_t>(b)] = seqs * b + s;
     }
     std::vector<float> out(static_cast<size_t>(seqs * length * vocab)), logits;
-    // drawn [2, seqs, length]: greedy, then sampled (as float32: ids are exact)
-    std::vector<float> drawn(static_cast<size_t>(2 * seqs * length));
+    // drawn [3, seqs, length]: greedy, sampled, masked greedy (as float32: ids are exact)
+    std::vector<float> drawn(static_cast<size_t>(3 * seqs * length));
+    const std::vector<uint32_t> even_ids(static_cast<size_t>((vocab + 31) / 32), 0x55555555u);
     std::vector<int32_t> step_tokens;
     std::vector<model::RowLogprobs> step_logprobs;
-    for (int pass = 0; pass < (tokens_out_path.empty() ? 1 : 3); ++pass) {  // logits, greedy, sampled
+    for (int pass = 0; pass < (tokens_out_path.empty() ? 1 : 4); ++pass) {  // logits, greedy, sampled, masked
       for (int64_t done = 0; done < length;) {
         const int64_t n = done == 0 ? std::max<int64_t>(1, prefix) : 1;
         model::ForwardBatch batch;
@@ -120,6 +122,7 @@ int main(int argc, char** argv) {
                 row.top_p = 0.9f;
                 row.seed = static_cast<uint64_t>(s * length + done + i) * 0x9E3779B9ull + 1;
               }
+              if (pass == 3) row.token_mask = even_ids.data();
             }
           }
           model.forward_sample(batch, rows, step_tokens, step_logprobs);
@@ -134,7 +137,7 @@ int main(int argc, char** argv) {
       }
     }
     write_npy_f32(out_path, {seqs, length, vocab}, out.data());
-    if (!tokens_out_path.empty()) write_npy_f32(tokens_out_path, {2, seqs, length}, drawn.data());
+    if (!tokens_out_path.empty()) write_npy_f32(tokens_out_path, {3, seqs, length}, drawn.data());
     std::printf("rank %d: %s %s wrote %s (graph replays %lld)\n", rank, layout.describe().c_str(), weights.c_str(),
                 out_path.c_str(), static_cast<long long>(model.graph_replays()));
     return 0;
