@@ -85,6 +85,32 @@ void launch_pdl(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, size_t sme
   config.numAttrs = 1;
   GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, static_cast<KernelArgs>(args)...));
 }
+
+// The launch attributes of a cluster of `cluster` CTAs along x (none when 1) and of PDL (when `pdl`), for a
+// cudaLaunchConfig_t that launch_pdl cannot express; apply() points the config at them, so keep this alive
+// until the launch.
+struct ClusterPdlAttributes {
+  ClusterPdlAttributes(int cluster, bool pdl) {
+    if (cluster > 1) {
+      attrs[count].id = cudaLaunchAttributeClusterDimension;
+      attrs[count].val.clusterDim.x = static_cast<unsigned>(cluster);
+      attrs[count].val.clusterDim.y = 1;
+      attrs[count].val.clusterDim.z = 1;
+      ++count;
+    }
+    if (pdl) {
+      attrs[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      attrs[count].val.programmaticStreamSerializationAllowed = 1;
+      ++count;
+    }
+  }
+  void apply(cudaLaunchConfig_t& config) {
+    config.attrs = attrs;
+    config.numAttrs = count;
+  }
+  cudaLaunchAttribute attrs[2] = {};
+  unsigned count = 0;
+};
 #endif
 
 }  // namespace gossamer::kernels

@@ -451,22 +451,8 @@ void launch_with(const GemvFp8Params& p, const Epi& epi, cudaStream_t stream) {
   cfg.blockDim = dim3(kThreads, 1, 1);
   cfg.dynamicSmemBytes = smem_bytes(stages);
   cfg.stream = stream;
-  cudaLaunchAttribute attrs[2];
-  unsigned num_attrs = 0;
-  if (cluster > 1) {
-    attrs[num_attrs].id = cudaLaunchAttributeClusterDimension;
-    attrs[num_attrs].val.clusterDim.x = static_cast<unsigned>(cluster);
-    attrs[num_attrs].val.clusterDim.y = 1;
-    attrs[num_attrs].val.clusterDim.z = 1;
-    ++num_attrs;
-  }
-  if (p.programmatic_launch) {
-    attrs[num_attrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attrs[num_attrs].val.programmaticStreamSerializationAllowed = 1;
-    ++num_attrs;
-  }
-  cfg.attrs = attrs;
-  cfg.numAttrs = num_attrs;
+  ClusterPdlAttributes attrs(cluster, p.programmatic_launch);
+  attrs.apply(cfg);
   // One instantiation per (epilogue, ring depth).
   if (stages == 3) {
     prepare_kernel<Epi, 3>(device);

@@ -424,22 +424,8 @@ void launch_shape(const GemvMxfp4Params& p, const LaunchGeometry& geo, int clust
   cfg.blockDim = dim3(kWarps * 32, 1, 1);
   cfg.dynamicSmemBytes = smem_bytes(kWarps, kStages);
   cfg.stream = stream;
-  cudaLaunchAttribute attrs[2];
-  unsigned num_attrs = 0;
-  if (cluster > 1) {
-    attrs[num_attrs].id = cudaLaunchAttributeClusterDimension;
-    attrs[num_attrs].val.clusterDim.x = static_cast<unsigned>(cluster);
-    attrs[num_attrs].val.clusterDim.y = 1;
-    attrs[num_attrs].val.clusterDim.z = 1;
-    ++num_attrs;
-  }
-  if (p.programmatic_launch) {
-    attrs[num_attrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attrs[num_attrs].val.programmaticStreamSerializationAllowed = 1;
-    ++num_attrs;
-  }
-  cfg.attrs = attrs;
-  cfg.numAttrs = num_attrs;
+  ClusterPdlAttributes attrs(cluster, p.programmatic_launch);
+  attrs.apply(cfg);
   if (swiglu) {
     GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv_mxfp4_kernel<kWarps, kStages, true>, p, cluster, geo.k_steps));
   } else {
