@@ -12,7 +12,7 @@
 
 #include <cstdint>
 
-#include "core/cuda/cuda_types.h"  // cudaStream_t, GOSSAMER_HOST_DEVICE
+#include "core/cuda/cuda_types.h"  // cudaStream_t, cudaEvent_t, GOSSAMER_HOST_DEVICE
 #include "kernels/gemm_fp8.h"      // GemmTile
 #include "kernels/gemv_fp8.h"      // kGemvMaxRows, kGemvMaxPairs
 #include "kernels/gemv_mxfp4.h"    // GemvMxfp4Shape
@@ -74,6 +74,13 @@ struct MoeCombineParams {
 void launch_moe_combine(const MoeCombineParams& p, cudaStream_t stream);
 void moe_combine_cpu(const MoeCombineParams& p);  // reference (host memory), same sum order: k = 0..3
 
+// The pieces of launch_moe in launch order (MoeParams::phase_events): route, plan (pairs grouped by
+// expert, the GEMMs' tile list), the tokens quantized into expert order, the gate_up GEMM (+ bias, SwiGLU),
+// h quantized, the down GEMM (+ bias), the weighted combine back to token order.
+enum class MoePhase : uint8_t { kRoute, kPlan, kQuantizeTokens, kGateUp, kQuantizeHidden, kDown, kCombine };
+inline constexpr int kNumMoePhases = 7;
+const char* moe_phase_name(MoePhase phase);
+
 // The whole expert block for tokens already normalised (t = RMSNorm_mlp(x)) and routed.
 struct MoeParams {
   const uint16_t* x = nullptr;         // [num_tokens, hidden] bf16 (normalised activations)
@@ -108,6 +115,9 @@ struct MoeParams {
   // launch_moe_decode only: stop after the down GEMV and leave the combine to the next RMSNorm, which sums
   // the pieces moe_decode_deferred_combine names (rmsnorm.h moe_y); residual and out unused.
   bool combine_deferred = false;
+  // launch_moe only, for benchmarks: [kNumMoePhases + 1] events recorded on the stream, event i as phase i
+  // (MoePhase) starts and the last after the combine; null (the product) records none.
+  cudaEvent_t* phase_events = nullptr;
 };
 // Device scratch for launch_moe, carved from one buffer of moe_workspace_bytes().
 size_t moe_workspace_bytes(int num_tokens, int num_local_experts, int hidden, int inter);

@@ -113,13 +113,39 @@ struct MoeBlock {
   int T, num_experts, expert_begin, E, hidden, inter;
   const MoeParams* fp8 = nullptr;        // the FP8 steps' own params (the decode step builds its GEMVs from them)
   GemmTile gemm_tile = GemmTile::kAuto;  // the FP8 expert GEMMs' tile at 128-row tiles (MoeParams)
+  cudaEvent_t* phase_events = nullptr;   // MoeParams::phase_events (launch_moe only)
 };
 
+// Records the event of `phase` (kNumMoePhases: the end) when the block has phase events.
+void mark(const MoeBlock& b, int phase, cudaStream_t stream) {
+  if (b.phase_events != nullptr) GOSSAMER_CUDA_CHECK(cudaEventRecord(b.phase_events[phase], stream));
+}
+void mark(const MoeBlock& b, MoePhase phase, cudaStream_t stream) {
+  mark(b, static_cast<int>(phase), stream);
+}
+
 MoeBlock block_of(const MoeParams& p, ExpertStep step) {
-  return {
-      step,        p.x,     p.logits, p.residual,      p.out,        p.w1,          p.w2,           p.w1_scales,
-      p.w2_scales, p.b1,    p.b2,     p.weights_tiled, p.num_tokens, p.num_experts, p.expert_begin, p.num_local_experts,
-      p.hidden,    p.inter, &p,       p.gemm_tile};
+  return {step,
+          p.x,
+          p.logits,
+          p.residual,
+          p.out,
+          p.w1,
+          p.w2,
+          p.w1_scales,
+          p.w2_scales,
+          p.b1,
+          p.b2,
+          p.weights_tiled,
+          p.num_tokens,
+          p.num_experts,
+          p.expert_begin,
+          p.num_local_experts,
+          p.hidden,
+          p.inter,
+          &p,
+          p.gemm_tile,
+          p.phase_events};
 }
 
 MoeBlock block_of(const MoeBf16Params& p) {
@@ -174,6 +200,7 @@ Gemm grouped_projection(const MoeBlock& b, const MoeWorkspace& w, bool gate_up, 
 void experts_fp8_gemm(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t stream) {
   const int rows_hint = ceil_div(b.T * kMoeTopK, b.E);
   // Tokens permuted into expert order while quantized (rows past group_offsets[E] are left untouched).
+  mark(b, MoePhase::kQuantizeTokens, stream);
   QuantizeFp8Params qx{b.x, b.hidden, w.x_q, ld16(b.hidden), w.x_scales, b.T * kMoeTopK, b.hidden};
   qx.row_index = w.row_token;
   qx.num_valid_rows = w.group_offsets + b.E;
@@ -186,8 +213,10 @@ void experts_fp8_gemm(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t str
   g1.b_scales = b.w1_scales;
   g1.num_groups = b.E;
   if (plan_tile_rows(b.step, b.T, b.E) == 128) g1.tile = b.gemm_tile;
+  mark(b, MoePhase::kGateUp, stream);
   launch_gemm_fp8(g1, rows_hint, stream);
   // NOTE: rows past group_offsets[E] (pairs routed to other ranks) are quantized but never read.
+  mark(b, MoePhase::kQuantizeHidden, stream);
   launch_quantize_fp8({w.h, b.inter, w.h_q, ld16(b.inter), w.h_scales, b.T * kMoeTopK, b.inter}, stream);
   auto g2 = grouped_projection<GemmFp8Params, uint8_t, uint8_t>(b, w, false, w.h_q, ld16(b.inter), b.w2, b.b2);
   g2.a_scales = w.h_scales;
@@ -196,6 +225,7 @@ void experts_fp8_gemm(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t str
   g2.b_scales = b.w2_scales;
   g2.num_groups = b.E;
   g2.tile = g1.tile;
+  mark(b, MoePhase::kDown, stream);
   launch_gemm_fp8(g2, rows_hint, stream);
 }
 
@@ -266,8 +296,10 @@ void experts_stream(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t strea
 void launch_moe_block(const MoeBlock& b, void* workspace, cudaStream_t stream) {
   const MoeWorkspace w = carve(static_cast<uint8_t*>(workspace), b.step, b.T, b.E, b.hidden, b.inter);
   // ---- route ----
+  mark(b, MoePhase::kRoute, stream);
   launch_moe_route({b.logits, w.topk_ids, w.topk_weights, b.T, b.num_experts}, stream);
   // ---- plan: pairs grouped by local expert, the GEMMs' tile list ----
+  mark(b, MoePhase::kPlan, stream);
   if (b.step != ExpertStep::kFp8Gemv) {
     launch_moe_plan({w.topk_ids, b.T, b.expert_begin, b.E, plan_tile_rows(b.step, b.T, b.E), w.group_offsets,
                      w.row_token, w.pair_row, w.tile_group, w.tile_m0, w.num_tiles},
@@ -283,10 +315,25 @@ void launch_moe_block(const MoeBlock& b, void* workspace, cudaStream_t stream) {
   }
   // ---- weighted combine (+ residual) back to token order, unless the next norm does it ----
   if (b.fp8 != nullptr && b.fp8->combine_deferred) return;
+  mark(b, MoePhase::kCombine, stream);
   launch_moe_combine({w.y, w.pair_row, w.topk_weights, b.residual, b.out, b.T, b.hidden}, stream);
+  mark(b, kNumMoePhases, stream);
 }
 
 }  // namespace
+
+const char* moe_phase_name(MoePhase phase) {
+  switch (phase) {
+    case MoePhase::kRoute: return "route";
+    case MoePhase::kPlan: return "plan";
+    case MoePhase::kQuantizeTokens: return "quantize tokens";
+    case MoePhase::kGateUp: return "gate_up GEMM";
+    case MoePhase::kQuantizeHidden: return "quantize h";
+    case MoePhase::kDown: return "down GEMM";
+    case MoePhase::kCombine: return "combine";
+  }
+  return "?";
+}
 
 size_t moe_workspace_bytes(int num_tokens, int num_local_experts, int hidden, int inter) {
   // Either expert format (FP8 or MXFP4 experts plan different tile rows).
@@ -324,6 +371,7 @@ size_t moe_decode_workspace_bytes(int num_tokens, int hidden, int inter) {
 }
 
 void launch_moe_decode(const MoeParams& p, void* workspace, cudaStream_t stream) {
+  GOSSAMER_CHECK(p.phase_events == nullptr, "moe_decode: phase_events are launch_moe's");
   GOSSAMER_CHECK(p.num_tokens >= 0 && p.num_tokens <= kGemvMaxRows, "moe_decode: ", p.num_tokens, " tokens (at most ",
                  kGemvMaxRows, "; use launch_moe)");
   GOSSAMER_CHECK(p.hidden % 16 == 0 && p.inter % 16 == 0, "moe_decode: hidden and inter must be multiples of 16");
@@ -342,6 +390,7 @@ size_t moe_stream_workspace_bytes(int num_tokens, int num_local_experts, int hid
 }
 
 void launch_moe_stream(const MoeParams& p, void* workspace, cudaStream_t stream) {
+  GOSSAMER_CHECK(p.phase_events == nullptr, "moe_stream: phase_events are launch_moe's");
   GOSSAMER_CHECK(!p.combine_deferred, "moe_stream: combine_deferred is launch_moe_decode's");
   GOSSAMER_CHECK(p.weights_mxfp4 || p.weights_tiled, "moe_stream: FP8 experts must be tile-major (weights_tiled)");
   const int mult = p.weights_mxfp4 ? 32 : 16;
