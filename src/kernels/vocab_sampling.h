@@ -3,9 +3,12 @@
 // vocabulary, and the group sums the small f32 records they write (comm all_reduce: it exists on every
 // group, the IPC-only ones of ranks sharing a GPU too). Never the [rows, vocab] logits cross ranks.
 //
-// The rule is kernels/sampling.h's, steps 1-4 (no penalties or logprobs: the caller keeps those rows on
-// the gathered logits; token masks are applied to the slice first, kernels/token_mask.h with vocab_begin,
-// and their −inf columns weigh nothing). x = z (greedy) or z · (1 / temperature), keys k(x) as there.
+// The rule is kernels/sampling.h's, steps 0-4. Token masks are applied to the bf16 slice first
+// (kernels/token_mask.h with vocab_begin; their −inf columns weigh nothing). 0. penalize writes the rows with
+// penalty entries as f32 copies of their slice (the bf16 logit widened, then penalized_logit for the entries
+// whose token falls in the slice: the single-device kernel's fp32 scratch rows, cut to the slice), and every
+// later launch reads z of such a row from its copy, the others from the bf16 slice. Log-probabilities are
+// kernels/vocab_logprobs.h's. x = z (greedy) or z · (1 / temperature), keys k(x) as there.
 //  1. local_max: slot `rank` of records ← (key >> 16, key & 0xFFFF, id) of this slice's largest key
 //     (lowest id on ties), the other slots ← 0; after the sum merge_max takes the largest (key, lowest id)
 //     over ranks (slices ascend with the rank): the greedy token, exactly the single-device one, and the
@@ -49,7 +52,28 @@ struct VocabSliceParams {
   int world = 1;
   int num_rows = 0;
   const float* temperature = nullptr;  // [num_rows]: ≤ 0 greedy (x = z), else x = z · (1 / temperature)
+  // Penalized rows (both null: none): row r reads z from penalized row penalized_rows[r] when that is ≥ 0.
+  const float* penalized = nullptr;         // [penalized rows, num_cols] f32, written by penalize
+  const int32_t* penalized_rows = nullptr;  // [num_rows] a row's row in `penalized`, < 0 = the bf16 slice
 };
+
+// Step 0's inputs: row r's entries are [offsets[r], offsets[r + 1]), global token ids, distinct per row.
+struct VocabPenaltyParams {
+  const int32_t* offsets = nullptr;   // [num_rows + 1]
+  const int32_t* tokens = nullptr;    // [num_entries] in [0, vocab)
+  const int32_t* counts = nullptr;    // [num_entries] count in the output (0: only in the prompt)
+  const float* presence = nullptr;    // [num_rows]
+  const float* frequency = nullptr;   // [num_rows]
+  const float* repetition = nullptr;  // [num_rows] (1 = off)
+  float* out = nullptr;               // [penalized rows, num_cols] f32: the slice's p.penalized
+};
+
+// 0. For each row r with penalized_rows[r] ≥ 0: out row penalized_rows[r] ← the bf16 slice row widened, then
+// z_t ← penalized_logit(z_t, ...) for its entries t in [vocab_begin, vocab_begin + num_cols) (the same fp32
+// arithmetic as kernels/sampling.h step 0). Reads p.logits and p.penalized_rows; p.penalized must be `out`
+// for the launches that follow.
+void launch_vocab_penalize(const VocabSliceParams& p, const VocabPenaltyParams& pen, cudaStream_t stream);
+void vocab_penalize_cpu(const VocabSliceParams& p, const VocabPenaltyParams& pen);
 
 // Per row, written by merge_max and the selections and read by the later launches.
 struct VocabRowState {

@@ -10,9 +10,12 @@
 namespace gossamer::kernels {
 namespace {
 
-// x of (row, column c) of the slice: the logit widened to fp32, times 1 / temperature for sampled rows.
+// x of (row, column c) of the slice: z (the row's penalized f32 copy, or the logit widened to fp32), times
+// 1 / temperature for sampled rows.
 float slice_x(const VocabSliceParams& p, int row, int c) {
-  const float z = bf16_to_float(p.logits[static_cast<int64_t>(row) * p.ld + c]);
+  const int32_t copy = p.penalized_rows != nullptr ? p.penalized_rows[row] : -1;
+  const float z = copy >= 0 ? p.penalized[static_cast<int64_t>(copy) * p.num_cols + c]
+                            : bf16_to_float(p.logits[static_cast<int64_t>(row) * p.ld + c]);
   const float t = p.temperature[row];
   return t > 0.f ? z * (1.0f / t) : z;
 }
@@ -23,6 +26,20 @@ uint64_t packed(uint32_t key, uint32_t id) {
 }
 
 }  // namespace
+
+void vocab_penalize_cpu(const VocabSliceParams& p, const VocabPenaltyParams& pen) {
+  for (int r = 0; r < p.num_rows; ++r) {
+    const int32_t copy = p.penalized_rows[r];
+    if (copy < 0) continue;
+    float* y = pen.out + static_cast<int64_t>(copy) * p.num_cols;
+    for (int c = 0; c < p.num_cols; ++c) y[c] = bf16_to_float(p.logits[static_cast<int64_t>(r) * p.ld + c]);
+    for (int32_t e = pen.offsets[r]; e < pen.offsets[r + 1]; ++e) {
+      const int c = pen.tokens[e] - p.vocab_begin;
+      if (c < 0 || c >= p.num_cols) continue;
+      y[c] = penalized_logit(y[c], pen.counts[e], pen.presence[r], pen.frequency[r], pen.repetition[r]);
+    }
+  }
+}
 
 void vocab_local_max_cpu(const VocabSliceParams& p, float* records) {
   std::fill_n(records, static_cast<size_t>(p.world) * p.num_rows * kVocabMaxRecord, 0.f);

@@ -13,25 +13,48 @@ namespace {
 
 constexpr int kThreads = 512;
 
-// x of (row, column c): the bf16 logit widened (exact), times 1 / temperature for sampled rows; inv_t < 0
-// marks a greedy row (x = z).
-__device__ __forceinline__ float slice_x(const uint16_t* z, int c, float inv_t) {
-  const float v = __uint_as_float(static_cast<uint32_t>(z[c]) << 16);
+// One row of the slice: its f32 penalized copy, or else its bf16 logits.
+struct SliceRow {
+  const uint16_t* z16 = nullptr;
+  const float* z32 = nullptr;
+};
+__device__ __forceinline__ SliceRow slice_row(const VocabSliceParams& p, int row) {
+  const int32_t copy = p.penalized_rows != nullptr ? p.penalized_rows[row] : -1;
+  if (copy >= 0) return {nullptr, p.penalized + static_cast<int64_t>(copy) * p.num_cols};
+  return {p.logits + static_cast<int64_t>(row) * p.ld, nullptr};
+}
+// x of (row, column c): z (the penalized f32, or the bf16 logit widened: exact), times 1 / temperature for
+// sampled rows; inv_t < 0 marks a greedy row (x = z).
+__device__ __forceinline__ float slice_x(const SliceRow& z, int c, float inv_t) {
+  const float v = z.z32 != nullptr ? z.z32[c] : __uint_as_float(static_cast<uint32_t>(z.z16[c]) << 16);
   return inv_t >= 0.f ? v * inv_t : v;
 }
 __device__ __forceinline__ float inverse_temperature(const VocabSliceParams& p, int row) {
   const float t = p.temperature[row];
   return t > 0.f ? 1.0f / t : -1.f;
 }
-__device__ __forceinline__ const uint16_t* slice_row(const VocabSliceParams& p, int row) {
-  return p.logits + static_cast<int64_t>(row) * p.ld;
+
+// ---- 0. penalties: the row's slice widened into its f32 copy, then its entries that fall in the slice ----
+__global__ void __launch_bounds__(kThreads) penalize_kernel(VocabSliceParams p, VocabPenaltyParams pen) {
+  const int row = blockIdx.x;
+  const int32_t copy = p.penalized_rows[row];
+  if (copy < 0) return;
+  const uint16_t* z = p.logits + static_cast<int64_t>(row) * p.ld;
+  float* y = pen.out + static_cast<int64_t>(copy) * p.num_cols;
+  for (int c = threadIdx.x; c < p.num_cols; c += kThreads) y[c] = __uint_as_float(static_cast<uint32_t>(z[c]) << 16);
+  __syncthreads();
+  for (int e = pen.offsets[row] + threadIdx.x; e < pen.offsets[row + 1]; e += kThreads) {
+    const int c = pen.tokens[e] - p.vocab_begin;  // NOTE: distinct per row, so no two threads write one column
+    if (c < 0 || c >= p.num_cols) continue;
+    y[c] = penalized_logit(y[c], pen.counts[e], pen.presence[row], pen.frequency[row], pen.repetition[row]);
+  }
 }
 
 // ---- 1. local (max key, lowest id) → this rank's record slot, zeros in the others ----
 __global__ void __launch_bounds__(kThreads) local_max_kernel(VocabSliceParams p, float* records) {
   __shared__ unsigned long long scratch[32];
   const int row = blockIdx.x;
-  const uint16_t* z = slice_row(p, row);
+  const SliceRow z = slice_row(p, row);
   const float inv_t = inverse_temperature(p, row);
   unsigned long long best = 0;
   for (int c = threadIdx.x; c < p.num_cols; c += kThreads) {
@@ -87,7 +110,7 @@ __global__ void __launch_bounds__(kThreads) select_round_kernel(VocabSliceParams
   if (s.shift < 0) return;
   for (int b = threadIdx.x; b < kVocabSelectBins; b += kThreads) hist[b] = 0.f;
   __syncthreads();
-  const uint16_t* z = slice_row(p, row);
+  const SliceRow z = slice_row(p, row);
   const float inv_t = inverse_temperature(p, row);
   const uint32_t prefix = st.prefix, mask = st.mask, threshold = st.threshold;
   const float mx = st.max;
@@ -111,7 +134,7 @@ __global__ void __launch_bounds__(kThreads) local_mass_kernel(VocabSliceParams p
   __shared__ float scratch[32];
   const int j = blockIdx.x, row = rows[j];
   const VocabRowState st = state[row];
-  const uint16_t* z = slice_row(p, row);
+  const SliceRow z = slice_row(p, row);
   const float inv_t = inverse_temperature(p, row);
   float sum = 0.f;
   for (int c = threadIdx.x; c < p.num_cols; c += kThreads) {
@@ -132,7 +155,7 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ float chunk_prefix[kThreads];
   const int j = blockIdx.x, row = rows[j];
   const VocabRowState st = state[row];
-  const uint16_t* z = slice_row(p, row);
+  const SliceRow z = slice_row(p, row);
   const float inv_t = inverse_temperature(p, row);
   float total = 0.f, before = 0.f;
   for (int q = 0; q < p.world; ++q) {
@@ -193,11 +216,24 @@ void check_slice(const VocabSliceParams& p) {
                      p.num_rows >= 0 && p.temperature != nullptr,
                  "vocab_sampling: bad slice (", p.num_cols, " columns, ld ", p.ld, ", rank ", p.rank, " of ", p.world,
                  ")");
+  GOSSAMER_CHECK((p.penalized == nullptr) == (p.penalized_rows == nullptr),
+                 "vocab_sampling: penalized rows need both their buffer and their row map");
   GOSSAMER_CHECK(p.vocab_begin + int64_t{p.num_cols} < (int64_t{1} << 24),
                  "vocab_sampling: ids travel as exact f32 integers (< 2^24)");
 }
 
 }  // namespace
+
+void launch_vocab_penalize(const VocabSliceParams& p, const VocabPenaltyParams& pen, cudaStream_t stream) {
+  check_slice(p);
+  GOSSAMER_CHECK(p.penalized_rows != nullptr && p.penalized == pen.out && pen.out != nullptr &&
+                     pen.offsets != nullptr && pen.tokens != nullptr && pen.counts != nullptr &&
+                     pen.presence != nullptr && pen.frequency != nullptr && pen.repetition != nullptr,
+                 "vocab_penalize: needs the penalized rows, their buffer (the slice's), entries and factors");
+  if (p.num_rows == 0) return;
+  penalize_kernel<<<p.num_rows, kThreads, 0, stream>>>(p, pen);
+  GOSSAMER_CUDA_CHECK_LAUNCH();
+}
 
 void launch_vocab_local_max(const VocabSliceParams& p, float* records, cudaStream_t stream) {
   check_slice(p);

@@ -2,10 +2,13 @@
 // launches taken here, in rank order, as the communicator does): greedy tokens equal the single-device
 // rule's exactly (ties across a slice boundary → the lowest id), the top-k threshold equals the k-th
 // largest key exactly, every rank ends with the same tokens, and seeded draws equal sampling_cpu's except
-// within rounding of a boundary (tests/kernels/sampling_boundaries.h), rows under token masks included.
+// within rounding of a boundary (tests/kernels/sampling_boundaries.h), rows under token masks and rows with
+// penalties (step 0 on each slice's f32 copy) included. The logprob records (kernels/vocab_logprobs.h),
+// merged, give sampling_cpu's top ids exactly and its logprobs within f32 rounding.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <random>
 #include <vector>
@@ -14,6 +17,7 @@
 #include "core/dtype.h"
 #include "kernels/sampling.h"
 #include "kernels/token_mask.h"
+#include "kernels/vocab_logprobs.h"
 #include "kernels/vocab_sampling.h"
 
 namespace gossamer::kernels {
@@ -23,6 +27,9 @@ struct Settings {
   std::vector<float> temperature, top_p;
   std::vector<int32_t> top_k;
   std::vector<uint64_t> seeds;
+  // Penalties (offsets empty: none), as SamplingParams has them.
+  std::vector<int32_t> offsets, tokens, counts;
+  std::vector<float> presence, frequency, repetition;
 };
 
 // Σ over ranks of each rank's buffer, in rank order; every rank receives the result.
@@ -41,12 +48,26 @@ std::vector<std::vector<int32_t>> sample_on_slices(const std::vector<uint16_t>& 
   const int shard = (vocab + world - 1) / world;
   std::vector<std::vector<uint16_t>> slices(world);
   std::vector<VocabSliceParams> params(world);
+  std::vector<int32_t> penalized_rows(rows, -1);
+  int num_penalized = 0;
+  for (int r = 0; r < rows && !s.offsets.empty(); ++r)
+    if (s.offsets[r + 1] > s.offsets[r]) penalized_rows[r] = num_penalized++;
+  std::vector<std::vector<float>> penalized(world);
   for (int q = 0; q < world; ++q) {
     const int begin = q * shard, cols = std::min(vocab, begin + shard) - begin;
     for (int r = 0; r < rows; ++r)
       slices[q].insert(slices[q].end(), logits.begin() + int64_t{r} * vocab + begin,
                        logits.begin() + int64_t{r} * vocab + begin + cols);
-    params[q] = VocabSliceParams{slices[q].data(), cols, cols, begin, q, world, rows, s.temperature.data()};
+    params[q] =
+        VocabSliceParams{slices[q].data(), cols, cols, begin, q, world, rows, s.temperature.data(), nullptr, nullptr};
+    if (num_penalized == 0) continue;
+    // 0. penalties: each rank's f32 copies of its slice of the penalized rows
+    penalized[q].assign(size_t(num_penalized) * cols, 0.f);
+    params[q].penalized = penalized[q].data();
+    params[q].penalized_rows = penalized_rows.data();
+    VocabPenaltyParams pen{s.offsets.data(),   s.tokens.data(),     s.counts.data(),    s.presence.data(),
+                           s.frequency.data(), s.repetition.data(), penalized[q].data()};
+    vocab_penalize_cpu(params[q], pen);
   }
   std::vector<int32_t> sampled, k_rows, p_rows;
   for (int r = 0; r < rows; ++r) {
@@ -226,6 +247,147 @@ TEST(VocabSamplingRef, MaskedRowsMatchTheSingleDeviceRule) {
   }
 }
 
+// Rows with penalties (repetition, frequency, presence; entries in every slice, one pushing the row's
+// maximum below another token): each rank penalizes its slice's f32 copy, and the tokens equal the
+// single-device rule's on the penalized rows (greedy exactly, draws within rounding); unpenalized rows in
+// the same step read the bf16 slice as before.
+TEST(VocabSamplingRef, PenalizedRowsMatchTheSingleDeviceRule) {
+  std::mt19937 rng(29);
+  const int vocab = 5003;
+  const float temps[] = {0.f, 0.f, 1.f, 0.8f, 0.f, 0.9f};
+  const int top_ks[] = {0, 0, 0, 30, 0, 0};
+  const float top_ps[] = {1.f, 1.f, 1.f, 1.f, 1.f, 0.7f};
+  const int n = static_cast<int>(std::size(temps));
+  std::vector<uint16_t> logits(size_t(n) * vocab);
+  std::normal_distribution<float> d(0.f, 3.f);
+  for (auto& x : logits) x = float_to_bf16(d(rng));
+  logits[size_t(0) * vocab + 4321] = float_to_bf16(30.f);  // row 0's maximum, penalized below row 0's 2nd
+  logits[size_t(0) * vocab + 17] = float_to_bf16(29.f);
+  Settings s;
+  s.offsets.push_back(0);
+  for (int r = 0; r < n; ++r) {
+    s.temperature.push_back(temps[r]);
+    s.top_k.push_back(top_ks[r]);
+    s.top_p.push_back(top_ps[r]);
+    s.seeds.push_back(55555ull * (r + 1));
+    s.presence.push_back(r == 4 ? 0.f : 0.5f);
+    s.frequency.push_back(r == 2 ? 0.f : 0.25f);
+    s.repetition.push_back(r == 3 ? 1.f : 1.3f);
+    if (r != 1) {  // row 1: no entries (reads the bf16 slice)
+      std::vector<int32_t> ids = {4321, 17};
+      for (int i = 0; i < 60; ++i) ids.push_back(static_cast<int32_t>(rng() % vocab));
+      std::sort(ids.begin(), ids.end());
+      ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+      for (int32_t t : ids) {
+        s.tokens.push_back(t);
+        s.counts.push_back(t == 4321 ? 8 : static_cast<int32_t>(rng() % 4));
+      }
+    }
+    s.offsets.push_back(static_cast<int32_t>(s.tokens.size()));
+  }
+  std::vector<float> widened(logits.size());
+  for (size_t i = 0; i < logits.size(); ++i) widened[i] = bf16_to_float(logits[i]);
+  std::vector<int32_t> ref(n);
+  SamplingParams sp{widened.data(), ref.data(), s.temperature.data(), s.top_k.data(), s.top_p.data(), s.seeds.data(), n,
+                    vocab};
+  sp.penalty_offsets = s.offsets.data();
+  sp.penalty_tokens = s.tokens.data();
+  sp.penalty_counts = s.counts.data();
+  sp.presence = s.presence.data();
+  sp.frequency = s.frequency.data();
+  sp.repetition = s.repetition.data();
+  sampling_cpu(sp);
+  EXPECT_EQ(ref[0], 17) << "the penalty moves row 0's argmax";
+  std::vector<float> penalized = widened;  // the rule's step 0 on whole rows, for the draws' bounds
+  for (int r = 0; r < n; ++r) {
+    for (int e = s.offsets[r]; e < s.offsets[r + 1]; ++e) {
+      float& z = penalized[size_t(r) * vocab + s.tokens[e]];
+      z = penalized_logit(z, s.counts[e], s.presence[r], s.frequency[r], s.repetition[r]);
+    }
+  }
+  for (int world : {1, 2, 3, 8}) {
+    const auto tokens = sample_on_slices(logits, n, vocab, world, s);
+    for (int q = 1; q < world; ++q) EXPECT_EQ(tokens[q], tokens[0]) << "rank " << q << " of " << world;
+    for (int r = 0; r < n; ++r) {
+      if (temps[r] <= 0.f) {
+        EXPECT_EQ(tokens[0][r], ref[r]) << "greedy row " << r << ", world " << world;
+        continue;
+      }
+      const auto allowed = test::draws_within_rounding(std::span(penalized).subspan(size_t(r) * vocab, vocab), temps[r],
+                                                       top_ks[r], top_ps[r], s.seeds[r], 1e-4);
+      EXPECT_TRUE(std::find(allowed.begin(), allowed.end(), tokens[0][r]) != allowed.end())
+          << "row " << r << ", world " << world << ": drew " << tokens[0][r] << ", the single-device rule " << ref[r];
+    }
+  }
+}
+
+// The logprob records of every slice, summed in rank order and merged: the drawn token's raw logprob and
+// the top lists equal sampling_cpu's (ids exactly, ties across slice boundaries → the lower id; logprobs
+// within f32 rounding), rows without a top list, with fewer columns than asked in a slice, and with
+// whole slices of −inf (token masks) included; every rank merges the same outputs.
+TEST(VocabSamplingRef, LogprobRecordsMatchTheSingleDeviceRule) {
+  std::mt19937 rng(31);
+  const int vocab = 5003;
+  const int32_t num_top[] = {-1, 0, 1, 5, 20, 20, 3};
+  const int n = static_cast<int>(std::size(num_top));
+  std::vector<uint16_t> logits(size_t(n) * vocab);
+  std::normal_distribution<float> d(0.f, 3.f);
+  for (auto& x : logits) x = float_to_bf16(d(rng));
+  for (int id : {10, 1700, 2600, 4990}) logits[size_t(4) * vocab + id] = float_to_bf16(25.f);  // ties in the top
+  const uint16_t minus_inf = float_to_bf16(-INFINITY);
+  for (int i = 0; i < vocab; ++i) {  // row 5: only ids [600, 700) allowed; row 6: only 3 ids
+    if (i < 600 || i >= 700) logits[size_t(5) * vocab + i] = minus_inf;
+    if (i != 5 && i != 2502 && i != 5002) logits[size_t(6) * vocab + i] = minus_inf;
+  }
+  std::vector<float> widened(logits.size()), temperature(n, 0.f), top_p(n, 1.f);
+  for (size_t i = 0; i < logits.size(); ++i) widened[i] = bf16_to_float(logits[i]);
+  std::vector<int32_t> tokens(n), top_k(n, 0), ref_top(size_t(n) * kMaxTopLogprobs, -1);
+  std::vector<uint64_t> seeds(n, 1);
+  std::vector<float> ref_logprob(n), ref_top_logprob(size_t(n) * kMaxTopLogprobs);
+  SamplingParams sp{widened.data(), tokens.data(), temperature.data(), top_k.data(), top_p.data(), seeds.data(), n,
+                    vocab};
+  sp.out_logprobs = ref_logprob.data();
+  sp.num_top = num_top;
+  sp.out_top_tokens = ref_top.data();
+  sp.out_top_logprobs = ref_top_logprob.data();
+  sampling_cpu(sp);
+  tokens[2] = 4000;  // a drawn token that is not the argmax: its raw logprob from the whole row's normaliser
+  const LogitNormalizer row2 = sampling_normalizer_cpu(widened.data() + size_t(2) * vocab, vocab);
+  ref_logprob[2] =
+      static_cast<float>(static_cast<double>(widened[size_t(2) * vocab + 4000]) - sampling_log_total(&row2, 1));
+  for (int world : {1, 2, 3, 8}) {
+    const int shard = (vocab + world - 1) / world;
+    std::vector<std::vector<uint16_t>> slices(world);
+    std::vector<std::vector<float>> records(world);
+    for (int q = 0; q < world; ++q) {
+      const int begin = q * shard, cols = std::min(vocab, begin + shard) - begin;
+      for (int r = 0; r < n; ++r)
+        slices[q].insert(slices[q].end(), logits.begin() + int64_t{r} * vocab + begin,
+                         logits.begin() + int64_t{r} * vocab + begin + cols);
+      const VocabSliceParams p{slices[q].data(), cols, cols, begin, q, world, n, temperature.data(), nullptr, nullptr};
+      records[q].assign(size_t(world) * n * kVocabLogprobRecord, -7.f);
+      vocab_logprob_record_cpu(p, tokens.data(), num_top, records[q].data());
+    }
+    sum_over_ranks(records);
+    for (int q = 0; q < world; ++q) {
+      std::vector<float> logprob(n), top_logprob(size_t(n) * kMaxTopLogprobs, 0.f);
+      std::vector<int32_t> top(size_t(n) * kMaxTopLogprobs, -1);
+      vocab_merge_logprobs_cpu(records[q].data(), world, n, num_top, logprob.data(), top.data(), top_logprob.data());
+      for (int r = 0; r < n; ++r) {
+        EXPECT_NEAR(logprob[r], ref_logprob[r], 2e-5 * std::max(1.f, std::abs(ref_logprob[r])))
+            << "row " << r << ", world " << world;
+        const int shown = std::min(std::max(num_top[r], 0), r == 6 ? 3 : kMaxTopLogprobs);
+        for (int j = 0; j < shown; ++j) {
+          const size_t k = size_t(r) * kMaxTopLogprobs + j;
+          EXPECT_EQ(top[k], ref_top[k]) << "row " << r << " top " << j << ", world " << world << ", rank " << q;
+          EXPECT_NEAR(top_logprob[k], ref_top_logprob[k], 2e-5 * std::max(1.f, std::abs(ref_top_logprob[k])))
+              << "row " << r << " top " << j << ", world " << world;
+        }
+      }
+    }
+  }
+}
+
 // The top-k selection over the group lands exactly on the k-th largest key, boundary ties included.
 TEST(VocabSamplingRef, TopKThresholdIsTheKthLargestKey) {
   std::mt19937 rng(7);
@@ -246,7 +408,8 @@ TEST(VocabSamplingRef, TopKThresholdIsTheKthLargestKey) {
     for (int q = 0; q < world; ++q) {
       const int begin = q * shard, cols = std::min(vocab, begin + shard) - begin;
       slices[q].assign(logits.begin() + begin, logits.begin() + begin + cols);
-      params[q] = VocabSliceParams{slices[q].data(), cols, cols, begin, q, world, 1, temperature.data()};
+      params[q] =
+          VocabSliceParams{slices[q].data(), cols, cols, begin, q, world, 1, temperature.data(), nullptr, nullptr};
     }
     for (int shift = 24; shift >= -8; shift -= 8) {
       for (int q = 0; q < world; ++q) {

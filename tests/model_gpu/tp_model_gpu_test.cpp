@@ -13,7 +13,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -24,6 +26,7 @@
 #include "model/dummy_checkpoint.h"
 #include "model/sharding.h"
 #include "run_binary.h"
+#include "tp_penalty_rows.h"
 
 namespace gossamer::model {
 namespace {
@@ -146,6 +149,10 @@ INSTANTIATE_TEST_SUITE_P(Layouts, TpModelGpuTest,
 // draw the same tokens (greedy, temperature/top-k/top-p, and greedy under a token mask of the even ids),
 // masked greedy tokens equal the argmax over the even ids exactly, and the TP2 greedy tokens keep TP1's
 // argmax bound (TP1: the same worker with --world 1, no communicator, its greedy equal to its logits' argmax).
+// Rows with penalties and 5 top logprobs (tests/model_gpu/tp_penalty_rows.h; on the slices at TP2, nothing
+// gathered): the greedy token is the argmax of the penalized logits (within f32 rounding of the max: nvcc
+// may contract the penalty), the top ids are the logits' first 5 (ties → the lower id) exactly, the
+// logprobs z − logsumexp(z) within 1e-4, both ranks give the same bits, and TP2 keeps TP1's argmax bound.
 TEST(TpModelGpuSamplingTest, SlicesDrawTheGatheredArgmaxOnEveryRank) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU visible: the tensor-parallel cuda model test needs one";
   ::setenv("NCCL_NVLS_ENABLE", "0", 1);
@@ -168,6 +175,8 @@ TEST(TpModelGpuSamplingTest, SlicesDrawTheGatheredArgmaxOnEveryRank) {
                                              (dir / (name + ".npy")).string(),
                                              "--tokens-out",
                                              (dir / (name + "_tokens.npy")).string(),
+                                             "--logprobs-out",
+                                             (dir / (name + "_logprobs.npy")).string(),
                                              "--rank",
                                              std::to_string(rank),
                                              "--world",
@@ -226,6 +235,56 @@ TEST(TpModelGpuSamplingTest, SlicesDrawTheGatheredArgmaxOnEveryRank) {
   std::printf("[tp gpu sampling] TP2 greedy on the slices vs TP1: %.4f of %lld rows\n", match,
               static_cast<long long>(seqs * length));
   EXPECT_GE(match, 0.98);
+  // ---- penalized greedy rows with logprobs ----
+  const NpyArray tp1_lp = read_npy_f32((dir / "w1r0_logprobs.npy").string());
+  const NpyArray rank0_lp = read_npy_f32((dir / "w2r0_logprobs.npy").string());
+  const NpyArray rank1_lp = read_npy_f32((dir / "w2r1_logprobs.npy").string());
+  constexpr int kTop = gossamer::testing::kTpTopLogprobs, kWidth = 1 + 2 * kTop;
+  ASSERT_EQ(rank0_lp.shape, (std::vector<int64_t>{seqs, length, kWidth}));
+  EXPECT_EQ(rank0_lp.data, rank1_lp.data) << "both ranks must report the same logprobs";
+  auto check_penalized = [&](const NpyArray& logits, const NpyArray& drawn, const NpyArray& lp, int64_t row,
+                             const char* group) {
+    const float* z = logits.data.data() + row * vocab;
+    const gossamer::testing::PenaltyEntries e = gossamer::testing::tp_penalty_entries(z, vocab);
+    std::vector<float> x(z, z + vocab);
+    for (size_t k = 0; k < e.tokens.size(); ++k) {
+      float& v = x[static_cast<size_t>(e.tokens[k])];
+      v = kernels::penalized_logit(v, e.counts[k], gossamer::testing::kTpPresence, gossamer::testing::kTpFrequency,
+                                   gossamer::testing::kTpRepetition);
+    }
+    const auto token = static_cast<int64_t>(drawn.data[static_cast<size_t>(3 * seqs * length + row)]);
+    const float best = *std::max_element(x.begin(), x.end());
+    EXPECT_TRUE(token >= 0 && token < vocab && x[static_cast<size_t>(token)] >= best - 1e-5f * std::abs(best))
+        << group << " penalized greedy, row " << row << ": drew " << token;
+    double m = -1e300, sum = 0.0;
+    for (int64_t t = 0; t < vocab; ++t) m = std::max(m, double{z[t]});
+    for (int64_t t = 0; t < vocab; ++t) sum += std::exp(double{z[t]} - m);
+    const double log_total = m + std::log(sum);
+    const float* got = lp.data.data() + row * kWidth;
+    const auto near = [](double a, double b) { return std::abs(a - b) <= 1e-4 * std::max(1.0, std::abs(b)); };
+    EXPECT_TRUE(token < 0 || token >= vocab || near(got[0], z[token] - log_total))
+        << group << " logprob, row " << row << ": " << got[0] << " vs " << z[token] - log_total;
+    std::vector<int32_t> order(static_cast<size_t>(vocab));
+    for (int64_t t = 0; t < vocab; ++t) order[static_cast<size_t>(t)] = static_cast<int32_t>(t);
+    std::partial_sort(order.begin(), order.begin() + kTop, order.end(),
+                      [&](int32_t a, int32_t b) { return kernels::sampling_top_before(z[a], a, z[b], b); });
+    for (int j = 0; j < kTop; ++j) {
+      EXPECT_EQ(got[1 + j], static_cast<float>(order[static_cast<size_t>(j)]))
+          << group << " top " << j << ", row " << row;
+      EXPECT_TRUE(near(got[1 + kTop + j], z[order[static_cast<size_t>(j)]] - log_total))
+          << group << " top logprob " << j << ", row " << row;
+    }
+  };
+  int64_t penalized_agree = 0;
+  for (int64_t row = 0; row < seqs * length; ++row) {
+    check_penalized(tp2_logits, rank0, rank0_lp, row, "TP2");
+    check_penalized(tp1_logits, tp1, tp1_lp, row, "TP1");
+    const size_t at = static_cast<size_t>(3 * seqs * length + row);
+    penalized_agree += rank0.data[at] == tp1.data[at];
+  }
+  const double penalized_match = static_cast<double>(penalized_agree) / static_cast<double>(seqs * length);
+  std::printf("[tp gpu sampling] TP2 penalized greedy on the slices vs TP1: %.4f\n", penalized_match);
+  EXPECT_GE(penalized_match, 0.98);
   fs::remove_all(dir);
 }
 

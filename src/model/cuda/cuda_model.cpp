@@ -599,9 +599,10 @@ void CudaModel::enqueue_sampling(std::span<const RowSampling> rows) {
   for (const RowSampling& row : rows) num_masked += row.token_mask != nullptr;
   const size_t at_mask_rows = num_masked > 0 ? place(rows_n * 4) : 0,
                at_masks = num_masked > 0 ? place(num_masked * words * 4) : 0;
-  // Vocab-parallel rows without penalties or logprobs sample on the slices (sample_vocab_slices; token masks
-  // applied to each rank's slice): [sampled rows i32 | top-k rows i32 | top-p rows i32].
-  const bool on_slices = vocab_parallel() && !any_penalties && !any_logprobs;
+  // Vocab-parallel steps sample on the slices (sample_vocab_slices; token masks applied to each rank's slice,
+  // penalties to its f32 slice copies, logprobs from per-row records): [sampled rows i32 | top-k rows i32 |
+  // top-p rows i32].
+  const bool on_slices = vocab_parallel();
   std::vector<int32_t>& s_rows = slice_rows_.sampled;
   std::vector<int32_t>& k_rows = slice_rows_.top_k;
   std::vector<int32_t>& p_rows = slice_rows_.top_p;
@@ -637,8 +638,8 @@ void CudaModel::enqueue_sampling(std::span<const RowSampling> rows) {
       typed<float>(host, at_frequency)[r] = row.frequency;
       typed<float>(host, at_repetition)[r] = row.repetition;
       typed<int32_t>(host, at_offsets)[r] = entry;
-      // NOTE: only penalized rows get a scratch row (a full batch of fp32 rows would be ~200 MB).
-      typed<int32_t>(host, at_scratch)[r] = row.penalty_tokens.empty() ? 0 : num_penalized++;
+      // NOTE: only penalized rows get a scratch row (a full batch of fp32 rows would be ~200 MB); −1: none.
+      typed<int32_t>(host, at_scratch)[r] = row.penalty_tokens.empty() ? -1 : num_penalized++;
       for (size_t e = 0; e < row.penalty_tokens.size(); ++e, ++entry) {
         typed<int32_t>(host, at_entries)[entry] = row.penalty_tokens[e];
         typed<int32_t>(host, at_counts)[entry] = row.penalty_counts[e];
@@ -661,8 +662,10 @@ void CudaModel::enqueue_sampling(std::span<const RowSampling> rows) {
         std::memcpy(typed<uint32_t>(host, at_masks) + static_cast<size_t>(next++) * words, mask, words * 4);
     }
   }
+  // [penalized rows, vocab] f32, or [penalized rows, local vocab] f32 on the slices
+  const int64_t penalized_cols = on_slices ? weights_.unembedding.n : config_.vocab_size;
+  if (num_penalized > 0) grow_shared(penalized_, static_cast<size_t>(num_penalized) * penalized_cols * 4);
   GOSSAMER_CUDA_CHECK(cudaMemcpyAsync(device, host, inputs, cudaMemcpyHostToDevice, stream_));
-  if (!on_slices && vocab_parallel()) gather_vocab_shards(n);
   if (num_masked > 0) {  // refused tokens are -inf before everything else: on this rank's slice, or whole rows
     kernels::TokenMaskParams mask_params;
     mask_params.logits_bf16 = on_slices ? vocab_local_.get<uint16_t>()  // [n, local vocab] bf16, masked in place
@@ -688,35 +691,51 @@ void CudaModel::enqueue_sampling(std::span<const RowSampling> rows) {
     slices.num_k = k_rows.size();
     slices.num_p = p_rows.size();
     slices.tokens = reinterpret_cast<int32_t*>(device + at_tokens);
+    if (any_penalties) {
+      slices.penalty_offsets = reinterpret_cast<const int32_t*>(device + at_offsets);
+      slices.penalty_tokens = reinterpret_cast<const int32_t*>(device + at_entries);
+      slices.penalty_counts = reinterpret_cast<const int32_t*>(device + at_counts);
+      slices.presence = reinterpret_cast<const float*>(device + at_presence);
+      slices.frequency = reinterpret_cast<const float*>(device + at_frequency);
+      slices.repetition = reinterpret_cast<const float*>(device + at_repetition);
+      slices.penalized_rows = reinterpret_cast<const int32_t*>(device + at_scratch);
+      slices.num_penalized = num_penalized;
+    }
+    if (any_logprobs) {
+      slices.num_top = reinterpret_cast<const int32_t*>(device + at_num_top);
+      slices.out_logprobs = reinterpret_cast<float*>(device + at_logprob);
+      slices.out_top_tokens = reinterpret_cast<int32_t*>(device + at_top_tokens);
+      slices.out_top_logprobs = reinterpret_cast<float*>(device + at_top_logprobs);
+    }
     sample_vocab_slices(n, slices);
+  } else {
+    kernels::SamplingParams params;
+    params.logits_bf16 = logits_.get<uint16_t>();
+    params.out_tokens = reinterpret_cast<int32_t*>(device + at_tokens);
+    params.temperature = reinterpret_cast<const float*>(device + at_temperature);
+    params.top_k = reinterpret_cast<const int32_t*>(device + at_top_k);
+    params.top_p = reinterpret_cast<const float*>(device + at_top_p);
+    params.seeds = reinterpret_cast<const uint64_t*>(device + at_seed);
+    params.num_rows = n;
+    params.vocab = config_.vocab_size;
+    if (any_penalties) {
+      params.scratch_rows = reinterpret_cast<const int32_t*>(device + at_scratch);
+      params.presence = reinterpret_cast<const float*>(device + at_presence);
+      params.frequency = reinterpret_cast<const float*>(device + at_frequency);
+      params.repetition = reinterpret_cast<const float*>(device + at_repetition);
+      params.penalty_offsets = reinterpret_cast<const int32_t*>(device + at_offsets);
+      params.penalty_tokens = reinterpret_cast<const int32_t*>(device + at_entries);
+      params.penalty_counts = reinterpret_cast<const int32_t*>(device + at_counts);
+      params.penalized = penalized_.get<float>();
+    }
+    if (any_logprobs) {
+      params.num_top = reinterpret_cast<const int32_t*>(device + at_num_top);
+      params.out_logprobs = reinterpret_cast<float*>(device + at_logprob);
+      params.out_top_tokens = reinterpret_cast<int32_t*>(device + at_top_tokens);
+      params.out_top_logprobs = reinterpret_cast<float*>(device + at_top_logprobs);
+    }
+    kernels::launch_sampling(params, stream_);
   }
-  kernels::SamplingParams params;
-  params.logits_bf16 = logits_.get<uint16_t>();
-  params.out_tokens = reinterpret_cast<int32_t*>(device + at_tokens);
-  params.temperature = reinterpret_cast<const float*>(device + at_temperature);
-  params.top_k = reinterpret_cast<const int32_t*>(device + at_top_k);
-  params.top_p = reinterpret_cast<const float*>(device + at_top_p);
-  params.seeds = reinterpret_cast<const uint64_t*>(device + at_seed);
-  params.num_rows = n;
-  params.vocab = config_.vocab_size;
-  if (any_penalties) {
-    grow_shared(penalized_, static_cast<size_t>(num_penalized) * static_cast<size_t>(config_.vocab_size) * 4);
-    params.scratch_rows = reinterpret_cast<const int32_t*>(device + at_scratch);
-    params.presence = reinterpret_cast<const float*>(device + at_presence);
-    params.frequency = reinterpret_cast<const float*>(device + at_frequency);
-    params.repetition = reinterpret_cast<const float*>(device + at_repetition);
-    params.penalty_offsets = reinterpret_cast<const int32_t*>(device + at_offsets);
-    params.penalty_tokens = reinterpret_cast<const int32_t*>(device + at_entries);
-    params.penalty_counts = reinterpret_cast<const int32_t*>(device + at_counts);
-    params.penalized = penalized_.get<float>();
-  }
-  if (any_logprobs) {
-    params.num_top = reinterpret_cast<const int32_t*>(device + at_num_top);
-    params.out_logprobs = reinterpret_cast<float*>(device + at_logprob);
-    params.out_top_tokens = reinterpret_cast<int32_t*>(device + at_top_tokens);
-    params.out_top_logprobs = reinterpret_cast<float*>(device + at_top_logprobs);
-  }
-  if (!on_slices) kernels::launch_sampling(params, stream_);
   mark(StepPhase::kOutput);
   // The results land in pinned memory: collect_sampled_step reads them once the stream got past this copy.
   GOSSAMER_CUDA_CHECK(

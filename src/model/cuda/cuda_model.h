@@ -66,13 +66,12 @@ struct CudaOptions {
   // vocabulary rows [rank · vocab_shard_rows, + vocab_rows) (model/sharding.h; the constructor checks the
   // weights' rows). The embedding looks up the step's tokens in its rows (zeros for the others' tokens) and
   // the group sums the [tokens, hidden] rows (one more all-reduce per step, exact: x + 0 = x). The
-  // unembedding computes this rank's logits. Sampled steps whose rows have no penalties or logprobs sample
-  // on the slices (token masks applied to each rank's slice, then kernels/vocab_sampling.h: per-row records
-  // cross ranks, never the logits); a step with any such row, and forward()'s logits, gather every rank's
-  // slice into the full [rows, vocab] (all_gather, or on a group without one a sum of zero-padded slots:
-  // exact) and run the single-device sampler over all its rows (the same rule). 0 = this rank holds the
-  // whole embedding and unembedding (no all-reduce of the embedding). vocab_rows: this rank's own rows
-  // (model/sharding.h RankShard::vocab; random weights are made of that size).
+  // unembedding computes this rank's logits. Sampled steps sample on the slices (token masks applied to each
+  // rank's slice, penalties to f32 copies of it, then kernels/vocab_sampling.h and kernels/vocab_logprobs.h:
+  // per-row records cross ranks, never the logits); forward()'s logits gather every rank's slice into the
+  // full [rows, vocab] (all_gather, or on a group without one a sum of zero-padded slots: exact). 0 = this
+  // rank holds the whole embedding and unembedding (no all-reduce of the embedding). vocab_rows: this rank's
+  // own rows (model/sharding.h RankShard::vocab; random weights are made of that size).
   int64_t vocab_shard_rows = 0;
   int64_t vocab_rows = 0;
   // FP8 qkv/o linears of more rows than the decode GEMV takes run on cuBLASLt where it has an algorithm
@@ -265,7 +264,7 @@ class CudaModel final : public Model {
   // delta_ [T, hidden] bf16 ← Σ over the group's ranks (no-op without a group).
   void reduce_partial_outputs(int num_tokens);
   // Vocab-parallel unembedding: vocab_local_ [rows, local vocab] of every rank → logits_ [rows, vocab]
-  // (forward()'s logits, and sampled steps that sample_vocab_slices does not take).
+  // (forward()'s logits; sampled steps never gather).
   void gather_vocab_shards(int num_rows);
   // A sampled step's rows as sample_vocab_slices reads them (device pointers into sampling_).
   struct VocabSampledRows {
@@ -278,11 +277,24 @@ class CudaModel final : public Model {
     const int32_t *k_rows = nullptr, *p_rows = nullptr, *s_rows = nullptr;
     size_t num_k = 0, num_p = 0, num_s = 0;
     int32_t* tokens = nullptr;  // [rows] out
+    // Penalties (penalty_offsets null: none): row r's entries [penalty_offsets[r], penalty_offsets[r + 1]) of
+    // global ids and counts, its factors, and its f32 copy's row in penalized_ (penalized_rows[r] < 0: none).
+    const int32_t *penalty_offsets = nullptr, *penalty_tokens = nullptr, *penalty_counts = nullptr;
+    const float *presence = nullptr, *frequency = nullptr, *repetition = nullptr;
+    const int32_t* penalized_rows = nullptr;  // [rows]
+    int num_penalized = 0;
+    // Log-probabilities (num_top null: none): kernels/sampling.h's outputs, written for every row.
+    const int32_t* num_top = nullptr;   // [rows]
+    float* out_logprobs = nullptr;      // [rows]
+    int32_t* out_top_tokens = nullptr;  // [rows, kMaxTopLogprobs]
+    float* out_top_logprobs = nullptr;  // [rows, kMaxTopLogprobs]
   };
-  // Sampling on the vocab-parallel slices (kernels/vocab_sampling.h, model/cuda/cuda_vocab_sampling.cpp):
-  // tokens ← the single-device rule's draw over vocab_local_ of every rank, exchanging only per-row records
+  // Sampling on the vocab-parallel slices (kernels/vocab_sampling.h, kernels/vocab_logprobs.h,
+  // model/cuda/cuda_vocab_sampling.cpp): tokens (and logprobs) ← the single-device rule's over vocab_local_
+  // of every rank (penalized rows from their f32 slice copies in penalized_), exchanging only per-row records
   // (12·world bytes per row for the argmax; sampled rows add ≤ 8 KB: 2 × 4 rounds of 256-bin histograms,
-  // masses and picks) instead of the [rows, vocab] logits. Greedy rows: exactly the single-device token.
+  // masses and picks; logprobs 172·world bytes per row) instead of the [rows, vocab] logits. Greedy rows:
+  // exactly the single-device token.
   void sample_vocab_slices(int num_rows, const VocabSampledRows& rows);
   bool vocab_parallel() const { return options_.comm != nullptr && options_.vocab_shard_rows > 0; }
   // The first vocabulary row this rank's embedding and unembedding hold (0 unless vocab_parallel()).
@@ -342,8 +354,9 @@ class CudaModel final : public Model {
     std::vector<int32_t> sampled, top_k, top_p;  // enqueue_sampling's lists for sample_vocab_slices (reused)
   };
   SliceRows slice_rows_;
-  DeviceBuffer penalized_;  // forward_sample's penalized rows [penalized rows, vocab] fp32
-  DeviceBuffer plan_;       // eager steps' plan
+  // forward_sample's penalized rows [penalized rows, vocab] fp32 (vocab-parallel: [.., local vocab] of the slice)
+  DeviceBuffer penalized_;
+  DeviceBuffer plan_;  // eager steps' plan
   DeviceBuffer residual_, delta_, normed_, qkv_, q_, attn_out_, act_, act_scales_, router_logits_, moe_workspace_,
       decode_workspace_, final_rows_, logits_;
   // Vocab-parallel unembedding: this rank's logits [rows, vocab_shard_rows] and every rank's slot

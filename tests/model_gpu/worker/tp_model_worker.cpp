@@ -5,18 +5,22 @@
 // logits of every position as float32 .npy [batch, length, vocab], after a line with the rank's embedding rows
 // and weight bytes ("embedding_rows N weight_bytes B"). With --tokens-out it then runs the same
 // steps again as sampled steps (on a vocab-parallel group: sampled on the slices, kernels/vocab_sampling.h)
-// and writes the drawn tokens as float32 .npy [3, batch, length]: greedy, then temperature 0.8, top-k 40,
+// and writes the drawn tokens as float32 .npy [4, batch, length]: greedy, then temperature 0.8, top-k 40,
 // top-p 0.9 seeded by position, then greedy under a token mask that allows the even ids (structured output:
-// applied to each rank's slice). --world 1: the whole model on the GPU, no communicator (the TP1 reference).
+// applied to each rank's slice), then greedy with penalties (tests/model_gpu/tp_penalty_rows.h, entries from
+// the position's logits) and 5 top logprobs, whose logprobs go to --logprobs-out as float32 .npy
+// [batch, length, 11]: the drawn token's, the 5 top ids, their logprobs. --world 1: the whole model on the
+// GPU, no communicator (the TP1 reference).
 //
 // usage: gossamer_tp_model_worker --model DIR --tokens JSON --out NPY --rank R --world N --port P
-//        [--expert-parallel] [--weights fp8|bf16] [--prefix N] [--tokens-out NPY]
+//        [--expert-parallel] [--weights fp8|bf16] [--prefix N] [--tokens-out NPY --logprobs-out NPY]
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "../tp_penalty_rows.h"
 #include "comm/cuda/cuda_communicator.h"
 #include "core/mapped_file.h"
 #include "core/npy.h"
@@ -26,7 +30,7 @@
 
 int main(int argc, char** argv) {
   using namespace gossamer;
-  std::string model_dir, tokens_path, out_path, tokens_out_path, weights = "bf16";
+  std::string model_dir, tokens_path, out_path, tokens_out_path, logprobs_out_path, weights = "bf16";
   int rank = 0, world = 1, port = 0, prefix = 0;
   bool expert_parallel = false;
   for (int i = 1; i < argc; ++i) {
@@ -50,6 +54,8 @@ int main(int argc, char** argv) {
       prefix = std::atoi(value.c_str()), ++i;
     else if (arg == "--tokens-out")
       tokens_out_path = value, ++i;
+    else if (arg == "--logprobs-out")
+      logprobs_out_path = value, ++i;
     else if (arg == "--expert-parallel")
       expert_parallel = true;
   }
@@ -92,12 +98,17 @@ int main(int argc, char** argv) {
       for (int32_t s = 0; s < seqs; ++s) tables[static_cast<size_t>(s)][static_cast<size_t>(b)] = seqs * b + s;
     }
     std::vector<float> out(static_cast<size_t>(seqs * length * vocab)), logits;
-    // drawn [3, seqs, length]: greedy, sampled, masked greedy (as float32: ids are exact)
-    std::vector<float> drawn(static_cast<size_t>(3 * seqs * length));
+    // drawn [4, seqs, length]: greedy, sampled, masked greedy, penalized greedy (as float32: ids are exact);
+    // logprobs_out [seqs, length, 1 + 2·5] of the penalized pass
+    constexpr int kTop = testing::kTpTopLogprobs, kLogprobWidth = 1 + 2 * kTop;
+    std::vector<float> drawn(static_cast<size_t>(4 * seqs * length)),
+        logprobs_out(static_cast<size_t>(seqs * length * kLogprobWidth));
+    std::vector<testing::PenaltyEntries> entries(static_cast<size_t>(seqs * length));
     const std::vector<uint32_t> even_ids(static_cast<size_t>((vocab + 31) / 32), 0x55555555u);
     std::vector<int32_t> step_tokens;
     std::vector<model::RowLogprobs> step_logprobs;
-    for (int pass = 0; pass < (tokens_out_path.empty() ? 1 : 4); ++pass) {  // logits, greedy, sampled, masked
+    // logits, greedy, sampled, masked, penalized with logprobs
+    for (int pass = 0; pass < (tokens_out_path.empty() ? 1 : 5); ++pass) {
       for (int64_t done = 0; done < length;) {
         const int64_t n = done == 0 ? std::max<int64_t>(1, prefix) : 1;
         model::ForwardBatch batch;
@@ -123,6 +134,17 @@ int main(int argc, char** argv) {
                 row.seed = static_cast<uint64_t>(s * length + done + i) * 0x9E3779B9ull + 1;
               }
               if (pass == 3) row.token_mask = even_ids.data();
+              if (pass == 4) {
+                const int64_t at = s * length + done + i;
+                testing::PenaltyEntries& e = entries[static_cast<size_t>(at)];
+                e = testing::tp_penalty_entries(out.data() + at * vocab, vocab);  // from pass 0's logits
+                row.penalty_tokens = e.tokens;
+                row.penalty_counts = e.counts;
+                row.presence = testing::kTpPresence;
+                row.frequency = testing::kTpFrequency;
+                row.repetition = testing::kTpRepetition;
+                row.num_top_logprobs = kTop;
+              }
             }
           }
           model.forward_sample(batch, rows, step_tokens, step_logprobs);
@@ -130,6 +152,14 @@ int main(int argc, char** argv) {
             for (int64_t i = 0; i < n; ++i) {
               drawn[static_cast<size_t>(((pass - 1) * seqs + s) * length + done + i)] =
                   static_cast<float>(step_tokens[static_cast<size_t>(s * n + i)]);
+              if (pass != 4) continue;
+              const model::RowLogprobs& lp = step_logprobs[static_cast<size_t>(s * n + i)];
+              float* at = logprobs_out.data() + (s * length + done + i) * kLogprobWidth;
+              at[0] = lp.logprob;
+              for (size_t j = 0; j < lp.top.size() && j < kTop; ++j) {
+                at[1 + j] = static_cast<float>(lp.top[j].first);
+                at[1 + kTop + j] = lp.top[j].second;
+              }
             }
           }
         }
@@ -137,7 +167,9 @@ int main(int argc, char** argv) {
       }
     }
     write_npy_f32(out_path, {seqs, length, vocab}, out.data());
-    if (!tokens_out_path.empty()) write_npy_f32(tokens_out_path, {3, seqs, length}, drawn.data());
+    if (!tokens_out_path.empty()) write_npy_f32(tokens_out_path, {4, seqs, length}, drawn.data());
+    if (!logprobs_out_path.empty())
+      write_npy_f32(logprobs_out_path, {seqs, length, kLogprobWidth}, logprobs_out.data());
     std::printf("rank %d: %s %s wrote %s (graph replays %lld)\n", rank, layout.describe().c_str(), weights.c_str(),
                 out_path.c_str(), static_cast<long long>(model.graph_replays()));
     return 0;
