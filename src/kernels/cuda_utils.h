@@ -4,6 +4,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <cfloat>
 #include <cstdint>
 
 #include "core/cuda/check.h"  // GOSSAMER_CUDA_CHECK
@@ -35,6 +36,22 @@ __device__ T block_reduce(T v, Op op, T* scratch) {
   T r = scratch[0];
   for (int i = 1; i < kThreads / 32; ++i) r = op(r, scratch[i]);
   return r;
+}
+// A row's softmax normaliser over the `n` values value(0..n−1): the max and Σ exp(value − max) (__expf),
+// each thread's strided partials then block_reduce, so every thread of the block returns the same pair.
+// Shared by the single-device sampler's logprobs and the vocab-slice records (one truth for their values).
+template <int kThreads, typename Value>
+__device__ void row_normaliser(int n, Value value, float* scratch, float& max_out, float& sum_out) {
+  float mx = -FLT_MAX;
+  for (int i = threadIdx.x; i < n; i += kThreads) mx = fmaxf(mx, value(i));
+  mx = block_reduce<kThreads>(
+      mx, [](float a, float b) { return fmaxf(a, b); }, scratch);
+  float sum = 0.f;
+  for (int i = threadIdx.x; i < n; i += kThreads) sum += __expf(value(i) - mx);
+  sum = block_reduce<kThreads>(
+      sum, [](float a, float b) { return a + b; }, scratch);
+  max_out = mx;
+  sum_out = sum;
 }
 // 16-byte async copy global → shared; when !valid the destination is zero-filled and nothing is read.
 __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, bool valid) {

@@ -183,14 +183,9 @@ template <typename T>
 __device__ void row_logprobs(const SamplingParams& p, int row, const T* z, int32_t token) {
   __shared__ float f_scratch[32];
   __shared__ unsigned long long u_scratch[32];
-  float mx = -FLT_MAX;
-  for (int i = threadIdx.x; i < p.vocab; i += kThreads) mx = fmaxf(mx, logit_value(z, i));
-  mx = block_reduce<kThreads>(
-      mx, [](float a, float b) { return fmaxf(a, b); }, f_scratch);
-  float sum = 0.f;
-  for (int i = threadIdx.x; i < p.vocab; i += kThreads) sum += __expf(logit_value(z, i) - mx);
-  sum = block_reduce<kThreads>(
-      sum, [](float a, float b) { return a + b; }, f_scratch);
+  float mx = 0.f, sum = 0.f;
+  row_normaliser<kThreads>(
+      p.vocab, [&](int i) { return logit_value(z, i); }, f_scratch, mx, sum);
   const float log_total = mx + logf(sum);
   if (threadIdx.x == 0) p.out_logprobs[row] = logit_value(z, token) - log_total;
   const int n = p.num_top ? min(max(p.num_top[row], 0), min(kMaxTopLogprobs, p.vocab)) : 0;

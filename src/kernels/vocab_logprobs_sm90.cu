@@ -23,14 +23,9 @@ __global__ void __launch_bounds__(kThreads)
   const int row = blockIdx.x;
   const uint16_t* z = p.logits + static_cast<int64_t>(row) * p.ld;
   // ---- the slice's normaliser ----
-  float mx = -FLT_MAX;
-  for (int c = threadIdx.x; c < p.num_cols; c += kThreads) mx = fmaxf(mx, raw_z(z, c));
-  mx = block_reduce<kThreads>(
-      mx, [](float a, float b) { return fmaxf(a, b); }, f_scratch);
-  float sum = 0.f;
-  for (int c = threadIdx.x; c < p.num_cols; c += kThreads) sum += __expf(raw_z(z, c) - mx);
-  sum = block_reduce<kThreads>(
-      sum, [](float a, float b) { return a + b; }, f_scratch);
+  float mx = 0.f, sum = 0.f;
+  row_normaliser<kThreads>(
+      p.num_cols, [&](int c) { return raw_z(z, c); }, f_scratch, mx, sum);
   for (int i = threadIdx.x; i < kVocabLogprobRecord; i += kThreads) mine[i] = 0.f;
   __syncthreads();
   if (threadIdx.x == 0) {
