@@ -164,9 +164,10 @@ std::shared_ptr<comm::Communicator> connect_rank(const ModelOptions& options) {
   comm.device = gpu_of(options);
   if (options.colocate_on_gpu0) {
     comm.use_nccl = false;  // NCCL refuses two ranks on one GPU: every sum takes the IPC path
-    // The vocab-parallel logits of a sampled step (rows × V × 2 bytes) then travel as one IPC sum of
-    // zero-padded slots: room for the test servers' steps of up to ~160 rows.
-    comm.ipc_max_bytes = int64_t{64} << 20;
+    // Every sum then fits one IPC message: a step's [tokens, hidden] bf16 rows (23,301 tokens of 20b's 2,880
+    // per 128 MiB), and forward()'s vocab-parallel logits as zero-padded slots (rows × V × 2 bytes: ~330 rows
+    // of 201,088). Each rank holds 2 × this in device memory.
+    comm.ipc_max_bytes = int64_t{128} << 20;
   }
   return std::make_shared<comm::CudaCommunicator>(comm);
 }
