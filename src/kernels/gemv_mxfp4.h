@@ -14,6 +14,16 @@
 // of two, exact while the sums stay finite (E8M0 codes e ≤ 232) — then added to the fp32 sum. So the only
 // roundings are fp32 accumulation and the final bf16, the same as the reference gemv_mxfp4_cpu (which sums
 // each block in fp32, scales it, and adds).
+//
+// W4A8 (activations = kFp8; compile-checked, not yet run on a GPU): x is quantized inside the GEMV's x
+// staging, per (x row, 128 columns) — one K step, the same chunk as the f16 staging — to e4m3 with a power
+// of two: xq = e4m3_rn(x · 2^(7 − E)), E = ⌊log2 max|x|⌋ of the chunk (so |x · 2^(7−E)| < 256 ≤ 448: no
+// saturation; the exponent 7 − E clamped to [−126, 126]). The codes become e4m3 bytes exactly
+// (mxfp4_tiled_word_to_e4m3_mma: e4m3 = fp4 · 2^-6) and one mma.sync m16n8k32 e4m3 covers a whole MX block
+// of 16 rows; its fp32 result is multiplied by 2^(e − 127 + 6) and the step's sum by 2^(E − 7) — powers of
+// two, so both scales are exact in fp32 and the only new rounding is x's e4m3 rounding (relative ≤ 2^-4
+// for the chunk's normal range). Reference: gemv_mxfp4_cpu with the same quantization and exact products.
+// Only the rule's launch shape (kRule) is built for kFp8 (others throw).
 #pragma once
 
 #include <cstdint>
@@ -55,6 +65,9 @@ static_assert(
 // "rule", "warps=4", "warps=4 stages=4", "warps=4 cluster=2", "warps=4 stages=4 cluster=2", "wave".
 const char* gemv_mxfp4_shape_name(GemvMxfp4Shape shape);
 
+// What x becomes inside the GEMV: f16 (W4A16, the product's) or e4m3 per (row, 128 columns) (W4A8, above).
+enum class GemvMxfp4Activations : uint8_t { kBf16, kFp8 };
+
 struct GemvMxfp4Params {
   const uint16_t* x = nullptr;  // [rows_x, K] bf16, row stride ldx elements (multiple of 8), 16-byte aligned
   int64_t ldx = 0;
@@ -68,7 +81,8 @@ struct GemvMxfp4Params {
   GemmEpilogue epilogue = GemmEpilogue::kBias;
   bool programmatic_launch = true;
   int cluster = 0;  // the cluster that splits K, as GemvFp8Params::cluster (0 = the rule; kRule only)
-  GemvMxfp4Shape shape = GemvMxfp4Shape::kRule;  // launch shape (above); the product leaves kRule
+  GemvMxfp4Shape shape = GemvMxfp4Shape::kRule;                    // launch shape (above); the product leaves kRule
+  GemvMxfp4Activations activations = GemvMxfp4Activations::kBf16;  // kFp8: W4A8 (kRule only); product: kBf16
   // ---- grouped (MoE decode) mode, as GemvFp8Params ----
   const int32_t* topk_ids = nullptr;
   int num_pairs = 0;
