@@ -5,7 +5,7 @@
 # library's shared objects — the device image has no libcairo), and carry
 # node_modules/tiktoken/encoders/o200k_base.json too (the tokenizer's ranks: the text benches and tests
 # read them); or pack carry/val as carry/valz/val.tar.zst (plus a zstd binary) and carry that:
-# `bash bench/pack_for_device.sh` does it (~18 MiB), then carry ["carry",
+# `bash bench/pack_for_device.sh` does it (~21 MiB), then carry ["carry",
 # "node_modules/tiktoken/encoders/o200k_base.json"]. Tests and
 # benches read their compiled-in paths under /work/main, so the checkout is linked there. Logs go to $OUT.
 #   bash bench/run_validation_h200.sh [all|tests|benches|prep]
