@@ -37,6 +37,24 @@ Mx random_mx(int groups, int n, int k, std::mt19937& rng, int e_lo = 116, int e_
   return m;
 }
 
+// A dense (ungrouped) GEMV: x [m, ldx] bf16, w [n, k] tiled MXFP4 (one group), bias [n] bf16 or null,
+// out [m, ldc] bf16.
+GemvMxfp4Params dense_gemv(const uint16_t* x, int ldx, const uint8_t* w, const uint16_t* bias, uint16_t* out, int ldc,
+                           int m, int n, int k, GemmEpilogue epilogue) {
+  GemvMxfp4Params p;
+  p.x = x;
+  p.ldx = ldx;
+  p.w = w;
+  p.bias = bias;
+  p.out = out;
+  p.ldc = ldc;
+  p.M = m;
+  p.N = n;
+  p.K = k;
+  p.epilogue = epilogue;
+  return p;
+}
+
 std::vector<float> block(const std::vector<uint16_t>& v, int rows, int cols, int64_t ld) {
   std::vector<float> f;
   for (int r = 0; r < rows; ++r)
@@ -143,17 +161,8 @@ TEST(GemvMxfp4Kernel, MatchesReference) {
       auto x = random_bf16(size_t(m) * ldx, rng, 1.0f);
       for (int r = 0; r < m; ++r) std::fill(x.begin() + r * ldx + s.k, x.begin() + (r + 1) * ldx, 0xFFFF);  // NaN
       DeviceBuffer<uint16_t> dx(x), dout(size_t(m) * ldc);
-      GemvMxfp4Params p;
-      p.x = dx.get();
-      p.ldx = ldx;
-      p.w = dw.get();
-      p.bias = s.bias ? dbias.get() : nullptr;
-      p.out = dout.get();
-      p.ldc = ldc;
-      p.M = m;
-      p.N = s.n;
-      p.K = s.k;
-      p.epilogue = s.epi;
+      GemvMxfp4Params p =
+          dense_gemv(dx.get(), ldx, dw.get(), s.bias ? dbias.get() : nullptr, dout.get(), ldc, m, s.n, s.k, s.epi);
       std::vector<uint16_t> ref(dout.size(), 0xFFFF);
       GemvMxfp4Params r = p;
       r.x = x.data();
@@ -201,17 +210,7 @@ TEST(GemvMxfp4Kernel, EveryLaunchShapeMatchesReference) {
     auto x = random_bf16(size_t(m) * k, rng, 1.0f);
     DeviceBuffer<uint8_t> dw(w.tiled);
     DeviceBuffer<uint16_t> dbias(bias), dx(x), dout(size_t(m) * out_cols);
-    GemvMxfp4Params p;
-    p.x = dx.get();
-    p.ldx = k;
-    p.w = dw.get();
-    p.bias = dbias.get();
-    p.out = dout.get();
-    p.ldc = out_cols;
-    p.M = m;
-    p.N = n;
-    p.K = k;
-    p.epilogue = c.epi;
+    GemvMxfp4Params p = dense_gemv(dx.get(), k, dw.get(), dbias.get(), dout.get(), out_cols, m, n, k, c.epi);
     std::vector<uint16_t> ref(dout.size(), 0xFFFF);
     GemvMxfp4Params r = p;
     r.x = x.data();
@@ -264,15 +263,7 @@ TEST(GemvMxfp4Kernel, ActivationRange) {
   const Mx w = random_mx(1, N, K, rng);
   DeviceBuffer<uint16_t> dx(x), dout(size_t(M) * N);
   DeviceBuffer<uint8_t> dw(w.tiled);
-  GemvMxfp4Params p;
-  p.x = dx.get();
-  p.ldx = K;
-  p.w = dw.get();
-  p.out = dout.get();
-  p.ldc = N;
-  p.M = M;
-  p.N = N;
-  p.K = K;
+  GemvMxfp4Params p = dense_gemv(dx.get(), K, dw.get(), nullptr, dout.get(), N, M, N, K, GemmEpilogue::kBias);
   std::vector<uint16_t> ref(size_t(M) * N);
   GemvMxfp4Params r = p;
   r.x = x.data();
@@ -412,17 +403,7 @@ TEST(GemvMxfp4Kernel, W4A8MatchesReference) {
     for (const int m : {1, 8}) {
       auto x = random_bf16(size_t(m) * kK, rng, 1.0f);
       DeviceBuffer<uint16_t> dx(x), dout(size_t(m) * out_cols);
-      GemvMxfp4Params p;
-      p.x = dx.get();
-      p.ldx = kK;
-      p.w = dw.get();
-      p.bias = dbias.get();
-      p.out = dout.get();
-      p.ldc = out_cols;
-      p.M = m;
-      p.N = c.n;
-      p.K = kK;
-      p.epilogue = c.epi;
+      GemvMxfp4Params p = dense_gemv(dx.get(), kK, dw.get(), dbias.get(), dout.get(), out_cols, m, c.n, kK, c.epi);
       p.activations = GemvMxfp4Activations::kFp8;
       std::vector<uint16_t> ref(dout.size(), 0xFFFF);
       GemvMxfp4Params r = p;
