@@ -55,6 +55,19 @@ GemvMxfp4Params dense_gemv(const uint16_t* x, int ldx, const uint8_t* w, const u
   return p;
 }
 
+// gemv_mxfp4_cpu of the dense launch `p` on host copies of its operands (x, w's tiled bytes, bias or null):
+// out [out_elements] bf16, any element it does not write left 0xFFFF.
+std::vector<uint16_t> dense_reference(GemvMxfp4Params p, const std::vector<uint16_t>& x, const Mx& w,
+                                      const uint16_t* bias, size_t out_elements) {
+  std::vector<uint16_t> ref(out_elements, 0xFFFF);
+  p.x = x.data();
+  p.w = w.tiled.data();
+  p.bias = bias;
+  p.out = ref.data();
+  gemv_mxfp4_cpu(p);
+  return ref;
+}
+
 std::vector<float> block(const std::vector<uint16_t>& v, int rows, int cols, int64_t ld) {
   std::vector<float> f;
   for (int r = 0; r < rows; ++r)
@@ -163,13 +176,7 @@ TEST(GemvMxfp4Kernel, MatchesReference) {
       DeviceBuffer<uint16_t> dx(x), dout(size_t(m) * ldc);
       GemvMxfp4Params p =
           dense_gemv(dx.get(), ldx, dw.get(), s.bias ? dbias.get() : nullptr, dout.get(), ldc, m, s.n, s.k, s.epi);
-      std::vector<uint16_t> ref(dout.size(), 0xFFFF);
-      GemvMxfp4Params r = p;
-      r.x = x.data();
-      r.w = w.tiled.data();
-      r.bias = s.bias ? bias.data() : nullptr;
-      r.out = ref.data();
-      gemv_mxfp4_cpu(r);
+      const auto ref = dense_reference(p, x, w, s.bias ? bias.data() : nullptr, dout.size());
       for (const GemvMxfp4Shape launch : kGemvMxfp4Shapes) {
         for (const bool pdl : {true, false}) {
           dout.poison();
@@ -211,13 +218,7 @@ TEST(GemvMxfp4Kernel, EveryLaunchShapeMatchesReference) {
     DeviceBuffer<uint8_t> dw(w.tiled);
     DeviceBuffer<uint16_t> dbias(bias), dx(x), dout(size_t(m) * out_cols);
     GemvMxfp4Params p = dense_gemv(dx.get(), k, dw.get(), dbias.get(), dout.get(), out_cols, m, n, k, c.epi);
-    std::vector<uint16_t> ref(dout.size(), 0xFFFF);
-    GemvMxfp4Params r = p;
-    r.x = x.data();
-    r.w = w.tiled.data();
-    r.bias = bias.data();
-    r.out = ref.data();
-    gemv_mxfp4_cpu(r);
+    const auto ref = dense_reference(p, x, w, bias.data(), dout.size());
     const std::string problem = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + " ";
     auto check = [&](const std::string& shape) {
       const auto out = dout.download();
@@ -264,12 +265,7 @@ TEST(GemvMxfp4Kernel, ActivationRange) {
   DeviceBuffer<uint16_t> dx(x), dout(size_t(M) * N);
   DeviceBuffer<uint8_t> dw(w.tiled);
   GemvMxfp4Params p = dense_gemv(dx.get(), K, dw.get(), nullptr, dout.get(), N, M, N, K, GemmEpilogue::kBias);
-  std::vector<uint16_t> ref(size_t(M) * N);
-  GemvMxfp4Params r = p;
-  r.x = x.data();
-  r.w = w.tiled.data();
-  r.out = ref.data();
-  gemv_mxfp4_cpu(r);
+  const auto ref = dense_reference(p, x, w, nullptr, size_t(M) * N);
   for (const GemvMxfp4Shape launch : kGemvMxfp4Shapes) {
     dout.poison();
     p.shape = launch;
@@ -405,13 +401,7 @@ TEST(GemvMxfp4Kernel, W4A8MatchesReference) {
       DeviceBuffer<uint16_t> dx(x), dout(size_t(m) * out_cols);
       GemvMxfp4Params p = dense_gemv(dx.get(), kK, dw.get(), dbias.get(), dout.get(), out_cols, m, c.n, kK, c.epi);
       p.activations = GemvMxfp4Activations::kFp8;
-      std::vector<uint16_t> ref(dout.size(), 0xFFFF);
-      GemvMxfp4Params r = p;
-      r.x = x.data();
-      r.w = w.tiled.data();
-      r.bias = bias.data();
-      r.out = ref.data();
-      gemv_mxfp4_cpu(r);
+      const auto ref = dense_reference(p, x, w, bias.data(), dout.size());
       dout.poison();
       launch_gemv_mxfp4(p, nullptr);
       const auto out = dout.download();
