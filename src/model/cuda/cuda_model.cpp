@@ -666,6 +666,23 @@ void CudaModel::enqueue_sampling(std::span<const RowSampling> rows) {
   const int64_t penalized_cols = on_slices ? weights_.unembedding.n : config_.vocab_size;
   if (num_penalized > 0) grow_shared(penalized_, static_cast<size_t>(num_penalized) * penalized_cols * 4);
   GOSSAMER_CUDA_CHECK(cudaMemcpyAsync(device, host, inputs, cudaMemcpyHostToDevice, stream_));
+  // The staged penalty and logprob arrays, into the slices' rows or the single-device params (same field names).
+  const auto point_at_penalties_and_logprobs = [&](auto& into) {
+    if (any_penalties) {
+      into.penalty_offsets = reinterpret_cast<const int32_t*>(device + at_offsets);
+      into.penalty_tokens = reinterpret_cast<const int32_t*>(device + at_entries);
+      into.penalty_counts = reinterpret_cast<const int32_t*>(device + at_counts);
+      into.presence = reinterpret_cast<const float*>(device + at_presence);
+      into.frequency = reinterpret_cast<const float*>(device + at_frequency);
+      into.repetition = reinterpret_cast<const float*>(device + at_repetition);
+    }
+    if (any_logprobs) {
+      into.num_top = reinterpret_cast<const int32_t*>(device + at_num_top);
+      into.out_logprobs = reinterpret_cast<float*>(device + at_logprob);
+      into.out_top_tokens = reinterpret_cast<int32_t*>(device + at_top_tokens);
+      into.out_top_logprobs = reinterpret_cast<float*>(device + at_top_logprobs);
+    }
+  };
   if (num_masked > 0) {  // refused tokens are -inf before everything else: on this rank's slice, or whole rows
     kernels::TokenMaskParams mask_params;
     mask_params.logits_bf16 = on_slices ? vocab_local_.get<uint16_t>()  // [n, local vocab] bf16, masked in place
@@ -691,21 +708,10 @@ void CudaModel::enqueue_sampling(std::span<const RowSampling> rows) {
     slices.num_k = k_rows.size();
     slices.num_p = p_rows.size();
     slices.tokens = reinterpret_cast<int32_t*>(device + at_tokens);
+    point_at_penalties_and_logprobs(slices);
     if (any_penalties) {
-      slices.penalty_offsets = reinterpret_cast<const int32_t*>(device + at_offsets);
-      slices.penalty_tokens = reinterpret_cast<const int32_t*>(device + at_entries);
-      slices.penalty_counts = reinterpret_cast<const int32_t*>(device + at_counts);
-      slices.presence = reinterpret_cast<const float*>(device + at_presence);
-      slices.frequency = reinterpret_cast<const float*>(device + at_frequency);
-      slices.repetition = reinterpret_cast<const float*>(device + at_repetition);
       slices.penalized_rows = reinterpret_cast<const int32_t*>(device + at_scratch);
       slices.num_penalized = num_penalized;
-    }
-    if (any_logprobs) {
-      slices.num_top = reinterpret_cast<const int32_t*>(device + at_num_top);
-      slices.out_logprobs = reinterpret_cast<float*>(device + at_logprob);
-      slices.out_top_tokens = reinterpret_cast<int32_t*>(device + at_top_tokens);
-      slices.out_top_logprobs = reinterpret_cast<float*>(device + at_top_logprobs);
     }
     sample_vocab_slices(n, slices);
   } else {
@@ -718,21 +724,10 @@ void CudaModel::enqueue_sampling(std::span<const RowSampling> rows) {
     params.seeds = reinterpret_cast<const uint64_t*>(device + at_seed);
     params.num_rows = n;
     params.vocab = config_.vocab_size;
+    point_at_penalties_and_logprobs(params);
     if (any_penalties) {
       params.scratch_rows = reinterpret_cast<const int32_t*>(device + at_scratch);
-      params.presence = reinterpret_cast<const float*>(device + at_presence);
-      params.frequency = reinterpret_cast<const float*>(device + at_frequency);
-      params.repetition = reinterpret_cast<const float*>(device + at_repetition);
-      params.penalty_offsets = reinterpret_cast<const int32_t*>(device + at_offsets);
-      params.penalty_tokens = reinterpret_cast<const int32_t*>(device + at_entries);
-      params.penalty_counts = reinterpret_cast<const int32_t*>(device + at_counts);
       params.penalized = penalized_.get<float>();
-    }
-    if (any_logprobs) {
-      params.num_top = reinterpret_cast<const int32_t*>(device + at_num_top);
-      params.out_logprobs = reinterpret_cast<float*>(device + at_logprob);
-      params.out_top_tokens = reinterpret_cast<int32_t*>(device + at_top_tokens);
-      params.out_top_logprobs = reinterpret_cast<float*>(device + at_top_logprobs);
     }
     kernels::launch_sampling(params, stream_);
   }
