@@ -86,25 +86,8 @@ __device__ __forceinline__ void pdl_trigger() {
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 }
 
-// Launches `kernel` with programmatic stream serialization: its launch and CTA scheduling overlap the
-// previous kernel's tail (the kernel must start with pdl_wait()). Graph capturable.
-template <typename... KernelArgs, typename... Args>
-void launch_pdl(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, Args... args) {
-  cudaLaunchConfig_t config = {};
-  config.gridDim = grid;
-  config.blockDim = block;
-  config.dynamicSmemBytes = smem;
-  config.stream = stream;
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute[0].val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = attribute;
-  config.numAttrs = 1;
-  GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, static_cast<KernelArgs>(args)...));
-}
-
 // The launch attributes of a cluster of `cluster` CTAs along x (none when 1) and of PDL (when `pdl`), for a
-// cudaLaunchConfig_t that launch_pdl cannot express; apply() points the config at them, so keep this alive
+// cudaLaunchConfig_t (launch_pdl: PDL alone); apply() points the config at them, so keep this alive
 // until the launch.
 struct ClusterPdlAttributes {
   ClusterPdlAttributes(int cluster, bool pdl) {
@@ -128,6 +111,20 @@ struct ClusterPdlAttributes {
   cudaLaunchAttribute attrs[2] = {};
   unsigned count = 0;
 };
+
+// Launches `kernel` with programmatic stream serialization: its launch and CTA scheduling overlap the
+// previous kernel's tail (the kernel must start with pdl_wait()). Graph capturable.
+template <typename... KernelArgs, typename... Args>
+void launch_pdl(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, Args... args) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  ClusterPdlAttributes attributes(1, true);
+  attributes.apply(config);
+  GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, static_cast<KernelArgs>(args)...));
+}
 #endif
 
 }  // namespace gossamer::kernels
