@@ -9,7 +9,7 @@ namespace gossamer::app {
 namespace {
 std::string price_per_gpu_hour() {
   char text[64];
-  std::snprintf(text, sizeof(text), "$%.2f/GPU-hour × GPUs", kBenchDollarsPerGpuHour);
+  std::snprintf(text, sizeof(text), "$%.2f/GPU-hour x GPUs", kBenchDollarsPerGpuHour);
   return text;
 }
 }  // namespace
