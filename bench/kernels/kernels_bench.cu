@@ -261,6 +261,17 @@ void bench_small() {
     const double us = time_us([&](int) { launch_quantize_fp8(p, nullptr); });
     row("quantize_fp8 1x128", "16384x2880", us, 0, double(T) * H * 3 + T * 23 * 4, 0, "copy");
   }
+  {  // the MoE's form: 8,192 tokens' rows gathered into 32,768 (token, expert) rows
+    const int tokens = 8192, rows = 4 * tokens;
+    Buf x(size_t(tokens) * H * 2), q(size_t(rows) * H), s(size_t(rows) * 23 * 4), index(size_t(rows) * 4);
+    fill_bf16(x, -3, 3);
+    fill(index, 3, rows, 0, tokens);
+    QuantizeFp8Params p{x.as<uint16_t>(), H, q.as<uint8_t>(), H, s.as<float>(), rows, H};
+    p.row_index = index.as<int32_t>();
+    const double us = time_us([&](int) { launch_quantize_fp8(p, nullptr); });
+    row("quantize_fp8 1x128 gathered", "32768 of 8192 x2880", us, 0, double(rows) * H * 3 + rows * 23 * 4, 0,
+        "copy");
+  }
   {
     const int E = 32, rows = 5760, cols = 2880;
     Buf blocks(size_t(E) * rows * cols / 2), scales(size_t(E) * rows * cols / 32), out(size_t(E) * rows * cols),

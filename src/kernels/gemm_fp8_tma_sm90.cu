@@ -72,6 +72,31 @@ __device__ __forceinline__ void wgmma_tile(float (&d)[kBN / 2], uint64_t da, uin
   }
 }
 
+// The ring position after stage s: the next stage, and the phase parity flipped on wrapping.
+template <int kStages>
+__device__ __forceinline__ int next_stage(int s, uint32_t& phase) {
+  if (++s < kStages) return s;
+  phase ^= 1;
+  return 0;
+}
+
+// acc += tmp · scale, the first kFirstCols columns with the first B block's products (s0a rows r, s1a rows
+// r + 8), the rest with the second's; kFirstCols is a compile-time constant so no column selects a scale at
+// run time.
+template <int kBN, int kFirstCols>
+__device__ __forceinline__ void promote_split(float (&acc)[kBN / 2], const float (&tmp)[kBN / 2], float s0a,
+                                              float s1a, float s0b, float s1b) {
+#pragma unroll
+  for (int j = 0; j < kBN / 8; ++j) {
+    const bool first = 8 * j < kFirstCols;
+    const float s0 = first ? s0a : s0b, s1 = first ? s1a : s1b;
+    acc[4 * j + 0] += tmp[4 * j + 0] * s0;
+    acc[4 * j + 1] += tmp[4 * j + 1] * s0;
+    acc[4 * j + 2] += tmp[4 * j + 2] * s1;
+    acc[4 * j + 3] += tmp[4 * j + 3] * s1;
+  }
+}
+
 template <int kBN>
 __global__ void __launch_bounds__(kTmaThreads, 1)
     gemm_fp8_tma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
@@ -104,13 +129,13 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     if (tid == 0) {
       // B bands: 64-row bands of the tile-major layout, G · pad(N)/64 of them.
       const int bands_per_group = static_cast<int>(fp8_tiled_pad(p.N) / 64);
-      int it = 0;
+      int s = 0;
+      uint32_t phase = 0;
       for (int t = blockIdx.x; t < num_tiles; t += gridDim.x) {
         const TmaTileCoord c = tma_tile<kBN>(p, t, m_tiles);
         const int band0 = c.group * bands_per_group + c.n0 / 64;
-        for (int kb = 0; kb < num_kb; ++kb, ++it) {
-          const int s = it % T::kStages;
-          mbar::wait(&empty[s], ((it / T::kStages) & 1) ^ 1);
+        for (int kb = 0; kb < num_kb; ++kb, s = next_stage<T::kStages>(s, phase)) {
+          mbar::wait(&empty[s], phase ^ 1);
           uint8_t* sa = smem + s * T::kStageBytes;
           tma::arrive_expect_tx(&full[s], T::kStageBytes);
           tma::copy_2d(sa, &map_a, kb * kBK, c.m0, &full[s]);
@@ -122,14 +147,14 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
       // Scale stager: rows past row_end read as 0 (their outputs are never written).
       const int lane = tid - 32;
       const int num_nb = ceil_div(p.N, 128);
-      int it = 0;
+      int s = 0;
+      uint32_t phase = 0;
       for (int t = blockIdx.x; t < num_tiles; t += gridDim.x) {
         const TmaTileCoord c = tma_tile<kBN>(p, t, m_tiles);
         const float* bs0 = b_scale_row(p, c.group, c.n0, num_kb);
         const float* bs1 = kBN > 128 && c.n0 / 128 + 1 < num_nb ? bs0 + num_kb : bs0;
-        for (int kb = 0; kb < num_kb; ++kb, ++it) {
-          const int s = it % T::kStages;
-          mbar::wait(&empty[s], ((it / T::kStages) & 1) ^ 1);
+        for (int kb = 0; kb < num_kb; ++kb, s = next_stage<T::kStages>(s, phase)) {
+          mbar::wait(&empty[s], phase ^ 1);
           float* sc = scales + s * T::kScaleFloats;
 #pragma unroll
           for (int i = 0; i < 128 / kScaleLanes; ++i) {
@@ -147,7 +172,9 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
 
   // ================= consumers =================
   tma::regs_claim<kConsumerRegs>();
-  const int cw = tid / 128 - 1;  // consumer warpgroup: rows 64·cw …
+  // Consumer warpgroup: rows 64·cw … (through a shuffle so that the compiler knows it is warp-uniform and
+  // keeps the wgmma descriptors built from it in uniform registers).
+  const int cw = __shfl_sync(0xffffffffu, tid / 128, 0) - 1;
   const int warp = (tid % 128) / 32;
   const int lane = tid % 32;
   const int local_row = cw * 64 + warp * 16 + lane / 4;  // and local_row + 8
@@ -158,16 +185,17 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
   const uint64_t desc_a0 = wgmma::desc_k64_sw64(smem + cw * 64 * 64);
   const uint64_t desc_b0 = wgmma::desc_k64_sw64(smem + T::kABytes);
   const uint32_t scales0 = tma::smem_u32(scales);
-  int it = 0;
+  int s = 0;
+  uint32_t phase = 0;
   for (int t = blockIdx.x; t < num_tiles; t += gridDim.x) {
     const TmaTileCoord c = tma_tile<kBN>(p, t, m_tiles);
     init_with_bias<kBN>(p, acc, c.group, c.n0, lane);
-    // 192-wide tiles cover two 128-row B scale blocks: 8-column groups j < j_split use the first.
-    const int j_split = (128 - c.n0 % 128) / 8;
+    // 192-wide tiles cover two 128-row B scale blocks: the first 128 or 64 columns use the first (n0 % 128
+    // is 0 or 64).
+    const bool split_at_128 = c.n0 % 128 == 0;
 
-    for (int kb = 0; kb < num_kb; ++kb, ++it) {
-      const int s = it % T::kStages;
-      mbar::wait(&full[s], (it / T::kStages) & 1);
+    for (int kb = 0; kb < num_kb; ++kb, s = next_stage<T::kStages>(s, phase)) {
+      mbar::wait(&full[s], phase);
       const uint64_t stage = static_cast<uint64_t>(s * T::kStageBytes) >> 4;
       wgmma::fence();
 #pragma unroll
@@ -186,14 +214,10 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
 
       // ---- promote with the block scales (the other kernels' arithmetic: bit-identical results) ----
       const float s0a = sa0 * sb0, s1a = sa1 * sb0, s0b = sa0 * sb1, s1b = sa1 * sb1;
-#pragma unroll
-      for (int j = 0; j < kBN / 8; ++j) {
-        const bool first = kBN == 128 || j < j_split;
-        const float s0 = first ? s0a : s0b, s1 = first ? s1a : s1b;
-        acc[4 * j + 0] += tmp[4 * j + 0] * s0;
-        acc[4 * j + 1] += tmp[4 * j + 1] * s0;
-        acc[4 * j + 2] += tmp[4 * j + 2] * s1;
-        acc[4 * j + 3] += tmp[4 * j + 3] * s1;
+      if (kBN == 128 || split_at_128) {
+        promote_split<kBN, 128>(acc, tmp, s0a, s1a, s0b, s1b);
+      } else {
+        promote_split<kBN, 64>(acc, tmp, s0a, s1a, s0b, s1b);
       }
     }
     write_out<kBN>(p, acc, c.m0, c.n0, c.row_end, local_row, lane);

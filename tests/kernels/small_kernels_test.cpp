@@ -2,6 +2,7 @@
 // activation quantization and MXFP4 → FP8 conversion against their CPU references; RMSNorm and RoPE at the
 // bench's gpt-oss cases (gpt_oss_cases.h) and at edge shapes.
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <numeric>
 
@@ -458,6 +459,47 @@ TEST(QuantizeFp8Kernel, MatchesReferenceExactly) {
     const double err = rel_error(deq, orig);
     report("quantize_fp8", std::to_string(m) + "x" + std::to_string(k) + " (vs bf16 input)", err, 0.05);
     EXPECT_LT(err, 0.05);  // e4m3 has 3 mantissa bits: ~2-3% rms relative
+  }
+}
+
+// The MoE's form: rows gathered through row_index in expert order, rows past *num_valid_rows untouched;
+// and x not 16-byte aligned (the kernel's 4-byte load path), several 2,048-column passes.
+TEST(QuantizeFp8Kernel, GatheredAndUnalignedRowsMatchReference) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(6);
+  for (const auto& [m, k, offset] : {std::tuple{64, 2880, 0}, {48, 5000, 2}, {9, 136, 2}}) {
+    const int sources = m / 4 + 1, valid = m - 5;
+    auto x = random_bf16(size_t(sources) * k + offset, rng, 2.0f);
+    std::vector<int32_t> row_index(m);
+    for (auto& r : row_index) r = static_cast<int32_t>(rng() % sources);
+    const int groups = (k + 127) / 128;
+    const int64_t ldq = (k + 15) / 16 * 16;
+    DeviceBuffer<uint16_t> dx(x);
+    DeviceBuffer<int32_t> drows(row_index), dvalid(std::vector<int32_t>{valid});
+    DeviceBuffer<uint8_t> dq(size_t(m) * ldq);
+    DeviceBuffer<float> ds(size_t(m) * groups);
+    dq.poison();
+    ds.poison();
+    QuantizeFp8Params p{dx.get() + offset, k, dq.get(), ldq, ds.get(), m, k};
+    p.row_index = drows.get();
+    p.num_valid_rows = dvalid.get();
+    launch_quantize_fp8(p, nullptr);
+    // The reference over the valid rows; the rest must keep the poison.
+    std::vector<uint8_t> q = dq.download();
+    std::vector<float> s = ds.download();
+    std::vector<uint8_t> want_q(q);
+    std::vector<float> want_s(s);
+    QuantizeFp8Params r{x.data() + offset, k, want_q.data(), ldq, want_s.data(), valid, k};
+    r.row_index = row_index.data();
+    quantize_fp8_cpu(r);
+    EXPECT_EQ(q, want_q) << m << "x" << k << " offset " << offset;
+    // Bit patterns: the untouched rows hold the NaN poison, which compares unequal as a float.
+    std::vector<uint32_t> s_bits(s.size()), want_bits(s.size());
+    std::memcpy(s_bits.data(), s.data(), s.size() * 4);
+    std::memcpy(want_bits.data(), want_s.data(), s.size() * 4);
+    EXPECT_EQ(s_bits, want_bits) << m << "x" << k << " offset " << offset;
+    for (size_t i = size_t(valid) * ldq; i < q.size(); ++i) ASSERT_EQ(q[i], 0xFF) << "row past num_valid_rows";
+    for (size_t i = size_t(valid) * groups; i < s.size(); ++i) ASSERT_EQ(s_bits[i], 0xFFFFFFFFu) << "scale past rows";
   }
 }
 
