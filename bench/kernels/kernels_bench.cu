@@ -183,10 +183,11 @@ void bench_gemm(CublasLtFp8Gemm& lt, const char* name, int M, int N, int K) {
       std::string(name) + " M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K);
   // Large M: the big tiles (the default picks the plain 128×128); small M: the default (64×64).
   // The TMA kernel reads B tile-major (the product's layout; the random bytes serve either layout).
-  for (const GemmTile tile : M > 64 ? std::vector<GemmTile>{GemmTile::k128x128, GemmTile::k128x128tma,
-                                                            GemmTile::k128x192tma, GemmTile::k64x128}
-                                    : std::vector<GemmTile>{GemmTile::kAuto}) {
-    p.b_tiled = tile == GemmTile::k128x128tma || tile == GemmTile::k128x192tma;
+  for (const GemmTile tile :
+       M > 64 ? std::vector<GemmTile>{GemmTile::k128x128, GemmTile::k128x128tma, GemmTile::k128x192tma,
+                                      GemmTile::k128x256tma, GemmTile::k64x128}
+              : std::vector<GemmTile>{GemmTile::kAuto}) {
+    p.b_tiled = tile == GemmTile::k128x128tma || tile == GemmTile::k128x192tma || tile == GemmTile::k128x256tma;
     p.tile = tile;
     const double us = time_us([&](int i) {
       p.b = static_cast<const uint8_t*>(wp[i % copies]);
@@ -196,6 +197,7 @@ void bench_gemm(CublasLtFp8Gemm& lt, const char* name, int M, int N, int K) {
     const char* label = tile == GemmTile::k64x128       ? "gemm_fp8 (+bias) 64x128"
                         : tile == GemmTile::k128x128tma ? "gemm_fp8 (+bias) 128x128 tma"
                         : tile == GemmTile::k128x192tma ? "gemm_fp8 (+bias) 128x192 tma"
+                        : tile == GemmTile::k128x256tma ? "gemm_fp8 (+bias) 128x256 tma"
                                                         : "gemm_fp8 (+bias)";
     row(label, shape, us, flops, bytes, base, M <= 64 ? "copy" : "fp8");
   }
@@ -269,8 +271,7 @@ void bench_small() {
     QuantizeFp8Params p{x.as<uint16_t>(), H, q.as<uint8_t>(), H, s.as<float>(), rows, H};
     p.row_index = index.as<int32_t>();
     const double us = time_us([&](int) { launch_quantize_fp8(p, nullptr); });
-    row("quantize_fp8 1x128 gathered", "32768 of 8192 x2880", us, 0, double(rows) * H * 3 + rows * 23 * 4, 0,
-        "copy");
+    row("quantize_fp8 1x128 gathered", "32768 of 8192 x2880", us, 0, double(rows) * H * 3 + rows * 23 * 4, 0, "copy");
   }
   {
     const int E = 32, rows = 5760, cols = 2880;
@@ -340,7 +341,7 @@ void bench_moe(int T, int E) {
   Buf ws(moe_workspace_bytes(T, E, MoeBench::kH, MoeBench::kI));
   // Row-major experts (cp.async GEMM), then the model's tile-major layout with each TMA tile (128-row tiles;
   // the random bytes serve either layout).
-  for (const GemmTile tile : {GemmTile::kAuto, GemmTile::k128x128tma, GemmTile::k128x192tma}) {
+  for (const GemmTile tile : {GemmTile::kAuto, GemmTile::k128x128tma, GemmTile::k128x192tma, GemmTile::k128x256tma}) {
     const bool tiled = tile != GemmTile::kAuto;
     if (tiled && T * 4 / E <= 64) continue;  // 64-row tiles: no TMA kernel
     m.p.weights_tiled = tiled;
@@ -348,7 +349,8 @@ void bench_moe(int T, int E) {
     const double us = time_us([&](int) { launch_moe(m.p, ws.get(), nullptr); }, 10);
     row(!tiled                          ? "moe (route..combine)"
         : tile == GemmTile::k128x128tma ? "moe tma 128x128"
-                                        : "moe tma 128x192",
+        : tile == GemmTile::k128x192tma ? "moe tma 128x192"
+                                        : "moe tma 128x256",
         m.shape(), us, m.flops(), m.expert_bytes(), 0, T <= 16 ? "copy" : "fp8");
   }
   // Where the time goes in the model's configuration (tile-major experts, the tile launch_gemm_fp8 picks):

@@ -29,10 +29,18 @@ namespace gossamer::kernels {
 
 enum class GemmEpilogue : int { kBias = 0, kSwiGlu = 1 };
 // CTA tile (BM×BN). kAuto picks 64×64 for ≤ 64 rows per tile, 64×128 for plain GEMMs of 65–256 rows,
-// else 128-row tiles: the persistent TMA warp-specialised kernel (k128x128tma / k128x192tma,
+// else 128-row tiles: the persistent TMA warp-specialised kernel (k128x128tma / k128x192tma / k128x256tma,
 // gemm_fp8_tma_sm90.cu) when B is tile-major and A is not gathered, the cp.async kernel (k128x128)
 // otherwise. Grouped (MoE) launches must use a tile whose BM equals the tile list's tile_rows.
-enum class GemmTile : int { kAuto = 0, k64x64 = 1, k64x128 = 2, k128x128 = 3, k128x128tma = 4, k128x192tma = 5 };
+enum class GemmTile : int {
+  kAuto = 0,
+  k64x64 = 1,
+  k64x128 = 2,
+  k128x128 = 3,
+  k128x128tma = 4,
+  k128x192tma = 5,
+  k128x256tma = 6,
+};
 
 struct GemmFp8Params {
   const uint8_t* a = nullptr;  // [rows_a, K] fp8, row stride lda bytes (multiple of 16)

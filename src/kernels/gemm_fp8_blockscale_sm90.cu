@@ -189,13 +189,17 @@ void launch_gemm_fp8(const GemmFp8Params& p, int rows_hint, cudaStream_t stream)
     if (gemm_fp8_tile_rows(rows_hint) == 64) {
       tile = GemmTile::k64x64;
     } else {
-      // 128-row tiles: the persistent TMA kernel with 128×192 tiles wherever its operand rules hold
-      // (tile-major B, contiguous A): measured 1.15–1.3× the cp.async 128×128 kernel from M = 1024 up and
-      // 1.1–1.15× on the grouped MoE (PERF.md, 2026-12-01); else the cp.async kernel.
+      // 128-row tiles: the persistent TMA kernel wherever its operand rules hold (tile-major B, contiguous
+      // A), else the cp.async kernel. Measured on the H200 (PERF.md, 2026-12-05): plain GEMMs 128×256
+      // (qkv / o / gate_up / square at M = 4096–8192: 0.92–0.98× the 128×192 time), the grouped MoE 128×192
+      // (8,192 tokens: E = 32 2,708 vs 2,769 µs; E = 128 3,294 vs 3,271, a tie; the 256-wide tile wastes
+      // columns at N = 2,880 and 5,760 and rows in the experts' partial tiles).
       const bool tma_ok = p.b_tiled && p.a_row_index == nullptr;
-      tile = (p.tile_group == nullptr && p.M <= 256) ? GemmTile::k64x128
-             : tma_ok                                ? GemmTile::k128x192tma
-                                                     : GemmTile::k128x128;
+      const bool grouped = p.tile_group != nullptr;
+      tile = (!grouped && p.M <= 256) ? GemmTile::k64x128
+             : !tma_ok                ? GemmTile::k128x128
+             : grouped                ? GemmTile::k128x192tma
+                                      : GemmTile::k128x256tma;
     }
   }
   switch (tile) {
@@ -203,6 +207,7 @@ void launch_gemm_fp8(const GemmFp8Params& p, int rows_hint, cudaStream_t stream)
     case GemmTile::k64x128: launch_tile<64, 128>(p, stream); break;
     case GemmTile::k128x128tma: launch_tma(p, 128, stream); break;
     case GemmTile::k128x192tma: launch_tma(p, 192, stream); break;
+    case GemmTile::k128x256tma: launch_tma(p, 256, stream); break;
     default: launch_tile<128, 128>(p, stream); break;
   }
 }

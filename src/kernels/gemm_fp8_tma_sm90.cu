@@ -1,9 +1,9 @@
-// FP8 block-scaled GEMM on Hopper with TMA and warp specialisation (GemmTile::k128x128tma and
-// k128x192tma; gemm_fp8.h). Persistent: one CTA per SM walks the tiles (m fastest, so CTAs running
+// FP8 block-scaled GEMM on Hopper with TMA and warp specialisation (GemmTile::k128x128tma,
+// k128x192tma and k128x256tma; gemm_fp8.h). Persistent: one CTA per SM walks the tiles (m fastest, so CTAs running
 // together share B tiles in L2), and the producer runs ahead into the next tile while the consumers
 // write the last one out.
 //
-// A CTA computes 128×kBN tiles (kBN = 128 or 192) with 384 threads:
+// A CTA computes 128×kBN tiles (kBN = 128, 192 or 256) with 384 threads:
 //   warpgroup 0  producer: one thread issues the bulk tensor copies of A (128 rows × 128 K bytes) and B
 //                (kBN rows × 128 K bytes, tile-major) into a ring of kStages stages, each guarded by a
 //                full barrier and an empty barrier (8 consumer warps arrive). A stage holds each operand
@@ -14,10 +14,14 @@
 //                global load;
 //   warpgroups 1 and 2  consumers: rows 0–63 and 64–127. Per K block: four wgmma m64nkBNk32 into a
 //                temporary accumulator, wait, release the stage, promote with a_scale[row] · b_scale.
+//                A 256-wide tile runs that as two 128-column passes per K block (the temporary is half
+//                the tile, so accumulators and temporary fit the consumers' registers); it releases the
+//                stage after the second. Per FLOP it loads 10% fewer bytes from L2 than 128×192.
 // The producer gives its registers to the consumers (setmaxnreg). A must be contiguous rows (grouped MoE
 // callers permute tokens into expert order first: quantize_fp8's row_index); B must be tile-major.
 // Partial tiles: TMA zero-fills rows, columns and K past the tensor bounds; writes stop at row_end and N.
-// 192-wide tiles cover two 128-row B scale blocks: each 8-column group takes the scale of its block.
+// 192-wide tiles cover two 128-row B scale blocks: each 8-column group takes the scale of its block (two
+// compiled promotions, for n0 % 128 = 0 and 64); a 256-wide tile's pass h takes block h.
 #include <algorithm>
 
 #include "kernels/gemm_fp8_common_sm90.cuh"
@@ -33,7 +37,7 @@ constexpr int kConsumerRegs = 232;
 
 template <int kBN>
 struct TmaTile {
-  static constexpr int kStages = kBN == 128 ? 6 : 5;
+  static constexpr int kStages = kBN == 128 ? 6 : kBN == 192 ? 5 : 4;
   static constexpr int kABytes = 128 * kBK;  // [K half][128 rows][64 bytes]
   static constexpr int kBBytes = kBN * kBK;  // [K half][kBN rows][64 bytes]
   static constexpr int kStageBytes = kABytes + kBBytes;
@@ -41,6 +45,12 @@ struct TmaTile {
   static constexpr int kSmemBytes = 1024 + kStages * kStageBytes + 2 * kStages * 8 + kStages * kScaleFloats * 4;
 };
 constexpr int kScaleLanes = 32;  // producer warp 1
+// Columns of B one wgmma pass covers: the whole tile up to 192; a 256-wide tile runs two 128-column passes
+// per K block (its temporary accumulator is half the tile: acc 128 + tmp 64 registers fit the consumers' 232).
+template <int kBN>
+struct TmaPassCols {
+  static constexpr int value = kBN == 256 ? 128 : kBN;
+};
 
 // Tile t of the walk: expert, rows [m0, row_end) and columns from n0.
 struct TmaTileCoord {
@@ -63,8 +73,10 @@ __device__ __forceinline__ TmaTileCoord tma_tile(const GemmFp8Params& p, int t, 
   return c;
 }
 
+// One wgmma of a pass: 64 × 192 for 192-wide tiles, else 64 × 128 (a 256-wide tile is two 128-wide passes).
 template <int kBN>
-__device__ __forceinline__ void wgmma_tile(float (&d)[kBN / 2], uint64_t da, uint64_t db, int scale_d) {
+__device__ __forceinline__ void wgmma_pass(float (&d)[TmaPassCols<kBN>::value / 2], uint64_t da, uint64_t db,
+                                           int scale_d) {
   if constexpr (kBN == 192) {
     wgmma::wgmma_m64n192k32_e4m3(d, da, db, scale_d);
   } else {
@@ -84,8 +96,8 @@ __device__ __forceinline__ int next_stage(int s, uint32_t& phase) {
 // r + 8), the rest with the second's; kFirstCols is a compile-time constant so no column selects a scale at
 // run time.
 template <int kBN, int kFirstCols>
-__device__ __forceinline__ void promote_split(float (&acc)[kBN / 2], const float (&tmp)[kBN / 2], float s0a,
-                                              float s1a, float s0b, float s1b) {
+__device__ __forceinline__ void promote_split(float (&acc)[kBN / 2], const float (&tmp)[kBN / 2], float s0a, float s1a,
+                                              float s0b, float s1b) {
 #pragma unroll
   for (int j = 0; j < kBN / 8; ++j) {
     const bool first = 8 * j < kFirstCols;
@@ -94,6 +106,19 @@ __device__ __forceinline__ void promote_split(float (&acc)[kBN / 2], const float
     acc[4 * j + 1] += tmp[4 * j + 1] * s0;
     acc[4 * j + 2] += tmp[4 * j + 2] * s1;
     acc[4 * j + 3] += tmp[4 * j + 3] * s1;
+  }
+}
+
+// acc[pass h's 128 columns] += tmp · scale (s0 rows r, s1 rows r + 8): the 256-wide tile's promotion of one
+// pass (h is a constant after unrolling, so the accumulators stay in registers).
+template <int kBN>
+__device__ __forceinline__ void promote_pass(float (&acc)[kBN / 2], const float (&tmp)[64], int h, float s0, float s1) {
+#pragma unroll
+  for (int j = 0; j < 16; ++j) {
+    acc[64 * h + 4 * j + 0] += tmp[4 * j + 0] * s0;
+    acc[64 * h + 4 * j + 1] += tmp[4 * j + 1] * s0;
+    acc[64 * h + 4 * j + 2] += tmp[4 * j + 2] * s1;
+    acc[64 * h + 4 * j + 3] += tmp[4 * j + 3] * s1;
   }
 }
 
@@ -178,8 +203,10 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
   const int warp = (tid % 128) / 32;
   const int lane = tid % 32;
   const int local_row = cw * 64 + warp * 16 + lane / 4;  // and local_row + 8
+  constexpr int kPassN = TmaPassCols<kBN>::value;
+  constexpr int kPasses = kBN / kPassN;
   float acc[kBN / 2];
-  float tmp[kBN / 2];
+  float tmp[kPassN / 2];
   // Descriptors of ring stage 0 (this warpgroup's A rows, the B tile); a stage or K step adds its byte
   // offset / 16 to the address field (shared memory < 256 KiB, so the field never carries).
   const uint64_t desc_a0 = wgmma::desc_k64_sw64(smem + cw * 64 * 64);
@@ -191,33 +218,39 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     const TmaTileCoord c = tma_tile<kBN>(p, t, m_tiles);
     init_with_bias<kBN>(p, acc, c.group, c.n0, lane);
     // 192-wide tiles cover two 128-row B scale blocks: the first 128 or 64 columns use the first (n0 % 128
-    // is 0 or 64).
+    // is 0 or 64). 256-wide tiles: pass h uses block h.
     const bool split_at_128 = c.n0 % 128 == 0;
 
     for (int kb = 0; kb < num_kb; ++kb, s = next_stage<T::kStages>(s, phase)) {
       mbar::wait(&full[s], phase);
       const uint64_t stage = static_cast<uint64_t>(s * T::kStageBytes) >> 4;
-      wgmma::fence();
-#pragma unroll
-      for (int kk = 0; kk < kBK / 32; ++kk) {
-        const uint64_t off_a = static_cast<uint64_t>((kk / 2) * (T::kABytes / 2) + (kk % 2) * 32) >> 4;
-        const uint64_t off_b = static_cast<uint64_t>((kk / 2) * (T::kBBytes / 2) + (kk % 2) * 32) >> 4;
-        wgmma_tile<kBN>(tmp, desc_a0 + stage + off_a, desc_b0 + stage + off_b, kk > 0);
-      }
-      wgmma::commit();
-      // The stage's scales, read while the wgmma run.
       const uint32_t sc = scales0 + s * T::kScaleFloats * 4;
-      const float sa0 = mbar::ld_shared_f32(sc + local_row * 4), sa1 = mbar::ld_shared_f32(sc + (local_row + 8) * 4);
-      const float sb0 = mbar::ld_shared_f32(sc + 128 * 4), sb1 = mbar::ld_shared_f32(sc + 129 * 4);
-      wgmma::wait<0>();
-      if (lane == 0) mbar::arrive(&empty[s]);
+#pragma unroll
+      for (int h = 0; h < kPasses; ++h) {
+        wgmma::fence();
+#pragma unroll
+        for (int kk = 0; kk < kBK / 32; ++kk) {
+          const uint64_t off_a = static_cast<uint64_t>((kk / 2) * (T::kABytes / 2) + (kk % 2) * 32) >> 4;
+          const uint64_t off_b =
+              static_cast<uint64_t>((kk / 2) * (T::kBBytes / 2) + h * kPassN * 64 + (kk % 2) * 32) >> 4;
+          wgmma_pass<kBN>(tmp, desc_a0 + stage + off_a, desc_b0 + stage + off_b, kk > 0);
+        }
+        wgmma::commit();
+        // The stage's scales, read while the wgmma run.
+        const float sa0 = mbar::ld_shared_f32(sc + local_row * 4), sa1 = mbar::ld_shared_f32(sc + (local_row + 8) * 4);
+        const float sb0 = mbar::ld_shared_f32(sc + 128 * 4), sb1 = mbar::ld_shared_f32(sc + 129 * 4);
+        wgmma::wait<0>();
+        if (h == kPasses - 1 && lane == 0) mbar::arrive(&empty[s]);
 
-      // ---- promote with the block scales (the other kernels' arithmetic: bit-identical results) ----
-      const float s0a = sa0 * sb0, s1a = sa1 * sb0, s0b = sa0 * sb1, s1b = sa1 * sb1;
-      if (kBN == 128 || split_at_128) {
-        promote_split<kBN, 128>(acc, tmp, s0a, s1a, s0b, s1b);
-      } else {
-        promote_split<kBN, 64>(acc, tmp, s0a, s1a, s0b, s1b);
+        // ---- promote with the block scales (the other kernels' arithmetic: bit-identical results) ----
+        const float s0a = sa0 * sb0, s1a = sa1 * sb0, s0b = sa0 * sb1, s1b = sa1 * sb1;
+        if constexpr (kPasses == 2) {
+          promote_pass<kBN>(acc, tmp, h, h == 0 ? s0a : s0b, h == 0 ? s1a : s1b);
+        } else if (kBN == 128 || split_at_128) {
+          promote_split<kBN, 128>(acc, tmp, s0a, s1a, s0b, s1b);
+        } else {
+          promote_split<kBN, 64>(acc, tmp, s0a, s1a, s0b, s1b);
+        }
       }
     }
     write_out<kBN>(p, acc, c.m0, c.n0, c.row_end, local_row, lane);
@@ -271,7 +304,9 @@ void launch_tma(const GemmFp8Params& p, int tile_n, cudaStream_t stream) {
   GOSSAMER_CHECK(p.a_row_index == nullptr, "gemm_fp8: the TMA kernel reads contiguous A rows (no gather)");
   GOSSAMER_CHECK(reinterpret_cast<uintptr_t>(p.a) % 16 == 0 && reinterpret_cast<uintptr_t>(p.b) % 16 == 0,
                  "gemm_fp8: the TMA kernel needs 16-byte aligned operands");
-  if (tile_n == 192) {
+  if (tile_n == 256) {
+    launch_tma_tile<256>(p, stream);
+  } else if (tile_n == 192) {
     launch_tma_tile<192>(p, stream);
   } else {
     launch_tma_tile<128>(p, stream);

@@ -106,7 +106,7 @@ struct MoeParams {
   int num_local_experts = 0;
   int hidden = 2880;
   int inter = 2880;
-  // The expert GEMMs' tile at 128-row tiles (k128x128tma / k128x192tma need weights_tiled); kAuto lets
+  // The expert GEMMs' tile at 128-row tiles (k128x128tma / k128x192tma / k128x256tma need weights_tiled); kAuto lets
   // launch_gemm_fp8 choose. Benchmarks and tests pin it to compare kernels.
   GemmTile gemm_tile = GemmTile::kAuto;
   // launch_moe_decode with weights_mxfp4 only: both GEMVs' launch shape (gemv_mxfp4.h); the product leaves

@@ -12,8 +12,8 @@
 namespace gossamer::kernels {
 namespace {
 
-constexpr int kChunk = 8;                          // bf16 columns per lane and chunk (16 bytes)
-constexpr int kPassChunks = 8;                     // chunks per lane and pass
+constexpr int kChunk = 8;                             // bf16 columns per lane and chunk (16 bytes)
+constexpr int kPassChunks = 8;                        // chunks per lane and pass
 constexpr int kPassCols = 32 * kChunk * kPassChunks;  // 2,048 columns: 16 groups
 
 // 8 bf16 from x (16-byte aligned when kVec16, else 4-byte aligned).

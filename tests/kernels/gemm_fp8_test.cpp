@@ -81,7 +81,8 @@ TEST(GemmFp8Kernel, MatchesReference) {
           Variant{GemmTile::k128x128, " tile128x128"}, Variant{GemmTile::k64x64, " tile64x64"},
           Variant{GemmTile::kAuto, " b tile-major"}, Variant{GemmTile::k128x128, " tile128x128 b tile-major"},
           Variant{GemmTile::k128x128tma, " tile128x128 tma b tile-major"},
-          Variant{GemmTile::k128x192tma, " tile128x192 tma b tile-major"}}) {
+          Variant{GemmTile::k128x192tma, " tile128x192 tma b tile-major"},
+          Variant{GemmTile::k128x256tma, " tile128x256 tma b tile-major"}}) {
       dout.poison();
       GemmFp8Params q = p;
       q.tile = v.tile;
@@ -173,7 +174,7 @@ TEST(MoeKernel, MatchesReference) {
     // NOTE: the tiled copies are made once per case: at E = 128 they are 3 GB of host work each.
     DeviceBuffer<uint8_t> dw1t(tiled(m.w1, E, 2 * I, H)), dw2t(tiled(m.w2, E, H, I));
     const bool rows128 = gemm_fp8_tile_rows((c.tokens * kMoeTopK + E - 1) / E) == 128;
-    for (const GemmTile tile : {GemmTile::kAuto, GemmTile::k128x128tma, GemmTile::k128x192tma}) {
+    for (const GemmTile tile : {GemmTile::kAuto, GemmTile::k128x128tma, GemmTile::k128x192tma, GemmTile::k128x256tma}) {
       if (tile != GemmTile::kAuto && !rows128) continue;
       MoeParams t = p;
       t.w1 = dw1t.get();
