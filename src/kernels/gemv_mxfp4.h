@@ -45,16 +45,29 @@ namespace gossamer::kernels {
 //   kWarps4Stages4Cluster2  4 warps, 4 stages, cluster 2
 //   kWave                   4 warps, 3 stages, the largest cluster (1, 2, 4, 8) whose grid fits in one wave
 //                           of resident CTAs (SMs × 4) while every warp keeps 2 K steps (gemv_wave_cluster)
+//   kRowWarps               4 warps, each owning one 16-row MMA tile of the CTA's 64 rows over every K step
+//                           (a ring of 8 steps of 1,088 bytes per warp, 4 CTAs per SM, cluster 1): one long
+//                           stream per warp instead of ~3 K steps, no warp sum (ncu, 2026-12-05: the rule is
+//                           latency-bound at 43% issue, 8.1 cycles per instruction per warp)
 // Results: every shape sums each warp's K steps, then the warps, then the cluster's CTAs in a fixed order, so
 // shapes with the same warps and cluster (the ring depth aside) are bit-identical; others differ from each
 // other only in fp32 summation order (within the reference bound below).
-enum class GemvMxfp4Shape : uint8_t { kRule, kWarps4, kWarps4Stages4, kWarps4Cluster2, kWarps4Stages4Cluster2, kWave };
+enum class GemvMxfp4Shape : uint8_t {
+  kRule,
+  kWarps4,
+  kWarps4Stages4,
+  kWarps4Cluster2,
+  kWarps4Stages4Cluster2,
+  kWave,
+  kRowWarps
+};
 inline constexpr GemvMxfp4Shape kGemvMxfp4Shapes[] = {GemvMxfp4Shape::kRule,
                                                       GemvMxfp4Shape::kWarps4,
                                                       GemvMxfp4Shape::kWarps4Stages4,
                                                       GemvMxfp4Shape::kWarps4Cluster2,
                                                       GemvMxfp4Shape::kWarps4Stages4Cluster2,
-                                                      GemvMxfp4Shape::kWave};
+                                                      GemvMxfp4Shape::kWave,
+                                                      GemvMxfp4Shape::kRowWarps};
 static_assert(
     [] {
       for (int i = 0; i < static_cast<int>(std::size(kGemvMxfp4Shapes)); ++i)
@@ -62,7 +75,8 @@ static_assert(
       return true;
     }(),
     "kGemvMxfp4Shapes lists every shape in enum order (tests index it by shape)");
-// "rule", "warps=4", "warps=4 stages=4", "warps=4 cluster=2", "warps=4 stages=4 cluster=2", "wave".
+// "rule", "warps=4", "warps=4 stages=4", "warps=4 cluster=2", "warps=4 stages=4 cluster=2", "wave",
+// "row warps".
 const char* gemv_mxfp4_shape_name(GemvMxfp4Shape shape);
 
 // What x becomes inside the GEMV: f16 (W4A16, the product's) or e4m3 per (row, 128 columns) (W4A8, above).
