@@ -30,6 +30,7 @@ namespace gossamer::kernels {
 enum class GemmEpilogue : int { kBias = 0, kSwiGlu = 1 };
 // CTA tile (BM×BN). kAuto picks 64×64 for ≤ 64 rows per tile, 64×128 for plain GEMMs of 65–256 rows,
 // else 128-row tiles: the persistent TMA warp-specialised kernel (k128x128tma / k128x192tma / k128x256tma,
+// and the 2-CTA-cluster k128x192tma2 / k128x256tma2 that multicast A;
 // gemm_fp8_tma_sm90.cu) when B is tile-major and A is not gathered, the cp.async kernel (k128x128)
 // otherwise. Grouped (MoE) launches must use a tile whose BM equals the tile list's tile_rows.
 enum class GemmTile : int {
@@ -40,6 +41,8 @@ enum class GemmTile : int {
   k128x128tma = 4,
   k128x192tma = 5,
   k128x256tma = 6,
+  k128x192tma2 = 7,  // k128x192tma in clusters of 2 CTAs multicasting their shared A tile
+  k128x256tma2 = 8,  // k128x256tma likewise
 };
 
 struct GemmFp8Params {

@@ -205,9 +205,11 @@ void launch_gemm_fp8(const GemmFp8Params& p, int rows_hint, cudaStream_t stream)
   switch (tile) {
     case GemmTile::k64x64: launch_tile<64, 64>(p, stream); break;
     case GemmTile::k64x128: launch_tile<64, 128>(p, stream); break;
-    case GemmTile::k128x128tma: launch_tma(p, 128, stream); break;
-    case GemmTile::k128x192tma: launch_tma(p, 192, stream); break;
-    case GemmTile::k128x256tma: launch_tma(p, 256, stream); break;
+    case GemmTile::k128x128tma: launch_tma(p, 128, 1, stream); break;
+    case GemmTile::k128x192tma: launch_tma(p, 192, 1, stream); break;
+    case GemmTile::k128x256tma: launch_tma(p, 256, 1, stream); break;
+    case GemmTile::k128x192tma2: launch_tma(p, 192, 2, stream); break;
+    case GemmTile::k128x256tma2: launch_tma(p, 256, 2, stream); break;
     default: launch_tile<128, 128>(p, stream); break;
   }
 }

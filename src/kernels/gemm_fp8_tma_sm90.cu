@@ -52,15 +52,21 @@ struct TmaPassCols {
   static constexpr int value = kBN == 256 ? 128 : kBN;
 };
 
-// Tile t of the walk: expert, rows [m0, row_end) and columns from n0.
+// Work unit u of the walk (m fastest): expert, rows [m0, row_end) and columns from n0. With clusters of
+// kCluster CTAs, a unit is kCluster neighbouring column tiles of one row tile, rank r taking the r-th; a
+// rank past N (an odd tile count) is inactive: it loads and computes its peer's tile (n0_load) for the
+// shared A and the barriers' sake, and writes nothing.
 struct TmaTileCoord {
-  int group, m0, row_end, n0;
+  int group, m0, row_end, n0, n0_load;
+  bool active;
 };
-template <int kBN>
-__device__ __forceinline__ TmaTileCoord tma_tile(const GemmFp8Params& p, int t, int m_tiles) {
-  const int mt = t % m_tiles;
+template <int kBN, int kCluster>
+__device__ __forceinline__ TmaTileCoord tma_tile(const GemmFp8Params& p, int u, int m_tiles, int rank) {
+  const int mt = u % m_tiles;
   TmaTileCoord c;
-  c.n0 = (t / m_tiles) * kBN;
+  c.n0 = (kCluster * (u / m_tiles) + rank) * kBN;
+  c.active = kCluster == 1 || c.n0 < p.N;  // without clusters every unit's tile is inside N
+  c.n0_load = c.active ? c.n0 : c.n0 - kBN;
   if (p.tile_group) {
     c.group = p.tile_group[mt];
     c.m0 = p.tile_m0[mt];
@@ -122,10 +128,35 @@ __device__ __forceinline__ void promote_pass(float (&acc)[kBN / 2], const float 
   }
 }
 
-template <int kBN>
+// The CTA's walk over the work units: u = first, first + stride, … < units (read where used, so that the
+// consumers keep no extra registers live across their K loop).
+struct TmaWalk {
+  int m_tiles, units, first, stride, rank;
+};
+template <int kBN, int kCluster>
+__device__ __forceinline__ TmaWalk tma_walk(const GemmFp8Params& p) {
+  TmaWalk w;
+  w.m_tiles = p.tile_group ? *p.num_tiles : ceil_div(p.M, 128);
+  w.units = w.m_tiles * ceil_div(ceil_div(p.N, kBN), kCluster);
+  w.first = static_cast<int>(blockIdx.x) / kCluster;
+  w.stride = static_cast<int>(gridDim.x) / kCluster;
+  w.rank = kCluster > 1 ? static_cast<int>(tma::cluster_rank()) : 0;
+  return w;
+}
+
+template <int kBN, int kCluster>
+__device__ __forceinline__ void consume_tma_tiles(const GemmFp8Params& p, uint8_t* smem, uint64_t* full,
+                                                  uint64_t* empty, float* scales, int num_kb);
+
+// kCluster 2: the two CTAs of a cluster compute neighbouring column tiles of one row tile and share its A
+// tile: each loads one 64-row half and multicasts it to both (A's L2 → SM bytes per CTA halve), so a stage
+// may be refilled only when both CTAs' consumers released it (each consumer warp arrives on its own and its
+// peer's empty barrier).
+template <int kBN, int kCluster>
 __global__ void __launch_bounds__(kTmaThreads, 1)
     gemm_fp8_tma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                         const GemmFp8Params p) {
+  static_assert(kCluster == 1 || kCluster == 2, "clusters of 1 or 2 CTAs");
   using T = TmaTile<kBN>;
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
@@ -133,8 +164,6 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
   uint64_t* empty = full + T::kStages;
   float* scales = reinterpret_cast<float*>(empty + T::kStages);  // [kStages][kScaleFloats]
 
-  const int m_tiles = p.tile_group ? *p.num_tiles : ceil_div(p.M, 128);
-  const int num_tiles = m_tiles * ceil_div(p.N, kBN);
   const int num_kb = ceil_div(p.K, kBK);
   const int tid = threadIdx.x;
   if (tid == 0) {
@@ -142,29 +171,41 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     tma::prefetch_map(&map_b);
     for (int s = 0; s < T::kStages; ++s) {
       mbar::init(&full[s], 1 + kScaleLanes);
-      mbar::init(&empty[s], 8);
+      mbar::init(&empty[s], 8 * kCluster);
     }
     tma::fence_barrier_init();
   }
-  __syncthreads();
+  if constexpr (kCluster > 1) {
+    tma::cluster_sync();  // the peer's barriers exist before any copy or arrival names them
+  } else {
+    __syncthreads();
+  }
 
   if (tid < 128) {
     // ================= producer =================
     tma::regs_release<kProducerRegs>();
+    const TmaWalk w = tma_walk<kBN, kCluster>(p);
     if (tid == 0) {
       // B bands: 64-row bands of the tile-major layout, G · pad(N)/64 of them.
       const int bands_per_group = static_cast<int>(fp8_tiled_pad(p.N) / 64);
       int s = 0;
       uint32_t phase = 0;
-      for (int t = blockIdx.x; t < num_tiles; t += gridDim.x) {
-        const TmaTileCoord c = tma_tile<kBN>(p, t, m_tiles);
-        const int band0 = c.group * bands_per_group + c.n0 / 64;
+      for (int u = w.first; u < w.units; u += w.stride) {
+        const TmaTileCoord c = tma_tile<kBN, kCluster>(p, u, w.m_tiles, w.rank);
+        const int band0 = c.group * bands_per_group + c.n0_load / 64;
         for (int kb = 0; kb < num_kb; ++kb, s = next_stage<T::kStages>(s, phase)) {
           mbar::wait(&empty[s], phase ^ 1);
           uint8_t* sa = smem + s * T::kStageBytes;
+          // The whole stage lands on this CTA's barrier: its A half and its peer's (multicast), and its B.
           tma::arrive_expect_tx(&full[s], T::kStageBytes);
-          tma::copy_2d(sa, &map_a, kb * kBK, c.m0, &full[s]);
-          tma::copy_2d(sa + T::kABytes / 2, &map_a, kb * kBK + 64, c.m0, &full[s]);
+          if constexpr (kCluster > 1) {
+            uint8_t* half = sa + w.rank * 64 * 64;  // rows 64·rank … of each K half
+            tma::copy_2d_multicast(half, &map_a, kb * kBK, c.m0 + 64 * w.rank, &full[s], 0x3);
+            tma::copy_2d_multicast(half + T::kABytes / 2, &map_a, kb * kBK + 64, c.m0 + 64 * w.rank, &full[s], 0x3);
+          } else {
+            tma::copy_2d(sa, &map_a, kb * kBK, c.m0, &full[s]);
+            tma::copy_2d(sa + T::kABytes / 2, &map_a, kb * kBK + 64, c.m0, &full[s]);
+          }
           tma::copy_4d(sa + T::kABytes, &map_b, 0, 0, band0, 2 * kb, &full[s]);
         }
       }
@@ -174,10 +215,10 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
       const int num_nb = ceil_div(p.N, 128);
       int s = 0;
       uint32_t phase = 0;
-      for (int t = blockIdx.x; t < num_tiles; t += gridDim.x) {
-        const TmaTileCoord c = tma_tile<kBN>(p, t, m_tiles);
-        const float* bs0 = b_scale_row(p, c.group, c.n0, num_kb);
-        const float* bs1 = kBN > 128 && c.n0 / 128 + 1 < num_nb ? bs0 + num_kb : bs0;
+      for (int u = w.first; u < w.units; u += w.stride) {
+        const TmaTileCoord c = tma_tile<kBN, kCluster>(p, u, w.m_tiles, w.rank);
+        const float* bs0 = b_scale_row(p, c.group, c.n0_load, num_kb);
+        const float* bs1 = kBN > 128 && c.n0_load / 128 + 1 < num_nb ? bs0 + num_kb : bs0;
         for (int kb = 0; kb < num_kb; ++kb, s = next_stage<T::kStages>(s, phase)) {
           mbar::wait(&empty[s], phase ^ 1);
           float* sc = scales + s * T::kScaleFloats;
@@ -192,10 +233,19 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
         }
       }
     }
-    return;
+  } else {
+    consume_tma_tiles<kBN, kCluster>(p, smem, full, empty, scales, num_kb);
   }
+  // NOTE: no CTA of a cluster exits while its peer may still multicast into it or arrive on its barriers.
+  if constexpr (kCluster > 1) tma::cluster_sync();
+}
 
-  // ================= consumers =================
+// ================= consumers (warpgroups 1 and 2) =================
+template <int kBN, int kCluster>
+__device__ __forceinline__ void consume_tma_tiles(const GemmFp8Params& p, uint8_t* smem, uint64_t* full,
+                                                  uint64_t* empty, float* scales, int num_kb) {
+  using T = TmaTile<kBN>;
+  const int tid = threadIdx.x;
   tma::regs_claim<kConsumerRegs>();
   // Consumer warpgroup: rows 64·cw … (through a shuffle so that the compiler knows it is warp-uniform and
   // keeps the wgmma descriptors built from it in uniform registers).
@@ -214,12 +264,13 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
   const uint32_t scales0 = tma::smem_u32(scales);
   int s = 0;
   uint32_t phase = 0;
-  for (int t = blockIdx.x; t < num_tiles; t += gridDim.x) {
-    const TmaTileCoord c = tma_tile<kBN>(p, t, m_tiles);
-    init_with_bias<kBN>(p, acc, c.group, c.n0, lane);
+  const TmaWalk w = tma_walk<kBN, kCluster>(p);
+  for (int u = w.first; u < w.units; u += w.stride) {
+    const TmaTileCoord c = tma_tile<kBN, kCluster>(p, u, w.m_tiles, w.rank);
+    init_with_bias<kBN>(p, acc, c.group, c.n0_load, lane);
     // 192-wide tiles cover two 128-row B scale blocks: the first 128 or 64 columns use the first (n0 % 128
     // is 0 or 64). 256-wide tiles: pass h uses block h.
-    const bool split_at_128 = c.n0 % 128 == 0;
+    const bool split_at_128 = c.n0_load % 128 == 0;
 
     for (int kb = 0; kb < num_kb; ++kb, s = next_stage<T::kStages>(s, phase)) {
       mbar::wait(&full[s], phase);
@@ -240,7 +291,10 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
         const float sa0 = mbar::ld_shared_f32(sc + local_row * 4), sa1 = mbar::ld_shared_f32(sc + (local_row + 8) * 4);
         const float sb0 = mbar::ld_shared_f32(sc + 128 * 4), sb1 = mbar::ld_shared_f32(sc + 129 * 4);
         wgmma::wait<0>();
-        if (h == kPasses - 1 && lane == 0) mbar::arrive(&empty[s]);
+        if (h == kPasses - 1 && lane == 0) {
+          mbar::arrive(&empty[s]);
+          if constexpr (kCluster > 1) mbar::arrive_cluster(&empty[s], static_cast<uint32_t>(w.rank ^ 1));
+        }
 
         // ---- promote with the block scales (the other kernels' arithmetic: bit-identical results) ----
         const float s0a = sa0 * sb0, s1a = sa1 * sb0, s0b = sa0 * sb1, s1b = sa1 * sb1;
@@ -253,7 +307,7 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
         }
       }
     }
-    write_out<kBN>(p, acc, c.m0, c.n0, c.row_end, local_row, lane);
+    if (c.active) write_out<kBN>(p, acc, c.m0, c.n0, c.row_end, local_row, lane);
   }
 }
 
@@ -267,19 +321,34 @@ int num_sms() {
   return n;
 }
 
-template <int kBN>
+template <int kBN, int kCluster>
 void launch_tma_tile(const GemmFp8Params& p, cudaStream_t stream) {
   using T = TmaTile<kBN>;
-  static bool configured = false;
-  if (!configured) {
-    GOSSAMER_CUDA_CHECK(
-        cudaFuncSetAttribute(gemm_fp8_tma_kernel<kBN>, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes));
-    configured = true;
-  }
-  // A: [M, K] bytes with row stride lda; box 64 K bytes × 128 rows (two per stage).
+  auto* kernel = gemm_fp8_tma_kernel<kBN, kCluster>;
+  // Resident clusters (clusters of 2 need two free SMs of one GPC): queried once per instantiation.
+  static const int max_units_in_flight = [&] {
+    GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes));
+    if (kCluster == 1) return num_sms();
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(static_cast<unsigned>(num_sms()), 1, 1);
+    cfg.blockDim = dim3(kTmaThreads, 1, 1);
+    cfg.dynamicSmemBytes = T::kSmemBytes;
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = kCluster;
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    int clusters = 0;
+    GOSSAMER_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg));
+    GOSSAMER_CHECK(clusters > 0, "gemm_fp8: no cluster of ", kCluster, " TMA CTAs fits an SM pair");
+    return clusters;
+  }();
+  // A: [M, K] bytes with row stride lda; box 64 K bytes × 128 / kCluster rows (two per stage and CTA).
   const uint64_t a_dims[2] = {static_cast<uint64_t>(p.K), static_cast<uint64_t>(p.M)};
   const uint64_t a_strides[1] = {static_cast<uint64_t>(p.lda)};
-  const uint32_t a_box[2] = {64, 128};
+  const uint32_t a_box[2] = {64, 128 / kCluster};
   const CUtensorMap map_a = tma::make_map_u8_sw64(p.a, 2, a_dims, a_strides, a_box);
   // B tile-major (fp8_tiled.h: 4 KiB tiles ordered (g, n / 64, k / 64)) as dims (k in tile 64, row in
   // band 64, band G·NT, k tile KT); box (64, 64, kBN / 64, 2) lands as [K half][kBN rows][64 bytes].
@@ -290,26 +359,45 @@ void launch_tma_tile(const GemmFp8Params& p, cudaStream_t stream) {
   const uint64_t b_strides[3] = {64, kt * 4096, 4096};
   const uint32_t b_box[4] = {64, 64, kBN / 64, 2};
   const CUtensorMap map_b = tma::make_map_u8_sw64(p.b, 4, b_dims, b_strides, b_box);
-  const int64_t max_tiles = static_cast<int64_t>(p.tile_group ? p.max_tiles : ceil_div(p.M, 128)) * ceil_div(p.N, kBN);
-  const int grid = static_cast<int>(std::min<int64_t>(max_tiles, num_sms()));
-  if (grid == 0) return;
-  gemm_fp8_tma_kernel<kBN><<<grid, kTmaThreads, T::kSmemBytes, stream>>>(map_a, map_b, p);
+  const int64_t max_units =
+      static_cast<int64_t>(p.tile_group ? p.max_tiles : ceil_div(p.M, 128)) * ceil_div(ceil_div(p.N, kBN), kCluster);
+  const int units_in_flight = static_cast<int>(std::min<int64_t>(max_units, max_units_in_flight));
+  if (units_in_flight == 0) return;
+  if constexpr (kCluster == 1) {
+    kernel<<<units_in_flight, kTmaThreads, T::kSmemBytes, stream>>>(map_a, map_b, p);
+  } else {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(static_cast<unsigned>(units_in_flight * kCluster), 1, 1);
+    cfg.blockDim = dim3(kTmaThreads, 1, 1);
+    cfg.dynamicSmemBytes = T::kSmemBytes;
+    cfg.stream = stream;
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = kCluster;
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, map_a, map_b, p));
+  }
   GOSSAMER_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace
 
-void launch_tma(const GemmFp8Params& p, int tile_n, cudaStream_t stream) {
+void launch_tma(const GemmFp8Params& p, int tile_n, int cluster, cudaStream_t stream) {
   GOSSAMER_CHECK(p.b_tiled, "gemm_fp8: the TMA kernel reads tile-major B only");
   GOSSAMER_CHECK(p.a_row_index == nullptr, "gemm_fp8: the TMA kernel reads contiguous A rows (no gather)");
   GOSSAMER_CHECK(reinterpret_cast<uintptr_t>(p.a) % 16 == 0 && reinterpret_cast<uintptr_t>(p.b) % 16 == 0,
                  "gemm_fp8: the TMA kernel needs 16-byte aligned operands");
+  GOSSAMER_CHECK(cluster == 1 || (cluster == 2 && tile_n != 128), "gemm_fp8: TMA tile 128x", tile_n, " cluster ",
+                 cluster, " is not built");
   if (tile_n == 256) {
-    launch_tma_tile<256>(p, stream);
+    cluster == 2 ? launch_tma_tile<256, 2>(p, stream) : launch_tma_tile<256, 1>(p, stream);
   } else if (tile_n == 192) {
-    launch_tma_tile<192>(p, stream);
+    cluster == 2 ? launch_tma_tile<192, 2>(p, stream) : launch_tma_tile<192, 1>(p, stream);
   } else {
-    launch_tma_tile<128>(p, stream);
+    launch_tma_tile<128, 1>(p, stream);
   }
 }
 

@@ -20,6 +20,16 @@ __device__ __forceinline__ void arrive(uint64_t* bar) {
                : "memory");
 }
 
+// One arrival on the barrier at `bar`'s offset in the shared memory of cluster rank `rank` (relaxed beyond
+// the CTA: it orders nothing for the other CTA, so use it for releases of data this thread only read).
+__device__ __forceinline__ void arrive_cluster(uint64_t* bar, uint32_t rank) {
+  asm volatile(
+      "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\nmbarrier.arrive.shared::cluster.b64 _, "
+      "[remote];\n}\n" ::"r"(smem_addr(bar)),
+      "r"(rank)
+      : "memory");
+}
+
 // Blocks until the phase of parity `parity` has completed (the first phase has parity 0).
 __device__ __forceinline__ void wait(uint64_t* bar, uint32_t parity) {
   asm volatile(

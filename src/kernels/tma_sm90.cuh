@@ -91,6 +91,30 @@ __device__ __forceinline__ void copy_4d(void* dst, const CUtensorMap* map, int c
       : "memory");
 }
 
+// copy_2d into the same shared-memory offset of every CTA in `cta_mask` (a cluster's ranks), each
+// destination's barrier at `bar`'s offset receiving the box's bytes.
+__device__ __forceinline__ void copy_2d_multicast(void* dst, const CUtensorMap* map, int c0, int c1, uint64_t* bar,
+                                                  uint16_t cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%3, "
+      "%4}], [%2], %5;\n" ::"r"(smem_u32(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "h"(cta_mask)
+      : "memory");
+}
+
+// This CTA's rank in its cluster.
+__device__ __forceinline__ uint32_t cluster_rank() {
+  uint32_t rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+  return rank;
+}
+
+// Every thread of every CTA of the cluster (all must call it): earlier shared-memory writes and barrier
+// initialisations are visible cluster-wide afterwards.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
 // Register reallocation between warpgroups (every thread of the warpgroup executes it).
 template <int kRegs>
 __device__ __forceinline__ void regs_release() {

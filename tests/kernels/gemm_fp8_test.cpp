@@ -82,7 +82,9 @@ TEST(GemmFp8Kernel, MatchesReference) {
           Variant{GemmTile::kAuto, " b tile-major"}, Variant{GemmTile::k128x128, " tile128x128 b tile-major"},
           Variant{GemmTile::k128x128tma, " tile128x128 tma b tile-major"},
           Variant{GemmTile::k128x192tma, " tile128x192 tma b tile-major"},
-          Variant{GemmTile::k128x256tma, " tile128x256 tma b tile-major"}}) {
+          Variant{GemmTile::k128x256tma, " tile128x256 tma b tile-major"},
+          Variant{GemmTile::k128x192tma2, " tile128x192 tma cluster 2 b tile-major"},
+          Variant{GemmTile::k128x256tma2, " tile128x256 tma cluster 2 b tile-major"}}) {
       dout.poison();
       GemmFp8Params q = p;
       q.tile = v.tile;
@@ -174,7 +176,8 @@ TEST(MoeKernel, MatchesReference) {
     // NOTE: the tiled copies are made once per case: at E = 128 they are 3 GB of host work each.
     DeviceBuffer<uint8_t> dw1t(tiled(m.w1, E, 2 * I, H)), dw2t(tiled(m.w2, E, H, I));
     const bool rows128 = gemm_fp8_tile_rows((c.tokens * kMoeTopK + E - 1) / E) == 128;
-    for (const GemmTile tile : {GemmTile::kAuto, GemmTile::k128x128tma, GemmTile::k128x192tma, GemmTile::k128x256tma}) {
+    for (const GemmTile tile : {GemmTile::kAuto, GemmTile::k128x128tma, GemmTile::k128x192tma, GemmTile::k128x256tma,
+                                GemmTile::k128x192tma2, GemmTile::k128x256tma2}) {
       if (tile != GemmTile::kAuto && !rows128) continue;
       MoeParams t = p;
       t.w1 = dw1t.get();
