@@ -11,7 +11,8 @@
 #   bash bench/run_validation_h200.sh [all|tests|benches|prep]
 # tests: the kernel suite (four shards) beside the model/engine/comm/server suites, all at once (correctness
 # only, so they may share the GPU); benches: prefill with its phase breakdown, the MoE and prefill GEMMs
-# against cuBLASLt, the decode GEMV shapes and the fused QKV + RoPE GEMV, decode with and without that
+# against cuBLASLt (every TMA tile, the 2-CTA-cluster ones included), attention prefill, the decode GEMV
+# shapes (kRowWarps included) and the fused QKV + RoPE GEMV, decode with and without that
 # fusion, and the step breakdown, alone on the GPU (each mode fits one 600 s call; the tokenizer against
 # tiktoken: bench/text/run_tokenizer_vs_tiktoken.sh).
 set -uo pipefail
@@ -65,9 +66,10 @@ run_benches() {
   sec "bench prefill 20b, the defaults, with the phase breakdown (#13)"
   timeout 150 build/gossamer bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 32768 \
     --repeats 3 --phases
-  sec "MoE and prefill GEMMs vs cuBLASLt (#13)"
+  sec "MoE and prefill GEMMs vs cuBLASLt, attention prefill (#13)"
   timeout 120 build/bench/kernels/gossamer_kernels_bench moe
   timeout 120 build/bench/kernels/gossamer_kernels_bench gemm-large
+  timeout 100 build/bench/kernels/gossamer_kernels_bench attention | grep -v decode
   sec "decode GEMV launch shapes and the fused QKV + RoPE GEMV (#15)"
   timeout 90 build/bench/kernels/gossamer_kernels_bench gemv-tune
   timeout 90 build/bench/kernels/gossamer_kernels_bench mxfp4  # W4A8 beside W4A16 (#15 §2)
