@@ -72,7 +72,6 @@ run_benches() {
   timeout 100 build/bench/kernels/gossamer_kernels_bench attention | grep -v decode
   sec "decode GEMV launch shapes and the fused QKV + RoPE GEMV (#15)"
   timeout 90 build/bench/kernels/gossamer_kernels_bench gemv-tune
-  timeout 90 build/bench/kernels/gossamer_kernels_bench mxfp4  # W4A8 beside W4A16 (#15 §2)
   timeout 60 build/bench/kernels/gossamer_kernels_bench gemv-rope
   sec "bench decode 20b mxfp4+fp8, --no-fuse-qkv-rope / --fuse-qkv-rope (#15)"
   for fuse in --no-fuse-qkv-rope --fuse-qkv-rope; do

@@ -713,8 +713,7 @@ void bench_moe_decode(int T, int E, bool baseline = true) {
 
 // ---- MXFP4 decode GEMV (gemv_mxfp4.h) vs the FP8 GEMV (tile-major, PDL) at the same shape ----
 // GB/s counts the MXFP4 bytes read (codes and scales: 4.25 bits per weight); the baseline column is the
-// FP8 GEMV of the same shape (twice the bytes); the W4A8 row's baseline is the W4A16 one. Random tile bytes:
-// scale codes ≤ 0x77 (finite).
+// FP8 GEMV of the same shape (twice the bytes). Random tile bytes: scale codes ≤ 0x77 (finite).
 void bench_gemv_mxfp4(const char* name, int M, int N, int K, GemmEpilogue epi) {
   const size_t wbytes = size_t(mxfp4_tiled_group_bytes(N, K)), fp8_bytes = size_t(fp8_tiled_group_bytes(N, K));
   const int copies = copies_for(wbytes), fp8_copies = copies_for(fp8_bytes);
@@ -745,19 +744,13 @@ void bench_gemv_mxfp4(const char* name, int M, int N, int K, GemmEpilogue epi) {
   const std::string shape = std::string(name) + " M=" + std::to_string(M) + " N=" + std::to_string(N) +
                             " K=" + std::to_string(K) + (epi == GemmEpilogue::kSwiGlu ? " swiglu" : "");
   row("gemv_mxfp4", shape, us, 2.0 * M * N * K, double(wbytes), base, "copy");
-  q.activations = GemvMxfp4Activations::kFp8;
-  const double us_w4a8 = time_us([&](int i) {
-    q.w = w[i % copies]->as<uint8_t>();
-    launch_gemv_mxfp4(q, nullptr);
-  });
-  row("gemv_mxfp4 w4a8", shape, us_w4a8, 2.0 * M * N * K, double(wbytes), us, "copy");
 }
 
 // ---- decode GEMV launch shapes (GemvFp8Params::stages / cluster) at the batch-1 and batch-8 shapes ----
 // Every (ring depth, cluster) pair the kernels have against the launch's rule (the baseline column), FP8 and MXFP4,
 // back to back with PDL as in a decode step: what the rule should pick. MXFP4 adds every GemvMxfp4Shape
-// (4-warp CTAs, deeper rings, the wave grid) and the W4A8 rule (activations kFp8). "4x" rows are one token's four
-// experts as one dense matrix (the grouped launch has the same CTAs: tiles × 4 slots).
+// (4-warp CTAs, deeper rings, row warps). "4x" rows are one token's four experts as one dense matrix (the grouped
+// launch has the same CTAs: tiles × 4 slots).
 void bench_gemv_tune(const char* name, int M, int N, int K, GemmEpilogue epi, bool mxfp4) {
   const size_t wbytes = mxfp4 ? size_t(mxfp4_tiled_group_bytes(N, K)) : size_t(fp8_tiled_group_bytes(N, K));
   const int copies = copies_for(wbytes);
@@ -771,8 +764,7 @@ void bench_gemv_tune(const char* name, int M, int N, int K, GemmEpilogue epi, bo
   GemvBenchProblem problem(M, N, K, epi);
   GemvFp8Params& p = problem.p;
   p.w_tiled = true;
-  auto time_shape = [&](int stages, int cluster, GemvMxfp4Shape mxfp4_shape = GemvMxfp4Shape::kRule,
-                        GemvMxfp4Activations activations = GemvMxfp4Activations::kBf16) {
+  auto time_shape = [&](int stages, int cluster, GemvMxfp4Shape mxfp4_shape = GemvMxfp4Shape::kRule) {
     p.stages = stages;
     p.cluster = cluster;
     return time_us([&](int i) {
@@ -781,7 +773,6 @@ void bench_gemv_tune(const char* name, int M, int N, int K, GemmEpilogue epi, bo
       if (mxfp4) {
         GemvMxfp4Params q = gemv_mxfp4_params_of(p);
         q.shape = mxfp4_shape;
-        q.activations = activations;
         launch_gemv_mxfp4(q, nullptr);
       } else {
         launch_gemv_fp8(p, nullptr);
@@ -810,9 +801,6 @@ void bench_gemv_tune(const char* name, int M, int N, int K, GemmEpilogue epi, bo
     const std::string kernel = std::string("gemv ") + gemv_mxfp4_shape_name(s);
     row(kernel.c_str(), shape, time_shape(0, 0, s), 2.0 * M * N * K, double(wbytes), rule, "copy");
   }
-  // W4A8 (x quantized to e4m3 in the staging, m16n8k32 e4m3 MMAs; the rule's shape only) beside W4A16's rule.
-  row("gemv w4a8 rule", shape, time_shape(0, 0, GemvMxfp4Shape::kRule, GemvMxfp4Activations::kFp8), 2.0 * M * N * K,
-      double(wbytes), rule, "copy");
 }
 
 // ---- the decode QKV GEMV with RoPE and the K/V cache write fused (gemv_fp8_rope.h) vs GEMV + rope_kernel ----

@@ -20,15 +20,4 @@ inline int gemv_cluster_size(int tiles, int slots, int k_steps, int warps, int s
   return cluster;
 }
 
-// The MXFP4 GEMV's kWave shape (gemv_mxfp4.h): the largest cluster (1, 2, 4, 8) whose grid of `tiles` ×
-// `slots` × cluster CTAs fits in one wave of `resident_ctas` (SMs × resident CTAs per SM) while every one
-// of a CTA's `warps` warps keeps two K steps, as gemv_cluster_size does for one CTA per SM.
-inline int gemv_wave_cluster(int tiles, int slots, int k_steps, int warps, int resident_ctas) {
-  int cluster = 1;
-  while (cluster < 8 && int64_t{tiles} * slots * cluster * 2 <= resident_ctas && k_steps >= 2 * cluster * 2 * warps) {
-    cluster *= 2;
-  }
-  return cluster;
-}
-
 }  // namespace gossamer::kernels

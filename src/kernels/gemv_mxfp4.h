@@ -14,16 +14,6 @@
 // of two, exact while the sums stay finite (E8M0 codes e ≤ 232) — then added to the fp32 sum. So the only
 // roundings are fp32 accumulation and the final bf16, the same as the reference gemv_mxfp4_cpu (which sums
 // each block in fp32, scales it, and adds).
-//
-// W4A8 (activations = kFp8; compile-checked, not yet run on a GPU): x is quantized inside the GEMV's x
-// staging, per (x row, 128 columns) — one K step, the same chunk as the f16 staging — to e4m3 with a power
-// of two: xq = e4m3_rn(x · 2^(7 − E)), E = ⌊log2 max|x|⌋ of the chunk (so |x · 2^(7−E)| < 256 ≤ 448: no
-// saturation; the exponent 7 − E clamped to [−126, 126]). The codes become e4m3 bytes exactly
-// (mxfp4_tiled_word_to_e4m3_mma: e4m3 = fp4 · 2^-6) and one mma.sync m16n8k32 e4m3 covers a whole MX block
-// of 16 rows; its fp32 result is multiplied by 2^(e − 127 + 6) and the step's sum by 2^(E − 7) — powers of
-// two, so both scales are exact in fp32 and the only new rounding is x's e4m3 rounding (relative ≤ 2^-4
-// for the chunk's normal range). Reference: gemv_mxfp4_cpu with the same quantization and exact products.
-// Only the rule's launch shape (kRule) is built for kFp8 (others throw).
 #pragma once
 
 #include <cstdint>
@@ -39,35 +29,18 @@ namespace gossamer::kernels {
 // a ring of 3 K steps per warp (2 CTAs per SM), the cluster from gemv_cluster_size (or `cluster`). The
 // others are candidates for the next rule, swept by `gossamer_kernels_bench gemv-tune` (docs/PERF.md) and
 // checked by the kernel tests; each fixes its cluster (`cluster` must stay 0):
-//   kWarps4                 4 warps, 3 stages (4 CTAs per SM), cluster 1
-//   kWarps4Stages4          4 warps, 4 stages (3 CTAs per SM), cluster 1
-//   kWarps4Cluster2         4 warps, 3 stages, cluster 2
-//   kWarps4Stages4Cluster2  4 warps, 4 stages, cluster 2
-//   kWave                   4 warps, 3 stages, the largest cluster (1, 2, 4, 8) whose grid fits in one wave
-//                           of resident CTAs (SMs × 4) while every warp keeps 2 K steps (gemv_wave_cluster)
-//   kRowWarps               4 warps, each owning one 16-row MMA tile of the CTA's 64 rows over every K step
-//                           (a ring of 8 steps of 1,088 bytes per warp, 4 CTAs per SM, cluster 1): one long
-//                           stream per warp instead of ~3 K steps, no warp sum (ncu, 2026-12-05: the rule is
-//                           latency-bound at 43% issue, 8.1 cycles per instruction per warp)
+//   kWarps4         4 warps, 3 stages (4 CTAs per SM), cluster 1
+//   kWarps4Stages4  4 warps, 4 stages (3 CTAs per SM), cluster 1
+//   kRowWarps       4 warps, each owning one 16-row MMA tile of the CTA's 64 rows over every K step (a ring
+//                   of 8 steps of 1,088 bytes per warp, 4 CTAs per SM, cluster 1): one long stream per warp
+//                   instead of ~3 K steps, no warp sum (ncu, 2026-12-05: the rule is latency-bound at 43%
+//                   issue, 8.1 cycles per instruction per warp)
 // Results: every shape sums each warp's K steps, then the warps, then the cluster's CTAs in a fixed order, so
 // shapes with the same warps and cluster (the ring depth aside) are bit-identical; others differ from each
 // other only in fp32 summation order (within the reference bound below).
-enum class GemvMxfp4Shape : uint8_t {
-  kRule,
-  kWarps4,
-  kWarps4Stages4,
-  kWarps4Cluster2,
-  kWarps4Stages4Cluster2,
-  kWave,
-  kRowWarps
-};
-inline constexpr GemvMxfp4Shape kGemvMxfp4Shapes[] = {GemvMxfp4Shape::kRule,
-                                                      GemvMxfp4Shape::kWarps4,
-                                                      GemvMxfp4Shape::kWarps4Stages4,
-                                                      GemvMxfp4Shape::kWarps4Cluster2,
-                                                      GemvMxfp4Shape::kWarps4Stages4Cluster2,
-                                                      GemvMxfp4Shape::kWave,
-                                                      GemvMxfp4Shape::kRowWarps};
+enum class GemvMxfp4Shape : uint8_t { kRule, kWarps4, kWarps4Stages4, kRowWarps };
+inline constexpr GemvMxfp4Shape kGemvMxfp4Shapes[] = {GemvMxfp4Shape::kRule, GemvMxfp4Shape::kWarps4,
+                                                      GemvMxfp4Shape::kWarps4Stages4, GemvMxfp4Shape::kRowWarps};
 static_assert(
     [] {
       for (int i = 0; i < static_cast<int>(std::size(kGemvMxfp4Shapes)); ++i)
@@ -75,12 +48,8 @@ static_assert(
       return true;
     }(),
     "kGemvMxfp4Shapes lists every shape in enum order (tests index it by shape)");
-// "rule", "warps=4", "warps=4 stages=4", "warps=4 cluster=2", "warps=4 stages=4 cluster=2", "wave",
-// "row warps".
+// "rule", "warps=4", "warps=4 stages=4", "row warps".
 const char* gemv_mxfp4_shape_name(GemvMxfp4Shape shape);
-
-// What x becomes inside the GEMV: f16 (W4A16, the product's) or e4m3 per (row, 128 columns) (W4A8, above).
-enum class GemvMxfp4Activations : uint8_t { kBf16, kFp8 };
 
 struct GemvMxfp4Params {
   const uint16_t* x = nullptr;  // [rows_x, K] bf16, row stride ldx elements (multiple of 8), 16-byte aligned
@@ -95,8 +64,7 @@ struct GemvMxfp4Params {
   GemmEpilogue epilogue = GemmEpilogue::kBias;
   bool programmatic_launch = true;
   int cluster = 0;  // the cluster that splits K, as GemvFp8Params::cluster (0 = the rule; kRule only)
-  GemvMxfp4Shape shape = GemvMxfp4Shape::kRule;                    // launch shape (above); the product leaves kRule
-  GemvMxfp4Activations activations = GemvMxfp4Activations::kBf16;  // kFp8: W4A8 (kRule only); product: kBf16
+  GemvMxfp4Shape shape = GemvMxfp4Shape::kRule;  // launch shape (above); the product leaves kRule
   // ---- grouped (MoE decode) mode, as GemvFp8Params ----
   const int32_t* topk_ids = nullptr;
   int num_pairs = 0;

@@ -27,20 +27,11 @@
 // loop is one step per iteration (not unrolled over the ring: each warp runs only ~3 steps at K = 2880, so code size
 // matters more than loop overhead).
 //
-// W4A8 (kFp8, gemv_mxfp4.h): the same ring, loop and sums; x is quantized to e4m3 in the staging (per x row
-// and K step, the f16 staging's chunk, so no pre-pass kernel and no extra launch or x round trip: x is ≤ 8
-// rows, each lane already holds its 32 values), each word becomes two e4m3 A registers
-// (mxfp4_tiled_word_to_e4m3_mma) and MX block j of a row tile is ONE mma.sync m16n8k32 e4m3 (logical K
-// 4t..4t+3 / 16+4t..16+4t+3 are the lane's columns 32j + 8t + kMxfp4E4m3MmaOrder[0..3] / [4..7]; the B
-// bytes follow the same order): 16 MMAs per step instead of 32, but ~14 integer ops per word instead of
-// 9 (this layout places bits for the f16 decode), so the step is not shorter (docs/kernels-hopper.md).
-//
 // The scales of a step are copied by lanes 0..15 and read by every lane of a group, so the ring stage is
 // fenced with __syncwarp() after the cp.async wait and before its refill. x is read from L2 into registers
 // one step ahead (raw bf16; converted at the start of its step, after which the buffer takes the next step).
 #include <cooperative_groups.h>
 #include <cuda_fp16.h>
-#include <cuda_fp8.h>
 
 #include <algorithm>
 #include <atomic>
@@ -79,13 +70,11 @@ static_assert(min_ctas_per_sm(8, 3) == 2 && min_ctas_per_sm(4, 3) == 4 && min_ct
                   (228 * 1024) / (smem_bytes(4, 8, true) + 1024) >= min_ctas_per_sm(4, 8, true),
               "the shapes' occupancy (docs/kernels-hopper.md)");
 
-// 2^(e − 127 + kShift) for the E8M0 byte `byte` of word w: the block scale times the 2^kShift that the
-// decode divided out (14: mxfp4_tiled_decode_word's f16; 6: mxfp4_tiled_word_to_e4m3_mma's e4m3). One byte
-// permute and one multiply-add; valid for e ≤ 232 (the accumulation bound below; the checkpoints' experts
-// use ≈ 110..127, and E8M0's 255 is NaN by the OCP format).
-template <uint32_t kShift>
+// 2^(e − 127 + 14) for the E8M0 byte `byte` of word w: the block scale times the 2^14 that
+// mxfp4_tiled_decode_word divided out. One byte permute and one multiply-add; valid for e ≤ 232 (the
+// accumulation bound below; the checkpoints' experts use ≈ 110..127, and E8M0's 255 is NaN by the OCP format).
 __device__ __forceinline__ float block_scale(uint32_t w, int byte) {
-  return __uint_as_float(__byte_perm(w, 0u, 0x4440u + static_cast<uint32_t>(byte)) * (1u << 23) + (kShift << 23));
+  return __uint_as_float(__byte_perm(w, 0u, 0x4440u + static_cast<uint32_t>(byte)) * (1u << 23) + (14u << 23));
 }
 
 // max(|a|, |b|) per bf16 half (the sign bits are the xor of the inputs'; a NaN half yields the other input's).
@@ -111,18 +100,14 @@ __device__ __forceinline__ void mma_f16_16x8x16(float (&d)[4], const uint32_t (&
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// D (16×8 fp32) = A (16×32 e4m3, row) · B (32×8 e4m3, col) + 0.
-__device__ __forceinline__ void mma_e4m3_16x8x32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// The biased exponent bits (<< 23) of max|x| over the 128 columns of x row g (lanes 4g..4g+3, 32 bf16 each
-// in `x`), clamped to the infinity pattern. All 32 lanes must call it.
-__device__ __forceinline__ uint32_t x_chunk_amax_bits(const uint32_t (&x)[16]) {
+// The B fragments of one K step: `x` holds this lane's 32 bf16 of x row g (16 words), `h` receives them as
+// 16 f16x2. The 128 columns of x row g (lanes 4g..4g+3) are scaled by 2^(14 − E), E = ⌊log2 max|x|⌋, as in
+// gemv_fp8_sm90.cu. Returns the inverse factors of x rows 2t and 2t+1. All 32 lanes must call it.
+// NOTE: the scaling is a bf16x2 multiply before the f32 → f16 rounding: exact, and so bit-identical to
+// scaling in f32, for every element that stays a normal bf16; the others are < 2^-140 of the largest
+// and round to f16 zero either way. (Subnormal bf16 inputs are kept: mul.bf16x2 has no flush-to-zero form.)
+__device__ __forceinline__ void x_fragment(const uint32_t (&x)[16], uint32_t (&h)[16], float& inv_even, float& inv_odd,
+                                           int t) {
   uint32_t m[8];
 #pragma unroll
   for (int i = 0; i < 8; ++i) m[i] = bf16x2_max_abs(x[2 * i], x[2 * i + 1]);
@@ -132,18 +117,7 @@ __device__ __forceinline__ uint32_t x_chunk_amax_bits(const uint32_t (&x)[16]) {
   uint32_t amax_bits = max(m[0] & 0x7FFF0000u, (m[0] << 16) & 0x7FFF0000u);
   amax_bits = min(amax_bits, 0x7F800000u);
   amax_bits = max(amax_bits, __shfl_xor_sync(0xffffffffu, amax_bits, 1));
-  return max(amax_bits, __shfl_xor_sync(0xffffffffu, amax_bits, 2));
-}
-
-// The B fragments of one K step: `x` holds this lane's 32 bf16 of x row g (16 words), `h` receives them as
-// 16 f16x2. The 128 columns of x row g (lanes 4g..4g+3) are scaled by 2^(14 − E), E = ⌊log2 max|x|⌋, as in
-// gemv_fp8_sm90.cu. Returns the inverse factors of x rows 2t and 2t+1. All 32 lanes must call it.
-// NOTE: the scaling is a bf16x2 multiply before the f32 → f16 rounding: exact, and so bit-identical to
-// scaling in f32, for every element that stays a normal bf16; the others are < 2^-140 of the largest
-// and round to f16 zero either way. (Subnormal bf16 inputs are kept: mul.bf16x2 has no flush-to-zero form.)
-__device__ __forceinline__ void x_fragment(const uint32_t (&x)[16], uint32_t (&h)[16], float& inv_even, float& inv_odd,
-                                           int t) {
-  const uint32_t amax_bits = x_chunk_amax_bits(x);
+  amax_bits = max(amax_bits, __shfl_xor_sync(0xffffffffu, amax_bits, 2));
   const int fe = min(max(268 - static_cast<int>(amax_bits >> 23), 1), 253);
   const uint32_t f2 = static_cast<uint32_t>(fe) * 0x00800080u;  // 2^(fe − 127) in both bf16 halves
   const float inv = __uint_as_float(static_cast<uint32_t>(254 - fe) << 23);
@@ -157,48 +131,19 @@ __device__ __forceinline__ void x_fragment(const uint32_t (&x)[16], uint32_t (&h
   inv_odd = __shfl_sync(0xffffffffu, inv, 8 * t + 4);
 }
 
-// W4A8's B fragments of one K step: `x` as x_fragment; `q` receives x row g's 32 values as e4m3 of
-// x · 2^(7 − E) (E = ⌊log2 max|x|⌋ of the chunk; |x · 2^(7 − E)| < 256, no saturation), q[2j] / q[2j + 1]
-// = block j's columns 8t + kMxfp4E4m3MmaOrder[0..3] / [4..7]. Returns the inverse factors of x rows 2t and
-// 2t + 1. All 32 lanes must call it.
-// NOTE: bf16 · 2^k is exact while it stays a normal bf16 (the rest is < 2^-126 after scaling, far below
-// e4m3's smallest subnormal 2^-9: zero either way), bf16 → f32 is exact and cvt.rn rounds to nearest even
-// (subnormals kept): the reference's e4m3_rn(x · 2^(7 − E)) bit for bit.
-__device__ __forceinline__ void x_fragment_e4m3(const uint32_t (&x)[16], uint32_t (&q)[8], float& inv_even,
-                                                float& inv_odd, int t) {
-  const uint32_t amax_bits = x_chunk_amax_bits(x);
-  const int fe = min(max(261 - static_cast<int>(amax_bits >> 23), 1), 253);  // 2^(fe − 127) = 2^(7 − E)
-  const uint32_t f2 = static_cast<uint32_t>(fe) * 0x00800080u;
-  const float inv = __uint_as_float(static_cast<uint32_t>(254 - fe) << 23);
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    uint32_t e[4];  // e4m3 of columns 8t + 2i (byte 0) and 8t + 2i + 1 (byte 1)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const uint32_t y = bf16x2_mul(x[4 * j + i], f2);
-      e[i] = __nv_cvt_float2_to_fp8x2(make_float2(__uint_as_float(y << 16), __uint_as_float(y & 0xFFFF0000u)),
-                                      __NV_SATFINITE, __NV_E4M3);
-    }
-    q[2 * j] = __byte_perm(e[0], e[1], 0x1504u);      // columns 2, 0, 3, 1
-    q[2 * j + 1] = __byte_perm(e[2], e[3], 0x5140u);  // columns 4, 6, 5, 7
-  }
-  inv_even = __shfl_sync(0xffffffffu, inv, 8 * t);
-  inv_odd = __shfl_sync(0xffffffffu, inv, 8 * t + 4);
-}
-
 // grid: x = tiles × cluster (a cluster's CTAs are consecutive in x), y = expert slot (grouped) or 1.
 // block: kWarps × 32 threads; dynamic shared memory smem_bytes(kWarps, kStages, kRowWarps).
 // kRowWarps (kWarps = 4, cluster 1): warp w owns MMA row tile w (rows 16w … 16w + 15) and streams every K
 // step of it through its own ring (1,088 bytes a stage), so no warp sum is needed and each warp keeps a
 // long stream in flight instead of ~3 steps; x's B fragments are built by every warp for every step.
-template <int kWarps, int kStages, bool kSwiGlu, bool kFp8, bool kRowWarps>
+template <int kWarps, int kStages, bool kSwiGlu, bool kRowWarps>
 __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages, kRowWarps))
     gemv_mxfp4_kernel(const GemvMxfp4Params p, int cluster, int k_steps) {
   static_assert(kGemvMaxRows % kWarps == 0, "the warp sum gives each warp whole x rows");
   static_assert(smem_bytes(kWarps, kStages, kRowWarps) >=
                     (kWarps + 1) * kGemvMaxRows * kRedStride * static_cast<int>(sizeof(float)),
                 "the reduction buffers overlay the rings");
-  static_assert(!kRowWarps || (kWarps == kNTiles && !kFp8), "row warps: one warp per MMA row tile, W4A16");
+  static_assert(!kRowWarps || kWarps == kNTiles, "row warps: one warp per MMA row tile");
   constexpr int kRingStage = kRowWarps ? kRowStageBytes : kStageBytes;  // bytes of one ring stage
   constexpr int kTilesPerWarp = kRowWarps ? 1 : kNTiles;                // MMA row tiles a warp computes
   constexpr int kStepStride = kRowWarps ? 1 : kWarps;                   // K steps between a warp's steps
@@ -343,42 +288,29 @@ __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages, 
 #pragma unroll
       for (int c = 0; c < kChunks; ++c) sw[c] = words[c];
     }
-    uint32_t xb[kFp8 ? 8 : 16];  // B fragments: [4 blocks j][4] f16x2, or (kFp8) [4 blocks j][2] e4m3 × 4
+    uint32_t xh[16];  // [4 blocks j][4] f16x2: the B fragments
     float inv_even, inv_odd;
-    if constexpr (kFp8) {
-      x_fragment_e4m3(x_raw, xb, inv_even, inv_odd, t);
-    } else {
-      x_fragment(x_raw, xb, inv_even, inv_odd, t);
-    }
+    x_fragment(x_raw, xh, inv_even, inv_odd, t);
     load_x(step + kStepStride, x_raw);
 #pragma unroll
     for (int nt = 0; nt < kTilesPerWarp; ++nt) {
       const uint4 u0 = *reinterpret_cast<const uint4*>(stage + (32 * (2 * nt) + lane) * 16);      // row 16nt + g
       const uint4 u1 = *reinterpret_cast<const uint4*>(stage + (32 * (2 * nt + 1) + lane) * 16);  // row 16nt + g + 8
       const uint32_t r0[4] = {u0.x, u0.y, u0.z, u0.w}, r1[4] = {u1.x, u1.y, u1.z, u1.w};
-      // The step's sum Σ_j d_j · 2^(e_j − 127 + 14) (kFp8: + 6), then one multiply by x's inverse factors: the same
-      // products as scaling each block by (block scale · inverse factor), both powers of two (exact while the step sum
-      // stays finite: |d| ≤ 2^15 · 6 · 2^-14 · 32 < 2^9, so e ≤ 232; kFp8: |d| < 256 · 6 · 2^-6 · 32 < 2^10).
+      // The step's sum Σ_j d_j · 2^(e_j − 113), then one multiply by x's inverse factors: the same products
+      // as scaling each block by (block scale · inverse factor), both powers of two (exact while the step
+      // sum stays finite: |d| ≤ 2^15 · 6 · 2^-14 · 32 < 2^9, so e ≤ 232).
       float step_sum[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
+        uint32_t h0[4], h1[4];
+        mxfp4_tiled_decode_word(r0[j], h0);
+        mxfp4_tiled_decode_word(r1[j], h1);
         float d[4] = {0.f, 0.f, 0.f, 0.f};
-        if constexpr (kFp8) {
-          uint32_t lo0, hi0, lo1, hi1;
-          mxfp4_tiled_word_to_e4m3_mma(r0[j], lo0, hi0);
-          mxfp4_tiled_word_to_e4m3_mma(r1[j], lo1, hi1);
-          const uint32_t a[4] = {lo0, lo1, hi0, hi1};  // rows g, g + 8 × logical K 4t.., 16 + 4t..
-          mma_e4m3_16x8x32(d, a, xb[2 * j], xb[2 * j + 1]);
-        } else {
-          uint32_t h0[4], h1[4];
-          mxfp4_tiled_decode_word(r0[j], h0);
-          mxfp4_tiled_decode_word(r1[j], h1);
-          const uint32_t a0[4] = {h0[0], h1[0], h0[1], h1[1]}, a1[4] = {h0[2], h1[2], h0[3], h1[3]};
-          mma_f16_16x8x16(d, a0, xb[4 * j], xb[4 * j + 1]);
-          mma_f16_16x8x16(d, a1, xb[4 * j + 2], xb[4 * j + 3]);
-        }
-        constexpr uint32_t kShift = kFp8 ? 6u : 14u;
-        const float s0 = block_scale<kShift>(sw[2 * nt], j), s1 = block_scale<kShift>(sw[2 * nt + 1], j);
+        const uint32_t a0[4] = {h0[0], h1[0], h0[1], h1[1]}, a1[4] = {h0[2], h1[2], h0[3], h1[3]};
+        mma_f16_16x8x16(d, a0, xh[4 * j], xh[4 * j + 1]);
+        mma_f16_16x8x16(d, a1, xh[4 * j + 2], xh[4 * j + 3]);
+        const float s0 = block_scale(sw[2 * nt], j), s1 = block_scale(sw[2 * nt + 1], j);
         step_sum[0] = fmaf(d[0], s0, step_sum[0]);
         step_sum[1] = fmaf(d[1], s0, step_sum[1]);
         step_sum[2] = fmaf(d[2], s1, step_sum[2]);
@@ -468,28 +400,25 @@ __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages, 
 }
 
 // Once per (instantiation, device): the dynamic shared memory limit, and a check that the occupancy the
-// shape was built for holds (the wave shape counts on it). Returns the resident CTAs per SM.
-template <int kWarps, int kStages, bool kSwiGlu, bool kFp8, bool kRowWarps>
-int prepare_kernel(int device) {
+// shape was built for holds.
+template <int kWarps, int kStages, bool kSwiGlu, bool kRowWarps>
+void prepare_kernel(int device) {
   static std::atomic<uint64_t> done{0};
-  static std::atomic<int> ctas_per_sm{0};
   const uint64_t bit = uint64_t(1) << (device & 63);
-  if (done.load(std::memory_order_acquire) & bit) return ctas_per_sm.load(std::memory_order_relaxed);
-  auto* kernel = gemv_mxfp4_kernel<kWarps, kStages, kSwiGlu, kFp8, kRowWarps>;
+  if (done.load(std::memory_order_acquire) & bit) return;
+  auto* kernel = gemv_mxfp4_kernel<kWarps, kStages, kSwiGlu, kRowWarps>;
   constexpr int kSmem = smem_bytes(kWarps, kStages, kRowWarps);
   GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   int blocks = 0;
   GOSSAMER_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kWarps * 32, kSmem));
   GOSSAMER_CHECK(blocks >= min_ctas_per_sm(kWarps, kStages, kRowWarps), "gemv_mxfp4: ", kWarps, " warps × ", kStages,
                  " stages: ", blocks, " CTAs per SM resident, built for ", min_ctas_per_sm(kWarps, kStages, kRowWarps));
-  ctas_per_sm.store(blocks, std::memory_order_relaxed);
   done.fetch_or(bit, std::memory_order_release);
-  return blocks;
 }
 
 struct ShapeConfig {
   int warps, stages;
-  int cluster;             // 0: from the shape's rule (kRule: gemv_cluster_size; kWave: gemv_wave_cluster)
+  int cluster;             // 0: the rule's (gemv_cluster_size)
   bool row_warps = false;  // kRowWarps: a warp per MMA row tile over every K step
 };
 ShapeConfig shape_config(GemvMxfp4Shape shape) {
@@ -497,9 +426,6 @@ ShapeConfig shape_config(GemvMxfp4Shape shape) {
     case GemvMxfp4Shape::kRule: return {8, 3, 0};
     case GemvMxfp4Shape::kWarps4: return {4, 3, 1};
     case GemvMxfp4Shape::kWarps4Stages4: return {4, 4, 1};
-    case GemvMxfp4Shape::kWarps4Cluster2: return {4, 3, 2};
-    case GemvMxfp4Shape::kWarps4Stages4Cluster2: return {4, 4, 2};
-    case GemvMxfp4Shape::kWave: return {4, 3, 0};
     case GemvMxfp4Shape::kRowWarps: return {4, 8, 1, true};
   }
   GOSSAMER_CHECK(false, "gemv_mxfp4: unknown launch shape ", static_cast<int>(shape));
@@ -511,16 +437,10 @@ struct LaunchGeometry {
   int device, sms;
 };
 
-// Launches the (kWarps, kStages) kernel; `cluster` 0 = the shape's rule (kRule: gemv_cluster_size with
-// p.cluster; kWave: gemv_wave_cluster over the resident CTAs).
-template <int kWarps, int kStages, bool kFp8, bool kRowWarps = false>
+// Launches the (kWarps, kStages) kernel; `cluster` 0 = the rule's (gemv_cluster_size with p.cluster).
+template <int kWarps, int kStages, bool kRowWarps = false>
 void launch_shape(const GemvMxfp4Params& p, const LaunchGeometry& geo, int cluster, cudaStream_t stream) {
-  const bool swiglu = p.epilogue == GemmEpilogue::kSwiGlu;
-  const int ctas_per_sm = swiglu ? prepare_kernel<kWarps, kStages, true, kFp8, kRowWarps>(geo.device)
-                                 : prepare_kernel<kWarps, kStages, false, kFp8, kRowWarps>(geo.device);
-  if (cluster == 0 && p.shape == GemvMxfp4Shape::kWave) {
-    cluster = gemv_wave_cluster(geo.tiles, geo.slots, geo.k_steps, kWarps, geo.sms * ctas_per_sm);
-  } else if (cluster == 0) {
+  if (cluster == 0) {
     cluster = gemv_cluster_size(geo.tiles, geo.slots, geo.k_steps, kWarps, geo.sms, p.cluster, "gemv_mxfp4");
   }
 
@@ -531,12 +451,14 @@ void launch_shape(const GemvMxfp4Params& p, const LaunchGeometry& geo, int clust
   cfg.stream = stream;
   ClusterPdlAttributes attrs(cluster, p.programmatic_launch);
   attrs.apply(cfg);
-  if (swiglu) {
+  if (p.epilogue == GemmEpilogue::kSwiGlu) {
+    prepare_kernel<kWarps, kStages, true, kRowWarps>(geo.device);
     GOSSAMER_CUDA_CHECK(
-        cudaLaunchKernelEx(&cfg, gemv_mxfp4_kernel<kWarps, kStages, true, kFp8, kRowWarps>, p, cluster, geo.k_steps));
+        cudaLaunchKernelEx(&cfg, gemv_mxfp4_kernel<kWarps, kStages, true, kRowWarps>, p, cluster, geo.k_steps));
   } else {
+    prepare_kernel<kWarps, kStages, false, kRowWarps>(geo.device);
     GOSSAMER_CUDA_CHECK(
-        cudaLaunchKernelEx(&cfg, gemv_mxfp4_kernel<kWarps, kStages, false, kFp8, kRowWarps>, p, cluster, geo.k_steps));
+        cudaLaunchKernelEx(&cfg, gemv_mxfp4_kernel<kWarps, kStages, false, kRowWarps>, p, cluster, geo.k_steps));
   }
 }
 
@@ -547,9 +469,6 @@ const char* gemv_mxfp4_shape_name(GemvMxfp4Shape shape) {
     case GemvMxfp4Shape::kRule: return "rule";
     case GemvMxfp4Shape::kWarps4: return "warps=4";
     case GemvMxfp4Shape::kWarps4Stages4: return "warps=4 stages=4";
-    case GemvMxfp4Shape::kWarps4Cluster2: return "warps=4 cluster=2";
-    case GemvMxfp4Shape::kWarps4Stages4Cluster2: return "warps=4 stages=4 cluster=2";
-    case GemvMxfp4Shape::kWave: return "wave";
     case GemvMxfp4Shape::kRowWarps: return "row warps";
   }
   return "?";
@@ -584,25 +503,18 @@ void launch_gemv_mxfp4(const GemvMxfp4Params& p, cudaStream_t stream) {
   GOSSAMER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const int k_steps = ceil_div(p.K, kKStep);
   const int tiles = ceil_div(p.N, kTileRows);
-  GOSSAMER_CHECK(p.activations == GemvMxfp4Activations::kBf16 || p.shape == GemvMxfp4Shape::kRule,
-                 "gemv_mxfp4: W4A8 (activations kFp8) is built only for the rule's launch shape, not ",
-                 gemv_mxfp4_shape_name(p.shape));
-  GOSSAMER_CHECK(p.activations == GemvMxfp4Activations::kBf16 || p.activations == GemvMxfp4Activations::kFp8,
-                 "gemv_mxfp4: unknown activations ", static_cast<int>(p.activations));
   GOSSAMER_CHECK(p.shape == GemvMxfp4Shape::kRule || p.cluster == 0, "gemv_mxfp4: shape ",
                  gemv_mxfp4_shape_name(p.shape), " fixes its cluster (cluster ", p.cluster, " given)");
   const ShapeConfig shape = shape_config(p.shape);
   const LaunchGeometry geo{tiles, slots, k_steps, device, sms};
-  if (p.activations == GemvMxfp4Activations::kFp8) {
-    launch_shape<8, 3, true>(p, geo, shape.cluster, stream);
-  } else if (shape.row_warps) {
-    launch_shape<4, 8, false, true>(p, geo, shape.cluster, stream);
+  if (shape.row_warps) {
+    launch_shape<4, 8, true>(p, geo, shape.cluster, stream);
   } else if (shape.warps == 8) {
-    launch_shape<8, 3, false>(p, geo, shape.cluster, stream);
+    launch_shape<8, 3>(p, geo, shape.cluster, stream);
   } else if (shape.stages == 3) {
-    launch_shape<4, 3, false>(p, geo, shape.cluster, stream);
+    launch_shape<4, 3>(p, geo, shape.cluster, stream);
   } else {
-    launch_shape<4, 4, false>(p, geo, shape.cluster, stream);
+    launch_shape<4, 4>(p, geo, shape.cluster, stream);
   }
 }
 

@@ -59,20 +59,6 @@ GOSSAMER_HOST_DEVICE inline void mxfp4_tiled_decode_word(uint32_t w, uint32_t (&
   o[3] = ((w & 0x40384038u) * ((1u << 1) + (1u << 6))) & 0x8E008E00u;
 }
 
-// ---- one relaid word as e4m3 A fragments (the W4A8 decode GEMV, gemv_mxfp4.h kFp8) ----
-// The 8 weights of a word as e4m3 bytes of exactly fp4 · 2^-6: e2m1's (E1 E0 m) bits land on e4m3's
-// exponent bits 4..3 and top mantissa bit (code ±0.5 becomes the e4m3 subnormal ±2^-7), so it is a pure bit
-// move, no table. Bytes in MMA order: lo holds values kMxfp4E4m3MmaOrder[0..3], hi values [4..7] (the
-// order that lets each byte's sign and magnitude bits move by one of two shifts); the x bytes of the B
-// fragment follow the same order. 4 shifts and 4 masks per register.
-inline constexpr int kMxfp4E4m3MmaOrder[8] = {2, 0, 3, 1, 4, 6, 5, 7};
-GOSSAMER_HOST_DEVICE inline void mxfp4_tiled_word_to_e4m3_mma(uint32_t w, uint32_t& lo, uint32_t& hi) {
-  // values 0, 1 (p = 0): magnitude +1, sign 0; values 2, 3 (p = 1): magnitude −4, sign −5.
-  lo = ((w << 1) & 0x1C001C00u) | (w & 0x80008000u) | ((w >> 4) & 0x001C001Cu) | ((w >> 5) & 0x00800080u);
-  // values 4, 5 (p = 2): magnitude +2, sign −6; values 6, 7 (p = 3): magnitude +7, sign +1.
-  hi = ((w << 2) & 0x001C001Cu) | ((w >> 6) & 0x00800080u) | ((w << 7) & 0x1C001C00u) | ((w << 1) & 0x80008000u);
-}
-
 // ---- tiled MXFP4 → FP8 e4m3 by bit arithmetic (the GEMM's on-chip dequantization, gemm_fp8.h b_mxfp4) ----
 // The rule is mxfp4_convert.h's: in a 128×128 block whose largest MX exponent is e_max, a weight of an MX
 // block with exponent e becomes fp8(fp4 · 2^(e − e_max + 6)). With k = e − e_max + 12 (≤ 12):

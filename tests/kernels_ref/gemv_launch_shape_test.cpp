@@ -13,17 +13,16 @@
 namespace gossamer::kernels {
 namespace {
 
-// The MXFP4 GEMV's kWave shape on an H200 (132 SMs × 4 resident 4-warp CTAs) at the gemv-tune shapes: one
+// The rule's cluster (gemv_cluster_size) on an H200 (132 SMs, 8-warp CTAs) at the gemv-tune shapes: one
 // token's 4 experts (K = 2880: 23 K steps of 128), gate_up 360 row tiles, down 180.
-TEST(GemvLaunchShape, WaveClusterFitsOneWaveOfResidentCtas) {
-  const int resident = 132 * 4, k_steps = 23;
-  EXPECT_EQ(gemv_wave_cluster(360, 1, k_steps, 4, resident), 1);  // 720 > 528
-  EXPECT_EQ(gemv_wave_cluster(180, 1, k_steps, 4, resident), 2);  // 360 ≤ 528 < 720
-  EXPECT_EQ(gemv_wave_cluster(90, 4, k_steps, 4, resident), 1);   // grouped: 90 tiles × 4 expert slots
-  EXPECT_EQ(gemv_wave_cluster(16, 1, 128, 4, resident), 8);       // small N, long K: up to 8
-  EXPECT_EQ(gemv_wave_cluster(16, 1, 23, 4, resident), 2);        // every warp keeps 2 K steps
-  // The rule's own function is unchanged by the new shapes: 8 warps, one CTA per SM.
-  EXPECT_EQ(gemv_cluster_size(360, 1, k_steps, 8, 132, 0, "test"), 1);
+TEST(GemvLaunchShape, RuleClusterKeepsOneCtaPerSmAndTwoStepsPerWarp) {
+  const int sms = 132, k_steps = 23;
+  EXPECT_EQ(gemv_cluster_size(360, 1, k_steps, 8, sms, 0, "test"), 1);  // 720 > 132
+  EXPECT_EQ(gemv_cluster_size(180, 1, k_steps, 8, sms, 0, "test"), 1);  // 360 > 132
+  EXPECT_EQ(gemv_cluster_size(16, 1, 128, 8, sms, 0, "test"), 8);       // small N, long K: up to 8
+  EXPECT_EQ(gemv_cluster_size(16, 1, 23, 8, sms, 0, "test"), 2);        // every warp keeps 2 K steps
+  EXPECT_EQ(gemv_cluster_size(360, 1, k_steps, 8, sms, 4, "test"), 4);  // a requested cluster wins
+  EXPECT_THROW(gemv_cluster_size(360, 1, k_steps, 8, sms, 3, "test"), std::exception);
 }
 
 // gemv_fp8_rope_cpu is the GEMV into qkv, then RoPE over it: q of a v-free 1-head problem checked by hand

@@ -10,9 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <cstring>
-#include <iterator>
 #include <random>
 #include <tuple>
 #include <vector>
@@ -98,30 +96,6 @@ TEST(Mxfp4Tiled, DecodeToF16IsExact) {
         if (code == 8) {
           EXPECT_EQ(h, 0x8000) << "-0 stays -0";
         }
-      }
-    }
-  }
-}
-
-// The W4A8 decode (mxfp4_tiled_word_to_e4m3_mma): every code at every value position, in the MMA byte order,
-// is the e4m3 byte of fp4 · 2^-6 (bit for bit, −0 included), whatever the other positions hold.
-TEST(Mxfp4Tiled, WordToE4m3MmaIsExact) {
-  for (int v = 0; v < 8; ++v) {
-    for (uint32_t code = 0; code < 16; ++code) {
-      for (uint32_t other : {0u, 15u, 7u, 9u, 8u}) {
-        uint32_t w = 0;
-        for (int u = 0; u < 8; ++u) {
-          const uint32_t cu = u == v ? code : (other + 3 * u) & 15u;
-          w |= (cu >> 3) << mxfp4_tiled_sign_bit(u) | (cu & 7u) << mxfp4_tiled_mag_bit(u);
-        }
-        uint32_t lo = 0, hi = 0;
-        mxfp4_tiled_word_to_e4m3_mma(w, lo, hi);
-        const int slot = static_cast<int>(std::find(std::begin(kMxfp4E4m3MmaOrder), std::end(kMxfp4E4m3MmaOrder), v) -
-                                          std::begin(kMxfp4E4m3MmaOrder));
-        const uint8_t byte = static_cast<uint8_t>((slot < 4 ? lo : hi) >> (8 * (slot % 4)));
-        const float want = std::ldexp(fp4e2m1_to_float(static_cast<uint8_t>(code)), -6);
-        EXPECT_EQ(byte, float_to_fp8e4m3(want)) << "v " << v << " code " << code << " other " << other;
-        EXPECT_EQ(fp8e4m3_to_float(byte), want) << "v " << v << " code " << code;
       }
     }
   }
@@ -257,86 +231,6 @@ TEST(GemvMxfp4Reference, MatchesCheckpointMath) {
         EXPECT_NEAR(bf16_to_float(got), want, 1e-2 * std::abs(want) + 1e-3) << "pair " << q << " col " << j;
       }
     }
-  }
-}
-
-// W4A8's reference (activations kFp8) against W4A16's (kBf16) on the same weights: x's e4m3 rounding per
-// (row, 128 columns) with a power-of-two scale is relative ≤ 2^-4 per element, ≈ 2^-4/√3 · E[1/mantissa]
-// ≈ 0.026 rms, and independent element errors add in quadrature, so a linear output's relative error is
-// ≈ 0.026 (measured 0.021–0.027; bound 0.04). SwiGLU mixes the gate's and the up row's errors and
-// amplifies them where up ≈ −1 or the gate's slope is steep: measured 0.040–0.045, bound 0.08. Real shapes: gate_up
-// (5,760, SwiGLU) and down (2,880) of one expert at K = 2,880, M = 1 and 8, x ~ N(0, 1) and with per-row outliers (×64
-// at a few columns, as the model's activations have). And: x values already on the e4m3 grid of their chunk make the
-// two references bit-identical (the scales are powers of two, the products exact).
-TEST(GemvMxfp4Reference, W4A8WithinFp8ActivationErrorOfW4A16) {
-  constexpr int K = 2880;
-  std::mt19937 rng(15);
-  std::normal_distribution<float> nd(0.f, 1.f);
-  for (const bool swiglu : {true, false}) {
-    const int N = swiglu ? 5760 : 2880, out_cols = swiglu ? N / 2 : N;
-    const double tol = swiglu ? 0.08 : 0.04;
-    const Checkpoint c = random_checkpoint(1, N, K, rng, 116, 124);
-    const auto t = tiled(c);
-    std::vector<uint16_t> bias(N);
-    for (auto& v : bias) v = float_to_bf16(nd(rng));
-    for (const int M : {1, 8}) {
-      for (const bool outliers : {false, true}) {
-        std::vector<uint16_t> x(size_t(M) * K);
-        for (auto& v : x) v = float_to_bf16(nd(rng));
-        if (outliers)
-          for (int m = 0; m < M; ++m)
-            for (int k = 17; k < K; k += 331) x[size_t(m) * K + k] = float_to_bf16(64.f * nd(rng));
-        std::vector<uint16_t> a16(size_t(M) * out_cols), a8(a16.size());
-        GemvMxfp4Params p;
-        p.x = x.data();
-        p.ldx = K;
-        p.w = t.data();
-        p.bias = bias.data();
-        p.ldc = out_cols;
-        p.M = M;
-        p.N = N;
-        p.K = K;
-        p.epilogue = swiglu ? GemmEpilogue::kSwiGlu : GemmEpilogue::kBias;
-        p.out = a16.data();
-        gemv_mxfp4_cpu(p);
-        p.out = a8.data();
-        p.activations = GemvMxfp4Activations::kFp8;
-        gemv_mxfp4_cpu(p);
-        std::vector<float> f16v, f8v;
-        for (size_t i = 0; i < a16.size(); ++i)
-          f16v.push_back(bf16_to_float(a16[i])), f8v.push_back(bf16_to_float(a8[i]));
-        double num = 0, den = 0;
-        for (size_t i = 0; i < f16v.size(); ++i)
-          num += (f8v[i] - f16v[i]) * double(f8v[i] - f16v[i]), den += double(f16v[i]) * f16v[i];
-        const double err = std::sqrt(num / den);
-        std::printf("[ w4a8 vs w4a16 ] %s M=%d%s: %.4f (bound %.2f)\n", swiglu ? "gate_up" : "down", M,
-                    outliers ? " outliers" : "", err, tol);
-        EXPECT_LT(err, tol) << (swiglu ? "gate_up" : "down") << " M=" << M << (outliers ? " outliers" : "");
-        EXPECT_GT(err, 1e-3) << "the W4A8 reference did quantize x";
-      }
-    }
-    // Lossless x: each value a 3-bit-mantissa number within 2^-6 .. 2^1 of its chunk's largest (2^1..2^2).
-    std::vector<uint16_t> x(size_t(2) * K);
-    std::uniform_int_distribution<int> mant(8, 15), ex(-6, 0);
-    for (auto& v : x) v = float_to_bf16((rng() & 1 ? -1.f : 1.f) * std::ldexp(float(mant(rng)), ex(rng) - 3));
-    for (int m = 0; m < 2; ++m)
-      for (int k = 0; k < K; k += 128) x[size_t(m) * K + k] = float_to_bf16(3.5f);
-    std::vector<uint16_t> a16(size_t(2) * out_cols), a8(a16.size());
-    GemvMxfp4Params p;
-    p.x = x.data();
-    p.ldx = K;
-    p.w = t.data();
-    p.ldc = out_cols;
-    p.M = 2;
-    p.N = N;
-    p.K = K;
-    p.epilogue = swiglu ? GemmEpilogue::kSwiGlu : GemmEpilogue::kBias;
-    p.out = a16.data();
-    gemv_mxfp4_cpu(p);
-    p.out = a8.data();
-    p.activations = GemvMxfp4Activations::kFp8;
-    gemv_mxfp4_cpu(p);
-    EXPECT_EQ(a8, a16) << "x on its e4m3 grid: W4A8 equals W4A16 bit for bit";
   }
 }
 
