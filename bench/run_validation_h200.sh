@@ -72,6 +72,7 @@ run_benches() {
   timeout 100 build/bench/kernels/gossamer_kernels_bench attention | grep -v decode
   sec "decode GEMV launch shapes and the fused QKV + RoPE GEMV (#15)"
   timeout 90 build/bench/kernels/gossamer_kernels_bench gemv-tune
+  timeout 90 build/bench/kernels/gossamer_kernels_bench mxfp4  # MXFP4 vs FP8 GEMVs, the MXFP4 MoE decode (#15)
   timeout 60 build/bench/kernels/gossamer_kernels_bench gemv-rope
   sec "bench decode 20b mxfp4+fp8, --no-fuse-qkv-rope / --fuse-qkv-rope (#15)"
   for fuse in --no-fuse-qkv-rope --fuse-qkv-rope; do
