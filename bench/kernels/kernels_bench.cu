@@ -359,6 +359,16 @@ void bench_moe(int T, int E) {
                                          : "moe tma 128x256 cluster 2",
         m.shape(), us, m.flops(), m.expert_bytes(), 0, T <= 16 ? "copy" : "fp8");
   }
+  // h quantized in gate_up's epilogue (MoeParams::fuse_hidden_quantization; gate_up on 128×256 tiles, down on
+  // the default tile) against the default (tile-major, kAuto).
+  if (T * 4 / E > 64) {
+    m.p.weights_tiled = true;
+    m.p.gemm_tile = GemmTile::kAuto;
+    m.p.fuse_hidden_quantization = true;
+    const double us = time_us([&](int) { launch_moe(m.p, ws.get(), nullptr); }, 10);
+    row("moe tma, h quantized in gate_up", m.shape(), us, m.flops(), m.expert_bytes(), 0, "fp8");
+    m.p.fuse_hidden_quantization = false;
+  }
   // Where the time goes in the model's configuration (tile-major experts, the tile launch_gemm_fp8 picks):
   // launch_moe's phase events, the mean over the launches (each phase's µs beside its share; an event
   // between two launches ends any PDL overlap of theirs, so the sum can exceed the plain launch's time).

@@ -27,7 +27,10 @@
 
 namespace gossamer::kernels {
 
-enum class GemmEpilogue : int { kBias = 0, kSwiGlu = 1 };
+// kSwiGluFp8: kSwiGlu's bf16 output quantized in the epilogue exactly as quantize_fp8.h would quantize it
+// (1×128 groups of the N/2 outputs, e4m3 into out_q, scales into out_scales): the MoE's gate_up writes the
+// down GEMM's A directly. TMA 128×256 tiles only (a tile's 128 outputs per row are one group).
+enum class GemmEpilogue : int { kBias = 0, kSwiGlu = 1, kSwiGluFp8 = 2 };
 // CTA tile (BM×BN). kAuto picks 64×64 for ≤ 64 rows per tile, 64×128 for plain GEMMs of 65–256 rows,
 // else 128-row tiles: the persistent TMA warp-specialised kernel (k128x128tma / k128x192tma / k128x256tma,
 // and the 2-CTA-cluster k128x192tma2 / k128x256tma2 that multicast A;
@@ -57,9 +60,12 @@ struct GemmFp8Params {
   const uint16_t* bias = nullptr;        // [num_groups, N] bf16 or null
   uint16_t* out = nullptr;               // [M, N] (kBias) or [M, N/2] (kSwiGlu) bf16, row stride ldc elements
   int64_t ldc = 0;
-  int M = 0;  // rows of the (grouped) problem
-  int N = 0;  // multiple of 8 (even pairs for kSwiGlu)
-  int K = 0;  // multiple of 16
+  uint8_t* out_q = nullptr;  // kSwiGluFp8: [M, N/2] e4m3, row stride ldq bytes (multiple of 16)
+  int64_t ldq = 0;
+  float* out_scales = nullptr;  // kSwiGluFp8: [M, ceil(N/2/128)] fp32 (quantize_fp8.h's scales)
+  int M = 0;                    // rows of the (grouped) problem
+  int N = 0;                    // multiple of 8 (even pairs for kSwiGlu)
+  int K = 0;                    // multiple of 16
   GemmEpilogue epilogue = GemmEpilogue::kBias;
   // Grouped mode (all null for a plain GEMM).
   const int32_t* group_offsets = nullptr;  // [num_groups + 1] row offsets

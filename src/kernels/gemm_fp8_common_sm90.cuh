@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cuda_bf16.h>
+#include <cuda_fp8.h>
 
 #include "kernels/cuda_utils.h"
 #include "kernels/fp8_tiled.h"
@@ -60,10 +61,52 @@ __device__ __forceinline__ void promote(float (&acc)[kBN / 2], const float (&tmp
   }
 }
 
+// kSwiGluFp8 (256-wide tiles): each row's 128 SwiGLU outputs (one 1×128 group; the 4 lanes of a quad hold
+// 32 each, output column 4j + t of the group in acc[4j + 2h] / acc[4j + 2h + 1]) rounded to bf16, then
+// quantize_fp8.h's rule: amax over the group (two shuffles across the quad), scale = amax / 448,
+// q = e4m3(h · (448 / amax)). Bit-identical to kSwiGlu followed by launch_quantize_fp8.
+template <int kBN>
+__device__ __forceinline__ void write_out_swiglu_fp8(const GemmFp8Params& p, const float (&acc)[kBN / 2], int m0,
+                                                     int n0, int row_end, int local_row, int lane) {
+  static_assert(kBN == 256, "a 256-wide tile holds whole 1×128 groups of the SwiGLU output");
+  const int t = lane % 4;
+  const int group = n0 / 256;  // the tile's group of output columns [128 · group, 128 · group + 128)
+  const int out_cols = p.N / 2;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int row = m0 + local_row + 8 * h;
+    float v[kBN / 8];
+    float amax = 0.f;
+#pragma unroll
+    for (int j = 0; j < kBN / 8; ++j) {
+      const bool valid = n0 + 8 * j + 2 * t < p.N;
+      const float s = valid ? swiglu_clamped(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]) : 0.f;
+      v[j] = __bfloat162float(__float2bfloat16_rn(s));
+      amax = fmaxf(amax, fabsf(v[j]));
+    }
+    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+    amax = fmaxf(amax, 1e-4f);
+    const float inv = 448.0f / amax;
+    if (row >= row_end) continue;
+    if (t == 0) p.out_scales[static_cast<int64_t>(row) * ceil_div(out_cols, 128) + group] = amax / 448.0f;
+    uint8_t* q_row = p.out_q + static_cast<int64_t>(row) * p.ldq + 128 * group;
+#pragma unroll
+    for (int j = 0; j < kBN / 8; ++j) {
+      if (128 * group + 4 * j + t >= out_cols) continue;
+      q_row[4 * j + t] = static_cast<uint8_t>(__nv_cvt_float_to_fp8(__fmul_rn(v[j], inv), __NV_SATFINITE, __NV_E4M3));
+    }
+  }
+}
+
 // Rows local_row and local_row + 8 of the warpgroup's accumulators: bf16 with the epilogue.
 template <int kBN>
 __device__ __forceinline__ void write_out(const GemmFp8Params& p, const float (&acc)[kBN / 2], int m0, int n0,
                                           int row_end, int local_row, int lane) {
+  if constexpr (kBN == 256) {
+    if (p.epilogue == GemmEpilogue::kSwiGluFp8)
+      return write_out_swiglu_fp8<kBN>(p, acc, m0, n0, row_end, local_row, lane);
+  }
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int row = m0 + local_row + 8 * h;

@@ -111,9 +111,10 @@ struct MoeBlock {
   const uint16_t *b1, *b2;
   bool weights_tiled = false;
   int T, num_experts, expert_begin, E, hidden, inter;
-  const MoeParams* fp8 = nullptr;        // the FP8 steps' own params (the decode step builds its GEMVs from them)
-  GemmTile gemm_tile = GemmTile::kAuto;  // the FP8 expert GEMMs' tile at 128-row tiles (MoeParams)
-  cudaEvent_t* phase_events = nullptr;   // MoeParams::phase_events (launch_moe only)
+  const MoeParams* fp8 = nullptr;         // the FP8 steps' own params (the decode step builds its GEMVs from them)
+  GemmTile gemm_tile = GemmTile::kAuto;   // the FP8 expert GEMMs' tile at 128-row tiles (MoeParams)
+  cudaEvent_t* phase_events = nullptr;    // MoeParams::phase_events (launch_moe only)
+  bool fuse_hidden_quantization = false;  // MoeParams::fuse_hidden_quantization
 };
 
 // Records the event of `phase` (kNumMoePhases: the end) when the block has phase events.
@@ -145,7 +146,8 @@ MoeBlock block_of(const MoeParams& p, ExpertStep step) {
           p.inter,
           &p,
           p.gemm_tile,
-          p.phase_events};
+          p.phase_events,
+          p.fuse_hidden_quantization};
 }
 
 MoeBlock block_of(const MoeBf16Params& p) {
@@ -213,18 +215,31 @@ void experts_fp8_gemm(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t str
   g1.b_scales = b.w1_scales;
   g1.num_groups = b.E;
   if (plan_tile_rows(b.step, b.T, b.E) == 128) g1.tile = b.gemm_tile;
+  const GemmTile tile = g1.tile;  // both GEMMs' tile (gate_up's may become 128×256 below)
+  // h quantized in gate_up's epilogue: FP8 tile-major experts at 128-row tiles (the TMA 128×256 kernel).
+  const bool fuse_quantization = b.fuse_hidden_quantization && b.step == ExpertStep::kFp8Gemm && b.weights_tiled &&
+                                 plan_tile_rows(b.step, b.T, b.E) == 128;
+  if (fuse_quantization) {
+    g1.epilogue = GemmEpilogue::kSwiGluFp8;
+    g1.out_q = w.h_q;
+    g1.ldq = ld16(b.inter);
+    g1.out_scales = w.h_scales;
+    if (g1.tile != GemmTile::k128x256tma2) g1.tile = GemmTile::k128x256tma;
+  }
   mark(b, MoePhase::kGateUp, stream);
   launch_gemm_fp8(g1, rows_hint, stream);
   // NOTE: rows past group_offsets[E] (pairs routed to other ranks) are quantized but never read.
   mark(b, MoePhase::kQuantizeHidden, stream);
-  launch_quantize_fp8({w.h, b.inter, w.h_q, ld16(b.inter), w.h_scales, b.T * kMoeTopK, b.inter}, stream);
+  if (!fuse_quantization) {
+    launch_quantize_fp8({w.h, b.inter, w.h_q, ld16(b.inter), w.h_scales, b.T * kMoeTopK, b.inter}, stream);
+  }
   auto g2 = grouped_projection<GemmFp8Params, uint8_t, uint8_t>(b, w, false, w.h_q, ld16(b.inter), b.w2, b.b2);
   g2.a_scales = w.h_scales;
   g2.b_tiled = b.weights_tiled;
   g2.b_mxfp4 = g1.b_mxfp4;
   g2.b_scales = b.w2_scales;
   g2.num_groups = b.E;
-  g2.tile = g1.tile;
+  g2.tile = tile;
   mark(b, MoePhase::kDown, stream);
   launch_gemm_fp8(g2, rows_hint, stream);
 }
