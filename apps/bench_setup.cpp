@@ -37,6 +37,9 @@ void ModelChoice::add_options(CLI::App& cli) {
   cli.add_flag("--fuse-qkv-rope,!--no-fuse-qkv-rope", options.fuse_qkv_rope,
                "cuda: decode steps fuse RoPE and the K/V cache write into the QKV GEMV (A/B; default off)")
       ->group("");  // hidden: not yet measured
+  cli.add_option("--decode-attention-max-splits", options.decode_attention_max_splits,
+                 "cuda: the decode attention's split-KV cap, 1-128 (A/B; default 64)")
+      ->group("");  // hidden: 128 not yet measured
   cli.add_option("--kv-cache-dtype", options.kv_cache_dtype,
                  "auto (default: bf16) | fp8 (alias fp8_e4m3: e4m3 K/V with scales of 1.0 on the full-attention "
                  "layers, sliding-window layers bf16; on cpu the float32 cache holds the rounded values)")

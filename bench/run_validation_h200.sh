@@ -79,6 +79,11 @@ run_benches() {
     timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
       --batch-sizes 1 8 64 --contexts 1024 --steps 32 $fuse
   done
+  sec "bench decode 20b batch 1-2 at long contexts, decode attention split cap 64 / 128"
+  for splits in 64 128; do
+    timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --batch-sizes 1 2 \
+      --contexts 8192 32768 --steps 32 --decode-attention-max-splits $splits
+  done
   sec "bench step 20b"
   timeout 150 build/gossamer bench step --load-format dummy --preset 20b --device cuda --context 1024 --steps 10 \
     --batch-sizes 1 16 64 256 512 1024

@@ -32,6 +32,12 @@ namespace gossamer::kernels {
 // window 128 (docs/PERF.md, 2026-12-01). All of them handle every case of this contract.
 enum class PrefillKernel : int { kAuto = 0, kWgmma = 1, kMmaSync = 2 };
 
+// Split-KV bounds of the decode kernel: its merge holds up to kAttentionMaxDecodeSplits splits per row; the
+// default cap is 64 (measured; 128 is the candidate for batch 1 at long contexts, where 64 leaves the step 512
+// CTAs: bench sweep 2026-12-05, context 32,768, batch 1 2.94 ms against batch 2's 2.67).
+inline constexpr int kAttentionMaxDecodeSplits = 128;
+inline constexpr int kAttentionDefaultDecodeSplits = 64;
+
 struct AttentionParams {
   const uint16_t* q = nullptr;  // [num_tokens, num_q_heads, 64] bf16 (after RoPE)
   uint16_t* out = nullptr;      // [num_tokens, num_q_heads, 64] bf16
@@ -72,6 +78,9 @@ struct AttentionParams {
   int num_q_tiles_128 = 0;
   // Host-side plan facts (upper bounds), used to size grids and splits.
   int max_kv_len = 0;
+  // Decode: at most this many split-KV CTAs per (sequence, kv head), 1..kAttentionMaxDecodeSplits (the split
+  // count also keeps ~6 CTAs per SM and ≥ 1 key tile per split). The same value must size the workspace.
+  int max_decode_splits = kAttentionDefaultDecodeSplits;
   PrefillKernel prefill_kernel = PrefillKernel::kAuto;
   // Decode only: split-KV scratch of attention_decode_workspace_bytes: the splits' arrival counters, then
   // their partial outputs. The counters must be zero before the first launch on a workspace

@@ -50,6 +50,9 @@ struct ModelOptions {
   // cuda: decode steps fuse RoPE and the K/V cache write into the QKV GEMV (CudaOptions::fuse_qkv_rope); off
   // by default until measured (a hidden bench flag, --fuse-qkv-rope).
   bool fuse_qkv_rope = false;
+  // cuda: the decode attention's split-KV cap (CudaOptions::decode_attention_max_splits, 1..128); 64 by default
+  // until 128 is measured (a hidden bench flag, --decode-attention-max-splits).
+  int decode_attention_max_splits = 64;
   // vLLM's --kv-cache-dtype: "auto" (bf16 on cuda, float32 on cpu) or "fp8" (alias "fp8_e4m3"): e4m3 K/V
   // with static per-KV-head scales of 1.0 on the full-attention layers, the sliding-window layers bf16
   // (docs/kv-cache-fp8.md). On cpu (one rank) the float32 cache holds the e4m3-rounded values (the cuda

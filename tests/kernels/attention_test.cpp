@@ -89,7 +89,8 @@ const char* kernel_name(bool decode, PrefillKernel kernel) {
 
 void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_heads, int kv_heads, int page_size,
               bool decode, std::mt19937& rng, PrefillKernel kernel = PrefillKernel::kMmaSync,
-              Sinks sink_mode = Sinks::kNormal, bool kv_fp8 = false, bool mixed = false) {
+              Sinks sink_mode = Sinks::kNormal, bool kv_fp8 = false, bool mixed = false,
+              int max_decode_splits = kAttentionDefaultDecodeSplits) {
   const Batch b = make_batch(seqs, page_size, rng);
   const int tokens = b.cu_q.back();
   int max_kv = 0;
@@ -155,6 +156,7 @@ void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_he
   p.page_size = page_size;
   p.window = window;
   p.max_kv_len = max_kv;
+  p.max_decode_splits = max_decode_splits;
   p.prefill_kernel = kernel;
   // mixed: the model's split of a mixed step (decode_rows_apart): the decode launch for the ≤ kDecodeMaxQ
   // sequences, then the prefill launch for the rest, into the same poisoned output.
@@ -269,6 +271,22 @@ TEST(AttentionDecodeKernel, MatchesReference) {
     run_case({{1, 5000}}, window, 64, 8, 16, true, rng);
     run_case({{1, 130}, {2, 900}, {1, 64}, {2, 2}}, window, 64, 8, 32, true, rng);
     run_case({{1, 3000}, {1, 129}}, window, 16, 2, 64, true, rng);
+  }
+}
+
+// The split-KV cap raised to kAttentionMaxDecodeSplits (AttentionParams::max_decode_splits): batch 1 at long
+// contexts splits past 64 (5,000 keys: 80 splits; 16,384: 99), bf16 and FP8 caches, either window.
+TEST(AttentionDecodeKernel, MoreSplitsMatchReference) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(25);
+  const PrefillKernel unused = PrefillKernel::kMmaSync;
+  for (const int window : {0, 128}) {
+    for (const bool fp8 : {false, true}) {
+      for (const int kv : {5000, 16384}) {
+        run_case({{1, kv}}, window, 64, 8, 16, true, rng, unused, Sinks::kNormal, fp8, false,
+                 kAttentionMaxDecodeSplits);
+      }
+    }
   }
 }
 
