@@ -102,28 +102,28 @@ __device__ __forceinline__ void softmax_tile(float (&s)[64], float (&m)[2], floa
     m[h] = m_new;
     l[h] *= alpha[h];
   }
-  if constexpr (kRowChains) {
-    float sum4[2][4] = {};
+  // Without chains the one chain is l itself (the sums' order as before); with them, fresh partial sums.
+  float sum4[2][kChains];
 #pragma unroll
-    for (int j = 0; j < kBN / 8; ++j) {
+  for (int h = 0; h < 2; ++h) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float pr = ex2(fmaf(s[4 * j + e], scale_log2, -m_safe[e / 2]));
-        s[4 * j + e] = pr;
-        sum4[e / 2][chain(j, e)] += pr;
-      }
+    for (int c = 0; c < kChains; ++c) sum4[h][c] = kRowChains ? 0.f : l[h];
+  }
+#pragma unroll
+  for (int j = 0; j < kBN / 8; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float pr = ex2(fmaf(s[4 * j + e], scale_log2, -m_safe[e / 2]));
+      s[4 * j + e] = pr;
+      sum4[e / 2][chain(j, e)] += pr;
     }
+  }
 #pragma unroll
-    for (int h = 0; h < 2; ++h) l[h] += (sum4[h][0] + sum4[h][1]) + (sum4[h][2] + sum4[h][3]);
-  } else {
-#pragma unroll
-    for (int j = 0; j < kBN / 8; ++j) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float pr = ex2(fmaf(s[4 * j + e], scale_log2, -m_safe[e / 2]));
-        s[4 * j + e] = pr;
-        l[e / 2] += pr;
-      }
+  for (int h = 0; h < 2; ++h) {
+    if constexpr (kRowChains) {
+      l[h] += (sum4[h][0] + sum4[h][1]) + (sum4[h][2] + sum4[h][3]);
+    } else {
+      l[h] = sum4[h][0];
     }
   }
 }

@@ -326,20 +326,21 @@ void launch_tma_tile(const GemmFp8Params& p, cudaStream_t stream) {
   using T = TmaTile<kBN>;
   auto* kernel = gemm_fp8_tma_kernel<kBN, kCluster>;
   // Resident clusters (clusters of 2 need two free SMs of one GPC): queried once per instantiation.
+  // The launch configuration for `units` work units (kCluster CTAs each).
+  ClusterPdlAttributes cluster_attribute(kCluster, false);
+  auto config = [&](int units) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(static_cast<unsigned>(units * kCluster), 1, 1);
+    cfg.blockDim = dim3(kTmaThreads, 1, 1);
+    cfg.dynamicSmemBytes = T::kSmemBytes;
+    cfg.stream = stream;
+    cluster_attribute.apply(cfg);
+    return cfg;
+  };
   static const int max_units_in_flight = [&] {
     GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes));
     if (kCluster == 1) return num_sms();
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(static_cast<unsigned>(num_sms()), 1, 1);
-    cfg.blockDim = dim3(kTmaThreads, 1, 1);
-    cfg.dynamicSmemBytes = T::kSmemBytes;
-    cudaLaunchAttribute attr{};
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = kCluster;
-    attr.val.clusterDim.y = 1;
-    attr.val.clusterDim.z = 1;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
+    const cudaLaunchConfig_t cfg = config(num_sms() / kCluster);
     int clusters = 0;
     GOSSAMER_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg));
     GOSSAMER_CHECK(clusters > 0, "gemm_fp8: no cluster of ", kCluster, " TMA CTAs fits an SM pair");
@@ -363,23 +364,8 @@ void launch_tma_tile(const GemmFp8Params& p, cudaStream_t stream) {
       static_cast<int64_t>(p.tile_group ? p.max_tiles : ceil_div(p.M, 128)) * ceil_div(ceil_div(p.N, kBN), kCluster);
   const int units_in_flight = static_cast<int>(std::min<int64_t>(max_units, max_units_in_flight));
   if (units_in_flight == 0) return;
-  if constexpr (kCluster == 1) {
-    kernel<<<units_in_flight, kTmaThreads, T::kSmemBytes, stream>>>(map_a, map_b, p);
-  } else {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(static_cast<unsigned>(units_in_flight * kCluster), 1, 1);
-    cfg.blockDim = dim3(kTmaThreads, 1, 1);
-    cfg.dynamicSmemBytes = T::kSmemBytes;
-    cfg.stream = stream;
-    cudaLaunchAttribute attr{};
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = kCluster;
-    attr.val.clusterDim.y = 1;
-    attr.val.clusterDim.z = 1;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-    GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, map_a, map_b, p));
-  }
+  const cudaLaunchConfig_t cfg = config(units_in_flight);
+  GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, map_a, map_b, p));
   GOSSAMER_CUDA_CHECK_LAUNCH();
 }
 
