@@ -40,6 +40,18 @@ void ModelChoice::add_options(CLI::App& cli) {
   cli.add_option("--decode-attention-max-splits", options.decode_attention_max_splits,
                  "cuda: the decode attention's split-KV cap, 1-128 (A/B; default 64)")
       ->group("");  // hidden: 128 not yet measured
+  cli.add_option("--moe-gemv-shape", options.moe_gemv_shape,
+                 "cuda: the MXFP4 decode GEMVs' launch shape, rule | warps4 | warps4-stages4 | row-warps (A/B)")
+      ->check(CLI::IsMember({"rule", "warps4", "warps4-stages4", "row-warps"}))
+      ->group("");  // hidden: candidates
+  cli.add_option("--moe-gemm-tile", options.moe_gemm_tile,
+                 "cuda: the expert GEMMs' tile at 128-row tiles, auto | 128x192tma | 128x256tma | 128x192tma2 | "
+                 "128x256tma2 (A/B)")
+      ->check(CLI::IsMember({"auto", "128x192tma", "128x256tma", "128x192tma2", "128x256tma2"}))
+      ->group("");
+  cli.add_flag("--moe-fuse-hidden-quantization,!--no-moe-fuse-hidden-quantization",
+               options.moe_fuse_hidden_quantization, "cuda: h quantized in the gate_up GEMM's epilogue (A/B)")
+      ->group("");
   cli.add_option("--kv-cache-dtype", options.kv_cache_dtype,
                  "auto (default: bf16) | fp8 (alias fp8_e4m3: e4m3 K/V with scales of 1.0 on the full-attention "
                  "layers, sliding-window layers bf16; on cpu the float32 cache holds the rounded values)")

@@ -84,6 +84,17 @@ run_benches() {
     timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --batch-sizes 1 2 \
       --contexts 8192 32768 --steps 32 --decode-attention-max-splits $splits
   done
+  sec "end-to-end A/B of this session's candidates (PERF.md 2026-12-05 predictions)"
+  for flags in "" "--moe-fuse-hidden-quantization" "--moe-gemm-tile 128x192tma2" "--moe-gemm-tile 128x256tma2"; do
+    echo "-- bench prefill 20b $flags"
+    timeout 60 build/gossamer bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 32768 \
+      --repeats 3 $flags | grep dummy
+  done
+  for shape in rule row-warps; do
+    echo "-- bench decode 20b mxfp4+fp8 --moe-gemv-shape $shape"
+    timeout 60 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
+      --batch-sizes 1 8 --contexts 1024 --steps 32 --moe-gemv-shape $shape | grep dummy
+  done
   sec "bench step 20b"
   timeout 150 build/gossamer bench step --load-format dummy --preset 20b --device cuda --context 1024 --steps 10 \
     --batch-sizes 1 16 64 256 512 1024

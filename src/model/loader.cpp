@@ -129,6 +129,25 @@ cuda::CudaOptions cuda_options(const ModelOptions& options) {
                  "--decode-attention-max-splits must be in [1, ", kernels::kAttentionMaxDecodeSplits, "], got ",
                  options.decode_attention_max_splits);
   out.decode_attention_max_splits = options.decode_attention_max_splits;
+  const std::map<std::string, kernels::GemvMxfp4Shape> gemv_shapes = {
+      {"rule", kernels::GemvMxfp4Shape::kRule},
+      {"warps4", kernels::GemvMxfp4Shape::kWarps4},
+      {"warps4-stages4", kernels::GemvMxfp4Shape::kWarps4Stages4},
+      {"row-warps", kernels::GemvMxfp4Shape::kRowWarps}};
+  const std::map<std::string, kernels::GemmTile> gemm_tiles = {{"auto", kernels::GemmTile::kAuto},
+                                                               {"128x192tma", kernels::GemmTile::k128x192tma},
+                                                               {"128x256tma", kernels::GemmTile::k128x256tma},
+                                                               {"128x192tma2", kernels::GemmTile::k128x192tma2},
+                                                               {"128x256tma2", kernels::GemmTile::k128x256tma2}};
+  GOSSAMER_CHECK(gemv_shapes.count(options.moe_gemv_shape) == 1,
+                 "--moe-gemv-shape must be rule, warps4, warps4-stages4 or row-warps, got '", options.moe_gemv_shape,
+                 "'");
+  GOSSAMER_CHECK(gemm_tiles.count(options.moe_gemm_tile) == 1,
+                 "--moe-gemm-tile must be auto, 128x192tma, 128x256tma, 128x192tma2 or 128x256tma2, got '",
+                 options.moe_gemm_tile, "'");
+  out.moe_gemv_shape = gemv_shapes.at(options.moe_gemv_shape);
+  out.moe_gemm_tile = gemm_tiles.at(options.moe_gemm_tile);
+  out.moe_fuse_hidden_quantization = options.moe_fuse_hidden_quantization;
   return out;
 }
 }  // namespace

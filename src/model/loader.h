@@ -53,6 +53,14 @@ struct ModelOptions {
   // cuda: the decode attention's split-KV cap (CudaOptions::decode_attention_max_splits, 1..128); 64 by default
   // until 128 is measured (a hidden bench flag, --decode-attention-max-splits).
   int decode_attention_max_splits = 64;
+  // cuda, A/B candidates of the MoE kernels (hidden bench flags; the defaults are the measured product):
+  // the MXFP4 decode GEMVs' launch shape ("rule", "warps4", "warps4-stages4", "row-warps";
+  // CudaOptions::moe_gemv_shape), the expert GEMMs' tile at 128-row tiles ("auto", "128x192tma",
+  // "128x256tma", "128x192tma2", "128x256tma2"; CudaOptions::moe_gemm_tile), and h quantized in gate_up's
+  // epilogue (CudaOptions::moe_fuse_hidden_quantization).
+  std::string moe_gemv_shape = "rule";
+  std::string moe_gemm_tile = "auto";
+  bool moe_fuse_hidden_quantization = false;
   // vLLM's --kv-cache-dtype: "auto" (bf16 on cuda, float32 on cpu) or "fp8" (alias "fp8_e4m3"): e4m3 K/V
   // with static per-KV-head scales of 1.0 on the full-attention layers, the sliding-window layers bf16
   // (docs/kv-cache-fp8.md). On cpu (one rank) the float32 cache holds the e4m3-rounded values (the cuda

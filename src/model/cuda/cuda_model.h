@@ -37,7 +37,9 @@
 #include "comm/communicator.h"
 #include "core/cuda/device_buffer.h"
 #include "kernels/attention.h"
+#include "kernels/gemm_fp8.h"
 #include "kernels/gemm_fp8_cublaslt.h"
+#include "kernels/gemv_mxfp4.h"
 #include "model/cuda/cuda_phase_timer.h"
 #include "model/cuda/cuda_weights.h"
 #include "model/model.h"
@@ -101,6 +103,11 @@ struct CudaOptions {
   bool fuse_qkv_rope = false;
   // The decode attention's split-KV cap (kernels::AttentionParams::max_decode_splits, 1..128).
   int decode_attention_max_splits = kernels::kAttentionDefaultDecodeSplits;
+  // A/B candidates of the MoE kernels (kernels::MoeParams::gemv_mxfp4_shape, gemm_tile,
+  // fuse_hidden_quantization); the defaults are the product's.
+  kernels::GemvMxfp4Shape moe_gemv_shape = kernels::GemvMxfp4Shape::kRule;
+  kernels::GemmTile moe_gemm_tile = kernels::GemmTile::kAuto;
+  bool moe_fuse_hidden_quantization = false;
 };
 
 // Selects CudaModel's constructor that makes random weights on the GPU (CudaWeights::random).
