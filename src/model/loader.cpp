@@ -1,8 +1,11 @@
 #include "model/loader.h"
 
 #include <algorithm>
+#include <initializer_list>
 #include <map>
 #include <mutex>
+#include <string>
+#include <utility>
 
 #include "core/error.h"
 #include "model/checkpoint.h"
@@ -102,25 +105,35 @@ int64_t gpu_kv_cache_budget_bytes(double utilization, int device, int64_t headro
 
 #ifdef GOSSAMER_HAVE_CUDA
 namespace {
+// The value of a string option among its choices (in order), or a clear error naming them all:
+// "--flag must be a, b or c, got 'x'".
+template <typename T>
+T choose(const char* flag, const std::string& value, std::initializer_list<std::pair<const char*, T>> choices) {
+  std::string names;
+  size_t i = 0;
+  for (const auto& [name, choice] : choices) {
+    if (value == name) return choice;
+    names += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + std::string(name);
+    ++i;
+  }
+  GOSSAMER_CHECK(false, flag, " must be ", names, ", got '", value, "'");
+  return choices.begin()->second;
+}
+
 cuda::CudaOptions cuda_options(const ModelOptions& options) {
   cuda::CudaOptions out;
   out.device = gpu_of(options);
   out.weights = cuda::parse_weight_format(options.weights);
   out.cuda_graphs = options.cuda_graphs;
-  GOSSAMER_CHECK(options.dense_gemm == "cublaslt" || options.dense_gemm == "gossamer",
-                 "--dense-gemm must be cublaslt or gossamer, got '", options.dense_gemm, "'");
-  out.cublaslt_dense = options.dense_gemm == "cublaslt";
-  GOSSAMER_CHECK(
-      options.prefill_attention == "auto" || options.prefill_attention == "mma" || options.prefill_attention == "wgmma",
-      "--prefill-attention must be auto, mma or wgmma, got '", options.prefill_attention, "'");
-  out.prefill_kernel = options.prefill_attention == "wgmma" ? kernels::PrefillKernel::kWgmma
-                       : options.prefill_attention == "mma" ? kernels::PrefillKernel::kMmaSync
-                                                            : kernels::PrefillKernel::kAuto;
-  GOSSAMER_CHECK(options.moe_decode == "auto" || options.moe_decode == "gemv" || options.moe_decode == "stream",
-                 "--moe-decode must be auto, gemv or stream, got '", options.moe_decode, "'");
-  out.moe_decode = options.moe_decode == "stream" ? cuda::MoeDecodePath::kStream
-                   : options.moe_decode == "gemv" ? cuda::MoeDecodePath::kGemv
-                                                  : cuda::MoeDecodePath::kAuto;
+  out.cublaslt_dense = choose<bool>("--dense-gemm", options.dense_gemm, {{"cublaslt", true}, {"gossamer", false}});
+  out.prefill_kernel = choose<kernels::PrefillKernel>("--prefill-attention", options.prefill_attention,
+                                                      {{"auto", kernels::PrefillKernel::kAuto},
+                                                       {"mma", kernels::PrefillKernel::kMmaSync},
+                                                       {"wgmma", kernels::PrefillKernel::kWgmma}});
+  out.moe_decode = choose<cuda::MoeDecodePath>("--moe-decode", options.moe_decode,
+                                               {{"auto", cuda::MoeDecodePath::kAuto},
+                                                {"gemv", cuda::MoeDecodePath::kGemv},
+                                                {"stream", cuda::MoeDecodePath::kStream}});
   out.kv_cache_fp8 = kv_cache_dtype_is_fp8(options.kv_cache_dtype);
   out.split_mixed_attention = options.split_mixed_attention;
   out.fuse_qkv_rope = options.fuse_qkv_rope;
@@ -129,24 +142,17 @@ cuda::CudaOptions cuda_options(const ModelOptions& options) {
                  "--decode-attention-max-splits must be in [1, ", kernels::kAttentionMaxDecodeSplits, "], got ",
                  options.decode_attention_max_splits);
   out.decode_attention_max_splits = options.decode_attention_max_splits;
-  const std::map<std::string, kernels::GemvMxfp4Shape> gemv_shapes = {
-      {"rule", kernels::GemvMxfp4Shape::kRule},
-      {"warps4", kernels::GemvMxfp4Shape::kWarps4},
-      {"warps4-stages4", kernels::GemvMxfp4Shape::kWarps4Stages4},
-      {"row-warps", kernels::GemvMxfp4Shape::kRowWarps}};
-  const std::map<std::string, kernels::GemmTile> gemm_tiles = {{"auto", kernels::GemmTile::kAuto},
-                                                               {"128x192tma", kernels::GemmTile::k128x192tma},
-                                                               {"128x256tma", kernels::GemmTile::k128x256tma},
-                                                               {"128x192tma2", kernels::GemmTile::k128x192tma2},
-                                                               {"128x256tma2", kernels::GemmTile::k128x256tma2}};
-  GOSSAMER_CHECK(gemv_shapes.count(options.moe_gemv_shape) == 1,
-                 "--moe-gemv-shape must be rule, warps4, warps4-stages4 or row-warps, got '", options.moe_gemv_shape,
-                 "'");
-  GOSSAMER_CHECK(gemm_tiles.count(options.moe_gemm_tile) == 1,
-                 "--moe-gemm-tile must be auto, 128x192tma, 128x256tma, 128x192tma2 or 128x256tma2, got '",
-                 options.moe_gemm_tile, "'");
-  out.moe_gemv_shape = gemv_shapes.at(options.moe_gemv_shape);
-  out.moe_gemm_tile = gemm_tiles.at(options.moe_gemm_tile);
+  out.moe_gemv_shape = choose<kernels::GemvMxfp4Shape>("--moe-gemv-shape", options.moe_gemv_shape,
+                                                       {{"rule", kernels::GemvMxfp4Shape::kRule},
+                                                        {"warps4", kernels::GemvMxfp4Shape::kWarps4},
+                                                        {"warps4-stages4", kernels::GemvMxfp4Shape::kWarps4Stages4},
+                                                        {"row-warps", kernels::GemvMxfp4Shape::kRowWarps}});
+  out.moe_gemm_tile = choose<kernels::GemmTile>("--moe-gemm-tile", options.moe_gemm_tile,
+                                                {{"auto", kernels::GemmTile::kAuto},
+                                                 {"128x192tma", kernels::GemmTile::k128x192tma},
+                                                 {"128x256tma", kernels::GemmTile::k128x256tma},
+                                                 {"128x192tma2", kernels::GemmTile::k128x192tma2},
+                                                 {"128x256tma2", kernels::GemmTile::k128x256tma2}});
   out.moe_fuse_hidden_quantization = options.moe_fuse_hidden_quantization;
   return out;
 }
