@@ -632,6 +632,23 @@ struct RotatedFp8 {
   std::vector<std::unique_ptr<Buf>> buffers;
 };
 
+// A decode GEMV's weights as RotatedFp8 copies of `wbytes` (tile-major FP8 or tiled MXFP4), each with its own
+// [⌈N/128⌉, ⌈K/128⌉] fp32 block scales uniform in [lo, hi]: call i points p at copy i mod count.
+struct RotatedGemvWeights {
+  RotatedGemvWeights(size_t wbytes, int N, int K, float lo, float hi) : weights(wbytes) {
+    for (size_t c = 0; c < weights.buffers.size(); ++c) {
+      scales.push_back(std::make_unique<Buf>(size_t((N + 127) / 128) * ((K + 127) / 128) * 4));
+      fill_f32(*scales.back(), lo, hi);
+    }
+  }
+  void point(GemvFp8Params& p, int i) const {
+    p.w = weights[i].as<uint8_t>();
+    p.w_scales = scales[static_cast<size_t>(i) % scales.size()]->as<float>();
+  }
+  RotatedFp8 weights;
+  std::vector<std::unique_ptr<Buf>> scales;
+};
+
 void bench_read(const char* name, size_t bytes) {
   const RotatedFp8 b(bytes);
   Buf sink(4);
@@ -763,14 +780,7 @@ void bench_gemv_mxfp4(const char* name, int M, int N, int K, GemmEpilogue epi) {
 // launch has the same CTAs: tiles × 4 slots).
 void bench_gemv_tune(const char* name, int M, int N, int K, GemmEpilogue epi, bool mxfp4) {
   const size_t wbytes = mxfp4 ? size_t(mxfp4_tiled_group_bytes(N, K)) : size_t(fp8_tiled_group_bytes(N, K));
-  const int copies = copies_for(wbytes);
-  std::vector<std::unique_ptr<Buf>> w, sc;
-  for (int c = 0; c < copies; ++c) {
-    w.push_back(std::make_unique<Buf>(wbytes));
-    fill_fp8(*w.back());
-    sc.push_back(std::make_unique<Buf>(size_t((N + 127) / 128) * ((K + 127) / 128) * 4));
-    fill_f32(*sc.back(), 1e-3f, 2e-3f);
-  }
+  const RotatedGemvWeights weights(wbytes, N, K, 1e-3f, 2e-3f);
   GemvBenchProblem problem(M, N, K, epi);
   GemvFp8Params& p = problem.p;
   p.w_tiled = true;
@@ -778,8 +788,7 @@ void bench_gemv_tune(const char* name, int M, int N, int K, GemmEpilogue epi, bo
     p.stages = stages;
     p.cluster = cluster;
     return time_us([&](int i) {
-      p.w = w[i % copies]->as<uint8_t>();
-      p.w_scales = sc[i % copies]->as<float>();
+      weights.point(p, i);
       if (mxfp4) {
         GemvMxfp4Params q = gemv_mxfp4_params_of(p);
         q.shape = mxfp4_shape;
@@ -820,14 +829,7 @@ void bench_gemv_tune(const char* name, int M, int N, int K, GemmEpilogue epi, bo
 void bench_gemv_rope(int M, bool kv_fp8) {
   const int N = 5120, K = 2880, q_heads = 64, kv_heads = 8, cache_rows = 4096;
   const size_t wbytes = size_t(fp8_tiled_group_bytes(N, K));
-  const int copies = copies_for(wbytes);
-  std::vector<std::unique_ptr<Buf>> w, sc;
-  for (int c = 0; c < copies; ++c) {
-    w.push_back(std::make_unique<Buf>(wbytes));
-    fill_fp8(*w.back());
-    sc.push_back(std::make_unique<Buf>(size_t((N + 127) / 128) * ((K + 127) / 128) * 4));
-    fill_f32(*sc.back(), 1e-4f, 3e-4f);
-  }
+  const RotatedGemvWeights weights(wbytes, N, K, 1e-4f, 3e-4f);
   GemvBenchProblem problem(M, N, K, GemmEpilogue::kBias);
   GemvFp8Params& p = problem.p;
   p.w_tiled = true;
@@ -856,21 +858,17 @@ void bench_gemv_rope(int M, bool kv_fp8) {
   const std::vector<float> inv_freq = rope_inv_freq(RopeScaling{}, kHeadDim);
   std::copy(inv_freq.begin(), inv_freq.end(), r.inv_freq.begin());
   r.concentration = rope_concentration(RopeScaling{});
-  auto weights = [&](int i) {
-    p.w = w[i % copies]->as<uint8_t>();
-    p.w_scales = sc[i % copies]->as<float>();
-  };
   const double base = time_us([&](int i) {
-    weights(i);
+    weights.point(p, i);
     launch_gemv_fp8(p, nullptr);
     launch_rope(r, nullptr);
   });
   const double alone = time_us([&](int i) {
-    weights(i);
+    weights.point(p, i);
     launch_gemv_fp8(p, nullptr);
   });
   const double fused = time_us([&](int i) {
-    weights(i);
+    weights.point(p, i);
     launch_gemv_fp8_rope(p, r, nullptr);
   });
   const std::string shape = "qkv M=" + std::to_string(M) + " N=5120 K=2880 KV " + (kv_fp8 ? "fp8" : "bf16");
