@@ -28,6 +28,34 @@ float uniform(uint64_t seed) {
   return static_cast<float>(rng.next() >> 40) * (1.0f / 16777216.0f);
 }
 
+// Every rank of a `world`-rank TP layout samples its vocab slice of `logits` [num_rows, vocab] (padded to its
+// shard rows with −∞) with sample_vocab_parallel, one thread per rank; [world] each rank's result.
+std::vector<VocabParallelSample> sample_on_ranks(const std::vector<float>& logits, int64_t vocab_size,
+                                                 const std::vector<RowSampling>& rows, int32_t world) {
+  const int64_t num_rows = static_cast<int64_t>(rows.size());
+  const ParallelLayout layout{world, false, 1};
+  GptOssConfig config;
+  config.vocab_size = static_cast<int32_t>(vocab_size);
+  config.num_q_heads = config.num_kv_heads = 8;
+  const int64_t stride = vocab_shard_rows(layout, config);
+  comm::ThreadGroup group(world);
+  std::vector<VocabParallelSample> drawn(static_cast<size_t>(world));
+  std::vector<std::thread> threads;
+  for (int32_t rank = 0; rank < world; ++rank) {
+    threads.emplace_back([&, rank] {
+      const IndexRange vocab = shard_for(layout, config, rank).vocab;
+      std::vector<float> local(static_cast<size_t>(num_rows * stride), -INFINITY);
+      for (int64_t r = 0; r < num_rows; ++r) {
+        std::copy_n(logits.begin() + r * vocab_size + vocab.begin, vocab.size(), local.begin() + r * stride);
+      }
+      drawn[static_cast<size_t>(rank)] =
+          sample_vocab_parallel(local.data(), num_rows, stride, vocab, vocab_size, rows, group.communicator(rank));
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  return drawn;
+}
+
 // The rule on one whole row, written for clarity (sorts the row).
 int32_t reference_sample(const std::vector<float>& logits, const RowSampling& s) {
   const int64_t n = static_cast<int64_t>(logits.size());
@@ -90,30 +118,11 @@ TEST(ShardedSamplingTest, EveryWorldSizeDrawsTheRulesToken) {
         {logits.begin() + r * kVocab, logits.begin() + (r + 1) * kVocab}, rows[static_cast<size_t>(r)]);
   }
   for (int32_t world : {1, 2, 3, 8}) {
-    const ParallelLayout layout{world, false, 1};
-    GptOssConfig config;
-    config.vocab_size = static_cast<int32_t>(kVocab);
-    config.num_q_heads = config.num_kv_heads = 8;
-    const int64_t stride = vocab_shard_rows(layout, config);
-    comm::ThreadGroup group(world);
-    std::vector<std::vector<int32_t>> drawn(static_cast<size_t>(world));
-    std::vector<std::thread> threads;
-    for (int32_t rank = 0; rank < world; ++rank) {
-      threads.emplace_back([&, rank] {
-        const IndexRange vocab = shard_for(layout, config, rank).vocab;
-        std::vector<float> local(static_cast<size_t>(num_rows * stride), -INFINITY);
-        for (int64_t r = 0; r < num_rows; ++r) {
-          std::copy_n(logits.begin() + r * kVocab + vocab.begin, vocab.size(), local.begin() + r * stride);
-        }
-        drawn[static_cast<size_t>(rank)] =
-            sample_vocab_parallel(local.data(), num_rows, stride, vocab, kVocab, rows, group.communicator(rank)).tokens;
-      });
-    }
-    for (auto& thread : threads) thread.join();
+    const std::vector<VocabParallelSample> drawn = sample_on_ranks(logits, kVocab, rows, world);
     for (int32_t rank = 0; rank < world; ++rank) {
       for (int64_t r = 0; r < num_rows; ++r) {
         const RowSampling& s = rows[static_cast<size_t>(r)];
-        EXPECT_EQ(drawn[static_cast<size_t>(rank)][static_cast<size_t>(r)], expected[static_cast<size_t>(r)])
+        EXPECT_EQ(drawn[static_cast<size_t>(rank)].tokens[static_cast<size_t>(r)], expected[static_cast<size_t>(r)])
             << "world " << world << " rank " << rank << " T " << s.temperature << " k " << s.top_k << " p " << s.top_p
             << " seed " << s.seed;
       }
@@ -196,26 +205,7 @@ TEST(ShardedSamplingTest, MasksPenaltiesAndLogprobsMatchTheSingleDeviceRule) {
     }
     const auto [expected, expected_logprobs] = single_device(logits, kVocab, rows);
     for (int32_t world : {1, 2, 3, 8}) {
-      const ParallelLayout layout{world, false, 1};
-      GptOssConfig config;
-      config.vocab_size = kVocab;
-      config.num_q_heads = config.num_kv_heads = 8;
-      const int64_t stride = vocab_shard_rows(layout, config);
-      comm::ThreadGroup group(world);
-      std::vector<VocabParallelSample> drawn(static_cast<size_t>(world));
-      std::vector<std::thread> threads;
-      for (int32_t rank = 0; rank < world; ++rank) {
-        threads.emplace_back([&, rank] {
-          const IndexRange vocab = shard_for(layout, config, rank).vocab;
-          std::vector<float> local(static_cast<size_t>(num_rows * stride), -INFINITY);
-          for (int64_t r = 0; r < num_rows; ++r) {
-            std::copy_n(logits.begin() + r * kVocab + vocab.begin, vocab.size(), local.begin() + r * stride);
-          }
-          drawn[static_cast<size_t>(rank)] =
-              sample_vocab_parallel(local.data(), num_rows, stride, vocab, kVocab, rows, group.communicator(rank));
-        });
-      }
-      for (auto& thread : threads) thread.join();
+      const std::vector<VocabParallelSample> drawn = sample_on_ranks(logits, kVocab, rows, world);
       for (int32_t rank = 0; rank < world; ++rank) {
         const VocabParallelSample& ours = drawn[static_cast<size_t>(rank)];
         for (size_t r = 0; r < rows.size(); ++r) {
