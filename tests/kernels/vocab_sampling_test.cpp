@@ -29,6 +29,15 @@ void sum_over_ranks(std::vector<std::vector<float>>& per_rank) {
   for (auto& mine : per_rank) mine = total;
 }
 
+// Columns [begin, begin + cols) of every row of `logits` [n, vocab]: one rank's slice [n, cols].
+std::vector<uint16_t> vocab_columns(const std::vector<uint16_t>& logits, int n, int vocab, int begin, int cols) {
+  std::vector<uint16_t> slice;
+  for (int r = 0; r < n; ++r)
+    slice.insert(slice.end(), logits.begin() + int64_t{r} * vocab + begin,
+                 logits.begin() + int64_t{r} * vocab + begin + cols);
+  return slice;
+}
+
 void expect_near_rel(const std::vector<float>& got, const std::vector<float>& ref, double tol, const char* what) {
   for (size_t i = 0; i < ref.size(); ++i)
     EXPECT_NEAR(got[i], ref[i], tol * std::max(1.0, std::abs(double{ref[i]}))) << what << " [" << i << "]";
@@ -70,9 +79,7 @@ TEST(VocabSamplingKernel, PiecesMatchReferenceAndTheSingleDeviceRule) {
     std::vector<VocabSliceParams> cpu(world), gpu(world);
     for (int q = 0; q < world; ++q) {
       const int begin = q * shard, cols = std::min(vocab, begin + shard) - begin;
-      for (int r = 0; r < n; ++r)
-        slices[q].insert(slices[q].end(), logits.begin() + int64_t{r} * vocab + begin,
-                         logits.begin() + int64_t{r} * vocab + begin + cols);
+      slices[q] = vocab_columns(logits, n, vocab, begin, cols);
       d_slices.emplace_back(slices[q]);
       cpu[q] = VocabSliceParams{slices[q].data(), cols, cols, begin, q, world, n, temperature.data(), nullptr, nullptr};
       gpu[q] =
@@ -231,10 +238,7 @@ TEST(VocabSamplingKernel, PenalizeMatchesReference) {
     const int shard = (vocab + world - 1) / world;
     for (int q = 0; q < world; ++q) {
       const int begin = q * shard, cols = std::min(vocab, begin + shard) - begin;
-      std::vector<uint16_t> slice;
-      for (int r = 0; r < n; ++r)
-        slice.insert(slice.end(), logits.begin() + int64_t{r} * vocab + begin,
-                     logits.begin() + int64_t{r} * vocab + begin + cols);
+      const std::vector<uint16_t> slice = vocab_columns(logits, n, vocab, begin, cols);
       DeviceBuffer<uint16_t> d_slice(slice);
       DeviceBuffer<float> d_copies(size_t(2) * cols);
       std::vector<float> copies(size_t(2) * cols);
@@ -291,10 +295,7 @@ TEST(VocabSamplingKernel, LogprobRecordsMatchReference) {
     std::vector<std::vector<float>> records(world);
     for (int q = 0; q < world; ++q) {
       const int begin = q * shard, cols = std::min(vocab, begin + shard) - begin;
-      std::vector<uint16_t> slice;
-      for (int r = 0; r < n; ++r)
-        slice.insert(slice.end(), logits.begin() + int64_t{r} * vocab + begin,
-                     logits.begin() + int64_t{r} * vocab + begin + cols);
+      const std::vector<uint16_t> slice = vocab_columns(logits, n, vocab, begin, cols);
       DeviceBuffer<uint16_t> d_slice(slice);
       const VocabSliceParams gpu{d_slice.get(), cols, cols, begin, q, world, n, d_temperature.get(), nullptr, nullptr};
       const VocabSliceParams cpu{slice.data(), cols, cols, begin, q, world, n, temperature.data(), nullptr, nullptr};
