@@ -1067,7 +1067,7 @@ struct MoeStreamBench {
 // mma.sync 4-warp kernel's time) in the baseline column. kv_fp8: the FP8 e4m3 cache (--kv-cache-dtype fp8,
 // scales 1; random codes of magnitude ≤ 240), its row's baseline the same kernel's bf16 time. Returns µs.
 double bench_attention(const gpt_oss::AttentionCase& c, PrefillKernel kernel = PrefillKernel::kMmaSync,
-                       double base_us = 0, bool kv_fp8 = false, bool row_chains = false) {
+                       double base_us = 0, bool kv_fp8 = false) {
   const int page = gpt_oss::kAttentionPage, qh = kNumQHeads, kvh = kNumKvHeads;
   const std::vector<std::pair<int, int>> seqs = gpt_oss::attention_seqs(c);
   std::vector<int32_t> cu_q{0}, kv_lens, indptr{0}, indices;
@@ -1117,7 +1117,6 @@ double bench_attention(const gpt_oss::AttentionCase& c, PrefillKernel kernel = P
   p.window = c.window;
   p.max_kv_len = max_kv;
   p.prefill_kernel = kernel;
-  p.prefill_row_chains = row_chains;
   std::vector<int32_t> tiles_64(tokens / 64 + num_seqs), tiles_128(tokens / 128 + num_seqs);
   p.num_q_tiles_64 = attention_prefill_tiles(cu_q.data(), num_seqs, 64, false, tiles_64.data());
   p.num_q_tiles_128 = attention_prefill_tiles(cu_q.data(), num_seqs, 128, false, tiles_128.data());
@@ -1143,9 +1142,7 @@ double bench_attention(const gpt_oss::AttentionCase& c, PrefillKernel kernel = P
   std::string shape = c.name;
   shape += c.window > 0 ? " window " + std::to_string(c.window) : std::string(" causal");
   if (kv_fp8) shape += ", kv fp8";
-  const char* label = c.decode ? "attention_decode"
-                      : wgmma  ? (row_chains ? "attention_prefill_wgmma row chains" : "attention_prefill_wgmma")
-                               : "attention_prefill";
+  const char* label = c.decode ? "attention_decode" : wgmma ? "attention_prefill_wgmma" : "attention_prefill";
   row(label, shape, us, flops, c.decode ? kv_bytes : 0, base_us, c.decode ? "copy" : "bf16");
   return us;
 }
@@ -1154,8 +1151,7 @@ double bench_attention(const gpt_oss::AttentionCase& c, PrefillKernel kernel = P
 // 4-warp kernel's time as its baseline.
 void bench_attention_prefill(const gpt_oss::AttentionCase& c) {
   const double base = bench_attention(c, PrefillKernel::kMmaSync);
-  const double wgmma = bench_attention(c, PrefillKernel::kWgmma, base);
-  bench_attention(c, PrefillKernel::kWgmma, wgmma, false, true);  // AttentionParams::prefill_row_chains vs off
+  bench_attention(c, PrefillKernel::kWgmma, base);
 }
 
 // `attention-fp8`: every case on the FP8 KV cache, each row against the same kernel on the bf16 cache.

@@ -82,10 +82,6 @@ struct AttentionParams {
   // count also keeps ~6 CTAs per SM and ≥ 1 key tile per split). The same value must size the workspace.
   int max_decode_splits = kAttentionDefaultDecodeSplits;
   PrefillKernel prefill_kernel = PrefillKernel::kAuto;
-  // The wgmma prefill kernel's softmax keeps each row's max and sum in four independent chains instead of one
-  // (a candidate: ncu showed its dependency stalls on).  Off until measured; the kernel bench and tests
-  // compare both (row sums reassociated in fp32, maxima exact).
-  bool prefill_row_chains = false;
   // Decode only: split-KV scratch of attention_decode_workspace_bytes: the splits' arrival counters, then
   // their partial outputs. The counters must be zero before the first launch on a workspace
   // (attention_decode_workspace_init once after allocating it); every launch leaves them zero.

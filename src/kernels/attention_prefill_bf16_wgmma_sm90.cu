@@ -60,21 +60,12 @@ __device__ __forceinline__ void named_arrive(int id, int count) {
 // Online-softmax step on one warpgroup's S tile (64 rows × 128 keys in the wgmma D fragment: s[4j + e]
 // is row g + 8·(e / 2), key 8j + 2t + e % 2, g = 16·warp + lane / 4, t = lane % 4). Leaves the
 // probabilities exp2(s·scale_log2 − m) in s, updates m (log2 domain) and this thread's partial row sums l,
-// and sets alpha, the factor by which O must be rescaled. kRowChains (AttentionParams::prefill_row_chains):
-// each row's max and sum in four independent chains (j % 2, e % 2) instead of one chain of 32 dependent
-// FMNMX / FADD; the max is exact in any order, the sum is reassociated.
-template <bool kMask, bool kRowChains>
+// and sets alpha, the factor by which O must be rescaled.
+template <bool kMask>
 __device__ __forceinline__ void softmax_tile(float (&s)[64], float (&m)[2], float (&l)[2], float (&alpha)[2], int kv0,
                                              const int (&row_pos)[2], int window, float scale_log2) {
-  constexpr int kChains = kRowChains ? 4 : 1;
-  auto chain = [](int j, int e) { return kRowChains ? 2 * (j % 2) + e % 2 : 0; };
   const int lane = threadIdx.x % 32;
-  float mx4[2][kChains];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-#pragma unroll
-    for (int c = 0; c < kChains; ++c) mx4[h][c] = -INFINITY;
-  }
+  float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
   for (int j = 0; j < kBN / 8; ++j) {
 #pragma unroll
@@ -84,16 +75,12 @@ __device__ __forceinline__ void softmax_tile(float (&s)[64], float (&m)[2], floa
         const int qpos = row_pos[e / 2];
         if (kpos > qpos || (window > 0 && qpos - kpos >= window)) s[4 * j + e] = -INFINITY;
       }
-      float& mc = mx4[e / 2][chain(j, e)];
-      mc = fmaxf(mc, s[4 * j + e]);
+      mx[e / 2] = fmaxf(mx[e / 2], s[4 * j + e]);
     }
   }
-  float mx[2], m_safe[2];
+  float m_safe[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    mx[h] = mx4[h][0];
-#pragma unroll
-    for (int c = 1; c < kChains; ++c) mx[h] = fmaxf(mx[h], mx4[h][c]);
     mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
     mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
     const float m_new = fmaxf(m[h], mx[h] * scale_log2);  // scale > 0: max commutes with the scaling
@@ -102,33 +89,18 @@ __device__ __forceinline__ void softmax_tile(float (&s)[64], float (&m)[2], floa
     m[h] = m_new;
     l[h] *= alpha[h];
   }
-  // Without chains the one chain is l itself (the sums' order as before); with them, fresh partial sums.
-  float sum4[2][kChains];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-#pragma unroll
-    for (int c = 0; c < kChains; ++c) sum4[h][c] = kRowChains ? 0.f : l[h];
-  }
 #pragma unroll
   for (int j = 0; j < kBN / 8; ++j) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const float pr = ex2(fmaf(s[4 * j + e], scale_log2, -m_safe[e / 2]));
       s[4 * j + e] = pr;
-      sum4[e / 2][chain(j, e)] += pr;
-    }
-  }
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    if constexpr (kRowChains) {
-      l[h] += (sum4[h][0] + sum4[h][1]) + (sum4[h][2] + sum4[h][3]);
-    } else {
-      l[h] = sum4[h][0];
+      l[e / 2] += pr;
     }
   }
 }
 
-template <bool kKvFp8, bool kRowChains>
+template <bool kKvFp8>
 __global__ void __launch_bounds__(kThreads, 1) attention_prefill_wgmma_kernel(const AttentionParams p) {
   // ---- which (sequence, query tile, head): heads fastest, so the CTAs of one query tile (and the 8
   // query heads of each KV head) run together and share K/V through L2; within a sequence the last
@@ -320,9 +292,9 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_wgmma_kernel(co
   auto softmax = [&](int it) {
     const int kv0 = (tile_begin + it) * kBN;
     if (need_mask(kv0)) {
-      softmax_tile<true, kRowChains>(s, m, l, alpha, kv0, row_pos, p.window, scale_log2);
+      softmax_tile<true>(s, m, l, alpha, kv0, row_pos, p.window, scale_log2);
     } else {
-      softmax_tile<false, kRowChains>(s, m, l, alpha, kv0, row_pos, p.window, scale_log2);
+      softmax_tile<false>(s, m, l, alpha, kv0, row_pos, p.window, scale_log2);
     }
   };
   auto wait_full = [&](int it) {
@@ -421,11 +393,11 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_wgmma_kernel(co
   }
 }
 
-template <bool kKvFp8, bool kRowChains>
+template <bool kKvFp8>
 void launch_prefill_wgmma_for(const AttentionParams& p, cudaStream_t stream) {
   static bool configured = false;
   if (!configured) {
-    GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(attention_prefill_wgmma_kernel<kKvFp8, kRowChains>,
+    GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(attention_prefill_wgmma_kernel<kKvFp8>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<kKvFp8>));
     configured = true;
   }
@@ -434,20 +406,15 @@ void launch_prefill_wgmma_for(const AttentionParams& p, cudaStream_t stream) {
   if (p.num_q_tiles_128 == 0) return;
   const int64_t grid = static_cast<int64_t>(p.num_q_tiles_128) * p.num_q_heads;
   GOSSAMER_CHECK(grid < (int64_t{1} << 31), "attention: too many query tiles (", grid, " CTAs)");
-  attention_prefill_wgmma_kernel<kKvFp8, kRowChains>
-      <<<static_cast<unsigned>(grid), kThreads, kSmemBytes<kKvFp8>, stream>>>(p);
+  attention_prefill_wgmma_kernel<kKvFp8><<<static_cast<unsigned>(grid), kThreads, kSmemBytes<kKvFp8>, stream>>>(p);
   GOSSAMER_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace
 
 void launch_prefill_wgmma(const AttentionParams& p, cudaStream_t stream) {
-  if (p.prefill_row_chains) {
-    return p.kv_fp8 ? launch_prefill_wgmma_for<true, true>(p, stream)
-                    : launch_prefill_wgmma_for<false, true>(p, stream);
-  }
-  if (p.kv_fp8) return launch_prefill_wgmma_for<true, false>(p, stream);
-  launch_prefill_wgmma_for<false, false>(p, stream);
+  if (p.kv_fp8) return launch_prefill_wgmma_for<true>(p, stream);
+  launch_prefill_wgmma_for<false>(p, stream);
 }
 
 }  // namespace gossamer::kernels::attn

@@ -90,7 +90,7 @@ const char* kernel_name(bool decode, PrefillKernel kernel) {
 void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_heads, int kv_heads, int page_size,
               bool decode, std::mt19937& rng, PrefillKernel kernel = PrefillKernel::kMmaSync,
               Sinks sink_mode = Sinks::kNormal, bool kv_fp8 = false, bool mixed = false,
-              int max_decode_splits = kAttentionDefaultDecodeSplits, bool row_chains = false) {
+              int max_decode_splits = kAttentionDefaultDecodeSplits) {
   const Batch b = make_batch(seqs, page_size, rng);
   const int tokens = b.cu_q.back();
   int max_kv = 0;
@@ -157,7 +157,6 @@ void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_he
   p.window = window;
   p.max_kv_len = max_kv;
   p.max_decode_splits = max_decode_splits;
-  p.prefill_row_chains = row_chains;
   p.prefill_kernel = kernel;
   // mixed: the model's split of a mixed step (decode_rows_apart): the decode launch for the ≤ kDecodeMaxQ
   // sequences, then the prefill launch for the rest, into the same poisoned output.
@@ -272,24 +271,6 @@ TEST(AttentionDecodeKernel, MatchesReference) {
     run_case({{1, 5000}}, window, 64, 8, 16, true, rng);
     run_case({{1, 130}, {2, 900}, {1, 64}, {2, 2}}, window, 64, 8, 32, true, rng);
     run_case({{1, 3000}, {1, 129}}, window, 16, 2, 64, true, rng);
-  }
-}
-
-// The wgmma kernel with each softmax row's max and sum in four chains (AttentionParams::prefill_row_chains):
-// tile edges, chunked prefill, both windows, GQA 8 and 1, every sink mode, bf16 and FP8 caches.
-TEST(AttentionPrefillWgmmaKernel, RowChainsMatchReference) {
-  GOSSAMER_REQUIRE_GPU();
-  std::mt19937 rng(26);
-  const PrefillKernel k = PrefillKernel::kWgmma;
-  const int splits = kAttentionDefaultDecodeSplits;
-  for (const int window : {0, 128}) {
-    for (const bool fp8 : {false, true}) {
-      run_case({{1, 1}, {17, 17}, {128, 128}, {300, 300}, {1000, 1000}}, window, 16, 2, 16, false, rng, k,
-               Sinks::kNormal, fp8, false, splits, true);
-      run_case({{17, 300}, {128, 1000}, {1, 1000}, {129, 129}}, window, 64, 8, 16, false, rng, k, Sinks::kLarge, fp8,
-               false, splits, true);
-      run_case({{300, 700}, {65, 65}}, window, 8, 8, 32, false, rng, k, Sinks::kNone, fp8, false, splits, true);
-    }
   }
 }
 
