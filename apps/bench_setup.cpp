@@ -27,6 +27,10 @@ void ModelChoice::add_options(CLI::App& cli) {
   cli.add_option("--prefill-attention", options.prefill_attention,
                  "cuda: auto (default: wgmma on full-causal layers, mma.sync on sliding ones) | mma | wgmma")
       ->check(CLI::IsMember({"auto", "mma", "wgmma"}));
+  cli.add_option("--prefill-attention-warpgroups", options.prefill_attention_warpgroups,
+                 "cuda: the wgmma prefill attention's consumer warpgroups, 2 (128-query tiles) | 3 (192) (A/B)")
+      ->check(CLI::Range(2, 3))
+      ->group("");  // hidden: 3 is a candidate
   cli.add_option(
          "--moe-decode", options.moe_decode,
          "cuda: auto (default: the weight-streaming grouped GEMM at 9-64 tokens, FP8, or 9-512, MXFP4) | gemv | stream")

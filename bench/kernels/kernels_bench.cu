@@ -359,14 +359,19 @@ void bench_moe(int T, int E) {
                                          : "moe tma 128x256 cluster 2",
         m.shape(), us, m.flops(), m.expert_bytes(), 0, T <= 16 ? "copy" : "fp8");
   }
-  // h quantized in gate_up's epilogue (MoeParams::fuse_hidden_quantization; gate_up on 128×256 tiles, down on
-  // the default tile) against the default (tile-major, kAuto).
+  // h quantized in gate_up's epilogue (MoeParams::fuse_hidden_quantization; gate_up on 128×256 tiles, clustered
+  // when the down GEMM's tile is) with down on the default tile and on each 2-CTA-cluster tile.
   if (T * 4 / E > 64) {
     m.p.weights_tiled = true;
-    m.p.gemm_tile = GemmTile::kAuto;
     m.p.fuse_hidden_quantization = true;
-    const double us = time_us([&](int) { launch_moe(m.p, ws.get(), nullptr); }, 10);
-    row("moe tma, h quantized in gate_up", m.shape(), us, m.flops(), m.expert_bytes(), 0, "fp8");
+    for (const GemmTile tile : {GemmTile::kAuto, GemmTile::k128x192tma2, GemmTile::k128x256tma2}) {
+      m.p.gemm_tile = tile;
+      const double us = time_us([&](int) { launch_moe(m.p, ws.get(), nullptr); }, 10);
+      row(tile == GemmTile::kAuto          ? "moe tma, h quantized in gate_up"
+          : tile == GemmTile::k128x192tma2 ? "moe tma, h quantized in gate_up, down 128x192 cluster 2"
+                                           : "moe tma, h quantized in gate_up, down 128x256 cluster 2",
+          m.shape(), us, m.flops(), m.expert_bytes(), 0, "fp8");
+    }
     m.p.fuse_hidden_quantization = false;
   }
   // Where the time goes in the model's configuration (tile-major experts, the tile launch_gemm_fp8 picks):
@@ -1067,7 +1072,7 @@ struct MoeStreamBench {
 // mma.sync 4-warp kernel's time) in the baseline column. kv_fp8: the FP8 e4m3 cache (--kv-cache-dtype fp8,
 // scales 1; random codes of magnitude ≤ 240), its row's baseline the same kernel's bf16 time. Returns µs.
 double bench_attention(const gpt_oss::AttentionCase& c, PrefillKernel kernel = PrefillKernel::kMmaSync,
-                       double base_us = 0, bool kv_fp8 = false) {
+                       double base_us = 0, bool kv_fp8 = false, int consumer_warpgroups = 2) {
   const int page = gpt_oss::kAttentionPage, qh = kNumQHeads, kvh = kNumKvHeads;
   const std::vector<std::pair<int, int>> seqs = gpt_oss::attention_seqs(c);
   std::vector<int32_t> cu_q{0}, kv_lens, indptr{0}, indices;
@@ -1117,14 +1122,19 @@ double bench_attention(const gpt_oss::AttentionCase& c, PrefillKernel kernel = P
   p.window = c.window;
   p.max_kv_len = max_kv;
   p.prefill_kernel = kernel;
-  std::vector<int32_t> tiles_64(tokens / 64 + num_seqs), tiles_128(tokens / 128 + num_seqs);
+  p.prefill_consumer_warpgroups = consumer_warpgroups;
+  std::vector<int32_t> tiles_64(tokens / 64 + num_seqs), tiles_128(tokens / 128 + num_seqs),
+      tiles_192(tokens / 192 + num_seqs);
   p.num_q_tiles_64 = attention_prefill_tiles(cu_q.data(), num_seqs, 64, false, tiles_64.data());
   p.num_q_tiles_128 = attention_prefill_tiles(cu_q.data(), num_seqs, 128, false, tiles_128.data());
-  Buf t64(tiles_64.size() * 4), t128(tiles_128.size() * 4);
+  p.num_q_tiles_192 = attention_prefill_tiles(cu_q.data(), num_seqs, 192, false, tiles_192.data());
+  Buf t64(tiles_64.size() * 4), t128(tiles_128.size() * 4), t192(tiles_192.size() * 4);
   cudaMemcpy(t64.get(), tiles_64.data(), t64.bytes, cudaMemcpyHostToDevice);
   cudaMemcpy(t128.get(), tiles_128.data(), t128.bytes, cudaMemcpyHostToDevice);
+  cudaMemcpy(t192.get(), tiles_192.data(), t192.bytes, cudaMemcpyHostToDevice);
   p.q_tiles_64 = t64.as<int32_t>();
   p.q_tiles_128 = t128.as<int32_t>();
+  p.q_tiles_192 = t192.as<int32_t>();
   Buf ws(c.decode ? attention_decode_workspace_bytes(p) : 0);
   attention_decode_workspace_init(ws.get(), ws.bytes, nullptr);
   p.workspace = ws.get();
@@ -1142,16 +1152,20 @@ double bench_attention(const gpt_oss::AttentionCase& c, PrefillKernel kernel = P
   std::string shape = c.name;
   shape += c.window > 0 ? " window " + std::to_string(c.window) : std::string(" causal");
   if (kv_fp8) shape += ", kv fp8";
-  const char* label = c.decode ? "attention_decode" : wgmma ? "attention_prefill_wgmma" : "attention_prefill";
+  const char* label = c.decode                   ? "attention_decode"
+                      : !wgmma                   ? "attention_prefill"
+                      : consumer_warpgroups == 3 ? "attention_prefill_wgmma 3 consumer warpgroups"
+                                                 : "attention_prefill_wgmma";
   row(label, shape, us, flops, c.decode ? kv_bytes : 0, base_us, c.decode ? "copy" : "bf16");
   return us;
 }
 
-// A prefill case on the mma.sync kernels (4 and 8 warps) and the wgmma kernel, whose row carries the
-// 4-warp kernel's time as its baseline.
+// A prefill case on the mma.sync kernel and the wgmma kernel (its row carries the mma.sync time as its
+// baseline), then the wgmma kernel with three consumer warpgroups against the two-warpgroup one.
 void bench_attention_prefill(const gpt_oss::AttentionCase& c) {
   const double base = bench_attention(c, PrefillKernel::kMmaSync);
-  bench_attention(c, PrefillKernel::kWgmma, base);
+  const double wgmma = bench_attention(c, PrefillKernel::kWgmma, base);
+  bench_attention(c, PrefillKernel::kWgmma, wgmma, false, 3);  // against the two-warpgroup kernel
 }
 
 // `attention-fp8`: every case on the FP8 KV cache, each row against the same kernel on the bf16 cache.

@@ -67,21 +67,26 @@ struct AttentionParams {
   // tile per query head over all its keys.
   bool decode_rows_apart = false;
   // Prefill: the query tiles to run, one entry (sequence << 16) | tile per tile of 64 queries (q_tiles_64,
-  // the mma.sync kernel) and of 128 (q_tiles_128, wgmma); tile i of a sequence covers its queries
-  // [i·R, (i+1)·R). Every tile of every sequence, in any order (with decode_rows_apart: not the decode
-  // sequences'); build them with attention_prefill_tiles. A prefill grid is its list × the query heads: a
-  // step of ~600 sequences whose CTAs each scanned the sequences for their tile spent ~650 µs per layer on
-  // that (docs/PERF.md, Serving, fifth session).
+  // the mma.sync kernel), of 128 (q_tiles_128, wgmma) and of 192 (q_tiles_192, wgmma with 3 consumer warpgroups); tile
+  // i of a sequence covers its queries [i·R, (i+1)·R). Every tile of every sequence, in any order (with
+  // decode_rows_apart: not the decode sequences'); build them with attention_prefill_tiles. A prefill grid is its list
+  // × the query heads: a step of ~600 sequences whose CTAs each scanned the sequences for their tile spent ~650 µs per
+  // layer on that (docs/PERF.md, Serving, fifth session).
   const int32_t* q_tiles_64 = nullptr;   // [num_q_tiles_64]
   const int32_t* q_tiles_128 = nullptr;  // [num_q_tiles_128]
+  const int32_t* q_tiles_192 = nullptr;  // [num_q_tiles_192]
   int num_q_tiles_64 = 0;
   int num_q_tiles_128 = 0;
+  int num_q_tiles_192 = 0;
   // Host-side plan facts (upper bounds), used to size grids and splits.
   int max_kv_len = 0;
   // Decode: at most this many split-KV CTAs per (sequence, kv head), 1..kAttentionMaxDecodeSplits (the split
   // count also keeps ~6 CTAs per SM and ≥ 1 key tile per split). The same value must size the workspace.
   int max_decode_splits = kAttentionDefaultDecodeSplits;
   PrefillKernel prefill_kernel = PrefillKernel::kAuto;
+  // The wgmma prefill kernel's consumer warpgroups: 2 on 128-query tiles (q_tiles_128), or 3 on 192-query
+  // tiles (q_tiles_192; FlashAttention-3's hd64 shape, a candidate until measured).
+  int prefill_consumer_warpgroups = 2;
   // Decode only: split-KV scratch of attention_decode_workspace_bytes: the splits' arrival counters, then
   // their partial outputs. The counters must be zero before the first launch on a workspace
   // (attention_decode_workspace_init once after allocating it); every launch leaves them zero.
@@ -90,7 +95,7 @@ struct AttentionParams {
 
 // Prefill / chunked prefill / mixed batches: any q_len per sequence (both tile lists set).
 void launch_attention_prefill(const AttentionParams& p, cudaStream_t stream);
-// Writes the tile list of `tile_rows` (64 or 128) rows for host cu_seqlens_q [num_seqs + 1] into `out` (room
+// Writes the tile list of `tile_rows` (64, 128 or 192) rows for host cu_seqlens_q [num_seqs + 1] into `out` (room
 // for num_tokens / tile_rows + num_seqs entries), each sequence's last (longest) tile first; returns the
 // count. With decode_rows_apart the sequences of ≤ kDecodeMaxQ queries get none.
 int attention_prefill_tiles(const int32_t* cu_seqlens_q, int num_seqs, int tile_rows, bool decode_rows_apart,

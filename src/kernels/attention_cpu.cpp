@@ -58,7 +58,8 @@ void attention_cpu(const AttentionParams& p) {
 
 int attention_prefill_tiles(const int32_t* cu_seqlens_q, int num_seqs, int tile_rows, bool decode_rows_apart,
                             int32_t* out) {
-  GOSSAMER_CHECK(tile_rows == 64 || tile_rows == 128, "attention_prefill_tiles: tile_rows is 64 or 128");
+  GOSSAMER_CHECK(tile_rows == 64 || tile_rows == 128 || tile_rows == 192,
+                 "attention_prefill_tiles: tile_rows is 64, 128 or 192");
   GOSSAMER_CHECK(num_seqs < (1 << 15), "attention: ", num_seqs, " sequences exceed the tile list's 32,767");
   int count = 0;
   for (int b = 0; b < num_seqs; ++b) {

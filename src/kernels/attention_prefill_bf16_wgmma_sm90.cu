@@ -1,25 +1,25 @@
 // Prefill attention with sinks on Hopper's own machinery (issue #13 §3, the FlashAttention-3 design):
-// one CTA per (128-query tile of one sequence, query head), 384 threads.
-// NOTE: written without a GPU at hand; it has NOT yet run on one (first run: the lead's H200 session).
+// one CTA per (query tile of one sequence, query head): 128 queries and 384 threads with two consumer
+// warpgroups, or 192 queries and 512 threads with three (AttentionParams::prefill_consumer_warpgroups).
 //   warpgroup 0  producer: its 128 threads gather 128-key K and V tiles from the paged cache (any
 //                power-of-two page size; each 128-byte cache row is one kv head's 64 dims, so rows are
 //                gathered one by one) with cp.async into a ring of kStages stages, 128B-swizzled; rows
 //                past kv_len are zero-filled. Each thread's copies arrive on the stage's full barrier
 //                (cp.async.mbarrier.arrive.noinc, 128 arrivals); consumer warps release a stage through
 //                its empty barrier (one arrival per warp). It hands its registers to the consumers.
-//   warpgroups 1, 2  consumers: query rows 0–63 and 64–127 of the tile. Per key tile t:
+//   warpgroups 1 … consumers: query rows 64·(w − 1) … 64·w − 1 of the tile. Per key tile t:
 //                S = Q·Kᵀ (wgmma m64n128k16, Q and K from shared memory), mask (diagonal and window-edge
 //                tiles only), online softmax in fp32 (running max initialised to the sink logit), then
 //                O += P·V (wgmma m64n64k16, P from registers, V from shared memory as an N-major B operand).
 //                Within a warpgroup, S of tile t is computed while the PV of tile t − 1 runs, and the
-//                softmax of tile t overlaps that PV; between the two warpgroups, named barriers alternate
-//                the issue of their wgmma (ping-pong), so one's softmax overlaps the other's MMAs.
+//                softmax of tile t overlaps that PV; between the warpgroups, named barriers hand the issue
+//                of their wgmma round (ping-pong), so one's softmax overlaps the others' MMAs.
 // FP8 KV cache (kKvFp8): the producer stages each tile's e4m3 rows with cp.async (one tile ahead, two
 //                staging buffers), then widens the chunks it copied itself to bf16 into the swizzled stage
 //                (st.shared, a proxy fence) and arrives on the full barrier with a plain arrive (128
 //                arrivals, as before); k_scale enters the logit scale and v_scale the output.
-// Sliding layers visit only the key tiles that intersect some query's window. A second warpgroup with no
-// query row (q_len ≤ 64 in the tile) leaves at once and the first runs alone.
+// Sliding layers visit only the key tiles that intersect some query's window. Consumer warpgroups with no
+// query row (a sequence's last tile) leave at once and the others run alone.
 #include <cfloat>
 
 #include "kernels/attention_common_sm90.cuh"
@@ -30,25 +30,32 @@
 namespace gossamer::kernels::attn {
 namespace {
 
-constexpr int kBM = 128;  // query rows per CTA (64 per consumer warpgroup)
 constexpr int kBN = 128;  // keys per K/V tile
 constexpr int kStages = 4;
-constexpr int kThreads = 384;
-constexpr int kProducerRegs = 40;
-constexpr int kConsumerRegs = 232;
-constexpr int kQBytes = kBM * 128;   // [128 rows][64] bf16, swizzled
+// The CTA's shape for kConsumers consumer warpgroups (AttentionParams::prefill_consumer_warpgroups; 2: 128-query
+// tiles, 3: 192-query tiles): 64 query rows per consumer warpgroup, and the registers the producer hands them
+// (128·producer + 128·kConsumers·consumer ≤ 65,536).
+template <int kConsumers>
+struct CtaShape {
+  static constexpr int kBM = 64 * kConsumers;  // query rows per CTA
+  static constexpr int kThreads = 128 * (kConsumers + 1);
+  static constexpr int kProducerRegs = kConsumers == 2 ? 40 : 32;
+  static constexpr int kConsumerRegs = kConsumers == 2 ? 232 : 160;
+  static constexpr int kQBytes = kBM * 128;  // [kBM rows][64] bf16, swizzled
+  static_assert(128 * kProducerRegs + 128 * kConsumers * kConsumerRegs <= 65536, "the register file");
+};
 constexpr int kKvBytes = kBN * 128;  // one K or V tile: [128 keys][64] bf16, swizzled
 constexpr int kStageBytes = 2 * kKvBytes;
 constexpr int kFp8RowsBytes = kBN * kHead;           // one e4m3 K or V tile: [128 keys][64] bytes, unswizzled
 constexpr int kFp8StagingBytes = 2 * kFp8RowsBytes;  // K then V of one tile
-template <bool kKvFp8>
-constexpr int kSmemBytes = 1024 + kQBytes + kStages* kStageBytes + (kKvFp8 ? 2 * kFp8StagingBytes : 0) +
-                           2 * kStages * 8;
-static_assert(kSmemBytes<true> <= 227 * 1024, "the FP8-KV wgmma prefill exceeds shared memory");
+template <bool kKvFp8, int kConsumers>
+constexpr int kSmemBytes = 1024 + CtaShape<kConsumers>::kQBytes + kStages* kStageBytes +
+                           (kKvFp8 ? 2 * kFp8StagingBytes : 0) + 2 * kStages * 8;
+static_assert(kSmemBytes<true, 3> <= 227 * 1024, "the FP8-KV wgmma prefill exceeds shared memory");
 // Named barriers (0 is __syncthreads): Q of consumer warpgroup w ready (kBarQ + w, 128 threads), and
-// the ping-pong turn of warpgroup w (kBarTurn + w, 256 threads).
+// the issue turn of warpgroup w (kBarTurn + w, 256 threads: it and the warpgroup handing over).
 constexpr int kBarQ = 1;
-constexpr int kBarTurn = 3;
+constexpr int kBarTurn = 4;
 
 __device__ __forceinline__ void named_sync(int id, int count) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
@@ -100,13 +107,17 @@ __device__ __forceinline__ void softmax_tile(float (&s)[64], float (&m)[2], floa
   }
 }
 
-template <bool kKvFp8>
-__global__ void __launch_bounds__(kThreads, 1) attention_prefill_wgmma_kernel(const AttentionParams p) {
+template <bool kKvFp8, int kConsumers>
+__global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
+    attention_prefill_wgmma_kernel(const AttentionParams p) {
+  using Shape = CtaShape<kConsumers>;
+  constexpr int kBM = Shape::kBM;
   // ---- which (sequence, query tile, head): heads fastest, so the CTAs of one query tile (and the 8
   // query heads of each KV head) run together and share K/V through L2; within a sequence the last
   // (longest) query tiles come first ----
   const int head = blockIdx.x % p.num_q_heads;
-  const int32_t entry = p.q_tiles_128[blockIdx.x / p.num_q_heads];  // (sequence << 16) | tile
+  const int32_t* q_tiles = kConsumers == 2 ? p.q_tiles_128 : p.q_tiles_192;
+  const int32_t entry = q_tiles[blockIdx.x / p.num_q_heads];  // (sequence << 16) | tile
   const int b = entry >> 16, q_tile = entry & 0xffff;
   const int kv_head = head / (p.num_q_heads / p.num_kv_heads);
   const int q_begin = p.cu_seqlens_q[b];
@@ -118,20 +129,21 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_wgmma_kernel(co
   const int kv_start = p.window > 0 ? max(0, q0pos - p.window + 1) : 0;
   const int tile_begin = kv_start / kBN;
   const int num_kv_tiles = ceil_div(q1pos + 1, kBN) - tile_begin;  // ≥ 1
-  const bool wg1_active = q_lo + 64 < q_len;
+  // Consumer warpgroups with at least one query row (the others leave at once).
+  const int active_wgs = min(kConsumers, ceil_div(q_len - q_lo, 64));
 
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
-  uint8_t* smem_q = smem;                               // [128 rows][128 B]
-  uint8_t* smem_kv = smem + kQBytes;                    // [kStages][K tile, V tile]
+  uint8_t* smem_q = smem;                               // [kBM rows][128 B]
+  uint8_t* smem_kv = smem + Shape::kQBytes;             // [kStages][K tile, V tile]
   uint8_t* smem_fp8 = smem_kv + kStages * kStageBytes;  // kKvFp8: [2][K rows, V rows] e4m3 staging
   uint64_t* full = reinterpret_cast<uint64_t*>(smem_fp8 + (kKvFp8 ? 2 * kFp8StagingBytes : 0));
   uint64_t* empty = full + kStages;
   const int tid = threadIdx.x;
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) {
-      mbar::init(&full[s], 128);                  // every producer thread's cp.async arrival
-      mbar::init(&empty[s], wg1_active ? 8 : 4);  // one arrival per consumer warp
+      mbar::init(&full[s], 128);              // every producer thread's cp.async arrival
+      mbar::init(&empty[s], 4 * active_wgs);  // one arrival per active consumer warp
     }
     tma::fence_barrier_init();
   }
@@ -139,7 +151,7 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_wgmma_kernel(co
 
   if (kKvFp8 && tid < 128) {
     // ========= producer, FP8 KV: thread = (rows r0 + 32·i, e4m3 bytes [16·c, 16·c + 16) of each) =========
-    tma::regs_release<kProducerRegs>();
+    tma::regs_release<Shape::kProducerRegs>();
     const int c = tid % 4, r0 = tid / 4;
     const int page_shift = __ffs(p.page_size) - 1;
     const int32_t* pages = p.page_indices + p.page_indptr[b];
@@ -191,7 +203,7 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_wgmma_kernel(co
   }
   if (!kKvFp8 && tid < 128) {
     // ================= producer: K/V tiles, thread = (row r0 + 16·i, 16-byte chunk c) =================
-    tma::regs_release<kProducerRegs>();
+    tma::regs_release<Shape::kProducerRegs>();
     const int c = tid % 8, r0 = tid / 8;
     const int page_shift = __ffs(p.page_size) - 1;
     const int32_t* pages = p.page_indices + p.page_indptr[b];
@@ -225,9 +237,9 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_wgmma_kernel(co
   }
 
   // ================= consumers =================
-  tma::regs_claim<kConsumerRegs>();
+  tma::regs_claim<Shape::kConsumerRegs>();
   const int wg = tid / 128 - 1;  // rows 64·wg … of the tile
-  if (wg == 1 && !wg1_active) return;
+  if (wg >= active_wgs) return;
   const int wtid = tid % 128, warp = wtid / 32, lane = tid % 32;
 
   // ---- this warpgroup's 64 Q rows → shared memory (zero past q_len) ----
@@ -312,17 +324,19 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_wgmma_kernel(co
 #pragma unroll
     for (int kk = 0; kk < kBN / 16; ++kk) wgmma::fence_operand(pa[kk]);
   };
-  // Ping-pong: warpgroup w issues its wgmma only in its turn (barrier kBarTurn + w) and then hands the
-  // turn over. Each warpgroup has num_kv_tiles + 1 issue sections; warpgroup 1 gives warpgroup 0 the
-  // first turn and does not hand over after its last section, so every barrier phase completes.
-  const bool pingpong = wg1_active;
+  // Ping-pong (round robin over the active warpgroups): warpgroup w issues its wgmma only in its turn
+  // (barrier kBarTurn + w) and then hands the turn to the next. Each warpgroup has num_kv_tiles + 1 issue
+  // sections; the last warpgroup gives warpgroup 0 the first turn and does not hand over after its last
+  // section, so every barrier phase completes.
+  const bool pingpong = active_wgs > 1;
+  const bool last_wg = wg == active_wgs - 1;
   auto turn_wait = [&] {
     if (pingpong) named_sync(kBarTurn + wg, 256);
   };
   auto turn_pass = [&] {
-    if (pingpong) named_arrive(kBarTurn + (wg ^ 1), 256);
+    if (pingpong) named_arrive(kBarTurn + (last_wg ? 0 : wg + 1), 256);
   };
-  if (pingpong && wg == 1) turn_pass();
+  if (pingpong && last_wg) turn_pass();
 
   // ---- section 0: S of the first tile ----
   wait_full(0);
@@ -370,7 +384,7 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_wgmma_kernel(co
   wgmma::fence();
   issue_pv((num_kv_tiles - 1) % kStages);
   wgmma::commit();
-  if (wg == 0) turn_pass();
+  if (!last_wg) turn_pass();
   wgmma::wait<0>();
   wgmma::fence_operand(o);
   release(num_kv_tiles - 1);
@@ -393,28 +407,38 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_wgmma_kernel(co
   }
 }
 
-template <bool kKvFp8>
+template <bool kKvFp8, int kConsumers>
 void launch_prefill_wgmma_for(const AttentionParams& p, cudaStream_t stream) {
+  constexpr int kSmem = kSmemBytes<kKvFp8, kConsumers>;
   static bool configured = false;
   if (!configured) {
-    GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(attention_prefill_wgmma_kernel<kKvFp8>,
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<kKvFp8>));
+    GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(attention_prefill_wgmma_kernel<kKvFp8, kConsumers>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
     configured = true;
   }
   // One CTA per (listed query tile, head), heads fastest.
-  GOSSAMER_CHECK(p.q_tiles_128 != nullptr || p.num_q_tiles_128 == 0, "attention prefill: q_tiles_128 missing");
-  if (p.num_q_tiles_128 == 0) return;
-  const int64_t grid = static_cast<int64_t>(p.num_q_tiles_128) * p.num_q_heads;
+  const int32_t* tiles = kConsumers == 2 ? p.q_tiles_128 : p.q_tiles_192;
+  const int num_tiles = kConsumers == 2 ? p.num_q_tiles_128 : p.num_q_tiles_192;
+  GOSSAMER_CHECK(tiles != nullptr || num_tiles == 0, "attention prefill: the ", CtaShape<kConsumers>::kBM,
+                 "-row query tiles are missing");
+  if (num_tiles == 0) return;
+  const int64_t grid = static_cast<int64_t>(num_tiles) * p.num_q_heads;
   GOSSAMER_CHECK(grid < (int64_t{1} << 31), "attention: too many query tiles (", grid, " CTAs)");
-  attention_prefill_wgmma_kernel<kKvFp8><<<static_cast<unsigned>(grid), kThreads, kSmemBytes<kKvFp8>, stream>>>(p);
+  attention_prefill_wgmma_kernel<kKvFp8, kConsumers>
+      <<<static_cast<unsigned>(grid), CtaShape<kConsumers>::kThreads, kSmem, stream>>>(p);
   GOSSAMER_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace
 
 void launch_prefill_wgmma(const AttentionParams& p, cudaStream_t stream) {
-  if (p.kv_fp8) return launch_prefill_wgmma_for<true>(p, stream);
-  launch_prefill_wgmma_for<false>(p, stream);
+  GOSSAMER_CHECK(p.prefill_consumer_warpgroups == 2 || p.prefill_consumer_warpgroups == 3,
+                 "attention prefill: 2 or 3 consumer warpgroups, not ", p.prefill_consumer_warpgroups);
+  const bool three = p.prefill_consumer_warpgroups == 3;
+  if (p.kv_fp8) {
+    return three ? launch_prefill_wgmma_for<true, 3>(p, stream) : launch_prefill_wgmma_for<true, 2>(p, stream);
+  }
+  return three ? launch_prefill_wgmma_for<false, 3>(p, stream) : launch_prefill_wgmma_for<false, 2>(p, stream);
 }
 
 }  // namespace gossamer::kernels::attn

@@ -224,7 +224,8 @@ void experts_fp8_gemm(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t str
     g1.out_q = w.h_q;
     g1.ldq = ld16(b.inter);
     g1.out_scales = w.h_scales;
-    if (g1.tile != GemmTile::k128x256tma2) g1.tile = GemmTile::k128x256tma;
+    const bool clustered = g1.tile == GemmTile::k128x192tma2 || g1.tile == GemmTile::k128x256tma2;
+    g1.tile = clustered ? GemmTile::k128x256tma2 : GemmTile::k128x256tma;
   }
   mark(b, MoePhase::kGateUp, stream);
   launch_gemm_fp8(g1, rows_hint, stream);

@@ -130,6 +130,9 @@ cuda::CudaOptions cuda_options(const ModelOptions& options) {
                                                       {{"auto", kernels::PrefillKernel::kAuto},
                                                        {"mma", kernels::PrefillKernel::kMmaSync},
                                                        {"wgmma", kernels::PrefillKernel::kWgmma}});
+  GOSSAMER_CHECK(options.prefill_attention_warpgroups == 2 || options.prefill_attention_warpgroups == 3,
+                 "--prefill-attention-warpgroups must be 2 or 3, got ", options.prefill_attention_warpgroups);
+  out.prefill_attention_warpgroups = options.prefill_attention_warpgroups;
   out.moe_decode = choose<cuda::MoeDecodePath>("--moe-decode", options.moe_decode,
                                                {{"auto", cuda::MoeDecodePath::kAuto},
                                                 {"gemv", cuda::MoeDecodePath::kGemv},

@@ -40,6 +40,9 @@ struct ModelOptions {
   // kernel on full-causal layers, mma.sync on sliding-window ones: each where it measured faster), "mma" or
   // "wgmma" everywhere (for A/B runs).
   std::string prefill_attention = "auto";
+  // cuda: the wgmma prefill kernel's consumer warpgroups (CudaOptions::prefill_attention_warpgroups): 2 on
+  // 128-query tiles, or 3 on 192 (a candidate; hidden bench flag --prefill-attention-warpgroups).
+  int prefill_attention_warpgroups = 2;
   // cuda: the experts of decode-sized steps (CudaOptions::moe_decode): "auto" (the weight-streaming grouped
   // GEMM where it measured faster: 9–64 tokens with FP8 experts, 9–512 with MXFP4), "gemv" (never) or
   // "stream" (every step of ≤ 4,096 tokens).

@@ -90,7 +90,7 @@ const char* kernel_name(bool decode, PrefillKernel kernel) {
 void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_heads, int kv_heads, int page_size,
               bool decode, std::mt19937& rng, PrefillKernel kernel = PrefillKernel::kMmaSync,
               Sinks sink_mode = Sinks::kNormal, bool kv_fp8 = false, bool mixed = false,
-              int max_decode_splits = kAttentionDefaultDecodeSplits) {
+              int max_decode_splits = kAttentionDefaultDecodeSplits, int consumer_warpgroups = 2) {
   const Batch b = make_batch(seqs, page_size, rng);
   const int tokens = b.cu_q.back();
   int max_kv = 0;
@@ -158,16 +158,20 @@ void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_he
   p.max_kv_len = max_kv;
   p.max_decode_splits = max_decode_splits;
   p.prefill_kernel = kernel;
+  p.prefill_consumer_warpgroups = consumer_warpgroups;
   // mixed: the model's split of a mixed step (decode_rows_apart): the decode launch for the ≤ kDecodeMaxQ
   // sequences, then the prefill launch for the rest, into the same poisoned output.
   p.decode_rows_apart = mixed;
   // The prefill launch's query tiles, as the model lists them (a poisoned spare entry past each list's end).
-  std::vector<int32_t> tiles_64(tokens / 64 + seqs.size() + 1, -1), tiles_128(tokens / 128 + seqs.size() + 1, -1);
+  std::vector<int32_t> tiles_64(tokens / 64 + seqs.size() + 1, -1), tiles_128(tokens / 128 + seqs.size() + 1, -1),
+      tiles_192(tokens / 192 + seqs.size() + 1, -1);
   p.num_q_tiles_64 = attention_prefill_tiles(b.cu_q.data(), p.num_seqs, 64, mixed, tiles_64.data());
   p.num_q_tiles_128 = attention_prefill_tiles(b.cu_q.data(), p.num_seqs, 128, mixed, tiles_128.data());
-  DeviceBuffer<int32_t> dtiles_64(tiles_64), dtiles_128(tiles_128);
+  p.num_q_tiles_192 = attention_prefill_tiles(b.cu_q.data(), p.num_seqs, 192, mixed, tiles_192.data());
+  DeviceBuffer<int32_t> dtiles_64(tiles_64), dtiles_128(tiles_128), dtiles_192(tiles_192);
   p.q_tiles_64 = dtiles_64.get();
   p.q_tiles_128 = dtiles_128.get();
+  p.q_tiles_192 = dtiles_192.get();
   DeviceBuffer<uint8_t> ws(decode || mixed ? attention_decode_workspace_bytes(p) : 0);
   if (decode || mixed) {
     ws.poison();  // the partials; the arrival counters zeroed as the contract asks
@@ -204,7 +208,8 @@ void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_he
   os << seqs.size() << " seqs (q,kv)=";
   for (auto [ql, kv] : seqs) os << "(" << ql << "," << kv << ")";
   os << " heads " << q_heads << "/" << kv_heads << " page " << page_size << " window " << window << " sinks "
-     << kSinkNames[static_cast<int>(sink_mode)] << (kv_fp8 ? " kv fp8" : "") << (mixed ? " mixed split" : "");
+     << kSinkNames[static_cast<int>(sink_mode)] << (kv_fp8 ? " kv fp8" : "") << (mixed ? " mixed split" : "")
+     << (!decode && kernel == PrefillKernel::kWgmma && consumer_warpgroups == 3 ? " 3 consumer warpgroups" : "");
   const std::string shape = os.str();
   report(kernel_name(decode, kernel), shape, err, kTolBf16);
   EXPECT_LT(err, kTolBf16) << shape;
@@ -222,24 +227,45 @@ TEST(AttentionPrefillKernel, MatchesReference) {
   }
 }
 
-// The wgmma kernel (kAuto's for full-causal layers): 128-query tiles of two 64-row warpgroups, 128-key tiles. The
-// shapes cross every tile edge (q_len 1, 17, 64/65, 127–129, 300, 1000+), chunked prefill (q_len < kv_len, the chunk
-// attending to its cached prefix), full causal and window 128, GQA 8 (64/8 and 16/2) and 1, page sizes 8–64, sinks of
-// every magnitude and none.
+// The wgmma kernel (kAuto's for full-causal layers): 64-row consumer warpgroups (two on 128-query tiles, or three on
+// 192), 128-key tiles. The shapes cross every tile edge (q_len 1, 17, 64/65, 127–129, 191–193, 300, 1000+), chunked
+// prefill (q_len < kv_len, the chunk attending to its cached prefix), full causal and window 128, GQA 8 (64/8 and
+// 16/2) and 1, page sizes 8–64, sinks of every magnitude and none; bf16 or FP8 cache.
+void wgmma_cases(std::mt19937& rng, int consumer_warpgroups, bool kv_fp8) {
+  const PrefillKernel k = PrefillKernel::kWgmma;
+  const int d = kAttentionDefaultDecodeSplits;  // unused by prefill launches
+  const int w = consumer_warpgroups;
+  for (const int window : {0, 128}) {
+    run_case({{1, 1}}, window, 64, 8, 16, false, rng, k, Sinks::kNormal, kv_fp8, false, d, w);
+    run_case({{1, 1}, {17, 17}, {128, 128}, {300, 300}, {1000, 1000}}, window, 16, 2, 16, false, rng, k, Sinks::kNormal,
+             kv_fp8, false, d, w);
+    run_case({{17, 300}, {128, 1000}, {1, 1000}, {300, 1300}, {129, 129}}, window, 16, 2, 16, false, rng, k,
+             Sinks::kNormal, kv_fp8, false, d, w);
+    run_case({{200, 456}, {65, 65}, {64, 64}, {127, 127}, {191, 191}, {192, 250}, {193, 193}}, window, 64, 8, 16, false,
+             rng, k, Sinks::kNormal, kv_fp8, false, d, w);
+    run_case({{1100, 1100}}, window, 16, 2, 64, false, rng, k, Sinks::kLarge, kv_fp8, false, d, w);
+    run_case({{1030, 1200}, {40, 40}}, window, 16, 2, 8, false, rng, k, Sinks::kVeryNegative, kv_fp8, false, d, w);
+    run_case({{300, 700}, {129, 129}}, window, 8, 8, 32, false, rng, k, Sinks::kNone, kv_fp8, false, d, w);
+    run_case({{2000, 2000}}, window, 8, 1, 16, false, rng, k, Sinks::kNormal, kv_fp8, false, d, w);
+  }
+}
+
 TEST(AttentionPrefillWgmmaKernel, MatchesReference) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(22);
-  const PrefillKernel k = PrefillKernel::kWgmma;
-  for (const int window : {0, 128}) {
-    run_case({{1, 1}}, window, 64, 8, 16, false, rng, k);
-    run_case({{1, 1}, {17, 17}, {128, 128}, {300, 300}, {1000, 1000}}, window, 16, 2, 16, false, rng, k);
-    run_case({{17, 300}, {128, 1000}, {1, 1000}, {300, 1300}, {129, 129}}, window, 16, 2, 16, false, rng, k);
-    run_case({{200, 456}, {65, 65}, {64, 64}, {127, 127}}, window, 64, 8, 16, false, rng, k);
-    run_case({{1100, 1100}}, window, 16, 2, 64, false, rng, k, Sinks::kLarge);
-    run_case({{1030, 1200}, {40, 40}}, window, 16, 2, 8, false, rng, k, Sinks::kVeryNegative);
-    run_case({{300, 700}, {129, 129}}, window, 8, 8, 32, false, rng, k, Sinks::kNone);
-    run_case({{2000, 2000}}, window, 8, 1, 16, false, rng, k);
-  }
+  wgmma_cases(rng, 2, false);
+}
+
+// Three consumer warpgroups on 192-query tiles (AttentionParams::prefill_consumer_warpgroups), both caches, and a
+// mixed step split between the decode and prefill kernels.
+TEST(AttentionPrefillWgmmaKernel, ThreeWarpgroupsMatchReference) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(26);
+  wgmma_cases(rng, 3, false);
+  wgmma_cases(rng, 3, true);
+  const std::vector<std::pair<int, int>> seqs = {{1, 300}, {57, 400}, {2, 90}, {1, 1}, {130, 130}, {250, 2000}};
+  run_case(seqs, 0, 64, 8, 16, false, rng, PrefillKernel::kWgmma, Sinks::kNormal, false, true,
+           kAttentionDefaultDecodeSplits, 3);
 }
 
 // Random varlen batches: 1–5 sequences, query lengths 1–1,200, cached prefixes 0–1,000, either window,
@@ -377,18 +403,7 @@ TEST(AttentionPrefillKernel, Fp8KvMatchesReference) {
 TEST(AttentionPrefillWgmmaKernel, Fp8KvMatchesReference) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(33);
-  const PrefillKernel k = PrefillKernel::kWgmma;
-  for (const int window : {0, 128}) {
-    run_case({{1, 1}}, window, 64, 8, 16, false, rng, k, Sinks::kNormal, true);
-    run_case({{1, 1}, {17, 17}, {128, 128}, {300, 300}, {1000, 1000}}, window, 16, 2, 16, false, rng, k, Sinks::kNormal,
-             true);
-    // chunked prefill: chunks attending to a cached prefix through the cache
-    run_case({{17, 300}, {128, 1000}, {1, 1000}, {300, 1300}, {129, 129}}, window, 16, 2, 16, false, rng, k,
-             Sinks::kNormal, true);
-    run_case({{200, 456}, {65, 65}, {64, 64}, {127, 127}}, window, 64, 8, 16, false, rng, k, Sinks::kLarge, true);
-    run_case({{1030, 1200}, {40, 40}}, window, 16, 2, 8, false, rng, k, Sinks::kVeryNegative, true);
-    run_case({{300, 700}, {129, 129}}, window, 8, 8, 32, false, rng, k, Sinks::kNone, true);
-  }
+  wgmma_cases(rng, 2, true);
 }
 
 // The bench's gpt-oss cases (heads 64/8, its page size) on the FP8 cache, every kernel.

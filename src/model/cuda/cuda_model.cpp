@@ -253,6 +253,7 @@ CudaModel::StepPlan CudaModel::layout_plan(int tokens, int seqs, int pages, int 
   // Room for every tile of every sequence (attention.h: Σ ceil(q_len / R) ≤ tokens / R + seqs).
   plan.q_tiles_64 = reserve(prefill ? tokens / 64 + seqs : 0, 1);
   plan.q_tiles_128 = reserve(prefill ? tokens / 128 + seqs : 0, 1);
+  plan.q_tiles_192 = reserve(prefill ? tokens / 192 + seqs : 0, 1);
   // Page tables last: a step uploads only the pages it uses.
   plan.page_indices = reserve(std::max(pages, 1), 1);
   plan.sliding_page_indices = ring ? reserve(std::max(pages, 1), 1) : plan.page_indices;
@@ -327,6 +328,8 @@ void CudaModel::fill_and_upload_plan(const ForwardBatch& batch, StepPlan& plan, 
         kernels::attention_prefill_tiles(host + plan.cu_seqlens, plan.num_seqs, 64, apart, host + plan.q_tiles_64);
     plan.num_q_tiles_128 =
         kernels::attention_prefill_tiles(host + plan.cu_seqlens, plan.num_seqs, 128, apart, host + plan.q_tiles_128);
+    plan.num_q_tiles_192 =
+        kernels::attention_prefill_tiles(host + plan.cu_seqlens, plan.num_seqs, 192, apart, host + plan.q_tiles_192);
   }
   const size_t used = std::max(page, 1);
   GOSSAMER_CUDA_CHECK(

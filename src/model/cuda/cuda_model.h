@@ -82,6 +82,8 @@ struct CudaOptions {
   bool cublaslt_dense = true;
   // The prefill attention kernel (kernels/attention.h).
   kernels::PrefillKernel prefill_kernel = kernels::PrefillKernel::kAuto;
+  // Its consumer warpgroups (kernels::AttentionParams::prefill_consumer_warpgroups: 2 or 3).
+  int prefill_attention_warpgroups = 2;
   // Which decode-sized steps run the FP8 or MXFP4 experts on the weight-streaming grouped GEMM
   // (kernels/moe.h launch_moe_stream) instead of the GEMV decode MoE (≤ 8 tokens, MXFP4 in chunks of 8 up
   // to kMxfp4GemvMaxTokens) or the FP8 expert GEMMs: kAuto where it measured faster on the H200
@@ -211,8 +213,8 @@ class CudaModel final : public Model {
     int num_decode_seqs = 0;
     // The prefill attention's query tiles (kernels/attention.h q_tiles_64 / q_tiles_128), counted by
     // fill_and_upload_plan; 0 in decode steps.
-    int num_q_tiles_64 = 0, num_q_tiles_128 = 0;
-    size_t q_tiles_64 = 0, q_tiles_128 = 0;
+    int num_q_tiles_64 = 0, num_q_tiles_128 = 0, num_q_tiles_192 = 0;
+    size_t q_tiles_64 = 0, q_tiles_128 = 0, q_tiles_192 = 0;
     size_t ids = 0, positions = 0, slots = 0, cu_seqlens = 0, kv_lens = 0, page_indptr = 0, page_indices = 0, rows = 0,
            total_words = 0;
     // Pending tokens: [seqs, 2] (index into ids, row of the step before's drawn tokens), the first few used.

@@ -287,12 +287,15 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
   attention.max_kv_len = plan.max_kv;
   attention.max_decode_splits = options_.decode_attention_max_splits;
   attention.prefill_kernel = options_.prefill_kernel;
+  attention.prefill_consumer_warpgroups = options_.prefill_attention_warpgroups;
   const bool decode = plan.max_q <= kernels::kDecodeMaxQ;
   attention.decode_rows_apart = mixed_step_attention_split(plan);
   attention.q_tiles_64 = dev + plan.q_tiles_64;  // [num_q_tiles_64] (sequence << 16) | tile
   attention.q_tiles_128 = dev + plan.q_tiles_128;
   attention.num_q_tiles_64 = plan.num_q_tiles_64;
   attention.num_q_tiles_128 = plan.num_q_tiles_128;
+  attention.q_tiles_192 = dev + plan.q_tiles_192;
+  attention.num_q_tiles_192 = plan.num_q_tiles_192;
   attention.workspace = decode_workspace_.get();
 
   kernels::RmsNormParams norm;
