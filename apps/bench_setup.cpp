@@ -45,8 +45,8 @@ void ModelChoice::add_options(CLI::App& cli) {
                  "cuda: the decode attention's split-KV cap, 1-128 (A/B; default 64)")
       ->group("");  // hidden: 128 not yet measured
   cli.add_option("--moe-gemv-shape", options.moe_gemv_shape,
-                 "cuda: the MXFP4 decode GEMVs' launch shape, rule | warps4 | warps4-stages4 | row-warps (A/B)")
-      ->check(CLI::IsMember({"rule", "warps4", "warps4-stages4", "row-warps"}))
+                 "cuda: the MXFP4 decode GEMVs' launch shape, rule | warps4 | warps4-stages4 (A/B)")
+      ->check(CLI::IsMember({"rule", "warps4", "warps4-stages4"}))
       ->group("");  // hidden: candidates
   cli.add_option("--moe-gemm-tile", options.moe_gemm_tile,
                  "cuda: the expert GEMMs' tile at 128-row tiles, auto | 128x192tma | 128x256tma | 128x192tma2 | "

@@ -12,7 +12,7 @@
 # tests: the kernel suite (four shards) beside the model/engine/comm/server suites, all at once (correctness
 # only, so they may share the GPU); benches: prefill with its phase breakdown, the MoE and prefill GEMMs
 # against cuBLASLt (every TMA tile, the 2-CTA-cluster ones included), attention prefill, the decode GEMV
-# shapes (kRowWarps included) and the fused QKV + RoPE GEMV, decode with and without that
+# shapes and the fused QKV + RoPE GEMV, decode with and without that
 # fusion, and the step breakdown, alone on the GPU (each mode fits one 600 s call; the tokenizer against
 # tiktoken: bench/text/run_tokenizer_vs_tiktoken.sh).
 set -uo pipefail
@@ -89,11 +89,6 @@ run_benches() {
     echo "-- bench prefill 20b $flags"
     timeout 60 build/gossamer bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 32768 \
       --repeats 3 $flags | grep dummy
-  done
-  for shape in rule row-warps; do
-    echo "-- bench decode 20b mxfp4+fp8 --moe-gemv-shape $shape"
-    timeout 60 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
-      --batch-sizes 1 8 --contexts 1024 --steps 32 --moe-gemv-shape $shape | grep dummy
   done
   sec "bench step 20b"
   timeout 150 build/gossamer bench step --load-format dummy --preset 20b --device cuda --context 1024 --steps 10 \

@@ -781,7 +781,7 @@ void bench_gemv_mxfp4(const char* name, int M, int N, int K, GemmEpilogue epi) {
 // ---- decode GEMV launch shapes (GemvFp8Params::stages / cluster) at the batch-1 and batch-8 shapes ----
 // Every (ring depth, cluster) pair the kernels have against the launch's rule (the baseline column), FP8 and MXFP4,
 // back to back with PDL as in a decode step: what the rule should pick. MXFP4 adds every GemvMxfp4Shape
-// (4-warp CTAs, deeper rings, row warps). "4x" rows are one token's four experts as one dense matrix (the grouped
+// (4-warp CTAs, deeper rings). "4x" rows are one token's four experts as one dense matrix (the grouped
 // launch has the same CTAs: tiles × 4 slots).
 void bench_gemv_tune(const char* name, int M, int N, int K, GemmEpilogue epi, bool mxfp4) {
   const size_t wbytes = mxfp4 ? size_t(mxfp4_tiled_group_bytes(N, K)) : size_t(fp8_tiled_group_bytes(N, K));

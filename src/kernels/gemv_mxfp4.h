@@ -31,16 +31,12 @@ namespace gossamer::kernels {
 // checked by the kernel tests; each fixes its cluster (`cluster` must stay 0):
 //   kWarps4         4 warps, 3 stages (4 CTAs per SM), cluster 1
 //   kWarps4Stages4  4 warps, 4 stages (3 CTAs per SM), cluster 1
-//   kRowWarps       4 warps, each owning one 16-row MMA tile of the CTA's 64 rows over every K step (a ring
-//                   of 8 steps of 1,088 bytes per warp, 4 CTAs per SM, cluster 1): one long stream per warp
-//                   instead of ~3 K steps, no warp sum (ncu, 2026-12-05: the rule is latency-bound at 43%
-//                   issue, 8.1 cycles per instruction per warp)
 // Results: every shape sums each warp's K steps, then the warps, then the cluster's CTAs in a fixed order, so
 // shapes with the same warps and cluster (the ring depth aside) are bit-identical; others differ from each
 // other only in fp32 summation order (within the reference bound below).
-enum class GemvMxfp4Shape : uint8_t { kRule, kWarps4, kWarps4Stages4, kRowWarps };
+enum class GemvMxfp4Shape : uint8_t { kRule, kWarps4, kWarps4Stages4 };
 inline constexpr GemvMxfp4Shape kGemvMxfp4Shapes[] = {GemvMxfp4Shape::kRule, GemvMxfp4Shape::kWarps4,
-                                                      GemvMxfp4Shape::kWarps4Stages4, GemvMxfp4Shape::kRowWarps};
+                                                      GemvMxfp4Shape::kWarps4Stages4};
 static_assert(
     [] {
       for (int i = 0; i < static_cast<int>(std::size(kGemvMxfp4Shapes)); ++i)
@@ -48,7 +44,7 @@ static_assert(
       return true;
     }(),
     "kGemvMxfp4Shapes lists every shape in enum order (tests index it by shape)");
-// "rule", "warps=4", "warps=4 stages=4", "row warps".
+// "rule", "warps=4", "warps=4 stages=4".
 const char* gemv_mxfp4_shape_name(GemvMxfp4Shape shape);
 
 struct GemvMxfp4Params {

@@ -53,21 +53,16 @@ constexpr int kKStep = kMxfp4TileCols;        // 128 K columns per warp step
 constexpr int kChunks = 8;                    // 16-byte code units per lane per step (rows g + 8c)
 constexpr int kStageBytes = kMxfp4TileBytes;  // 4352
 constexpr int kRedStride = kTileRows + 4;
-// A row-warp stage (kRowWarps): one 16-row MMA tile's share of a K step, its 1,024 code bytes and 64 scale
-// bytes (8 of each of the 8 lane groups).
-constexpr int kRowStageBytes = 1024 + 64;
 // Dynamic shared memory of a (warps, stages) kernel: the warps' rings (rule: 8 × 3 × 4352 = 104,448).
-constexpr int smem_bytes(int warps, int stages, bool row_warps = false) {
-  return warps * stages * (row_warps ? kRowStageBytes : kStageBytes);
+constexpr int smem_bytes(int warps, int stages) {
+  return warps * stages * kStageBytes;
 }
 // CTAs per SM the shape is built for (its __launch_bounds__ minimum): as many rings as fit in the SM's
 // 228 KiB (1 KiB reserved per CTA). Rule 2 (≤ 128 registers), 4 warps × 3 stages 4 (≤ 128), × 4 stages 3.
-// Row warps: 4 (≤ 128 registers; 34 KiB rings, so shared memory would allow 6).
-constexpr int min_ctas_per_sm(int warps, int stages, bool row_warps = false) {
-  return row_warps ? 4 : (228 * 1024) / (smem_bytes(warps, stages) + 1024);
+constexpr int min_ctas_per_sm(int warps, int stages) {
+  return (228 * 1024) / (smem_bytes(warps, stages) + 1024);
 }
-static_assert(min_ctas_per_sm(8, 3) == 2 && min_ctas_per_sm(4, 3) == 4 && min_ctas_per_sm(4, 4) == 3 &&
-                  (228 * 1024) / (smem_bytes(4, 8, true) + 1024) >= min_ctas_per_sm(4, 8, true),
+static_assert(min_ctas_per_sm(8, 3) == 2 && min_ctas_per_sm(4, 3) == 4 && min_ctas_per_sm(4, 4) == 3,
               "the shapes' occupancy (docs/kernels-hopper.md)");
 
 // 2^(e − 127 + 14) for the E8M0 byte `byte` of word w: the block scale times the 2^14 that
@@ -132,22 +127,15 @@ __device__ __forceinline__ void x_fragment(const uint32_t (&x)[16], uint32_t (&h
 }
 
 // grid: x = tiles × cluster (a cluster's CTAs are consecutive in x), y = expert slot (grouped) or 1.
-// block: kWarps × 32 threads; dynamic shared memory smem_bytes(kWarps, kStages, kRowWarps).
-// kRowWarps (kWarps = 4, cluster 1): warp w owns MMA row tile w (rows 16w … 16w + 15) and streams every K
-// step of it through its own ring (1,088 bytes a stage), so no warp sum is needed and each warp keeps a
-// long stream in flight instead of ~3 steps; x's B fragments are built by every warp for every step.
-template <int kWarps, int kStages, bool kSwiGlu, bool kRowWarps>
-__global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages, kRowWarps))
+// block: kWarps × 32 threads; dynamic shared memory smem_bytes(kWarps, kStages).
+template <int kWarps, int kStages, bool kSwiGlu>
+__global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages))
     gemv_mxfp4_kernel(const GemvMxfp4Params p, int cluster, int k_steps) {
   static_assert(kGemvMaxRows % kWarps == 0, "the warp sum gives each warp whole x rows");
-  static_assert(smem_bytes(kWarps, kStages, kRowWarps) >=
-                    (kWarps + 1) * kGemvMaxRows * kRedStride * static_cast<int>(sizeof(float)),
-                "the reduction buffers overlay the rings");
-  static_assert(!kRowWarps || kWarps == kNTiles, "row warps: one warp per MMA row tile");
-  constexpr int kRingStage = kRowWarps ? kRowStageBytes : kStageBytes;  // bytes of one ring stage
-  constexpr int kTilesPerWarp = kRowWarps ? 1 : kNTiles;                // MMA row tiles a warp computes
-  constexpr int kStepStride = kRowWarps ? 1 : kWarps;                   // K steps between a warp's steps
-  constexpr int kRowsPerWarp = kGemvMaxRows / kWarps;                   // x rows each warp sums (rule: 1)
+  static_assert(
+      smem_bytes(kWarps, kStages) >= (kWarps + 1) * kGemvMaxRows * kRedStride * static_cast<int>(sizeof(float)),
+      "the reduction buffers overlay the rings");
+  constexpr int kRowsPerWarp = kGemvMaxRows / kWarps;  // x rows each warp sums (rule: 1)
   // Dynamic: the warps' rings [warp][stage][4352 bytes] (a tile each); afterwards the partial sums.
   extern __shared__ __align__(16) uint8_t smem[];
   using RedRow = float[kGemvMaxRows][kRedStride];
@@ -212,36 +200,23 @@ __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages, 
   // ---- this warp's tiles and ring ----
   const uint8_t* w_tiles =
       p.w + group * mxfp4_tiled_group_bytes(p.N, p.K) + static_cast<int64_t>(n0 / kTileRows) * k_steps * kStageBytes;
-  uint8_t* ring = smem + warp * kStages * kRingStage;
+  uint8_t* ring = smem + warp * kStages * kStageBytes;
   const uint8_t* w_lane = w_tiles + lane * 16;  // this lane's 16-byte unit of unit row 0 (units 32c + lane)
   uint8_t* ring_lane = ring + lane * 16;
 
-  // Tile `step` into ring stage `stage`; one commit group per call (empty past the end). Row warps copy
-  // their row tile's two unit rows (c = 2w, 2w + 1: bytes 1024w …) and its scales (lanes 0..15, 4 bytes
-  // each: group g's 8 bytes at 4096 + 32g + 8w) to [codes 1,024][scales 8 per group g].
+  // Tile `step` into ring stage `stage`; one commit group per call (empty past the end).
   auto issue = [&](int step, int stage) {
     if (step < ks_end) {  // warp-uniform
       const uint8_t* src = w_lane + static_cast<int64_t>(step) * kStageBytes;
-      uint8_t* dst = ring_lane + stage * kRingStage;
-      if constexpr (kRowWarps) {
-        cp_async_16(dst, src + 1024 * warp, true);
-        cp_async_16(dst + 512, src + 1024 * warp + 512, true);
-        if (lane < 16) {
-          const uint8_t* scales = w_tiles + static_cast<int64_t>(step) * kStageBytes + 4096;
-          cp_async_4(ring + stage * kRingStage + 1024 + 4 * lane, scales + 32 * (lane / 2) + 8 * warp + 4 * (lane % 2),
-                     true);
-        }
-      } else {
+      uint8_t* dst = ring_lane + stage * kStageBytes;
 #pragma unroll
-        for (int c = 0; c < kChunks; ++c) cp_async_16(dst + 512 * c, src + 512 * c, true);
-        if (lane < 16) cp_async_16(dst + 4096, src + 4096, true);
-      }
+      for (int c = 0; c < kChunks; ++c) cp_async_16(dst + 512 * c, src + 512 * c, true);
+      if (lane < 16) cp_async_16(dst + 4096, src + 4096, true);
     }
     cp_async_commit();
   };
-  const int first_step = kRowWarps ? ks_begin : ks_begin + warp;
 #pragma unroll
-  for (int s = 0; s < kStages; ++s) issue(first_step + s * kStepStride, s);
+  for (int s = 0; s < kStages; ++s) issue(ks_begin + warp + s * kWarps, s);
   if (!wait_first) {
     pdl_wait();
     pdl_trigger();
@@ -266,34 +241,27 @@ __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages, 
     }
   };
   uint32_t x_raw[16];  // bf16 pairs of the next step (loaded one step ahead)
-  load_x(first_step, x_raw);
+  load_x(ks_begin + warp, x_raw);
 
-  // ---- main loop: one K step per iteration; consume the oldest stage, refill it kStages steps later ----
-  float acc[kTilesPerWarp][4] = {};
+  // ---- main loop: one K step per iteration; consume the oldest stage, refill it kStages·kWarps later ----
+  float acc[kNTiles][4] = {};
   int s = 0;  // the step's ring stage
 #pragma unroll 1
-  for (int step = first_step; step < ks_end; step += kStepStride) {
+  for (int step = ks_begin + warp; step < ks_end; step += kWarps) {
     cp_async_wait<kStages - 1>();
     __syncwarp();  // the scale bytes were copied by lanes 0..15
-    const uint8_t* stage = ring + s * kRingStage;
-    // Word 2i / 2i + 1: the 4 block scales (a byte each) of rows g and g + 8 of the warp's row tile i.
-    uint32_t sw[2 * kTilesPerWarp];
-    if constexpr (kRowWarps) {
-      const uint2 sr = *reinterpret_cast<const uint2*>(stage + 1024 + 8 * g);
-      sw[0] = sr.x, sw[1] = sr.y;
-    } else {
-      const uint4 sa = *reinterpret_cast<const uint4*>(stage + 4096 + 32 * g);
-      const uint4 sb = *reinterpret_cast<const uint4*>(stage + 4096 + 32 * g + 16);
-      const uint32_t words[kChunks] = {sa.x, sa.y, sa.z, sa.w, sb.x, sb.y, sb.z, sb.w};  // word c: row 8c + g
-#pragma unroll
-      for (int c = 0; c < kChunks; ++c) sw[c] = words[c];
-    }
+    const uint8_t* stage = ring + s * kStageBytes;
+    // Word c: the 4 block scales (a byte each) of row 8c + g, so words 2nt and 2nt + 1 are rows g and g + 8
+    // of MMA row tile nt.
+    const uint4 sa = *reinterpret_cast<const uint4*>(stage + 4096 + 32 * g);
+    const uint4 sb = *reinterpret_cast<const uint4*>(stage + 4096 + 32 * g + 16);
+    const uint32_t sw[kChunks] = {sa.x, sa.y, sa.z, sa.w, sb.x, sb.y, sb.z, sb.w};
     uint32_t xh[16];  // [4 blocks j][4] f16x2: the B fragments
     float inv_even, inv_odd;
     x_fragment(x_raw, xh, inv_even, inv_odd, t);
-    load_x(step + kStepStride, x_raw);
+    load_x(step + kWarps, x_raw);
 #pragma unroll
-    for (int nt = 0; nt < kTilesPerWarp; ++nt) {
+    for (int nt = 0; nt < kNTiles; ++nt) {
       const uint4 u0 = *reinterpret_cast<const uint4*>(stage + (32 * (2 * nt) + lane) * 16);      // row 16nt + g
       const uint4 u1 = *reinterpret_cast<const uint4*>(stage + (32 * (2 * nt + 1) + lane) * 16);  // row 16nt + g + 8
       const uint32_t r0[4] = {u0.x, u0.y, u0.z, u0.w}, r1[4] = {u1.x, u1.y, u1.z, u1.w};
@@ -322,22 +290,20 @@ __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages, 
       acc[nt][3] = fmaf(step_sum[3], inv_odd, acc[nt][3]);
     }
     __syncwarp();  // every lane has read the stage's scales before lanes 0..15 overwrite them
-    issue(step + kStages * kStepStride, s);
+    issue(step + kStages * kWarps, s);
     s = s + 1 == kStages ? 0 : s + 1;
   }
   cp_async_wait<0>();
   __syncthreads();  // the rings become the reduction buffers
 
-  // ---- sum over warps (fixed order; row warps own disjoint rows of one buffer) ----
-  constexpr int kSumWarps = kRowWarps ? 1 : kWarps;
+  // ---- sum over warps (fixed order) ----
 #pragma unroll
-  for (int nt = 0; nt < kTilesPerWarp; ++nt) {
-    const int r = 16 * (kRowWarps ? warp : nt) + g;
-    RedRow& mine = red[kRowWarps ? 0 : warp];
-    mine[2 * t][r] = acc[nt][0];
-    mine[2 * t + 1][r] = acc[nt][1];
-    mine[2 * t][r + 8] = acc[nt][2];
-    mine[2 * t + 1][r + 8] = acc[nt][3];
+  for (int nt = 0; nt < kNTiles; ++nt) {
+    const int r = 16 * nt + g;
+    red[warp][2 * t][r] = acc[nt][0];
+    red[warp][2 * t + 1][r] = acc[nt][1];
+    red[warp][2 * t][r + 8] = acc[nt][2];
+    red[warp][2 * t + 1][r + 8] = acc[nt][3];
   }
   __syncthreads();
   // Thread (warp, lane) sums x rows m = warp + kWarps·i, output columns c, c + 1.
@@ -348,7 +314,7 @@ __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages, 
     const int m = warp + kWarps * i;
     sum[i] = make_float2(0.f, 0.f);
 #pragma unroll
-    for (int w = 0; w < kSumWarps; ++w) {
+    for (int w = 0; w < kWarps; ++w) {
       const float2 v = *reinterpret_cast<const float2*>(&red[w][m][c]);
       sum[i].x += v.x;
       sum[i].y += v.y;
@@ -401,32 +367,30 @@ __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages, 
 
 // Once per (instantiation, device): the dynamic shared memory limit, and a check that the occupancy the
 // shape was built for holds.
-template <int kWarps, int kStages, bool kSwiGlu, bool kRowWarps>
+template <int kWarps, int kStages, bool kSwiGlu>
 void prepare_kernel(int device) {
   static std::atomic<uint64_t> done{0};
   const uint64_t bit = uint64_t(1) << (device & 63);
   if (done.load(std::memory_order_acquire) & bit) return;
-  auto* kernel = gemv_mxfp4_kernel<kWarps, kStages, kSwiGlu, kRowWarps>;
-  constexpr int kSmem = smem_bytes(kWarps, kStages, kRowWarps);
+  auto* kernel = gemv_mxfp4_kernel<kWarps, kStages, kSwiGlu>;
+  constexpr int kSmem = smem_bytes(kWarps, kStages);
   GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   int blocks = 0;
   GOSSAMER_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kWarps * 32, kSmem));
-  GOSSAMER_CHECK(blocks >= min_ctas_per_sm(kWarps, kStages, kRowWarps), "gemv_mxfp4: ", kWarps, " warps × ", kStages,
-                 " stages: ", blocks, " CTAs per SM resident, built for ", min_ctas_per_sm(kWarps, kStages, kRowWarps));
+  GOSSAMER_CHECK(blocks >= min_ctas_per_sm(kWarps, kStages), "gemv_mxfp4: ", kWarps, " warps × ", kStages,
+                 " stages: ", blocks, " CTAs per SM resident, built for ", min_ctas_per_sm(kWarps, kStages));
   done.fetch_or(bit, std::memory_order_release);
 }
 
 struct ShapeConfig {
   int warps, stages;
-  int cluster;             // 0: the rule's (gemv_cluster_size)
-  bool row_warps = false;  // kRowWarps: a warp per MMA row tile over every K step
+  int cluster;  // 0: the rule's (gemv_cluster_size)
 };
 ShapeConfig shape_config(GemvMxfp4Shape shape) {
   switch (shape) {
     case GemvMxfp4Shape::kRule: return {8, 3, 0};
     case GemvMxfp4Shape::kWarps4: return {4, 3, 1};
     case GemvMxfp4Shape::kWarps4Stages4: return {4, 4, 1};
-    case GemvMxfp4Shape::kRowWarps: return {4, 8, 1, true};
   }
   GOSSAMER_CHECK(false, "gemv_mxfp4: unknown launch shape ", static_cast<int>(shape));
   return {};
@@ -438,7 +402,7 @@ struct LaunchGeometry {
 };
 
 // Launches the (kWarps, kStages) kernel; `cluster` 0 = the rule's (gemv_cluster_size with p.cluster).
-template <int kWarps, int kStages, bool kRowWarps = false>
+template <int kWarps, int kStages>
 void launch_shape(const GemvMxfp4Params& p, const LaunchGeometry& geo, int cluster, cudaStream_t stream) {
   if (cluster == 0) {
     cluster = gemv_cluster_size(geo.tiles, geo.slots, geo.k_steps, kWarps, geo.sms, p.cluster, "gemv_mxfp4");
@@ -447,18 +411,16 @@ void launch_shape(const GemvMxfp4Params& p, const LaunchGeometry& geo, int clust
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(geo.tiles * cluster), static_cast<unsigned>(geo.slots), 1);
   cfg.blockDim = dim3(kWarps * 32, 1, 1);
-  cfg.dynamicSmemBytes = smem_bytes(kWarps, kStages, kRowWarps);
+  cfg.dynamicSmemBytes = smem_bytes(kWarps, kStages);
   cfg.stream = stream;
   ClusterPdlAttributes attrs(cluster, p.programmatic_launch);
   attrs.apply(cfg);
   if (p.epilogue == GemmEpilogue::kSwiGlu) {
-    prepare_kernel<kWarps, kStages, true, kRowWarps>(geo.device);
-    GOSSAMER_CUDA_CHECK(
-        cudaLaunchKernelEx(&cfg, gemv_mxfp4_kernel<kWarps, kStages, true, kRowWarps>, p, cluster, geo.k_steps));
+    prepare_kernel<kWarps, kStages, true>(geo.device);
+    GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv_mxfp4_kernel<kWarps, kStages, true>, p, cluster, geo.k_steps));
   } else {
-    prepare_kernel<kWarps, kStages, false, kRowWarps>(geo.device);
-    GOSSAMER_CUDA_CHECK(
-        cudaLaunchKernelEx(&cfg, gemv_mxfp4_kernel<kWarps, kStages, false, kRowWarps>, p, cluster, geo.k_steps));
+    prepare_kernel<kWarps, kStages, false>(geo.device);
+    GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv_mxfp4_kernel<kWarps, kStages, false>, p, cluster, geo.k_steps));
   }
 }
 
@@ -469,7 +431,6 @@ const char* gemv_mxfp4_shape_name(GemvMxfp4Shape shape) {
     case GemvMxfp4Shape::kRule: return "rule";
     case GemvMxfp4Shape::kWarps4: return "warps=4";
     case GemvMxfp4Shape::kWarps4Stages4: return "warps=4 stages=4";
-    case GemvMxfp4Shape::kRowWarps: return "row warps";
   }
   return "?";
 }
@@ -507,9 +468,7 @@ void launch_gemv_mxfp4(const GemvMxfp4Params& p, cudaStream_t stream) {
                  gemv_mxfp4_shape_name(p.shape), " fixes its cluster (cluster ", p.cluster, " given)");
   const ShapeConfig shape = shape_config(p.shape);
   const LaunchGeometry geo{tiles, slots, k_steps, device, sms};
-  if (shape.row_warps) {
-    launch_shape<4, 8, true>(p, geo, shape.cluster, stream);
-  } else if (shape.warps == 8) {
+  if (shape.warps == 8) {
     launch_shape<8, 3>(p, geo, shape.cluster, stream);
   } else if (shape.stages == 3) {
     launch_shape<4, 3>(p, geo, shape.cluster, stream);

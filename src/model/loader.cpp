@@ -148,8 +148,7 @@ cuda::CudaOptions cuda_options(const ModelOptions& options) {
   out.moe_gemv_shape = choose<kernels::GemvMxfp4Shape>("--moe-gemv-shape", options.moe_gemv_shape,
                                                        {{"rule", kernels::GemvMxfp4Shape::kRule},
                                                         {"warps4", kernels::GemvMxfp4Shape::kWarps4},
-                                                        {"warps4-stages4", kernels::GemvMxfp4Shape::kWarps4Stages4},
-                                                        {"row-warps", kernels::GemvMxfp4Shape::kRowWarps}});
+                                                        {"warps4-stages4", kernels::GemvMxfp4Shape::kWarps4Stages4}});
   out.moe_gemm_tile = choose<kernels::GemmTile>("--moe-gemm-tile", options.moe_gemm_tile,
                                                 {{"auto", kernels::GemmTile::kAuto},
                                                  {"128x192tma", kernels::GemmTile::k128x192tma},
