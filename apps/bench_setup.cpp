@@ -41,9 +41,6 @@ void ModelChoice::add_options(CLI::App& cli) {
   cli.add_flag("--fuse-qkv-rope,!--no-fuse-qkv-rope", options.fuse_qkv_rope,
                "cuda: decode steps fuse RoPE and the K/V cache write into the QKV GEMV (A/B; default off)")
       ->group("");  // hidden: not yet measured
-  cli.add_option("--decode-attention-max-splits", options.decode_attention_max_splits,
-                 "cuda: the decode attention's split-KV cap, 1-128 (A/B; default 64)")
-      ->group("");  // hidden: 128 not yet measured
   cli.add_option("--moe-gemv-shape", options.moe_gemv_shape,
                  "cuda: the MXFP4 decode GEMVs' launch shape, rule | warps4 | warps4-stages4 (A/B)")
       ->check(CLI::IsMember({"rule", "warps4", "warps4-stages4"}))

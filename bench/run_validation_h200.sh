@@ -79,11 +79,9 @@ run_benches() {
     timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
       --batch-sizes 1 8 64 --contexts 1024 --steps 32 $fuse
   done
-  sec "bench decode 20b batch 1-2 at long contexts, decode attention split cap 64 / 128"
-  for splits in 64 128; do
-    timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --batch-sizes 1 2 \
-      --contexts 8192 32768 --steps 32 --decode-attention-max-splits $splits
-  done
+  sec "bench decode 20b batch 1-2 at long contexts"
+  timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --batch-sizes 1 2 \
+    --contexts 8192 32768 --steps 32
   sec "end-to-end A/B of this session's candidates (PERF.md 2026-12-05 predictions)"
   for flags in "" "--moe-fuse-hidden-quantization" "--moe-gemm-tile 128x192tma2" "--moe-gemm-tile 128x256tma2"; do
     echo "-- bench prefill 20b $flags"

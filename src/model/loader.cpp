@@ -140,11 +140,6 @@ cuda::CudaOptions cuda_options(const ModelOptions& options) {
   out.kv_cache_fp8 = kv_cache_dtype_is_fp8(options.kv_cache_dtype);
   out.split_mixed_attention = options.split_mixed_attention;
   out.fuse_qkv_rope = options.fuse_qkv_rope;
-  GOSSAMER_CHECK(options.decode_attention_max_splits >= 1 &&
-                     options.decode_attention_max_splits <= kernels::kAttentionMaxDecodeSplits,
-                 "--decode-attention-max-splits must be in [1, ", kernels::kAttentionMaxDecodeSplits, "], got ",
-                 options.decode_attention_max_splits);
-  out.decode_attention_max_splits = options.decode_attention_max_splits;
   out.moe_gemv_shape = choose<kernels::GemvMxfp4Shape>("--moe-gemv-shape", options.moe_gemv_shape,
                                                        {{"rule", kernels::GemvMxfp4Shape::kRule},
                                                         {"warps4", kernels::GemvMxfp4Shape::kWarps4},

@@ -53,9 +53,6 @@ struct ModelOptions {
   // cuda: decode steps fuse RoPE and the K/V cache write into the QKV GEMV (CudaOptions::fuse_qkv_rope); off
   // by default until measured (a hidden bench flag, --fuse-qkv-rope).
   bool fuse_qkv_rope = false;
-  // cuda: the decode attention's split-KV cap (CudaOptions::decode_attention_max_splits, 1..128); 64 by default
-  // until 128 is measured (a hidden bench flag, --decode-attention-max-splits).
-  int decode_attention_max_splits = 64;
   // cuda, A/B candidates of the MoE kernels (hidden bench flags; the defaults are the measured product):
   // the MXFP4 decode GEMVs' launch shape ("rule", "warps4", "warps4-stages4";
   // CudaOptions::moe_gemv_shape), the expert GEMMs' tile at 128-row tiles ("auto", "128x192tma",

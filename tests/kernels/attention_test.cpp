@@ -89,8 +89,7 @@ const char* kernel_name(bool decode, PrefillKernel kernel) {
 
 void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_heads, int kv_heads, int page_size,
               bool decode, std::mt19937& rng, PrefillKernel kernel = PrefillKernel::kMmaSync,
-              Sinks sink_mode = Sinks::kNormal, bool kv_fp8 = false, bool mixed = false,
-              int max_decode_splits = kAttentionDefaultDecodeSplits, int consumer_warpgroups = 2) {
+              Sinks sink_mode = Sinks::kNormal, bool kv_fp8 = false, bool mixed = false, int consumer_warpgroups = 2) {
   const Batch b = make_batch(seqs, page_size, rng);
   const int tokens = b.cu_q.back();
   int max_kv = 0;
@@ -156,7 +155,6 @@ void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_he
   p.page_size = page_size;
   p.window = window;
   p.max_kv_len = max_kv;
-  p.max_decode_splits = max_decode_splits;
   p.prefill_kernel = kernel;
   p.prefill_consumer_warpgroups = consumer_warpgroups;
   // mixed: the model's split of a mixed step (decode_rows_apart): the decode launch for the ≤ kDecodeMaxQ
@@ -233,20 +231,19 @@ TEST(AttentionPrefillKernel, MatchesReference) {
 // 16/2) and 1, page sizes 8–64, sinks of every magnitude and none; bf16 or FP8 cache.
 void wgmma_cases(std::mt19937& rng, int consumer_warpgroups, bool kv_fp8) {
   const PrefillKernel k = PrefillKernel::kWgmma;
-  const int d = kAttentionDefaultDecodeSplits;  // unused by prefill launches
   const int w = consumer_warpgroups;
   for (const int window : {0, 128}) {
-    run_case({{1, 1}}, window, 64, 8, 16, false, rng, k, Sinks::kNormal, kv_fp8, false, d, w);
+    run_case({{1, 1}}, window, 64, 8, 16, false, rng, k, Sinks::kNormal, kv_fp8, false, w);
     run_case({{1, 1}, {17, 17}, {128, 128}, {300, 300}, {1000, 1000}}, window, 16, 2, 16, false, rng, k, Sinks::kNormal,
-             kv_fp8, false, d, w);
+             kv_fp8, false, w);
     run_case({{17, 300}, {128, 1000}, {1, 1000}, {300, 1300}, {129, 129}}, window, 16, 2, 16, false, rng, k,
-             Sinks::kNormal, kv_fp8, false, d, w);
+             Sinks::kNormal, kv_fp8, false, w);
     run_case({{200, 456}, {65, 65}, {64, 64}, {127, 127}, {191, 191}, {192, 250}, {193, 193}}, window, 64, 8, 16, false,
-             rng, k, Sinks::kNormal, kv_fp8, false, d, w);
-    run_case({{1100, 1100}}, window, 16, 2, 64, false, rng, k, Sinks::kLarge, kv_fp8, false, d, w);
-    run_case({{1030, 1200}, {40, 40}}, window, 16, 2, 8, false, rng, k, Sinks::kVeryNegative, kv_fp8, false, d, w);
-    run_case({{300, 700}, {129, 129}}, window, 8, 8, 32, false, rng, k, Sinks::kNone, kv_fp8, false, d, w);
-    run_case({{2000, 2000}}, window, 8, 1, 16, false, rng, k, Sinks::kNormal, kv_fp8, false, d, w);
+             rng, k, Sinks::kNormal, kv_fp8, false, w);
+    run_case({{1100, 1100}}, window, 16, 2, 64, false, rng, k, Sinks::kLarge, kv_fp8, false, w);
+    run_case({{1030, 1200}, {40, 40}}, window, 16, 2, 8, false, rng, k, Sinks::kVeryNegative, kv_fp8, false, w);
+    run_case({{300, 700}, {129, 129}}, window, 8, 8, 32, false, rng, k, Sinks::kNone, kv_fp8, false, w);
+    run_case({{2000, 2000}}, window, 8, 1, 16, false, rng, k, Sinks::kNormal, kv_fp8, false, w);
   }
 }
 
@@ -264,8 +261,7 @@ TEST(AttentionPrefillWgmmaKernel, ThreeWarpgroupsMatchReference) {
   wgmma_cases(rng, 3, false);
   wgmma_cases(rng, 3, true);
   const std::vector<std::pair<int, int>> seqs = {{1, 300}, {57, 400}, {2, 90}, {1, 1}, {130, 130}, {250, 2000}};
-  run_case(seqs, 0, 64, 8, 16, false, rng, PrefillKernel::kWgmma, Sinks::kNormal, false, true,
-           kAttentionDefaultDecodeSplits, 3);
+  run_case(seqs, 0, 64, 8, 16, false, rng, PrefillKernel::kWgmma, Sinks::kNormal, false, true, 3);
 }
 
 // Random varlen batches: 1–5 sequences, query lengths 1–1,200, cached prefixes 0–1,000, either window,
@@ -297,22 +293,6 @@ TEST(AttentionDecodeKernel, MatchesReference) {
     run_case({{1, 5000}}, window, 64, 8, 16, true, rng);
     run_case({{1, 130}, {2, 900}, {1, 64}, {2, 2}}, window, 64, 8, 32, true, rng);
     run_case({{1, 3000}, {1, 129}}, window, 16, 2, 64, true, rng);
-  }
-}
-
-// The split-KV cap raised to kAttentionMaxDecodeSplits (AttentionParams::max_decode_splits): batch 1 at long
-// contexts splits past 64 (5,000 keys: 80 splits; 16,384: 99), bf16 and FP8 caches, either window.
-TEST(AttentionDecodeKernel, MoreSplitsMatchReference) {
-  GOSSAMER_REQUIRE_GPU();
-  std::mt19937 rng(25);
-  const PrefillKernel unused = PrefillKernel::kMmaSync;
-  for (const int window : {0, 128}) {
-    for (const bool fp8 : {false, true}) {
-      for (const int kv : {5000, 16384}) {
-        run_case({{1, kv}}, window, 64, 8, 16, true, rng, unused, Sinks::kNormal, fp8, false,
-                 kAttentionMaxDecodeSplits);
-      }
-    }
   }
 }
 

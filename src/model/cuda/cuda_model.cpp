@@ -389,7 +389,6 @@ void CudaModel::prepare_workspace(const StepPlan& plan) {
   attention.num_q_heads = config_.num_q_heads;
   attention.num_kv_heads = config_.num_kv_heads;
   attention.max_kv_len = plan.max_kv;
-  attention.max_decode_splits = options_.decode_attention_max_splits;  // as cuda_step.cpp launches it
   // Split-KV scratch for decode steps and for the decode sequences of a split mixed step (prefill needs none).
   attention.decode_rows_apart = mixed_step_attention_split(plan);
   size_t decode_bytes = 16;

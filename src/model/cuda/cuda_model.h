@@ -103,8 +103,6 @@ struct CudaOptions {
   // GEMV's epilogue (kernels/gemv_fp8_rope.h, CudaModel::fuses_qkv_rope), one launch instead of two. Off
   // until the H200 has run it (compile-checked only; hidden bench flag --fuse-qkv-rope).
   bool fuse_qkv_rope = false;
-  // The decode attention's split-KV cap (kernels::AttentionParams::max_decode_splits, 1..128).
-  int decode_attention_max_splits = kernels::kAttentionDefaultDecodeSplits;
   // A/B candidates of the MoE kernels (kernels::MoeParams::gemv_mxfp4_shape, gemm_tile,
   // fuse_hidden_quantization); the defaults are the product's.
   kernels::GemvMxfp4Shape moe_gemv_shape = kernels::GemvMxfp4Shape::kRule;

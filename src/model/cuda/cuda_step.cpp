@@ -285,7 +285,6 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
   attention.page_size = block_size_;
   attention.scale = 1.0f / std::sqrt(static_cast<float>(config_.head_dim));
   attention.max_kv_len = plan.max_kv;
-  attention.max_decode_splits = options_.decode_attention_max_splits;
   attention.prefill_kernel = options_.prefill_kernel;
   attention.prefill_consumer_warpgroups = options_.prefill_attention_warpgroups;
   const bool decode = plan.max_q <= kernels::kDecodeMaxQ;
