@@ -38,9 +38,6 @@ void ModelChoice::add_options(CLI::App& cli) {
   cli.add_flag("--split-mixed-attention,!--no-split-mixed-attention", options.split_mixed_attention,
                "cuda: decode sequences of mixed steps on the decode attention kernel (default; off: all on the "
                "prefill kernel)");
-  cli.add_flag("--fuse-qkv-rope,!--no-fuse-qkv-rope", options.fuse_qkv_rope,
-               "cuda: decode steps fuse RoPE and the K/V cache write into the QKV GEMV (A/B; default off)")
-      ->group("");  // hidden: not yet measured
   cli.add_option("--moe-gemv-shape", options.moe_gemv_shape,
                  "cuda: the MXFP4 decode GEMVs' launch shape, rule | warps4 | warps4-stages4 (A/B)")
       ->check(CLI::IsMember({"rule", "warps4", "warps4-stages4"}))

@@ -12,9 +12,8 @@
 # tests: the kernel suite (four shards) beside the model/engine/comm/server suites, all at once (correctness
 # only, so they may share the GPU); benches: prefill with its phase breakdown, the MoE and prefill GEMMs
 # against cuBLASLt (every TMA tile, the 2-CTA-cluster ones included), attention prefill, the decode GEMV
-# shapes and the fused QKV + RoPE GEMV, decode with and without that
-# fusion, and the step breakdown, alone on the GPU (each mode fits one 600 s call; the tokenizer against
-# tiktoken: bench/text/run_tokenizer_vs_tiktoken.sh).
+# shapes, decode (mxfp4+fp8, and at long contexts), and the step breakdown, alone on the GPU (each mode
+# fits one 600 s call; the tokenizer against tiktoken: bench/text/run_tokenizer_vs_tiktoken.sh).
 set -uo pipefail
 mode=${1:-all}
 cd "$(dirname "$0")/.."
@@ -70,15 +69,12 @@ run_benches() {
   timeout 120 build/bench/kernels/gossamer_kernels_bench moe
   timeout 120 build/bench/kernels/gossamer_kernels_bench gemm-large
   timeout 100 build/bench/kernels/gossamer_kernels_bench attention | grep -v decode
-  sec "decode GEMV launch shapes and the fused QKV + RoPE GEMV (#15)"
+  sec "decode GEMV launch shapes (#15)"
   timeout 90 build/bench/kernels/gossamer_kernels_bench gemv-tune
   timeout 90 build/bench/kernels/gossamer_kernels_bench mxfp4  # MXFP4 vs FP8 GEMVs, the MXFP4 MoE decode (#15)
-  timeout 60 build/bench/kernels/gossamer_kernels_bench gemv-rope
-  sec "bench decode 20b mxfp4+fp8, --no-fuse-qkv-rope / --fuse-qkv-rope (#15)"
-  for fuse in --no-fuse-qkv-rope --fuse-qkv-rope; do
-    timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
-      --batch-sizes 1 8 64 --contexts 1024 --steps 32 $fuse
-  done
+  sec "bench decode 20b mxfp4+fp8 (#15)"
+  timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
+    --batch-sizes 1 8 64 --contexts 1024 --steps 32
   sec "bench decode 20b batch 1-2 at long contexts"
   timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --batch-sizes 1 2 \
     --contexts 8192 32768 --steps 32

@@ -22,7 +22,6 @@
 #include "kernels/gemm_fp8.h"
 #include "kernels/gemm_fp8_cublaslt.h"
 #include "kernels/gemv_fp8.h"
-#include "kernels/gemv_fp8_rope.h"
 #include "kernels/gemv_mxfp4.h"
 #include "kernels/gpt_oss_cases.h"  // tests/kernels/: the cases the kernel tests check
 #include "kernels/moe.h"
@@ -827,60 +826,6 @@ void bench_gemv_tune(const char* name, int M, int N, int K, GemmEpilogue epi, bo
   }
 }
 
-// ---- the decode QKV GEMV with RoPE and the K/V cache write fused (gemv_fp8_rope.h) vs GEMV + rope_kernel ----
-// 20b's qkv (5120 × 2880, tile-major FP8), M tokens, bf16 or fp8 KV cache; back to back with PDL as in a
-// decode step. Baseline column: the two unfused launches (what the model runs with --no-fuse-qkv-rope); the
-// "gemv alone" row is the GEMV without RoPE (the fusion's floor). GB/s counts the weight bytes.
-void bench_gemv_rope(int M, bool kv_fp8) {
-  const int N = 5120, K = 2880, q_heads = 64, kv_heads = 8, cache_rows = 4096;
-  const size_t wbytes = size_t(fp8_tiled_group_bytes(N, K));
-  const RotatedGemvWeights weights(wbytes, N, K, 1e-4f, 3e-4f);
-  GemvBenchProblem problem(M, N, K, GemmEpilogue::kBias);
-  GemvFp8Params& p = problem.p;
-  p.w_tiled = true;
-  const int elem = kv_fp8 ? 1 : 2;
-  Buf q(size_t(M) * q_heads * 64 * 2), kc(size_t(cache_rows) * kv_heads * 64 * elem),
-      vc(size_t(cache_rows) * kv_heads * 64 * elem), pos(size_t(M) * 4), slots(size_t(M) * 8),
-      kv_scales(2 * kv_heads * 4);
-  std::vector<int32_t> h_pos(M);
-  std::vector<int64_t> h_slots(M);
-  for (int m = 0; m < M; ++m) h_pos[m] = 1000 + 37 * m, h_slots[m] = 3 * m + 1;
-  GOSSAMER_CUDA_CHECK(cudaMemcpy(pos.as<int32_t>(), h_pos.data(), h_pos.size() * 4, cudaMemcpyHostToDevice));
-  GOSSAMER_CUDA_CHECK(cudaMemcpy(slots.as<int64_t>(), h_slots.data(), h_slots.size() * 8, cudaMemcpyHostToDevice));
-  fill_f32(kv_scales, 0.5f, 2.f);
-  RopeParams r;
-  r.qkv = p.out;
-  r.qkv_stride = N;
-  r.positions = pos.as<int32_t>();
-  r.q_out = q.as<uint16_t>();
-  r.k_cache = kc.get();
-  r.v_cache = vc.get();
-  r.kv_fp8 = kv_fp8;
-  r.k_scale = kv_fp8 ? kv_scales.as<float>() : nullptr;
-  r.v_scale = kv_fp8 ? kv_scales.as<float>() + kv_heads : nullptr;
-  r.slots = slots.as<int64_t>();
-  r.num_tokens = M;
-  const std::vector<float> inv_freq = rope_inv_freq(RopeScaling{}, kHeadDim);
-  std::copy(inv_freq.begin(), inv_freq.end(), r.inv_freq.begin());
-  r.concentration = rope_concentration(RopeScaling{});
-  const double base = time_us([&](int i) {
-    weights.point(p, i);
-    launch_gemv_fp8(p, nullptr);
-    launch_rope(r, nullptr);
-  });
-  const double alone = time_us([&](int i) {
-    weights.point(p, i);
-    launch_gemv_fp8(p, nullptr);
-  });
-  const double fused = time_us([&](int i) {
-    weights.point(p, i);
-    launch_gemv_fp8_rope(p, r, nullptr);
-  });
-  const std::string shape = "qkv M=" + std::to_string(M) + " N=5120 K=2880 KV " + (kv_fp8 ? "fp8" : "bf16");
-  row("gemv alone (no rope)", shape, alone, 2.0 * M * N * K, double(wbytes), base, "copy");
-  row("gemv_fp8_rope (fused)", shape, fused, 2.0 * M * N * K, double(wbytes), base, "copy");
-}
-
 // The MoE decode block with MXFP4 experts vs the same block with FP8 experts (tile-major), as
 // bench_moe_decode. GB/s counts the touched experts' MXFP4 bytes (assumed distinct).
 void bench_moe_decode_mxfp4(int T, int E) {
@@ -1309,11 +1254,6 @@ int main(int argc, char** argv) {
     }
     bench_gemv_tune("4x gate_up", 1, 4 * 5760, 2880, GemmEpilogue::kSwiGlu, false);
     bench_gemv_tune("4x down", 1, 4 * 2880, 2880, GemmEpilogue::kBias, false);
-  }
-  if (only == "gemv-rope") {  // the QKV GEMV with RoPE + K/V write fused vs GEMV + rope_kernel
-    for (const int M : {1, 8}) {
-      for (const bool kv_fp8 : {false, true}) bench_gemv_rope(M, kv_fp8);
-    }
   }
   if (want("moe-mxfp4")) {  // the prefill MoE on MXFP4 experts: FP8, convert + FP8 (old), direct
     for (const int E : {32, 128}) {

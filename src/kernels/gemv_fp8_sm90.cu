@@ -22,24 +22,16 @@
 // are in flight without holding registers; small matrices are requested in full at kernel start. Each
 // lane reads back only the chunks it copied (no warp synchronisation). x is read from L2 into registers
 // per CTA (≤ 25% of the weight bytes at 8 rows).
-//
-// Epilogues (the kernel's Epi type): bias, bias + SwiGLU, and bias + RoPE + K/V cache write for the decode
-// QKV projection (gemv_fp8_rope.h): there a 64-row tile is one head, so rank 0's warp m holds token m's
-// 64 outputs of that head (lane l: elements 2l, 2l + 1) and the RoPE pairs (i, i + 32) sit in lanes l and
-// l ^ 16: one shuffle, then the rotation of rope_math.h and the stores rope_kernel would make.
 #include <cooperative_groups.h>
 #include <cuda_fp16.h>
 
 #include <algorithm>
 #include <atomic>
-#include <type_traits>
 
 #include "kernels/cuda_utils.h"
 #include "kernels/fp8_tiled.h"
 #include "kernels/gemv_fp8.h"
-#include "kernels/gemv_fp8_rope.h"
 #include "kernels/gemv_launch.h"
-#include "kernels/rope_math.h"
 #include "kernels/swiglu.h"
 
 namespace gossamer::kernels {
@@ -106,69 +98,10 @@ __device__ __forceinline__ void x_fragment(uint32_t (&x)[8], float& inv_even, fl
   inv_odd = __shfl_sync(0xffffffffu, inv, 8 * t + 4);  // a lane of group g = 2t + 1
 }
 
-// The epilogues (one kernel instantiation each): what rank 0 does with a thread's two fp32 sums.
-static_assert(kTileRows == kHeadDim, "the RoPE epilogue takes one head per 64-row tile");
-
-struct EpiBias {
-  static constexpr bool kSwiGlu = false, kRope = false;
-};
-struct EpiSwiGlu {
-  static constexpr bool kSwiGlu = true, kRope = false;
-};
-struct EpiRopeKv {  // gemv_fp8_rope.h; rope.qkv unused
-  static constexpr bool kSwiGlu = false, kRope = true;
-  RopeParams rope;
-};
-
-// Bias, RoPE (q and k heads) and the stores of rope_kernel for x row (token) m, output rows n, n + 1 of
-// head n0 / 64 (n = n0 + 2·lane). Called by all 32 lanes of a warp (the pair partner is lane ^ 16).
-__device__ __forceinline__ void store_rope_kv(const RopeParams& r, int m, int head, int c, float v0, float v1) {
-  // The GEMV's bf16 output, as launch_gemv_fp8 would store it (rope_kernel's input).
-  const float x0 = rope_round_bf16(v0), x1 = rope_round_bf16(v1);
-  const float y0 = __shfl_xor_sync(0xffffffffu, x0, 16), y1 = __shfl_xor_sync(0xffffffffu, x1, 16);
-  const bool is_v = head >= r.num_q_heads + r.num_kv_heads;
-  float o0 = x0, o1 = x1;
-  if (!is_v) {  // warp-uniform
-    const float pos = static_cast<float>(r.positions[m]);
-    const int i = c & 31;  // pairs i and i + 1; this lane holds their first (c < 32) or second elements
-    const bool first = c < 32;
-    float cs, sn, a_out, b_out;
-    rope_cos_sin(pos, r.inv_freq[i], r.concentration, cs, sn);
-    rope_rotate(first ? x0 : y0, first ? y0 : x0, cs, sn, a_out, b_out);
-    o0 = rope_round_bf16(first ? a_out : b_out);
-    rope_cos_sin(pos, r.inv_freq[i + 1], r.concentration, cs, sn);
-    rope_rotate(first ? x1 : y1, first ? y1 : x1, cs, sn, a_out, b_out);
-    o1 = rope_round_bf16(first ? a_out : b_out);
-  }
-  const __nv_bfloat162 h = __floats2bfloat162_rn(o0, o1);
-  const uint32_t packed = *reinterpret_cast<const uint32_t*>(&h);
-  if (head < r.num_q_heads) {
-    *reinterpret_cast<uint32_t*>(r.q_out + (static_cast<int64_t>(m) * r.num_q_heads + head) * kHeadDim + c) = packed;
-    return;
-  }
-  const int kv_head = is_v ? head - r.num_q_heads - r.num_kv_heads : head - r.num_q_heads;
-  uint16_t* plain = is_v ? r.v_out : r.k_out;
-  if (plain)
-    *reinterpret_cast<uint32_t*>(plain + (static_cast<int64_t>(m) * r.num_kv_heads + kv_head) * kHeadDim + c) = packed;
-  void* cache = is_v ? r.v_cache : r.k_cache;
-  if (cache == nullptr || r.slots == nullptr) return;
-  const int64_t slot = r.slots[m];
-  if (slot < 0) return;  // padding
-  const int64_t at = (slot * r.num_kv_heads + kv_head) * kHeadDim + c;
-  if (r.kv_fp8) {
-    const float* scales = is_v ? r.v_scale : r.k_scale;
-    const float scale = scales ? scales[kv_head] : 1.f;
-    *reinterpret_cast<uint16_t*>(static_cast<uint8_t*>(cache) + at) = rope_kv_quantize_e4m3x2(o0, o1, scale);
-  } else {
-    *reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(cache) + at) = packed;
-  }
-}
-
 // grid: x = tiles × cluster (a cluster's CTAs are consecutive in x), y = expert slot (grouped) or 1.
-template <class Epi, int kStages>
+template <bool kSwiGlu, int kStages>
 __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kStages))
-    gemv_fp8_kernel(const GemvFp8Params p, const Epi epi, int cluster, int k_steps) {
-  static_assert(!(Epi::kSwiGlu && Epi::kRope), "one epilogue");
+    gemv_fp8_kernel(const GemvFp8Params p, int cluster, int k_steps) {
   // Dynamic: the warps' cp.async rings [warp][stage][chunk][lane] (16 bytes each); after the main loop the
   // same bytes hold the partial sums.
   extern __shared__ __align__(16) uint8_t smem[];
@@ -359,20 +292,9 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kStages))
     }
   }
 
-  // ---- epilogue (rank 0): bias, SwiGLU or plain, bf16; or bias + RoPE + K/V write ----
+  // ---- epilogue (rank 0): bias, SwiGLU or plain, bf16 ----
   const int n = n0 + c;
-  if constexpr (Epi::kRope) {
-    // N is a multiple of 64 (whole heads), so the condition is warp-uniform (m = warp) as the shuffle needs.
-    if (rank == 0 && m < rows) {
-      float v0 = sum.x, v1 = sum.y;
-      if (p.bias) {
-        const uint32_t bb = *reinterpret_cast<const uint32_t*>(p.bias + n);
-        v0 += __uint_as_float(bb << 16);
-        v1 += __uint_as_float(bb & 0xFFFF0000u);
-      }
-      store_rope_kv(epi.rope, m, n0 / kTileRows, c, v0, v1);
-    }
-  } else if (rank == 0 && m < rows && n < p.N) {
+  if (rank == 0 && m < rows && n < p.N) {
     float v0 = sum.x, v1 = sum.y;
     if (p.bias) {
       const uint32_t bb = *reinterpret_cast<const uint32_t*>(p.bias + static_cast<int64_t>(group) * p.N + n);
@@ -381,7 +303,7 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kStages))
     }
     const int out_row = grouped ? s_pair[m] : m;
     uint16_t* out = p.out + static_cast<int64_t>(out_row) * p.ldc;
-    if constexpr (Epi::kSwiGlu) {
+    if constexpr (kSwiGlu) {
       const __nv_bfloat16 h = __float2bfloat16_rn(swiglu_clamped(v0, v1));
       out[n / 2] = *reinterpret_cast<const uint16_t*>(&h);
     } else {
@@ -397,21 +319,20 @@ static_assert(smem_bytes(3) >= (kWarps + 1) * kGemvMaxRows * kRedStride * static
 
 // Opts the kernel into its dynamic shared memory, once per device (a function attribute, not a
 // stream operation: fine during graph capture; a repeated call is harmless).
-template <class Epi, int kStages>
+template <bool kSwiGlu, int kStages>
 void prepare_kernel(int device) {
   static std::atomic<uint64_t> done{0};
   const uint64_t bit = uint64_t(1) << (device & 63);
   if (done.load(std::memory_order_acquire) & bit) return;
-  GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(gemv_fp8_kernel<Epi, kStages>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           smem_bytes(kStages)));
+  GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(gemv_fp8_kernel<kSwiGlu, kStages>,
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes(kStages)));
   done.fetch_or(bit, std::memory_order_release);
 }
 
-// Validates the GEMV contract (gemv_fp8.h) and launches with epilogue `epi` (M = 0 is a no-op).
-template <class Epi>
-void launch_with(const GemvFp8Params& p, const Epi& epi, cudaStream_t stream) {
+// Validates the GEMV contract (gemv_fp8.h) and launches the kernel of epilogue kSwiGlu (M = 0 is a no-op).
+template <bool kSwiGlu>
+void launch_with(const GemvFp8Params& p, cudaStream_t stream) {
   const bool grouped = p.topk_ids != nullptr;
-  const bool swiglu = p.epilogue == GemmEpilogue::kSwiGlu;
   GOSSAMER_CHECK(p.K > 0 && p.K % 16 == 0 && p.N > 0 && p.N % 8 == 0, "gemv_fp8: K (", p.K,
                  ") must be a positive multiple of 16 and N (", p.N, ") of 8");
   int slots = 1;  // grid.y: expert slots in grouped mode
@@ -427,12 +348,11 @@ void launch_with(const GemvFp8Params& p, const Epi& epi, cudaStream_t stream) {
     GOSSAMER_CHECK(p.M >= 0 && p.M <= kGemvMaxRows, "gemv_fp8: M (", p.M, ") must be ≤ ", kGemvMaxRows);
     if (p.M == 0) return;
   }
-  GOSSAMER_CHECK(p.x && p.w && p.w_scales && (p.out || Epi::kRope), "gemv_fp8: null operand");
+  GOSSAMER_CHECK(p.x && p.w && p.w_scales && p.out, "gemv_fp8: null operand");
   GOSSAMER_CHECK(p.ldx >= p.K && p.ldx % 8 == 0, "gemv_fp8: ldx (", p.ldx, ") must be ≥ K and a multiple of 8");
-  GOSSAMER_CHECK(Epi::kRope || (p.ldc >= (swiglu ? p.N / 2 : p.N) && (swiglu || p.ldc % 2 == 0)), "gemv_fp8: bad ldc ",
-                 p.ldc);
+  GOSSAMER_CHECK(p.ldc >= (kSwiGlu ? p.N / 2 : p.N) && (kSwiGlu || p.ldc % 2 == 0), "gemv_fp8: bad ldc ", p.ldc);
   GOSSAMER_CHECK(reinterpret_cast<uintptr_t>(p.x) % 16 == 0 && reinterpret_cast<uintptr_t>(p.w) % 16 == 0 &&
-                     reinterpret_cast<uintptr_t>(p.out) % (swiglu ? 2 : 4) == 0 &&
+                     reinterpret_cast<uintptr_t>(p.out) % (kSwiGlu ? 2 : 4) == 0 &&
                      reinterpret_cast<uintptr_t>(p.bias) % 4 == 0,
                  "gemv_fp8: x and w must be 16-byte aligned, bias 4-byte aligned, out 4-byte aligned (kBias)");
   int device = 0, sms = 0;
@@ -455,37 +375,19 @@ void launch_with(const GemvFp8Params& p, const Epi& epi, cudaStream_t stream) {
   attrs.apply(cfg);
   // One instantiation per (epilogue, ring depth).
   if (stages == 3) {
-    prepare_kernel<Epi, 3>(device);
-    GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv_fp8_kernel<Epi, 3>, p, epi, cluster, k_steps));
+    prepare_kernel<kSwiGlu, 3>(device);
+    GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv_fp8_kernel<kSwiGlu, 3>, p, cluster, k_steps));
   } else {
-    prepare_kernel<Epi, 4>(device);
-    GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv_fp8_kernel<Epi, 4>, p, epi, cluster, k_steps));
+    prepare_kernel<kSwiGlu, 4>(device);
+    GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv_fp8_kernel<kSwiGlu, 4>, p, cluster, k_steps));
   }
 }
 
 }  // namespace
 
 void launch_gemv_fp8(const GemvFp8Params& p, cudaStream_t stream) {
-  if (p.epilogue == GemmEpilogue::kSwiGlu) return launch_with(p, EpiSwiGlu{}, stream);
-  launch_with(p, EpiBias{}, stream);
-}
-
-void launch_gemv_fp8_rope(const GemvFp8Params& gemv, const RopeParams& rope, cudaStream_t stream) {
-  GOSSAMER_CHECK(gemv_fp8_rope_supported(gemv, rope), "gemv_fp8_rope: unsupported (gemv_fp8_rope.h): M ", gemv.M,
-                 " tokens ", rope.num_tokens, " N ", gemv.N, " heads ", rope.num_q_heads, "+2×", rope.num_kv_heads);
-  GOSSAMER_CHECK(rope.positions && rope.q_out, "gemv_fp8_rope: null positions or q_out");
-  GOSSAMER_CHECK((rope.k_cache == nullptr) == (rope.v_cache == nullptr),
-                 "gemv_fp8_rope: k_cache and v_cache go together");
-  const auto aligned4 = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 4 == 0; };
-  GOSSAMER_CHECK(aligned4(rope.q_out) && aligned4(rope.k_out) && aligned4(rope.v_out) && aligned4(rope.k_cache) &&
-                     aligned4(rope.v_cache),
-                 "gemv_fp8_rope: q_out, k_out, v_out and the caches must be 4-byte aligned");
-  GemvFp8Params p = gemv;
-  p.out = nullptr;  // the unrotated qkv is not written
-  p.ldc = 0;
-  EpiRopeKv epi;
-  epi.rope = rope;
-  launch_with(p, epi, stream);
+  if (p.epilogue == GemmEpilogue::kSwiGlu) return launch_with<true>(p, stream);
+  launch_with<false>(p, stream);
 }
 
 }  // namespace gossamer::kernels

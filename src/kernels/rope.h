@@ -5,8 +5,7 @@
 // rounded to bf16 as in the reference tables), x'[i] = bf(a·c − b·s), x'[i+32] = bf(b·c + a·s).
 // With kv_fp8 the cache write stores the rotated bf16 k and the bf16 v as e4m3 codes under the per-KV-head
 // scales (kv_cache_fp8.h: RNE(x / scale), saturated to ±448); q_out, k_out and v_out stay bf16.
-// The per-pair arithmetic lives in rope_math.h, shared with the decode QKV GEMV's fused epilogue
-// (gemv_fp8_rope.h), which equals launch_gemv_fp8 + launch_rope bit for bit.
+// The per-pair arithmetic lives in rope_math.h, shared by rope_kernel and rope_cpu.
 #pragma once
 
 #include <array>

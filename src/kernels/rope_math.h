@@ -1,6 +1,5 @@
-// The RoPE arithmetic of one rotation pair, shared by rope_kernel (rope_yarn_bf16_sm90.cu), the QKV GEMV's
-// fused RoPE + KV-write epilogue (gemv_fp8_rope.h) and rope_cpu: one truth, so the fused and unfused device
-// paths agree bit for bit and the CPU reference differs from them only in cos/sin (libm vs CUDA's sincosf).
+// The RoPE arithmetic of one rotation pair, shared by rope_kernel (rope_yarn_bf16_sm90.cu) and rope_cpu:
+// one truth, so the CPU reference differs from the kernel only in cos/sin (libm vs CUDA's sincosf).
 //
 // Pair i of a head at position pos (a and b are elements i and i + 32, already bf16 values):
 //   c = bf(C · cos(pos · ω_i)), s = bf(C · sin(pos · ω_i))    (fp32 angle and product, rounded to bf16)

@@ -139,7 +139,6 @@ cuda::CudaOptions cuda_options(const ModelOptions& options) {
                                                 {"stream", cuda::MoeDecodePath::kStream}});
   out.kv_cache_fp8 = kv_cache_dtype_is_fp8(options.kv_cache_dtype);
   out.split_mixed_attention = options.split_mixed_attention;
-  out.fuse_qkv_rope = options.fuse_qkv_rope;
   out.moe_gemv_shape = choose<kernels::GemvMxfp4Shape>("--moe-gemv-shape", options.moe_gemv_shape,
                                                        {{"rule", kernels::GemvMxfp4Shape::kRule},
                                                         {"warps4", kernels::GemvMxfp4Shape::kWarps4},

@@ -50,9 +50,6 @@ struct ModelOptions {
   // cuda: mixed steps run their decode sequences on the decode attention kernel and only the prefill chunks
   // on the prefill kernel (CudaOptions::split_mixed_attention); on by default (measured faster on the H200).
   bool split_mixed_attention = true;
-  // cuda: decode steps fuse RoPE and the K/V cache write into the QKV GEMV (CudaOptions::fuse_qkv_rope); off
-  // by default until measured (a hidden bench flag, --fuse-qkv-rope).
-  bool fuse_qkv_rope = false;
   // cuda, A/B candidates of the MoE kernels (hidden bench flags; the defaults are the measured product):
   // the MXFP4 decode GEMVs' launch shape ("rule", "warps4", "warps4-stages4";
   // CudaOptions::moe_gemv_shape), the expert GEMMs' tile at 128-row tiles ("auto", "128x192tma",

@@ -99,10 +99,6 @@ struct CudaOptions {
   // a 1-query sequence then costs a whole query tile per head over all its keys). On by default: +1% / +4%
   // output tok/s at 256 clients (1000/200, 1000/1000) on the H200 (docs/PERF.md, Serving, fifth session).
   bool split_mixed_attention = true;
-  // Decode steps (≤ kernels::kGemvMaxRows tokens, FP8 qkv): RoPE and the K/V cache write fused into the QKV
-  // GEMV's epilogue (kernels/gemv_fp8_rope.h, CudaModel::fuses_qkv_rope), one launch instead of two. Off
-  // until the H200 has run it (compile-checked only; hidden bench flag --fuse-qkv-rope).
-  bool fuse_qkv_rope = false;
   // A/B candidates of the MoE kernels (kernels::MoeParams::gemv_mxfp4_shape, gemm_tile,
   // fuse_hidden_quantization); the defaults are the product's.
   kernels::GemvMxfp4Shape moe_gemv_shape = kernels::GemvMxfp4Shape::kRule;
@@ -185,9 +181,6 @@ class CudaModel final : public Model {
   static constexpr int kDualMxfp4MaxTokens = 64;
   // Whether a step of num_tokens reads MXFP4 experts (--weights mxfp4, or mxfp4+fp8 up to kDualMxfp4MaxTokens).
   bool reads_mxfp4_experts(int num_tokens) const;
-  // Whether a step of num_tokens runs the QKV projection, RoPE and the K/V write as one fused GEMV
-  // (CudaOptions::fuse_qkv_rope, FP8 qkv weights, ≤ kGemvMaxRows tokens: the decode GEMV's rows).
-  bool fuses_qkv_rope(int num_tokens) const;
   // --weights mxfp4, steps past the decode MoE and the stream path: the grouped GEMMs read the MXFP4
   // experts directly up to this many (token, expert) rows per expert on average (num_tokens · 4 / E), and
   // convert the layer's experts to FP8 first beyond it (H200, 2026-12-01, `gossamer_kernels_bench

@@ -9,7 +9,6 @@
 #include "kernels/gemm_fp8.h"
 #include "kernels/gemv_bf16.h"
 #include "kernels/gemv_fp8.h"
-#include "kernels/gemv_fp8_rope.h"
 #include "kernels/moe.h"
 #include "kernels/mxfp4_tiled.h"
 #include "kernels/quantize_fp8.h"
@@ -27,23 +26,6 @@ int round_up(int value, int multiple) {
 }
 const uint16_t* bias_of(const DeviceLinear& w) {
   return w.bias.bytes() ? w.bias.get<uint16_t>() : nullptr;
-}
-
-// The decode GEMV of an FP8 linear (m ≤ kGemvMaxRows rows): x [m, k] bf16 → out [m, n] bf16.
-kernels::GemvFp8Params fp8_gemv(const uint16_t* x, int m, const DeviceLinear& w, uint16_t* out) {
-  kernels::GemvFp8Params gemv;
-  gemv.x = x;
-  gemv.ldx = w.k;
-  gemv.w = w.weight.get<uint8_t>();
-  gemv.w_tiled = true;
-  gemv.w_scales = w.scales.get<float>();
-  gemv.bias = bias_of(w);
-  gemv.out = out;
-  gemv.ldc = w.n;
-  gemv.M = m;
-  gemv.N = w.n;
-  gemv.K = w.k;
-  return gemv;
 }
 
 }  // namespace
@@ -77,7 +59,19 @@ void CudaModel::linear(const uint16_t* x, int m, const DeviceLinear& w, uint16_t
     return kernels::launch_gemm_bf16(gemm, stream_);
   }
   if (m <= kernels::kGemvMaxRows) {  // decode: weight-only FP8, activations stay bf16
-    return kernels::launch_gemv_fp8(fp8_gemv(x, m, w, out), stream_);
+    kernels::GemvFp8Params gemv;
+    gemv.x = x;
+    gemv.ldx = w.k;
+    gemv.w = w.weight.get<uint8_t>();
+    gemv.w_tiled = true;
+    gemv.w_scales = w.scales.get<float>();
+    gemv.bias = bias_of(w);
+    gemv.out = out;
+    gemv.ldc = w.n;
+    gemv.M = m;
+    gemv.N = w.n;
+    gemv.K = w.k;
+    return kernels::launch_gemv_fp8(gemv, stream_);
   }
   const int ldq = round_up(w.k, 16);
   kernels::QuantizeFp8Params quant;
@@ -115,11 +109,6 @@ void CudaModel::linear(const uint16_t* x, int m, const DeviceLinear& w, uint16_t
 bool CudaModel::reads_mxfp4_experts(int num_tokens) const {
   return weights_.format == WeightFormat::kMxfp4 ||
          (weights_.format == WeightFormat::kMxfp4Fp8 && num_tokens <= kDualMxfp4MaxTokens);
-}
-
-bool CudaModel::fuses_qkv_rope(int num_tokens) const {
-  return options_.fuse_qkv_rope && num_tokens >= 1 && num_tokens <= kernels::kGemvMaxRows && !weights_.layers.empty() &&
-         weights_.layers.front().qkv.fp8;
 }
 
 bool CudaModel::streams_experts(int num_tokens) const {
@@ -271,7 +260,6 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
   rope.num_kv_heads = config_.num_kv_heads;
   std::copy(rope_.inv_freq.begin(), rope_.inv_freq.end(), rope.inv_freq.begin());
   rope.concentration = rope_.concentration;
-  const bool fused_rope = fuses_qkv_rope(t);
 
   kernels::AttentionParams attention;
   attention.page_indptr = dev + plan.page_indptr;
@@ -330,9 +318,8 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
     norm.out = bf16(normed_);
     kernels::launch_rmsnorm(norm, stream_);
     // ---- qkv [T, qkv_width] → RoPE (q → q_, k/v → paged cache) → attention → o-proj into delta ----
-    // (fused_rope: one GEMV does all three, kernels/gemv_fp8_rope.h; qkv_ is not written)
     mark(StepPhase::kQkv);
-    if (!fused_rope) linear(bf16(normed_), t, w.qkv, bf16(qkv_));
+    linear(bf16(normed_), t, w.qkv, bf16(qkv_));
     const bool ring = num_sliding_blocks_ > 0 && config_.layer_is_sliding[static_cast<size_t>(layer)];
     rope.slots = reinterpret_cast<const int64_t*>(dev + (ring ? plan.sliding_slots : plan.slots));
     attention.page_indptr = dev + (ring ? plan.sliding_page_indptr : plan.page_indptr);
@@ -350,12 +337,7 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
     rope.k_scale = attention.k_scale = k_scale;
     rope.v_scale = attention.v_scale = v_scale;
     mark(StepPhase::kRope);
-    if (fused_rope) {
-      // [T, hidden] bf16 → q_ [T, q_heads, 64] bf16 and the layer's K/V cache slots (qkv_ untouched)
-      kernels::launch_gemv_fp8_rope(fp8_gemv(bf16(normed_), t, w.qkv, nullptr), rope, stream_);
-    } else {
-      kernels::launch_rope(rope, stream_);
-    }
+    kernels::launch_rope(rope, stream_);
     attention.q = bf16(q_);
     attention.out = bf16(attn_out_);
     attention.k_cache = k_cache_[static_cast<size_t>(layer)].get();
