@@ -43,9 +43,8 @@ void ModelChoice::add_options(CLI::App& cli) {
       ->check(CLI::IsMember({"rule", "warps4", "warps4-stages4"}))
       ->group("");  // hidden: candidates
   cli.add_option("--moe-gemm-tile", options.moe_gemm_tile,
-                 "cuda: the expert GEMMs' tile at 128-row tiles, auto | 128x192tma | 128x256tma | 128x192tma2 | "
-                 "128x256tma2 (A/B)")
-      ->check(CLI::IsMember({"auto", "128x192tma", "128x256tma", "128x192tma2", "128x256tma2"}))
+                 "cuda: the expert GEMMs' tile at 128-row tiles, auto | 128x192tma2 | 128x256tma2 (A/B)")
+      ->check(CLI::IsMember({"auto", "128x192tma2", "128x256tma2"}))
       ->group("");
   cli.add_flag("--moe-fuse-hidden-quantization,!--no-moe-fuse-hidden-quantization",
                options.moe_fuse_hidden_quantization, "cuda: h quantized in the gate_up GEMM's epilogue (A/B)")

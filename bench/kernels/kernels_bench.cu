@@ -180,13 +180,11 @@ void bench_gemm(CublasLtFp8Gemm& lt, const char* name, int M, int N, int K) {
   const double bytes = double(N) * K + double(M) * K + 2.0 * M * N;
   const std::string shape =
       std::string(name) + " M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K);
-  // Large M: the big tiles (the default picks the plain 128×128); small M: the default (64×64).
+  // Large M: the 128-row tiles and 64×128; small M: the default (64×64).
   // The TMA kernel reads B tile-major (the product's layout; the random bytes serve either layout).
-  for (const GemmTile tile :
-       M > 64 ? std::vector<GemmTile>{GemmTile::k128x128, GemmTile::k128x128tma, GemmTile::k128x192tma,
-                                      GemmTile::k128x256tma, GemmTile::k128x192tma2, GemmTile::k128x256tma2,
-                                      GemmTile::k64x128}
-              : std::vector<GemmTile>{GemmTile::kAuto}) {
+  for (const GemmTile tile : M > 64 ? std::vector<GemmTile>{GemmTile::k128x128, GemmTile::k128x192tma2,
+                                                            GemmTile::k128x256tma2, GemmTile::k64x128}
+                                    : std::vector<GemmTile>{GemmTile::kAuto}) {
     p.b_tiled = tile != GemmTile::k128x128 && tile != GemmTile::k64x128 && tile != GemmTile::kAuto;
     p.tile = tile;
     const double us = time_us([&](int i) {
@@ -195,9 +193,6 @@ void bench_gemm(CublasLtFp8Gemm& lt, const char* name, int M, int N, int K) {
       launch_gemm_fp8(p, M, nullptr);
     });
     const char* label = tile == GemmTile::k64x128        ? "gemm_fp8 (+bias) 64x128"
-                        : tile == GemmTile::k128x128tma  ? "gemm_fp8 (+bias) 128x128 tma"
-                        : tile == GemmTile::k128x192tma  ? "gemm_fp8 (+bias) 128x192 tma"
-                        : tile == GemmTile::k128x256tma  ? "gemm_fp8 (+bias) 128x256 tma"
                         : tile == GemmTile::k128x192tma2 ? "gemm_fp8 (+bias) 128x192 tma cluster 2"
                         : tile == GemmTile::k128x256tma2 ? "gemm_fp8 (+bias) 128x256 tma cluster 2"
                                                          : "gemm_fp8 (+bias)";
@@ -343,23 +338,19 @@ void bench_moe(int T, int E) {
   Buf ws(moe_workspace_bytes(T, E, MoeBench::kH, MoeBench::kI));
   // Row-major experts (cp.async GEMM), then the model's tile-major layout with each TMA tile (128-row tiles;
   // the random bytes serve either layout).
-  for (const GemmTile tile : {GemmTile::kAuto, GemmTile::k128x128tma, GemmTile::k128x192tma, GemmTile::k128x256tma,
-                              GemmTile::k128x192tma2, GemmTile::k128x256tma2}) {
+  for (const GemmTile tile : {GemmTile::kAuto, GemmTile::k128x192tma2, GemmTile::k128x256tma2}) {
     const bool tiled = tile != GemmTile::kAuto;
     if (tiled && T * 4 / E <= 64) continue;  // 64-row tiles: no TMA kernel
     m.p.weights_tiled = tiled;
     m.p.gemm_tile = tile;
     const double us = time_us([&](int) { launch_moe(m.p, ws.get(), nullptr); }, 10);
     row(!tiled                           ? "moe (route..combine)"
-        : tile == GemmTile::k128x128tma  ? "moe tma 128x128"
-        : tile == GemmTile::k128x192tma  ? "moe tma 128x192"
-        : tile == GemmTile::k128x256tma  ? "moe tma 128x256"
         : tile == GemmTile::k128x192tma2 ? "moe tma 128x192 cluster 2"
                                          : "moe tma 128x256 cluster 2",
         m.shape(), us, m.flops(), m.expert_bytes(), 0, T <= 16 ? "copy" : "fp8");
   }
-  // h quantized in gate_up's epilogue (MoeParams::fuse_hidden_quantization; gate_up on 128×256 tiles, clustered
-  // when the down GEMM's tile is) with down on the default tile and on each 2-CTA-cluster tile.
+  // h quantized in gate_up's epilogue (MoeParams::fuse_hidden_quantization; gate_up on the 128×256 tile) with
+  // down on the default tile and on each TMA tile.
   if (T * 4 / E > 64) {
     m.p.weights_tiled = true;
     m.p.fuse_hidden_quantization = true;

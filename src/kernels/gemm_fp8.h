@@ -29,23 +29,20 @@ namespace gossamer::kernels {
 
 // kSwiGluFp8: kSwiGlu's bf16 output quantized in the epilogue exactly as quantize_fp8.h would quantize it
 // (1×128 groups of the N/2 outputs, e4m3 into out_q, scales into out_scales): the MoE's gate_up writes the
-// down GEMM's A directly. TMA 128×256 tiles only (a tile's 128 outputs per row are one group).
+// down GEMM's A directly. k128x256tma2 only (a 256-wide tile's 128 outputs per row are one group).
 enum class GemmEpilogue : int { kBias = 0, kSwiGlu = 1, kSwiGluFp8 = 2 };
 // CTA tile (BM×BN). kAuto picks 64×64 for ≤ 64 rows per tile, 64×128 for plain GEMMs of 65–256 rows,
-// else 128-row tiles: the persistent TMA warp-specialised kernel (k128x128tma / k128x192tma / k128x256tma,
-// and the 2-CTA-cluster k128x192tma2 / k128x256tma2 that multicast A;
-// gemm_fp8_tma_sm90.cu) when B is tile-major and A is not gathered, the cp.async kernel (k128x128)
-// otherwise. Grouped (MoE) launches must use a tile whose BM equals the tile list's tile_rows.
+// else 128-row tiles: the persistent TMA warp-specialised kernel in clusters of 2 CTAs multicasting their
+// shared A tile (k128x192tma2 / k128x256tma2; gemm_fp8_tma_sm90.cu) when B is tile-major and A is not
+// gathered, the cp.async kernel (k128x128) otherwise. Grouped (MoE) launches must use a tile whose BM
+// equals the tile list's tile_rows. The numeric values carry no meaning.
 enum class GemmTile : int {
   kAuto = 0,
   k64x64 = 1,
   k64x128 = 2,
   k128x128 = 3,
-  k128x128tma = 4,
-  k128x192tma = 5,
-  k128x256tma = 6,
-  k128x192tma2 = 7,  // k128x192tma in clusters of 2 CTAs multicasting their shared A tile
-  k128x256tma2 = 8,  // k128x256tma likewise
+  k128x192tma2 = 4,
+  k128x256tma2 = 5,
 };
 
 struct GemmFp8Params {

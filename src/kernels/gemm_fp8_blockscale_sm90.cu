@@ -187,9 +187,9 @@ void launch_gemm_fp8(const GemmFp8Params& p, int rows_hint, cudaStream_t stream)
                  "gemm_fp8: the kSwiGluFp8 epilogue needs out_q (ldq a multiple of 16, ≥ N/2), out_scales and the "
                  "TMA kernel's operands (tile-major FP8 B, contiguous A)");
   if (p.b_mxfp4) return launch_mxfp4(p, stream);  // one kernel (128×128 tiles): p.tile does not apply
-  GemmTile tile = quantized_out && p.tile == GemmTile::kAuto ? GemmTile::k128x256tma : p.tile;
-  GOSSAMER_CHECK(!quantized_out || tile == GemmTile::k128x256tma || tile == GemmTile::k128x256tma2,
-                 "gemm_fp8: the kSwiGluFp8 epilogue is built for the 128×256 TMA tiles only");
+  GemmTile tile = quantized_out && p.tile == GemmTile::kAuto ? GemmTile::k128x256tma2 : p.tile;
+  GOSSAMER_CHECK(!quantized_out || tile == GemmTile::k128x256tma2,
+                 "gemm_fp8: the kSwiGluFp8 epilogue is built for the 128×256 TMA tile only");
   if (tile == GemmTile::kAuto) {
     // Measured on the H200 (docs/PERF.md, 105892e): 64×128 at 2 CTAs/SM wins for plain GEMMs of 65–256
     // rows (e.g. 21.1 vs 23.7 µs at M=128, N=5120, K=2880); 128×128 wins from M≈1024 up.
@@ -197,26 +197,25 @@ void launch_gemm_fp8(const GemmFp8Params& p, int rows_hint, cudaStream_t stream)
       tile = GemmTile::k64x64;
     } else {
       // 128-row tiles: the persistent TMA kernel wherever its operand rules hold (tile-major B, contiguous
-      // A), else the cp.async kernel. Measured on the H200 (PERF.md, 2026-12-05): plain GEMMs 128×256
-      // (qkv / o / gate_up / square at M = 4096–8192: 0.92–0.98× the 128×192 time), the grouped MoE 128×192
-      // (8,192 tokens: E = 32 2,708 vs 2,769 µs; E = 128 3,294 vs 3,271, a tie; the 256-wide tile wastes
-      // columns at N = 2,880 and 5,760 and rows in the experts' partial tiles).
+      // A), else the cp.async kernel. Measured on the H200 (2026-12-05, ninth session; µs, 128×192 vs
+      // 128×256 in clusters of 2): plain GEMMs 128×256 from M = 4096 where N is a multiple of 256 (qkv
+      // M = 8192: 287.6 vs 266.6), else 128×192 (o M = 1024: 30.2 vs 36.7; gate_up N = 5760 M = 8192: 318.8
+      // vs 330.9); the rule is the best or within 2% on every measured shape. The grouped MoE 128×256
+      // (20b prefill of 8k / 32k tokens 0.094 / 0.587 s vs 0.095 / 0.591; the MoE layer alone within 2%).
       const bool tma_ok = p.b_tiled && p.a_row_index == nullptr;
       const bool grouped = p.tile_group != nullptr;
+      const bool wide = grouped || (p.M >= 4096 && p.N % 256 == 0);
       tile = (!grouped && p.M <= 256) ? GemmTile::k64x128
              : !tma_ok                ? GemmTile::k128x128
-             : grouped                ? GemmTile::k128x192tma
-                                      : GemmTile::k128x256tma;
+             : wide                   ? GemmTile::k128x256tma2
+                                      : GemmTile::k128x192tma2;
     }
   }
   switch (tile) {
     case GemmTile::k64x64: launch_tile<64, 64>(p, stream); break;
     case GemmTile::k64x128: launch_tile<64, 128>(p, stream); break;
-    case GemmTile::k128x128tma: launch_tma(p, 128, 1, stream); break;
-    case GemmTile::k128x192tma: launch_tma(p, 192, 1, stream); break;
-    case GemmTile::k128x256tma: launch_tma(p, 256, 1, stream); break;
-    case GemmTile::k128x192tma2: launch_tma(p, 192, 2, stream); break;
-    case GemmTile::k128x256tma2: launch_tma(p, 256, 2, stream); break;
+    case GemmTile::k128x192tma2: launch_tma(p, 192, stream); break;
+    case GemmTile::k128x256tma2: launch_tma(p, 256, stream); break;
     default: launch_tile<128, 128>(p, stream); break;
   }
 }

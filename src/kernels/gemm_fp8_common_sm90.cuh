@@ -133,9 +133,9 @@ __device__ __forceinline__ const float* b_scale_row(const GemmFp8Params& p, int 
   return p.b_scales + (static_cast<int64_t>(group) * ceil_div(p.N, 128) + n0 / 128) * num_kb;
 }
 
-// The persistent TMA warp-specialised kernel (gemm_fp8_tma_sm90.cu), 128 × tile_n tiles (tile_n 128, 192 or
-// 256), in clusters of `cluster` CTAs sharing A (1, or 2 for tile_n 192 and 256): tile-major B, contiguous A.
-void launch_tma(const GemmFp8Params& p, int tile_n, int cluster, cudaStream_t stream);
+// The persistent TMA warp-specialised kernel (gemm_fp8_tma_sm90.cu), 128 × tile_n tiles (tile_n 192 or 256)
+// in clusters of 2 CTAs sharing A: tile-major B, contiguous A.
+void launch_tma(const GemmFp8Params& p, int tile_n, cudaStream_t stream);
 
 // The MXFP4-weight kernel (gemm_fp8_mxfp4_sm90.cu), 128×128 tiles: B tiled MXFP4 (b_mxfp4), A gathered or not.
 void launch_mxfp4(const GemmFp8Params& p, cudaStream_t stream);

@@ -1,13 +1,16 @@
-// FP8 block-scaled GEMM on Hopper with TMA and warp specialisation (GemmTile::k128x128tma,
-// k128x192tma and k128x256tma; gemm_fp8.h). Persistent: one CTA per SM walks the tiles (m fastest, so CTAs running
+// FP8 block-scaled GEMM on Hopper with TMA and warp specialisation (GemmTile::k128x192tma2 and
+// k128x256tma2; gemm_fp8.h). Persistent: one CTA per SM walks the tiles (m fastest, so CTAs running
 // together share B tiles in L2), and the producer runs ahead into the next tile while the consumers
-// write the last one out.
+// write the last one out. CTAs run in clusters of 2 (kCluster): the two compute neighbouring column tiles
+// of one row tile and share its A tile, each loading one 64-row half and multicasting it to both (A's
+// L2 → SM bytes per CTA halve).
 //
-// A CTA computes 128×kBN tiles (kBN = 128, 192 or 256) with 384 threads:
-//   warpgroup 0  producer: one thread issues the bulk tensor copies of A (128 rows × 128 K bytes) and B
-//                (kBN rows × 128 K bytes, tile-major) into a ring of kStages stages, each guarded by a
-//                full barrier and an empty barrier (8 consumer warps arrive). A stage holds each operand
-//                as two K halves of 128 rows × 64 bytes, 64B-swizzled (the tile-major tiles are 64 bytes
+// A CTA computes 128×kBN tiles (kBN = 192 or 256) with 384 threads:
+//   warpgroup 0  producer: one thread issues the bulk tensor copies of A (its 64-row half of 128 rows ×
+//                128 K bytes, multicast) and B (kBN rows × 128 K bytes, tile-major) into a ring of kStages
+//                stages, each guarded by a full barrier and an empty barrier (the 8 consumer warps of both
+//                CTAs arrive: a stage is refilled only once the peer released it too). A stage holds each
+//                operand as two K halves of 128 rows × 64 bytes, 64B-swizzled (the tile-major tiles are 64 bytes
 //                wide; tma_sm90.cuh). Warp 1 stages the block scales the same way: cp.async of the
 //                tile's 128 A scales and its B scales per K block, each lane's completion one arrival on
 //                the full barrier (1 transaction-counted + 32 arrivals), so the consumers never wait on a
@@ -32,12 +35,14 @@ namespace gossamer::kernels::gemm_fp8_detail {
 namespace {
 
 constexpr int kTmaThreads = 384;
+constexpr int kCluster = 2;  // CTAs per cluster, sharing the A tile
 constexpr int kProducerRegs = 40;
 constexpr int kConsumerRegs = 232;
 
 template <int kBN>
 struct TmaTile {
-  static constexpr int kStages = kBN == 128 ? 6 : kBN == 192 ? 5 : 4;
+  static_assert(kBN == 192 || kBN == 256, "128×192 and 128×256 tiles");
+  static constexpr int kStages = kBN == 192 ? 5 : 4;
   static constexpr int kABytes = 128 * kBK;  // [K half][128 rows][64 bytes]
   static constexpr int kBBytes = kBN * kBK;  // [K half][kBN rows][64 bytes]
   static constexpr int kStageBytes = kABytes + kBBytes;
@@ -45,27 +50,27 @@ struct TmaTile {
   static constexpr int kSmemBytes = 1024 + kStages * kStageBytes + 2 * kStages * 8 + kStages * kScaleFloats * 4;
 };
 constexpr int kScaleLanes = 32;  // producer warp 1
-// Columns of B one wgmma pass covers: the whole tile up to 192; a 256-wide tile runs two 128-column passes
+// Columns of B one wgmma pass covers: the whole 192-wide tile; a 256-wide tile runs two 128-column passes
 // per K block (its temporary accumulator is half the tile: acc 128 + tmp 64 registers fit the consumers' 232).
 template <int kBN>
 struct TmaPassCols {
   static constexpr int value = kBN == 256 ? 128 : kBN;
 };
 
-// Work unit u of the walk (m fastest): expert, rows [m0, row_end) and columns from n0. With clusters of
-// kCluster CTAs, a unit is kCluster neighbouring column tiles of one row tile, rank r taking the r-th; a
-// rank past N (an odd tile count) is inactive: it loads and computes its peer's tile (n0_load) for the
-// shared A and the barriers' sake, and writes nothing.
+// Work unit u of the walk (m fastest): expert, rows [m0, row_end) and columns from n0. A unit is kCluster
+// neighbouring column tiles of one row tile, rank r taking the r-th; a rank past N (an odd tile count) is
+// inactive: it loads and computes its peer's tile (n0_load) for the shared A and the barriers' sake, and
+// writes nothing.
 struct TmaTileCoord {
   int group, m0, row_end, n0, n0_load;
   bool active;
 };
-template <int kBN, int kCluster>
+template <int kBN>
 __device__ __forceinline__ TmaTileCoord tma_tile(const GemmFp8Params& p, int u, int m_tiles, int rank) {
   const int mt = u % m_tiles;
   TmaTileCoord c;
   c.n0 = (kCluster * (u / m_tiles) + rank) * kBN;
-  c.active = kCluster == 1 || c.n0 < p.N;  // without clusters every unit's tile is inside N
+  c.active = c.n0 < p.N;
   c.n0_load = c.active ? c.n0 : c.n0 - kBN;
   if (p.tile_group) {
     c.group = p.tile_group[mt];
@@ -79,7 +84,7 @@ __device__ __forceinline__ TmaTileCoord tma_tile(const GemmFp8Params& p, int u, 
   return c;
 }
 
-// One wgmma of a pass: 64 × 192 for 192-wide tiles, else 64 × 128 (a 256-wide tile is two 128-wide passes).
+// One wgmma of a pass: 64 × 192 for 192-wide tiles, 64 × 128 for 256-wide tiles (two 128-wide passes).
 template <int kBN>
 __device__ __forceinline__ void wgmma_pass(float (&d)[TmaPassCols<kBN>::value / 2], uint64_t da, uint64_t db,
                                            int scale_d) {
@@ -133,30 +138,27 @@ __device__ __forceinline__ void promote_pass(float (&acc)[kBN / 2], const float 
 struct TmaWalk {
   int m_tiles, units, first, stride, rank;
 };
-template <int kBN, int kCluster>
+template <int kBN>
 __device__ __forceinline__ TmaWalk tma_walk(const GemmFp8Params& p) {
   TmaWalk w;
   w.m_tiles = p.tile_group ? *p.num_tiles : ceil_div(p.M, 128);
   w.units = w.m_tiles * ceil_div(ceil_div(p.N, kBN), kCluster);
   w.first = static_cast<int>(blockIdx.x) / kCluster;
   w.stride = static_cast<int>(gridDim.x) / kCluster;
-  w.rank = kCluster > 1 ? static_cast<int>(tma::cluster_rank()) : 0;
+  w.rank = static_cast<int>(tma::cluster_rank());
   return w;
 }
 
-template <int kBN, int kCluster>
+template <int kBN>
 __device__ __forceinline__ void consume_tma_tiles(const GemmFp8Params& p, uint8_t* smem, uint64_t* full,
                                                   uint64_t* empty, float* scales, int num_kb);
 
-// kCluster 2: the two CTAs of a cluster compute neighbouring column tiles of one row tile and share its A
-// tile: each loads one 64-row half and multicasts it to both (A's L2 → SM bytes per CTA halve), so a stage
-// may be refilled only when both CTAs' consumers released it (each consumer warp arrives on its own and its
-// peer's empty barrier).
-template <int kBN, int kCluster>
+// The two CTAs of a cluster share the A tile, so a stage may be refilled only when both CTAs' consumers
+// released it (each consumer warp arrives on its own and its peer's empty barrier).
+template <int kBN>
 __global__ void __launch_bounds__(kTmaThreads, 1)
     gemm_fp8_tma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                         const GemmFp8Params p) {
-  static_assert(kCluster == 1 || kCluster == 2, "clusters of 1 or 2 CTAs");
   using T = TmaTile<kBN>;
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
@@ -175,37 +177,28 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     }
     tma::fence_barrier_init();
   }
-  if constexpr (kCluster > 1) {
-    tma::cluster_sync();  // the peer's barriers exist before any copy or arrival names them
-  } else {
-    __syncthreads();
-  }
+  tma::cluster_sync();  // the peer's barriers exist before any copy or arrival names them
 
   if (tid < 128) {
     // ================= producer =================
     tma::regs_release<kProducerRegs>();
-    const TmaWalk w = tma_walk<kBN, kCluster>(p);
+    const TmaWalk w = tma_walk<kBN>(p);
     if (tid == 0) {
       // B bands: 64-row bands of the tile-major layout, G · pad(N)/64 of them.
       const int bands_per_group = static_cast<int>(fp8_tiled_pad(p.N) / 64);
       int s = 0;
       uint32_t phase = 0;
       for (int u = w.first; u < w.units; u += w.stride) {
-        const TmaTileCoord c = tma_tile<kBN, kCluster>(p, u, w.m_tiles, w.rank);
+        const TmaTileCoord c = tma_tile<kBN>(p, u, w.m_tiles, w.rank);
         const int band0 = c.group * bands_per_group + c.n0_load / 64;
         for (int kb = 0; kb < num_kb; ++kb, s = next_stage<T::kStages>(s, phase)) {
           mbar::wait(&empty[s], phase ^ 1);
           uint8_t* sa = smem + s * T::kStageBytes;
           // The whole stage lands on this CTA's barrier: its A half and its peer's (multicast), and its B.
           tma::arrive_expect_tx(&full[s], T::kStageBytes);
-          if constexpr (kCluster > 1) {
-            uint8_t* half = sa + w.rank * 64 * 64;  // rows 64·rank … of each K half
-            tma::copy_2d_multicast(half, &map_a, kb * kBK, c.m0 + 64 * w.rank, &full[s], 0x3);
-            tma::copy_2d_multicast(half + T::kABytes / 2, &map_a, kb * kBK + 64, c.m0 + 64 * w.rank, &full[s], 0x3);
-          } else {
-            tma::copy_2d(sa, &map_a, kb * kBK, c.m0, &full[s]);
-            tma::copy_2d(sa + T::kABytes / 2, &map_a, kb * kBK + 64, c.m0, &full[s]);
-          }
+          uint8_t* half = sa + w.rank * 64 * 64;  // rows 64·rank … of each K half
+          tma::copy_2d_multicast(half, &map_a, kb * kBK, c.m0 + 64 * w.rank, &full[s], 0x3);
+          tma::copy_2d_multicast(half + T::kABytes / 2, &map_a, kb * kBK + 64, c.m0 + 64 * w.rank, &full[s], 0x3);
           tma::copy_4d(sa + T::kABytes, &map_b, 0, 0, band0, 2 * kb, &full[s]);
         }
       }
@@ -216,9 +209,9 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
       int s = 0;
       uint32_t phase = 0;
       for (int u = w.first; u < w.units; u += w.stride) {
-        const TmaTileCoord c = tma_tile<kBN, kCluster>(p, u, w.m_tiles, w.rank);
+        const TmaTileCoord c = tma_tile<kBN>(p, u, w.m_tiles, w.rank);
         const float* bs0 = b_scale_row(p, c.group, c.n0_load, num_kb);
-        const float* bs1 = kBN > 128 && c.n0_load / 128 + 1 < num_nb ? bs0 + num_kb : bs0;
+        const float* bs1 = c.n0_load / 128 + 1 < num_nb ? bs0 + num_kb : bs0;
         for (int kb = 0; kb < num_kb; ++kb, s = next_stage<T::kStages>(s, phase)) {
           mbar::wait(&empty[s], phase ^ 1);
           float* sc = scales + s * T::kScaleFloats;
@@ -234,14 +227,14 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
       }
     }
   } else {
-    consume_tma_tiles<kBN, kCluster>(p, smem, full, empty, scales, num_kb);
+    consume_tma_tiles<kBN>(p, smem, full, empty, scales, num_kb);
   }
   // NOTE: no CTA of a cluster exits while its peer may still multicast into it or arrive on its barriers.
-  if constexpr (kCluster > 1) tma::cluster_sync();
+  tma::cluster_sync();
 }
 
 // ================= consumers (warpgroups 1 and 2) =================
-template <int kBN, int kCluster>
+template <int kBN>
 __device__ __forceinline__ void consume_tma_tiles(const GemmFp8Params& p, uint8_t* smem, uint64_t* full,
                                                   uint64_t* empty, float* scales, int num_kb) {
   using T = TmaTile<kBN>;
@@ -264,9 +257,9 @@ __device__ __forceinline__ void consume_tma_tiles(const GemmFp8Params& p, uint8_
   const uint32_t scales0 = tma::smem_u32(scales);
   int s = 0;
   uint32_t phase = 0;
-  const TmaWalk w = tma_walk<kBN, kCluster>(p);
+  const TmaWalk w = tma_walk<kBN>(p);
   for (int u = w.first; u < w.units; u += w.stride) {
-    const TmaTileCoord c = tma_tile<kBN, kCluster>(p, u, w.m_tiles, w.rank);
+    const TmaTileCoord c = tma_tile<kBN>(p, u, w.m_tiles, w.rank);
     init_with_bias<kBN>(p, acc, c.group, c.n0_load, lane);
     // 192-wide tiles cover two 128-row B scale blocks: the first 128 or 64 columns use the first (n0 % 128
     // is 0 or 64). 256-wide tiles: pass h uses block h.
@@ -293,14 +286,14 @@ __device__ __forceinline__ void consume_tma_tiles(const GemmFp8Params& p, uint8_
         wgmma::wait<0>();
         if (h == kPasses - 1 && lane == 0) {
           mbar::arrive(&empty[s]);
-          if constexpr (kCluster > 1) mbar::arrive_cluster(&empty[s], static_cast<uint32_t>(w.rank ^ 1));
+          mbar::arrive_cluster(&empty[s], static_cast<uint32_t>(w.rank ^ 1));
         }
 
         // ---- promote with the block scales (the other kernels' arithmetic: bit-identical results) ----
         const float s0a = sa0 * sb0, s1a = sa1 * sb0, s0b = sa0 * sb1, s1b = sa1 * sb1;
         if constexpr (kPasses == 2) {
           promote_pass<kBN>(acc, tmp, h, h == 0 ? s0a : s0b, h == 0 ? s1a : s1b);
-        } else if (kBN == 128 || split_at_128) {
+        } else if (split_at_128) {
           promote_split<kBN, 128>(acc, tmp, s0a, s1a, s0b, s1b);
         } else {
           promote_split<kBN, 64>(acc, tmp, s0a, s1a, s0b, s1b);
@@ -321,10 +314,10 @@ int num_sms() {
   return n;
 }
 
-template <int kBN, int kCluster>
+template <int kBN>
 void launch_tma_tile(const GemmFp8Params& p, cudaStream_t stream) {
   using T = TmaTile<kBN>;
-  auto* kernel = gemm_fp8_tma_kernel<kBN, kCluster>;
+  auto* kernel = gemm_fp8_tma_kernel<kBN>;
   // Resident clusters (clusters of 2 need two free SMs of one GPC): queried once per instantiation.
   // The launch configuration for `units` work units (kCluster CTAs each).
   ClusterPdlAttributes cluster_attribute(kCluster, false);
@@ -339,7 +332,6 @@ void launch_tma_tile(const GemmFp8Params& p, cudaStream_t stream) {
   };
   static const int max_units_in_flight = [&] {
     GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes));
-    if (kCluster == 1) return num_sms();
     const cudaLaunchConfig_t cfg = config(num_sms() / kCluster);
     int clusters = 0;
     GOSSAMER_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg));
@@ -371,20 +363,13 @@ void launch_tma_tile(const GemmFp8Params& p, cudaStream_t stream) {
 
 }  // namespace
 
-void launch_tma(const GemmFp8Params& p, int tile_n, int cluster, cudaStream_t stream) {
+void launch_tma(const GemmFp8Params& p, int tile_n, cudaStream_t stream) {
   GOSSAMER_CHECK(p.b_tiled, "gemm_fp8: the TMA kernel reads tile-major B only");
   GOSSAMER_CHECK(p.a_row_index == nullptr, "gemm_fp8: the TMA kernel reads contiguous A rows (no gather)");
   GOSSAMER_CHECK(reinterpret_cast<uintptr_t>(p.a) % 16 == 0 && reinterpret_cast<uintptr_t>(p.b) % 16 == 0,
                  "gemm_fp8: the TMA kernel needs 16-byte aligned operands");
-  GOSSAMER_CHECK(cluster == 1 || (cluster == 2 && tile_n != 128), "gemm_fp8: TMA tile 128x", tile_n, " cluster ",
-                 cluster, " is not built");
-  if (tile_n == 256) {
-    cluster == 2 ? launch_tma_tile<256, 2>(p, stream) : launch_tma_tile<256, 1>(p, stream);
-  } else if (tile_n == 192) {
-    cluster == 2 ? launch_tma_tile<192, 2>(p, stream) : launch_tma_tile<192, 1>(p, stream);
-  } else {
-    launch_tma_tile<128, 1>(p, stream);
-  }
+  GOSSAMER_CHECK(tile_n == 192 || tile_n == 256, "gemm_fp8: TMA tile 128x", tile_n, " is not built");
+  tile_n == 256 ? launch_tma_tile<256>(p, stream) : launch_tma_tile<192>(p, stream);
 }
 
 }  // namespace gossamer::kernels::gemm_fp8_detail

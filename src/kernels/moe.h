@@ -106,12 +106,13 @@ struct MoeParams {
   int num_local_experts = 0;
   int hidden = 2880;
   int inter = 2880;
-  // The expert GEMMs' tile at 128-row tiles (k128x128tma / k128x192tma / k128x256tma need weights_tiled); kAuto lets
-  // launch_gemm_fp8 choose. Benchmarks and tests pin it to compare kernels.
+  // The expert GEMMs' tile at 128-row tiles (k128x192tma2 / k128x256tma2 need weights_tiled); kAuto lets
+  // launch_gemm_fp8 choose (grouped: k128x256tma2). Benchmarks and tests pin it to compare kernels.
   GemmTile gemm_tile = GemmTile::kAuto;
   // launch_moe, FP8 tile-major experts at 128-row tiles: the gate_up GEMM quantizes h in its epilogue
-  // (GemmEpilogue::kSwiGluFp8, TMA 128×256 tiles) instead of writing bf16 h for a separate quantization
-  // pass; bit-identical output. Off until measured (PERF.md); benchmarks and tests turn it on.
+  // (GemmEpilogue::kSwiGluFp8, on the k128x256tma2 tile whatever gemm_tile) instead of writing bf16 h for a
+  // separate quantization pass; bit-identical output. Off until measured (PERF.md); benchmarks and tests turn
+  // it on.
   bool fuse_hidden_quantization = false;
   // launch_moe_decode with weights_mxfp4 only: both GEMVs' launch shape (gemv_mxfp4.h); the product leaves
   // kRule, tests and benchmarks pin the others.

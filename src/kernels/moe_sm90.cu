@@ -216,7 +216,7 @@ void experts_fp8_gemm(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t str
   g1.num_groups = b.E;
   if (plan_tile_rows(b.step, b.T, b.E) == 128) g1.tile = b.gemm_tile;
   const GemmTile tile = g1.tile;  // both GEMMs' tile (gate_up's may become 128×256 below)
-  // h quantized in gate_up's epilogue: FP8 tile-major experts at 128-row tiles (the TMA 128×256 kernel).
+  // h quantized in gate_up's epilogue: FP8 tile-major experts at 128-row tiles (the TMA 128×256 tile).
   const bool fuse_quantization = b.fuse_hidden_quantization && b.step == ExpertStep::kFp8Gemm && b.weights_tiled &&
                                  plan_tile_rows(b.step, b.T, b.E) == 128;
   if (fuse_quantization) {
@@ -224,8 +224,7 @@ void experts_fp8_gemm(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t str
     g1.out_q = w.h_q;
     g1.ldq = ld16(b.inter);
     g1.out_scales = w.h_scales;
-    const bool clustered = g1.tile == GemmTile::k128x192tma2 || g1.tile == GemmTile::k128x256tma2;
-    g1.tile = clustered ? GemmTile::k128x256tma2 : GemmTile::k128x256tma;
+    g1.tile = GemmTile::k128x256tma2;
   }
   mark(b, MoePhase::kGateUp, stream);
   launch_gemm_fp8(g1, rows_hint, stream);

@@ -74,14 +74,6 @@ __device__ __forceinline__ void prefetch_map(const CUtensorMap* map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
 }
 
-__device__ __forceinline__ void copy_2d(void* dst, const CUtensorMap* map, int c0, int c1, uint64_t* bar) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\n" ::"r"(
-          smem_u32(dst)),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1)
-      : "memory");
-}
-
 __device__ __forceinline__ void copy_4d(void* dst, const CUtensorMap* map, int c0, int c1, int c2, int c3,
                                         uint64_t* bar) {
   asm volatile(
@@ -91,8 +83,8 @@ __device__ __forceinline__ void copy_4d(void* dst, const CUtensorMap* map, int c
       : "memory");
 }
 
-// copy_2d into the same shared-memory offset of every CTA in `cta_mask` (a cluster's ranks), each
-// destination's barrier at `bar`'s offset receiving the box's bytes.
+// The 2-D box at (c0, c1) into the same shared-memory offset of every CTA in `cta_mask` (a cluster's
+// ranks), each destination's barrier at `bar`'s offset receiving the box's bytes.
 __device__ __forceinline__ void copy_2d_multicast(void* dst, const CUtensorMap* map, int c0, int c1, uint64_t* bar,
                                                   uint16_t cta_mask) {
   asm volatile(

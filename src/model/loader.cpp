@@ -145,8 +145,6 @@ cuda::CudaOptions cuda_options(const ModelOptions& options) {
                                                         {"warps4-stages4", kernels::GemvMxfp4Shape::kWarps4Stages4}});
   out.moe_gemm_tile = choose<kernels::GemmTile>("--moe-gemm-tile", options.moe_gemm_tile,
                                                 {{"auto", kernels::GemmTile::kAuto},
-                                                 {"128x192tma", kernels::GemmTile::k128x192tma},
-                                                 {"128x256tma", kernels::GemmTile::k128x256tma},
                                                  {"128x192tma2", kernels::GemmTile::k128x192tma2},
                                                  {"128x256tma2", kernels::GemmTile::k128x256tma2}});
   out.moe_fuse_hidden_quantization = options.moe_fuse_hidden_quantization;

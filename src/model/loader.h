@@ -52,8 +52,8 @@ struct ModelOptions {
   bool split_mixed_attention = true;
   // cuda, A/B candidates of the MoE kernels (hidden bench flags; the defaults are the measured product):
   // the MXFP4 decode GEMVs' launch shape ("rule", "warps4", "warps4-stages4";
-  // CudaOptions::moe_gemv_shape), the expert GEMMs' tile at 128-row tiles ("auto", "128x192tma",
-  // "128x256tma", "128x192tma2", "128x256tma2"; CudaOptions::moe_gemm_tile), and h quantized in gate_up's
+  // CudaOptions::moe_gemv_shape), the expert GEMMs' tile at 128-row tiles ("auto", "128x192tma2",
+  // "128x256tma2"; CudaOptions::moe_gemm_tile), and h quantized in gate_up's
   // epilogue (CudaOptions::moe_fuse_hidden_quantization).
   std::string moe_gemv_shape = "rule";
   std::string moe_gemm_tile = "auto";

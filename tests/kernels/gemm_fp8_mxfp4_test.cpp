@@ -144,7 +144,7 @@ TEST(GemmFp8Mxfp4Kernel, EqualsConvertThenFp8Gemm) {
     launch_gemm_fp8(q, 128, nullptr);
     const auto out = dout.download();
     // ---- convert, then the FP8 GEMM (the cp.async and TMA kernels: both bit-identical) ----
-    for (const GemmTile tile : {GemmTile::k128x128, GemmTile::k128x192tma}) {
+    for (const GemmTile tile : {GemmTile::k128x128, GemmTile::k128x192tma2}) {
       if (c.gather && tile != GemmTile::k128x128) continue;
       GemmFp8Params r = p;
       r.b = dw8.get();
@@ -269,7 +269,7 @@ TEST(MoeKernel, Mxfp4MatchesReference) {
     // per-element arithmetic: bit-identical with the cp.async and the TMA kernel. With ≤ 64 rows per
     // expert it runs the 64×64 kernel (m64n64 wgmma): the same sums up to the tensor cores' order.
     const bool rows128 = gemm_fp8_tile_rows((T * kMoeTopK + E - 1) / E) == 128;
-    for (const GemmTile tile : {GemmTile::k128x128, GemmTile::k128x192tma}) {
+    for (const GemmTile tile : {GemmTile::k128x128, GemmTile::k128x192tma2}) {
       f.gemm_tile = tile;
       dout.poison();
       launch_moe(f, ws.get(), nullptr);
