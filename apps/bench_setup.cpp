@@ -28,9 +28,10 @@ void ModelChoice::add_options(CLI::App& cli) {
                  "cuda: auto (default: wgmma on full-causal layers, mma.sync on sliding ones) | mma | wgmma")
       ->check(CLI::IsMember({"auto", "mma", "wgmma"}));
   cli.add_option("--prefill-attention-warpgroups", options.prefill_attention_warpgroups,
-                 "cuda: the wgmma prefill attention's consumer warpgroups, 2 (128-query tiles) | 3 (192) (A/B)")
-      ->check(CLI::Range(2, 3))
-      ->group("");  // hidden: 3 is a candidate
+                 "cuda: the wgmma prefill attention's consumer warpgroups, 0 (auto) | 2 (128-query tiles) | 3 "
+                 "(192) (A/B)")
+      ->check(CLI::IsMember({0, 2, 3}))
+      ->group("");  // hidden: A/B runs
   cli.add_option(
          "--moe-decode", options.moe_decode,
          "cuda: auto (default: the weight-streaming grouped GEMM at 9-64 tokens, FP8, or 9-512, MXFP4) | gemv | stream")
@@ -45,9 +46,6 @@ void ModelChoice::add_options(CLI::App& cli) {
   cli.add_option("--moe-gemm-tile", options.moe_gemm_tile,
                  "cuda: the expert GEMMs' tile at 128-row tiles, auto | 128x192tma2 | 128x256tma2 (A/B)")
       ->check(CLI::IsMember({"auto", "128x192tma2", "128x256tma2"}))
-      ->group("");
-  cli.add_flag("--moe-fuse-hidden-quantization,!--no-moe-fuse-hidden-quantization",
-               options.moe_fuse_hidden_quantization, "cuda: h quantized in the gate_up GEMM's epilogue (A/B)")
       ->group("");
   cli.add_option("--kv-cache-dtype", options.kv_cache_dtype,
                  "auto (default: bf16) | fp8 (alias fp8_e4m3: e4m3 K/V with scales of 1.0 on the full-attention "

@@ -11,8 +11,9 @@
 #   bash bench/run_validation_h200.sh [all|tests|benches|prep]
 # tests: the kernel suite (four shards) beside the model/engine/comm/server suites, all at once (correctness
 # only, so they may share the GPU); benches: prefill with its phase breakdown, the MoE and prefill GEMMs
-# against cuBLASLt (every TMA tile, the 2-CTA-cluster ones included), attention prefill, the decode GEMV
-# shapes, decode (mxfp4+fp8, and at long contexts), and the step breakdown, alone on the GPU (each mode
+# against cuBLASLt (both TMA tiles), attention prefill (two and three consumer warpgroups), the decode GEMV
+# shapes, decode (mxfp4+fp8, and at long contexts), the end-to-end A/B of the product's prefill choices,
+# 120b prefill, and the step breakdown, alone on the GPU (each mode
 # fits one 600 s call; the tokenizer against tiktoken: bench/text/run_tokenizer_vs_tiktoken.sh).
 set -uo pipefail
 mode=${1:-all}
@@ -78,12 +79,15 @@ run_benches() {
   sec "bench decode 20b batch 1-2 at long contexts"
   timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --batch-sizes 1 2 \
     --contexts 8192 32768 --steps 32
-  sec "end-to-end A/B of this session's candidates (PERF.md 2026-12-05 predictions)"
-  for flags in "" "--moe-fuse-hidden-quantization" "--moe-gemm-tile 128x192tma2" "--moe-gemm-tile 128x256tma2"; do
+  sec "end-to-end A/B against the product's choices (PERF.md 2026-12-05): 2-warpgroup attention, MoE 128x192 tile"
+  for flags in "" "--prefill-attention-warpgroups 2" "--moe-gemm-tile 128x192tma2"; do
     echo "-- bench prefill 20b $flags"
     timeout 60 build/gossamer bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 32768 \
       --repeats 3 $flags | grep dummy
   done
+  sec "bench prefill 120b"
+  timeout 120 build/gossamer bench prefill --load-format dummy --preset 120b --device cuda --input-lens 8192 32768 \
+    --repeats 3 | grep dummy
   sec "bench step 20b"
   timeout 150 build/gossamer bench step --load-format dummy --preset 20b --device cuda --context 1024 --steps 10 \
     --batch-sizes 1 16 64 256 512 1024

@@ -336,8 +336,8 @@ struct MoeBench {
 void bench_moe(int T, int E) {
   MoeBench m(T, E, 1);
   Buf ws(moe_workspace_bytes(T, E, MoeBench::kH, MoeBench::kI));
-  // Row-major experts (cp.async GEMM), then the model's tile-major layout with each TMA tile (128-row tiles;
-  // the random bytes serve either layout).
+  // Row-major experts (cp.async GEMM, h quantized in its own pass), then the model's tile-major layout with
+  // each TMA tile (128-row tiles, h quantized in gate_up's epilogue; the random bytes serve either layout).
   for (const GemmTile tile : {GemmTile::kAuto, GemmTile::k128x192tma2, GemmTile::k128x256tma2}) {
     const bool tiled = tile != GemmTile::kAuto;
     if (tiled && T * 4 / E <= 64) continue;  // 64-row tiles: no TMA kernel
@@ -348,21 +348,6 @@ void bench_moe(int T, int E) {
         : tile == GemmTile::k128x192tma2 ? "moe tma 128x192 cluster 2"
                                          : "moe tma 128x256 cluster 2",
         m.shape(), us, m.flops(), m.expert_bytes(), 0, T <= 16 ? "copy" : "fp8");
-  }
-  // h quantized in gate_up's epilogue (MoeParams::fuse_hidden_quantization; gate_up on the 128×256 tile) with
-  // down on the default tile and on each TMA tile.
-  if (T * 4 / E > 64) {
-    m.p.weights_tiled = true;
-    m.p.fuse_hidden_quantization = true;
-    for (const GemmTile tile : {GemmTile::kAuto, GemmTile::k128x192tma2, GemmTile::k128x256tma2}) {
-      m.p.gemm_tile = tile;
-      const double us = time_us([&](int) { launch_moe(m.p, ws.get(), nullptr); }, 10);
-      row(tile == GemmTile::kAuto          ? "moe tma, h quantized in gate_up"
-          : tile == GemmTile::k128x192tma2 ? "moe tma, h quantized in gate_up, down 128x192 cluster 2"
-                                           : "moe tma, h quantized in gate_up, down 128x256 cluster 2",
-          m.shape(), us, m.flops(), m.expert_bytes(), 0, "fp8");
-    }
-    m.p.fuse_hidden_quantization = false;
   }
   // Where the time goes in the model's configuration (tile-major experts, the tile launch_gemm_fp8 picks):
   // launch_moe's phase events, the mean over the launches (each phase's µs beside its share; an event

@@ -75,9 +75,10 @@ struct AttentionParams {
   // Host-side plan facts (upper bounds), used to size grids and splits.
   int max_kv_len = 0;
   PrefillKernel prefill_kernel = PrefillKernel::kAuto;
-  // The wgmma prefill kernel's consumer warpgroups: 2 on 128-query tiles (q_tiles_128), or 3 on 192-query
-  // tiles (q_tiles_192; FlashAttention-3's hd64 shape, a candidate until measured).
-  int prefill_consumer_warpgroups = 2;
+  // The wgmma prefill kernel's consumer warpgroups: 2 on 128-query tiles (q_tiles_128), 3 on 192-query tiles
+  // (q_tiles_192; FlashAttention-3's hd64 shape), or 0: 3 where the grid fills four waves of the GPU's SMs,
+  // else 2 (measured, docs/PERF.md 2026-12-05). Both tile lists must be set either way.
+  int prefill_consumer_warpgroups = 0;
   // Decode only: split-KV scratch of attention_decode_workspace_bytes: the splits' arrival counters, then
   // their partial outputs. The counters must be zero before the first launch on a workspace
   // (attention_decode_workspace_init once after allocating it); every launch leaves them zero.

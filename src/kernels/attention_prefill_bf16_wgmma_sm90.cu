@@ -432,9 +432,19 @@ void launch_prefill_wgmma_for(const AttentionParams& p, cudaStream_t stream) {
 }  // namespace
 
 void launch_prefill_wgmma(const AttentionParams& p, cudaStream_t stream) {
-  GOSSAMER_CHECK(p.prefill_consumer_warpgroups == 2 || p.prefill_consumer_warpgroups == 3,
-                 "attention prefill: 2 or 3 consumer warpgroups, not ", p.prefill_consumer_warpgroups);
-  const bool three = p.prefill_consumer_warpgroups == 3;
+  GOSSAMER_CHECK(
+      p.prefill_consumer_warpgroups >= 0 && p.prefill_consumer_warpgroups <= 3 && p.prefill_consumer_warpgroups != 1,
+      "attention prefill: 0 (auto), 2 or 3 consumer warpgroups, not ", p.prefill_consumer_warpgroups);
+  bool three = p.prefill_consumer_warpgroups == 3;
+  if (p.prefill_consumer_warpgroups == 0) {
+    // Measured on the H200 (docs/PERF.md, 2026-12-05, ninth session): three warpgroups 1.15–1.22× faster from
+    // 8×2,048 to 1×32,768 queries, 0.83× at 1×512 (192 CTAs: 1.45 waves of one CTA per SM). Three wherever
+    // their grid fills four waves.
+    int device = 0, sms = 0;
+    GOSSAMER_CUDA_CHECK(cudaGetDevice(&device));
+    GOSSAMER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    three = static_cast<int64_t>(p.num_q_tiles_192) * p.num_q_heads >= 4 * static_cast<int64_t>(sms);
+  }
   if (p.kv_fp8) {
     return three ? launch_prefill_wgmma_for<true, 3>(p, stream) : launch_prefill_wgmma_for<true, 2>(p, stream);
   }

@@ -111,10 +111,9 @@ struct MoeBlock {
   const uint16_t *b1, *b2;
   bool weights_tiled = false;
   int T, num_experts, expert_begin, E, hidden, inter;
-  const MoeParams* fp8 = nullptr;         // the FP8 steps' own params (the decode step builds its GEMVs from them)
-  GemmTile gemm_tile = GemmTile::kAuto;   // the FP8 expert GEMMs' tile at 128-row tiles (MoeParams)
-  cudaEvent_t* phase_events = nullptr;    // MoeParams::phase_events (launch_moe only)
-  bool fuse_hidden_quantization = false;  // MoeParams::fuse_hidden_quantization
+  const MoeParams* fp8 = nullptr;        // the FP8 steps' own params (the decode step builds its GEMVs from them)
+  GemmTile gemm_tile = GemmTile::kAuto;  // the FP8 expert GEMMs' tile at 128-row tiles (MoeParams)
+  cudaEvent_t* phase_events = nullptr;   // MoeParams::phase_events (launch_moe only)
 };
 
 // Records the event of `phase` (kNumMoePhases: the end) when the block has phase events.
@@ -126,28 +125,29 @@ void mark(const MoeBlock& b, MoePhase phase, cudaStream_t stream) {
 }
 
 MoeBlock block_of(const MoeParams& p, ExpertStep step) {
-  return {step,
-          p.x,
-          p.logits,
-          p.residual,
-          p.out,
-          p.w1,
-          p.w2,
-          p.w1_scales,
-          p.w2_scales,
-          p.b1,
-          p.b2,
-          p.weights_tiled,
-          p.num_tokens,
-          p.num_experts,
-          p.expert_begin,
-          p.num_local_experts,
-          p.hidden,
-          p.inter,
-          &p,
-          p.gemm_tile,
-          p.phase_events,
-          p.fuse_hidden_quantization};
+  return {
+      step,
+      p.x,
+      p.logits,
+      p.residual,
+      p.out,
+      p.w1,
+      p.w2,
+      p.w1_scales,
+      p.w2_scales,
+      p.b1,
+      p.b2,
+      p.weights_tiled,
+      p.num_tokens,
+      p.num_experts,
+      p.expert_begin,
+      p.num_local_experts,
+      p.hidden,
+      p.inter,
+      &p,
+      p.gemm_tile,
+      p.phase_events,
+  };
 }
 
 MoeBlock block_of(const MoeBf16Params& p) {
@@ -217,8 +217,8 @@ void experts_fp8_gemm(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t str
   if (plan_tile_rows(b.step, b.T, b.E) == 128) g1.tile = b.gemm_tile;
   const GemmTile tile = g1.tile;  // both GEMMs' tile (gate_up's may become 128×256 below)
   // h quantized in gate_up's epilogue: FP8 tile-major experts at 128-row tiles (the TMA 128×256 tile).
-  const bool fuse_quantization = b.fuse_hidden_quantization && b.step == ExpertStep::kFp8Gemm && b.weights_tiled &&
-                                 plan_tile_rows(b.step, b.T, b.E) == 128;
+  const bool fuse_quantization =
+      b.step == ExpertStep::kFp8Gemm && b.weights_tiled && plan_tile_rows(b.step, b.T, b.E) == 128;
   if (fuse_quantization) {
     g1.epilogue = GemmEpilogue::kSwiGluFp8;
     g1.out_q = w.h_q;

@@ -130,8 +130,9 @@ cuda::CudaOptions cuda_options(const ModelOptions& options) {
                                                       {{"auto", kernels::PrefillKernel::kAuto},
                                                        {"mma", kernels::PrefillKernel::kMmaSync},
                                                        {"wgmma", kernels::PrefillKernel::kWgmma}});
-  GOSSAMER_CHECK(options.prefill_attention_warpgroups == 2 || options.prefill_attention_warpgroups == 3,
-                 "--prefill-attention-warpgroups must be 2 or 3, got ", options.prefill_attention_warpgroups);
+  GOSSAMER_CHECK(options.prefill_attention_warpgroups == 0 || options.prefill_attention_warpgroups == 2 ||
+                     options.prefill_attention_warpgroups == 3,
+                 "--prefill-attention-warpgroups must be 0 (auto), 2 or 3, got ", options.prefill_attention_warpgroups);
   out.prefill_attention_warpgroups = options.prefill_attention_warpgroups;
   out.moe_decode = choose<cuda::MoeDecodePath>("--moe-decode", options.moe_decode,
                                                {{"auto", cuda::MoeDecodePath::kAuto},
@@ -147,7 +148,6 @@ cuda::CudaOptions cuda_options(const ModelOptions& options) {
                                                 {{"auto", kernels::GemmTile::kAuto},
                                                  {"128x192tma2", kernels::GemmTile::k128x192tma2},
                                                  {"128x256tma2", kernels::GemmTile::k128x256tma2}});
-  out.moe_fuse_hidden_quantization = options.moe_fuse_hidden_quantization;
   return out;
 }
 }  // namespace

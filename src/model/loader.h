@@ -40,9 +40,10 @@ struct ModelOptions {
   // kernel on full-causal layers, mma.sync on sliding-window ones: each where it measured faster), "mma" or
   // "wgmma" everywhere (for A/B runs).
   std::string prefill_attention = "auto";
-  // cuda: the wgmma prefill kernel's consumer warpgroups (CudaOptions::prefill_attention_warpgroups): 2 on
-  // 128-query tiles, or 3 on 192 (a candidate; hidden bench flag --prefill-attention-warpgroups).
-  int prefill_attention_warpgroups = 2;
+  // cuda: the wgmma prefill kernel's consumer warpgroups (CudaOptions::prefill_attention_warpgroups): 0 (auto:
+  // 3 on 192-query tiles where the grid fills four waves, else 2 on 128), 2 or 3 (hidden bench flag
+  // --prefill-attention-warpgroups, for A/B runs).
+  int prefill_attention_warpgroups = 0;
   // cuda: the experts of decode-sized steps (CudaOptions::moe_decode): "auto" (the weight-streaming grouped
   // GEMM where it measured faster: 9–64 tokens with FP8 experts, 9–512 with MXFP4), "gemv" (never) or
   // "stream" (every step of ≤ 4,096 tokens).
@@ -53,11 +54,9 @@ struct ModelOptions {
   // cuda, A/B candidates of the MoE kernels (hidden bench flags; the defaults are the measured product):
   // the MXFP4 decode GEMVs' launch shape ("rule", "warps4", "warps4-stages4";
   // CudaOptions::moe_gemv_shape), the expert GEMMs' tile at 128-row tiles ("auto", "128x192tma2",
-  // "128x256tma2"; CudaOptions::moe_gemm_tile), and h quantized in gate_up's
-  // epilogue (CudaOptions::moe_fuse_hidden_quantization).
+  // "128x256tma2"; CudaOptions::moe_gemm_tile).
   std::string moe_gemv_shape = "rule";
   std::string moe_gemm_tile = "auto";
-  bool moe_fuse_hidden_quantization = false;
   // vLLM's --kv-cache-dtype: "auto" (bf16 on cuda, float32 on cpu) or "fp8" (alias "fp8_e4m3"): e4m3 K/V
   // with static per-KV-head scales of 1.0 on the full-attention layers, the sliding-window layers bf16
   // (docs/kv-cache-fp8.md). On cpu (one rank) the float32 cache holds the e4m3-rounded values (the cuda

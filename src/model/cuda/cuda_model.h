@@ -82,8 +82,8 @@ struct CudaOptions {
   bool cublaslt_dense = true;
   // The prefill attention kernel (kernels/attention.h).
   kernels::PrefillKernel prefill_kernel = kernels::PrefillKernel::kAuto;
-  // Its consumer warpgroups (kernels::AttentionParams::prefill_consumer_warpgroups: 2 or 3).
-  int prefill_attention_warpgroups = 2;
+  // Its consumer warpgroups (kernels::AttentionParams::prefill_consumer_warpgroups: 0 auto, 2 or 3).
+  int prefill_attention_warpgroups = 0;
   // Which decode-sized steps run the FP8 or MXFP4 experts on the weight-streaming grouped GEMM
   // (kernels/moe.h launch_moe_stream) instead of the GEMV decode MoE (≤ 8 tokens, MXFP4 in chunks of 8 up
   // to kMxfp4GemvMaxTokens) or the FP8 expert GEMMs: kAuto where it measured faster on the H200
@@ -99,11 +99,10 @@ struct CudaOptions {
   // a 1-query sequence then costs a whole query tile per head over all its keys). On by default: +1% / +4%
   // output tok/s at 256 clients (1000/200, 1000/1000) on the H200 (docs/PERF.md, Serving, fifth session).
   bool split_mixed_attention = true;
-  // A/B candidates of the MoE kernels (kernels::MoeParams::gemv_mxfp4_shape, gemm_tile,
-  // fuse_hidden_quantization); the defaults are the product's.
+  // A/B candidates of the MoE kernels (kernels::MoeParams::gemv_mxfp4_shape, gemm_tile); the defaults are the
+  // product's.
   kernels::GemvMxfp4Shape moe_gemv_shape = kernels::GemvMxfp4Shape::kRule;
   kernels::GemmTile moe_gemm_tile = kernels::GemmTile::kAuto;
-  bool moe_fuse_hidden_quantization = false;
 };
 
 // Selects CudaModel's constructor that makes random weights on the GPU (CudaWeights::random).

@@ -163,7 +163,6 @@ void CudaModel::experts(int layer, int num_tokens) {
   moe.combine_deferred = defers_moe_combine(num_tokens);
   moe.gemv_mxfp4_shape = options_.moe_gemv_shape;
   moe.gemm_tile = options_.moe_gemm_tile;
-  moe.fuse_hidden_quantization = options_.moe_fuse_hidden_quantization;
   if (streams_experts(num_tokens)) {  // both formats, weights as stored
     moe.weights_mxfp4 = gate_up.mxfp4;
     moe.weights_tiled = !gate_up.mxfp4;
