@@ -32,6 +32,9 @@ void ModelChoice::add_options(CLI::App& cli) {
                  "(192) (A/B)")
       ->check(CLI::IsMember({0, 2, 3}))
       ->group("");  // hidden: A/B runs
+  cli.add_flag("--prefill-attention-exp2-fma", options.prefill_attention_exp2_fma,
+               "cuda: a quarter of the wgmma prefill attention's exponentials on the FMA pipe (A/B)")
+      ->group("");  // hidden: a candidate
   cli.add_option(
          "--moe-decode", options.moe_decode,
          "cuda: auto (default: the weight-streaming grouped GEMM at 9-64 tokens, FP8, or 9-512, MXFP4) | gemv | stream")

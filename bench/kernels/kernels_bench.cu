@@ -993,7 +993,7 @@ struct MoeStreamBench {
 // mma.sync 4-warp kernel's time) in the baseline column. kv_fp8: the FP8 e4m3 cache (--kv-cache-dtype fp8,
 // scales 1; random codes of magnitude ≤ 240), its row's baseline the same kernel's bf16 time. Returns µs.
 double bench_attention(const gpt_oss::AttentionCase& c, PrefillKernel kernel = PrefillKernel::kMmaSync,
-                       double base_us = 0, bool kv_fp8 = false, int consumer_warpgroups = 2) {
+                       double base_us = 0, bool kv_fp8 = false, int consumer_warpgroups = 2, bool exp2_fma = false) {
   const int page = gpt_oss::kAttentionPage, qh = kNumQHeads, kvh = kNumKvHeads;
   const std::vector<std::pair<int, int>> seqs = gpt_oss::attention_seqs(c);
   std::vector<int32_t> cu_q{0}, kv_lens, indptr{0}, indices;
@@ -1044,6 +1044,7 @@ double bench_attention(const gpt_oss::AttentionCase& c, PrefillKernel kernel = P
   p.max_kv_len = max_kv;
   p.prefill_kernel = kernel;
   p.prefill_consumer_warpgroups = consumer_warpgroups;
+  p.prefill_exp2_fma = exp2_fma;
   std::vector<int32_t> tiles_64(tokens / 64 + num_seqs), tiles_128(tokens / 128 + num_seqs),
       tiles_192(tokens / 192 + num_seqs);
   p.num_q_tiles_64 = attention_prefill_tiles(cu_q.data(), num_seqs, 64, false, tiles_64.data());
@@ -1075,6 +1076,7 @@ double bench_attention(const gpt_oss::AttentionCase& c, PrefillKernel kernel = P
   if (kv_fp8) shape += ", kv fp8";
   const char* label = c.decode                   ? "attention_decode"
                       : !wgmma                   ? "attention_prefill"
+                      : exp2_fma                 ? "attention_prefill_wgmma 3 consumer warpgroups, exp2 on fma"
                       : consumer_warpgroups == 3 ? "attention_prefill_wgmma 3 consumer warpgroups"
                                                  : "attention_prefill_wgmma";
   row(label, shape, us, flops, c.decode ? kv_bytes : 0, base_us, c.decode ? "copy" : "bf16");
@@ -1082,11 +1084,13 @@ double bench_attention(const gpt_oss::AttentionCase& c, PrefillKernel kernel = P
 }
 
 // A prefill case on the mma.sync kernel and the wgmma kernel (its row carries the mma.sync time as its
-// baseline), then the wgmma kernel with three consumer warpgroups against the two-warpgroup one.
+// baseline), then the wgmma kernel with three consumer warpgroups against the two-warpgroup one, and with a
+// quarter of its exponentials on the FMA pipe (AttentionParams::prefill_exp2_fma) against three with none.
 void bench_attention_prefill(const gpt_oss::AttentionCase& c) {
   const double base = bench_attention(c, PrefillKernel::kMmaSync);
   const double wgmma = bench_attention(c, PrefillKernel::kWgmma, base);
-  bench_attention(c, PrefillKernel::kWgmma, wgmma, false, 3);  // against the two-warpgroup kernel
+  const double three = bench_attention(c, PrefillKernel::kWgmma, wgmma, false, 3);  // against two warpgroups
+  bench_attention(c, PrefillKernel::kWgmma, three, false, 3, true);                 // against three, all ex2
 }
 
 // `attention-fp8`: every case on the FP8 KV cache, each row against the same kernel on the bf16 cache.

@@ -64,11 +64,26 @@ __device__ __forceinline__ void named_arrive(int id, int count) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
 }
 
+// 2^x for x ≤ 0 on the FMA and integer pipes instead of the MUFU (hd64 attention needs as many ex2 cycles as
+// tensor cycles per score tile): x = i + f with i = ⌊x⌋ (x + 1.5·2^23 rounded toward −∞ holds i in its low
+// mantissa bits), 2^f ≈ 1 + f·(c1 + f·(c2 + f·c3)) on [0, 1) (our minimax fit of the relative error:
+// ≤ 8.6e-5, below the 2^-9 of the bf16 that P is rounded to), then i added to the exponent field. x below
+// −127 (a masked −∞) is clamped there: 2^-127 or less, which P·V and the row sum take as 0 in effect.
+__device__ __forceinline__ float ex2_fma(float x) {
+  constexpr float kRound = 12582912.f;  // 1.5 · 2^23
+  x = fmaxf(x, -127.f);
+  const float shifted = __fadd_rd(x, kRound);
+  const float f = x - (shifted - kRound);  // both exact
+  const float p = fmaf(fmaf(fmaf(0.0770669878f, f, 0.227645054f), f, 0.695116758f), f, 1.f);
+  return __int_as_float(__float_as_int(p) + (__float_as_int(shifted) << 23));
+}
+
 // Online-softmax step on one warpgroup's S tile (64 rows × 128 keys in the wgmma D fragment: s[4j + e]
 // is row g + 8·(e / 2), key 8j + 2t + e % 2, g = 16·warp + lane / 4, t = lane % 4). Leaves the
 // probabilities exp2(s·scale_log2 − m) in s, updates m (log2 domain) and this thread's partial row sums l,
-// and sets alpha, the factor by which O must be rescaled.
-template <bool kMask>
+// and sets alpha, the factor by which O must be rescaled. kExp2Fma: every fourth column pair (j % 4 == 3,
+// a quarter of the tile) takes ex2_fma instead of the MUFU's ex2 (AttentionParams::prefill_exp2_fma).
+template <bool kMask, bool kExp2Fma>
 __device__ __forceinline__ void softmax_tile(float (&s)[64], float (&m)[2], float (&l)[2], float (&alpha)[2], int kv0,
                                              const int (&row_pos)[2], int window, float scale_log2) {
   const int lane = threadIdx.x % 32;
@@ -100,14 +115,15 @@ __device__ __forceinline__ void softmax_tile(float (&s)[64], float (&m)[2], floa
   for (int j = 0; j < kBN / 8; ++j) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const float pr = ex2(fmaf(s[4 * j + e], scale_log2, -m_safe[e / 2]));
+      const float arg = fmaf(s[4 * j + e], scale_log2, -m_safe[e / 2]);
+      const float pr = kExp2Fma && j % 4 == 3 ? ex2_fma(arg) : ex2(arg);
       s[4 * j + e] = pr;
       l[e / 2] += pr;
     }
   }
 }
 
-template <bool kKvFp8, int kConsumers>
+template <bool kKvFp8, int kConsumers, bool kExp2Fma>
 __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
     attention_prefill_wgmma_kernel(const AttentionParams p) {
   using Shape = CtaShape<kConsumers>;
@@ -304,9 +320,9 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
   auto softmax = [&](int it) {
     const int kv0 = (tile_begin + it) * kBN;
     if (need_mask(kv0)) {
-      softmax_tile<true>(s, m, l, alpha, kv0, row_pos, p.window, scale_log2);
+      softmax_tile<true, kExp2Fma>(s, m, l, alpha, kv0, row_pos, p.window, scale_log2);
     } else {
-      softmax_tile<false>(s, m, l, alpha, kv0, row_pos, p.window, scale_log2);
+      softmax_tile<false, kExp2Fma>(s, m, l, alpha, kv0, row_pos, p.window, scale_log2);
     }
   };
   auto wait_full = [&](int it) {
@@ -407,12 +423,12 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
   }
 }
 
-template <bool kKvFp8, int kConsumers>
+template <bool kKvFp8, int kConsumers, bool kExp2Fma = false>
 void launch_prefill_wgmma_for(const AttentionParams& p, cudaStream_t stream) {
   constexpr int kSmem = kSmemBytes<kKvFp8, kConsumers>;
   static bool configured = false;
   if (!configured) {
-    GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(attention_prefill_wgmma_kernel<kKvFp8, kConsumers>,
+    GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(attention_prefill_wgmma_kernel<kKvFp8, kConsumers, kExp2Fma>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
     configured = true;
   }
@@ -424,7 +440,7 @@ void launch_prefill_wgmma_for(const AttentionParams& p, cudaStream_t stream) {
   if (num_tiles == 0) return;
   const int64_t grid = static_cast<int64_t>(num_tiles) * p.num_q_heads;
   GOSSAMER_CHECK(grid < (int64_t{1} << 31), "attention: too many query tiles (", grid, " CTAs)");
-  attention_prefill_wgmma_kernel<kKvFp8, kConsumers>
+  attention_prefill_wgmma_kernel<kKvFp8, kConsumers, kExp2Fma>
       <<<static_cast<unsigned>(grid), CtaShape<kConsumers>::kThreads, kSmem, stream>>>(p);
   GOSSAMER_CUDA_CHECK_LAUNCH();
 }
@@ -445,9 +461,12 @@ void launch_prefill_wgmma(const AttentionParams& p, cudaStream_t stream) {
     GOSSAMER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     three = static_cast<int64_t>(p.num_q_tiles_192) * p.num_q_heads >= 4 * static_cast<int64_t>(sms);
   }
+  const bool exp2_fma = p.prefill_exp2_fma && three;  // built for three consumer warpgroups only
   if (p.kv_fp8) {
+    if (exp2_fma) return launch_prefill_wgmma_for<true, 3, true>(p, stream);
     return three ? launch_prefill_wgmma_for<true, 3>(p, stream) : launch_prefill_wgmma_for<true, 2>(p, stream);
   }
+  if (exp2_fma) return launch_prefill_wgmma_for<false, 3, true>(p, stream);
   return three ? launch_prefill_wgmma_for<false, 3>(p, stream) : launch_prefill_wgmma_for<false, 2>(p, stream);
 }
 

@@ -87,9 +87,15 @@ const char* kernel_name(bool decode, PrefillKernel kernel) {
   return kernel == PrefillKernel::kMmaSync ? "attention_prefill" : "attention_prefill_wgmma";
 }
 
+// The wgmma prefill kernel's variant (AttentionParams::prefill_consumer_warpgroups, prefill_exp2_fma).
+struct WgmmaVariant {
+  int consumer_warpgroups = 2;
+  bool exp2_fma = false;
+};
+
 void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_heads, int kv_heads, int page_size,
               bool decode, std::mt19937& rng, PrefillKernel kernel = PrefillKernel::kMmaSync,
-              Sinks sink_mode = Sinks::kNormal, bool kv_fp8 = false, bool mixed = false, int consumer_warpgroups = 2) {
+              Sinks sink_mode = Sinks::kNormal, bool kv_fp8 = false, bool mixed = false, WgmmaVariant wgmma = {}) {
   const Batch b = make_batch(seqs, page_size, rng);
   const int tokens = b.cu_q.back();
   int max_kv = 0;
@@ -156,7 +162,8 @@ void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_he
   p.window = window;
   p.max_kv_len = max_kv;
   p.prefill_kernel = kernel;
-  p.prefill_consumer_warpgroups = consumer_warpgroups;
+  p.prefill_consumer_warpgroups = wgmma.consumer_warpgroups;
+  p.prefill_exp2_fma = wgmma.exp2_fma;
   // mixed: the model's split of a mixed step (decode_rows_apart): the decode launch for the ≤ kDecodeMaxQ
   // sequences, then the prefill launch for the rest, into the same poisoned output.
   p.decode_rows_apart = mixed;
@@ -207,7 +214,8 @@ void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_he
   for (auto [ql, kv] : seqs) os << "(" << ql << "," << kv << ")";
   os << " heads " << q_heads << "/" << kv_heads << " page " << page_size << " window " << window << " sinks "
      << kSinkNames[static_cast<int>(sink_mode)] << (kv_fp8 ? " kv fp8" : "") << (mixed ? " mixed split" : "")
-     << (!decode && kernel == PrefillKernel::kWgmma && consumer_warpgroups == 3 ? " 3 consumer warpgroups" : "");
+     << (!decode && kernel == PrefillKernel::kWgmma && wgmma.consumer_warpgroups == 3 ? " 3 consumer warpgroups" : "")
+     << (!decode && kernel == PrefillKernel::kWgmma && wgmma.exp2_fma ? " exp2 on fma" : "");
   const std::string shape = os.str();
   report(kernel_name(decode, kernel), shape, err, kTolBf16);
   EXPECT_LT(err, kTolBf16) << shape;
@@ -229,9 +237,8 @@ TEST(AttentionPrefillKernel, MatchesReference) {
 // 192), 128-key tiles. The shapes cross every tile edge (q_len 1, 17, 64/65, 127–129, 191–193, 300, 1000+), chunked
 // prefill (q_len < kv_len, the chunk attending to its cached prefix), full causal and window 128, GQA 8 (64/8 and
 // 16/2) and 1, page sizes 8–64, sinks of every magnitude and none; bf16 or FP8 cache.
-void wgmma_cases(std::mt19937& rng, int consumer_warpgroups, bool kv_fp8) {
+void wgmma_cases(std::mt19937& rng, WgmmaVariant w, bool kv_fp8) {
   const PrefillKernel k = PrefillKernel::kWgmma;
-  const int w = consumer_warpgroups;
   for (const int window : {0, 128}) {
     run_case({{1, 1}}, window, 64, 8, 16, false, rng, k, Sinks::kNormal, kv_fp8, false, w);
     run_case({{1, 1}, {17, 17}, {128, 128}, {300, 300}, {1000, 1000}}, window, 16, 2, 16, false, rng, k, Sinks::kNormal,
@@ -250,7 +257,7 @@ void wgmma_cases(std::mt19937& rng, int consumer_warpgroups, bool kv_fp8) {
 TEST(AttentionPrefillWgmmaKernel, MatchesReference) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(22);
-  wgmma_cases(rng, 2, false);
+  wgmma_cases(rng, {2, false}, false);
 }
 
 // Three consumer warpgroups on 192-query tiles (AttentionParams::prefill_consumer_warpgroups), both caches, and a
@@ -258,10 +265,20 @@ TEST(AttentionPrefillWgmmaKernel, MatchesReference) {
 TEST(AttentionPrefillWgmmaKernel, ThreeWarpgroupsMatchReference) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(26);
-  wgmma_cases(rng, 3, false);
-  wgmma_cases(rng, 3, true);
+  wgmma_cases(rng, {3, false}, false);
+  wgmma_cases(rng, {3, false}, true);
   const std::vector<std::pair<int, int>> seqs = {{1, 300}, {57, 400}, {2, 90}, {1, 1}, {130, 130}, {250, 2000}};
-  run_case(seqs, 0, 64, 8, 16, false, rng, PrefillKernel::kWgmma, Sinks::kNormal, false, true, 3);
+  run_case(seqs, 0, 64, 8, 16, false, rng, PrefillKernel::kWgmma, Sinks::kNormal, false, true, {3, false});
+}
+
+// A quarter of the softmax's exponentials on the FMA pipe (AttentionParams::prefill_exp2_fma), three consumer
+// warpgroups, both caches: within the same bound as the MUFU's ex2 (the polynomial's 8.6e-5 relative error is
+// below P's bf16 rounding).
+TEST(AttentionPrefillWgmmaKernel, Exp2OnFmaMatchesReference) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(27);
+  wgmma_cases(rng, {3, true}, false);
+  wgmma_cases(rng, {3, true}, true);
 }
 
 // Random varlen batches: 1–5 sequences, query lengths 1–1,200, cached prefixes 0–1,000, either window,
@@ -383,7 +400,7 @@ TEST(AttentionPrefillKernel, Fp8KvMatchesReference) {
 TEST(AttentionPrefillWgmmaKernel, Fp8KvMatchesReference) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(33);
-  wgmma_cases(rng, 2, true);
+  wgmma_cases(rng, {2, false}, true);
 }
 
 // The bench's gpt-oss cases (heads 64/8, its page size) on the FP8 cache, every kernel.
