@@ -56,13 +56,8 @@ static_assert(kSmemBytes<true, 3> <= 227 * 1024, "the FP8-KV wgmma prefill excee
 // the issue turn of warpgroup w (kBarTurn + w, 256 threads: it and the warpgroup handing over).
 constexpr int kBarQ = 1;
 constexpr int kBarTurn = 4;
-
-__device__ __forceinline__ void named_sync(int id, int count) {
-  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
-}
-__device__ __forceinline__ void named_arrive(int id, int count) {
-  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
-}
+using mbar::named_arrive;
+using mbar::named_sync;
 
 // 2^x for x ≤ 0 on the FMA and integer pipes instead of the MUFU (hd64 attention needs as many ex2 cycles as
 // tensor cycles per score tile): x = i + f with i = ⌊x⌋ (x + 1.5·2^23 rounded toward −∞ holds i in its low

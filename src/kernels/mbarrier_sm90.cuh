@@ -53,4 +53,13 @@ __device__ __forceinline__ float ld_shared_f32(uint32_t addr) {
   return v;
 }
 
+// Named CTA barriers (bar.sync / bar.arrive; id 0 is __syncthreads'): `count` threads, a multiple of 32, meet
+// at barrier `id`; an arriving thread does not wait. The warpgroups' issue turns (ping-pong) use them.
+__device__ __forceinline__ void named_sync(int id, int count) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+__device__ __forceinline__ void named_arrive(int id, int count) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+
 }  // namespace gossamer::kernels::mbar

@@ -105,6 +105,7 @@ struct CudaOptions {
   // product's.
   kernels::GemvMxfp4Shape moe_gemv_shape = kernels::GemvMxfp4Shape::kRule;
   kernels::GemmTile moe_gemm_tile = kernels::GemmTile::kAuto;
+  bool moe_gemm_pingpong = false;  // kernels::MoeParams::gemm_pingpong (a candidate)
 };
 
 // Selects CudaModel's constructor that makes random weights on the GPU (CudaWeights::random).
