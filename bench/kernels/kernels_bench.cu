@@ -187,11 +187,14 @@ void bench_gemm(CublasLtFp8Gemm& lt, const char* name, int M, int N, int K) {
                                     : std::vector<GemmTile>{GemmTile::kAuto}) {
     p.b_tiled = tile != GemmTile::k128x128 && tile != GemmTile::k64x128 && tile != GemmTile::kAuto;
     p.tile = tile;
-    const double us = time_us([&](int i) {
-      p.b = static_cast<const uint8_t*>(wp[i % copies]);
-      p.b_scales = sp[i % copies];
-      launch_gemm_fp8(p, M, nullptr);
-    });
+    const auto timed = [&] {
+      return time_us([&](int i) {
+        p.b = static_cast<const uint8_t*>(wp[i % copies]);
+        p.b_scales = sp[i % copies];
+        launch_gemm_fp8(p, M, nullptr);
+      });
+    };
+    const double us = timed();
     const char* label = tile == GemmTile::k64x128        ? "gemm_fp8 (+bias) 64x128"
                         : tile == GemmTile::k128x192tma2 ? "gemm_fp8 (+bias) 128x192 tma cluster 2"
                         : tile == GemmTile::k128x256tma2 ? "gemm_fp8 (+bias) 128x256 tma cluster 2"
@@ -199,11 +202,7 @@ void bench_gemm(CublasLtFp8Gemm& lt, const char* name, int M, int N, int K) {
     row(label, shape, us, flops, bytes, base, M <= 64 ? "copy" : "fp8");
     if (tile == GemmTile::k128x192tma2 || tile == GemmTile::k128x256tma2) {  // its consumers in ping-pong
       p.consumer_pingpong = true;
-      const double pp = time_us([&](int i) {
-        p.b = static_cast<const uint8_t*>(wp[i % copies]);
-        p.b_scales = sp[i % copies];
-        launch_gemm_fp8(p, M, nullptr);
-      });
+      const double pp = timed();
       p.consumer_pingpong = false;
       row(tile == GemmTile::k128x192tma2 ? "gemm_fp8 (+bias) 128x192 tma cluster 2 ping-pong"
                                          : "gemm_fp8 (+bias) 128x256 tma cluster 2 ping-pong",
