@@ -451,10 +451,7 @@ void launch_prefill_wgmma(const AttentionParams& p, cudaStream_t stream) {
     // Measured on the H200 (docs/PERF.md, 2026-12-05, ninth session): three warpgroups 1.15–1.22× faster from
     // 8×2,048 to 1×32,768 queries, 0.83× at 1×512 (192 CTAs: 1.45 waves of one CTA per SM). Three wherever
     // their grid fills four waves.
-    int device = 0, sms = 0;
-    GOSSAMER_CUDA_CHECK(cudaGetDevice(&device));
-    GOSSAMER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    three = static_cast<int64_t>(p.num_q_tiles_192) * p.num_q_heads >= 4 * static_cast<int64_t>(sms);
+    three = static_cast<int64_t>(p.num_q_tiles_192) * p.num_q_heads >= 4 * static_cast<int64_t>(current_sm_count());
   }
   const bool exp2_fma = p.prefill_exp2_fma && three;  // built for three consumer warpgroups only
   if (p.kv_fp8) {

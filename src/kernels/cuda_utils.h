@@ -4,6 +4,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cfloat>
 #include <cstdint>
 
@@ -11,6 +12,24 @@
 #include "core/error.h"
 
 namespace gossamer::kernels {
+
+// The SM count of CUDA device `device` (launch rules size grids by it), queried once per device.
+inline int sm_count(int device) {
+  static std::atomic<int> counts[64] = {};
+  GOSSAMER_CHECK(device >= 0 && device < 64, "sm_count: device ", device, " out of range");
+  int n = counts[device].load(std::memory_order_relaxed);
+  if (n == 0) {
+    GOSSAMER_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device));
+    counts[device].store(n, std::memory_order_relaxed);
+  }
+  return n;
+}
+// The current device's (cudaGetDevice) SM count.
+inline int current_sm_count() {
+  int device = 0;
+  GOSSAMER_CUDA_CHECK(cudaGetDevice(&device));
+  return sm_count(device);
+}
 
 template <typename T>
 __host__ __device__ constexpr T ceil_div(T a, T b) {

@@ -316,16 +316,6 @@ __device__ __forceinline__ void consume_tma_tiles(const GemmFp8Params& p, uint8_
   }
 }
 
-int num_sms() {
-  static const int n = [] {
-    int device = 0, count = 0;
-    GOSSAMER_CUDA_CHECK(cudaGetDevice(&device));
-    GOSSAMER_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
-    return count;
-  }();
-  return n;
-}
-
 template <int kBN>
 void launch_tma_tile(const GemmFp8Params& p, cudaStream_t stream) {
   using T = TmaTile<kBN>;
@@ -344,7 +334,7 @@ void launch_tma_tile(const GemmFp8Params& p, cudaStream_t stream) {
   };
   static const int max_units_in_flight = [&] {
     GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes));
-    const cudaLaunchConfig_t cfg = config(num_sms() / kCluster);
+    const cudaLaunchConfig_t cfg = config(current_sm_count() / kCluster);
     int clusters = 0;
     GOSSAMER_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg));
     GOSSAMER_CHECK(clusters > 0, "gemm_fp8: no cluster of ", kCluster, " TMA CTAs fits an SM pair");

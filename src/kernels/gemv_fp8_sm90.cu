@@ -355,9 +355,9 @@ void launch_with(const GemvFp8Params& p, cudaStream_t stream) {
                      reinterpret_cast<uintptr_t>(p.out) % (kSwiGlu ? 2 : 4) == 0 &&
                      reinterpret_cast<uintptr_t>(p.bias) % 4 == 0,
                  "gemv_fp8: x and w must be 16-byte aligned, bias 4-byte aligned, out 4-byte aligned (kBias)");
-  int device = 0, sms = 0;
+  int device = 0;
   GOSSAMER_CUDA_CHECK(cudaGetDevice(&device));
-  GOSSAMER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int sms = sm_count(device);
   const int k_steps = ceil_div(p.K, kKStep);
   const int tiles = ceil_div(p.N, kTileRows);
   // The launch shape (kernels/gemv_launch.h); a grid of at most one CTA per SM takes the deeper ring (4

@@ -459,9 +459,9 @@ void launch_gemv_mxfp4(const GemvMxfp4Params& p, cudaStream_t stream) {
                      reinterpret_cast<uintptr_t>(p.out) % (swiglu ? 2 : 4) == 0 &&
                      reinterpret_cast<uintptr_t>(p.bias) % 4 == 0,
                  "gemv_mxfp4: x and w must be 16-byte aligned, bias 4-byte aligned, out 4-byte aligned (kBias)");
-  int device = 0, sms = 0;
+  int device = 0;
   GOSSAMER_CUDA_CHECK(cudaGetDevice(&device));
-  GOSSAMER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int sms = sm_count(device);
   const int k_steps = ceil_div(p.K, kKStep);
   const int tiles = ceil_div(p.N, kTileRows);
   GOSSAMER_CHECK(p.shape == GemvMxfp4Shape::kRule || p.cluster == 0, "gemv_mxfp4: shape ",
