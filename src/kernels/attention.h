@@ -89,7 +89,7 @@ struct AttentionParams {
   void* workspace = nullptr;
 };
 
-// Prefill / chunked prefill / mixed batches: any q_len per sequence (both tile lists set).
+// Prefill / chunked prefill / mixed batches: any q_len per sequence (every tile list set).
 void launch_attention_prefill(const AttentionParams& p, cudaStream_t stream);
 // Writes the tile list of `tile_rows` (64, 128 or 192) rows for host cu_seqlens_q [num_seqs + 1] into `out` (room
 // for num_tokens / tile_rows + num_seqs entries), each sequence's last (longest) tile first; returns the

@@ -125,29 +125,27 @@ void mark(const MoeBlock& b, MoePhase phase, cudaStream_t stream) {
 }
 
 MoeBlock block_of(const MoeParams& p, ExpertStep step) {
-  return {
-      step,
-      p.x,
-      p.logits,
-      p.residual,
-      p.out,
-      p.w1,
-      p.w2,
-      p.w1_scales,
-      p.w2_scales,
-      p.b1,
-      p.b2,
-      p.weights_tiled,
-      p.num_tokens,
-      p.num_experts,
-      p.expert_begin,
-      p.num_local_experts,
-      p.hidden,
-      p.inter,
-      &p,
-      p.gemm_tile,
-      p.phase_events,
-  };
+  return {step,
+          p.x,
+          p.logits,
+          p.residual,
+          p.out,
+          p.w1,
+          p.w2,
+          p.w1_scales,
+          p.w2_scales,
+          p.b1,
+          p.b2,
+          p.weights_tiled,
+          p.num_tokens,
+          p.num_experts,
+          p.expert_begin,
+          p.num_local_experts,
+          p.hidden,
+          p.inter,
+          &p,
+          p.gemm_tile,
+          p.phase_events};
 }
 
 MoeBlock block_of(const MoeBf16Params& p) {
@@ -214,12 +212,12 @@ void experts_fp8_gemm(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t str
   g1.b_mxfp4 = b.step == ExpertStep::kMxfp4Gemm;
   g1.b_scales = b.w1_scales;
   g1.num_groups = b.E;
-  if (plan_tile_rows(b.step, b.T, b.E) == 128) g1.tile = b.gemm_tile;
+  const bool rows_128 = plan_tile_rows(b.step, b.T, b.E) == 128;
+  if (rows_128) g1.tile = b.gemm_tile;
   g1.consumer_pingpong = b.fp8 != nullptr && b.fp8->gemm_pingpong;
   const GemmTile tile = g1.tile;  // both GEMMs' tile (gate_up's may become 128×256 below)
   // h quantized in gate_up's epilogue: FP8 tile-major experts at 128-row tiles (the TMA 128×256 tile).
-  const bool fuse_quantization =
-      b.step == ExpertStep::kFp8Gemm && b.weights_tiled && plan_tile_rows(b.step, b.T, b.E) == 128;
+  const bool fuse_quantization = b.step == ExpertStep::kFp8Gemm && b.weights_tiled && rows_128;
   if (fuse_quantization) {
     g1.epilogue = GemmEpilogue::kSwiGluFp8;
     g1.out_q = w.h_q;

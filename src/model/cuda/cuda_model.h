@@ -204,7 +204,7 @@ class CudaModel final : public Model {
     // Sequences of ≤ kernels::kDecodeMaxQ queries: in a mixed step (max_q above that) they take the decode
     // attention kernel when mixed_step_attention_split() (kernels/attention.h decode_rows_apart).
     int num_decode_seqs = 0;
-    // The prefill attention's query tiles (kernels/attention.h q_tiles_64 / q_tiles_128), counted by
+    // The prefill attention's query tiles (kernels/attention.h q_tiles_64 / q_tiles_128 / q_tiles_192), counted by
     // fill_and_upload_plan; 0 in decode steps.
     int num_q_tiles_64 = 0, num_q_tiles_128 = 0, num_q_tiles_192 = 0;
     size_t q_tiles_64 = 0, q_tiles_128 = 0, q_tiles_192 = 0;
