@@ -35,6 +35,10 @@ void ModelChoice::add_options(CLI::App& cli) {
   cli.add_flag("--prefill-attention-exp2-fma", options.prefill_attention_exp2_fma,
                "cuda: a quarter of the wgmma prefill attention's exponentials on the FMA pipe (A/B)")
       ->group("");  // hidden: a candidate
+  cli.add_flag("--prefill-attention-lazy-rescale", options.prefill_attention_lazy_rescale,
+               "cuda: the wgmma prefill attention's lazy online softmax (rescale O only when a row max grows by "
+               "more than 2^8) (A/B)")
+      ->group("");  // hidden: a candidate
   cli.add_option(
          "--moe-decode", options.moe_decode,
          "cuda: auto (default: the weight-streaming grouped GEMM at 9-64 tokens, FP8, or 9-512, MXFP4) | gemv | stream")

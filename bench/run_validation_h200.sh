@@ -79,8 +79,9 @@ run_benches() {
   sec "bench decode 20b batch 1-2 at long contexts"
   timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --batch-sizes 1 2 \
     --contexts 8192 32768 --steps 32
-  sec "end-to-end A/B against the product's choices (PERF.md 2026-12-05): 2-warpgroup attention, MoE 128x192 tile; candidates exp2 on FMA, GEMM ping-pong"
+  sec "end-to-end A/B against the product's choices (PERF.md 2026-12-05): 2-warpgroup attention, MoE 128x192 tile; candidates exp2 on FMA, lazy rescale, GEMM ping-pong"
   for flags in "" "--prefill-attention-warpgroups 2" "--moe-gemm-tile 128x192tma2" "--prefill-attention-exp2-fma" \
+    "--prefill-attention-lazy-rescale" "--prefill-attention-exp2-fma --prefill-attention-lazy-rescale" \
     "--moe-gemm-pingpong"; do
     echo "-- bench prefill 20b $flags"
     timeout 60 build/gossamer bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 32768 \

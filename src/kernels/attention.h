@@ -83,6 +83,10 @@ struct AttentionParams {
   // exp2) instead of the MUFU, which ncu showed as busy as the tensor pipe (48% / 47%, 1×8,192 causal,
   // 2026-12-05). A candidate, off until measured.
   bool prefill_exp2_fma = false;
+  // Where three consumer warpgroups run: the lazy online softmax (FlashAttention-4's): a row's running max
+  // moves only when a tile passes it by more than 2^8, and a warp skips O's rescale (32 multiplies per thread
+  // per key tile) while none of its rows moved. A candidate, off until measured.
+  bool prefill_lazy_rescale = false;
   // Decode only: split-KV scratch of attention_decode_workspace_bytes: the splits' arrival counters, then
   // their partial outputs. The counters must be zero before the first launch on a workspace
   // (attention_decode_workspace_init once after allocating it); every launch leaves them zero.

@@ -73,12 +73,20 @@ __device__ __forceinline__ float ex2_fma(float x) {
   return __int_as_float(__float_as_int(p) + (__float_as_int(shifted) << 23));
 }
 
+// How far (log2 units) a tile's row max may pass the running max m before the lazy softmax moves m
+// (AttentionParams::prefill_lazy_rescale): the probabilities exp2(s·scale_log2 − m) stay ≤ 2^8, far inside
+// fp32 and bf16 (FlashAttention-4's rescale threshold).
+constexpr float kLazyRescaleLog2 = 8.f;
+
 // Online-softmax step on one warpgroup's S tile (64 rows × 128 keys in the wgmma D fragment: s[4j + e]
 // is row g + 8·(e / 2), key 8j + 2t + e % 2, g = 16·warp + lane / 4, t = lane % 4). Leaves the
 // probabilities exp2(s·scale_log2 − m) in s, updates m (log2 domain) and this thread's partial row sums l,
 // and sets alpha, the factor by which O must be rescaled. kExp2Fma: every fourth column pair (j % 4 == 3,
 // a quarter of the tile) takes ex2_fma instead of the MUFU's ex2 (AttentionParams::prefill_exp2_fma).
-template <bool kMask, bool kExp2Fma>
+// kLazy: m moves only when the tile's row max passes it by more than kLazyRescaleLog2 (then to that max), so
+// alpha is exactly 1 on most tiles; m is then an upper bound of the row's max minus at most 8, not the max,
+// and O / l is unchanged up to rounding (numerator and denominator carry the same factor).
+template <bool kMask, bool kExp2Fma, bool kLazy>
 __device__ __forceinline__ void softmax_tile(float (&s)[64], float (&m)[2], float (&l)[2], float (&alpha)[2], int kv0,
                                              const int (&row_pos)[2], int window, float scale_log2) {
   const int lane = threadIdx.x % 32;
@@ -100,7 +108,9 @@ __device__ __forceinline__ void softmax_tile(float (&s)[64], float (&m)[2], floa
   for (int h = 0; h < 2; ++h) {
     mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
     mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
-    const float m_new = fmaxf(m[h], mx[h] * scale_log2);  // scale > 0: max commutes with the scaling
+    const float m_tile = mx[h] * scale_log2;  // scale > 0: max commutes with the scaling
+    // Lazy: m = −∞ (no sink, nothing seen) moves to any finite m_tile; a −∞ m_tile (all masked) never moves m.
+    const float m_new = kLazy ? (m_tile > m[h] + kLazyRescaleLog2 ? m_tile : m[h]) : fmaxf(m[h], m_tile);
     m_safe[h] = m_new == -INFINITY ? 0.f : m_new;
     alpha[h] = ex2(m[h] - m_safe[h]);
     m[h] = m_new;
@@ -118,7 +128,7 @@ __device__ __forceinline__ void softmax_tile(float (&s)[64], float (&m)[2], floa
   }
 }
 
-template <bool kKvFp8, int kConsumers, bool kExp2Fma>
+template <bool kKvFp8, int kConsumers, bool kExp2Fma, bool kLazy>
 __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
     attention_prefill_wgmma_kernel(const AttentionParams p) {
   using Shape = CtaShape<kConsumers>;
@@ -315,9 +325,9 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
   auto softmax = [&](int it) {
     const int kv0 = (tile_begin + it) * kBN;
     if (need_mask(kv0)) {
-      softmax_tile<true, kExp2Fma>(s, m, l, alpha, kv0, row_pos, p.window, scale_log2);
+      softmax_tile<true, kExp2Fma, kLazy>(s, m, l, alpha, kv0, row_pos, p.window, scale_log2);
     } else {
-      softmax_tile<false, kExp2Fma>(s, m, l, alpha, kv0, row_pos, p.window, scale_log2);
+      softmax_tile<false, kExp2Fma, kLazy>(s, m, l, alpha, kv0, row_pos, p.window, scale_log2);
     }
   };
   auto wait_full = [&](int it) {
@@ -380,12 +390,15 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
     wgmma::fence_operand(o);
     release(it - 1);
     wgmma::d_to_a_bf16(pa, s);
+    // Lazy: the warp skips O's 32 multiplies per thread when all its 16 rows kept m (alpha exactly 1).
+    if (!kLazy || __any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) {
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      o[4 * j + 0] *= alpha[0];
-      o[4 * j + 1] *= alpha[0];
-      o[4 * j + 2] *= alpha[1];
-      o[4 * j + 3] *= alpha[1];
+      for (int j = 0; j < 8; ++j) {
+        o[4 * j + 0] *= alpha[0];
+        o[4 * j + 1] *= alpha[0];
+        o[4 * j + 2] *= alpha[1];
+        o[4 * j + 3] *= alpha[1];
+      }
     }
   }
 
@@ -418,12 +431,12 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
   }
 }
 
-template <bool kKvFp8, int kConsumers, bool kExp2Fma = false>
+template <bool kKvFp8, int kConsumers, bool kExp2Fma, bool kLazy>
 void launch_prefill_wgmma_for(const AttentionParams& p, cudaStream_t stream) {
   constexpr int kSmem = kSmemBytes<kKvFp8, kConsumers>;
   static bool configured = false;
   if (!configured) {
-    GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(attention_prefill_wgmma_kernel<kKvFp8, kConsumers, kExp2Fma>,
+    GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(attention_prefill_wgmma_kernel<kKvFp8, kConsumers, kExp2Fma, kLazy>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
     configured = true;
   }
@@ -435,9 +448,20 @@ void launch_prefill_wgmma_for(const AttentionParams& p, cudaStream_t stream) {
   if (num_tiles == 0) return;
   const int64_t grid = static_cast<int64_t>(num_tiles) * p.num_q_heads;
   GOSSAMER_CHECK(grid < (int64_t{1} << 31), "attention: too many query tiles (", grid, " CTAs)");
-  attention_prefill_wgmma_kernel<kKvFp8, kConsumers, kExp2Fma>
+  attention_prefill_wgmma_kernel<kKvFp8, kConsumers, kExp2Fma, kLazy>
       <<<static_cast<unsigned>(grid), CtaShape<kConsumers>::kThreads, kSmem, stream>>>(p);
   GOSSAMER_CUDA_CHECK_LAUNCH();
+}
+
+// The softmax variant (exp2 on FMA, lazy rescale): built for three consumer warpgroups only.
+template <bool kKvFp8, int kConsumers>
+void launch_prefill_wgmma_softmax(const AttentionParams& p, bool exp2_fma, bool lazy, cudaStream_t stream) {
+  if constexpr (kConsumers == 3) {
+    if (exp2_fma && lazy) return launch_prefill_wgmma_for<kKvFp8, 3, true, true>(p, stream);
+    if (exp2_fma) return launch_prefill_wgmma_for<kKvFp8, 3, true, false>(p, stream);
+    if (lazy) return launch_prefill_wgmma_for<kKvFp8, 3, false, true>(p, stream);
+  }
+  launch_prefill_wgmma_for<kKvFp8, kConsumers, false, false>(p, stream);
 }
 
 }  // namespace
@@ -453,13 +477,13 @@ void launch_prefill_wgmma(const AttentionParams& p, cudaStream_t stream) {
     // their grid fills four waves.
     three = static_cast<int64_t>(p.num_q_tiles_192) * p.num_q_heads >= 4 * static_cast<int64_t>(current_sm_count());
   }
-  const bool exp2_fma = p.prefill_exp2_fma && three;  // built for three consumer warpgroups only
+  const bool exp2_fma = p.prefill_exp2_fma, lazy = p.prefill_lazy_rescale;  // three warpgroups only
   if (p.kv_fp8) {
-    if (exp2_fma) return launch_prefill_wgmma_for<true, 3, true>(p, stream);
-    return three ? launch_prefill_wgmma_for<true, 3>(p, stream) : launch_prefill_wgmma_for<true, 2>(p, stream);
+    return three ? launch_prefill_wgmma_softmax<true, 3>(p, exp2_fma, lazy, stream)
+                 : launch_prefill_wgmma_softmax<true, 2>(p, exp2_fma, lazy, stream);
   }
-  if (exp2_fma) return launch_prefill_wgmma_for<false, 3, true>(p, stream);
-  return three ? launch_prefill_wgmma_for<false, 3>(p, stream) : launch_prefill_wgmma_for<false, 2>(p, stream);
+  return three ? launch_prefill_wgmma_softmax<false, 3>(p, exp2_fma, lazy, stream)
+               : launch_prefill_wgmma_softmax<false, 2>(p, exp2_fma, lazy, stream);
 }
 
 }  // namespace gossamer::kernels::attn

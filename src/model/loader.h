@@ -47,6 +47,9 @@ struct ModelOptions {
   // cuda: a quarter of those exponentials on the FMA pipe where three warpgroups run
   // (CudaOptions::prefill_attention_exp2_fma; a candidate, hidden bench flag --prefill-attention-exp2-fma).
   bool prefill_attention_exp2_fma = false;
+  // cuda: the lazy online softmax where three warpgroups run (CudaOptions::prefill_attention_lazy_rescale; a
+  // candidate, hidden bench flag --prefill-attention-lazy-rescale).
+  bool prefill_attention_lazy_rescale = false;
   // cuda: the experts of decode-sized steps (CudaOptions::moe_decode): "auto" (the weight-streaming grouped
   // GEMM where it measured faster: 9–64 tokens with FP8 experts, 9–512 with MXFP4), "gemv" (never) or
   // "stream" (every step of ≤ 4,096 tokens).

@@ -87,10 +87,14 @@ const char* kernel_name(bool decode, PrefillKernel kernel) {
   return kernel == PrefillKernel::kMmaSync ? "attention_prefill" : "attention_prefill_wgmma";
 }
 
-// The wgmma prefill kernel's variant (AttentionParams::prefill_consumer_warpgroups, prefill_exp2_fma).
+// The wgmma prefill kernel's variant (AttentionParams::prefill_consumer_warpgroups, prefill_exp2_fma,
+// prefill_lazy_rescale), and q's amplitude: 1 (logits of a few units), or larger so that row maxima grow by
+// more than the lazy softmax's 2^8 across key tiles (its rescale path).
 struct WgmmaVariant {
   int consumer_warpgroups = 2;
   bool exp2_fma = false;
+  bool lazy_rescale = false;
+  float q_amplitude = 1.0f;
 };
 
 void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_heads, int kv_heads, int page_size,
@@ -100,7 +104,7 @@ void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_he
   const int tokens = b.cu_q.back();
   int max_kv = 0;
   for (int kv : b.kv_lens) max_kv = std::max(max_kv, kv);
-  auto q = random_bf16(size_t(tokens) * q_heads * 64, rng, 1.0f);
+  auto q = random_bf16(size_t(tokens) * q_heads * 64, rng, wgmma.q_amplitude);
   const size_t cache_elems = size_t(b.num_pages) * page_size * kv_heads * 64;
   auto kc = random_bf16(cache_elems, rng, 1.0f);
   auto vc = random_bf16(cache_elems, rng, 1.0f);
@@ -164,6 +168,7 @@ void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_he
   p.prefill_kernel = kernel;
   p.prefill_consumer_warpgroups = wgmma.consumer_warpgroups;
   p.prefill_exp2_fma = wgmma.exp2_fma;
+  p.prefill_lazy_rescale = wgmma.lazy_rescale;
   // mixed: the model's split of a mixed step (decode_rows_apart): the decode launch for the ≤ kDecodeMaxQ
   // sequences, then the prefill launch for the rest, into the same poisoned output.
   p.decode_rows_apart = mixed;
@@ -215,7 +220,9 @@ void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_he
   os << " heads " << q_heads << "/" << kv_heads << " page " << page_size << " window " << window << " sinks "
      << kSinkNames[static_cast<int>(sink_mode)] << (kv_fp8 ? " kv fp8" : "") << (mixed ? " mixed split" : "")
      << (!decode && kernel == PrefillKernel::kWgmma && wgmma.consumer_warpgroups == 3 ? " 3 consumer warpgroups" : "")
-     << (!decode && kernel == PrefillKernel::kWgmma && wgmma.exp2_fma ? " exp2 on fma" : "");
+     << (!decode && kernel == PrefillKernel::kWgmma && wgmma.exp2_fma ? " exp2 on fma" : "")
+     << (!decode && kernel == PrefillKernel::kWgmma && wgmma.lazy_rescale ? " lazy rescale" : "")
+     << (wgmma.q_amplitude != 1.0f ? " q amplitude " + std::to_string(wgmma.q_amplitude) : std::string());
   const std::string shape = os.str();
   report(kernel_name(decode, kernel), shape, err, kTolBf16);
   EXPECT_LT(err, kTolBf16) << shape;
@@ -279,6 +286,19 @@ TEST(AttentionPrefillWgmmaKernel, Exp2OnFmaMatchesReference) {
   std::mt19937 rng(27);
   wgmma_cases(rng, {3, true}, false);
   wgmma_cases(rng, {3, true}, true);
+}
+
+// The lazy online softmax (AttentionParams::prefill_lazy_rescale), three consumer warpgroups, both caches, alone
+// and with exp2 on FMA: within the bf16 bound. With q of amplitude 1 the rows keep their first max (the rescale
+// skipped); with amplitude 24 logits reach ~±30 in log2 units, so maxima pass the threshold on later key tiles
+// and the rescale runs for some warps and not others.
+TEST(AttentionPrefillWgmmaKernel, LazyRescaleMatchesReference) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(28);
+  wgmma_cases(rng, {3, false, true}, false);
+  wgmma_cases(rng, {3, false, true, 24.0f}, false);
+  wgmma_cases(rng, {3, false, true, 24.0f}, true);
+  wgmma_cases(rng, {3, true, true, 24.0f}, false);
 }
 
 // Random varlen batches: 1–5 sequences, query lengths 1–1,200, cached prefixes 0–1,000, either window,

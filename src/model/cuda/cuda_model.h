@@ -86,6 +86,8 @@ struct CudaOptions {
   int prefill_attention_warpgroups = 0;
   // kernels::AttentionParams::prefill_exp2_fma (a candidate).
   bool prefill_attention_exp2_fma = false;
+  // kernels::AttentionParams::prefill_lazy_rescale (a candidate).
+  bool prefill_attention_lazy_rescale = false;
   // Which decode-sized steps run the FP8 or MXFP4 experts on the weight-streaming grouped GEMM
   // (kernels/moe.h launch_moe_stream) instead of the GEMV decode MoE (≤ 8 tokens, MXFP4 in chunks of 8 up
   // to kMxfp4GemvMaxTokens) or the FP8 expert GEMMs: kAuto where it measured faster on the H200
