@@ -13,7 +13,7 @@
 # only, so they may share the GPU); benches: prefill with its phase breakdown, the MoE and prefill GEMMs
 # against cuBLASLt (both TMA tiles), attention prefill (two and three consumer warpgroups), the decode GEMV
 # shapes, decode (mxfp4+fp8, and at long contexts), the end-to-end A/B of the product's prefill choices,
-# 120b prefill, and the step breakdown, alone on the GPU (each mode
+# 120b prefill, the decode A/B of the MoE routing in the GEMVs, and the step breakdown, alone on the GPU (each mode
 # fits one 600 s call; the tokenizer against tiktoken: bench/text/run_tokenizer_vs_tiktoken.sh).
 set -uo pipefail
 mode=${1:-all}
@@ -76,6 +76,14 @@ run_benches() {
   sec "bench decode 20b mxfp4+fp8 (#15)"
   timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
     --batch-sizes 1 8 64 --contexts 1024 --steps 32
+  sec "decode A/B: the MoE routing in the GEMVs (candidate, #15), fp8 and mxfp4+fp8"
+  for w in fp8 mxfp4+fp8; do
+    for flags in "" "--moe-decode-route-in-gemv"; do
+      echo "-- bench decode 20b --weights $w $flags"
+      timeout 60 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights $w \
+        --batch-sizes 1 8 --contexts 1024 --steps 32 $flags | grep dummy
+    done
+  done
   sec "bench decode 20b batch 1-2 at long contexts"
   timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --batch-sizes 1 2 \
     --contexts 8192 32768 --steps 32

@@ -5,6 +5,7 @@
 #include "core/dtype.h"
 #include "kernels/fp8_tiled.h"
 #include "kernels/gemv_fp8.h"
+#include "kernels/gemv_grouped.h"
 #include "kernels/swiglu.h"
 
 namespace gossamer::kernels {
@@ -36,16 +37,11 @@ void gemv_fp8_cpu(const GemvFp8Params& p) {
     }
     gemm_epilogue_cpu(out_row.data(), p.N, p.epilogue, out);
   };
-  if (!p.topk_ids) {
+  if (!gemv_grouped(p)) {
     for (int m = 0; m < p.M; ++m) one_row(p.x + m * p.ldx, 0, p.out + m * p.ldc);
     return;
   }
-  for (int q = 0; q < p.num_pairs; ++q) {
-    const int e = p.topk_ids[q] - p.expert_begin;
-    const bool local = e >= 0 && e < p.num_local_experts;
-    if (p.pair_row) p.pair_row[q] = local ? q : -1;
-    if (local) one_row(p.x + (q / p.x_pair_divisor) * p.ldx, e, p.out + q * p.ldc);
-  }
+  gemv_grouped_cpu(p, one_row);
 }
 
 }  // namespace gossamer::kernels

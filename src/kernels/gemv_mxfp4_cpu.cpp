@@ -2,6 +2,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "kernels/gemv_grouped.h"
 #include "kernels/gemv_mxfp4.h"
 #include "kernels/mxfp4_tiled.h"
 #include "kernels/swiglu.h"
@@ -31,16 +32,11 @@ void gemv_mxfp4_cpu(const GemvMxfp4Params& p) {
       for (int n = 0; n < p.N; ++n) out[n] = float_to_bf16(out_row[n]);
     }
   };
-  if (!p.topk_ids) {
+  if (!gemv_grouped(p)) {
     for (int m = 0; m < p.M; ++m) one_row(p.x + m * p.ldx, 0, p.out + m * p.ldc);
     return;
   }
-  for (int q = 0; q < p.num_pairs; ++q) {
-    const int e = p.topk_ids[q] - p.expert_begin;
-    const bool local = e >= 0 && e < p.num_local_experts;
-    if (p.pair_row) p.pair_row[q] = local ? q : -1;
-    if (local) one_row(p.x + (q / p.x_pair_divisor) * p.ldx, e, p.out + q * p.ldc);
-  }
+  gemv_grouped_cpu(p, one_row);
 }
 
 }  // namespace gossamer::kernels

@@ -37,6 +37,8 @@
 #include <atomic>
 
 #include "kernels/cuda_utils.h"
+#include "kernels/gemv_grouped.h"
+#include "kernels/gemv_grouped_sm90.cuh"
 #include "kernels/gemv_launch.h"
 #include "kernels/gemv_mxfp4.h"
 #include "kernels/mxfp4_tiled.h"
@@ -141,8 +143,7 @@ __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages))
   using RedRow = float[kGemvMaxRows][kRedStride];
   RedRow* red = reinterpret_cast<RedRow*>(smem);
   RedRow& part = *reinterpret_cast<RedRow*>(smem + kWarps * sizeof(RedRow));
-  __shared__ int s_pair[kGemvMaxRows];
-  __shared__ int s_expert, s_rows, s_slots;
+  __shared__ GemvGroupedSmem gs;  // grouped mode
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
@@ -150,9 +151,9 @@ __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages))
   const int n0 = static_cast<int>(blockIdx.x) / cluster * kTileRows;
   const int ks_begin = rank * k_steps / cluster;
   const int ks_end = (rank + 1) * k_steps / cluster;
-  const bool grouped = p.topk_ids != nullptr;
+  const bool grouped = gemv_grouped(p);
 
-  // ---- grouped: group the pairs by local expert (warp 0), pick this CTA's slot (as gemv_fp8) ----
+  // ---- grouped: route (router_logits), group the pairs by local expert, pick this CTA's slot ----
   int rows = p.M;
   int group = 0;
   const bool wait_first = grouped && !p.topk_from_earlier_kernel;
@@ -161,40 +162,7 @@ __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages))
       pdl_wait();
       pdl_trigger();
     }
-    if (warp == 0) {
-      int e = -1;
-      if (lane < p.num_pairs) {
-        e = p.topk_ids[lane] - p.expert_begin;
-        if (e < 0 || e >= p.num_local_experts) e = -1;
-      }
-      if (p.pair_row && blockIdx.x == 0 && blockIdx.y == 0 && lane < p.num_pairs) p.pair_row[lane] = e >= 0 ? lane : -1;
-      const unsigned same = __match_any_sync(0xffffffffu, e >= 0 ? e : -1 - lane);
-      const bool leader = e >= 0 && (same & ((1u << lane) - 1u)) == 0;
-      const int chunks = leader ? (__popc(same) + kGemvMaxRows - 1) / kGemvMaxRows : 0;
-      int incl = chunks;
-#pragma unroll
-      for (int o = 1; o < 32; o <<= 1) {
-        const int v = __shfl_up_sync(0xffffffffu, incl, o);
-        if (lane >= o) incl += v;
-      }
-      const int slot = static_cast<int>(blockIdx.y);
-      if (slot >= incl - chunks && slot < incl) {
-        unsigned members = same;
-        for (int i = 0; i < (slot - incl + chunks) * kGemvMaxRows; ++i) members &= members - 1u;
-        int r = 0;
-        for (; members != 0u && r < kGemvMaxRows; ++r) {
-          s_pair[r] = __ffs(static_cast<int>(members)) - 1;
-          members &= members - 1u;
-        }
-        s_rows = r;
-        s_expert = e;
-      }
-      if (lane == 31) s_slots = incl;
-    }
-    __syncthreads();
-    if (static_cast<int>(blockIdx.y) >= s_slots) return;
-    rows = s_rows;
-    group = s_expert;
+    if (!gemv_grouped_prologue<kWarps>(p, gs, rows, group)) return;
   }
 
   // ---- this warp's tiles and ring ----
@@ -225,7 +193,7 @@ __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages))
   // x of K step `step`: this lane's 4 × 8 bf16 of x row g (columns 128·step + 32j + 8t), zero outside.
   const uint16_t* x_lane = p.x;
   if (g < rows) {
-    const int x_row = grouped ? s_pair[g] / p.x_pair_divisor : g;
+    const int x_row = grouped ? gs.pair[g] / p.x_pair_divisor : g;
     x_lane = p.x + static_cast<int64_t>(x_row) * p.ldx + 8 * t;
   }
   auto load_x = [&](int step, uint32_t(&xr)[16]) {
@@ -351,7 +319,7 @@ __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages))
         v0 += __uint_as_float(bb << 16);
         v1 += __uint_as_float(bb & 0xFFFF0000u);
       }
-      const int out_row = grouped ? s_pair[m] : m;
+      const int out_row = grouped ? gs.pair[m] : m;
       uint16_t* out = p.out + static_cast<int64_t>(out_row) * p.ldc;
       if constexpr (kSwiGlu) {
         const __nv_bfloat16 h = __float2bfloat16_rn(swiglu_clamped(v0, v1));
@@ -436,18 +404,13 @@ const char* gemv_mxfp4_shape_name(GemvMxfp4Shape shape) {
 }
 
 void launch_gemv_mxfp4(const GemvMxfp4Params& p, cudaStream_t stream) {
-  const bool grouped = p.topk_ids != nullptr;
+  const bool grouped = gemv_grouped(p);
   const bool swiglu = p.epilogue == GemmEpilogue::kSwiGlu;
   GOSSAMER_CHECK(p.K > 0 && p.K % 32 == 0 && p.N > 0 && p.N % 8 == 0, "gemv_mxfp4: K (", p.K,
                  ") must be a positive multiple of 32 and N (", p.N, ") of 8");
   int slots = 1;
   if (grouped) {
-    GOSSAMER_CHECK(p.num_pairs >= 1 && p.num_pairs <= kGemvMaxPairs, "gemv_mxfp4: num_pairs ", p.num_pairs,
-                   " not in [1, ", kGemvMaxPairs, "]");
-    GOSSAMER_CHECK(p.num_local_experts >= 1 && p.x_pair_divisor >= 1, "gemv_mxfp4: bad grouped parameters");
-    GOSSAMER_CHECK(!(p.pair_row && p.topk_from_earlier_kernel),
-                   "gemv_mxfp4: pair_row needs topk_from_earlier_kernel off");
-    slots = std::min(p.num_pairs, p.num_local_experts * ceil_div(p.num_pairs, kGemvMaxRows));
+    slots = gemv_grouped_slots(p, "gemv_mxfp4");
   } else {
     GOSSAMER_CHECK(p.M >= 0 && p.M <= kGemvMaxRows, "gemv_mxfp4: M (", p.M, ") must be ≤ ", kGemvMaxRows);
     if (p.M == 0) return;

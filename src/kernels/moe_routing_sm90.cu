@@ -4,68 +4,26 @@
 
 #include "kernels/cuda_utils.h"
 #include "kernels/moe.h"
+#include "kernels/moe_route_sm90.cuh"
 
 namespace gossamer::kernels {
 namespace {
 
-__device__ __forceinline__ bool better(float v1, int i1, float v2, int i2) {
-  return v1 > v2 || (v1 == v2 && i1 < i2);
-}
-
-// One warp per token; lane l holds experts l, l + 32, ….
+// One warp per token (moe_route_token).
 __global__ void moe_route_kernel(MoeRouteParams p) {
   pdl_wait();  // PDL: nothing global is touched before the previous kernel is done
   pdl_trigger();
   const int t = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
   const int lane = threadIdx.x % 32;
   if (t >= p.num_tokens) return;
-  constexpr int kPer = kMoeMaxExperts / 32;
-  float v[kPer];
-#pragma unroll
-  for (int i = 0; i < kPer; ++i) {
-    const int e = lane + 32 * i;
-    v[i] = e < p.num_experts ? __uint_as_float(uint32_t(p.logits[static_cast<int64_t>(t) * p.num_experts + e]) << 16)
-                             : -FLT_MAX;
-  }
-  float top_v[kMoeTopK];
-  int top_i[kMoeTopK];
-#pragma unroll
-  for (int k = 0; k < kMoeTopK; ++k) {
-    float best_v = -FLT_MAX;
-    int best_i = INT_MAX;
-#pragma unroll
-    for (int i = 0; i < kPer; ++i) {
-      const int e = lane + 32 * i;
-      if (e < p.num_experts && better(v[i], e, best_v, best_i)) {
-        best_v = v[i];
-        best_i = e;
-      }
-    }
-    for (int o = 16; o > 0; o >>= 1) {
-      const float ov = __shfl_xor_sync(0xffffffffu, best_v, o);
-      const int oi = __shfl_xor_sync(0xffffffffu, best_i, o);
-      if (better(ov, oi, best_v, best_i)) {
-        best_v = ov;
-        best_i = oi;
-      }
-    }
-    top_v[k] = best_v;
-    top_i[k] = best_i;
-#pragma unroll
-    for (int i = 0; i < kPer; ++i) {
-      if (lane + 32 * i == best_i) v[i] = -FLT_MAX;
-    }
-    // NOTE: a taken expert is set to −FLT_MAX and its index stays larger than any untaken −FLT_MAX
-    // competitor only if logits are finite, which router outputs are.
-  }
+  int ids[kMoeTopK];
+  float weights[kMoeTopK];
+  moe_route_token(p.logits + static_cast<int64_t>(t) * p.num_experts, p.num_experts, ids, weights);
   if (lane == 0) {
-    float sum = 0.f, w[kMoeTopK];
-#pragma unroll
-    for (int k = 0; k < kMoeTopK; ++k) sum += (w[k] = __expf(top_v[k] - top_v[0]));
 #pragma unroll
     for (int k = 0; k < kMoeTopK; ++k) {
-      p.topk_ids[t * kMoeTopK + k] = top_i[k];
-      p.topk_weights[t * kMoeTopK + k] = w[k] / sum;
+      p.topk_ids[t * kMoeTopK + k] = ids[k];
+      p.topk_weights[t * kMoeTopK + k] = weights[k];
     }
   }
 }
