@@ -8,13 +8,15 @@
 # `bash bench/pack_for_device.sh` does it (~21 MiB), then carry ["carry",
 # "node_modules/tiktoken/encoders/o200k_base.json"]. Tests and
 # benches read their compiled-in paths under /work/main, so the checkout is linked there. Logs go to $OUT.
-#   bash bench/run_validation_h200.sh [all|tests|benches|prep]
+#   bash bench/run_validation_h200.sh [all|tests|benches|profile|prep]
 # tests: the kernel suite (four shards) beside the model/engine/comm/server suites, all at once (correctness
 # only, so they may share the GPU); benches: prefill with its phase breakdown, the MoE and prefill GEMMs
 # against cuBLASLt (both TMA tiles), attention prefill (two and three consumer warpgroups), the decode GEMV
 # shapes, decode (mxfp4+fp8, and at long contexts), the end-to-end A/B of the product's prefill choices,
 # 120b prefill, the decode A/B of the MoE routing in the GEMVs, and the step breakdown, alone on the GPU (each mode
-# fits one 600 s call; the tokenizer against tiktoken: bench/text/run_tokenizer_vs_tiktoken.sh).
+# fits one 600 s call; the tokenizer against tiktoken: bench/text/run_tokenizer_vs_tiktoken.sh); profile: Nsight
+# Compute on the candidates' kernels (attention softmax variants, MoE GEMM ping-pong), the batch-1 decode GEMVs'
+# stall reasons, and every kernel's duration in a batch-1 decode step (not part of all).
 set -uo pipefail
 mode=${1:-all}
 cd "$(dirname "$0")/.."
@@ -103,9 +105,71 @@ run_benches() {
     --batch-sizes 1 16 64 256 512 1024
 }
 
+run_profile() {
+  # Nsight Compute, clocks as they run: stall reasons per issued instruction, pipe and issue activity.
+  local st="" r m
+  for r in long_scoreboard short_scoreboard wait barrier math_pipe_throttle mio_throttle not_selected selected \
+    dispatch_stall lg_throttle membar no_instruction branch_resolving; do
+    st=$st,smsp__average_warps_issue_stalled_${r}_per_issue_active.ratio
+  done
+  m=gpu__time_duration.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active
+  m=$m,smsp__issue_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active
+  m=$m,sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active,sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active
+  m=$m,dram__bytes.sum.per_second,lts__t_bytes.sum.per_second,sm__warps_active.avg.pct_of_peak_sustained_active
+  m=$m,launch__registers_per_thread,launch__grid_size,smsp__inst_executed.sum$st
+  local ncu_run="timeout 150 ncu --clock-control none --metrics $m"
+  # Raw reports stay on the machine (/tmp/ncu); the summaries go to stdout and $out/profile_summary.txt.
+  local raw=/tmp/ncu
+  mkdir -p $raw
+  summarize() { grep -E "_kernel|gemm_fp8_tma|pct|ratio|per_second|duration|register|grid_size|inst_executed" "$1" |
+    grep -v "==PROF==" | sed 's/  */ /g' | head -60; }
+  sec "ncu: attention 1x8192 causal, three warpgroups: default, exp2 on fma, lazy rescale (#13 candidates)"
+  for v in ILb0ELi3ELb0ELb0E ILb0ELi3ELb1ELb0E ILb0ELi3ELb0ELb1E; do
+    $ncu_run --kernel-name-base mangled -k regex:attention_prefill_wgmma_kernel$v -c 1 \
+      build/bench/kernels/gossamer_kernels_bench profile > "$raw/attention_$v.txt" 2>&1
+    echo "-- $v"; summarize "$raw/attention_$v.txt"
+  done
+  sec "ncu: the MoE's TMA GEMMs at 8k tokens (gate_up, down), default and ping-pong (#13 candidate)"
+  for flags in "" "--moe-gemm-pingpong"; do
+    $ncu_run -k regex:gemm_fp8_tma -c 2 build/gossamer bench prefill --load-format dummy --preset 20b --device cuda \
+      --input-lens 8192 --repeats 1 $flags > "$raw/moe_gemm$flags.txt" 2>&1
+    echo "-- $flags"; summarize "$raw/moe_gemm$flags.txt"
+  done
+  sec "ncu: the decode GEMVs of a batch-1 step (20b mxfp4+fp8, graph nodes): MXFP4 gate_up + down, FP8 qkv + o (#15)"
+  for k in gemv_mxfp4_kernel gemv_fp8_kernel; do
+    $ncu_run -k regex:$k -c 2 build/gossamer bench decode --load-format dummy --preset 20b --device cuda \
+      --weights mxfp4+fp8 --batch-sizes 1 --contexts 1024 --steps 2 > "$raw/$k.txt" 2>&1
+    echo "-- $k"; summarize "$raw/$k.txt"
+  done
+  sec "ncu: every kernel's duration in a batch-1 decode step (20b mxfp4+fp8, ctx 128)"
+  timeout 300 ncu --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
+    build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 --batch-sizes 1 \
+    --contexts 128 --steps 1 > "$raw/decode_step.csv" 2> "$raw/decode_step.err"
+  python3 - "$raw/decode_step.csv" <<'PY'
+import csv, collections, sys
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
+if not rows:
+    sys.exit("no ncu rows")
+head, rows = rows[0], rows[1:]
+name, value = head.index("Kernel Name"), head.index("Metric Value")
+runs = [(r[name].split("(")[0].split("<")[0], float(r[value].replace(",", ""))) for r in rows]
+# One step: from after the previous launch of the last kernel's name to the end.
+prev = max((i for i in range(len(runs) - 1) if runs[i][0] == runs[-1][0]), default=len(runs) - 301)
+step = runs[prev + 1:]
+total = collections.defaultdict(lambda: [0, 0.0])
+for k, ns in step:
+    total[k][0] += 1
+    total[k][1] += ns
+print(f"one step: {len(step)} launches, {sum(ns for _, ns in step) / 1e3:.1f} us of kernels (each run alone)")
+for k, (n, ns) in sorted(total.items(), key=lambda kv: -kv[1][1]):
+    print(f"{ns / 1e3:9.1f} us {n:5d} x {ns / n / 1e3:7.2f} us  {k}")
+PY
+}
+
 case $mode in
   tests) run_tests ;;
   benches) run_benches ;;
+  profile) run_profile 2>&1 | tee "$out/profile_summary.txt" ;;
   prep) ;;  # binaries and checkpoint in place only
   *) run_tests; run_benches ;;
 esac

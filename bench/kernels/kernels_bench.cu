@@ -1256,6 +1256,10 @@ int main(int argc, char** argv) {
       if (!c.decode && c.window == 0 && std::strcmp(c.name, "1x8192") == 0) {
         bench_attention(c, PrefillKernel::kMmaSync);
         bench_attention(c, PrefillKernel::kWgmma);
+        // Three consumer warpgroups and the softmax candidates (template arguments <kv fp8, 3, exp2 on fma, lazy>).
+        bench_attention(c, PrefillKernel::kWgmma, 0, false, {3});
+        bench_attention(c, PrefillKernel::kWgmma, 0, false, {3, true, false});
+        bench_attention(c, PrefillKernel::kWgmma, 0, false, {3, false, true});
       }
     }
   }
