@@ -377,13 +377,7 @@ TEST(GemvFp8Kernel, GroupedMatchesReference) {
       dweights_out.poison();
       dout.poison();
       dpair_row.poison();
-      GemvFp8Params routed = p;
-      routed.topk_ids = nullptr;
-      routed.router_logits = dlogits.get();
-      routed.num_experts = kExperts;
-      routed.topk_ids_out = dids_out.get();
-      routed.topk_weights_out = dweights_out.get();
-      launch_gemv_fp8(routed, nullptr);
+      launch_gemv_fp8(routed_in_kernel(p, dlogits.get(), kExperts, dids_out.get(), dweights_out.get()), nullptr);
       EXPECT_EQ(dout.download(), out) << c.name << ": routed in the kernel";
       EXPECT_EQ(dpair_row.download(), ref_pair_row) << c.name << ": routed in the kernel";
       EXPECT_EQ(dids_out.download(), c.ids) << c.name << ": routed ids";

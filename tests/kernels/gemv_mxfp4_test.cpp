@@ -377,12 +377,8 @@ TEST(GemvMxfp4Kernel, GroupedMatchesReference) {
           DeviceBuffer<int32_t> dids_out(pairs);
           dids_out.poison();
           dout.poison();
-          GemvMxfp4Params routed = p;
-          routed.topk_ids = nullptr;
-          routed.router_logits = dlogits.get();
-          routed.num_experts = kExperts;
-          routed.topk_ids_out = earlier ? nullptr : dids_out.get();
-          launch_gemv_mxfp4(routed, nullptr);
+          launch_gemv_mxfp4(routed_in_kernel(p, dlogits.get(), kExperts, earlier ? nullptr : dids_out.get(), nullptr),
+                            nullptr);
           EXPECT_EQ(dout.download(), out) << shape << ": routed in the kernel";
           if (!earlier) {
             EXPECT_EQ(dids_out.download(), c.ids) << shape << ": routed ids";

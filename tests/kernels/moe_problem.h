@@ -23,6 +23,19 @@ inline std::vector<uint16_t> logits_routing_to(const std::vector<int32_t>& ids, 
   return l;
 }
 
+// A grouped GEMV's parameters (GemvFp8Params or GemvMxfp4Params, grouped by topk_ids) turned into routing in
+// the kernel from `logits` [pairs / 4, num_experts] (router_logits), writing the routing to ids_out /
+// weights_out (either may be null).
+template <class Params>
+Params routed_in_kernel(Params p, const uint16_t* logits, int num_experts, int32_t* ids_out, float* weights_out) {
+  p.topk_ids = nullptr;
+  p.router_logits = logits;
+  p.num_experts = num_experts;
+  p.topk_ids_out = ids_out;
+  p.topk_weights_out = weights_out;
+  return p;
+}
+
 struct MoeProblemCase {
   int tokens, experts, expert_begin, local, hidden, inter;
   bool residual;
