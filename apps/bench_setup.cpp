@@ -32,8 +32,9 @@ void ModelChoice::add_options(CLI::App& cli) {
                  "(192) (A/B)")
       ->check(CLI::IsMember({0, 2, 3}))
       ->group("");  // hidden: A/B runs
-  cli.add_flag("--prefill-attention-exp2-fma", options.prefill_attention_exp2_fma,
-               "cuda: a quarter of the wgmma prefill attention's exponentials on the FMA pipe (A/B)")
+  cli.add_option("--prefill-attention-exp2-fma-eighths", options.prefill_attention_exp2_fma_eighths,
+                 "cuda: 0-3 eighths of the wgmma prefill attention's exponentials on the FMA pipe (A/B)")
+      ->check(CLI::Range(0, 3))
       ->group("");  // hidden: a candidate
   cli.add_flag("--prefill-attention-lazy-rescale", options.prefill_attention_lazy_rescale,
                "cuda: the wgmma prefill attention's lazy online softmax (rescale O only when a row max grows by "

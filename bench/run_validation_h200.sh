@@ -90,8 +90,8 @@ run_benches() {
   timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --batch-sizes 1 2 \
     --contexts 8192 32768 --steps 32
   sec "end-to-end A/B against the product's choices (PERF.md 2026-12-05): 2-warpgroup attention, MoE 128x192 tile; candidates exp2 on FMA, lazy rescale, GEMM ping-pong"
-  for flags in "" "--prefill-attention-warpgroups 2" "--moe-gemm-tile 128x192tma2" "--prefill-attention-exp2-fma" \
-    "--prefill-attention-lazy-rescale" "--prefill-attention-exp2-fma --prefill-attention-lazy-rescale" \
+  for flags in "" "--prefill-attention-warpgroups 2" "--moe-gemm-tile 128x192tma2" "--prefill-attention-exp2-fma-eighths 2" \
+    "--prefill-attention-lazy-rescale" "--prefill-attention-exp2-fma-eighths 2 --prefill-attention-lazy-rescale" \
     "--moe-gemm-pingpong"; do
     echo "-- bench prefill 20b $flags"
     timeout 60 build/gossamer bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 32768 \
@@ -124,7 +124,7 @@ run_profile() {
   summarize() { grep -E "_kernel|gemm_fp8_tma|pct|ratio|per_second|duration|register|grid_size|inst_executed" "$1" |
     grep -v "==PROF==" | sed 's/  */ /g' | head -60; }
   sec "ncu: attention 1x8192 causal, three warpgroups: default, exp2 on fma, lazy rescale (#13 candidates)"
-  for v in ILb0ELi3ELb0ELb0E ILb0ELi3ELb1ELb0E ILb0ELi3ELb0ELb1E; do
+  for v in ILb0ELi3ELi0ELb0E ILb0ELi3ELi2ELb0E ILb0ELi3ELi0ELb1E; do
     $ncu_run --kernel-name-base mangled -k regex:attention_prefill_wgmma_kernel$v -c 1 \
       build/bench/kernels/gossamer_kernels_bench profile > "$raw/attention_$v.txt" 2>&1
     echo "-- $v"; summarize "$raw/attention_$v.txt"

@@ -1025,11 +1025,11 @@ struct MoeStreamBench {
   Buf w1, w2, w1s, w2s, b1, b2;
 };
 
-// The wgmma prefill kernel's variant (AttentionParams::prefill_consumer_warpgroups, prefill_exp2_fma,
+// The wgmma prefill kernel's variant (AttentionParams::prefill_consumer_warpgroups, prefill_exp2_fma_eighths,
 // prefill_lazy_rescale).
 struct WgmmaVariant {
   int consumer_warpgroups = 2;
-  bool exp2_fma = false;
+  int exp2_fma_eighths = 0;
   bool lazy_rescale = false;
 };
 
@@ -1091,7 +1091,7 @@ double bench_attention(const gpt_oss::AttentionCase& c, PrefillKernel kernel = P
   p.max_kv_len = max_kv;
   p.prefill_kernel = kernel;
   p.prefill_consumer_warpgroups = variant.consumer_warpgroups;
-  p.prefill_exp2_fma = variant.exp2_fma;
+  p.prefill_exp2_fma_eighths = variant.exp2_fma_eighths;
   p.prefill_lazy_rescale = variant.lazy_rescale;
   std::vector<int32_t> tiles_64(tokens / 64 + num_seqs), tiles_128(tokens / 128 + num_seqs),
       tiles_192(tokens / 192 + num_seqs);
@@ -1125,7 +1125,7 @@ double bench_attention(const gpt_oss::AttentionCase& c, PrefillKernel kernel = P
   std::string label = c.decode ? "attention_decode" : !wgmma ? "attention_prefill" : "attention_prefill_wgmma";
   if (!c.decode && wgmma && variant.consumer_warpgroups == 3) {
     label += " 3 consumer warpgroups";
-    if (variant.exp2_fma) label += ", exp2 on fma";
+    if (variant.exp2_fma_eighths > 0) label += ", exp2 on fma " + std::to_string(variant.exp2_fma_eighths) + "/8";
     if (variant.lazy_rescale) label += ", lazy rescale";
   }
   row(label.c_str(), shape, us, flops, c.decode ? kv_bytes : 0, base_us, c.decode ? "copy" : "bf16");
@@ -1135,14 +1135,15 @@ double bench_attention(const gpt_oss::AttentionCase& c, PrefillKernel kernel = P
 // A prefill case on the mma.sync kernel and the wgmma kernel (its row carries the mma.sync time as its
 // baseline), then the wgmma kernel with three consumer warpgroups against the two-warpgroup one, and the
 // candidates against three with neither: a quarter of the exponentials on the FMA pipe
-// (AttentionParams::prefill_exp2_fma), the lazy rescale (prefill_lazy_rescale), and both.
+// (AttentionParams::prefill_exp2_fma_eighths: 1/8, 2/8, 3/8), the lazy rescale (prefill_lazy_rescale), and the
+// lazy rescale with 2/8 on FMA.
 void bench_attention_prefill(const gpt_oss::AttentionCase& c) {
   const double base = bench_attention(c, PrefillKernel::kMmaSync);
   const double wgmma = bench_attention(c, PrefillKernel::kWgmma, base);
   const double three = bench_attention(c, PrefillKernel::kWgmma, wgmma, false, {3});  // against two warpgroups
-  bench_attention(c, PrefillKernel::kWgmma, three, false, {3, true, false});
-  bench_attention(c, PrefillKernel::kWgmma, three, false, {3, false, true});
-  bench_attention(c, PrefillKernel::kWgmma, three, false, {3, true, true});
+  for (const int eighths : {1, 2, 3}) bench_attention(c, PrefillKernel::kWgmma, three, false, {3, eighths, false});
+  bench_attention(c, PrefillKernel::kWgmma, three, false, {3, 0, true});
+  bench_attention(c, PrefillKernel::kWgmma, three, false, {3, 2, true});
 }
 
 // `attention-fp8`: every case on the FP8 KV cache, each row against the same kernel on the bf16 cache.
@@ -1258,8 +1259,8 @@ int main(int argc, char** argv) {
         bench_attention(c, PrefillKernel::kWgmma);
         // Three consumer warpgroups and the softmax candidates (template arguments <kv fp8, 3, exp2 on fma, lazy>).
         bench_attention(c, PrefillKernel::kWgmma, 0, false, {3});
-        bench_attention(c, PrefillKernel::kWgmma, 0, false, {3, true, false});
-        bench_attention(c, PrefillKernel::kWgmma, 0, false, {3, false, true});
+        bench_attention(c, PrefillKernel::kWgmma, 0, false, {3, 2, false});
+        bench_attention(c, PrefillKernel::kWgmma, 0, false, {3, 0, true});
       }
     }
   }

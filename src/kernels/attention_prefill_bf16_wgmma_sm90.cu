@@ -78,15 +78,23 @@ __device__ __forceinline__ float ex2_fma(float x) {
 // fp32 and bf16 (FlashAttention-4's rescale threshold).
 constexpr float kLazyRescaleLog2 = 8.f;
 
+// Whether column group j (8 keys, 0..15) of a score tile takes its exponentials on the FMA pipe when
+// kFmaEighths eighths of them do: the groups where ⌊(j + 1)·e / 8⌋ steps, spread evenly over the tile (e = 2:
+// j = 3, 7, 11, 15).
+template <int kFmaEighths>
+__device__ __forceinline__ constexpr bool exp2_on_fma(int j) {
+  return (j + 1) * kFmaEighths / 8 > j * kFmaEighths / 8;
+}
+
 // Online-softmax step on one warpgroup's S tile (64 rows × 128 keys in the wgmma D fragment: s[4j + e]
 // is row g + 8·(e / 2), key 8j + 2t + e % 2, g = 16·warp + lane / 4, t = lane % 4). Leaves the
 // probabilities exp2(s·scale_log2 − m) in s, updates m (log2 domain) and this thread's partial row sums l,
-// and sets alpha, the factor by which O must be rescaled. kExp2Fma: every fourth column pair (j % 4 == 3,
-// a quarter of the tile) takes ex2_fma instead of the MUFU's ex2 (AttentionParams::prefill_exp2_fma).
+// and sets alpha, the factor by which O must be rescaled. kFmaEighths (AttentionParams::prefill_exp2_fma_eighths):
+// that many eighths of the tile's column groups take ex2_fma instead of the MUFU's ex2 (exp2_on_fma).
 // kLazy: m moves only when the tile's row max passes it by more than kLazyRescaleLog2 (then to that max), so
 // alpha is exactly 1 on most tiles; m is then an upper bound of the row's max minus at most 8, not the max,
 // and O / l is unchanged up to rounding (numerator and denominator carry the same factor).
-template <bool kMask, bool kExp2Fma, bool kLazy>
+template <bool kMask, int kFmaEighths, bool kLazy>
 __device__ __forceinline__ void softmax_tile(float (&s)[64], float (&m)[2], float (&l)[2], float (&alpha)[2], int kv0,
                                              const int (&row_pos)[2], int window, float scale_log2) {
   const int lane = threadIdx.x % 32;
@@ -121,14 +129,14 @@ __device__ __forceinline__ void softmax_tile(float (&s)[64], float (&m)[2], floa
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const float arg = fmaf(s[4 * j + e], scale_log2, -m_safe[e / 2]);
-      const float pr = kExp2Fma && j % 4 == 3 ? ex2_fma(arg) : ex2(arg);
+      const float pr = exp2_on_fma<kFmaEighths>(j) ? ex2_fma(arg) : ex2(arg);
       s[4 * j + e] = pr;
       l[e / 2] += pr;
     }
   }
 }
 
-template <bool kKvFp8, int kConsumers, bool kExp2Fma, bool kLazy>
+template <bool kKvFp8, int kConsumers, int kFmaEighths, bool kLazy>
 __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
     attention_prefill_wgmma_kernel(const AttentionParams p) {
   using Shape = CtaShape<kConsumers>;
@@ -325,9 +333,9 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
   auto softmax = [&](int it) {
     const int kv0 = (tile_begin + it) * kBN;
     if (need_mask(kv0)) {
-      softmax_tile<true, kExp2Fma, kLazy>(s, m, l, alpha, kv0, row_pos, p.window, scale_log2);
+      softmax_tile<true, kFmaEighths, kLazy>(s, m, l, alpha, kv0, row_pos, p.window, scale_log2);
     } else {
-      softmax_tile<false, kExp2Fma, kLazy>(s, m, l, alpha, kv0, row_pos, p.window, scale_log2);
+      softmax_tile<false, kFmaEighths, kLazy>(s, m, l, alpha, kv0, row_pos, p.window, scale_log2);
     }
   };
   auto wait_full = [&](int it) {
@@ -431,12 +439,12 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
   }
 }
 
-template <bool kKvFp8, int kConsumers, bool kExp2Fma, bool kLazy>
+template <bool kKvFp8, int kConsumers, int kFmaEighths, bool kLazy>
 void launch_prefill_wgmma_for(const AttentionParams& p, cudaStream_t stream) {
   constexpr int kSmem = kSmemBytes<kKvFp8, kConsumers>;
   static bool configured = false;
   if (!configured) {
-    GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(attention_prefill_wgmma_kernel<kKvFp8, kConsumers, kExp2Fma, kLazy>,
+    GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(attention_prefill_wgmma_kernel<kKvFp8, kConsumers, kFmaEighths, kLazy>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
     configured = true;
   }
@@ -448,20 +456,30 @@ void launch_prefill_wgmma_for(const AttentionParams& p, cudaStream_t stream) {
   if (num_tiles == 0) return;
   const int64_t grid = static_cast<int64_t>(num_tiles) * p.num_q_heads;
   GOSSAMER_CHECK(grid < (int64_t{1} << 31), "attention: too many query tiles (", grid, " CTAs)");
-  attention_prefill_wgmma_kernel<kKvFp8, kConsumers, kExp2Fma, kLazy>
+  attention_prefill_wgmma_kernel<kKvFp8, kConsumers, kFmaEighths, kLazy>
       <<<static_cast<unsigned>(grid), CtaShape<kConsumers>::kThreads, kSmem, stream>>>(p);
   GOSSAMER_CUDA_CHECK_LAUNCH();
 }
 
+// Three consumer warpgroups with `eighths` of the exponentials on the FMA pipe (0–3).
+template <bool kKvFp8, bool kLazy>
+void launch_three_warpgroups(const AttentionParams& p, int eighths, cudaStream_t stream) {
+  switch (eighths) {
+    case 1: return launch_prefill_wgmma_for<kKvFp8, 3, 1, kLazy>(p, stream);
+    case 2: return launch_prefill_wgmma_for<kKvFp8, 3, 2, kLazy>(p, stream);
+    case 3: return launch_prefill_wgmma_for<kKvFp8, 3, 3, kLazy>(p, stream);
+    default: return launch_prefill_wgmma_for<kKvFp8, 3, 0, kLazy>(p, stream);
+  }
+}
+
 // The softmax variant (exp2 on FMA, lazy rescale): built for three consumer warpgroups only.
 template <bool kKvFp8, int kConsumers>
-void launch_prefill_wgmma_softmax(const AttentionParams& p, bool exp2_fma, bool lazy, cudaStream_t stream) {
+void launch_prefill_wgmma_softmax(const AttentionParams& p, int fma_eighths, bool lazy, cudaStream_t stream) {
   if constexpr (kConsumers == 3) {
-    if (exp2_fma && lazy) return launch_prefill_wgmma_for<kKvFp8, 3, true, true>(p, stream);
-    if (exp2_fma) return launch_prefill_wgmma_for<kKvFp8, 3, true, false>(p, stream);
-    if (lazy) return launch_prefill_wgmma_for<kKvFp8, 3, false, true>(p, stream);
+    return lazy ? launch_three_warpgroups<kKvFp8, true>(p, fma_eighths, stream)
+                : launch_three_warpgroups<kKvFp8, false>(p, fma_eighths, stream);
   }
-  launch_prefill_wgmma_for<kKvFp8, kConsumers, false, false>(p, stream);
+  launch_prefill_wgmma_for<kKvFp8, 2, 0, false>(p, stream);
 }
 
 }  // namespace
@@ -477,13 +495,17 @@ void launch_prefill_wgmma(const AttentionParams& p, cudaStream_t stream) {
     // their grid fills four waves.
     three = static_cast<int64_t>(p.num_q_tiles_192) * p.num_q_heads >= 4 * static_cast<int64_t>(current_sm_count());
   }
-  const bool exp2_fma = p.prefill_exp2_fma, lazy = p.prefill_lazy_rescale;  // three warpgroups only
+  GOSSAMER_CHECK(p.prefill_exp2_fma_eighths >= 0 && p.prefill_exp2_fma_eighths <= 3,
+                 "attention prefill: 0–3 eighths of the exponentials on the FMA pipe, not ",
+                 p.prefill_exp2_fma_eighths);
+  const int fma = p.prefill_exp2_fma_eighths;
+  const bool lazy = p.prefill_lazy_rescale;  // both: three warpgroups only
   if (p.kv_fp8) {
-    return three ? launch_prefill_wgmma_softmax<true, 3>(p, exp2_fma, lazy, stream)
-                 : launch_prefill_wgmma_softmax<true, 2>(p, exp2_fma, lazy, stream);
+    return three ? launch_prefill_wgmma_softmax<true, 3>(p, fma, lazy, stream)
+                 : launch_prefill_wgmma_softmax<true, 2>(p, fma, lazy, stream);
   }
-  return three ? launch_prefill_wgmma_softmax<false, 3>(p, exp2_fma, lazy, stream)
-               : launch_prefill_wgmma_softmax<false, 2>(p, exp2_fma, lazy, stream);
+  return three ? launch_prefill_wgmma_softmax<false, 3>(p, fma, lazy, stream)
+               : launch_prefill_wgmma_softmax<false, 2>(p, fma, lazy, stream);
 }
 
 }  // namespace gossamer::kernels::attn

@@ -44,9 +44,10 @@ struct ModelOptions {
   // 3 on 192-query tiles where the grid fills four waves, else 2 on 128), 2 or 3 (hidden bench flag
   // --prefill-attention-warpgroups, for A/B runs).
   int prefill_attention_warpgroups = 0;
-  // cuda: a quarter of those exponentials on the FMA pipe where three warpgroups run
-  // (CudaOptions::prefill_attention_exp2_fma; a candidate, hidden bench flag --prefill-attention-exp2-fma).
-  bool prefill_attention_exp2_fma = false;
+  // cuda: 0–3 eighths of those exponentials on the FMA pipe where three warpgroups run
+  // (CudaOptions::prefill_attention_exp2_fma_eighths; a candidate, hidden bench option
+  // --prefill-attention-exp2-fma-eighths).
+  int prefill_attention_exp2_fma_eighths = 0;
   // cuda: the lazy online softmax where three warpgroups run (CudaOptions::prefill_attention_lazy_rescale; a
   // candidate, hidden bench flag --prefill-attention-lazy-rescale).
   bool prefill_attention_lazy_rescale = false;

@@ -87,12 +87,12 @@ const char* kernel_name(bool decode, PrefillKernel kernel) {
   return kernel == PrefillKernel::kMmaSync ? "attention_prefill" : "attention_prefill_wgmma";
 }
 
-// The wgmma prefill kernel's variant (AttentionParams::prefill_consumer_warpgroups, prefill_exp2_fma,
+// The wgmma prefill kernel's variant (AttentionParams::prefill_consumer_warpgroups, prefill_exp2_fma_eighths,
 // prefill_lazy_rescale), and q's amplitude: 1 (logits of a few units), or larger so that row maxima grow by
 // more than the lazy softmax's 2^8 across key tiles (its rescale path).
 struct WgmmaVariant {
   int consumer_warpgroups = 2;
-  bool exp2_fma = false;
+  int exp2_fma_eighths = 0;
   bool lazy_rescale = false;
   float q_amplitude = 1.0f;
 };
@@ -167,7 +167,7 @@ void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_he
   p.max_kv_len = max_kv;
   p.prefill_kernel = kernel;
   p.prefill_consumer_warpgroups = wgmma.consumer_warpgroups;
-  p.prefill_exp2_fma = wgmma.exp2_fma;
+  p.prefill_exp2_fma_eighths = wgmma.exp2_fma_eighths;
   p.prefill_lazy_rescale = wgmma.lazy_rescale;
   // mixed: the model's split of a mixed step (decode_rows_apart): the decode launch for the ≤ kDecodeMaxQ
   // sequences, then the prefill launch for the rest, into the same poisoned output.
@@ -220,7 +220,9 @@ void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_he
   os << " heads " << q_heads << "/" << kv_heads << " page " << page_size << " window " << window << " sinks "
      << kSinkNames[static_cast<int>(sink_mode)] << (kv_fp8 ? " kv fp8" : "") << (mixed ? " mixed split" : "")
      << (!decode && kernel == PrefillKernel::kWgmma && wgmma.consumer_warpgroups == 3 ? " 3 consumer warpgroups" : "")
-     << (!decode && kernel == PrefillKernel::kWgmma && wgmma.exp2_fma ? " exp2 on fma" : "")
+     << (!decode && kernel == PrefillKernel::kWgmma && wgmma.exp2_fma_eighths > 0
+             ? " exp2 on fma " + std::to_string(wgmma.exp2_fma_eighths) + "/8"
+             : std::string())
      << (!decode && kernel == PrefillKernel::kWgmma && wgmma.lazy_rescale ? " lazy rescale" : "")
      << (wgmma.q_amplitude != 1.0f ? " q amplitude " + std::to_string(wgmma.q_amplitude) : std::string());
   const std::string shape = os.str();
@@ -264,7 +266,7 @@ void wgmma_cases(std::mt19937& rng, WgmmaVariant w, bool kv_fp8) {
 TEST(AttentionPrefillWgmmaKernel, MatchesReference) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(22);
-  wgmma_cases(rng, {2, false}, false);
+  wgmma_cases(rng, {2}, false);
 }
 
 // Three consumer warpgroups on 192-query tiles (AttentionParams::prefill_consumer_warpgroups), both caches, and a
@@ -272,20 +274,22 @@ TEST(AttentionPrefillWgmmaKernel, MatchesReference) {
 TEST(AttentionPrefillWgmmaKernel, ThreeWarpgroupsMatchReference) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(26);
-  wgmma_cases(rng, {3, false}, false);
-  wgmma_cases(rng, {3, false}, true);
+  wgmma_cases(rng, {3}, false);
+  wgmma_cases(rng, {3}, true);
   const std::vector<std::pair<int, int>> seqs = {{1, 300}, {57, 400}, {2, 90}, {1, 1}, {130, 130}, {250, 2000}};
-  run_case(seqs, 0, 64, 8, 16, false, rng, PrefillKernel::kWgmma, Sinks::kNormal, false, true, {3, false});
+  run_case(seqs, 0, 64, 8, 16, false, rng, PrefillKernel::kWgmma, Sinks::kNormal, false, true, {3});
 }
 
-// A quarter of the softmax's exponentials on the FMA pipe (AttentionParams::prefill_exp2_fma), three consumer
-// warpgroups, both caches: within the same bound as the MUFU's ex2 (the polynomial's 8.6e-5 relative error is
-// below P's bf16 rounding).
+// 1–3 eighths of the softmax's exponentials on the FMA pipe (AttentionParams::prefill_exp2_fma_eighths), three
+// consumer warpgroups, both caches: within the same bound as the MUFU's ex2 (the polynomial's 8.6e-5 relative
+// error is below P's bf16 rounding).
 TEST(AttentionPrefillWgmmaKernel, Exp2OnFmaMatchesReference) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(27);
-  wgmma_cases(rng, {3, true}, false);
-  wgmma_cases(rng, {3, true}, true);
+  wgmma_cases(rng, {3, 2}, false);
+  wgmma_cases(rng, {3, 2}, true);
+  wgmma_cases(rng, {3, 3}, false);
+  wgmma_cases(rng, {3, 1}, true);
 }
 
 // The lazy online softmax (AttentionParams::prefill_lazy_rescale), three consumer warpgroups, both caches, alone
@@ -295,10 +299,10 @@ TEST(AttentionPrefillWgmmaKernel, Exp2OnFmaMatchesReference) {
 TEST(AttentionPrefillWgmmaKernel, LazyRescaleMatchesReference) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(28);
-  wgmma_cases(rng, {3, false, true}, false);
-  wgmma_cases(rng, {3, false, true, 24.0f}, false);
-  wgmma_cases(rng, {3, false, true, 24.0f}, true);
-  wgmma_cases(rng, {3, true, true, 24.0f}, false);
+  wgmma_cases(rng, {3, 0, true}, false);
+  wgmma_cases(rng, {3, 0, true, 24.0f}, false);
+  wgmma_cases(rng, {3, 0, true, 24.0f}, true);
+  wgmma_cases(rng, {3, 2, true, 24.0f}, false);
 }
 
 // Random varlen batches: 1–5 sequences, query lengths 1–1,200, cached prefixes 0–1,000, either window,

@@ -84,8 +84,8 @@ struct CudaOptions {
   kernels::PrefillKernel prefill_kernel = kernels::PrefillKernel::kAuto;
   // Its consumer warpgroups (kernels::AttentionParams::prefill_consumer_warpgroups: 0 auto, 2 or 3).
   int prefill_attention_warpgroups = 0;
-  // kernels::AttentionParams::prefill_exp2_fma (a candidate).
-  bool prefill_attention_exp2_fma = false;
+  // kernels::AttentionParams::prefill_exp2_fma_eighths (a candidate).
+  int prefill_attention_exp2_fma_eighths = 0;
   // kernels::AttentionParams::prefill_lazy_rescale (a candidate).
   bool prefill_attention_lazy_rescale = false;
   // Which decode-sized steps run the FP8 or MXFP4 experts on the weight-streaming grouped GEMM

@@ -276,7 +276,7 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
   attention.max_kv_len = plan.max_kv;
   attention.prefill_kernel = options_.prefill_kernel;
   attention.prefill_consumer_warpgroups = options_.prefill_attention_warpgroups;
-  attention.prefill_exp2_fma = options_.prefill_attention_exp2_fma;
+  attention.prefill_exp2_fma_eighths = options_.prefill_attention_exp2_fma_eighths;
   attention.prefill_lazy_rescale = options_.prefill_attention_lazy_rescale;
   const bool decode = plan.max_q <= kernels::kDecodeMaxQ;
   attention.decode_rows_apart = mixed_step_attention_split(plan);
