@@ -8,15 +8,15 @@
 # `bash bench/pack_for_device.sh` does it (~21 MiB), then carry ["carry",
 # "node_modules/tiktoken/encoders/o200k_base.json"]. Tests and
 # benches read their compiled-in paths under /work/main, so the checkout is linked there. Logs go to $OUT.
-#   bash bench/run_validation_h200.sh [all|tests|benches|profile|prep]
+#   bash bench/run_validation_h200.sh [all|tests|benches|ab|profile|prep]
 # tests: the kernel suite (four shards) beside the model/engine/comm/server suites, all at once (correctness
 # only, so they may share the GPU); benches: prefill with its phase breakdown, the MoE and prefill GEMMs
-# against cuBLASLt (both TMA tiles), attention prefill (two and three consumer warpgroups), the decode GEMV
-# shapes, decode (mxfp4+fp8, and at long contexts), the end-to-end A/B of the product's prefill choices,
-# 120b prefill, the decode A/B of the MoE routing in the GEMVs, and the step breakdown, alone on the GPU (each mode
-# fits one 600 s call; the tokenizer against tiktoken: bench/text/run_tokenizer_vs_tiktoken.sh); profile: Nsight
+# against cuBLASLt (both TMA tiles), attention prefill (every wgmma variant), the decode GEMV shapes, decode
+# (mxfp4+fp8, and at long contexts) and the step breakdown; ab: the end-to-end A/B of the product's prefill
+# choices and the candidates, the decode A/B of the MoE routing in the GEMVs, and 120b prefill; profile: Nsight
 # Compute on the candidates' kernels (attention softmax variants, MoE GEMM ping-pong), the batch-1 decode GEMVs'
-# stall reasons, and every kernel's duration in a batch-1 decode step (not part of all).
+# stall reasons, and every kernel's duration in a batch-1 decode step (not part of all). Each mode fits one
+# 600 s call, alone on the GPU (the tokenizer against tiktoken: bench/text/run_tokenizer_vs_tiktoken.sh).
 set -uo pipefail
 mode=${1:-all}
 cd "$(dirname "$0")/.."
@@ -78,17 +78,15 @@ run_benches() {
   sec "bench decode 20b mxfp4+fp8 (#15)"
   timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
     --batch-sizes 1 8 64 --contexts 1024 --steps 32
-  sec "decode A/B: the MoE routing in the GEMVs (candidate, #15), fp8 and mxfp4+fp8"
-  for w in fp8 mxfp4+fp8; do
-    for flags in "" "--moe-decode-route-in-gemv"; do
-      echo "-- bench decode 20b --weights $w $flags"
-      timeout 60 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights $w \
-        --batch-sizes 1 8 --contexts 1024 --steps 32 $flags | grep dummy
-    done
-  done
   sec "bench decode 20b batch 1-2 at long contexts"
   timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --batch-sizes 1 2 \
     --contexts 8192 32768 --steps 32
+  sec "bench step 20b"
+  timeout 150 build/gossamer bench step --load-format dummy --preset 20b --device cuda --context 1024 --steps 10 \
+    --batch-sizes 1 16 64 256 512 1024
+}
+
+run_ab() {
   sec "end-to-end A/B against the product's choices (PERF.md 2026-12-05): 2-warpgroup attention, MoE 128x192 tile; candidates exp2 on FMA, lazy rescale, GEMM ping-pong"
   for flags in "" "--prefill-attention-warpgroups 2" "--moe-gemm-tile 128x192tma2" "--prefill-attention-exp2-fma-eighths 2" \
     "--prefill-attention-lazy-rescale" "--prefill-attention-exp2-fma-eighths 2 --prefill-attention-lazy-rescale" \
@@ -97,12 +95,17 @@ run_benches() {
     timeout 60 build/gossamer bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 32768 \
       --repeats 3 $flags | grep dummy
   done
+  sec "decode A/B: the MoE routing in the GEMVs (candidate, #15), fp8 and mxfp4+fp8"
+  for w in fp8 mxfp4+fp8; do
+    for flags in "" "--moe-decode-route-in-gemv"; do
+      echo "-- bench decode 20b --weights $w $flags"
+      timeout 60 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights $w \
+        --batch-sizes 1 8 --contexts 1024 --steps 32 $flags | grep dummy
+    done
+  done
   sec "bench prefill 120b"
   timeout 120 build/gossamer bench prefill --load-format dummy --preset 120b --device cuda --input-lens 8192 32768 \
     --repeats 3 | grep dummy
-  sec "bench step 20b"
-  timeout 150 build/gossamer bench step --load-format dummy --preset 20b --device cuda --context 1024 --steps 10 \
-    --batch-sizes 1 16 64 256 512 1024
 }
 
 run_profile() {
@@ -169,8 +172,9 @@ PY
 case $mode in
   tests) run_tests ;;
   benches) run_benches ;;
+  ab) run_ab ;;
   profile) run_profile 2>&1 | tee "$out/profile_summary.txt" ;;
   prep) ;;  # binaries and checkpoint in place only
-  *) run_tests; run_benches ;;
+  *) run_tests; run_benches; run_ab ;;
 esac
 sec done
