@@ -119,6 +119,8 @@ run_profile() {
   m=$m,smsp__issue_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active
   m=$m,sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active,sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active
   m=$m,dram__bytes.sum.per_second,lts__t_bytes.sum.per_second,sm__warps_active.avg.pct_of_peak_sustained_active
+  m=$m,lts__t_sectors.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed
+  m=$m,l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed
   m=$m,launch__registers_per_thread,launch__grid_size,smsp__inst_executed.sum$st
   local ncu_run="timeout 150 ncu --clock-control none --metrics $m"
   # Raw reports stay on the machine (/tmp/ncu); the summaries go to stdout and $out/profile_summary.txt.
