@@ -122,10 +122,18 @@ run_profile() {
   m=$m,lts__t_sectors.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed
   m=$m,l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed
   m=$m,launch__registers_per_thread,launch__grid_size,smsp__inst_executed.sum$st
-  local ncu_run="timeout 150 ncu --clock-control none --metrics $m"
   # Raw reports stay on the machine (/tmp/ncu); the summaries go to stdout and $out/profile_summary.txt.
   local raw=/tmp/ncu
   mkdir -p $raw
+  # Only metrics this ncu knows (one unknown name fails the whole run); launch__ and gpu__time are always there.
+  ncu --query-metrics --chip gh100 > $raw/metrics.txt 2>&1
+  if grep -q "^sm__inst_executed " $raw/metrics.txt; then  # else the list's format is unknown: keep every name
+    m=$(echo "$m" | tr ',' '\n' | while read -r x; do
+      case $x in launch__* | gpu__time*) echo "$x" ;; *) grep -q "^${x%%.*} " $raw/metrics.txt && echo "$x" ;; esac
+    done | paste -sd, -)
+  fi
+  echo "ncu metrics: $m" | tr ',' ' '
+  local ncu_run="timeout 150 ncu --clock-control none --metrics $m"
   summarize() { grep -E "_kernel|gemm_fp8_tma|pct|ratio|per_second|duration|register|grid_size|inst_executed" "$1" |
     grep -v "==PROF==" | sed 's/  */ /g' | head -60; }
   sec "ncu: attention 1x8192 causal, three warpgroups: default, exp2 on fma, lazy rescale (#13 candidates)"
