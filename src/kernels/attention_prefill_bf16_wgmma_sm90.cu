@@ -120,7 +120,8 @@ __device__ __forceinline__ void softmax_tile(float (&s)[64], float (&m)[2], floa
     // Lazy: m = −∞ (no sink, nothing seen) moves to any finite m_tile; a −∞ m_tile (all masked) never moves m.
     const float m_new = kLazy ? (m_tile > m[h] + kLazyRescaleLog2 ? m_tile : m[h]) : fmaxf(m[h], m_tile);
     m_safe[h] = m_new == -INFINITY ? 0.f : m_new;
-    alpha[h] = ex2(m[h] - m_safe[h]);
+    // Lazy: exactly 1 where m stays (the caller's skip tests alpha against 1, whatever ex2.approx gives for 0).
+    alpha[h] = kLazy && m_new == m[h] ? 1.f : ex2(m[h] - m_safe[h]);
     m[h] = m_new;
     l[h] *= alpha[h];
   }
