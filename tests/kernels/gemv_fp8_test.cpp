@@ -370,6 +370,7 @@ TEST(GemvFp8Kernel, GroupedMatchesReference) {
       std::vector<int32_t> want_ids(pairs);
       std::vector<float> want_weights(pairs);
       moe_route_cpu({logits.data(), want_ids.data(), want_weights.data(), pairs / kMoeTopK, kExperts});
+      ASSERT_EQ(want_ids, c.ids) << c.name << ": logits_routing_to";
       DeviceBuffer<uint16_t> dlogits(logits);
       DeviceBuffer<int32_t> dids_out(pairs);
       DeviceBuffer<float> dweights_out(pairs);
@@ -382,7 +383,7 @@ TEST(GemvFp8Kernel, GroupedMatchesReference) {
       EXPECT_EQ(dpair_row.download(), ref_pair_row) << c.name << ": routed in the kernel";
       EXPECT_EQ(dids_out.download(), c.ids) << c.name << ": routed ids";
       const auto weights = dweights_out.download();
-      for (int q = 0; q < pairs; ++q) EXPECT_NEAR(weights[q], want_weights[q], 1e-6f) << c.name << " pair " << q;
+      for (int q = 0; q < pairs; ++q) EXPECT_NEAR(weights[q], want_weights[q], 1e-5f) << c.name << " pair " << q;
     }
     // Local pairs' rows against the reference; rows of other ranks' pairs must stay untouched.
     std::vector<float> got, want;
