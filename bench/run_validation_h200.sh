@@ -74,6 +74,7 @@ run_benches() {
   timeout 100 build/bench/kernels/gossamer_kernels_bench attention | grep -v decode
   sec "decode GEMV launch shapes (#15)"
   timeout 90 build/bench/kernels/gossamer_kernels_bench gemv-tune
+  timeout 60 build/bench/kernels/gossamer_kernels_bench gemv-scaling  # time against expert count, M = 1
   timeout 90 build/bench/kernels/gossamer_kernels_bench mxfp4  # MXFP4 vs FP8 GEMVs, the MXFP4 MoE decode (#15)
   sec "bench decode 20b mxfp4+fp8 (#15)"
   timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \

@@ -831,6 +831,38 @@ void bench_gemv_tune(const char* name, int M, int N, int K, GemmEpilogue epi, bo
   }
 }
 
+// ---- how a decode GEMV's time grows with its row tiles (`gemv-scaling`) ----
+// The rule's GEMV at M = 1 over n experts' rows as one dense matrix (n × rows_per_expert rows, K columns;
+// n = 1..8), MXFP4 and FP8: µs, against n times the n = 1 time (the baseline column). A time that steps when
+// the grid passes the resident CTAs (MXFP4: two per SM, so 4 × 90 gate_up tiles are 1.36 waves) says waves
+// bind; one that grows with n at a fixed rate says a per-SM rate (issue or bytes) binds. A stream-K split
+// measured slower (docs/PERF.md, sixth session), so waves are not expected to be the answer; this sweep says
+// what is, beside `run_validation_h200.sh profile`'s stall reasons.
+void bench_gemv_scaling(const char* name, int rows_per_expert, int K, GemmEpilogue epi, bool mxfp4) {
+  double one = 0;
+  for (int n = 1; n <= 8; ++n) {
+    const int N = n * rows_per_expert;
+    const size_t wbytes = mxfp4 ? size_t(mxfp4_tiled_group_bytes(N, K)) : size_t(fp8_tiled_group_bytes(N, K));
+    const RotatedGemvWeights weights(wbytes, N, K, 1e-3f, 2e-3f);
+    GemvBenchProblem problem(1, N, K, epi);
+    GemvFp8Params& p = problem.p;
+    p.w_tiled = true;
+    const double us = time_us([&](int i) {
+      weights.point(p, i);
+      if (mxfp4) {
+        launch_gemv_mxfp4(gemv_mxfp4_params_of(p), nullptr);
+      } else {
+        launch_gemv_fp8(p, nullptr);
+      }
+    });
+    if (n == 1) one = us;
+    const std::string shape = std::string(mxfp4 ? "mxfp4 " : "fp8 ") + std::to_string(n) + "x " + name +
+                              " M=1 N=" + std::to_string(N) + " K=" + std::to_string(K) + " (" +
+                              std::to_string(ceil_div(N, 64)) + " tiles)";
+    row("gemv rule", shape, us, 2.0 * N * K, double(wbytes), one * n, "copy");
+  }
+}
+
 // The MoE decode block with MXFP4 experts vs the same block with FP8 experts (tile-major), as
 // bench_moe_decode. GB/s counts the touched experts' MXFP4 bytes (assumed distinct).
 void bench_moe_decode_mxfp4(int T, int E) {
@@ -1291,6 +1323,12 @@ int main(int argc, char** argv) {
     }
     bench_gemv_tune("4x gate_up", 1, 4 * 5760, 2880, GemmEpilogue::kSwiGlu, false);
     bench_gemv_tune("4x down", 1, 4 * 2880, 2880, GemmEpilogue::kBias, false);
+  }
+  if (only == "gemv-scaling") {
+    for (const bool mxfp4 : {true, false}) {
+      bench_gemv_scaling("gate_up", 5760, 2880, GemmEpilogue::kSwiGlu, mxfp4);
+      bench_gemv_scaling("down", 2880, 2880, GemmEpilogue::kBias, mxfp4);
+    }
   }
   if (want("moe-mxfp4")) {  // the prefill MoE on MXFP4 experts: FP8, convert + FP8 (old), direct
     for (const int E : {32, 128}) {
