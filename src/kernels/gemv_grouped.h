@@ -47,13 +47,14 @@ int gemv_grouped_slots(const Params& p, const char* kernel) {
 // row(x, local expert, out) for every pair of a local expert, in pair order.
 template <class Params, class Row>
 void gemv_grouped_cpu(const Params& p, Row&& row) {
-  std::vector<int32_t> ids(p.topk_ids ? p.topk_ids : nullptr, p.topk_ids ? p.topk_ids + p.num_pairs : nullptr);
+  std::vector<int32_t> ids(p.num_pairs);
   if (p.router_logits) {
-    ids.resize(p.num_pairs);
     std::vector<float> weights(p.num_pairs);
     moe_route_cpu({p.router_logits, ids.data(), weights.data(), p.num_pairs / kMoeTopK, p.num_experts});
     if (p.topk_ids_out) std::copy(ids.begin(), ids.end(), p.topk_ids_out);
     if (p.topk_weights_out) std::copy(weights.begin(), weights.end(), p.topk_weights_out);
+  } else {
+    std::copy_n(p.topk_ids, p.num_pairs, ids.begin());
   }
   for (int q = 0; q < p.num_pairs; ++q) {
     const int e = ids[q] - p.expert_begin;
