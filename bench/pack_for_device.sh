@@ -2,8 +2,8 @@
 # On the dev machine, after scripts/build.sh: packs what bench/run_validation_h200.sh and
 # bench/run_load_h200.sh read into carry/ (ignored; name `carry` in the device call's carry list):
 #   carry/valz/val.tar.zst  stripped gossamer, the GPU test suites and their workers, the kernel and
-#                           tokenizer benches, and lib/ (the non-glibc, non-CUDA shared objects they load:
-#                           the device image has no cairo)
+#                           tokenizer benches, the kernel timeline tracer, and lib/ (the non-glibc, non-CUDA
+#                           shared objects they load: the device image has no cairo; and CUPTI)
 #   carry/valz/zstd         to unpack it there
 # and node_modules/tiktoken/encoders/o200k_base.json stays where the load generator reads it (tracked by
 # npm, ignored by git: also name it in carry). Prints the sizes; the carry limit is 64 MiB in all.
@@ -26,6 +26,13 @@ done
 for binary in "${binaries[@]}"; do ldd "$binary"; done | awk '$3 ~ /^\// {print $3}' | sort -u |
   grep -v -E '/(libc|libm|libpthread|librt|libdl|ld-linux[^/]*)\.so|/usr/local/cuda' |
   while read -r object; do cp -L "$object" "$stage/lib/"; done
+# The kernel timeline tracer (a shared object, kept unstripped of its dynamic symbols) and CUPTI, which it
+# loads: the device's CUDA may lack CUPTI's library (bench/run_validation_h200.sh timeline).
+if [ -f "$build/bench/kernels/libgossamer_kernel_trace.so" ]; then
+  strip --strip-unneeded -o "$stage/libgossamer_kernel_trace.so" "$build/bench/kernels/libgossamer_kernel_trace.so"
+  ldd "$build/bench/kernels/libgossamer_kernel_trace.so" | awk '$1 ~ /^libcupti/ && $3 ~ /^\// {print $3}' |
+    while read -r object; do cp -L "$object" "$stage/lib/"; done
+fi
 tar cf - -C "$stage" . | zstd -q -19 -T0 -f -o carry/valz/val.tar.zst
 cp "$(command -v zstd)" carry/valz/zstd
 du -b carry/valz/val.tar.zst carry/valz/zstd node_modules/tiktoken/encoders/o200k_base.json |

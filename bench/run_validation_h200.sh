@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
 # The session's one-call GPU validation (integrated main): carried, stripped binaries from the dev machine
 # under carry/val (gossamer, gossamer_tokenizer_bench, gossamer_{kernels,model_gpu,engine_gpu,comm_gpu,server_gpu}_tests,
-# gossamer_comm_gpu_worker, gossamer_tp_model_worker, gossamer_kernels_bench, zstd, and lib/ with the chart
-# library's shared objects — the device image has no libcairo), and carry
+# gossamer_comm_gpu_worker, gossamer_tp_model_worker, gossamer_kernels_bench, libgossamer_kernel_trace.so, zstd,
+# and lib/ with the chart library's shared objects — the device image has no libcairo — and CUPTI), and carry
 # node_modules/tiktoken/encoders/o200k_base.json too (the tokenizer's ranks: the text benches and tests
 # read them); or pack carry/val as carry/valz/val.tar.zst (plus a zstd binary) and carry that:
 # `bash bench/pack_for_device.sh` does it (~21 MiB), then carry ["carry",
 # "node_modules/tiktoken/encoders/o200k_base.json"]. Tests and
 # benches read their compiled-in paths under /work/main, so the checkout is linked there. Logs go to $OUT.
-#   bash bench/run_validation_h200.sh [all|tests|benches|ab|profile|prep]
+#   bash bench/run_validation_h200.sh [all|tests|benches|ab|decode-ab|profile|timeline|prep]
 # tests: the kernel suite (four shards) beside the model/engine/comm/server suites, all at once (correctness
 # only, so they may share the GPU); benches: prefill with its phase breakdown, the MoE and prefill GEMMs
 # against cuBLASLt (both TMA tiles), attention prefill (every wgmma variant), the decode GEMV shapes, decode
 # (mxfp4+fp8, and at long contexts) and the step breakdown; ab: the end-to-end A/B of the product's prefill
-# choices and the candidates, the decode A/B of the MoE routing in the GEMVs, and 120b prefill; profile: Nsight
+# choices and the candidates, and 120b prefill; decode-ab: the decode A/B of the MoE routing in the GEMVs and of
+# the decode GEMVs' L2 prefetches; timeline: the real kernel timeline of graph decode steps (CUPTI, with and
+# without the decode candidates); profile: Nsight
 # Compute on the candidates' kernels (attention softmax variants, MoE GEMM ping-pong), the batch-1 decode GEMVs'
-# stall reasons, and every kernel's duration in a batch-1 decode step (not part of all). Each mode fits one
+# stall reasons, and every kernel's duration in a batch-1 decode step (profile and timeline are not part of
+# all). Each mode fits one
 # 600 s call, alone on the GPU (the tokenizer against tiktoken: bench/text/run_tokenizer_vs_tiktoken.sh).
 set -uo pipefail
 mode=${1:-all}
@@ -75,6 +78,7 @@ run_benches() {
   sec "decode GEMV launch shapes (#15)"
   timeout 90 build/bench/kernels/gossamer_kernels_bench gemv-tune
   timeout 60 build/bench/kernels/gossamer_kernels_bench gemv-scaling  # time against expert count, M = 1
+  timeout 60 build/bench/kernels/gossamer_kernels_bench gemv-l2  # the L2 prefetch candidates: own, a qkv -> o chain
   timeout 90 build/bench/kernels/gossamer_kernels_bench mxfp4  # MXFP4 vs FP8 GEMVs, the MXFP4 MoE decode (#15)
   sec "bench decode 20b mxfp4+fp8 (#15)"
   timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
@@ -96,6 +100,12 @@ run_ab() {
     timeout 60 build/gossamer bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 32768 \
       --repeats 3 $flags | grep dummy
   done
+  sec "bench prefill 120b"
+  timeout 120 build/gossamer bench prefill --load-format dummy --preset 120b --device cuda --input-lens 8192 32768 \
+    --repeats 3 | grep dummy
+}
+
+run_decode_ab() {
   sec "decode A/B: the MoE routing in the GEMVs (candidate, #15), fp8 and mxfp4+fp8"
   for w in fp8 mxfp4+fp8; do
     for flags in "" "--moe-decode-route-in-gemv"; do
@@ -104,9 +114,14 @@ run_ab() {
         --batch-sizes 1 8 --contexts 1024 --steps 32 $flags | grep dummy
     done
   done
-  sec "bench prefill 120b"
-  timeout 120 build/gossamer bench prefill --load-format dummy --preset 120b --device cuda --input-lens 8192 32768 \
-    --repeats 3 | grep dummy
+  sec "decode A/B: the decode GEMVs' L2 prefetches (candidates, #15), batch 1 and 8 at contexts 1,024 and 8,192"
+  for w in mxfp4+fp8 fp8; do
+    for flags in none own next down next,down own,next,down; do
+      echo "-- bench decode 20b --weights $w --decode-l2-prefetch $flags"
+      timeout 60 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights $w \
+        --batch-sizes 1 8 --contexts 1024 8192 --steps 32 --decode-l2-prefetch $flags | grep dummy
+    done
+  done
 }
 
 run_profile() {
@@ -180,12 +195,33 @@ for k, (n, ns) in sorted(total.items(), key=lambda kv: -kv[1][1]):
 PY
 }
 
+run_timeline() {
+  # The real timeline of CUDA-graph decode steps (kernels overlapped through PDL, as the product runs them):
+  # CUPTI concurrent-kernel records through the injection library, summarised per kernel by what each adds to
+  # the step (bench/kernels/kernel_timeline.py). The device has no nsys, and ncu serialises kernels.
+  local raw=/tmp/timeline w flags i=0
+  mkdir -p $raw
+  for w in mxfp4+fp8 fp8; do
+    for flags in "" "--decode-l2-prefetch own,next,down" "--moe-decode-route-in-gemv"; do
+      i=$((i + 1))
+      sec "timeline: bench decode 20b --weights $w $flags, batch 1 and 8, ctx 1,024"
+      CUDA_INJECTION64_PATH=$v/libgossamer_kernel_trace.so GOSSAMER_KERNEL_TRACE=$raw/trace_$i.tsv \
+        timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights $w \
+        --batch-sizes 1 8 --contexts 1024 --steps 16 $flags 2>&1 | grep -E "dummy|kernel_trace"
+      python3 bench/kernels/kernel_timeline.py $raw/trace_$i.tsv --sequence $([ $i -eq 1 ] && echo 40 || echo 0) |
+        head -80
+    done
+  done
+}
+
 case $mode in
   tests) run_tests ;;
   benches) run_benches ;;
   ab) run_ab ;;
+  decode-ab) run_decode_ab ;;
+  timeline) run_timeline 2>&1 | tee "$out/timeline_summary.txt" ;;
   profile) run_profile 2>&1 | tee "$out/profile_summary.txt" ;;
   prep) ;;  # binaries and checkpoint in place only
-  *) run_tests; run_benches; run_ab ;;
+  *) run_tests; run_benches; run_ab; run_decode_ab ;;
 esac
 sec done
