@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "grammar_test_util.h"
+#include "text/grammar/byte_regex.h"
 #include "text/grammar/json_schema_compiler.h"
 #include "tokenizer_test_util.h"
 
@@ -120,6 +121,24 @@ TEST(TokenMaskCache, ASmallBudgetEvictsAndStaysExact) {
   const TokenMaskCache::Stats stats = small->mask_cache->stats();
   EXPECT_LE(stats.tokens, 3000u);
   EXPECT_GT(stats.misses, stats.states) << "states were evicted";
+}
+
+// Two threads that compute the same pattern state's list at once: the second insert keeps the first list and
+// hands it back, so both callers hold (and own a reference to) the one kept. Before, the loser's list lived
+// only in a temporary that its range-for destroyed before iterating: wrong masks and crashes under load,
+// 2026-12-05 (SharedByThreadsAtOnce failed about once in 50 runs).
+TEST(TokenMaskCache, ALosingRegexInsertGetsTheKeptList) {
+  TokenMaskCache cache;
+  const auto regex = grammar::ByteRegex::compile("[a-z]+");
+  const auto first = std::make_shared<const std::vector<std::pair<int32_t, int32_t>>>(
+      std::vector<std::pair<int32_t, int32_t>>{{1, 10}, {2, 11}});
+  const auto second = std::make_shared<const std::vector<std::pair<int32_t, int32_t>>>(
+      std::vector<std::pair<int32_t, int32_t>>{{1, 10}, {2, 11}});
+  EXPECT_EQ(cache.insert_regex(vocabulary(), regex.get(), 3, first), first);
+  const TokenMaskCache::RegexTokens kept = cache.insert_regex(vocabulary(), regex.get(), 3, second);
+  EXPECT_EQ(kept, first);
+  EXPECT_GE(kept.use_count(), 2) << "the caller shares the cache's list";
+  EXPECT_EQ(cache.find_regex(vocabulary(), regex.get(), 3), first);
 }
 
 TEST(TokenMaskCache, ServesOnlyTheFirstVocabulary) {

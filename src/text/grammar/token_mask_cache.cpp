@@ -49,10 +49,11 @@ TokenMaskCache::RegexTokens TokenMaskCache::find_regex(const std::shared_ptr<con
   return found == regex_tokens_.end() ? nullptr : found->second;
 }
 
-void TokenMaskCache::insert_regex(const std::shared_ptr<const TokenVocabulary>& vocabulary, const ByteRegex* regex,
-                                  int32_t state, RegexTokens tokens) {
+TokenMaskCache::RegexTokens TokenMaskCache::insert_regex(const std::shared_ptr<const TokenVocabulary>& vocabulary,
+                                                         const ByteRegex* regex, int32_t state, RegexTokens tokens) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (serves(vocabulary)) regex_tokens_.try_emplace({regex, state}, std::move(tokens));
+  if (!serves(vocabulary)) return tokens;
+  return regex_tokens_.try_emplace({regex, state}, std::move(tokens)).first->second;
 }
 
 TokenMaskCache::Stats TokenMaskCache::stats() const {

@@ -46,8 +46,10 @@ class TokenMaskCache {
               std::vector<int32_t> tokens);
   RegexTokens find_regex(const std::shared_ptr<const TokenVocabulary>& vocabulary, const ByteRegex* regex,
                          int32_t state);
-  void insert_regex(const std::shared_ptr<const TokenVocabulary>& vocabulary, const ByteRegex* regex, int32_t state,
-                    RegexTokens tokens);
+  // Stores `tokens` unless another thread stored this state's first; returns the list kept (or `tokens` where
+  // the cache serves another vocabulary), so every caller shares one.
+  RegexTokens insert_regex(const std::shared_ptr<const TokenVocabulary>& vocabulary, const ByteRegex* regex,
+                           int32_t state, RegexTokens tokens);
 
   struct Stats {
     uint64_t hits = 0, misses = 0;

@@ -150,8 +150,7 @@ TokenMaskCache::RegexTokens TokenMasker::regex_tokens(TokenMaskCache& cache, con
     }
   }
   std::sort(out->begin(), out->end());  // by the room they need (bytes = code points: patterns are ASCII)
-  cache.insert_regex(vocabulary_, &regex, state, out);
-  return out;
+  return cache.insert_regex(vocabulary_, &regex, state, std::move(out));
 }
 
 void TokenMasker::fill_mask(const GrammarMatcher& matcher, std::span<uint32_t> mask) {
@@ -165,7 +164,10 @@ void TokenMasker::fill_mask(const GrammarMatcher& matcher, std::span<uint32_t> m
   collecting_ = false;
   if (context.regex != nullptr) {
     std::fill(mask.begin(), mask.end(), 0u);
-    for (const auto& [length, token] : *regex_tokens(*cache, *context.regex, context.regex_state)) {
+    // NOTE: held here, not iterated as a temporary: a range-for over *regex_tokens(...) destroys the returned
+    // pointer before the loop, which freed the list mid-loop whenever the cache kept another thread's copy.
+    const TokenMaskCache::RegexTokens tokens = regex_tokens(*cache, *context.regex, context.regex_state);
+    for (const auto& [length, token] : *tokens) {
       if (length > context.room) break;
       mask[static_cast<size_t>(token) / 32] |= 1u << (token % 32);
     }
