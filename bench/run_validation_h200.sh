@@ -8,9 +8,10 @@
 # `bash bench/pack_for_device.sh` does it (~21 MiB), then carry ["carry",
 # "node_modules/tiktoken/encoders/o200k_base.json"]. Tests and
 # benches read their compiled-in paths under /work/main, so the checkout is linked there. Logs go to $OUT.
-#   bash bench/run_validation_h200.sh [all|tests|benches|ab|decode-ab|profile|timeline|prep]
+#   bash bench/run_validation_h200.sh [all|tests|candidates|benches|ab|decode-ab|profile|timeline|prep]
 # tests: the kernel suite (four shards) beside the model/engine/comm/server suites, all at once (correctness
-# only, so they may share the GPU); benches: prefill with its phase breakdown, the MoE and prefill GEMMs
+# only, so they may share the GPU); candidates: every unmeasured candidate's kernel rows, end-to-end A/B and the
+# batch-1 decode timeline in one call (for a session whose device time holds three calls); benches: prefill with its phase breakdown, the MoE and prefill GEMMs
 # against cuBLASLt (both TMA tiles), attention prefill (every wgmma variant), the decode GEMV shapes, decode
 # (mxfp4+fp8, and at long contexts) and the step breakdown; ab: the end-to-end A/B of the product's prefill
 # choices and the candidates, and 120b prefill; decode-ab: the decode A/B of the MoE routing in the GEMVs and of
@@ -195,6 +196,35 @@ for k, (n, ns) in sorted(total.items(), key=lambda kv: -kv[1][1]):
 PY
 }
 
+run_candidates() {
+  # Every unmeasured candidate in one call (the session's device time holds about three calls): kernel rows,
+  # the end-to-end prefill and decode A/B, and the batch-1 decode timeline with and without the decode ones.
+  sec "kernel rows of the candidates: attention softmax, GEMM ping-pong, decode MoE routing and L2 prefetches"
+  timeout 150 build/bench/kernels/gossamer_kernels_bench candidates
+  timeout 60 build/bench/kernels/gossamer_kernels_bench gemv-l2
+  sec "bench prefill 20b A/B (8,192 / 32,768 tokens, median of 3)"
+  for flags in "" "--prefill-attention-exp2-fma-eighths 2" "--prefill-attention-lazy-rescale" \
+    "--prefill-attention-exp2-fma-eighths 2 --prefill-attention-lazy-rescale" "--moe-gemm-pingpong"; do
+    echo "-- bench prefill 20b $flags"
+    timeout 60 build/gossamer bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 32768 \
+      --repeats 3 $flags | grep dummy
+  done
+  sec "bench decode 20b A/B, mxfp4+fp8, batch 1 and 8, ctx 1,024"
+  for flags in "" "--moe-decode-route-in-gemv" "--decode-l2-prefetch down" "--decode-l2-prefetch next" \
+    "--decode-l2-prefetch own,next,down"; do
+    echo "-- bench decode 20b $flags"
+    timeout 60 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
+      --batch-sizes 1 8 --contexts 1024 --steps 32 $flags | grep dummy
+  done
+  sec "timeline of the batch-1 decode step (mxfp4+fp8, ctx 1,024)"
+  local raw=/tmp/timeline
+  mkdir -p $raw
+  CUDA_INJECTION64_PATH=$v/libgossamer_kernel_trace.so GOSSAMER_KERNEL_TRACE=$raw/candidates.tsv \
+    timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
+    --batch-sizes 1 --contexts 1024 --steps 16 2>&1 | grep -E "dummy|kernel_trace"
+  python3 bench/kernels/kernel_timeline.py $raw/candidates.tsv --sequence 30 | head -70
+}
+
 run_timeline() {
   # The real timeline of CUDA-graph decode steps (kernels overlapped through PDL, as the product runs them):
   # CUPTI concurrent-kernel records through the injection library, summarised per kernel by what each adds to
@@ -219,6 +249,7 @@ case $mode in
   benches) run_benches ;;
   ab) run_ab ;;
   decode-ab) run_decode_ab ;;
+  candidates) run_candidates 2>&1 | tee "$out/candidates_summary.txt" ;;
   timeline) run_timeline 2>&1 | tee "$out/timeline_summary.txt" ;;
   profile) run_profile 2>&1 | tee "$out/profile_summary.txt" ;;
   prep) ;;  # binaries and checkpoint in place only

@@ -1378,6 +1378,19 @@ int main(int argc, char** argv) {
     bench_gemm(lt, "gate_up-dense", 8192, 5760, 2880);
     bench_gemm(lt, "square", 8192, 8192, 8192);
   }
+  if (only == "candidates") {  // every unmeasured candidate's kernel rows, in one short run (see below)
+    CublasLtFp8Gemm lt;
+    for (const gpt_oss::AttentionCase& c : gpt_oss::kAttention) {
+      if (!c.decode && c.window == 0 && (std::strcmp(c.name, "1x8192") == 0 || std::strcmp(c.name, "1x32768") == 0))
+        bench_attention_prefill(c);  // three warpgroups against exp2 on fma 1-3/8, lazy rescale, both
+    }
+    for (const int E : {32, 128}) bench_moe(8192, E);  // with and without GEMM ping-pong
+    bench_gemm(lt, "qkv", 8192, 5120, 2880);            // the dense TMA tiles, ping-pong, cuBLASLt
+    bench_gemm(lt, "square", 8192, 8192, 8192);
+    bench_moe_decode(1, 32, false);  // routed in the GEMVs, L2 prefetches (FP8)
+    bench_moe_decode_mxfp4(1, 32);   // the same, MXFP4
+    bench_moe_decode_mxfp4(8, 32);
+  }
   if (only == "profile") {  // one GEMM and one prefill attention shape, for a profiler (ncu -k ...)
     CublasLtFp8Gemm lt;
     bench_gemm(lt, "qkv", 8192, 5120, 2880);
