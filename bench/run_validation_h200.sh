@@ -202,6 +202,7 @@ run_candidates() {
   sec "kernel rows of the candidates: attention softmax, GEMM ping-pong, decode MoE routing and L2 prefetches"
   timeout 150 build/bench/kernels/gossamer_kernels_bench candidates
   timeout 60 build/bench/kernels/gossamer_kernels_bench gemv-l2
+  timeout 90 build/bench/kernels/gossamer_kernels_bench moe-mxfp4  # the MXFP4 -> FP8 pass by bit arithmetic
   sec "bench prefill 20b A/B (8,192 / 32,768 tokens, median of 3)"
   for flags in "" "--prefill-attention-exp2-fma-eighths 2" "--prefill-attention-lazy-rescale" \
     "--prefill-attention-exp2-fma-eighths 2 --prefill-attention-lazy-rescale" "--moe-gemm-pingpong"; do
@@ -209,6 +210,11 @@ run_candidates() {
     timeout 60 build/gossamer bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 32768 \
       --repeats 3 $flags | grep dummy
   done
+  echo "-- bench prefill 20b and 120b --weights mxfp4 (experts converted per layer past 192 rows per expert)"
+  timeout 60 build/gossamer bench prefill --load-format dummy --preset 20b --device cuda --weights mxfp4 \
+    --input-lens 2048 8192 --repeats 3 | grep dummy
+  timeout 90 build/gossamer bench prefill --load-format dummy --preset 120b --device cuda --weights mxfp4 \
+    --input-lens 2048 8192 --repeats 3 | grep dummy
   sec "bench decode 20b A/B, mxfp4+fp8, batch 1 and 8, ctx 1,024"
   for flags in "" "--moe-decode-route-in-gemv" "--decode-l2-prefetch down" "--decode-l2-prefetch next" \
     "--decode-l2-prefetch own,next,down"; do

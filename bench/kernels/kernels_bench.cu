@@ -485,8 +485,18 @@ struct MoeMxfp4Bench {
     const std::string shape = std::to_string(T) + " tok, E=" + std::to_string(E) + ", top-4";
     const char* ceiling = T <= 256 ? "copy" : "fp8";
     row("moe fp8 experts (route..combine)", shape, us_fp8, flops, fp8_bytes, 0, ceiling);
-    row("moe mxfp4 convert + fp8 GEMMs (old)", shape, us_convert, flops, mx_bytes, us_fp8, ceiling);
+    row("moe mxfp4 convert + fp8 GEMMs", shape, us_convert, flops, mx_bytes, us_fp8, ceiling);
     row("moe mxfp4 direct (route..combine)", shape, us_direct, flops, mx_bytes, us_convert, ceiling);
+    if (T == 256) {  // the conversion alone (one layer's experts; GB/s counts MXFP4 read + FP8 written)
+      const double us_pass = time_us(
+          [&](int) {
+            launch_mxfp4_tiled_to_fp8(w1.as<uint8_t>(), c1.as<uint8_t>(), c1s.as<float>(), E, 2 * kI, kH, nullptr);
+            launch_mxfp4_tiled_to_fp8(w2.as<uint8_t>(), c2.as<uint8_t>(), c2s.as<float>(), E, kH, kI, nullptr);
+          },
+          iters);
+      row("mxfp4_tiled_to_fp8, one layer's experts", "E=" + std::to_string(E), us_pass, 0,
+          mx_bytes + double(f1.bytes + f2.bytes), 0, "copy");
+    }
     if (T == 2048 && E == 32) {  // the rounding path: exponents spanning more than 14 binades per block
       fill_mxfp4(60, 124);
       const double us_wide = time_us([&](int) { launch_moe(direct, ws.get(), nullptr); }, iters);
@@ -1385,7 +1395,7 @@ int main(int argc, char** argv) {
         bench_attention_prefill(c);  // three warpgroups against exp2 on fma 1-3/8, lazy rescale, both
     }
     for (const int E : {32, 128}) bench_moe(8192, E);  // with and without GEMM ping-pong
-    bench_gemm(lt, "qkv", 8192, 5120, 2880);            // the dense TMA tiles, ping-pong, cuBLASLt
+    bench_gemm(lt, "qkv", 8192, 5120, 2880);           // the dense TMA tiles, ping-pong, cuBLASLt
     bench_gemm(lt, "square", 8192, 8192, 8192);
     bench_moe_decode(1, 32, false);  // routed in the GEMVs, L2 prefetches (FP8)
     bench_moe_decode_mxfp4(1, 32);   // the same, MXFP4

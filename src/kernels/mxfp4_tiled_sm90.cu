@@ -48,8 +48,13 @@ __global__ void mxfp4_to_tiled_kernel(const uint8_t* __restrict__ blocks, const 
   }
 }
 
-// One CTA (256 threads) per (group, 128-row block, 128-column block): the block's largest exponent over
-// its real rows and columns, then 8 weights (one relaid word) at a time into 8 contiguous fp8 bytes.
+// One CTA (256 threads) per (group, 128-row block, 128-column block): the block's largest and smallest MX
+// exponents over its real rows and columns, then 8 weights (one relaid word) at a time into 8 contiguous fp8
+// bytes by bit arithmetic (mxfp4_tiled_word_to_e4m3, as the MXFP4 GEMM dequantizes on chip: exact where the
+// block's exponents span ≤ 14 binades, its rounding variant otherwise; ~23 instructions per 8 weights, so the
+// pass is bound by its bytes, where ldexpf and a float → e4m3 conversion per weight bound it by issue).
+// Exponents are clamped to [e_max − 36, e_max]: padding (scale 127, code 0) never makes a non-finite
+// multiplier, and real weights further below become ±0 either way (mxfp4_tiled.h).
 __global__ void __launch_bounds__(256)
     mxfp4_tiled_to_fp8_kernel(const uint8_t* __restrict__ src, uint8_t* __restrict__ dst,
                               float* __restrict__ dst_scales, int n, int k) {
@@ -60,21 +65,24 @@ __global__ void __launch_bounds__(256)
   const int k_tiles = (k + 127) / 128;
   // Tile of local row rl (0..127): (2·rb + rl / 64, cb).
   auto tile_of = [&](int rl) { return group + (int64_t(2 * rb + rl / 64) * k_tiles + cb) * kMxfp4TileBytes; };
-  __shared__ int s_max[8];
-  int e_max = 0;
+  __shared__ int s_max[8], s_min[8];
+  int e_max = 0, e_min = 255;
   for (int i = threadIdx.x; i < 512; i += 256) {  // (row, MX block)
     const int rl = i / 4, j = i % 4, r = rb * 128 + rl;
     if (r < n && cb * 128 + 32 * j < k) {
-      const int rr = rl % 64;
-      e_max = max(e_max, int(tile_of(rl)[4096 + 32 * (rr % 8) + 4 * (rr / 8) + j]));
+      const int rr = rl % 64, e = tile_of(rl)[4096 + 32 * (rr % 8) + 4 * (rr / 8) + j];
+      e_max = max(e_max, e);
+      e_min = min(e_min, e);
     }
   }
   e_max = __reduce_max_sync(0xffffffffu, e_max);
-  if (threadIdx.x % 32 == 0) s_max[threadIdx.x / 32] = e_max;
+  e_min = __reduce_min_sync(0xffffffffu, e_min);
+  if (threadIdx.x % 32 == 0) s_max[threadIdx.x / 32] = e_max, s_min[threadIdx.x / 32] = e_min;
   __syncthreads();
-  e_max = 0;
-  for (int w = 0; w < 8; ++w) e_max = max(e_max, s_max[w]);
+  e_max = 0, e_min = 255;
+  for (int w = 0; w < 8; ++w) e_max = max(e_max, s_max[w]), e_min = min(e_min, s_min[w]);
   if (threadIdx.x == 0) dst_scales[(gr * nb + rb) * kb + cb] = ldexpf(1.0f, e_max - 127 - 6);
+  const bool round = e_max - e_min > 14;  // CTA-uniform
   const int64_t np = fp8_tiled_pad(n), kp = fp8_tiled_pad(k);
   uint8_t* out = dst + gr * fp8_tiled_group_bytes(n, k);
   for (int i = threadIdx.x; i < 2048; i += 256) {  // (row, 8-column group)
@@ -83,20 +91,13 @@ __global__ void __launch_bounds__(256)
     if (r >= np || c >= kp) continue;
     const uint8_t* tile = tile_of(rl);
     const uint32_t word = *reinterpret_cast<const uint32_t*>(tile + (32 * (rr / 8) + 4 * (rr % 8) + t) * 16 + 4 * j);
-    const int shift = int(tile[4096 + 32 * (rr % 8) + 4 * (rr / 8) + j]) - e_max + 6;
-    uint32_t halves[4];  // f16 = fp4 · 2^-14, exact
-    mxfp4_tiled_decode_word(word, halves);
-    uint32_t lo = 0, hi = 0;
-#pragma unroll
-    for (int v = 0; v < 8; ++v) {
-      const auto bits = static_cast<unsigned short>(halves[v / 2] >> (16 * (v % 2)));
-      const float value = ldexpf(__half2float(__ushort_as_half(bits)), shift + 14);
-      const uint32_t b = __nv_cvt_float_to_fp8(value, __NV_SATFINITE, __NV_E4M3);
-      if (v < 4) {
-        lo |= b << (8 * v);
-      } else {
-        hi |= b << (8 * (v - 4));
-      }
+    const int e = min(max(int(tile[4096 + 32 * (rr % 8) + 4 * (rr / 8) + j]), e_max - 36), e_max);
+    const uint32_t m2 = mxfp4_f16x2_pow2(e - e_max + 12);
+    uint32_t lo, hi;
+    if (round) {
+      mxfp4_tiled_word_to_e4m3<true>(word, m2, lo, hi);
+    } else {
+      mxfp4_tiled_word_to_e4m3<false>(word, m2, lo, hi);
     }
     *reinterpret_cast<uint2*>(out + fp8_tiled_offset(r, c, kp)) = make_uint2(lo, hi);
   }
