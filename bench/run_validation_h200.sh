@@ -199,6 +199,28 @@ PY
 run_candidates() {
   # Every unmeasured candidate in one call (the session's device time holds about three calls): kernel rows,
   # the end-to-end prefill and decode A/B, and the batch-1 decode timeline with and without the decode ones.
+  sec "the candidates' own GPU tests (three processes at once, 150 s at most; the full suites are the tests mode)"
+  local f i=0
+  for f in "AttentionPrefillWgmmaKernel.LazyRescale*:AttentionPrefillWgmmaKernel.Exp2OnFma*:Mxfp4TiledKernel.*" \
+    "GemvFp8Kernel.MatchesReference:GemvFp8Kernel.GroupedMatchesReference:GemvMxfp4Kernel.MatchesReference:GemvMxfp4Kernel.GroupedMatchesReference:MoeDecodeKernel.MatchesReference:MoeDecodeMxfp4Kernel.*" \
+    "GemmFp8Kernel.MatchesReference"; do
+    i=$((i + 1))
+    (timeout 150 build/tests/gossamer_kernels_tests --gtest_color=no --gtest_filter="$f" > "$out/quick_$i.log" 2>&1
+    echo "quick tests $i exit $?" >> "$out/quick_exit.log") &
+  done
+  (timeout 150 build/tests/gossamer_model_gpu_tests --gtest_color=no \
+    --gtest_filter='CudaModelGpuTest.DecodeL2PrefetchesChangeNoLogit:CudaModelGpuTest.Mxfp4*' > "$out/quick_model.log" 2>&1
+  echo "quick model_gpu exit $?" >> "$out/quick_exit.log") &
+  wait
+  cat "$out/quick_exit.log"
+  grep -hE '^\[  (PASSED|FAILED) |^\[  FAILED  \]|tests ran' "$out"/quick_*.log | head -30
+  sec "timeline of the batch-1 decode step (mxfp4+fp8, ctx 1,024)"
+  local raw=/tmp/timeline
+  mkdir -p $raw
+  CUDA_INJECTION64_PATH=$v/libgossamer_kernel_trace.so GOSSAMER_KERNEL_TRACE=$raw/candidates.tsv \
+    timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
+    --batch-sizes 1 --contexts 1024 --steps 16 2>&1 | grep -E "dummy|kernel_trace"
+  python3 bench/kernels/kernel_timeline.py $raw/candidates.tsv --sequence 30 | head -70
   sec "kernel rows of the candidates: attention softmax, GEMM ping-pong, decode MoE routing and L2 prefetches"
   timeout 150 build/bench/kernels/gossamer_kernels_bench candidates
   timeout 60 build/bench/kernels/gossamer_kernels_bench gemv-l2
@@ -210,11 +232,6 @@ run_candidates() {
     timeout 60 build/gossamer bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 32768 \
       --repeats 3 $flags | grep dummy
   done
-  echo "-- bench prefill 20b and 120b --weights mxfp4 (experts converted per layer past 192 rows per expert)"
-  timeout 60 build/gossamer bench prefill --load-format dummy --preset 20b --device cuda --weights mxfp4 \
-    --input-lens 2048 8192 --repeats 3 | grep dummy
-  timeout 90 build/gossamer bench prefill --load-format dummy --preset 120b --device cuda --weights mxfp4 \
-    --input-lens 2048 8192 --repeats 3 | grep dummy
   sec "bench decode 20b A/B, mxfp4+fp8, batch 1 and 8, ctx 1,024"
   for flags in "" "--moe-decode-route-in-gemv" "--decode-l2-prefetch down" "--decode-l2-prefetch next" \
     "--decode-l2-prefetch own,next,down"; do
@@ -222,13 +239,12 @@ run_candidates() {
     timeout 60 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
       --batch-sizes 1 8 --contexts 1024 --steps 32 $flags | grep dummy
   done
-  sec "timeline of the batch-1 decode step (mxfp4+fp8, ctx 1,024)"
-  local raw=/tmp/timeline
-  mkdir -p $raw
-  CUDA_INJECTION64_PATH=$v/libgossamer_kernel_trace.so GOSSAMER_KERNEL_TRACE=$raw/candidates.tsv \
-    timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
-    --batch-sizes 1 --contexts 1024 --steps 16 2>&1 | grep -E "dummy|kernel_trace"
-  python3 bench/kernels/kernel_timeline.py $raw/candidates.tsv --sequence 30 | head -70
+  sec "bench prefill --weights mxfp4 (the MXFP4 -> FP8 pass)"
+  echo "-- bench prefill 20b and 120b --weights mxfp4 (experts converted per layer past 192 rows per expert)"
+  timeout 60 build/gossamer bench prefill --load-format dummy --preset 20b --device cuda --weights mxfp4 \
+    --input-lens 2048 8192 --repeats 3 | grep dummy
+  timeout 90 build/gossamer bench prefill --load-format dummy --preset 120b --device cuda --weights mxfp4 \
+    --input-lens 2048 8192 --repeats 3 | grep dummy
 }
 
 run_timeline() {
