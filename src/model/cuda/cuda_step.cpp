@@ -205,7 +205,6 @@ void CudaModel::experts(int layer, int num_tokens) {
         chunk.x = moe.x + static_cast<int64_t>(t0) * h;
         chunk.logits = moe.logits + static_cast<int64_t>(t0) * e;
         chunk.out = moe.out + static_cast<int64_t>(t0) * h;
-        if (t0 + kernels::kGemvMaxRows < num_tokens) chunk.decode_prefetch_next = {};  // the last chunk's, alone
         kernels::launch_moe_decode(chunk, moe_workspace_.get(), stream_);
       }
       return;
