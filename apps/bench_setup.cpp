@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cstdio>
 #include <numeric>
-#include <sstream>
 
 #include "core/error.h"
 #include "core/random.h"
@@ -66,16 +65,6 @@ void ModelChoice::add_options(CLI::App& cli) {
                  "cuda: L2 prefetches of the decode GEMVs, none | a comma list of own (each GEMV's own weights), "
                  "next (qkv asks for o, the MoE down for the next qkv), down (the MoE gate_up asks for its "
                  "experts' down weights) (A/B)")
-      ->check(CLI::Validator(
-          [](std::string& value) -> std::string {
-            if (value == "none") return "";
-            std::stringstream words(value);
-            for (std::string word; std::getline(words, word, ',');) {
-              if (word != "own" && word != "next" && word != "down") return "'" + word + "' is not own, next or down";
-            }
-            return "";
-          },
-          "none|own,next,down"))
       ->group("");  // hidden: candidates
   cli.add_option("--kv-cache-dtype", options.kv_cache_dtype,
                  "auto (default: bf16) | fp8 (alias fp8_e4m3: e4m3 K/V with scales of 1.0 on the full-attention "
