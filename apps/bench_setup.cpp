@@ -61,11 +61,6 @@ void ModelChoice::add_options(CLI::App& cli) {
   cli.add_flag("--moe-decode-route-in-gemv", options.moe_decode_route_in_gemv,
                "cuda: the decode MoE's GEMVs route the tokens themselves, no route launch (A/B)")
       ->group("");  // hidden: a candidate
-  cli.add_option("--decode-l2-prefetch", options.decode_l2_prefetch,
-                 "cuda: L2 prefetches of the decode GEMVs, none | a comma list of own (each GEMV's own weights), "
-                 "next (qkv asks for o, the MoE down for the next qkv), down (the MoE gate_up asks for its "
-                 "experts' down weights) (A/B)")
-      ->group("");  // hidden: candidates
   cli.add_option("--kv-cache-dtype", options.kv_cache_dtype,
                  "auto (default: bf16) | fp8 (alias fp8_e4m3: e4m3 K/V with scales of 1.0 on the full-attention "
                  "layers, sliding-window layers bf16; on cpu the float32 cache holds the rounded values)")

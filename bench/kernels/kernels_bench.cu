@@ -714,17 +714,6 @@ void bench_read_pattern(const char* name, int N, int K) {
   }
 }
 
-// The MoE decode block's L2 prefetch candidates the benches time: (own, down, row label).
-struct MoeDecodeL2Variant {
-  bool own, down;
-  const char* label;
-};
-constexpr MoeDecodeL2Variant kMoeDecodeL2Variants[] = {
-    {true, false, "moe_decode, L2 prefetch own"},
-    {false, true, "moe_decode, L2 prefetch down"},
-    {true, true, "moe_decode, L2 prefetch own + down"},
-};
-
 // MoE block at decode batch sizes: launch_moe_decode vs launch_moe. The router logits rotate over 8
 // random copies so consecutive launches pick different experts (HBM, not L2). GB/s counts the weights of
 // the touched experts (assumed distinct).
@@ -766,19 +755,6 @@ void bench_moe_decode(int T, int E, bool baseline = true) {
   row("moe_decode (route..combine)", m.shape(), us, m.flops(), m.expert_bytes(), base, "copy");
   row("moe_decode row-major", m.shape(), us_row_major, m.flops(), m.expert_bytes(), base, "copy");
   row("moe_decode routed in the GEMVs", m.shape(), us_routed, m.flops(), m.expert_bytes(), us, "copy");
-  // The L2 prefetch candidates (MoeParams::decode_prefetch_own / _down), tile-major as the model holds them.
-  for (const auto& [own, down, label] : kMoeDecodeL2Variants) {
-    p.decode_prefetch_own = own;
-    p.decode_prefetch_down = down;
-    const double t = time_us(
-        [&](int i) {
-          p.logits = m.logits_of(i);
-          launch_moe_decode(p, ws.get(), nullptr);
-        },
-        16);
-    row(label, m.shape(), t, m.flops(), m.expert_bytes(), us, "copy");
-  }
-  p.decode_prefetch_own = p.decode_prefetch_down = false;
 }
 
 // ---- MXFP4 decode GEMV (gemv_mxfp4.h) vs the FP8 GEMV (tile-major, PDL) at the same shape ----
@@ -897,66 +873,6 @@ void bench_gemv_scaling(const char* name, int rows_per_expert, int K, GemmEpilog
   }
 }
 
-// ---- decode GEMVs with L2 prefetches (`gemv-l2`; kernels/l2_prefetch.h, candidates) ----
-// Own: the rule's GEMV with prefetch_own against without it (the baseline column). Next: the chain "GEMV A →
-// a wait of gap_us on one SM (the latency-bound kernels between two GEMVs of a decode step: RoPE and attention
-// between qkv and o) → GEMV B", µs per chain, A asking L2 for B's weights (prefetch_next) against not.
-// Weights rotate over copies (HBM, not L2), as in every GEMV row; B's copy is the one A asks for.
-__global__ void spin_kernel(long long cycles) {
-  const long long start = clock64();
-  while (clock64() - start < cycles) {
-  }
-}
-
-void bench_gemv_l2_own(const char* name, int N, int K, GemmEpilogue epi, bool mxfp4) {
-  const size_t wbytes = mxfp4 ? size_t(mxfp4_tiled_group_bytes(N, K)) : size_t(fp8_tiled_group_bytes(N, K));
-  const RotatedGemvWeights weights(wbytes, N, K, 1e-3f, 2e-3f);
-  GemvBenchProblem problem(1, N, K, epi);
-  GemvFp8Params& p = problem.p;
-  p.w_tiled = true;
-  auto time_with = [&](bool own) {
-    p.prefetch_own = own;
-    return time_us([&](int i) {
-      weights.point(p, i);
-      if (mxfp4) {
-        launch_gemv_mxfp4(gemv_mxfp4_params_of(p), nullptr);
-      } else {
-        launch_gemv_fp8(p, nullptr);
-      }
-    });
-  };
-  const double rule = time_with(false), own = time_with(true);
-  const std::string shape =
-      std::string(mxfp4 ? "mxfp4 " : "fp8 ") + name + " M=1 N=" + std::to_string(N) + " K=" + std::to_string(K);
-  row("gemv rule", shape, rule, 2.0 * N * K, double(wbytes), 0, "copy");
-  row("gemv, L2 prefetch own", shape, own, 2.0 * N * K, double(wbytes), rule, "copy");
-}
-
-void bench_gemv_l2_next(const char* name, int n_a, int k_a, int n_b, int k_b, double gap_us) {
-  const size_t bytes_a = size_t(fp8_tiled_group_bytes(n_a, k_a)), bytes_b = size_t(fp8_tiled_group_bytes(n_b, k_b));
-  const RotatedGemvWeights wa(bytes_a, n_a, k_a, 1e-3f, 2e-3f), wb(bytes_b, n_b, k_b, 1e-3f, 2e-3f);
-  GemvBenchProblem a(1, n_a, k_a, GemmEpilogue::kBias), b(1, n_b, k_b, GemmEpilogue::kBias);
-  a.p.w_tiled = b.p.w_tiled = true;
-  int clock_khz = 0;
-  cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0);
-  const long long gap_cycles = static_cast<long long>(gap_us * clock_khz / 1e3);
-  auto chain = [&](bool prefetch, bool gemvs) {
-    return time_us([&](int i) {
-      wa.point(a.p, i);
-      wb.point(b.p, i);
-      a.p.prefetch_next = prefetch ? L2Prefetch{wb.weights[i].as<uint8_t>(), int64_t(bytes_b), 0} : L2Prefetch{};
-      if (gemvs) launch_gemv_fp8(a.p, nullptr);
-      spin_kernel<<<1, 32>>>(gap_cycles);
-      if (gemvs) launch_gemv_fp8(b.p, nullptr);
-    });
-  };
-  const double gap = chain(false, false), plain = chain(false, true), prefetching = chain(true, true);
-  const std::string shape = std::string(name) + ", " + std::to_string(static_cast<int>(gap_us)) + " us gap";
-  row("gemv chain, gap alone", shape, gap, 0, 0, 0, "copy");
-  row("gemv chain", shape, plain, 0, double(bytes_a + bytes_b), 0, "copy");
-  row("gemv chain, A asks L2 for B", shape, prefetching, 0, double(bytes_a + bytes_b), plain, "copy");
-}
-
 // The MoE decode block with MXFP4 experts vs the same block with FP8 experts (tile-major), as
 // bench_moe_decode. GB/s counts the touched experts' MXFP4 bytes (assumed distinct).
 void bench_moe_decode_mxfp4(int T, int E) {
@@ -1021,18 +937,6 @@ void bench_moe_decode_mxfp4(int T, int E) {
   const std::string shape = std::to_string(T) + " tok, E=" + std::to_string(E) + ", top-4";
   row("moe_decode mxfp4 (route..combine)", shape, us, flops, bytes, base, "copy");
   row("moe_decode mxfp4 routed in the GEMVs", shape, us_routed, flops, bytes, us, "copy");
-  p.decode_route_in_gemv = false;
-  for (const auto& [own, down, label] : kMoeDecodeL2Variants) {
-    p.decode_prefetch_own = own;
-    p.decode_prefetch_down = down;
-    const double t = time_us(
-        [&](int i) {
-          p.logits = logits_of(i);
-          launch_moe_decode(p, ws.get(), nullptr);
-        },
-        16);
-    row((std::string(label) + " (mxfp4)").c_str(), shape, t, flops, bytes, us, "copy");
-  }
 }
 
 // ---- MoE decode on the weight-streaming grouped GEMM (launch_moe_stream) vs the model's current path ----
@@ -1442,15 +1346,6 @@ int main(int argc, char** argv) {
     }
     bench_gemv_tune("4x gate_up", 1, 4 * 5760, 2880, GemmEpilogue::kSwiGlu, false);
     bench_gemv_tune("4x down", 1, 4 * 2880, 2880, GemmEpilogue::kBias, false);
-  }
-  if (only == "gemv-l2") {
-    bench_gemv_l2_own("qkv", 5120, 2880, GemmEpilogue::kBias, false);
-    bench_gemv_l2_own("o", 2880, 4096, GemmEpilogue::kBias, false);
-    bench_gemv_l2_own("4x gate_up", 4 * 5760, 2880, GemmEpilogue::kSwiGlu, false);
-    bench_gemv_l2_own("4x gate_up", 4 * 5760, 2880, GemmEpilogue::kSwiGlu, true);
-    bench_gemv_l2_own("4x down", 4 * 2880, 2880, GemmEpilogue::kBias, true);
-    for (const double gap : {2.0, 6.0}) bench_gemv_l2_next("qkv -> o", 5120, 2880, 2880, 4096, gap);
-    // The MoE decode block's prefetches (own, gate_up asking for down) are rows of `gemv` and `mxfp4`.
   }
   if (only == "gemv-scaling") {
     for (const bool mxfp4 : {true, false}) {

@@ -39,7 +39,6 @@
 
 #include "core/cuda/cuda_types.h"  // cudaStream_t, GOSSAMER_HOST_DEVICE
 #include "kernels/gemm_fp8.h"
-#include "kernels/l2_prefetch.h"
 
 namespace gossamer::kernels {
 
@@ -84,12 +83,6 @@ struct GemvFp8Params {
   // down projection after gate_up): with PDL the routed experts' weights then stream before the wait.
   // Needs pair_row null.
   bool topk_from_earlier_kernel = false;
-  // ---- L2 prefetch (kernels/l2_prefetch.h: hints, the result is the same bits; tile-major weights) ----
-  // prefetch_own: each CTA first asks L2 for its whole weight slice (its 64 rows over its K range), so the
-  // slice's DRAM reads are all in flight at once instead of as the ring frees stages.
-  bool prefetch_own = false;
-  // prefetch_next: once its own loads are issued, the grid asks L2 for this range (a later kernel's weights).
-  L2Prefetch prefetch_next;
 };
 
 // Validates the contract above and launches (M = 0 is a no-op).

@@ -34,7 +34,6 @@
 #include "kernels/gemv_grouped.h"
 #include "kernels/gemv_grouped_sm90.cuh"
 #include "kernels/gemv_launch.h"
-#include "kernels/l2_prefetch_sm90.cuh"
 #include "kernels/swiglu.h"
 
 namespace gossamer::kernels {
@@ -163,11 +162,6 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kStages))
     }
     cp_async_commit();
   };
-  if (p.prefetch_own && p.w_tiled && warp == 0) {  // the slice's tiles are contiguous from w_lane's tile
-    const uint8_t* slice = p.w + group * fp8_tiled_group_bytes(p.N, p.K) + fp8_tiled_offset(n0, 0, fp8_tiled_pad(p.K));
-    l2_prefetch_share(slice + static_cast<int64_t>(ks_begin) * 4096, static_cast<int64_t>(ks_end - ks_begin) * 4096, 0,
-                      1, lane);
-  }
 #pragma unroll
   for (int s = 0; s < kStages; ++s) issue(ks_begin + warp + s * kWarps, s);
   if (!wait_first) {
@@ -227,7 +221,6 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kStages))
       load_x(step + kStages * kWarps, xr[s]);
     }
   }
-  if (warp == 0) l2_prefetch_next(p.prefetch_next, group, lane);  // this warp's loads are all issued
   cp_async_wait<0>();
   __syncthreads();  // the rings become the reduction buffers
 
@@ -316,7 +309,6 @@ void launch_with(const GemvFp8Params& p, cudaStream_t stream) {
     if (p.M == 0) return;
   }
   GOSSAMER_CHECK(p.x && p.w && p.w_scales && p.out, "gemv_fp8: null operand");
-  check_l2_prefetch(p.prefetch_next, grouped, "gemv_fp8");
   GOSSAMER_CHECK(p.ldx >= p.K && p.ldx % 8 == 0, "gemv_fp8: ldx (", p.ldx, ") must be ≥ K and a multiple of 8");
   GOSSAMER_CHECK(p.ldc >= (kSwiGlu ? p.N / 2 : p.N) && (kSwiGlu || p.ldc % 2 == 0), "gemv_fp8: bad ldc ", p.ldc);
   GOSSAMER_CHECK(reinterpret_cast<uintptr_t>(p.x) % 16 == 0 && reinterpret_cast<uintptr_t>(p.w) % 16 == 0 &&

@@ -73,9 +73,6 @@ struct GemvMxfp4Params {
   int x_pair_divisor = 1;
   int32_t* pair_row = nullptr;
   bool topk_from_earlier_kernel = false;
-  // ---- L2 prefetch, as GemvFp8Params ----
-  bool prefetch_own = false;
-  L2Prefetch prefetch_next;
 };
 
 // The same GEMV description over MXFP4 weights (w_tiled, w_scales and stages dropped, shape kRule; w must
@@ -105,8 +102,6 @@ inline GemvMxfp4Params gemv_mxfp4_params_of(const GemvFp8Params& f) {
   p.x_pair_divisor = f.x_pair_divisor;
   p.pair_row = f.pair_row;
   p.topk_from_earlier_kernel = f.topk_from_earlier_kernel;
-  p.prefetch_own = f.prefetch_own;
-  p.prefetch_next = f.prefetch_next;
   return p;
 }
 

@@ -41,7 +41,6 @@
 #include "kernels/gemv_grouped_sm90.cuh"
 #include "kernels/gemv_launch.h"
 #include "kernels/gemv_mxfp4.h"
-#include "kernels/l2_prefetch_sm90.cuh"
 #include "kernels/mxfp4_tiled.h"
 #include "kernels/swiglu.h"
 
@@ -184,10 +183,6 @@ __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages))
     }
     cp_async_commit();
   };
-  if (p.prefetch_own && warp == 0) {  // the slice's tiles are contiguous
-    l2_prefetch_share(w_tiles + static_cast<int64_t>(ks_begin) * kStageBytes,
-                      static_cast<int64_t>(ks_end - ks_begin) * kStageBytes, 0, 1, lane);
-  }
 #pragma unroll
   for (int s = 0; s < kStages; ++s) issue(ks_begin + warp + s * kWarps, s);
   if (!wait_first) {
@@ -266,7 +261,6 @@ __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages))
     issue(step + kStages * kWarps, s);
     s = s + 1 == kStages ? 0 : s + 1;
   }
-  if (warp == 0) l2_prefetch_next(p.prefetch_next, group, lane);  // this warp's loads are all issued
   cp_async_wait<0>();
   __syncthreads();  // the rings become the reduction buffers
 
@@ -422,7 +416,6 @@ void launch_gemv_mxfp4(const GemvMxfp4Params& p, cudaStream_t stream) {
     if (p.M == 0) return;
   }
   GOSSAMER_CHECK(p.x && p.w && p.out, "gemv_mxfp4: null operand");
-  check_l2_prefetch(p.prefetch_next, grouped, "gemv_mxfp4");
   GOSSAMER_CHECK(p.ldx >= p.K && p.ldx % 8 == 0, "gemv_mxfp4: ldx (", p.ldx, ") must be ≥ K and a multiple of 8");
   GOSSAMER_CHECK(p.ldc >= (swiglu ? p.N / 2 : p.N) && (swiglu || p.ldc % 2 == 0), "gemv_mxfp4: bad ldc ", p.ldc);
   GOSSAMER_CHECK(reinterpret_cast<uintptr_t>(p.x) % 16 == 0 && reinterpret_cast<uintptr_t>(p.w) % 16 == 0 &&

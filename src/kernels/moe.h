@@ -16,7 +16,6 @@
 #include "kernels/gemm_fp8.h"      // GemmTile
 #include "kernels/gemv_fp8.h"      // kGemvMaxRows, kGemvMaxPairs
 #include "kernels/gemv_mxfp4.h"    // GemvMxfp4Shape
-#include "kernels/l2_prefetch.h"   // L2Prefetch
 
 namespace gossamer::kernels {
 
@@ -128,13 +127,6 @@ struct MoeParams {
   // gate_up one writing topk_ids / topk_weights for the combine. One launch fewer per layer. A candidate, off
   // until measured.
   bool decode_route_in_gemv = false;
-  // launch_moe_decode only, L2 prefetch hints (kernels/l2_prefetch.h; the result is the same bits; candidates,
-  // off until measured): decode_prefetch_own sets both GEMVs' prefetch_own; with decode_prefetch_down the
-  // gate_up GEMV asks L2 for its experts' down weights once its own loads are issued; decode_prefetch_next is
-  // the down GEMV's prefetch_next (the cuda model: the next layer's qkv weights). Tile-major FP8 or MXFP4.
-  bool decode_prefetch_own = false;
-  bool decode_prefetch_down = false;
-  L2Prefetch decode_prefetch_next;
   // launch_moe only, for benchmarks: [kNumMoePhases + 1] events recorded on the stream, event i as phase i
   // (MoePhase) starts and the last after the combine; null (the product) records none.
   cudaEvent_t* phase_events = nullptr;
@@ -197,8 +189,7 @@ struct MoeDecodeRouting {
 // One grouped GEMV of the decode block, shared by launch_moe_decode and moe_decode_cpu. gate_up: pair q
 // reads x row q / 4 (a token of p.x) and writes act row q with the SwiGLU, and pair_row[q] = q or −1;
 // down: pair q reads act row q and writes y row q (its weights stream before the PDL wait: the routing, or
-// the logits it routes from, was written two launches back); the L2 prefetches from decode_prefetch_*.
-// act: [T·4, inter] bf16, y: [T·4, hidden] bf16
+// the logits it routes from, was written two launches back).   act: [T·4, inter] bf16, y: [T·4, hidden] bf16
 GemvFp8Params moe_decode_projection(const MoeParams& p, bool gate_up, const MoeDecodeRouting& routing, uint16_t* act,
                                     int32_t* pair_row, uint16_t* y);
 // Reference with the decode path's own rounding points: bf16 x, fp32 GEMVs (gemv_fp8_cpu), act and y

@@ -248,15 +248,6 @@ GemvFp8Params moe_decode_projection(const MoeParams& p, bool gate_up, const MoeD
   g.x_pair_divisor = gate_up ? kMoeTopK : 1;
   g.pair_row = gate_up ? pair_row : nullptr;
   g.topk_from_earlier_kernel = !gate_up;
-  g.prefetch_own = p.decode_prefetch_own;
-  if (!gate_up) {
-    g.prefetch_next = p.decode_prefetch_next;
-  } else if (p.decode_prefetch_down) {  // each CTA's expert's down weights (one group of w2)
-    const int64_t down_bytes = p.weights_mxfp4   ? mxfp4_tiled_group_bytes(p.hidden, p.inter)
-                               : p.weights_tiled ? fp8_tiled_group_bytes(p.hidden, p.inter)
-                                                 : int64_t{p.hidden} * p.inter;
-    g.prefetch_next = {p.w2, down_bytes / 16 * 16, down_bytes};
-  }
   return g;
 }
 

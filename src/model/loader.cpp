@@ -120,23 +120,6 @@ T choose(const char* flag, const std::string& value, std::initializer_list<std::
   return choices.begin()->second;
 }
 
-// --decode-l2-prefetch: "none" or a comma list of own, next and down.
-cuda::CudaOptions::DecodeL2Prefetch decode_l2_prefetch(const std::string& value) {
-  cuda::CudaOptions::DecodeL2Prefetch out;
-  if (value == "none") return out;
-  size_t begin = 0;
-  while (begin <= value.size()) {
-    const size_t end = std::min(value.find(',', begin), value.size());
-    const std::string word = value.substr(begin, end - begin);
-    bool& bit =
-        *choose<bool*>("--decode-l2-prefetch", word, {{"own", &out.own}, {"next", &out.next}, {"down", &out.down}});
-    GOSSAMER_CHECK(!bit, "--decode-l2-prefetch names '", word, "' twice");
-    bit = true;
-    begin = end + 1;
-  }
-  return out;
-}
-
 cuda::CudaOptions cuda_options(const ModelOptions& options) {
   cuda::CudaOptions out;
   out.device = gpu_of(options);
@@ -171,7 +154,6 @@ cuda::CudaOptions cuda_options(const ModelOptions& options) {
                                                  {"128x256tma2", kernels::GemmTile::k128x256tma2}});
   out.moe_gemm_pingpong = options.moe_gemm_pingpong;
   out.moe_decode_route_in_gemv = options.moe_decode_route_in_gemv;
-  out.decode_l2_prefetch = decode_l2_prefetch(options.decode_l2_prefetch);
   return out;
 }
 }  // namespace

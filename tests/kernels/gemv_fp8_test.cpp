@@ -126,14 +126,6 @@ TEST(GemvFp8Kernel, MatchesReference) {
         report("gemv_fp8", shape, err, kTolBf16);
         EXPECT_LT(err, kTolBf16) << shape;
         EXPECT_TRUE(padding_untouched(out, m, out_cols, ldc)) << shape << ": wrote past the output columns";
-        if (tile_major) {  // L2 prefetches (own slice; the row-major copy as another kernel's weights) are hints
-          GemvFp8Params q = p;
-          q.prefetch_own = true;
-          q.prefetch_next = {dw.get(), static_cast<int64_t>(w.size() / 16 * 16), 0};
-          dout.poison();
-          launch_gemv_fp8(q, nullptr);
-          EXPECT_EQ(dout.download(), out) << shape << ": with L2 prefetches";
-        }
       }
     }
   }
@@ -352,15 +344,6 @@ TEST(GemvFp8Kernel, GroupedMatchesReference) {
     p.w_tiled = true;
     launch_gemv_fp8(p, nullptr);
     const auto out_tiled = dout.download();
-    {  // L2 prefetches are hints: own slices, and per expert a range of another stacked array (the bias: N·2
-       // bytes, a multiple of 16)
-      GemvFp8Params q = p;
-      q.prefetch_own = true;
-      q.prefetch_next = {reinterpret_cast<const uint8_t*>(dbias.get()), int64_t{c.n} * 2 / 16 * 16, int64_t{c.n} * 2};
-      dout.poison();
-      launch_gemv_fp8(q, nullptr);
-      EXPECT_EQ(dout.download(), out_tiled) << c.name << ": with L2 prefetches";
-    }
     dout.poison();
     p.w = dw.get();
     p.w_tiled = false;
@@ -476,13 +459,6 @@ TEST(MoeDecodeKernel, MatchesReference) {
       ws.poison();
       launch_moe_decode(t, ws.get(), nullptr);
       EXPECT_EQ(dout.download(), out) << "routed in the GEMVs, " << c.tokens << " tokens";
-      t.decode_prefetch_own = true;  // L2 prefetches are hints: bit-identical
-      t.decode_prefetch_down = true;
-      t.decode_prefetch_next = {dw1t.get(), static_cast<int64_t>(dw1t.size() / 16 * 16), 0};
-      dout.poison();
-      ws.poison();
-      launch_moe_decode(t, ws.get(), nullptr);
-      EXPECT_EQ(dout.download(), out) << "with L2 prefetches, " << c.tokens << " tokens";
     }
     MoeParams r = m.host;
     const auto ref = moe_decode_ref(r);

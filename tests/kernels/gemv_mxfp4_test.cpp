@@ -190,14 +190,6 @@ TEST(GemvMxfp4Kernel, MatchesReference) {
           report("gemv_mxfp4", shape, err, kTolBf16);
           EXPECT_LT(err, kTolBf16) << shape;
           EXPECT_TRUE(padding_untouched(out, m, out_cols, ldc)) << shape << ": wrote past the output columns";
-          if (pdl) {  // L2 prefetches (own slice; the x rows as another kernel's bytes) are hints: the same bits
-            GemvMxfp4Params q = p;
-            q.prefetch_own = true;
-            q.prefetch_next = {reinterpret_cast<const uint8_t*>(dx.get()), int64_t{m} * ldx * 2 / 16 * 16, 0};
-            dout.poison();
-            launch_gemv_mxfp4(q, nullptr);
-            EXPECT_EQ(dout.download(), out) << shape << ": with L2 prefetches";
-          }
         }
       }
     }
@@ -463,16 +455,6 @@ TEST(MoeDecodeMxfp4Kernel, MatchesReferenceAndGraphReplay) {
         ws.poison();
         launch_moe_decode(routed, ws.get(), nullptr);
         EXPECT_EQ(dout.download(), out) << shape << ": routed in the GEMVs";
-      }
-      {  // L2 prefetches (own slices, gate_up asking for its experts' down weights, down for a next range)
-        MoeParams prefetching = d;
-        prefetching.decode_prefetch_own = true;
-        prefetching.decode_prefetch_down = true;
-        prefetching.decode_prefetch_next = {dw1.get(), static_cast<int64_t>(dw1.size() / 16 * 16), 0};
-        dout.poison();
-        ws.poison();
-        launch_moe_decode(prefetching, ws.get(), nullptr);
-        EXPECT_EQ(dout.download(), out) << shape << ": with L2 prefetches";
       }
       // Captured into a CUDA graph and replayed twice: bit-identical to the stream launch.
       cudaStream_t stream;

@@ -109,14 +109,6 @@ struct CudaOptions {
   kernels::GemmTile moe_gemm_tile = kernels::GemmTile::kAuto;
   bool moe_gemm_pingpong = false;         // kernels::MoeParams::gemm_pingpong (a candidate)
   bool moe_decode_route_in_gemv = false;  // kernels::MoeParams::decode_route_in_gemv (a candidate)
-  // L2 prefetches of the decode GEMVs (steps of ≤ 8 tokens; kernels/l2_prefetch.h), candidates, off until
-  // measured: `own` each GEMV's own weight slice first (GemvFp8Params::prefetch_own, the MoE's too); `next`
-  // the qkv GEMV asks for the o weights and the MoE down GEMV for the next layer's qkv weights; `down` the MoE
-  // gate_up GEMV asks for its experts' down weights.
-  struct DecodeL2Prefetch {
-    bool own = false, next = false, down = false;
-  };
-  DecodeL2Prefetch decode_l2_prefetch;
 };
 
 // Selects CudaModel's constructor that makes random weights on the GPU (CudaWeights::random).
@@ -272,11 +264,9 @@ class CudaModel final : public Model {
   // The sampled steps in flight (launch_step and launch_sampling enqueued, wait_step not yet collected).
   bool any_in_flight() const { return num_in_flight_ > 0; }
 
+  // out [m, w.n] bf16 = x [m, w.k] bf16 · wᵀ + bias (GEMV for m ≤ 8, else FP8 or bf16 GEMM).
   void add_row_major_copies();
-  // out [m, w.n] bf16 = x [m, w.k] bf16 · wᵀ + bias (GEMV for m ≤ 8, else FP8 or bf16 GEMM). The FP8 GEMV asks
-  // L2 for `prefetch_next`'s weights (the linear two kernels on) where decode_l2_prefetch.next is set.
-  void linear(const uint16_t* x, int m, const DeviceLinear& w, uint16_t* out,
-              const DeviceLinear* prefetch_next = nullptr);
+  void linear(const uint16_t* x, int m, const DeviceLinear& w, uint16_t* out);
   void experts(int layer, int num_tokens);
   // delta_ [T, hidden] bf16 ← Σ over the group's ranks (no-op without a group).
   void reduce_partial_outputs(int num_tokens);

@@ -9,7 +9,6 @@
 #include "kernels/gemm_fp8.h"
 #include "kernels/gemv_bf16.h"
 #include "kernels/gemv_fp8.h"
-#include "kernels/l2_prefetch.h"
 #include "kernels/moe.h"
 #include "kernels/mxfp4_tiled.h"
 #include "kernels/quantize_fp8.h"
@@ -29,16 +28,9 @@ const uint16_t* bias_of(const DeviceLinear& w) {
   return w.bias.bytes() ? w.bias.get<uint16_t>() : nullptr;
 }
 
-// The whole tile-major FP8 weight of `w` as an L2 prefetch range (kernels/l2_prefetch.h); none for bf16.
-kernels::L2Prefetch l2_range_of(const DeviceLinear* w) {
-  if (w == nullptr || !w->fp8) return {};
-  return {w->weight.get<uint8_t>(), static_cast<int64_t>(w->weight.bytes() / 16 * 16), 0};
-}
-
 }  // namespace
 
-void CudaModel::linear(const uint16_t* x, int m, const DeviceLinear& w, uint16_t* out,
-                       const DeviceLinear* prefetch_next) {
+void CudaModel::linear(const uint16_t* x, int m, const DeviceLinear& w, uint16_t* out) {
   if (m <= 0) return;
   if (!w.fp8) {
     if (kernels::gemv_bf16_preferred(m, w.n, w.k)) {
@@ -79,8 +71,6 @@ void CudaModel::linear(const uint16_t* x, int m, const DeviceLinear& w, uint16_t
     gemv.M = m;
     gemv.N = w.n;
     gemv.K = w.k;
-    gemv.prefetch_own = options_.decode_l2_prefetch.own;
-    if (options_.decode_l2_prefetch.next) gemv.prefetch_next = l2_range_of(prefetch_next);
     return kernels::launch_gemv_fp8(gemv, stream_);
   }
   const int ldq = round_up(w.k, 16);
@@ -175,10 +165,6 @@ void CudaModel::experts(int layer, int num_tokens) {
   moe.gemm_tile = options_.moe_gemm_tile;
   moe.gemm_pingpong = options_.moe_gemm_pingpong;
   moe.decode_route_in_gemv = options_.moe_decode_route_in_gemv;
-  moe.decode_prefetch_own = options_.decode_l2_prefetch.own;
-  moe.decode_prefetch_down = options_.decode_l2_prefetch.down;
-  if (options_.decode_l2_prefetch.next && layer + 1 < config_.num_layers)  // the next layer's first GEMV
-    moe.decode_prefetch_next = l2_range_of(&weights_.layers[static_cast<size_t>(layer) + 1].qkv);
   if (streams_experts(num_tokens)) {  // both formats, weights as stored
     moe.weights_mxfp4 = gate_up.mxfp4;
     moe.weights_tiled = !gate_up.mxfp4;
@@ -336,7 +322,7 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
     kernels::launch_rmsnorm(norm, stream_);
     // ---- qkv [T, qkv_width] → RoPE (q → q_, k/v → paged cache) → attention → o-proj into delta ----
     mark(StepPhase::kQkv);
-    linear(bf16(normed_), t, w.qkv, bf16(qkv_), &w.o);  // (o's weights asked of L2 under decode_l2_prefetch.next)
+    linear(bf16(normed_), t, w.qkv, bf16(qkv_));
     const bool ring = num_sliding_blocks_ > 0 && config_.layer_is_sliding[static_cast<size_t>(layer)];
     rope.slots = reinterpret_cast<const int64_t*>(dev + (ring ? plan.sliding_slots : plan.slots));
     attention.page_indptr = dev + (ring ? plan.sliding_page_indptr : plan.page_indptr);
