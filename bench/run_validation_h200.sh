@@ -14,8 +14,8 @@
 # batch-1 decode timeline in one call (for a session whose device time holds three calls); benches: prefill with its phase breakdown, the MoE and prefill GEMMs
 # against cuBLASLt (both TMA tiles), attention prefill (every wgmma variant), the decode GEMV shapes, decode
 # (mxfp4+fp8, and at long contexts) and the step breakdown; ab: the end-to-end A/B of the product's prefill
-# choices and the candidates, and 120b prefill; decode-ab: the decode A/B of the MoE routing in the GEMVs and of
-# the decode GEMVs' L2 prefetches; timeline: the real kernel timeline of graph decode steps (CUPTI, with and
+# choices and the candidates, and 120b prefill; decode-ab: the decode A/B of the MoE routing in the GEMVs;
+# timeline: the real kernel timeline of graph decode steps (CUPTI, with and
 # without the decode candidates); profile: Nsight
 # Compute on the candidates' kernels (attention softmax variants, MoE GEMM ping-pong), the batch-1 decode GEMVs'
 # stall reasons, and every kernel's duration in a batch-1 decode step (profile and timeline are not part of
@@ -79,7 +79,6 @@ run_benches() {
   sec "decode GEMV launch shapes (#15)"
   timeout 90 build/bench/kernels/gossamer_kernels_bench gemv-tune
   timeout 60 build/bench/kernels/gossamer_kernels_bench gemv-scaling  # time against expert count, M = 1
-  timeout 60 build/bench/kernels/gossamer_kernels_bench gemv-l2  # the L2 prefetch candidates: own, a qkv -> o chain
   timeout 90 build/bench/kernels/gossamer_kernels_bench mxfp4  # MXFP4 vs FP8 GEMVs, the MXFP4 MoE decode (#15)
   sec "bench decode 20b mxfp4+fp8 (#15)"
   timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
@@ -113,14 +112,6 @@ run_decode_ab() {
       echo "-- bench decode 20b --weights $w $flags"
       timeout 60 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights $w \
         --batch-sizes 1 8 --contexts 1024 --steps 32 $flags | grep dummy
-    done
-  done
-  sec "decode A/B: the decode GEMVs' L2 prefetches (candidates, #15), batch 1 and 8 at contexts 1,024 and 8,192"
-  for w in mxfp4+fp8 fp8; do
-    for flags in none own next down next,down own,next,down; do
-      echo "-- bench decode 20b --weights $w --decode-l2-prefetch $flags"
-      timeout 60 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights $w \
-        --batch-sizes 1 8 --contexts 1024 8192 --steps 32 --decode-l2-prefetch $flags | grep dummy
     done
   done
 }
@@ -209,7 +200,7 @@ run_candidates() {
     echo "quick tests $i exit $?" >> "$out/quick_exit.log") &
   done
   (timeout 150 build/tests/gossamer_model_gpu_tests --gtest_color=no \
-    --gtest_filter='CudaModelGpuTest.DecodeL2PrefetchesChangeNoLogit:CudaModelGpuTest.Mxfp4*' > "$out/quick_model.log" 2>&1
+    --gtest_filter='CudaModelGpuTest.Mxfp4*' > "$out/quick_model.log" 2>&1
   echo "quick model_gpu exit $?" >> "$out/quick_exit.log") &
   wait
   cat "$out/quick_exit.log"
@@ -221,9 +212,8 @@ run_candidates() {
     timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
     --batch-sizes 1 --contexts 1024 --steps 16 2>&1 | grep -E "dummy|kernel_trace"
   python3 bench/kernels/kernel_timeline.py $raw/candidates.tsv --sequence 30 | head -70
-  sec "kernel rows of the candidates: attention softmax, GEMM ping-pong, decode MoE routing and L2 prefetches"
+  sec "kernel rows of the candidates: attention softmax, GEMM ping-pong, decode MoE routing"
   timeout 150 build/bench/kernels/gossamer_kernels_bench candidates
-  timeout 60 build/bench/kernels/gossamer_kernels_bench gemv-l2
   timeout 90 build/bench/kernels/gossamer_kernels_bench moe-mxfp4  # the MXFP4 -> FP8 pass by bit arithmetic
   sec "bench prefill 20b A/B (8,192 / 32,768 tokens, median of 3)"
   for flags in "" "--prefill-attention-exp2-fma-eighths 2" "--prefill-attention-lazy-rescale" \
@@ -233,8 +223,7 @@ run_candidates() {
       --repeats 3 $flags | grep dummy
   done
   sec "bench decode 20b A/B, mxfp4+fp8, batch 1 and 8, ctx 1,024"
-  for flags in "" "--moe-decode-route-in-gemv" "--decode-l2-prefetch down" "--decode-l2-prefetch next" \
-    "--decode-l2-prefetch own,next,down"; do
+  for flags in "" "--moe-decode-route-in-gemv"; do
     echo "-- bench decode 20b $flags"
     timeout 60 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
       --batch-sizes 1 8 --contexts 1024 --steps 32 $flags | grep dummy
@@ -254,7 +243,7 @@ run_timeline() {
   local raw=/tmp/timeline w flags i=0
   mkdir -p $raw
   for w in mxfp4+fp8 fp8; do
-    for flags in "" "--decode-l2-prefetch own,next,down" "--moe-decode-route-in-gemv"; do
+    for flags in "" "--moe-decode-route-in-gemv"; do
       i=$((i + 1))
       sec "timeline: bench decode 20b --weights $w $flags, batch 1 and 8, ctx 1,024"
       CUDA_INJECTION64_PATH=$v/libgossamer_kernel_trace.so GOSSAMER_KERNEL_TRACE=$raw/trace_$i.tsv \

@@ -1301,7 +1301,7 @@ int main(int argc, char** argv) {
     for (const int E : {32, 128}) bench_moe(8192, E);  // with and without GEMM ping-pong
     bench_gemm(lt, "qkv", 8192, 5120, 2880);           // the dense TMA tiles, ping-pong, cuBLASLt
     bench_gemm(lt, "square", 8192, 8192, 8192);
-    bench_moe_decode(1, 32, false);  // routed in the GEMVs, L2 prefetches (FP8)
+    bench_moe_decode(1, 32, false);  // routed in the GEMVs (FP8)
     bench_moe_decode_mxfp4(1, 32);   // the same, MXFP4
     bench_moe_decode_mxfp4(8, 32);
   }
