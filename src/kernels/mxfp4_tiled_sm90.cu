@@ -1,8 +1,5 @@
 // Checkpoint MXFP4 → tile-major MXFP4 (mxfp4_tiled.h): one thread per 32-bit word of a tile's code bytes
 // (8 codes of one row, from one aligned 4-byte source load) or per 4 scale bytes; writes coalesced.
-#include <cuda_fp16.h>
-#include <cuda_fp8.h>
-
 #include <algorithm>
 
 #include "kernels/cuda_utils.h"
@@ -51,8 +48,9 @@ __global__ void mxfp4_to_tiled_kernel(const uint8_t* __restrict__ blocks, const 
 // One CTA (256 threads) per (group, 128-row block, 128-column block): the block's largest and smallest MX
 // exponents over its real rows and columns, then 8 weights (one relaid word) at a time into 8 contiguous fp8
 // bytes by bit arithmetic (mxfp4_tiled_word_to_e4m3, as the MXFP4 GEMM dequantizes on chip: exact where the
-// block's exponents span ≤ 14 binades, its rounding variant otherwise; ~23 instructions per 8 weights, so the
-// pass is bound by its bytes, where ldexpf and a float → e4m3 conversion per weight bound it by issue).
+// block's exponents span ≤ 14 binades, its rounding variant otherwise; ~23 instructions per 8 weights where
+// an ldexpf and a float → e4m3 conversion per weight bound the old pass by issue). Measured at 46% of copy on
+// an H100 (docs/PERF.md, 2026-12-05): not yet bound by its bytes.
 // Exponents are clamped to [e_max − 36, e_max]: padding (scale 127, code 0) never makes a non-finite
 // multiplier, and real weights further below become ±0 either way (mxfp4_tiled.h).
 __global__ void __launch_bounds__(256)
