@@ -32,14 +32,6 @@ void ModelChoice::add_options(CLI::App& cli) {
                  "(192) (A/B)")
       ->check(CLI::IsMember({0, 2, 3}))
       ->group("");  // hidden: A/B runs
-  cli.add_option("--prefill-attention-exp2-fma-eighths", options.prefill_attention_exp2_fma_eighths,
-                 "cuda: 0-3 eighths of the wgmma prefill attention's exponentials on the FMA pipe (A/B)")
-      ->check(CLI::Range(0, 3))
-      ->group("");  // hidden: a candidate
-  cli.add_flag("--prefill-attention-lazy-rescale", options.prefill_attention_lazy_rescale,
-               "cuda: the wgmma prefill attention's lazy online softmax (rescale O only when a row max grows by "
-               "more than 2^8) (A/B)")
-      ->group("");  // hidden: a candidate
   cli.add_option(
          "--moe-decode", options.moe_decode,
          "cuda: auto (default: the weight-streaming grouped GEMM at 9-64 tokens, FP8, or 9-512, MXFP4) | gemv | stream")

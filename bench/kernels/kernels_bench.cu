@@ -1067,20 +1067,17 @@ struct MoeStreamBench {
   Buf w1, w2, w1s, w2s, b1, b2;
 };
 
-// The wgmma prefill kernel's variant (AttentionParams::prefill_consumer_warpgroups, prefill_exp2_fma_eighths,
-// prefill_lazy_rescale).
+// The wgmma prefill kernel's variant (AttentionParams::prefill_consumer_warpgroups).
 struct WgmmaVariant {
   int consumer_warpgroups = 2;
-  int exp2_fma_eighths = 0;
-  bool lazy_rescale = false;
 };
 
 // Paged attention with sinks at a shared case (gpt_oss_cases.h): pages handed out in order. TFLOP/s count
 // the visible positions only; decode GB/s the K/V bytes read. Prefill runs `kernel`, with `base_us` (the
 // mma.sync 4-warp kernel's time) in the baseline column. kv_fp8: the FP8 e4m3 cache (--kv-cache-dtype fp8,
 // scales 1; random codes of magnitude ≤ 240), its row's baseline the same kernel's bf16 time. Returns µs.
-// NOTE: q and K are uniform in [−1, 1], so logits stay within a few units and the lazy softmax's rows almost
-// never move their max after the first key tile: its rows show the rescale-free bound.
+// NOTE: q and K are uniform in [−1, 1], so logits stay within a few units and the lazy softmax's rows (three
+// warpgroups) almost never move their max after the first key tile: its rows show the rescale-free bound.
 double bench_attention(const gpt_oss::AttentionCase& c, PrefillKernel kernel = PrefillKernel::kMmaSync,
                        double base_us = 0, bool kv_fp8 = false, WgmmaVariant variant = {}) {
   const int page = gpt_oss::kAttentionPage, qh = kNumQHeads, kvh = kNumKvHeads;
@@ -1133,8 +1130,6 @@ double bench_attention(const gpt_oss::AttentionCase& c, PrefillKernel kernel = P
   p.max_kv_len = max_kv;
   p.prefill_kernel = kernel;
   p.prefill_consumer_warpgroups = variant.consumer_warpgroups;
-  p.prefill_exp2_fma_eighths = variant.exp2_fma_eighths;
-  p.prefill_lazy_rescale = variant.lazy_rescale;
   std::vector<int32_t> tiles_64(tokens / 64 + num_seqs), tiles_128(tokens / 128 + num_seqs),
       tiles_192(tokens / 192 + num_seqs);
   p.num_q_tiles_64 = attention_prefill_tiles(cu_q.data(), num_seqs, 64, false, tiles_64.data());
@@ -1165,27 +1160,17 @@ double bench_attention(const gpt_oss::AttentionCase& c, PrefillKernel kernel = P
   shape += c.window > 0 ? " window " + std::to_string(c.window) : std::string(" causal");
   if (kv_fp8) shape += ", kv fp8";
   std::string label = c.decode ? "attention_decode" : !wgmma ? "attention_prefill" : "attention_prefill_wgmma";
-  if (!c.decode && wgmma && variant.consumer_warpgroups == 3) {
-    label += " 3 consumer warpgroups";
-    if (variant.exp2_fma_eighths > 0) label += ", exp2 on fma " + std::to_string(variant.exp2_fma_eighths) + "/8";
-    if (variant.lazy_rescale) label += ", lazy rescale";
-  }
+  if (!c.decode && wgmma && variant.consumer_warpgroups == 3) label += " 3 consumer warpgroups";
   row(label.c_str(), shape, us, flops, c.decode ? kv_bytes : 0, base_us, c.decode ? "copy" : "bf16");
   return us;
 }
 
 // A prefill case on the mma.sync kernel and the wgmma kernel (its row carries the mma.sync time as its
-// baseline), then the wgmma kernel with three consumer warpgroups against the two-warpgroup one, and the
-// candidates against three with neither: a quarter of the exponentials on the FMA pipe
-// (AttentionParams::prefill_exp2_fma_eighths: 1/8, 2/8, 3/8), the lazy rescale (prefill_lazy_rescale), and the
-// lazy rescale with 2/8 on FMA.
+// baseline), then the wgmma kernel with three consumer warpgroups against the two-warpgroup one.
 void bench_attention_prefill(const gpt_oss::AttentionCase& c) {
   const double base = bench_attention(c, PrefillKernel::kMmaSync);
   const double wgmma = bench_attention(c, PrefillKernel::kWgmma, base);
-  const double three = bench_attention(c, PrefillKernel::kWgmma, wgmma, false, {3});  // against two warpgroups
-  for (const int eighths : {1, 2, 3}) bench_attention(c, PrefillKernel::kWgmma, three, false, {3, eighths, false});
-  bench_attention(c, PrefillKernel::kWgmma, three, false, {3, 0, true});
-  bench_attention(c, PrefillKernel::kWgmma, three, false, {3, 2, true});
+  bench_attention(c, PrefillKernel::kWgmma, wgmma, false, {3});  // against two warpgroups
 }
 
 // `attention-fp8`: every case on the FP8 KV cache, each row against the same kernel on the bf16 cache.
@@ -1296,7 +1281,7 @@ int main(int argc, char** argv) {
     CublasLtFp8Gemm lt;
     for (const gpt_oss::AttentionCase& c : gpt_oss::kAttention) {
       if (!c.decode && c.window == 0 && (std::strcmp(c.name, "1x8192") == 0 || std::strcmp(c.name, "1x32768") == 0))
-        bench_attention_prefill(c);  // three warpgroups against exp2 on fma 1-3/8, lazy rescale, both
+        bench_attention_prefill(c);  // three warpgroups (the lazy softmax) against two
     }
     for (const int E : {32, 128}) bench_moe(8192, E);  // with and without GEMM ping-pong
     bench_gemm(lt, "qkv", 8192, 5120, 2880);           // the dense TMA tiles, ping-pong, cuBLASLt
@@ -1312,10 +1297,7 @@ int main(int argc, char** argv) {
       if (!c.decode && c.window == 0 && std::strcmp(c.name, "1x8192") == 0) {
         bench_attention(c, PrefillKernel::kMmaSync);
         bench_attention(c, PrefillKernel::kWgmma);
-        // Three consumer warpgroups and the softmax candidates (template arguments <kv fp8, 3, exp2 on fma, lazy>).
-        bench_attention(c, PrefillKernel::kWgmma, 0, false, {3});
-        bench_attention(c, PrefillKernel::kWgmma, 0, false, {3, 2, false});
-        bench_attention(c, PrefillKernel::kWgmma, 0, false, {3, 0, true});
+        bench_attention(c, PrefillKernel::kWgmma, 0, false, {3});  // three consumer warpgroups (template <kv fp8, 3>)
       }
     }
   }

@@ -79,14 +79,6 @@ struct AttentionParams {
   // (q_tiles_192; FlashAttention-3's hd64 shape), or 0: 3 where the grid fills four waves of the GPU's SMs,
   // else 2 (measured, docs/PERF.md 2026-12-05). Both tile lists must be set either way.
   int prefill_consumer_warpgroups = 0;
-  // Where three consumer warpgroups run: 1–3 eighths of the softmax's exponentials on the FMA pipe (a
-  // polynomial exp2) instead of the MUFU, which ncu showed as busy as the tensor pipe (48% / 47%, 1×8,192
-  // causal, 2026-12-05); 0: all on the MUFU. A candidate, 0 until measured.
-  int prefill_exp2_fma_eighths = 0;
-  // Where three consumer warpgroups run: the lazy online softmax (FlashAttention-4's): a row's running max
-  // moves only when a tile passes it by more than 2^8, and a warp skips O's rescale (32 multiplies per thread
-  // per key tile) while none of its rows moved. A candidate, off until measured.
-  bool prefill_lazy_rescale = false;
   // Decode only: split-KV scratch of attention_decode_workspace_bytes: the splits' arrival counters, then
   // their partial outputs. The counters must be zero before the first launch on a workspace
   // (attention_decode_workspace_init once after allocating it); every launch leaves them zero.

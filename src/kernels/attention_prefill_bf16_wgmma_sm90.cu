@@ -59,42 +59,20 @@ constexpr int kBarTurn = 4;
 using mbar::named_arrive;
 using mbar::named_sync;
 
-// 2^x for x ≤ 0 on the FMA and integer pipes instead of the MUFU (hd64 attention needs as many ex2 cycles as
-// tensor cycles per score tile): x = i + f with i = ⌊x⌋ (x + 1.5·2^23 rounded toward −∞ holds i in its low
-// mantissa bits), 2^f ≈ 1 + f·(c1 + f·(c2 + f·c3)) on [0, 1) (our minimax fit of the relative error:
-// ≤ 8.6e-5, below the 2^-9 of the bf16 that P is rounded to), then i added to the exponent field. x below
-// −127 (a masked −∞) is clamped there: 2^-127 or less, which P·V and the row sum take as 0 in effect.
-__device__ __forceinline__ float ex2_fma(float x) {
-  constexpr float kRound = 12582912.f;  // 1.5 · 2^23
-  x = fmaxf(x, -127.f);
-  const float shifted = __fadd_rd(x, kRound);
-  const float f = x - (shifted - kRound);  // both exact
-  const float p = fmaf(fmaf(fmaf(0.0770669878f, f, 0.227645054f), f, 0.695116758f), f, 1.f);
-  return __int_as_float(__float_as_int(p) + (__float_as_int(shifted) << 23));
-}
-
-// How far (log2 units) a tile's row max may pass the running max m before the lazy softmax moves m
-// (AttentionParams::prefill_lazy_rescale): the probabilities exp2(s·scale_log2 − m) stay ≤ 2^8, far inside
+// How far (log2 units) a tile's row max may pass the running max m before the lazy softmax moves m (three
+// consumer warpgroups; measured 1.03× at 1×8,192 and 1.05× at 1×32,768 causal on an H100, docs/PERF.md
+// 2026-12-05): the probabilities exp2(s·scale_log2 − m) stay ≤ 2^8, far inside
 // fp32 and bf16 (FlashAttention-4's rescale threshold).
 constexpr float kLazyRescaleLog2 = 8.f;
-
-// Whether column group j (8 keys, 0..15) of a score tile takes its exponentials on the FMA pipe when
-// kFmaEighths eighths of them do: the groups where ⌊(j + 1)·e / 8⌋ steps, spread evenly over the tile (e = 2:
-// j = 3, 7, 11, 15).
-template <int kFmaEighths>
-__device__ __forceinline__ constexpr bool exp2_on_fma(int j) {
-  return (j + 1) * kFmaEighths / 8 > j * kFmaEighths / 8;
-}
 
 // Online-softmax step on one warpgroup's S tile (64 rows × 128 keys in the wgmma D fragment: s[4j + e]
 // is row g + 8·(e / 2), key 8j + 2t + e % 2, g = 16·warp + lane / 4, t = lane % 4). Leaves the
 // probabilities exp2(s·scale_log2 − m) in s, updates m (log2 domain) and this thread's partial row sums l,
-// and sets alpha, the factor by which O must be rescaled. kFmaEighths (AttentionParams::prefill_exp2_fma_eighths):
-// that many eighths of the tile's column groups take ex2_fma instead of the MUFU's ex2 (exp2_on_fma).
-// kLazy: m moves only when the tile's row max passes it by more than kLazyRescaleLog2 (then to that max), so
-// alpha is exactly 1 on most tiles; m is then an upper bound of the row's max minus at most 8, not the max,
-// and O / l is unchanged up to rounding (numerator and denominator carry the same factor).
-template <bool kMask, int kFmaEighths, bool kLazy>
+// and sets alpha, the factor by which O must be rescaled. kLazy: m moves only when the tile's row max passes it by more
+// than kLazyRescaleLog2 (then to that max), so alpha is exactly 1 on most tiles; m is then an upper bound of the row's
+// max minus at most 8, not the max, and O / l is unchanged up to rounding (numerator and denominator carry the same
+// factor).
+template <bool kMask, bool kLazy>
 __device__ __forceinline__ void softmax_tile(float (&s)[64], float (&m)[2], float (&l)[2], float (&alpha)[2], int kv0,
                                              const int (&row_pos)[2], int window, float scale_log2) {
   const int lane = threadIdx.x % 32;
@@ -130,18 +108,21 @@ __device__ __forceinline__ void softmax_tile(float (&s)[64], float (&m)[2], floa
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const float arg = fmaf(s[4 * j + e], scale_log2, -m_safe[e / 2]);
-      const float pr = exp2_on_fma<kFmaEighths>(j) ? ex2_fma(arg) : ex2(arg);
+      const float pr = ex2(arg);
       s[4 * j + e] = pr;
       l[e / 2] += pr;
     }
   }
 }
 
-template <bool kKvFp8, int kConsumers, int kFmaEighths, bool kLazy>
+template <bool kKvFp8, int kConsumers>
 __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
     attention_prefill_wgmma_kernel(const AttentionParams p) {
   using Shape = CtaShape<kConsumers>;
   constexpr int kBM = Shape::kBM;
+  // Three warpgroups run the lazy online softmax (kLazyRescaleLog2); two, which run only where the grid is
+  // small, keep the eager one (the lazy form was not measured there).
+  constexpr bool kLazy = kConsumers == 3;
   // ---- which (sequence, query tile, head): heads fastest, so the CTAs of one query tile (and the 8
   // query heads of each KV head) run together and share K/V through L2; within a sequence the last
   // (longest) query tiles come first ----
@@ -334,9 +315,9 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
   auto softmax = [&](int it) {
     const int kv0 = (tile_begin + it) * kBN;
     if (need_mask(kv0)) {
-      softmax_tile<true, kFmaEighths, kLazy>(s, m, l, alpha, kv0, row_pos, p.window, scale_log2);
+      softmax_tile<true, kLazy>(s, m, l, alpha, kv0, row_pos, p.window, scale_log2);
     } else {
-      softmax_tile<false, kFmaEighths, kLazy>(s, m, l, alpha, kv0, row_pos, p.window, scale_log2);
+      softmax_tile<false, kLazy>(s, m, l, alpha, kv0, row_pos, p.window, scale_log2);
     }
   };
   auto wait_full = [&](int it) {
@@ -440,12 +421,12 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
   }
 }
 
-template <bool kKvFp8, int kConsumers, int kFmaEighths, bool kLazy>
+template <bool kKvFp8, int kConsumers>
 void launch_prefill_wgmma_for(const AttentionParams& p, cudaStream_t stream) {
   constexpr int kSmem = kSmemBytes<kKvFp8, kConsumers>;
   static bool configured = false;
   if (!configured) {
-    GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(attention_prefill_wgmma_kernel<kKvFp8, kConsumers, kFmaEighths, kLazy>,
+    GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(attention_prefill_wgmma_kernel<kKvFp8, kConsumers>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
     configured = true;
   }
@@ -457,30 +438,9 @@ void launch_prefill_wgmma_for(const AttentionParams& p, cudaStream_t stream) {
   if (num_tiles == 0) return;
   const int64_t grid = static_cast<int64_t>(num_tiles) * p.num_q_heads;
   GOSSAMER_CHECK(grid < (int64_t{1} << 31), "attention: too many query tiles (", grid, " CTAs)");
-  attention_prefill_wgmma_kernel<kKvFp8, kConsumers, kFmaEighths, kLazy>
+  attention_prefill_wgmma_kernel<kKvFp8, kConsumers>
       <<<static_cast<unsigned>(grid), CtaShape<kConsumers>::kThreads, kSmem, stream>>>(p);
   GOSSAMER_CUDA_CHECK_LAUNCH();
-}
-
-// Three consumer warpgroups with `eighths` of the exponentials on the FMA pipe (0–3).
-template <bool kKvFp8, bool kLazy>
-void launch_three_warpgroups(const AttentionParams& p, int eighths, cudaStream_t stream) {
-  switch (eighths) {
-    case 1: return launch_prefill_wgmma_for<kKvFp8, 3, 1, kLazy>(p, stream);
-    case 2: return launch_prefill_wgmma_for<kKvFp8, 3, 2, kLazy>(p, stream);
-    case 3: return launch_prefill_wgmma_for<kKvFp8, 3, 3, kLazy>(p, stream);
-    default: return launch_prefill_wgmma_for<kKvFp8, 3, 0, kLazy>(p, stream);
-  }
-}
-
-// The softmax variant (exp2 on FMA, lazy rescale): built for three consumer warpgroups only.
-template <bool kKvFp8, int kConsumers>
-void launch_prefill_wgmma_softmax(const AttentionParams& p, int fma_eighths, bool lazy, cudaStream_t stream) {
-  if constexpr (kConsumers == 3) {
-    return lazy ? launch_three_warpgroups<kKvFp8, true>(p, fma_eighths, stream)
-                : launch_three_warpgroups<kKvFp8, false>(p, fma_eighths, stream);
-  }
-  launch_prefill_wgmma_for<kKvFp8, 2, 0, false>(p, stream);
 }
 
 }  // namespace
@@ -496,17 +456,10 @@ void launch_prefill_wgmma(const AttentionParams& p, cudaStream_t stream) {
     // their grid fills four waves.
     three = static_cast<int64_t>(p.num_q_tiles_192) * p.num_q_heads >= 4 * static_cast<int64_t>(current_sm_count());
   }
-  GOSSAMER_CHECK(p.prefill_exp2_fma_eighths >= 0 && p.prefill_exp2_fma_eighths <= 3,
-                 "attention prefill: 0–3 eighths of the exponentials on the FMA pipe, not ",
-                 p.prefill_exp2_fma_eighths);
-  const int fma = p.prefill_exp2_fma_eighths;
-  const bool lazy = p.prefill_lazy_rescale;  // both: three warpgroups only
   if (p.kv_fp8) {
-    return three ? launch_prefill_wgmma_softmax<true, 3>(p, fma, lazy, stream)
-                 : launch_prefill_wgmma_softmax<true, 2>(p, fma, lazy, stream);
+    return three ? launch_prefill_wgmma_for<true, 3>(p, stream) : launch_prefill_wgmma_for<true, 2>(p, stream);
   }
-  return three ? launch_prefill_wgmma_softmax<false, 3>(p, fma, lazy, stream)
-               : launch_prefill_wgmma_softmax<false, 2>(p, fma, lazy, stream);
+  return three ? launch_prefill_wgmma_for<false, 3>(p, stream) : launch_prefill_wgmma_for<false, 2>(p, stream);
 }
 
 }  // namespace gossamer::kernels::attn

@@ -134,10 +134,6 @@ cuda::CudaOptions cuda_options(const ModelOptions& options) {
                      options.prefill_attention_warpgroups == 3,
                  "--prefill-attention-warpgroups must be 0 (auto), 2 or 3, got ", options.prefill_attention_warpgroups);
   out.prefill_attention_warpgroups = options.prefill_attention_warpgroups;
-  GOSSAMER_CHECK(options.prefill_attention_exp2_fma_eighths >= 0 && options.prefill_attention_exp2_fma_eighths <= 3,
-                 "--prefill-attention-exp2-fma-eighths must be 0–3, got ", options.prefill_attention_exp2_fma_eighths);
-  out.prefill_attention_exp2_fma_eighths = options.prefill_attention_exp2_fma_eighths;
-  out.prefill_attention_lazy_rescale = options.prefill_attention_lazy_rescale;
   out.moe_decode = choose<cuda::MoeDecodePath>("--moe-decode", options.moe_decode,
                                                {{"auto", cuda::MoeDecodePath::kAuto},
                                                 {"gemv", cuda::MoeDecodePath::kGemv},

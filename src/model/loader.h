@@ -44,13 +44,6 @@ struct ModelOptions {
   // 3 on 192-query tiles where the grid fills four waves, else 2 on 128), 2 or 3 (hidden bench flag
   // --prefill-attention-warpgroups, for A/B runs).
   int prefill_attention_warpgroups = 0;
-  // cuda: 0–3 eighths of those exponentials on the FMA pipe where three warpgroups run
-  // (CudaOptions::prefill_attention_exp2_fma_eighths; a candidate, hidden bench option
-  // --prefill-attention-exp2-fma-eighths).
-  int prefill_attention_exp2_fma_eighths = 0;
-  // cuda: the lazy online softmax where three warpgroups run (CudaOptions::prefill_attention_lazy_rescale; a
-  // candidate, hidden bench flag --prefill-attention-lazy-rescale).
-  bool prefill_attention_lazy_rescale = false;
   // cuda: the experts of decode-sized steps (CudaOptions::moe_decode): "auto" (the weight-streaming grouped
   // GEMM where it measured faster: 9–64 tokens with FP8 experts, 9–512 with MXFP4), "gemv" (never) or
   // "stream" (every step of ≤ 4,096 tokens).
