@@ -47,9 +47,6 @@ void ModelChoice::add_options(CLI::App& cli) {
                  "cuda: the expert GEMMs' tile at 128-row tiles, auto | 128x192tma2 | 128x256tma2 (A/B)")
       ->check(CLI::IsMember({"auto", "128x192tma2", "128x256tma2"}))
       ->group("");
-  cli.add_flag("--moe-gemm-pingpong", options.moe_gemm_pingpong,
-               "cuda: the expert GEMMs' consumer warpgroups in ping-pong (A/B)")
-      ->group("");  // hidden: a candidate
   cli.add_flag("--moe-decode-route-in-gemv", options.moe_decode_route_in_gemv,
                "cuda: the decode MoE's GEMVs route the tokens themselves, no route launch (A/B)")
       ->group("");  // hidden: a candidate

@@ -187,27 +187,16 @@ void bench_gemm(CublasLtFp8Gemm& lt, const char* name, int M, int N, int K) {
                                     : std::vector<GemmTile>{GemmTile::kAuto}) {
     p.b_tiled = tile != GemmTile::k128x128 && tile != GemmTile::k64x128 && tile != GemmTile::kAuto;
     p.tile = tile;
-    const auto timed = [&] {
-      return time_us([&](int i) {
-        p.b = static_cast<const uint8_t*>(wp[i % copies]);
-        p.b_scales = sp[i % copies];
-        launch_gemm_fp8(p, M, nullptr);
-      });
-    };
-    const double us = timed();
+    const double us = time_us([&](int i) {
+      p.b = static_cast<const uint8_t*>(wp[i % copies]);
+      p.b_scales = sp[i % copies];
+      launch_gemm_fp8(p, M, nullptr);
+    });
     const char* label = tile == GemmTile::k64x128        ? "gemm_fp8 (+bias) 64x128"
                         : tile == GemmTile::k128x192tma2 ? "gemm_fp8 (+bias) 128x192 tma cluster 2"
                         : tile == GemmTile::k128x256tma2 ? "gemm_fp8 (+bias) 128x256 tma cluster 2"
                                                          : "gemm_fp8 (+bias)";
     row(label, shape, us, flops, bytes, base, M <= 64 ? "copy" : "fp8");
-    if (tile == GemmTile::k128x192tma2 || tile == GemmTile::k128x256tma2) {  // its consumers in ping-pong
-      p.consumer_pingpong = true;
-      const double pp = timed();
-      p.consumer_pingpong = false;
-      row(tile == GemmTile::k128x192tma2 ? "gemm_fp8 (+bias) 128x192 tma cluster 2 ping-pong"
-                                         : "gemm_fp8 (+bias) 128x256 tma cluster 2 ping-pong",
-          shape, pp, flops, bytes, us, "fp8");
-    }
   }
   for (auto* b : w) delete b;
   for (auto* b : s) delete b;
@@ -359,14 +348,6 @@ void bench_moe(int T, int E) {
         : tile == GemmTile::k128x192tma2 ? "moe tma 128x192 cluster 2"
                                          : "moe tma 128x256 cluster 2",
         m.shape(), us, m.flops(), m.expert_bytes(), 0, T <= 16 ? "copy" : "fp8");
-    if (tiled) {  // the GEMMs' consumer warpgroups in ping-pong (MoeParams::gemm_pingpong), against the row above
-      m.p.gemm_pingpong = true;
-      const double pp = time_us([&](int) { launch_moe(m.p, ws.get(), nullptr); }, 10);
-      m.p.gemm_pingpong = false;
-      row(tile == GemmTile::k128x192tma2 ? "moe tma 128x192 cluster 2 ping-pong"
-                                         : "moe tma 128x256 cluster 2 ping-pong",
-          m.shape(), pp, m.flops(), m.expert_bytes(), us, "fp8");
-    }
   }
   // Where the time goes in the model's configuration (tile-major experts, the tile launch_gemm_fp8 picks):
   // launch_moe's phase events, the mean over the launches (each phase's µs beside its share; an event
@@ -1283,8 +1264,8 @@ int main(int argc, char** argv) {
       if (!c.decode && c.window == 0 && (std::strcmp(c.name, "1x8192") == 0 || std::strcmp(c.name, "1x32768") == 0))
         bench_attention_prefill(c);  // three warpgroups (the lazy softmax) against two
     }
-    for (const int E : {32, 128}) bench_moe(8192, E);  // with and without GEMM ping-pong
-    bench_gemm(lt, "qkv", 8192, 5120, 2880);           // the dense TMA tiles, ping-pong, cuBLASLt
+    for (const int E : {32, 128}) bench_moe(8192, E);
+    bench_gemm(lt, "qkv", 8192, 5120, 2880);  // the dense TMA tiles against cuBLASLt
     bench_gemm(lt, "square", 8192, 8192, 8192);
     bench_moe_decode(1, 32, false);  // routed in the GEMVs (FP8)
     bench_moe_decode_mxfp4(1, 32);   // the same, MXFP4

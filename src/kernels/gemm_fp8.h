@@ -72,10 +72,6 @@ struct GemmFp8Params {
   int max_tiles = 0;                       // grid bound in grouped mode
   int num_groups = 1;                      // groups (experts) in b and b_scales in grouped mode
   GemmTile tile = GemmTile::kAuto;
-  // TMA tiles: the two consumer warpgroups take turns issuing their wgmma, so one's block-scale promotion
-  // overlaps the other's MMAs (ping-pong) instead of both promoting at once. A candidate, off until measured
-  // (ncu, 2026-12-05: tensor pipe 47–57% in the MoE GEMMs); results are bit-identical either way.
-  bool consumer_pingpong = false;
 };
 
 // The BM the launcher uses: 64 when every tile has at most 64 rows worth computing, else 128. With MXFP4

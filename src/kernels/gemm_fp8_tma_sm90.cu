@@ -258,16 +258,8 @@ __device__ __forceinline__ void consume_tma_tiles(const GemmFp8Params& p, uint8_
   int s = 0;
   uint32_t phase = 0;
   const TmaWalk w = tma_walk<kBN>(p);
-  // Ping-pong (GemmFp8Params::consumer_pingpong): the two warpgroups take turns issuing their wgmma passes
-  // (named barrier kBarTurn + cw), so one's promotion runs under the other's MMAs instead of both promoting
-  // while the tensor pipe idles. Both issue the same passes; warpgroup 1 gives warpgroup 0 the first turn and
-  // does not hand over after its last pass, so every barrier phase completes.
-  constexpr int kBarTurn = 1;
-  const bool pingpong = p.consumer_pingpong && w.first < w.units;
-  if (pingpong && cw == 1) mbar::named_arrive(kBarTurn, 256);
   for (int u = w.first; u < w.units; u += w.stride) {
     const TmaTileCoord c = tma_tile<kBN>(p, u, w.m_tiles, w.rank);
-    const bool last_unit = u + w.stride >= w.units;
     init_with_bias<kBN>(p, acc, c.group, c.n0_load, lane);
     // 192-wide tiles cover two 128-row B scale blocks: the first 128 or 64 columns use the first (n0 % 128
     // is 0 or 64). 256-wide tiles: pass h uses block h.
@@ -279,7 +271,6 @@ __device__ __forceinline__ void consume_tma_tiles(const GemmFp8Params& p, uint8_
       const uint32_t sc = scales0 + s * T::kScaleFloats * 4;
 #pragma unroll
       for (int h = 0; h < kPasses; ++h) {
-        if (pingpong) mbar::named_sync(kBarTurn + cw, 256);
         wgmma::fence();
 #pragma unroll
         for (int kk = 0; kk < kBK / 32; ++kk) {
@@ -289,9 +280,6 @@ __device__ __forceinline__ void consume_tma_tiles(const GemmFp8Params& p, uint8_
           wgmma_pass<kBN>(tmp, desc_a0 + stage + off_a, desc_b0 + stage + off_b, kk > 0);
         }
         wgmma::commit();
-        if (pingpong && !(cw == 1 && last_unit && kb == num_kb - 1 && h == kPasses - 1)) {
-          mbar::named_arrive(kBarTurn + (cw ^ 1), 256);
-        }
         // The stage's scales, read while the wgmma run.
         const float sa0 = mbar::ld_shared_f32(sc + local_row * 4), sa1 = mbar::ld_shared_f32(sc + (local_row + 8) * 4);
         const float sb0 = mbar::ld_shared_f32(sc + 128 * 4), sb1 = mbar::ld_shared_f32(sc + 129 * 4);

@@ -109,9 +109,6 @@ struct MoeParams {
   // The expert GEMMs' tile at 128-row tiles (k128x192tma2 / k128x256tma2 need weights_tiled); kAuto lets
   // launch_gemm_fp8 choose (grouped: k128x256tma2). Benchmarks and tests pin it to compare kernels.
   GemmTile gemm_tile = GemmTile::kAuto;
-  // The expert GEMMs on TMA tiles with their consumer warpgroups in ping-pong (GemmFp8Params::consumer_pingpong;
-  // a candidate, off until measured).
-  bool gemm_pingpong = false;
   // NOTE: launch_moe with FP8 tile-major experts at 128-row tiles: the gate_up GEMM quantizes h in its
   // epilogue (GemmEpilogue::kSwiGluFp8, on the k128x256tma2 tile whatever gemm_tile) instead of writing bf16 h
   // for a separate pass; bit-identical to the separate pass (measured faster on the H200, docs/PERF.md

@@ -216,7 +216,6 @@ void experts_fp8_gemm(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t str
   g1.num_groups = b.E;
   const bool rows_128 = plan_tile_rows(b.step, b.T, b.E) == 128;
   if (rows_128) g1.tile = b.gemm_tile;
-  g1.consumer_pingpong = b.fp8 != nullptr && b.fp8->gemm_pingpong;
   const GemmTile tile = g1.tile;  // both GEMMs' tile (gate_up's may become 128×256 below)
   // h quantized in gate_up's epilogue: FP8 tile-major experts at 128-row tiles (the TMA 128×256 tile).
   const bool fuse_quantization = b.step == ExpertStep::kFp8Gemm && b.weights_tiled && rows_128;
@@ -241,7 +240,6 @@ void experts_fp8_gemm(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t str
   g2.b_scales = b.w2_scales;
   g2.num_groups = b.E;
   g2.tile = tile;
-  g2.consumer_pingpong = g1.consumer_pingpong;
   mark(b, MoePhase::kDown, stream);
   launch_gemm_fp8(g2, rows_hint, stream);
 }

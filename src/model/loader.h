@@ -57,9 +57,6 @@ struct ModelOptions {
   // "128x256tma2"; CudaOptions::moe_gemm_tile).
   std::string moe_gemv_shape = "rule";
   std::string moe_gemm_tile = "auto";
-  // cuda: the expert GEMMs' consumer warpgroups in ping-pong (CudaOptions::moe_gemm_pingpong; a candidate,
-  // hidden bench flag --moe-gemm-pingpong).
-  bool moe_gemm_pingpong = false;
   // cuda: the decode MoE's GEMVs route the pairs themselves, no route launch (CudaOptions::
   // moe_decode_route_in_gemv; a candidate, hidden bench flag --moe-decode-route-in-gemv).
   bool moe_decode_route_in_gemv = false;

@@ -103,7 +103,6 @@ struct CudaOptions {
   // product's.
   kernels::GemvMxfp4Shape moe_gemv_shape = kernels::GemvMxfp4Shape::kRule;
   kernels::GemmTile moe_gemm_tile = kernels::GemmTile::kAuto;
-  bool moe_gemm_pingpong = false;         // kernels::MoeParams::gemm_pingpong (a candidate)
   bool moe_decode_route_in_gemv = false;  // kernels::MoeParams::decode_route_in_gemv (a candidate)
 };
 
