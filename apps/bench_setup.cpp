@@ -47,9 +47,6 @@ void ModelChoice::add_options(CLI::App& cli) {
                  "cuda: the expert GEMMs' tile at 128-row tiles, auto | 128x192tma2 | 128x256tma2 (A/B)")
       ->check(CLI::IsMember({"auto", "128x192tma2", "128x256tma2"}))
       ->group("");
-  cli.add_flag("--moe-decode-route-in-gemv", options.moe_decode_route_in_gemv,
-               "cuda: the decode MoE's GEMVs route the tokens themselves, no route launch (A/B)")
-      ->group("");  // hidden: a candidate
   cli.add_option("--kv-cache-dtype", options.kv_cache_dtype,
                  "auto (default: bf16) | fp8 (alias fp8_e4m3: e4m3 K/V with scales of 1.0 on the full-attention "
                  "layers, sliding-window layers bf16; on cpu the float32 cache holds the rounded values)")

@@ -8,18 +8,17 @@
 # `bash bench/pack_for_device.sh` does it (~21 MiB), then carry ["carry",
 # "node_modules/tiktoken/encoders/o200k_base.json"]. Tests and
 # benches read their compiled-in paths under /work/main, so the checkout is linked there. Logs go to $OUT.
-#   bash bench/run_validation_h200.sh [all|tests|candidates|benches|ab|decode-ab|profile|timeline|prep]
+#   bash bench/run_validation_h200.sh [all|tests|candidates|headline|benches|ab|profile|timeline|prep]
 # tests: the kernel suite (four shards) beside the model/engine/comm/server suites, all at once (correctness
 # only, so they may share the GPU); candidates: every unmeasured candidate's kernel rows, end-to-end A/B and the
 # batch-1 decode timeline in one call (for a session whose device time holds three calls); benches: prefill with its phase breakdown, the MoE and prefill GEMMs
 # against cuBLASLt (both TMA tiles), attention prefill (every wgmma variant), the decode GEMV shapes, decode
 # (mxfp4+fp8, and at long contexts) and the step breakdown; ab: the end-to-end A/B of the product's prefill
-# choices and the candidates, and 120b prefill; decode-ab: the decode A/B of the MoE routing in the GEMVs;
-# timeline: the real kernel timeline of graph decode steps (CUPTI, with and
-# without the decode candidates); profile: Nsight
-# Compute on the candidates' kernels (attention softmax variants, MoE GEMM ping-pong), the batch-1 decode GEMVs'
-# stall reasons, and every kernel's duration in a batch-1 decode step (profile and timeline are not part of
-# all). Each mode fits one
+# choices, and 120b prefill; headline: the figures the open issues' targets name (prefill 20b / 120b, decode
+# batch 1 and 8) and the batch-1 decode timeline; timeline: the real kernel timeline of graph decode steps
+# (CUPTI); profile: Nsight Compute on the prefill kernels (attention warpgroup variants, the MoE GEMMs), the
+# batch-1 decode GEMVs' stall reasons, and every kernel's duration in a batch-1 decode step (profile, timeline
+# and headline are not part of all). Each mode fits one
 # 600 s call, alone on the GPU (the tokenizer against tiktoken: bench/text/run_tokenizer_vs_tiktoken.sh).
 set -uo pipefail
 mode=${1:-all}
@@ -92,10 +91,8 @@ run_benches() {
 }
 
 run_ab() {
-  sec "end-to-end A/B against the product's choices (PERF.md 2026-12-05): 2-warpgroup attention, MoE 128x192 tile; candidates exp2 on FMA, lazy rescale, GEMM ping-pong"
-  for flags in "" "--prefill-attention-warpgroups 2" "--moe-gemm-tile 128x192tma2" "--prefill-attention-exp2-fma-eighths 2" \
-    "--prefill-attention-lazy-rescale" "--prefill-attention-exp2-fma-eighths 2 --prefill-attention-lazy-rescale" \
-    "--moe-gemm-pingpong"; do
+  sec "end-to-end A/B against the product's choices (PERF.md 2026-12-05): 2-warpgroup attention, MoE 128x192 tile"
+  for flags in "" "--prefill-attention-warpgroups 2" "--moe-gemm-tile 128x192tma2"; do
     echo "-- bench prefill 20b $flags"
     timeout 60 build/gossamer bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 32768 \
       --repeats 3 $flags | grep dummy
@@ -105,15 +102,25 @@ run_ab() {
     --repeats 3 | grep dummy
 }
 
-run_decode_ab() {
-  sec "decode A/B: the MoE routing in the GEMVs (candidate, #15), fp8 and mxfp4+fp8"
-  for w in fp8 mxfp4+fp8; do
-    for flags in "" "--moe-decode-route-in-gemv"; do
-      echo "-- bench decode 20b --weights $w $flags"
-      timeout 60 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights $w \
-        --batch-sizes 1 8 --contexts 1024 --steps 32 $flags | grep dummy
-    done
-  done
+run_headline() {
+  # The figures the open issues' targets name (#13 prefill, #15 batch-1 decode), the product's defaults only.
+  sec "bench prefill 20b 8,192 / 32,768 / 131,072 and 120b 8,192 / 32,768 tokens (#13)"
+  timeout 120 build/gossamer bench prefill --load-format dummy --preset 20b --device cuda \
+    --input-lens 8192 32768 131072 --repeats 3 | grep dummy
+  timeout 150 build/gossamer bench prefill --load-format dummy --preset 120b --device cuda --input-lens 8192 32768 \
+    --repeats 3 | grep dummy
+  sec "bench decode 20b mxfp4+fp8 and 120b mxfp4 (both copies do not fit), batch 1 and 8, ctx 1,024 and 8,192 (#15)"
+  timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
+    --batch-sizes 1 8 --contexts 1024 8192 --steps 32 | grep dummy
+  timeout 150 build/gossamer bench decode --load-format dummy --preset 120b --device cuda --weights mxfp4 \
+    --batch-sizes 1 8 --contexts 1024 8192 --steps 32 | grep dummy
+  sec "timeline of the batch-1 decode step (20b mxfp4+fp8, ctx 1,024)"
+  local raw=/tmp/timeline
+  mkdir -p $raw
+  CUDA_INJECTION64_PATH=$v/libgossamer_kernel_trace.so GOSSAMER_KERNEL_TRACE=$raw/headline.tsv \
+    timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
+    --batch-sizes 1 --contexts 1024 --steps 16 2>&1 | grep -E "dummy|kernel_trace"
+  python3 bench/kernels/kernel_timeline.py $raw/headline.tsv --sequence 30 | head -70
 }
 
 run_profile() {
@@ -144,18 +151,16 @@ run_profile() {
   local ncu_run="timeout 150 ncu --clock-control none --metrics $m"
   summarize() { grep -E "_kernel|gemm_fp8_tma|pct|ratio|per_second|duration|register|grid_size|inst_executed" "$1" |
     grep -v "==PROF==" | sed 's/  */ /g' | head -60; }
-  sec "ncu: attention 1x8192 causal, three warpgroups: default, exp2 on fma, lazy rescale (#13 candidates)"
-  for v in ILb0ELi3ELi0ELb0E ILb0ELi3ELi2ELb0E ILb0ELi3ELi0ELb1E; do
+  sec "ncu: attention 1x8192 causal, two and three (lazy softmax) warpgroups (#13)"
+  for v in ILb0ELi2EE ILb0ELi3EE; do
     $ncu_run --kernel-name-base mangled -k regex:attention_prefill_wgmma_kernel$v -c 1 \
       build/bench/kernels/gossamer_kernels_bench profile > "$raw/attention_$v.txt" 2>&1
     echo "-- $v"; summarize "$raw/attention_$v.txt"
   done
-  sec "ncu: the MoE's TMA GEMMs at 8k tokens (gate_up, down), default and ping-pong (#13 candidate)"
-  for flags in "" "--moe-gemm-pingpong"; do
-    $ncu_run -k regex:gemm_fp8_tma -c 2 build/gossamer bench prefill --load-format dummy --preset 20b --device cuda \
-      --input-lens 8192 --repeats 1 $flags > "$raw/moe_gemm$flags.txt" 2>&1
-    echo "-- $flags"; summarize "$raw/moe_gemm$flags.txt"
-  done
+  sec "ncu: the MoE's TMA GEMMs at 8k tokens (gate_up, down) (#13)"
+  $ncu_run -k regex:gemm_fp8_tma -c 2 build/gossamer bench prefill --load-format dummy --preset 20b --device cuda \
+    --input-lens 8192 --repeats 1 > "$raw/moe_gemm.txt" 2>&1
+  summarize "$raw/moe_gemm.txt"
   sec "ncu: the decode GEMVs of a batch-1 step (20b mxfp4+fp8, graph nodes): MXFP4 gate_up + down, FP8 qkv + o (#15)"
   for k in gemv_mxfp4_kernel gemv_fp8_kernel; do
     $ncu_run -k regex:$k -c 2 build/gossamer bench decode --load-format dummy --preset 20b --device cuda \
@@ -188,70 +193,24 @@ PY
 }
 
 run_candidates() {
-  # Every unmeasured candidate in one call (the session's device time holds about three calls): kernel rows,
-  # the end-to-end prefill and decode A/B, and the batch-1 decode timeline with and without the decode ones.
-  sec "the candidates' own GPU tests (three processes at once, 150 s at most; the full suites are the tests mode)"
-  local f i=0
-  for f in "AttentionPrefillWgmmaKernel.LazyRescale*:AttentionPrefillWgmmaKernel.Exp2OnFma*:Mxfp4TiledKernel.*" \
-    "GemvFp8Kernel.MatchesReference:GemvFp8Kernel.GroupedMatchesReference:GemvMxfp4Kernel.MatchesReference:GemvMxfp4Kernel.GroupedMatchesReference:MoeDecodeKernel.MatchesReference:MoeDecodeMxfp4Kernel.*" \
-    "GemmFp8Kernel.MatchesReference"; do
-    i=$((i + 1))
-    (timeout 150 build/tests/gossamer_kernels_tests --gtest_color=no --gtest_filter="$f" > "$out/quick_$i.log" 2>&1
-    echo "quick tests $i exit $?" >> "$out/quick_exit.log") &
-  done
-  (timeout 150 build/tests/gossamer_model_gpu_tests --gtest_color=no \
-    --gtest_filter='CudaModelGpuTest.Mxfp4*' > "$out/quick_model.log" 2>&1
-  echo "quick model_gpu exit $?" >> "$out/quick_exit.log") &
-  wait
-  cat "$out/quick_exit.log"
-  grep -hE '^\[  (PASSED|FAILED) |^\[  FAILED  \]|tests ran' "$out"/quick_*.log | head -30
-  sec "timeline of the batch-1 decode step (mxfp4+fp8, ctx 1,024)"
-  local raw=/tmp/timeline
-  mkdir -p $raw
-  CUDA_INJECTION64_PATH=$v/libgossamer_kernel_trace.so GOSSAMER_KERNEL_TRACE=$raw/candidates.tsv \
-    timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
-    --batch-sizes 1 --contexts 1024 --steps 16 2>&1 | grep -E "dummy|kernel_trace"
-  python3 bench/kernels/kernel_timeline.py $raw/candidates.tsv --sequence 30 | head -70
-  sec "kernel rows of the candidates: attention softmax, GEMM ping-pong, decode MoE routing"
-  timeout 150 build/bench/kernels/gossamer_kernels_bench candidates
-  timeout 90 build/bench/kernels/gossamer_kernels_bench moe-mxfp4  # the MXFP4 -> FP8 pass by bit arithmetic
-  sec "bench prefill 20b A/B (8,192 / 32,768 tokens, median of 3)"
-  for flags in "" "--prefill-attention-exp2-fma-eighths 2" "--prefill-attention-lazy-rescale" \
-    "--prefill-attention-exp2-fma-eighths 2 --prefill-attention-lazy-rescale" "--moe-gemm-pingpong"; do
-    echo "-- bench prefill 20b $flags"
-    timeout 60 build/gossamer bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 32768 \
-      --repeats 3 $flags | grep dummy
-  done
-  sec "bench decode 20b A/B, mxfp4+fp8, batch 1 and 8, ctx 1,024"
-  for flags in "" "--moe-decode-route-in-gemv"; do
-    echo "-- bench decode 20b $flags"
-    timeout 60 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
-      --batch-sizes 1 8 --contexts 1024 --steps 32 $flags | grep dummy
-  done
-  sec "bench prefill --weights mxfp4 (the MXFP4 -> FP8 pass)"
-  echo "-- bench prefill 20b and 120b --weights mxfp4 (experts converted per layer past 192 rows per expert)"
-  timeout 60 build/gossamer bench prefill --load-format dummy --preset 20b --device cuda --weights mxfp4 \
-    --input-lens 2048 8192 --repeats 3 | grep dummy
-  timeout 90 build/gossamer bench prefill --load-format dummy --preset 120b --device cuda --weights mxfp4 \
-    --input-lens 2048 8192 --repeats 3 | grep dummy
+  # Every unmeasured candidate in one call: their own GPU tests, kernel rows and end-to-end A/B. None now.
+  echo "no candidates waiting for a measurement"
 }
 
 run_timeline() {
   # The real timeline of CUDA-graph decode steps (kernels overlapped through PDL, as the product runs them):
   # CUPTI concurrent-kernel records through the injection library, summarised per kernel by what each adds to
   # the step (bench/kernels/kernel_timeline.py). The device has no nsys, and ncu serialises kernels.
-  local raw=/tmp/timeline w flags i=0
+  local raw=/tmp/timeline w i=0
   mkdir -p $raw
   for w in mxfp4+fp8 fp8; do
-    for flags in "" "--moe-decode-route-in-gemv"; do
-      i=$((i + 1))
-      sec "timeline: bench decode 20b --weights $w $flags, batch 1 and 8, ctx 1,024"
-      CUDA_INJECTION64_PATH=$v/libgossamer_kernel_trace.so GOSSAMER_KERNEL_TRACE=$raw/trace_$i.tsv \
-        timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights $w \
-        --batch-sizes 1 8 --contexts 1024 --steps 16 $flags 2>&1 | grep -E "dummy|kernel_trace"
-      python3 bench/kernels/kernel_timeline.py $raw/trace_$i.tsv --sequence $([ $i -eq 1 ] && echo 40 || echo 0) |
-        head -80
-    done
+    i=$((i + 1))
+    sec "timeline: bench decode 20b --weights $w, batch 1 and 8, ctx 1,024"
+    CUDA_INJECTION64_PATH=$v/libgossamer_kernel_trace.so GOSSAMER_KERNEL_TRACE=$raw/trace_$i.tsv \
+      timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights $w \
+      --batch-sizes 1 8 --contexts 1024 --steps 16 2>&1 | grep -E "dummy|kernel_trace"
+    python3 bench/kernels/kernel_timeline.py $raw/trace_$i.tsv --sequence $([ $i -eq 1 ] && echo 40 || echo 0) |
+      head -80
   done
 }
 
@@ -259,11 +218,11 @@ case $mode in
   tests) run_tests ;;
   benches) run_benches ;;
   ab) run_ab ;;
-  decode-ab) run_decode_ab ;;
+  headline) run_headline 2>&1 | tee "$out/headline_summary.txt" ;;
   candidates) run_candidates 2>&1 | tee "$out/candidates_summary.txt" ;;
   timeline) run_timeline 2>&1 | tee "$out/timeline_summary.txt" ;;
   profile) run_profile 2>&1 | tee "$out/profile_summary.txt" ;;
   prep) ;;  # binaries and checkpoint in place only
-  *) run_tests; run_benches; run_ab; run_decode_ab ;;
+  *) run_tests; run_benches; run_ab ;;
 esac
 sec done

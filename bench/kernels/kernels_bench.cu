@@ -724,18 +724,8 @@ void bench_moe_decode(int T, int E, bool baseline = true) {
         launch_moe_decode(p, ws.get(), nullptr);
       },
       16);
-  p.weights_tiled = true;
-  p.decode_route_in_gemv = true;  // the candidate: no route launch, the GEMVs route from the logits
-  const double us_routed = time_us(
-      [&](int i) {
-        p.logits = m.logits_of(i);
-        launch_moe_decode(p, ws.get(), nullptr);
-      },
-      16);
-  p.decode_route_in_gemv = false;
   row("moe_decode (route..combine)", m.shape(), us, m.flops(), m.expert_bytes(), base, "copy");
   row("moe_decode row-major", m.shape(), us_row_major, m.flops(), m.expert_bytes(), base, "copy");
-  row("moe_decode routed in the GEMVs", m.shape(), us_routed, m.flops(), m.expert_bytes(), us, "copy");
 }
 
 // ---- MXFP4 decode GEMV (gemv_mxfp4.h) vs the FP8 GEMV (tile-major, PDL) at the same shape ----
@@ -906,18 +896,10 @@ void bench_moe_decode_mxfp4(int T, int E) {
         launch_moe_decode(p, ws.get(), nullptr);
       },
       16);
-  p.decode_route_in_gemv = true;  // the candidate: no route launch, the GEMVs route from the logits
-  const double us_routed = time_us(
-      [&](int i) {
-        p.logits = logits_of(i);
-        launch_moe_decode(p, ws.get(), nullptr);
-      },
-      16);
   const double flops = double(T) * 4 * 2 * (2.0 * I * H + double(H) * I);
   const double bytes = double(std::min(E, T * 4)) * double(g1 + g2);
   const std::string shape = std::to_string(T) + " tok, E=" + std::to_string(E) + ", top-4";
   row("moe_decode mxfp4 (route..combine)", shape, us, flops, bytes, base, "copy");
-  row("moe_decode mxfp4 routed in the GEMVs", shape, us_routed, flops, bytes, us, "copy");
 }
 
 // ---- MoE decode on the weight-streaming grouped GEMM (launch_moe_stream) vs the model's current path ----
@@ -1267,8 +1249,8 @@ int main(int argc, char** argv) {
     for (const int E : {32, 128}) bench_moe(8192, E);
     bench_gemm(lt, "qkv", 8192, 5120, 2880);  // the dense TMA tiles against cuBLASLt
     bench_gemm(lt, "square", 8192, 8192, 8192);
-    bench_moe_decode(1, 32, false);  // routed in the GEMVs (FP8)
-    bench_moe_decode_mxfp4(1, 32);   // the same, MXFP4
+    bench_moe_decode(1, 32, false);
+    bench_moe_decode_mxfp4(1, 32);  // the same, MXFP4
     bench_moe_decode_mxfp4(8, 32);
   }
   if (only == "profile") {  // one GEMM and one prefill attention shape, for a profiler (ncu -k ...)

@@ -22,9 +22,7 @@
 // the device (no host reads); each group of ≤ kGemvMaxRows pairs sharing an expert reads that expert's
 // weights once. Pair p uses expert topk_ids[p] (pairs of experts outside [expert_begin, expert_begin +
 // num_local_experts) are skipped: their output rows are not written), reads x row p / x_pair_divisor
-// and writes out row p. Weights, scales and bias are then stacked per local expert. Instead of topk_ids the
-// GEMV may take the router's logits and route the pairs itself in its prologue (router_logits: moe_route's
-// rule, the same device code, so the same experts bit for bit), saving the route launch of the MoE decode.
+// and writes out row p. Weights, scales and bias are then stacked per local expert.
 //
 // Launches are CUDA-graph capturable (fixed grid for given shapes, no host synchronisation). With
 // programmatic_launch the kernel is launched with programmatic dependent launch (PDL): a dense GEMV
@@ -64,17 +62,9 @@ struct GemvFp8Params {
   // splits K (1, 2, 4 or 8; kernels/gemv_launch.h).
   int stages = 0;
   int cluster = 0;
-  // ---- grouped (MoE decode) mode: topk_ids or router_logits non-null; num_groups = num_local_experts ----
+  // ---- grouped (MoE decode) mode: topk_ids non-null; num_groups = num_local_experts ----
   const int32_t* topk_ids = nullptr;  // [num_pairs] global expert id of pair p (moe_route output)
-  // Or routing in the kernel (topk_ids null): router_logits [num_pairs / 4, num_experts] bf16 (num_pairs a
-  // multiple of 4, pair p = (token p / 4, k = p % 4)), num_experts in [4, 256]; CTA (0, 0) writes the routing
-  // to topk_ids_out [num_pairs] int32 / topk_weights_out [num_pairs] fp32 (moe_route's outputs) where non-null.
-  // With topk_from_earlier_kernel the logits, not topk_ids, are the input written two launches back.
-  const uint16_t* router_logits = nullptr;
-  int num_experts = 0;
-  int32_t* topk_ids_out = nullptr;
-  float* topk_weights_out = nullptr;
-  int num_pairs = 0;  // 1..kGemvMaxPairs
+  int num_pairs = 0;                  // 1..kGemvMaxPairs
   int expert_begin = 0;
   int num_local_experts = 0;    // ≥ 1
   int x_pair_divisor = 1;       // pair p reads x row p / x_pair_divisor (kMoeTopK: its token)

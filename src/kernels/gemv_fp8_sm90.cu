@@ -122,16 +122,16 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kStages))
   const int num_kb = ceil_div(p.K, 128), num_nb = ceil_div(p.N, 128);
   const bool grouped = gemv_grouped(p);
 
-  // ---- grouped: route (router_logits), group the pairs by local expert, pick this CTA's slot ----
+  // ---- grouped: group the pairs by local expert, pick this CTA's slot ----
   int rows = p.M;
   int group = 0;
   const bool wait_first = grouped && !p.topk_from_earlier_kernel;
   if (grouped) {
     if (wait_first) {
-      pdl_wait();  // topk_ids / router_logits come from the previous kernel
+      pdl_wait();  // topk_ids come from the previous kernel
       pdl_trigger();
     }
-    if (!gemv_grouped_prologue<kWarps>(p, gs, rows, group)) return;
+    if (!gemv_grouped_prologue(p, gs, rows, group)) return;
   }
 
   // ---- this lane's sources and ring ----

@@ -10,13 +10,13 @@
 #include "core/cuda/cuda_types.h"  // GOSSAMER_HOST_DEVICE
 #include "core/error.h"
 #include "kernels/gemv_fp8.h"
-#include "kernels/moe.h"  // kMoeTopK, kMoeMaxExperts, moe_route_cpu
+#include "kernels/moe.h"  // kGemvMaxPairs via gemv_fp8.h; kMoeTopK
 
 namespace gossamer::kernels {
 
 template <class Params>
 GOSSAMER_HOST_DEVICE bool gemv_grouped(const Params& p) {
-  return p.topk_ids != nullptr || p.router_logits != nullptr;
+  return p.topk_ids != nullptr;
 }
 
 // Checks the grouped contract of `p` (grouped) and returns the grid's expert slots: Σ over used experts of
@@ -27,37 +27,17 @@ int gemv_grouped_slots(const Params& p, const char* kernel) {
                  kGemvMaxPairs, "]");
   GOSSAMER_CHECK(p.num_local_experts >= 1 && p.x_pair_divisor >= 1, kernel, ": bad grouped parameters");
   // Outputs are written only after the PDL wait.
-  GOSSAMER_CHECK(!((p.pair_row || p.topk_ids_out || p.topk_weights_out) && p.topk_from_earlier_kernel), kernel,
-                 ": pair_row / topk_ids_out / topk_weights_out need topk_from_earlier_kernel off");
-  GOSSAMER_CHECK(!(p.topk_ids && p.router_logits), kernel, ": topk_ids or router_logits, not both");
-  if (p.router_logits) {
-    GOSSAMER_CHECK(p.num_pairs % kMoeTopK == 0 && p.num_experts >= kMoeTopK && p.num_experts <= kMoeMaxExperts, kernel,
-                   ": routing in the kernel needs whole tokens (num_pairs ", p.num_pairs, ") and 4–256 experts (",
-                   p.num_experts, ")");
-  } else {
-    GOSSAMER_CHECK(!p.topk_ids_out && !p.topk_weights_out, kernel,
-                   ": topk_ids_out / topk_weights_out need router_logits");
-  }
+  GOSSAMER_CHECK(!(p.pair_row && p.topk_from_earlier_kernel), kernel, ": pair_row needs topk_from_earlier_kernel off");
   const int chunks = (p.num_pairs + kGemvMaxRows - 1) / kGemvMaxRows;
   return std::min(p.num_pairs, p.num_local_experts * chunks);
 }
 
-// The references' grouped mode (host memory): each pair's global expert from topk_ids, or by moe_route_cpu on
-// router_logits (then written to topk_ids_out / topk_weights_out where non-null); pair_row written; then
+// The references' grouped mode (host memory): each pair's global expert from topk_ids; pair_row written; then
 // row(x, local expert, out) for every pair of a local expert, in pair order.
 template <class Params, class Row>
 void gemv_grouped_cpu(const Params& p, Row&& row) {
-  std::vector<int32_t> ids(p.num_pairs);
-  if (p.router_logits) {
-    std::vector<float> weights(p.num_pairs);
-    moe_route_cpu({p.router_logits, ids.data(), weights.data(), p.num_pairs / kMoeTopK, p.num_experts});
-    if (p.topk_ids_out) std::copy(ids.begin(), ids.end(), p.topk_ids_out);
-    if (p.topk_weights_out) std::copy(weights.begin(), weights.end(), p.topk_weights_out);
-  } else {
-    std::copy_n(p.topk_ids, p.num_pairs, ids.begin());
-  }
   for (int q = 0; q < p.num_pairs; ++q) {
-    const int e = ids[q] - p.expert_begin;
+    const int e = p.topk_ids[q] - p.expert_begin;
     const bool local = e >= 0 && e < p.num_local_experts;
     if (p.pair_row) p.pair_row[q] = local ? q : -1;
     if (local) row(p.x + (q / p.x_pair_divisor) * p.ldx, e, p.out + q * p.ldc);

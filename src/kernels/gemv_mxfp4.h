@@ -63,10 +63,6 @@ struct GemvMxfp4Params {
   GemvMxfp4Shape shape = GemvMxfp4Shape::kRule;  // launch shape (above); the product leaves kRule
   // ---- grouped (MoE decode) mode, as GemvFp8Params ----
   const int32_t* topk_ids = nullptr;
-  const uint16_t* router_logits = nullptr;
-  int num_experts = 0;
-  int32_t* topk_ids_out = nullptr;
-  float* topk_weights_out = nullptr;
   int num_pairs = 0;
   int expert_begin = 0;
   int num_local_experts = 0;
@@ -92,10 +88,6 @@ inline GemvMxfp4Params gemv_mxfp4_params_of(const GemvFp8Params& f) {
   p.programmatic_launch = f.programmatic_launch;
   p.cluster = f.cluster;
   p.topk_ids = f.topk_ids;
-  p.router_logits = f.router_logits;
-  p.num_experts = f.num_experts;
-  p.topk_ids_out = f.topk_ids_out;
-  p.topk_weights_out = f.topk_weights_out;
   p.num_pairs = f.num_pairs;
   p.expert_begin = f.expert_begin;
   p.num_local_experts = f.num_local_experts;

@@ -153,7 +153,7 @@ __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages))
   const int ks_end = (rank + 1) * k_steps / cluster;
   const bool grouped = gemv_grouped(p);
 
-  // ---- grouped: route (router_logits), group the pairs by local expert, pick this CTA's slot ----
+  // ---- grouped: group the pairs by local expert, pick this CTA's slot ----
   int rows = p.M;
   int group = 0;
   const bool wait_first = grouped && !p.topk_from_earlier_kernel;
@@ -162,7 +162,7 @@ __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages))
       pdl_wait();
       pdl_trigger();
     }
-    if (!gemv_grouped_prologue<kWarps>(p, gs, rows, group)) return;
+    if (!gemv_grouped_prologue(p, gs, rows, group)) return;
   }
 
   // ---- this warp's tiles and ring ----

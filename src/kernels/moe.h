@@ -119,11 +119,6 @@ struct MoeParams {
   // launch_moe_decode only: stop after the down GEMV and leave the combine to the next RMSNorm, which sums
   // the pieces moe_decode_deferred_combine names (rmsnorm.h moe_y); residual and out unused.
   bool combine_deferred = false;
-  // launch_moe_decode only: no route launch; both GEMVs route the pairs from the logits themselves
-  // (GemvFp8Params::router_logits: the same device code as moe_route, so the same result bit for bit), the
-  // gate_up one writing topk_ids / topk_weights for the combine. One launch fewer per layer. A candidate, off
-  // until measured.
-  bool decode_route_in_gemv = false;
   // launch_moe only, for benchmarks: [kNumMoePhases + 1] events recorded on the stream, event i as phase i
   // (MoePhase) starts and the last after the combine; null (the product) records none.
   cudaEvent_t* phase_events = nullptr;
@@ -177,17 +172,11 @@ void launch_moe_decode(const MoeParams& p, void* workspace, cudaStream_t stream)
 // `workspace` (valid until its next use; residual and out null), for that launch's num_tokens, hidden and
 // inter. Host only, no launch.
 MoeCombineParams moe_decode_deferred_combine(void* workspace, int num_tokens, int hidden, int inter);
-// The decode block's routing: topk_ids [T·4] int32 and topk_weights [T·4] fp32, written by launch_moe_route,
-// or with p.decode_route_in_gemv by the gate_up GEMV (which routes from p.logits, as the down GEMV does).
-struct MoeDecodeRouting {
-  int32_t* topk_ids = nullptr;
-  float* topk_weights = nullptr;
-};
 // One grouped GEMV of the decode block, shared by launch_moe_decode and moe_decode_cpu. gate_up: pair q
 // reads x row q / 4 (a token of p.x) and writes act row q with the SwiGLU, and pair_row[q] = q or −1;
-// down: pair q reads act row q and writes y row q (its weights stream before the PDL wait: the routing, or
-// the logits it routes from, was written two launches back).   act: [T·4, inter] bf16, y: [T·4, hidden] bf16
-GemvFp8Params moe_decode_projection(const MoeParams& p, bool gate_up, const MoeDecodeRouting& routing, uint16_t* act,
+// down: pair q reads act row q and writes y row q (its weights stream before the PDL wait: the routing
+// was written two launches back).   act: [T·4, inter] bf16, y: [T·4, hidden] bf16
+GemvFp8Params moe_decode_projection(const MoeParams& p, bool gate_up, const int32_t* topk_ids, uint16_t* act,
                                     int32_t* pair_row, uint16_t* y);
 // Reference with the decode path's own rounding points: bf16 x, fp32 GEMVs (gemv_fp8_cpu), act and y
 // rounded to bf16, fp32 combine (host memory throughout; writes p.out). Any token count.

@@ -220,7 +220,7 @@ void moe_bf16_cpu(const MoeBf16Params& p) {
                   });
 }
 
-GemvFp8Params moe_decode_projection(const MoeParams& p, bool gate_up, const MoeDecodeRouting& routing, uint16_t* act,
+GemvFp8Params moe_decode_projection(const MoeParams& p, bool gate_up, const int32_t* topk_ids, uint16_t* act,
                                     int32_t* pair_row, uint16_t* y) {
   GemvFp8Params g;
   g.x = gate_up ? p.x : act;
@@ -234,14 +234,7 @@ GemvFp8Params moe_decode_projection(const MoeParams& p, bool gate_up, const MoeD
   g.N = gate_up ? 2 * p.inter : p.hidden;
   g.K = gate_up ? p.hidden : p.inter;
   g.epilogue = gate_up ? GemmEpilogue::kSwiGlu : GemmEpilogue::kBias;
-  if (p.decode_route_in_gemv) {
-    g.router_logits = p.logits;
-    g.num_experts = p.num_experts;
-    g.topk_ids_out = gate_up ? routing.topk_ids : nullptr;
-    g.topk_weights_out = gate_up ? routing.topk_weights : nullptr;
-  } else {
-    g.topk_ids = routing.topk_ids;
-  }
+  g.topk_ids = topk_ids;
   g.num_pairs = p.num_tokens * kMoeTopK;
   g.expert_begin = p.expert_begin;
   g.num_local_experts = p.num_local_experts;
@@ -255,7 +248,7 @@ void moe_decode_cpu(const MoeParams& p) {
   const int T = p.num_tokens, pairs = T * kMoeTopK;
   std::vector<int32_t> ids(pairs), pair_row(pairs);
   std::vector<float> weights(pairs);
-  if (!p.decode_route_in_gemv) moe_route_cpu({p.logits, ids.data(), weights.data(), T, p.num_experts});
+  moe_route_cpu({p.logits, ids.data(), weights.data(), T, p.num_experts});
   std::vector<uint16_t> act(size_t(pairs) * p.inter), y(size_t(pairs) * p.hidden);
   // MXFP4 experts (weights_mxfp4) go through their own GEMV reference with the same grouped contract.
   const auto gemv = [&](const GemvFp8Params& g) {
@@ -265,9 +258,8 @@ void moe_decode_cpu(const MoeParams& p) {
       gemv_fp8_cpu(g);
     }
   };
-  const MoeDecodeRouting routing{ids.data(), weights.data()};
-  gemv(moe_decode_projection(p, true, routing, act.data(), pair_row.data(), y.data()));
-  gemv(moe_decode_projection(p, false, routing, act.data(), pair_row.data(), y.data()));
+  gemv(moe_decode_projection(p, true, ids.data(), act.data(), pair_row.data(), y.data()));
+  gemv(moe_decode_projection(p, false, ids.data(), act.data(), pair_row.data(), y.data()));
   moe_combine_cpu({y.data(), pair_row.data(), weights.data(), p.residual, p.out, T, p.hidden});
 }
 

@@ -1,6 +1,5 @@
-// moe_route's rule (moe.h) for one token, computed by one warp: the device side of launch_moe_route and of
-// the decode GEMVs that route in their prologue (gemv_fp8.h router_logits). One definition, so both give the
-// same ids and weights bit for bit.
+// moe_route's rule (moe.h) for one token, computed by one warp: the device side of launch_moe_route, kept in a
+// header so that a kernel fusing the routing into another launch gives the same ids and weights bit for bit.
 #pragma once
 
 #include <cfloat>

@@ -12,8 +12,6 @@
 //                                  themselves and keep pair order (pair_row = identity or −1, written by
 //                                  the gate_up launch); the down GEMV streams its experts' weights before
 //                                  its PDL wait (the routing was written two launches back).
-//                                  With decode_route_in_gemv there is no route launch: both GEMVs route
-//                                  from the logits in their prologue (gemv_grouped_sm90.cuh).
 //   kStream   (launch_moe_stream): plan with the stream GEMM's tile rows (8–32); the weight-streaming
 //                                  grouped GEMMs (gemm_stream.h, FP8 or MXFP4 experts) read x rows through
 //                                  row_token, h in plan order; the down GEMM streams its first weight
@@ -263,9 +261,8 @@ void experts_fp8_gemv(const MoeParams& p, const MoeWorkspace& w, cudaStream_t st
       launch_gemv_fp8(g, stream);
     }
   };
-  const MoeDecodeRouting routing{w.topk_ids, w.topk_weights};
-  gemv(moe_decode_projection(p, true, routing, w.h, w.pair_row, w.y));
-  gemv(moe_decode_projection(p, false, routing, w.h, w.pair_row, w.y));
+  gemv(moe_decode_projection(p, true, w.topk_ids, w.h, w.pair_row, w.y));
+  gemv(moe_decode_projection(p, false, w.topk_ids, w.h, w.pair_row, w.y));
 }
 
 // The weight-streaming grouped GEMMs over the plan (FP8 tile-major or MXFP4 experts, b.fp8's format).
@@ -313,8 +310,7 @@ void launch_moe_block(const MoeBlock& b, void* workspace, cudaStream_t stream) {
   const MoeWorkspace w = carve(static_cast<uint8_t*>(workspace), b.step, b.T, b.E, b.hidden, b.inter);
   // ---- route ----
   mark(b, MoePhase::kRoute, stream);
-  const bool route_in_gemv = b.step == ExpertStep::kFp8Gemv && b.fp8->decode_route_in_gemv;
-  if (!route_in_gemv) launch_moe_route({b.logits, w.topk_ids, w.topk_weights, b.T, b.num_experts}, stream);
+  launch_moe_route({b.logits, w.topk_ids, w.topk_weights, b.T, b.num_experts}, stream);
   // ---- plan: pairs grouped by local expert, the GEMMs' tile list ----
   mark(b, MoePhase::kPlan, stream);
   if (b.step != ExpertStep::kFp8Gemv) {

@@ -148,7 +148,6 @@ cuda::CudaOptions cuda_options(const ModelOptions& options) {
                                                 {{"auto", kernels::GemmTile::kAuto},
                                                  {"128x192tma2", kernels::GemmTile::k128x192tma2},
                                                  {"128x256tma2", kernels::GemmTile::k128x256tma2}});
-  out.moe_decode_route_in_gemv = options.moe_decode_route_in_gemv;
   return out;
 }
 }  // namespace

@@ -362,29 +362,6 @@ TEST(GemvFp8Kernel, GroupedMatchesReference) {
     const auto out = dout.download();
     EXPECT_EQ(out_tiled, out) << c.name << ": tile-major weights gave other results";
     EXPECT_EQ(dpair_row.download(), ref_pair_row) << c.name;
-    if (c.divisor == kMoeTopK) {
-      // Routing in the kernel from logits whose top 4 are the case's experts: the same rows bit for bit, and
-      // the routing written out as moe_route writes it.
-      constexpr int kExperts = 16;
-      const auto logits = logits_routing_to(c.ids, kExperts, rng);
-      std::vector<int32_t> want_ids(pairs);
-      std::vector<float> want_weights(pairs);
-      moe_route_cpu({logits.data(), want_ids.data(), want_weights.data(), pairs / kMoeTopK, kExperts});
-      ASSERT_EQ(want_ids, c.ids) << c.name << ": logits_routing_to";
-      DeviceBuffer<uint16_t> dlogits(logits);
-      DeviceBuffer<int32_t> dids_out(pairs);
-      DeviceBuffer<float> dweights_out(pairs);
-      dids_out.poison();
-      dweights_out.poison();
-      dout.poison();
-      dpair_row.poison();
-      launch_gemv_fp8(routed_in_kernel(p, dlogits.get(), kExperts, dids_out.get(), dweights_out.get()), nullptr);
-      EXPECT_EQ(dout.download(), out) << c.name << ": routed in the kernel";
-      EXPECT_EQ(dpair_row.download(), ref_pair_row) << c.name << ": routed in the kernel";
-      EXPECT_EQ(dids_out.download(), c.ids) << c.name << ": routed ids";
-      const auto weights = dweights_out.download();
-      for (int q = 0; q < pairs; ++q) EXPECT_NEAR(weights[q], want_weights[q], 1e-5f) << c.name << " pair " << q;
-    }
     // Local pairs' rows against the reference; rows of other ranks' pairs must stay untouched.
     std::vector<float> got, want;
     bool others_untouched = true;
@@ -454,11 +431,6 @@ TEST(MoeDecodeKernel, MatchesReference) {
       dout.poison();
       launch_moe_decode(t, ws.get(), nullptr);
       EXPECT_EQ(dout.download(), out) << "tile-major weights, " << c.tokens << " tokens";
-      t.decode_route_in_gemv = true;  // no route launch: the GEMVs route from the logits, bit-identical
-      dout.poison();
-      ws.poison();
-      launch_moe_decode(t, ws.get(), nullptr);
-      EXPECT_EQ(dout.download(), out) << "routed in the GEMVs, " << c.tokens << " tokens";
     }
     MoeParams r = m.host;
     const auto ref = moe_decode_ref(r);
@@ -523,17 +495,6 @@ TEST(MoeDecodeKernel, DeferredCombineIntoNorm) {
                               std::to_string(c.expert_begin) + "+" + std::to_string(c.local) + "]";
     EXPECT_EQ(dres_fused.download(), dres_split.download()) << shape << ": residual";
     EXPECT_EQ(dout_fused.download(), dout_split.download()) << shape << ": normed output";
-    // The same with the routing in the GEMVs (decode_route_in_gemv): gate_up writes the weights the norm reads.
-    DeviceBuffer<uint16_t> dres_routed(m.res), dout_routed(m.res.size());
-    dout_routed.poison();
-    ws.poison();
-    d.decode_route_in_gemv = true;
-    launch_moe_decode(d, ws.get(), nullptr);
-    fused.residual = dres_routed.get();
-    fused.out = dout_routed.get();
-    launch_rmsnorm(fused, nullptr);
-    EXPECT_EQ(dres_routed.download(), dres_split.download()) << shape << ": residual, routed in the GEMVs";
-    EXPECT_EQ(dout_routed.download(), dout_split.download()) << shape << ": normed output, routed in the GEMVs";
   }
 }
 

@@ -16,7 +16,6 @@
 #include "kernels/moe.h"
 #include "kernels/mxfp4_convert.h"
 #include "kernels/mxfp4_tiled.h"
-#include "moe_problem.h"
 
 namespace gossamer::kernels {
 namespace {
@@ -367,23 +366,6 @@ TEST(GemvMxfp4Kernel, GroupedMatchesReference) {
         const double err = o.empty() ? 0.0 : rel_error(o, e);
         report("gemv_mxfp4 grouped", shape, err, kTolBf16);
         EXPECT_LT(err, kTolBf16) << shape;
-        if (c.divisor == kMoeTopK) {
-          // Routing in the kernel from logits whose top 4 are the case's experts (read before the PDL wait
-          // where topk_from_earlier_kernel): the same rows bit for bit; the routing written out (not with
-          // topk_from_earlier_kernel, whose outputs the contract forbids).
-          constexpr int kExperts = 16;
-          const auto logits = logits_routing_to(c.ids, kExperts, rng);
-          DeviceBuffer<uint16_t> dlogits(logits);
-          DeviceBuffer<int32_t> dids_out(pairs);
-          dids_out.poison();
-          dout.poison();
-          launch_gemv_mxfp4(routed_in_kernel(p, dlogits.get(), kExperts, earlier ? nullptr : dids_out.get(), nullptr),
-                            nullptr);
-          EXPECT_EQ(dout.download(), out) << shape << ": routed in the kernel";
-          if (!earlier) {
-            EXPECT_EQ(dids_out.download(), c.ids) << shape << ": routed ids";
-          }
-        }
       }
     }
   }
@@ -448,14 +430,6 @@ TEST(MoeDecodeMxfp4Kernel, MatchesReferenceAndGraphReplay) {
       const double err = rel_error_bf16(out, ref);
       report("moe_decode mxfp4", shape, err, kTolBf16);
       EXPECT_LT(err, kTolBf16) << shape;
-      {  // no route launch, the GEMVs route from the logits (decode_route_in_gemv): bit-identical
-        MoeParams routed = d;
-        routed.decode_route_in_gemv = true;
-        dout.poison();
-        ws.poison();
-        launch_moe_decode(routed, ws.get(), nullptr);
-        EXPECT_EQ(dout.download(), out) << shape << ": routed in the GEMVs";
-      }
       // Captured into a CUDA graph and replayed twice: bit-identical to the stream launch.
       cudaStream_t stream;
       ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);

@@ -11,31 +11,6 @@
 
 namespace gossamer::kernels::test {
 
-// Router logits [ids.size() / 4, num_experts] bf16 whose top 4 per token (moe_route's rule) are ids[4t .. 4t + 3]
-// in that order (distinct per token, < num_experts): those get 8, 7, 6, 5, every other expert a value in [−4, 0).
-inline std::vector<uint16_t> logits_routing_to(const std::vector<int32_t>& ids, int num_experts, std::mt19937& rng) {
-  std::uniform_real_distribution<float> low(-4.f, 0.f);
-  const int tokens = static_cast<int>(ids.size()) / kMoeTopK;
-  std::vector<uint16_t> l(size_t(tokens) * num_experts);
-  for (auto& v : l) v = float_to_bf16(low(rng));
-  for (int q = 0; q < tokens * kMoeTopK; ++q)
-    l[size_t(q / kMoeTopK) * num_experts + ids[q]] = float_to_bf16(8.f - static_cast<float>(q % kMoeTopK));
-  return l;
-}
-
-// A grouped GEMV's parameters (GemvFp8Params or GemvMxfp4Params, grouped by topk_ids) turned into routing in
-// the kernel from `logits` [pairs / 4, num_experts] (router_logits), writing the routing to ids_out /
-// weights_out (either may be null).
-template <class Params>
-Params routed_in_kernel(Params p, const uint16_t* logits, int num_experts, int32_t* ids_out, float* weights_out) {
-  p.topk_ids = nullptr;
-  p.router_logits = logits;
-  p.num_experts = num_experts;
-  p.topk_ids_out = ids_out;
-  p.topk_weights_out = weights_out;
-  return p;
-}
-
 struct MoeProblemCase {
   int tokens, experts, expert_begin, local, hidden, inter;
   bool residual;

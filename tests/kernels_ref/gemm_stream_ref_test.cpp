@@ -4,8 +4,7 @@
 // GEMV reference on the same values, only the row order differs. So the GPU test's reference
 // (moe_decode_cpu) and the piece reference describe one computation. FP8 (tile-major) and MXFP4 experts,
 // token counts across the 8/16/32-row tiles, experts shared by every token (tiles split past 32 rows) and
-// an expert subset. Also: moe_decode_cpu gives the same bits with the routing in its GEMVs
-// (decode_route_in_gemv, gemv_grouped_cpu) as with moe_route_cpu before them.
+// an expert subset.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -75,14 +74,6 @@ TEST(GemmStreamReference, ComposesToTheDecodeReference) {
     std::vector<uint16_t> want(size_t(T) * H), got(size_t(T) * H);
     p.out = want.data();
     moe_decode_cpu(p);
-    {  // the decode reference with the routing in its GEMVs (MoeParams::decode_route_in_gemv): the same bits
-      std::vector<uint16_t> routed(want.size());
-      MoeParams r = p;
-      r.out = routed.data();
-      r.decode_route_in_gemv = true;
-      moe_decode_cpu(r);
-      EXPECT_EQ(routed, want) << T << " tokens: moe_decode_cpu routed in the GEMVs";
-    }
 
     // The stream composition on the references.
     std::vector<int32_t> ids(P), pair_row(P), row_token(P), offsets(L + 1), num_tiles(1);

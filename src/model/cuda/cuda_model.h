@@ -103,7 +103,6 @@ struct CudaOptions {
   // product's.
   kernels::GemvMxfp4Shape moe_gemv_shape = kernels::GemvMxfp4Shape::kRule;
   kernels::GemmTile moe_gemm_tile = kernels::GemmTile::kAuto;
-  bool moe_decode_route_in_gemv = false;  // kernels::MoeParams::decode_route_in_gemv (a candidate)
 };
 
 // Selects CudaModel's constructor that makes random weights on the GPU (CudaWeights::random).

@@ -163,7 +163,6 @@ void CudaModel::experts(int layer, int num_tokens) {
   moe.combine_deferred = defers_moe_combine(num_tokens);
   moe.gemv_mxfp4_shape = options_.moe_gemv_shape;
   moe.gemm_tile = options_.moe_gemm_tile;
-  moe.decode_route_in_gemv = options_.moe_decode_route_in_gemv;
   if (streams_experts(num_tokens)) {  // both formats, weights as stored
     moe.weights_mxfp4 = gate_up.mxfp4;
     moe.weights_tiled = !gate_up.mxfp4;
