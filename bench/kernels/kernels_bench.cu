@@ -774,7 +774,8 @@ void bench_gemv_tune(const char* name, int M, int N, int K, GemmEpilogue epi, bo
   GemvBenchProblem problem(M, N, K, epi);
   GemvFp8Params& p = problem.p;
   p.w_tiled = true;
-  auto time_shape = [&](int stages, int cluster, GemvMxfp4Shape mxfp4_shape = GemvMxfp4Shape::kRule) {
+  auto time_shape = [&](int stages, int cluster, GemvMxfp4Shape mxfp4_shape = GemvMxfp4Shape::kRule,
+                        bool single_row = false) {
     p.stages = stages;
     p.cluster = cluster;
     return time_us([&](int i) {
@@ -782,6 +783,7 @@ void bench_gemv_tune(const char* name, int M, int N, int K, GemmEpilogue epi, bo
       if (mxfp4) {
         GemvMxfp4Params q = gemv_mxfp4_params_of(p);
         q.shape = mxfp4_shape;
+        q.single_row = single_row;
         launch_gemv_mxfp4(q, nullptr);
       } else {
         launch_gemv_fp8(p, nullptr);
@@ -809,6 +811,11 @@ void bench_gemv_tune(const char* name, int M, int N, int K, GemmEpilogue epi, bo
     if (s == GemvMxfp4Shape::kRule) continue;
     const std::string kernel = std::string("gemv ") + gemv_mxfp4_shape_name(s);
     row(kernel.c_str(), shape, time_shape(0, 0, s), 2.0 * M * N * K, double(wbytes), rule, "copy");
+  }
+  if (M != 1) return;
+  for (const GemvMxfp4Shape s : kGemvMxfp4Shapes) {  // the single-row kernel (GemvMxfp4Params::single_row)
+    const std::string kernel = std::string("gemv single row ") + gemv_mxfp4_shape_name(s);
+    row(kernel.c_str(), shape, time_shape(0, 0, s, true), 2.0 * M * N * K, double(wbytes), rule, "copy");
   }
 }
 
@@ -896,10 +903,22 @@ void bench_moe_decode_mxfp4(int T, int E) {
         launch_moe_decode(p, ws.get(), nullptr);
       },
       16);
+  double us_single_row = 0;
+  if (T == 1) {  // the single-row GEMVs (MoeParams::gemv_single_row)
+    p.gemv_single_row = true;
+    us_single_row = time_us(
+        [&](int i) {
+          p.logits = logits_of(i);
+          launch_moe_decode(p, ws.get(), nullptr);
+        },
+        16);
+    p.gemv_single_row = false;
+  }
   const double flops = double(T) * 4 * 2 * (2.0 * I * H + double(H) * I);
   const double bytes = double(std::min(E, T * 4)) * double(g1 + g2);
   const std::string shape = std::to_string(T) + " tok, E=" + std::to_string(E) + ", top-4";
   row("moe_decode mxfp4 (route..combine)", shape, us, flops, bytes, base, "copy");
+  if (T == 1) row("moe_decode mxfp4 single-row GEMVs", shape, us_single_row, flops, bytes, us, "copy");
 }
 
 // ---- MoE decode on the weight-streaming grouped GEMM (launch_moe_stream) vs the model's current path ----
@@ -1240,18 +1259,11 @@ int main(int argc, char** argv) {
     bench_gemm(lt, "gate_up-dense", 8192, 5760, 2880);
     bench_gemm(lt, "square", 8192, 8192, 8192);
   }
-  if (only == "candidates") {  // every unmeasured candidate's kernel rows, in one short run (see below)
-    CublasLtFp8Gemm lt;
-    for (const gpt_oss::AttentionCase& c : gpt_oss::kAttention) {
-      if (!c.decode && c.window == 0 && (std::strcmp(c.name, "1x8192") == 0 || std::strcmp(c.name, "1x32768") == 0))
-        bench_attention_prefill(c);  // three warpgroups (the lazy softmax) against two
-    }
-    for (const int E : {32, 128}) bench_moe(8192, E);
-    bench_gemm(lt, "qkv", 8192, 5120, 2880);  // the dense TMA tiles against cuBLASLt
-    bench_gemm(lt, "square", 8192, 8192, 8192);
-    bench_moe_decode(1, 32, false);
-    bench_moe_decode_mxfp4(1, 32);  // the same, MXFP4
-    bench_moe_decode_mxfp4(8, 32);
+  if (only == "candidates") {  // every unmeasured candidate's kernel rows, in one short run
+    // The single-row MXFP4 GEMV (GemvMxfp4Params::single_row) against the rule at one token's shapes.
+    bench_gemv_tune("4x gate_up", 1, 4 * 5760, 2880, GemmEpilogue::kSwiGlu, true);
+    bench_gemv_tune("4x down", 1, 4 * 2880, 2880, GemmEpilogue::kBias, true);
+    for (const int E : {32, 128}) bench_moe_decode_mxfp4(1, E);
   }
   if (only == "profile") {  // one GEMM and one prefill attention shape, for a profiler (ncu -k ...)
     CublasLtFp8Gemm lt;

@@ -20,15 +20,16 @@ GOSSAMER_HOST_DEVICE bool gemv_grouped(const Params& p) {
 }
 
 // Checks the grouped contract of `p` (grouped) and returns the grid's expert slots: Σ over used experts of
-// ceil(pairs / 8), at most min(pairs, experts · ceil(pairs / 8)).
+// ceil(pairs / slot_rows), at most min(pairs, experts · ceil(pairs / slot_rows)); slot_rows is the
+// prologue's kSlotRows (8, or 1 for a kernel that computes one x row per slot).
 template <class Params>
-int gemv_grouped_slots(const Params& p, const char* kernel) {
+int gemv_grouped_slots(const Params& p, const char* kernel, int slot_rows = kGemvMaxRows) {
   GOSSAMER_CHECK(p.num_pairs >= 1 && p.num_pairs <= kGemvMaxPairs, kernel, ": num_pairs ", p.num_pairs, " not in [1, ",
                  kGemvMaxPairs, "]");
   GOSSAMER_CHECK(p.num_local_experts >= 1 && p.x_pair_divisor >= 1, kernel, ": bad grouped parameters");
   // Outputs are written only after the PDL wait.
   GOSSAMER_CHECK(!(p.pair_row && p.topk_from_earlier_kernel), kernel, ": pair_row needs topk_from_earlier_kernel off");
-  const int chunks = (p.num_pairs + kGemvMaxRows - 1) / kGemvMaxRows;
+  const int chunks = (p.num_pairs + slot_rows - 1) / slot_rows;
   return std::min(p.num_pairs, p.num_local_experts * chunks);
 }
 

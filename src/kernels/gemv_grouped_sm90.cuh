@@ -16,11 +16,11 @@ struct GemvGroupedSmem {
 };
 
 // Every thread of the CTA calls it, after the PDL wait unless topk_from_earlier_kernel. Grouping (warp 0):
-// the pairs of one local expert form ceil(count / 8) slots of ≤ 8 pairs, in pair order,
+// the pairs of one local expert form ceil(count / kSlotRows) slots of ≤ kSlotRows pairs, in pair order,
 //     numbered by the expert's first pair; CTA (0, 0) writes pair_row (p or −1).
 // The CTA computes slot blockIdx.y: returns false when that slot is past the used ones (the CTA leaves; uniform
 // over a cluster, whose CTAs share blockIdx.y), else sets rows (the pairs in s.pair) and group (local expert).
-template <class Params>
+template <int kSlotRows = kGemvMaxRows, class Params>
 __device__ __forceinline__ bool gemv_grouped_prologue(const Params& p, GemvGroupedSmem& s, int& rows, int& group) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const bool first_cta = blockIdx.x == 0 && blockIdx.y == 0;
@@ -33,7 +33,7 @@ __device__ __forceinline__ bool gemv_grouped_prologue(const Params& p, GemvGroup
     if (p.pair_row && first_cta && lane < p.num_pairs) p.pair_row[lane] = e >= 0 ? lane : -1;
     const unsigned same = __match_any_sync(0xffffffffu, e >= 0 ? e : -1 - lane);
     const bool leader = e >= 0 && (same & ((1u << lane) - 1u)) == 0;
-    const int chunks = leader ? (__popc(same) + kGemvMaxRows - 1) / kGemvMaxRows : 0;
+    const int chunks = leader ? (__popc(same) + kSlotRows - 1) / kSlotRows : 0;
     int incl = chunks;
 #pragma unroll
     for (int o = 1; o < 32; o <<= 1) {
@@ -43,9 +43,9 @@ __device__ __forceinline__ bool gemv_grouped_prologue(const Params& p, GemvGroup
     const int slot = static_cast<int>(blockIdx.y);
     if (slot >= incl - chunks && slot < incl) {  // exactly one lane (a leader)
       unsigned members = same;
-      for (int i = 0; i < (slot - incl + chunks) * kGemvMaxRows; ++i) members &= members - 1u;
+      for (int i = 0; i < (slot - incl + chunks) * kSlotRows; ++i) members &= members - 1u;
       int r = 0;
-      for (; members != 0u && r < kGemvMaxRows; ++r) {
+      for (; members != 0u && r < kSlotRows; ++r) {
         s.pair[r] = __ffs(static_cast<int>(members)) - 1;
         members &= members - 1u;
       }

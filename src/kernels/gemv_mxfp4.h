@@ -61,6 +61,13 @@ struct GemvMxfp4Params {
   bool programmatic_launch = true;
   int cluster = 0;  // the cluster that splits K, as GemvFp8Params::cluster (0 = the rule; kRule only)
   GemvMxfp4Shape shape = GemvMxfp4Shape::kRule;  // launch shape (above); the product leaves kRule
+  // The single-row kernel where every CTA computes one x row: dense M = 1, or grouped with ≤ kMoeTopK pairs
+  // (one token's experts; each pair then gets its own slot, so a repeated expert is read once per pair).
+  // It puts the 4 MX blocks of a K step in 4 columns of the MMA's N (x of block j only in column j), so
+  // no MMA column is spent on absent x rows: x staged 4× less, one scale multiply per block and row
+  // instead of per MMA column. Same products, other fp32 summation order (within the bound above).
+  // A candidate, off until measured (docs/PERF.md).
+  bool single_row = false;
   // ---- grouped (MoE decode) mode, as GemvFp8Params ----
   const int32_t* topk_ids = nullptr;
   int num_pairs = 0;

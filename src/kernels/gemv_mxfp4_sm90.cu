@@ -27,6 +27,13 @@
 // loop is one step per iteration (not unrolled over the ring: each warp runs only ~3 steps at K = 2880, so code size
 // matters more than loop overhead).
 //
+// Single row (kSingleRow, GemvMxfp4Params::single_row): with one x row, 7 of the MMA's 8 columns would carry
+// nothing. Instead column j < 4 carries x only for MX block j of the step (lanes g = j hold x, the others 0 in
+// that MMA's B), so one accumulator over the step's 8 MMAs per row tile holds each block's partial in its own
+// column: lane (g, t < 2) scales blocks 2t and 2t + 1 of rows g and g + 8 (4 multiplies per row tile and step
+// instead of 16, and half the block-scale extractions), and lanes g < 4 stage 8 x values each instead of 32.
+// The products are the general kernel's; the blocks' scaled partials are summed in another order.
+//
 // The scales of a step are copied by lanes 0..15 and read by every lane of a group, so the ring stage is
 // fenced with __syncwarp() after the cp.async wait and before its refill. x is read from L2 into registers
 // one step ahead (raw bf16; converted at the start of its step, after which the buffer takes the next step).
@@ -70,8 +77,12 @@ static_assert(min_ctas_per_sm(8, 3) == 2 && min_ctas_per_sm(4, 3) == 4 && min_ct
 // 2^(e − 127 + 14) for the E8M0 byte `byte` of word w: the block scale times the 2^14 that
 // mxfp4_tiled_decode_word divided out. One byte permute and one multiply-add; valid for e ≤ 232 (the
 // accumulation bound below; the checkpoints' experts use ≈ 110..127, and E8M0's 255 is NaN by the OCP format).
+// block_scale_at takes the byte permute's selector (0x4440 + byte; bytes 4..7 select zero: 2^-113).
+__device__ __forceinline__ float block_scale_at(uint32_t w, uint32_t selector) {
+  return __uint_as_float(__byte_perm(w, 0u, selector) * (1u << 23) + (14u << 23));
+}
 __device__ __forceinline__ float block_scale(uint32_t w, int byte) {
-  return __uint_as_float(__byte_perm(w, 0u, 0x4440u + static_cast<uint32_t>(byte)) * (1u << 23) + (14u << 23));
+  return block_scale_at(w, 0x4440u + static_cast<uint32_t>(byte));
 }
 
 // max(|a|, |b|) per bf16 half (the sign bits are the xor of the inputs'; a NaN half yields the other input's).
@@ -128,9 +139,30 @@ __device__ __forceinline__ void x_fragment(const uint32_t (&x)[16], uint32_t (&h
   inv_odd = __shfl_sync(0xffffffffu, inv, 8 * t + 4);
 }
 
+// The single-row kernel's B values of one K step: lane (g < 4, t) holds x row 0's columns 32g + 8t .. + 7
+// (MX block g) as 4 bf16 words in `x` (zero on lanes g ≥ 4), `h` receives them as f16x2 scaled by
+// 2^(14 − E), E = ⌊log2 max|x|⌋ over the step's 128 columns (lanes 0..15), exactly as x_fragment stages x
+// row 0. Returns the inverse factor. All 32 lanes must call it.
+__device__ __forceinline__ void x_fragment_single_row(const uint32_t (&x)[4], uint32_t (&h)[4], float& inv) {
+  const uint32_t m = bf16x2_max_abs(bf16x2_max_abs(x[0], x[1]), bf16x2_max_abs(x[2], x[3]));
+  uint32_t amax_bits = max(m & 0x7FFF0000u, (m << 16) & 0x7FFF0000u);
+  amax_bits = min(amax_bits, 0x7F800000u);
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) amax_bits = max(amax_bits, __shfl_xor_sync(0xffffffffu, amax_bits, o));
+  const int fe = min(max(268 - static_cast<int>(amax_bits >> 23), 1), 253);
+  const uint32_t f2 = static_cast<uint32_t>(fe) * 0x00800080u;
+  inv = __uint_as_float(static_cast<uint32_t>(254 - fe) << 23);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t y = bf16x2_mul(x[i], f2);
+    const __half2 hy = __floats2half2_rn(__uint_as_float(y << 16), __uint_as_float(y & 0xFFFF0000u));
+    h[i] = *reinterpret_cast<const uint32_t*>(&hy);
+  }
+}
+
 // grid: x = tiles × cluster (a cluster's CTAs are consecutive in x), y = expert slot (grouped) or 1.
 // block: kWarps × 32 threads; dynamic shared memory smem_bytes(kWarps, kStages).
-template <int kWarps, int kStages, bool kSwiGlu>
+template <int kWarps, int kStages, bool kSwiGlu, bool kSingleRow>
 __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages))
     gemv_mxfp4_kernel(const GemvMxfp4Params p, int cluster, int k_steps) {
   static_assert(kGemvMaxRows % kWarps == 0, "the warp sum gives each warp whole x rows");
@@ -162,7 +194,7 @@ __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages))
       pdl_wait();
       pdl_trigger();
     }
-    if (!gemv_grouped_prologue(p, gs, rows, group)) return;
+    if (!gemv_grouped_prologue < kSingleRow ? 1 : kGemvMaxRows > (p, gs, rows, group)) return;
   }
 
   // ---- this warp's tiles and ring ----
@@ -190,26 +222,35 @@ __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages))
     pdl_trigger();
   }
 
-  // x of K step `step`: this lane's 4 × 8 bf16 of x row g (columns 128·step + 32j + 8t), zero outside.
+  // x of K step `step`: this lane's 4 × 8 bf16 of x row g (columns 128·step + 32j + 8t), zero outside;
+  // single row: lanes g < 4 hold 8 bf16 of x row 0 (columns 128·step + 32g + 8t), the others zero.
+  constexpr int kXBlocks = kSingleRow ? 1 : 4;  // 8-column pieces of x per lane and step
+  const bool has_x = kSingleRow ? g < 4 && rows > 0 : g < rows;
   const uint16_t* x_lane = p.x;
-  if (g < rows) {
-    const int x_row = grouped ? gs.pair[g] / p.x_pair_divisor : g;
-    x_lane = p.x + static_cast<int64_t>(x_row) * p.ldx + 8 * t;
+  if (has_x) {
+    const int x_row =
+        kSingleRow ? (grouped ? gs.pair[0] / p.x_pair_divisor : 0) : (grouped ? gs.pair[g] / p.x_pair_divisor : g);
+    x_lane = p.x + static_cast<int64_t>(x_row) * p.ldx + (kSingleRow ? 32 * g : 0) + 8 * t;
   }
-  auto load_x = [&](int step, uint32_t(&xr)[16]) {
+  auto load_x = [&](int step, uint32_t(&xr)[4 * kXBlocks]) {
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int col = step * kKStep + 32 * j;
-      if (step < ks_end && g < rows && col < p.K) {
-        const uint4 a = __ldcg(reinterpret_cast<const uint4*>(x_lane + col));
+    for (int j = 0; j < kXBlocks; ++j) {
+      const int col = step * kKStep + 32 * (kSingleRow ? g : j);
+      if (step < ks_end && has_x && col < p.K) {
+        const uint4 a = __ldcg(reinterpret_cast<const uint4*>(x_lane + step * kKStep + 32 * j));
         xr[4 * j] = a.x, xr[4 * j + 1] = a.y, xr[4 * j + 2] = a.z, xr[4 * j + 3] = a.w;
       } else {
         xr[4 * j] = xr[4 * j + 1] = xr[4 * j + 2] = xr[4 * j + 3] = 0u;
       }
     }
   };
-  uint32_t x_raw[16];  // bf16 pairs of the next step (loaded one step ahead)
+  uint32_t x_raw[4 * kXBlocks];  // bf16 pairs of the next step (loaded one step ahead)
   load_x(ks_begin + warp, x_raw);
+  // Single row: lane g's B registers take part only in the MMAs of block j = g.
+  uint32_t block_mask[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) block_mask[j] = g == j ? 0xFFFFFFFFu : 0u;
+  const uint32_t scale_sel = 0x4440u + 2u * static_cast<uint32_t>(t);  // single row: block 2t's byte
 
   // ---- main loop: one K step per iteration; consume the oldest stage, refill it kStages·kWarps later ----
   float acc[kNTiles][4] = {};
@@ -224,38 +265,74 @@ __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages))
     const uint4 sa = *reinterpret_cast<const uint4*>(stage + 4096 + 32 * g);
     const uint4 sb = *reinterpret_cast<const uint4*>(stage + 4096 + 32 * g + 16);
     const uint32_t sw[kChunks] = {sa.x, sa.y, sa.z, sa.w, sb.x, sb.y, sb.z, sb.w};
-    uint32_t xh[16];  // [4 blocks j][4] f16x2: the B fragments
-    float inv_even, inv_odd;
-    x_fragment(x_raw, xh, inv_even, inv_odd, t);
-    load_x(step + kWarps, x_raw);
-#pragma unroll
-    for (int nt = 0; nt < kNTiles; ++nt) {
-      const uint4 u0 = *reinterpret_cast<const uint4*>(stage + (32 * (2 * nt) + lane) * 16);      // row 16nt + g
-      const uint4 u1 = *reinterpret_cast<const uint4*>(stage + (32 * (2 * nt + 1) + lane) * 16);  // row 16nt + g + 8
-      const uint32_t r0[4] = {u0.x, u0.y, u0.z, u0.w}, r1[4] = {u1.x, u1.y, u1.z, u1.w};
-      // The step's sum Σ_j d_j · 2^(e_j − 113), then one multiply by x's inverse factors: the same products
-      // as scaling each block by (block scale · inverse factor), both powers of two (exact while the step
-      // sum stays finite: |d| ≤ 2^15 · 6 · 2^-14 · 32 < 2^9, so e ≤ 232).
-      float step_sum[4] = {0.f, 0.f, 0.f, 0.f};
+    if constexpr (kSingleRow) {
+      uint32_t xh[4];  // f16x2 of x row 0, block g's columns 8t .. 8t + 7
+      float inv;
+      x_fragment_single_row(x_raw, xh, inv);
+      load_x(step + kWarps, x_raw);
+      uint32_t b[4][4];  // block j's B fragments: this lane's x where g == j, else 0
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        uint32_t h0[4], h1[4];
-        mxfp4_tiled_decode_word(r0[j], h0);
-        mxfp4_tiled_decode_word(r1[j], h1);
-        float d[4] = {0.f, 0.f, 0.f, 0.f};
-        const uint32_t a0[4] = {h0[0], h1[0], h0[1], h1[1]}, a1[4] = {h0[2], h1[2], h0[3], h1[3]};
-        mma_f16_16x8x16(d, a0, xh[4 * j], xh[4 * j + 1]);
-        mma_f16_16x8x16(d, a1, xh[4 * j + 2], xh[4 * j + 3]);
-        const float s0 = block_scale(sw[2 * nt], j), s1 = block_scale(sw[2 * nt + 1], j);
-        step_sum[0] = fmaf(d[0], s0, step_sum[0]);
-        step_sum[1] = fmaf(d[1], s0, step_sum[1]);
-        step_sum[2] = fmaf(d[2], s1, step_sum[2]);
-        step_sum[3] = fmaf(d[3], s1, step_sum[3]);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) b[j][i] = xh[i] & block_mask[j];
       }
-      acc[nt][0] = fmaf(step_sum[0], inv_even, acc[nt][0]);
-      acc[nt][1] = fmaf(step_sum[1], inv_odd, acc[nt][1]);
-      acc[nt][2] = fmaf(step_sum[2], inv_even, acc[nt][2]);
-      acc[nt][3] = fmaf(step_sum[3], inv_odd, acc[nt][3]);
+#pragma unroll
+      for (int nt = 0; nt < kNTiles; ++nt) {
+        const uint4 u0 = *reinterpret_cast<const uint4*>(stage + (32 * (2 * nt) + lane) * 16);
+        const uint4 u1 = *reinterpret_cast<const uint4*>(stage + (32 * (2 * nt + 1) + lane) * 16);
+        const uint32_t r0[4] = {u0.x, u0.y, u0.z, u0.w}, r1[4] = {u1.x, u1.y, u1.z, u1.w};
+        // D column j accumulates block j's two MMAs (exact zeros from the other blocks' MMAs): lane (g, t)
+        // ends with blocks 2t and 2t + 1 of rows g (d[0], d[1]) and g + 8 (d[2], d[3]); zero for t ≥ 2.
+        float d[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          uint32_t h0[4], h1[4];
+          mxfp4_tiled_decode_word(r0[j], h0);
+          mxfp4_tiled_decode_word(r1[j], h1);
+          const uint32_t a0[4] = {h0[0], h1[0], h0[1], h1[1]}, a1[4] = {h0[2], h1[2], h0[3], h1[3]};
+          mma_f16_16x8x16(d, a0, b[j][0], b[j][1]);
+          mma_f16_16x8x16(d, a1, b[j][2], b[j][3]);
+        }
+        // Blocks 2t, 2t + 1 (t ≥ 2: bytes past the word, scale 2^-113 on a zero column).
+        const float s0 = block_scale_at(sw[2 * nt], scale_sel), s1 = block_scale_at(sw[2 * nt], scale_sel + 1);
+        const float s2 = block_scale_at(sw[2 * nt + 1], scale_sel), s3 = block_scale_at(sw[2 * nt + 1], scale_sel + 1);
+        acc[nt][0] = fmaf(fmaf(d[1], s1, d[0] * s0), inv, acc[nt][0]);
+        acc[nt][2] = fmaf(fmaf(d[3], s3, d[2] * s2), inv, acc[nt][2]);
+      }
+    } else {
+      uint32_t xh[16];  // [4 blocks j][4] f16x2: the B fragments
+      float inv_even, inv_odd;
+      x_fragment(x_raw, xh, inv_even, inv_odd, t);
+      load_x(step + kWarps, x_raw);
+#pragma unroll
+      for (int nt = 0; nt < kNTiles; ++nt) {
+        const uint4 u0 = *reinterpret_cast<const uint4*>(stage + (32 * (2 * nt) + lane) * 16);      // row 16nt + g
+        const uint4 u1 = *reinterpret_cast<const uint4*>(stage + (32 * (2 * nt + 1) + lane) * 16);  // row 16nt + g + 8
+        const uint32_t r0[4] = {u0.x, u0.y, u0.z, u0.w}, r1[4] = {u1.x, u1.y, u1.z, u1.w};
+        // The step's sum Σ_j d_j · 2^(e_j − 113), then one multiply by x's inverse factors: the same products
+        // as scaling each block by (block scale · inverse factor), both powers of two (exact while the step
+        // sum stays finite: |d| ≤ 2^15 · 6 · 2^-14 · 32 < 2^9, so e ≤ 232).
+        float step_sum[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          uint32_t h0[4], h1[4];
+          mxfp4_tiled_decode_word(r0[j], h0);
+          mxfp4_tiled_decode_word(r1[j], h1);
+          float d[4] = {0.f, 0.f, 0.f, 0.f};
+          const uint32_t a0[4] = {h0[0], h1[0], h0[1], h1[1]}, a1[4] = {h0[2], h1[2], h0[3], h1[3]};
+          mma_f16_16x8x16(d, a0, xh[4 * j], xh[4 * j + 1]);
+          mma_f16_16x8x16(d, a1, xh[4 * j + 2], xh[4 * j + 3]);
+          const float s0 = block_scale(sw[2 * nt], j), s1 = block_scale(sw[2 * nt + 1], j);
+          step_sum[0] = fmaf(d[0], s0, step_sum[0]);
+          step_sum[1] = fmaf(d[1], s0, step_sum[1]);
+          step_sum[2] = fmaf(d[2], s1, step_sum[2]);
+          step_sum[3] = fmaf(d[3], s1, step_sum[3]);
+        }
+        acc[nt][0] = fmaf(step_sum[0], inv_even, acc[nt][0]);
+        acc[nt][1] = fmaf(step_sum[1], inv_odd, acc[nt][1]);
+        acc[nt][2] = fmaf(step_sum[2], inv_even, acc[nt][2]);
+        acc[nt][3] = fmaf(step_sum[3], inv_odd, acc[nt][3]);
+      }
     }
     __syncwarp();  // every lane has read the stage's scales before lanes 0..15 overwrite them
     issue(step + kStages * kWarps, s);
@@ -265,8 +342,19 @@ __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages))
   __syncthreads();  // the rings become the reduction buffers
 
   // ---- sum over warps (fixed order) ----
+  if constexpr (kSingleRow) {  // x row 0 only: lanes t = 0, 1 hold blocks {0, 1} and {2, 3} of each row
 #pragma unroll
-  for (int nt = 0; nt < kNTiles; ++nt) {
+    for (int nt = 0; nt < kNTiles; ++nt) {
+      acc[nt][0] += __shfl_xor_sync(0xffffffffu, acc[nt][0], 1);
+      acc[nt][2] += __shfl_xor_sync(0xffffffffu, acc[nt][2], 1);
+      if (t == 0) {
+        red[warp][0][16 * nt + g] = acc[nt][0];
+        red[warp][0][16 * nt + g + 8] = acc[nt][2];
+      }
+    }
+  }
+#pragma unroll
+  for (int nt = 0; nt < kNTiles && !kSingleRow; ++nt) {
     const int r = 16 * nt + g;
     red[warp][2 * t][r] = acc[nt][0];
     red[warp][2 * t + 1][r] = acc[nt][1];
@@ -335,12 +423,12 @@ __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages))
 
 // Once per (instantiation, device): the dynamic shared memory limit, and a check that the occupancy the
 // shape was built for holds.
-template <int kWarps, int kStages, bool kSwiGlu>
+template <int kWarps, int kStages, bool kSwiGlu, bool kSingleRow>
 void prepare_kernel(int device) {
   static std::atomic<uint64_t> done{0};
   const uint64_t bit = uint64_t(1) << (device & 63);
   if (done.load(std::memory_order_acquire) & bit) return;
-  auto* kernel = gemv_mxfp4_kernel<kWarps, kStages, kSwiGlu>;
+  auto* kernel = gemv_mxfp4_kernel<kWarps, kStages, kSwiGlu, kSingleRow>;
   constexpr int kSmem = smem_bytes(kWarps, kStages);
   GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   int blocks = 0;
@@ -367,7 +455,15 @@ ShapeConfig shape_config(GemvMxfp4Shape shape) {
 struct LaunchGeometry {
   int tiles, slots, k_steps;  // grid: tiles × cluster by slots; K steps per row tile
   int device, sms;
+  bool single_row;  // the kSingleRow kernel (GemvMxfp4Params::single_row where it applies)
 };
+
+template <int kWarps, int kStages, bool kSwiGlu, bool kSingleRow>
+void launch_kernel(cudaLaunchConfig_t& cfg, const GemvMxfp4Params& p, const LaunchGeometry& geo, int cluster) {
+  prepare_kernel<kWarps, kStages, kSwiGlu, kSingleRow>(geo.device);
+  GOSSAMER_CUDA_CHECK(
+      cudaLaunchKernelEx(&cfg, gemv_mxfp4_kernel<kWarps, kStages, kSwiGlu, kSingleRow>, p, cluster, geo.k_steps));
+}
 
 // Launches the (kWarps, kStages) kernel; `cluster` 0 = the rule's (gemv_cluster_size with p.cluster).
 template <int kWarps, int kStages>
@@ -383,13 +479,13 @@ void launch_shape(const GemvMxfp4Params& p, const LaunchGeometry& geo, int clust
   cfg.stream = stream;
   ClusterPdlAttributes attrs(cluster, p.programmatic_launch);
   attrs.apply(cfg);
-  if (p.epilogue == GemmEpilogue::kSwiGlu) {
-    prepare_kernel<kWarps, kStages, true>(geo.device);
-    GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv_mxfp4_kernel<kWarps, kStages, true>, p, cluster, geo.k_steps));
-  } else {
-    prepare_kernel<kWarps, kStages, false>(geo.device);
-    GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv_mxfp4_kernel<kWarps, kStages, false>, p, cluster, geo.k_steps));
+  const bool swiglu = p.epilogue == GemmEpilogue::kSwiGlu;
+  if (geo.single_row) {
+    return swiglu ? launch_kernel<kWarps, kStages, true, true>(cfg, p, geo, cluster)
+                  : launch_kernel<kWarps, kStages, false, true>(cfg, p, geo, cluster);
   }
+  return swiglu ? launch_kernel<kWarps, kStages, true, false>(cfg, p, geo, cluster)
+                : launch_kernel<kWarps, kStages, false, false>(cfg, p, geo, cluster);
 }
 
 }  // namespace
@@ -408,9 +504,11 @@ void launch_gemv_mxfp4(const GemvMxfp4Params& p, cudaStream_t stream) {
   const bool swiglu = p.epilogue == GemmEpilogue::kSwiGlu;
   GOSSAMER_CHECK(p.K > 0 && p.K % 32 == 0 && p.N > 0 && p.N % 8 == 0, "gemv_mxfp4: K (", p.K,
                  ") must be a positive multiple of 32 and N (", p.N, ") of 8");
+  // The single-row kernel: dense M = 1, or ≤ kMoeTopK grouped pairs (one pair per slot).
+  const bool single_row = p.single_row && (grouped ? p.num_pairs <= kMoeTopK : p.M == 1);
   int slots = 1;
   if (grouped) {
-    slots = gemv_grouped_slots(p, "gemv_mxfp4");
+    slots = gemv_grouped_slots(p, "gemv_mxfp4", single_row ? 1 : kGemvMaxRows);
   } else {
     GOSSAMER_CHECK(p.M >= 0 && p.M <= kGemvMaxRows, "gemv_mxfp4: M (", p.M, ") must be ≤ ", kGemvMaxRows);
     if (p.M == 0) return;
@@ -430,7 +528,7 @@ void launch_gemv_mxfp4(const GemvMxfp4Params& p, cudaStream_t stream) {
   GOSSAMER_CHECK(p.shape == GemvMxfp4Shape::kRule || p.cluster == 0, "gemv_mxfp4: shape ",
                  gemv_mxfp4_shape_name(p.shape), " fixes its cluster (cluster ", p.cluster, " given)");
   const ShapeConfig shape = shape_config(p.shape);
-  const LaunchGeometry geo{tiles, slots, k_steps, device, sms};
+  const LaunchGeometry geo{tiles, slots, k_steps, device, sms, single_row};
   if (shape.warps == 8) {
     launch_shape<8, 3>(p, geo, shape.cluster, stream);
   } else if (shape.stages == 3) {

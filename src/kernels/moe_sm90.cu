@@ -256,6 +256,7 @@ void experts_fp8_gemv(const MoeParams& p, const MoeWorkspace& w, cudaStream_t st
     if (p.weights_mxfp4) {
       GemvMxfp4Params q = gemv_mxfp4_params_of(g);
       q.shape = p.gemv_mxfp4_shape;
+      q.single_row = p.gemv_single_row;
       launch_gemv_mxfp4(q, stream);
     } else {
       launch_gemv_fp8(g, stream);

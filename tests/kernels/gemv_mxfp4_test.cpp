@@ -10,6 +10,7 @@
 #include "kernels/gemv_mxfp4.h"
 
 #include <algorithm>
+#include <iterator>
 #include <string>
 
 #include "kernel_test_utils.h"
@@ -177,18 +178,23 @@ TEST(GemvMxfp4Kernel, MatchesReference) {
       const auto ref = dense_reference(p, x, w, s.bias ? bias.data() : nullptr, dout.size());
       for (const GemvMxfp4Shape launch : kGemvMxfp4Shapes) {
         for (const bool pdl : {true, false}) {
-          dout.poison();
-          p.programmatic_launch = pdl;
-          p.shape = launch;
-          launch_gemv_mxfp4(p, nullptr);
-          const auto out = dout.download();
-          const double err = rel_error(block(out, m, out_cols, ldc), block(ref, m, out_cols, ldc));
-          const std::string shape = std::string(s.name) + " M=" + std::to_string(m) + " N=" + std::to_string(s.n) +
-                                    " K=" + std::to_string(s.k) + (swiglu ? " swiglu" : "") + (s.bias ? " bias" : "") +
-                                    (pdl ? "" : " no-pdl") + " [" + name(launch) + "]";
-          report("gemv_mxfp4", shape, err, kTolBf16);
-          EXPECT_LT(err, kTolBf16) << shape;
-          EXPECT_TRUE(padding_untouched(out, m, out_cols, ldc)) << shape << ": wrote past the output columns";
+          for (const bool single_row : {false, true}) {  // GemvMxfp4Params::single_row: M = 1 only
+            if (single_row && m != 1) continue;
+            dout.poison();
+            p.programmatic_launch = pdl;
+            p.shape = launch;
+            p.single_row = single_row;
+            launch_gemv_mxfp4(p, nullptr);
+            const auto out = dout.download();
+            const double err = rel_error(block(out, m, out_cols, ldc), block(ref, m, out_cols, ldc));
+            const std::string shape = std::string(s.name) + " M=" + std::to_string(m) + " N=" + std::to_string(s.n) +
+                                      " K=" + std::to_string(s.k) + (swiglu ? " swiglu" : "") +
+                                      (s.bias ? " bias" : "") + (pdl ? "" : " no-pdl") +
+                                      (single_row ? " single row" : "") + " [" + name(launch) + "]";
+            report("gemv_mxfp4", shape, err, kTolBf16);
+            EXPECT_LT(err, kTolBf16) << shape;
+            EXPECT_TRUE(padding_untouched(out, m, out_cols, ldc)) << shape << ": wrote past the output columns";
+          }
         }
       }
     }
@@ -296,6 +302,8 @@ TEST(GemvMxfp4Kernel, GroupedMatchesReference) {
   for (int i = 0; i < 32; ++i) mixed32[i] = static_cast<int32_t>((i * 7 + i / 5) % 12);
   const GroupedCase cases[] = {
       {"T1 distinct", {4, 0, 7, 2}, 4, 0, 8, 576, 320, GemmEpilogue::kSwiGlu},
+      {"4 pairs, an expert thrice", {3, 6, 3, 3}, 1, 0, 8, 2880, 2880, GemmEpilogue::kBias},
+      {"T1 local [2, 5)", {4, 0, 2, 6}, 4, 2, 3, 576, 2880, GemmEpilogue::kSwiGlu},
       {"32 pairs one expert (4 slots of 8)", same32, 1, 0, 8, 320, 576, GemmEpilogue::kBias},
       {"32 pairs, local [4, 8)", mixed32, 1, 4, 4, 264, 288, GemmEpilogue::kBias},
       {"T3 shared experts", spread12, 4, 0, 10, 512, 2880, GemmEpilogue::kSwiGlu},
@@ -304,8 +312,11 @@ TEST(GemvMxfp4Kernel, GroupedMatchesReference) {
   };
   for (const auto& c : cases) {
     for (const GemvMxfp4Shape launch : kGemvMxfp4Shapes) {
-      for (const bool earlier : {false, true}) {  // pair_row written, or topk_from_earlier_kernel (no pair_row)
+      for (const int variant : {0, 1, 2, 3}) {
+        // pair_row written, or topk_from_earlier_kernel (no pair_row); each with single_row (≤ 4 pairs only).
+        const bool earlier = variant % 2 == 1, single_row = variant >= 2;
         const int pairs = static_cast<int>(c.ids.size());
+        if (single_row && pairs > kMoeTopK) continue;
         const bool swiglu = c.epi == GemmEpilogue::kSwiGlu;
         const int out_cols = swiglu ? c.n / 2 : c.n;
         const int x_rows = (pairs + c.divisor - 1) / c.divisor;
@@ -335,6 +346,7 @@ TEST(GemvMxfp4Kernel, GroupedMatchesReference) {
         p.pair_row = earlier ? nullptr : dpair_row.get();
         p.topk_from_earlier_kernel = earlier;
         p.shape = launch;
+        p.single_row = single_row;
         launch_gemv_mxfp4(p, nullptr);
         std::vector<uint16_t> ref(dout.size(), 0xFFFF);
         std::vector<int32_t> ref_pair_row(pairs);
@@ -348,8 +360,8 @@ TEST(GemvMxfp4Kernel, GroupedMatchesReference) {
         r.topk_from_earlier_kernel = false;
         gemv_mxfp4_cpu(r);
         const auto out = dout.download();
-        const std::string shape =
-            std::string(c.name) + (earlier ? " (topk from earlier kernel)" : "") + " [" + name(launch) + "]";
+        const std::string shape = std::string(c.name) + (earlier ? " (topk from earlier kernel)" : "") +
+                                  (single_row ? " single row" : "") + " [" + name(launch) + "]";
         if (!earlier) {
           EXPECT_EQ(dpair_row.download(), ref_pair_row) << shape;
         }
@@ -417,16 +429,22 @@ TEST(MoeDecodeMxfp4Kernel, MatchesReferenceAndGraphReplay) {
     std::vector<uint16_t> ref(size_t(c.tokens) * c.hidden);
     h.out = ref.data();
     moe_decode_cpu(h);
-    for (const GemvMxfp4Shape launch : kGemvMxfp4Shapes) {
+    constexpr int kShapes = static_cast<int>(std::size(kGemvMxfp4Shapes));
+    for (int variant = 0; variant <= kShapes; ++variant) {  // every launch shape, then the rule single-row
+      const bool single_row = variant == kShapes;
+      if (single_row && c.tokens != 1) continue;
+      const GemvMxfp4Shape launch = single_row ? GemvMxfp4Shape::kRule : kGemvMxfp4Shapes[variant];
       d.gemv_mxfp4_shape = launch;
+      d.gemv_single_row = single_row;
       dout.poison();
       ws.poison();
       launch_moe_decode(d, ws.get(), nullptr);
       const auto out = dout.download();
-      const std::string shape =
-          std::to_string(c.tokens) + "tok E" + std::to_string(c.experts) + " local[" + std::to_string(c.expert_begin) +
-          "+" + std::to_string(c.local) + "] h" + std::to_string(c.hidden) + " i" + std::to_string(c.inter) +
-          (c.distinct_logit_rows ? " shared-experts" : "") + (c.residual ? " +res" : "") + " [" + name(launch) + "]";
+      const std::string shape = std::to_string(c.tokens) + "tok E" + std::to_string(c.experts) + " local[" +
+                                std::to_string(c.expert_begin) + "+" + std::to_string(c.local) + "] h" +
+                                std::to_string(c.hidden) + " i" + std::to_string(c.inter) +
+                                (c.distinct_logit_rows ? " shared-experts" : "") + (c.residual ? " +res" : "") +
+                                (d.gemv_single_row ? " single row" : "") + " [" + name(launch) + "]";
       const double err = rel_error_bf16(out, ref);
       report("moe_decode mxfp4", shape, err, kTolBf16);
       EXPECT_LT(err, kTolBf16) << shape;
