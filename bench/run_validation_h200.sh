@@ -123,8 +123,9 @@ run_headline() {
   python3 bench/kernels/kernel_timeline.py $raw/headline.tsv --sequence 30 | head -70
 }
 
-run_profile() {
-  # Nsight Compute, clocks as they run: stall reasons per issued instruction, pipe and issue activity.
+# Nsight Compute metrics (clocks as they run): stall reasons per issued instruction, pipe and issue activity;
+# sets ncu_run and summarize. Only metrics this ncu knows (one unknown name fails the whole run).
+ncu_setup() {
   local st="" r m
   for r in long_scoreboard short_scoreboard wait barrier math_pipe_throttle mio_throttle not_selected selected \
     dispatch_stall lg_throttle membar no_instruction branch_resolving; do
@@ -148,9 +149,27 @@ run_profile() {
     done | paste -sd, -)
   fi
   echo "ncu metrics: $m" | tr ',' ' '
-  local ncu_run="timeout 150 ncu --clock-control none --metrics $m"
+  ncu_run="timeout 150 ncu --clock-control none --metrics $m"
   summarize() { grep -E "_kernel|gemm_fp8_tma|pct|ratio|per_second|duration|register|grid_size|inst_executed" "$1" |
     grep -v "==PROF==" | sed 's/  */ /g' | head -60; }
+}
+
+# ncu on kernel $1 (regex) in a batch-1 decode (20b mxfp4+fp8, graph nodes), once per further argument (flags).
+profile_decode_gemvs() {
+  local k=$1 flags raw=/tmp/ncu
+  shift
+  mkdir -p $raw
+  [ -n "${ncu_run:-}" ] || ncu_setup
+  for flags in "$@"; do
+    $ncu_run -k regex:$k -c 2 build/gossamer bench decode --load-format dummy --preset 20b --device cuda \
+      --weights mxfp4+fp8 --batch-sizes 1 --contexts 1024 --steps 2 $flags > "$raw/$k$flags.txt" 2>&1
+    echo "-- $k $flags"; summarize "$raw/$k$flags.txt"
+  done
+}
+
+run_profile() {
+  ncu_setup
+  local raw=/tmp/ncu
   sec "ncu: attention 1x8192 causal, two and three (lazy softmax) warpgroups (#13)"
   for v in ILb0ELi2EE ILb0ELi3EE; do
     $ncu_run --kernel-name-base mangled -k regex:attention_prefill_wgmma_kernel$v -c 1 \
@@ -162,11 +181,8 @@ run_profile() {
     --input-lens 8192 --repeats 1 > "$raw/moe_gemm.txt" 2>&1
   summarize "$raw/moe_gemm.txt"
   sec "ncu: the decode GEMVs of a batch-1 step (20b mxfp4+fp8, graph nodes): MXFP4 gate_up + down, FP8 qkv + o (#15)"
-  for k in gemv_mxfp4_kernel gemv_fp8_kernel; do
-    $ncu_run -k regex:$k -c 2 build/gossamer bench decode --load-format dummy --preset 20b --device cuda \
-      --weights mxfp4+fp8 --batch-sizes 1 --contexts 1024 --steps 2 > "$raw/$k.txt" 2>&1
-    echo "-- $k"; summarize "$raw/$k.txt"
-  done
+  profile_decode_gemvs gemv_mxfp4_kernel ""
+  profile_decode_gemvs gemv_fp8_kernel ""
   sec "ncu: every kernel's duration in a batch-1 decode step (20b mxfp4+fp8, ctx 128)"
   timeout 300 ncu --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
     build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 --batch-sizes 1 \
@@ -193,8 +209,43 @@ PY
 }
 
 run_candidates() {
-  # Every unmeasured candidate in one call: their own GPU tests, kernel rows and end-to-end A/B. None now.
-  echo "no candidates waiting for a measurement"
+  # Every unmeasured candidate in one call: their own GPU tests, kernel rows, end-to-end A/B and timeline.
+  # Now: the single-row MXFP4 decode GEMV (--moe-gemv-single-row, #15).
+  sec "the candidates' own GPU tests (three processes at once, 150 s at most; the full suites are the tests mode)"
+  local f i=0 flags
+  rm -f "$out/quick_exit.log"
+  for f in "GemvMxfp4Kernel.MatchesReference:GemvMxfp4Kernel.GroupedMatchesReference" \
+    "MoeDecodeMxfp4Kernel.*:GemvMxfp4Kernel.EveryLaunchShapeMatchesReference:AttentionPrefillWgmmaKernel.LazyRescale*"; do
+    i=$((i + 1))
+    (timeout 150 build/tests/gossamer_kernels_tests --gtest_color=no --gtest_filter="$f" > "$out/quick_$i.log" 2>&1
+    echo "quick tests $i exit $?" >> "$out/quick_exit.log") &
+  done
+  (timeout 150 build/tests/gossamer_model_gpu_tests --gtest_color=no \
+    --gtest_filter='CudaModelGpuTest.Mxfp4*' > "$out/quick_model.log" 2>&1
+  echo "quick model_gpu exit $?" >> "$out/quick_exit.log") &
+  wait
+  cat "$out/quick_exit.log"
+  grep -hE '^\[  (PASSED|FAILED) |^\[  FAILED  \]|tests ran' "$out"/quick_*.log | head -30
+  sec "kernel rows: the single-row MXFP4 GEMV against the rule (gemv-tune rows, MoE decode at one token)"
+  timeout 120 build/bench/kernels/gossamer_kernels_bench candidates
+  sec "bench decode 20b mxfp4+fp8 A/B, batch 1 (the candidate applies) and 8, ctx 1,024"
+  for flags in "" "--moe-gemv-single-row"; do
+    echo "-- bench decode 20b $flags"
+    timeout 60 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
+      --batch-sizes 1 8 --contexts 1024 --steps 32 $flags | grep dummy
+  done
+  sec "timeline of the batch-1 decode step (20b mxfp4+fp8, ctx 1,024), with and without the candidate"
+  local raw=/tmp/timeline
+  mkdir -p $raw
+  for flags in "" "--moe-gemv-single-row"; do
+    echo "-- timeline $flags"
+    CUDA_INJECTION64_PATH=$v/libgossamer_kernel_trace.so GOSSAMER_KERNEL_TRACE=$raw/cand$flags.tsv \
+      timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
+      --batch-sizes 1 --contexts 1024 --steps 16 $flags 2>&1 | grep -E "dummy|kernel_trace"
+    python3 bench/kernels/kernel_timeline.py "$raw/cand$flags.tsv" --sequence 0 | head -24
+  done
+  sec "ncu: the MXFP4 GEMVs of a batch-1 step, rule and single row (stall reasons, issue)"
+  profile_decode_gemvs gemv_mxfp4_kernel "" "--moe-gemv-single-row"
 }
 
 run_timeline() {
