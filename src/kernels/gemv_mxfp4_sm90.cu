@@ -16,9 +16,8 @@
 // is multiplied by its own scale 2^(e − 127 + 14) and by x's inverse factor in fp32, then added: the E8M0
 // scales are applied exactly (powers of two), never folded into f16.
 //
-// fp4 → f16: mxfp4_tiled_decode_word, 9 integer ops per 8 weights (6 masks, a shift, 2 multiplies that
-// shift sign and magnitude bits apart), f16 = fp4 · 2^-14 exactly (±0.5 is the f16 subnormal ±2^-15,
-// which mma.sync takes as is).
+// fp4 → f16: mxfp4_tiled_decode_word, 9 integer ops per 8 weights (the e5m2 bytes, then a byte permute
+// per f16x2), f16 = fp4 · 2^-14 exactly (±0.5 is the f16 subnormal ±2^-15, which mma.sync takes as is).
 //
 // Instruction budget (the kernel is issue-bound, not byte-bound; from the SASS): ~655 per warp and K step
 // (4352 bytes, 8.5 16-byte units per lane), i.e. ~77 per 16 bytes of tile. Per 16 bytes of codes: decode
