@@ -43,9 +43,10 @@ void ModelChoice::add_options(CLI::App& cli) {
                  "cuda: the MXFP4 decode GEMVs' launch shape, rule | warps4 | warps4-stages4 (A/B)")
       ->check(CLI::IsMember({"rule", "warps4", "warps4-stages4"}))
       ->group("");  // hidden: candidates
-  cli.add_flag("--moe-gemv-single-row", options.moe_gemv_single_row,
-               "cuda: the MXFP4 decode GEMVs' single-row kernel at one token (A/B)")
-      ->group("");  // hidden: a candidate
+  cli.add_option("--moe-gemv-single-row", options.moe_gemv_single_row,
+                 "cuda: the MXFP4 decode GEMVs' single-row kernel at one token, off | f16 | fp8 (A/B)")
+      ->check(CLI::IsMember({"off", "f16", "fp8"}))
+      ->group("");  // hidden: candidates
   cli.add_option("--moe-gemm-tile", options.moe_gemm_tile,
                  "cuda: the expert GEMMs' tile at 128-row tiles, auto | 128x192tma2 | 128x256tma2 (A/B)")
       ->check(CLI::IsMember({"auto", "128x192tma2", "128x256tma2"}))

@@ -161,9 +161,10 @@ profile_decode_gemvs() {
   mkdir -p $raw
   [ -n "${ncu_run:-}" ] || ncu_setup
   for flags in "$@"; do
+    local log="$raw/$k${flags// /_}.txt"
     $ncu_run -k regex:$k -c 2 build/gossamer bench decode --load-format dummy --preset 20b --device cuda \
-      --weights mxfp4+fp8 --batch-sizes 1 --contexts 1024 --steps 2 $flags > "$raw/$k$flags.txt" 2>&1
-    echo "-- $k $flags"; summarize "$raw/$k$flags.txt"
+      --weights mxfp4+fp8 --batch-sizes 1 --contexts 1024 --steps 2 $flags > "$log" 2>&1
+    echo "-- $k $flags"; summarize "$log"
   done
 }
 
@@ -210,7 +211,7 @@ PY
 
 run_candidates() {
   # Every unmeasured candidate in one call: their own GPU tests, kernel rows, end-to-end A/B and timeline.
-  # Now: the single-row MXFP4 decode GEMV (--moe-gemv-single-row, #15).
+  # Now: the single-row MXFP4 decode GEMVs (--moe-gemv-single-row f16 | fp8, #15).
   sec "the candidates' own GPU tests (three processes at once, 150 s at most; the full suites are the tests mode)"
   local f i=0 flags
   rm -f "$out/quick_exit.log"
@@ -229,7 +230,7 @@ run_candidates() {
   sec "kernel rows: the single-row MXFP4 GEMV against the rule (gemv-tune rows, MoE decode at one token)"
   timeout 120 build/bench/kernels/gossamer_kernels_bench candidates
   sec "bench decode 20b mxfp4+fp8 A/B, batch 1 (the candidate applies) and 8, ctx 1,024"
-  for flags in "" "--moe-gemv-single-row"; do
+  for flags in "" "--moe-gemv-single-row f16" "--moe-gemv-single-row fp8"; do
     echo "-- bench decode 20b $flags"
     timeout 60 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
       --batch-sizes 1 8 --contexts 1024 --steps 32 $flags | grep dummy
@@ -237,15 +238,17 @@ run_candidates() {
   sec "timeline of the batch-1 decode step (20b mxfp4+fp8, ctx 1,024), with and without the candidate"
   local raw=/tmp/timeline
   mkdir -p $raw
-  for flags in "" "--moe-gemv-single-row"; do
+  i=0
+  for flags in "" "--moe-gemv-single-row fp8"; do
+    i=$((i + 1))
     echo "-- timeline $flags"
-    CUDA_INJECTION64_PATH=$v/libgossamer_kernel_trace.so GOSSAMER_KERNEL_TRACE=$raw/cand$flags.tsv \
+    CUDA_INJECTION64_PATH=$v/libgossamer_kernel_trace.so GOSSAMER_KERNEL_TRACE=$raw/cand_$i.tsv \
       timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
       --batch-sizes 1 --contexts 1024 --steps 16 $flags 2>&1 | grep -E "dummy|kernel_trace"
-    python3 bench/kernels/kernel_timeline.py "$raw/cand$flags.tsv" --sequence 0 | head -24
+    python3 bench/kernels/kernel_timeline.py "$raw/cand_$i.tsv" --sequence 0 | head -24
   done
   sec "ncu: the MXFP4 GEMVs of a batch-1 step, rule and single row (stall reasons, issue)"
-  profile_decode_gemvs gemv_mxfp4_kernel "" "--moe-gemv-single-row"
+  profile_decode_gemvs gemv_mxfp4_kernel "" "--moe-gemv-single-row fp8"
 }
 
 run_timeline() {

@@ -57,9 +57,9 @@ struct ModelOptions {
   // "128x256tma2"; CudaOptions::moe_gemm_tile).
   std::string moe_gemv_shape = "rule";
   std::string moe_gemm_tile = "auto";
-  // cuda: the MXFP4 decode GEMVs' single-row kernel at one token (CudaOptions::moe_gemv_single_row; a
-  // candidate, hidden bench flag --moe-gemv-single-row).
-  bool moe_gemv_single_row = false;
+  // cuda: the MXFP4 decode GEMVs' single-row kernel at one token, "off", "f16" or "fp8"
+  // (CudaOptions::moe_gemv_single_row; candidates, hidden bench option --moe-gemv-single-row).
+  std::string moe_gemv_single_row = "off";
   // vLLM's --kv-cache-dtype: "auto" (bf16 on cuda, float32 on cpu) or "fp8" (alias "fp8_e4m3"): e4m3 K/V
   // with static per-KV-head scales of 1.0 on the full-attention layers, the sliding-window layers bf16
   // (docs/kv-cache-fp8.md). On cpu (one rank) the float32 cache holds the e4m3-rounded values (the cuda

@@ -102,7 +102,8 @@ struct CudaOptions {
   // A/B candidates of the MoE kernels (kernels::MoeParams::gemv_mxfp4_shape, gemm_tile); the defaults are the
   // product's.
   kernels::GemvMxfp4Shape moe_gemv_shape = kernels::GemvMxfp4Shape::kRule;
-  bool moe_gemv_single_row = false;  // kernels::MoeParams::gemv_single_row (a candidate)
+  // kernels::MoeParams::gemv_single_row (candidates)
+  kernels::GemvMxfp4SingleRow moe_gemv_single_row = kernels::GemvMxfp4SingleRow::kOff;
   kernels::GemmTile moe_gemm_tile = kernels::GemmTile::kAuto;
 };
 
