@@ -31,6 +31,11 @@ struct RmsNormParams {
   const float* moe_topk_weights = nullptr;  // [num_tokens, 4] fp32 routing weights
 };
 
+// With PDL the kernel reads weight, residual and the MoE routing pieces (moe_pair_row, moe_topk_weights)
+// before it waits for the previous kernel: they must have been written at least two launches back (every
+// PDL kernel of this library lets its dependents start only after its own wait, so by then the kernel
+// before the previous one has finished; non-PDL work before the launch is complete anyway). x and moe_y may
+// come from the previous kernel.
 void launch_rmsnorm(const RmsNormParams& p, cudaStream_t stream);
 
 // float32 reference with the same rounding points (bf16 in/out as uint16_t bits).

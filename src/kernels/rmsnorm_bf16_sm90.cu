@@ -54,15 +54,25 @@ __device__ __forceinline__ void moe_combined_vec(const RmsNormParams& p, const i
 }
 
 // One block per token; 16-byte vectors (8 bf16). The row (≤ 8 vectors per thread) stays in registers.
-// kMoe: x comes from the MoE pieces (moe_y, moe_pair_row, moe_topk_weights).
+// kMoe: x comes from the MoE pieces (moe_y, moe_pair_row, moe_topk_weights). The weight, the residual and
+// the MoE routing pieces are read before the PDL wait (rmsnorm.h: written at least two launches back), so
+// only x (or moe_y) waits for the previous kernel.
 template <int kMaxVecPerThread, bool kMoe>
 __global__ void __launch_bounds__(kThreads) rmsnorm_kernel(RmsNormParams p) {
-  pdl_wait();
-  pdl_trigger();
   const int64_t row = blockIdx.x;
   const int num_vec = p.hidden / 8;
   const uint4* x = kMoe ? nullptr : reinterpret_cast<const uint4*>(p.x + row * p.hidden);
   uint4* res = p.residual ? reinterpret_cast<uint4*>(p.residual + row * p.hidden) : nullptr;
+  const uint4* w = reinterpret_cast<const uint4*>(p.weight);
+  uint4 weight[kMaxVecPerThread], residual[kMaxVecPerThread];
+#pragma unroll
+  for (int i = 0; i < kMaxVecPerThread; ++i) {
+    const int vi = threadIdx.x + i * kThreads;
+    if (vi < num_vec) {
+      weight[i] = w[vi];
+      if (res) residual[i] = res[vi];
+    }
+  }
   int moe_rows[kMoeTopK] = {};
   float moe_w[kMoeTopK] = {};
   if constexpr (kMoe) {
@@ -72,6 +82,8 @@ __global__ void __launch_bounds__(kThreads) rmsnorm_kernel(RmsNormParams p) {
       moe_w[k] = p.moe_topk_weights[row * kMoeTopK + k];
     }
   }
+  pdl_wait();
+  pdl_trigger();
   // ---- load (or sum the MoE rows), add the residual ----
   float v[kMaxVecPerThread][8];
   float sum_sq = 0.f;
@@ -91,8 +103,7 @@ __global__ void __launch_bounds__(kThreads) rmsnorm_kernel(RmsNormParams p) {
         }
       }
       if (res) {
-        uint4 r = res[vi];
-        const uint32_t* rw = reinterpret_cast<const uint32_t*>(&r);
+        const uint32_t* rw = reinterpret_cast<const uint32_t*>(&residual[i]);
         uint4 s;
         uint32_t* sw = reinterpret_cast<uint32_t*>(&s);
 #pragma unroll
@@ -109,14 +120,12 @@ __global__ void __launch_bounds__(kThreads) rmsnorm_kernel(RmsNormParams p) {
   }
   // ---- normalise and scale ----
   const float inv_rms = rsqrtf(block_sum(sum_sq) / static_cast<float>(p.hidden) + p.eps);
-  const uint4* w = reinterpret_cast<const uint4*>(p.weight);
   uint4* out = reinterpret_cast<uint4*>(p.out + row * p.hidden);
 #pragma unroll
   for (int i = 0; i < kMaxVecPerThread; ++i) {
     const int vi = threadIdx.x + i * kThreads;
     if (vi < num_vec) {
-      uint4 wv = w[vi];
-      const uint32_t* ww = reinterpret_cast<const uint32_t*>(&wv);
+      const uint32_t* ww = reinterpret_cast<const uint32_t*>(&weight[i]);
       uint4 o;
       uint32_t* ow = reinterpret_cast<uint32_t*>(&o);
 #pragma unroll
