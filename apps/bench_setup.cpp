@@ -32,6 +32,11 @@ void ModelChoice::add_options(CLI::App& cli) {
                  "(192) (A/B)")
       ->check(CLI::IsMember({0, 2, 3}))
       ->group("");  // hidden: A/B runs
+  cli.add_option("--decode-attention-min-tiles-per-split", options.decode_attention_min_tiles_per_split,
+                 "cuda: decode attention uses at most ceil(key tiles / N) splits per sequence and kv head, one "
+                 "below 2N tiles (A/B)")
+      ->check(CLI::PositiveNumber)
+      ->group("");  // hidden: a candidate
   cli.add_option(
          "--moe-decode", options.moe_decode,
          "cuda: auto (default: the weight-streaming grouped GEMM at 9-64 tokens, FP8, or 9-512, MXFP4) | gemv | stream")

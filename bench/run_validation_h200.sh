@@ -211,12 +211,13 @@ PY
 
 run_candidates() {
   # Every unmeasured candidate in one call: their own GPU tests, kernel rows, end-to-end A/B and timeline.
-  # Now: the single-row MXFP4 decode GEMVs (--moe-gemv-single-row f16 | fp8, #15).
+  # Now (#15): the single-row MXFP4 decode GEMVs (--moe-gemv-single-row f16 | fp8) and decode attention's
+  # splits by real length (--decode-attention-min-tiles-per-split N).
   sec "the candidates' own GPU tests (three processes at once, 150 s at most; the full suites are the tests mode)"
   local f i=0 flags
   rm -f "$out/quick_exit.log"
   for f in "GemvMxfp4Kernel.MatchesReference:GemvMxfp4Kernel.GroupedMatchesReference" \
-    "MoeDecodeMxfp4Kernel.*:GemvMxfp4Kernel.EveryLaunchShapeMatchesReference:AttentionPrefillWgmmaKernel.LazyRescale*"; do
+    "MoeDecodeMxfp4Kernel.*:GemvMxfp4Kernel.EveryLaunchShapeMatchesReference:GemvMxfp4Kernel.ActivationRange:AttentionDecodeKernel.*:AttentionPrefillWgmmaKernel.LazyRescale*"; do
     i=$((i + 1))
     (timeout 150 build/tests/gossamer_kernels_tests --gtest_color=no --gtest_filter="$f" > "$out/quick_$i.log" 2>&1
     echo "quick tests $i exit $?" >> "$out/quick_exit.log") &
@@ -229,17 +230,18 @@ run_candidates() {
   grep -hE '^\[  (PASSED|FAILED) |^\[  FAILED  \]|tests ran' "$out"/quick_*.log | head -30
   sec "kernel rows: the single-row MXFP4 GEMV against the rule (gemv-tune rows, MoE decode at one token)"
   timeout 120 build/bench/kernels/gossamer_kernels_bench candidates
-  sec "bench decode 20b mxfp4+fp8 A/B, batch 1 (the candidate applies) and 8, ctx 1,024"
-  for flags in "" "--moe-gemv-single-row f16" "--moe-gemv-single-row fp8"; do
+  sec "bench decode 20b mxfp4+fp8 A/B, batch 1 (the GEMV candidates apply) and 8, ctx 1,024 and 8,192"
+  for flags in "" "--moe-gemv-single-row f16" "--moe-gemv-single-row fp8" "--decode-attention-min-tiles-per-split 4" \
+    "--moe-gemv-single-row fp8 --decode-attention-min-tiles-per-split 4"; do
     echo "-- bench decode 20b $flags"
     timeout 60 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
-      --batch-sizes 1 8 --contexts 1024 --steps 32 $flags | grep dummy
+      --batch-sizes 1 8 --contexts 1024 8192 --steps 32 $flags | grep dummy
   done
   sec "timeline of the batch-1 decode step (20b mxfp4+fp8, ctx 1,024), with and without the candidate"
   local raw=/tmp/timeline
   mkdir -p $raw
   i=0
-  for flags in "" "--moe-gemv-single-row fp8"; do
+  for flags in "" "--moe-gemv-single-row fp8 --decode-attention-min-tiles-per-split 4"; do
     i=$((i + 1))
     echo "-- timeline $flags"
     CUDA_INJECTION64_PATH=$v/libgossamer_kernel_trace.so GOSSAMER_KERNEL_TRACE=$raw/cand_$i.tsv \

@@ -79,6 +79,11 @@ struct AttentionParams {
   // (q_tiles_192; FlashAttention-3's hd64 shape), or 0: 3 where the grid fills four waves of the GPU's SMs,
   // else 2 (measured, docs/PERF.md 2026-12-05). Both tile lists must be set either way.
   int prefill_consumer_warpgroups = 0;
+  // Decode only: a (sequence, kv head) uses at most ceil(its key tiles / this) of the launch's splits,
+  // counted on the device from its real length (the launch's split count comes from max_kv_len, a graph's
+  // bound): its other splits' CTAs leave at once, and below 2 · this tiles one CTA writes O with no merge.
+  // 1: every split of the launch (the rule before; A/B). A candidate, 1 until measured.
+  int decode_min_tiles_per_split = 1;
   // Decode only: split-KV scratch of attention_decode_workspace_bytes: the splits' arrival counters, then
   // their partial outputs. The counters must be zero before the first launch on a workspace
   // (attention_decode_workspace_init once after allocating it); every launch leaves them zero.

@@ -41,14 +41,14 @@ int decode_num_splits(const AttentionParams& p) {
   return std::clamp(std::min(want, tiles), 1, kMaxSplits);
 }
 
-// The merge of one (sequence, kv head)'s splits by their log-sum-exp, by the last split's CTA: rows r <
-// num_rows, row r at [token, head] index base + (r / group) · num_q_heads + r % group; o_part/lse_part
-// as the kernel writes them; loads through L2 (other SMs wrote them). O sums the splits in split order; Σ
-// weights is a warp tree.
+// The merge of one (sequence, kv head)'s splits 0..used − 1 by their log-sum-exp, by the last split's CTA:
+// rows r < num_rows, row r at [token, head] index base + (r / group) · num_q_heads + r % group; o_part /
+// lse_part as the kernel writes them (num_splits per row); loads through L2 (other SMs wrote them). O sums the splits
+// in split order; Σ weights is a warp tree.
 //   s_f: [kRows][kMaxSplits] fp32 shared (split weights ex2(lse − m)); s_row_l: [kRows] fp32 shared (Σ weights)
 __device__ __forceinline__ void merge_splits(const float* o_part, const float* lse_part, uint16_t* out, int64_t base,
-                                             int group, int num_q_heads, int num_rows, int num_splits, float* s_f,
-                                             float* s_row_l) {
+                                             int group, int num_q_heads, int num_rows, int num_splits, int used,
+                                             float* s_f, float* s_row_l) {
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   auto token_head = [&](int r) { return base + static_cast<int64_t>(r / group) * num_q_heads + r % group; };
   // ---- split weights and their sum: one warp per row, lane l holds splits l and l + 32 ----
@@ -58,7 +58,7 @@ __device__ __forceinline__ void merge_splits(const float* o_part, const float* l
 #pragma unroll
     for (int j = 0; j < kMaxSplits / 32; ++j) {
       const int s = lane + 32 * j;
-      lse[j] = s < num_splits ? __ldcg(lse_part + token_head(r) * num_splits + s) : -INFINITY;
+      lse[j] = s < used ? __ldcg(lse_part + token_head(r) * num_splits + s) : -INFINITY;
       m = fmaxf(m, lse[j]);
     }
     for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
@@ -67,7 +67,7 @@ __device__ __forceinline__ void merge_splits(const float* o_part, const float* l
     for (int j = 0; j < kMaxSplits / 32; ++j) {
       const int s = lane + 32 * j;
       const float f = m != -INFINITY ? ex2(lse[j] - m) : 0.f;  // ex2(−inf) = 0: empty splits and padding
-      if (s < num_splits) s_f[r * kMaxSplits + s] = f;
+      if (s < used) s_f[r * kMaxSplits + s] = f;
       l += f;
     }
     for (int o = 16; o > 0; o >>= 1) l += __shfl_xor_sync(0xffffffffu, l, o);
@@ -81,7 +81,7 @@ __device__ __forceinline__ void merge_splits(const float* o_part, const float* l
     const float* f = s_f + r * kMaxSplits;
     float o[4] = {};
 #pragma unroll 8
-    for (int s = 0; s < num_splits; ++s) {
+    for (int s = 0; s < used; ++s) {
       const float4 v = __ldcg(part + s * (kHead / 4));
       o[0] += f[s] * v.x;
       o[1] += f[s] * v.y;
@@ -123,7 +123,10 @@ __global__ void __launch_bounds__(kThreads, kKvFp8 ? 5 : 1)
   const int first_pos = kv_len - q_len;
   const int kv_start = p.window > 0 ? max(0, first_pos - p.window + 1) : 0;
   const int t_begin = kv_start / kKeysPerTile, t_end = ceil_div(kv_len, kKeysPerTile);
-  const int per_split = ceil_div(t_end - t_begin, num_splits);
+  // The splits this (sequence, kv head) uses (AttentionParams::decode_min_tiles_per_split); the others leave.
+  const int used = min(num_splits, max(1, (t_end - t_begin) / p.decode_min_tiles_per_split));
+  if (split >= used) return;
+  const int per_split = ceil_div(t_end - t_begin, used);
   const int my_begin = t_begin + split * per_split;
   const int my_end = min(t_end, my_begin + per_split);
   const int32_t* pages = p.page_indices + p.page_indptr[b];
@@ -251,7 +254,7 @@ __global__ void __launch_bounds__(kThreads, kKvFp8 ? 5 : 1)
         o += s_o[(w * kRows + r) * kHead + d] * f;
       }
     }
-    if (num_splits == 1) {
+    if (used == 1) {
       const __nv_bfloat16 out = __float2bfloat16_rn(l > 0.f ? o / l * v_scale : 0.f);
       p.out[token_head(r) * kHead + d] = *reinterpret_cast<const uint16_t*>(&out);
       continue;
@@ -260,7 +263,7 @@ __global__ void __launch_bounds__(kThreads, kKvFp8 ? 5 : 1)
     o_part[idx * kHead + d] = l > 0.f ? o / l * v_scale : 0.f;
     if (d == 0) lse_part[idx] = l > 0.f ? m + __log2f(l) : -INFINITY;
   }
-  if (num_splits == 1) return;
+  if (used == 1) return;
 
   // ---- arrive: the last split of (sequence, kv head) to finish merges them all ----
   __shared__ int s_last;
@@ -268,7 +271,7 @@ __global__ void __launch_bounds__(kThreads, kKvFp8 ? 5 : 1)
   __syncthreads();
   if (tid == 0) {
     const int prior = atomicAdd(&arrivals[b * p.num_kv_heads + g], 1);
-    s_last = prior == num_splits - 1;
+    s_last = prior == used - 1;
     // NOTE: every split has arrived, so nothing else touches the counter in this launch: reset it for the next.
     if (s_last) atomicExch(&arrivals[b * p.num_kv_heads + g], 0);
   }
@@ -276,7 +279,8 @@ __global__ void __launch_bounds__(kThreads, kKvFp8 ? 5 : 1)
   if (!s_last) return;
   __threadfence();
 
-  merge_splits(o_part, lse_part, p.out, token_head(0), group, p.num_q_heads, num_rows, num_splits, s_o, &s_l[0][0]);
+  merge_splits(o_part, lse_part, p.out, token_head(0), group, p.num_q_heads, num_rows, num_splits, used, s_o,
+               &s_l[0][0]);
 }
 
 }  // namespace
@@ -300,6 +304,7 @@ void launch_attention_decode(const AttentionParams& p, cudaStream_t stream) {
   GOSSAMER_CHECK(p.page_size > 0 && (p.page_size & (p.page_size - 1)) == 0, "attention: page_size ", p.page_size,
                  " must be a power of two");
   if (p.num_tokens == 0) return;
+  GOSSAMER_CHECK(p.decode_min_tiles_per_split >= 1, "attention decode: decode_min_tiles_per_split must be ≥ 1");
   const int splits = decode_num_splits(p);
   GOSSAMER_CHECK(splits == 1 || p.num_seqs * p.num_kv_heads <= kSplitCtas, "attention decode: ", p.num_seqs,
                  " sequences split ", splits, " ways exceed the arrival counters");

@@ -144,6 +144,10 @@ cuda::CudaOptions cuda_options(const ModelOptions& options) {
                                                        {{"rule", kernels::GemvMxfp4Shape::kRule},
                                                         {"warps4", kernels::GemvMxfp4Shape::kWarps4},
                                                         {"warps4-stages4", kernels::GemvMxfp4Shape::kWarps4Stages4}});
+  GOSSAMER_CHECK(options.decode_attention_min_tiles_per_split >= 1,
+                 "--decode-attention-min-tiles-per-split must be ≥ 1, got ",
+                 options.decode_attention_min_tiles_per_split);
+  out.decode_attention_min_tiles_per_split = options.decode_attention_min_tiles_per_split;
   out.moe_gemv_single_row = choose<kernels::GemvMxfp4SingleRow>("--moe-gemv-single-row", options.moe_gemv_single_row,
                                                                 {{"off", kernels::GemvMxfp4SingleRow::kOff},
                                                                  {"f16", kernels::GemvMxfp4SingleRow::kF16},

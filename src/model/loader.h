@@ -57,6 +57,9 @@ struct ModelOptions {
   // "128x256tma2"; CudaOptions::moe_gemm_tile).
   std::string moe_gemv_shape = "rule";
   std::string moe_gemm_tile = "auto";
+  // cuda: kernels::AttentionParams::decode_min_tiles_per_split (CudaOptions::decode_attention_min_tiles_per_split;
+  // a candidate, hidden bench option --decode-attention-min-tiles-per-split).
+  int decode_attention_min_tiles_per_split = 1;
   // cuda: the MXFP4 decode GEMVs' single-row kernel at one token, "off", "f16" or "fp8"
   // (CudaOptions::moe_gemv_single_row; candidates, hidden bench option --moe-gemv-single-row).
   std::string moe_gemv_single_row = "off";

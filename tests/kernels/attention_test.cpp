@@ -89,10 +89,13 @@ const char* kernel_name(bool decode, PrefillKernel kernel) {
 
 // The wgmma prefill kernel's variant (AttentionParams::prefill_consumer_warpgroups), and q's amplitude: 1
 // (logits of a few units), or larger so that row maxima grow by more than the lazy softmax's 2^8 (three
-// warpgroups) across key tiles (its rescale path).
+// warpgroups) across key tiles (its rescale path). Decode: AttentionParams::decode_min_tiles_per_split, and
+// max_kv_len raised to a graph's bound (0: the batch's longest).
 struct WgmmaVariant {
   int consumer_warpgroups = 2;
   float q_amplitude = 1.0f;
+  int decode_min_tiles_per_split = 1;
+  int max_kv_bound = 0;
 };
 
 void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_heads, int kv_heads, int page_size,
@@ -162,7 +165,8 @@ void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_he
   p.num_kv_heads = kv_heads;
   p.page_size = page_size;
   p.window = window;
-  p.max_kv_len = max_kv;
+  p.max_kv_len = std::max(max_kv, wgmma.max_kv_bound);
+  p.decode_min_tiles_per_split = wgmma.decode_min_tiles_per_split;
   p.prefill_kernel = kernel;
   p.prefill_consumer_warpgroups = wgmma.consumer_warpgroups;
   // mixed: the model's split of a mixed step (decode_rows_apart): the decode launch for the ≤ kDecodeMaxQ
@@ -216,7 +220,11 @@ void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_he
   os << " heads " << q_heads << "/" << kv_heads << " page " << page_size << " window " << window << " sinks "
      << kSinkNames[static_cast<int>(sink_mode)] << (kv_fp8 ? " kv fp8" : "") << (mixed ? " mixed split" : "")
      << (!decode && kernel == PrefillKernel::kWgmma && wgmma.consumer_warpgroups == 3 ? " 3 consumer warpgroups" : "")
-     << (wgmma.q_amplitude != 1.0f ? " q amplitude " + std::to_string(wgmma.q_amplitude) : std::string());
+     << (wgmma.q_amplitude != 1.0f ? " q amplitude " + std::to_string(wgmma.q_amplitude) : std::string())
+     << (decode && wgmma.decode_min_tiles_per_split != 1
+             ? " min tiles per split " + std::to_string(wgmma.decode_min_tiles_per_split)
+             : std::string())
+     << (wgmma.max_kv_bound > max_kv ? " max_kv_len bound " + std::to_string(wgmma.max_kv_bound) : std::string());
   const std::string shape = os.str();
   report(kernel_name(decode, kernel), shape, err, kTolBf16);
   EXPECT_LT(err, kTolBf16) << shape;
@@ -312,6 +320,25 @@ TEST(AttentionDecodeKernel, MatchesReference) {
     run_case({{1, 5000}}, window, 64, 8, 16, true, rng);
     run_case({{1, 130}, {2, 900}, {1, 64}, {2, 2}}, window, 64, 8, 32, true, rng);
     run_case({{1, 3000}, {1, 129}}, window, 16, 2, 64, true, rng);
+  }
+}
+
+// Splits used per (sequence, kv head) by its real length (AttentionParams::decode_min_tiles_per_split) under a
+// launch sized for a graph's bound (max_kv_len 131,072: 64 splits): short and long sequences side by side, one
+// CTA (no merge) below 2N tiles, either window, both caches; the relaunch on the same workspace (run_case)
+// checks that the arrival counters of the used splits come back to zero.
+TEST(AttentionDecodeKernel, SplitsByRealLengthMatchReference) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(25);
+  for (const int min_tiles : {1, 2, 4, 8}) {
+    for (const int window : {0, 128}) {
+      for (const bool fp8 : {false, true}) {
+        const WgmmaVariant v{2, 1.0f, min_tiles, 131072};
+        run_case({{1, 1}, {1, 300}, {2, 1024}, {1, 5000}}, window, 64, 8, 16, true, rng, PrefillKernel::kMmaSync,
+                 Sinks::kNormal, fp8, false, v);
+        run_case({{1, 200}}, window, 64, 8, 16, true, rng, PrefillKernel::kMmaSync, Sinks::kLarge, fp8, false, v);
+      }
+    }
   }
 }
 

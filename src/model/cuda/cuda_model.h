@@ -84,6 +84,7 @@ struct CudaOptions {
   kernels::PrefillKernel prefill_kernel = kernels::PrefillKernel::kAuto;
   // Its consumer warpgroups (kernels::AttentionParams::prefill_consumer_warpgroups: 0 auto, 2 or 3).
   int prefill_attention_warpgroups = 0;
+  int decode_attention_min_tiles_per_split = 1;  // kernels::AttentionParams (a candidate)
   // Which decode-sized steps run the FP8 or MXFP4 experts on the weight-streaming grouped GEMM
   // (kernels/moe.h launch_moe_stream) instead of the GEMV decode MoE (≤ 8 tokens, MXFP4 in chunks of 8 up
   // to kMxfp4GemvMaxTokens) or the FP8 expert GEMMs: kAuto where it measured faster on the H200
