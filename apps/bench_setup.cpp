@@ -34,9 +34,9 @@ void ModelChoice::add_options(CLI::App& cli) {
       ->group("");  // hidden: A/B runs
   cli.add_option("--decode-attention-min-tiles-per-split", options.decode_attention_min_tiles_per_split,
                  "cuda: decode attention uses at most ceil(key tiles / N) splits per sequence and kv head, one "
-                 "below 2N tiles (A/B)")
+                 "below 2N tiles (default 4; A/B)")
       ->check(CLI::PositiveNumber)
-      ->group("");  // hidden: a candidate
+      ->group("");  // hidden: A/B runs
   cli.add_option(
          "--moe-decode", options.moe_decode,
          "cuda: auto (default: the weight-streaming grouped GEMM at 9-64 tokens, FP8, or 9-512, MXFP4) | gemv | stream")
@@ -48,10 +48,9 @@ void ModelChoice::add_options(CLI::App& cli) {
                  "cuda: the MXFP4 decode GEMVs' launch shape, rule | warps4 | warps4-stages4 (A/B)")
       ->check(CLI::IsMember({"rule", "warps4", "warps4-stages4"}))
       ->group("");  // hidden: candidates
-  cli.add_option("--moe-gemv-single-row", options.moe_gemv_single_row,
-                 "cuda: the MXFP4 decode GEMVs' single-row kernel at one token, off | f16 | fp8 (A/B)")
-      ->check(CLI::IsMember({"off", "f16", "fp8"}))
-      ->group("");  // hidden: candidates
+  cli.add_flag("--moe-gemv-single-row,!--no-moe-gemv-single-row", options.moe_gemv_single_row,
+               "cuda: the MXFP4 decode GEMVs' single-row kernel at one token (default; A/B)")
+      ->group("");  // hidden: A/B runs
   cli.add_option("--moe-gemm-tile", options.moe_gemm_tile,
                  "cuda: the expert GEMMs' tile at 128-row tiles, auto | 128x192tma2 | 128x256tma2 (A/B)")
       ->check(CLI::IsMember({"auto", "128x192tma2", "128x256tma2"}))

@@ -161,10 +161,9 @@ profile_decode_gemvs() {
   mkdir -p $raw
   [ -n "${ncu_run:-}" ] || ncu_setup
   for flags in "$@"; do
-    local log="$raw/$k${flags// /_}.txt"
     $ncu_run -k regex:$k -c 2 build/gossamer bench decode --load-format dummy --preset 20b --device cuda \
-      --weights mxfp4+fp8 --batch-sizes 1 --contexts 1024 --steps 2 $flags > "$log" 2>&1
-    echo "-- $k $flags"; summarize "$log"
+      --weights mxfp4+fp8 --batch-sizes 1 --contexts 1024 --steps 2 $flags > "$raw/$k$flags.txt" 2>&1
+    echo "-- $k $flags"; summarize "$raw/$k$flags.txt"
   done
 }
 
@@ -211,46 +210,29 @@ PY
 
 run_candidates() {
   # Every unmeasured candidate in one call: their own GPU tests, kernel rows, end-to-end A/B and timeline.
-  # Now (#15): the single-row MXFP4 decode GEMVs (--moe-gemv-single-row f16 | fp8) and decode attention's
-  # splits by real length (--decode-attention-min-tiles-per-split N).
-  sec "the candidates' own GPU tests (three processes at once, 150 s at most; the full suites are the tests mode)"
+  # Now (#15): the new defaults' tests (single-row MXFP4 GEMVs, the 4-warp shape past one wave, decode
+  # attention's splits by real length with 4 tiles per split at least) and their A/B against the old rules.
+  sec "the candidates' own GPU tests (in parallel, 150 s at most; the full suites are the tests mode)"
   local f i=0 flags
   rm -f "$out/quick_exit.log"
-  for f in "GemvMxfp4Kernel.MatchesReference:GemvMxfp4Kernel.GroupedMatchesReference" \
-    "MoeDecodeMxfp4Kernel.*:GemvMxfp4Kernel.EveryLaunchShapeMatchesReference:GemvMxfp4Kernel.ActivationRange:AttentionDecodeKernel.*:AttentionPrefillWgmmaKernel.LazyRescale*"; do
+  for f in "GemvMxfp4Kernel.*:MoeDecodeMxfp4Kernel.*" "AttentionDecodeKernel.*:MoeDecodeKernel.*:RmsNorm*"; do
     i=$((i + 1))
     (timeout 150 build/tests/gossamer_kernels_tests --gtest_color=no --gtest_filter="$f" > "$out/quick_$i.log" 2>&1
     echo "quick tests $i exit $?" >> "$out/quick_exit.log") &
   done
-  (timeout 150 build/tests/gossamer_model_gpu_tests --gtest_color=no \
-    --gtest_filter='CudaModelGpuTest.Mxfp4*' > "$out/quick_model.log" 2>&1
+  (timeout 150 build/tests/gossamer_model_gpu_tests --gtest_color=no > "$out/quick_model.log" 2>&1
   echo "quick model_gpu exit $?" >> "$out/quick_exit.log") &
   wait
   cat "$out/quick_exit.log"
-  grep -hE '^\[  (PASSED|FAILED) |^\[  FAILED  \]|tests ran' "$out"/quick_*.log | head -30
-  sec "kernel rows: the single-row MXFP4 GEMV against the rule (gemv-tune rows, MoE decode at one token)"
+  grep -hE '^\[  (PASSED|FAILED) |^\[  FAILED  \]|tests ran|single row\]' "$out"/quick_*.log | head -30
+  sec "kernel rows: the MXFP4 GEMV shapes at one token (gemv-tune), MoE decode at one token"
   timeout 120 build/bench/kernels/gossamer_kernels_bench candidates
-  sec "bench decode 20b mxfp4+fp8 A/B, batch 1 (the GEMV candidates apply) and 8, ctx 1,024 and 8,192"
-  for flags in "" "--moe-gemv-single-row f16" "--moe-gemv-single-row fp8" "--decode-attention-min-tiles-per-split 4" \
-    "--moe-gemv-single-row fp8 --decode-attention-min-tiles-per-split 4"; do
+  sec "bench decode 20b mxfp4+fp8: the defaults against the old rules, batch 1 and 8, ctx 1,024 and 8,192"
+  for flags in "" "--no-moe-gemv-single-row" "--decode-attention-min-tiles-per-split 1"; do
     echo "-- bench decode 20b $flags"
     timeout 60 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
       --batch-sizes 1 8 --contexts 1024 8192 --steps 32 $flags | grep dummy
   done
-  sec "timeline of the batch-1 decode step (20b mxfp4+fp8, ctx 1,024), with and without the candidate"
-  local raw=/tmp/timeline
-  mkdir -p $raw
-  i=0
-  for flags in "" "--moe-gemv-single-row fp8 --decode-attention-min-tiles-per-split 4"; do
-    i=$((i + 1))
-    echo "-- timeline $flags"
-    CUDA_INJECTION64_PATH=$v/libgossamer_kernel_trace.so GOSSAMER_KERNEL_TRACE=$raw/cand_$i.tsv \
-      timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
-      --batch-sizes 1 --contexts 1024 --steps 16 $flags 2>&1 | grep -E "dummy|kernel_trace"
-    python3 bench/kernels/kernel_timeline.py "$raw/cand_$i.tsv" --sequence 0 | head -24
-  done
-  sec "ncu: the MXFP4 GEMVs of a batch-1 step, rule and single row (stall reasons, issue)"
-  profile_decode_gemvs gemv_mxfp4_kernel "" "--moe-gemv-single-row fp8"
 }
 
 run_timeline() {

@@ -775,7 +775,7 @@ void bench_gemv_tune(const char* name, int M, int N, int K, GemmEpilogue epi, bo
   GemvFp8Params& p = problem.p;
   p.w_tiled = true;
   auto time_shape = [&](int stages, int cluster, GemvMxfp4Shape mxfp4_shape = GemvMxfp4Shape::kRule,
-                        GemvMxfp4SingleRow single_row = GemvMxfp4SingleRow::kOff) {
+                        bool single_row = false) {
     p.stages = stages;
     p.cluster = cluster;
     return time_us([&](int i) {
@@ -813,12 +813,9 @@ void bench_gemv_tune(const char* name, int M, int N, int K, GemmEpilogue epi, bo
     row(kernel.c_str(), shape, time_shape(0, 0, s), 2.0 * M * N * K, double(wbytes), rule, "copy");
   }
   if (M != 1) return;
-  for (const GemvMxfp4SingleRow single_row : {GemvMxfp4SingleRow::kF16, GemvMxfp4SingleRow::kFp8}) {
-    for (const GemvMxfp4Shape s : kGemvMxfp4Shapes) {  // the single-row kernels (GemvMxfp4Params::single_row)
-      const std::string kernel =
-          std::string("gemv single row ") + gemv_mxfp4_single_row_name(single_row) + " " + gemv_mxfp4_shape_name(s);
-      row(kernel.c_str(), shape, time_shape(0, 0, s, single_row), 2.0 * M * N * K, double(wbytes), rule, "copy");
-    }
+  for (const GemvMxfp4Shape s : kGemvMxfp4Shapes) {  // the single-row kernel (GemvMxfp4Params::single_row)
+    const std::string kernel = std::string("gemv single row ") + gemv_mxfp4_shape_name(s);
+    row(kernel.c_str(), shape, time_shape(0, 0, s, true), 2.0 * M * N * K, double(wbytes), rule, "copy");
   }
 }
 
@@ -906,25 +903,22 @@ void bench_moe_decode_mxfp4(int T, int E) {
         launch_moe_decode(p, ws.get(), nullptr);
       },
       16);
-  double us_single_row[2] = {0, 0};  // the single-row GEMVs (MoeParams::gemv_single_row): f16, fp8
-  for (int i = 0; i < 2 && T == 1; ++i) {
-    p.gemv_single_row = i == 0 ? GemvMxfp4SingleRow::kF16 : GemvMxfp4SingleRow::kFp8;
-    us_single_row[i] = time_us(
-        [&](int it) {
-          p.logits = logits_of(it);
+  double us_general = 0;
+  if (T == 1) {  // the general GEMVs instead of the single-row ones (MoeParams::gemv_single_row, A/B)
+    p.gemv_single_row = false;
+    us_general = time_us(
+        [&](int i) {
+          p.logits = logits_of(i);
           launch_moe_decode(p, ws.get(), nullptr);
         },
         16);
+    p.gemv_single_row = true;
   }
-  p.gemv_single_row = GemvMxfp4SingleRow::kOff;
   const double flops = double(T) * 4 * 2 * (2.0 * I * H + double(H) * I);
   const double bytes = double(std::min(E, T * 4)) * double(g1 + g2);
   const std::string shape = std::to_string(T) + " tok, E=" + std::to_string(E) + ", top-4";
   row("moe_decode mxfp4 (route..combine)", shape, us, flops, bytes, base, "copy");
-  if (T == 1) {
-    row("moe_decode mxfp4 single-row f16 GEMVs", shape, us_single_row[0], flops, bytes, us, "copy");
-    row("moe_decode mxfp4 single-row fp8 GEMVs", shape, us_single_row[1], flops, bytes, us, "copy");
-  }
+  if (T == 1) row("moe_decode mxfp4 general GEMVs", shape, us_general, flops, bytes, us, "copy");
 }
 
 // ---- MoE decode on the weight-streaming grouped GEMM (launch_moe_stream) vs the model's current path ----
@@ -1266,7 +1260,7 @@ int main(int argc, char** argv) {
     bench_gemm(lt, "square", 8192, 8192, 8192);
   }
   if (only == "candidates") {  // every unmeasured candidate's kernel rows, in one short run
-    // The single-row MXFP4 GEMV (GemvMxfp4Params::single_row) against the rule at one token's shapes.
+    // The MXFP4 GEMV's shapes and single-row kernel (GemvMxfp4Params::single_row) at one token's shapes.
     bench_gemv_tune("4x gate_up", 1, 4 * 5760, 2880, GemmEpilogue::kSwiGlu, true);
     bench_gemv_tune("4x down", 1, 4 * 2880, 2880, GemmEpilogue::kBias, true);
     for (const int E : {32, 128}) bench_moe_decode_mxfp4(1, E);

@@ -26,7 +26,10 @@
 namespace gossamer::kernels {
 
 // Launch shapes of the MXFP4 decode GEMV (GemvMxfp4Params::shape). kRule is the product's: 8 warps per CTA,
-// a ring of 3 K steps per warp (2 CTAs per SM), the cluster from gemv_cluster_size (or `cluster`). The
+// a ring of 3 K steps per warp (2 CTAs per SM), the cluster from gemv_cluster_size (or `cluster`); or, where
+// that grid needs a second wave and kWarps4Stages4's fits in one (more than 2 and at most 3 CTAs per SM, no
+// `cluster` given), kWarps4Stages4 (H200, 2026-12-05: one token's 4× gate_up, 360 CTAs, 17.4 against 18.9 µs,
+// single-row 16.1 against 17.5; the 4× down's 180 CTAs fit one wave and stay: 10.7 against 12.6). The
 // others are candidates for the next rule, swept by `gossamer_kernels_bench gemv-tune` (docs/PERF.md) and
 // checked by the kernel tests; each fixes its cluster (`cluster` must stay 0):
 //   kWarps4         4 warps, 3 stages (4 CTAs per SM), cluster 1
@@ -47,25 +50,6 @@ static_assert(
 // "rule", "warps=4", "warps=4 stages=4".
 const char* gemv_mxfp4_shape_name(GemvMxfp4Shape shape);
 
-// The single-row kernels (GemvMxfp4Params::single_row), for launches where every CTA computes one x row:
-// dense M = 1, or grouped with ≤ kMoeTopK pairs (one token's experts; each pair then gets its own slot, so
-// a repeated expert is read once per pair). Both give the MMA's N columns to the step's MX blocks instead
-// of to absent x rows:
-//   kF16  f16 MMAs (m16n8k16) as the general kernel, x of block j only in column j: x staged 4× less and
-//         one scale multiply per block and row instead of per MMA column; the same products.
-//   kFp8  fp8 MMAs (m16n8k32, weights e5m2 by a 5-op bit move — mxfp4_tiled_word_to_e5m2 — against x in
-//         e4m3): one MMA per MX block and row tile instead of two, decode 5 ops per 8 weights instead of 9.
-//         x is split into x_hi + x_lo, both e4m3 (columns 2j and 2j + 1 for block j), which is x exactly
-//         for every element ≥ 2^-10 of its 128-column chunk's largest (the rest within 2^-18 of it), so
-//         the products are the W4A16 ones up to that and to the fp8 MMA's accumulation of 32 products.
-// Each sums the blocks' scaled partials in another order than the general kernel (within the bound above).
-// Candidates, off until measured (docs/PERF.md).
-enum class GemvMxfp4SingleRow : uint8_t { kOff, kF16, kFp8 };
-inline constexpr GemvMxfp4SingleRow kGemvMxfp4SingleRows[] = {GemvMxfp4SingleRow::kOff, GemvMxfp4SingleRow::kF16,
-                                                              GemvMxfp4SingleRow::kFp8};
-// "off", "f16", "fp8".
-const char* gemv_mxfp4_single_row_name(GemvMxfp4SingleRow mode);
-
 struct GemvMxfp4Params {
   const uint16_t* x = nullptr;  // [rows_x, K] bf16, row stride ldx elements (multiple of 8), 16-byte aligned
   int64_t ldx = 0;
@@ -80,8 +64,14 @@ struct GemvMxfp4Params {
   bool programmatic_launch = true;
   int cluster = 0;  // the cluster that splits K, as GemvFp8Params::cluster (0 = the rule; kRule only)
   GemvMxfp4Shape shape = GemvMxfp4Shape::kRule;  // launch shape (above); the product leaves kRule
-  // The single-row kernel where it applies (above; elsewhere the general one).
-  GemvMxfp4SingleRow single_row = GemvMxfp4SingleRow::kOff;
+  // The single-row kernel where every CTA computes one x row: dense M = 1, or grouped with ≤ kMoeTopK pairs
+  // (one token's experts; each pair then gets its own slot, so a repeated expert is read once per pair).
+  // It puts the 4 MX blocks of a K step in 4 columns of the MMA's N (x of block j only in column j), so
+  // no MMA column is spent on absent x rows: x staged 4× less, one scale multiply per block and row
+  // instead of per MMA column. Same products, other fp32 summation order (within the bound above).
+  // Measured 1.06–1.08× (H200, 2026-12-05: one token's MoE decode 40.5 → 38.2 µs); false: the general
+  // kernel everywhere (A/B).
+  bool single_row = true;
   // ---- grouped (MoE decode) mode, as GemvFp8Params ----
   const int32_t* topk_ids = nullptr;
   int num_pairs = 0;

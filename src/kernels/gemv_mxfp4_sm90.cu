@@ -16,8 +16,9 @@
 // is multiplied by its own scale 2^(e − 127 + 14) and by x's inverse factor in fp32, then added: the E8M0
 // scales are applied exactly (powers of two), never folded into f16.
 //
-// fp4 → f16: mxfp4_tiled_decode_word, 9 integer ops per 8 weights (the e5m2 bytes, then a byte permute
-// per f16x2), f16 = fp4 · 2^-14 exactly (±0.5 is the f16 subnormal ±2^-15, which mma.sync takes as is).
+// fp4 → f16: mxfp4_tiled_decode_word, 9 integer ops per 8 weights (6 masks, a shift, 2 multiplies that
+// shift sign and magnitude bits apart), f16 = fp4 · 2^-14 exactly (±0.5 is the f16 subnormal ±2^-15,
+// which mma.sync takes as is).
 //
 // Instruction budget (the kernel is issue-bound, not byte-bound; from the SASS): ~655 per warp and K step
 // (4352 bytes, 8.5 16-byte units per lane), i.e. ~77 per 16 bytes of tile. Per 16 bytes of codes: decode
@@ -26,25 +27,18 @@
 // loop is one step per iteration (not unrolled over the ring: each warp runs only ~3 steps at K = 2880, so code size
 // matters more than loop overhead).
 //
-// Single row (kSingle, GemvMxfp4Params::single_row): with one x row, 7 of the MMA's 8 columns would carry
-// nothing. Instead the columns carry the step's MX blocks, so one accumulator per row tile holds each
-// block's partial in its own column(s) (MMAs of other blocks add exact zeros there):
-//   kF16: column j < 4 holds x of block j (lanes g = j hold x, the others 0 in that MMA's B); lane (g, t < 2)
-//     scales blocks 2t and 2t + 1 of rows g and g + 8 (4 multiplies per row tile and step instead of 16),
-//     and lanes g < 4 stage 8 x values each instead of 32. The general kernel's products.
-//   kFp8: one m16n8k32 MMA per block and row tile, A the e5m2 bytes of the block's two words
-//     (mxfp4_tiled_word_to_e5m2: values 0..3 are k = 4t..4t + 3, values 4..7 k = 16 + 4t..; 5 ops per word
-//     instead of 9), B x_hi in column 2j and x_lo in column 2j + 1 (lanes g = 2j, 2j + 1 stage block j's
-//     8 x values of their t as e4m3, the hi or lo part); lane (g, t) scales block t of rows g and g + 8
-//     from the sum of its two columns.
-// The blocks' scaled partials are summed in another order than the general kernel's.
+// Single row (kSingleRow, GemvMxfp4Params::single_row): with one x row, 7 of the MMA's 8 columns would carry
+// nothing. Instead column j < 4 carries x only for MX block j of the step (lanes g = j hold x, the others 0 in
+// that MMA's B), so one accumulator over the step's 8 MMAs per row tile holds each block's partial in its own
+// column: lane (g, t < 2) scales blocks 2t and 2t + 1 of rows g and g + 8 (4 multiplies per row tile and step
+// instead of 16, and half the block-scale extractions), and lanes g < 4 stage 8 x values each instead of 32.
+// The products are the general kernel's; the blocks' scaled partials are summed in another order.
 //
 // The scales of a step are copied by lanes 0..15 and read by every lane of a group, so the ring stage is
 // fenced with __syncwarp() after the cp.async wait and before its refill. x is read from L2 into registers
 // one step ahead (raw bf16; converted at the start of its step, after which the buffer takes the next step).
 #include <cooperative_groups.h>
 #include <cuda_fp16.h>
-#include <cuda_fp8.h>
 
 #include <algorithm>
 #include <atomic>
@@ -103,15 +97,6 @@ __device__ __forceinline__ uint32_t bf16x2_mul(uint32_t a, uint32_t b) {
   uint32_t d;
   asm("mul.rn.bf16x2 %0, %1, %2;\n" : "=r"(d) : "r"(a), "r"(b));
   return d;
-}
-
-// D (16×8 fp32) += A (16×32 e5m2, row) · B (32×8 e4m3, col).
-__device__ __forceinline__ void mma_e5m2_e4m3_16x8x32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e4m3.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
 // D (16×8 fp32) += A (16×16 f16, row) · B (16×8 f16, col).
@@ -175,48 +160,16 @@ __device__ __forceinline__ void x_fragment_single_row(const uint32_t (&x)[4], ui
   }
 }
 
-// The kFp8 single-row kernel's B values of one K step: lane (g, t) holds x row 0's columns 32(g / 2) + 8t ..
-// + 7 as 4 bf16 words in `x`; `q` receives them as e4m3 of x · 2^(7 − E) (E = ⌊log2 max|x|⌋ over the step's
-// 128 columns, so |x · 2^(7 − E)| < 2^8): the hi part rn(x·2^(7 − E)) on even g, the lo part rn(x·2^(7 − E) −
-// hi) on odd g; q[0] columns 0..3, q[1] 4..7, byte order = column order. Returns the inverse factor. All 32
-// lanes must call it.
-// NOTE: x · 2^(7 − E) is exact in bf16 and in f16 (8 significant bits, |·| < 2^8) while ≥ 2^-14; hi + lo equals
-// it when its lowest bit is ≥ 2^-9 (e4m3's subnormal step), i.e. for elements ≥ 2^-9 of the chunk's largest
-// (hi has 4 significant bits, the residual — exact in f16 — the next 4); smaller ones are off by ≤ 2^-10,
-// ≤ 2^-17 of the largest.
-__device__ __forceinline__ void x_fragment_split_fp8(const uint32_t (&x)[4], uint32_t (&q)[2], float& inv, bool lo) {
-  const uint32_t m = bf16x2_max_abs(bf16x2_max_abs(x[0], x[1]), bf16x2_max_abs(x[2], x[3]));
-  uint32_t amax_bits = max(m & 0x7FFF0000u, (m << 16) & 0x7FFF0000u);
-  amax_bits = min(amax_bits, 0x7F800000u);
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) amax_bits = max(amax_bits, __shfl_xor_sync(0xffffffffu, amax_bits, o));
-  const int fe = min(max(261 - static_cast<int>(amax_bits >> 23), 1), 253);  // 2^(fe − 127) = 2^(7 − E)
-  const uint32_t f2 = static_cast<uint32_t>(fe) * 0x00800080u;
-  inv = __uint_as_float(static_cast<uint32_t>(254 - fe) << 23);
-  uint32_t e[4];  // e4m3 pairs of columns 2i, 2i + 1 (low byte first)
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const uint32_t y = bf16x2_mul(x[i], f2);
-    const __half2 h = __floats2half2_rn(__uint_as_float(y << 16), __uint_as_float(y & 0xFFFF0000u));
-    const __nv_fp8x2_storage_t hi = __nv_cvt_halfraw2_to_fp8x2(h, __NV_SATFINITE, __NV_E4M3);
-    const __half2 residual = __hsub2(h, __half2(__nv_cvt_fp8x2_to_halfraw2(hi, __NV_E4M3)));
-    e[i] = lo ? __nv_cvt_halfraw2_to_fp8x2(residual, __NV_SATFINITE, __NV_E4M3) : hi;
-  }
-  q[0] = e[0] | e[1] << 16;
-  q[1] = e[2] | e[3] << 16;
-}
-
 // grid: x = tiles × cluster (a cluster's CTAs are consecutive in x), y = expert slot (grouped) or 1.
 // block: kWarps × 32 threads; dynamic shared memory smem_bytes(kWarps, kStages).
-template <int kWarps, int kStages, bool kSwiGlu, GemvMxfp4SingleRow kSingle>
+template <int kWarps, int kStages, bool kSwiGlu, bool kSingleRow>
 __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages))
     gemv_mxfp4_kernel(const GemvMxfp4Params p, int cluster, int k_steps) {
   static_assert(kGemvMaxRows % kWarps == 0, "the warp sum gives each warp whole x rows");
   static_assert(
       smem_bytes(kWarps, kStages) >= (kWarps + 1) * kGemvMaxRows * kRedStride * static_cast<int>(sizeof(float)),
       "the reduction buffers overlay the rings");
-  constexpr int kRowsPerWarp = kGemvMaxRows / kWarps;  // x rows each warp sums (rule: 1)
-  constexpr bool kSingleRow = kSingle != GemvMxfp4SingleRow::kOff, kFp8 = kSingle == GemvMxfp4SingleRow::kFp8;
+  constexpr int kRowsPerWarp = kGemvMaxRows / kWarps;       // x rows each warp sums (rule: 1)
   constexpr int kSlotRows = kSingleRow ? 1 : kGemvMaxRows;  // pairs per grouped slot
   // Dynamic: the warps' rings [warp][stage][4352 bytes] (a tile each); afterwards the partial sums.
   extern __shared__ __align__(16) uint8_t smem[];
@@ -271,21 +224,19 @@ __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages))
   }
 
   // x of K step `step`: this lane's 4 × 8 bf16 of x row g (columns 128·step + 32j + 8t), zero outside;
-  // single row: 8 bf16 of x row 0 (columns 128·step + 32·x_block + 8t) on lanes g < 4 (kF16, the others zero)
-  // or on every lane (kFp8: lanes 2j and 2j + 1 both stage block j).
+  // single row: lanes g < 4 hold 8 bf16 of x row 0 (columns 128·step + 32g + 8t), the others zero.
   constexpr int kXBlocks = kSingleRow ? 1 : 4;  // 8-column pieces of x per lane and step
-  const int x_block = kFp8 ? g / 2 : g;
-  const bool has_x = kSingleRow ? (kFp8 || g < 4) && rows > 0 : g < rows;
+  const bool has_x = kSingleRow ? g < 4 && rows > 0 : g < rows;
   const uint16_t* x_lane = p.x;
   if (has_x) {
     const int x_row =
         kSingleRow ? (grouped ? gs.pair[0] / p.x_pair_divisor : 0) : (grouped ? gs.pair[g] / p.x_pair_divisor : g);
-    x_lane = p.x + static_cast<int64_t>(x_row) * p.ldx + (kSingleRow ? 32 * x_block : 0) + 8 * t;
+    x_lane = p.x + static_cast<int64_t>(x_row) * p.ldx + (kSingleRow ? 32 * g : 0) + 8 * t;
   }
   auto load_x = [&](int step, uint32_t(&xr)[4 * kXBlocks]) {
 #pragma unroll
     for (int j = 0; j < kXBlocks; ++j) {
-      const int col = step * kKStep + 32 * (kSingleRow ? x_block : j);
+      const int col = step * kKStep + 32 * (kSingleRow ? g : j);
       if (step < ks_end && has_x && col < p.K) {
         const uint4 a = __ldcg(reinterpret_cast<const uint4*>(x_lane + step * kKStep + 32 * j));
         xr[4 * j] = a.x, xr[4 * j + 1] = a.y, xr[4 * j + 2] = a.z, xr[4 * j + 3] = a.w;
@@ -296,12 +247,11 @@ __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages))
   };
   uint32_t x_raw[4 * kXBlocks];  // bf16 pairs of the next step (loaded one step ahead)
   load_x(ks_begin + warp, x_raw);
-  // Single row: lane g's B registers take part only in the MMAs of its block (x_block).
+  // Single row: lane g's B registers take part only in the MMAs of block j = g.
   uint32_t block_mask[4];
 #pragma unroll
-  for (int j = 0; j < 4; ++j) block_mask[j] = x_block == j ? 0xFFFFFFFFu : 0u;
-  // Single row: the byte of the first block this lane scales (kF16 blocks 2t, 2t + 1; kFp8 block t).
-  const uint32_t scale_sel = 0x4440u + static_cast<uint32_t>(kFp8 ? t : 2 * t);
+  for (int j = 0; j < 4; ++j) block_mask[j] = g == j ? 0xFFFFFFFFu : 0u;
+  const uint32_t scale_sel = 0x4440u + 2u * static_cast<uint32_t>(t);  // single row: block 2t's byte
 
   // ---- main loop: one K step per iteration; consume the oldest stage, refill it kStages·kWarps later ----
   float acc[kNTiles][4] = {};
@@ -316,34 +266,7 @@ __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages))
     const uint4 sa = *reinterpret_cast<const uint4*>(stage + 4096 + 32 * g);
     const uint4 sb = *reinterpret_cast<const uint4*>(stage + 4096 + 32 * g + 16);
     const uint32_t sw[kChunks] = {sa.x, sa.y, sa.z, sa.w, sb.x, sb.y, sb.z, sb.w};
-    if constexpr (kFp8) {
-      uint32_t xq[2];  // e4m3 of x row 0, block g / 2's columns 8t .. 8t + 7: the hi (even g) or lo part
-      float inv;
-      x_fragment_split_fp8(x_raw, xq, inv, (g & 1) != 0);
-      load_x(step + kWarps, x_raw);
-      uint32_t b[4][2];  // block j's B fragments: this lane's x where g / 2 == j, else 0
-#pragma unroll
-      for (int j = 0; j < 4; ++j) b[j][0] = xq[0] & block_mask[j], b[j][1] = xq[1] & block_mask[j];
-#pragma unroll
-      for (int nt = 0; nt < kNTiles; ++nt) {
-        const uint4 u0 = *reinterpret_cast<const uint4*>(stage + (32 * (2 * nt) + lane) * 16);
-        const uint4 u1 = *reinterpret_cast<const uint4*>(stage + (32 * (2 * nt + 1) + lane) * 16);
-        const uint32_t r0[4] = {u0.x, u0.y, u0.z, u0.w}, r1[4] = {u1.x, u1.y, u1.z, u1.w};
-        // Columns 2j, 2j + 1 accumulate block j's hi and lo products: lane (g, t) ends with block t's of rows
-        // g (d[0], d[1]) and g + 8 (d[2], d[3]).
-        float d[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          uint32_t a[4];  // rows g, g + 8 at k = 4t..4t + 3 (values 0..3), then at k = 16 + 4t.. (values 4..7)
-          mxfp4_tiled_word_to_e5m2(r0[j], a[0], a[2]);
-          mxfp4_tiled_word_to_e5m2(r1[j], a[1], a[3]);
-          mma_e5m2_e4m3_16x8x32(d, a, b[j][0], b[j][1]);
-        }
-        const float s0 = block_scale_at(sw[2 * nt], scale_sel), s1 = block_scale_at(sw[2 * nt + 1], scale_sel);
-        acc[nt][0] = fmaf((d[0] + d[1]) * s0, inv, acc[nt][0]);
-        acc[nt][2] = fmaf((d[2] + d[3]) * s1, inv, acc[nt][2]);
-      }
-    } else if constexpr (kSingleRow) {
+    if constexpr (kSingleRow) {
       uint32_t xh[4];  // f16x2 of x row 0, block g's columns 8t .. 8t + 7
       float inv;
       x_fragment_single_row(x_raw, xh, inv);
@@ -420,16 +343,11 @@ __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages))
   __syncthreads();  // the rings become the reduction buffers
 
   // ---- sum over warps (fixed order) ----
-  if constexpr (kSingleRow) {
-    // x row 0 only: lanes t hold blocks {2t, 2t + 1} (kF16, zero for t ≥ 2) or block t (kFp8) of each row.
+  if constexpr (kSingleRow) {  // x row 0 only: lanes t = 0, 1 hold blocks {0, 1} and {2, 3} of each row
 #pragma unroll
     for (int nt = 0; nt < kNTiles; ++nt) {
       acc[nt][0] += __shfl_xor_sync(0xffffffffu, acc[nt][0], 1);
       acc[nt][2] += __shfl_xor_sync(0xffffffffu, acc[nt][2], 1);
-      if constexpr (kFp8) {
-        acc[nt][0] += __shfl_xor_sync(0xffffffffu, acc[nt][0], 2);
-        acc[nt][2] += __shfl_xor_sync(0xffffffffu, acc[nt][2], 2);
-      }
       if (t == 0) {
         red[warp][0][16 * nt + g] = acc[nt][0];
         red[warp][0][16 * nt + g + 8] = acc[nt][2];
@@ -506,12 +424,12 @@ __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages))
 
 // Once per (instantiation, device): the dynamic shared memory limit, and a check that the occupancy the
 // shape was built for holds.
-template <int kWarps, int kStages, bool kSwiGlu, GemvMxfp4SingleRow kSingle>
+template <int kWarps, int kStages, bool kSwiGlu, bool kSingleRow>
 void prepare_kernel(int device) {
   static std::atomic<uint64_t> done{0};
   const uint64_t bit = uint64_t(1) << (device & 63);
   if (done.load(std::memory_order_acquire) & bit) return;
-  auto* kernel = gemv_mxfp4_kernel<kWarps, kStages, kSwiGlu, kSingle>;
+  auto* kernel = gemv_mxfp4_kernel<kWarps, kStages, kSwiGlu, kSingleRow>;
   constexpr int kSmem = smem_bytes(kWarps, kStages);
   GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   int blocks = 0;
@@ -525,9 +443,17 @@ struct ShapeConfig {
   int warps, stages;
   int cluster;  // 0: the rule's (gemv_cluster_size)
 };
-ShapeConfig shape_config(GemvMxfp4Shape shape) {
+// `ctas`: the grid's row tiles × slots. kRule: 8 warps × 3 stages, or 4 × 4 (cluster 1) where the 8-warp grid
+// needs a second wave (more than 2 CTAs per SM) and the 4-warp one fits in one (3 per SM); an explicit cluster
+// keeps 8 warps.
+ShapeConfig shape_config(GemvMxfp4Shape shape, int64_t ctas, int sms, int requested_cluster) {
   switch (shape) {
-    case GemvMxfp4Shape::kRule: return {8, 3, 0};
+    case GemvMxfp4Shape::kRule:
+      if (requested_cluster == 0 && ctas > min_ctas_per_sm(8, 3) * int64_t{sms} &&
+          ctas <= min_ctas_per_sm(4, 4) * int64_t{sms}) {
+        return {4, 4, 1};
+      }
+      return {8, 3, 0};
     case GemvMxfp4Shape::kWarps4: return {4, 3, 1};
     case GemvMxfp4Shape::kWarps4Stages4: return {4, 4, 1};
   }
@@ -538,20 +464,14 @@ ShapeConfig shape_config(GemvMxfp4Shape shape) {
 struct LaunchGeometry {
   int tiles, slots, k_steps;  // grid: tiles × cluster by slots; K steps per row tile
   int device, sms;
-  GemvMxfp4SingleRow single_row;  // the kernel's (GemvMxfp4Params::single_row where it applies, else kOff)
+  bool single_row;  // the kSingleRow kernel (GemvMxfp4Params::single_row where it applies)
 };
 
-template <int kWarps, int kStages, bool kSwiGlu, GemvMxfp4SingleRow kSingle>
+template <int kWarps, int kStages, bool kSwiGlu, bool kSingleRow>
 void launch_kernel(cudaLaunchConfig_t& cfg, const GemvMxfp4Params& p, const LaunchGeometry& geo, int cluster) {
-  prepare_kernel<kWarps, kStages, kSwiGlu, kSingle>(geo.device);
+  prepare_kernel<kWarps, kStages, kSwiGlu, kSingleRow>(geo.device);
   GOSSAMER_CUDA_CHECK(
-      cudaLaunchKernelEx(&cfg, gemv_mxfp4_kernel<kWarps, kStages, kSwiGlu, kSingle>, p, cluster, geo.k_steps));
-}
-
-template <int kWarps, int kStages, GemvMxfp4SingleRow kSingle>
-void launch_epilogue(cudaLaunchConfig_t& cfg, const GemvMxfp4Params& p, const LaunchGeometry& geo, int cluster) {
-  return p.epilogue == GemmEpilogue::kSwiGlu ? launch_kernel<kWarps, kStages, true, kSingle>(cfg, p, geo, cluster)
-                                             : launch_kernel<kWarps, kStages, false, kSingle>(cfg, p, geo, cluster);
+      cudaLaunchKernelEx(&cfg, gemv_mxfp4_kernel<kWarps, kStages, kSwiGlu, kSingleRow>, p, cluster, geo.k_steps));
 }
 
 // Launches the (kWarps, kStages) kernel; `cluster` 0 = the rule's (gemv_cluster_size with p.cluster).
@@ -568,26 +488,16 @@ void launch_shape(const GemvMxfp4Params& p, const LaunchGeometry& geo, int clust
   cfg.stream = stream;
   ClusterPdlAttributes attrs(cluster, p.programmatic_launch);
   attrs.apply(cfg);
-  switch (geo.single_row) {
-    case GemvMxfp4SingleRow::kF16:
-      return launch_epilogue<kWarps, kStages, GemvMxfp4SingleRow::kF16>(cfg, p, geo, cluster);
-    case GemvMxfp4SingleRow::kFp8:
-      return launch_epilogue<kWarps, kStages, GemvMxfp4SingleRow::kFp8>(cfg, p, geo, cluster);
-    case GemvMxfp4SingleRow::kOff: break;
+  const bool swiglu = p.epilogue == GemmEpilogue::kSwiGlu;
+  if (geo.single_row) {
+    return swiglu ? launch_kernel<kWarps, kStages, true, true>(cfg, p, geo, cluster)
+                  : launch_kernel<kWarps, kStages, false, true>(cfg, p, geo, cluster);
   }
-  launch_epilogue<kWarps, kStages, GemvMxfp4SingleRow::kOff>(cfg, p, geo, cluster);
+  return swiglu ? launch_kernel<kWarps, kStages, true, false>(cfg, p, geo, cluster)
+                : launch_kernel<kWarps, kStages, false, false>(cfg, p, geo, cluster);
 }
 
 }  // namespace
-
-const char* gemv_mxfp4_single_row_name(GemvMxfp4SingleRow mode) {
-  switch (mode) {
-    case GemvMxfp4SingleRow::kOff: return "off";
-    case GemvMxfp4SingleRow::kF16: return "f16";
-    case GemvMxfp4SingleRow::kFp8: return "fp8";
-  }
-  return "?";
-}
 
 const char* gemv_mxfp4_shape_name(GemvMxfp4Shape shape) {
   switch (shape) {
@@ -604,11 +514,10 @@ void launch_gemv_mxfp4(const GemvMxfp4Params& p, cudaStream_t stream) {
   GOSSAMER_CHECK(p.K > 0 && p.K % 32 == 0 && p.N > 0 && p.N % 8 == 0, "gemv_mxfp4: K (", p.K,
                  ") must be a positive multiple of 32 and N (", p.N, ") of 8");
   // The single-row kernel: dense M = 1, or ≤ kMoeTopK grouped pairs (one pair per slot).
-  const bool one_row = grouped ? p.num_pairs <= kMoeTopK : p.M == 1;
-  const GemvMxfp4SingleRow single_row = one_row ? p.single_row : GemvMxfp4SingleRow::kOff;
+  const bool single_row = p.single_row && (grouped ? p.num_pairs <= kMoeTopK : p.M == 1);
   int slots = 1;
   if (grouped) {
-    slots = gemv_grouped_slots(p, "gemv_mxfp4", single_row != GemvMxfp4SingleRow::kOff ? 1 : kGemvMaxRows);
+    slots = gemv_grouped_slots(p, "gemv_mxfp4", single_row ? 1 : kGemvMaxRows);
   } else {
     GOSSAMER_CHECK(p.M >= 0 && p.M <= kGemvMaxRows, "gemv_mxfp4: M (", p.M, ") must be ≤ ", kGemvMaxRows);
     if (p.M == 0) return;
@@ -627,7 +536,7 @@ void launch_gemv_mxfp4(const GemvMxfp4Params& p, cudaStream_t stream) {
   const int tiles = ceil_div(p.N, kTileRows);
   GOSSAMER_CHECK(p.shape == GemvMxfp4Shape::kRule || p.cluster == 0, "gemv_mxfp4: shape ",
                  gemv_mxfp4_shape_name(p.shape), " fixes its cluster (cluster ", p.cluster, " given)");
-  const ShapeConfig shape = shape_config(p.shape);
+  const ShapeConfig shape = shape_config(p.shape, int64_t{tiles} * slots, sms, p.cluster);
   const LaunchGeometry geo{tiles, slots, k_steps, device, sms, single_row};
   if (shape.warps == 8) {
     launch_shape<8, 3>(p, geo, shape.cluster, stream);

@@ -117,8 +117,8 @@ struct MoeParams {
   // kRule, tests and benchmarks pin the others.
   GemvMxfp4Shape gemv_mxfp4_shape = GemvMxfp4Shape::kRule;
   // launch_moe_decode with weights_mxfp4 only: GemvMxfp4Params::single_row for both GEMVs (it applies to one
-  // token). Candidates, off until measured.
-  GemvMxfp4SingleRow gemv_single_row = GemvMxfp4SingleRow::kOff;
+  // token).
+  bool gemv_single_row = true;
   // launch_moe_decode only: stop after the down GEMV and leave the combine to the next RMSNorm, which sums
   // the pieces moe_decode_deferred_combine names (rmsnorm.h moe_y); residual and out unused.
   bool combine_deferred = false;

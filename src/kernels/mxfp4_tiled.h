@@ -9,10 +9,9 @@
 // code 0, scale 127). One tile is one warp step of the GEMV: 4352 contiguous bytes.
 // Inside a tile, with row r = 8c + g (c = 0..7, g = 0..7) and t = 0..3 (lane = 4g + t of the GEMV):
 //   bytes [0, 4096): 16-byte units at (32c + 4g + t) · 16; word j (0..3) of a unit holds the 8 codes of row
-//     r at tile columns 32j + 8t + v (v = 0..7) — the lane's share of MX block j — placed for a cheap
-//     exact decode to e5m2 (mxfp4_tiled_word_to_e5m2; an e5m2 byte is the top byte of an f16): value
-//     v < 4 has its sign at bit 8v + 7 and its 3 magnitude bits at 8v + 3..1 (already in place); value
-//     v = 4 + q its magnitude at 8q + 6..4 and its sign at bit 8(q + 1) mod 32.
+//     r at tile columns 32j + 8t + v (v = 0..7) — the lane's share of MX block j — with value v = 2p + h
+//     (p = 0..3, h = 0..1) placed for a cheap exact decode to f16 (gemv_mxfp4_sm90.cu): its sign bit at
+//     16h + {15, 12, 13, 14}[p] and its 3 magnitude bits at 16h + {9, 6, 0, 3}[p] (lowest bit).
 //   bytes [4096, 4352): scale of row r = 8c + g, block j at 4096 + 32g + 4c + j (a lane group's 32
 //     scales are contiguous: the 4 lanes of group g read the same 32 bytes).
 #pragma once
@@ -40,43 +39,24 @@ GOSSAMER_HOST_DEVICE constexpr int64_t mxfp4_tiled_tile_offset(int64_t n, int64_
 
 // Sign-bit and lowest-magnitude-bit positions of value v (0..7) inside its 32-bit word.
 GOSSAMER_HOST_DEVICE constexpr int mxfp4_tiled_sign_bit(int v) {
-  return v < 4 ? 8 * v + 7 : 8 * (v - 3) % 32;
+  return 16 * (v & 1) + (v >> 1 == 0 ? 15 : 11 + (v >> 1));
 }
 GOSSAMER_HOST_DEVICE constexpr int mxfp4_tiled_mag_bit(int v) {
-  return v < 4 ? 8 * v + 1 : 8 * (v - 4) + 4;
-}
-
-// __byte_perm on the host too.
-GOSSAMER_HOST_DEVICE inline uint32_t mxfp4_byte_perm(uint32_t a, uint32_t b, uint32_t selector) {
-#ifdef __CUDA_ARCH__
-  return __byte_perm(a, b, selector);
-#else
-  const uint64_t both = uint64_t(b) << 32 | a;
-  uint32_t out = 0;
-  for (int i = 0; i < 4; ++i) out |= uint32_t(both >> (8 * ((selector >> (4 * i)) & 7u)) & 0xFFu) << (8 * i);
-  return out;
-#endif
-}
-
-// The 8 values of one relaid word as e5m2 bytes, each exactly fp4 · 2^-14 (e2m1's exponent bits become
-// e5m2's low exponent bits, its mantissa bit e5m2's top mantissa bit; ±0.5 becomes the subnormal ±2^-15):
-// lo holds values 0..3 (byte v), hi values 4..7 (byte v − 4). 5 ops for 8 weights: a mask; a rotate, a
-// shift, a mask and a select (values 4..7 move sign and magnitude by different distances).
-GOSSAMER_HOST_DEVICE inline void mxfp4_tiled_word_to_e5m2(uint32_t w, uint32_t& lo, uint32_t& hi) {
-  lo = w & 0x8E8E8E8Eu;
-  const uint32_t signs = w >> 1 | w << 31;  // bit 8(q + 1) mod 32 → 8q + 7
-  hi = (signs & 0x80808080u) | ((w >> 3) & 0x0E0E0E0Eu);
+  return 16 * (v & 1) + (v >> 1 == 0 ? 9 : v >> 1 == 1 ? 6 : v >> 1 == 2 ? 0 : 3);
 }
 
 // The four f16x2 of one relaid word: o[p] holds values 2p (low half) and 2p + 1, each exactly fp4 · 2^-14
-// (the e5m2 bytes of mxfp4_tiled_word_to_e5m2 as the top bytes of f16). 9 ops for 8 weights.
+// (e2m1's exponent bits become f16's low exponent bits, its mantissa bit f16's top mantissa bit; code
+// ±0.5 becomes the f16 subnormal ±2^-15). 6 logic ops, 1 shift and 2 multiplies for 8 weights.
+// NOTE: values 4..7 move their sign and magnitude bits by different distances (2 and 9, 1 and 6); one
+// multiply of the masked bits by 2^a + 2^b does both shifts: the two shifted copies share no bit for
+// p = 2, and for p = 3 they share only bit 20 (a sign bit moved by 6 meets a magnitude bit moved by 1),
+// whose carry stops at bit 23, outside the mask.
 GOSSAMER_HOST_DEVICE inline void mxfp4_tiled_decode_word(uint32_t w, uint32_t (&o)[4]) {
-  uint32_t lo, hi;
-  mxfp4_tiled_word_to_e5m2(w, lo, hi);
-  o[0] = mxfp4_byte_perm(lo, 0u, 0x1404u);  // bytes 0, 1 → the top bytes of the halves
-  o[1] = mxfp4_byte_perm(lo, 0u, 0x3424u);
-  o[2] = mxfp4_byte_perm(hi, 0u, 0x1404u);
-  o[3] = mxfp4_byte_perm(hi, 0u, 0x3424u);
+  o[0] = w & 0x8E008E00u;
+  o[1] = (w << 3) & 0x8E008E00u;
+  o[2] = ((w & 0x20072007u) * ((1u << 2) + (1u << 9))) & 0x8E008E00u;
+  o[3] = ((w & 0x40384038u) * ((1u << 1) + (1u << 6))) & 0x8E008E00u;
 }
 
 // ---- tiled MXFP4 → FP8 e4m3 by bit arithmetic (the GEMM's on-chip dequantization, gemm_fp8.h b_mxfp4) ----
@@ -115,7 +95,11 @@ GOSSAMER_HOST_DEVICE inline uint32_t mxfp4_mul_f16x2(uint32_t a, uint32_t b) {
 
 // Bytes 1 and 3 of a, then of b (__byte_perm(a, b, 0x7531)).
 GOSSAMER_HOST_DEVICE inline uint32_t mxfp4_odd_bytes(uint32_t a, uint32_t b) {
-  return mxfp4_byte_perm(a, b, 0x7531u);
+#ifdef __CUDA_ARCH__
+  return __byte_perm(a, b, 0x7531);
+#else
+  return (a >> 8 & 0xFFu) | (a >> 24) << 8 | (b >> 8 & 0xFFu) << 16 | (b >> 24) << 24;
+#endif
 }
 
 // The 8 weights of one relaid word (one MX block's exponent e) as e4m3 bytes in column order: lo holds

@@ -148,10 +148,7 @@ cuda::CudaOptions cuda_options(const ModelOptions& options) {
                  "--decode-attention-min-tiles-per-split must be ≥ 1, got ",
                  options.decode_attention_min_tiles_per_split);
   out.decode_attention_min_tiles_per_split = options.decode_attention_min_tiles_per_split;
-  out.moe_gemv_single_row = choose<kernels::GemvMxfp4SingleRow>("--moe-gemv-single-row", options.moe_gemv_single_row,
-                                                                {{"off", kernels::GemvMxfp4SingleRow::kOff},
-                                                                 {"f16", kernels::GemvMxfp4SingleRow::kF16},
-                                                                 {"fp8", kernels::GemvMxfp4SingleRow::kFp8}});
+  out.moe_gemv_single_row = options.moe_gemv_single_row;
   out.moe_gemm_tile = choose<kernels::GemmTile>("--moe-gemm-tile", options.moe_gemm_tile,
                                                 {{"auto", kernels::GemmTile::kAuto},
                                                  {"128x192tma2", kernels::GemmTile::k128x192tma2},

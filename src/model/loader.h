@@ -59,10 +59,10 @@ struct ModelOptions {
   std::string moe_gemm_tile = "auto";
   // cuda: kernels::AttentionParams::decode_min_tiles_per_split (CudaOptions::decode_attention_min_tiles_per_split;
   // a candidate, hidden bench option --decode-attention-min-tiles-per-split).
-  int decode_attention_min_tiles_per_split = 1;
-  // cuda: the MXFP4 decode GEMVs' single-row kernel at one token, "off", "f16" or "fp8"
-  // (CudaOptions::moe_gemv_single_row; candidates, hidden bench option --moe-gemv-single-row).
-  std::string moe_gemv_single_row = "off";
+  int decode_attention_min_tiles_per_split = 4;
+  // cuda: the MXFP4 decode GEMVs' single-row kernel at one token (CudaOptions::moe_gemv_single_row; on: measured
+  // faster, docs/PERF.md 2026-12-05 twelfth session; hidden bench flag --no-moe-gemv-single-row for A/B).
+  bool moe_gemv_single_row = true;
   // vLLM's --kv-cache-dtype: "auto" (bf16 on cuda, float32 on cpu) or "fp8" (alias "fp8_e4m3"): e4m3 K/V
   // with static per-KV-head scales of 1.0 on the full-attention layers, the sliding-window layers bf16
   // (docs/kv-cache-fp8.md). On cpu (one rank) the float32 cache holds the e4m3-rounded values (the cuda

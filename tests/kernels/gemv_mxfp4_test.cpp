@@ -78,11 +78,6 @@ const char* name(GemvMxfp4Shape s) {
   return gemv_mxfp4_shape_name(s);
 }
 
-// " single row f16" / " single row fp8", or "" for the general kernel.
-std::string single_row_label(GemvMxfp4SingleRow mode) {
-  return mode == GemvMxfp4SingleRow::kOff ? "" : std::string(" single row ") + gemv_mxfp4_single_row_name(mode);
-}
-
 // The shape whose reduction order `s` shares (its ring depth dropped), or s itself.
 GemvMxfp4Shape same_order_as(GemvMxfp4Shape s) {
   if (s == GemvMxfp4Shape::kWarps4Stages4) return GemvMxfp4Shape::kWarps4;
@@ -183,8 +178,8 @@ TEST(GemvMxfp4Kernel, MatchesReference) {
       const auto ref = dense_reference(p, x, w, s.bias ? bias.data() : nullptr, dout.size());
       for (const GemvMxfp4Shape launch : kGemvMxfp4Shapes) {
         for (const bool pdl : {true, false}) {
-          for (const GemvMxfp4SingleRow single_row : kGemvMxfp4SingleRows) {  // M = 1 only
-            if (single_row != GemvMxfp4SingleRow::kOff && m != 1) continue;
+          for (const bool single_row : {false, true}) {  // GemvMxfp4Params::single_row: M = 1 only
+            if (single_row && m != 1) continue;
             dout.poison();
             p.programmatic_launch = pdl;
             p.shape = launch;
@@ -194,8 +189,8 @@ TEST(GemvMxfp4Kernel, MatchesReference) {
             const double err = rel_error(block(out, m, out_cols, ldc), block(ref, m, out_cols, ldc));
             const std::string shape = std::string(s.name) + " M=" + std::to_string(m) + " N=" + std::to_string(s.n) +
                                       " K=" + std::to_string(s.k) + (swiglu ? " swiglu" : "") +
-                                      (s.bias ? " bias" : "") + (pdl ? "" : " no-pdl") + single_row_label(single_row) +
-                                      " [" + name(launch) + "]";
+                                      (s.bias ? " bias" : "") + (pdl ? "" : " no-pdl") +
+                                      (single_row ? " single row" : "") + " [" + name(launch) + "]";
             report("gemv_mxfp4", shape, err, kTolBf16);
             EXPECT_LT(err, kTolBf16) << shape;
             EXPECT_TRUE(padding_untouched(out, m, out_cols, ldc)) << shape << ": wrote past the output columns";
@@ -289,27 +284,6 @@ TEST(GemvMxfp4Kernel, ActivationRange) {
       EXPECT_LT(err, kTolBf16) << shape;
     }
   }
-  // The single-row kernels on one row at a time (M = 1 on row m's x and output): the fp8 one's x split
-  // (hi + lo) must hold from 1e-30 to 1e30 and across chunks 1e8 apart.
-  for (const GemvMxfp4SingleRow single_row : {GemvMxfp4SingleRow::kF16, GemvMxfp4SingleRow::kFp8}) {
-    for (int m = 0; m < M; ++m) {
-      GemvMxfp4Params q = p;
-      q.M = 1;
-      q.x = dx.get() + size_t(m) * K;
-      q.out = dout.get() + size_t(m) * N;
-      q.shape = GemvMxfp4Shape::kRule;
-      q.single_row = single_row;
-      dout.poison();
-      launch_gemv_mxfp4(q, nullptr);
-      const auto out = dout.download();
-      const std::vector<uint16_t> o(out.begin() + m * N, out.begin() + (m + 1) * N);
-      const std::vector<uint16_t> e(ref.begin() + m * N, ref.begin() + (m + 1) * N);
-      const double err = rel_error_bf16(o, e);
-      const std::string shape = "range row " + std::to_string(m) + single_row_label(single_row);
-      report("gemv_mxfp4", shape, err, kTolBf16);
-      EXPECT_LT(err, kTolBf16) << shape;
-    }
-  }
 }
 
 struct GroupedCase {
@@ -338,12 +312,11 @@ TEST(GemvMxfp4Kernel, GroupedMatchesReference) {
   };
   for (const auto& c : cases) {
     for (const GemvMxfp4Shape launch : kGemvMxfp4Shapes) {
-      for (const int variant : {0, 1, 2, 3, 4, 5}) {
-        // pair_row written, or topk_from_earlier_kernel (no pair_row); each with every single_row (≤ 4 pairs).
-        const bool earlier = variant % 2 == 1;
-        const GemvMxfp4SingleRow single_row = kGemvMxfp4SingleRows[variant / 2];
+      for (const int variant : {0, 1, 2, 3}) {
+        // pair_row written, or topk_from_earlier_kernel (no pair_row); each with single_row (≤ 4 pairs only).
+        const bool earlier = variant % 2 == 1, single_row = variant >= 2;
         const int pairs = static_cast<int>(c.ids.size());
-        if (single_row != GemvMxfp4SingleRow::kOff && pairs > kMoeTopK) continue;
+        if (single_row && pairs > kMoeTopK) continue;
         const bool swiglu = c.epi == GemmEpilogue::kSwiGlu;
         const int out_cols = swiglu ? c.n / 2 : c.n;
         const int x_rows = (pairs + c.divisor - 1) / c.divisor;
@@ -388,7 +361,7 @@ TEST(GemvMxfp4Kernel, GroupedMatchesReference) {
         gemv_mxfp4_cpu(r);
         const auto out = dout.download();
         const std::string shape = std::string(c.name) + (earlier ? " (topk from earlier kernel)" : "") +
-                                  single_row_label(single_row) + " [" + name(launch) + "]";
+                                  (single_row ? " single row" : "") + " [" + name(launch) + "]";
         if (!earlier) {
           EXPECT_EQ(dpair_row.download(), ref_pair_row) << shape;
         }
@@ -456,13 +429,11 @@ TEST(MoeDecodeMxfp4Kernel, MatchesReferenceAndGraphReplay) {
     std::vector<uint16_t> ref(size_t(c.tokens) * c.hidden);
     h.out = ref.data();
     moe_decode_cpu(h);
-    // Every launch shape, then the rule with each single-row kernel (one token).
     constexpr int kShapes = static_cast<int>(std::size(kGemvMxfp4Shapes));
-    for (int variant = 0; variant < kShapes + 2; ++variant) {
-      const GemvMxfp4SingleRow single_row =
-          variant < kShapes ? GemvMxfp4SingleRow::kOff : kGemvMxfp4SingleRows[variant - kShapes + 1];
-      if (single_row != GemvMxfp4SingleRow::kOff && c.tokens != 1) continue;
-      const GemvMxfp4Shape launch = variant < kShapes ? kGemvMxfp4Shapes[variant] : GemvMxfp4Shape::kRule;
+    for (int variant = 0; variant <= kShapes; ++variant) {  // every launch shape, then the rule single-row
+      const bool single_row = variant == kShapes;
+      if (single_row && c.tokens != 1) continue;
+      const GemvMxfp4Shape launch = single_row ? GemvMxfp4Shape::kRule : kGemvMxfp4Shapes[variant];
       d.gemv_mxfp4_shape = launch;
       d.gemv_single_row = single_row;
       dout.poison();
@@ -473,7 +444,7 @@ TEST(MoeDecodeMxfp4Kernel, MatchesReferenceAndGraphReplay) {
                                 std::to_string(c.expert_begin) + "+" + std::to_string(c.local) + "] h" +
                                 std::to_string(c.hidden) + " i" + std::to_string(c.inter) +
                                 (c.distinct_logit_rows ? " shared-experts" : "") + (c.residual ? " +res" : "") +
-                                single_row_label(d.gemv_single_row) + " [" + name(launch) + "]";
+                                (d.gemv_single_row ? " single row" : "") + " [" + name(launch) + "]";
       const double err = rel_error_bf16(out, ref);
       report("moe_decode mxfp4", shape, err, kTolBf16);
       EXPECT_LT(err, kTolBf16) << shape;

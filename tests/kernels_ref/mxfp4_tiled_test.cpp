@@ -1,6 +1,6 @@
 // The tile-major MXFP4 layout (kernels/mxfp4_tiled.h) and the MXFP4 GEMV reference (gemv_mxfp4_cpu): the
-// relayout keeps every code and scale (checked against the checkpoint layout), the f16 and e5m2 bit decodes
-// are exact for every code in every word position, the e4m3 bit decode (the FP8 GEMM's on-chip dequantization)
+// relayout keeps every code and scale (checked against the checkpoint layout), the f16 bit decode is exact
+// for every code in every word position, the e4m3 bit decode (the FP8 GEMM's on-chip dequantization)
 // equals the conversion rule for every code, position and exponent distance, the CPU tiled → FP8
 // conversion equals the checkpoint one, and the GEMV reference equals a plain double-precision
 // computation from the checkpoint bytes.
@@ -101,41 +101,21 @@ TEST(Mxfp4Tiled, DecodeToF16IsExact) {
   }
 }
 
-// The e5m2 decode (mxfp4_tiled_word_to_e5m2, the single-row GEMV's fp8 MMA operand): every code at every
-// value position, the other positions holding other codes, is exactly fp4 · 2^-14 (an e5m2 byte is the top
-// byte of an f16), in byte v of lo (v < 4) or v − 4 of hi.
-TEST(Mxfp4Tiled, DecodeToE5m2IsExact) {
-  for (int v = 0; v < 8; ++v) {
-    for (uint32_t code = 0; code < 16; ++code) {
-      for (uint32_t other : {0u, 15u, 7u, 9u}) {
-        uint32_t w = 0;
-        for (int u = 0; u < 8; ++u) {
-          const uint32_t cu = u == v ? code : (other + u) & 15u;
-          w |= (cu >> 3) << mxfp4_tiled_sign_bit(u) | (cu & 7u) << mxfp4_tiled_mag_bit(u);
-        }
-        uint32_t lo, hi;
-        mxfp4_tiled_word_to_e5m2(w, lo, hi);
-        const uint32_t byte = ((v < 4 ? lo : hi) >> (8 * (v % 4))) & 0xFFu;
-        EXPECT_EQ(f16_to_float(static_cast<uint16_t>(byte << 8)),
-                  std::ldexp(fp4e2m1_to_float(static_cast<uint8_t>(code)), -14))
-            << "v " << v << " code " << code;
-      }
+// The multiply form of values 4..7 (mxfp4_tiled_decode_word) against the plain shift-and-mask form, for
+// every pattern of the 16 bits those values occupy (the other bits are masked off before the multiply).
+TEST(Mxfp4Tiled, DecodeMultiplyFormMatchesShifts) {
+  for (uint32_t bits = 0; bits < (1u << 16); ++bits) {
+    uint32_t w = 0;
+    for (int b = 0, n = 0; b < 32; ++b)
+      if ((0x603F603Fu >> b) & 1u) w |= ((bits >> n++) & 1u) << b;
+    for (const uint32_t rest : {0u, 0x9FC09FC0u}) {  // the bits of values 0..3: none, all
+      const uint32_t v = w | rest;
+      uint32_t o[4];
+      mxfp4_tiled_decode_word(v, o);
+      ASSERT_EQ(o[2], ((v << 2) & 0x80008000u) | ((v << 9) & 0x0E000E00u)) << std::hex << v;
+      ASSERT_EQ(o[3], ((v << 1) & 0x80008000u) | ((v << 6) & 0x0E000E00u)) << std::hex << v;
     }
   }
-}
-
-// The layout's bit positions cover each of a word's 32 bits exactly once.
-TEST(Mxfp4Tiled, WordBitsArePartitioned) {
-  uint64_t seen = 0;
-  for (int v = 0; v < 8; ++v) {
-    for (const int bit :
-         {mxfp4_tiled_sign_bit(v), mxfp4_tiled_mag_bit(v), mxfp4_tiled_mag_bit(v) + 1, mxfp4_tiled_mag_bit(v) + 2}) {
-      ASSERT_TRUE(bit >= 0 && bit < 32) << "v " << v;
-      EXPECT_FALSE((seen >> bit) & 1u) << "bit " << bit << " used twice";
-      seen |= uint64_t(1) << bit;
-    }
-  }
-  EXPECT_EQ(seen, 0xFFFFFFFFu);
 }
 
 // mxfp4_tiled_word_to_e4m3 against the rule of mxfp4_convert.h, fp8(fp4 · 2^(e − e_max + 6)) rounded by

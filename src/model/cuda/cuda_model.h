@@ -84,7 +84,7 @@ struct CudaOptions {
   kernels::PrefillKernel prefill_kernel = kernels::PrefillKernel::kAuto;
   // Its consumer warpgroups (kernels::AttentionParams::prefill_consumer_warpgroups: 0 auto, 2 or 3).
   int prefill_attention_warpgroups = 0;
-  int decode_attention_min_tiles_per_split = 1;  // kernels::AttentionParams (a candidate)
+  int decode_attention_min_tiles_per_split = 4;  // kernels::AttentionParams::decode_min_tiles_per_split
   // Which decode-sized steps run the FP8 or MXFP4 experts on the weight-streaming grouped GEMM
   // (kernels/moe.h launch_moe_stream) instead of the GEMV decode MoE (≤ 8 tokens, MXFP4 in chunks of 8 up
   // to kMxfp4GemvMaxTokens) or the FP8 expert GEMMs: kAuto where it measured faster on the H200
@@ -103,8 +103,7 @@ struct CudaOptions {
   // A/B candidates of the MoE kernels (kernels::MoeParams::gemv_mxfp4_shape, gemm_tile); the defaults are the
   // product's.
   kernels::GemvMxfp4Shape moe_gemv_shape = kernels::GemvMxfp4Shape::kRule;
-  // kernels::MoeParams::gemv_single_row (candidates)
-  kernels::GemvMxfp4SingleRow moe_gemv_single_row = kernels::GemvMxfp4SingleRow::kOff;
+  bool moe_gemv_single_row = true;  // kernels::MoeParams::gemv_single_row
   kernels::GemmTile moe_gemm_tile = kernels::GemmTile::kAuto;
 };
 
