@@ -33,8 +33,8 @@ void ModelChoice::add_options(CLI::App& cli) {
       ->check(CLI::IsMember({0, 2, 3}))
       ->group("");  // hidden: A/B runs
   cli.add_option("--decode-attention-min-tiles-per-split", options.decode_attention_min_tiles_per_split,
-                 "cuda: decode attention uses at most ceil(key tiles / N) splits per sequence and kv head, one "
-                 "below 2N tiles (default 4; A/B)")
+                 "cuda: decode attention's splits hold at least N key tiles where one per tile would pass two "
+                 "waves of CTAs (default 4; 1: no floor) (A/B)")
       ->check(CLI::PositiveNumber)
       ->group("");  // hidden: A/B runs
   cli.add_option(

@@ -79,11 +79,11 @@ struct AttentionParams {
   // (q_tiles_192; FlashAttention-3's hd64 shape), or 0: 3 where the grid fills four waves of the GPU's SMs,
   // else 2 (measured, docs/PERF.md 2026-12-05). Both tile lists must be set either way.
   int prefill_consumer_warpgroups = 0;
-  // Decode only: a (sequence, kv head) uses at most ceil(its key tiles / this) of the launch's splits,
-  // counted on the device from its real length (the launch's split count comes from max_kv_len, a graph's
-  // bound): its other splits' CTAs leave at once, and below 2 · this tiles one CTA writes O with no merge.
-  // 4 measured 1.03× at batch 8 (2.68 → 2.60 ms, ctx 1,024, H200) and level at batch 1; 1 uses every split
-  // its tiles fill (the rule before, for A/B).
+  // Decode only: a (sequence, kv head) uses one of the launch's splits per key tile of its real length (counted
+  // on the device: the launch's split count comes from max_kv_len, a graph's bound), the other splits' CTAs
+  // leaving at once; where that grid would pass two waves of CTAs, splits of at least this many tiles (one CTA
+  // and no merge below 2 · this). 4: H200, 2026-12-05, ctx 1,024: batch 8 2.68 → 2.60 ms, but batch 1 (136
+  // CTAs) 1.87 → 1.88 when applied there too, hence the two-wave condition; 1: no floor (A/B).
   int decode_min_tiles_per_split = 4;
   // Decode only: split-KV scratch of attention_decode_workspace_bytes: the splits' arrival counters, then
   // their partial outputs. The counters must be zero before the first launch on a workspace

@@ -102,8 +102,8 @@ __device__ __forceinline__ void merge_splits(const float* o_part, const float* l
 // the arrival and merge tail push it to 117 registers, 4 CTAs.
 template <bool kKvFp8>
 __global__ void __launch_bounds__(kThreads, kKvFp8 ? 5 : 1)
-    attention_decode_kernel(const AttentionParams p, int num_splits, int32_t* arrivals, float* o_part,
-                            float* lse_part) {
+    attention_decode_kernel(const AttentionParams p, int num_splits, int32_t* arrivals, float* o_part, float* lse_part,
+                            int two_waves) {
   pdl_wait();
   pdl_trigger();
   __shared__ __align__(128) uint8_t sq[kRows * 128];
@@ -123,8 +123,13 @@ __global__ void __launch_bounds__(kThreads, kKvFp8 ? 5 : 1)
   const int first_pos = kv_len - q_len;
   const int kv_start = p.window > 0 ? max(0, first_pos - p.window + 1) : 0;
   const int t_begin = kv_start / kKeysPerTile, t_end = ceil_div(kv_len, kKeysPerTile);
-  // The splits this (sequence, kv head) uses (AttentionParams::decode_min_tiles_per_split); the others leave.
-  const int used = min(num_splits, max(1, (t_end - t_begin) / p.decode_min_tiles_per_split));
+  // The splits this (sequence, kv head) uses: one per key tile up to the launch's, fewer (at least
+  // decode_min_tiles_per_split tiles each) where that many for every (sequence, kv head) would exceed two
+  // waves of CTAs (two_waves: 2 × the SMs); the other splits' CTAs leave.
+  int used = min(num_splits, max(1, t_end - t_begin));
+  if (int64_t{gridDim.x} * gridDim.y * used > two_waves) {
+    used = min(used, max(1, (t_end - t_begin) / p.decode_min_tiles_per_split));
+  }
   if (split >= used) return;
   const int per_split = ceil_div(t_end - t_begin, used);
   const int my_begin = t_begin + split * per_split;
@@ -312,8 +317,8 @@ void launch_attention_decode(const AttentionParams& p, cudaStream_t stream) {
   float* o_part = reinterpret_cast<float*>(static_cast<uint8_t*>(p.workspace) + kArrivalBytes);
   float* lse_part = o_part + static_cast<size_t>(p.num_tokens) * p.num_q_heads * splits * kHead;
   launch_pdl(p.kv_fp8 ? attention_decode_kernel<true> : attention_decode_kernel<false>,
-             dim3(p.num_seqs, p.num_kv_heads, splits), dim3(kThreads), 0, stream, p, splits, arrivals, o_part,
-             lse_part);
+             dim3(p.num_seqs, p.num_kv_heads, splits), dim3(kThreads), 0, stream, p, splits, arrivals, o_part, lse_part,
+             2 * current_sm_count());
   GOSSAMER_CUDA_CHECK_LAUNCH();
 }
 

@@ -94,7 +94,7 @@ const char* kernel_name(bool decode, PrefillKernel kernel) {
 struct WgmmaVariant {
   int consumer_warpgroups = 2;
   float q_amplitude = 1.0f;
-  int decode_min_tiles_per_split = 1;
+  int decode_min_tiles_per_split = 4;  // the product's
   int max_kv_bound = 0;
 };
 
@@ -221,7 +221,7 @@ void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_he
      << kSinkNames[static_cast<int>(sink_mode)] << (kv_fp8 ? " kv fp8" : "") << (mixed ? " mixed split" : "")
      << (!decode && kernel == PrefillKernel::kWgmma && wgmma.consumer_warpgroups == 3 ? " 3 consumer warpgroups" : "")
      << (wgmma.q_amplitude != 1.0f ? " q amplitude " + std::to_string(wgmma.q_amplitude) : std::string())
-     << (decode && wgmma.decode_min_tiles_per_split != 1
+     << (decode && wgmma.decode_min_tiles_per_split != 4
              ? " min tiles per split " + std::to_string(wgmma.decode_min_tiles_per_split)
              : std::string())
      << (wgmma.max_kv_bound > max_kv ? " max_kv_len bound " + std::to_string(wgmma.max_kv_bound) : std::string());
@@ -323,10 +323,11 @@ TEST(AttentionDecodeKernel, MatchesReference) {
   }
 }
 
-// Splits used per (sequence, kv head) by its real length (AttentionParams::decode_min_tiles_per_split) under a
-// launch sized for a graph's bound (max_kv_len 131,072: 64 splits): short and long sequences side by side, one
-// CTA (no merge) below 2N tiles, either window, both caches; the relaunch on the same workspace (run_case)
-// checks that the arrival counters of the used splits come back to zero.
+// Splits used per (sequence, kv head) by its real length under a launch sized for a graph's bound (max_kv_len
+// 131,072: 64 splits), with floors of N tiles per split (AttentionParams::decode_min_tiles_per_split): four
+// sequences × 8 kv heads pass two waves (the floor applies: one CTA, no merge, below 2N tiles), one sequence
+// does not; either window, both caches; the relaunch on the same workspace (run_case) checks that the arrival
+// counters of the used splits come back to zero.
 TEST(AttentionDecodeKernel, SplitsByRealLengthMatchReference) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(25);
