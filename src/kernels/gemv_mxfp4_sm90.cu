@@ -108,6 +108,27 @@ __device__ __forceinline__ void mma_f16_16x8x16(float (&d)[4], const uint32_t (&
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// Row tile nt's words of a ring stage: r0 row 16nt + g, r1 row 16nt + g + 8 (word j: MX block j).
+__device__ __forceinline__ void row_tile_words(const uint8_t* stage, int nt, int lane, uint32_t (&r0)[4],
+                                               uint32_t (&r1)[4]) {
+  const uint4 u0 = *reinterpret_cast<const uint4*>(stage + (32 * (2 * nt) + lane) * 16);
+  const uint4 u1 = *reinterpret_cast<const uint4*>(stage + (32 * (2 * nt + 1) + lane) * 16);
+  r0[0] = u0.x, r0[1] = u0.y, r0[2] = u0.z, r0[3] = u0.w;
+  r1[0] = u1.x, r1[1] = u1.y, r1[2] = u1.z, r1[3] = u1.w;
+}
+
+// One MX block of a row tile: its words w0 (row g) and w1 (row g + 8) decoded into the A fragments of two
+// MMAs (logical K pairs as in the header), accumulated into d against B fragments b[0], b[1] (first MMA) and
+// b[2], b[3] (second).
+__device__ __forceinline__ void mx_block_mmas(float (&d)[4], uint32_t w0, uint32_t w1, const uint32_t* b) {
+  uint32_t h0[4], h1[4];
+  mxfp4_tiled_decode_word(w0, h0);
+  mxfp4_tiled_decode_word(w1, h1);
+  const uint32_t a0[4] = {h0[0], h1[0], h0[1], h1[1]}, a1[4] = {h0[2], h1[2], h0[3], h1[3]};
+  mma_f16_16x8x16(d, a0, b[0], b[1]);
+  mma_f16_16x8x16(d, a1, b[2], b[3]);
+}
+
 // The B fragments of one K step: `x` holds this lane's 32 bf16 of x row g (16 words), `h` receives them as
 // 16 f16x2. The 128 columns of x row g (lanes 4g..4g+3) are scaled by 2^(14 − E), E = ⌊log2 max|x|⌋, as in
 // gemv_fp8_sm90.cu. Returns the inverse factors of x rows 2t and 2t+1. All 32 lanes must call it.
@@ -279,21 +300,13 @@ __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages))
       }
 #pragma unroll
       for (int nt = 0; nt < kNTiles; ++nt) {
-        const uint4 u0 = *reinterpret_cast<const uint4*>(stage + (32 * (2 * nt) + lane) * 16);
-        const uint4 u1 = *reinterpret_cast<const uint4*>(stage + (32 * (2 * nt + 1) + lane) * 16);
-        const uint32_t r0[4] = {u0.x, u0.y, u0.z, u0.w}, r1[4] = {u1.x, u1.y, u1.z, u1.w};
+        uint32_t r0[4], r1[4];
+        row_tile_words(stage, nt, lane, r0, r1);
         // D column j accumulates block j's two MMAs (exact zeros from the other blocks' MMAs): lane (g, t)
         // ends with blocks 2t and 2t + 1 of rows g (d[0], d[1]) and g + 8 (d[2], d[3]); zero for t ≥ 2.
         float d[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          uint32_t h0[4], h1[4];
-          mxfp4_tiled_decode_word(r0[j], h0);
-          mxfp4_tiled_decode_word(r1[j], h1);
-          const uint32_t a0[4] = {h0[0], h1[0], h0[1], h1[1]}, a1[4] = {h0[2], h1[2], h0[3], h1[3]};
-          mma_f16_16x8x16(d, a0, b[j][0], b[j][1]);
-          mma_f16_16x8x16(d, a1, b[j][2], b[j][3]);
-        }
+        for (int j = 0; j < 4; ++j) mx_block_mmas(d, r0[j], r1[j], b[j]);
         // Blocks 2t, 2t + 1 (t ≥ 2: bytes past the word, scale 2^-113 on a zero column).
         const float s0 = block_scale_at(sw[2 * nt], scale_sel), s1 = block_scale_at(sw[2 * nt], scale_sel + 1);
         const float s2 = block_scale_at(sw[2 * nt + 1], scale_sel), s3 = block_scale_at(sw[2 * nt + 1], scale_sel + 1);
@@ -307,22 +320,16 @@ __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages))
       load_x(step + kWarps, x_raw);
 #pragma unroll
       for (int nt = 0; nt < kNTiles; ++nt) {
-        const uint4 u0 = *reinterpret_cast<const uint4*>(stage + (32 * (2 * nt) + lane) * 16);      // row 16nt + g
-        const uint4 u1 = *reinterpret_cast<const uint4*>(stage + (32 * (2 * nt + 1) + lane) * 16);  // row 16nt + g + 8
-        const uint32_t r0[4] = {u0.x, u0.y, u0.z, u0.w}, r1[4] = {u1.x, u1.y, u1.z, u1.w};
+        uint32_t r0[4], r1[4];
+        row_tile_words(stage, nt, lane, r0, r1);
         // The step's sum Σ_j d_j · 2^(e_j − 113), then one multiply by x's inverse factors: the same products
         // as scaling each block by (block scale · inverse factor), both powers of two (exact while the step
         // sum stays finite: |d| ≤ 2^15 · 6 · 2^-14 · 32 < 2^9, so e ≤ 232).
         float step_sum[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
-          uint32_t h0[4], h1[4];
-          mxfp4_tiled_decode_word(r0[j], h0);
-          mxfp4_tiled_decode_word(r1[j], h1);
           float d[4] = {0.f, 0.f, 0.f, 0.f};
-          const uint32_t a0[4] = {h0[0], h1[0], h0[1], h1[1]}, a1[4] = {h0[2], h1[2], h0[3], h1[3]};
-          mma_f16_16x8x16(d, a0, xh[4 * j], xh[4 * j + 1]);
-          mma_f16_16x8x16(d, a1, xh[4 * j + 2], xh[4 * j + 3]);
+          mx_block_mmas(d, r0[j], r1[j], &xh[4 * j]);
           const float s0 = block_scale(sw[2 * nt], j), s1 = block_scale(sw[2 * nt + 1], j);
           step_sum[0] = fmaf(d[0], s0, step_sum[0]);
           step_sum[1] = fmaf(d[1], s0, step_sum[1]);
