@@ -210,8 +210,9 @@ PY
 
 run_candidates() {
   # Every unmeasured candidate in one call: their own GPU tests, kernel rows, end-to-end A/B and timeline.
-  # Now (#15): the new defaults' tests (single-row MXFP4 GEMVs, the 4-warp shape past one wave, decode
-  # attention's splits by real length with 4 tiles per split at least) and their A/B against the old rules.
+  # No candidate waits now; this re-measures the twelfth session's decode defaults (single-row MXFP4 GEMVs,
+  # the 4-warp shape past one wave, decode attention's floor of 4 tiles per split past two waves) against the
+  # old rules, with their tests. Replace it with the next candidates.
   sec "the candidates' own GPU tests (in parallel, 150 s at most; the full suites are the tests mode)"
   local f i=0 flags
   rm -f "$out/quick_exit.log"
