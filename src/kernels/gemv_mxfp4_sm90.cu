@@ -129,12 +129,31 @@ __device__ __forceinline__ void mx_block_mmas(float (&d)[4], uint32_t w0, uint32
   mma_f16_16x8x16(d, a1, b[2], b[3]);
 }
 
-// The B fragments of one K step: `x` holds this lane's 32 bf16 of x row g (16 words), `h` receives them as
-// 16 f16x2. The 128 columns of x row g (lanes 4g..4g+3) are scaled by 2^(14 − E), E = ⌊log2 max|x|⌋, as in
-// gemv_fp8_sm90.cu. Returns the inverse factors of x rows 2t and 2t+1. All 32 lanes must call it.
+// x's words (bf16 pairs) into f16x2, scaled by 2^(14 − E), E = ⌊log2 max|x|⌋ over this lane's `m` (its
+// bf16x2 |max|) and the lanes xor-shuffles below kSpan reach; returns the inverse factor 2^(E − 14).
 // NOTE: the scaling is a bf16x2 multiply before the f32 → f16 rounding: exact, and so bit-identical to
 // scaling in f32, for every element that stays a normal bf16; the others are < 2^-140 of the largest
 // and round to f16 zero either way. (Subnormal bf16 inputs are kept: mul.bf16x2 has no flush-to-zero form.)
+template <int kSpan, int kWords>
+__device__ __forceinline__ float x_to_f16(const uint32_t (&x)[kWords], uint32_t (&h)[kWords], uint32_t m) {
+  uint32_t amax_bits = max(m & 0x7FFF0000u, (m << 16) & 0x7FFF0000u);
+  amax_bits = min(amax_bits, 0x7F800000u);
+#pragma unroll
+  for (int o = 1; o < kSpan; o <<= 1) amax_bits = max(amax_bits, __shfl_xor_sync(0xffffffffu, amax_bits, o));
+  const int fe = min(max(268 - static_cast<int>(amax_bits >> 23), 1), 253);
+  const uint32_t f2 = static_cast<uint32_t>(fe) * 0x00800080u;  // 2^(fe − 127) in both bf16 halves
+#pragma unroll
+  for (int i = 0; i < kWords; ++i) {
+    const uint32_t y = bf16x2_mul(x[i], f2);
+    const __half2 hy = __floats2half2_rn(__uint_as_float(y << 16), __uint_as_float(y & 0xFFFF0000u));
+    h[i] = *reinterpret_cast<const uint32_t*>(&hy);
+  }
+  return __uint_as_float(static_cast<uint32_t>(254 - fe) << 23);
+}
+
+// The B fragments of one K step: `x` holds this lane's 32 bf16 of x row g (16 words), `h` receives them as
+// 16 f16x2. The 128 columns of x row g (lanes 4g..4g+3) are scaled as in gemv_fp8_sm90.cu (x_to_f16).
+// Returns the inverse factors of x rows 2t and 2t+1. All 32 lanes must call it.
 __device__ __forceinline__ void x_fragment(const uint32_t (&x)[16], uint32_t (&h)[16], float& inv_even, float& inv_odd,
                                            int t) {
   uint32_t m[8];
@@ -143,42 +162,17 @@ __device__ __forceinline__ void x_fragment(const uint32_t (&x)[16], uint32_t (&h
 #pragma unroll
   for (int i = 0; i < 4; ++i) m[i] = bf16x2_max_abs(m[i], m[i + 4]);
   m[0] = bf16x2_max_abs(bf16x2_max_abs(m[0], m[2]), bf16x2_max_abs(m[1], m[3]));
-  uint32_t amax_bits = max(m[0] & 0x7FFF0000u, (m[0] << 16) & 0x7FFF0000u);
-  amax_bits = min(amax_bits, 0x7F800000u);
-  amax_bits = max(amax_bits, __shfl_xor_sync(0xffffffffu, amax_bits, 1));
-  amax_bits = max(amax_bits, __shfl_xor_sync(0xffffffffu, amax_bits, 2));
-  const int fe = min(max(268 - static_cast<int>(amax_bits >> 23), 1), 253);
-  const uint32_t f2 = static_cast<uint32_t>(fe) * 0x00800080u;  // 2^(fe − 127) in both bf16 halves
-  const float inv = __uint_as_float(static_cast<uint32_t>(254 - fe) << 23);
-#pragma unroll
-  for (int i = 0; i < 16; ++i) {
-    const uint32_t y = bf16x2_mul(x[i], f2);
-    const __half2 hy = __floats2half2_rn(__uint_as_float(y << 16), __uint_as_float(y & 0xFFFF0000u));
-    h[i] = *reinterpret_cast<const uint32_t*>(&hy);
-  }
+  const float inv = x_to_f16<4>(x, h, m[0]);
   inv_even = __shfl_sync(0xffffffffu, inv, 8 * t);
   inv_odd = __shfl_sync(0xffffffffu, inv, 8 * t + 4);
 }
 
 // The single-row kernel's B values of one K step: lane (g < 4, t) holds x row 0's columns 32g + 8t .. + 7
-// (MX block g) as 4 bf16 words in `x` (zero on lanes g ≥ 4), `h` receives them as f16x2 scaled by
-// 2^(14 − E), E = ⌊log2 max|x|⌋ over the step's 128 columns (lanes 0..15), exactly as x_fragment stages x
-// row 0. Returns the inverse factor. All 32 lanes must call it.
-__device__ __forceinline__ void x_fragment_single_row(const uint32_t (&x)[4], uint32_t (&h)[4], float& inv) {
-  const uint32_t m = bf16x2_max_abs(bf16x2_max_abs(x[0], x[1]), bf16x2_max_abs(x[2], x[3]));
-  uint32_t amax_bits = max(m & 0x7FFF0000u, (m << 16) & 0x7FFF0000u);
-  amax_bits = min(amax_bits, 0x7F800000u);
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) amax_bits = max(amax_bits, __shfl_xor_sync(0xffffffffu, amax_bits, o));
-  const int fe = min(max(268 - static_cast<int>(amax_bits >> 23), 1), 253);
-  const uint32_t f2 = static_cast<uint32_t>(fe) * 0x00800080u;
-  inv = __uint_as_float(static_cast<uint32_t>(254 - fe) << 23);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const uint32_t y = bf16x2_mul(x[i], f2);
-    const __half2 hy = __floats2half2_rn(__uint_as_float(y << 16), __uint_as_float(y & 0xFFFF0000u));
-    h[i] = *reinterpret_cast<const uint32_t*>(&hy);
-  }
+// (MX block g) as 4 bf16 words in `x` (zero on lanes g ≥ 4), `h` receives them as f16x2 scaled over the
+// step's 128 columns (lanes 0..15), exactly as x_fragment stages x row 0. Returns the inverse factor. All 32
+// lanes must call it.
+__device__ __forceinline__ float x_fragment_single_row(const uint32_t (&x)[4], uint32_t (&h)[4]) {
+  return x_to_f16<32>(x, h, bf16x2_max_abs(bf16x2_max_abs(x[0], x[1]), bf16x2_max_abs(x[2], x[3])));
 }
 
 // grid: x = tiles × cluster (a cluster's CTAs are consecutive in x), y = expert slot (grouped) or 1.
@@ -287,21 +281,26 @@ __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages))
     const uint4 sa = *reinterpret_cast<const uint4*>(stage + 4096 + 32 * g);
     const uint4 sb = *reinterpret_cast<const uint4*>(stage + 4096 + 32 * g + 16);
     const uint32_t sw[kChunks] = {sa.x, sa.y, sa.z, sa.w, sb.x, sb.y, sb.z, sb.w};
+    // The step's B fragments per MX block j: x rows g (general), or x row 0 in column j only (single row).
+    uint32_t b[4][4];
+    float inv_even, inv_odd;
     if constexpr (kSingleRow) {
       uint32_t xh[4];  // f16x2 of x row 0, block g's columns 8t .. 8t + 7
-      float inv;
-      x_fragment_single_row(x_raw, xh, inv);
-      load_x(step + kWarps, x_raw);
-      uint32_t b[4][4];  // block j's B fragments: this lane's x where g == j, else 0
+      inv_even = inv_odd = x_fragment_single_row(x_raw, xh);
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
 #pragma unroll
         for (int i = 0; i < 4; ++i) b[j][i] = xh[i] & block_mask[j];
       }
+    } else {
+      x_fragment(x_raw, reinterpret_cast<uint32_t(&)[16]>(b), inv_even, inv_odd, t);
+    }
+    load_x(step + kWarps, x_raw);
 #pragma unroll
-      for (int nt = 0; nt < kNTiles; ++nt) {
-        uint32_t r0[4], r1[4];
-        row_tile_words(stage, nt, lane, r0, r1);
+    for (int nt = 0; nt < kNTiles; ++nt) {
+      uint32_t r0[4], r1[4];
+      row_tile_words(stage, nt, lane, r0, r1);
+      if constexpr (kSingleRow) {
         // D column j accumulates block j's two MMAs (exact zeros from the other blocks' MMAs): lane (g, t)
         // ends with blocks 2t and 2t + 1 of rows g (d[0], d[1]) and g + 8 (d[2], d[3]); zero for t ≥ 2.
         float d[4] = {0.f, 0.f, 0.f, 0.f};
@@ -310,18 +309,9 @@ __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages))
         // Blocks 2t, 2t + 1 (t ≥ 2: bytes past the word, scale 2^-113 on a zero column).
         const float s0 = block_scale_at(sw[2 * nt], scale_sel), s1 = block_scale_at(sw[2 * nt], scale_sel + 1);
         const float s2 = block_scale_at(sw[2 * nt + 1], scale_sel), s3 = block_scale_at(sw[2 * nt + 1], scale_sel + 1);
-        acc[nt][0] = fmaf(fmaf(d[1], s1, d[0] * s0), inv, acc[nt][0]);
-        acc[nt][2] = fmaf(fmaf(d[3], s3, d[2] * s2), inv, acc[nt][2]);
-      }
-    } else {
-      uint32_t xh[16];  // [4 blocks j][4] f16x2: the B fragments
-      float inv_even, inv_odd;
-      x_fragment(x_raw, xh, inv_even, inv_odd, t);
-      load_x(step + kWarps, x_raw);
-#pragma unroll
-      for (int nt = 0; nt < kNTiles; ++nt) {
-        uint32_t r0[4], r1[4];
-        row_tile_words(stage, nt, lane, r0, r1);
+        acc[nt][0] = fmaf(fmaf(d[1], s1, d[0] * s0), inv_even, acc[nt][0]);
+        acc[nt][2] = fmaf(fmaf(d[3], s3, d[2] * s2), inv_even, acc[nt][2]);
+      } else {
         // The step's sum Σ_j d_j · 2^(e_j − 113), then one multiply by x's inverse factors: the same products
         // as scaling each block by (block scale · inverse factor), both powers of two (exact while the step
         // sum stays finite: |d| ≤ 2^15 · 6 · 2^-14 · 32 < 2^9, so e ≤ 232).
@@ -329,7 +319,7 @@ __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages))
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
           float d[4] = {0.f, 0.f, 0.f, 0.f};
-          mx_block_mmas(d, r0[j], r1[j], &xh[4 * j]);
+          mx_block_mmas(d, r0[j], r1[j], b[j]);
           const float s0 = block_scale(sw[2 * nt], j), s1 = block_scale(sw[2 * nt + 1], j);
           step_sum[0] = fmaf(d[0], s0, step_sum[0]);
           step_sum[1] = fmaf(d[1], s0, step_sum[1]);
