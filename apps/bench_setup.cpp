@@ -51,6 +51,9 @@ void ModelChoice::add_options(CLI::App& cli) {
   cli.add_flag("--moe-gemv-single-row,!--no-moe-gemv-single-row", options.moe_gemv_single_row,
                "cuda: the MXFP4 decode GEMVs' single-row kernel at one token (default; A/B)")
       ->group("");  // hidden: A/B runs
+  cli.add_flag("--moe-gemv-bulk-copy", options.moe_gemv_bulk_copy,
+               "cuda: the MXFP4 decode GEMVs' ring stages filled by bulk copies (candidate; A/B)")
+      ->group("");  // hidden: candidates
   cli.add_option("--moe-gemm-tile", options.moe_gemm_tile,
                  "cuda: the expert GEMMs' tile at 128-row tiles, auto | 128x192tma2 | 128x256tma2 (A/B)")
       ->check(CLI::IsMember({"auto", "128x192tma2", "128x256tma2"}))

@@ -35,7 +35,12 @@
 // The products are the general kernel's; the blocks' scaled partials are summed in another order.
 //
 // The scales of a step are copied by lanes 0..15 and read by every lane of a group, so the ring stage is
-// fenced with __syncwarp() after the cp.async wait and before its refill. x is read from L2 into registers
+// fenced with __syncwarp() after the cp.async wait and before its refill.
+//
+// Bulk copies (kBulk, GemvMxfp4Params::bulk_copy): lane 0 fills a ring stage with one cp.async.bulk of the
+// whole tile (4352 bytes, no tensor map) completing on the stage's mbarrier, which every lane waits on; the
+// refill still follows the warp's __syncwarp() after its last read of the stage. The same bytes land at the
+// same offsets, so the results are bit-identical to the 16-byte cp.async path's. x is read from L2 into registers
 // one step ahead (raw bf16; converted at the start of its step, after which the buffer takes the next step).
 #include <cooperative_groups.h>
 #include <cuda_fp16.h>
@@ -48,8 +53,10 @@
 #include "kernels/gemv_grouped_sm90.cuh"
 #include "kernels/gemv_launch.h"
 #include "kernels/gemv_mxfp4.h"
+#include "kernels/mbarrier_sm90.cuh"
 #include "kernels/mxfp4_tiled.h"
 #include "kernels/swiglu.h"
+#include "kernels/tma_sm90.cuh"
 
 namespace gossamer::kernels {
 namespace {
@@ -177,7 +184,7 @@ __device__ __forceinline__ float x_fragment_single_row(const uint32_t (&x)[4], u
 
 // grid: x = tiles × cluster (a cluster's CTAs are consecutive in x), y = expert slot (grouped) or 1.
 // block: kWarps × 32 threads; dynamic shared memory smem_bytes(kWarps, kStages).
-template <int kWarps, int kStages, bool kSwiGlu, bool kSingleRow>
+template <int kWarps, int kStages, bool kSwiGlu, bool kSingleRow, bool kBulk>
 __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages))
     gemv_mxfp4_kernel(const GemvMxfp4Params p, int cluster, int k_steps) {
   static_assert(kGemvMaxRows % kWarps == 0, "the warp sum gives each warp whole x rows");
@@ -219,17 +226,37 @@ __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages))
   uint8_t* ring = smem + warp * kStages * kStageBytes;
   const uint8_t* w_lane = w_tiles + lane * 16;  // this lane's 16-byte unit of unit row 0 (units 32c + lane)
   uint8_t* ring_lane = ring + lane * 16;
-
-  // Tile `step` into ring stage `stage`; one commit group per call (empty past the end).
-  auto issue = [&](int step, int stage) {
-    if (step < ks_end) {  // warp-uniform
-      const uint8_t* src = w_lane + static_cast<int64_t>(step) * kStageBytes;
-      uint8_t* dst = ring_lane + stage * kStageBytes;
+  // kBulk: the warp's stage barriers (one arrival, lane 0's, plus the tile's bytes per fill).
+  __shared__ uint64_t stage_full[kBulk ? kWarps * kStages : 1];
+  uint64_t* full = stage_full + (kBulk ? warp * kStages : 0);
+  if constexpr (kBulk) {
+    if (lane == 0) {
 #pragma unroll
-      for (int c = 0; c < kChunks; ++c) cp_async_16(dst + 512 * c, src + 512 * c, true);
-      if (lane < 16) cp_async_16(dst + 4096, src + 4096, true);
+      for (int s = 0; s < kStages; ++s) mbar::init(&full[s], 1);
+      tma::fence_barrier_init();
     }
-    cp_async_commit();
+    __syncwarp();
+  }
+
+  // Tile `step` into ring stage `stage` (nothing past the end): kBulk one bulk copy by lane 0, else one
+  // commit group of 16-byte cp.async per call (empty past the end).
+  auto issue = [&](int step, int stage) {
+    if constexpr (kBulk) {
+      if (step < ks_end && lane == 0) {
+        tma::arrive_expect_tx(&full[stage], kStageBytes);
+        tma::copy_bulk(ring + stage * kStageBytes, w_tiles + static_cast<int64_t>(step) * kStageBytes, kStageBytes,
+                       &full[stage]);
+      }
+    } else {
+      if (step < ks_end) {  // warp-uniform
+        const uint8_t* src = w_lane + static_cast<int64_t>(step) * kStageBytes;
+        uint8_t* dst = ring_lane + stage * kStageBytes;
+#pragma unroll
+        for (int c = 0; c < kChunks; ++c) cp_async_16(dst + 512 * c, src + 512 * c, true);
+        if (lane < 16) cp_async_16(dst + 4096, src + 4096, true);
+      }
+      cp_async_commit();
+    }
   };
 #pragma unroll
   for (int s = 0; s < kStages; ++s) issue(ks_begin + warp + s * kWarps, s);
@@ -270,11 +297,16 @@ __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages))
 
   // ---- main loop: one K step per iteration; consume the oldest stage, refill it kStages·kWarps later ----
   float acc[kNTiles][4] = {};
-  int s = 0;  // the step's ring stage
+  int s = 0;            // the step's ring stage
+  uint32_t parity = 0;  // kBulk: the phase of stage s's barrier this pass of the ring waits for
 #pragma unroll 1
   for (int step = ks_begin + warp; step < ks_end; step += kWarps) {
-    cp_async_wait<kStages - 1>();
-    __syncwarp();  // the scale bytes were copied by lanes 0..15
+    if constexpr (kBulk) {
+      mbar::wait(&full[s], parity);
+    } else {
+      cp_async_wait<kStages - 1>();
+      __syncwarp();  // the scale bytes were copied by lanes 0..15
+    }
     const uint8_t* stage = ring + s * kStageBytes;
     // Word c: the 4 block scales (a byte each) of row 8c + g, so words 2nt and 2nt + 1 are rows g and g + 8
     // of MMA row tile nt.
@@ -334,10 +366,10 @@ __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages))
     }
     __syncwarp();  // every lane has read the stage's scales before lanes 0..15 overwrite them
     issue(step + kStages * kWarps, s);
-    s = s + 1 == kStages ? 0 : s + 1;
+    if (++s == kStages) s = 0, parity ^= 1u;
   }
-  cp_async_wait<0>();
-  __syncthreads();  // the rings become the reduction buffers
+  if constexpr (!kBulk) cp_async_wait<0>();  // (every bulk copy issued was waited for in the loop)
+  __syncthreads();                           // the rings become the reduction buffers
 
   // ---- sum over warps (fixed order) ----
   if constexpr (kSingleRow) {  // x row 0 only: lanes t = 0, 1 hold blocks {0, 1} and {2, 3} of each row
@@ -421,12 +453,12 @@ __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages))
 
 // Once per (instantiation, device): the dynamic shared memory limit, and a check that the occupancy the
 // shape was built for holds.
-template <int kWarps, int kStages, bool kSwiGlu, bool kSingleRow>
+template <int kWarps, int kStages, bool kSwiGlu, bool kSingleRow, bool kBulk>
 void prepare_kernel(int device) {
   static std::atomic<uint64_t> done{0};
   const uint64_t bit = uint64_t(1) << (device & 63);
   if (done.load(std::memory_order_acquire) & bit) return;
-  auto* kernel = gemv_mxfp4_kernel<kWarps, kStages, kSwiGlu, kSingleRow>;
+  auto* kernel = gemv_mxfp4_kernel<kWarps, kStages, kSwiGlu, kSingleRow, kBulk>;
   constexpr int kSmem = smem_bytes(kWarps, kStages);
   GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   int blocks = 0;
@@ -464,11 +496,22 @@ struct LaunchGeometry {
   bool single_row;  // the kSingleRow kernel (GemvMxfp4Params::single_row where it applies)
 };
 
-template <int kWarps, int kStages, bool kSwiGlu, bool kSingleRow>
+template <int kWarps, int kStages, bool kSwiGlu, bool kSingleRow, bool kBulk>
 void launch_kernel(cudaLaunchConfig_t& cfg, const GemvMxfp4Params& p, const LaunchGeometry& geo, int cluster) {
-  prepare_kernel<kWarps, kStages, kSwiGlu, kSingleRow>(geo.device);
-  GOSSAMER_CUDA_CHECK(
-      cudaLaunchKernelEx(&cfg, gemv_mxfp4_kernel<kWarps, kStages, kSwiGlu, kSingleRow>, p, cluster, geo.k_steps));
+  prepare_kernel<kWarps, kStages, kSwiGlu, kSingleRow, kBulk>(geo.device);
+  GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv_mxfp4_kernel<kWarps, kStages, kSwiGlu, kSingleRow, kBulk>, p,
+                                         cluster, geo.k_steps));
+}
+
+// The kernel for (epilogue, single row, bulk copies).
+template <int kWarps, int kStages, bool kSwiGlu>
+void launch_variant(cudaLaunchConfig_t& cfg, const GemvMxfp4Params& p, const LaunchGeometry& geo, int cluster) {
+  if (geo.single_row) {
+    return p.bulk_copy ? launch_kernel<kWarps, kStages, kSwiGlu, true, true>(cfg, p, geo, cluster)
+                       : launch_kernel<kWarps, kStages, kSwiGlu, true, false>(cfg, p, geo, cluster);
+  }
+  return p.bulk_copy ? launch_kernel<kWarps, kStages, kSwiGlu, false, true>(cfg, p, geo, cluster)
+                     : launch_kernel<kWarps, kStages, kSwiGlu, false, false>(cfg, p, geo, cluster);
 }
 
 // Launches the (kWarps, kStages) kernel; `cluster` 0 = the rule's (gemv_cluster_size with p.cluster).
@@ -485,13 +528,8 @@ void launch_shape(const GemvMxfp4Params& p, const LaunchGeometry& geo, int clust
   cfg.stream = stream;
   ClusterPdlAttributes attrs(cluster, p.programmatic_launch);
   attrs.apply(cfg);
-  const bool swiglu = p.epilogue == GemmEpilogue::kSwiGlu;
-  if (geo.single_row) {
-    return swiglu ? launch_kernel<kWarps, kStages, true, true>(cfg, p, geo, cluster)
-                  : launch_kernel<kWarps, kStages, false, true>(cfg, p, geo, cluster);
-  }
-  return swiglu ? launch_kernel<kWarps, kStages, true, false>(cfg, p, geo, cluster)
-                : launch_kernel<kWarps, kStages, false, false>(cfg, p, geo, cluster);
+  if (p.epilogue == GemmEpilogue::kSwiGlu) return launch_variant<kWarps, kStages, true>(cfg, p, geo, cluster);
+  return launch_variant<kWarps, kStages, false>(cfg, p, geo, cluster);
 }
 
 }  // namespace

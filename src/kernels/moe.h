@@ -119,6 +119,8 @@ struct MoeParams {
   // launch_moe_decode with weights_mxfp4 only: GemvMxfp4Params::single_row for both GEMVs (it applies to one
   // token).
   bool gemv_single_row = true;
+  // launch_moe_decode with weights_mxfp4 only: GemvMxfp4Params::bulk_copy for both GEMVs (candidate, off).
+  bool gemv_bulk_copy = false;
   // launch_moe_decode only: stop after the down GEMV and leave the combine to the next RMSNorm, which sums
   // the pieces moe_decode_deferred_combine names (rmsnorm.h moe_y); residual and out unused.
   bool combine_deferred = false;

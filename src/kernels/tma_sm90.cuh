@@ -83,6 +83,16 @@ __device__ __forceinline__ void copy_4d(void* dst, const CUtensorMap* map, int c
       : "memory");
 }
 
+// `bytes` contiguous bytes (a multiple of 16; both addresses 16-byte aligned) from global memory into this
+// CTA's shared memory, completing as transactions on `bar` (announce them with arrive_expect_tx): a flat bulk
+// copy, no tensor map.
+__device__ __forceinline__ void copy_bulk(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(smem_u32(dst)),
+      "l"(reinterpret_cast<uint64_t>(src)), "r"(bytes), "r"(smem_u32(bar))
+      : "memory");
+}
+
 // The 2-D box at (c0, c1) into the same shared-memory offset of every CTA in `cta_mask` (a cluster's
 // ranks), each destination's barrier at `bar`'s offset receiving the box's bytes.
 __device__ __forceinline__ void copy_2d_multicast(void* dst, const CUtensorMap* map, int c0, int c1, uint64_t* bar,
