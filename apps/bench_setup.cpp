@@ -54,6 +54,9 @@ void ModelChoice::add_options(CLI::App& cli) {
   cli.add_flag("--moe-gemv-bulk-copy", options.moe_gemv_bulk_copy,
                "cuda: the MXFP4 decode GEMVs' ring stages filled by bulk copies (candidate; A/B)")
       ->group("");  // hidden: candidates
+  cli.add_flag("--moe-router-fused", options.moe_router_fused,
+               "cuda: decode steps route before the MLP norm in one launch (candidate; A/B)")
+      ->group("");  // hidden: candidates
   cli.add_option("--moe-gemm-tile", options.moe_gemm_tile,
                  "cuda: the expert GEMMs' tile at 128-row tiles, auto | 128x192tma2 | 128x256tma2 (A/B)")
       ->check(CLI::IsMember({"auto", "128x192tma2", "128x256tma2"}))

@@ -210,11 +210,12 @@ PY
 
 run_candidates() {
   # Every unmeasured candidate in one call: their own GPU tests, kernel rows, end-to-end A/B and ncu.
-  # The thirteenth session's: the MXFP4 decode GEMVs' ring stages filled by bulk copies (--moe-gemv-bulk-copy).
+  # The thirteenth session's: the MXFP4 decode GEMVs' ring stages filled by bulk copies (--moe-gemv-bulk-copy);
+  # the decode router fused with its norm and route ahead of the MLP norm (--moe-router-fused).
   sec "the candidates' own GPU tests (in parallel, 150 s at most; the full suites are the tests mode)"
   local f i=0 flags
   rm -f "$out/quick_exit.log"
-  for f in "GemvMxfp4Kernel.*" "MoeDecodeMxfp4Kernel.*:MoeDecodeKernel.*"; do
+  for f in "GemvMxfp4Kernel.*" "MoeDecodeMxfp4Kernel.*:MoeDecodeKernel.*:MoeRouterDecodeKernel.*:RmsNorm*:GemvBf16*"; do
     i=$((i + 1))
     (timeout 150 build/tests/gossamer_kernels_tests --gtest_color=no --gtest_filter="$f" > "$out/quick_$i.log" 2>&1
     echo "quick tests $i exit $?" >> "$out/quick_exit.log") &
@@ -226,8 +227,8 @@ run_candidates() {
   grep -hE '^\[  (PASSED|FAILED) |^\[  FAILED  \]|tests ran|single row\]' "$out"/quick_*.log | head -30
   sec "kernel rows: the MXFP4 GEMV shapes at 1 and 8 tokens (gemv-tune) with bulk copies, MoE decode"
   timeout 120 build/bench/kernels/gossamer_kernels_bench candidates
-  sec "bench decode 20b mxfp4+fp8: the defaults against bulk copies, batch 1 and 8, ctx 1,024 and 8,192"
-  for flags in "" "--moe-gemv-bulk-copy" "" "--moe-gemv-bulk-copy"; do
+  sec "bench decode 20b mxfp4+fp8: the defaults against bulk copies and the fused router, batch 1 and 8, ctx 1,024 and 8,192"
+  for flags in "" "--moe-gemv-bulk-copy" "--moe-router-fused" "--moe-gemv-bulk-copy --moe-router-fused" ""; do
     echo "-- bench decode 20b $flags"
     timeout 60 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
       --batch-sizes 1 8 --contexts 1024 8192 --steps 32 $flags | grep dummy

@@ -1,18 +1,12 @@
 #include "kernels/cuda_utils.h"
 #include "kernels/gemv_bf16.h"
+#include "kernels/gemv_bf16_dot_sm90.cuh"
 
 namespace gossamer::kernels {
 namespace {
 
 constexpr int kWarps = 8;
 constexpr int kThreads = 32 * kWarps;
-
-__device__ __forceinline__ float lo(uint32_t v) {
-  return __uint_as_float(v << 16);
-}
-__device__ __forceinline__ float hi(uint32_t v) {
-  return __uint_as_float(v & 0xFFFF0000u);
-}
 
 // Block: kWarps output columns of the kRows-row chunk blockIdx.y; the chunk's x rows staged in shared
 // memory as bf16 (kRows·K·2 ≤ 128 KiB dynamic); rows past M (a partial last chunk) read as zero.
@@ -36,14 +30,8 @@ __global__ void __launch_bounds__(kThreads) gemv_bf16_kernel(const GemvBf16Param
   float acc[kRows] = {};
   for (int c = lane; c < vecs; c += 32) {
     const uint4 wv = __ldg(wrow + c);
-    const uint32_t wp[4] = {wv.x, wv.y, wv.z, wv.w};
 #pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-      const uint4 xv = sx[r * vecs + c];
-      const uint32_t xp[4] = {xv.x, xv.y, xv.z, xv.w};
-#pragma unroll
-      for (int j = 0; j < 4; ++j) acc[r] += lo(wp[j]) * lo(xp[j]) + hi(wp[j]) * hi(xp[j]);
-    }
+    for (int r = 0; r < kRows; ++r) acc[r] = gemv_bf16_dot8(acc[r], wv, sx[r * vecs + c]);
   }
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {
@@ -70,13 +58,9 @@ __global__ void __launch_bounds__(kThreads) gemv_bf16_column_kernel(const GemvBf
   float acc[kRows] = {};
   for (int c = threadIdx.x; c < vecs; c += kThreads) {
     const uint4 wv = __ldg(wrow + c);
-    const uint32_t wp[4] = {wv.x, wv.y, wv.z, wv.w};
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
-      const uint4 xv = __ldg(reinterpret_cast<const uint4*>(p.x + r * p.ldx) + c);
-      const uint32_t xp[4] = {xv.x, xv.y, xv.z, xv.w};
-#pragma unroll
-      for (int j = 0; j < 4; ++j) acc[r] += lo(wp[j]) * lo(xp[j]) + hi(wp[j]) * hi(xp[j]);
+      acc[r] = gemv_bf16_dot8(acc[r], wv, __ldg(reinterpret_cast<const uint4*>(p.x + r * p.ldx) + c));
     }
   }
 #pragma unroll

@@ -66,6 +66,9 @@ struct ModelOptions {
   // cuda: the MXFP4 decode GEMVs' ring stages filled by bulk copies (CudaOptions::moe_gemv_bulk_copy; a
   // candidate, hidden bench flag --moe-gemv-bulk-copy).
   bool moe_gemv_bulk_copy = false;
+  // cuda: decode steps route before the MLP norm in one launch (CudaOptions::moe_router_fused; a candidate,
+  // hidden bench flag --moe-router-fused).
+  bool moe_router_fused = false;
   // vLLM's --kv-cache-dtype: "auto" (bf16 on cuda, float32 on cpu) or "fp8" (alias "fp8_e4m3"): e4m3 K/V
   // with static per-KV-head scales of 1.0 on the full-attention layers, the sliding-window layers bf16
   // (docs/kv-cache-fp8.md). On cpu (one rank) the float32 cache holds the e4m3-rounded values (the cuda

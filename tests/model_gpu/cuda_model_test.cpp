@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <numeric>
 
@@ -217,6 +218,34 @@ TEST(CudaModelGpuTest, Mxfp4SingleRowDecodeMatchesTheGeneralKernel) {
     EXPECT_GE(vs_general.argmax_match, 0.98);
     EXPECT_LE(vs_golden.relative_l2, bounds.max_relative_l2);
     EXPECT_GE(vs_golden.argmax_match, bounds.min_argmax_match);
+  }
+}
+
+// The fused decode router (--moe-router-fused: the router and route in one launch before the MLP norm, the
+// experts' routing two launches back) gives the very logits of the launches it replaces, in both expert
+// formats, for one decoding sequence and for all of them at once.
+TEST(CudaModelGpuTest, FusedDecodeRouterChangesNoLogit) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU: the fused decode router not tested";
+  const auto tokens = testing::golden_tokens("tiny_conditioned");
+  const std::string dir = tiny_checkpoint(DummyInit::kConditioned);
+  for (const char* weights : {"mxfp4", "fp8"}) {
+    for (const bool all : {false, true}) {
+      auto run = [&](bool fused) {
+        ModelOptions options;
+        options.weights = weights;
+        options.moe_router_fused = fused;
+        auto model = load_model(dir, "cuda", options);
+        EXPECT_EQ(dynamic_cast<cuda::CudaModel&>(*model).fuses_router(static_cast<int>(tokens.size())), fused)
+            << weights;
+        return all ? prefill_then_decode(*model, tokens, 150) : prefill_then_decode(*model, {tokens[0]}, 150);
+      };
+      const auto plain = run(false), fused = run(true);
+      ASSERT_EQ(plain.size(), fused.size());
+      for (size_t s = 0; s < plain.size(); ++s) {
+        EXPECT_EQ(0, std::memcmp(plain[s].data(), fused[s].data(), plain[s].size() * sizeof(float)))
+            << weights << (all ? ", every sequence" : ", one sequence") << ": sequence " << s;
+      }
+    }
   }
 }
 
