@@ -44,8 +44,8 @@ __global__ void __launch_bounds__(kThreads) moe_router_decode_kernel(const MoeRo
   for (int r = 0; r < kGemvMaxRows; ++r) {
     if (r >= p.num_tokens) break;  // uniform
     const uint4* x = reinterpret_cast<const uint4*>(p.x + static_cast<int64_t>(r) * p.hidden);
-    const uint4* res = p.residual ? reinterpret_cast<const uint4*>(p.residual + static_cast<int64_t>(r) * p.hidden)
-                                  : nullptr;
+    const uint4* res =
+        p.residual ? reinterpret_cast<const uint4*>(p.residual + static_cast<int64_t>(r) * p.hidden) : nullptr;
     float v[kMaxVec][8];
     float sum_sq = 0.f;
 #pragma unroll
@@ -107,12 +107,11 @@ __global__ void __launch_bounds__(kThreads) moe_router_decode_kernel(const MoeRo
 void launch_moe_router_decode(const MoeRouterDecodeParams& p, cudaStream_t stream) {
   GOSSAMER_CHECK(p.num_tokens >= 1 && p.num_tokens <= kGemvMaxRows, "moe_router_decode: ", p.num_tokens,
                  " tokens (1 to ", kGemvMaxRows, ")");
-  GOSSAMER_CHECK(p.num_experts >= kMoeTopK && p.num_experts <= kMoeMaxExperts, "moe_router_decode: ",
-                 p.num_experts, " experts (", kMoeTopK, " to ", kMoeMaxExperts, ")");
+  GOSSAMER_CHECK(p.num_experts >= kMoeTopK && p.num_experts <= kMoeMaxExperts, "moe_router_decode: ", p.num_experts,
+                 " experts (", kMoeTopK, " to ", kMoeMaxExperts, ")");
   GOSSAMER_CHECK(p.hidden > 0 && p.hidden % 8 == 0 && p.hidden <= 8 * kThreads * kMaxVec, "moe_router_decode: hidden ",
                  p.hidden, " must be a multiple of 8 up to ", 8 * kThreads * kMaxVec);
-  GOSSAMER_CHECK(p.x && p.norm_weight && p.w && p.logits && p.routing.topk_ids && p.routing.topk_weights &&
-                     p.arrivals,
+  GOSSAMER_CHECK(p.x && p.norm_weight && p.w && p.logits && p.routing.topk_ids && p.routing.topk_weights && p.arrivals,
                  "moe_router_decode: null operand");
   GOSSAMER_CHECK(reinterpret_cast<uintptr_t>(p.x) % 16 == 0 && reinterpret_cast<uintptr_t>(p.w) % 16 == 0 &&
                      reinterpret_cast<uintptr_t>(p.norm_weight) % 16 == 0 &&
