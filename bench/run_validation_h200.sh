@@ -209,32 +209,45 @@ PY
 }
 
 run_candidates() {
-  # Every unmeasured candidate in one call: their own GPU tests, kernel rows, end-to-end A/B and ncu.
-  # The thirteenth session's: the MXFP4 decode GEMVs' ring stages filled by bulk copies (--moe-gemv-bulk-copy);
-  # the decode router fused with its norm and route ahead of the MLP norm (--moe-router-fused).
-  sec "the candidates' own GPU tests (in parallel, 150 s at most; the full suites are the tests mode)"
-  local f i=0 flags
+  # Every unmeasured candidate in one call: their own GPU tests, kernel rows, end-to-end A/B, timelines and ncu.
+  # The thirteenth session's: the decode router fused with its norm and route ahead of the MLP norm
+  # (--moe-router-fused 1: gate_up streaming before its PDL wait; 2: gate_up waiting first) and decode
+  # attention's first key tile before its PDL wait (--decode-attention-prefetch-kv); the MXFP4 GEMVs' bulk
+  # copies (now the only path) are checked by the tests and the kernel rows.
+  sec "the candidates' own GPU tests (in parallel; the full suites are the tests mode)"
+  local f i=0 flags raw=/tmp/timeline
   rm -f "$out/quick_exit.log"
-  for f in "GemvMxfp4Kernel.*" "MoeDecodeMxfp4Kernel.*:MoeDecodeKernel.*:MoeRouterDecodeKernel.*:RmsNorm*:GemvBf16*"; do
+  for f in "GemvMxfp4Kernel.*" "MoeDecodeMxfp4Kernel.*:MoeDecodeKernel.*:MoeRouterDecodeKernel.*:RmsNorm*:GemvBf16*" \
+    "AttentionDecodeKernel.*"; do
     i=$((i + 1))
-    (timeout 150 build/tests/gossamer_kernels_tests --gtest_color=no --gtest_filter="$f" > "$out/quick_$i.log" 2>&1
+    (timeout 200 build/tests/gossamer_kernels_tests --gtest_color=no --gtest_filter="$f" > "$out/quick_$i.log" 2>&1
     echo "quick tests $i exit $?" >> "$out/quick_exit.log") &
   done
-  (timeout 150 build/tests/gossamer_model_gpu_tests --gtest_color=no > "$out/quick_model.log" 2>&1
+  (timeout 280 build/tests/gossamer_model_gpu_tests --gtest_color=no > "$out/quick_model.log" 2>&1
   echo "quick model_gpu exit $?" >> "$out/quick_exit.log") &
   wait
   cat "$out/quick_exit.log"
-  grep -hE '^\[  (PASSED|FAILED) |^\[  FAILED  \]|tests ran|single row\]' "$out"/quick_*.log | head -30
-  sec "kernel rows: the MXFP4 GEMV shapes at 1 and 8 tokens (gemv-tune) with bulk copies, MoE decode"
+  grep -hE '^\[  (PASSED|FAILED) |^\[  FAILED  \]|tests ran' "$out"/quick_*.log | head -30
+  sec "kernel rows: the MXFP4 GEMV shapes at 1 and 8 tokens (gemv-tune), MoE decode at 1 and 8 tokens"
   timeout 120 build/bench/kernels/gossamer_kernels_bench candidates
-  sec "bench decode 20b mxfp4+fp8: the defaults against bulk copies and the fused router, batch 1 and 8, ctx 1,024 and 8,192"
-  for flags in "" "--moe-gemv-bulk-copy" "--moe-router-fused" "--moe-gemv-bulk-copy --moe-router-fused" ""; do
+  sec "bench decode 20b mxfp4+fp8: the defaults against each candidate, batch 1 and 8, ctx 1,024 and 8,192"
+  for flags in "" "--decode-attention-prefetch-kv" "--moe-router-fused 1" "--moe-router-fused 2" ""; do
     echo "-- bench decode 20b $flags"
     timeout 60 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
       --batch-sizes 1 8 --contexts 1024 8192 --steps 32 $flags | grep dummy
   done
-  sec "ncu: the MXFP4 GEMVs of a batch-1 step, 16-byte cp.async against bulk copies"
-  profile_decode_gemvs gemv_mxfp4_kernel "" "--moe-gemv-bulk-copy"
+  mkdir -p $raw
+  i=0
+  for flags in "" "--moe-router-fused 1" "--decode-attention-prefetch-kv"; do
+    i=$((i + 1))
+    sec "timeline: bench decode 20b mxfp4+fp8 batch 1 ctx 1,024 $flags"
+    CUDA_INJECTION64_PATH=$v/libgossamer_kernel_trace.so GOSSAMER_KERNEL_TRACE=$raw/cand_$i.tsv \
+      timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
+      --batch-sizes 1 --contexts 1024 --steps 16 $flags 2>&1 | grep -E "dummy|kernel_trace"
+    python3 bench/kernels/kernel_timeline.py $raw/cand_$i.tsv --sequence 24 | head -50
+  done
+  sec "ncu: decode attention in a batch-1 step (ctx 1,024)"
+  profile_decode_gemvs attention_decode_kernel ""
 }
 
 run_timeline() {

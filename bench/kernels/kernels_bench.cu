@@ -775,7 +775,7 @@ void bench_gemv_tune(const char* name, int M, int N, int K, GemmEpilogue epi, bo
   GemvFp8Params& p = problem.p;
   p.w_tiled = true;
   auto time_shape = [&](int stages, int cluster, GemvMxfp4Shape mxfp4_shape = GemvMxfp4Shape::kRule,
-                        bool single_row = false, bool bulk_copy = false) {
+                        bool single_row = false) {
     p.stages = stages;
     p.cluster = cluster;
     return time_us([&](int i) {
@@ -784,7 +784,6 @@ void bench_gemv_tune(const char* name, int M, int N, int K, GemmEpilogue epi, bo
         GemvMxfp4Params q = gemv_mxfp4_params_of(p);
         q.shape = mxfp4_shape;
         q.single_row = single_row;
-        q.bulk_copy = bulk_copy;
         launch_gemv_mxfp4(q, nullptr);
       } else {
         launch_gemv_fp8(p, nullptr);
@@ -813,17 +812,10 @@ void bench_gemv_tune(const char* name, int M, int N, int K, GemmEpilogue epi, bo
     const std::string kernel = std::string("gemv ") + gemv_mxfp4_shape_name(s);
     row(kernel.c_str(), shape, time_shape(0, 0, s), 2.0 * M * N * K, double(wbytes), rule, "copy");
   }
-  for (const GemvMxfp4Shape s : kGemvMxfp4Shapes) {  // bulk copies (GemvMxfp4Params::bulk_copy)
-    const std::string kernel = std::string("gemv bulk ") + gemv_mxfp4_shape_name(s);
-    row(kernel.c_str(), shape, time_shape(0, 0, s, false, true), 2.0 * M * N * K, double(wbytes), rule, "copy");
-  }
   if (M != 1) return;
-  for (const bool bulk : {false, true}) {  // the single-row kernel (GemvMxfp4Params::single_row)
-    for (const GemvMxfp4Shape s : kGemvMxfp4Shapes) {
-      const std::string kernel =
-          std::string("gemv ") + (bulk ? "bulk " : "") + "single row " + gemv_mxfp4_shape_name(s);
-      row(kernel.c_str(), shape, time_shape(0, 0, s, true, bulk), 2.0 * M * N * K, double(wbytes), rule, "copy");
-    }
+  for (const GemvMxfp4Shape s : kGemvMxfp4Shapes) {  // the single-row kernel (GemvMxfp4Params::single_row)
+    const std::string kernel = std::string("gemv single row ") + gemv_mxfp4_shape_name(s);
+    row(kernel.c_str(), shape, time_shape(0, 0, s, true), 2.0 * M * N * K, double(wbytes), rule, "copy");
   }
 }
 
@@ -922,20 +914,11 @@ void bench_moe_decode_mxfp4(int T, int E) {
         16);
     p.gemv_single_row = true;
   }
-  p.gemv_bulk_copy = true;  // bulk copies in both GEMVs (MoeParams::gemv_bulk_copy, candidate)
-  const double us_bulk = time_us(
-      [&](int i) {
-        p.logits = logits_of(i);
-        launch_moe_decode(p, ws.get(), nullptr);
-      },
-      16);
-  p.gemv_bulk_copy = false;
   const double flops = double(T) * 4 * 2 * (2.0 * I * H + double(H) * I);
   const double bytes = double(std::min(E, T * 4)) * double(g1 + g2);
   const std::string shape = std::to_string(T) + " tok, E=" + std::to_string(E) + ", top-4";
   row("moe_decode mxfp4 (route..combine)", shape, us, flops, bytes, base, "copy");
   if (T == 1) row("moe_decode mxfp4 general GEMVs", shape, us_general, flops, bytes, us, "copy");
-  row("moe_decode mxfp4 bulk copies", shape, us_bulk, flops, bytes, us, "copy");
 }
 
 // ---- MoE decode on the weight-streaming grouped GEMM (launch_moe_stream) vs the model's current path ----
@@ -1277,8 +1260,8 @@ int main(int argc, char** argv) {
     bench_gemm(lt, "square", 8192, 8192, 8192);
   }
   if (only == "candidates") {  // every unmeasured candidate's kernel rows, in one short run
-    // The MXFP4 GEMV's shapes, single-row kernel and bulk copies (GemvMxfp4Params::bulk_copy) at one token's
-    // shapes and 8 tokens' gate_up; the MoE decode at 1 and 8 tokens.
+    // The MXFP4 GEMV's shapes and single-row kernel at one token's shapes and 8 tokens' gate_up (bulk copies,
+    // the thirteenth session's); the MoE decode at 1 and 8 tokens.
     bench_gemv_tune("4x gate_up", 1, 4 * 5760, 2880, GemmEpilogue::kSwiGlu, true);
     bench_gemv_tune("4x down", 1, 4 * 2880, 2880, GemmEpilogue::kBias, true);
     bench_gemv_tune("4x gate_up", 8, 4 * 5760, 2880, GemmEpilogue::kSwiGlu, true);

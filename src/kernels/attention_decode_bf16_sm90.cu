@@ -104,8 +104,8 @@ template <bool kKvFp8>
 __global__ void __launch_bounds__(kThreads, kKvFp8 ? 5 : 1)
     attention_decode_kernel(const AttentionParams p, int num_splits, int32_t* arrivals, float* o_part, float* lse_part,
                             int two_waves) {
-  pdl_wait();
-  pdl_trigger();
+  // NOTE: before the PDL wait only the step's plan (written before the graph's first kernel), the cache's
+  // keys of earlier steps and the sinks are read; q and this step's keys come from the kernel before.
   __shared__ __align__(128) uint8_t sq[kRows * 128];
   // bf16: K0 V0 K1 V1. kKvFp8: K V (bf16, one stage), then the e4m3 ring: kFp8Stages K tiles, then
   // kFp8Stages V tiles (4 KiB each; 42.5 KiB of static shared memory in all). Reused for the warp merge.
@@ -118,7 +118,8 @@ __global__ void __launch_bounds__(kThreads, kKvFp8 ? 5 : 1)
   const int group = p.num_q_heads / p.num_kv_heads;
   const int q_begin = p.cu_seqlens_q[b];
   const int q_len = p.cu_seqlens_q[b + 1] - q_begin;
-  if (p.decode_rows_apart && q_len > kDecodeMaxQ) return;  // a prefill chunk's: launch_attention_prefill's
+  // A prefill chunk's sequence (launch_attention_prefill's) and unused splits leave, after the PDL wait.
+  bool leave = p.decode_rows_apart && q_len > kDecodeMaxQ;
   const int kv_len = p.kv_lens[b];
   const int first_pos = kv_len - q_len;
   const int kv_start = p.window > 0 ? max(0, first_pos - p.window + 1) : 0;
@@ -130,22 +131,12 @@ __global__ void __launch_bounds__(kThreads, kKvFp8 ? 5 : 1)
   if (int64_t{gridDim.x} * gridDim.y * used > two_waves) {
     used = min(used, max(1, (t_end - t_begin) / p.decode_min_tiles_per_split));
   }
-  if (split >= used) return;
+  leave = leave || split >= used;
   const int per_split = ceil_div(t_end - t_begin, used);
   const int my_begin = t_begin + split * per_split;
   const int my_end = min(t_end, my_begin + per_split);
   const int32_t* pages = p.page_indices + p.page_indptr[b];
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-
-  // ---- load Q rows (row i: token i / group, head g·group + i % group) ----
-  for (int i = tid; i < kRows * 8; i += kThreads) {
-    const int r = i / 8, c = i % 8;
-    const int qi = r / group;
-    const bool ok = qi < q_len;
-    const uint16_t* src =
-        ok ? p.q + (static_cast<int64_t>(q_begin + qi) * p.num_q_heads + g * group + r % group) * kHead + c * 8 : p.q;
-    cp_async_16(sq + swz(r, c), src, ok);
-  }
   const int page_shift = __ffs(p.page_size) - 1;
   // Issues the copies of key tile j into stage `stage`.
   auto load_tile = [&](int j, int stage) {
@@ -157,7 +148,25 @@ __global__ void __launch_bounds__(kThreads, kKvFp8 ? 5 : 1)
                               tid);
     }
   };
-  if (my_begin < my_end) load_tile(my_begin, 0);
+  // The first tile before the PDL wait (AttentionParams::decode_prefetch_kv) when every key it holds is from an
+  // earlier step and, on sliding layers, inside the window (a ring slot outside it may be this step's key).
+  const bool first_early = !leave && p.decode_prefetch_kv && my_begin < my_end &&
+                           (my_begin + 1) * kKeysPerTile <= first_pos && my_begin * kKeysPerTile >= kv_start;
+  if (first_early) load_tile(my_begin, 0);
+  pdl_wait();
+  pdl_trigger();
+  if (leave) return;
+
+  // ---- load Q rows (row i: token i / group, head g·group + i % group) ----
+  for (int i = tid; i < kRows * 8; i += kThreads) {
+    const int r = i / 8, c = i % 8;
+    const int qi = r / group;
+    const bool ok = qi < q_len;
+    const uint16_t* src =
+        ok ? p.q + (static_cast<int64_t>(q_begin + qi) * p.num_q_heads + g * group + r % group) * kHead + c * 8 : p.q;
+    cp_async_16(sq + swz(r, c), src, ok);
+  }
+  if (my_begin < my_end && !first_early) load_tile(my_begin, 0);
   cp_async_commit();  // group: Q and the first tile
   if constexpr (kKvFp8) {
     if (my_begin + 1 < my_end) load_tile(my_begin + 1, 1);

@@ -72,10 +72,6 @@ struct GemvMxfp4Params {
   // Measured 1.06–1.08× (H200, 2026-12-05: one token's MoE decode 40.5 → 38.2 µs); false: the general
   // kernel everywhere (A/B).
   bool single_row = true;
-  // Candidate (off; docs/PERF.md): each ring stage filled by one bulk copy (cp.async.bulk, 4352 bytes, by lane
-  // 0, completing on an mbarrier) instead of 8.5 16-byte cp.async per lane, so the copies take no LSU issue
-  // slots and fewer requests queue per SM. Bit-identical results (the same bytes at the same offsets).
-  bool bulk_copy = false;
   // ---- grouped (MoE decode) mode, as GemvFp8Params ----
   const int32_t* topk_ids = nullptr;
   int num_pairs = 0;

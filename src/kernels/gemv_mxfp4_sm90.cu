@@ -2,8 +2,8 @@
 //
 // Work split as gemv_fp8: a cluster of 1–8 CTAs owns 64 output rows and splits the K steps between its
 // CTAs; a CTA's kWarps warps take its steps round robin. A K step here is one tile of mxfp4_tiled.h: 64 rows
-// × 128 columns (4 MX blocks), 4352 contiguous bytes (4096 of codes, 256 of scales), streamed by 16-byte
-// cp.async (L2 only) into a per-warp ring of kStages steps. The launch shape (GemvMxfp4Shape) picks
+// × 128 columns (4 MX blocks), 4352 contiguous bytes (4096 of codes, 256 of scales), streamed by one bulk
+// copy per tile (below) into a per-warp ring of kStages steps. The launch shape (GemvMxfp4Shape) picks
 // (kWarps, kStages) and the cluster: the rule's 8 warps × 3 stages (104 KiB per CTA, two CTAs per SM), or
 // 4 warps × 3 stages (52 KiB, four per SM) or 4 warps × 4 stages (68 KiB, three per SM). The kernel's
 // indexing is the same for every shape; only the loop strides and the warp-sum loop's trip count change.
@@ -20,12 +20,12 @@
 // shift sign and magnitude bits apart), f16 = fp4 · 2^-14 exactly (±0.5 is the f16 subnormal ±2^-15,
 // which mma.sync takes as is).
 //
-// Instruction budget (the kernel is issue-bound, not byte-bound; from the SASS): ~655 per warp and K step
-// (4352 bytes, 8.5 16-byte units per lane), i.e. ~77 per 16 bytes of tile. Per 16 bytes of codes: decode
-// 36, MMAs 4, block scales 8 (byte permute + shift-add) and their 8 FMAs, x ~12 (a max tree of bf16x2
-// |max|, shuffles, one bf16x2 multiply and one f32 → f16 pack per pair), the rest loads, cp.async and loop. The main
-// loop is one step per iteration (not unrolled over the ring: each warp runs only ~3 steps at K = 2880, so code size
-// matters more than loop overhead).
+// Instruction budget (from the SASS, before the bulk copies; the kernel waits on memory rather than on issue:
+// docs/PERF.md, the first ncu profile): ~655 per warp and K step (4352 bytes), i.e. ~77 per 16 bytes of tile. Per 16
+// bytes of codes: decode 36, MMAs 4, block scales 8 (byte permute + shift-add) and their 8 FMAs, x ~12 (a max tree of
+// bf16x2 |max|, shuffles, one bf16x2 multiply and one f32 → f16 pack per pair), the rest loads, copies and loop. The
+// main loop is one step per iteration (not unrolled over the ring: each warp runs only ~3 steps at K = 2880, so code
+// size matters more than loop overhead).
 //
 // Single row (kSingleRow, GemvMxfp4Params::single_row): with one x row, 7 of the MMA's 8 columns would carry
 // nothing. Instead column j < 4 carries x only for MX block j of the step (lanes g = j hold x, the others 0 in
@@ -34,13 +34,12 @@
 // instead of 16, and half the block-scale extractions), and lanes g < 4 stage 8 x values each instead of 32.
 // The products are the general kernel's; the blocks' scaled partials are summed in another order.
 //
-// The scales of a step are copied by lanes 0..15 and read by every lane of a group, so the ring stage is
-// fenced with __syncwarp() after the cp.async wait and before its refill.
-//
-// Bulk copies (kBulk, GemvMxfp4Params::bulk_copy): lane 0 fills a ring stage with one cp.async.bulk of the
-// whole tile (4352 bytes, no tensor map) completing on the stage's mbarrier, which every lane waits on; the
-// refill still follows the warp's __syncwarp() after its last read of the stage. The same bytes land at the
-// same offsets, so the results are bit-identical to the 16-byte cp.async path's. x is read from L2 into registers
+// Bulk copies: lane 0 fills a ring stage with one cp.async.bulk of the whole tile (4352 bytes, no tensor
+// map) completing on the stage's mbarrier, which every lane waits on; the refill follows the warp's
+// __syncwarp() after its last read of the stage. Against 8.5 16-byte cp.async per lane (the layout before,
+// bit-identical): no LSU issue slots and no MIO-throttle stalls; H100, 2026-12-05: 4× gate_up single row
+// 18.2 → 17.3 µs, 4× down 10.4 → 9.4, MoE decode 8 tokens 164.8 → 131.1 µs, batch-8 step 2.77 → 2.66 ms
+// (batch 1 unchanged: 1.87 / 1.86). x is read from L2 into registers
 // one step ahead (raw bf16; converted at the start of its step, after which the buffer takes the next step).
 #include <cooperative_groups.h>
 #include <cuda_fp16.h>
@@ -66,7 +65,7 @@ namespace cg = cooperative_groups;
 constexpr int kTileRows = kMxfp4TileRows;  // 64 output rows per cluster: 4 MMA tiles of 16
 constexpr int kNTiles = kTileRows / 16;
 constexpr int kKStep = kMxfp4TileCols;        // 128 K columns per warp step
-constexpr int kChunks = 8;                    // 16-byte code units per lane per step (rows g + 8c)
+constexpr int kChunks = 8;                    // 16-byte code units per lane per step (rows g + 8c): scale words
 constexpr int kStageBytes = kMxfp4TileBytes;  // 4352
 constexpr int kRedStride = kTileRows + 4;
 // Dynamic shared memory of a (warps, stages) kernel: the warps' rings (rule: 8 × 3 × 4352 = 104,448).
@@ -184,7 +183,7 @@ __device__ __forceinline__ float x_fragment_single_row(const uint32_t (&x)[4], u
 
 // grid: x = tiles × cluster (a cluster's CTAs are consecutive in x), y = expert slot (grouped) or 1.
 // block: kWarps × 32 threads; dynamic shared memory smem_bytes(kWarps, kStages).
-template <int kWarps, int kStages, bool kSwiGlu, bool kSingleRow, bool kBulk>
+template <int kWarps, int kStages, bool kSwiGlu, bool kSingleRow>
 __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages))
     gemv_mxfp4_kernel(const GemvMxfp4Params p, int cluster, int k_steps) {
   static_assert(kGemvMaxRows % kWarps == 0, "the warp sum gives each warp whole x rows");
@@ -224,38 +223,22 @@ __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages))
   const uint8_t* w_tiles =
       p.w + group * mxfp4_tiled_group_bytes(p.N, p.K) + static_cast<int64_t>(n0 / kTileRows) * k_steps * kStageBytes;
   uint8_t* ring = smem + warp * kStages * kStageBytes;
-  const uint8_t* w_lane = w_tiles + lane * 16;  // this lane's 16-byte unit of unit row 0 (units 32c + lane)
-  uint8_t* ring_lane = ring + lane * 16;
-  // kBulk: the warp's stage barriers (one arrival, lane 0's, plus the tile's bytes per fill).
-  __shared__ uint64_t stage_full[kBulk ? kWarps * kStages : 1];
-  uint64_t* full = stage_full + (kBulk ? warp * kStages : 0);
-  if constexpr (kBulk) {
-    if (lane == 0) {
+  // The warp's stage barriers (one arrival, lane 0's, plus the tile's bytes per fill).
+  __shared__ uint64_t stage_full[kWarps * kStages];
+  uint64_t* full = stage_full + warp * kStages;
+  if (lane == 0) {
 #pragma unroll
-      for (int s = 0; s < kStages; ++s) mbar::init(&full[s], 1);
-      tma::fence_barrier_init();
-    }
-    __syncwarp();
+    for (int s = 0; s < kStages; ++s) mbar::init(&full[s], 1);
+    tma::fence_barrier_init();
   }
+  __syncwarp();
 
-  // Tile `step` into ring stage `stage` (nothing past the end): kBulk one bulk copy by lane 0, else one
-  // commit group of 16-byte cp.async per call (empty past the end).
+  // Tile `step` into ring stage `stage` by one bulk copy (nothing past the end).
   auto issue = [&](int step, int stage) {
-    if constexpr (kBulk) {
-      if (step < ks_end && lane == 0) {
-        tma::arrive_expect_tx(&full[stage], kStageBytes);
-        tma::copy_bulk(ring + stage * kStageBytes, w_tiles + static_cast<int64_t>(step) * kStageBytes, kStageBytes,
-                       &full[stage]);
-      }
-    } else {
-      if (step < ks_end) {  // warp-uniform
-        const uint8_t* src = w_lane + static_cast<int64_t>(step) * kStageBytes;
-        uint8_t* dst = ring_lane + stage * kStageBytes;
-#pragma unroll
-        for (int c = 0; c < kChunks; ++c) cp_async_16(dst + 512 * c, src + 512 * c, true);
-        if (lane < 16) cp_async_16(dst + 4096, src + 4096, true);
-      }
-      cp_async_commit();
+    if (step < ks_end && lane == 0) {
+      tma::arrive_expect_tx(&full[stage], kStageBytes);
+      tma::copy_bulk(ring + stage * kStageBytes, w_tiles + static_cast<int64_t>(step) * kStageBytes, kStageBytes,
+                     &full[stage]);
     }
   };
 #pragma unroll
@@ -298,15 +281,10 @@ __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages))
   // ---- main loop: one K step per iteration; consume the oldest stage, refill it kStages·kWarps later ----
   float acc[kNTiles][4] = {};
   int s = 0;            // the step's ring stage
-  uint32_t parity = 0;  // kBulk: the phase of stage s's barrier this pass of the ring waits for
+  uint32_t parity = 0;  // the phase of stage s's barrier this pass of the ring waits for
 #pragma unroll 1
   for (int step = ks_begin + warp; step < ks_end; step += kWarps) {
-    if constexpr (kBulk) {
-      mbar::wait(&full[s], parity);
-    } else {
-      cp_async_wait<kStages - 1>();
-      __syncwarp();  // the scale bytes were copied by lanes 0..15
-    }
+    mbar::wait(&full[s], parity);
     const uint8_t* stage = ring + s * kStageBytes;
     // Word c: the 4 block scales (a byte each) of row 8c + g, so words 2nt and 2nt + 1 are rows g and g + 8
     // of MMA row tile nt.
@@ -364,12 +342,12 @@ __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages))
         acc[nt][3] = fmaf(step_sum[3], inv_odd, acc[nt][3]);
       }
     }
-    __syncwarp();  // every lane has read the stage's scales before lanes 0..15 overwrite them
+    __syncwarp();  // every lane has read the stage before lane 0 refills it
     issue(step + kStages * kWarps, s);
     if (++s == kStages) s = 0, parity ^= 1u;
   }
-  if constexpr (!kBulk) cp_async_wait<0>();  // (every bulk copy issued was waited for in the loop)
-  __syncthreads();                           // the rings become the reduction buffers
+  __syncthreads();  // (every bulk copy issued was waited for in the loop) the rings become the reduction buffers // the
+                    // rings become the reduction buffers
 
   // ---- sum over warps (fixed order) ----
   if constexpr (kSingleRow) {  // x row 0 only: lanes t = 0, 1 hold blocks {0, 1} and {2, 3} of each row
@@ -453,12 +431,12 @@ __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages))
 
 // Once per (instantiation, device): the dynamic shared memory limit, and a check that the occupancy the
 // shape was built for holds.
-template <int kWarps, int kStages, bool kSwiGlu, bool kSingleRow, bool kBulk>
+template <int kWarps, int kStages, bool kSwiGlu, bool kSingleRow>
 void prepare_kernel(int device) {
   static std::atomic<uint64_t> done{0};
   const uint64_t bit = uint64_t(1) << (device & 63);
   if (done.load(std::memory_order_acquire) & bit) return;
-  auto* kernel = gemv_mxfp4_kernel<kWarps, kStages, kSwiGlu, kSingleRow, kBulk>;
+  auto* kernel = gemv_mxfp4_kernel<kWarps, kStages, kSwiGlu, kSingleRow>;
   constexpr int kSmem = smem_bytes(kWarps, kStages);
   GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   int blocks = 0;
@@ -496,22 +474,18 @@ struct LaunchGeometry {
   bool single_row;  // the kSingleRow kernel (GemvMxfp4Params::single_row where it applies)
 };
 
-template <int kWarps, int kStages, bool kSwiGlu, bool kSingleRow, bool kBulk>
+template <int kWarps, int kStages, bool kSwiGlu, bool kSingleRow>
 void launch_kernel(cudaLaunchConfig_t& cfg, const GemvMxfp4Params& p, const LaunchGeometry& geo, int cluster) {
-  prepare_kernel<kWarps, kStages, kSwiGlu, kSingleRow, kBulk>(geo.device);
-  GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv_mxfp4_kernel<kWarps, kStages, kSwiGlu, kSingleRow, kBulk>, p,
-                                         cluster, geo.k_steps));
+  prepare_kernel<kWarps, kStages, kSwiGlu, kSingleRow>(geo.device);
+  GOSSAMER_CUDA_CHECK(
+      cudaLaunchKernelEx(&cfg, gemv_mxfp4_kernel<kWarps, kStages, kSwiGlu, kSingleRow>, p, cluster, geo.k_steps));
 }
 
-// The kernel for (epilogue, single row, bulk copies).
+// The kernel for (epilogue, single row).
 template <int kWarps, int kStages, bool kSwiGlu>
 void launch_variant(cudaLaunchConfig_t& cfg, const GemvMxfp4Params& p, const LaunchGeometry& geo, int cluster) {
-  if (geo.single_row) {
-    return p.bulk_copy ? launch_kernel<kWarps, kStages, kSwiGlu, true, true>(cfg, p, geo, cluster)
-                       : launch_kernel<kWarps, kStages, kSwiGlu, true, false>(cfg, p, geo, cluster);
-  }
-  return p.bulk_copy ? launch_kernel<kWarps, kStages, kSwiGlu, false, true>(cfg, p, geo, cluster)
-                     : launch_kernel<kWarps, kStages, kSwiGlu, false, false>(cfg, p, geo, cluster);
+  if (geo.single_row) return launch_kernel<kWarps, kStages, kSwiGlu, true>(cfg, p, geo, cluster);
+  return launch_kernel<kWarps, kStages, kSwiGlu, false>(cfg, p, geo, cluster);
 }
 
 // Launches the (kWarps, kStages) kernel; `cluster` 0 = the rule's (gemv_cluster_size with p.cluster).

@@ -119,8 +119,6 @@ struct MoeParams {
   // launch_moe_decode with weights_mxfp4 only: GemvMxfp4Params::single_row for both GEMVs (it applies to one
   // token).
   bool gemv_single_row = true;
-  // launch_moe_decode with weights_mxfp4 only: GemvMxfp4Params::bulk_copy for both GEMVs (candidate, off).
-  bool gemv_bulk_copy = false;
   // launch_moe_decode only: stop after the down GEMV and leave the combine to the next RMSNorm, which sums
   // the pieces moe_decode_deferred_combine names (rmsnorm.h moe_y); residual and out unused.
   bool combine_deferred = false;
@@ -128,6 +126,9 @@ struct MoeParams {
   // workspace already, written at least two launches back (launch_moe_router_decode before the MLP norm):
   // no route launch, logits unused, and the gate_up GEMV streams its weights before its PDL wait.
   bool routed_before = false;
+  // With routed_before: the gate_up GEMV streams its weights before its PDL wait (true), or waits first as
+  // without it (A/B: the early stream competes with the MLP norm between the two).
+  bool gate_up_streams_early = true;
   // launch_moe only, for benchmarks: [kNumMoePhases + 1] events recorded on the stream, event i as phase i
   // (MoePhase) starts and the last after the combine; null (the product) records none.
   cudaEvent_t* phase_events = nullptr;

@@ -243,7 +243,7 @@ GemvFp8Params moe_decode_projection(const MoeParams& p, bool gate_up, const int3
   g.x_pair_divisor = gate_up ? kMoeTopK : 1;
   // routed_before: the routing kernel wrote pair_row, two launches back.
   g.pair_row = gate_up && !p.routed_before ? pair_row : nullptr;
-  g.topk_from_earlier_kernel = !gate_up || p.routed_before;
+  g.topk_from_earlier_kernel = !gate_up || (p.routed_before && p.gate_up_streams_early);
   return g;
 }
 

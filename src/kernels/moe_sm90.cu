@@ -257,7 +257,6 @@ void experts_fp8_gemv(const MoeParams& p, const MoeWorkspace& w, cudaStream_t st
       GemvMxfp4Params q = gemv_mxfp4_params_of(g);
       q.shape = p.gemv_mxfp4_shape;
       q.single_row = p.gemv_single_row;
-      q.bulk_copy = p.gemv_bulk_copy;
       launch_gemv_mxfp4(q, stream);
     } else {
       launch_gemv_fp8(g, stream);

@@ -148,8 +148,8 @@ cuda::CudaOptions cuda_options(const ModelOptions& options) {
                  "--decode-attention-min-tiles-per-split must be ≥ 1, got ",
                  options.decode_attention_min_tiles_per_split);
   out.decode_attention_min_tiles_per_split = options.decode_attention_min_tiles_per_split;
+  out.decode_attention_prefetch_kv = options.decode_attention_prefetch_kv;
   out.moe_gemv_single_row = options.moe_gemv_single_row;
-  out.moe_gemv_bulk_copy = options.moe_gemv_bulk_copy;
   out.moe_router_fused = options.moe_router_fused;
   out.moe_gemm_tile = choose<kernels::GemmTile>("--moe-gemm-tile", options.moe_gemm_tile,
                                                 {{"auto", kernels::GemmTile::kAuto},

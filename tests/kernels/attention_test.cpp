@@ -197,6 +197,12 @@ void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_he
     dout.poison();
     launch_attention_decode(p, nullptr);
     EXPECT_EQ(dout.download(), first) << "decode relaunch on the same workspace";
+    // The first key tile loaded before the PDL wait (AttentionParams::decode_prefetch_kv): the same bits.
+    dout.poison();
+    p.decode_prefetch_kv = true;
+    launch_attention_decode(p, nullptr);
+    p.decode_prefetch_kv = false;
+    EXPECT_EQ(dout.download(), first) << "decode with the first key tile before the PDL wait";
   }
   std::vector<uint16_t> ref(q.size());
   AttentionParams r = p;

@@ -85,6 +85,7 @@ struct CudaOptions {
   // Its consumer warpgroups (kernels::AttentionParams::prefill_consumer_warpgroups: 0 auto, 2 or 3).
   int prefill_attention_warpgroups = 0;
   int decode_attention_min_tiles_per_split = 4;  // kernels::AttentionParams::decode_min_tiles_per_split
+  bool decode_attention_prefetch_kv = false;     // kernels::AttentionParams::decode_prefetch_kv (candidate)
   // Which decode-sized steps run the FP8 or MXFP4 experts on the weight-streaming grouped GEMM
   // (kernels/moe.h launch_moe_stream) instead of the GEMV decode MoE (≤ 8 tokens, MXFP4 in chunks of 8 up
   // to kMxfp4GemvMaxTokens) or the FP8 expert GEMMs: kAuto where it measured faster on the H200
@@ -104,10 +105,11 @@ struct CudaOptions {
   // product's.
   kernels::GemvMxfp4Shape moe_gemv_shape = kernels::GemvMxfp4Shape::kRule;
   bool moe_gemv_single_row = true;  // kernels::MoeParams::gemv_single_row
-  bool moe_gemv_bulk_copy = false;  // kernels::MoeParams::gemv_bulk_copy (candidate)
   // Candidate: decode steps that defer the MoE combine route before the MLP norm, in one launch
-  // (kernels::launch_moe_router_decode), so the expert GEMVs find their routing two launches back.
-  bool moe_router_fused = false;
+  // (kernels::launch_moe_router_decode), so the expert GEMVs find their routing two launches back. 0: off;
+  // 1: on, the gate_up GEMV streaming before its PDL wait; 2: on, gate_up waiting first
+  // (kernels::MoeParams::gate_up_streams_early).
+  int moe_router_fused = 0;
   kernels::GemmTile moe_gemm_tile = kernels::GemmTile::kAuto;
 };
 

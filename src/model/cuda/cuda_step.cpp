@@ -131,7 +131,7 @@ bool CudaModel::defers_moe_combine(int num_tokens) const {
 // defers_moe_combine the pieces in moe_workspace_ that the next norm sums.
 bool CudaModel::fuses_router(int num_tokens) const {
   const DeviceLinear& router = weights_.layers.front().router;
-  return options_.moe_router_fused && defers_moe_combine(num_tokens) && !router.fp8 &&
+  return options_.moe_router_fused != 0 && defers_moe_combine(num_tokens) && !router.fp8 &&
          kernels::gemv_bf16_preferred(num_tokens, router.n, router.k);
 }
 
@@ -168,9 +168,9 @@ void CudaModel::experts(int layer, int num_tokens, bool routed_before) {
   common(moe);
   moe.combine_deferred = defers_moe_combine(num_tokens);
   moe.routed_before = routed_before;
+  moe.gate_up_streams_early = options_.moe_router_fused != 2;
   moe.gemv_mxfp4_shape = options_.moe_gemv_shape;
   moe.gemv_single_row = options_.moe_gemv_single_row;
-  moe.gemv_bulk_copy = options_.moe_gemv_bulk_copy;
   moe.gemm_tile = options_.moe_gemm_tile;
   if (streams_experts(num_tokens)) {  // both formats, weights as stored
     moe.weights_mxfp4 = gate_up.mxfp4;
@@ -284,6 +284,7 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
   attention.prefill_kernel = options_.prefill_kernel;
   attention.prefill_consumer_warpgroups = options_.prefill_attention_warpgroups;
   attention.decode_min_tiles_per_split = options_.decode_attention_min_tiles_per_split;
+  attention.decode_prefetch_kv = options_.decode_attention_prefetch_kv;
   const bool decode = plan.max_q <= kernels::kDecodeMaxQ;
   attention.decode_rows_apart = mixed_step_attention_split(plan);
   attention.q_tiles_64 = dev + plan.q_tiles_64;  // [num_q_tiles_64] (sequence << 16) | tile
