@@ -8,7 +8,7 @@
 # `bash bench/pack_for_device.sh` does it (~21 MiB), then carry ["carry",
 # "node_modules/tiktoken/encoders/o200k_base.json"]. Tests and
 # benches read their compiled-in paths under /work/main, so the checkout is linked there. Logs go to $OUT.
-#   bash bench/run_validation_h200.sh [all|tests|candidates|headline|benches|ab|profile|timeline|prep]
+#   bash bench/run_validation_h200.sh [all|tests|candidates|quick|headline|benches|ab|profile|timeline|prep]
 # tests: the kernel suite (four shards) beside the model/engine/comm/server suites, all at once (correctness
 # only, so they may share the GPU); candidates: every unmeasured candidate's kernel rows, end-to-end A/B and the
 # batch-1 decode timeline in one call (for a session whose device time holds three calls); benches: prefill with its phase breakdown, the MoE and prefill GEMMs
@@ -250,6 +250,34 @@ run_candidates() {
   profile_decode_gemvs attention_decode_kernel ""
 }
 
+run_quick() {
+  # A short form of candidates for a nearly spent device budget: the candidates' tests (150 s, in parallel),
+  # the end-to-end A/B and the fused router's timeline.
+  local f i=0 flags
+  rm -f "$out/quick_exit.log"
+  for f in "GemvMxfp4Kernel.*" "MoeDecodeMxfp4Kernel.*:MoeRouterDecodeKernel.*" "AttentionDecodeKernel.*"; do
+    i=$((i + 1))
+    (timeout 150 build/tests/gossamer_kernels_tests --gtest_color=no --gtest_filter="$f" > "$out/quick_$i.log" 2>&1
+    echo "quick tests $i exit $?" >> "$out/quick_exit.log") &
+  done
+  (timeout 150 build/tests/gossamer_model_gpu_tests --gtest_color=no --gtest_filter='CudaModelGpuTest.*:Weights/*' \
+    > "$out/quick_model.log" 2>&1
+  echo "quick model_gpu exit $?" >> "$out/quick_exit.log") &
+  wait
+  cat "$out/quick_exit.log"
+  grep -hE '^\[  (PASSED|FAILED) |^\[  FAILED  \]' "$out"/quick_*.log
+  for flags in "" "--decode-attention-prefetch-kv" "--moe-router-fused 1" "--moe-router-fused 2" ""; do
+    echo "-- bench decode 20b $flags"
+    timeout 60 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
+      --batch-sizes 1 8 --contexts 1024 8192 --steps 32 $flags | grep dummy
+  done
+  mkdir -p /tmp/timeline
+  CUDA_INJECTION64_PATH=$v/libgossamer_kernel_trace.so GOSSAMER_KERNEL_TRACE=/tmp/timeline/quick.tsv \
+    timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
+    --batch-sizes 1 --contexts 1024 --steps 16 --moe-router-fused 1 2>&1 | grep -E "dummy|kernel_trace"
+  python3 bench/kernels/kernel_timeline.py /tmp/timeline/quick.tsv --sequence 24 | head -45
+}
+
 run_timeline() {
   # The real timeline of CUDA-graph decode steps (kernels overlapped through PDL, as the product runs them):
   # CUPTI concurrent-kernel records through the injection library, summarised per kernel by what each adds to
@@ -273,6 +301,7 @@ case $mode in
   ab) run_ab ;;
   headline) run_headline 2>&1 | tee "$out/headline_summary.txt" ;;
   candidates) run_candidates 2>&1 | tee "$out/candidates_summary.txt" ;;
+  quick) run_quick 2>&1 | tee "$out/quick_summary.txt" ;;
   timeline) run_timeline 2>&1 | tee "$out/timeline_summary.txt" ;;
   profile) run_profile 2>&1 | tee "$out/profile_summary.txt" ;;
   prep) ;;  # binaries and checkpoint in place only
