@@ -52,7 +52,7 @@ __global__ void __launch_bounds__(kThreads) gemv_bf16_column_kernel(const GemvBf
   __shared__ float partial[kWarps][kRows];
   pdl_wait();
   pdl_trigger();
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, n = blockIdx.x;
+  const int n = blockIdx.x;
   const int vecs = p.K / 8;
   const uint4* wrow = reinterpret_cast<const uint4*>(p.w + static_cast<int64_t>(n) * p.K);
   float acc[kRows] = {};
@@ -63,18 +63,11 @@ __global__ void __launch_bounds__(kThreads) gemv_bf16_column_kernel(const GemvBf
       acc[r] = gemv_bf16_dot8(acc[r], wv, __ldg(reinterpret_cast<const uint4*>(p.x + r * p.ldx) + c));
     }
   }
-#pragma unroll
-  for (int r = 0; r < kRows; ++r) {
-    float v = acc[r];
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    if (lane == 0) partial[warp][r] = v;
-  }
+  gemv_bf16_warp_sums(acc, partial);
   __syncthreads();
   if (threadIdx.x < kRows) {
     const int r = threadIdx.x;
-    float v = 0.f;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) v += partial[w][r];
+    const float v = gemv_bf16_column_sum<kWarps>(partial, r);
     const float b = p.bias ? __uint_as_float(static_cast<uint32_t>(p.bias[n]) << 16) : 0.f;
     const __nv_bfloat16 h = __float2bfloat16_rn(v + b);
     p.out[r * p.ldc + n] = *reinterpret_cast<const uint16_t*>(&h);

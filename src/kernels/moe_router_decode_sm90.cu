@@ -66,17 +66,10 @@ __global__ void __launch_bounds__(kThreads) moe_router_decode_kernel(const MoeRo
     }
   }
   // ---- logit n of every token: warp sums, then the warps in order (the column GEMV's) ----
-#pragma unroll
-  for (int r = 0; r < kGemvMaxRows; ++r) {
-    float v = acc[r];
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    if (lane == 0) partial[warp][r] = v;
-  }
+  gemv_bf16_warp_sums(acc, partial);
   __syncthreads();
   if (tid < p.num_tokens) {
-    float v = 0.f;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) v += partial[w][tid];
+    const float v = gemv_bf16_column_sum<kWarps>(partial, tid);
     const __nv_bfloat16 h = __float2bfloat16_rn(v + bias);
     p.logits[tid * p.num_experts + n] = *reinterpret_cast<const uint16_t*>(&h);
   }
