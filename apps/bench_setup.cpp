@@ -37,10 +37,10 @@ void ModelChoice::add_options(CLI::App& cli) {
                  "waves of CTAs (default 4; 1: no floor) (A/B)")
       ->check(CLI::PositiveNumber)
       ->group("");  // hidden: A/B runs
-  cli.add_flag("--decode-attention-prefetch-kv", options.decode_attention_prefetch_kv,
-               "cuda: decode attention loads its first key tile of earlier steps before its PDL wait (candidate; "
-               "A/B)")
-      ->group("");  // hidden: candidates
+  cli.add_flag("--decode-attention-prefetch-kv,!--no-decode-attention-prefetch-kv",
+               options.decode_attention_prefetch_kv,
+               "cuda: decode attention loads its first key tile of earlier steps before its PDL wait (default; A/B)")
+      ->group("");  // hidden: A/B runs
   cli.add_option(
          "--moe-decode", options.moe_decode,
          "cuda: auto (default: the weight-streaming grouped GEMM at 9-64 tokens, FP8, or 9-512, MXFP4) | gemv | stream")
@@ -55,11 +55,6 @@ void ModelChoice::add_options(CLI::App& cli) {
   cli.add_flag("--moe-gemv-single-row,!--no-moe-gemv-single-row", options.moe_gemv_single_row,
                "cuda: the MXFP4 decode GEMVs' single-row kernel at one token (default; A/B)")
       ->group("");  // hidden: A/B runs
-  cli.add_option("--moe-router-fused", options.moe_router_fused,
-                 "cuda: decode steps route before the MLP norm in one launch: 0 off, 1 with gate_up streaming "
-                 "before its PDL wait, 2 with gate_up waiting first (candidate; A/B)")
-      ->check(CLI::Range(0, 2))
-      ->group("");  // hidden: candidates
   cli.add_option("--moe-gemm-tile", options.moe_gemm_tile,
                  "cuda: the expert GEMMs' tile at 128-row tiles, auto | 128x192tma2 | 128x256tma2 (A/B)")
       ->check(CLI::IsMember({"auto", "128x192tma2", "128x256tma2"}))

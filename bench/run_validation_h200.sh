@@ -210,14 +210,13 @@ PY
 
 run_candidates() {
   # Every unmeasured candidate in one call: their own GPU tests, kernel rows, end-to-end A/B, timelines and ncu.
-  # The thirteenth session's: the decode router fused with its norm and route ahead of the MLP norm
-  # (--moe-router-fused 1: gate_up streaming before its PDL wait; 2: gate_up waiting first) and decode
-  # attention's first key tile before its PDL wait (--decode-attention-prefetch-kv); the MXFP4 GEMVs' bulk
-  # copies (now the only path) are checked by the tests and the kernel rows.
+  # No candidate waits now: this re-measures the thirteenth session's choices — decode attention's first key
+  # tile before its PDL wait (the default; --no-decode-attention-prefetch-kv for A/B) and the MXFP4 GEMVs' bulk
+  # copies (the only path: the tests and kernel rows) — with their tests. Replace it with the next candidates.
   sec "the candidates' own GPU tests (in parallel; the full suites are the tests mode)"
   local f i=0 flags raw=/tmp/timeline
   rm -f "$out/quick_exit.log"
-  for f in "GemvMxfp4Kernel.*" "MoeDecodeMxfp4Kernel.*:MoeDecodeKernel.*:MoeRouterDecodeKernel.*:RmsNorm*:GemvBf16*" \
+  for f in "GemvMxfp4Kernel.*" "MoeDecodeMxfp4Kernel.*:MoeDecodeKernel.*:RmsNorm*:GemvBf16*" \
     "AttentionDecodeKernel.*"; do
     i=$((i + 1))
     (timeout 200 build/tests/gossamer_kernels_tests --gtest_color=no --gtest_filter="$f" > "$out/quick_$i.log" 2>&1
@@ -231,14 +230,14 @@ run_candidates() {
   sec "kernel rows: the MXFP4 GEMV shapes at 1 and 8 tokens (gemv-tune), MoE decode at 1 and 8 tokens"
   timeout 120 build/bench/kernels/gossamer_kernels_bench candidates
   sec "bench decode 20b mxfp4+fp8: the defaults against each candidate, batch 1 and 8, ctx 1,024 and 8,192"
-  for flags in "" "--decode-attention-prefetch-kv" "--moe-router-fused 1" "--moe-router-fused 2" ""; do
+  for flags in "" "--no-decode-attention-prefetch-kv" ""; do
     echo "-- bench decode 20b $flags"
     timeout 60 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
       --batch-sizes 1 8 --contexts 1024 8192 --steps 32 $flags | grep dummy
   done
   mkdir -p $raw
   i=0
-  for flags in "" "--moe-router-fused 1" "--decode-attention-prefetch-kv"; do
+  for flags in "" "--no-decode-attention-prefetch-kv"; do
     i=$((i + 1))
     sec "timeline: bench decode 20b mxfp4+fp8 batch 1 ctx 1,024 $flags"
     CUDA_INJECTION64_PATH=$v/libgossamer_kernel_trace.so GOSSAMER_KERNEL_TRACE=$raw/cand_$i.tsv \
@@ -252,10 +251,10 @@ run_candidates() {
 
 run_quick() {
   # A short form of candidates for a nearly spent device budget: the candidates' tests (150 s, in parallel),
-  # the end-to-end A/B and the fused router's timeline.
+  # the end-to-end A/B and the default's timeline.
   local f i=0 flags
   rm -f "$out/quick_exit.log"
-  for f in "GemvMxfp4Kernel.*" "MoeDecodeMxfp4Kernel.*:MoeRouterDecodeKernel.*" "AttentionDecodeKernel.*"; do
+  for f in "GemvMxfp4Kernel.*" "MoeDecodeMxfp4Kernel.*:RmsNorm*:GemvBf16*" "AttentionDecodeKernel.*"; do
     i=$((i + 1))
     (timeout 150 build/tests/gossamer_kernels_tests --gtest_color=no --gtest_filter="$f" > "$out/quick_$i.log" 2>&1
     echo "quick tests $i exit $?" >> "$out/quick_exit.log") &
@@ -266,7 +265,7 @@ run_quick() {
   wait
   cat "$out/quick_exit.log"
   grep -hE '^\[  (PASSED|FAILED) |^\[  FAILED  \]' "$out"/quick_*.log
-  for flags in "" "--decode-attention-prefetch-kv" "--moe-router-fused 1" "--moe-router-fused 2" ""; do
+  for flags in "" "--no-decode-attention-prefetch-kv" ""; do
     echo "-- bench decode 20b $flags"
     timeout 60 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
       --batch-sizes 1 8 --contexts 1024 8192 --steps 32 $flags | grep dummy
@@ -274,7 +273,7 @@ run_quick() {
   mkdir -p /tmp/timeline
   CUDA_INJECTION64_PATH=$v/libgossamer_kernel_trace.so GOSSAMER_KERNEL_TRACE=/tmp/timeline/quick.tsv \
     timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
-    --batch-sizes 1 --contexts 1024 --steps 16 --moe-router-fused 1 2>&1 | grep -E "dummy|kernel_trace"
+    --batch-sizes 1 --contexts 1024 --steps 16 2>&1 | grep -E "dummy|kernel_trace"
   python3 bench/kernels/kernel_timeline.py /tmp/timeline/quick.tsv --sequence 24 | head -45
 }
 

@@ -122,13 +122,6 @@ struct MoeParams {
   // launch_moe_decode only: stop after the down GEMV and leave the combine to the next RMSNorm, which sums
   // the pieces moe_decode_deferred_combine names (rmsnorm.h moe_y); residual and out unused.
   bool combine_deferred = false;
-  // launch_moe_decode only: the routing (topk_ids, topk_weights, pair_row of moe_decode_routing) is in the
-  // workspace already, written at least two launches back (launch_moe_router_decode before the MLP norm):
-  // no route launch, logits unused, and the gate_up GEMV streams its weights before its PDL wait.
-  bool routed_before = false;
-  // With routed_before: the gate_up GEMV streams its weights before its PDL wait (true), or waits first as
-  // without it (A/B: the early stream competes with the MLP norm between the two).
-  bool gate_up_streams_early = true;
   // launch_moe only, for benchmarks: [kNumMoePhases + 1] events recorded on the stream, event i as phase i
   // (MoePhase) starts and the last after the combine; null (the product) records none.
   cudaEvent_t* phase_events = nullptr;
@@ -191,44 +184,6 @@ GemvFp8Params moe_decode_projection(const MoeParams& p, bool gate_up, const int3
 // Reference with the decode path's own rounding points: bf16 x, fp32 GEMVs (gemv_fp8_cpu), act and y
 // rounded to bf16, fp32 combine (host memory throughout; writes p.out). Any token count.
 void moe_decode_cpu(const MoeParams& p);
-
-// The routing launch_moe_decode keeps in `workspace` for num_tokens (valid until its next use), which
-// launch_moe_router_decode may write ahead of it (MoeParams::routed_before). Host only, no launch.
-struct MoeDecodeRouting {
-  int32_t* topk_ids = nullptr;    // [num_tokens, 4]
-  float* topk_weights = nullptr;  // [num_tokens, 4]
-  int32_t* pair_row = nullptr;    // [num_tokens·4]: pair q → q, or −1 when its expert is not local
-};
-MoeDecodeRouting moe_decode_routing(void* workspace, int num_tokens, int hidden, int inter);
-
-// ---- the router of a decode step, with the MLP norm it reads recomputed and the route fused ----
-// For ≤ kGemvMaxRows tokens, one launch that gives what RMSNorm (rmsnorm.h, with the residual add) →
-// router GEMV (gemv_bf16.h) → launch_moe_route give, bit for bit, without writing the norm's outputs:
-//   s = bf(x + residual);  n = bf(s · rsqrt(mean(s²) + eps) · norm_weight);  logits = bf(w · n + bias)
-//   → top-4 + softmax (moe_route) → topk_ids, topk_weights, and pair_row (q, or −1 outside the local experts)
-// So it may run before the MLP norm itself (which then still writes residual and the normed rows): the
-// MoE decode that follows the norm finds its routing two launches back (MoeParams::routed_before).
-// One CTA per expert (its logit for every token, the norm recomputed per CTA from L2); the last CTA to finish
-// routes (an arrival counter it resets). Reads norm_weight, w and bias before its PDL wait (constants).
-struct MoeRouterDecodeParams {
-  const uint16_t* x = nullptr;            // [num_tokens, hidden] bf16: the block output the norm adds
-  const uint16_t* residual = nullptr;     // [num_tokens, hidden] bf16 (read only), or null (no add)
-  const uint16_t* norm_weight = nullptr;  // [hidden] bf16
-  float eps = 1e-5f;
-  const uint16_t* w = nullptr;     // [num_experts, hidden] bf16 router weight, 16-byte aligned rows
-  const uint16_t* bias = nullptr;  // [num_experts] bf16 or null
-  uint16_t* logits = nullptr;      // [num_tokens, num_experts] bf16 out
-  MoeDecodeRouting routing;        // out
-  int32_t* arrivals = nullptr;     // one int32, zero before the first launch; each launch leaves it zero
-  int num_tokens = 0;              // 1..kGemvMaxRows
-  int num_experts = 0;             // 4..kMoeMaxExperts
-  int expert_begin = 0;            // the local experts (pair_row)
-  int num_local_experts = 0;
-  int hidden = 0;  // multiple of 8, ≤ 8192
-};
-void launch_moe_router_decode(const MoeRouterDecodeParams& p, cudaStream_t stream);
-// Reference (host memory): rmsnorm_cpu → gemv_bf16_cpu → moe_route_cpu, pair_row as above.
-void moe_router_decode_cpu(const MoeRouterDecodeParams& p);
 
 // ---- MoE decode on the weight-streaming grouped GEMM (gemm_stream.h) ----
 // The same block and result as launch_moe_decode (same rounding points: x bf16, fp32 per-block partials,

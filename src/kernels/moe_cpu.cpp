@@ -8,13 +8,11 @@
 #include "kernels/fp8_tiled.h"
 #include "kernels/gemm_bf16.h"
 #include "kernels/gemm_fp8.h"
-#include "kernels/gemv_bf16.h"
 #include "kernels/gemv_fp8.h"
 #include "kernels/gemv_mxfp4.h"
 #include "kernels/moe.h"
 #include "kernels/mxfp4_tiled.h"
 #include "kernels/quantize_fp8.h"
-#include "kernels/rmsnorm.h"
 
 namespace gossamer::kernels {
 namespace {
@@ -241,15 +239,12 @@ GemvFp8Params moe_decode_projection(const MoeParams& p, bool gate_up, const int3
   g.expert_begin = p.expert_begin;
   g.num_local_experts = p.num_local_experts;
   g.x_pair_divisor = gate_up ? kMoeTopK : 1;
-  // routed_before: the routing kernel wrote pair_row, two launches back.
-  g.pair_row = gate_up && !p.routed_before ? pair_row : nullptr;
-  g.topk_from_earlier_kernel = !gate_up || (p.routed_before && p.gate_up_streams_early);
+  g.pair_row = gate_up ? pair_row : nullptr;
+  g.topk_from_earlier_kernel = !gate_up;
   return g;
 }
 
-void moe_decode_cpu(const MoeParams& routed) {
-  MoeParams p = routed;
-  p.routed_before = false;  // the reference routes from the logits itself
+void moe_decode_cpu(const MoeParams& p) {
   const int T = p.num_tokens, pairs = T * kMoeTopK;
   std::vector<int32_t> ids(pairs), pair_row(pairs);
   std::vector<float> weights(pairs);
@@ -266,37 +261,6 @@ void moe_decode_cpu(const MoeParams& routed) {
   gemv(moe_decode_projection(p, true, ids.data(), act.data(), pair_row.data(), y.data()));
   gemv(moe_decode_projection(p, false, ids.data(), act.data(), pair_row.data(), y.data()));
   moe_combine_cpu({y.data(), pair_row.data(), weights.data(), p.residual, p.out, T, p.hidden});
-}
-
-void moe_router_decode_cpu(const MoeRouterDecodeParams& p) {
-  const int T = p.num_tokens, H = p.hidden, E = p.num_experts;
-  std::vector<uint16_t> residual, normed(size_t(T) * H);
-  if (p.residual) residual.assign(p.residual, p.residual + size_t(T) * H);  // read only here
-  RmsNormParams norm;
-  norm.x = p.x;
-  norm.residual = p.residual ? residual.data() : nullptr;
-  norm.weight = p.norm_weight;
-  norm.out = normed.data();
-  norm.num_tokens = T;
-  norm.hidden = H;
-  norm.eps = p.eps;
-  rmsnorm_cpu(norm);
-  GemvBf16Params router;
-  router.x = normed.data();
-  router.ldx = H;
-  router.w = p.w;
-  router.bias = p.bias;
-  router.out = p.logits;
-  router.ldc = E;
-  router.M = T;
-  router.N = E;
-  router.K = H;
-  gemv_bf16_cpu(router);
-  moe_route_cpu({p.logits, p.routing.topk_ids, p.routing.topk_weights, T, E});
-  for (int q = 0; q < T * kMoeTopK && p.routing.pair_row; ++q) {
-    const int e = p.routing.topk_ids[q] - p.expert_begin;
-    p.routing.pair_row[q] = e >= 0 && e < p.num_local_experts ? q : -1;
-  }
 }
 
 }  // namespace gossamer::kernels

@@ -150,7 +150,6 @@ cuda::CudaOptions cuda_options(const ModelOptions& options) {
   out.decode_attention_min_tiles_per_split = options.decode_attention_min_tiles_per_split;
   out.decode_attention_prefetch_kv = options.decode_attention_prefetch_kv;
   out.moe_gemv_single_row = options.moe_gemv_single_row;
-  out.moe_router_fused = options.moe_router_fused;
   out.moe_gemm_tile = choose<kernels::GemmTile>("--moe-gemm-tile", options.moe_gemm_tile,
                                                 {{"auto", kernels::GemmTile::kAuto},
                                                  {"128x192tma2", kernels::GemmTile::k128x192tma2},

@@ -60,16 +60,12 @@ struct ModelOptions {
   // cuda: kernels::AttentionParams::decode_min_tiles_per_split (CudaOptions::decode_attention_min_tiles_per_split;
   // a candidate, hidden bench option --decode-attention-min-tiles-per-split).
   int decode_attention_min_tiles_per_split = 4;
-  // cuda: kernels::AttentionParams::decode_prefetch_kv (CudaOptions::decode_attention_prefetch_kv; a candidate,
-  // hidden bench flag --decode-attention-prefetch-kv).
-  bool decode_attention_prefetch_kv = false;
+  // cuda: kernels::AttentionParams::decode_prefetch_kv (CudaOptions::decode_attention_prefetch_kv; on: measured
+  // faster, docs/PERF.md 2026-12-05 thirteenth session; hidden bench flag --no-decode-attention-prefetch-kv).
+  bool decode_attention_prefetch_kv = true;
   // cuda: the MXFP4 decode GEMVs' single-row kernel at one token (CudaOptions::moe_gemv_single_row; on: measured
   // faster, docs/PERF.md 2026-12-05 twelfth session; hidden bench flag --no-moe-gemv-single-row for A/B).
   bool moe_gemv_single_row = true;
-  // cuda: decode steps route before the MLP norm in one launch (CudaOptions::moe_router_fused: 0 off, 1 with
-  // the gate_up GEMV streaming before its PDL wait, 2 with it waiting first; a candidate, hidden bench option
-  // --moe-router-fused).
-  int moe_router_fused = 0;
   // vLLM's --kv-cache-dtype: "auto" (bf16 on cuda, float32 on cpu) or "fp8" (alias "fp8_e4m3"): e4m3 K/V
   // with static per-KV-head scales of 1.0 on the full-attention layers, the sliding-window layers bf16
   // (docs/kv-cache-fp8.md). On cpu (one rank) the float32 cache holds the e4m3-rounded values (the cuda

@@ -197,12 +197,13 @@ void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_he
     dout.poison();
     launch_attention_decode(p, nullptr);
     EXPECT_EQ(dout.download(), first) << "decode relaunch on the same workspace";
-    // The first key tile loaded before the PDL wait (AttentionParams::decode_prefetch_kv): the same bits.
+    // The first key tile loaded before the PDL wait or after it (AttentionParams::decode_prefetch_kv): the
+    // same bits.
     dout.poison();
-    p.decode_prefetch_kv = true;
+    p.decode_prefetch_kv = !p.decode_prefetch_kv;
     launch_attention_decode(p, nullptr);
-    p.decode_prefetch_kv = false;
-    EXPECT_EQ(dout.download(), first) << "decode with the first key tile before the PDL wait";
+    p.decode_prefetch_kv = !p.decode_prefetch_kv;
+    EXPECT_EQ(dout.download(), first) << "decode with the first key tile on the other side of the PDL wait";
   }
   std::vector<uint16_t> ref(q.size());
   AttentionParams r = p;

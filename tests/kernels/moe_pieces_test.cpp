@@ -1,13 +1,9 @@
-// The MoE plan and combine kernels (moe.h) against their CPU references (moe_plan_cpu, moe_combine_cpu), and
-// the fused decode router (launch_moe_router_decode) against the launches it replaces.
+// The MoE plan and combine kernels (moe.h) against their CPU references (moe_plan_cpu, moe_combine_cpu).
 #include <algorithm>
-#include <cstring>
 #include <numeric>
 
 #include "kernel_test_utils.h"
-#include "kernels/gemv_bf16.h"
 #include "kernels/moe.h"
-#include "kernels/rmsnorm.h"
 
 namespace gossamer::kernels {
 namespace {
@@ -95,107 +91,6 @@ TEST(MoeCombineKernel, MatchesReference) {
     const double err = rel_error_bf16(d_out.download(), ref);
     report("moe_combine", std::to_string(tokens) + "x" + std::to_string(hidden), err, kTolBf16);
     EXPECT_LT(err, kTolBf16);
-  }
-}
-
-// launch_moe_router_decode gives the bits of RMSNorm (with the residual add) → router GEMV → route on the GPU,
-// every output; the logits within the bf16 bound of its CPU reference; the counter left at zero (each case
-// launches twice on the same counter).
-TEST(MoeRouterDecodeKernel, MatchesTheLaunchesItReplaces) {
-  GOSSAMER_REQUIRE_GPU();
-  std::mt19937 rng(23);
-  struct Case {
-    int tokens, experts, expert_begin, local, hidden;
-    bool residual, bias;
-  };
-  for (const Case& c : {Case{1, 32, 0, 32, 2880, true, true}, Case{1, 128, 0, 128, 2880, true, true},
-                        Case{8, 32, 0, 32, 2880, true, true}, Case{3, 128, 32, 64, 2880, true, false},
-                        Case{5, 32, 8, 8, 576, false, true}, Case{2, 4, 0, 4, 8192, true, true},
-                        Case{7, 256, 0, 256, 64, true, true}}) {
-    const int T = c.tokens, E = c.experts, H = c.hidden, pairs = T * kMoeTopK;
-    const auto x = random_bf16(size_t(T) * H, rng, 1.0f), residual = random_bf16(size_t(T) * H, rng, 4.0f);
-    const auto norm_w = random_bf16(H, rng, 0.5f, 1.0f), w = random_bf16(size_t(E) * H, rng, 0.05f),
-               bias = random_bf16(E, rng, 0.1f);
-    DeviceBuffer<uint16_t> dx(x), dres(residual), dnw(norm_w), dw(w), dbias(bias), dnormed(size_t(T) * H),
-        dlogits_chain(size_t(T) * E), dlogits(size_t(T) * E);
-    DeviceBuffer<int32_t> dids_chain(pairs), dids(pairs), dpair_row(pairs), darrivals(std::vector<int32_t>{0});
-    DeviceBuffer<float> dweights_chain(pairs), dweights(pairs);
-    // ---- the launches it replaces (on a copy of the residual: the norm writes it) ----
-    DeviceBuffer<uint16_t> dres_chain(residual);
-    RmsNormParams norm;
-    norm.x = dx.get();
-    norm.residual = c.residual ? dres_chain.get() : nullptr;
-    norm.weight = dnw.get();
-    norm.out = dnormed.get();
-    norm.num_tokens = T;
-    norm.hidden = H;
-    norm.eps = 1e-5f;
-    launch_rmsnorm(norm, nullptr);
-    GemvBf16Params router;
-    router.x = dnormed.get();
-    router.ldx = H;
-    router.w = dw.get();
-    router.bias = c.bias ? dbias.get() : nullptr;
-    router.out = dlogits_chain.get();
-    router.ldc = E;
-    router.M = T;
-    router.N = E;
-    router.K = H;
-    launch_gemv_bf16(router, nullptr);
-    launch_moe_route({dlogits_chain.get(), dids_chain.get(), dweights_chain.get(), T, E}, nullptr);
-    // ---- fused ----
-    MoeRouterDecodeParams p;
-    p.x = dx.get();
-    p.residual = c.residual ? dres.get() : nullptr;
-    p.norm_weight = dnw.get();
-    p.eps = 1e-5f;
-    p.w = dw.get();
-    p.bias = c.bias ? dbias.get() : nullptr;
-    p.logits = dlogits.get();
-    p.routing = {dids.get(), dweights.get(), dpair_row.get()};
-    p.arrivals = darrivals.get();
-    p.num_tokens = T;
-    p.num_experts = E;
-    p.expert_begin = c.expert_begin;
-    p.num_local_experts = c.local;
-    p.hidden = H;
-    const std::string shape = std::to_string(T) + " tokens, E=" + std::to_string(E) + " local [" +
-                              std::to_string(c.expert_begin) + "+" + std::to_string(c.local) + "), hidden " +
-                              std::to_string(H) + (c.residual ? " +res" : "") + (c.bias ? " +bias" : "");
-    for (int launch = 0; launch < 2; ++launch) {
-      for (auto* b : {&dids, &dpair_row}) b->poison();
-      dlogits.poison();
-      dweights.poison();
-      launch_moe_router_decode(p, nullptr);
-      ASSERT_EQ(dlogits.download(), dlogits_chain.download()) << shape << " launch " << launch;
-      ASSERT_EQ(dids.download(), dids_chain.download()) << shape << " launch " << launch;
-      const auto weights = dweights.download(), weights_chain = dweights_chain.download();
-      ASSERT_EQ(0, std::memcmp(weights.data(), weights_chain.data(), weights.size() * sizeof(float)))
-          << shape << " launch " << launch;
-      EXPECT_EQ(darrivals.download()[0], 0) << shape << ": the counter is left at zero";
-      const auto ids = dids.download(), pair_row = dpair_row.download();
-      for (int q = 0; q < pairs; ++q) {
-        const int e = ids[q] - c.expert_begin;
-        EXPECT_EQ(pair_row[q], e >= 0 && e < c.local ? q : -1) << shape << " pair " << q;
-      }
-    }
-    EXPECT_EQ(dres.download(), residual) << shape << ": the residual is read only";
-    // ---- the CPU reference (its own summation order: logits within the bf16 bound) ----
-    std::vector<uint16_t> logits(size_t(T) * E);
-    std::vector<int32_t> ids(pairs), pair_row(pairs);
-    std::vector<float> weights(pairs);
-    MoeRouterDecodeParams r = p;
-    r.x = x.data();
-    r.residual = c.residual ? residual.data() : nullptr;
-    r.norm_weight = norm_w.data();
-    r.w = w.data();
-    r.bias = c.bias ? bias.data() : nullptr;
-    r.logits = logits.data();
-    r.routing = {ids.data(), weights.data(), pair_row.data()};
-    moe_router_decode_cpu(r);
-    const double err = rel_error_bf16(dlogits.download(), logits);
-    report("moe_router_decode", shape, err, kTolBf16);
-    EXPECT_LT(err, kTolBf16) << shape;
   }
 }
 

@@ -412,10 +412,6 @@ void CudaModel::prepare_workspace(const StepPlan& plan) {
     kernels::attention_decode_workspace_init(decode_workspace_.get(), decode_workspace_.bytes(), stream_);
     moved = true;
   }
-  if (grow_shared(router_arrivals_, sizeof(int32_t))) {
-    GOSSAMER_CUDA_CHECK(cudaMemsetAsync(router_arrivals_.get(), 0, sizeof(int32_t), stream_));
-    moved = true;
-  }
   moved |= grow_shared(final_rows_, rows * h * 2);
   moved |= grow_shared(logits_, static_cast<size_t>(rows) * config_.vocab_size * 2);
   if (vocab_parallel()) {

@@ -85,7 +85,7 @@ struct CudaOptions {
   // Its consumer warpgroups (kernels::AttentionParams::prefill_consumer_warpgroups: 0 auto, 2 or 3).
   int prefill_attention_warpgroups = 0;
   int decode_attention_min_tiles_per_split = 4;  // kernels::AttentionParams::decode_min_tiles_per_split
-  bool decode_attention_prefetch_kv = false;     // kernels::AttentionParams::decode_prefetch_kv (candidate)
+  bool decode_attention_prefetch_kv = true;      // kernels::AttentionParams::decode_prefetch_kv
   // Which decode-sized steps run the FP8 or MXFP4 experts on the weight-streaming grouped GEMM
   // (kernels/moe.h launch_moe_stream) instead of the GEMV decode MoE (≤ 8 tokens, MXFP4 in chunks of 8 up
   // to kMxfp4GemvMaxTokens) or the FP8 expert GEMMs: kAuto where it measured faster on the H200
@@ -105,11 +105,6 @@ struct CudaOptions {
   // product's.
   kernels::GemvMxfp4Shape moe_gemv_shape = kernels::GemvMxfp4Shape::kRule;
   bool moe_gemv_single_row = true;  // kernels::MoeParams::gemv_single_row
-  // Candidate: decode steps that defer the MoE combine route before the MLP norm, in one launch
-  // (kernels::launch_moe_router_decode), so the expert GEMVs find their routing two launches back. 0: off;
-  // 1: on, the gate_up GEMV streaming before its PDL wait; 2: on, gate_up waiting first
-  // (kernels::MoeParams::gate_up_streams_early).
-  int moe_router_fused = 0;
   kernels::GemmTile moe_gemm_tile = kernels::GemmTile::kAuto;
 };
 
@@ -182,9 +177,6 @@ class CudaModel final : public Model {
   // itself (kernels/rmsnorm.h moe_y): the decode MoE (launch_moe_decode, one chunk) on one GPU, where no
   // all-reduce of delta_ sits between the two.
   bool defers_moe_combine(int num_tokens) const;
-  // Whether a step of num_tokens routes with launch_moe_router_decode ahead of the MLP norm: the candidate
-  // (CudaOptions::moe_router_fused) is on, the combine is deferred and the router is a bf16 GEMV.
-  bool fuses_router(int num_tokens) const;
   // --weights mxfp4+fp8: steps of up to this many tokens read the MXFP4 experts, larger ones the FP8 copy
   // (H200, 2026-12-01, bench decode with device sampling: mxfp4 faster to 64 rows — 6.92 vs 9.37 ms at 64
   // — and fp8 from 256: 12.41 vs 17.13 ms).
@@ -272,8 +264,7 @@ class CudaModel final : public Model {
   // out [m, w.n] bf16 = x [m, w.k] bf16 · wᵀ + bias (GEMV for m ≤ 8, else FP8 or bf16 GEMM).
   void add_row_major_copies();
   void linear(const uint16_t* x, int m, const DeviceLinear& w, uint16_t* out);
-  // routed_before: launch_moe_router_decode wrote this layer's routing into moe_workspace_ (fuses_router).
-  void experts(int layer, int num_tokens, bool routed_before);
+  void experts(int layer, int num_tokens);
 
   // delta_ [T, hidden] bf16 ← Σ over the group's ranks (no-op without a group).
   void reduce_partial_outputs(int num_tokens);
@@ -373,7 +364,6 @@ class CudaModel final : public Model {
   DeviceBuffer plan_;  // eager steps' plan
   DeviceBuffer residual_, delta_, normed_, qkv_, q_, attn_out_, act_, act_scales_, router_logits_, moe_workspace_,
       decode_workspace_, final_rows_, logits_;
-  DeviceBuffer router_arrivals_;  // launch_moe_router_decode's counter: one int32, zero between launches
   // Vocab-parallel unembedding: this rank's logits [rows, vocab_shard_rows] and every rank's slot
   // [world, rows · vocab_shard_rows] bf16.
   DeviceBuffer vocab_local_, vocab_slots_;

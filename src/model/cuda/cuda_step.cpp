@@ -129,13 +129,7 @@ bool CudaModel::defers_moe_combine(int num_tokens) const {
 
 // Experts of one layer: normed_ [T, hidden] and router_logits_ [T, E] → delta_ [T, hidden], or with
 // defers_moe_combine the pieces in moe_workspace_ that the next norm sums.
-bool CudaModel::fuses_router(int num_tokens) const {
-  const DeviceLinear& router = weights_.layers.front().router;
-  return options_.moe_router_fused != 0 && defers_moe_combine(num_tokens) && !router.fp8 &&
-         kernels::gemv_bf16_preferred(num_tokens, router.n, router.k);
-}
-
-void CudaModel::experts(int layer, int num_tokens, bool routed_before) {
+void CudaModel::experts(int layer, int num_tokens) {
   const CudaLayer& layer_weights = weights_.layers[static_cast<size_t>(layer)];
   // The experts this step reads: --weights mxfp4+fp8 holds both formats and takes the FP8 copy past
   // kDualMxfp4MaxTokens; every other format one copy.
@@ -167,8 +161,6 @@ void CudaModel::experts(int layer, int num_tokens, bool routed_before) {
   kernels::MoeParams moe;
   common(moe);
   moe.combine_deferred = defers_moe_combine(num_tokens);
-  moe.routed_before = routed_before;
-  moe.gate_up_streams_early = options_.moe_router_fused != 2;
   moe.gemv_mxfp4_shape = options_.moe_gemv_shape;
   moe.gemv_single_row = options_.moe_gemv_single_row;
   moe.gemm_tile = options_.moe_gemm_tile;
@@ -303,7 +295,6 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
   // on one GPU (defers_moe_combine) its unsummed pieces in moe_workspace_ (y [T·4, hidden] bf16, pair_row,
   // topk_weights), which the norm combines itself: one launch fewer per layer.
   const bool moe_deferred = defers_moe_combine(t);
-  const bool router_fused = fuses_router(t);
   const kernels::MoeCombineParams moe_pieces =
       moe_deferred ? kernels::moe_decode_deferred_combine(moe_workspace_.get(), t, hidden, config_.intermediate_size)
                    : kernels::MoeCombineParams{};
@@ -361,38 +352,16 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
     mark(StepPhase::kOProj);
     linear(bf16(attn_out_), t, w.o, bf16(delta_));
     reduce_partial_outputs(t);  // tensor parallel: each rank's heads' share of the O-projection
-    // ---- MLP norm (residual += attention output) → router → experts into delta; or (fuses_router) the
-    //      router on the norm it recomputes, then the norm, so the experts' routing is two launches back ----
-    if (router_fused) {
-      mark(StepPhase::kRouter);
-      kernels::MoeRouterDecodeParams router;
-      router.x = bf16(delta_);
-      router.residual = bf16(residual_);
-      router.norm_weight = bf16(w.mlp_norm);
-      router.eps = config_.rms_norm_eps;
-      router.w = w.router.weight.get<uint16_t>();
-      router.bias = bias_of(w.router);
-      router.logits = bf16(router_logits_);
-      router.routing = kernels::moe_decode_routing(moe_workspace_.get(), t, hidden, config_.intermediate_size);
-      router.arrivals = router_arrivals_.get<int32_t>();
-      router.num_tokens = t;
-      router.num_experts = config_.num_experts;
-      router.expert_begin = options_.expert_begin;
-      router.num_local_experts = options_.num_local_experts > 0 ? options_.num_local_experts : config_.num_experts;
-      router.hidden = hidden;
-      kernels::launch_moe_router_decode(router, stream_);
-    }
+    // ---- MLP norm (residual += attention output) → router → experts into delta ----
     mark(StepPhase::kMlpNorm);
     add_block_output(false);
     norm.weight = bf16(w.mlp_norm);
     norm.out = bf16(normed_);
     kernels::launch_rmsnorm(norm, stream_);
-    if (!router_fused) {
-      mark(StepPhase::kRouter);
-      linear(bf16(normed_), t, w.router, bf16(router_logits_));
-    }
+    mark(StepPhase::kRouter);
+    linear(bf16(normed_), t, w.router, bf16(router_logits_));
     mark(StepPhase::kExperts);
-    experts(layer, t, router_fused);
+    experts(layer, t);
     reduce_partial_outputs(t);  // TP: each rank's intermediate columns; EP: each rank's experts
   }
   // ---- final norm, gather the wanted rows, unembedding → logits_ [rows, vocab] bf16, or with a
