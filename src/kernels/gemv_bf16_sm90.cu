@@ -7,37 +7,11 @@ namespace {
 constexpr int kWarps = 8;
 constexpr int kThreads = 32 * kWarps;
 
-// acc + Σ_j w_j · x_j over one 16-byte vector of each (8 bf16), fp32, pairs of elements in order.
-__device__ __forceinline__ float gemv_bf16_dot8(float acc, const uint4& w, const uint4& x) {
-  const uint32_t wp[4] = {w.x, w.y, w.z, w.w};
-  const uint32_t xp[4] = {x.x, x.y, x.z, x.w};
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    acc += __uint_as_float(wp[j] << 16) * __uint_as_float(xp[j] << 16) +
-           __uint_as_float(wp[j] & 0xFFFF0000u) * __uint_as_float(xp[j] & 0xFFFF0000u);
-  }
-  return acc;
+__device__ __forceinline__ float lo(uint32_t v) {
+  return __uint_as_float(v << 16);
 }
-
-// The column GEMV's reduction (one block per output column, its warps splitting K): every thread of the block
-// calls gemv_bf16_warp_sums with its partial dots of kRows rows, which writes each warp's sums (xor shuffles)
-// to partial[warp][r]; after a __syncthreads(), gemv_bf16_column_sum adds row r's warps in warp order.
-template <int kRows>
-__device__ __forceinline__ void gemv_bf16_warp_sums(const float (&acc)[kRows], float (*partial)[kRows]) {
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-#pragma unroll
-  for (int r = 0; r < kRows; ++r) {
-    float v = acc[r];
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    if (lane == 0) partial[warp][r] = v;
-  }
-}
-template <int kWarps, int kRows>
-__device__ __forceinline__ float gemv_bf16_column_sum(const float (*partial)[kRows], int r) {
-  float v = 0.f;
-#pragma unroll
-  for (int w = 0; w < kWarps; ++w) v += partial[w][r];
-  return v;
+__device__ __forceinline__ float hi(uint32_t v) {
+  return __uint_as_float(v & 0xFFFF0000u);
 }
 
 // Block: kWarps output columns of the kRows-row chunk blockIdx.y; the chunk's x rows staged in shared
@@ -62,8 +36,14 @@ __global__ void __launch_bounds__(kThreads) gemv_bf16_kernel(const GemvBf16Param
   float acc[kRows] = {};
   for (int c = lane; c < vecs; c += 32) {
     const uint4 wv = __ldg(wrow + c);
+    const uint32_t wp[4] = {wv.x, wv.y, wv.z, wv.w};
 #pragma unroll
-    for (int r = 0; r < kRows; ++r) acc[r] = gemv_bf16_dot8(acc[r], wv, sx[r * vecs + c]);
+    for (int r = 0; r < kRows; ++r) {
+      const uint4 xv = sx[r * vecs + c];
+      const uint32_t xp[4] = {xv.x, xv.y, xv.z, xv.w};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) acc[r] += lo(wp[j]) * lo(xp[j]) + hi(wp[j]) * hi(xp[j]);
+    }
   }
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {
@@ -84,22 +64,33 @@ __global__ void __launch_bounds__(kThreads) gemv_bf16_column_kernel(const GemvBf
   __shared__ float partial[kWarps][kRows];
   pdl_wait();
   pdl_trigger();
-  const int n = blockIdx.x;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, n = blockIdx.x;
   const int vecs = p.K / 8;
   const uint4* wrow = reinterpret_cast<const uint4*>(p.w + static_cast<int64_t>(n) * p.K);
   float acc[kRows] = {};
   for (int c = threadIdx.x; c < vecs; c += kThreads) {
     const uint4 wv = __ldg(wrow + c);
+    const uint32_t wp[4] = {wv.x, wv.y, wv.z, wv.w};
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
-      acc[r] = gemv_bf16_dot8(acc[r], wv, __ldg(reinterpret_cast<const uint4*>(p.x + r * p.ldx) + c));
+      const uint4 xv = __ldg(reinterpret_cast<const uint4*>(p.x + r * p.ldx) + c);
+      const uint32_t xp[4] = {xv.x, xv.y, xv.z, xv.w};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) acc[r] += lo(wp[j]) * lo(xp[j]) + hi(wp[j]) * hi(xp[j]);
     }
   }
-  gemv_bf16_warp_sums(acc, partial);
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    float v = acc[r];
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    if (lane == 0) partial[warp][r] = v;
+  }
   __syncthreads();
   if (threadIdx.x < kRows) {
     const int r = threadIdx.x;
-    const float v = gemv_bf16_column_sum<kWarps>(partial, r);
+    float v = 0.f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) v += partial[w][r];
     const float b = p.bias ? __uint_as_float(static_cast<uint32_t>(p.bias[n]) << 16) : 0.f;
     const __nv_bfloat16 h = __float2bfloat16_rn(v + b);
     p.out[r * p.ldc + n] = *reinterpret_cast<const uint16_t*>(&h);

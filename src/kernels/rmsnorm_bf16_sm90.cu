@@ -1,5 +1,3 @@
-#include <cuda_bf16.h>
-
 #include "kernels/cuda_utils.h"
 #include "kernels/moe.h"  // kMoeTopK
 #include "kernels/rmsnorm.h"
@@ -7,10 +5,7 @@
 namespace gossamer::kernels {
 namespace {
 
-// One row's math: a block of kRmsThreads threads owns a row; thread i holds its 16-byte vectors i,
-// i + kRmsThreads, … (8 bf16 each).
-namespace rms {
-inline constexpr int kRmsThreads = 256;
+constexpr int kThreads = 256;
 
 __device__ __forceinline__ float bf_lo(uint32_t v) {
   return __uint_as_float(v << 16);
@@ -23,67 +18,21 @@ __device__ __forceinline__ uint32_t pack_bf16(float a, float b) {
   return *reinterpret_cast<const uint32_t*>(&h);
 }
 
-// The sum of `v` over the block's kRmsThreads threads (all must call it): warp sums by xor shuffles, then the
-// warps' in warp order. `partial` is [kRmsThreads / 32] shared floats, free again after a __syncthreads().
-__device__ __forceinline__ float block_sum(float v, float* partial) {
+__device__ float block_sum(float v) {
+  __shared__ float partial[kThreads / 32];
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   if ((threadIdx.x & 31) == 0) partial[threadIdx.x >> 5] = v;
   __syncthreads();
   float total = 0.f;
 #pragma unroll
-  for (int i = 0; i < kRmsThreads / 32; ++i) total += partial[i];
+  for (int i = 0; i < kThreads / 32; ++i) total += partial[i];
   return total;
 }
 
-// One vector of the row: v = x (as floats), or with a residual s = bf(x + residual) in v and its bits in
-// `sum` (the residual's new value). Adds v's squares to sum_sq in element order.
-__device__ __forceinline__ void add_vec(const uint4& x, const uint4* residual, float (&v)[8], uint4& sum,
-                                        float& sum_sq) {
-  const uint32_t* aw = reinterpret_cast<const uint32_t*>(&x);
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    v[2 * j] = bf_lo(aw[j]);
-    v[2 * j + 1] = bf_hi(aw[j]);
-  }
-  if (residual) {
-    const uint32_t* rw = reinterpret_cast<const uint32_t*>(residual);
-    uint32_t* sw = reinterpret_cast<uint32_t*>(&sum);
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      sw[j] = pack_bf16(v[2 * j] + bf_lo(rw[j]), v[2 * j + 1] + bf_hi(rw[j]));
-      v[2 * j] = bf_lo(sw[j]);
-      v[2 * j + 1] = bf_hi(sw[j]);
-    }
-  }
-#pragma unroll
-  for (int j = 0; j < 8; ++j) sum_sq += v[j] * v[j];
-}
-
-// 1 / sqrt(mean of squares + eps) from the row's total sum of squares.
-__device__ __forceinline__ float inv_rms(float total_sum_sq, int hidden, float eps) {
-  return rsqrtf(total_sum_sq / static_cast<float>(hidden) + eps);
-}
-
-// bf(v · inv_rms · w) of one vector, packed.
-__device__ __forceinline__ uint4 scale_vec(const float (&v)[8], float inv, const uint4& weight) {
-  const uint32_t* ww = reinterpret_cast<const uint32_t*>(&weight);
-  uint4 o;
-  uint32_t* ow = reinterpret_cast<uint32_t*>(&o);
-#pragma unroll
-  for (int j = 0; j < 4; ++j) ow[j] = pack_bf16(v[2 * j] * inv * bf_lo(ww[j]), v[2 * j + 1] * inv * bf_hi(ww[j]));
-  return o;
-}
-}  // namespace rms
-
-using rms::bf_hi;
-using rms::bf_lo;
-using rms::pack_bf16;
-constexpr int kThreads = rms::kRmsThreads;
-
 // x[row] vector vi from the MoE pieces: bf(0 + Σ_k w_k · y[pair_row_k]), launch_moe_combine's sum and rounding
-// (k = 0..3 in order, fp32, skipped rows −1), packed.
-__device__ __forceinline__ uint4 moe_combined_vec(const RmsNormParams& p, const int (&rows)[kMoeTopK],
-                                                  const float (&w)[kMoeTopK], int vi) {
+// (k = 0..3 in order, fp32, skipped rows −1), unpacked to fp32.
+__device__ __forceinline__ void moe_combined_vec(const RmsNormParams& p, const int (&rows)[kMoeTopK],
+                                                 const float (&w)[kMoeTopK], int vi, float (&v)[8]) {
   float sum[8] = {};
 #pragma unroll
   for (int k = 0; k < kMoeTopK; ++k) {
@@ -96,11 +45,12 @@ __device__ __forceinline__ uint4 moe_combined_vec(const RmsNormParams& p, const 
       sum[2 * j + 1] += w[k] * bf_hi(yw[j]);
     }
   }
-  uint4 packed;
-  uint32_t* pw = reinterpret_cast<uint32_t*>(&packed);
 #pragma unroll
-  for (int j = 0; j < 4; ++j) pw[j] = pack_bf16(0.f + sum[2 * j], 0.f + sum[2 * j + 1]);  // 0 + : −0 sums become +0
-  return packed;
+  for (int j = 0; j < 4; ++j) {
+    const uint32_t packed = pack_bf16(0.f + sum[2 * j], 0.f + sum[2 * j + 1]);  // 0 + : −0 sums become +0
+    v[2 * j] = bf_lo(packed);
+    v[2 * j + 1] = bf_hi(packed);
+  }
 }
 
 // One block per token; 16-byte vectors (8 bf16). The row (≤ 8 vectors per thread) stays in registers.
@@ -141,20 +91,49 @@ __global__ void __launch_bounds__(kThreads) rmsnorm_kernel(RmsNormParams p) {
   for (int i = 0; i < kMaxVecPerThread; ++i) {
     const int vi = threadIdx.x + i * kThreads;
     if (vi < num_vec) {
-      const uint4 a = kMoe ? moe_combined_vec(p, moe_rows, moe_w, vi) : x[vi];
-      uint4 s;
-      rms::add_vec(a, res ? &residual[i] : nullptr, v[i], s, sum_sq);
-      if (res) res[vi] = s;
+      if constexpr (kMoe) {
+        moe_combined_vec(p, moe_rows, moe_w, vi, v[i]);
+      } else {
+        uint4 a = x[vi];
+        const uint32_t* aw = reinterpret_cast<const uint32_t*>(&a);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          v[i][2 * j] = bf_lo(aw[j]);
+          v[i][2 * j + 1] = bf_hi(aw[j]);
+        }
+      }
+      if (res) {
+        const uint32_t* rw = reinterpret_cast<const uint32_t*>(&residual[i]);
+        uint4 s;
+        uint32_t* sw = reinterpret_cast<uint32_t*>(&s);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          sw[j] = pack_bf16(v[i][2 * j] + bf_lo(rw[j]), v[i][2 * j + 1] + bf_hi(rw[j]));
+          v[i][2 * j] = bf_lo(sw[j]);
+          v[i][2 * j + 1] = bf_hi(sw[j]);
+        }
+        res[vi] = s;
+      }
+#pragma unroll
+      for (int j = 0; j < 8; ++j) sum_sq += v[i][j] * v[i][j];
     }
   }
   // ---- normalise and scale ----
-  __shared__ float partial[kThreads / 32];
-  const float inv = rms::inv_rms(rms::block_sum(sum_sq, partial), p.hidden, p.eps);
+  const float inv_rms = rsqrtf(block_sum(sum_sq) / static_cast<float>(p.hidden) + p.eps);
   uint4* out = reinterpret_cast<uint4*>(p.out + row * p.hidden);
 #pragma unroll
   for (int i = 0; i < kMaxVecPerThread; ++i) {
     const int vi = threadIdx.x + i * kThreads;
-    if (vi < num_vec) out[vi] = rms::scale_vec(v[i], inv, weight[i]);
+    if (vi < num_vec) {
+      const uint32_t* ww = reinterpret_cast<const uint32_t*>(&weight[i]);
+      uint4 o;
+      uint32_t* ow = reinterpret_cast<uint32_t*>(&o);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        ow[j] = pack_bf16(v[i][2 * j] * inv_rms * bf_lo(ww[j]), v[i][2 * j + 1] * inv_rms * bf_hi(ww[j]));
+      }
+      out[vi] = o;
+    }
   }
 }
 
