@@ -36,11 +36,13 @@
 //
 // Bulk copies: lane 0 fills a ring stage with one cp.async.bulk of the whole tile (4352 bytes, no tensor
 // map) completing on the stage's mbarrier, which every lane waits on; the refill follows the warp's
-// __syncwarp() after its last read of the stage. Against 8.5 16-byte cp.async per lane (the layout before,
+// __syncwarp() after its last read of the stage. Against 8.5 16-byte cp.async per lane (the fill before,
 // bit-identical): no LSU issue slots and no MIO-throttle stalls; H100, 2026-12-05: 4× gate_up single row
 // 18.2 → 17.3 µs, 4× down 10.4 → 9.4, MoE decode 8 tokens 164.8 → 131.1 µs, batch-8 step 2.77 → 2.66 ms
-// (batch 1 unchanged: 1.87 / 1.86). x is read from L2 into registers
-// one step ahead (raw bf16; converted at the start of its step, after which the buffer takes the next step).
+// (batch 1 unchanged: 1.87 / 1.86).
+//
+// x is read from L2 into registers one step ahead (raw bf16; converted at the start of its step, after which the buffer
+// takes the next step).
 #include <cooperative_groups.h>
 #include <cuda_fp16.h>
 
@@ -65,7 +67,7 @@ namespace cg = cooperative_groups;
 constexpr int kTileRows = kMxfp4TileRows;  // 64 output rows per cluster: 4 MMA tiles of 16
 constexpr int kNTiles = kTileRows / 16;
 constexpr int kKStep = kMxfp4TileCols;        // 128 K columns per warp step
-constexpr int kChunks = 8;                    // 16-byte code units per lane per step (rows g + 8c): scale words
+constexpr int kChunks = 8;                    // rows g + 8c of a step per lane: its 8 scale words
 constexpr int kStageBytes = kMxfp4TileBytes;  // 4352
 constexpr int kRedStride = kTileRows + 4;
 // Dynamic shared memory of a (warps, stages) kernel: the warps' rings (rule: 8 × 3 × 4352 = 104,448).
@@ -346,8 +348,7 @@ __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages))
     issue(step + kStages * kWarps, s);
     if (++s == kStages) s = 0, parity ^= 1u;
   }
-  __syncthreads();  // (every bulk copy issued was waited for in the loop) the rings become the reduction buffers // the
-                    // rings become the reduction buffers
+  __syncthreads();  // the rings become the reduction buffers (every bulk copy issued was waited for above)
 
   // ---- sum over warps (fixed order) ----
   if constexpr (kSingleRow) {  // x row 0 only: lanes t = 0, 1 hold blocks {0, 1} and {2, 3} of each row
@@ -481,13 +482,6 @@ void launch_kernel(cudaLaunchConfig_t& cfg, const GemvMxfp4Params& p, const Laun
       cudaLaunchKernelEx(&cfg, gemv_mxfp4_kernel<kWarps, kStages, kSwiGlu, kSingleRow>, p, cluster, geo.k_steps));
 }
 
-// The kernel for (epilogue, single row).
-template <int kWarps, int kStages, bool kSwiGlu>
-void launch_variant(cudaLaunchConfig_t& cfg, const GemvMxfp4Params& p, const LaunchGeometry& geo, int cluster) {
-  if (geo.single_row) return launch_kernel<kWarps, kStages, kSwiGlu, true>(cfg, p, geo, cluster);
-  return launch_kernel<kWarps, kStages, kSwiGlu, false>(cfg, p, geo, cluster);
-}
-
 // Launches the (kWarps, kStages) kernel; `cluster` 0 = the rule's (gemv_cluster_size with p.cluster).
 template <int kWarps, int kStages>
 void launch_shape(const GemvMxfp4Params& p, const LaunchGeometry& geo, int cluster, cudaStream_t stream) {
@@ -502,8 +496,13 @@ void launch_shape(const GemvMxfp4Params& p, const LaunchGeometry& geo, int clust
   cfg.stream = stream;
   ClusterPdlAttributes attrs(cluster, p.programmatic_launch);
   attrs.apply(cfg);
-  if (p.epilogue == GemmEpilogue::kSwiGlu) return launch_variant<kWarps, kStages, true>(cfg, p, geo, cluster);
-  return launch_variant<kWarps, kStages, false>(cfg, p, geo, cluster);
+  const bool swiglu = p.epilogue == GemmEpilogue::kSwiGlu;
+  if (geo.single_row) {
+    return swiglu ? launch_kernel<kWarps, kStages, true, true>(cfg, p, geo, cluster)
+                  : launch_kernel<kWarps, kStages, false, true>(cfg, p, geo, cluster);
+  }
+  return swiglu ? launch_kernel<kWarps, kStages, true, false>(cfg, p, geo, cluster)
+                : launch_kernel<kWarps, kStages, false, false>(cfg, p, geo, cluster);
 }
 
 }  // namespace
