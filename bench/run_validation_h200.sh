@@ -45,12 +45,13 @@ $z -q -d -f models/tiny/model.safetensors.zst -o build/models/tiny/model.safeten
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 sec() { echo; echo "== $1 ($(date +%T))"; }
 run_tests() {
-  # The kernel suite in four shards (its CPU references make it long), all at once beside the model/engine/comm
-  # suites (correctness only: they may share the GPU and the 16 cores); each its own time limit. server_gpu
-  # serves through the gossamer binary (build/gossamer), its replicas and ranks colocated on GPU 0.
-  shards=("-MoeKernel.*:MoeDecode*:Sampling*:TokenMask*:GemvMxfp4*:Mxfp4*:MoeStream*"
-    "MoeDecode*:Sampling*:TokenMask*:GemvMxfp4*:Mxfp4*" "MoeKernel.*" "MoeStream*")
-  for i in 0 1 2 3; do
+  # The kernel suite in five shards (its CPU references make it long; attention's alone took ~280 s on an H100
+  # beside the rest), all at once beside the model/engine/comm suites (correctness only: they may share the GPU
+  # and the 16 cores); each its own time limit. server_gpu serves through the gossamer binary (build/gossamer),
+  # its replicas and ranks colocated on GPU 0.
+  shards=("-MoeKernel.*:MoeDecode*:Sampling*:TokenMask*:GemvMxfp4*:Mxfp4*:MoeStream*:Attention*"
+    "MoeDecode*:Sampling*:TokenMask*:GemvMxfp4*:Mxfp4*" "MoeKernel.*" "MoeStream*" "Attention*")
+  for i in 0 1 2 3 4; do
     (timeout 300 stdbuf -oL build/tests/gossamer_kernels_tests --gtest_color=no --gtest_filter="${shards[$i]}" \
       > "$out/kernels_$i.log" 2>&1
     echo "kernels shard $i exit $?" >> "$out/kernels_exit.log") &
@@ -209,43 +210,43 @@ PY
 }
 
 run_candidates() {
-  # Every unmeasured candidate in one call: their own GPU tests, kernel rows, end-to-end A/B, timelines and ncu.
-  # No candidate waits now: this re-measures the thirteenth session's choices — decode attention's first key
-  # tile before its PDL wait (the default; --no-decode-attention-prefetch-kv for A/B) and the MXFP4 GEMVs' bulk
-  # copies (the only path: the tests and kernel rows) — with their tests. Replace it with the next candidates.
+  # Every unmeasured candidate in one call: their own GPU tests, end-to-end A/B, timelines and ncu. Now (fourteenth
+  # session): RoPE + the K/V write in the decode QKV GEMV's epilogue (the default; --no-decode-qkv-rope for A/B),
+  # and how many ring stages the dense decode GEMVs request before their PDL wait (--decode-o-early-stages,
+  # --decode-qkv-early-stages; all by default), with the kernel tests that the last session's shard 0 missed.
   sec "the candidates' own GPU tests (in parallel; the full suites are the tests mode)"
   local f i=0 flags raw=/tmp/timeline
   rm -f "$out/quick_exit.log"
-  for f in "GemvMxfp4Kernel.*" "MoeDecodeMxfp4Kernel.*:MoeDecodeKernel.*:RmsNorm*:GemvBf16*" \
-    "AttentionDecodeKernel.*"; do
+  for f in "-MoeKernel.*:MoeDecode*:Sampling*:TokenMask*:GemvMxfp4*:Mxfp4*:MoeStream*:Attention*" \
+    "AttentionDecodeKernel.*:MoeDecodeKernel.*"; do
     i=$((i + 1))
     (timeout 200 build/tests/gossamer_kernels_tests --gtest_color=no --gtest_filter="$f" > "$out/quick_$i.log" 2>&1
     echo "quick tests $i exit $?" >> "$out/quick_exit.log") &
   done
-  (timeout 280 build/tests/gossamer_model_gpu_tests --gtest_color=no > "$out/quick_model.log" 2>&1
+  (timeout 200 build/tests/gossamer_model_gpu_tests --gtest_color=no \
+    --gtest_filter='CudaModelGpuTest.*:Weights/*' > "$out/quick_model.log" 2>&1
   echo "quick model_gpu exit $?" >> "$out/quick_exit.log") &
   wait
   cat "$out/quick_exit.log"
   grep -hE '^\[  (PASSED|FAILED) |^\[  FAILED  \]|tests ran' "$out"/quick_*.log | head -30
-  sec "kernel rows: the MXFP4 GEMV shapes at 1 and 8 tokens (gemv-tune), MoE decode at 1 and 8 tokens"
-  timeout 120 build/bench/kernels/gossamer_kernels_bench candidates
   sec "bench decode 20b mxfp4+fp8: the defaults against each candidate, batch 1 and 8, ctx 1,024 and 8,192"
-  for flags in "" "--no-decode-attention-prefetch-kv" ""; do
+  for flags in "" "--no-decode-qkv-rope" "--decode-o-early-stages 0" "--decode-o-early-stages 1" \
+    "--decode-o-early-stages 2" "--decode-qkv-early-stages 0" "--decode-qkv-early-stages 2" ""; do
     echo "-- bench decode 20b $flags"
     timeout 60 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
       --batch-sizes 1 8 --contexts 1024 8192 --steps 32 $flags | grep dummy
   done
   mkdir -p $raw
   i=0
-  for flags in "" "--no-decode-attention-prefetch-kv"; do
+  for flags in "" "--no-decode-qkv-rope" "--decode-o-early-stages 0"; do
     i=$((i + 1))
     sec "timeline: bench decode 20b mxfp4+fp8 batch 1 ctx 1,024 $flags"
     CUDA_INJECTION64_PATH=$v/libgossamer_kernel_trace.so GOSSAMER_KERNEL_TRACE=$raw/cand_$i.tsv \
       timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
       --batch-sizes 1 --contexts 1024 --steps 16 $flags 2>&1 | grep -E "dummy|kernel_trace"
-    python3 bench/kernels/kernel_timeline.py $raw/cand_$i.tsv --sequence 24 | head -50
+    python3 bench/kernels/kernel_timeline.py $raw/cand_$i.tsv --sequence 24 | head -42
   done
-  sec "ncu: decode attention in a batch-1 step (ctx 1,024)"
+  sec "ncu: decode attention alone in a batch-1 step (ctx 1,024): its duration without the chain's overlap"
   profile_decode_gemvs attention_decode_kernel ""
 }
 

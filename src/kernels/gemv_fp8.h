@@ -24,6 +24,14 @@
 // num_local_experts) are skipped: their output rows are not written), reads x row p / x_pair_divisor
 // and writes out row p. Weights, scales and bias are then stacked per local expert.
 //
+// RoPE epilogue (rope_epilogue, dense kBias only; the decode QKV projection): the output rows are a fused QKV
+// row per token (N = (rope.num_q_heads + 2·rope.num_kv_heads)·64, x row m = token m), and instead of writing out
+// the epilogue rounds each value to bf16 (what out would hold) and does what launch_rope does with that row:
+// rotates q and k, writes q to rope.q_out, k and v to rope.k_out / v_out when set and into the paged cache
+// at rope.slots[m] (bf16, or e4m3 under rope.kv_fp8) — bit for bit launch_gemv_fp8 then launch_rope. One 64-row
+// tile is one head, so a pair (i, i + 32) never leaves its CTA. rope.qkv, qkv_stride and num_tokens are unused
+// (x's rows are the tokens) and out may be null.
+//
 // Launches are CUDA-graph capturable (fixed grid for given shapes, no host synchronisation). With
 // programmatic_launch the kernel is launched with programmatic dependent launch (PDL): a dense GEMV
 // issues its first weight loads before waiting for the previous kernel in the stream (weights must not
@@ -37,6 +45,7 @@
 
 #include "core/cuda/cuda_types.h"  // cudaStream_t, GOSSAMER_HOST_DEVICE
 #include "kernels/gemm_fp8.h"
+#include "kernels/rope.h"
 
 namespace gossamer::kernels {
 
@@ -62,6 +71,9 @@ struct GemvFp8Params {
   // splits K (1, 2, 4 or 8; kernels/gemv_launch.h).
   int stages = 0;
   int cluster = 0;
+  // Dense mode with PDL: how many ring stages a warp requests before its PDL wait (−1 = all, the default; 0 =
+  // none, so that the previous kernel's loads do not queue behind this one's weights). A candidate.
+  int early_stages = -1;
   // ---- grouped (MoE decode) mode: topk_ids non-null; num_groups = num_local_experts ----
   const int32_t* topk_ids = nullptr;  // [num_pairs] global expert id of pair p (moe_route output)
   int num_pairs = 0;                  // 1..kGemvMaxPairs
@@ -73,6 +85,9 @@ struct GemvFp8Params {
   // down projection after gate_up): with PDL the routed experts' weights then stream before the wait.
   // Needs pair_row null.
   bool topk_from_earlier_kernel = false;
+  // ---- RoPE epilogue (see above) ----
+  bool rope_epilogue = false;
+  RopeParams rope;  // positions, q_out, k_out / v_out, the cache, slots, heads, inv_freq, concentration
 };
 
 // Validates the contract above and launches (M = 0 is a no-op).

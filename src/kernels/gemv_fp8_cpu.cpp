@@ -37,6 +37,15 @@ void gemv_fp8_cpu(const GemvFp8Params& p) {
     }
     gemm_epilogue_cpu(out_row.data(), p.N, p.epilogue, out);
   };
+  if (p.rope_epilogue) {  // the plain rows, then rope_cpu on them
+    std::vector<uint16_t> qkv(static_cast<size_t>(p.M) * p.N);
+    for (int m = 0; m < p.M; ++m) one_row(p.x + m * p.ldx, 0, qkv.data() + static_cast<size_t>(m) * p.N);
+    RopeParams r = p.rope;
+    r.qkv = qkv.data();
+    r.qkv_stride = p.N;
+    r.num_tokens = p.M;
+    return rope_cpu(r);
+  }
   if (!gemv_grouped(p)) {
     for (int m = 0; m < p.M; ++m) one_row(p.x + m * p.ldx, 0, p.out + m * p.ldc);
     return;

@@ -34,6 +34,7 @@
 #include "kernels/gemv_grouped.h"
 #include "kernels/gemv_grouped_sm90.cuh"
 #include "kernels/gemv_launch.h"
+#include "kernels/rope_sm90.cuh"
 #include "kernels/swiglu.h"
 
 namespace gossamer::kernels {
@@ -45,6 +46,7 @@ constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
 constexpr int kTileRows = 64;  // output rows per cluster: 4 MMA tiles of 16
 constexpr int kNTiles = kTileRows / 16;
+static_assert(kTileRows == kHeadDim, "the RoPE epilogue's tile is one head");
 constexpr int kKStep = 64;                      // K columns per warp step: 4 lanes × 16 bytes
 constexpr int kChunks = kNTiles * 2;            // 16-byte weight chunks per lane per K step
 constexpr int kStageBytes = kChunks * 32 * 16;  // 4 KiB per warp and K step
@@ -100,8 +102,12 @@ __device__ __forceinline__ void x_fragment(uint32_t (&x)[8], float& inv_even, fl
   inv_odd = __shfl_sync(0xffffffffu, inv, 8 * t + 4);  // a lane of group g = 2t + 1
 }
 
+// The kernel's epilogue: GemmEpilogue kBias or kSwiGlu, or the RoPE epilogue (GemvFp8Params::rope_epilogue; its
+// own instantiation, so the others keep their registers).
+enum class Epilogue { kBias, kSwiGlu, kRope };
+
 // grid: x = tiles × cluster (a cluster's CTAs are consecutive in x), y = expert slot (grouped) or 1.
-template <bool kSwiGlu, int kStages>
+template <Epilogue kEpi, int kStages>
 __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kStages))
     gemv_fp8_kernel(const GemvFp8Params p, int cluster, int k_steps) {
   // Dynamic: the warps' cp.async rings [warp][stage][chunk][lane] (16 bytes each); after the main loop the
@@ -162,11 +168,19 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kStages))
     }
     cp_async_commit();
   };
+  // The ring's first stages before the PDL wait (GemvFp8Params::early_stages; all by default), the rest after.
+  const int early = wait_first ? kStages : p.early_stages < 0 ? kStages : min(p.early_stages, kStages);
 #pragma unroll
-  for (int s = 0; s < kStages; ++s) issue(ks_begin + warp + s * kWarps, s);
+  for (int s = 0; s < kStages; ++s) {
+    if (s < early) issue(ks_begin + warp + s * kWarps, s);
+  }
   if (!wait_first) {
     pdl_wait();  // weights were requested already; x, bias and out follow the stream order
     pdl_trigger();
+  }
+#pragma unroll
+  for (int s = 0; s < kStages; ++s) {
+    if (s >= early) issue(ks_begin + warp + s * kWarps, s);
   }
 
   // x of K step `step`: this lane's 16 bf16 of x row g, zero outside rows/K.
@@ -258,9 +272,17 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kStages))
     }
   }
 
-  // ---- epilogue (rank 0): bias, SwiGLU or plain, bf16 ----
+  // ---- epilogue (rank 0): bias, SwiGLU or plain, bf16; or RoPE and the K/V cache write ----
   const int n = n0 + c;
-  if (rank == 0 && m < rows && n < p.N) {
+  if constexpr (kEpi == Epilogue::kRope) {
+    // The tile is one head (N is whole heads), so the test is warp-uniform, as rope_head_from_warp needs.
+    if (rank == 0 && m < rows) {
+      const uint32_t bb = p.bias ? *reinterpret_cast<const uint32_t*>(p.bias + n) : 0u;
+      const __nv_bfloat162 h =
+          __floats2bfloat162_rn(sum.x + __uint_as_float(bb << 16), sum.y + __uint_as_float(bb & 0xFFFF0000u));
+      rope_head_from_warp(p.rope, m, n0 / kHeadDim, __low2float(h), __high2float(h));
+    }
+  } else if (rank == 0 && m < rows && n < p.N) {
     float v0 = sum.x, v1 = sum.y;
     if (p.bias) {
       const uint32_t bb = *reinterpret_cast<const uint32_t*>(p.bias + static_cast<int64_t>(group) * p.N + n);
@@ -269,7 +291,7 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kStages))
     }
     const int out_row = grouped ? gs.pair[m] : m;
     uint16_t* out = p.out + static_cast<int64_t>(out_row) * p.ldc;
-    if constexpr (kSwiGlu) {
+    if constexpr (kEpi == Epilogue::kSwiGlu) {
       const __nv_bfloat16 h = __float2bfloat16_rn(swiglu_clamped(v0, v1));
       out[n / 2] = *reinterpret_cast<const uint16_t*>(&h);
     } else {
@@ -285,19 +307,20 @@ static_assert(smem_bytes(3) >= (kWarps + 1) * kGemvMaxRows * kRedStride * static
 
 // Opts the kernel into its dynamic shared memory, once per device (a function attribute, not a
 // stream operation: fine during graph capture; a repeated call is harmless).
-template <bool kSwiGlu, int kStages>
+template <Epilogue kEpi, int kStages>
 void prepare_kernel(int device) {
   static std::atomic<uint64_t> done{0};
   const uint64_t bit = uint64_t(1) << (device & 63);
   if (done.load(std::memory_order_acquire) & bit) return;
-  GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(gemv_fp8_kernel<kSwiGlu, kStages>,
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes(kStages)));
+  GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(gemv_fp8_kernel<kEpi, kStages>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           smem_bytes(kStages)));
   done.fetch_or(bit, std::memory_order_release);
 }
 
-// Validates the GEMV contract (gemv_fp8.h) and launches the kernel of epilogue kSwiGlu (M = 0 is a no-op).
-template <bool kSwiGlu>
+// Validates the GEMV contract (gemv_fp8.h) and launches the kernel of epilogue kEpi (M = 0 is a no-op).
+template <Epilogue kEpi>
 void launch_with(const GemvFp8Params& p, cudaStream_t stream) {
+  constexpr bool kSwiGlu = kEpi == Epilogue::kSwiGlu;
   const bool grouped = gemv_grouped(p);
   GOSSAMER_CHECK(p.K > 0 && p.K % 16 == 0 && p.N > 0 && p.N % 8 == 0, "gemv_fp8: K (", p.K,
                  ") must be a positive multiple of 16 and N (", p.N, ") of 8");
@@ -308,9 +331,19 @@ void launch_with(const GemvFp8Params& p, cudaStream_t stream) {
     GOSSAMER_CHECK(p.M >= 0 && p.M <= kGemvMaxRows, "gemv_fp8: M (", p.M, ") must be ≤ ", kGemvMaxRows);
     if (p.M == 0) return;
   }
-  GOSSAMER_CHECK(p.x && p.w && p.w_scales && p.out, "gemv_fp8: null operand");
+  GOSSAMER_CHECK(p.x && p.w && p.w_scales, "gemv_fp8: null operand");
   GOSSAMER_CHECK(p.ldx >= p.K && p.ldx % 8 == 0, "gemv_fp8: ldx (", p.ldx, ") must be ≥ K and a multiple of 8");
-  GOSSAMER_CHECK(p.ldc >= (kSwiGlu ? p.N / 2 : p.N) && (kSwiGlu || p.ldc % 2 == 0), "gemv_fp8: bad ldc ", p.ldc);
+  if constexpr (kEpi == Epilogue::kRope) {
+    const RopeParams& r = p.rope;
+    GOSSAMER_CHECK(
+        !grouped && p.epilogue == GemmEpilogue::kBias && p.N == (r.num_q_heads + 2 * r.num_kv_heads) * kHeadDim,
+        "gemv_fp8: the RoPE epilogue needs a dense fused QKV row (N = (q heads + 2·kv heads)·64), got N ", p.N);
+    GOSSAMER_CHECK(r.positions && r.q_out, "gemv_fp8: the RoPE epilogue needs positions and q_out");
+  } else {
+    GOSSAMER_CHECK(p.out, "gemv_fp8: null operand");
+  }
+  GOSSAMER_CHECK(p.rope_epilogue || (p.ldc >= (kSwiGlu ? p.N / 2 : p.N) && (kSwiGlu || p.ldc % 2 == 0)),
+                 "gemv_fp8: bad ldc ", p.ldc);
   GOSSAMER_CHECK(reinterpret_cast<uintptr_t>(p.x) % 16 == 0 && reinterpret_cast<uintptr_t>(p.w) % 16 == 0 &&
                      reinterpret_cast<uintptr_t>(p.out) % (kSwiGlu ? 2 : 4) == 0 &&
                      reinterpret_cast<uintptr_t>(p.bias) % 4 == 0,
@@ -335,19 +368,20 @@ void launch_with(const GemvFp8Params& p, cudaStream_t stream) {
   attrs.apply(cfg);
   // One instantiation per (epilogue, ring depth).
   if (stages == 3) {
-    prepare_kernel<kSwiGlu, 3>(device);
-    GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv_fp8_kernel<kSwiGlu, 3>, p, cluster, k_steps));
+    prepare_kernel<kEpi, 3>(device);
+    GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv_fp8_kernel<kEpi, 3>, p, cluster, k_steps));
   } else {
-    prepare_kernel<kSwiGlu, 4>(device);
-    GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv_fp8_kernel<kSwiGlu, 4>, p, cluster, k_steps));
+    prepare_kernel<kEpi, 4>(device);
+    GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv_fp8_kernel<kEpi, 4>, p, cluster, k_steps));
   }
 }
 
 }  // namespace
 
 void launch_gemv_fp8(const GemvFp8Params& p, cudaStream_t stream) {
-  if (p.epilogue == GemmEpilogue::kSwiGlu) return launch_with<true>(p, stream);
-  launch_with<false>(p, stream);
+  if (p.rope_epilogue) return launch_with<Epilogue::kRope>(p, stream);
+  if (p.epilogue == GemmEpilogue::kSwiGlu) return launch_with<Epilogue::kSwiGlu>(p, stream);
+  launch_with<Epilogue::kBias>(p, stream);
 }
 
 }  // namespace gossamer::kernels

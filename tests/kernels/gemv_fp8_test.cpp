@@ -11,6 +11,7 @@
 #include "kernels/fp8_tiled.h"
 #include "kernels/moe.h"
 #include "kernels/rmsnorm.h"
+#include "kernels/rope.h"
 #include "moe_problem.h"
 
 namespace gossamer::kernels {
@@ -131,7 +132,126 @@ TEST(GemvFp8Kernel, MatchesReference) {
   }
 }
 
-// Every launch shape the bench sweeps (GemvFp8Params::stages × cluster) gives the reference's result.
+// The RoPE epilogue (the decode QKV projection) is the GEMV then launch_rope, bit for bit: q, k / v and both caches
+// (bf16 and e4m3), with the model's heads and a TP-halved row, every decode row count, padding slots, a position
+// 0; and near the CPU reference (libm's sin / cos against CUDA's sincosf).
+TEST(GemvFp8Kernel, RopeEpilogueIsGemvThenRope) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(27);
+  const std::vector<float> inv_freq = rope_inv_freq(RopeScaling{}, kHeadDim);
+  for (const auto& [qh, kvh] : {std::pair{64, 8}, std::pair{32, 4}}) {
+    for (const bool kv_fp8 : {false, true}) {
+      for (const int m : {1, 3, 8}) {
+        const int n = (qh + 2 * kvh) * kHeadDim, k = 2880, cache_rows = 2 * m + 3;
+        const size_t cache_bytes = size_t(cache_rows) * kvh * kHeadDim * (kv_fp8 ? 1 : 2);
+        auto w = random_fp8_bytes(size_t(n) * k, rng);
+        auto ws = random_scales(scale_count(1, n, k), rng, 0.0005f, 0.002f);
+        auto bias = random_bf16(n, rng, 1.0f);
+        auto x = random_bf16(size_t(m) * k, rng, 1.0f);
+        std::vector<int32_t> pos(m);
+        std::uniform_int_distribution<int> pd(0, 131071);
+        for (auto& v : pos) v = pd(rng);
+        pos[0] = 0;
+        std::vector<int64_t> slots(m);
+        for (int t = 0; t < m; ++t) slots[t] = 2 * ((t * 5 + 1) % m) + 1;
+        if (m > 1) slots[1] = -1;
+        std::vector<float> kv_scales(2 * kvh);
+        std::uniform_real_distribution<float> sd(0.25f, 2.f);
+        for (auto& v : kv_scales) v = sd(rng);
+        DeviceBuffer<uint8_t> dw(tiled(w, 1, n, k));
+        DeviceBuffer<float> dws(ws), dscales(kv_scales);
+        DeviceBuffer<uint16_t> dbias(bias), dx(x), dqkv(size_t(m) * n);
+        DeviceBuffer<int32_t> dpos(pos);
+        DeviceBuffer<int64_t> dslots(slots);
+        // [0]: GEMV then launch_rope; [1]: the RoPE epilogue.
+        std::vector<DeviceBuffer<uint16_t>> dq, dk, dv;
+        std::vector<DeviceBuffer<uint8_t>> dkc, dvc;
+        for (int i = 0; i < 2; ++i) {
+          dq.emplace_back(size_t(m) * qh * kHeadDim);
+          dk.emplace_back(size_t(m) * kvh * kHeadDim);
+          dv.emplace_back(size_t(m) * kvh * kHeadDim);
+          dkc.emplace_back(cache_bytes);
+          dvc.emplace_back(cache_bytes);
+          for (auto* b : {&dq[i], &dk[i], &dv[i]}) b->poison();
+          for (auto* b : {&dkc[i], &dvc[i]}) b->poison();
+        }
+        GemvFp8Params p;
+        p.x = dx.get();
+        p.ldx = k;
+        p.w = dw.get();
+        p.w_tiled = true;
+        p.w_scales = dws.get();
+        p.bias = dbias.get();
+        p.out = dqkv.get();
+        p.ldc = n;
+        p.M = m;
+        p.N = n;
+        p.K = k;
+        RopeParams r;
+        r.positions = dpos.get();
+        r.slots = dslots.get();
+        r.num_tokens = m;
+        r.num_q_heads = qh;
+        r.num_kv_heads = kvh;
+        r.kv_fp8 = kv_fp8;
+        r.k_scale = kv_fp8 ? dscales.get() : nullptr;
+        r.v_scale = kv_fp8 ? dscales.get() + kvh : nullptr;
+        std::copy(inv_freq.begin(), inv_freq.end(), r.inv_freq.begin());
+        r.concentration = rope_concentration(RopeScaling{});
+        auto outputs = [&](RopeParams& o, int i) {
+          o.q_out = dq[i].get();
+          o.k_out = dk[i].get();
+          o.v_out = dv[i].get();
+          o.k_cache = dkc[i].get();
+          o.v_cache = dvc[i].get();
+        };
+        launch_gemv_fp8(p, nullptr);
+        RopeParams separate = r;
+        separate.qkv = dqkv.get();
+        separate.qkv_stride = n;
+        outputs(separate, 0);
+        launch_rope(separate, nullptr);
+        GemvFp8Params fused = p;
+        fused.out = nullptr;
+        fused.rope_epilogue = true;
+        fused.rope = r;
+        outputs(fused.rope, 1);
+        launch_gemv_fp8(fused, nullptr);
+        const std::string shape = std::to_string(qh) + "/" + std::to_string(kvh) + " heads M=" + std::to_string(m) +
+                                  (kv_fp8 ? " fp8 cache" : " bf16 cache");
+        EXPECT_EQ(dq[1].download(), dq[0].download()) << shape;
+        EXPECT_EQ(dk[1].download(), dk[0].download()) << shape;
+        EXPECT_EQ(dv[1].download(), dv[0].download()) << shape;
+        EXPECT_EQ(dkc[1].download(), dkc[0].download()) << shape;
+        EXPECT_EQ(dvc[1].download(), dvc[0].download()) << shape;
+        // The CPU reference of the epilogue (q only: the caches follow the same rows).
+        std::vector<uint16_t> q_ref(dq[0].size());
+        std::vector<uint8_t> kc_ref(cache_bytes), vc_ref(cache_bytes);
+        GemvFp8Params ref = fused;
+        std::vector<uint8_t> w_tiled = tiled(w, 1, n, k);
+        ref.x = x.data();
+        ref.w = w_tiled.data();
+        ref.w_scales = ws.data();
+        ref.bias = bias.data();
+        ref.rope.positions = pos.data();
+        ref.rope.slots = slots.data();
+        ref.rope.k_scale = kv_fp8 ? kv_scales.data() : nullptr;
+        ref.rope.v_scale = kv_fp8 ? kv_scales.data() + kvh : nullptr;
+        ref.rope.q_out = q_ref.data();
+        ref.rope.k_out = ref.rope.v_out = nullptr;
+        ref.rope.k_cache = kc_ref.data();
+        ref.rope.v_cache = vc_ref.data();
+        gemv_fp8_cpu(ref);
+        const double err = rel_error_bf16(dq[1].download(), q_ref);
+        report("gemv_fp8", "rope epilogue q " + shape, err, kTolBf16);
+        EXPECT_LT(err, kTolBf16) << shape;
+      }
+    }
+  }
+}
+
+// Every launch shape the bench sweeps (GemvFp8Params::stages × cluster) and every number of ring stages
+// requested before the PDL wait gives the reference's result.
 TEST(GemvFp8Kernel, EveryLaunchShapeMatchesReference) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(23);
@@ -164,16 +284,25 @@ TEST(GemvFp8Kernel, EveryLaunchShapeMatchesReference) {
   r.bias = bias.data();
   r.out = ref.data();
   gemv_fp8_cpu(r);
+  std::vector<uint16_t> first;  // every shape's result is the same bits (the K split aside: cluster 1 only)
   for (const int stages : {3, 4}) {
     for (const int cluster : {1, 2, 4, 8}) {
-      dout.poison();
-      p.stages = stages;
-      p.cluster = cluster;
-      launch_gemv_fp8(p, nullptr);
-      const double err = rel_error(block(dout.download(), m, n, n), block(ref, m, n, n));
-      const std::string shape = "stages=" + std::to_string(stages) + " cluster=" + std::to_string(cluster);
-      report("gemv_fp8 launch shape", shape, err, kTolBf16);
-      EXPECT_LT(err, kTolBf16) << shape;
+      for (const int early : {-1, 0, 1, stages}) {  // GemvFp8Params::early_stages
+        dout.poison();
+        p.stages = stages;
+        p.cluster = cluster;
+        p.early_stages = early;
+        launch_gemv_fp8(p, nullptr);
+        const auto out = dout.download();
+        const double err = rel_error(block(out, m, n, n), block(ref, m, n, n));
+        const std::string shape = "stages=" + std::to_string(stages) + " cluster=" + std::to_string(cluster) +
+                                  " early_stages=" + std::to_string(early);
+        report("gemv_fp8 launch shape", shape, err, kTolBf16);
+        EXPECT_LT(err, kTolBf16) << shape;
+        if (cluster != 1) continue;
+        if (first.empty()) first = out;
+        EXPECT_EQ(out, first) << shape;
+      }
     }
   }
 }

@@ -221,27 +221,41 @@ TEST(CudaModelGpuTest, Mxfp4SingleRowDecodeMatchesTheGeneralKernel) {
   }
 }
 
-// Decode attention's first key tile before its PDL wait (the default; AttentionParams::decode_prefetch_kv)
-// changes no logit against loading it after the wait, in both expert formats, for one decoding sequence and
-// for all of them at once.
-TEST(CudaModelGpuTest, DecodeAttentionPrefetchChangesNoLogit) {
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU: decode attention's early key tile not tested";
+// The decode step's fusions change no logit against their unfused forms: decode attention's first key tile
+// before its PDL wait (AttentionParams::decode_prefetch_kv) and RoPE with the K/V cache write in the QKV GEMV's
+// epilogue (decode_qkv_rope), each turned off alone against the defaults, in both expert formats and with the
+// FP8 KV cache, for one decoding sequence and for all of them at once.
+TEST(CudaModelGpuTest, DecodeFusionsChangeNoLogit) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU: the decode fusions not tested";
   const auto tokens = testing::golden_tokens("tiny_conditioned");
   const std::string dir = tiny_checkpoint(DummyInit::kConditioned);
-  for (const char* weights : {"mxfp4", "fp8"}) {
+  struct Fusion {
+    const char* name;
+    void (*turn_off)(ModelOptions&);
+  };
+  const Fusion fusions[] = {
+      {"decode attention's early key tile", [](ModelOptions& o) { o.decode_attention_prefetch_kv = false; }},
+      {"RoPE in the QKV GEMV", [](ModelOptions& o) { o.decode_qkv_rope = false; }},
+  };
+  for (const auto& [weights, kv] : {std::pair{"mxfp4", "auto"}, std::pair{"fp8", "auto"}, std::pair{"mxfp4", "fp8"}}) {
     for (const bool all : {false, true}) {
-      auto run = [&](bool prefetch) {
+      auto run = [&](const Fusion* off) {
         ModelOptions options;
         options.weights = weights;
-        options.decode_attention_prefetch_kv = prefetch;
+        options.kv_cache_dtype = kv;
+        if (off) off->turn_off(options);
         auto model = load_model(dir, "cuda", options);
         return all ? prefill_then_decode(*model, tokens, 150) : prefill_then_decode(*model, {tokens[0]}, 150);
       };
-      const auto early = run(true), late = run(false);
-      ASSERT_EQ(early.size(), late.size());
-      for (size_t s = 0; s < early.size(); ++s) {
-        EXPECT_EQ(0, std::memcmp(early[s].data(), late[s].data(), early[s].size() * sizeof(float)))
-            << weights << (all ? ", every sequence" : ", one sequence") << ": sequence " << s;
+      const auto fused = run(nullptr);
+      for (const Fusion& f : fusions) {
+        const auto apart = run(&f);
+        ASSERT_EQ(fused.size(), apart.size());
+        for (size_t s = 0; s < fused.size(); ++s) {
+          EXPECT_EQ(0, std::memcmp(fused[s].data(), apart[s].data(), fused[s].size() * sizeof(float)))
+              << f.name << " off, " << weights << ", KV " << kv << (all ? ", every sequence" : ", one sequence")
+              << ": sequence " << s;
+        }
       }
     }
   }

@@ -30,7 +30,7 @@ const uint16_t* bias_of(const DeviceLinear& w) {
 
 }  // namespace
 
-void CudaModel::linear(const uint16_t* x, int m, const DeviceLinear& w, uint16_t* out) {
+void CudaModel::linear(const uint16_t* x, int m, const DeviceLinear& w, uint16_t* out, int gemv_early_stages) {
   if (m <= 0) return;
   if (!w.fp8) {
     if (kernels::gemv_bf16_preferred(m, w.n, w.k)) {
@@ -59,19 +59,7 @@ void CudaModel::linear(const uint16_t* x, int m, const DeviceLinear& w, uint16_t
     return kernels::launch_gemm_bf16(gemm, stream_);
   }
   if (m <= kernels::kGemvMaxRows) {  // decode: weight-only FP8, activations stay bf16
-    kernels::GemvFp8Params gemv;
-    gemv.x = x;
-    gemv.ldx = w.k;
-    gemv.w = w.weight.get<uint8_t>();
-    gemv.w_tiled = true;
-    gemv.w_scales = w.scales.get<float>();
-    gemv.bias = bias_of(w);
-    gemv.out = out;
-    gemv.ldc = w.n;
-    gemv.M = m;
-    gemv.N = w.n;
-    gemv.K = w.k;
-    return kernels::launch_gemv_fp8(gemv, stream_);
+    return kernels::launch_gemv_fp8(decode_gemv(x, m, w, out, gemv_early_stages), stream_);
   }
   const int ldq = round_up(w.k, 16);
   kernels::QuantizeFp8Params quant;
@@ -104,6 +92,37 @@ void CudaModel::linear(const uint16_t* x, int m, const DeviceLinear& w, uint16_t
     if (cublaslt_->launch(lt, stream_)) return;
   }
   kernels::launch_gemm_fp8(gemm, m, stream_);
+}
+
+kernels::GemvFp8Params CudaModel::decode_gemv(const uint16_t* x, int m, const DeviceLinear& w, uint16_t* out,
+                                              int early_stages) const {
+  kernels::GemvFp8Params gemv;
+  gemv.early_stages = early_stages;
+  gemv.x = x;
+  gemv.ldx = w.k;
+  gemv.w = w.weight.get<uint8_t>();
+  gemv.w_tiled = true;
+  gemv.w_scales = w.scales.get<float>();
+  gemv.bias = bias_of(w);
+  gemv.out = out;
+  gemv.ldc = w.n;
+  gemv.M = m;
+  gemv.N = w.n;
+  gemv.K = w.k;
+  return gemv;
+}
+
+void CudaModel::qkv_rope(const uint16_t* x, int m, const DeviceLinear& w, uint16_t* qkv, kernels::RopeParams rope) {
+  if (options_.decode_qkv_rope && w.fp8 && m <= kernels::kGemvMaxRows) {
+    kernels::GemvFp8Params gemv = decode_gemv(x, m, w, nullptr, options_.decode_qkv_early_stages);
+    gemv.rope_epilogue = true;
+    gemv.rope = rope;
+    return kernels::launch_gemv_fp8(gemv, stream_);
+  }
+  linear(x, m, w, qkv, options_.decode_qkv_early_stages);
+  rope.qkv = qkv;
+  mark(StepPhase::kRope);
+  kernels::launch_rope(rope, stream_);
 }
 
 bool CudaModel::reads_mxfp4_experts(int num_tokens) const {
@@ -320,13 +339,10 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
     norm.out = bf16(normed_);
     kernels::launch_rmsnorm(norm, stream_);
     // ---- qkv [T, qkv_width] → RoPE (q → q_, k/v → paged cache) → attention → o-proj into delta ----
-    mark(StepPhase::kQkv);
-    linear(bf16(normed_), t, w.qkv, bf16(qkv_));
     const bool ring = num_sliding_blocks_ > 0 && config_.layer_is_sliding[static_cast<size_t>(layer)];
     rope.slots = reinterpret_cast<const int64_t*>(dev + (ring ? plan.sliding_slots : plan.slots));
     attention.page_indptr = dev + (ring ? plan.sliding_page_indptr : plan.page_indptr);
     attention.page_indices = dev + (ring ? plan.sliding_page_indices : plan.page_indices);
-    rope.qkv = bf16(qkv_);
     rope.q_out = bf16(q_);
     // [blocks·block_size, kv_heads, 64] bf16, or e4m3 on full-attention layers with --kv-cache-dtype fp8
     // (scales: kv_scales_ [layer][k, v][kv_heads] fp32)
@@ -338,8 +354,8 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
     rope.kv_fp8 = attention.kv_fp8 = kv_fp8;
     rope.k_scale = attention.k_scale = k_scale;
     rope.v_scale = attention.v_scale = v_scale;
-    mark(StepPhase::kRope);
-    kernels::launch_rope(rope, stream_);
+    mark(StepPhase::kQkv);
+    qkv_rope(bf16(normed_), t, w.qkv, bf16(qkv_), rope);  // marks kRope where RoPE is its own launch
     attention.q = bf16(q_);
     attention.out = bf16(attn_out_);
     attention.k_cache = k_cache_[static_cast<size_t>(layer)].get();
@@ -350,7 +366,7 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
     if (decode || attention.decode_rows_apart) kernels::launch_attention_decode(attention, stream_);
     if (!decode) kernels::launch_attention_prefill(attention, stream_);  // with decode_rows_apart: the chunks only
     mark(StepPhase::kOProj);
-    linear(bf16(attn_out_), t, w.o, bf16(delta_));
+    linear(bf16(attn_out_), t, w.o, bf16(delta_), options_.decode_o_early_stages);
     reduce_partial_outputs(t);  // tensor parallel: each rank's heads' share of the O-projection
     // ---- MLP norm (residual += attention output) → router → experts into delta ----
     mark(StepPhase::kMlpNorm);
