@@ -44,12 +44,6 @@ void ModelChoice::add_options(CLI::App& cli) {
   cli.add_flag("--decode-qkv-rope,!--no-decode-qkv-rope", options.decode_qkv_rope,
                "cuda: RoPE and the K/V cache write in the decode QKV GEMV's epilogue (default; A/B)")
       ->group("");  // hidden: A/B runs
-  cli.add_option("--decode-qkv-early-stages", options.decode_qkv_early_stages,
-                 "cuda: ring stages the decode QKV GEMV requests before its PDL wait (-1: all, default) (A/B)")
-      ->group("");  // hidden: candidates
-  cli.add_option("--decode-o-early-stages", options.decode_o_early_stages,
-                 "cuda: ring stages the decode O-projection GEMV requests before its PDL wait (-1: all, default) (A/B)")
-      ->group("");  // hidden: candidates
   cli.add_option(
          "--moe-decode", options.moe_decode,
          "cuda: auto (default: the weight-streaming grouped GEMM at 9-64 tokens, FP8, or 9-512, MXFP4) | gemv | stream")

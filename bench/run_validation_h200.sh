@@ -8,7 +8,7 @@
 # `bash bench/pack_for_device.sh` does it (~21 MiB), then carry ["carry",
 # "node_modules/tiktoken/encoders/o200k_base.json"]. Tests and
 # benches read their compiled-in paths under /work/main, so the checkout is linked there. Logs go to $OUT.
-#   bash bench/run_validation_h200.sh [all|tests|candidates|quick|headline|benches|ab|profile|timeline|prep]
+#   bash bench/run_validation_h200.sh [all|tests|candidates|quick|headline|benches|ab|profile|source|timeline|prep]
 # tests: the kernel suite (four shards) beside the model/engine/comm/server suites, all at once (correctness
 # only, so they may share the GPU); candidates: every unmeasured candidate's kernel rows, end-to-end A/B and the
 # batch-1 decode timeline in one call (for a session whose device time holds three calls); benches: prefill with its phase breakdown, the MoE and prefill GEMMs
@@ -16,7 +16,8 @@
 # (mxfp4+fp8, and at long contexts) and the step breakdown; ab: the end-to-end A/B of the product's prefill
 # choices, and 120b prefill; headline: the figures the open issues' targets name (prefill 20b / 120b, decode
 # batch 1 and 8) and the batch-1 decode timeline; timeline: the real kernel timeline of graph decode steps
-# (CUPTI); profile: Nsight Compute on the prefill kernels (attention warpgroup variants, the MoE GEMMs), the
+# (CUPTI); source: Nsight Compute's per-instruction stall samples of the batch-1 decode's attention and MXFP4
+# GEMVs; profile: Nsight Compute on the prefill kernels (attention warpgroup variants, the MoE GEMMs), the
 # batch-1 decode GEMVs' stall reasons, and every kernel's duration in a batch-1 decode step (profile, timeline
 # and headline are not part of all). Each mode fits one
 # 600 s call, alone on the GPU (the tokenizer against tiktoken: bench/text/run_tokenizer_vs_tiktoken.sh).
@@ -168,6 +169,29 @@ profile_decode_gemvs() {
   done
 }
 
+# ncu's source page (SASS) of one launch of kernel $1 (regex; $2 launches of it skipped) in a batch-1 decode step
+# (20b mxfp4+fp8, ctx 1,024): warp-stall samples every 32 cycles; the instructions with the most samples, with
+# their stall reasons, and the samples per reason.
+profile_source() {
+  local k=$1 skip=$2 raw=/tmp/ncu
+  mkdir -p $raw
+  timeout 150 ncu --clock-control none --section SourceCounters --section WarpStateStats --sampling-interval 0 \
+    -k regex:$k -s "$skip" -c 1 -f -o "$raw/src_$k$skip" build/gossamer bench decode --load-format dummy --preset 20b \
+    --device cuda --weights mxfp4+fp8 --batch-sizes 1 --contexts 1024 --steps 2 > "$raw/src_$k$skip.log" 2>&1
+  ncu --import "$raw/src_$k$skip.ncu-rep" --page source --csv --print-source sass > "$raw/src_$k$skip.csv" 2>&1
+  echo "-- $k (launch $skip): $(grep -c . "$raw/src_$k$skip.csv") source lines"
+  cp "$raw/src_$k$skip.csv" "$out/" 2>/dev/null
+  python3 bench/kernels/ncu_source_top.py "$raw/src_$k$skip.csv" 40 || tail -5 "$raw/src_$k$skip.log"
+}
+
+run_source() {
+  sec "ncu source (SASS) stall samples: decode attention (a sliding and a full layer), MXFP4 gate_up and down"
+  profile_source attention_decode_kernel 0
+  profile_source attention_decode_kernel 1
+  profile_source gemv_mxfp4_kernel 0
+  profile_source gemv_mxfp4_kernel 1
+}
+
 run_profile() {
   ncu_setup
   local raw=/tmp/ncu
@@ -304,6 +328,7 @@ case $mode in
   quick) run_quick 2>&1 | tee "$out/quick_summary.txt" ;;
   timeline) run_timeline 2>&1 | tee "$out/timeline_summary.txt" ;;
   profile) run_profile 2>&1 | tee "$out/profile_summary.txt" ;;
+  source) run_source 2>&1 | tee "$out/source_summary.txt" ;;
   prep) ;;  # binaries and checkpoint in place only
   *) run_tests; run_benches; run_ab ;;
 esac

@@ -71,9 +71,6 @@ struct GemvFp8Params {
   // splits K (1, 2, 4 or 8; kernels/gemv_launch.h).
   int stages = 0;
   int cluster = 0;
-  // Dense mode with PDL: how many ring stages a warp requests before its PDL wait (−1 = all, the default; 0 =
-  // none, so that the previous kernel's loads do not queue behind this one's weights). A candidate.
-  int early_stages = -1;
   // ---- grouped (MoE decode) mode: topk_ids non-null; num_groups = num_local_experts ----
   const int32_t* topk_ids = nullptr;  // [num_pairs] global expert id of pair p (moe_route output)
   int num_pairs = 0;                  // 1..kGemvMaxPairs

@@ -168,19 +168,11 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kStages))
     }
     cp_async_commit();
   };
-  // The ring's first stages before the PDL wait (GemvFp8Params::early_stages; all by default), the rest after.
-  const int early = wait_first ? kStages : p.early_stages < 0 ? kStages : min(p.early_stages, kStages);
 #pragma unroll
-  for (int s = 0; s < kStages; ++s) {
-    if (s < early) issue(ks_begin + warp + s * kWarps, s);
-  }
+  for (int s = 0; s < kStages; ++s) issue(ks_begin + warp + s * kWarps, s);
   if (!wait_first) {
     pdl_wait();  // weights were requested already; x, bias and out follow the stream order
     pdl_trigger();
-  }
-#pragma unroll
-  for (int s = 0; s < kStages; ++s) {
-    if (s >= early) issue(ks_begin + warp + s * kWarps, s);
   }
 
   // x of K step `step`: this lane's 16 bf16 of x row g, zero outside rows/K.

@@ -63,14 +63,9 @@ struct ModelOptions {
   // cuda: kernels::AttentionParams::decode_prefetch_kv (CudaOptions::decode_attention_prefetch_kv; on: measured
   // faster, docs/PERF.md 2026-12-05 thirteenth session; hidden bench flag --no-decode-attention-prefetch-kv).
   bool decode_attention_prefetch_kv = true;
-  // cuda: RoPE and the K/V cache write in the decode QKV GEMV's epilogue (CudaOptions::decode_qkv_rope; a
-  // candidate, hidden bench flag --no-decode-qkv-rope for A/B).
+  // cuda: RoPE and the K/V cache write in the decode QKV GEMV's epilogue (CudaOptions::decode_qkv_rope; on:
+  // measured faster, docs/PERF.md 2026-12-05 fourteenth session; hidden bench flag --no-decode-qkv-rope for A/B).
   bool decode_qkv_rope = true;
-  // cuda: the ring stages the decode QKV / O-projection GEMVs request before their PDL wait (kernels::
-  // GemvFp8Params::early_stages; −1 all, the default; candidates, hidden bench options --decode-qkv-early-stages,
-  // --decode-o-early-stages).
-  int decode_qkv_early_stages = -1;
-  int decode_o_early_stages = -1;
   // cuda: the MXFP4 decode GEMVs' single-row kernel at one token (CudaOptions::moe_gemv_single_row; on: measured
   // faster, docs/PERF.md 2026-12-05 twelfth session; hidden bench flag --no-moe-gemv-single-row for A/B).
   bool moe_gemv_single_row = true;

@@ -250,8 +250,7 @@ TEST(GemvFp8Kernel, RopeEpilogueIsGemvThenRope) {
   }
 }
 
-// Every launch shape the bench sweeps (GemvFp8Params::stages × cluster) and every number of ring stages
-// requested before the PDL wait gives the reference's result.
+// Every launch shape the bench sweeps (GemvFp8Params::stages × cluster) gives the reference's result.
 TEST(GemvFp8Kernel, EveryLaunchShapeMatchesReference) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(23);
@@ -284,25 +283,16 @@ TEST(GemvFp8Kernel, EveryLaunchShapeMatchesReference) {
   r.bias = bias.data();
   r.out = ref.data();
   gemv_fp8_cpu(r);
-  std::vector<uint16_t> first;  // every shape's result is the same bits (the K split aside: cluster 1 only)
   for (const int stages : {3, 4}) {
     for (const int cluster : {1, 2, 4, 8}) {
-      for (const int early : {-1, 0, 1, stages}) {  // GemvFp8Params::early_stages
-        dout.poison();
-        p.stages = stages;
-        p.cluster = cluster;
-        p.early_stages = early;
-        launch_gemv_fp8(p, nullptr);
-        const auto out = dout.download();
-        const double err = rel_error(block(out, m, n, n), block(ref, m, n, n));
-        const std::string shape = "stages=" + std::to_string(stages) + " cluster=" + std::to_string(cluster) +
-                                  " early_stages=" + std::to_string(early);
-        report("gemv_fp8 launch shape", shape, err, kTolBf16);
-        EXPECT_LT(err, kTolBf16) << shape;
-        if (cluster != 1) continue;
-        if (first.empty()) first = out;
-        EXPECT_EQ(out, first) << shape;
-      }
+      dout.poison();
+      p.stages = stages;
+      p.cluster = cluster;
+      launch_gemv_fp8(p, nullptr);
+      const double err = rel_error(block(dout.download(), m, n, n), block(ref, m, n, n));
+      const std::string shape = "stages=" + std::to_string(stages) + " cluster=" + std::to_string(cluster);
+      report("gemv_fp8 launch shape", shape, err, kTolBf16);
+      EXPECT_LT(err, kTolBf16) << shape;
     }
   }
 }

@@ -89,8 +89,6 @@ struct CudaOptions {
   // The FP8 QKV GEMV of a decode step (≤ kGemvMaxRows tokens) applies RoPE and writes the K/V cache in its
   // epilogue (kernels::GemvFp8Params::rope_epilogue) instead of a separate RoPE launch.
   bool decode_qkv_rope = true;
-  int decode_qkv_early_stages = -1;  // kernels::GemvFp8Params::early_stages of the decode QKV GEMV
-  int decode_o_early_stages = -1;    // … and of the O projection's
   // Which decode-sized steps run the FP8 or MXFP4 experts on the weight-streaming grouped GEMM
   // (kernels/moe.h launch_moe_stream) instead of the GEMV decode MoE (≤ 8 tokens, MXFP4 in chunks of 8 up
   // to kMxfp4GemvMaxTokens) or the FP8 expert GEMMs: kAuto where it measured faster on the H200
@@ -268,11 +266,9 @@ class CudaModel final : public Model {
 
   // out [m, w.n] bf16 = x [m, w.k] bf16 · wᵀ + bias (GEMV for m ≤ 8, else FP8 or bf16 GEMM).
   void add_row_major_copies();
-  // gemv_early_stages: kernels::GemvFp8Params::early_stages where the decode GEMV runs.
-  void linear(const uint16_t* x, int m, const DeviceLinear& w, uint16_t* out, int gemv_early_stages = -1);
+  void linear(const uint16_t* x, int m, const DeviceLinear& w, uint16_t* out);
   // The decode GEMV's parameters for linear (m ≤ kGemvMaxRows, FP8 w).
-  kernels::GemvFp8Params decode_gemv(const uint16_t* x, int m, const DeviceLinear& w, uint16_t* out,
-                                     int early_stages) const;
+  kernels::GemvFp8Params decode_gemv(const uint16_t* x, int m, const DeviceLinear& w, uint16_t* out) const;
   // qkv [m, w.n] bf16 = linear(x), then RoPE as `rope` says (rope.qkv is set here): in the decode GEMV's
   // epilogue where options_.decode_qkv_rope and the GEMV applies (qkv untouched), else launch_rope.
   void qkv_rope(const uint16_t* x, int m, const DeviceLinear& w, uint16_t* qkv, kernels::RopeParams rope);

@@ -30,7 +30,7 @@ const uint16_t* bias_of(const DeviceLinear& w) {
 
 }  // namespace
 
-void CudaModel::linear(const uint16_t* x, int m, const DeviceLinear& w, uint16_t* out, int gemv_early_stages) {
+void CudaModel::linear(const uint16_t* x, int m, const DeviceLinear& w, uint16_t* out) {
   if (m <= 0) return;
   if (!w.fp8) {
     if (kernels::gemv_bf16_preferred(m, w.n, w.k)) {
@@ -59,7 +59,7 @@ void CudaModel::linear(const uint16_t* x, int m, const DeviceLinear& w, uint16_t
     return kernels::launch_gemm_bf16(gemm, stream_);
   }
   if (m <= kernels::kGemvMaxRows) {  // decode: weight-only FP8, activations stay bf16
-    return kernels::launch_gemv_fp8(decode_gemv(x, m, w, out, gemv_early_stages), stream_);
+    return kernels::launch_gemv_fp8(decode_gemv(x, m, w, out), stream_);
   }
   const int ldq = round_up(w.k, 16);
   kernels::QuantizeFp8Params quant;
@@ -94,10 +94,8 @@ void CudaModel::linear(const uint16_t* x, int m, const DeviceLinear& w, uint16_t
   kernels::launch_gemm_fp8(gemm, m, stream_);
 }
 
-kernels::GemvFp8Params CudaModel::decode_gemv(const uint16_t* x, int m, const DeviceLinear& w, uint16_t* out,
-                                              int early_stages) const {
+kernels::GemvFp8Params CudaModel::decode_gemv(const uint16_t* x, int m, const DeviceLinear& w, uint16_t* out) const {
   kernels::GemvFp8Params gemv;
-  gemv.early_stages = early_stages;
   gemv.x = x;
   gemv.ldx = w.k;
   gemv.w = w.weight.get<uint8_t>();
@@ -114,12 +112,12 @@ kernels::GemvFp8Params CudaModel::decode_gemv(const uint16_t* x, int m, const De
 
 void CudaModel::qkv_rope(const uint16_t* x, int m, const DeviceLinear& w, uint16_t* qkv, kernels::RopeParams rope) {
   if (options_.decode_qkv_rope && w.fp8 && m <= kernels::kGemvMaxRows) {
-    kernels::GemvFp8Params gemv = decode_gemv(x, m, w, nullptr, options_.decode_qkv_early_stages);
+    kernels::GemvFp8Params gemv = decode_gemv(x, m, w, nullptr);
     gemv.rope_epilogue = true;
     gemv.rope = rope;
     return kernels::launch_gemv_fp8(gemv, stream_);
   }
-  linear(x, m, w, qkv, options_.decode_qkv_early_stages);
+  linear(x, m, w, qkv);
   rope.qkv = qkv;
   mark(StepPhase::kRope);
   kernels::launch_rope(rope, stream_);
@@ -366,7 +364,7 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
     if (decode || attention.decode_rows_apart) kernels::launch_attention_decode(attention, stream_);
     if (!decode) kernels::launch_attention_prefill(attention, stream_);  // with decode_rows_apart: the chunks only
     mark(StepPhase::kOProj);
-    linear(bf16(attn_out_), t, w.o, bf16(delta_), options_.decode_o_early_stages);
+    linear(bf16(attn_out_), t, w.o, bf16(delta_));
     reduce_partial_outputs(t);  // tensor parallel: each rank's heads' share of the O-projection
     // ---- MLP norm (residual += attention output) → router → experts into delta ----
     mark(StepPhase::kMlpNorm);
