@@ -53,7 +53,7 @@ run_tests() {
   shards=("-MoeKernel.*:MoeDecode*:Sampling*:TokenMask*:GemvMxfp4*:Mxfp4*:MoeStream*:Attention*"
     "MoeDecode*:Sampling*:TokenMask*:GemvMxfp4*:Mxfp4*" "MoeKernel.*" "MoeStream*" "Attention*")
   for i in 0 1 2 3 4; do
-    (timeout 300 stdbuf -oL build/tests/gossamer_kernels_tests --gtest_color=no --gtest_filter="${shards[$i]}" \
+    (timeout $([ $i -eq 4 ] && echo 420 || echo 300) stdbuf -oL build/tests/gossamer_kernels_tests --gtest_color=no --gtest_filter="${shards[$i]}" \
       > "$out/kernels_$i.log" 2>&1
     echo "kernels shard $i exit $?" >> "$out/kernels_exit.log") &
   done
@@ -175,7 +175,7 @@ profile_decode_gemvs() {
 profile_source() {
   local k=$1 skip=$2 raw=/tmp/ncu
   mkdir -p $raw
-  timeout 150 ncu --clock-control none --section SourceCounters --section WarpStateStats --sampling-interval 0 \
+  timeout 150 ncu --clock-control none --section SourceCounters --section WarpStateStats --warp-sampling-interval 0 \
     -k regex:$k -s "$skip" -c 1 -f -o "$raw/src_$k$skip" build/gossamer bench decode --load-format dummy --preset 20b \
     --device cuda --weights mxfp4+fp8 --batch-sizes 1 --contexts 1024 --steps 2 > "$raw/src_$k$skip.log" 2>&1
   ncu --import "$raw/src_$k$skip.ncu-rep" --page source --csv --print-source sass > "$raw/src_$k$skip.csv" 2>&1
@@ -234,44 +234,32 @@ PY
 }
 
 run_candidates() {
-  # Every unmeasured candidate in one call: their own GPU tests, end-to-end A/B, timelines and ncu. Now (fourteenth
-  # session): RoPE + the K/V write in the decode QKV GEMV's epilogue (the default; --no-decode-qkv-rope for A/B),
-  # and how many ring stages the dense decode GEMVs request before their PDL wait (--decode-o-early-stages,
-  # --decode-qkv-early-stages; all by default), with the kernel tests that the last session's shard 0 missed.
-  sec "the candidates' own GPU tests (in parallel; the full suites are the tests mode)"
-  local f i=0 flags raw=/tmp/timeline
-  rm -f "$out/quick_exit.log"
-  for f in "-MoeKernel.*:MoeDecode*:Sampling*:TokenMask*:GemvMxfp4*:Mxfp4*:MoeStream*:Attention*" \
-    "AttentionDecodeKernel.*:MoeDecodeKernel.*"; do
-    i=$((i + 1))
-    (timeout 200 build/tests/gossamer_kernels_tests --gtest_color=no --gtest_filter="$f" > "$out/quick_$i.log" 2>&1
-    echo "quick tests $i exit $?" >> "$out/quick_exit.log") &
-  done
-  (timeout 200 build/tests/gossamer_model_gpu_tests --gtest_color=no \
-    --gtest_filter='CudaModelGpuTest.*:Weights/*' > "$out/quick_model.log" 2>&1
-  echo "quick model_gpu exit $?" >> "$out/quick_exit.log") &
-  wait
-  cat "$out/quick_exit.log"
-  grep -hE '^\[  (PASSED|FAILED) |^\[  FAILED  \]|tests ran' "$out"/quick_*.log | head -30
-  sec "bench decode 20b mxfp4+fp8: the defaults against each candidate, batch 1 and 8, ctx 1,024 and 8,192"
-  for flags in "" "--no-decode-qkv-rope" "--decode-o-early-stages 0" "--decode-o-early-stages 1" \
-    "--decode-o-early-stages 2" "--decode-qkv-early-stages 0" "--decode-qkv-early-stages 2" ""; do
-    echo "-- bench decode 20b $flags"
-    timeout 60 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
+  # Every unmeasured candidate in one call: end-to-end A/B, timelines and ncu (their tests: the tests mode). Now
+  # (fourteenth session): decode attention's per-row output weights (one thread per row, then four dims per
+  # thread; against the binary before it, carry/base/gossamer.zst when packed) and sliding layers in one split
+  # (--decode-attention-window-one-split).
+  local i=0 flags raw=/tmp/timeline base=build/gossamer
+  if [ -f carry/base/gossamer.zst ]; then
+    $z -q -d -f carry/base/gossamer.zst -o build/gossamer_base && chmod +x build/gossamer_base && base=build/gossamer_base
+  fi
+  sec "bench decode 20b mxfp4+fp8, batch 1 and 8, ctx 1,024 and 8,192: $base (before), the defaults, each candidate"
+  for run in "$base|" "build/gossamer|" "build/gossamer|--decode-attention-window-one-split" "$base|" "build/gossamer|"; do
+    flags=${run#*|}
+    echo "-- ${run%%|*} bench decode 20b $flags"
+    timeout 60 ${run%%|*} bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
       --batch-sizes 1 8 --contexts 1024 8192 --steps 32 $flags | grep dummy
   done
   mkdir -p $raw
-  i=0
-  for flags in "" "--no-decode-qkv-rope" "--decode-o-early-stages 0"; do
+  for flags in "" "--decode-attention-window-one-split"; do
     i=$((i + 1))
     sec "timeline: bench decode 20b mxfp4+fp8 batch 1 ctx 1,024 $flags"
     CUDA_INJECTION64_PATH=$v/libgossamer_kernel_trace.so GOSSAMER_KERNEL_TRACE=$raw/cand_$i.tsv \
       timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
       --batch-sizes 1 --contexts 1024 --steps 16 $flags 2>&1 | grep -E "dummy|kernel_trace"
-    python3 bench/kernels/kernel_timeline.py $raw/cand_$i.tsv --sequence 24 | head -42
+    python3 bench/kernels/kernel_timeline.py $raw/cand_$i.tsv --sequence 14 | head -32
   done
-  sec "ncu: decode attention alone in a batch-1 step (ctx 1,024): its duration without the chain's overlap"
-  profile_decode_gemvs attention_decode_kernel ""
+  sec "ncu: decode attention alone in a batch-1 step (ctx 1,024; a sliding and a full layer)"
+  profile_decode_gemvs attention_decode_kernel "" "--decode-attention-window-one-split"
 }
 
 run_quick() {

@@ -34,6 +34,7 @@ constexpr size_t kArrivalBytes = (kSplitCtas * sizeof(int32_t) + 255) / 256 * 25
 int decode_num_splits(const AttentionParams& p) {
   // Mixed steps: one split (the scratch is per token of the whole step, prefill chunks included).
   if (p.decode_rows_apart) return 1;
+  if (p.window > 0 && p.decode_window_one_split) return 1;
   const int ctas = std::max(1, p.num_seqs * p.num_kv_heads);
   const int want = ceil_div(kSplitCtas, ctas);
   const int tiles = std::max(
@@ -247,35 +248,50 @@ __global__ void __launch_bounds__(kThreads, kKvFp8 ? 5 : 1)
     }
   }
   __syncthreads();
-  const float v_scale = kv_v_scale(p, g);
   const int num_rows = min(q_len, kDecodeMaxQ) * group;  // rows r < num_rows hold a query (r / group < q_len)
   // Row r's query token and head: [num_tokens, num_q_heads] index.
   auto token_head = [&](int r) {
     return static_cast<int64_t>(q_begin + r / group) * p.num_q_heads + g * group + r % group;
   };
-  // ---- write O (one split) or this split's partial: o_part [token, head, split, 64], lse_part [.., split] fp32 ----
-  for (int i = tid; i < num_rows * kHead; i += kThreads) {
-    const int r = i / kHead, d = i % kHead;
+  // ---- per row (one thread each): the warps' weights f_w · v_scale / l, and this split's log-sum-exp ----
+  __shared__ float s_w[kWarps][kRows];
+  if (tid < num_rows) {
+    const int r = tid;
     float m = -INFINITY;
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) m = fmaxf(m, s_m[w][r]);
-    float l = 0.f, o = 0.f;
-    if (m != -INFINITY) {
+    float f[kWarps], l = 0.f;
 #pragma unroll
-      for (int w = 0; w < kWarps; ++w) {
-        const float f = ex2(s_m[w][r] - m);
-        l += s_l[w][r] * f;
-        o += s_o[(w * kRows + r) * kHead + d] * f;
-      }
+    for (int w = 0; w < kWarps; ++w) {
+      f[w] = m != -INFINITY ? ex2(s_m[w][r] - m) : 0.f;
+      l += s_l[w][r] * f[w];
+    }
+    const float inv = l > 0.f ? kv_v_scale(p, g) / l : 0.f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) s_w[w][r] = f[w] * inv;
+    if (used > 1) lse_part[token_head(r) * num_splits + split] = l > 0.f ? m + __log2f(l) : -INFINITY;
+  }
+  __syncthreads();
+  // ---- write O (one split) or this split's partial: o_part [token, head, split, 64], lse_part [.., split] fp32;
+  //      four dims per thread ----
+  for (int i = tid; i < num_rows * (kHead / 4); i += kThreads) {
+    const int r = i / (kHead / 4), c = i % (kHead / 4);
+    float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const float4 v = reinterpret_cast<const float4*>(s_o + (w * kRows + r) * kHead)[c];
+      const float f = s_w[w][r];
+      o.x += v.x * f, o.y += v.y * f, o.z += v.z * f, o.w += v.w * f;
     }
     if (used == 1) {
-      const __nv_bfloat16 out = __float2bfloat16_rn(l > 0.f ? o / l * v_scale : 0.f);
-      p.out[token_head(r) * kHead + d] = *reinterpret_cast<const uint16_t*>(&out);
-      continue;
+      const __nv_bfloat162 lo = __floats2bfloat162_rn(o.x, o.y), hi = __floats2bfloat162_rn(o.z, o.w);
+      uint2 packed;
+      packed.x = *reinterpret_cast<const uint32_t*>(&lo);
+      packed.y = *reinterpret_cast<const uint32_t*>(&hi);
+      *reinterpret_cast<uint2*>(p.out + token_head(r) * kHead + 4 * c) = packed;
+    } else {
+      reinterpret_cast<float4*>(o_part + (token_head(r) * num_splits + split) * kHead)[c] = o;
     }
-    const int64_t idx = token_head(r) * num_splits + split;
-    o_part[idx * kHead + d] = l > 0.f ? o / l * v_scale : 0.f;
-    if (d == 0) lse_part[idx] = l > 0.f ? m + __log2f(l) : -INFINITY;
   }
   if (used == 1) return;
 
