@@ -41,9 +41,6 @@ void ModelChoice::add_options(CLI::App& cli) {
                options.decode_attention_prefetch_kv,
                "cuda: decode attention loads its first key tile of earlier steps before its PDL wait (default; A/B)")
       ->group("");  // hidden: A/B runs
-  cli.add_flag("--decode-attention-window-one-split", options.decode_attention_window_one_split,
-               "cuda: decode attention on sliding-window layers in one split per (sequence, kv head) (A/B)")
-      ->group("");  // hidden: candidates
   cli.add_flag("--decode-qkv-rope,!--no-decode-qkv-rope", options.decode_qkv_rope,
                "cuda: RoPE and the K/V cache write in the decode QKV GEMV's epilogue (default; A/B)")
       ->group("");  // hidden: A/B runs

@@ -234,23 +234,23 @@ PY
 }
 
 run_candidates() {
-  # Every unmeasured candidate in one call: end-to-end A/B, timelines and ncu (their tests: the tests mode). Now
-  # (fourteenth session): decode attention's per-row output weights (one thread per row, then four dims per
-  # thread; against the binary before it, carry/base/gossamer.zst when packed) and sliding layers in one split
-  # (--decode-attention-window-one-split).
+  # Every unmeasured candidate in one call: end-to-end A/B, timelines and ncu (their tests: the tests mode). No
+  # candidate waits now: this measures the defaults against the binary before a change (carry/base/gossamer.zst,
+  # when packed: a stripped gossamer, zstd) with the batch-1 timeline and decode attention alone. Add the next
+  # candidates' flags to the runs below.
   local i=0 flags raw=/tmp/timeline base=build/gossamer
   if [ -f carry/base/gossamer.zst ]; then
     $z -q -d -f carry/base/gossamer.zst -o build/gossamer_base && chmod +x build/gossamer_base && base=build/gossamer_base
   fi
   sec "bench decode 20b mxfp4+fp8, batch 1 and 8, ctx 1,024 and 8,192: $base (before), the defaults, each candidate"
-  for run in "$base|" "build/gossamer|" "build/gossamer|--decode-attention-window-one-split" "$base|" "build/gossamer|"; do
+  for run in "$base|" "build/gossamer|" "$base|" "build/gossamer|"; do
     flags=${run#*|}
     echo "-- ${run%%|*} bench decode 20b $flags"
     timeout 60 ${run%%|*} bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
       --batch-sizes 1 8 --contexts 1024 8192 --steps 32 $flags | grep dummy
   done
   mkdir -p $raw
-  for flags in "" "--decode-attention-window-one-split"; do
+  for flags in ""; do
     i=$((i + 1))
     sec "timeline: bench decode 20b mxfp4+fp8 batch 1 ctx 1,024 $flags"
     CUDA_INJECTION64_PATH=$v/libgossamer_kernel_trace.so GOSSAMER_KERNEL_TRACE=$raw/cand_$i.tsv \
@@ -259,7 +259,7 @@ run_candidates() {
     python3 bench/kernels/kernel_timeline.py $raw/cand_$i.tsv --sequence 14 | head -32
   done
   sec "ncu: decode attention alone in a batch-1 step (ctx 1,024; a sliding and a full layer)"
-  profile_decode_gemvs attention_decode_kernel "" "--decode-attention-window-one-split"
+  profile_decode_gemvs attention_decode_kernel ""
 }
 
 run_quick() {

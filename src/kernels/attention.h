@@ -90,10 +90,6 @@ struct AttentionParams {
   // arrive while the kernel before (RoPE) finishes. Bit-identical either way; H200, 2026-12-05: batch 1
   // 1.66 → 1.64 ms (ctx 1,024), batch 8 2.42 → 2.40 (docs/PERF.md, thirteenth session); false for A/B.
   bool decode_prefetch_kv = true;
-  // Decode only: on sliding-window layers (window > 0) one split per (sequence, kv head): one CTA walks the
-  // window's ≤ 3 key tiles and writes O itself, with no split merge (partials, fence, arrival, the last CTA's
-  // re-read). A candidate (false: one split per tile as above).
-  bool decode_window_one_split = false;
   // Decode only: split-KV scratch of attention_decode_workspace_bytes: the splits' arrival counters, then
   // their partial outputs. The counters must be zero before the first launch on a workspace
   // (attention_decode_workspace_init once after allocating it); every launch leaves them zero.

@@ -34,7 +34,6 @@ constexpr size_t kArrivalBytes = (kSplitCtas * sizeof(int32_t) + 255) / 256 * 25
 int decode_num_splits(const AttentionParams& p) {
   // Mixed steps: one split (the scratch is per token of the whole step, prefill chunks included).
   if (p.decode_rows_apart) return 1;
-  if (p.window > 0 && p.decode_window_one_split) return 1;
   const int ctas = std::max(1, p.num_seqs * p.num_kv_heads);
   const int want = ceil_div(kSplitCtas, ctas);
   const int tiles = std::max(

@@ -149,7 +149,6 @@ cuda::CudaOptions cuda_options(const ModelOptions& options) {
                  options.decode_attention_min_tiles_per_split);
   out.decode_attention_min_tiles_per_split = options.decode_attention_min_tiles_per_split;
   out.decode_attention_prefetch_kv = options.decode_attention_prefetch_kv;
-  out.decode_attention_window_one_split = options.decode_attention_window_one_split;
   out.decode_qkv_rope = options.decode_qkv_rope;
   out.moe_gemv_single_row = options.moe_gemv_single_row;
   out.moe_gemm_tile = choose<kernels::GemmTile>("--moe-gemm-tile", options.moe_gemm_tile,

@@ -84,9 +84,8 @@ struct CudaOptions {
   kernels::PrefillKernel prefill_kernel = kernels::PrefillKernel::kAuto;
   // Its consumer warpgroups (kernels::AttentionParams::prefill_consumer_warpgroups: 0 auto, 2 or 3).
   int prefill_attention_warpgroups = 0;
-  int decode_attention_min_tiles_per_split = 4;    // kernels::AttentionParams::decode_min_tiles_per_split
-  bool decode_attention_prefetch_kv = true;        // kernels::AttentionParams::decode_prefetch_kv
-  bool decode_attention_window_one_split = false;  // kernels::AttentionParams::decode_window_one_split
+  int decode_attention_min_tiles_per_split = 4;  // kernels::AttentionParams::decode_min_tiles_per_split
+  bool decode_attention_prefetch_kv = true;      // kernels::AttentionParams::decode_prefetch_kv
   // The FP8 QKV GEMV of a decode step (≤ kGemvMaxRows tokens) applies RoPE and writes the K/V cache in its
   // epilogue (kernels::GemvFp8Params::rope_epilogue) instead of a separate RoPE launch.
   bool decode_qkv_rope = true;
