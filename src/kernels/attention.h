@@ -87,7 +87,7 @@ struct AttentionParams {
   int decode_min_tiles_per_split = 4;
   // Decode only: a CTA whose first key tile holds no key of this step (and, on sliding layers, no position
   // before the window) loads that tile before its PDL wait: it was written by earlier steps, so its bytes
-  // arrive while the kernel before (RoPE) finishes. Bit-identical either way; H200, 2026-12-05: batch 1
+  // arrive while the kernel before (the QKV GEMV with RoPE, or RoPE) finishes. Bit-identical either way; H200, 2026-12-05: batch 1
   // 1.66 → 1.64 ms (ctx 1,024), batch 8 2.42 → 2.40 (docs/PERF.md, thirteenth session); false for A/B.
   bool decode_prefetch_kv = true;
   // Decode only: split-KV scratch of attention_decode_workspace_bytes: the splits' arrival counters, then
