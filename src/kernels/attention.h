@@ -85,10 +85,11 @@ struct AttentionParams {
   // and no merge below 2 · this). 4: H200, 2026-12-05, ctx 1,024: batch 8 2.68 → 2.60 ms, but batch 1 (136
   // CTAs) 1.87 → 1.88 when applied there too, hence the two-wave condition; 1: no floor (A/B).
   int decode_min_tiles_per_split = 4;
-  // Decode only: a CTA whose first key tile holds no key of this step (and, on sliding layers, no position
-  // before the window) loads that tile before its PDL wait: it was written by earlier steps, so its bytes
-  // arrive while the kernel before (the QKV GEMV with RoPE, or RoPE) finishes. Bit-identical either way; H200, 2026-12-05: batch 1
-  // 1.66 → 1.64 ms (ctx 1,024), batch 8 2.42 → 2.40 (docs/PERF.md, thirteenth session); false for A/B.
+  // Decode only: a CTA loads its first key tile before its PDL wait, so its bytes arrive while the kernel
+  // before (the QKV GEMV with RoPE, or RoPE) finishes; the rows of this step's keys, which that kernel writes,
+  // are copied again after the wait (since the fourteenth session; before, only tiles without them).
+  // Bit-identical either way; H200, 2026-12-05: batch 1 1.66 → 1.64 ms (ctx 1,024), batch 8 2.42 → 2.40
+  // (docs/PERF.md, thirteenth session); false for A/B.
   bool decode_prefetch_kv = true;
   // Decode only: split-KV scratch of attention_decode_workspace_bytes: the splits' arrival counters, then
   // their partial outputs. The counters must be zero before the first launch on a workspace

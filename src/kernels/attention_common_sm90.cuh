@@ -40,14 +40,16 @@ __device__ __forceinline__ int64_t paged_slot(const int32_t* pages, int pos, int
 }
 
 // Loads one K tile and one V tile of 64 cache rows (positions kv0…kv0+63 of one sequence, one kv head)
-// into swizzled shared memory; positions ≥ kv_len are zero-filled. Called by all `kThreads` threads.
+// into swizzled shared memory; positions ≥ kv_len are zero-filled. Rows from row_begin only (decode reloads
+// the rows of this step's keys). Called by all `kThreads` threads.
 template <int kThreads>
 __device__ __forceinline__ void load_kv_tiles(uint8_t* sk, uint8_t* sv, const AttentionParams& p, const int32_t* pages,
-                                              int page_shift, int kv_head, int kv0, int kv_len, int tid) {
+                                              int page_shift, int kv_head, int kv0, int kv_len, int tid,
+                                              int row_begin = 0) {
   constexpr int kRowsPerPass = kThreads / 8;
   const int c = tid % 8;
 #pragma unroll
-  for (int r = tid / 8; r < kKeysPerTile; r += kRowsPerPass) {
+  for (int r = row_begin + tid / 8; r < kKeysPerTile; r += kRowsPerPass) {
     const int pos = kv0 + r;
     const bool ok = pos < kv_len;
     int64_t off = 0;
@@ -78,15 +80,15 @@ __device__ __forceinline__ uint4 e4m3x8_to_bf16x8(uint2 v) {
 }
 
 // Stages one K and one V tile of 64 e4m3 cache rows (positions kv0…kv0+63) with cp.async; positions
-// ≥ kv_len are zero-filled. Called by all `kThreads` threads.
+// ≥ kv_len are zero-filled. Rows from row_begin only. Called by all `kThreads` threads.
 template <int kThreads>
 __device__ __forceinline__ void load_kv_tiles_fp8(uint8_t* sk8, uint8_t* sv8, const AttentionParams& p,
                                                   const int32_t* pages, int page_shift, int kv_head, int kv0,
-                                                  int kv_len, int tid) {
+                                                  int kv_len, int tid, int row_begin = 0) {
   constexpr int kRowsPerPass = kThreads / 4;
   const int c = tid % 4;  // 16-byte chunk (16 elements) of the 64-byte row
 #pragma unroll
-  for (int r = tid / 4; r < kKeysPerTile; r += kRowsPerPass) {
+  for (int r = row_begin + tid / 4; r < kKeysPerTile; r += kRowsPerPass) {
     const int pos = kv0 + r;
     const bool ok = pos < kv_len;
     int64_t off = 0;

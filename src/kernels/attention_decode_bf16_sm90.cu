@@ -104,8 +104,9 @@ template <bool kKvFp8>
 __global__ void __launch_bounds__(kThreads, kKvFp8 ? 5 : 1)
     attention_decode_kernel(const AttentionParams p, int num_splits, int32_t* arrivals, float* o_part, float* lse_part,
                             int two_waves) {
-  // NOTE: before the PDL wait only the step's plan (written before the graph's first kernel), the cache's
-  // keys of earlier steps and the sinks are read; q and this step's keys come from the kernel before.
+  // NOTE: before the PDL wait only the step's plan (written before the graph's first kernel), the first key
+  // tile and the sinks are read; q and this step's keys come from the kernel before (their tile rows are
+  // copied again after the wait).
   __shared__ __align__(128) uint8_t sq[kRows * 128];
   // bf16: K0 V0 K1 V1. kKvFp8: K V (bf16, one stage), then the e4m3 ring: kFp8Stages K tiles, then
   // kFp8Stages V tiles (4 KiB each; 42.5 KiB of static shared memory in all). Reused for the warp merge.
@@ -138,21 +139,25 @@ __global__ void __launch_bounds__(kThreads, kKvFp8 ? 5 : 1)
   const int32_t* pages = p.page_indices + p.page_indptr[b];
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int page_shift = __ffs(p.page_size) - 1;
-  // Issues the copies of key tile j into stage `stage`.
-  auto load_tile = [&](int j, int stage) {
+  // Issues the copies of key tile j (its rows from row_begin) into stage `stage`.
+  auto load_tile = [&](int j, int stage, int row_begin = 0) {
     if constexpr (kKvFp8) {
       load_kv_tiles_fp8<kThreads>(ring_k + stage * kFp8TileBytes, ring_v + stage * kFp8TileBytes, p, pages, page_shift,
-                                  g, j * kKeysPerTile, kv_len, tid);
+                                  g, j * kKeysPerTile, kv_len, tid, row_begin);
     } else {
       load_kv_tiles<kThreads>(skv[2 * stage], skv[2 * stage + 1], p, pages, page_shift, g, j * kKeysPerTile, kv_len,
-                              tid);
+                              tid, row_begin);
     }
   };
-  // The first tile before the PDL wait (AttentionParams::decode_prefetch_kv) when every key it holds is from an
-  // earlier step and, on sliding layers, inside the window (a ring slot outside it may be this step's key).
-  const bool first_early = !leave && p.decode_prefetch_kv && my_begin < my_end &&
-                           (my_begin + 1) * kKeysPerTile <= first_pos && my_begin * kKeysPerTile >= kv_start;
-  if (first_early) load_tile(my_begin, 0);
+  // The first tile before the PDL wait (AttentionParams::decode_prefetch_kv). Rows of this step's keys (written
+  // by the kernel before, maybe while they are copied) are copied again after the wait; on sliding layers a row
+  // before the window may be a ring slot this step rewrites, but the window masks it (weight 0 on finite values).
+  const bool first_early = !leave && p.decode_prefetch_kv && my_begin < my_end;
+  const int reload_from = max(0, first_pos - my_begin * kKeysPerTile);  // the tile's first row of this step's keys
+  if (first_early) {
+    load_tile(my_begin, 0);
+    cp_async_commit();  // group: the early tile
+  }
   pdl_wait();
   pdl_trigger();
   if (leave) return;
@@ -168,6 +173,11 @@ __global__ void __launch_bounds__(kThreads, kKvFp8 ? 5 : 1)
   }
   if (my_begin < my_end && !first_early) load_tile(my_begin, 0);
   cp_async_commit();  // group: Q and the first tile
+  if (first_early && reload_from < kKeysPerTile) {
+    cp_async_wait<1>();  // the early copies have landed (Q may fly), so the rows copied now land last
+    load_tile(my_begin, 0, reload_from);
+    cp_async_commit();  // group: this step's keys
+  }
   if constexpr (kKvFp8) {
     if (my_begin + 1 < my_end) load_tile(my_begin + 1, 1);
     cp_async_commit();  // group: the second tile (may be empty)
@@ -295,18 +305,21 @@ __global__ void __launch_bounds__(kThreads, kKvFp8 ? 5 : 1)
   if (used == 1) return;
 
   // ---- arrive: the last split of (sequence, kv head) to finish merges them all ----
+  // One acquire-release add by thread 0 after a CTA barrier: the barrier orders every thread's partial stores
+  // before its release, and the last CTA's acquire (reading the chain of adds) with its barrier orders its
+  // merge's loads after every split's stores (the release pattern; no thread-wide fences).
   __shared__ int s_last;
-  __threadfence();  // this CTA's partials visible to the whole GPU before its arrival counts
   __syncthreads();
   if (tid == 0) {
-    const int prior = atomicAdd(&arrivals[b * p.num_kv_heads + g], 1);
+    int32_t* counter = &arrivals[b * p.num_kv_heads + g];
+    int prior;
+    asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], 1;" : "=r"(prior) : "l"(counter) : "memory");
     s_last = prior == used - 1;
     // NOTE: every split has arrived, so nothing else touches the counter in this launch: reset it for the next.
-    if (s_last) atomicExch(&arrivals[b * p.num_kv_heads + g], 0);
+    if (s_last) atomicExch(counter, 0);
   }
   __syncthreads();
   if (!s_last) return;
-  __threadfence();
 
   merge_splits(o_part, lse_part, p.out, token_head(0), group, p.num_q_heads, num_rows, num_splits, used, s_o,
                &s_l[0][0]);
