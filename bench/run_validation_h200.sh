@@ -234,23 +234,32 @@ PY
 }
 
 run_candidates() {
-  # Every unmeasured candidate in one call: end-to-end A/B, timelines and ncu (their tests: the tests mode). No
-  # candidate waits now: this measures the defaults against the binary before a change (carry/base/gossamer.zst,
-  # when packed: a stripped gossamer, zstd) with the batch-1 timeline and decode attention alone. Add the next
-  # candidates' flags to the runs below.
+  # Every unmeasured candidate in one call: its own tests, end-to-end A/B, timelines and ncu, against the defaults
+  # and the binary before a change (carry/base/gossamer.zst when packed: a stripped gossamer, zstd). Now: the
+  # single-row MXFP4 GEMVs' x staged in shared memory by one bulk copy (--moe-gemv-x-shared; fourteenth session,
+  # written after the device budget was spent).
+  sec "the candidates' own GPU tests"
+  timeout 200 build/tests/gossamer_kernels_tests --gtest_color=no \
+    --gtest_filter='GemvMxfp4Kernel.*:MoeDecodeMxfp4Kernel.*' > "$out/cand_kernels.log" 2>&1
+  echo "kernels exit $?"
+  timeout 200 build/tests/gossamer_model_gpu_tests --gtest_color=no \
+    --gtest_filter='CudaModelGpuTest.DecodeFusionsChangeNoLogit' > "$out/cand_model.log" 2>&1
+  echo "model exit $?"
+  grep -hE '^\[  (PASSED|FAILED) |^\[  FAILED  \]' "$out"/cand_*.log
   local i=0 flags raw=/tmp/timeline base=build/gossamer
   if [ -f carry/base/gossamer.zst ]; then
     $z -q -d -f carry/base/gossamer.zst -o build/gossamer_base && chmod +x build/gossamer_base && base=build/gossamer_base
   fi
   sec "bench decode 20b mxfp4+fp8, batch 1 and 8, ctx 1,024 and 8,192: $base (before), the defaults, each candidate"
-  for run in "$base|" "build/gossamer|" "$base|" "build/gossamer|"; do
+  for run in "$base|" "build/gossamer|" "build/gossamer|--moe-gemv-x-shared" "$base|" "build/gossamer|" \
+    "build/gossamer|--moe-gemv-x-shared"; do
     flags=${run#*|}
     echo "-- ${run%%|*} bench decode 20b $flags"
     timeout 60 ${run%%|*} bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
       --batch-sizes 1 8 --contexts 1024 8192 --steps 32 $flags | grep dummy
   done
   mkdir -p $raw
-  for flags in ""; do
+  for flags in "" "--moe-gemv-x-shared"; do
     i=$((i + 1))
     sec "timeline: bench decode 20b mxfp4+fp8 batch 1 ctx 1,024 $flags"
     CUDA_INJECTION64_PATH=$v/libgossamer_kernel_trace.so GOSSAMER_KERNEL_TRACE=$raw/cand_$i.tsv \
@@ -258,8 +267,8 @@ run_candidates() {
       --batch-sizes 1 --contexts 1024 --steps 16 $flags 2>&1 | grep -E "dummy|kernel_trace"
     python3 bench/kernels/kernel_timeline.py $raw/cand_$i.tsv --sequence 14 | head -32
   done
-  sec "ncu: decode attention alone in a batch-1 step (ctx 1,024; a sliding and a full layer)"
-  profile_decode_gemvs attention_decode_kernel ""
+  sec "ncu: the MXFP4 GEMVs alone in a batch-1 step (ctx 1,024; gate_up, down)"
+  profile_decode_gemvs gemv_mxfp4_kernel "" "--moe-gemv-x-shared"
 }
 
 run_quick() {

@@ -72,6 +72,14 @@ struct GemvMxfp4Params {
   // Measured 1.06–1.08× (H200, 2026-12-05: one token's MoE decode 40.5 → 38.2 µs); false: the general
   // kernel everywhere (A/B).
   bool single_row = true;
+  // The single-row kernel stages its x row (the CTA's K range) in shared memory with one bulk copy instead of
+  // loading each K step's x from L2 (the ncu source profile: 18% of gate_up's stall samples wait on that
+  // load). A candidate, false by default. The copy is issued before the PDL wait where x_from_earlier_kernel
+  // (x written two or more launches back, the kernel between waiting before it triggers: the MoE gate_up's
+  // normed input, route between) and its row is known then (dense, or every pair reads x row 0), else right
+  // after the wait. Skipped where the bytes would cost the launch shape a CTA per SM (then as false).
+  bool x_shared = false;
+  bool x_from_earlier_kernel = false;
   // ---- grouped (MoE decode) mode, as GemvFp8Params ----
   const int32_t* topk_ids = nullptr;
   int num_pairs = 0;

@@ -76,6 +76,8 @@ constexpr int smem_bytes(int warps, int stages) {
 }
 // CTAs per SM the shape is built for (its __launch_bounds__ minimum): as many rings as fit in the SM's
 // 228 KiB (1 KiB reserved per CTA). Rule 2 (≤ 128 registers), 4 warps × 3 stages 4 (≤ 128), × 4 stages 3.
+// The most bytes of x a CTA stages (GemvMxfp4Params::x_shared): K ranges up to 4,096 columns.
+constexpr int kXSharedMaxBytes = 8192;
 constexpr int min_ctas_per_sm(int warps, int stages) {
   return (228 * 1024) / (smem_bytes(warps, stages) + 1024);
 }
@@ -184,10 +186,11 @@ __device__ __forceinline__ float x_fragment_single_row(const uint32_t (&x)[4], u
 }
 
 // grid: x = tiles × cluster (a cluster's CTAs are consecutive in x), y = expert slot (grouped) or 1.
-// block: kWarps × 32 threads; dynamic shared memory smem_bytes(kWarps, kStages).
+// block: kWarps × 32 threads; dynamic shared memory smem_bytes(kWarps, kStages) + x_bytes: x_bytes > 0 (single row
+// only) stages the CTA's x row there (GemvMxfp4Params::x_shared), x_bytes ≥ its K range's bytes.
 template <int kWarps, int kStages, bool kSwiGlu, bool kSingleRow>
 __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages))
-    gemv_mxfp4_kernel(const GemvMxfp4Params p, int cluster, int k_steps) {
+    gemv_mxfp4_kernel(const GemvMxfp4Params p, int cluster, int k_steps, int x_bytes) {
   static_assert(kGemvMaxRows % kWarps == 0, "the warp sum gives each warp whole x rows");
   static_assert(
       smem_bytes(kWarps, kStages) >= (kWarps + 1) * kGemvMaxRows * kRedStride * static_cast<int>(sizeof(float)),
@@ -209,6 +212,28 @@ __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages))
   const int ks_end = (rank + 1) * k_steps / cluster;
   const bool grouped = gemv_grouped(p);
 
+  // ---- x row staged in shared memory (single row, x_bytes > 0): one bulk copy of columns [128·ks_begin,
+  //      min(K, 128·ks_end)) on x_full; before the PDL wait where x is from an earlier kernel (row 0) ----
+  uint8_t* const x_smem = smem + smem_bytes(kWarps, kStages);
+  __shared__ uint64_t x_full;
+  const bool x_staged = kSingleRow && x_bytes > 0;
+  const bool x_early = x_staged && p.x_from_earlier_kernel;
+  auto stage_x = [&](int x_row) {
+    if (threadIdx.x == 0) {
+      const int bytes = 2 * (min(p.K, ks_end * kKStep) - ks_begin * kKStep);
+      tma::arrive_expect_tx(&x_full, bytes);
+      tma::copy_bulk(x_smem, p.x + static_cast<int64_t>(x_row) * p.ldx + ks_begin * kKStep, bytes, &x_full);
+    }
+  };
+  if (x_staged) {
+    if (threadIdx.x == 0) {
+      mbar::init(&x_full, 1);
+      tma::fence_barrier_init();
+    }
+    __syncthreads();
+    if (x_early) stage_x(0);
+  }
+
   // ---- grouped: group the pairs by local expert, pick this CTA's slot ----
   int rows = p.M;
   int group = 0;
@@ -218,7 +243,10 @@ __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages))
       pdl_wait();
       pdl_trigger();
     }
-    if (!gemv_grouped_prologue<kSlotRows>(p, gs, rows, group)) return;
+    if (!gemv_grouped_prologue<kSlotRows>(p, gs, rows, group)) {
+      if (x_early) mbar::wait(&x_full, 0);  // no CTA leaves with a copy into its shared memory in flight
+      return;
+    }
   }
 
   // ---- this warp's tiles and ring ----
@@ -260,12 +288,21 @@ __global__ void __launch_bounds__(kWarps * 32, min_ctas_per_sm(kWarps, kStages))
         kSingleRow ? (grouped ? gs.pair[0] / p.x_pair_divisor : 0) : (grouped ? gs.pair[g] / p.x_pair_divisor : g);
     x_lane = p.x + static_cast<int64_t>(x_row) * p.ldx + (kSingleRow ? 32 * g : 0) + 8 * t;
   }
+  if (x_staged && !x_early) {
+    stage_x(grouped ? gs.pair[0] / p.x_pair_divisor : 0);
+  }
+  if (x_staged) mbar::wait(&x_full, 0);
+  // The staged row: this lane's columns 128·step + 32g + 8t at byte 2 · (column − 128·ks_begin).
+  auto x_smem_at = [&](int step) {
+    return reinterpret_cast<const uint4*>(x_smem + 2 * ((step - ks_begin) * kKStep + 32 * g + 8 * t));
+  };
   auto load_x = [&](int step, uint32_t(&xr)[4 * kXBlocks]) {
 #pragma unroll
     for (int j = 0; j < kXBlocks; ++j) {
       const int col = step * kKStep + 32 * (kSingleRow ? g : j);
       if (step < ks_end && has_x && col < p.K) {
-        const uint4 a = __ldcg(reinterpret_cast<const uint4*>(x_lane + step * kKStep + 32 * j));
+        const uint4 a =
+            x_staged ? *x_smem_at(step) : __ldcg(reinterpret_cast<const uint4*>(x_lane + step * kKStep + 32 * j));
         xr[4 * j] = a.x, xr[4 * j + 1] = a.y, xr[4 * j + 2] = a.z, xr[4 * j + 3] = a.w;
       } else {
         xr[4 * j] = xr[4 * j + 1] = xr[4 * j + 2] = xr[4 * j + 3] = 0u;
@@ -439,7 +476,8 @@ void prepare_kernel(int device) {
   if (done.load(std::memory_order_acquire) & bit) return;
   auto* kernel = gemv_mxfp4_kernel<kWarps, kStages, kSwiGlu, kSingleRow>;
   constexpr int kSmem = smem_bytes(kWarps, kStages);
-  GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+  GOSSAMER_CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem + kXSharedMaxBytes));
   int blocks = 0;
   GOSSAMER_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kWarps * 32, kSmem));
   GOSSAMER_CHECK(blocks >= min_ctas_per_sm(kWarps, kStages), "gemv_mxfp4: ", kWarps, " warps × ", kStages,
@@ -476,10 +514,22 @@ struct LaunchGeometry {
 };
 
 template <int kWarps, int kStages, bool kSwiGlu, bool kSingleRow>
-void launch_kernel(cudaLaunchConfig_t& cfg, const GemvMxfp4Params& p, const LaunchGeometry& geo, int cluster) {
+void launch_kernel(cudaLaunchConfig_t& cfg, const GemvMxfp4Params& p, const LaunchGeometry& geo, int cluster,
+                   int x_bytes) {
   prepare_kernel<kWarps, kStages, kSwiGlu, kSingleRow>(geo.device);
-  GOSSAMER_CUDA_CHECK(
-      cudaLaunchKernelEx(&cfg, gemv_mxfp4_kernel<kWarps, kStages, kSwiGlu, kSingleRow>, p, cluster, geo.k_steps));
+  GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv_mxfp4_kernel<kWarps, kStages, kSwiGlu, kSingleRow>, p, cluster,
+                                         geo.k_steps, x_bytes));
+}
+
+// The bytes of x a single-row CTA stages (GemvMxfp4Params::x_shared): its K range's, or 0 where they exceed
+// kXSharedMaxBytes or would cost the shape a CTA per SM (228 KiB, 1 KiB reserved and ≤ 512 bytes of static
+// shared memory per CTA).
+template <int kWarps, int kStages>
+int x_shared_bytes(const GemvMxfp4Params& p, const LaunchGeometry& geo, int cluster) {
+  if (!p.x_shared || !geo.single_row) return 0;
+  const int bytes = 2 * kKStep * ceil_div(geo.k_steps, cluster);
+  const bool fits = (smem_bytes(kWarps, kStages) + bytes + 1024 + 512) * min_ctas_per_sm(kWarps, kStages) <= 228 * 1024;
+  return bytes <= kXSharedMaxBytes && fits ? bytes : 0;
 }
 
 // Launches the (kWarps, kStages) kernel; `cluster` 0 = the rule's (gemv_cluster_size with p.cluster).
@@ -489,20 +539,21 @@ void launch_shape(const GemvMxfp4Params& p, const LaunchGeometry& geo, int clust
     cluster = gemv_cluster_size(geo.tiles, geo.slots, geo.k_steps, kWarps, geo.sms, p.cluster, "gemv_mxfp4");
   }
 
+  const int x_bytes = x_shared_bytes<kWarps, kStages>(p, geo, cluster);
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(geo.tiles * cluster), static_cast<unsigned>(geo.slots), 1);
   cfg.blockDim = dim3(kWarps * 32, 1, 1);
-  cfg.dynamicSmemBytes = smem_bytes(kWarps, kStages);
+  cfg.dynamicSmemBytes = smem_bytes(kWarps, kStages) + x_bytes;
   cfg.stream = stream;
   ClusterPdlAttributes attrs(cluster, p.programmatic_launch);
   attrs.apply(cfg);
   const bool swiglu = p.epilogue == GemmEpilogue::kSwiGlu;
   if (geo.single_row) {
-    return swiglu ? launch_kernel<kWarps, kStages, true, true>(cfg, p, geo, cluster)
-                  : launch_kernel<kWarps, kStages, false, true>(cfg, p, geo, cluster);
+    return swiglu ? launch_kernel<kWarps, kStages, true, true>(cfg, p, geo, cluster, x_bytes)
+                  : launch_kernel<kWarps, kStages, false, true>(cfg, p, geo, cluster, x_bytes);
   }
-  return swiglu ? launch_kernel<kWarps, kStages, true, false>(cfg, p, geo, cluster)
-                : launch_kernel<kWarps, kStages, false, false>(cfg, p, geo, cluster);
+  return swiglu ? launch_kernel<kWarps, kStages, true, false>(cfg, p, geo, cluster, 0)
+                : launch_kernel<kWarps, kStages, false, false>(cfg, p, geo, cluster, 0);
 }
 
 }  // namespace
@@ -546,12 +597,15 @@ void launch_gemv_mxfp4(const GemvMxfp4Params& p, cudaStream_t stream) {
                  gemv_mxfp4_shape_name(p.shape), " fixes its cluster (cluster ", p.cluster, " given)");
   const ShapeConfig shape = shape_config(p.shape, int64_t{tiles} * slots, sms, p.cluster);
   const LaunchGeometry geo{tiles, slots, k_steps, device, sms, single_row};
+  // The staged x row is copied before the PDL wait only where it is row 0 for every CTA.
+  GemvMxfp4Params q = p;
+  q.x_from_earlier_kernel = p.x_from_earlier_kernel && (!grouped || p.num_pairs <= p.x_pair_divisor);
   if (shape.warps == 8) {
-    launch_shape<8, 3>(p, geo, shape.cluster, stream);
+    launch_shape<8, 3>(q, geo, shape.cluster, stream);
   } else if (shape.stages == 3) {
-    launch_shape<4, 3>(p, geo, shape.cluster, stream);
+    launch_shape<4, 3>(q, geo, shape.cluster, stream);
   } else {
-    launch_shape<4, 4>(p, geo, shape.cluster, stream);
+    launch_shape<4, 4>(q, geo, shape.cluster, stream);
   }
 }
 

@@ -252,18 +252,20 @@ void experts_bf16_gemm(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t st
 
 void experts_fp8_gemv(const MoeParams& p, const MoeWorkspace& w, cudaStream_t stream) {
   // MXFP4 experts (weights_mxfp4) go through their own GEMV with the same grouped contract.
-  const auto gemv = [&](const GemvFp8Params& g) {
+  const auto gemv = [&](const GemvFp8Params& g, bool gate_up) {
     if (p.weights_mxfp4) {
       GemvMxfp4Params q = gemv_mxfp4_params_of(g);
       q.shape = p.gemv_mxfp4_shape;
       q.single_row = p.gemv_single_row;
+      q.x_shared = p.gemv_x_shared;
+      q.x_from_earlier_kernel = gate_up;  // x precedes the route launch; h is the kernel before's
       launch_gemv_mxfp4(q, stream);
     } else {
       launch_gemv_fp8(g, stream);
     }
   };
-  gemv(moe_decode_projection(p, true, w.topk_ids, w.h, w.pair_row, w.y));
-  gemv(moe_decode_projection(p, false, w.topk_ids, w.h, w.pair_row, w.y));
+  gemv(moe_decode_projection(p, true, w.topk_ids, w.h, w.pair_row, w.y), true);
+  gemv(moe_decode_projection(p, false, w.topk_ids, w.h, w.pair_row, w.y), false);
 }
 
 // The weight-streaming grouped GEMMs over the plan (FP8 tile-major or MXFP4 experts, b.fp8's format).

@@ -194,6 +194,17 @@ TEST(GemvMxfp4Kernel, MatchesReference) {
             report("gemv_mxfp4", shape, err, kTolBf16);
             EXPECT_LT(err, kTolBf16) << shape;
             EXPECT_TRUE(padding_untouched(out, m, out_cols, ldc)) << shape << ": wrote past the output columns";
+            // x staged in shared memory (GemvMxfp4Params::x_shared), copied before or after the PDL wait: the
+            // same bits (or the per-step loads where the shape cannot spare the bytes).
+            for (const bool early : {false, true}) {
+              if (!single_row) break;
+              dout.poison();
+              p.x_shared = true;
+              p.x_from_earlier_kernel = early;
+              launch_gemv_mxfp4(p, nullptr);
+              p.x_shared = p.x_from_earlier_kernel = false;
+              EXPECT_EQ(dout.download(), out) << shape << " x shared" << (early ? " before the wait" : "");
+            }
           }
         }
       }
@@ -378,6 +389,17 @@ TEST(GemvMxfp4Kernel, GroupedMatchesReference) {
         const double err = o.empty() ? 0.0 : rel_error(o, e);
         report("gemv_mxfp4 grouped", shape, err, kTolBf16);
         EXPECT_LT(err, kTolBf16) << shape;
+        // x staged in shared memory (GemvMxfp4Params::x_shared; before the wait only where every pair reads x
+        // row 0): the same bits.
+        for (const bool early : {false, true}) {
+          if (!single_row) break;
+          dout.poison();
+          p.x_shared = true;
+          p.x_from_earlier_kernel = early;
+          launch_gemv_mxfp4(p, nullptr);
+          p.x_shared = p.x_from_earlier_kernel = false;
+          EXPECT_EQ(dout.download(), out) << shape << " x shared" << (early ? " before the wait" : "");
+        }
       }
     }
   }
@@ -448,6 +470,13 @@ TEST(MoeDecodeMxfp4Kernel, MatchesReferenceAndGraphReplay) {
       const double err = rel_error_bf16(out, ref);
       report("moe_decode mxfp4", shape, err, kTolBf16);
       EXPECT_LT(err, kTolBf16) << shape;
+      if (single_row) {  // MoeParams::gemv_x_shared: the same bits
+        dout.poison();
+        d.gemv_x_shared = true;
+        launch_moe_decode(d, ws.get(), nullptr);
+        d.gemv_x_shared = false;
+        EXPECT_EQ(dout.download(), out) << shape << " x shared";
+      }
       // Captured into a CUDA graph and replayed twice: bit-identical to the stream launch.
       cudaStream_t stream;
       ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);

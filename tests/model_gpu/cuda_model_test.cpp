@@ -221,29 +221,31 @@ TEST(CudaModelGpuTest, Mxfp4SingleRowDecodeMatchesTheGeneralKernel) {
   }
 }
 
-// The decode step's fusions change no logit against their unfused forms: decode attention's first key tile
-// before its PDL wait (AttentionParams::decode_prefetch_kv) and RoPE with the K/V cache write in the QKV GEMV's
-// epilogue (decode_qkv_rope), each turned off alone against the defaults, in both expert formats and with the
-// FP8 KV cache, for one decoding sequence and for all of them at once.
+// The decode step's fusions change no logit against their other forms: decode attention's first key tile
+// before its PDL wait (AttentionParams::decode_prefetch_kv), RoPE with the K/V cache write in the QKV GEMV's
+// epilogue (decode_qkv_rope) and the MXFP4 GEMVs' x staged in shared memory (moe_gemv_x_shared, a candidate),
+// each toggled alone against the defaults, in both expert formats and with the FP8 KV cache, for one decoding
+// sequence and for all of them at once.
 TEST(CudaModelGpuTest, DecodeFusionsChangeNoLogit) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU: the decode fusions not tested";
   const auto tokens = testing::golden_tokens("tiny_conditioned");
   const std::string dir = tiny_checkpoint(DummyInit::kConditioned);
   struct Fusion {
     const char* name;
-    void (*turn_off)(ModelOptions&);
+    void (*toggle)(ModelOptions&);
   };
   const Fusion fusions[] = {
-      {"decode attention's early key tile", [](ModelOptions& o) { o.decode_attention_prefetch_kv = false; }},
-      {"RoPE in the QKV GEMV", [](ModelOptions& o) { o.decode_qkv_rope = false; }},
+      {"decode attention's early key tile off", [](ModelOptions& o) { o.decode_attention_prefetch_kv = false; }},
+      {"RoPE in the QKV GEMV off", [](ModelOptions& o) { o.decode_qkv_rope = false; }},
+      {"MXFP4 GEMVs' x in shared memory on", [](ModelOptions& o) { o.moe_gemv_x_shared = true; }},
   };
   for (const auto& [weights, kv] : {std::pair{"mxfp4", "auto"}, std::pair{"fp8", "auto"}, std::pair{"mxfp4", "fp8"}}) {
     for (const bool all : {false, true}) {
-      auto run = [&](const Fusion* off) {
+      auto run = [&](const Fusion* toggled) {
         ModelOptions options;
         options.weights = weights;
         options.kv_cache_dtype = kv;
-        if (off) off->turn_off(options);
+        if (toggled) toggled->toggle(options);
         auto model = load_model(dir, "cuda", options);
         return all ? prefill_then_decode(*model, tokens, 150) : prefill_then_decode(*model, {tokens[0]}, 150);
       };
@@ -253,7 +255,7 @@ TEST(CudaModelGpuTest, DecodeFusionsChangeNoLogit) {
         ASSERT_EQ(fused.size(), apart.size());
         for (size_t s = 0; s < fused.size(); ++s) {
           EXPECT_EQ(0, std::memcmp(fused[s].data(), apart[s].data(), fused[s].size() * sizeof(float)))
-              << f.name << " off, " << weights << ", KV " << kv << (all ? ", every sequence" : ", one sequence")
+              << f.name << ", " << weights << ", KV " << kv << (all ? ", every sequence" : ", one sequence")
               << ": sequence " << s;
         }
       }

@@ -180,6 +180,7 @@ void CudaModel::experts(int layer, int num_tokens) {
   moe.combine_deferred = defers_moe_combine(num_tokens);
   moe.gemv_mxfp4_shape = options_.moe_gemv_shape;
   moe.gemv_single_row = options_.moe_gemv_single_row;
+  moe.gemv_x_shared = options_.moe_gemv_x_shared;
   moe.gemm_tile = options_.moe_gemm_tile;
   if (streams_experts(num_tokens)) {  // both formats, weights as stored
     moe.weights_mxfp4 = gate_up.mxfp4;
