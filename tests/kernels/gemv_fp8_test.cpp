@@ -46,6 +46,24 @@ bool padding_untouched(const std::vector<uint16_t>& v, int rows, int cols, int64
 
 // ---- dense ----
 
+// A dense kBias GEMV over tile-major weights (the model's layout): x [m, k] and out [m, n], unpadded rows.
+GemvFp8Params dense_tiled_gemv(const uint16_t* x, const uint8_t* w_tiled, const float* w_scales, const uint16_t* bias,
+                               uint16_t* out, int m, int n, int k) {
+  GemvFp8Params p;
+  p.x = x;
+  p.ldx = k;
+  p.w = w_tiled;
+  p.w_tiled = true;
+  p.w_scales = w_scales;
+  p.bias = bias;
+  p.out = out;
+  p.ldc = n;
+  p.M = m;
+  p.N = n;
+  p.K = k;
+  return p;
+}
+
 struct DenseShape {
   const char* name;
   int n, k;
@@ -175,18 +193,7 @@ TEST(GemvFp8Kernel, RopeEpilogueIsGemvThenRope) {
           for (auto* b : {&dq[i], &dk[i], &dv[i]}) b->poison();
           for (auto* b : {&dkc[i], &dvc[i]}) b->poison();
         }
-        GemvFp8Params p;
-        p.x = dx.get();
-        p.ldx = k;
-        p.w = dw.get();
-        p.w_tiled = true;
-        p.w_scales = dws.get();
-        p.bias = dbias.get();
-        p.out = dqkv.get();
-        p.ldc = n;
-        p.M = m;
-        p.N = n;
-        p.K = k;
+        GemvFp8Params p = dense_tiled_gemv(dx.get(), dw.get(), dws.get(), dbias.get(), dqkv.get(), m, n, k);
         RopeParams r;
         r.positions = dpos.get();
         r.slots = dslots.get();
@@ -262,18 +269,7 @@ TEST(GemvFp8Kernel, EveryLaunchShapeMatchesReference) {
   DeviceBuffer<uint8_t> dwt(tiled(w, 1, n, k));
   DeviceBuffer<float> dws(ws);
   DeviceBuffer<uint16_t> dbias(bias), dx(x), dout(size_t(m) * n);
-  GemvFp8Params p;
-  p.x = dx.get();
-  p.ldx = k;
-  p.w = dwt.get();
-  p.w_tiled = true;
-  p.w_scales = dws.get();
-  p.bias = dbias.get();
-  p.out = dout.get();
-  p.ldc = n;
-  p.M = m;
-  p.N = n;
-  p.K = k;
+  GemvFp8Params p = dense_tiled_gemv(dx.get(), dwt.get(), dws.get(), dbias.get(), dout.get(), m, n, k);
   std::vector<uint16_t> ref(dout.size(), 0xFFFF);
   GemvFp8Params r = p;
   r.x = x.data();

@@ -143,6 +143,20 @@ struct DenseShape {
   int e_lo = 116, e_hi = 124;
 };
 
+// x staged in shared memory (GemvMxfp4Params::x_shared), copied before or after the PDL wait (before only where
+// every pair reads x row 0; the launch decides): the same bits as `out`, the per-step loads' result (which it also
+// is where the shape cannot spare the bytes). p is a single-row launch writing into dout.
+void expect_x_shared_same_bits(GemvMxfp4Params p, DeviceBuffer<uint16_t>& dout, const std::vector<uint16_t>& out,
+                               const std::string& shape) {
+  for (const bool early : {false, true}) {
+    dout.poison();
+    p.x_shared = true;
+    p.x_from_earlier_kernel = early;
+    launch_gemv_mxfp4(p, nullptr);
+    EXPECT_EQ(dout.download(), out) << shape << " x shared" << (early ? " before the wait" : "");
+  }
+}
+
 TEST(GemvMxfp4Kernel, MatchesReference) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(31);
@@ -194,17 +208,7 @@ TEST(GemvMxfp4Kernel, MatchesReference) {
             report("gemv_mxfp4", shape, err, kTolBf16);
             EXPECT_LT(err, kTolBf16) << shape;
             EXPECT_TRUE(padding_untouched(out, m, out_cols, ldc)) << shape << ": wrote past the output columns";
-            // x staged in shared memory (GemvMxfp4Params::x_shared), copied before or after the PDL wait: the
-            // same bits (or the per-step loads where the shape cannot spare the bytes).
-            for (const bool early : {false, true}) {
-              if (!single_row) break;
-              dout.poison();
-              p.x_shared = true;
-              p.x_from_earlier_kernel = early;
-              launch_gemv_mxfp4(p, nullptr);
-              p.x_shared = p.x_from_earlier_kernel = false;
-              EXPECT_EQ(dout.download(), out) << shape << " x shared" << (early ? " before the wait" : "");
-            }
+            if (single_row) expect_x_shared_same_bits(p, dout, out, shape);
           }
         }
       }
@@ -389,17 +393,7 @@ TEST(GemvMxfp4Kernel, GroupedMatchesReference) {
         const double err = o.empty() ? 0.0 : rel_error(o, e);
         report("gemv_mxfp4 grouped", shape, err, kTolBf16);
         EXPECT_LT(err, kTolBf16) << shape;
-        // x staged in shared memory (GemvMxfp4Params::x_shared; before the wait only where every pair reads x
-        // row 0): the same bits.
-        for (const bool early : {false, true}) {
-          if (!single_row) break;
-          dout.poison();
-          p.x_shared = true;
-          p.x_from_earlier_kernel = early;
-          launch_gemv_mxfp4(p, nullptr);
-          p.x_shared = p.x_from_earlier_kernel = false;
-          EXPECT_EQ(dout.download(), out) << shape << " x shared" << (early ? " before the wait" : "");
-        }
+        if (single_row) expect_x_shared_same_bits(p, dout, out, shape);
       }
     }
   }
