@@ -17,7 +17,7 @@
 # choices, and 120b prefill; headline: the figures the open issues' targets name (prefill 20b / 120b, decode
 # batch 1 and 8) and the batch-1 decode timeline; timeline: the real kernel timeline of graph decode steps
 # (CUPTI); source: Nsight Compute's per-instruction stall samples of the batch-1 decode's attention and MXFP4
-# GEMVs; profile: Nsight Compute on the prefill kernels (attention warpgroup variants, the MoE GEMMs), the
+# GEMVs, and of the prefill's MoE GEMM and attention; profile: Nsight Compute on the prefill kernels (attention warpgroup variants, the MoE GEMMs), the
 # batch-1 decode GEMVs' stall reasons, and every kernel's duration in a batch-1 decode step (profile, timeline
 # and headline are not part of all). Each mode fits one
 # 600 s call, alone on the GPU (the tokenizer against tiktoken: bench/text/run_tokenizer_vs_tiktoken.sh).
@@ -170,14 +170,16 @@ profile_decode_gemvs() {
 }
 
 # ncu's source page (SASS) of one launch of kernel $1 (regex; $2 launches of it skipped) in a batch-1 decode step
-# (20b mxfp4+fp8, ctx 1,024): warp-stall samples every 32 cycles; the instructions with the most samples, with
-# their stall reasons, and the samples per reason.
+# (20b mxfp4+fp8, ctx 1,024), or in the gossamer command given after them: warp-stall samples every 32 cycles; the
+# instructions with the most samples, with their stall reasons, and the samples per reason.
 profile_source() {
   local k=$1 skip=$2 raw=/tmp/ncu
+  shift 2
+  [ $# -gt 0 ] || set -- bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
+    --batch-sizes 1 --contexts 1024 --steps 2
   mkdir -p $raw
   timeout 150 ncu --clock-control none --section SourceCounters --section WarpStateStats --warp-sampling-interval 0 \
-    -k regex:$k -s "$skip" -c 1 -f -o "$raw/src_$k$skip" build/gossamer bench decode --load-format dummy --preset 20b \
-    --device cuda --weights mxfp4+fp8 --batch-sizes 1 --contexts 1024 --steps 2 > "$raw/src_$k$skip.log" 2>&1
+    -k regex:$k -s "$skip" -c 1 -f -o "$raw/src_$k$skip" build/gossamer "$@" > "$raw/src_$k$skip.log" 2>&1
   ncu --import "$raw/src_$k$skip.ncu-rep" --page source --csv --print-source sass > "$raw/src_$k$skip.csv" 2>&1
   echo "-- $k (launch $skip): $(grep -c . "$raw/src_$k$skip.csv") source lines"
   cp "$raw/src_$k$skip.csv" "$out/" 2>/dev/null
@@ -190,6 +192,10 @@ run_source() {
   profile_source attention_decode_kernel 1
   profile_source gemv_mxfp4_kernel 0
   profile_source gemv_mxfp4_kernel 1
+  sec "ncu source (SASS) stall samples: 20b prefill of 8,192 tokens, the MoE gate_up GEMM and full-layer attention (#13)"
+  local prefill=(bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 --repeats 1)
+  profile_source gemm_fp8_tma 0 "${prefill[@]}"
+  profile_source attention_prefill_wgmma 0 "${prefill[@]}"
 }
 
 run_profile() {
