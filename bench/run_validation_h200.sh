@@ -16,8 +16,8 @@
 # (mxfp4+fp8, and at long contexts) and the step breakdown; ab: the end-to-end A/B of the product's prefill
 # choices, and 120b prefill; headline: the figures the open issues' targets name (prefill 20b / 120b, decode
 # batch 1 and 8) and the batch-1 decode timeline; timeline: the real kernel timeline of graph decode steps
-# (CUPTI); source: Nsight Compute's per-instruction stall samples of the batch-1 decode's attention and MXFP4
-# GEMVs, and of the prefill's MoE GEMM and attention; profile: Nsight Compute on the prefill kernels (attention warpgroup variants, the MoE GEMMs), the
+# (CUPTI); source: Nsight Compute's per-instruction stall samples of the batch-1 decode's attention, MXFP4 and
+# FP8 GEMVs, and of the prefill's MoE GEMM and attention; profile: Nsight Compute on the prefill kernels (attention warpgroup variants, the MoE GEMMs), the
 # batch-1 decode GEMVs' stall reasons, and every kernel's duration in a batch-1 decode step (profile, timeline
 # and headline are not part of all). Each mode fits one
 # 600 s call, alone on the GPU (the tokenizer against tiktoken: bench/text/run_tokenizer_vs_tiktoken.sh).
@@ -187,11 +187,13 @@ profile_source() {
 }
 
 run_source() {
-  sec "ncu source (SASS) stall samples: decode attention (a sliding and a full layer), MXFP4 gate_up and down"
+  sec "ncu source (SASS) stall samples, batch-1 decode: attention (sliding, full), MXFP4 gate_up / down, FP8 QKV / O"
   profile_source attention_decode_kernel 0
   profile_source attention_decode_kernel 1
   profile_source gemv_mxfp4_kernel 0
   profile_source gemv_mxfp4_kernel 1
+  profile_source gemv_fp8_kernel 0
+  profile_source gemv_fp8_kernel 1
   sec "ncu source (SASS) stall samples: 20b prefill of 8,192 tokens, the MoE gate_up GEMM and full-layer attention (#13)"
   local prefill=(bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 --repeats 1)
   profile_source gemm_fp8_tma 0 "${prefill[@]}"
