@@ -41,8 +41,9 @@
 // 18.2 → 17.3 µs, 4× down 10.4 → 9.4, MoE decode 8 tokens 164.8 → 131.1 µs, batch-8 step 2.77 → 2.66 ms
 // (batch 1 unchanged: 1.87 / 1.86).
 //
-// x is read from L2 into registers one step ahead (raw bf16; converted at the start of its step, after which the buffer
-// takes the next step).
+// x is read into registers one step ahead (raw bf16; converted at the start of its step, after which the buffer takes
+// the next step): from L2, or with GemvMxfp4Params::x_shared (single row, a candidate) from the CTA's x row, staged in
+// shared memory by one bulk copy.
 #include <cooperative_groups.h>
 #include <cuda_fp16.h>
 
@@ -74,10 +75,10 @@ constexpr int kRedStride = kTileRows + 4;
 constexpr int smem_bytes(int warps, int stages) {
   return warps * stages * kStageBytes;
 }
-// CTAs per SM the shape is built for (its __launch_bounds__ minimum): as many rings as fit in the SM's
-// 228 KiB (1 KiB reserved per CTA). Rule 2 (≤ 128 registers), 4 warps × 3 stages 4 (≤ 128), × 4 stages 3.
 // The most bytes of x a CTA stages (GemvMxfp4Params::x_shared): K ranges up to 4,096 columns.
 constexpr int kXSharedMaxBytes = 8192;
+// CTAs per SM the shape is built for (its __launch_bounds__ minimum): as many rings as fit in the SM's
+// 228 KiB (1 KiB reserved per CTA). Rule 2 (≤ 128 registers), 4 warps × 3 stages 4 (≤ 128), × 4 stages 3.
 constexpr int min_ctas_per_sm(int warps, int stages) {
   return (228 * 1024) / (smem_bytes(warps, stages) + 1024);
 }

@@ -1,24 +1,10 @@
-#include <cuda_fp8.h>
-
 #include "kernels/cuda_utils.h"
 #include "kernels/rope.h"
 #include "kernels/rope_math.h"
+#include "kernels/rope_sm90.cuh"
 
 namespace gossamer::kernels {
 namespace {
-
-// 8 bf16 → 8 e4m3 (byte i = element i): RNE(x / scale), saturated to ±448 (kv_cache_fp8.h's rule).
-__device__ __forceinline__ uint2 quantize_e4m3x8(const uint4& v, float scale) {
-  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&v);
-  uint32_t w[2];
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const float2 a = __bfloat1622float2(h[2 * i]), b = __bfloat1622float2(h[2 * i + 1]);
-    w[i] = static_cast<uint32_t>(rope_kv_quantize_e4m3x2(a.x, a.y, scale)) |
-           (static_cast<uint32_t>(rope_kv_quantize_e4m3x2(b.x, b.y, scale)) << 16);
-  }
-  return make_uint2(w[0], w[1]);
-}
 
 // One block per token; 4 threads per head, each rotating 8 pairs (two 16-byte vectors).
 __global__ void rope_kernel(RopeParams p) {
@@ -48,36 +34,9 @@ __global__ void rope_kernel(RopeParams p) {
     }
   }
   // ---- write ----
-  uint16_t* dst = nullptr;
-  void* cache = nullptr;
-  int cache_head = 0;
-  if (head < p.num_q_heads) {
-    dst = p.q_out + (t * p.num_q_heads + head) * kHeadDim;
-  } else {
-    cache_head = is_v ? head - p.num_q_heads - p.num_kv_heads : head - p.num_q_heads;
-    uint16_t* plain = is_v ? p.v_out : p.k_out;
-    if (plain) dst = plain + (t * p.num_kv_heads + cache_head) * kHeadDim;
-    cache = is_v ? p.v_cache : p.k_cache;
-  }
-  if (dst) {
-    *reinterpret_cast<uint4*>(dst + 8 * part) = lo;
-    *reinterpret_cast<uint4*>(dst + 32 + 8 * part) = hi;
-  }
-  if (cache && p.slots) {
-    const int64_t slot = p.slots[t];
-    const int64_t at = (slot * p.num_kv_heads + cache_head) * kHeadDim;
-    if (slot >= 0 && p.kv_fp8) {
-      const float* scales = is_v ? p.v_scale : p.k_scale;
-      const float scale = scales ? scales[cache_head] : 1.f;
-      uint8_t* c = static_cast<uint8_t*>(cache) + at;
-      *reinterpret_cast<uint2*>(c + 8 * part) = quantize_e4m3x8(lo, scale);
-      *reinterpret_cast<uint2*>(c + 32 + 8 * part) = quantize_e4m3x8(hi, scale);
-    } else if (slot >= 0) {
-      uint16_t* c = static_cast<uint16_t*>(cache) + at;
-      *reinterpret_cast<uint4*>(c + 8 * part) = lo;
-      *reinterpret_cast<uint4*>(c + 32 + 8 * part) = hi;
-    }
-  }
+  const uint32_t lo_words[4] = {lo.x, lo.y, lo.z, lo.w}, hi_words[4] = {hi.x, hi.y, hi.z, hi.w};
+  rope_write(p, t, head, 8 * part, lo_words);
+  rope_write(p, t, head, 32 + 8 * part, hi_words);
 }
 
 }  // namespace
