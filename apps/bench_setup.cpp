@@ -58,9 +58,10 @@ void ModelChoice::add_options(CLI::App& cli) {
   cli.add_flag("--moe-gemv-single-row,!--no-moe-gemv-single-row", options.moe_gemv_single_row,
                "cuda: the MXFP4 decode GEMVs' single-row kernel at one token (default; A/B)")
       ->group("");  // hidden: A/B runs
-  cli.add_flag("--moe-gemv-x-shared", options.moe_gemv_x_shared,
-               "cuda: the single-row MXFP4 decode GEMVs stage x in shared memory by one bulk copy (A/B)")
-      ->group("");  // hidden: candidates
+  cli.add_flag("--moe-gemv-x-shared,!--no-moe-gemv-x-shared", options.moe_gemv_x_shared,
+               "cuda: the single-row MXFP4 gate_up GEMV stages x in shared memory by one bulk copy before its PDL "
+               "wait (default; A/B)")
+      ->group("");  // hidden: A/B runs
   cli.add_option("--moe-gemm-tile", options.moe_gemm_tile,
                  "cuda: the expert GEMMs' tile at 128-row tiles, auto | 128x192tma2 | 128x256tma2 (A/B)")
       ->check(CLI::IsMember({"auto", "128x192tma2", "128x256tma2"}))

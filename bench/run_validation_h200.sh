@@ -244,11 +244,12 @@ PY
 run_candidates() {
   # Every unmeasured candidate in one call: its own tests, end-to-end A/B, timelines and ncu, against the defaults
   # and the binary before a change (carry/base/gossamer.zst when packed: a stripped gossamer, zstd). Now: the
-  # single-row MXFP4 GEMVs' x staged in shared memory by one bulk copy (--moe-gemv-x-shared; fourteenth session,
-  # written after the device budget was spent).
+  # single-row MXFP4 gate_up GEMV's x staged in shared memory by one bulk copy (the default since the fifteenth
+  # session; --no-moe-gemv-x-shared is the A/B).
   sec "the candidates' own GPU tests"
   timeout 200 build/tests/gossamer_kernels_tests --gtest_color=no \
-    --gtest_filter='GemvMxfp4Kernel.*:MoeDecodeMxfp4Kernel.*' > "$out/cand_kernels.log" 2>&1
+    --gtest_filter='GemvMxfp4Kernel.*:MoeDecodeMxfp4Kernel.*:RopeKernel.*:GemvFp8Kernel.RopeEpilogueIsGemvThenRope' \
+    > "$out/cand_kernels.log" 2>&1
   echo "kernels exit $?"
   timeout 200 build/tests/gossamer_model_gpu_tests --gtest_color=no \
     --gtest_filter='CudaModelGpuTest.DecodeFusionsChangeNoLogit' > "$out/cand_model.log" 2>&1
@@ -259,15 +260,21 @@ run_candidates() {
     $z -q -d -f carry/base/gossamer.zst -o build/gossamer_base && chmod +x build/gossamer_base && base=build/gossamer_base
   fi
   sec "bench decode 20b mxfp4+fp8, batch 1 and 8, ctx 1,024 and 8,192: $base (before), the defaults, each candidate"
-  for run in "$base|" "build/gossamer|" "build/gossamer|--moe-gemv-x-shared" "$base|" "build/gossamer|" \
-    "build/gossamer|--moe-gemv-x-shared"; do
+  for run in "$base|" "build/gossamer|" "build/gossamer|--no-moe-gemv-x-shared" "$base|" "build/gossamer|" \
+    "build/gossamer|--no-moe-gemv-x-shared"; do
     flags=${run#*|}
     echo "-- ${run%%|*} bench decode 20b $flags"
     timeout 60 ${run%%|*} bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
       --batch-sizes 1 8 --contexts 1024 8192 --steps 32 $flags | grep dummy
   done
   mkdir -p $raw
-  for flags in "" "--moe-gemv-x-shared"; do
+  sec "bench decode 120b mxfp4, batch 1 and 8, ctx 1,024: $base (before), the defaults, --no-moe-gemv-x-shared"
+  for run in "$base|" "build/gossamer|" "build/gossamer|--no-moe-gemv-x-shared"; do
+    echo "-- ${run%%|*} bench decode 120b ${run#*|}"
+    timeout 60 ${run%%|*} bench decode --load-format dummy --preset 120b --device cuda --weights mxfp4 \
+      --batch-sizes 1 8 --contexts 1024 --steps 32 ${run#*|} | grep dummy
+  done
+  for flags in "" "--no-moe-gemv-x-shared"; do
     i=$((i + 1))
     sec "timeline: bench decode 20b mxfp4+fp8 batch 1 ctx 1,024 $flags"
     CUDA_INJECTION64_PATH=$v/libgossamer_kernel_trace.so GOSSAMER_KERNEL_TRACE=$raw/cand_$i.tsv \
@@ -276,7 +283,7 @@ run_candidates() {
     python3 bench/kernels/kernel_timeline.py $raw/cand_$i.tsv --sequence 14 | head -32
   done
   sec "ncu: the MXFP4 GEMVs alone in a batch-1 step (ctx 1,024; gate_up, down)"
-  profile_decode_gemvs gemv_mxfp4_kernel "" "--moe-gemv-x-shared"
+  profile_decode_gemvs gemv_mxfp4_kernel "" "--no-moe-gemv-x-shared"
 }
 
 run_quick() {

@@ -74,9 +74,9 @@ struct GemvMxfp4Params {
   bool single_row = true;
   // The single-row kernel stages its x row (the CTA's K range) in shared memory with one bulk copy instead of
   // loading each K step's x from L2 (the ncu source profile: 18% of gate_up's stall samples wait on that
-  // load). A candidate, false by default. The copy is issued before the PDL wait where x_from_earlier_kernel
-  // (x written two or more launches back, the kernel between waiting before it triggers: the MoE gate_up's
-  // normed input, route between) and its row is known then (dense, or every pair reads x row 0), else right
+  // load). On for the MoE gate_up (MoeParams::gemv_x_shared). The copy is issued before the PDL wait where
+  // x_from_earlier_kernel (x written two or more launches back, the kernel between waiting before it triggers: the MoE
+  // gate_up's normed input, route between) and its row is known then (dense, or every pair reads x row 0), else right
   // after the wait. Skipped where the bytes would cost the launch shape a CTA per SM (then as false).
   bool x_shared = false;
   bool x_from_earlier_kernel = false;

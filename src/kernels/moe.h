@@ -119,9 +119,11 @@ struct MoeParams {
   // launch_moe_decode with weights_mxfp4 only: GemvMxfp4Params::single_row for both GEMVs (it applies to one
   // token).
   bool gemv_single_row = true;
-  // launch_moe_decode with weights_mxfp4 only: GemvMxfp4Params::x_shared for both GEMVs (a candidate); gate_up
-  // copies x before its PDL wait (x_from_earlier_kernel: the route launch sits between x's writer and it).
-  bool gemv_x_shared = false;
+  // launch_moe_decode with weights_mxfp4 only: GemvMxfp4Params::x_shared for the gate_up GEMV, which copies x
+  // before its PDL wait (x_from_earlier_kernel: the route launch sits between x's writer and it). Not for down:
+  // its x is the kernel before's output, so the copy would wait behind the PDL wait (measured slower, H100
+  // 2026-12-05 fifteenth session: down 16.2 -> 17.5 us, gate_up 24.1 -> 22.5 us).
+  bool gemv_x_shared = true;
   // launch_moe_decode only: stop after the down GEMV and leave the combine to the next RMSNorm, which sums
   // the pieces moe_decode_deferred_combine names (rmsnorm.h moe_y); residual and out unused.
   bool combine_deferred = false;

@@ -257,7 +257,7 @@ void experts_fp8_gemv(const MoeParams& p, const MoeWorkspace& w, cudaStream_t st
       GemvMxfp4Params q = gemv_mxfp4_params_of(g);
       q.shape = p.gemv_mxfp4_shape;
       q.single_row = p.gemv_single_row;
-      q.x_shared = p.gemv_x_shared;
+      q.x_shared = gate_up && p.gemv_x_shared;
       q.x_from_earlier_kernel = gate_up;  // x precedes the route launch; h is the kernel before's
       launch_gemv_mxfp4(q, stream);
     } else {

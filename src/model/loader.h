@@ -69,9 +69,9 @@ struct ModelOptions {
   // cuda: the MXFP4 decode GEMVs' single-row kernel at one token (CudaOptions::moe_gemv_single_row; on: measured
   // faster, docs/PERF.md 2026-12-05 twelfth session; hidden bench flag --no-moe-gemv-single-row for A/B).
   bool moe_gemv_single_row = true;
-  // cuda: the single-row MXFP4 decode GEMVs stage x in shared memory (CudaOptions::moe_gemv_x_shared; a
-  // candidate, hidden bench flag --moe-gemv-x-shared).
-  bool moe_gemv_x_shared = false;
+  // cuda: the single-row MXFP4 gate_up GEMV stages x in shared memory (CudaOptions::moe_gemv_x_shared; on:
+  // measured faster, docs/PERF.md 2026-12-05 fifteenth session; hidden bench flag --no-moe-gemv-x-shared for A/B).
+  bool moe_gemv_x_shared = true;
   // vLLM's --kv-cache-dtype: "auto" (bf16 on cuda, float32 on cpu) or "fp8" (alias "fp8_e4m3"): e4m3 K/V
   // with static per-KV-head scales of 1.0 on the full-attention layers, the sliding-window layers bf16
   // (docs/kv-cache-fp8.md). On cpu (one rank) the float32 cache holds the e4m3-rounded values (the cuda

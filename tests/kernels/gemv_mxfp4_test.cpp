@@ -464,12 +464,12 @@ TEST(MoeDecodeMxfp4Kernel, MatchesReferenceAndGraphReplay) {
       const double err = rel_error_bf16(out, ref);
       report("moe_decode mxfp4", shape, err, kTolBf16);
       EXPECT_LT(err, kTolBf16) << shape;
-      if (single_row) {  // MoeParams::gemv_x_shared: the same bits
+      if (single_row) {  // MoeParams::gemv_x_shared off (on by default): the same bits
         dout.poison();
-        d.gemv_x_shared = true;
-        launch_moe_decode(d, ws.get(), nullptr);
         d.gemv_x_shared = false;
-        EXPECT_EQ(dout.download(), out) << shape << " x shared";
+        launch_moe_decode(d, ws.get(), nullptr);
+        d.gemv_x_shared = true;
+        EXPECT_EQ(dout.download(), out) << shape << " x per K step";
       }
       // Captured into a CUDA graph and replayed twice: bit-identical to the stream launch.
       cudaStream_t stream;

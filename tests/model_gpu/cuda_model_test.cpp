@@ -223,7 +223,7 @@ TEST(CudaModelGpuTest, Mxfp4SingleRowDecodeMatchesTheGeneralKernel) {
 
 // The decode step's fusions change no logit against their other forms: decode attention's first key tile
 // before its PDL wait (AttentionParams::decode_prefetch_kv), RoPE with the K/V cache write in the QKV GEMV's
-// epilogue (decode_qkv_rope) and the MXFP4 GEMVs' x staged in shared memory (moe_gemv_x_shared, a candidate),
+// epilogue (decode_qkv_rope) and the MXFP4 gate_up GEMV's x staged in shared memory (moe_gemv_x_shared),
 // each toggled alone against the defaults, in both expert formats and with the FP8 KV cache, for one decoding
 // sequence and for all of them at once.
 TEST(CudaModelGpuTest, DecodeFusionsChangeNoLogit) {
@@ -237,7 +237,7 @@ TEST(CudaModelGpuTest, DecodeFusionsChangeNoLogit) {
   const Fusion fusions[] = {
       {"decode attention's early key tile off", [](ModelOptions& o) { o.decode_attention_prefetch_kv = false; }},
       {"RoPE in the QKV GEMV off", [](ModelOptions& o) { o.decode_qkv_rope = false; }},
-      {"MXFP4 GEMVs' x in shared memory on", [](ModelOptions& o) { o.moe_gemv_x_shared = true; }},
+      {"MXFP4 gate_up's x in shared memory off", [](ModelOptions& o) { o.moe_gemv_x_shared = false; }},
   };
   for (const auto& [weights, kv] : {std::pair{"mxfp4", "auto"}, std::pair{"fp8", "auto"}, std::pair{"mxfp4", "fp8"}}) {
     for (const bool all : {false, true}) {

@@ -108,7 +108,7 @@ struct CudaOptions {
   // product's.
   kernels::GemvMxfp4Shape moe_gemv_shape = kernels::GemvMxfp4Shape::kRule;
   bool moe_gemv_single_row = true;  // kernels::MoeParams::gemv_single_row
-  bool moe_gemv_x_shared = false;   // kernels::MoeParams::gemv_x_shared (a candidate)
+  bool moe_gemv_x_shared = true;    // kernels::MoeParams::gemv_x_shared
   kernels::GemmTile moe_gemm_tile = kernels::GemmTile::kAuto;
 };
 
