@@ -242,48 +242,48 @@ PY
 }
 
 run_candidates() {
-  # Every unmeasured candidate in one call: its own tests, end-to-end A/B, timelines and ncu, against the defaults
-  # and the binary before a change (carry/base/gossamer.zst when packed: a stripped gossamer, zstd). Now: the
-  # single-row MXFP4 gate_up GEMV's x staged in shared memory by one bulk copy (the default since the fifteenth
-  # session; --no-moe-gemv-x-shared is the A/B).
-  sec "the candidates' own GPU tests"
-  timeout 200 build/tests/gossamer_kernels_tests --gtest_color=no \
-    --gtest_filter='GemvMxfp4Kernel.*:MoeDecodeMxfp4Kernel.*:RopeKernel.*:GemvFp8Kernel.RopeEpilogueIsGemvThenRope' \
-    > "$out/cand_kernels.log" 2>&1
-  echo "kernels exit $?"
-  timeout 200 build/tests/gossamer_model_gpu_tests --gtest_color=no \
-    --gtest_filter='CudaModelGpuTest.DecodeFusionsChangeNoLogit' > "$out/cand_model.log" 2>&1
-  echo "model exit $?"
+  # Every unmeasured candidate in one call: its own tests, A/B against the binaries before the change
+  # (carry/base/gossamer.zst and kernels_bench.zst when packed: stripped, zstd), ncu. Now (fifteenth session):
+  # the TMA GEMM's bias staged in shared memory by the scale warp, the kSwiGluFp8 epilogue storing whole
+  # words (quad byte transpose), and swiglu_clamped's division as __fdividef (every GPU SwiGLU).
+  sec "the candidates' own GPU tests (kernels in three shards and model_gpu, at once)"
+  local i=0 f base=build/gossamer kbase=build/bench/kernels/gossamer_kernels_bench
+  for f in 'GemmFp8*:MoeBf16*:GemvFp8*:GemmStream*' 'MoeKernel.*' 'GemvMxfp4*:MoeDecode*'; do
+    (timeout 240 build/tests/gossamer_kernels_tests --gtest_color=no --gtest_filter="$f" > "$out/cand_kernels_$i.log" 2>&1
+      echo "kernels '$f' exit $?" >> "$out/cand_exit.log") &
+    i=$((i + 1))
+  done
+  (timeout 240 build/tests/gossamer_model_gpu_tests --gtest_color=no > "$out/cand_model.log" 2>&1
+    echo "model_gpu exit $?" >> "$out/cand_exit.log") &
+  wait
+  cat "$out/cand_exit.log"
   grep -hE '^\[  (PASSED|FAILED) |^\[  FAILED  \]' "$out"/cand_*.log
-  local i=0 flags raw=/tmp/timeline base=build/gossamer
   if [ -f carry/base/gossamer.zst ]; then
     $z -q -d -f carry/base/gossamer.zst -o build/gossamer_base && chmod +x build/gossamer_base && base=build/gossamer_base
   fi
-  sec "bench decode 20b mxfp4+fp8, batch 1 and 8, ctx 1,024 and 8,192: $base (before), the defaults, each candidate"
-  for run in "$base|" "build/gossamer|" "build/gossamer|--no-moe-gemv-x-shared" "$base|" "build/gossamer|" \
-    "build/gossamer|--no-moe-gemv-x-shared"; do
-    flags=${run#*|}
-    echo "-- ${run%%|*} bench decode 20b $flags"
-    timeout 60 ${run%%|*} bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
-      --batch-sizes 1 8 --contexts 1024 8192 --steps 32 $flags | grep dummy
+  if [ -f carry/base/kernels_bench.zst ]; then
+    $z -q -d -f carry/base/kernels_bench.zst -o build/kernels_bench_base && chmod +x build/kernels_bench_base &&
+      kbase=build/kernels_bench_base
+  fi
+  for bench in moe gemm-large; do
+    for bin in $kbase build/bench/kernels/gossamer_kernels_bench; do
+      sec "$bin $bench"
+      timeout 120 $bin $bench
+    done
   done
-  mkdir -p $raw
-  sec "bench decode 120b mxfp4, batch 1 and 8, ctx 1,024: $base (before), the defaults, --no-moe-gemv-x-shared"
-  for run in "$base|" "build/gossamer|" "build/gossamer|--no-moe-gemv-x-shared"; do
-    echo "-- ${run%%|*} bench decode 120b ${run#*|}"
-    timeout 60 ${run%%|*} bench decode --load-format dummy --preset 120b --device cuda --weights mxfp4 \
-      --batch-sizes 1 8 --contexts 1024 --steps 32 ${run#*|} | grep dummy
+  for bin in $base build/gossamer $base build/gossamer; do
+    sec "$bin bench prefill 20b 8,192 / 32,768"
+    timeout 90 $bin bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 32768 --repeats 3 |
+      grep dummy
   done
-  for flags in "" "--no-moe-gemv-x-shared"; do
-    i=$((i + 1))
-    sec "timeline: bench decode 20b mxfp4+fp8 batch 1 ctx 1,024 $flags"
-    CUDA_INJECTION64_PATH=$v/libgossamer_kernel_trace.so GOSSAMER_KERNEL_TRACE=$raw/cand_$i.tsv \
-      timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
-      --batch-sizes 1 --contexts 1024 --steps 16 $flags 2>&1 | grep -E "dummy|kernel_trace"
-    python3 bench/kernels/kernel_timeline.py $raw/cand_$i.tsv --sequence 14 | head -32
+  for bin in $base build/gossamer; do
+    sec "$bin bench decode 20b mxfp4+fp8 batch 1 and 8, ctx 1,024"
+    timeout 60 $bin bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
+      --batch-sizes 1 8 --contexts 1024 --steps 32 | grep dummy
   done
-  sec "ncu: the MXFP4 GEMVs alone in a batch-1 step (ctx 1,024; gate_up, down)"
-  profile_decode_gemvs gemv_mxfp4_kernel "" "--no-moe-gemv-x-shared"
+  sec "ncu source (SASS) stall samples: the 8k prefill's MoE gate_up GEMM"
+  profile_source gemm_fp8_tma 0 bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 \
+    --repeats 1
 }
 
 run_quick() {

@@ -57,7 +57,7 @@ struct GemmFp8Params {
   const uint16_t* bias = nullptr;        // [num_groups, N] bf16 or null
   uint16_t* out = nullptr;               // [M, N] (kBias) or [M, N/2] (kSwiGlu) bf16, row stride ldc elements
   int64_t ldc = 0;
-  uint8_t* out_q = nullptr;  // kSwiGluFp8: [M, N/2] e4m3, row stride ldq bytes (multiple of 16)
+  uint8_t* out_q = nullptr;  // kSwiGluFp8: [M, N/2] e4m3, 16-byte aligned, row stride ldq bytes (multiple of 16)
   int64_t ldq = 0;
   float* out_scales = nullptr;  // kSwiGluFp8: [M, ceil(N/2/128)] fp32 (quantize_fp8.h's scales)
   int M = 0;                    // rows of the (grouped) problem

@@ -61,10 +61,21 @@ __device__ __forceinline__ void promote(float (&acc)[kBN / 2], const float (&tmp
   }
 }
 
+// The 4 × 4 bytes of a quad, transposed: lane t (lane % 4) passes w with byte i = element (i, t) and gets
+// back the word whose byte i is element (t, i). Two shuffles: pairs t, t ^ 2 swap half-columns, then t, t ^ 1.
+__device__ __forceinline__ uint32_t quad_transpose_bytes(uint32_t w, int t) {
+  const uint32_t p = __shfl_xor_sync(0xffffffffu, w, 2);
+  const uint32_t x = __byte_perm(w, p, (t & 2) ? 0x3276 : 0x5410);  // rows 2·(t/2), +1 of columns t % 2, +2
+  const uint32_t q = __shfl_xor_sync(0xffffffffu, x, 1);
+  return __byte_perm(x, q, (t & 1) ? 0x3715 : 0x6240);
+}
+
 // kSwiGluFp8 (256-wide tiles): each row's 128 SwiGLU outputs (one 1×128 group; the 4 lanes of a quad hold
 // 32 each, output column 4j + t of the group in acc[4j + 2h] / acc[4j + 2h + 1]) rounded to bf16, then
 // quantize_fp8.h's rule: amax over the group (two shuffles across the quad), scale = amax / 448,
-// q = e4m3(h · (448 / amax)). Bit-identical to kSwiGlu followed by launch_quantize_fp8.
+// q = e4m3(h · (448 / amax)). Bit-identical to kSwiGlu followed by launch_quantize_fp8. The quad transposes
+// each 16 output bytes (quad_transpose_bytes) so that every lane stores whole 4-byte words: columns
+// 16g + 4t … + 3 of the group for g = 0 … 7.
 template <int kBN>
 __device__ __forceinline__ void write_out_swiglu_fp8(const GemmFp8Params& p, const float (&acc)[kBN / 2], int m0,
                                                      int n0, int row_end, int local_row, int lane) {
@@ -88,13 +99,21 @@ __device__ __forceinline__ void write_out_swiglu_fp8(const GemmFp8Params& p, con
     amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
     amax = fmaxf(amax, 1e-4f);
     const float inv = 448.0f / amax;
-    if (row >= row_end) continue;
-    if (t == 0) p.out_scales[static_cast<int64_t>(row) * ceil_div(out_cols, 128) + group] = amax / 448.0f;
+    if (t == 0 && row < row_end) {
+      p.out_scales[static_cast<int64_t>(row) * ceil_div(out_cols, 128) + group] = amax / 448.0f;
+    }
     uint8_t* q_row = p.out_q + static_cast<int64_t>(row) * p.ldq + 128 * group;
 #pragma unroll
-    for (int j = 0; j < kBN / 8; ++j) {
-      if (128 * group + 4 * j + t >= out_cols) continue;
-      q_row[4 * j + t] = static_cast<uint8_t>(__nv_cvt_float_to_fp8(__fmul_rn(v[j], inv), __NV_SATFINITE, __NV_E4M3));
+    for (int g = 0; g < kBN / 32; ++g) {
+      uint32_t w = 0;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const uint32_t q = __nv_cvt_float_to_fp8(__fmul_rn(v[4 * g + i], inv), __NV_SATFINITE, __NV_E4M3);
+        w |= q << (8 * i);
+      }
+      w = quad_transpose_bytes(w, t);  // every lane of the warp takes part (the shuffles), rows past row_end too
+      const int col = 16 * g + 4 * t;  // of the group; out_cols is a multiple of 4 (N of 8)
+      if (row < row_end && 128 * group + col < out_cols) *reinterpret_cast<uint32_t*>(q_row + col) = w;
     }
   }
 }

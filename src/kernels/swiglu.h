@@ -19,10 +19,13 @@ inline constexpr float kSwigluLimit = 7.0f;
 inline constexpr float kSwigluAlpha = 1.702f;
 
 #ifdef __CUDACC__
+// The division is __fdividef (a reciprocal and a multiply, within 2 ulp; 0 where the denominator passes
+// 2^126, i.e. gate < -51, where the exact quotient is below 1e-36): the IEEE division's range check and slow
+// path were a third of the MoE gate_up GEMM's epilogue instructions (docs/PERF.md, fifteenth session).
 __device__ __forceinline__ float swiglu_clamped(float gate, float up) {
   gate = fminf(gate, kSwigluLimit);
   up = fminf(fmaxf(up, -kSwigluLimit), kSwigluLimit);
-  return gate / (1.0f + __expf(-kSwigluAlpha * gate)) * (up + 1.0f);
+  return __fdividef(gate, 1.0f + __expf(-kSwigluAlpha * gate)) * (up + 1.0f);
 }
 #endif
 
