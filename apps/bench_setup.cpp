@@ -63,8 +63,9 @@ void ModelChoice::add_options(CLI::App& cli) {
                "wait (default; A/B)")
       ->group("");  // hidden: A/B runs
   cli.add_option("--moe-gemm-tile", options.moe_gemm_tile,
-                 "cuda: the expert GEMMs' tile at 128-row tiles, auto | 128x192tma2 | 128x256tma2 (A/B)")
-      ->check(CLI::IsMember({"auto", "128x192tma2", "128x256tma2"}))
+                 "cuda: the expert GEMMs' tile at 128-row tiles, auto | 128x192tma2 | 128x256tma2 | 128x256tma2b "
+                 "(pairs share B) (A/B)")
+      ->check(CLI::IsMember({"auto", "128x192tma2", "128x256tma2", "128x256tma2b"}))
       ->group("");
   cli.add_option("--kv-cache-dtype", options.kv_cache_dtype,
                  "auto (default: bf16) | fp8 (alias fp8_e4m3: e4m3 K/V with scales of 1.0 on the full-attention "

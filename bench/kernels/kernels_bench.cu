@@ -182,9 +182,10 @@ void bench_gemm(CublasLtFp8Gemm& lt, const char* name, int M, int N, int K) {
       std::string(name) + " M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K);
   // Large M: the 128-row tiles and 64×128; small M: the default (64×64).
   // The TMA kernel reads B tile-major (the product's layout; the random bytes serve either layout).
-  for (const GemmTile tile : M > 64 ? std::vector<GemmTile>{GemmTile::k128x128, GemmTile::k128x192tma2,
-                                                            GemmTile::k128x256tma2, GemmTile::k64x128}
-                                    : std::vector<GemmTile>{GemmTile::kAuto}) {
+  for (const GemmTile tile :
+       M > 64 ? std::vector<GemmTile>{GemmTile::k128x128, GemmTile::k128x192tma2, GemmTile::k128x256tma2,
+                                      GemmTile::k128x256tma2b, GemmTile::k64x128}
+              : std::vector<GemmTile>{GemmTile::kAuto}) {
     p.b_tiled = tile != GemmTile::k128x128 && tile != GemmTile::k64x128 && tile != GemmTile::kAuto;
     p.tile = tile;
     const double us = time_us([&](int i) {
@@ -192,10 +193,11 @@ void bench_gemm(CublasLtFp8Gemm& lt, const char* name, int M, int N, int K) {
       p.b_scales = sp[i % copies];
       launch_gemm_fp8(p, M, nullptr);
     });
-    const char* label = tile == GemmTile::k64x128        ? "gemm_fp8 (+bias) 64x128"
-                        : tile == GemmTile::k128x192tma2 ? "gemm_fp8 (+bias) 128x192 tma cluster 2"
-                        : tile == GemmTile::k128x256tma2 ? "gemm_fp8 (+bias) 128x256 tma cluster 2"
-                                                         : "gemm_fp8 (+bias)";
+    const char* label = tile == GemmTile::k64x128         ? "gemm_fp8 (+bias) 64x128"
+                        : tile == GemmTile::k128x192tma2  ? "gemm_fp8 (+bias) 128x192 tma cluster 2"
+                        : tile == GemmTile::k128x256tma2  ? "gemm_fp8 (+bias) 128x256 tma cluster 2"
+                        : tile == GemmTile::k128x256tma2b ? "gemm_fp8 (+bias) 128x256 tma cluster 2 share B"
+                                                          : "gemm_fp8 (+bias)";
     row(label, shape, us, flops, bytes, base, M <= 64 ? "copy" : "fp8");
   }
   for (auto* b : w) delete b;
@@ -338,15 +340,17 @@ void bench_moe(int T, int E) {
   Buf ws(moe_workspace_bytes(T, E, MoeBench::kH, MoeBench::kI));
   // Row-major experts (cp.async GEMM, h quantized in its own pass), then the model's tile-major layout with
   // each TMA tile (128-row tiles, h quantized in gate_up's epilogue; the random bytes serve either layout).
-  for (const GemmTile tile : {GemmTile::kAuto, GemmTile::k128x192tma2, GemmTile::k128x256tma2}) {
+  for (const GemmTile tile :
+       {GemmTile::kAuto, GemmTile::k128x192tma2, GemmTile::k128x256tma2, GemmTile::k128x256tma2b}) {
     const bool tiled = tile != GemmTile::kAuto;
     if (tiled && T * 4 / E <= 64) continue;  // 64-row tiles: no TMA kernel
     m.p.weights_tiled = tiled;
     m.p.gemm_tile = tile;
     const double us = time_us([&](int) { launch_moe(m.p, ws.get(), nullptr); }, 10);
-    row(!tiled                           ? "moe (route..combine)"
-        : tile == GemmTile::k128x192tma2 ? "moe tma 128x192 cluster 2"
-                                         : "moe tma 128x256 cluster 2",
+    row(!tiled                            ? "moe (route..combine)"
+        : tile == GemmTile::k128x192tma2  ? "moe tma 128x192 cluster 2"
+        : tile == GemmTile::k128x256tma2b ? "moe tma 128x256 cluster 2 share B"
+                                          : "moe tma 128x256 cluster 2",
         m.shape(), us, m.flops(), m.expert_bytes(), 0, T <= 16 ? "copy" : "fp8");
   }
   // Where the time goes in the model's configuration (tile-major experts, the tile launch_gemm_fp8 picks):

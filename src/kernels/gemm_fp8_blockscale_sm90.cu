@@ -190,8 +190,8 @@ void launch_gemm_fp8(const GemmFp8Params& p, int rows_hint, cudaStream_t stream)
       "TMA kernel's operands (tile-major FP8 B, contiguous A)");
   if (p.b_mxfp4) return launch_mxfp4(p, stream);  // one kernel (128×128 tiles): p.tile does not apply
   GemmTile tile = quantized_out && p.tile == GemmTile::kAuto ? GemmTile::k128x256tma2 : p.tile;
-  GOSSAMER_CHECK(!quantized_out || tile == GemmTile::k128x256tma2,
-                 "gemm_fp8: the kSwiGluFp8 epilogue is built for the 128×256 TMA tile only");
+  GOSSAMER_CHECK(!quantized_out || tile == GemmTile::k128x256tma2 || tile == GemmTile::k128x256tma2b,
+                 "gemm_fp8: the kSwiGluFp8 epilogue is built for the 128×256 TMA tiles only");
   if (tile == GemmTile::kAuto) {
     // Measured on the H200 (docs/PERF.md, 105892e): 64×128 at 2 CTAs/SM wins for plain GEMMs of 65–256
     // rows (e.g. 21.1 vs 23.7 µs at M=128, N=5120, K=2880); 128×128 wins from M≈1024 up.
@@ -216,8 +216,9 @@ void launch_gemm_fp8(const GemmFp8Params& p, int rows_hint, cudaStream_t stream)
   switch (tile) {
     case GemmTile::k64x64: launch_tile<64, 64>(p, stream); break;
     case GemmTile::k64x128: launch_tile<64, 128>(p, stream); break;
-    case GemmTile::k128x192tma2: launch_tma(p, 192, stream); break;
-    case GemmTile::k128x256tma2: launch_tma(p, 256, stream); break;
+    case GemmTile::k128x192tma2: launch_tma(p, 192, false, stream); break;
+    case GemmTile::k128x256tma2: launch_tma(p, 256, false, stream); break;
+    case GemmTile::k128x256tma2b: launch_tma(p, 256, true, stream); break;
     default: launch_tile<128, 128>(p, stream); break;
   }
 }

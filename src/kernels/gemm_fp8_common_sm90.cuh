@@ -90,9 +90,10 @@ __device__ __forceinline__ void write_out_swiglu_fp8(const GemmFp8Params& p, con
     float amax = 0.f;
 #pragma unroll
     for (int j = 0; j < kBN / 8; ++j) {
-      const bool valid = n0 + 8 * j + 2 * t < p.N;
-      const float s = valid ? swiglu_clamped(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]) : 0.f;
-      v[j] = __bfloat162float(__float2bfloat16_rn(s));
+      // Computed for every column, then masked (a select, not a branch per column): past N the accumulators
+      // hold finite values (another group's weights or TMA's zeros) that must not reach amax.
+      const float s = __bfloat162float(__float2bfloat16_rn(swiglu_clamped(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1])));
+      v[j] = n0 + 8 * j + 2 * t < p.N ? s : 0.f;
       amax = fmaxf(amax, fabsf(v[j]));
     }
     amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
@@ -153,8 +154,8 @@ __device__ __forceinline__ const float* b_scale_row(const GemmFp8Params& p, int 
 }
 
 // The persistent TMA warp-specialised kernel (gemm_fp8_tma_sm90.cu), 128 × tile_n tiles (tile_n 192 or 256)
-// in clusters of 2 CTAs sharing A: tile-major B, contiguous A.
-void launch_tma(const GemmFp8Params& p, int tile_n, cudaStream_t stream);
+// in clusters of 2 CTAs sharing A, or B (share_b, tile_n 256): tile-major B, contiguous A.
+void launch_tma(const GemmFp8Params& p, int tile_n, bool share_b, cudaStream_t stream);
 
 // The MXFP4-weight kernel (gemm_fp8_mxfp4_sm90.cu), 128×128 tiles: B tiled MXFP4 (b_mxfp4), A gathered or not.
 void launch_mxfp4(const GemmFp8Params& p, cudaStream_t stream);

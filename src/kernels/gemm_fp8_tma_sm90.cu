@@ -1,9 +1,12 @@
 // FP8 block-scaled GEMM on Hopper with TMA and warp specialisation (GemmTile::k128x192tma2 and
 // k128x256tma2; gemm_fp8.h). Persistent: one CTA per SM walks the tiles (m fastest, so CTAs running
 // together share B tiles in L2), and the producer runs ahead into the next tile while the consumers
-// write the last one out. CTAs run in clusters of 2 (kCluster): the two compute neighbouring column tiles
-// of one row tile and share its A tile, each loading one 64-row half and multicasting it to both (A's
-// L2 → SM bytes per CTA halve).
+// write the last one out. CTAs run in clusters of 2 (kCluster) that share one operand tile:
+//   share A (k128x192tma2, k128x256tma2): the two compute neighbouring column tiles of one row tile, each
+//     loading one 64-row half of A and multicasting it to both (A's L2 → SM bytes per CTA halve);
+//   share B (k128x256tma2b): the two compute neighbouring row tiles of one column tile, each loading one
+//     half of the B tile's rows and multicasting it (B's bytes per CTA halve: 32 instead of 40 KiB per
+//     stage); a grouped pair whose row tiles belong to different groups loads its own B, unshared.
 //
 // A CTA computes 128×kBN tiles (kBN = 192 or 256) with 384 threads:
 //   warpgroup 0  producer: one thread issues the bulk tensor copies of A (its 64-row half of 128 rows ×
@@ -62,20 +65,32 @@ struct TmaPassCols {
 };
 
 // Work unit u of the walk (m fastest): expert, rows [m0, row_end) and columns from n0. A unit is kCluster
-// neighbouring column tiles of one row tile, rank r taking the r-th; a rank past N (an odd tile count) is
-// inactive: it loads and computes its peer's tile (n0_load) for the shared A and the barriers' sake, and
-// writes nothing.
+// neighbouring column tiles of one row tile (kShareB: row tiles of one column tile), rank r taking the
+// r-th; a rank past the last tile (an odd tile count) is inactive: it loads and computes its peer's tile
+// (n0_load / its row tile) for the shared operand and the barriers' sake, and writes nothing. b_shared
+// (kShareB): both ranks' row tiles are of one group, so they share B.
 struct TmaTileCoord {
   int group, m0, row_end, n0, n0_load;
-  bool active;
+  bool active, b_shared;
 };
-template <int kBN>
+template <int kBN, bool kShareB>
 __device__ __forceinline__ TmaTileCoord tma_tile(const GemmFp8Params& p, int u, int m_tiles, int rank) {
-  const int mt = u % m_tiles;
   TmaTileCoord c;
-  c.n0 = (kCluster * (u / m_tiles) + rank) * kBN;
-  c.active = c.n0 < p.N;
-  c.n0_load = c.active ? c.n0 : c.n0 - kBN;
+  int mt;
+  if constexpr (kShareB) {
+    const int m_pairs = ceil_div(m_tiles, kCluster);
+    const int mt0 = kCluster * (u % m_pairs);
+    c.n0 = c.n0_load = (u / m_pairs) * kBN;
+    c.active = mt0 + rank < m_tiles;
+    mt = c.active ? mt0 + rank : mt0;
+    c.b_shared = mt0 + 1 >= m_tiles || !p.tile_group || p.tile_group[mt0] == p.tile_group[mt0 + 1];
+  } else {
+    mt = u % m_tiles;
+    c.n0 = (kCluster * (u / m_tiles) + rank) * kBN;
+    c.active = c.n0 < p.N;
+    c.n0_load = c.active ? c.n0 : c.n0 - kBN;
+    c.b_shared = false;
+  }
   if (p.tile_group) {
     c.group = p.tile_group[mt];
     c.m0 = p.tile_m0[mt];
@@ -154,24 +169,27 @@ __device__ __forceinline__ void init_with_staged_bias(float (&acc)[kBN / 2], uin
 struct TmaWalk {
   int m_tiles, units, first, stride, rank;
 };
-template <int kBN>
+template <int kBN, bool kShareB>
 __device__ __forceinline__ TmaWalk tma_walk(const GemmFp8Params& p) {
   TmaWalk w;
   w.m_tiles = p.tile_group ? *p.num_tiles : ceil_div(p.M, 128);
-  w.units = w.m_tiles * ceil_div(ceil_div(p.N, kBN), kCluster);
+  w.units =
+      kShareB ? ceil_div(w.m_tiles, kCluster) * ceil_div(p.N, kBN) : w.m_tiles * ceil_div(ceil_div(p.N, kBN), kCluster);
   w.first = static_cast<int>(blockIdx.x) / kCluster;
   w.stride = static_cast<int>(gridDim.x) / kCluster;
   w.rank = static_cast<int>(tma::cluster_rank());
   return w;
 }
 
-template <int kBN>
+template <int kBN, bool kShareB>
 __device__ __forceinline__ void consume_tma_tiles(const GemmFp8Params& p, uint8_t* smem, uint64_t* full,
                                                   uint64_t* empty, float* scales, int num_kb);
 
-// The two CTAs of a cluster share the A tile, so a stage may be refilled only when both CTAs' consumers
+// The two CTAs of a cluster share an operand tile, so a stage may be refilled only when both CTAs' consumers
 // released it (each consumer warp arrives on its own and its peer's empty barrier).
-template <int kBN>
+// map_a: box 64 K bytes × 64 rows (share A) or × 128 rows (kShareB); map_b: box (64, 64, kBN / 64, 2)
+// (share A) or (64, 64, kBN / 128, 1): one K half of half the tile's rows (kShareB).
+template <int kBN, bool kShareB>
 __global__ void __launch_bounds__(kTmaThreads, 1)
     gemm_fp8_tma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                         const GemmFp8Params p) {
@@ -198,24 +216,42 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
   if (tid < 128) {
     // ================= producer =================
     tma::regs_release<kProducerRegs>();
-    const TmaWalk w = tma_walk<kBN>(p);
+    const TmaWalk w = tma_walk<kBN, kShareB>(p);
     if (tid == 0) {
       // B bands: 64-row bands of the tile-major layout, G · pad(N)/64 of them.
       const int bands_per_group = static_cast<int>(fp8_tiled_pad(p.N) / 64);
       int s = 0;
       uint32_t phase = 0;
       for (int u = w.first; u < w.units; u += w.stride) {
-        const TmaTileCoord c = tma_tile<kBN>(p, u, w.m_tiles, w.rank);
+        const TmaTileCoord c = tma_tile<kBN, kShareB>(p, u, w.m_tiles, w.rank);
         const int band0 = c.group * bands_per_group + c.n0_load / 64;
         for (int kb = 0; kb < num_kb; ++kb, s = next_stage<T::kStages>(s, phase)) {
           mbar::wait(&empty[s], phase ^ 1);
           uint8_t* sa = smem + s * T::kStageBytes;
-          // The whole stage lands on this CTA's barrier: its A half and its peer's (multicast), and its B.
+          uint8_t* sb = sa + T::kABytes;
+          // The whole stage lands on this CTA's barrier, the peer's multicast half included.
           tma::arrive_expect_tx(&full[s], T::kStageBytes);
-          uint8_t* half = sa + w.rank * 64 * 64;  // rows 64·rank … of each K half
-          tma::copy_2d_multicast(half, &map_a, kb * kBK, c.m0 + 64 * w.rank, &full[s], 0x3);
-          tma::copy_2d_multicast(half + T::kABytes / 2, &map_a, kb * kBK + 64, c.m0 + 64 * w.rank, &full[s], 0x3);
-          tma::copy_4d(sa + T::kABytes, &map_b, 0, 0, band0, 2 * kb, &full[s]);
+          if constexpr (kShareB) {
+            // Its own A (both K halves); B: its half of the tile's rows for both CTAs, or all of it alone.
+            tma::copy_2d(sa, &map_a, kb * kBK, c.m0, &full[s]);
+            tma::copy_2d(sa + T::kABytes / 2, &map_a, kb * kBK + 64, c.m0, &full[s]);
+            constexpr int kHalfBands = kBN / 128;
+            for (int kh = 0; kh < 2; ++kh) {
+              uint8_t* sb_k = sb + kh * (T::kBBytes / 2);
+              if (c.b_shared) {
+                tma::copy_4d_multicast(sb_k + w.rank * (T::kBBytes / 4), &map_b, 0, 0, band0 + w.rank * kHalfBands,
+                                       2 * kb + kh, &full[s], 0x3);
+              } else {
+                tma::copy_4d(sb_k, &map_b, 0, 0, band0, 2 * kb + kh, &full[s]);
+                tma::copy_4d(sb_k + T::kBBytes / 4, &map_b, 0, 0, band0 + kHalfBands, 2 * kb + kh, &full[s]);
+              }
+            }
+          } else {
+            uint8_t* half = sa + w.rank * 64 * 64;  // rows 64·rank … of each K half
+            tma::copy_2d_multicast(half, &map_a, kb * kBK, c.m0 + 64 * w.rank, &full[s], 0x3);
+            tma::copy_2d_multicast(half + T::kABytes / 2, &map_a, kb * kBK + 64, c.m0 + 64 * w.rank, &full[s], 0x3);
+            tma::copy_4d(sb, &map_b, 0, 0, band0, 2 * kb, &full[s]);
+          }
         }
       }
     } else if (tid >= 32 && tid < 32 + kScaleLanes) {
@@ -225,7 +261,7 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
       int s = 0;
       uint32_t phase = 0;
       for (int u = w.first; u < w.units; u += w.stride) {
-        const TmaTileCoord c = tma_tile<kBN>(p, u, w.m_tiles, w.rank);
+        const TmaTileCoord c = tma_tile<kBN, kShareB>(p, u, w.m_tiles, w.rank);
         const float* bs0 = b_scale_row(p, c.group, c.n0_load, num_kb);
         const float* bs1 = c.n0_load / 128 + 1 < num_nb ? bs0 + num_kb : bs0;
         for (int kb = 0; kb < num_kb; ++kb, s = next_stage<T::kStages>(s, phase)) {
@@ -253,14 +289,14 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
       }
     }
   } else {
-    consume_tma_tiles<kBN>(p, smem, full, empty, scales, num_kb);
+    consume_tma_tiles<kBN, kShareB>(p, smem, full, empty, scales, num_kb);
   }
   // NOTE: no CTA of a cluster exits while its peer may still multicast into it or arrive on its barriers.
   tma::cluster_sync();
 }
 
 // ================= consumers (warpgroups 1 and 2) =================
-template <int kBN>
+template <int kBN, bool kShareB>
 __device__ __forceinline__ void consume_tma_tiles(const GemmFp8Params& p, uint8_t* smem, uint64_t* full,
                                                   uint64_t* empty, float* scales, int num_kb) {
   using T = TmaTile<kBN>;
@@ -283,9 +319,9 @@ __device__ __forceinline__ void consume_tma_tiles(const GemmFp8Params& p, uint8_
   const uint32_t scales0 = tma::smem_u32(scales);
   int s = 0;
   uint32_t phase = 0;
-  const TmaWalk w = tma_walk<kBN>(p);
+  const TmaWalk w = tma_walk<kBN, kShareB>(p);
   for (int u = w.first; u < w.units; u += w.stride) {
-    const TmaTileCoord c = tma_tile<kBN>(p, u, w.m_tiles, w.rank);
+    const TmaTileCoord c = tma_tile<kBN, kShareB>(p, u, w.m_tiles, w.rank);
     // 192-wide tiles cover two 128-row B scale blocks: the first 128 or 64 columns use the first (n0 % 128
     // is 0 or 64). 256-wide tiles: pass h uses block h.
     const bool split_at_128 = c.n0_load % 128 == 0;
@@ -330,10 +366,11 @@ __device__ __forceinline__ void consume_tma_tiles(const GemmFp8Params& p, uint8_
   }
 }
 
-template <int kBN>
+template <int kBN, bool kShareB>
 void launch_tma_tile(const GemmFp8Params& p, cudaStream_t stream) {
+  static_assert(!kShareB || kBN == 256, "sharing B splits the tile's 64-row bands in two halves");
   using T = TmaTile<kBN>;
-  auto* kernel = gemm_fp8_tma_kernel<kBN>;
+  auto* kernel = gemm_fp8_tma_kernel<kBN, kShareB>;
   // Resident clusters (clusters of 2 need two free SMs of one GPC): queried once per instantiation.
   // The launch configuration for `units` work units (kCluster CTAs each).
   ClusterPdlAttributes cluster_attribute(kCluster, false);
@@ -354,22 +391,25 @@ void launch_tma_tile(const GemmFp8Params& p, cudaStream_t stream) {
     GOSSAMER_CHECK(clusters > 0, "gemm_fp8: no cluster of ", kCluster, " TMA CTAs fits an SM pair");
     return clusters;
   }();
-  // A: [M, K] bytes with row stride lda; box 64 K bytes × 128 / kCluster rows (two per stage and CTA).
+  // A: [M, K] bytes with row stride lda; box 64 K bytes × 128 / kCluster rows (share A: two per stage and
+  // CTA, multicast) or × 128 rows (kShareB: two per stage).
   const uint64_t a_dims[2] = {static_cast<uint64_t>(p.K), static_cast<uint64_t>(p.M)};
   const uint64_t a_strides[1] = {static_cast<uint64_t>(p.lda)};
-  const uint32_t a_box[2] = {64, 128 / kCluster};
+  const uint32_t a_box[2] = {64, kShareB ? 128u : 128u / kCluster};
   const CUtensorMap map_a = tma::make_map_u8_sw64(p.a, 2, a_dims, a_strides, a_box);
   // B tile-major (fp8_tiled.h: 4 KiB tiles ordered (g, n / 64, k / 64)) as dims (k in tile 64, row in
-  // band 64, band G·NT, k tile KT); box (64, 64, kBN / 64, 2) lands as [K half][kBN rows][64 bytes].
+  // band 64, band G·NT, k tile KT); box (64, 64, kBN / 64, 2) lands as [K half][kBN rows][64 bytes]
+  // (kShareB: box (64, 64, kBN / 128, 1), one K half of half the rows, four per stage and pair).
   const uint64_t kt = static_cast<uint64_t>(fp8_tiled_pad(p.K) / 64);
   const uint64_t bands = static_cast<uint64_t>(fp8_tiled_pad(p.N) / 64);
   const uint64_t groups = p.tile_group ? static_cast<uint64_t>(p.num_groups) : 1;
   const uint64_t b_dims[4] = {64, 64, bands * groups, kt};
   const uint64_t b_strides[3] = {64, kt * 4096, 4096};
-  const uint32_t b_box[4] = {64, 64, kBN / 64, 2};
+  const uint32_t b_box[4] = {64, 64, kShareB ? kBN / 128u : kBN / 64u, kShareB ? 1u : 2u};
   const CUtensorMap map_b = tma::make_map_u8_sw64(p.b, 4, b_dims, b_strides, b_box);
-  const int64_t max_units =
-      static_cast<int64_t>(p.tile_group ? p.max_tiles : ceil_div(p.M, 128)) * ceil_div(ceil_div(p.N, kBN), kCluster);
+  const int64_t m_tiles = p.tile_group ? p.max_tiles : ceil_div(p.M, 128);
+  const int64_t max_units = kShareB ? ceil_div(m_tiles, int64_t{kCluster}) * ceil_div(p.N, kBN)
+                                    : m_tiles * ceil_div(ceil_div(p.N, kBN), kCluster);
   const int units_in_flight = static_cast<int>(std::min<int64_t>(max_units, max_units_in_flight));
   if (units_in_flight == 0) return;
   const cudaLaunchConfig_t cfg = config(units_in_flight);
@@ -379,13 +419,15 @@ void launch_tma_tile(const GemmFp8Params& p, cudaStream_t stream) {
 
 }  // namespace
 
-void launch_tma(const GemmFp8Params& p, int tile_n, cudaStream_t stream) {
+void launch_tma(const GemmFp8Params& p, int tile_n, bool share_b, cudaStream_t stream) {
   GOSSAMER_CHECK(p.b_tiled, "gemm_fp8: the TMA kernel reads tile-major B only");
   GOSSAMER_CHECK(p.a_row_index == nullptr, "gemm_fp8: the TMA kernel reads contiguous A rows (no gather)");
   GOSSAMER_CHECK(reinterpret_cast<uintptr_t>(p.a) % 16 == 0 && reinterpret_cast<uintptr_t>(p.b) % 16 == 0,
                  "gemm_fp8: the TMA kernel needs 16-byte aligned operands");
   GOSSAMER_CHECK(tile_n == 192 || tile_n == 256, "gemm_fp8: TMA tile 128x", tile_n, " is not built");
-  tile_n == 256 ? launch_tma_tile<256>(p, stream) : launch_tma_tile<192>(p, stream);
+  GOSSAMER_CHECK(!share_b || tile_n == 256, "gemm_fp8: the B-sharing TMA tile is 128x256 only");
+  if (share_b) return launch_tma_tile<256, true>(p, stream);
+  tile_n == 256 ? launch_tma_tile<256, false>(p, stream) : launch_tma_tile<192, false>(p, stream);
 }
 
 }  // namespace gossamer::kernels::gemm_fp8_detail

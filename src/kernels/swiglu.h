@@ -19,13 +19,19 @@ inline constexpr float kSwigluLimit = 7.0f;
 inline constexpr float kSwigluAlpha = 1.702f;
 
 #ifdef __CUDACC__
-// The division is __fdividef (a reciprocal and a multiply, within 2 ulp; 0 where the denominator passes
-// 2^126, i.e. gate < -51, where the exact quotient is below 1e-36): the IEEE division's range check and slow
-// path were a third of the MoE gate_up GEMM's epilogue instructions (docs/PERF.md, fifteenth session).
+// σ's exponential is one ex2.approx.ftz of gate · (−alpha · log2 e) (no range fix-ups: the exponent's
+// subnormal results flush to 0 and its overflow to +inf, both exact enough for 1 + e) and the division is
+// __fdividef (a reciprocal and a multiply, within 2 ulp; 0 where the denominator passes 2^126, i.e.
+// gate < -51, where the exact quotient is below 1e-36). The IEEE division's range check and slow path and
+// __expf's fix-ups were a third of the MoE gate_up GEMM's epilogue instructions (docs/PERF.md, fifteenth
+// session). The CPU formula below divides exactly: the two differ by a few fp32 ulp before bf16 rounding.
 __device__ __forceinline__ float swiglu_clamped(float gate, float up) {
+  constexpr float kMinusAlphaLog2e = -kSwigluAlpha * 1.44269504088896341f;
   gate = fminf(gate, kSwigluLimit);
   up = fminf(fmaxf(up, -kSwigluLimit), kSwigluLimit);
-  return __fdividef(gate, 1.0f + __expf(-kSwigluAlpha * gate)) * (up + 1.0f);
+  float e;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(gate * kMinusAlphaLog2e));
+  return __fdividef(gate, 1.0f + e) * (up + 1.0f);
 }
 #endif
 

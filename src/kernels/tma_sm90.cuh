@@ -104,6 +104,26 @@ __device__ __forceinline__ void copy_2d_multicast(void* dst, const CUtensorMap* 
       : "memory");
 }
 
+// The 2-D box at (c0, c1) into this CTA's shared memory, its bytes completing on `bar`.
+__device__ __forceinline__ void copy_2d(void* dst, const CUtensorMap* map, int c0, int c1, uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\n" ::"r"(
+          smem_u32(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1)
+      : "memory");
+}
+
+// The 4-D box at (c0 … c3) into the same shared-memory offset of every CTA in `cta_mask`, as
+// copy_2d_multicast.
+__device__ __forceinline__ void copy_4d_multicast(void* dst, const CUtensorMap* map, int c0, int c1, int c2, int c3,
+                                                  uint64_t* bar, uint16_t cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%3, "
+      "%4, %5, %6}], [%2], %7;\n" ::"r"(smem_u32(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "h"(cta_mask)
+      : "memory");
+}
+
 // This CTA's rank in its cluster.
 __device__ __forceinline__ uint32_t cluster_rank() {
   uint32_t rank;

@@ -155,7 +155,8 @@ cuda::CudaOptions cuda_options(const ModelOptions& options) {
   out.moe_gemm_tile = choose<kernels::GemmTile>("--moe-gemm-tile", options.moe_gemm_tile,
                                                 {{"auto", kernels::GemmTile::kAuto},
                                                  {"128x192tma2", kernels::GemmTile::k128x192tma2},
-                                                 {"128x256tma2", kernels::GemmTile::k128x256tma2}});
+                                                 {"128x256tma2", kernels::GemmTile::k128x256tma2},
+                                                 {"128x256tma2b", kernels::GemmTile::k128x256tma2b}});
   return out;
 }
 }  // namespace

@@ -54,7 +54,7 @@ struct ModelOptions {
   // cuda, A/B candidates of the MoE kernels (hidden bench flags; the defaults are the measured product):
   // the MXFP4 decode GEMVs' launch shape ("rule", "warps4", "warps4-stages4";
   // CudaOptions::moe_gemv_shape), the expert GEMMs' tile at 128-row tiles ("auto", "128x192tma2",
-  // "128x256tma2"; CudaOptions::moe_gemm_tile).
+  // "128x256tma2", "128x256tma2b"; CudaOptions::moe_gemm_tile).
   std::string moe_gemv_shape = "rule";
   std::string moe_gemm_tile = "auto";
   // cuda: kernels::AttentionParams::decode_min_tiles_per_split (CudaOptions::decode_attention_min_tiles_per_split;

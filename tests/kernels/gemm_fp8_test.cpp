@@ -81,7 +81,8 @@ TEST(GemmFp8Kernel, MatchesReference) {
           Variant{GemmTile::k128x128, " tile128x128"}, Variant{GemmTile::k64x64, " tile64x64"},
           Variant{GemmTile::kAuto, " b tile-major"}, Variant{GemmTile::k128x128, " tile128x128 b tile-major"},
           Variant{GemmTile::k128x192tma2, " tile128x192 tma cluster 2 b tile-major"},
-          Variant{GemmTile::k128x256tma2, " tile128x256 tma cluster 2 b tile-major"}}) {
+          Variant{GemmTile::k128x256tma2, " tile128x256 tma cluster 2 b tile-major"},
+          Variant{GemmTile::k128x256tma2b, " tile128x256 tma cluster 2 sharing B b tile-major"}}) {
       dout.poison();
       GemmFp8Params q = p;
       q.tile = v.tile;
@@ -174,8 +175,10 @@ TEST(MoeKernel, MatchesReference) {
     DeviceBuffer<uint8_t> dw1t(tiled(m.w1, E, 2 * I, H)), dw2t(tiled(m.w2, E, H, I));
     const bool rows128 = gemm_fp8_tile_rows((c.tokens * kMoeTopK + E - 1) / E) == 128;
     // At 128-row tiles the tile-major gate_up quantizes h in its epilogue (moe.h), against the row-major
-    // run's separate pass: bit-identical as well.
-    for (const GemmTile tile : {GemmTile::kAuto, GemmTile::k128x128, GemmTile::k128x192tma2, GemmTile::k128x256tma2}) {
+    // run's separate pass: bit-identical as well. Sharing B: pairs of row tiles within one expert share it,
+    // pairs across experts (the 160-token EP slice: one tile per expert) load their own.
+    for (const GemmTile tile : {GemmTile::kAuto, GemmTile::k128x128, GemmTile::k128x192tma2, GemmTile::k128x256tma2,
+                                GemmTile::k128x256tma2b}) {
       if (tile != GemmTile::kAuto && !rows128) continue;
       MoeParams t = p;
       t.w1 = dw1t.get();
