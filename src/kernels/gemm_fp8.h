@@ -34,9 +34,9 @@ enum class GemmEpilogue : int { kBias = 0, kSwiGlu = 1, kSwiGluFp8 = 2 };
 // CTA tile (BM×BN). kAuto picks 64×64 for ≤ 64 rows per tile, 64×128 for plain GEMMs of 65–256 rows,
 // else 128-row tiles: the persistent TMA warp-specialised kernel in clusters of 2 CTAs multicasting their
 // shared A tile (k128x192tma2 / k128x256tma2; gemm_fp8_tma_sm90.cu) when B is tile-major and A is not
-// gathered, the cp.async kernel (k128x128) otherwise. k128x256tma2b: the TMA kernel's pairs share B instead
-// (neighbouring row tiles of one column tile; a candidate, only where named). Grouped (MoE) launches must use a tile
-// whose BM equals the tile list's tile_rows. The numeric values carry no meaning.
+// gathered, the cp.async kernel (k128x128) otherwise; k128x256tma2b: the TMA kernel's pairs share B instead
+// (neighbouring row tiles of one column tile), kAuto's pick for plain GEMMs from M = 4096. Grouped (MoE) launches must
+// use a tile whose BM equals the tile list's tile_rows. The numeric values carry no meaning.
 enum class GemmTile : int {
   kAuto = 0,
   k64x64 = 1,

@@ -199,17 +199,18 @@ void launch_gemm_fp8(const GemmFp8Params& p, int rows_hint, cudaStream_t stream)
       tile = GemmTile::k64x64;
     } else {
       // 128-row tiles: the persistent TMA kernel wherever its operand rules hold (tile-major B, contiguous
-      // A), else the cp.async kernel. Measured on the H200 (2026-12-05, ninth session; µs, 128×192 vs
-      // 128×256 in clusters of 2): plain GEMMs 128×256 from M = 4096 where N is a multiple of 256 (qkv
-      // M = 8192: 287.6 vs 266.6), else 128×192 (o M = 1024: 30.2 vs 36.7; gate_up N = 5760 M = 8192: 318.8
-      // vs 330.9); the rule is the best or within 2% on every measured shape. The grouped MoE 128×256
-      // (20b prefill of 8k / 32k tokens 0.094 / 0.587 s vs 0.095 / 0.591; the MoE layer alone within 2%).
+      // A), else the cp.async kernel. Measured on an H100 (2026-12-05, fifteenth session; µs, 128×192 /
+      // 128×256 sharing A / 128×256 sharing B, clusters of 2): plain GEMMs from M = 4096 128×256 sharing B
+      // (qkv M = 8192: 310.9 / 289.9 / 269.4; o M = 4096: 116.8 / 109.6 / 110.2; gate_up N = 5760 M = 8192:
+      // 338.6 / 341.9 / 324.0), below 128×192 (qkv M = 1024: 47.4 / 56.8 / 54.3); the rule is the best or
+      // within 1% on every measured shape. The grouped MoE 128×256 sharing A (8,192 tokens, E = 32: 2,280.3
+      // µs, 2,370.2 sharing B; E = 128 3,004.9 vs 3,276.9: pairs of row tiles across experts cannot share B).
       const bool tma_ok = p.b_tiled && p.a_row_index == nullptr;
       const bool grouped = p.tile_group != nullptr;
-      const bool wide = grouped || (p.M >= 4096 && p.N % 256 == 0);
       tile = (!grouped && p.M <= 256) ? GemmTile::k64x128
              : !tma_ok                ? GemmTile::k128x128
-             : wide                   ? GemmTile::k128x256tma2
+             : grouped                ? GemmTile::k128x256tma2
+             : p.M >= 4096            ? GemmTile::k128x256tma2b
                                       : GemmTile::k128x192tma2;
     }
   }
