@@ -62,6 +62,9 @@ void ModelChoice::add_options(CLI::App& cli) {
                "cuda: the single-row MXFP4 gate_up GEMV stages x in shared memory by one bulk copy before its PDL "
                "wait (default; A/B)")
       ->group("");  // hidden: A/B runs
+  cli.add_flag("--moe-quantize-tokens-once", options.moe_quantize_tokens_once,
+               "cuda: the MoE quantizes each token once and scatters it to its expert-order rows (A/B)")
+      ->group("");  // hidden: candidates
   cli.add_option("--moe-gemm-tile", options.moe_gemm_tile,
                  "cuda: the expert GEMMs' tile at 128-row tiles, auto | 128x192tma2 | 128x256tma2 | 128x256tma2b "
                  "(pairs share B) (A/B)")

@@ -242,50 +242,31 @@ PY
 }
 
 run_candidates() {
-  # Every unmeasured candidate in one call: its own tests, A/B against the binaries before the change
-  # (carry/base/gossamer.zst and kernels_bench.zst when packed: stripped, zstd), ncu. Now (fifteenth session):
-  # swiglu_clamped's exponential as one ex2.approx.ftz and the kSwiGluFp8 epilogue's column mask as a select
-  # (against the base), and the TMA GEMM's pairs sharing B instead of A (GemmTile::k128x256tma2b, hidden
-  # --moe-gemm-tile 128x256tma2b; against the share-A rows of the same binary).
-  sec "the candidates' own GPU tests (kernels in three shards and model_gpu, at once)"
-  local i=0 f bin base=build/gossamer kbase=build/bench/kernels/gossamer_kernels_bench
-  for f in 'GemmFp8*:MoeBf16*:GemvFp8*:GemmStream*' 'MoeKernel.*' 'GemvMxfp4*:MoeDecode*'; do
+  # Every unmeasured candidate in one call: its own tests, A/B against the defaults (and the binaries before a
+  # change: carry/base/gossamer.zst and kernels_bench.zst when packed, stripped, zstd), ncu. Now (written in
+  # the fifteenth session after its device budget): the MoE's tokens quantized once each and scattered to
+  # their expert-order rows (MoeParams::quantize_tokens_once, hidden --moe-quantize-tokens-once).
+  sec "the candidates' own GPU tests (kernels in two shards, at once)"
+  local i=0 f run base=build/gossamer
+  for f in 'QuantizeFp8Kernel.*:GemmFp8Kernel.*' 'MoeKernel.*'; do
     (timeout 240 build/tests/gossamer_kernels_tests --gtest_color=no --gtest_filter="$f" > "$out/cand_kernels_$i.log" 2>&1
       echo "kernels '$f' exit $?" >> "$out/cand_exit.log") &
     i=$((i + 1))
   done
-  (timeout 240 build/tests/gossamer_model_gpu_tests --gtest_color=no > "$out/cand_model.log" 2>&1
-    echo "model_gpu exit $?" >> "$out/cand_exit.log") &
   wait
   cat "$out/cand_exit.log"
   grep -hE '^\[  (PASSED|FAILED) |^\[  FAILED  \]' "$out"/cand_*.log
   if [ -f carry/base/gossamer.zst ]; then
     $z -q -d -f carry/base/gossamer.zst -o build/gossamer_base && chmod +x build/gossamer_base && base=build/gossamer_base
   fi
-  if [ -f carry/base/kernels_bench.zst ]; then
-    $z -q -d -f carry/base/kernels_bench.zst -o build/kernels_bench_base && chmod +x build/kernels_bench_base &&
-      kbase=build/kernels_bench_base
-  fi
-  for bin in $kbase build/bench/kernels/gossamer_kernels_bench; do
-    sec "$bin moe"
-    timeout 120 $bin moe | grep -E "^\| moe|gate_up GEMM|down GEMM"
-  done
-  sec "gemm-large (the new binary; share-B rows beside share-A)"
-  timeout 120 build/bench/kernels/gossamer_kernels_bench gemm-large | grep -E "tma|cuBLAS"
-  for run in "$base|" "build/gossamer|" "build/gossamer|--moe-gemm-tile 128x256tma2b" "$base|" "build/gossamer|" \
-    "build/gossamer|--moe-gemm-tile 128x256tma2b"; do
+  sec "moe (the rows and phases with the tokens quantized once beside the defaults)"
+  timeout 120 build/bench/kernels/gossamer_kernels_bench moe | grep -E "^\| moe|quantize tokens|gate_up GEMM|down GEMM"
+  for run in "$base|" "build/gossamer|" "build/gossamer|--moe-quantize-tokens-once" "$base|" "build/gossamer|" \
+    "build/gossamer|--moe-quantize-tokens-once"; do
     sec "${run%%|*} bench prefill 20b 8,192 / 32,768 ${run#*|}"
     timeout 90 ${run%%|*} bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 32768 \
       --repeats 3 ${run#*|} | grep dummy
   done
-  for bin in $base build/gossamer; do
-    sec "$bin bench decode 20b mxfp4+fp8 batch 1 and 8, ctx 1,024"
-    timeout 60 $bin bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
-      --batch-sizes 1 8 --contexts 1024 --steps 32 | grep dummy
-  done
-  sec "ncu source (SASS) stall samples: the 8k prefill's MoE gate_up GEMM, the defaults and sharing B"
-  profile_source gemm_fp8_tma 0 bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 \
-    --repeats 1
 }
 
 run_quick() {

@@ -353,34 +353,48 @@ void bench_moe(int T, int E) {
                                           : "moe tma 128x256 cluster 2",
         m.shape(), us, m.flops(), m.expert_bytes(), 0, T <= 16 ? "copy" : "fp8");
   }
+  if (T * 4 / E > 64) {  // MoeParams::quantize_tokens_once on the default tile
+    m.p.weights_tiled = true;
+    m.p.gemm_tile = GemmTile::kAuto;
+    m.p.quantize_tokens_once = true;
+    const double us = time_us([&](int) { launch_moe(m.p, ws.get(), nullptr); }, 10);
+    row("moe tma auto, tokens quantized once", m.shape(), us, m.flops(), m.expert_bytes(), 0, "fp8");
+    m.p.quantize_tokens_once = false;
+  }
   // Where the time goes in the model's configuration (tile-major experts, the tile launch_gemm_fp8 picks):
   // launch_moe's phase events, the mean over the launches (each phase's µs beside its share; an event
   // between two launches ends any PDL overlap of theirs, so the sum can exceed the plain launch's time).
+  // With 128-row tiles, again with the tokens quantized once (MoeParams::quantize_tokens_once).
   m.p.weights_tiled = true;
   m.p.gemm_tile = GemmTile::kAuto;
   std::array<cudaEvent_t, kNumMoePhases + 1> events{};
   for (cudaEvent_t& event : events) GOSSAMER_CUDA_CHECK(cudaEventCreate(&event));
   m.p.phase_events = events.data();
-  std::array<double, kNumMoePhases> phase_us{};
-  const int launches = 10;
-  for (int i = 0; i < launches + 2; ++i) {
-    launch_moe(m.p, ws.get(), nullptr);
-    GOSSAMER_CUDA_CHECK(cudaEventSynchronize(events[kNumMoePhases]));
-    for (int phase = 0; i >= 2 && phase < kNumMoePhases; ++phase) {  // the first two warm up
-      float ms = 0;
-      GOSSAMER_CUDA_CHECK(cudaEventElapsedTime(&ms, events[phase], events[phase + 1]));
-      phase_us[static_cast<size_t>(phase)] += ms * 1000.0 / launches;
+  for (const bool once : {false, true}) {
+    if (once && T * 4 / E <= 64) break;
+    m.p.quantize_tokens_once = once;
+    std::array<double, kNumMoePhases> phase_us{};
+    const int launches = 10;
+    for (int i = 0; i < launches + 2; ++i) {
+      launch_moe(m.p, ws.get(), nullptr);
+      GOSSAMER_CUDA_CHECK(cudaEventSynchronize(events[kNumMoePhases]));
+      for (int phase = 0; i >= 2 && phase < kNumMoePhases; ++phase) {  // the first two warm up
+        float ms = 0;
+        GOSSAMER_CUDA_CHECK(cudaEventElapsedTime(&ms, events[phase], events[phase + 1]));
+        phase_us[static_cast<size_t>(phase)] += ms * 1000.0 / launches;
+      }
+    }
+    double total = 0;
+    for (double us : phase_us) total += us;
+    for (int phase = 0; phase < kNumMoePhases; ++phase) {
+      const double us = phase_us[static_cast<size_t>(phase)];
+      std::printf("  moe phase %-16s %-28s %9.1f us  (%4.1f%%)%s\n", moe_phase_name(static_cast<MoePhase>(phase)),
+                  m.shape().c_str(), us, 100.0 * us / total, once ? "  tokens quantized once" : "");
     }
   }
+  m.p.quantize_tokens_once = false;
   m.p.phase_events = nullptr;
   for (cudaEvent_t event : events) cudaEventDestroy(event);
-  double total = 0;
-  for (double us : phase_us) total += us;
-  for (int phase = 0; phase < kNumMoePhases; ++phase) {
-    const double us = phase_us[static_cast<size_t>(phase)];
-    std::printf("  moe phase %-16s %-28s %9.1f us  (%4.1f%%)\n", moe_phase_name(static_cast<MoePhase>(phase)),
-                m.shape().c_str(), us, 100.0 * us / total);
-  }
 }
 
 // ---- prefill MoE on MXFP4 experts: FP8 experts vs MXFP4 converted per call (the old path) vs direct ----

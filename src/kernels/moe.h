@@ -113,6 +113,10 @@ struct MoeParams {
   // epilogue (GemmEpilogue::kSwiGluFp8, on the k128x256tma2 tile whatever gemm_tile) instead of writing bf16 h
   // for a separate pass; bit-identical to the separate pass (measured faster on the H200, docs/PERF.md
   // 2026-12-05: 8,192 tokens E = 32 2,569.5 → 2,533.1 µs).
+  // launch_moe with FP8 experts (either format): the tokens quantized once each and scattered to their
+  // expert-order rows (QuantizeFp8Params::scatter_rows through the plan's pair_row) instead of once per row
+  // (row_index); bit-identical. A candidate, off (hidden --moe-quantize-tokens-once).
+  bool quantize_tokens_once = false;
   // launch_moe_decode with weights_mxfp4 only: both GEMVs' launch shape (gemv_mxfp4.h); the product leaves
   // kRule, tests and benchmarks pin the others.
   GemvMxfp4Shape gemv_mxfp4_shape = GemvMxfp4Shape::kRule;

@@ -199,11 +199,19 @@ Gemm grouped_projection(const MoeBlock& b, const MoeWorkspace& w, bool gate_up, 
 
 void experts_fp8_gemm(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t stream) {
   const int rows_hint = ceil_div(b.T * kMoeTopK, b.E);
-  // Tokens permuted into expert order while quantized (rows past group_offsets[E] are left untouched).
+  // Tokens permuted into expert order while quantized (rows past group_offsets[E] are left untouched): each
+  // expert-order row gathers its token, or (quantize_tokens_once) each token is quantized once and scattered
+  // to its rows through pair_row.
   mark(b, MoePhase::kQuantizeTokens, stream);
   QuantizeFp8Params qx{b.x, b.hidden, w.x_q, ld16(b.hidden), w.x_scales, b.T * kMoeTopK, b.hidden};
-  qx.row_index = w.row_token;
-  qx.num_valid_rows = w.group_offsets + b.E;
+  if (b.fp8->quantize_tokens_once) {
+    qx.M = b.T;
+    qx.scatter_rows = w.pair_row;
+    qx.scatter_width = kMoeTopK;
+  } else {
+    qx.row_index = w.row_token;
+    qx.num_valid_rows = w.group_offsets + b.E;
+  }
   launch_quantize_fp8(qx, stream);
   auto g1 = grouped_projection<GemmFp8Params, uint8_t, uint8_t>(b, w, true, w.x_q, ld16(b.hidden), b.w1, b.b1);
   g1.a_row_index = nullptr;

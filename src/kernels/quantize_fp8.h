@@ -3,7 +3,10 @@
 // For row r and group g (columns [128g, 128g + 128) ∩ [0, K)): amax = max(|x|, 1e-4),
 // scale = amax / 448, q = fp8(x · (448 / amax)) (round to nearest even, saturating).
 // With row_index, output row r quantizes input row row_index[r] (a gather: the grouped MoE GEMM reads
-// tokens permuted into expert order), and rows r ≥ *num_valid_rows are left untouched.
+// tokens permuted into expert order), and rows r ≥ *num_valid_rows are left untouched. With scatter_rows
+// instead, input row r is quantized once and written to each output row scatter_rows[r · scatter_width + k]
+// (k < scatter_width ≤ 4; −1 skips), the other output rows left untouched: the same tokens into expert
+// order with a quarter of the reads and the arithmetic (a candidate, MoeParams::quantize_tokens_once).
 #pragma once
 
 #include <algorithm>
@@ -25,6 +28,8 @@ struct QuantizeFp8Params {
   int K = 0;                                // multiple of 8
   const int32_t* row_index = nullptr;       // [M] device (host for the reference) source rows, or null
   const int32_t* num_valid_rows = nullptr;  // [1] with row_index: rows past it are skipped; null = all M
+  const int32_t* scatter_rows = nullptr;    // [M, scatter_width] device (host for the reference), or null
+  int scatter_width = 0;                    // 1–4 with scatter_rows (row_index null)
 };
 
 void launch_quantize_fp8(const QuantizeFp8Params& p, cudaStream_t stream);

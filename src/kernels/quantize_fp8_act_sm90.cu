@@ -3,7 +3,8 @@
 // One warp per output row, in passes of 2,048 columns: each lane first loads its eight 8-column chunks of
 // the pass (16-byte loads, all in flight at once), then every half-warp quantizes one 128-column group per
 // chunk round (lanes 0–15 group 2i, lanes 16–31 group 2i + 1 of the pass): |max| over 16 lanes by four
-// shuffles, then 8 bytes stored per lane. The arithmetic is the reference's (quantize_fp8_cpu), bit for bit.
+// shuffles, then 8 bytes stored per lane (to each of its output rows with scatter_rows). The arithmetic is
+// the reference's (quantize_fp8_cpu), bit for bit.
 #include <cuda_fp8.h>
 
 #include "kernels/cuda_utils.h"
@@ -15,6 +16,7 @@ namespace {
 constexpr int kChunk = 8;                             // bf16 columns per lane and chunk (16 bytes)
 constexpr int kPassChunks = 8;                        // chunks per lane and pass
 constexpr int kPassCols = 32 * kChunk * kPassChunks;  // 2,048 columns: 16 groups
+constexpr int kMaxScatter = 4;                        // output rows per input row (QuantizeFp8Params::scatter_width)
 
 // 8 bf16 from x (16-byte aligned when kVec16, else 4-byte aligned).
 template <bool kVec16>
@@ -36,8 +38,13 @@ __global__ void quantize_fp8_kernel(QuantizeFp8Params p) {
   const int groups = ceil_div(p.K, 128);
   const int64_t src_row = p.row_index ? p.row_index[row] : row;
   const uint16_t* x = p.x + src_row * p.ldx;  // [K] bf16
-  uint8_t* q = p.q + row * p.ldq;             // [K] e4m3
-  float* scales = p.scales + row * groups;    // [groups] fp32
+  // The output rows (−1: none): this row, or its scatter_rows.
+  int64_t out_rows[kMaxScatter] = {row, -1, -1, -1};
+  if (p.scatter_rows) {
+#pragma unroll
+    for (int k = 0; k < kMaxScatter; ++k)
+      out_rows[k] = k < p.scatter_width ? p.scatter_rows[row * p.scatter_width + k] : -1;
+  }
   for (int base = 0; base < p.K; base += kPassCols) {
     uint4 raw[kPassChunks];
 #pragma unroll
@@ -63,7 +70,6 @@ __global__ void quantize_fp8_kernel(QuantizeFp8Params p) {
       amax = fmaxf(amax, 1e-4f);
       const float inv = 448.0f / amax;
       if (col >= p.K) continue;
-      if (lane % 16 == 0) scales[col / 128] = amax / 448.0f;
       uint32_t out[2];
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
@@ -75,7 +81,12 @@ __global__ void quantize_fp8_kernel(QuantizeFp8Params p) {
         }
         out[h] = packed;
       }
-      *reinterpret_cast<uint2*>(q + col) = make_uint2(out[0], out[1]);
+#pragma unroll
+      for (int k = 0; k < kMaxScatter; ++k) {
+        if (out_rows[k] < 0) continue;
+        if (lane % 16 == 0) p.scales[out_rows[k] * groups + col / 128] = amax / 448.0f;
+        *reinterpret_cast<uint2*>(p.q + out_rows[k] * p.ldq + col) = make_uint2(out[0], out[1]);
+      }
     }
   }
 }
@@ -86,6 +97,9 @@ void launch_quantize_fp8(const QuantizeFp8Params& p, cudaStream_t stream) {
   GOSSAMER_CHECK(p.K % 8 == 0 && p.ldq % 16 == 0 && p.ldx % 8 == 0, "quantize_fp8: K must be a multiple of 8");
   GOSSAMER_CHECK(reinterpret_cast<uintptr_t>(p.x) % 4 == 0 && reinterpret_cast<uintptr_t>(p.q) % 8 == 0,
                  "quantize_fp8: x must be 4-byte and q 8-byte aligned");
+  GOSSAMER_CHECK(!p.scatter_rows || (p.row_index == nullptr && p.num_valid_rows == nullptr && p.scatter_width >= 1 &&
+                                     p.scatter_width <= kMaxScatter),
+                 "quantize_fp8: scatter_rows takes 1–", kMaxScatter, " rows per input row and no row_index");
   if (p.M == 0) return;
   const int threads = 256;
   const auto blocks = static_cast<unsigned>(ceil_div<int64_t>(static_cast<int64_t>(p.M) * 32, threads));

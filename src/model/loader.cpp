@@ -152,6 +152,7 @@ cuda::CudaOptions cuda_options(const ModelOptions& options) {
   out.decode_qkv_rope = options.decode_qkv_rope;
   out.moe_gemv_single_row = options.moe_gemv_single_row;
   out.moe_gemv_x_shared = options.moe_gemv_x_shared;
+  out.moe_quantize_tokens_once = options.moe_quantize_tokens_once;
   out.moe_gemm_tile = choose<kernels::GemmTile>("--moe-gemm-tile", options.moe_gemm_tile,
                                                 {{"auto", kernels::GemmTile::kAuto},
                                                  {"128x192tma2", kernels::GemmTile::k128x192tma2},

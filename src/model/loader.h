@@ -57,6 +57,9 @@ struct ModelOptions {
   // "128x256tma2", "128x256tma2b"; CudaOptions::moe_gemm_tile).
   std::string moe_gemv_shape = "rule";
   std::string moe_gemm_tile = "auto";
+  // cuda: the MoE's tokens quantized once each and scattered to their expert-order rows
+  // (CudaOptions::moe_quantize_tokens_once; a candidate, hidden bench flag --moe-quantize-tokens-once).
+  bool moe_quantize_tokens_once = false;
   // cuda: kernels::AttentionParams::decode_min_tiles_per_split (CudaOptions::decode_attention_min_tiles_per_split;
   // a candidate, hidden bench option --decode-attention-min-tiles-per-split).
   int decode_attention_min_tiles_per_split = 4;

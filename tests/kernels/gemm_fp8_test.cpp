@@ -185,10 +185,13 @@ TEST(MoeKernel, MatchesReference) {
       t.w2 = dw2t.get();
       t.weights_tiled = true;
       t.gemm_tile = tile;
-      dout.poison();
-      launch_moe(t, ws.get(), nullptr);
-      EXPECT_EQ(dout.download(), out) << "tile-major experts, tile " << static_cast<int>(tile) << ", " << c.tokens
-                                      << " tokens";
+      for (const bool once : {false, true}) {  // MoeParams::quantize_tokens_once: the same bits
+        t.quantize_tokens_once = once;
+        dout.poison();
+        launch_moe(t, ws.get(), nullptr);
+        EXPECT_EQ(dout.download(), out) << "tile-major experts, tile " << static_cast<int>(tile) << ", " << c.tokens
+                                        << " tokens" << (once ? ", tokens quantized once" : "");
+      }
     }
     std::vector<uint16_t> ref(dout.size());
     MoeParams r = m.host;

@@ -503,6 +503,48 @@ TEST(QuantizeFp8Kernel, GatheredAndUnalignedRowsMatchReference) {
   }
 }
 
+// The MoE's other form (MoeParams::quantize_tokens_once): each input row quantized once and written to up
+// to four output rows through scatter_rows (−1 skips); rows no input names keep the poison.
+TEST(QuantizeFp8Kernel, ScatteredRowsMatchReference) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(7);
+  for (const auto& [m, k, width] : {std::tuple{16, 2880, 4}, {9, 5000, 4}, {5, 136, 2}}) {
+    const int out_rows = m * width + 3;
+    auto x = random_bf16(size_t(m) * k, rng, 2.0f);
+    std::vector<int32_t> perm(out_rows);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    std::vector<int32_t> scatter(size_t(m) * width);
+    for (size_t i = 0; i < scatter.size(); ++i) scatter[i] = i % 5 == 3 ? -1 : perm[i];  // other ranks' pairs
+    const int groups = (k + 127) / 128;
+    const int64_t ldq = (k + 15) / 16 * 16;
+    DeviceBuffer<uint16_t> dx(x);
+    DeviceBuffer<int32_t> dscatter(scatter);
+    DeviceBuffer<uint8_t> dq(size_t(out_rows) * ldq);
+    DeviceBuffer<float> ds(size_t(out_rows) * groups);
+    dq.poison();
+    ds.poison();
+    QuantizeFp8Params p{dx.get(), k, dq.get(), ldq, ds.get(), m, k};
+    p.scatter_rows = dscatter.get();
+    p.scatter_width = width;
+    launch_quantize_fp8(p, nullptr);
+    std::vector<uint8_t> q = dq.download();
+    std::vector<float> s = ds.download();
+    std::vector<uint8_t> want_q(q.size(), 0xFF);
+    std::vector<float> want_s(s.size());
+    std::vector<uint32_t> s_bits(s.size()), want_bits(s.size(), 0xFFFFFFFFu);
+    std::memcpy(want_s.data(), want_bits.data(), s.size() * 4);
+    QuantizeFp8Params r{x.data(), k, want_q.data(), ldq, want_s.data(), m, k};
+    r.scatter_rows = scatter.data();
+    r.scatter_width = width;
+    quantize_fp8_cpu(r);
+    EXPECT_EQ(q, want_q) << m << "x" << k << " width " << width;
+    std::memcpy(s_bits.data(), s.data(), s.size() * 4);
+    std::memcpy(want_bits.data(), want_s.data(), s.size() * 4);
+    EXPECT_EQ(s_bits, want_bits) << m << "x" << k << " width " << width;
+  }
+}
+
 TEST(Mxfp4ToFp8Kernel, MatchesReferenceAndIsLossless) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(5);

@@ -110,6 +110,7 @@ struct CudaOptions {
   bool moe_gemv_single_row = true;  // kernels::MoeParams::gemv_single_row
   bool moe_gemv_x_shared = true;    // kernels::MoeParams::gemv_x_shared
   kernels::GemmTile moe_gemm_tile = kernels::GemmTile::kAuto;
+  bool moe_quantize_tokens_once = false;  // kernels::MoeParams::quantize_tokens_once (a candidate)
 };
 
 // Selects CudaModel's constructor that makes random weights on the GPU (CudaWeights::random).

@@ -182,6 +182,7 @@ void CudaModel::experts(int layer, int num_tokens) {
   moe.gemv_single_row = options_.moe_gemv_single_row;
   moe.gemv_x_shared = options_.moe_gemv_x_shared;
   moe.gemm_tile = options_.moe_gemm_tile;
+  moe.quantize_tokens_once = options_.moe_quantize_tokens_once;
   if (streams_experts(num_tokens)) {  // both formats, weights as stored
     moe.weights_mxfp4 = gate_up.mxfp4;
     moe.weights_tiled = !gate_up.mxfp4;
