@@ -194,10 +194,14 @@ run_source() {
   profile_source gemv_mxfp4_kernel 1
   profile_source gemv_fp8_kernel 0
   profile_source gemv_fp8_kernel 1
-  sec "ncu source (SASS) stall samples: 20b prefill of 8,192 tokens, the MoE gate_up GEMM and full-layer attention (#13)"
+  # Launch 0 / 1: the MoE's gate_up / down GEMM of layer 0 (qkv and o go to cuBLASLt); attention of layer 0
+  # (sliding) / layer 1 (full).
+  sec "ncu source (SASS) stall samples: 20b prefill of 8,192 tokens, MoE gate_up and down, sliding and full attention"
   local prefill=(bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 --repeats 1)
   profile_source gemm_fp8_tma 0 "${prefill[@]}"
+  profile_source gemm_fp8_tma 1 "${prefill[@]}"
   profile_source attention_prefill_wgmma 0 "${prefill[@]}"
+  profile_source attention_prefill_wgmma 1 "${prefill[@]}"
 }
 
 run_profile() {
