@@ -32,6 +32,9 @@ void ModelChoice::add_options(CLI::App& cli) {
                  "(192) (A/B)")
       ->check(CLI::IsMember({0, 2, 3}))
       ->group("");  // hidden: A/B runs
+  cli.add_flag("--prefill-attention-row-sum-mma", options.prefill_attention_row_sum_mma,
+               "cuda: the wgmma prefill attention sums each row's probabilities on the tensor core (A/B)")
+      ->group("");  // hidden: candidates
   cli.add_option("--decode-attention-min-tiles-per-split", options.decode_attention_min_tiles_per_split,
                  "cuda: decode attention's splits hold at least N key tiles where one per tile would pass two "
                  "waves of CTAs (default 4; 1: no floor) (A/B)")

@@ -249,10 +249,12 @@ run_candidates() {
   # Every unmeasured candidate in one call: its own tests, A/B against the defaults (and the binaries before a
   # change: carry/base/gossamer.zst and kernels_bench.zst when packed, stripped, zstd), ncu. Now (written in
   # the fifteenth session after its device budget): the MoE's tokens quantized once each and scattered to
-  # their expert-order rows (MoeParams::quantize_tokens_once, hidden --moe-quantize-tokens-once).
-  sec "the candidates' own GPU tests (kernels in two shards, at once)"
+  # their expert-order rows (MoeParams::quantize_tokens_once, hidden --moe-quantize-tokens-once), and the wgmma
+  # prefill attention's row sums on the tensor core (AttentionParams::prefill_row_sum_mma, hidden
+  # --prefill-attention-row-sum-mma).
+  sec "the candidates' own GPU tests (kernels in three shards, at once)"
   local i=0 f run base=build/gossamer
-  for f in 'QuantizeFp8Kernel.*:GemmFp8Kernel.*' 'MoeKernel.*'; do
+  for f in 'QuantizeFp8Kernel.*:GemmFp8Kernel.*' 'MoeKernel.*' 'AttentionPrefillWgmmaKernel.RowSumMma*'; do
     (timeout 240 build/tests/gossamer_kernels_tests --gtest_color=no --gtest_filter="$f" > "$out/cand_kernels_$i.log" 2>&1
       echo "kernels '$f' exit $?" >> "$out/cand_exit.log") &
     i=$((i + 1))
@@ -265,11 +267,14 @@ run_candidates() {
   fi
   sec "moe (the rows and phases with the tokens quantized once beside the defaults)"
   timeout 120 build/bench/kernels/gossamer_kernels_bench moe | grep -E "^\| moe|quantize tokens|gate_up GEMM|down GEMM"
-  for run in "$base|" "build/gossamer|" "build/gossamer|--moe-quantize-tokens-once" "$base|" "build/gossamer|" \
-    "build/gossamer|--moe-quantize-tokens-once"; do
-    sec "${run%%|*} bench prefill 20b 8,192 / 32,768 ${run#*|}"
-    timeout 90 ${run%%|*} bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 32768 \
-      --repeats 3 ${run#*|} | grep dummy
+  sec "attention prefill (the row-sum rows against the same warpgroups without)"
+  timeout 100 build/bench/kernels/gossamer_kernels_bench attention | grep -v decode
+  for run in "$base|" "build/gossamer|" "build/gossamer|--moe-quantize-tokens-once" \
+    "build/gossamer|--prefill-attention-row-sum-mma" "$base|" "build/gossamer|" \
+    "build/gossamer|--moe-quantize-tokens-once" "build/gossamer|--prefill-attention-row-sum-mma"; do
+    sec "${run%%|*} bench prefill 20b 8,192 / 32,768 / 131,072 ${run#*|}"
+    timeout 120 ${run%%|*} bench prefill --load-format dummy --preset 20b --device cuda \
+      --input-lens 8192 32768 131072 --repeats 3 ${run#*|} | grep dummy
   done
 }
 

@@ -79,6 +79,10 @@ struct AttentionParams {
   // (q_tiles_192; FlashAttention-3's hd64 shape), or 0: 3 where the grid fills four waves of the GPU's SMs,
   // else 2 (measured, docs/PERF.md 2026-12-05). Both tile lists must be set either way.
   int prefill_consumer_warpgroups = 0;
+  // The wgmma prefill kernel sums each row's probabilities on the tensor core (P · ones, a wgmma m64n8k16 per
+  // 16 keys beside the PV ones) instead of one FADD per probability: the sums are of the bf16 P that the PV
+  // MMA multiplies. A candidate, off (hidden --prefill-attention-row-sum-mma).
+  bool prefill_row_sum_mma = false;
   // Decode only: a (sequence, kv head) uses one of the launch's splits per key tile of its real length (counted
   // on the device: the launch's split count comes from max_kv_len, a graph's bound), the other splits' CTAs
   // leaving at once; where that grid would pass two waves of CTAs, splits of at least this many tiles (one CTA

@@ -18,9 +18,13 @@
 //                staging buffers), then widens the chunks it copied itself to bf16 into the swizzled stage
 //                (st.shared, a proxy fence) and arrives on the full barrier with a plain arrive (128
 //                arrivals, as before); k_scale enters the logit scale and v_scale the output.
+// kRowSumMma (AttentionParams::prefill_row_sum_mma, a candidate): each PV step also runs P · ones (wgmma
+// m64n8k16 on a 512-byte all-ones tile in shared memory), whose every column is the row's running sum, instead
+// of one FADD per probability and the final quad shuffles.
 // Sliding layers visit only the key tiles that intersect some query's window. Consumer warpgroups with no
 // query row (a sequence's last tile) leave at once and the others run alone.
 #include <cfloat>
+#include <type_traits>
 
 #include "kernels/attention_common_sm90.cuh"
 #include "kernels/mbarrier_sm90.cuh"
@@ -48,10 +52,11 @@ constexpr int kKvBytes = kBN * 128;  // one K or V tile: [128 keys][64] bf16, sw
 constexpr int kStageBytes = 2 * kKvBytes;
 constexpr int kFp8RowsBytes = kBN * kHead;           // one e4m3 K or V tile: [128 keys][64] bytes, unswizzled
 constexpr int kFp8StagingBytes = 2 * kFp8RowsBytes;  // K then V of one tile
-template <bool kKvFp8, int kConsumers>
+constexpr int kOnesBytes = 512;  // kRowSumMma: bf16 1.0 everywhere (the m64n8k16 B operand reads 256 bytes)
+template <bool kKvFp8, int kConsumers, bool kRowSumMma>
 constexpr int kSmemBytes = 1024 + CtaShape<kConsumers>::kQBytes + kStages* kStageBytes +
-                           (kKvFp8 ? 2 * kFp8StagingBytes : 0) + 2 * kStages * 8;
-static_assert(kSmemBytes<true, 3> <= 227 * 1024, "the FP8-KV wgmma prefill exceeds shared memory");
+                           (kKvFp8 ? 2 * kFp8StagingBytes : 0) + 2 * kStages * 8 + (kRowSumMma ? kOnesBytes : 0);
+static_assert(kSmemBytes<true, 3, true> <= 227 * 1024, "the FP8-KV wgmma prefill exceeds shared memory");
 // Named barriers (0 is __syncthreads): Q of consumer warpgroup w ready (kBarQ + w, 128 threads), and
 // the issue turn of warpgroup w (kBarTurn + w, 256 threads: it and the warpgroup handing over).
 constexpr int kBarQ = 1;
@@ -68,11 +73,11 @@ constexpr float kLazyRescaleLog2 = 8.f;
 // Online-softmax step on one warpgroup's S tile (64 rows × 128 keys in the wgmma D fragment: s[4j + e]
 // is row g + 8·(e / 2), key 8j + 2t + e % 2, g = 16·warp + lane / 4, t = lane % 4). Leaves the
 // probabilities exp2(s·scale_log2 − m) in s, updates m (log2 domain) and this thread's partial row sums l,
-// and sets alpha, the factor by which O must be rescaled. kLazy: m moves only when the tile's row max passes it by more
-// than kLazyRescaleLog2 (then to that max), so alpha is exactly 1 on most tiles; m is then an upper bound of the row's
-// max minus at most 8, not the max, and O / l is unchanged up to rounding (numerator and denominator carry the same
-// factor).
-template <bool kMask, bool kLazy>
+// and sets alpha, the factor by which O must be rescaled (kRowSumMma: l is left alone, the PV step sums P). kLazy: m
+// moves only when the tile's row max passes it by more than kLazyRescaleLog2 (then to that max), so alpha is exactly 1
+// on most tiles; m is then an upper bound of the row's max minus at most 8, not the max, and O / l is unchanged up to
+// rounding (numerator and denominator carry the same factor).
+template <bool kMask, bool kLazy, bool kRowSumMma>
 __device__ __forceinline__ void softmax_tile(float (&s)[64], float (&m)[2], float (&l)[2], float (&alpha)[2], int kv0,
                                              const int (&row_pos)[2], int window, float scale_log2) {
   const int lane = threadIdx.x % 32;
@@ -101,7 +106,7 @@ __device__ __forceinline__ void softmax_tile(float (&s)[64], float (&m)[2], floa
     // Lazy: exactly 1 where m stays (the caller's skip tests alpha against 1, whatever ex2.approx gives for 0).
     alpha[h] = kLazy && m_new == m[h] ? 1.f : ex2(m[h] - m_safe[h]);
     m[h] = m_new;
-    l[h] *= alpha[h];
+    if constexpr (!kRowSumMma) l[h] *= alpha[h];
   }
 #pragma unroll
   for (int j = 0; j < kBN / 8; ++j) {
@@ -110,12 +115,12 @@ __device__ __forceinline__ void softmax_tile(float (&s)[64], float (&m)[2], floa
       const float arg = fmaf(s[4 * j + e], scale_log2, -m_safe[e / 2]);
       const float pr = ex2(arg);
       s[4 * j + e] = pr;
-      l[e / 2] += pr;
+      if constexpr (!kRowSumMma) l[e / 2] += pr;
     }
   }
 }
 
-template <bool kKvFp8, int kConsumers>
+template <bool kKvFp8, int kConsumers, bool kRowSumMma>
 __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
     attention_prefill_wgmma_kernel(const AttentionParams p) {
   using Shape = CtaShape<kConsumers>;
@@ -150,7 +155,12 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
   uint8_t* smem_fp8 = smem_kv + kStages * kStageBytes;  // kKvFp8: [2][K rows, V rows] e4m3 staging
   uint64_t* full = reinterpret_cast<uint64_t*>(smem_fp8 + (kKvFp8 ? 2 * kFp8StagingBytes : 0));
   uint64_t* empty = full + kStages;
+  uint8_t* smem_ones = reinterpret_cast<uint8_t*>(empty + kStages);  // kRowSumMma: [kOnesBytes] bf16 1.0
   const int tid = threadIdx.x;
+  if (kRowSumMma && tid < kOnesBytes / 16) {
+    *reinterpret_cast<uint4*>(smem_ones + 16 * tid) = make_uint4(0x3F803F80u, 0x3F803F80u, 0x3F803F80u, 0x3F803F80u);
+    fence_proxy_async();  // generic-proxy writes → the consumers' wgmma reads (async proxy)
+  }
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) {
       mbar::init(&full[s], 128);              // every producer thread's cp.async arrival
@@ -290,6 +300,11 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
   float o[32];
 #pragma unroll
   for (int i = 0; i < 32; ++i) o[i] = 0.f;
+  // kRowSumMma: P · ones, every column the row's sum (rows g, g + 8), starting from the sink's own term.
+  float lsum[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) lsum[i] = p.sinks ? 1.f : 0.f;
+  const uint64_t desc_ones = wgmma::desc_k_noswizzle(smem_ones, 128);
   float s[64];
   uint32_t pa[kBN / 16][4];
   float alpha[2];
@@ -310,14 +325,15 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
 #pragma unroll
     for (int kk = 0; kk < kBN / 16; ++kk) {  // 16 keys = 2048 bytes per step
       wgmma::wgmma_m64n64k16_bf16_rs_tb(o, pa[kk], dv + static_cast<uint64_t>(kk * 2048 >> 4), 1);
+      if constexpr (kRowSumMma) wgmma::wgmma_m64n8k16_bf16_rs(lsum, pa[kk], desc_ones, 1);
     }
   };
   auto softmax = [&](int it) {
     const int kv0 = (tile_begin + it) * kBN;
     if (need_mask(kv0)) {
-      softmax_tile<true, kLazy>(s, m, l, alpha, kv0, row_pos, p.window, scale_log2);
+      softmax_tile<true, kLazy, kRowSumMma>(s, m, l, alpha, kv0, row_pos, p.window, scale_log2);
     } else {
-      softmax_tile<false, kLazy>(s, m, l, alpha, kv0, row_pos, p.window, scale_log2);
+      softmax_tile<false, kLazy, kRowSumMma>(s, m, l, alpha, kv0, row_pos, p.window, scale_log2);
     }
   };
   auto wait_full = [&](int it) {
@@ -332,6 +348,7 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
   auto fence_operands = [&] {
     wgmma::fence_operand(s);
     wgmma::fence_operand(o);
+    if constexpr (kRowSumMma) wgmma::fence_operand(lsum);
 #pragma unroll
     for (int kk = 0; kk < kBN / 16; ++kk) wgmma::fence_operand(pa[kk]);
   };
@@ -378,6 +395,7 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
     softmax(it);
     wgmma::wait<0>();
     wgmma::fence_operand(o);
+    if constexpr (kRowSumMma) wgmma::fence_operand(lsum);
     release(it - 1);
     wgmma::d_to_a_bf16(pa, s);
     // Lazy: the warp skips O's 32 multiplies per thread when all its 16 rows kept m (alpha exactly 1).
@@ -388,6 +406,12 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
         o[4 * j + 1] *= alpha[0];
         o[4 * j + 2] *= alpha[1];
         o[4 * j + 3] *= alpha[1];
+      }
+      if constexpr (kRowSumMma) {
+        lsum[0] *= alpha[0];
+        lsum[1] *= alpha[0];
+        lsum[2] *= alpha[1];
+        lsum[3] *= alpha[1];
       }
     }
   }
@@ -401,6 +425,7 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
   if (!last_wg) turn_pass();
   wgmma::wait<0>();
   wgmma::fence_operand(o);
+  if constexpr (kRowSumMma) wgmma::fence_operand(lsum);
   release(num_kv_tiles - 1);
 
   // ---- O / l → out ----
@@ -408,8 +433,12 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     float sum = l[h];
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    if constexpr (kRowSumMma) {
+      sum = lsum[2 * h];
+    } else {
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    }
     if (row_pos[h] < 0) continue;
     const float inv = sum > 0.f ? v_scale / sum : 0.f;
     const int qi = q_lo + 64 * wg + 16 * warp + lane / 4 + 8 * h;
@@ -421,12 +450,12 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
   }
 }
 
-template <bool kKvFp8, int kConsumers>
+template <bool kKvFp8, int kConsumers, bool kRowSumMma>
 void launch_prefill_wgmma_for(const AttentionParams& p, cudaStream_t stream) {
-  constexpr int kSmem = kSmemBytes<kKvFp8, kConsumers>;
+  constexpr int kSmem = kSmemBytes<kKvFp8, kConsumers, kRowSumMma>;
   static bool configured = false;
   if (!configured) {
-    GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(attention_prefill_wgmma_kernel<kKvFp8, kConsumers>,
+    GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(attention_prefill_wgmma_kernel<kKvFp8, kConsumers, kRowSumMma>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
     configured = true;
   }
@@ -438,7 +467,7 @@ void launch_prefill_wgmma_for(const AttentionParams& p, cudaStream_t stream) {
   if (num_tiles == 0) return;
   const int64_t grid = static_cast<int64_t>(num_tiles) * p.num_q_heads;
   GOSSAMER_CHECK(grid < (int64_t{1} << 31), "attention: too many query tiles (", grid, " CTAs)");
-  attention_prefill_wgmma_kernel<kKvFp8, kConsumers>
+  attention_prefill_wgmma_kernel<kKvFp8, kConsumers, kRowSumMma>
       <<<static_cast<unsigned>(grid), CtaShape<kConsumers>::kThreads, kSmem, stream>>>(p);
   GOSSAMER_CUDA_CHECK_LAUNCH();
 }
@@ -456,10 +485,15 @@ void launch_prefill_wgmma(const AttentionParams& p, cudaStream_t stream) {
     // their grid fills four waves.
     three = static_cast<int64_t>(p.num_q_tiles_192) * p.num_q_heads >= 4 * static_cast<int64_t>(current_sm_count());
   }
-  if (p.kv_fp8) {
-    return three ? launch_prefill_wgmma_for<true, 3>(p, stream) : launch_prefill_wgmma_for<true, 2>(p, stream);
-  }
-  return three ? launch_prefill_wgmma_for<false, 3>(p, stream) : launch_prefill_wgmma_for<false, 2>(p, stream);
+  // The eight instantiations: (cache dtype, consumer warpgroups, row sums on the tensor core).
+  auto launch = [&](auto kv_fp8, auto row_sum_mma) {
+    if (three) return launch_prefill_wgmma_for<decltype(kv_fp8)::value, 3, decltype(row_sum_mma)::value>(p, stream);
+    launch_prefill_wgmma_for<decltype(kv_fp8)::value, 2, decltype(row_sum_mma)::value>(p, stream);
+  };
+  using True = std::true_type;
+  using False = std::false_type;
+  if (p.kv_fp8) return p.prefill_row_sum_mma ? launch(True{}, True{}) : launch(True{}, False{});
+  return p.prefill_row_sum_mma ? launch(False{}, True{}) : launch(False{}, False{});
 }
 
 }  // namespace gossamer::kernels::attn

@@ -44,6 +44,9 @@ struct ModelOptions {
   // 3 on 192-query tiles where the grid fills four waves, else 2 on 128), 2 or 3 (hidden bench flag
   // --prefill-attention-warpgroups, for A/B runs).
   int prefill_attention_warpgroups = 0;
+  // cuda: the wgmma prefill kernel's row sums on the tensor core (CudaOptions::prefill_attention_row_sum_mma; a
+  // candidate, hidden bench flag --prefill-attention-row-sum-mma).
+  bool prefill_attention_row_sum_mma = false;
   // cuda: the experts of decode-sized steps (CudaOptions::moe_decode): "auto" (the weight-streaming grouped
   // GEMM where it measured faster: 9–64 tokens with FP8 experts, 9–512 with MXFP4), "gemv" (never) or
   // "stream" (every step of ≤ 4,096 tokens).

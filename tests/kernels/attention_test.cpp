@@ -96,6 +96,7 @@ struct WgmmaVariant {
   float q_amplitude = 1.0f;
   int decode_min_tiles_per_split = 4;  // the product's
   int max_kv_bound = 0;
+  bool row_sum_mma = false;  // AttentionParams::prefill_row_sum_mma
 };
 
 void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_heads, int kv_heads, int page_size,
@@ -169,6 +170,7 @@ void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_he
   p.decode_min_tiles_per_split = wgmma.decode_min_tiles_per_split;
   p.prefill_kernel = kernel;
   p.prefill_consumer_warpgroups = wgmma.consumer_warpgroups;
+  p.prefill_row_sum_mma = wgmma.row_sum_mma;
   // mixed: the model's split of a mixed step (decode_rows_apart): the decode launch for the ≤ kDecodeMaxQ
   // sequences, then the prefill launch for the rest, into the same poisoned output.
   p.decode_rows_apart = mixed;
@@ -296,6 +298,17 @@ TEST(AttentionPrefillWgmmaKernel, LazyRescaleMatchesReference) {
   std::mt19937 rng(28);
   wgmma_cases(rng, {3, 24.0f}, false);
   wgmma_cases(rng, {3, 24.0f}, true);
+}
+
+// Row sums on the tensor core (AttentionParams::prefill_row_sum_mma): both warpgroup counts, both caches, and
+// the lazy rescale's path (q amplitude 24), every sink mode of wgmma_cases.
+TEST(AttentionPrefillWgmmaKernel, RowSumMmaMatchesReference) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(29);
+  wgmma_cases(rng, {2, 1.0f, 4, 0, true}, false);
+  wgmma_cases(rng, {3, 1.0f, 4, 0, true}, false);
+  wgmma_cases(rng, {3, 1.0f, 4, 0, true}, true);
+  wgmma_cases(rng, {3, 24.0f, 4, 0, true}, false);
 }
 
 // Random varlen batches: 1–5 sequences, query lengths 1–1,200, cached prefixes 0–1,000, either window,

@@ -294,6 +294,7 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
   attention.max_kv_len = plan.max_kv;
   attention.prefill_kernel = options_.prefill_kernel;
   attention.prefill_consumer_warpgroups = options_.prefill_attention_warpgroups;
+  attention.prefill_row_sum_mma = options_.prefill_attention_row_sum_mma;
   attention.decode_min_tiles_per_split = options_.decode_attention_min_tiles_per_split;
   attention.decode_prefetch_kv = options_.decode_attention_prefetch_kv;
   const bool decode = plan.max_q <= kernels::kDecodeMaxQ;
