@@ -376,7 +376,13 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
   turn_pass();
   wgmma::wait<0>();
   wgmma::fence_operand(s);
-  softmax(0);  // O is still 0: alpha needs no application
+  softmax(0);                  // O is still 0: alpha needs no application there
+  if constexpr (kRowSumMma) {  // but the sink's term in the row sums does (softmax_tile scales l only without)
+    lsum[0] *= alpha[0];
+    lsum[1] *= alpha[0];
+    lsum[2] *= alpha[1];
+    lsum[3] *= alpha[1];
+  }
   wgmma::d_to_a_bf16(pa, s);
 
   // ---- sections 1 … n − 1: S of tile it and PV of tile it − 1 in flight, then the softmax of tile it ----
