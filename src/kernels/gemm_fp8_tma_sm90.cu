@@ -1,5 +1,5 @@
-// FP8 block-scaled GEMM on Hopper with TMA and warp specialisation (GemmTile::k128x192tma2 and
-// k128x256tma2; gemm_fp8.h). Persistent: one CTA per SM walks the tiles (m fastest, so CTAs running
+// FP8 block-scaled GEMM on Hopper with TMA and warp specialisation (GemmTile::k128x192tma2,
+// k128x256tma2 and k128x256tma2b; gemm_fp8.h). Persistent: one CTA per SM walks the tiles (m fastest, so CTAs running
 // together share B tiles in L2), and the producer runs ahead into the next tile while the consumers
 // write the last one out. CTAs run in clusters of 2 (kCluster) that share one operand tile:
 //   share A (k128x192tma2, k128x256tma2): the two compute neighbouring column tiles of one row tile, each
@@ -9,8 +9,9 @@
 //     stage); a grouped pair whose row tiles belong to different groups loads its own B, unshared.
 //
 // A CTA computes 128×kBN tiles (kBN = 192 or 256) with 384 threads:
-//   warpgroup 0  producer: one thread issues the bulk tensor copies of A (its 64-row half of 128 rows ×
-//                128 K bytes, multicast) and B (kBN rows × 128 K bytes, tile-major) into a ring of kStages
+//   warpgroup 0  producer: one thread issues the bulk tensor copies of A (sharing A: its 64-row half of
+//                128 rows × 128 K bytes, multicast) and B (kBN rows × 128 K bytes, tile-major; sharing B:
+//                half of them, multicast) into a ring of kStages
 //                stages, each guarded by a full barrier and an empty barrier (the 8 consumer warps of both
 //                CTAs arrive: a stage is refilled only once the peer released it too). A stage holds each
 //                operand as two K halves of 128 rows × 64 bytes, 64B-swizzled (the tile-major tiles are 64 bytes
