@@ -175,17 +175,17 @@ profile_decode_gemvs() {
 # (20b mxfp4+fp8, ctx 1,024), or in the gossamer command given after them: warp-stall samples every 32 cycles; the
 # instructions with the most samples, with their stall reasons, and the samples per reason.
 profile_source() {
-  local k=$1 skip=$2 raw=/tmp/ncu
+  local k=$1 skip=$2 raw=/tmp/ncu name="src_$1$2${PROFILE_TAG:-}"  # PROFILE_TAG: a suffix for the files
   shift 2
   [ $# -gt 0 ] || set -- bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
     --batch-sizes 1 --contexts 1024 --steps 2
   mkdir -p $raw
   timeout 150 ncu --clock-control none --section SourceCounters --section WarpStateStats --warp-sampling-interval 0 \
-    -k regex:$k -s "$skip" -c 1 -f -o "$raw/src_$k$skip" build/gossamer "$@" > "$raw/src_$k$skip.log" 2>&1
-  ncu --import "$raw/src_$k$skip.ncu-rep" --page source --csv --print-source sass > "$raw/src_$k$skip.csv" 2>&1
-  echo "-- $k (launch $skip): $(grep -c . "$raw/src_$k$skip.csv") source lines"
-  cp "$raw/src_$k$skip.csv" "$out/" 2>/dev/null
-  python3 bench/kernels/ncu_source_top.py "$raw/src_$k$skip.csv" 40 || tail -5 "$raw/src_$k$skip.log"
+    -k regex:$k -s "$skip" -c 1 -f -o "$raw/$name" build/gossamer "$@" > "$raw/$name.log" 2>&1
+  ncu --import "$raw/$name.ncu-rep" --page source --csv --print-source sass > "$raw/$name.csv" 2>&1
+  echo "-- $k (launch $skip): $(grep -c . "$raw/$name.csv") source lines"
+  cp "$raw/$name.csv" "$out/" 2>/dev/null
+  python3 bench/kernels/ncu_source_top.py "$raw/$name.csv" 40 || tail -5 "$raw/$name.log"
 }
 
 run_source() {
@@ -278,6 +278,10 @@ run_candidates() {
     timeout 120 ${run%%|*} bench prefill --load-format dummy --preset 20b --device cuda \
       --input-lens 8192 32768 131072 --repeats 3 ${run#*|} | grep dummy
   done
+  sec "ncu source (SASS) stall samples: a full layer's prefill attention (launch 1), the defaults and the row sums by MMA"
+  local prefill=(bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 --repeats 1)
+  profile_source attention_prefill_wgmma 1 "${prefill[@]}"
+  PROFILE_TAG=_row_sum_mma profile_source attention_prefill_wgmma 1 "${prefill[@]}" --prefill-attention-row-sum-mma
 }
 
 run_quick() {
