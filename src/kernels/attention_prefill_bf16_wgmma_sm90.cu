@@ -308,6 +308,12 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
   float s[64];
   uint32_t pa[kBN / 16][4];
   float alpha[2];
+  auto rescale_row_sums = [&] {  // kRowSumMma: the row sums follow m as O does
+    lsum[0] *= alpha[0];
+    lsum[1] *= alpha[0];
+    lsum[2] *= alpha[1];
+    lsum[3] *= alpha[1];
+  };
 
   // Descriptors of stage 0 (a stage adds its byte offset / 16: shared memory < 256 KiB, no carry).
   const uint64_t desc_q = wgmma::desc_k128_sw128(sq);
@@ -376,13 +382,8 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
   turn_pass();
   wgmma::wait<0>();
   wgmma::fence_operand(s);
-  softmax(0);                  // O is still 0: alpha needs no application there
-  if constexpr (kRowSumMma) {  // but the sink's term in the row sums does (softmax_tile scales l only without)
-    lsum[0] *= alpha[0];
-    lsum[1] *= alpha[0];
-    lsum[2] *= alpha[1];
-    lsum[3] *= alpha[1];
-  }
+  softmax(0);                                    // O is still 0: alpha needs no application there
+  if constexpr (kRowSumMma) rescale_row_sums();  // but the sink's term in the row sums does
   wgmma::d_to_a_bf16(pa, s);
 
   // ---- sections 1 … n − 1: S of tile it and PV of tile it − 1 in flight, then the softmax of tile it ----
@@ -413,12 +414,7 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
         o[4 * j + 2] *= alpha[1];
         o[4 * j + 3] *= alpha[1];
       }
-      if constexpr (kRowSumMma) {
-        lsum[0] *= alpha[0];
-        lsum[1] *= alpha[0];
-        lsum[2] *= alpha[1];
-        lsum[3] *= alpha[1];
-      }
+      if constexpr (kRowSumMma) rescale_row_sums();
     }
   }
 
