@@ -46,15 +46,16 @@ $z -q -d -f models/tiny/model.safetensors.zst -o build/models/tiny/model.safeten
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 sec() { echo; echo "== $1 ($(date +%T))"; }
 run_tests() {
-  # The kernel suite in six shards (its CPU references make it long; attention's took ~300 s on an H100 beside
-  # the rest, so the wgmma prefill kernel's tests are a shard of their own), all at once beside the
+  # The kernel suite in seven shards (its CPU references make it long; attention's took ~300 s on an H100 beside
+  # the rest, so the wgmma prefill kernel's tests are two shards of their own), all at once beside the
   # model/engine/comm suites (correctness only: they may share the GPU and the 16 cores); each its own time
   # limit. server_gpu serves through the gossamer binary (build/gossamer), its replicas and ranks colocated on
   # GPU 0.
+  local cand='AttentionPrefillWgmmaKernel.RowSumMma*:AttentionPrefillWgmmaKernel.KvTma*'  # the candidates' tests
   shards=("-MoeKernel.*:MoeDecode*:Sampling*:TokenMask*:GemvMxfp4*:Mxfp4*:MoeStream*:Attention*"
     "MoeDecode*:Sampling*:TokenMask*:GemvMxfp4*:Mxfp4*" "MoeKernel.*" "MoeStream*"
-    "Attention*:-AttentionPrefillWgmmaKernel.*" "AttentionPrefillWgmmaKernel.*")
-  for i in 0 1 2 3 4 5; do
+    "Attention*:-AttentionPrefillWgmmaKernel.*" "AttentionPrefillWgmmaKernel.*:-$cand" "$cand")
+  for i in 0 1 2 3 4 5 6; do
     (timeout $([ $i -ge 4 ] && echo 420 || echo 300) stdbuf -oL build/tests/gossamer_kernels_tests --gtest_color=no --gtest_filter="${shards[$i]}" \
       > "$out/kernels_$i.log" 2>&1
     echo "kernels shard $i exit $?" >> "$out/kernels_exit.log") &
@@ -250,13 +251,15 @@ PY
 run_candidates() {
   # Every unmeasured candidate in one call: its own tests, A/B against the defaults (and the binaries before a
   # change: carry/base/gossamer.zst and kernels_bench.zst when packed, stripped, zstd), ncu. Now (written in
-  # the fifteenth session after its device budget): the MoE's tokens quantized once each and scattered to
-  # their expert-order rows (MoeParams::quantize_tokens_once, hidden --moe-quantize-tokens-once), and the wgmma
+  # the fifteenth and sixteenth sessions without a device): the MoE's tokens quantized once each and scattered to
+  # their expert-order rows (MoeParams::quantize_tokens_once, hidden --moe-quantize-tokens-once), the wgmma
   # prefill attention's row sums on the tensor core (AttentionParams::prefill_row_sum_mma, hidden
-  # --prefill-attention-row-sum-mma).
-  sec "the candidates' own GPU tests (kernels in three shards, at once)"
+  # --prefill-attention-row-sum-mma) and its K/V tiles by TMA (AttentionParams::prefill_kv_tma, hidden
+  # --prefill-attention-kv-tma).
+  sec "the candidates' own GPU tests (kernels in four shards, at once)"
   local i=0 f run base=build/gossamer
-  for f in 'QuantizeFp8Kernel.*:GemmFp8Kernel.*' 'MoeKernel.*' 'AttentionPrefillWgmmaKernel.RowSumMma*'; do
+  for f in 'QuantizeFp8Kernel.*:GemmFp8Kernel.*' 'MoeKernel.*' 'AttentionPrefillWgmmaKernel.RowSumMma*' \
+    'AttentionPrefillWgmmaKernel.KvTma*'; do
     (timeout 240 build/tests/gossamer_kernels_tests --gtest_color=no --gtest_filter="$f" > "$out/cand_kernels_$i.log" 2>&1
       echo "kernels '$f' exit $?" >> "$out/cand_exit.log") &
     i=$((i + 1))
@@ -269,19 +272,21 @@ run_candidates() {
   fi
   sec "moe (the rows and phases with the tokens quantized once beside the defaults)"
   timeout 120 build/bench/kernels/gossamer_kernels_bench moe | grep -E "^\| moe|quantize tokens|gate_up GEMM|down GEMM"
-  sec "attention prefill (the row-sum rows against the same warpgroups without)"
-  timeout 100 build/bench/kernels/gossamer_kernels_bench attention | grep -v decode
+  sec "attention prefill (the row-sum and TMA rows against the same warpgroups without)"
+  timeout 120 build/bench/kernels/gossamer_kernels_bench attention | grep -v decode
   for run in "$base|" "build/gossamer|" "build/gossamer|--moe-quantize-tokens-once" \
-    "build/gossamer|--prefill-attention-row-sum-mma" "$base|" "build/gossamer|" \
-    "build/gossamer|--moe-quantize-tokens-once" "build/gossamer|--prefill-attention-row-sum-mma"; do
+    "build/gossamer|--prefill-attention-row-sum-mma" "build/gossamer|--prefill-attention-kv-tma" "build/gossamer|" \
+    "build/gossamer|--moe-quantize-tokens-once" "build/gossamer|--prefill-attention-row-sum-mma" \
+    "build/gossamer|--prefill-attention-kv-tma"; do
     sec "${run%%|*} bench prefill 20b 8,192 / 32,768 / 131,072 ${run#*|}"
     timeout 120 ${run%%|*} bench prefill --load-format dummy --preset 20b --device cuda \
       --input-lens 8192 32768 131072 --repeats 3 ${run#*|} | grep dummy
   done
-  sec "ncu source (SASS) stall samples: a full layer's prefill attention (launch 1), the defaults and the row sums by MMA"
+  sec "ncu source (SASS) stall samples: a full layer's prefill attention (launch 1), the defaults, the row sums by MMA, K/V by TMA"
   local prefill=(bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 --repeats 1)
   profile_source attention_prefill_wgmma 1 "${prefill[@]}"
   PROFILE_TAG=_row_sum_mma profile_source attention_prefill_wgmma 1 "${prefill[@]}" --prefill-attention-row-sum-mma
+  PROFILE_TAG=_kv_tma profile_source attention_prefill_wgmma 1 "${prefill[@]}" --prefill-attention-kv-tma
 }
 
 run_quick() {

@@ -83,6 +83,11 @@ struct AttentionParams {
   // 16 keys beside the PV ones) instead of one FADD per probability: the sums are of the bf16 P that the PV
   // MMA multiplies. A candidate, off (hidden --prefill-attention-row-sum-mma).
   bool prefill_row_sum_mma = false;
+  // The wgmma prefill kernel on a bf16 cache loads its K/V tiles by TMA from one producer thread (a tensor map per
+  // cache, one copy per page of each 128-key tile) instead of the producer warpgroup's 16-byte cp.async gather; a
+  // sequence's last tile, which reaches past kv_len, is still gathered (zero-filled). The same shared-memory bytes,
+  // so the same output bits. A candidate, off (hidden --prefill-attention-kv-tma); ignored with kv_fp8.
+  bool prefill_kv_tma = false;
   // Decode only: a (sequence, kv head) uses one of the launch's splits per key tile of its real length (counted
   // on the device: the launch's split count comes from max_kv_len, a graph's bound), the other splits' CTAs
   // leaving at once; where that grid would pass two waves of CTAs, splits of at least this many tiles (one CTA

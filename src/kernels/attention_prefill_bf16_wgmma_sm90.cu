@@ -21,9 +21,15 @@
 // kRowSumMma (AttentionParams::prefill_row_sum_mma, a candidate): each PV step also runs P · ones (wgmma
 // m64n8k16 on a 512-byte all-ones tile in shared memory), whose every column is the row's running sum, instead
 // of one FADD per probability and the final quad shuffles.
+// kKvTma (AttentionParams::prefill_kv_tma, a candidate; bf16 cache only): one producer thread loads every tile whose
+// rows all lie below kv_len by TMA (a 3-D tensor map over the cache, box = one page's rows of one kv head,
+// 128B-swizzled into the same layout), one transaction-counted arrival per stage; the other producer threads only join
+// for a tile that reaches past kv_len (a sequence's last), which they gather as above, zero-filled, before one arrival.
 // Sliding layers visit only the key tiles that intersect some query's window. Consumer warpgroups with no
 // query row (a sequence's last tile) leave at once and the others run alone.
+#include <algorithm>
 #include <cfloat>
+#include <cstdint>
 #include <type_traits>
 
 #include "kernels/attention_common_sm90.cuh"
@@ -61,6 +67,7 @@ static_assert(kSmemBytes<true, 3, true> <= 227 * 1024, "the FP8-KV wgmma prefill
 // the issue turn of warpgroup w (kBarTurn + w, 256 threads: it and the warpgroup handing over).
 constexpr int kBarQ = 1;
 constexpr int kBarTurn = 4;
+constexpr int kBarProducer = 7;  // kKvTma: the producer warpgroup's 128 threads, after gathering a partial tile
 using mbar::named_arrive;
 using mbar::named_sync;
 
@@ -120,9 +127,13 @@ __device__ __forceinline__ void softmax_tile(float (&s)[64], float (&m)[2], floa
   }
 }
 
-template <bool kKvFp8, int kConsumers, bool kRowSumMma>
+// k_map / v_map (kKvTma): the caches as [rows][num_kv_heads][64] bf16, box (64, 1, min(page_size, kBN) rows),
+// 128B swizzle (launch_prefill_wgmma_for); unused otherwise.
+template <bool kKvFp8, int kConsumers, bool kRowSumMma, bool kKvTma>
 __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
-    attention_prefill_wgmma_kernel(const AttentionParams p) {
+    attention_prefill_wgmma_kernel(const AttentionParams p, const __grid_constant__ CUtensorMap k_map,
+                                   const __grid_constant__ CUtensorMap v_map) {
+  static_assert(!(kKvTma && kKvFp8), "TMA cannot widen e4m3: the FP8 cache keeps its staging producer");
   using Shape = CtaShape<kConsumers>;
   constexpr int kBM = Shape::kBM;
   // Three warpgroups run the lazy online softmax (kLazyRescaleLog2); two, which run only where the grid is
@@ -145,6 +156,8 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
   const int kv_start = p.window > 0 ? max(0, q0pos - p.window + 1) : 0;
   const int tile_begin = kv_start / kBN;
   const int num_kv_tiles = ceil_div(q1pos + 1, kBN) - tile_begin;  // ≥ 1
+  // kKvTma: tiles 0 … tma_tiles − 1 lie wholly below kv_len (only the last tile can reach past it).
+  const int tma_tiles = min(num_kv_tiles, kv_len / kBN - tile_begin);
   // Consumer warpgroups with at least one query row (the others leave at once).
   const int active_wgs = min(kConsumers, ceil_div(q_len - q_lo, 64));
 
@@ -163,8 +176,8 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
   }
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) {
-      mbar::init(&full[s], 128);              // every producer thread's cp.async arrival
-      mbar::init(&empty[s], 4 * active_wgs);  // one arrival per active consumer warp
+      mbar::init(&full[s], kKvTma ? 1 : 128);  // kKvTma: one arrival per fill; else every producer thread's
+      mbar::init(&empty[s], 4 * active_wgs);   // one arrival per active consumer warp
     }
     tma::fence_barrier_init();
   }
@@ -223,15 +236,17 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
     return;
   }
   if (!kKvFp8 && tid < 128) {
-    // ================= producer: K/V tiles, thread = (row r0 + 16·i, 16-byte chunk c) =================
+    // ================= producer: K/V tiles =================
     tma::regs_release<Shape::kProducerRegs>();
-    const int c = tid % 8, r0 = tid / 8;
     const int page_shift = __ffs(p.page_size) - 1;
     const int32_t* pages = p.page_indices + p.page_indptr[b];
-    const int64_t head_off = static_cast<int64_t>(kv_head) * kHead + c * 8;
-    for (int it = 0; it < num_kv_tiles; ++it) {
+    // Tile `it` into its stage by the warpgroup's cp.async, thread = (row r0 + 16·i, 16-byte chunk c), rows past kv_len
+    // zero-filled; the slots are looked up before the stage's empty wait.
+    auto gather_tile = [&](int it) {
+      const int c = tid % 8, r0 = tid / 8;
+      const int64_t head_off = static_cast<int64_t>(kv_head) * kHead + c * 8;
       const int kv0 = (tile_begin + it) * kBN;
-      int slot[kBN / 16];  // cache rows (page · page_size + offset); looked up before the wait
+      int slot[kBN / 16];  // cache rows (page · page_size + offset)
 #pragma unroll
       for (int i = 0; i < kBN / 16; ++i) {
         const int pos = kv0 + r0 + 16 * i;
@@ -250,10 +265,43 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
         cp_async_16(sk + swz(r, c), static_cast<const uint16_t*>(p.k_cache) + off, ok);
         cp_async_16(sv + swz(r, c), static_cast<const uint16_t*>(p.v_cache) + off, ok);
       }
-      mbar::cp_async_arrive(&full[s]);
+    };
+    if constexpr (kKvTma) {
+      if (tid == 0) {
+        tma::prefetch_map(&k_map);
+        tma::prefetch_map(&v_map);
+        // Each page's rows of this kv head land at their tile row (a multiple of 16 rows: 2 KiB, so the 128B
+        // swizzle's phase is the tile's).
+        const int box_rows = min(p.page_size, kBN);
+        for (int it = 0; it < tma_tiles; ++it) {
+          const int s = it % kStages;
+          const int kv0 = (tile_begin + it) * kBN;
+          mbar::wait(&empty[s], ((it / kStages) & 1) ^ 1);
+          tma::arrive_expect_tx(&full[s], kStageBytes);
+          uint8_t* sk = smem_kv + s * kStageBytes;
+          for (int r = 0; r < kBN; r += box_rows) {
+            const int pos = kv0 + r;
+            const int row = (__ldg(pages + (pos >> page_shift)) << page_shift) | (pos & (p.page_size - 1));
+            tma::copy_3d(sk + r * 128, &k_map, 0, kv_head, row, &full[s]);
+            tma::copy_3d(sk + kKvBytes + r * 128, &v_map, 0, kv_head, row, &full[s]);
+          }
+        }
+      }
+      if (tma_tiles < num_kv_tiles) {  // the last tile reaches past kv_len: gathered by all 128, then one arrival
+        gather_tile(num_kv_tiles - 1);
+        cp_async_commit();
+        cp_async_wait<0>();
+        named_sync(kBarProducer, 128);  // every thread's rows landed (each waited for its own copies)
+        if (tid == 0) mbar::arrive(&full[(num_kv_tiles - 1) % kStages]);
+      }
+    } else {
+      for (int it = 0; it < num_kv_tiles; ++it) {
+        gather_tile(it);
+        mbar::cp_async_arrive(&full[it % kStages]);
+      }
+      cp_async_commit();  // leave with no copy in flight
+      cp_async_wait<0>();
     }
-    cp_async_commit();  // leave with no copy in flight
-    cp_async_wait<0>();
     return;
   }
 
@@ -344,7 +392,8 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
   };
   auto wait_full = [&](int it) {
     mbar::wait(&full[it % kStages], (it / kStages) & 1);
-    fence_proxy_async();  // the producer's cp.async writes (generic proxy) → this thread's wgmma reads
+    // The producer's cp.async writes (generic proxy) → this thread's wgmma reads (TMA writes are async-proxy ones).
+    if (!kKvTma || it >= tma_tiles) fence_proxy_async();
   };
   auto release = [&](int it) {
     if (lane == 0) mbar::arrive(&empty[it % kStages]);
@@ -452,12 +501,12 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
   }
 }
 
-template <bool kKvFp8, int kConsumers, bool kRowSumMma>
+template <bool kKvFp8, int kConsumers, bool kRowSumMma, bool kKvTma>
 void launch_prefill_wgmma_for(const AttentionParams& p, cudaStream_t stream) {
   constexpr int kSmem = kSmemBytes<kKvFp8, kConsumers, kRowSumMma>;
   static bool configured = false;
   if (!configured) {
-    GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(attention_prefill_wgmma_kernel<kKvFp8, kConsumers, kRowSumMma>,
+    GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(attention_prefill_wgmma_kernel<kKvFp8, kConsumers, kRowSumMma, kKvTma>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
     configured = true;
   }
@@ -469,8 +518,20 @@ void launch_prefill_wgmma_for(const AttentionParams& p, cudaStream_t stream) {
   if (num_tiles == 0) return;
   const int64_t grid = static_cast<int64_t>(num_tiles) * p.num_q_heads;
   GOSSAMER_CHECK(grid < (int64_t{1} << 31), "attention: too many query tiles (", grid, " CTAs)");
-  attention_prefill_wgmma_kernel<kKvFp8, kConsumers, kRowSumMma>
-      <<<static_cast<unsigned>(grid), CtaShape<kConsumers>::kThreads, kSmem, stream>>>(p);
+  CUtensorMap k_map{}, v_map{};
+  if constexpr (kKvTma) {
+    // The caches as dims (64 dims, kv heads, rows): every row of any page is addressable, so the row count is
+    // the largest an int position reaches (the kernel only names rows of the sequences' pages).
+    const uint64_t dims[3] = {kHead, static_cast<uint64_t>(p.num_kv_heads), uint64_t{INT32_MAX}};
+    const uint64_t strides[2] = {kHead * 2, static_cast<uint64_t>(p.num_kv_heads) * kHead * 2};
+    const uint32_t box[3] = {kHead, 1, static_cast<uint32_t>(std::min(p.page_size, kBN))};
+    k_map =
+        tma::make_map(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, CU_TENSOR_MAP_SWIZZLE_128B, p.k_cache, 3, dims, strides, box);
+    v_map =
+        tma::make_map(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, CU_TENSOR_MAP_SWIZZLE_128B, p.v_cache, 3, dims, strides, box);
+  }
+  attention_prefill_wgmma_kernel<kKvFp8, kConsumers, kRowSumMma, kKvTma>
+      <<<static_cast<unsigned>(grid), CtaShape<kConsumers>::kThreads, kSmem, stream>>>(p, k_map, v_map);
   GOSSAMER_CUDA_CHECK_LAUNCH();
 }
 
@@ -487,15 +548,19 @@ void launch_prefill_wgmma(const AttentionParams& p, cudaStream_t stream) {
     // their grid fills four waves.
     three = static_cast<int64_t>(p.num_q_tiles_192) * p.num_q_heads >= 4 * static_cast<int64_t>(current_sm_count());
   }
-  // The eight instantiations: (cache dtype, consumer warpgroups, row sums on the tensor core).
-  auto launch = [&](auto kv_fp8, auto row_sum_mma) {
-    if (three) return launch_prefill_wgmma_for<decltype(kv_fp8)::value, 3, decltype(row_sum_mma)::value>(p, stream);
-    launch_prefill_wgmma_for<decltype(kv_fp8)::value, 2, decltype(row_sum_mma)::value>(p, stream);
+  // The twelve instantiations: (cache dtype, consumer warpgroups, row sums on the tensor core, bf16 K/V by TMA).
+  auto launch = [&](auto kv_fp8, auto row_sum_mma, auto kv_tma) {
+    constexpr bool kFp8 = decltype(kv_fp8)::value, kRowSum = decltype(row_sum_mma)::value;
+    constexpr bool kTma = decltype(kv_tma)::value;
+    if (three) return launch_prefill_wgmma_for<kFp8, 3, kRowSum, kTma>(p, stream);
+    launch_prefill_wgmma_for<kFp8, 2, kRowSum, kTma>(p, stream);
   };
   using True = std::true_type;
   using False = std::false_type;
-  if (p.kv_fp8) return p.prefill_row_sum_mma ? launch(True{}, True{}) : launch(True{}, False{});
-  return p.prefill_row_sum_mma ? launch(False{}, True{}) : launch(False{}, False{});
+  if (p.kv_fp8) return p.prefill_row_sum_mma ? launch(True{}, True{}, False{}) : launch(True{}, False{}, False{});
+  if (p.prefill_kv_tma)
+    return p.prefill_row_sum_mma ? launch(False{}, True{}, True{}) : launch(False{}, False{}, True{});
+  return p.prefill_row_sum_mma ? launch(False{}, True{}, False{}) : launch(False{}, False{}, False{});
 }
 
 }  // namespace gossamer::kernels::attn

@@ -97,6 +97,7 @@ struct WgmmaVariant {
   int decode_min_tiles_per_split = 4;  // the product's
   int max_kv_bound = 0;
   bool row_sum_mma = false;  // AttentionParams::prefill_row_sum_mma
+  bool kv_tma = false;       // AttentionParams::prefill_kv_tma (also checked bit for bit against the gather)
 };
 
 void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_heads, int kv_heads, int page_size,
@@ -171,6 +172,7 @@ void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_he
   p.prefill_kernel = kernel;
   p.prefill_consumer_warpgroups = wgmma.consumer_warpgroups;
   p.prefill_row_sum_mma = wgmma.row_sum_mma;
+  p.prefill_kv_tma = wgmma.kv_tma;
   // mixed: the model's split of a mixed step (decode_rows_apart): the decode launch for the ≤ kDecodeMaxQ
   // sequences, then the prefill launch for the rest, into the same poisoned output.
   p.decode_rows_apart = mixed;
@@ -192,6 +194,15 @@ void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_he
     launch_attention_decode(p, nullptr);
   }
   if (!decode) launch_attention_prefill(p, nullptr);
+  if (!decode && wgmma.kv_tma) {
+    // The tiles by TMA hold the bytes the producer's gather would have copied: the same output bits.
+    const std::vector<uint16_t> by_tma = dout.download();
+    dout.poison();
+    p.prefill_kv_tma = false;
+    launch_attention_prefill(p, nullptr);
+    p.prefill_kv_tma = true;
+    EXPECT_EQ(dout.download(), by_tma) << "K/V by TMA against the cp.async gather";
+  }
   if (decode) {
     // A second launch on the same workspace, not re-zeroed: the last split of each (sequence, kv head) left
     // its counter zero, so the output is the same bit for bit.
@@ -233,7 +244,8 @@ void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_he
      << (decode && wgmma.decode_min_tiles_per_split != 4
              ? " min tiles per split " + std::to_string(wgmma.decode_min_tiles_per_split)
              : std::string())
-     << (wgmma.max_kv_bound > max_kv ? " max_kv_len bound " + std::to_string(wgmma.max_kv_bound) : std::string());
+     << (wgmma.max_kv_bound > max_kv ? " max_kv_len bound " + std::to_string(wgmma.max_kv_bound) : std::string())
+     << (!decode && wgmma.row_sum_mma ? " row sums by MMA" : "") << (!decode && wgmma.kv_tma ? " K/V by TMA" : "");
   const std::string shape = os.str();
   report(kernel_name(decode, kernel), shape, err, kTolBf16);
   EXPECT_LT(err, kTolBf16) << shape;
@@ -309,6 +321,22 @@ TEST(AttentionPrefillWgmmaKernel, RowSumMmaMatchesReference) {
   wgmma_cases(rng, {3, 1.0f, 4, 0, true}, false);
   wgmma_cases(rng, {3, 1.0f, 4, 0, true}, true);
   wgmma_cases(rng, {3, 24.0f, 4, 0, true}, false);
+}
+
+// K/V tiles by TMA (AttentionParams::prefill_kv_tma): both warpgroup counts on the bf16 cache (page sizes 8–64: 2–16
+// copies per operand and tile; 256: one copy inside a page), each output bit for bit the gather's; on the FP8 cache
+// the flag is ignored.
+TEST(AttentionPrefillWgmmaKernel, KvTmaMatchesReference) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(30);
+  const WgmmaVariant two{2, 1.0f, 4, 0, false, true}, three{3, 1.0f, 4, 0, false, true};
+  wgmma_cases(rng, two, false);
+  wgmma_cases(rng, three, false);
+  for (const int window : {0, 128}) {
+    run_case({{1000, 1000}, {300, 700}, {129, 129}}, window, 16, 2, 256, false, rng, PrefillKernel::kWgmma,
+             Sinks::kNormal, false, false, three);
+  }
+  run_case({{700, 900}, {64, 64}}, 0, 16, 2, 16, false, rng, PrefillKernel::kWgmma, Sinks::kNormal, true, false, three);
 }
 
 // Random varlen batches: 1–5 sequences, query lengths 1–1,200, cached prefixes 0–1,000, either window,
