@@ -272,6 +272,12 @@ run_candidates() {
   fi
   sec "moe (the rows and phases with the tokens quantized once beside the defaults)"
   timeout 120 build/bench/kernels/gossamer_kernels_bench moe | grep -E "^\| moe|quantize tokens|gate_up GEMM|down GEMM"
+  if [ -f carry/base/kernels_bench.zst ]; then
+    # The base binary's rows: the gate_up GEMM's skipped pass past N (a default since the sixteenth session).
+    $z -q -d -f carry/base/kernels_bench.zst -o build/kernels_bench_base && chmod +x build/kernels_bench_base
+    sec "moe, the base binary ($(cat carry/base/COMMIT 2>/dev/null))"
+    timeout 120 build/kernels_bench_base moe | grep -E "^\| moe|gate_up GEMM|down GEMM"
+  fi
   sec "attention prefill (the row-sum and TMA rows against the same warpgroups without)"
   timeout 120 build/bench/kernels/gossamer_kernels_bench attention | grep -v decode
   for run in "$base|" "build/gossamer|" "build/gossamer|--moe-quantize-tokens-once" \

@@ -24,7 +24,8 @@
 //                first K block of a tile sets the accumulators to the staged bias while its wgmma run.
 //                A 256-wide tile runs that as two 128-column passes per K block (the temporary is half
 //                the tile, so accumulators and temporary fit the consumers' registers); it releases the
-//                stage after the second. Per FLOP it loads 10% fewer bytes from L2 than 128×192.
+//                stage after the second (or skips the second where its columns all lie past N). Per FLOP it
+//                loads 10% fewer bytes from L2 than 128×192.
 // The producer gives its registers to the consumers (setmaxnreg). A must be contiguous rows (grouped MoE
 // callers permute tokens into expert order first: quantize_fp8's row_index); B must be tile-major.
 // Partial tiles: TMA zero-fills rows, columns and K past the tensor bounds; writes stop at row_end and N.
@@ -326,6 +327,10 @@ __device__ __forceinline__ void consume_tma_tiles(const GemmFp8Params& p, uint8_
     // 192-wide tiles cover two 128-row B scale blocks: the first 128 or 64 columns use the first (n0 % 128
     // is 0 or 64). 256-wide tiles: pass h uses block h.
     const bool split_at_128 = c.n0_load % 128 == 0;
+    // A 256-wide tile whose second pass lies wholly past N (a row tile's last column tile where N % 256 ≤ 128:
+    // gate_up's N = 5,760) skips that pass: its accumulators keep the staged bias (0 past N), which the epilogue
+    // masks, so the written bits are the same. (Sharing A, the pair's inactive rank computes this tile too.)
+    const bool second_pass = kPasses == 1 || c.n0_load + kPassN < p.N;
 
     for (int kb = 0; kb < num_kb; ++kb, s = next_stage<T::kStages>(s, phase)) {
       mbar::wait(&full[s], phase);
@@ -333,6 +338,13 @@ __device__ __forceinline__ void consume_tma_tiles(const GemmFp8Params& p, uint8_
       const uint32_t sc = scales0 + s * T::kScaleFloats * 4;
 #pragma unroll
       for (int h = 0; h < kPasses; ++h) {
+        if (h > 0 && !second_pass) {  // the last pass: release the stage (pass 0 waited for its wgmma)
+          if (lane == 0) {
+            mbar::arrive(&empty[s]);
+            mbar::arrive_cluster(&empty[s], static_cast<uint32_t>(w.rank ^ 1));
+          }
+          continue;
+        }
         wgmma::fence();
 #pragma unroll
         for (int kk = 0; kk < kBK / 32; ++kk) {
