@@ -38,6 +38,10 @@ void ModelChoice::add_options(CLI::App& cli) {
   cli.add_flag("--prefill-attention-kv-tma", options.prefill_attention_kv_tma,
                "cuda: the wgmma prefill attention loads bf16 K/V tiles by TMA from one producer thread (A/B)")
       ->group("");  // hidden: candidates
+  cli.add_flag("--prefill-attention-fixed-max", options.prefill_attention_fixed_max,
+               "cuda: the wgmma prefill attention (three warpgroups) keeps the running max on unmasked key tiles "
+               "after the first (A/B)")
+      ->group("");  // hidden: candidates
   cli.add_option("--decode-attention-min-tiles-per-split", options.decode_attention_min_tiles_per_split,
                  "cuda: decode attention's splits hold at least N key tiles where one per tile would pass two "
                  "waves of CTAs (default 4; 1: no floor) (A/B)")

@@ -8,10 +8,11 @@
 # `bash bench/pack_for_device.sh` does it (~21 MiB), then carry ["carry",
 # "node_modules/tiktoken/encoders/o200k_base.json"]. Tests and
 # benches read their compiled-in paths under /work/main, so the checkout is linked there. Logs go to $OUT.
-#   bash bench/run_validation_h200.sh [all|tests|candidates|quick|headline|benches|ab|profile|source|timeline|prep]
-# tests: the kernel suite (four shards) beside the model/engine/comm/server suites, all at once (correctness
-# only, so they may share the GPU); candidates: every unmeasured candidate's kernel rows, end-to-end A/B and the
-# batch-1 decode timeline in one call (for a session whose device time holds three calls); benches: prefill with its phase breakdown, the MoE and prefill GEMMs
+#   bash bench/run_validation_h200.sh [all|tests|candidates|candidates-e2e|quick|headline|benches|ab|profile|source|
+#                                      timeline|prep]
+# tests: the kernel suite (seven shards) beside the model/engine/comm/server suites, all at once (correctness
+# only, so they may share the GPU); candidates: every unmeasured candidate's tests and kernel rows (beside the base
+# binaries of carry/base); candidates-e2e: their end-to-end A/B and ncu source profiles; benches: prefill with its phase breakdown, the MoE and prefill GEMMs
 # against cuBLASLt (both TMA tiles), attention prefill (every wgmma variant), the decode GEMV shapes, decode
 # (mxfp4+fp8, and at long contexts) and the step breakdown; ab: the end-to-end A/B of the product's prefill
 # choices, and 120b prefill; headline: the figures the open issues' targets name (prefill 20b / 120b, decode
@@ -51,7 +52,7 @@ run_tests() {
   # model/engine/comm suites (correctness only: they may share the GPU and the 16 cores); each its own time
   # limit. server_gpu serves through the gossamer binary (build/gossamer), its replicas and ranks colocated on
   # GPU 0.
-  local cand='AttentionPrefillWgmmaKernel.RowSumMma*:AttentionPrefillWgmmaKernel.KvTma*'  # the candidates' tests
+  local cand='AttentionPrefillWgmmaKernel.RowSumMma*:AttentionPrefillWgmmaKernel.KvTma*:AttentionPrefillWgmmaKernel.FixedMax*'
   shards=("-MoeKernel.*:MoeDecode*:Sampling*:TokenMask*:GemvMxfp4*:Mxfp4*:MoeStream*:Attention*"
     "MoeDecode*:Sampling*:TokenMask*:GemvMxfp4*:Mxfp4*" "MoeKernel.*" "MoeStream*"
     "Attention*:-AttentionPrefillWgmmaKernel.*" "AttentionPrefillWgmmaKernel.*:-$cand" "$cand")
@@ -249,27 +250,25 @@ PY
 }
 
 run_candidates() {
-  # Every unmeasured candidate in one call: its own tests, A/B against the defaults (and the binaries before a
-  # change: carry/base/gossamer.zst and kernels_bench.zst when packed, stripped, zstd), ncu. Now (written in
-  # the fifteenth and sixteenth sessions without a device): the MoE's tokens quantized once each and scattered to
-  # their expert-order rows (MoeParams::quantize_tokens_once, hidden --moe-quantize-tokens-once), the wgmma
-  # prefill attention's row sums on the tensor core (AttentionParams::prefill_row_sum_mma, hidden
-  # --prefill-attention-row-sum-mma) and its K/V tiles by TMA (AttentionParams::prefill_kv_tma, hidden
-  # --prefill-attention-kv-tma).
-  sec "the candidates' own GPU tests (kernels in four shards, at once)"
-  local i=0 f run base=build/gossamer
+  # Every unmeasured candidate's tests and kernel rows, beside the defaults and the binaries before a change
+  # (carry/base/gossamer.zst and kernels_bench.zst when packed, stripped, zstd); candidates-e2e has their
+  # end-to-end A/B and ncu. Now (written in the fifteenth and sixteenth sessions without a device): the MoE's tokens
+  # quantized once each (MoeParams::quantize_tokens_once, hidden --moe-quantize-tokens-once), the TMA GEMM's
+  # skipped pass past N (a default: against the base binary), and the wgmma prefill attention's row sums on the
+  # tensor core (AttentionParams::prefill_row_sum_mma, --prefill-attention-row-sum-mma), K/V tiles by TMA
+  # (prefill_kv_tma, --prefill-attention-kv-tma) and fixed max (prefill_fixed_max, --prefill-attention-fixed-max).
+  sec "the candidates' own GPU tests (kernels in five shards, at once)"
+  local i=0 f
+  rm -f "$out/cand_exit.log"
   for f in 'QuantizeFp8Kernel.*:GemmFp8Kernel.*' 'MoeKernel.*' 'AttentionPrefillWgmmaKernel.RowSumMma*' \
-    'AttentionPrefillWgmmaKernel.KvTma*'; do
-    (timeout 240 build/tests/gossamer_kernels_tests --gtest_color=no --gtest_filter="$f" > "$out/cand_kernels_$i.log" 2>&1
+    'AttentionPrefillWgmmaKernel.KvTma*' 'AttentionPrefillWgmmaKernel.FixedMax*'; do
+    (timeout 300 build/tests/gossamer_kernels_tests --gtest_color=no --gtest_filter="$f" > "$out/cand_kernels_$i.log" 2>&1
       echo "kernels '$f' exit $?" >> "$out/cand_exit.log") &
     i=$((i + 1))
   done
   wait
   cat "$out/cand_exit.log"
   grep -hE '^\[  (PASSED|FAILED) |^\[  FAILED  \]' "$out"/cand_*.log
-  if [ -f carry/base/gossamer.zst ]; then
-    $z -q -d -f carry/base/gossamer.zst -o build/gossamer_base && chmod +x build/gossamer_base && base=build/gossamer_base
-  fi
   sec "moe (the rows and phases with the tokens quantized once beside the defaults)"
   timeout 120 build/bench/kernels/gossamer_kernels_bench moe | grep -E "^\| moe|quantize tokens|gate_up GEMM|down GEMM"
   if [ -f carry/base/kernels_bench.zst ]; then
@@ -278,21 +277,34 @@ run_candidates() {
     sec "moe, the base binary ($(cat carry/base/COMMIT 2>/dev/null))"
     timeout 120 build/kernels_bench_base moe | grep -E "^\| moe|gate_up GEMM|down GEMM"
   fi
-  sec "attention prefill (the row-sum and TMA rows against the same warpgroups without)"
-  timeout 120 build/bench/kernels/gossamer_kernels_bench attention | grep -v decode
+  sec "attention prefill (the candidates' rows against the same warpgroups without)"
+  timeout 150 build/bench/kernels/gossamer_kernels_bench attention | grep -v decode
+}
+
+run_candidates_e2e() {
+  # The candidates' end-to-end A/B (bench prefill, twice each, the base binary first) and ncu source profiles of
+  # a full layer's attention with each attention candidate.
+  local run base=build/gossamer
+  if [ -f carry/base/gossamer.zst ]; then
+    $z -q -d -f carry/base/gossamer.zst -o build/gossamer_base && chmod +x build/gossamer_base && base=build/gossamer_base
+  fi
+  local all_attention="--prefill-attention-row-sum-mma --prefill-attention-kv-tma --prefill-attention-fixed-max"
   for run in "$base|" "build/gossamer|" "build/gossamer|--moe-quantize-tokens-once" \
-    "build/gossamer|--prefill-attention-row-sum-mma" "build/gossamer|--prefill-attention-kv-tma" "build/gossamer|" \
+    "build/gossamer|--prefill-attention-row-sum-mma" "build/gossamer|--prefill-attention-kv-tma" \
+    "build/gossamer|--prefill-attention-fixed-max" "build/gossamer|$all_attention" "build/gossamer|" \
     "build/gossamer|--moe-quantize-tokens-once" "build/gossamer|--prefill-attention-row-sum-mma" \
-    "build/gossamer|--prefill-attention-kv-tma"; do
+    "build/gossamer|--prefill-attention-kv-tma" "build/gossamer|--prefill-attention-fixed-max" \
+    "build/gossamer|$all_attention"; do
     sec "${run%%|*} bench prefill 20b 8,192 / 32,768 / 131,072 ${run#*|}"
-    timeout 120 ${run%%|*} bench prefill --load-format dummy --preset 20b --device cuda \
-      --input-lens 8192 32768 131072 --repeats 3 ${run#*|} | grep dummy
+    timeout 100 ${run%%|*} bench prefill --load-format dummy --preset 20b --device cuda \
+      --input-lens 8192 32768 131072 --repeats 2 ${run#*|} | grep dummy
   done
-  sec "ncu source (SASS) stall samples: a full layer's prefill attention (launch 1), the defaults, the row sums by MMA, K/V by TMA"
+  sec "ncu source (SASS) stall samples: a full layer's prefill attention (launch 1), the defaults and each candidate"
   local prefill=(bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 --repeats 1)
   profile_source attention_prefill_wgmma 1 "${prefill[@]}"
   PROFILE_TAG=_row_sum_mma profile_source attention_prefill_wgmma 1 "${prefill[@]}" --prefill-attention-row-sum-mma
   PROFILE_TAG=_kv_tma profile_source attention_prefill_wgmma 1 "${prefill[@]}" --prefill-attention-kv-tma
+  PROFILE_TAG=_fixed_max profile_source attention_prefill_wgmma 1 "${prefill[@]}" --prefill-attention-fixed-max
 }
 
 run_quick() {
@@ -346,6 +358,7 @@ case $mode in
   ab) run_ab ;;
   headline) run_headline 2>&1 | tee "$out/headline_summary.txt" ;;
   candidates) run_candidates 2>&1 | tee "$out/candidates_summary.txt" ;;
+  candidates-e2e) run_candidates_e2e 2>&1 | tee "$out/candidates_e2e_summary.txt" ;;
   quick) run_quick 2>&1 | tee "$out/quick_summary.txt" ;;
   timeline) run_timeline 2>&1 | tee "$out/timeline_summary.txt" ;;
   profile) run_profile 2>&1 | tee "$out/profile_summary.txt" ;;

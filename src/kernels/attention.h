@@ -88,6 +88,12 @@ struct AttentionParams {
   // sequence's last tile, which reaches past kv_len, is still gathered (zero-filled). The same shared-memory bytes,
   // so the same output bits. A candidate, off (hidden --prefill-attention-kv-tma); ignored with kv_fp8.
   bool prefill_kv_tma = false;
+  // The wgmma prefill kernel with three consumer warpgroups keeps each row's running max as it is on key tiles that
+  // need no mask after the first (no row max there, p = exp2(s·scale − m)); a CTA whose rows overflowed that way
+  // (logits past the max by more than ~2^7 in log2 units: its sums turn non-finite) runs its tiles again with the
+  // max on every tile. Rounding differs from the lazy softmax's as that one's from the eager one's. A candidate, off
+  // (hidden --prefill-attention-fixed-max); ignored with two warpgroups.
+  bool prefill_fixed_max = false;
   // Decode only: a (sequence, kv head) uses one of the launch's splits per key tile of its real length (counted
   // on the device: the launch's split count comes from max_kv_len, a graph's bound), the other splits' CTAs
   // leaving at once; where that grid would pass two waves of CTAs, splits of at least this many tiles (one CTA

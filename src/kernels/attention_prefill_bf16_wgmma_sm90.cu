@@ -25,6 +25,12 @@
 // rows all lie below kv_len by TMA (a 3-D tensor map over the cache, box = one page's rows of one kv head,
 // 128B-swizzled into the same layout), one transaction-counted arrival per stage; the other producer threads only join
 // for a tile that reaches past kv_len (a sequence's last), which they gather as above, zero-filled, before one arrival.
+// kFixedMax (AttentionParams::prefill_fixed_max, a candidate; three consumer warpgroups): a key tile that needs no mask
+// and is not the first keeps the running max m as it is (alpha 1): no row max, no shuffles, just
+// p = exp2(s·scale − m). m was set by the first tile (or the sink) and moves on masked tiles, and probabilities are
+// only relative to it, so the bf16 P and the fp32 sums keep their precision; only a row whose later logits pass m by
+// more than ~2^7 can overflow, which turns its sum or O non-finite. The CTA then runs its tiles once more with the
+// row max on every tile (producer included: a barrier after the first pass ORs the consumers' verdicts).
 // Sliding layers visit only the key tiles that intersect some query's window. Consumer warpgroups with no
 // query row (a sequence's last tile) leave at once and the others run alone.
 #include <algorithm>
@@ -68,8 +74,10 @@ static_assert(kSmemBytes<true, 3, true> <= 227 * 1024, "the FP8-KV wgmma prefill
 constexpr int kBarQ = 1;
 constexpr int kBarTurn = 4;
 constexpr int kBarProducer = 7;  // kKvTma: the producer warpgroup's 128 threads, after gathering a partial tile
+constexpr int kBarRedo = 8;      // kFixedMax: producer and active consumers, whether a second pass is needed
 using mbar::named_arrive;
 using mbar::named_sync;
+using mbar::named_sync_or;
 
 // How far (log2 units) a tile's row max may pass the running max m before the lazy softmax moves m (three
 // consumer warpgroups; measured 1.03× at 1×8,192 and 1.05× at 1×32,768 causal on an H100, docs/PERF.md
@@ -129,11 +137,29 @@ __device__ __forceinline__ void softmax_tile(float (&s)[64], float (&m)[2], floa
 
 // k_map / v_map (kKvTma): the caches as [rows][num_kv_heads][64] bf16, box (64, 1, min(page_size, kBN) rows),
 // 128B swizzle (launch_prefill_wgmma_for); unused otherwise.
-template <bool kKvFp8, int kConsumers, bool kRowSumMma, bool kKvTma>
+// kFixedMax's step on an unmasked key tile after the first: p = exp2(s·scale_log2 − m) with m as it is (the caller
+// sets alpha to 1), this thread's partial row sums l updated (kRowSumMma: left alone, the PV step sums P).
+template <bool kRowSumMma>
+__device__ __forceinline__ void softmax_tile_fixed_max(float (&s)[64], const float (&m)[2], float (&l)[2],
+                                                       float scale_log2) {
+  const float m_safe[2] = {m[0] == -INFINITY ? 0.f : m[0], m[1] == -INFINITY ? 0.f : m[1]};
+#pragma unroll
+  for (int j = 0; j < kBN / 8; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float pr = ex2(fmaf(s[4 * j + e], scale_log2, -m_safe[e / 2]));
+      s[4 * j + e] = pr;
+      if constexpr (!kRowSumMma) l[e / 2] += pr;
+    }
+  }
+}
+
+template <bool kKvFp8, int kConsumers, bool kRowSumMma, bool kKvTma, bool kFixedMax>
 __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
     attention_prefill_wgmma_kernel(const AttentionParams p, const __grid_constant__ CUtensorMap k_map,
                                    const __grid_constant__ CUtensorMap v_map) {
   static_assert(!(kKvTma && kKvFp8), "TMA cannot widen e4m3: the FP8 cache keeps its staging producer");
+  static_assert(!kFixedMax || kConsumers == 3, "the fixed max builds on the three warpgroups' lazy softmax");
   using Shape = CtaShape<kConsumers>;
   constexpr int kBM = Shape::kBM;
   // Three warpgroups run the lazy online softmax (kLazyRescaleLog2); two, which run only where the grid is
@@ -183,125 +209,129 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
   }
   __syncthreads();
 
-  if (kKvFp8 && tid < 128) {
-    // ========= producer, FP8 KV: thread = (rows r0 + 32·i, e4m3 bytes [16·c, 16·c + 16) of each) =========
-    tma::regs_release<Shape::kProducerRegs>();
-    const int c = tid % 4, r0 = tid / 4;
-    const int page_shift = __ffs(p.page_size) - 1;
-    const int32_t* pages = p.page_indices + p.page_indptr[b];
-    const int64_t head_off = static_cast<int64_t>(kv_head) * kHead + c * 16;
-    const uint8_t* k_bytes = static_cast<const uint8_t*>(p.k_cache);
-    const uint8_t* v_bytes = static_cast<const uint8_t*>(p.v_cache);
-    auto stage_tile = [&](int it) {  // cp.async of tile `it`'s rows into staging buffer it % 2
-      const int kv0 = (tile_begin + it) * kBN;
-      uint8_t* k8 = smem_fp8 + (it % 2) * kFp8StagingBytes;
-#pragma unroll
-      for (int i = 0; i < kBN / 32; ++i) {
-        const int r = r0 + 32 * i, pos = kv0 + r;
-        const bool ok = pos < kv_len;
-        const int slot = ok ? (__ldg(pages + (pos >> page_shift)) << page_shift) | (pos & ((1 << page_shift) - 1)) : 0;
-        const int64_t off = static_cast<int64_t>(slot) * p.num_kv_heads * kHead + head_off;
-        cp_async_16(k8 + r * kHead + c * 16, k_bytes + off, ok);
-        cp_async_16(k8 + kFp8RowsBytes + r * kHead + c * 16, v_bytes + off, ok);
-      }
-      cp_async_commit();
-    };
-    stage_tile(0);
-    for (int it = 0; it < num_kv_tiles; ++it) {
-      if (it + 1 < num_kv_tiles) {
-        // NOTE: buffer (it + 1) % 2 was last read by this same thread (its own chunks) in iteration it − 1.
-        stage_tile(it + 1);
-        cp_async_wait<1>();
-      } else {
-        cp_async_wait<0>();
-      }
-      const int s = it % kStages;
-      mbar::wait(&empty[s], ((it / kStages) & 1) ^ 1);
-      const uint8_t* k8 = smem_fp8 + (it % 2) * kFp8StagingBytes;
-      uint8_t* sk = smem_kv + s * kStageBytes;
-      uint8_t* sv = sk + kKvBytes;
-#pragma unroll
-      for (int i = 0; i < kBN / 32; ++i) {
-        const int r = r0 + 32 * i;
-        const uint4 k = *reinterpret_cast<const uint4*>(k8 + r * kHead + c * 16);
-        const uint4 v = *reinterpret_cast<const uint4*>(k8 + kFp8RowsBytes + r * kHead + c * 16);
-        *reinterpret_cast<uint4*>(sk + swz(r, 2 * c)) = e4m3x8_to_bf16x8(make_uint2(k.x, k.y));
-        *reinterpret_cast<uint4*>(sk + swz(r, 2 * c + 1)) = e4m3x8_to_bf16x8(make_uint2(k.z, k.w));
-        *reinterpret_cast<uint4*>(sv + swz(r, 2 * c)) = e4m3x8_to_bf16x8(make_uint2(v.x, v.y));
-        *reinterpret_cast<uint4*>(sv + swz(r, 2 * c + 1)) = e4m3x8_to_bf16x8(make_uint2(v.z, v.w));
-      }
-      fence_proxy_async();  // these generic-proxy writes → the consumers' wgmma reads (async proxy)
-      mbar::arrive(&full[s]);
-    }
-    return;
-  }
-  if (!kKvFp8 && tid < 128) {
-    // ================= producer: K/V tiles =================
+  if (tid < 128) {
+    // ================= producer: the K/V tiles of a pass into the ring, iterations ring0 … =================
     tma::regs_release<Shape::kProducerRegs>();
     const int page_shift = __ffs(p.page_size) - 1;
     const int32_t* pages = p.page_indices + p.page_indptr[b];
-    // Tile `it` into its stage by the warpgroup's cp.async, thread = (row r0 + 16·i, 16-byte chunk c), rows past kv_len
-    // zero-filled; the slots are looked up before the stage's empty wait.
-    auto gather_tile = [&](int it) {
-      const int c = tid % 8, r0 = tid / 8;
-      const int64_t head_off = static_cast<int64_t>(kv_head) * kHead + c * 8;
-      const int kv0 = (tile_begin + it) * kBN;
-      int slot[kBN / 16];  // cache rows (page · page_size + offset)
-#pragma unroll
-      for (int i = 0; i < kBN / 16; ++i) {
-        const int pos = kv0 + r0 + 16 * i;
-        slot[i] =
-            pos < kv_len ? (__ldg(pages + (pos >> page_shift)) << page_shift) | (pos & ((1 << page_shift) - 1)) : 0;
-      }
-      const int s = it % kStages;
-      mbar::wait(&empty[s], ((it / kStages) & 1) ^ 1);
-      uint8_t* sk = smem_kv + s * kStageBytes;
-      uint8_t* sv = sk + kKvBytes;
-#pragma unroll
-      for (int i = 0; i < kBN / 16; ++i) {
-        const int r = r0 + 16 * i;
-        const bool ok = kv0 + r < kv_len;
-        const int64_t off = static_cast<int64_t>(slot[i]) * p.num_kv_heads * kHead + head_off;
-        cp_async_16(sk + swz(r, c), static_cast<const uint16_t*>(p.k_cache) + off, ok);
-        cp_async_16(sv + swz(r, c), static_cast<const uint16_t*>(p.v_cache) + off, ok);
-      }
-    };
-    if constexpr (kKvTma) {
-      if (tid == 0) {
-        tma::prefetch_map(&k_map);
-        tma::prefetch_map(&v_map);
-        // Each page's rows of this kv head land at their tile row (a multiple of 16 rows: 2 KiB, so the 128B
-        // swizzle's phase is the tile's).
-        const int box_rows = min(p.page_size, kBN);
-        for (int it = 0; it < tma_tiles; ++it) {
-          const int s = it % kStages;
+    auto produce = [&](int ring0) {
+      if constexpr (kKvFp8) {
+        // FP8: thread = (rows r0 + 32·i, e4m3 bytes [16·c, 16·c + 16) of each)
+        const int c = tid % 4, r0 = tid / 4;
+        const int64_t head_off = static_cast<int64_t>(kv_head) * kHead + c * 16;
+        const uint8_t* k_bytes = static_cast<const uint8_t*>(p.k_cache);
+        const uint8_t* v_bytes = static_cast<const uint8_t*>(p.v_cache);
+        auto stage_tile = [&](int it) {  // cp.async of tile `it`'s rows into staging buffer it % 2
           const int kv0 = (tile_begin + it) * kBN;
-          mbar::wait(&empty[s], ((it / kStages) & 1) ^ 1);
-          tma::arrive_expect_tx(&full[s], kStageBytes);
-          uint8_t* sk = smem_kv + s * kStageBytes;
-          for (int r = 0; r < kBN; r += box_rows) {
-            const int pos = kv0 + r;
-            const int row = (__ldg(pages + (pos >> page_shift)) << page_shift) | (pos & (p.page_size - 1));
-            tma::copy_3d(sk + r * 128, &k_map, 0, kv_head, row, &full[s]);
-            tma::copy_3d(sk + kKvBytes + r * 128, &v_map, 0, kv_head, row, &full[s]);
+          uint8_t* k8 = smem_fp8 + (it % 2) * kFp8StagingBytes;
+#pragma unroll
+          for (int i = 0; i < kBN / 32; ++i) {
+            const int r = r0 + 32 * i, pos = kv0 + r;
+            const bool ok = pos < kv_len;
+            const int slot =
+                ok ? (__ldg(pages + (pos >> page_shift)) << page_shift) | (pos & ((1 << page_shift) - 1)) : 0;
+            const int64_t off = static_cast<int64_t>(slot) * p.num_kv_heads * kHead + head_off;
+            cp_async_16(k8 + r * kHead + c * 16, k_bytes + off, ok);
+            cp_async_16(k8 + kFp8RowsBytes + r * kHead + c * 16, v_bytes + off, ok);
           }
+          cp_async_commit();
+        };
+        stage_tile(0);
+        for (int it = 0; it < num_kv_tiles; ++it) {
+          if (it + 1 < num_kv_tiles) {
+            // NOTE: buffer (it + 1) % 2 was last read by this same thread (its own chunks) in iteration it − 1.
+            stage_tile(it + 1);
+            cp_async_wait<1>();
+          } else {
+            cp_async_wait<0>();
+          }
+          const int s = (ring0 + it) % kStages;
+          mbar::wait(&empty[s], (((ring0 + it) / kStages) & 1) ^ 1);
+          const uint8_t* k8 = smem_fp8 + (it % 2) * kFp8StagingBytes;
+          uint8_t* sk = smem_kv + s * kStageBytes;
+          uint8_t* sv = sk + kKvBytes;
+#pragma unroll
+          for (int i = 0; i < kBN / 32; ++i) {
+            const int r = r0 + 32 * i;
+            const uint4 k = *reinterpret_cast<const uint4*>(k8 + r * kHead + c * 16);
+            const uint4 v = *reinterpret_cast<const uint4*>(k8 + kFp8RowsBytes + r * kHead + c * 16);
+            *reinterpret_cast<uint4*>(sk + swz(r, 2 * c)) = e4m3x8_to_bf16x8(make_uint2(k.x, k.y));
+            *reinterpret_cast<uint4*>(sk + swz(r, 2 * c + 1)) = e4m3x8_to_bf16x8(make_uint2(k.z, k.w));
+            *reinterpret_cast<uint4*>(sv + swz(r, 2 * c)) = e4m3x8_to_bf16x8(make_uint2(v.x, v.y));
+            *reinterpret_cast<uint4*>(sv + swz(r, 2 * c + 1)) = e4m3x8_to_bf16x8(make_uint2(v.z, v.w));
+          }
+          fence_proxy_async();  // these generic-proxy writes → the consumers' wgmma reads (async proxy)
+          mbar::arrive(&full[s]);
+        }
+      } else {
+        // Tile `it` into its stage by the warpgroup's cp.async, thread = (row r0 + 16·i, 16-byte chunk c), rows past
+        // kv_len zero-filled; the slots are looked up before the stage's empty wait.
+        auto gather_tile = [&](int it) {
+          const int c = tid % 8, r0 = tid / 8;
+          const int64_t head_off = static_cast<int64_t>(kv_head) * kHead + c * 8;
+          const int kv0 = (tile_begin + it) * kBN;
+          int slot[kBN / 16];  // cache rows (page · page_size + offset)
+#pragma unroll
+          for (int i = 0; i < kBN / 16; ++i) {
+            const int pos = kv0 + r0 + 16 * i;
+            slot[i] =
+                pos < kv_len ? (__ldg(pages + (pos >> page_shift)) << page_shift) | (pos & ((1 << page_shift) - 1)) : 0;
+          }
+          const int s = (ring0 + it) % kStages;
+          mbar::wait(&empty[s], (((ring0 + it) / kStages) & 1) ^ 1);
+          uint8_t* sk = smem_kv + s * kStageBytes;
+          uint8_t* sv = sk + kKvBytes;
+#pragma unroll
+          for (int i = 0; i < kBN / 16; ++i) {
+            const int r = r0 + 16 * i;
+            const bool ok = kv0 + r < kv_len;
+            const int64_t off = static_cast<int64_t>(slot[i]) * p.num_kv_heads * kHead + head_off;
+            cp_async_16(sk + swz(r, c), static_cast<const uint16_t*>(p.k_cache) + off, ok);
+            cp_async_16(sv + swz(r, c), static_cast<const uint16_t*>(p.v_cache) + off, ok);
+          }
+        };
+        if constexpr (kKvTma) {
+          if (tid == 0) {
+            tma::prefetch_map(&k_map);
+            tma::prefetch_map(&v_map);
+            // Each page's rows of this kv head land at their tile row (a multiple of the box's rows, 128 bytes
+            // each: the 128B swizzle's phase is the tile's).
+            const int box_rows = min(p.page_size, kBN);
+            for (int it = 0; it < tma_tiles; ++it) {
+              const int s = (ring0 + it) % kStages;
+              const int kv0 = (tile_begin + it) * kBN;
+              mbar::wait(&empty[s], (((ring0 + it) / kStages) & 1) ^ 1);
+              tma::arrive_expect_tx(&full[s], kStageBytes);
+              uint8_t* sk = smem_kv + s * kStageBytes;
+              for (int r = 0; r < kBN; r += box_rows) {
+                const int pos = kv0 + r;
+                const int row = (__ldg(pages + (pos >> page_shift)) << page_shift) | (pos & (p.page_size - 1));
+                tma::copy_3d(sk + r * 128, &k_map, 0, kv_head, row, &full[s]);
+                tma::copy_3d(sk + kKvBytes + r * 128, &v_map, 0, kv_head, row, &full[s]);
+              }
+            }
+          }
+          __syncwarp();
+          if (tma_tiles < num_kv_tiles) {  // the last tile reaches past kv_len: gathered by all 128, one arrival
+            gather_tile(num_kv_tiles - 1);
+            cp_async_commit();
+            cp_async_wait<0>();
+            named_sync(kBarProducer, 128);  // every thread's rows landed (each waited for its own copies)
+            if (tid == 0) mbar::arrive(&full[(ring0 + num_kv_tiles - 1) % kStages]);
+          }
+        } else {
+          for (int it = 0; it < num_kv_tiles; ++it) {
+            gather_tile(it);
+            mbar::cp_async_arrive(&full[(ring0 + it) % kStages]);
+          }
+          cp_async_commit();  // leave with no copy in flight
+          cp_async_wait<0>();
         }
       }
-      if (tma_tiles < num_kv_tiles) {  // the last tile reaches past kv_len: gathered by all 128, then one arrival
-        gather_tile(num_kv_tiles - 1);
-        cp_async_commit();
-        cp_async_wait<0>();
-        named_sync(kBarProducer, 128);  // every thread's rows landed (each waited for its own copies)
-        if (tid == 0) mbar::arrive(&full[(num_kv_tiles - 1) % kStages]);
-      }
-    } else {
-      for (int it = 0; it < num_kv_tiles; ++it) {
-        gather_tile(it);
-        mbar::cp_async_arrive(&full[it % kStages]);
-      }
-      cp_async_commit();  // leave with no copy in flight
-      cp_async_wait<0>();
-    }
+    };
+    produce(0);
+    // kFixedMax: the tiles once more where some consumer row overflowed (the ring's iterations go on).
+    if (kFixedMax && named_sync_or(kBarRedo, 128 * (active_wgs + 1), false)) produce(num_kv_tiles);
     return;
   }
 
@@ -338,44 +368,39 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
   auto need_mask = [&](int kv0) { return kv0 + kBN - 1 > wg_q0pos || (p.window > 0 && kv0 <= wg_q1pos - p.window); };
 
   const float scale_log2 = p.scale * kv_k_scale(p, kv_head) * kLog2e;
-  float m[2], l[2];
   const float sink = p.sinks ? p.sinks[head] * kLog2e : -INFINITY;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    m[h] = sink;
-    l[h] = (p.sinks && lane % 4 == 0) ? 1.f : 0.f;  // the sink's own exp2(sink − m), counted by one lane
-  }
+  float m[2], l[2];
   float o[32];
-#pragma unroll
-  for (int i = 0; i < 32; ++i) o[i] = 0.f;
   // kRowSumMma: P · ones, every column the row's sum (rows g, g + 8), starting from the sink's own term.
-  float lsum[4];
-#pragma unroll
-  for (int i = 0; i < 4; ++i) lsum[i] = p.sinks ? 1.f : 0.f;
+  float lsum[4] = {};  // (set per pass below; initialised here for the compiler's use-before-set analysis)
   const uint64_t desc_ones = wgmma::desc_k_noswizzle(smem_ones, 128);
   float s[64];
   uint32_t pa[kBN / 16][4];
-  float alpha[2];
+  float alpha[2] = {1.f, 1.f};
   auto rescale_row_sums = [&] {  // kRowSumMma: the row sums follow m as O does
     lsum[0] *= alpha[0];
     lsum[1] *= alpha[0];
     lsum[2] *= alpha[1];
     lsum[3] *= alpha[1];
   };
+  // kFixedMax: whether this pass keeps m on unmasked tiles after the first (the first pass; a second, after an
+  // overflow, moves it on every tile), and the ring iteration of the pass's first tile.
+  bool fixed_max = kFixedMax;
+  int ring0 = 0;
 
   // Descriptors of stage 0 (a stage adds its byte offset / 16: shared memory < 256 KiB, no carry).
   const uint64_t desc_q = wgmma::desc_k128_sw128(sq);
   const uint64_t desc_k0 = wgmma::desc_k128_sw128(smem_kv);
   const uint64_t desc_v0 = wgmma::desc_mn_sw128(smem_kv + kKvBytes, kKvBytes);
-  auto issue_qk = [&](int stage) {
-    const uint64_t dk = desc_k0 + static_cast<uint64_t>(stage * kStageBytes >> 4);
+  auto issue_qk = [&](int it) {
+    const uint64_t dk = desc_k0 + static_cast<uint64_t>((ring0 + it) % kStages * kStageBytes >> 4);
 #pragma unroll
     for (int kk = 0; kk < kHead / 16; ++kk) {  // 16 dims = 32 bytes per step, inside the 128-byte row
       wgmma::wgmma_m64n128k16_bf16_ss(s, desc_q + 2 * kk, dk + 2 * kk, kk > 0);
     }
   };
-  auto issue_pv = [&](int stage) {
-    const uint64_t dv = desc_v0 + static_cast<uint64_t>(stage * kStageBytes >> 4);
+  auto issue_pv = [&](int it) {
+    const uint64_t dv = desc_v0 + static_cast<uint64_t>((ring0 + it) % kStages * kStageBytes >> 4);
 #pragma unroll
     for (int kk = 0; kk < kBN / 16; ++kk) {  // 16 keys = 2048 bytes per step
       wgmma::wgmma_m64n64k16_bf16_rs_tb(o, pa[kk], dv + static_cast<uint64_t>(kk * 2048 >> 4), 1);
@@ -386,17 +411,20 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
     const int kv0 = (tile_begin + it) * kBN;
     if (need_mask(kv0)) {
       softmax_tile<true, kLazy, kRowSumMma>(s, m, l, alpha, kv0, row_pos, p.window, scale_log2);
+    } else if (kFixedMax && fixed_max && it > 0) {
+      softmax_tile_fixed_max<kRowSumMma>(s, m, l, scale_log2);
+      alpha[0] = alpha[1] = 1.f;
     } else {
       softmax_tile<false, kLazy, kRowSumMma>(s, m, l, alpha, kv0, row_pos, p.window, scale_log2);
     }
   };
   auto wait_full = [&](int it) {
-    mbar::wait(&full[it % kStages], (it / kStages) & 1);
+    mbar::wait(&full[(ring0 + it) % kStages], ((ring0 + it) / kStages) & 1);
     // The producer's cp.async writes (generic proxy) → this thread's wgmma reads (TMA writes are async-proxy ones).
     if (!kKvTma || it >= tma_tiles) fence_proxy_async();
   };
   auto release = [&](int it) {
-    if (lane == 0) mbar::arrive(&empty[it % kStages]);
+    if (lane == 0) mbar::arrive(&empty[(ring0 + it) % kStages]);
   };
   // Before wgmma::fence: every write to S, O and P by ordinary instructions stays before it (the compiler
   // may not sink them past the fence into the wgmma's asynchronous window).
@@ -409,8 +437,8 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
   };
   // Ping-pong (round robin over the active warpgroups): warpgroup w issues its wgmma only in its turn
   // (barrier kBarTurn + w) and then hands the turn to the next. Each warpgroup has num_kv_tiles + 1 issue
-  // sections; the last warpgroup gives warpgroup 0 the first turn and does not hand over after its last
-  // section, so every barrier phase completes.
+  // sections per pass; the last warpgroup gives warpgroup 0 the first turn and does not hand over after its
+  // last section, so every barrier phase completes.
   const bool pingpong = active_wgs > 1;
   const bool last_wg = wg == active_wgs - 1;
   auto turn_wait = [&] {
@@ -419,79 +447,109 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
   auto turn_pass = [&] {
     if (pingpong) named_arrive(kBarTurn + (last_wg ? 0 : wg + 1), 256);
   };
-  if (pingpong && last_wg) turn_pass();
 
-  // ---- section 0: S of the first tile ----
-  wait_full(0);
-  turn_wait();
-  fence_operands();
-  wgmma::fence();
-  issue_qk(0);
-  wgmma::commit();
-  turn_pass();
-  wgmma::wait<0>();
-  wgmma::fence_operand(s);
-  softmax(0);                                    // O is still 0: alpha needs no application there
-  if constexpr (kRowSumMma) rescale_row_sums();  // but the sink's term in the row sums does
-  wgmma::d_to_a_bf16(pa, s);
+  float sum[2];  // the rows' sums of probabilities, sink included
+  for (;;) {     // one pass, or (kFixedMax) two
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      m[h] = sink;
+      l[h] = (p.sinks && lane % 4 == 0) ? 1.f : 0.f;  // the sink's own exp2(sink − m), counted by one lane
+    }
+#pragma unroll
+    for (int i = 0; i < 32; ++i) o[i] = 0.f;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) lsum[i] = p.sinks ? 1.f : 0.f;
+    if (pingpong && last_wg) turn_pass();
 
-  // ---- sections 1 … n − 1: S of tile it and PV of tile it − 1 in flight, then the softmax of tile it ----
-  for (int it = 1; it < num_kv_tiles; ++it) {
-    wait_full(it);
+    // ---- section 0: S of the first tile ----
+    wait_full(0);
     turn_wait();
     fence_operands();
     wgmma::fence();
-    issue_qk(it % kStages);
-    wgmma::commit();
-    issue_pv((it - 1) % kStages);
+    issue_qk(0);
     wgmma::commit();
     turn_pass();
-    wgmma::wait<1>();  // S done (groups complete in order); the PV still runs
+    wgmma::wait<0>();
     wgmma::fence_operand(s);
-    softmax(it);
+    softmax(0);                                    // O is still 0: alpha needs no application there
+    if constexpr (kRowSumMma) rescale_row_sums();  // but the sink's term in the row sums does
+    wgmma::d_to_a_bf16(pa, s);
+
+    // ---- sections 1 … n − 1: S of tile it and PV of tile it − 1 in flight, then the softmax of tile it ----
+    for (int it = 1; it < num_kv_tiles; ++it) {
+      wait_full(it);
+      turn_wait();
+      fence_operands();
+      wgmma::fence();
+      issue_qk(it);
+      wgmma::commit();
+      issue_pv(it - 1);
+      wgmma::commit();
+      turn_pass();
+      wgmma::wait<1>();  // S done (groups complete in order); the PV still runs
+      wgmma::fence_operand(s);
+      softmax(it);
+      wgmma::wait<0>();
+      wgmma::fence_operand(o);
+      if constexpr (kRowSumMma) wgmma::fence_operand(lsum);
+      release(it - 1);
+      wgmma::d_to_a_bf16(pa, s);
+      // Lazy: the warp skips O's 32 multiplies per thread when all its 16 rows kept m (alpha exactly 1).
+      if (!kLazy || __any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          o[4 * j + 0] *= alpha[0];
+          o[4 * j + 1] *= alpha[0];
+          o[4 * j + 2] *= alpha[1];
+          o[4 * j + 3] *= alpha[1];
+        }
+        if constexpr (kRowSumMma) rescale_row_sums();
+      }
+    }
+
+    // ---- last section: PV of the last tile ----
+    turn_wait();
+    fence_operands();
+    wgmma::fence();
+    issue_pv(num_kv_tiles - 1);
+    wgmma::commit();
+    if (!last_wg) turn_pass();
     wgmma::wait<0>();
     wgmma::fence_operand(o);
     if constexpr (kRowSumMma) wgmma::fence_operand(lsum);
-    release(it - 1);
-    wgmma::d_to_a_bf16(pa, s);
-    // Lazy: the warp skips O's 32 multiplies per thread when all its 16 rows kept m (alpha exactly 1).
-    if (!kLazy || __any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) {
-#pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        o[4 * j + 0] *= alpha[0];
-        o[4 * j + 1] *= alpha[0];
-        o[4 * j + 2] *= alpha[1];
-        o[4 * j + 3] *= alpha[1];
-      }
-      if constexpr (kRowSumMma) rescale_row_sums();
-    }
-  }
+    release(num_kv_tiles - 1);
 
-  // ---- last section: PV of the last tile ----
-  turn_wait();
-  fence_operands();
-  wgmma::fence();
-  issue_pv((num_kv_tiles - 1) % kStages);
-  wgmma::commit();
-  if (!last_wg) turn_pass();
-  wgmma::wait<0>();
-  wgmma::fence_operand(o);
-  if constexpr (kRowSumMma) wgmma::fence_operand(lsum);
-  release(num_kv_tiles - 1);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      sum[h] = l[h];
+      if constexpr (kRowSumMma) {
+        sum[h] = lsum[2 * h];
+      } else {
+        sum[h] += __shfl_xor_sync(0xffffffffu, sum[h], 1);
+        sum[h] += __shfl_xor_sync(0xffffffffu, sum[h], 2);
+      }
+    }
+    if constexpr (kFixedMax) {
+      // An overflowed row (some p or a sum past the fp32 range) left its sum or O non-finite: then the whole CTA
+      // runs its tiles again, moving m on every tile.
+      bool overflow = !isfinite(sum[0]) || !isfinite(sum[1]);
+#pragma unroll
+      for (int i = 0; i < 32; ++i) overflow |= !isfinite(o[i]);
+      if (fixed_max && named_sync_or(kBarRedo, 128 * (active_wgs + 1), overflow)) {
+        fixed_max = false;
+        ring0 = num_kv_tiles;
+        continue;
+      }
+    }
+    break;
+  }
 
   // ---- O / l → out ----
   const float v_scale = kv_v_scale(p, kv_head);
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    float sum = l[h];
-    if constexpr (kRowSumMma) {
-      sum = lsum[2 * h];
-    } else {
-      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    }
     if (row_pos[h] < 0) continue;
-    const float inv = sum > 0.f ? v_scale / sum : 0.f;
+    const float inv = sum[h] > 0.f ? v_scale / sum[h] : 0.f;
     const int qi = q_lo + 64 * wg + 16 * warp + lane / 4 + 8 * h;
     uint16_t* dst = p.out + (static_cast<int64_t>(q_begin + qi) * p.num_q_heads + head) * kHead + 2 * (lane % 4);
 #pragma unroll
@@ -501,13 +559,13 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
   }
 }
 
-template <bool kKvFp8, int kConsumers, bool kRowSumMma, bool kKvTma>
+template <bool kKvFp8, int kConsumers, bool kRowSumMma, bool kKvTma, bool kFixedMax>
 void launch_prefill_wgmma_for(const AttentionParams& p, cudaStream_t stream) {
   constexpr int kSmem = kSmemBytes<kKvFp8, kConsumers, kRowSumMma>;
+  auto* kernel = attention_prefill_wgmma_kernel<kKvFp8, kConsumers, kRowSumMma, kKvTma, kFixedMax>;
   static bool configured = false;
   if (!configured) {
-    GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(attention_prefill_wgmma_kernel<kKvFp8, kConsumers, kRowSumMma, kKvTma>,
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+    GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
     configured = true;
   }
   // One CTA per (listed query tile, head), heads fastest.
@@ -530,8 +588,7 @@ void launch_prefill_wgmma_for(const AttentionParams& p, cudaStream_t stream) {
     v_map =
         tma::make_map(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, CU_TENSOR_MAP_SWIZZLE_128B, p.v_cache, 3, dims, strides, box);
   }
-  attention_prefill_wgmma_kernel<kKvFp8, kConsumers, kRowSumMma, kKvTma>
-      <<<static_cast<unsigned>(grid), CtaShape<kConsumers>::kThreads, kSmem, stream>>>(p, k_map, v_map);
+  kernel<<<static_cast<unsigned>(grid), CtaShape<kConsumers>::kThreads, kSmem, stream>>>(p, k_map, v_map);
   GOSSAMER_CUDA_CHECK_LAUNCH();
 }
 
@@ -548,12 +605,14 @@ void launch_prefill_wgmma(const AttentionParams& p, cudaStream_t stream) {
     // their grid fills four waves.
     three = static_cast<int64_t>(p.num_q_tiles_192) * p.num_q_heads >= 4 * static_cast<int64_t>(current_sm_count());
   }
-  // The twelve instantiations: (cache dtype, consumer warpgroups, row sums on the tensor core, bf16 K/V by TMA).
+  // The eighteen instantiations: (cache dtype, consumer warpgroups, row sums on the tensor core, bf16 K/V by TMA,
+  // and with three warpgroups the fixed max).
   auto launch = [&](auto kv_fp8, auto row_sum_mma, auto kv_tma) {
     constexpr bool kFp8 = decltype(kv_fp8)::value, kRowSum = decltype(row_sum_mma)::value;
     constexpr bool kTma = decltype(kv_tma)::value;
-    if (three) return launch_prefill_wgmma_for<kFp8, 3, kRowSum, kTma>(p, stream);
-    launch_prefill_wgmma_for<kFp8, 2, kRowSum, kTma>(p, stream);
+    if (three && p.prefill_fixed_max) return launch_prefill_wgmma_for<kFp8, 3, kRowSum, kTma, true>(p, stream);
+    if (three) return launch_prefill_wgmma_for<kFp8, 3, kRowSum, kTma, false>(p, stream);
+    launch_prefill_wgmma_for<kFp8, 2, kRowSum, kTma, false>(p, stream);
   };
   using True = std::true_type;
   using False = std::false_type;

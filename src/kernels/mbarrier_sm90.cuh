@@ -67,5 +67,17 @@ __device__ __forceinline__ void named_sync(int id, int count) {
 __device__ __forceinline__ void named_arrive(int id, int count) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
 }
+// Named barrier `id` over `count` threads (a multiple of 32, whole warps) that also ORs a predicate: every
+// participant returns whether any of them passed true.
+__device__ __forceinline__ bool named_sync_or(int id, int count, bool pred) {
+  uint32_t any;
+  asm volatile(
+      "{\n .reg .pred p, q;\n setp.ne.u32 p, %3, 0;\n barrier.cta.red.or.pred q, %1, %2, p;\n"
+      " selp.u32 %0, 1, 0, q;\n}\n"
+      : "=r"(any)
+      : "r"(id), "r"(count), "r"(static_cast<uint32_t>(pred))
+      : "memory");
+  return any != 0;
+}
 
 }  // namespace gossamer::kernels::mbar

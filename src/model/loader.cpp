@@ -136,6 +136,7 @@ cuda::CudaOptions cuda_options(const ModelOptions& options) {
   out.prefill_attention_warpgroups = options.prefill_attention_warpgroups;
   out.prefill_attention_row_sum_mma = options.prefill_attention_row_sum_mma;
   out.prefill_attention_kv_tma = options.prefill_attention_kv_tma;
+  out.prefill_attention_fixed_max = options.prefill_attention_fixed_max;
   out.moe_decode = choose<cuda::MoeDecodePath>("--moe-decode", options.moe_decode,
                                                {{"auto", cuda::MoeDecodePath::kAuto},
                                                 {"gemv", cuda::MoeDecodePath::kGemv},

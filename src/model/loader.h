@@ -50,6 +50,9 @@ struct ModelOptions {
   // cuda: the wgmma prefill kernel loads bf16 K/V tiles by TMA (CudaOptions::prefill_attention_kv_tma; a
   // candidate, hidden bench flag --prefill-attention-kv-tma).
   bool prefill_attention_kv_tma = false;
+  // cuda: the wgmma prefill kernel keeps the running max on unmasked key tiles after the first
+  // (CudaOptions::prefill_attention_fixed_max; a candidate, hidden bench flag --prefill-attention-fixed-max).
+  bool prefill_attention_fixed_max = false;
   // cuda: the experts of decode-sized steps (CudaOptions::moe_decode): "auto" (the weight-streaming grouped
   // GEMM where it measured faster: 9–64 tokens with FP8 experts, 9–512 with MXFP4), "gemv" (never) or
   // "stream" (every step of ≤ 4,096 tokens).

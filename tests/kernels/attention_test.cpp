@@ -98,6 +98,7 @@ struct WgmmaVariant {
   int max_kv_bound = 0;
   bool row_sum_mma = false;  // AttentionParams::prefill_row_sum_mma
   bool kv_tma = false;       // AttentionParams::prefill_kv_tma (also checked bit for bit against the gather)
+  bool fixed_max = false;    // AttentionParams::prefill_fixed_max
 };
 
 void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_heads, int kv_heads, int page_size,
@@ -173,6 +174,7 @@ void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_he
   p.prefill_consumer_warpgroups = wgmma.consumer_warpgroups;
   p.prefill_row_sum_mma = wgmma.row_sum_mma;
   p.prefill_kv_tma = wgmma.kv_tma;
+  p.prefill_fixed_max = wgmma.fixed_max;
   // mixed: the model's split of a mixed step (decode_rows_apart): the decode launch for the ≤ kDecodeMaxQ
   // sequences, then the prefill launch for the rest, into the same poisoned output.
   p.decode_rows_apart = mixed;
@@ -245,7 +247,8 @@ void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_he
              ? " min tiles per split " + std::to_string(wgmma.decode_min_tiles_per_split)
              : std::string())
      << (wgmma.max_kv_bound > max_kv ? " max_kv_len bound " + std::to_string(wgmma.max_kv_bound) : std::string())
-     << (!decode && wgmma.row_sum_mma ? " row sums by MMA" : "") << (!decode && wgmma.kv_tma ? " K/V by TMA" : "");
+     << (!decode && wgmma.row_sum_mma ? " row sums by MMA" : "") << (!decode && wgmma.kv_tma ? " K/V by TMA" : "")
+     << (!decode && wgmma.fixed_max ? " fixed max" : "");
   const std::string shape = os.str();
   report(kernel_name(decode, kernel), shape, err, kTolBf16);
   EXPECT_LT(err, kTolBf16) << shape;
@@ -337,6 +340,24 @@ TEST(AttentionPrefillWgmmaKernel, KvTmaMatchesReference) {
              Sinks::kNormal, false, false, three);
   }
   run_case({{700, 900}, {64, 64}}, 0, 16, 2, 16, false, rng, PrefillKernel::kWgmma, Sinks::kNormal, true, false, three);
+}
+
+// The fixed max on unmasked key tiles (AttentionParams::prefill_fixed_max, three warpgroups): both caches, with the row
+// sums by MMA too, logits of a few units and of ~±50 log2 units (q amplitude 24: maxima move on masked tiles, and
+// later tiles pass the first one's max by up to ~2^5), and q amplitude 128 (logits of ~±250 log2 units: later maxima
+// pass the first tile's by more than 2^7, so rows overflow and their CTA runs a second pass with the max everywhere).
+TEST(AttentionPrefillWgmmaKernel, FixedMaxMatchesReference) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(31);
+  wgmma_cases(rng, {3, 1.0f, 4, 0, false, false, true}, false);
+  wgmma_cases(rng, {3, 24.0f, 4, 0, false, false, true}, true);
+  wgmma_cases(rng, {3, 24.0f, 4, 0, true, true, true}, false);
+  for (const bool kv_fp8 : {false, true}) {
+    run_case({{2000, 2000}, {300, 1300}}, 0, 16, 2, 16, false, rng, PrefillKernel::kWgmma, Sinks::kNormal, kv_fp8,
+             false, {3, 128.0f, 4, 0, false, false, true});
+    run_case({{1100, 1100}}, 0, 16, 2, 64, false, rng, PrefillKernel::kWgmma, Sinks::kNone, kv_fp8, false,
+             {3, 128.0f, 4, 0, true, false, true});
+  }
 }
 
 // Random varlen batches: 1–5 sequences, query lengths 1–1,200, cached prefixes 0–1,000, either window,

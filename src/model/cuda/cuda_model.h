@@ -86,6 +86,7 @@ struct CudaOptions {
   int prefill_attention_warpgroups = 0;
   bool prefill_attention_row_sum_mma = false;    // kernels::AttentionParams::prefill_row_sum_mma (a candidate)
   bool prefill_attention_kv_tma = false;         // kernels::AttentionParams::prefill_kv_tma (a candidate)
+  bool prefill_attention_fixed_max = false;      // kernels::AttentionParams::prefill_fixed_max (a candidate)
   int decode_attention_min_tiles_per_split = 4;  // kernels::AttentionParams::decode_min_tiles_per_split
   bool decode_attention_prefetch_kv = true;      // kernels::AttentionParams::decode_prefetch_kv
   // The FP8 QKV GEMV of a decode step (≤ kGemvMaxRows tokens) applies RoPE and writes the K/V cache in its
