@@ -55,9 +55,8 @@ struct MoePlanParams {
 };
 int moe_max_tiles(int num_tokens, int num_local_experts, int tile_rows);
 void launch_moe_plan(const MoePlanParams& p, cudaStream_t stream);
-// Reference (host memory). Within an expert, rows follow (token, k) pair order; the GPU's order inside an
-// expert is unspecified, so compare plans by group_offsets, tile lists and the (token, k) → row → token
-// round trip, not row by row.
+// Reference (host memory). Within an expert, rows follow (token, k) pair order, on the GPU as well: the same plan
+// bit for bit.
 void moe_plan_cpu(const MoePlanParams& p);
 
 // out[t] = bf(residual[t] + Σ_k w[t,k] · y[pair_row[t,k]]) (pairs with row −1 are skipped;

@@ -1,4 +1,4 @@
-// The MoE pieces of moe.h on the GPU: route (one warp per token), plan (one CTA) and combine. The
+// The MoE pieces of moe.h on the GPU: route (one warp per token), plan (one CTA, in pair order) and combine. The
 // compositions of the expert block over them are in moe_sm90.cu.
 #include <cfloat>
 
@@ -28,55 +28,101 @@ __global__ void moe_route_kernel(MoeRouteParams p) {
   }
 }
 
-__global__ void __launch_bounds__(1024) moe_plan_kernel(MoePlanParams p) {
+// The plan in one CTA of kPlanWarps warps, in pair order (moe_plan_cpu's rows exactly). Warp w owns a contiguous
+// chunk of pairs and walks it 32 at a time: the lanes of one expert find each other (__match_any_sync), their leader
+// counts them into the warp's own row of counters (no atomics, no contention between warps), and in the scatter
+// each lane's row is its warp's next row of that expert plus its rank among those lanes. Between the two walks the
+// counts become rows: per expert over the warps, and over the experts by warp 0's scan.
+constexpr int kPlanWarps = 32;
+__global__ void __launch_bounds__(kPlanWarps * 32) moe_plan_kernel(MoePlanParams p) {
   pdl_wait();  // PDL: nothing global is touched before the previous kernel is done
   pdl_trigger();
-  __shared__ int count[kMoeMaxExperts];
-  __shared__ int offset[kMoeMaxExperts];
-  __shared__ int tile_offset[kMoeMaxExperts];
+  __shared__ int warp_rows[kPlanWarps][kMoeMaxExperts];  // pairs of warp w's chunk per expert, then its next row
+  __shared__ int expert_row[kMoeMaxExperts + 1];         // pairs per expert, then its first row (and the total)
+  __shared__ int expert_tile[kMoeMaxExperts];            // its first tile
+  const int num_experts = p.num_local_experts;
   const int num_pairs = p.num_tokens * kMoeTopK;
-  for (int e = threadIdx.x; e < p.num_local_experts; e += blockDim.x) count[e] = 0;
-  __syncthreads();
-  // ---- histogram ----
-  for (int i = threadIdx.x; i < num_pairs; i += blockDim.x) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int chunk = ceil_div(num_pairs, kPlanWarps * 32) * 32;  // pairs per warp: whole walks of 32
+  const int begin = min(num_pairs, warp * chunk), end = min(num_pairs, begin + chunk);
+  auto local_expert = [&](int i) {  // −1: past the chunk, or another rank's expert
+    if (i >= end) return -1;
     const int e = p.topk_ids[i] - p.expert_begin;
-    if (e >= 0 && e < p.num_local_experts) atomicAdd(&count[e], 1);
+    return e >= 0 && e < num_experts ? e : -1;
+  };
+  for (int e = lane; e < num_experts; e += 32) warp_rows[warp][e] = 0;
+  __syncwarp();
+  // ---- count: each warp its chunk ----
+  for (int i0 = begin; i0 < end; i0 += 32) {
+    const int e = local_expert(i0 + lane);
+    const unsigned same = __match_any_sync(0xffffffffu, e);
+    if (e >= 0 && lane == __ffs(same) - 1) warp_rows[warp][e] += __popc(same);
+    __syncwarp();
   }
   __syncthreads();
-  // ---- scan (≤ 256 experts: serial is cheap) ----
-  if (threadIdx.x == 0) {
+  if (threadIdx.x < num_experts) {
+    int n = 0;
+    for (int w = 0; w < kPlanWarps; ++w) n += warp_rows[w][threadIdx.x];
+    expert_row[threadIdx.x] = n;
+  }
+  __syncthreads();
+  // ---- experts' first rows and tiles: warp 0 scans 32 experts at a time ----
+  if (warp == 0) {
     int rows = 0, tiles = 0;
-    for (int e = 0; e < p.num_local_experts; ++e) {
-      offset[e] = rows;
-      tile_offset[e] = tiles;
-      p.group_offsets[e] = rows;
-      rows += count[e];
-      tiles += (count[e] + p.tile_rows - 1) / p.tile_rows;
+    for (int e0 = 0; e0 < num_experts; e0 += 32) {
+      const int e = e0 + lane;
+      const int n = e < num_experts ? expert_row[e] : 0;
+      const int nt = ceil_div(n, p.tile_rows);
+      int sn = n, st = nt;  // inclusive scans over the lanes
+      for (int o = 1; o < 32; o <<= 1) {
+        const int a = __shfl_up_sync(0xffffffffu, sn, o), b = __shfl_up_sync(0xffffffffu, st, o);
+        if (lane >= o) sn += a, st += b;
+      }
+      if (e < num_experts) {
+        expert_row[e] = rows + sn - n;
+        expert_tile[e] = tiles + st - nt;
+      }
+      rows += __shfl_sync(0xffffffffu, sn, 31);
+      tiles += __shfl_sync(0xffffffffu, st, 31);
     }
-    p.group_offsets[p.num_local_experts] = rows;
-    *p.num_tiles = tiles;
+    if (lane == 0) {
+      expert_row[num_experts] = rows;
+      p.group_offsets[num_experts] = rows;
+      *p.num_tiles = tiles;
+    }
   }
   __syncthreads();
-  // ---- tile list ----
-  for (int e = threadIdx.x; e < p.num_local_experts; e += blockDim.x) {
-    const int n = (count[e] + p.tile_rows - 1) / p.tile_rows;
-    for (int t = 0; t < n; ++t) {
-      p.tile_group[tile_offset[e] + t] = e;
-      p.tile_m0[tile_offset[e] + t] = offset[e] + t * p.tile_rows;
+  // ---- per expert: its offset, its tiles, and each warp's first row ----
+  if (threadIdx.x < num_experts) {
+    const int e = threadIdx.x;
+    p.group_offsets[e] = expert_row[e];
+    const int n = expert_row[e + 1] - expert_row[e];
+    for (int t = 0; t * p.tile_rows < n; ++t) {
+      p.tile_group[expert_tile[e] + t] = e;
+      p.tile_m0[expert_tile[e] + t] = expert_row[e] + t * p.tile_rows;
+    }
+    int row = expert_row[e];
+    for (int w = 0; w < kPlanWarps; ++w) {
+      const int count = warp_rows[w][e];
+      warp_rows[w][e] = row;
+      row += count;
     }
   }
   __syncthreads();
-  for (int e = threadIdx.x; e < p.num_local_experts; e += blockDim.x) count[e] = 0;
-  __syncthreads();
-  // ---- scatter ----
-  for (int i = threadIdx.x; i < num_pairs; i += blockDim.x) {
-    const int e = p.topk_ids[i] - p.expert_begin;
+  // ---- scatter: each warp its chunk again, in pair order ----
+  for (int i0 = begin; i0 < end; i0 += 32) {
+    const int i = i0 + lane;
+    const int e = local_expert(i);
+    const unsigned same = __match_any_sync(0xffffffffu, e);
     int row = -1;
-    if (e >= 0 && e < p.num_local_experts) {
-      row = offset[e] + atomicAdd(&count[e], 1);
+    if (e >= 0) {
+      row = warp_rows[warp][e] + __popc(same & ((1u << lane) - 1));
       p.row_token[row] = i / kMoeTopK;
     }
-    p.pair_row[i] = row;
+    if (i < end) p.pair_row[i] = row;
+    __syncwarp();
+    if (e >= 0 && lane == __ffs(same) - 1) warp_rows[warp][e] += __popc(same);
+    __syncwarp();
   }
 }
 
@@ -132,7 +178,7 @@ void launch_moe_route(const MoeRouteParams& p, cudaStream_t stream) {
 
 void launch_moe_plan(const MoePlanParams& p, cudaStream_t stream) {
   GOSSAMER_CHECK(p.num_local_experts > 0 && p.num_local_experts <= kMoeMaxExperts, "moe_plan: bad expert count");
-  launch_pdl(moe_plan_kernel, dim3(1), dim3(1024), 0, stream, p);
+  launch_pdl(moe_plan_kernel, dim3(1), dim3(kPlanWarps * 32), 0, stream, p);
   GOSSAMER_CUDA_CHECK_LAUNCH();
 }
 
