@@ -270,12 +270,12 @@ run_candidates() {
   cat "$out/cand_exit.log"
   grep -hE '^\[  (PASSED|FAILED) |^\[  FAILED  \]' "$out"/cand_*.log
   sec "moe (the rows and phases with the tokens quantized once beside the defaults)"
-  timeout 120 build/bench/kernels/gossamer_kernels_bench moe | grep -E "^\| moe|quantize tokens|gate_up GEMM|down GEMM"
+  timeout 120 build/bench/kernels/gossamer_kernels_bench moe | grep -E "^\| moe|moe phase"
   if [ -f carry/base/kernels_bench.zst ]; then
     # The base binary's rows: the gate_up GEMM's skipped pass past N (a default since the sixteenth session).
     $z -q -d -f carry/base/kernels_bench.zst -o build/kernels_bench_base && chmod +x build/kernels_bench_base
     sec "moe, the base binary ($(cat carry/base/COMMIT 2>/dev/null))"
-    timeout 120 build/kernels_bench_base moe | grep -E "^\| moe|gate_up GEMM|down GEMM"
+    timeout 120 build/kernels_bench_base moe | grep -E "^\| moe|moe phase"
   fi
   sec "attention prefill (the candidates' rows against the same warpgroups without)"
   timeout 150 build/bench/kernels/gossamer_kernels_bench attention | grep -v decode
