@@ -260,7 +260,8 @@ run_candidates() {
   sec "the candidates' own GPU tests (kernels in five shards, at once)"
   local i=0 f
   rm -f "$out/cand_exit.log"
-  for f in 'QuantizeFp8Kernel.*:GemmFp8Kernel.*' 'MoeKernel.*' 'AttentionPrefillWgmmaKernel.RowSumMma*' \
+  for f in 'QuantizeFp8Kernel.*:GemmFp8Kernel.*:MoePlanKernel.*:MoeStream*' 'MoeKernel.*' \
+    'AttentionPrefillWgmmaKernel.RowSumMma*' \
     'AttentionPrefillWgmmaKernel.KvTma*' 'AttentionPrefillWgmmaKernel.FixedMax*'; do
     (timeout 300 build/tests/gossamer_kernels_tests --gtest_color=no --gtest_filter="$f" > "$out/cand_kernels_$i.log" 2>&1
       echo "kernels '$f' exit $?" >> "$out/cand_exit.log") &
