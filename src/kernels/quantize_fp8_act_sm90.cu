@@ -2,13 +2,11 @@
 //
 // One warp per output row, in passes of 2,048 columns: each lane first loads its eight 8-column chunks of
 // the pass (16-byte loads, all in flight at once), then every half-warp quantizes one 128-column group per
-// chunk round (lanes 0–15 group 2i, lanes 16–31 group 2i + 1 of the pass): |max| over 16 lanes by four
-// shuffles, then 8 bytes stored per lane (to each of its output rows with scatter_rows). The arithmetic is
-// the reference's (quantize_fp8_cpu), bit for bit.
-#include <cuda_fp8.h>
-
+// chunk round (lanes 0–15 group 2i, lanes 16–31 group 2i + 1 of the pass: quantize_fp8_half_warp_group), then
+// stores 8 bytes per lane (to each of its output rows with scatter_rows).
 #include "kernels/cuda_utils.h"
 #include "kernels/quantize_fp8.h"
+#include "kernels/quantize_fp8_sm90.cuh"
 
 namespace gossamer::kernels {
 namespace {
@@ -58,34 +56,19 @@ __global__ void quantize_fp8_kernel(QuantizeFp8Params p) {
       const int col = base + (32 * i + lane) * kChunk;
       const uint32_t words[4] = {raw[i].x, raw[i].y, raw[i].z, raw[i].w};
       float v[kChunk];
-      float amax = 0.f;
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         v[2 * j] = __uint_as_float(words[j] << 16);
         v[2 * j + 1] = __uint_as_float(words[j] & 0xFFFF0000u);
-        amax = fmaxf(amax, fmaxf(fabsf(v[2 * j]), fabsf(v[2 * j + 1])));
       }
-#pragma unroll
-      for (int o = 8; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-      amax = fmaxf(amax, 1e-4f);
-      const float inv = 448.0f / amax;
+      uint2 q;
+      const float scale = quantize_fp8_half_warp_group(v, q);
       if (col >= p.K) continue;
-      uint32_t out[2];
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        uint32_t packed = 0;
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const uint32_t byte = __nv_cvt_float_to_fp8(__fmul_rn(v[4 * h + j], inv), __NV_SATFINITE, __NV_E4M3);
-          packed |= byte << (8 * j);
-        }
-        out[h] = packed;
-      }
 #pragma unroll
       for (int k = 0; k < kMaxScatter; ++k) {
         if (out_rows[k] < 0) continue;
-        if (lane % 16 == 0) p.scales[out_rows[k] * groups + col / 128] = amax / 448.0f;
-        *reinterpret_cast<uint2*>(p.q + out_rows[k] * p.ldq + col) = make_uint2(out[0], out[1]);
+        if (lane % 16 == 0) p.scales[out_rows[k] * groups + col / 128] = scale;
+        *reinterpret_cast<uint2*>(p.q + out_rows[k] * p.ldq + col) = q;
       }
     }
   }

@@ -9,6 +9,10 @@
 // MoeParams::combine_deferred, moe.h): x[t] = bf(Σ_k w[t,k] · y[pair_row[t,k]]) over k = 0..3 (pairs with
 // row −1 skipped), an fp32 sum rounded once, the very bits launch_moe_combine (no residual) would have
 // written; so residual and out match that combine followed by this norm bit for bit.
+//
+// With out_q the normalised rows are also (or, out null, only) written quantized for the FP8 GEMM: e4m3 in 1×128
+// groups of out's bf16 values, exactly as launch_quantize_fp8 would quantize out (quantize_fp8.h), so a prefill's
+// QKV projection needs no quantization pass of its own.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +25,7 @@ struct RmsNormParams {
   const uint16_t* x = nullptr;       // [num_tokens, hidden] bf16, row stride = hidden
   uint16_t* residual = nullptr;      // [num_tokens, hidden] bf16 in/out, or null (no fused add)
   const uint16_t* weight = nullptr;  // [hidden] bf16
-  uint16_t* out = nullptr;           // [num_tokens, hidden] bf16
+  uint16_t* out = nullptr;           // [num_tokens, hidden] bf16, or null with out_q
   int num_tokens = 0;
   int hidden = 0;  // multiple of 8
   float eps = 1e-5f;
@@ -29,6 +33,10 @@ struct RmsNormParams {
   const uint16_t* moe_y = nullptr;          // [rows of pair_row, hidden] bf16: expert outputs (bias included)
   const int32_t* moe_pair_row = nullptr;    // [num_tokens, 4]: (token, k) → row of moe_y, or −1
   const float* moe_topk_weights = nullptr;  // [num_tokens, 4] fp32 routing weights
+  // The quantized output (see above), or null.
+  uint8_t* out_q = nullptr;  // [num_tokens, hidden] e4m3, row stride ldq bytes (multiple of 16), 16-byte aligned
+  int64_t ldq = 0;
+  float* out_scales = nullptr;  // [num_tokens, ceil(hidden / 128)] fp32
 };
 
 // With PDL the kernel reads weight, residual and the MoE routing pieces (moe_pair_row, moe_topk_weights)

@@ -1,5 +1,6 @@
 #include "kernels/cuda_utils.h"
 #include "kernels/moe.h"  // kMoeTopK
+#include "kernels/quantize_fp8_sm90.cuh"
 #include "kernels/rmsnorm.h"
 
 namespace gossamer::kernels {
@@ -56,8 +57,9 @@ __device__ __forceinline__ void moe_combined_vec(const RmsNormParams& p, const i
 // One block per token; 16-byte vectors (8 bf16). The row (≤ 8 vectors per thread) stays in registers.
 // kMoe: x comes from the MoE pieces (moe_y, moe_pair_row, moe_topk_weights). The weight, the residual and
 // the MoE routing pieces are read before the PDL wait (rmsnorm.h: written at least two launches back), so
-// only x (or moe_y) waits for the previous kernel.
-template <int kMaxVecPerThread, bool kMoe>
+// only x (or moe_y) waits for the previous kernel. kFp8Out: out_q and out_scales too (out may be null); a 1×128
+// group is 16 consecutive vectors, i.e. one half-warp's (quantize_fp8_half_warp_group).
+template <int kMaxVecPerThread, bool kMoe, bool kFp8Out>
 __global__ void __launch_bounds__(kThreads) rmsnorm_kernel(RmsNormParams p) {
   const int64_t row = blockIdx.x;
   const int num_vec = p.hidden / 8;
@@ -120,19 +122,35 @@ __global__ void __launch_bounds__(kThreads) rmsnorm_kernel(RmsNormParams p) {
   }
   // ---- normalise and scale ----
   const float inv_rms = rsqrtf(block_sum(sum_sq) / static_cast<float>(p.hidden) + p.eps);
-  uint4* out = reinterpret_cast<uint4*>(p.out + row * p.hidden);
+  uint4* out = p.out ? reinterpret_cast<uint4*>(p.out + row * p.hidden) : nullptr;
 #pragma unroll
   for (int i = 0; i < kMaxVecPerThread; ++i) {
     const int vi = threadIdx.x + i * kThreads;
+    // kFp8Out: every lane of a warp with any vector takes part in its groups' shuffles (zeros past the row).
+    if (kFp8Out ? (threadIdx.x & ~31) + i * kThreads >= num_vec : vi >= num_vec) continue;
+    uint4 o = make_uint4(0u, 0u, 0u, 0u);
+    uint32_t* ow = reinterpret_cast<uint32_t*>(&o);
     if (vi < num_vec) {
       const uint32_t* ww = reinterpret_cast<const uint32_t*>(&weight[i]);
-      uint4 o;
-      uint32_t* ow = reinterpret_cast<uint32_t*>(&o);
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         ow[j] = pack_bf16(v[i][2 * j] * inv_rms * bf_lo(ww[j]), v[i][2 * j + 1] * inv_rms * bf_hi(ww[j]));
       }
-      out[vi] = o;
+      if (out) out[vi] = o;
+    }
+    if constexpr (kFp8Out) {
+      float normed[8];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        normed[2 * j] = bf_lo(ow[j]);
+        normed[2 * j + 1] = bf_hi(ow[j]);
+      }
+      uint2 q;
+      const float scale = quantize_fp8_half_warp_group(normed, q);
+      if (vi < num_vec) {
+        *reinterpret_cast<uint2*>(p.out_q + row * p.ldq + 8 * vi) = q;
+        if (threadIdx.x % 16 == 0) p.out_scales[row * ceil_div(p.hidden, 128) + vi / 16] = scale;
+      }
     }
   }
 }
@@ -146,9 +164,15 @@ void launch_rmsnorm(const RmsNormParams& p, cudaStream_t stream) {
   GOSSAMER_CHECK(
       moe == (p.x == nullptr) && moe == (p.moe_pair_row != nullptr) && moe == (p.moe_topk_weights != nullptr),
       "rmsnorm: give x or all three MoE pieces");
+  const bool fp8 = p.out_q != nullptr;
+  GOSSAMER_CHECK(p.out != nullptr || fp8, "rmsnorm: no output");
+  GOSSAMER_CHECK(
+      !fp8 || (p.out_scales && p.ldq >= p.hidden && p.ldq % 16 == 0 && reinterpret_cast<uintptr_t>(p.out_q) % 16 == 0),
+      "rmsnorm: out_q needs out_scales and ldq ≥ hidden, a multiple of 16 (out_q 16-byte aligned)");
   if (p.num_tokens == 0) return;
-  launch_pdl(moe ? rmsnorm_kernel<4, true> : rmsnorm_kernel<4, false>, dim3(p.num_tokens), dim3(kThreads), 0, stream,
-             p);
+  auto* kernel = moe ? (fp8 ? rmsnorm_kernel<4, true, true> : rmsnorm_kernel<4, true, false>)
+                     : (fp8 ? rmsnorm_kernel<4, false, true> : rmsnorm_kernel<4, false, false>);
+  launch_pdl(kernel, dim3(p.num_tokens), dim3(kThreads), 0, stream, p);
   GOSSAMER_CUDA_CHECK_LAUNCH();
 }
 

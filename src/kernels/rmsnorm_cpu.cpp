@@ -1,8 +1,10 @@
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "core/dtype.h"
-#include "kernels/moe.h"  // moe_combine_cpu
+#include "kernels/moe.h"           // moe_combine_cpu
+#include "kernels/quantize_fp8.h"  // quantize_fp8_cpu
 #include "kernels/rmsnorm.h"
 
 namespace gossamer::kernels {
@@ -44,8 +46,12 @@ void rmsnorm_cpu(const RmsNormParams& p) {
       sum_sq += v * v;
     }
     const float inv_rms = 1.0f / std::sqrt(sum_sq / static_cast<float>(p.hidden) + p.eps);
-    for (int i = 0; i < p.hidden; ++i) {
-      p.out[base + i] = float_to_bf16(s[i] * inv_rms * bf16_to_float(p.weight[i]));
+    std::vector<uint16_t> normed(p.hidden);
+    for (int i = 0; i < p.hidden; ++i) normed[i] = float_to_bf16(s[i] * inv_rms * bf16_to_float(p.weight[i]));
+    if (p.out) std::copy(normed.begin(), normed.end(), p.out + base);
+    if (p.out_q) {
+      const int groups = (p.hidden + 127) / 128;
+      quantize_fp8_cpu({normed.data(), p.hidden, p.out_q + t * p.ldq, p.ldq, p.out_scales + t * groups, 1, p.hidden});
     }
   }
 }

@@ -55,6 +55,89 @@ TEST(RmsNormKernel, MatchesReference) {
   }
 }
 
+// The normalised rows quantized for the FP8 GEMM (RmsNormParams::out_q): the bytes and scales launch_quantize_fp8
+// writes from the same norm's bf16 output, bit for bit, with out written beside or not at all; partial last groups
+// (2,880 = 22.5 groups of 128, 1,000, 8), the MoE pieces' form, a row stride past the row.
+TEST(RmsNormKernel, Fp8OutputIsNormThenQuantize) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(12);
+  for (const auto& [tokens, hidden, with_out] : {std::tuple{7, 2880, true},
+                                                 {300, 2880, false},
+                                                 {33, 1000, true},
+                                                 {5, 8, false},
+                                                 {1, 2880, false},
+                                                 {4096, 2880, false}}) {
+    const int groups = (hidden + 127) / 128;
+    const int64_t ldq = (hidden + 15) / 16 * 16 + 16;
+    auto x = random_bf16(size_t(tokens) * hidden, rng, 2.0f);
+    auto res = random_bf16(size_t(tokens) * hidden, rng, 1.0f);
+    auto w = random_bf16(hidden, rng, 0.3f, 1.0f);
+    DeviceBuffer<uint16_t> dx(x), dres(res), dres_split(res), dw(w), dout(x.size()), dnormed(x.size());
+    DeviceBuffer<uint8_t> dq(size_t(tokens) * ldq), dq_split(size_t(tokens) * ldq);
+    DeviceBuffer<float> dscales(size_t(tokens) * groups), dscales_split(size_t(tokens) * groups);
+    for (auto* b : {&dq, &dq_split}) b->poison();  // the padding past each row stays as it was
+    dout.poison();
+    RmsNormParams p{dx.get(), dres.get(), dw.get(), with_out ? dout.get() : nullptr, tokens, hidden, 1e-5f};
+    p.out_q = dq.get();
+    p.ldq = ldq;
+    p.out_scales = dscales.get();
+    launch_rmsnorm(p, nullptr);
+    launch_rmsnorm({dx.get(), dres_split.get(), dw.get(), dnormed.get(), tokens, hidden, 1e-5f}, nullptr);
+    launch_quantize_fp8({dnormed.get(), hidden, dq_split.get(), ldq, dscales_split.get(), tokens, hidden}, nullptr);
+    const std::string shape = std::to_string(tokens) + "x" + std::to_string(hidden);
+    EXPECT_EQ(dq.download(), dq_split.download()) << shape << ": e4m3 bytes vs norm then quantize";
+    EXPECT_EQ(dscales.download(), dscales_split.download()) << shape << ": scales vs norm then quantize";
+    EXPECT_EQ(dres.download(), dres_split.download()) << shape << ": residual";
+    if (with_out) {
+      EXPECT_EQ(dout.download(), dnormed.download()) << shape << ": bf16 out beside";
+    }
+    // The reference's quantized rows (rmsnorm_cpu with out_q).
+    std::vector<uint8_t> ref_q(size_t(tokens) * ldq, 0xFF);
+    std::vector<float> ref_scales(size_t(tokens) * groups);
+    std::vector<uint16_t> ref_res = res;
+    RmsNormParams c{x.data(), ref_res.data(), w.data(), nullptr, tokens, hidden, 1e-5f};
+    c.out_q = ref_q.data();
+    c.ldq = ldq;
+    c.out_scales = ref_scales.data();
+    rmsnorm_cpu(c);
+    const auto gpu_scales = dscales.download();
+    double worst = 0;
+    for (size_t i = 0; i < ref_scales.size(); ++i) {
+      worst = std::max(worst, std::abs(double(gpu_scales[i]) - ref_scales[i]) / ref_scales[i]);
+    }
+    EXPECT_LT(worst, 2e-2) << shape << ": scales against the reference";
+  }
+  // The MoE pieces' form with an FP8 output: the same bytes as its bf16 output quantized.
+  const int tokens = 3, hidden = 2880, pairs = tokens * kMoeTopK, groups = 23;
+  auto y = random_bf16(size_t(pairs) * hidden, rng, 1.0f);
+  std::vector<int32_t> pair_row(pairs);
+  std::iota(pair_row.begin(), pair_row.end(), 0);
+  std::vector<float> weights(pairs, 0.25f);
+  auto res = random_bf16(size_t(tokens) * hidden, rng, 1.0f);
+  auto w = random_bf16(hidden, rng, 0.3f, 1.0f);
+  DeviceBuffer<uint16_t> dy(y), dw(w), dres(res), dres_split(res), dnormed(res.size());
+  DeviceBuffer<int32_t> dpair_row(pair_row);
+  DeviceBuffer<float> dweights(weights), dscales(tokens * groups), dscales_split(tokens * groups);
+  DeviceBuffer<uint8_t> dq(size_t(tokens) * hidden), dq_split(size_t(tokens) * hidden);
+  RmsNormParams fused{nullptr, dres.get(), dw.get(), nullptr, tokens, hidden, 1e-5f};
+  fused.moe_y = dy.get();
+  fused.moe_pair_row = dpair_row.get();
+  fused.moe_topk_weights = dweights.get();
+  fused.out_q = dq.get();
+  fused.ldq = hidden;
+  fused.out_scales = dscales.get();
+  launch_rmsnorm(fused, nullptr);
+  RmsNormParams split = fused;
+  split.residual = dres_split.get();
+  split.out = dnormed.get();
+  split.out_q = nullptr;
+  split.out_scales = nullptr;
+  launch_rmsnorm(split, nullptr);
+  launch_quantize_fp8({dnormed.get(), hidden, dq_split.get(), hidden, dscales_split.get(), tokens, hidden}, nullptr);
+  EXPECT_EQ(dq.download(), dq_split.download()) << "MoE pieces: e4m3 bytes";
+  EXPECT_EQ(dscales.download(), dscales_split.download()) << "MoE pieces: scales";
+}
+
 // The norm after a decode MoE summing the experts' rows itself (moe_y, moe_pair_row, moe_topk_weights in
 // place of x): residual and out equal launch_moe_combine (no residual) followed by launch_rmsnorm bit for
 // bit, and the CPU reference of the fused op within tolerance (residual too: the host may not fuse the

@@ -92,6 +92,10 @@ struct CudaOptions {
   // The FP8 QKV GEMV of a decode step (≤ kGemvMaxRows tokens) applies RoPE and writes the K/V cache in its
   // epilogue (kernels::GemvFp8Params::rope_epilogue) instead of a separate RoPE launch.
   bool decode_qkv_rope = true;
+  // The attention norm of a prefill step whose QKV projection runs the FP8 GEMM (> kGemvMaxRows tokens) writes its
+  // rows quantized for that GEMM (kernels::RmsNormParams::out_q) instead of bf16 rows that the GEMM's input pass
+  // then quantizes: one pass and ~3 bytes per element fewer, the same bits.
+  bool prefill_norm_fp8 = true;
   // Which decode-sized steps run the FP8 or MXFP4 experts on the weight-streaming grouped GEMM
   // (kernels/moe.h launch_moe_stream) instead of the GEMV decode MoE (≤ 8 tokens, MXFP4 in chunks of 8 up
   // to kMxfp4GemvMaxTokens) or the FP8 expert GEMMs: kAuto where it measured faster on the H200
@@ -269,14 +273,18 @@ class CudaModel final : public Model {
   // The sampled steps in flight (launch_step and launch_sampling enqueued, wait_step not yet collected).
   bool any_in_flight() const { return num_in_flight_ > 0; }
 
-  // out [m, w.n] bf16 = x [m, w.k] bf16 · wᵀ + bias (GEMV for m ≤ 8, else FP8 or bf16 GEMM).
+  // out [m, w.n] bf16 = x [m, w.k] bf16 · wᵀ + bias (GEMV for m ≤ 8, else FP8 or bf16 GEMM). x_quantized: act_ /
+  // act_scales_ already hold x quantized for the FP8 GEMM (linear_quantizes(m, w); the norm wrote them), x unused.
   void add_row_major_copies();
-  void linear(const uint16_t* x, int m, const DeviceLinear& w, uint16_t* out);
+  void linear(const uint16_t* x, int m, const DeviceLinear& w, uint16_t* out, bool x_quantized = false);
+  // Whether linear(·, m, w, ·) quantizes its input into act_ for the FP8 GEMM.
+  static bool linear_quantizes(int m, const DeviceLinear& w) { return w.fp8 && m > kernels::kGemvMaxRows; }
   // The decode GEMV's parameters for linear (m ≤ kGemvMaxRows, FP8 w).
   kernels::GemvFp8Params decode_gemv(const uint16_t* x, int m, const DeviceLinear& w, uint16_t* out) const;
   // qkv [m, w.n] bf16 = linear(x), then RoPE as `rope` says (rope.qkv is set here): in the decode GEMV's
   // epilogue where options_.decode_qkv_rope and the GEMV applies (qkv untouched), else launch_rope.
-  void qkv_rope(const uint16_t* x, int m, const DeviceLinear& w, uint16_t* qkv, kernels::RopeParams rope);
+  void qkv_rope(const uint16_t* x, int m, const DeviceLinear& w, uint16_t* qkv, kernels::RopeParams rope,
+                bool x_quantized = false);
   void experts(int layer, int num_tokens);
 
   // delta_ [T, hidden] bf16 ← Σ over the group's ranks (no-op without a group).

@@ -30,8 +30,9 @@ const uint16_t* bias_of(const DeviceLinear& w) {
 
 }  // namespace
 
-void CudaModel::linear(const uint16_t* x, int m, const DeviceLinear& w, uint16_t* out) {
+void CudaModel::linear(const uint16_t* x, int m, const DeviceLinear& w, uint16_t* out, bool x_quantized) {
   if (m <= 0) return;
+  GOSSAMER_CHECK(!x_quantized || linear_quantizes(m, w), "linear: a quantized input only where the FP8 GEMM runs");
   if (!w.fp8) {
     if (kernels::gemv_bf16_preferred(m, w.n, w.k)) {
       kernels::GemvBf16Params gemv;
@@ -62,15 +63,17 @@ void CudaModel::linear(const uint16_t* x, int m, const DeviceLinear& w, uint16_t
     return kernels::launch_gemv_fp8(decode_gemv(x, m, w, out), stream_);
   }
   const int ldq = round_up(w.k, 16);
-  kernels::QuantizeFp8Params quant;
-  quant.x = x;
-  quant.ldx = w.k;
-  quant.q = act_.get<uint8_t>();
-  quant.ldq = ldq;
-  quant.scales = act_scales_.get<float>();
-  quant.M = m;
-  quant.K = w.k;
-  kernels::launch_quantize_fp8(quant, stream_);
+  if (!x_quantized) {
+    kernels::QuantizeFp8Params quant;
+    quant.x = x;
+    quant.ldx = w.k;
+    quant.q = act_.get<uint8_t>();
+    quant.ldq = ldq;
+    quant.scales = act_scales_.get<float>();
+    quant.M = m;
+    quant.K = w.k;
+    kernels::launch_quantize_fp8(quant, stream_);
+  }
   kernels::GemmFp8Params gemm;
   gemm.a = act_.get<uint8_t>();
   gemm.lda = ldq;
@@ -110,14 +113,15 @@ kernels::GemvFp8Params CudaModel::decode_gemv(const uint16_t* x, int m, const De
   return gemv;
 }
 
-void CudaModel::qkv_rope(const uint16_t* x, int m, const DeviceLinear& w, uint16_t* qkv, kernels::RopeParams rope) {
+void CudaModel::qkv_rope(const uint16_t* x, int m, const DeviceLinear& w, uint16_t* qkv, kernels::RopeParams rope,
+                         bool x_quantized) {
   if (options_.decode_qkv_rope && w.fp8 && m <= kernels::kGemvMaxRows) {
     kernels::GemvFp8Params gemv = decode_gemv(x, m, w, nullptr);
     gemv.rope_epilogue = true;
     gemv.rope = rope;
     return kernels::launch_gemv_fp8(gemv, stream_);
   }
-  linear(x, m, w, qkv);
+  linear(x, m, w, qkv, x_quantized);
   rope.qkv = qkv;
   mark(StepPhase::kRope);
   kernels::launch_rope(rope, stream_);
@@ -339,8 +343,15 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
       add_block_output(true);
     }
     norm.weight = bf16(w.attn_norm);
-    norm.out = bf16(normed_);
+    // A prefill step's FP8 QKV GEMM takes the norm's quantized rows (RmsNormParams::out_q) in place of its input pass.
+    const bool norm_fp8 = options_.prefill_norm_fp8 && linear_quantizes(t, w.qkv);
+    norm.out = norm_fp8 ? nullptr : bf16(normed_);
+    norm.out_q = norm_fp8 ? act_.get<uint8_t>() : nullptr;
+    norm.ldq = round_up(hidden, 16);
+    norm.out_scales = norm_fp8 ? act_scales_.get<float>() : nullptr;
     kernels::launch_rmsnorm(norm, stream_);
+    norm.out_q = nullptr;  // the other norms write bf16 rows
+    norm.out_scales = nullptr;
     // ---- qkv [T, qkv_width] → RoPE (q → q_, k/v → paged cache) → attention → o-proj into delta ----
     const bool ring = num_sliding_blocks_ > 0 && config_.layer_is_sliding[static_cast<size_t>(layer)];
     rope.slots = reinterpret_cast<const int64_t*>(dev + (ring ? plan.sliding_slots : plan.slots));
@@ -358,7 +369,7 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
     rope.k_scale = attention.k_scale = k_scale;
     rope.v_scale = attention.v_scale = v_scale;
     mark(StepPhase::kQkv);
-    qkv_rope(bf16(normed_), t, w.qkv, bf16(qkv_), rope);  // marks kRope where RoPE is its own launch
+    qkv_rope(bf16(normed_), t, w.qkv, bf16(qkv_), rope, norm_fp8);  // marks kRope where RoPE is its own launch
     attention.q = bf16(q_);
     attention.out = bf16(attn_out_);
     attention.k_cache = k_cache_[static_cast<size_t>(layer)].get();
