@@ -257,16 +257,20 @@ run_candidates() {
   # skipped pass past N (a default: against the base binary), and the wgmma prefill attention's row sums on the
   # tensor core (AttentionParams::prefill_row_sum_mma, --prefill-attention-row-sum-mma), K/V tiles by TMA
   # (prefill_kv_tma, --prefill-attention-kv-tma) and fixed max (prefill_fixed_max, --prefill-attention-fixed-max).
-  sec "the candidates' own GPU tests (kernels in five shards, at once)"
+  sec "the candidates' own GPU tests (kernels in five shards and the model's, at once)"
   local i=0 f
   rm -f "$out/cand_exit.log"
-  for f in 'QuantizeFp8Kernel.*:GemmFp8Kernel.*:MoePlanKernel.*:MoeStream*' 'MoeKernel.*' \
+  for f in 'QuantizeFp8Kernel.*:RmsNormKernel.*:GemmFp8Kernel.*:MoePlanKernel.*:MoeStream*' 'MoeKernel.*' \
     'AttentionPrefillWgmmaKernel.RowSumMma*' \
     'AttentionPrefillWgmmaKernel.KvTma*' 'AttentionPrefillWgmmaKernel.FixedMax*'; do
     (timeout 300 build/tests/gossamer_kernels_tests --gtest_color=no --gtest_filter="$f" > "$out/cand_kernels_$i.log" 2>&1
       echo "kernels '$f' exit $?" >> "$out/cand_exit.log") &
     i=$((i + 1))
   done
+  # The model with the new defaults: the goldens, and each fusion toggled against them (no logit changes).
+  (timeout 300 build/tests/gossamer_model_gpu_tests --gtest_color=no --gtest_filter='CudaModelGpuTest.*:Weights/*' \
+    > "$out/cand_model.log" 2>&1
+    echo "model_gpu exit $?" >> "$out/cand_exit.log") &
   wait
   cat "$out/cand_exit.log"
   grep -hE '^\[  (PASSED|FAILED) |^\[  FAILED  \]' "$out"/cand_*.log
@@ -283,23 +287,22 @@ run_candidates() {
 }
 
 run_candidates_e2e() {
-  # The candidates' end-to-end A/B (bench prefill, twice each, the base binary first) and ncu source profiles of
-  # a full layer's attention with each attention candidate.
+  # The candidates' end-to-end A/B (bench prefill, two rounds, the base binary first; the new defaults against
+  # their A/B flags) and ncu source profiles of a full layer's attention with each attention candidate.
   local run base=build/gossamer
   if [ -f carry/base/gossamer.zst ]; then
     $z -q -d -f carry/base/gossamer.zst -o build/gossamer_base && chmod +x build/gossamer_base && base=build/gossamer_base
   fi
   local all_attention="--prefill-attention-row-sum-mma --prefill-attention-kv-tma --prefill-attention-fixed-max"
-  for run in "$base|" "build/gossamer|" "build/gossamer|--moe-quantize-tokens-once" \
-    "build/gossamer|--prefill-attention-row-sum-mma" "build/gossamer|--prefill-attention-kv-tma" \
-    "build/gossamer|--prefill-attention-fixed-max" "build/gossamer|$all_attention" "build/gossamer|" \
-    "build/gossamer|--moe-quantize-tokens-once" "build/gossamer|--prefill-attention-row-sum-mma" \
-    "build/gossamer|--prefill-attention-kv-tma" "build/gossamer|--prefill-attention-fixed-max" \
-    "build/gossamer|$all_attention"; do
+  local round
+  local runs=("$base|" "build/gossamer|" "build/gossamer|--no-prefill-norm-fp8" "build/gossamer|--moe-quantize-tokens-once"
+    "build/gossamer|--prefill-attention-row-sum-mma" "build/gossamer|--prefill-attention-kv-tma"
+    "build/gossamer|--prefill-attention-fixed-max" "build/gossamer|$all_attention")
+  for round in 1 2; do for run in "${runs[@]}"; do
     sec "${run%%|*} bench prefill 20b 8,192 / 32,768 / 131,072 ${run#*|}"
     timeout 100 ${run%%|*} bench prefill --load-format dummy --preset 20b --device cuda \
       --input-lens 8192 32768 131072 --repeats 2 ${run#*|} | grep dummy
-  done
+  done; done
   sec "ncu source (SASS) stall samples: a full layer's prefill attention (launch 1), the defaults and each candidate"
   local prefill=(bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 --repeats 1)
   profile_source attention_prefill_wgmma 1 "${prefill[@]}"
