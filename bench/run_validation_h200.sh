@@ -284,6 +284,8 @@ run_candidates() {
   fi
   sec "attention prefill (the candidates' rows against the same warpgroups without)"
   timeout 150 build/bench/kernels/gossamer_kernels_bench attention | grep -v decode
+  sec "the norm writing FP8 rows against norm then quantize"
+  timeout 60 build/bench/kernels/gossamer_kernels_bench small | grep -E "rmsnorm|quantize_fp8"
 }
 
 run_candidates_e2e() {

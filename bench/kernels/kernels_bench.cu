@@ -213,7 +213,26 @@ void bench_rmsnorm(int T) {
   fill_bf16(w, 0.5f, 1.5f);
   RmsNormParams p{x.as<uint16_t>(), res.as<uint16_t>(), w.as<uint16_t>(), out.as<uint16_t>(), T, H, 1e-5f};
   const double us = time_us([&](int) { launch_rmsnorm(p, nullptr); });
-  row("rmsnorm+residual", std::to_string(T) + "x" + std::to_string(H), us, 0, 4.0 * T * H * 2, 0, "copy");
+  const std::string shape = std::to_string(T) + "x" + std::to_string(H);
+  row("rmsnorm+residual", shape, us, 0, 4.0 * T * H * 2, 0, "copy");
+  if (T <= 8) return;
+  // A prefill's attention norm feeding the FP8 QKV GEMM: bf16 rows then launch_quantize_fp8, against the norm writing
+  // the quantized rows itself (RmsNormParams::out_q; the baseline column holds the two launches' time).
+  const int groups = ceil_div(H, 128);
+  Buf q(size_t(T) * H), scales(size_t(T) * groups * 4);
+  const QuantizeFp8Params quant{out.as<uint16_t>(), H, q.as<uint8_t>(), H, scales.as<float>(), T, H};
+  const double two = time_us([&](int) {
+    launch_rmsnorm(p, nullptr);
+    launch_quantize_fp8(quant, nullptr);
+  });
+  RmsNormParams fused = p;
+  fused.out = nullptr;
+  fused.out_q = q.as<uint8_t>();
+  fused.ldq = H;
+  fused.out_scales = scales.as<float>();
+  const double one = time_us([&](int) { launch_rmsnorm(fused, nullptr); });
+  row("rmsnorm+residual, then quantize_fp8", shape, two, 0, 11.0 * T * H + T * groups * 4, 0, "copy");
+  row("rmsnorm+residual → fp8 rows", shape, one, 0, 7.0 * T * H + T * groups * 4, two, "copy");
 }
 
 // RoPE of q and k with the paged K/V write at the shared token counts (gpt_oss_cases.h); random positions,
