@@ -135,8 +135,6 @@ __device__ __forceinline__ void softmax_tile(float (&s)[64], float (&m)[2], floa
   }
 }
 
-// k_map / v_map (kKvTma): the caches as [rows][num_kv_heads][64] bf16, box (64, 1, min(page_size, kBN) rows),
-// 128B swizzle (launch_prefill_wgmma_for); unused otherwise.
 // kFixedMax's step on an unmasked key tile after the first: p = exp2(s·scale_log2 − m) with m as it is (the caller
 // sets alpha to 1), this thread's partial row sums l updated (kRowSumMma: left alone, the PV step sums P).
 template <bool kRowSumMma>
@@ -154,6 +152,8 @@ __device__ __forceinline__ void softmax_tile_fixed_max(float (&s)[64], const flo
   }
 }
 
+// k_map / v_map (kKvTma): the caches as [rows][num_kv_heads][64] bf16, box (64, 1, min(page_size, kBN) rows),
+// 128B swizzle (launch_prefill_wgmma_for); unused otherwise.
 template <bool kKvFp8, int kConsumers, bool kRowSumMma, bool kKvTma, bool kFixedMax>
 __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
     attention_prefill_wgmma_kernel(const AttentionParams p, const __grid_constant__ CUtensorMap k_map,
