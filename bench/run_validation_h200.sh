@@ -281,7 +281,10 @@ run_candidates() {
     $z -q -d -f carry/base/kernels_bench.zst -o build/kernels_bench_base && chmod +x build/kernels_bench_base
     sec "moe, the base binary ($(cat carry/base/COMMIT 2>/dev/null))"
     timeout 120 build/kernels_bench_base moe | grep -E "^\| moe|moe phase"
+    sec "the routers' bf16 GEMM, the base binary, then the 64-row tiles (a default since the sixteenth session)"
+    timeout 60 build/kernels_bench_base gemm-bf16 | grep router
   fi
+  timeout 60 build/bench/kernels/gossamer_kernels_bench gemm-bf16 | grep router
   sec "attention prefill (the candidates' rows against the same warpgroups without)"
   timeout 150 build/bench/kernels/gossamer_kernels_bench attention | grep -v decode
   sec "the norm writing FP8 rows against norm then quantize"

@@ -1,8 +1,12 @@
-// bf16 GEMM (accuracy baseline): 128×128×32 CTA tiles, 8 warps as 2 (M) × 4 (N), each warp a 64×32
-// sub-tile of mma.sync m16n8k16 bf16 → fp32 (4 × 4 fragments). Operands stream through a cp.async
+// bf16 GEMM (accuracy baseline, and the router): 128×128×32 CTA tiles, 8 warps as 2 (M) × 4 (N), each warp a
+// 64×32 sub-tile of mma.sync m16n8k16 bf16 → fp32 (4 × 4 fragments). Operands stream through a cp.async
 // pipeline of kStages buffers; one K tile row is 32 bf16 = 64 B = four 16-byte chunks, stored with chunk c
 // of row r at c ^ ((r >> 1) & 3) so the eight rows an ldmatrix phase reads hit eight distinct 16-byte
-// bank groups.
+// bank groups. A plain product of one column tile (N ≤ 128: the router at prefill) takes 64-row tiles of 4 warps
+// (1 × 4) and a 6-deep pipeline instead: twice the CTAs and three times the rows of A in flight per CTA, where
+// 128-row tiles left most SMs idle and each CTA waiting on its loads (8,192 tokens: 64 CTAs).
+#include <type_traits>
+
 #include "kernels/cuda_utils.h"
 #include "kernels/gemm_bf16.h"
 #include "kernels/mma_bf16_sm90.cuh"
@@ -11,29 +15,38 @@
 namespace gossamer::kernels {
 namespace {
 
-constexpr int kBM = 128;
+constexpr int kGroupedBM = 128;  // grouped (MoE) launches: the plan's tile rows
 constexpr int kBN = 128;
-constexpr int kBK = 32;                   // bf16 elements per K tile
-constexpr int kThreads = 256;             // 8 warps
-constexpr int kStages = 3;                // 3 × 16 KiB ≤ the 48 KiB default dynamic smem limit
-constexpr int kRowBytes = kBK * 2;        // 64
-constexpr int kABytes = kBM * kRowBytes;  // 8 KiB
-constexpr int kBBytes = kBN * kRowBytes;  // 8 KiB
-constexpr int kStageBytes = kABytes + kBBytes;
-constexpr int kSmemBytes = kStages * kStageBytes;
-constexpr int kChunksPerRow = kRowBytes / 16;             // 4
-constexpr int kAChunks = kBM * kChunksPerRow / kThreads;  // 2 per thread per stage
-constexpr int kBChunks = kBN * kChunksPerRow / kThreads;  // 2
-constexpr int kWarpM = 64, kWarpN = 32;                   // warp sub-tile
-constexpr int kMi = kWarpM / 16, kNi = kWarpN / 8;        // 4 × 4 mma tiles per warp
-static_assert(kSmemBytes <= 48 * 1024, "needs cudaFuncAttributeMaxDynamicSharedMemorySize");
-static_assert((kBM / kWarpM) * (kBN / kWarpN) * 32 == kThreads, "warp layout");
+constexpr int kBK = 32;                             // bf16 elements per K tile
+constexpr int kRowBytes = kBK * 2;                  // 64
+constexpr int kBBytes = kBN * kRowBytes;            // 8 KiB
+constexpr int kChunksPerRow = kRowBytes / 16;       // 4
+constexpr int kWarpM = 64, kWarpN = 32;             // warp sub-tile
+constexpr int kMi = kWarpM / 16, kNi = kWarpN / 8;  // 4 × 4 mma tiles per warp
+
+// The CTA shape of kBM rows (128: 8 warps, 3 stages, 48 KiB; 64: 4 warps, 6 stages, 72 KiB) × kBN columns.
+template <int kBM, int kStages>
+struct Bf16Tile {
+  static constexpr int kThreads = (kBM / kWarpM) * (kBN / kWarpN) * 32;
+  static constexpr int kABytes = kBM * kRowBytes;
+  static constexpr int kStageBytes = kABytes + kBBytes;
+  static constexpr int kSmemBytes = kStages * kStageBytes;
+  static constexpr int kAChunks = kBM * kChunksPerRow / kThreads;  // per thread per stage
+  static constexpr int kBChunks = kBN * kChunksPerRow / kThreads;
+  static_assert(kBM % kWarpM == 0 && kAChunks * kThreads == kBM * kChunksPerRow &&
+                    kBChunks * kThreads == kBN * kChunksPerRow,
+                "whole chunks per thread");
+};
 
 __device__ __forceinline__ int swz(int row, int chunk) {
   return row * kRowBytes + ((chunk ^ ((row >> 1) & 3)) << 4);
 }
 
-__global__ void __launch_bounds__(kThreads) gemm_bf16_kernel(const GemmBf16Params p) {
+template <int kBM, int kStages>
+__global__ void __launch_bounds__(Bf16Tile<kBM, kStages>::kThreads) gemm_bf16_kernel(const GemmBf16Params p) {
+  using T = Bf16Tile<kBM, kStages>;
+  constexpr int kThreads = T::kThreads, kAChunks = T::kAChunks, kBChunks = T::kBChunks;
+  constexpr int kABytes = T::kABytes, kStageBytes = T::kStageBytes;
   extern __shared__ __align__(128) uint8_t smem[];
 
   // ---- which tile ----
@@ -93,7 +106,7 @@ __global__ void __launch_bounds__(kThreads) gemm_bf16_kernel(const GemmBf16Param
   // ---- accumulators, initialised with the bias ----
   const int warp = tid / 32;
   const int lane = tid % 32;
-  const int warp_m = warp / (kBN / kWarpN);  // 0..1
+  const int warp_m = warp / (kBN / kWarpN);  // 0..kBM / 64 − 1
   const int warp_n = warp % (kBN / kWarpN);  // 0..3
   float acc[kMi][kNi][4];
 #pragma unroll
@@ -187,7 +200,7 @@ __global__ void __launch_bounds__(kThreads) gemm_bf16_kernel(const GemmBf16Param
 }  // namespace
 
 int gemm_bf16_tile_rows() {
-  return kBM;
+  return kGroupedBM;
 }
 
 void launch_gemm_bf16(const GemmBf16Params& p, cudaStream_t stream) {
@@ -201,11 +214,25 @@ void launch_gemm_bf16(const GemmBf16Params& p, cudaStream_t stream) {
   GOSSAMER_CHECK(p.epilogue == GemmEpilogue::kSwiGlu ? p.ldc >= p.N / 2 : (p.ldc >= p.N && p.ldc % 2 == 0),
                  "gemm_bf16: bad ldc ", p.ldc, " for N ", p.N);
   if (p.M == 0 || p.N == 0) return;
-  const int tiles_m = p.tile_group ? p.max_tiles : ceil_div(p.M, kBM);
-  if (tiles_m == 0) return;
-  const dim3 grid(tiles_m, ceil_div(p.N, kBN));
-  gemm_bf16_kernel<<<grid, kThreads, kSmemBytes, stream>>>(p);
-  GOSSAMER_CUDA_CHECK_LAUNCH();
+  auto launch = [&](auto tile_rows, auto stages) {
+    constexpr int kBM = decltype(tile_rows)::value, kStages = decltype(stages)::value;
+    using T = Bf16Tile<kBM, kStages>;
+    static bool configured = false;
+    if (!configured) {
+      GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(gemm_bf16_kernel<kBM, kStages>,
+                                               cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes));
+      configured = true;
+    }
+    const int tiles_m = p.tile_group ? p.max_tiles : ceil_div(p.M, kBM);
+    if (tiles_m == 0) return;
+    const dim3 grid(tiles_m, ceil_div(p.N, kBN));
+    gemm_bf16_kernel<kBM, kStages><<<grid, T::kThreads, T::kSmemBytes, stream>>>(p);
+    GOSSAMER_CUDA_CHECK_LAUNCH();
+  };
+  // One column tile of a plain product (the router): 64-row tiles (see the header); else, and always in grouped
+  // mode (the plan's tiles are kGroupedBM rows), 128.
+  if (!p.tile_group && p.N <= kBN) return launch(std::integral_constant<int, 64>{}, std::integral_constant<int, 6>{});
+  launch(std::integral_constant<int, kGroupedBM>{}, std::integral_constant<int, 3>{});
 }
 
 }  // namespace gossamer::kernels

@@ -153,15 +153,33 @@ TEST(GemmBf16Kernel, MatchesReference) {
   constexpr auto kB = GemmEpilogue::kBias;
   constexpr auto kS = GemmEpilogue::kSwiGlu;
   // M ∈ {1, 7, 130, 1000} (partial and multi-tile rows), N ∈ {8, 136, 5120} (partial / whole column tiles),
-  // K ∈ {16, 48, 272, 2880} (16 and 48 and 272: a half-filled last 32-wide K tile), plus exact tiles.
+  // K ∈ {16, 48, 272, 2880} (16 and 48 and 272: a half-filled last 32-wide K tile), plus exact tiles. N ≤ 128
+  // takes the 64-row tiles, the rest 128.
   const GemmCase cases[] = {
-      {1, 8, 16, kB, true, false},        {1, 5120, 2880, kB, true, false},   {1, 136, 272, kS, false, false},
-      {1, 5120, 272, kS, true, true},     {7, 136, 2880, kB, true, false},    {7, 8, 272, kB, false, false},
-      {7, 5120, 16, kS, true, false},     {7, 136, 48, kB, true, true},       {130, 136, 16, kB, true, false},
-      {130, 5120, 2880, kB, true, false}, {130, 8, 2880, kS, true, false},    {130, 136, 272, kB, false, true},
-      {130, 5120, 272, kS, false, false}, {1000, 136, 2880, kB, true, false}, {1000, 5120, 272, kS, true, false},
-      {1000, 8, 16, kB, true, false},     {1000, 136, 272, kB, false, true},  {1000, 136, 2880, kS, true, true},
-      {256, 256, 64, kB, true, false},    {128, 128, 32, kS, false, false},
+      {1, 8, 16, kB, true, false},
+      {1, 5120, 2880, kB, true, false},
+      {1, 136, 272, kS, false, false},
+      {1, 5120, 272, kS, true, true},
+      {7, 136, 2880, kB, true, false},
+      {7, 8, 272, kB, false, false},
+      {7, 5120, 16, kS, true, false},
+      {7, 136, 48, kB, true, true},
+      {130, 136, 16, kB, true, false},
+      {130, 5120, 2880, kB, true, false},
+      {130, 8, 2880, kS, true, false},
+      {130, 136, 272, kB, false, true},
+      {130, 5120, 272, kS, false, false},
+      {1000, 136, 2880, kB, true, false},
+      {1000, 5120, 272, kS, true, false},
+      {1000, 8, 16, kB, true, false},
+      {1000, 136, 272, kB, false, true},
+      {1000, 136, 2880, kS, true, true},
+      {256, 256, 64, kB, true, false},
+      {128, 128, 32, kS, false, false},
+      // One column tile (N ≤ 128, plain: the 64-row tiles): the routers at prefill, rows past the last tile.
+      {4100, 32, 2880, kB, true, false},
+      {2000, 128, 2880, kB, true, false},
+      {65, 120, 48, kS, true, false},
   };
   for (const auto& c : cases) check_gemm(c, rng);
 }

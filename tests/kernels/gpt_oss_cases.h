@@ -65,9 +65,9 @@ struct GemmBf16Case {
   int rows;
 };
 inline constexpr GemmBf16Case kGemmBf16[] = {
-    {"qkv", 16},     {"o", 16},     {"router-20b", 16},    {"router-120b", 16},
-    {"unembed", 16}, {"qkv", 1024}, {"o", 1024},           {"router-20b", 1024},
-    {"qkv", 8192},   {"o", 8192},   {"router-120b", 8192},
+    {"qkv", 16},     {"o", 16},     {"router-20b", 16},   {"router-120b", 16},
+    {"unembed", 16}, {"qkv", 1024}, {"o", 1024},          {"router-20b", 1024},
+    {"qkv", 8192},   {"o", 8192},   {"router-20b", 8192}, {"router-120b", 8192},
 };
 
 // RMSNorm over hidden 2880 with the residual add fused (every norm but layer 0's), at token counts of a
