@@ -9,7 +9,8 @@
 // SMs idle.
 //
 // Contracts: K a multiple of 8 and ≤ kGemvBf16MaxK, x/W rows 16-byte aligned (ldx a multiple of 8),
-// 1 ≤ M ≤ kGemvBf16MaxRows. The launcher never synchronises or allocates (CUDA-graph capturable).
+// 1 ≤ M ≤ kGemvBf16MaxRows. The launcher never synchronises or allocates (CUDA-graph capturable). With PDL the
+// few-column form (M ≤ 8, N ≤ 1024) reads W before it waits for the previous kernel: W must not be its output.
 #pragma once
 
 #include <cstdint>

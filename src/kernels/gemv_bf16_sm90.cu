@@ -58,18 +58,30 @@ __global__ void __launch_bounds__(kThreads) gemv_bf16_kernel(const GemvBf16Param
 }
 
 // Few columns (the router: N = 32–128): one block per column, its 8 warps split K and their partial sums
-// are added in warp order (deterministic). Spreads a 184 KB read over N SMs instead of N/8.
+// are added in warp order (deterministic). Spreads a 184 KB read over N SMs instead of N/8. The block's weight
+// row is loaded into registers before the PDL wait (weights: never the previous kernel's output), so only x's
+// load follows the kernel before.
 template <int kRows>
 __global__ void __launch_bounds__(kThreads) gemv_bf16_column_kernel(const GemvBf16Params p) {
   __shared__ float partial[kWarps][kRows];
-  pdl_wait();
-  pdl_trigger();
+  constexpr int kMaxVecs = kGemvBf16MaxK / 8 / kThreads;  // 16-byte weight vectors per thread
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, n = blockIdx.x;
   const int vecs = p.K / 8;
   const uint4* wrow = reinterpret_cast<const uint4*>(p.w + static_cast<int64_t>(n) * p.K);
+  uint4 w_early[kMaxVecs];
+#pragma unroll
+  for (int i = 0; i < kMaxVecs; ++i) {
+    const int c = threadIdx.x + i * kThreads;
+    if (c < vecs) w_early[i] = __ldg(wrow + c);
+  }
+  pdl_wait();
+  pdl_trigger();
   float acc[kRows] = {};
-  for (int c = threadIdx.x; c < vecs; c += kThreads) {
-    const uint4 wv = __ldg(wrow + c);
+#pragma unroll
+  for (int i = 0; i < kMaxVecs; ++i) {
+    const int c = threadIdx.x + i * kThreads;
+    if (c >= vecs) break;
+    const uint4 wv = w_early[i];
     const uint32_t wp[4] = {wv.x, wv.y, wv.z, wv.w};
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
