@@ -312,7 +312,7 @@ run_candidates_e2e() {
   for round in 1 2; do for run in "$base" build/gossamer; do
     sec "$run bench decode 20b mxfp4+fp8, batch 1 and 8, ctx 1,024 / 8,192"
     timeout 90 $run bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 --batch-sizes 1 8 \
-      --contexts 1024 8192 --steps 32 | grep -E "^\||batch"
+      --contexts 1024 8192 --steps 32 | grep dummy
   done; done
   sec "ncu source (SASS) stall samples: a full layer's prefill attention (launch 1), the defaults and each candidate"
   local prefill=(bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 --repeats 1)
