@@ -57,6 +57,9 @@ void ModelChoice::add_options(CLI::App& cli) {
   cli.add_flag("--prefill-norm-fp8,!--no-prefill-norm-fp8", options.prefill_norm_fp8,
                "cuda: a prefill step's attention norm writes its rows quantized for the FP8 QKV GEMM (default; A/B)")
       ->group("");  // hidden: A/B runs
+  cli.add_flag("--moe-router-topk", options.moe_router_topk,
+               "cuda: decode steps compute the router logits and the top-4 routing in one launch (A/B)")
+      ->group("");  // hidden: candidates
   cli.add_option(
          "--moe-decode", options.moe_decode,
          "cuda: auto (default: the weight-streaming grouped GEMM at 9-64 tokens, FP8, or 9-512, MXFP4) | gemv | stream")

@@ -257,10 +257,11 @@ run_candidates() {
   # skipped pass past N (a default: against the base binary), and the wgmma prefill attention's row sums on the
   # tensor core (AttentionParams::prefill_row_sum_mma, --prefill-attention-row-sum-mma), K/V tiles by TMA
   # (prefill_kv_tma, --prefill-attention-kv-tma) and fixed max (prefill_fixed_max, --prefill-attention-fixed-max).
-  sec "the candidates' own GPU tests (kernels in five shards and the model's, at once)"
+  sec "the candidates' own GPU tests (kernels in six shards and the model's, at once)"
   local i=0 f
   rm -f "$out/cand_exit.log"
-  for f in 'QuantizeFp8Kernel.*:RmsNormKernel.*:GemmFp8Kernel.*:MoePlanKernel.*:MoeStream*' 'MoeKernel.*' \
+  for f in 'QuantizeFp8Kernel.*:RmsNormKernel.*:GemmFp8Kernel.*' 'MoePlanKernel.*:MoeStream*:MoeRouterTopk*:GemvBf16*:GemmBf16*' \
+    'MoeKernel.*:MoeDecode*' \
     'AttentionPrefillWgmmaKernel.RowSumMma*' \
     'AttentionPrefillWgmmaKernel.KvTma*' 'AttentionPrefillWgmmaKernel.FixedMax*'; do
     (timeout 300 build/tests/gossamer_kernels_tests --gtest_color=no --gtest_filter="$f" > "$out/cand_kernels_$i.log" 2>&1
@@ -308,11 +309,12 @@ run_candidates_e2e() {
     timeout 100 ${run%%|*} bench prefill --load-format dummy --preset 20b --device cuda \
       --input-lens 8192 32768 131072 --repeats 2 ${run#*|} | grep dummy
   done; done
-  # Decode: the router GEMV's weights before its PDL wait (a default since the sixteenth session) against the base.
-  for round in 1 2; do for run in "$base" build/gossamer; do
-    sec "$run bench decode 20b mxfp4+fp8, batch 1 and 8, ctx 1,024 / 8,192"
-    timeout 90 $run bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 --batch-sizes 1 8 \
-      --contexts 1024 8192 --steps 32 | grep dummy
+  # Decode: the router GEMV's weights before its PDL wait (a default since the sixteenth session) against the base,
+  # and the router with its routing in one launch (--moe-router-topk, a candidate).
+  for round in 1 2; do for run in "$base|" "build/gossamer|" "build/gossamer|--moe-router-topk"; do
+    sec "${run%%|*} bench decode 20b mxfp4+fp8, batch 1 and 8, ctx 1,024 / 8,192 ${run#*|}"
+    timeout 90 ${run%%|*} bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
+      --batch-sizes 1 8 --contexts 1024 8192 --steps 32 ${run#*|} | grep dummy
   done; done
   sec "ncu source (SASS) stall samples: a full layer's prefill attention (launch 1), the defaults and each candidate"
   local prefill=(bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 --repeats 1)

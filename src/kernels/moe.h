@@ -14,6 +14,7 @@
 
 #include "core/cuda/cuda_types.h"  // cudaStream_t, cudaEvent_t, GOSSAMER_HOST_DEVICE
 #include "kernels/gemm_fp8.h"      // GemmTile
+#include "kernels/gemv_bf16.h"     // GemvBf16Params
 #include "kernels/gemv_fp8.h"      // kGemvMaxRows, kGemvMaxPairs
 #include "kernels/gemv_mxfp4.h"    // GemvMxfp4Shape
 
@@ -32,12 +33,28 @@ struct MoeRouteParams {
 };
 void launch_moe_route(const MoeRouteParams& p, cudaStream_t stream);
 void moe_route_cpu(const MoeRouteParams& p);
+
+// The decode router and the route above in one launch (a candidate, MoeParams::routed): router.out = the logits
+// launch_gemv_bf16(router) writes (the same sums in the same order, gemv_bf16_sm90.cuh), and topk_ids / topk_weights
+// = launch_moe_route's from them (moe_route_sm90.cuh), bit for bit. One cluster of E / 4 CTAs: CTA c computes experts
+// 4c … 4c + 3 (their weight rows loaded before the PDL wait) and writes their logits to router.out and into CTA 0's
+// shared memory; after the cluster barrier CTA 0's warp t routes token t. No grid-wide fence or counter.
+inline constexpr int kMoeRouterTopkMaxTokens = kGemvMaxRows;
+inline constexpr int kMoeRouterTopkMaxExperts = 32;  // a portable cluster: 8 CTAs of 4 experts
+struct MoeRouterTopkParams {
+  // x [M, K] bf16 (the normalised rows), w [E, K] bf16 router, bias [E] or null, out [M, E] bf16 logits (ldc ≥ E):
+  // 1 ≤ M ≤ kMoeRouterTopkMaxTokens, N = E a multiple of 4 up to kMoeRouterTopkMaxExperts, K a multiple of 8 ≤ 4,096.
+  GemvBf16Params router;
+  int32_t* topk_ids = nullptr;    // [M, 4] int32
+  float* topk_weights = nullptr;  // [M, 4] fp32
+};
+void launch_moe_router_topk(const MoeRouterTopkParams& p, cudaStream_t stream);
 // One row of the rule above on float logits with any k (the CPU backend's router): the k largest of
 // logits[0, num_experts) in descending order, ties to the lower index, and softmax weights over them
 // (exp(l − l_max) / Σ, fp32).   logits: [num_experts] f32 → ids: [k] int32, weights: [k] f32
 void moe_topk_softmax_cpu(const float* logits, int num_experts, int k, int32_t* ids, float* weights);
 
-// Groups the num_tokens·4 (token, k) pairs by expert (order inside an expert is unspecified) and builds
+// Groups the num_tokens·4 (token, k) pairs by expert (in pair order inside an expert) and builds
 // the GEMM tile list for tiles of `tile_rows` rows. Experts outside [expert_begin, expert_begin +
 // num_local_experts) (expert parallelism) are dropped: their pairs get slot −1.
 struct MoePlanParams {
@@ -130,6 +147,9 @@ struct MoeParams {
   // launch_moe_decode only: stop after the down GEMV and leave the combine to the next RMSNorm, which sums
   // the pieces moe_decode_deferred_combine names (rmsnorm.h moe_y); residual and out unused.
   bool combine_deferred = false;
+  // launch_moe_decode only: the workspace's routing (moe_decode_routing) already holds this step's top-k, written
+  // by launch_moe_router_topk right before: no route launch, logits unused.
+  bool routed = false;
   // launch_moe only, for benchmarks: [kNumMoePhases + 1] events recorded on the stream, event i as phase i
   // (MoePhase) starts and the last after the combine; null (the product) records none.
   cudaEvent_t* phase_events = nullptr;
@@ -183,6 +203,13 @@ void launch_moe_decode(const MoeParams& p, void* workspace, cudaStream_t stream)
 // `workspace` (valid until its next use; residual and out null), for that launch's num_tokens, hidden and
 // inter. Host only, no launch.
 MoeCombineParams moe_decode_deferred_combine(void* workspace, int num_tokens, int hidden, int inter);
+// The routing arrays of a launch_moe_decode workspace for these sizes (host only, no launch): where
+// launch_moe_router_topk writes them for a launch with MoeParams::routed.
+struct MoeDecodeRouting {
+  int32_t* topk_ids;    // [num_tokens, 4]
+  float* topk_weights;  // [num_tokens, 4]
+};
+MoeDecodeRouting moe_decode_routing(void* workspace, int num_tokens, int hidden, int inter);
 // One grouped GEMV of the decode block, shared by launch_moe_decode and moe_decode_cpu. gate_up: pair q
 // reads x row q / 4 (a token of p.x) and writes act row q with the SwiGLU, and pair_row[q] = q or −1;
 // down: pair q reads act row q and writes y row q (its weights stream before the PDL wait: the routing

@@ -81,6 +81,9 @@ struct ModelOptions {
   // cuda: a prefill step's attention norm writes its rows quantized for the FP8 QKV GEMM
   // (CudaOptions::prefill_norm_fp8; on: bit-identical, one pass fewer; hidden --no-prefill-norm-fp8 for A/B).
   bool prefill_norm_fp8 = true;
+  // cuda: the decode router and its routing in one launch (CudaOptions::moe_router_topk; a candidate, hidden bench
+  // flag --moe-router-topk).
+  bool moe_router_topk = false;
   // cuda: the MXFP4 decode GEMVs' single-row kernel at one token (CudaOptions::moe_gemv_single_row; on: measured
   // faster, docs/PERF.md 2026-12-05 twelfth session; hidden bench flag --no-moe-gemv-single-row for A/B).
   bool moe_gemv_single_row = true;

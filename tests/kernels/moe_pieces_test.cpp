@@ -1,8 +1,10 @@
-// The MoE plan and combine kernels (moe.h) against their CPU references (moe_plan_cpu, moe_combine_cpu).
+// The MoE plan and combine kernels (moe.h) against their CPU references (moe_plan_cpu, moe_combine_cpu), and the
+// decode router with its routing in one launch against the two launches it replaces.
 #include <algorithm>
 #include <numeric>
 
 #include "kernel_test_utils.h"
+#include "kernels/gemv_bf16.h"
 #include "kernels/moe.h"
 
 namespace gossamer::kernels {
@@ -89,6 +91,54 @@ TEST(MoeCombineKernel, MatchesReference) {
     const double err = rel_error_bf16(d_out.download(), ref);
     report("moe_combine", std::to_string(tokens) + "x" + std::to_string(hidden), err, kTolBf16);
     EXPECT_LT(err, kTolBf16);
+  }
+}
+
+// launch_moe_router_topk against launch_gemv_bf16 then launch_moe_route on the same inputs: the logits, the expert
+// ids and their weights bit for bit; every token count (the 1, 2, 4 and 8-row kernels with their unused rows), 4
+// experts (one CTA), 8 and 32 (clusters of 2 and 8), K from 8 to 4,096, with and without bias, a row stride past K
+// and logits with ties (a coarse bias dominating small dot products).
+TEST(MoeRouterTopkKernel, MatchesRouterThenRoute) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(24);
+  struct Case {
+    int experts, k;
+    bool bias, ties;
+  };
+  for (const Case& c : {Case{32, 2880, true, false}, Case{8, 256, true, false}, Case{4, 8, false, false},
+                        Case{32, 4096, false, false}, Case{32, 2880, true, true}, Case{16, 1000, true, false}}) {
+    for (int tokens = 1; tokens <= kMoeRouterTopkMaxTokens; ++tokens) {
+      const int ldx = c.k + 8;
+      auto x = random_bf16(size_t(tokens) * ldx, rng, 1.0f);
+      auto w = random_bf16(size_t(c.experts) * c.k, rng, c.ties ? 1e-4f : 0.05f);
+      auto bias = random_bf16(c.experts, rng, 1.0f);
+      if (c.ties) {
+        for (int e = 0; e < c.experts; ++e) bias[e] = float_to_bf16(float(e % 3));  // many equal logits
+      }
+      DeviceBuffer<uint16_t> dx(x), dw(w), dbias(bias), dout(size_t(tokens) * c.experts),
+          dout_ref(size_t(tokens) * c.experts);
+      DeviceBuffer<int32_t> dids(tokens * kMoeTopK), dids_ref(tokens * kMoeTopK);
+      DeviceBuffer<float> dweights(tokens * kMoeTopK), dweights_ref(tokens * kMoeTopK);
+      for (auto* b : {&dout, &dout_ref}) b->poison();
+      dids.poison();
+      dweights.poison();
+      const GemvBf16Params router{dx.get(), ldx,       dw.get(), c.bias ? dbias.get() : nullptr, dout.get(), c.experts,
+                                  tokens,   c.experts, c.k};
+      MoeRouterTopkParams fused;
+      fused.router = router;
+      fused.topk_ids = dids.get();
+      fused.topk_weights = dweights.get();
+      launch_moe_router_topk(fused, nullptr);
+      GemvBf16Params apart = router;
+      apart.out = dout_ref.get();
+      launch_gemv_bf16(apart, nullptr);
+      launch_moe_route({dout_ref.get(), dids_ref.get(), dweights_ref.get(), tokens, c.experts}, nullptr);
+      const std::string shape = std::to_string(tokens) + " tokens, " + std::to_string(c.experts) + " experts, K " +
+                                std::to_string(c.k) + (c.bias ? "" : ", no bias") + (c.ties ? ", ties" : "");
+      ASSERT_EQ(dout.download(), dout_ref.download()) << shape << ": logits";
+      EXPECT_EQ(dids.download(), dids_ref.download()) << shape << ": expert ids";
+      EXPECT_EQ(dweights.download(), dweights_ref.download()) << shape << ": weights";
+    }
   }
 }
 

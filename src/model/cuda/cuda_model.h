@@ -96,6 +96,9 @@ struct CudaOptions {
   // rows quantized for that GEMM (kernels::RmsNormParams::out_q) instead of bf16 rows that the GEMM's input pass
   // then quantizes: one pass and ~3 bytes per element fewer, the same bits.
   bool prefill_norm_fp8 = true;
+  // Decode steps of the decode MoE compute the router logits and the top-4 routing in one launch
+  // (kernels::launch_moe_router_topk; routes_in_router) instead of the router GEMV and the route launch. A candidate.
+  bool moe_router_topk = false;
   // Which decode-sized steps run the FP8 or MXFP4 experts on the weight-streaming grouped GEMM
   // (kernels/moe.h launch_moe_stream) instead of the GEMV decode MoE (≤ 8 tokens, MXFP4 in chunks of 8 up
   // to kMxfp4GemvMaxTokens) or the FP8 expert GEMMs: kAuto where it measured faster on the H200
@@ -189,6 +192,10 @@ class CudaModel final : public Model {
   // itself (kernels/rmsnorm.h moe_y): the decode MoE (launch_moe_decode, one chunk) on one GPU, where no
   // all-reduce of delta_ sits between the two.
   bool defers_moe_combine(int num_tokens) const;
+  // Whether a step of num_tokens computes its router logits and routing in one launch (CudaOptions::moe_router_topk,
+  // kernels::launch_moe_router_topk into the decode MoE's workspace; the MoE then runs with MoeParams::routed): the
+  // decode MoE's steps (launch_moe_decode, one chunk) of a model with at most 32 experts.
+  bool routes_in_router(int num_tokens) const;
   // --weights mxfp4+fp8: steps of up to this many tokens read the MXFP4 experts, larger ones the FP8 copy
   // (H200, 2026-12-01, bench decode with device sampling: mxfp4 faster to 64 rows — 6.92 vs 9.37 ms at 64
   // — and fp8 from 256: 12.41 vs 17.13 ms).

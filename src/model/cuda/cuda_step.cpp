@@ -148,6 +148,13 @@ bool CudaModel::defers_moe_combine(int num_tokens) const {
          !streams_experts(num_tokens);
 }
 
+bool CudaModel::routes_in_router(int num_tokens) const {
+  return options_.moe_router_topk && weights_.format != WeightFormat::kBf16 &&
+         num_tokens <= kernels::kMoeRouterTopkMaxTokens && !streams_experts(num_tokens) &&
+         config_.num_experts % 4 == 0 && config_.num_experts <= kernels::kMoeRouterTopkMaxExperts &&
+         config_.hidden_size <= 4096;
+}
+
 // Experts of one layer: normed_ [T, hidden] and router_logits_ [T, E] → delta_ [T, hidden], or with
 // defers_moe_combine the pieces in moe_workspace_ that the next norm sums.
 void CudaModel::experts(int layer, int num_tokens) {
@@ -182,6 +189,7 @@ void CudaModel::experts(int layer, int num_tokens) {
   kernels::MoeParams moe;
   common(moe);
   moe.combine_deferred = defers_moe_combine(num_tokens);
+  moe.routed = routes_in_router(num_tokens);  // the router launch routed too (the decode MoE's steps only)
   moe.gemv_mxfp4_shape = options_.moe_gemv_shape;
   moe.gemv_single_row = options_.moe_gemv_single_row;
   moe.gemv_x_shared = options_.moe_gemv_x_shared;
@@ -389,7 +397,26 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
     norm.out = bf16(normed_);
     kernels::launch_rmsnorm(norm, stream_);
     mark(StepPhase::kRouter);
-    linear(bf16(normed_), t, w.router, bf16(router_logits_));
+    if (routes_in_router(t)) {  // (the router is always bf16: cuda_weights.cpp)
+      // Logits and routing in one launch, the routing into the decode MoE's workspace (MoeParams::routed).
+      kernels::MoeRouterTopkParams router;
+      router.router = {bf16(normed_),
+                       w.router.k,
+                       w.router.weight.get<uint16_t>(),
+                       bias_of(w.router),
+                       bf16(router_logits_),
+                       w.router.n,
+                       t,
+                       w.router.n,
+                       w.router.k};
+      const kernels::MoeDecodeRouting routing =
+          kernels::moe_decode_routing(moe_workspace_.get(), t, hidden, config_.intermediate_size);
+      router.topk_ids = routing.topk_ids;
+      router.topk_weights = routing.topk_weights;
+      kernels::launch_moe_router_topk(router, stream_);
+    } else {
+      linear(bf16(normed_), t, w.router, bf16(router_logits_));
+    }
     mark(StepPhase::kExperts);
     experts(layer, t);
     reduce_partial_outputs(t);  // TP: each rank's intermediate columns; EP: each rank's experts
