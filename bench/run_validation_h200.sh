@@ -8,11 +8,12 @@
 # `bash bench/pack_for_device.sh` does it (~21 MiB), then carry ["carry",
 # "node_modules/tiktoken/encoders/o200k_base.json"]. Tests and
 # benches read their compiled-in paths under /work/main, so the checkout is linked there. Logs go to $OUT.
-#   bash bench/run_validation_h200.sh [all|tests|candidates|candidates-e2e|quick|headline|benches|ab|profile|source|
-#                                      timeline|prep]
+#   bash bench/run_validation_h200.sh [all|tests|candidates|candidates-tests|candidates-e2e|quick|headline|benches|ab|
+#                                      profile|source|timeline|prep]
 # tests: the kernel suite (seven shards) beside the model/engine/comm/server suites, all at once (correctness
-# only, so they may share the GPU); candidates: every unmeasured candidate's tests and kernel rows (beside the base
-# binaries of carry/base); candidates-e2e: their end-to-end A/B and ncu source profiles; benches: prefill with its phase breakdown, the MoE and prefill GEMMs
+# only, so they may share the GPU); candidates: every unmeasured candidate's kernel rows (beside the base binaries of
+# carry/base); candidates-tests: their tests alone; candidates-e2e: their end-to-end A/B and ncu source profiles;
+# benches: prefill with its phase breakdown, the MoE and prefill GEMMs
 # against cuBLASLt (both TMA tiles), attention prefill (every wgmma variant), the decode GEMV shapes, decode
 # (mxfp4+fp8, and at long contexts) and the step breakdown; ab: the end-to-end A/B of the product's prefill
 # choices, and 120b prefill; headline: the figures the open issues' targets name (prefill 20b / 120b, decode
@@ -249,14 +250,8 @@ for k, (n, ns) in sorted(total.items(), key=lambda kv: -kv[1][1]):
 PY
 }
 
-run_candidates() {
-  # Every unmeasured candidate's tests and kernel rows, beside the defaults and the binaries before a change
-  # (carry/base/gossamer.zst and kernels_bench.zst when packed, stripped, zstd); candidates-e2e has their
-  # end-to-end A/B and ncu. Now (written in the fifteenth and sixteenth sessions without a device): the MoE's tokens
-  # quantized once each (MoeParams::quantize_tokens_once, hidden --moe-quantize-tokens-once), the TMA GEMM's
-  # skipped pass past N (a default: against the base binary), and the wgmma prefill attention's row sums on the
-  # tensor core (AttentionParams::prefill_row_sum_mma, --prefill-attention-row-sum-mma), K/V tiles by TMA
-  # (prefill_kv_tma, --prefill-attention-kv-tma) and fixed max (prefill_fixed_max, --prefill-attention-fixed-max).
+run_candidates_tests() {
+  # The candidates' own GPU tests, and the model suite with the new defaults (each fusion toggled against them).
   sec "the candidates' own GPU tests (kernels in six shards and the model's, at once)"
   local i=0 f
   rm -f "$out/cand_exit.log"
@@ -275,6 +270,18 @@ run_candidates() {
   wait
   cat "$out/cand_exit.log"
   grep -hE '^\[  (PASSED|FAILED) |^\[  FAILED  \]' "$out"/cand_*.log
+}
+
+run_candidates() {
+  # Every unmeasured candidate's kernel rows, beside the defaults and the binaries before a change
+  # (carry/base/gossamer.zst and kernels_bench.zst when packed, stripped, zstd); candidates-tests has their tests
+  # (the `tests` mode runs them too), candidates-e2e their end-to-end A/B and ncu. Now (written in the fifteenth and
+  # sixteenth sessions without a device): the MoE's tokens quantized once each (MoeParams::quantize_tokens_once,
+  # hidden --moe-quantize-tokens-once), the TMA GEMM's skipped pass past N, the plan's per-warp counters, the
+  # routers' 64-row tiles, the norm's FP8 rows (defaults: against the base binary), and the wgmma prefill
+  # attention's row sums on the tensor core (AttentionParams::prefill_row_sum_mma, --prefill-attention-row-sum-mma),
+  # K/V tiles by TMA (prefill_kv_tma, --prefill-attention-kv-tma) and fixed max (prefill_fixed_max,
+  # --prefill-attention-fixed-max); the decode router with its routing (--moe-router-topk) is end to end only.
   sec "moe (the rows and phases with the tokens quantized once beside the defaults)"
   timeout 120 build/bench/kernels/gossamer_kernels_bench moe | grep -E "^\| moe|moe phase"
   if [ -f carry/base/kernels_bench.zst ]; then
@@ -376,6 +383,7 @@ case $mode in
   headline) run_headline 2>&1 | tee "$out/headline_summary.txt" ;;
   candidates) run_candidates 2>&1 | tee "$out/candidates_summary.txt" ;;
   candidates-e2e) run_candidates_e2e 2>&1 | tee "$out/candidates_e2e_summary.txt" ;;
+  candidates-tests) run_candidates_tests 2>&1 | tee "$out/candidates_tests_summary.txt" ;;
   quick) run_quick 2>&1 | tee "$out/quick_summary.txt" ;;
   timeline) run_timeline 2>&1 | tee "$out/timeline_summary.txt" ;;
   profile) run_profile 2>&1 | tee "$out/profile_summary.txt" ;;
