@@ -8,12 +8,12 @@
 # `bash bench/pack_for_device.sh` does it (~21 MiB), then carry ["carry",
 # "node_modules/tiktoken/encoders/o200k_base.json"]. Tests and
 # benches read their compiled-in paths under /work/main, so the checkout is linked there. Logs go to $OUT.
-#   bash bench/run_validation_h200.sh [all|tests|candidates|candidates-tests|candidates-e2e|quick|headline|benches|ab|
-#                                      profile|source|timeline|prep]
+#   bash bench/run_validation_h200.sh [all|tests|candidates|candidates-tests|candidates-e2e|candidates-ncu|quick|
+#                                      headline|benches|ab|profile|source|timeline|prep]
 # tests: the kernel suite (seven shards) beside the model/engine/comm/server suites, all at once (correctness
 # only, so they may share the GPU); candidates: every unmeasured candidate's kernel rows (beside the base binaries of
-# carry/base); candidates-tests: their tests alone; candidates-e2e: their end-to-end A/B and ncu source profiles;
-# benches: prefill with its phase breakdown, the MoE and prefill GEMMs
+# carry/base); candidates-tests: their tests alone; candidates-e2e: their end-to-end A/B; candidates-ncu: ncu source
+# profiles of the attention candidates; benches: prefill with its phase breakdown, the MoE and prefill GEMMs
 # against cuBLASLt (both TMA tiles), attention prefill (every wgmma variant), the decode GEMV shapes, decode
 # (mxfp4+fp8, and at long contexts) and the step breakdown; ab: the end-to-end A/B of the product's prefill
 # choices, and 120b prefill; headline: the figures the open issues' targets name (prefill 20b / 120b, decode
@@ -300,8 +300,8 @@ run_candidates() {
 }
 
 run_candidates_e2e() {
-  # The candidates' end-to-end A/B (bench prefill, two rounds, the base binary first; the new defaults against
-  # their A/B flags) and ncu source profiles of a full layer's attention with each attention candidate.
+  # The candidates' end-to-end A/B: bench prefill and bench decode, two rounds, the base binary first; the new
+  # defaults against their A/B flags.
   local run base=build/gossamer
   if [ -f carry/base/gossamer.zst ]; then
     $z -q -d -f carry/base/gossamer.zst -o build/gossamer_base && chmod +x build/gossamer_base && base=build/gossamer_base
@@ -323,6 +323,10 @@ run_candidates_e2e() {
     timeout 90 ${run%%|*} bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
       --batch-sizes 1 8 --contexts 1024 8192 --steps 32 ${run#*|} | grep dummy
   done; done
+}
+
+run_candidates_ncu() {
+  # ncu source (SASS) stall samples of a full layer's prefill attention with each attention candidate.
   sec "ncu source (SASS) stall samples: a full layer's prefill attention (launch 1), the defaults and each candidate"
   local prefill=(bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 --repeats 1)
   profile_source attention_prefill_wgmma 1 "${prefill[@]}"
@@ -384,6 +388,7 @@ case $mode in
   candidates) run_candidates 2>&1 | tee "$out/candidates_summary.txt" ;;
   candidates-e2e) run_candidates_e2e 2>&1 | tee "$out/candidates_e2e_summary.txt" ;;
   candidates-tests) run_candidates_tests 2>&1 | tee "$out/candidates_tests_summary.txt" ;;
+  candidates-ncu) run_candidates_ncu 2>&1 | tee "$out/candidates_ncu_summary.txt" ;;
   quick) run_quick 2>&1 | tee "$out/quick_summary.txt" ;;
   timeline) run_timeline 2>&1 | tee "$out/timeline_summary.txt" ;;
   profile) run_profile 2>&1 | tee "$out/profile_summary.txt" ;;
