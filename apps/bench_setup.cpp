@@ -57,6 +57,10 @@ void ModelChoice::add_options(CLI::App& cli) {
   cli.add_flag("--prefill-norm-fp8,!--no-prefill-norm-fp8", options.prefill_norm_fp8,
                "cuda: a prefill step's attention norm writes its rows quantized for the FP8 QKV GEMM (default; A/B)")
       ->group("");  // hidden: A/B runs
+  cli.add_flag("--prefill-moe-combine-deferred,!--no-prefill-moe-combine-deferred",
+               options.prefill_moe_combine_deferred,
+               "cuda: the prefill MoE's combine summed by the next norm (default; A/B)")
+      ->group("");  // hidden: A/B runs
   cli.add_flag("--moe-router-topk", options.moe_router_topk,
                "cuda: decode steps compute the router logits and the top-4 routing in one launch (A/B)")
       ->group("");  // hidden: candidates

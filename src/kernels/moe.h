@@ -144,8 +144,9 @@ struct MoeParams {
   // its x is the kernel before's output, so the copy would wait behind the PDL wait (measured slower, H100
   // 2026-12-05 fifteenth session: down 16.2 -> 17.5 us, gate_up 24.1 -> 22.5 us).
   bool gemv_x_shared = true;
-  // launch_moe_decode only: stop after the down GEMV and leave the combine to the next RMSNorm, which sums
-  // the pieces moe_decode_deferred_combine names (rmsnorm.h moe_y); residual and out unused.
+  // launch_moe_decode and launch_moe: stop after the down projection and leave the combine to the next RMSNorm,
+  // which sums the pieces moe_decode_deferred_combine / moe_deferred_combine name (rmsnorm.h moe_y); residual and out
+  // unused.
   bool combine_deferred = false;
   // launch_moe_decode only: the workspace's routing (moe_decode_routing) already holds this step's top-k, written
   // by launch_moe_router_topk right before: no route launch, logits unused.
@@ -203,6 +204,10 @@ void launch_moe_decode(const MoeParams& p, void* workspace, cudaStream_t stream)
 // `workspace` (valid until its next use; residual and out null), for that launch's num_tokens, hidden and
 // inter. Host only, no launch.
 MoeCombineParams moe_decode_deferred_combine(void* workspace, int num_tokens, int hidden, int inter);
+// The same for launch_moe with combine_deferred, for that launch's num_tokens, num_local_experts, hidden, inter and
+// weights_mxfp4 (its y in expert order, pair_row from its plan).
+MoeCombineParams moe_deferred_combine(void* workspace, int num_tokens, int num_local_experts, int hidden, int inter,
+                                      bool weights_mxfp4);
 // The routing arrays of a launch_moe_decode workspace for these sizes (host only, no launch): where
 // launch_moe_router_topk writes them for a launch with MoeParams::routed.
 struct MoeDecodeRouting {

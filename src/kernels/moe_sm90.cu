@@ -367,7 +367,8 @@ size_t moe_workspace_bytes(int num_tokens, int num_local_experts, int hidden, in
 }
 
 void launch_moe(const MoeParams& p, void* workspace, cudaStream_t stream) {
-  GOSSAMER_CHECK(!p.combine_deferred && !p.routed, "moe: combine_deferred and routed are launch_moe_decode's");
+  GOSSAMER_CHECK(!p.routed, "moe: routed is launch_moe_decode's");
+  GOSSAMER_CHECK(!p.combine_deferred || p.residual == nullptr, "moe: a deferred combine takes no residual");
   const int mult = p.weights_mxfp4 ? 32 : 16;
   GOSSAMER_CHECK(p.hidden % mult == 0 && p.inter % mult == 0, "moe: hidden (", p.hidden, ") and inter (", p.inter,
                  ") must be multiples of ", mult);
@@ -407,6 +408,13 @@ void launch_moe_decode(const MoeParams& p, void* workspace, cudaStream_t stream)
 
 MoeCombineParams moe_decode_deferred_combine(void* workspace, int num_tokens, int hidden, int inter) {
   const MoeWorkspace w = carve(static_cast<uint8_t*>(workspace), ExpertStep::kFp8Gemv, num_tokens, 1, hidden, inter);
+  return {w.y, w.pair_row, w.topk_weights, nullptr, nullptr, num_tokens, hidden};
+}
+
+MoeCombineParams moe_deferred_combine(void* workspace, int num_tokens, int num_local_experts, int hidden, int inter,
+                                      bool weights_mxfp4) {
+  const ExpertStep step = weights_mxfp4 ? ExpertStep::kMxfp4Gemm : ExpertStep::kFp8Gemm;
+  const MoeWorkspace w = carve(static_cast<uint8_t*>(workspace), step, num_tokens, num_local_experts, hidden, inter);
   return {w.y, w.pair_row, w.topk_weights, nullptr, nullptr, num_tokens, hidden};
 }
 

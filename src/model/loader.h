@@ -81,6 +81,9 @@ struct ModelOptions {
   // cuda: a prefill step's attention norm writes its rows quantized for the FP8 QKV GEMM
   // (CudaOptions::prefill_norm_fp8; on: bit-identical, one pass fewer; hidden --no-prefill-norm-fp8 for A/B).
   bool prefill_norm_fp8 = true;
+  // cuda: the prefill MoE's combine summed by the next norm (CudaOptions::prefill_moe_combine_deferred; on:
+  // bit-identical, one launch and a round trip fewer; hidden --no-prefill-moe-combine-deferred for A/B).
+  bool prefill_moe_combine_deferred = true;
   // cuda: the decode router and its routing in one launch (CudaOptions::moe_router_topk; a candidate, hidden bench
   // flag --moe-router-topk).
   bool moe_router_topk = false;

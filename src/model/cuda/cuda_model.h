@@ -40,6 +40,7 @@
 #include "kernels/gemm_fp8.h"
 #include "kernels/gemm_fp8_cublaslt.h"
 #include "kernels/gemv_mxfp4.h"
+#include "kernels/moe.h"
 #include "model/cuda/cuda_phase_timer.h"
 #include "model/cuda/cuda_weights.h"
 #include "model/model.h"
@@ -96,6 +97,10 @@ struct CudaOptions {
   // rows quantized for that GEMM (kernels::RmsNormParams::out_q) instead of bf16 rows that the GEMM's input pass
   // then quantizes: one pass and ~3 bytes per element fewer, the same bits.
   bool prefill_norm_fp8 = true;
+  // The grouped-GEMM MoE (launch_moe: prefill steps) leaves its combine to the next RMSNorm, which sums the experts'
+  // rows itself, as the decode MoE does (defers_moe_combine): the combine launch and delta_'s write and read go, the
+  // same bits.
+  bool prefill_moe_combine_deferred = true;
   // Decode steps of the decode MoE compute the router logits and the top-4 routing in one launch
   // (kernels::launch_moe_router_topk; routes_in_router) instead of the router GEMV and the route launch. A candidate.
   bool moe_router_topk = false;
@@ -188,10 +193,18 @@ class CudaModel final : public Model {
   static constexpr int kMoeStreamAutoMaxTokensMxfp4 = 512;
   // Whether a step of num_tokens runs its experts on launch_moe_stream (CudaOptions::moe_decode).
   bool streams_experts(int num_tokens) const;
+  // Whether a step of num_tokens runs its FP8 or MXFP4 experts on the decode GEMVs (launch_moe_decode, in chunks of
+  // kGemvMaxRows tokens), else (not streamed) on the grouped GEMMs (launch_moe).
+  bool experts_on_gemvs(int num_tokens) const;
+  // Whether launch_moe reads the MXFP4 experts as stored (else converted to FP8 first, or FP8 experts).
+  bool experts_gemm_read_mxfp4(int num_tokens) const;
   // Whether a step of num_tokens leaves the MoE combine to the next RMSNorm, which sums the experts' rows
-  // itself (kernels/rmsnorm.h moe_y): the decode MoE (launch_moe_decode, one chunk) on one GPU, where no
-  // all-reduce of delta_ sits between the two.
+  // itself (kernels/rmsnorm.h moe_y): the decode MoE (launch_moe_decode, one chunk) and, with
+  // CudaOptions::prefill_moe_combine_deferred, the grouped GEMMs (launch_moe), on one GPU, where no all-reduce of
+  // delta_ sits between the two.
   bool defers_moe_combine(int num_tokens) const;
+  // The pieces the next norm sums where defers_moe_combine (in moe_workspace_), else none.
+  kernels::MoeCombineParams deferred_moe_pieces(int num_tokens) const;
   // Whether a step of num_tokens computes its router logits and routing in one launch (CudaOptions::moe_router_topk,
   // kernels::launch_moe_router_topk into the decode MoE's workspace; the MoE then runs with MoeParams::routed): the
   // decode MoE's steps (launch_moe_decode, one chunk) of a model with at most 32 experts.

@@ -143,9 +143,31 @@ bool CudaModel::streams_experts(int num_tokens) const {
   return num_tokens > kernels::kGemvMaxRows && num_tokens <= max_tokens;
 }
 
+bool CudaModel::experts_on_gemvs(int num_tokens) const {
+  return weights_.format != WeightFormat::kBf16 && !streams_experts(num_tokens) &&
+         num_tokens <= (reads_mxfp4_experts(num_tokens) ? kMxfp4GemvMaxTokens : kernels::kGemvMaxRows);
+}
+
+bool CudaModel::experts_gemm_read_mxfp4(int num_tokens) const {
+  return reads_mxfp4_experts(num_tokens) &&
+         int64_t{num_tokens} * kernels::kMoeTopK <= int64_t{kMxfp4DirectMaxRowsPerExpert} * config_.num_experts;
+}
+
 bool CudaModel::defers_moe_combine(int num_tokens) const {
-  return options_.comm == nullptr && weights_.format != WeightFormat::kBf16 && num_tokens <= kernels::kGemvMaxRows &&
-         !streams_experts(num_tokens);
+  if (options_.comm != nullptr || weights_.format == WeightFormat::kBf16 || streams_experts(num_tokens)) return false;
+  if (experts_on_gemvs(num_tokens)) return num_tokens <= kernels::kGemvMaxRows;  // one decode chunk
+  return options_.prefill_moe_combine_deferred;                                  // launch_moe
+}
+
+kernels::MoeCombineParams CudaModel::deferred_moe_pieces(int num_tokens) const {
+  if (!defers_moe_combine(num_tokens)) return {};
+  const int hidden = config_.hidden_size, inter = config_.intermediate_size;
+  if (experts_on_gemvs(num_tokens)) {
+    return kernels::moe_decode_deferred_combine(moe_workspace_.get(), num_tokens, hidden, inter);
+  }
+  const int local = options_.num_local_experts > 0 ? options_.num_local_experts : config_.num_experts;
+  return kernels::moe_deferred_combine(moe_workspace_.get(), num_tokens, local, hidden, inter,
+                                       experts_gemm_read_mxfp4(num_tokens));
 }
 
 bool CudaModel::routes_in_router(int num_tokens) const {
@@ -208,7 +230,7 @@ void CudaModel::experts(int layer, int num_tokens) {
   }
   if (gate_up.mxfp4) {
     const int e = config_.num_experts, h = config_.hidden_size;
-    if (num_tokens <= kMxfp4GemvMaxTokens) {
+    if (experts_on_gemvs(num_tokens)) {
       // The MXFP4 decode block over chunks of ≤ 8 tokens (each reads its routed experts once): measured
       // cheaper up to this size than the grouped GEMMs when those converted every expert to FP8
       // (docs/kernels-hopper.md); not yet re-measured against the direct MXFP4 GEMMs.
@@ -225,7 +247,7 @@ void CudaModel::experts(int layer, int num_tokens) {
       }
       return;
     }
-    if (int64_t{num_tokens} * kernels::kMoeTopK <= int64_t{kMxfp4DirectMaxRowsPerExpert} * e) {
+    if (experts_gemm_read_mxfp4(num_tokens)) {
       // The FP8 expert GEMMs on the experts as stored: each 128×128 weight block dequantized on chip
       // (kernels/gemm_fp8.h b_mxfp4), no conversion pass.
       moe.weights_mxfp4 = true;
@@ -252,7 +274,7 @@ void CudaModel::experts(int layer, int num_tokens) {
   moe.w1_scales = gate_up.scales.get<float>();
   moe.w2 = down.weight.get<uint8_t>();
   moe.w2_scales = down.scales.get<float>();
-  if (num_tokens <= kernels::kGemvMaxRows) return kernels::launch_moe_decode(moe, moe_workspace_.get(), stream_);
+  if (experts_on_gemvs(num_tokens)) return kernels::launch_moe_decode(moe, moe_workspace_.get(), stream_);
   kernels::launch_moe(moe, moe_workspace_.get(), stream_);
 }
 
@@ -329,9 +351,7 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
   // on one GPU (defers_moe_combine) its unsummed pieces in moe_workspace_ (y [T·4, hidden] bf16, pair_row,
   // topk_weights), which the norm combines itself: one launch fewer per layer.
   const bool moe_deferred = defers_moe_combine(t);
-  const kernels::MoeCombineParams moe_pieces =
-      moe_deferred ? kernels::moe_decode_deferred_combine(moe_workspace_.get(), t, hidden, config_.intermediate_size)
-                   : kernels::MoeCombineParams{};
+  const kernels::MoeCombineParams moe_pieces = deferred_moe_pieces(t);
   auto add_block_output = [&](bool after_moe) {
     const bool pieces = after_moe && moe_deferred;
     norm.x = pieces ? nullptr : bf16(delta_);
