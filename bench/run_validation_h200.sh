@@ -308,7 +308,8 @@ run_candidates_e2e() {
   fi
   local all_attention="--prefill-attention-row-sum-mma --prefill-attention-kv-tma --prefill-attention-fixed-max"
   local round
-  local runs=("$base|" "build/gossamer|" "build/gossamer|--no-prefill-norm-fp8" "build/gossamer|--moe-quantize-tokens-once"
+  local runs=("$base|" "build/gossamer|" "build/gossamer|--no-prefill-norm-fp8"
+    "build/gossamer|--no-prefill-moe-combine-deferred" "build/gossamer|--moe-quantize-tokens-once"
     "build/gossamer|--prefill-attention-row-sum-mma" "build/gossamer|--prefill-attention-kv-tma"
     "build/gossamer|--prefill-attention-fixed-max" "build/gossamer|$all_attention")
   for round in 1 2; do for run in "${runs[@]}"; do
