@@ -387,7 +387,9 @@ case $mode in
   ab) run_ab ;;
   headline) run_headline 2>&1 | tee "$out/headline_summary.txt" ;;
   candidates) run_candidates 2>&1 | tee "$out/candidates_summary.txt" ;;
-  candidates-e2e) run_candidates_e2e 2>&1 | tee "$out/candidates_e2e_summary.txt" ;;
+  candidates-e2e)
+    run_candidates_e2e 2>&1 | tee "$out/candidates_e2e_summary.txt"
+    python3 bench/summarize_ab.py "$out/candidates_e2e_summary.txt" | tee "$out/candidates_e2e_table.txt" ;;
   candidates-tests) run_candidates_tests 2>&1 | tee "$out/candidates_tests_summary.txt" ;;
   candidates-ncu) run_candidates_ncu 2>&1 | tee "$out/candidates_ncu_summary.txt" ;;
   quick) run_quick 2>&1 | tee "$out/quick_summary.txt" ;;
