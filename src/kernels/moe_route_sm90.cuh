@@ -64,4 +64,19 @@ __device__ __forceinline__ void moe_route_token(const uint16_t* logits, int num_
   for (int k = 0; k < kMoeTopK; ++k) weights[k] /= sum;
 }
 
+// moe_route_token, then lane 0 stores the ids and weights: ids_out [kMoeTopK] int32, weights_out [kMoeTopK] fp32.
+__device__ __forceinline__ void moe_route_token_store(const uint16_t* logits, int num_experts, int32_t* ids_out,
+                                                      float* weights_out) {
+  int ids[kMoeTopK];
+  float weights[kMoeTopK];
+  moe_route_token(logits, num_experts, ids, weights);
+  if (threadIdx.x % 32 == 0) {
+#pragma unroll
+    for (int k = 0; k < kMoeTopK; ++k) {
+      ids_out[k] = ids[k];
+      weights_out[k] = weights[k];
+    }
+  }
+}
+
 }  // namespace gossamer::kernels

@@ -17,18 +17,9 @@ __global__ void moe_route_kernel(MoeRouteParams p) {
   pdl_wait();  // PDL: nothing global is touched before the previous kernel is done
   pdl_trigger();
   const int t = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
-  const int lane = threadIdx.x % 32;
   if (t >= p.num_tokens) return;
-  int ids[kMoeTopK];
-  float weights[kMoeTopK];
-  moe_route_token(p.logits + static_cast<int64_t>(t) * p.num_experts, p.num_experts, ids, weights);
-  if (lane == 0) {
-#pragma unroll
-    for (int k = 0; k < kMoeTopK; ++k) {
-      p.topk_ids[t * kMoeTopK + k] = ids[k];
-      p.topk_weights[t * kMoeTopK + k] = weights[k];
-    }
-  }
+  moe_route_token_store(p.logits + static_cast<int64_t>(t) * p.num_experts, p.num_experts, p.topk_ids + t * kMoeTopK,
+                        p.topk_weights + t * kMoeTopK);
 }
 
 // launch_moe_router_topk: CTA c of the cluster computes router columns (experts) kRouterCols·c … with the GEMV's
@@ -70,18 +61,9 @@ __global__ void __launch_bounds__(gemv_bf16_column::kThreads) moe_router_topk_ke
   }
   cluster.sync();  // every CTA's logits in CTA 0's shared memory (release / acquire at cluster scope)
   if (rank != 0) return;
-  const int t = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int t = static_cast<int>(threadIdx.x) / 32;
   if (t >= g.M) return;
-  int ids[kMoeTopK];
-  float weights[kMoeTopK];
-  moe_route_token(&s_logits[t][0], g.N, ids, weights);
-  if (lane == 0) {
-#pragma unroll
-    for (int k = 0; k < kMoeTopK; ++k) {
-      p.topk_ids[t * kMoeTopK + k] = ids[k];
-      p.topk_weights[t * kMoeTopK + k] = weights[k];
-    }
-  }
+  moe_route_token_store(&s_logits[t][0], g.N, p.topk_ids + t * kMoeTopK, p.topk_weights + t * kMoeTopK);
 }
 
 // The plan in one CTA of kPlanWarps warps, in pair order (moe_plan_cpu's rows exactly). Warp w owns a contiguous
