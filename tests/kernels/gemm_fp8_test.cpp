@@ -8,7 +8,6 @@
 #include "kernels/gemm_fp8_cublaslt.h"
 #include "kernels/moe.h"
 #include "kernels/quantize_fp8.h"
-#include "kernels/rmsnorm.h"
 #include "moe_problem.h"
 
 namespace gossamer::kernels {
@@ -217,38 +216,11 @@ TEST(MoeKernel, DeferredCombineIntoNorm) {
   for (const MoeProblemCase& c :
        {MoeProblemCase{300, 32, 0, 32, 576, 320, false}, MoeProblemCase{512, 4, 0, 4, 512, 256, false},
         MoeProblemCase{64, 8, 4, 4, 576, 320, false}}) {
-    const int H = c.hidden, I = c.inter, E = c.local;
     MoeProblem m(c, rng, random_fp8_normal);
-    DeviceBuffer<uint8_t> dw1t(tiled(m.w1, E, 2 * I, H)), dw2t(tiled(m.w2, E, H, I));
-    DeviceBuffer<uint8_t> ws(moe_workspace_bytes(c.tokens, E, H, I));
-    auto norm_w = random_bf16(H, rng, 0.3f, 1.0f);
-    DeviceBuffer<uint16_t> dnorm_w(norm_w), ddelta(size_t(c.tokens) * H), dres_split(m.res), dres_fused(m.res),
-        dout_split(m.res.size()), dout_fused(m.res.size());
-    for (auto* b : {&ddelta, &dout_split, &dout_fused}) b->poison();
-    ws.poison();
-    MoeParams p = m.dev;
-    p.w1 = dw1t.get();
-    p.w2 = dw2t.get();
-    p.weights_tiled = true;
-    p.residual = nullptr;  // the model's prefill: the residual enters in the norm
-    p.out = ddelta.get();
-    launch_moe(p, ws.get(), nullptr);
-    launch_rmsnorm({ddelta.get(), dres_split.get(), dnorm_w.get(), dout_split.get(), c.tokens, H, 1e-5f}, nullptr);
-    ws.poison();
-    MoeParams d = p;
-    d.out = nullptr;
-    d.combine_deferred = true;
-    launch_moe(d, ws.get(), nullptr);
-    const MoeCombineParams pieces = moe_deferred_combine(ws.get(), c.tokens, E, H, I, false);
-    RmsNormParams fused{nullptr, dres_fused.get(), dnorm_w.get(), dout_fused.get(), c.tokens, H, 1e-5f};
-    fused.moe_y = pieces.y;
-    fused.moe_pair_row = pieces.pair_row;
-    fused.moe_topk_weights = pieces.topk_weights;
-    launch_rmsnorm(fused, nullptr);
-    const std::string shape = std::to_string(c.tokens) + "tok E" + std::to_string(c.experts) + " local[" +
-                              std::to_string(c.expert_begin) + "+" + std::to_string(E) + "]";
-    EXPECT_EQ(dres_fused.download(), dres_split.download()) << shape << ": residual";
-    EXPECT_EQ(dout_fused.download(), dout_split.download()) << shape << ": normed output";
+    expect_deferred_combine_into_norm(
+        c, m, moe_workspace_bytes(c.tokens, c.local, c.hidden, c.inter),
+        [](const MoeParams& p, void* ws) { launch_moe(p, ws, nullptr); },
+        [&](void* ws) { return moe_deferred_combine(ws, c.tokens, c.local, c.hidden, c.inter, false); }, rng);
   }
 }
 

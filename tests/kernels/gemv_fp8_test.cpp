@@ -578,38 +578,10 @@ TEST(MoeDecodeKernel, DeferredCombineIntoNorm) {
   };
   for (const auto& c : cases) {
     MoeProblem m(c, rng);
-    DeviceBuffer<uint8_t> dw1t(tiled(m.w1, c.local, 2 * c.inter, c.hidden)),
-        dw2t(tiled(m.w2, c.local, c.hidden, c.inter));
-    DeviceBuffer<uint8_t> ws(moe_decode_workspace_bytes(c.tokens, c.hidden, c.inter));
-    auto norm_w = random_bf16(c.hidden, rng, 0.3f, 1.0f);
-    DeviceBuffer<uint16_t> dnorm_w(norm_w), ddelta(size_t(c.tokens) * c.hidden), dres_split(m.res), dres_fused(m.res),
-        dout_split(m.res.size()), dout_fused(m.res.size());
-    for (auto* b : {&ddelta, &dout_split, &dout_fused}) b->poison();
-    ws.poison();
-    MoeParams p = m.dev;
-    p.w1 = dw1t.get();
-    p.w2 = dw2t.get();
-    p.weights_tiled = true;
-    p.residual = nullptr;  // the model's decode: the residual enters in the norm
-    p.out = ddelta.get();
-    launch_moe_decode(p, ws.get(), nullptr);
-    launch_rmsnorm({ddelta.get(), dres_split.get(), dnorm_w.get(), dout_split.get(), c.tokens, c.hidden, 1e-5f},
-                   nullptr);
-    ws.poison();
-    MoeParams d = p;
-    d.out = nullptr;
-    d.combine_deferred = true;
-    launch_moe_decode(d, ws.get(), nullptr);
-    const MoeCombineParams pieces = moe_decode_deferred_combine(ws.get(), c.tokens, c.hidden, c.inter);
-    RmsNormParams fused{nullptr, dres_fused.get(), dnorm_w.get(), dout_fused.get(), c.tokens, c.hidden, 1e-5f};
-    fused.moe_y = pieces.y;
-    fused.moe_pair_row = pieces.pair_row;
-    fused.moe_topk_weights = pieces.topk_weights;
-    launch_rmsnorm(fused, nullptr);
-    const std::string shape = std::to_string(c.tokens) + "tok E" + std::to_string(c.experts) + " local[" +
-                              std::to_string(c.expert_begin) + "+" + std::to_string(c.local) + "]";
-    EXPECT_EQ(dres_fused.download(), dres_split.download()) << shape << ": residual";
-    EXPECT_EQ(dout_fused.download(), dout_split.download()) << shape << ": normed output";
+    expect_deferred_combine_into_norm(
+        c, m, moe_decode_workspace_bytes(c.tokens, c.hidden, c.inter),
+        [](const MoeParams& p, void* ws) { launch_moe_decode(p, ws, nullptr); },
+        [&](void* ws) { return moe_decode_deferred_combine(ws, c.tokens, c.hidden, c.inter); }, rng);
   }
 }
 

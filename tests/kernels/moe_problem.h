@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "kernel_test_utils.h"
 #include "kernels/moe.h"
+#include "kernels/rmsnorm.h"
 
 namespace gossamer::kernels::test {
 
@@ -84,5 +86,44 @@ struct MoeProblem {
   DeviceBuffer<float> dw1s, dw2s;
   MoeParams host, dev;
 };
+
+// combine_deferred into the next norm, for either MoE launch: `launch(params, workspace)` with the combine (residual
+// null: the model's form) then launch_rmsnorm, against the same launch with combine_deferred then the norm summing
+// `pieces(workspace)`; the residual and normed rows must match bit for bit. Tile-major FP8 experts (the model's).
+template <typename Launch, typename Pieces>
+void expect_deferred_combine_into_norm(const MoeProblemCase& c, MoeProblem& m, size_t workspace_bytes, Launch launch,
+                                       Pieces pieces, std::mt19937& rng) {
+  const int tokens = c.tokens, hidden = c.hidden;
+  DeviceBuffer<uint8_t> dw1t(tiled(m.w1, c.local, 2 * c.inter, hidden)), dw2t(tiled(m.w2, c.local, hidden, c.inter));
+  DeviceBuffer<uint8_t> ws(workspace_bytes);
+  auto norm_w = random_bf16(hidden, rng, 0.3f, 1.0f);
+  DeviceBuffer<uint16_t> dnorm_w(norm_w), ddelta(size_t(tokens) * hidden), dres_split(m.res), dres_fused(m.res),
+      dout_split(m.res.size()), dout_fused(m.res.size());
+  for (auto* b : {&ddelta, &dout_split, &dout_fused}) b->poison();
+  ws.poison();
+  MoeParams p = m.dev;
+  p.w1 = dw1t.get();
+  p.w2 = dw2t.get();
+  p.weights_tiled = true;
+  p.residual = nullptr;  // the model's: the residual enters in the norm
+  p.out = ddelta.get();
+  launch(p, ws.get());
+  launch_rmsnorm({ddelta.get(), dres_split.get(), dnorm_w.get(), dout_split.get(), tokens, hidden, 1e-5f}, nullptr);
+  ws.poison();
+  MoeParams d = p;
+  d.out = nullptr;
+  d.combine_deferred = true;
+  launch(d, ws.get());
+  const MoeCombineParams y = pieces(ws.get());
+  RmsNormParams fused{nullptr, dres_fused.get(), dnorm_w.get(), dout_fused.get(), tokens, hidden, 1e-5f};
+  fused.moe_y = y.y;
+  fused.moe_pair_row = y.pair_row;
+  fused.moe_topk_weights = y.topk_weights;
+  launch_rmsnorm(fused, nullptr);
+  const std::string shape = std::to_string(tokens) + "tok E" + std::to_string(c.experts) + " local[" +
+                            std::to_string(c.expert_begin) + "+" + std::to_string(c.local) + "]";
+  EXPECT_EQ(dres_fused.download(), dres_split.download()) << shape << ": residual";
+  EXPECT_EQ(dout_fused.download(), dout_split.download()) << shape << ": normed output";
+}
 
 }  // namespace gossamer::kernels::test
