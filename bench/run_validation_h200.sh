@@ -295,6 +295,8 @@ run_candidates() {
   timeout 60 build/bench/kernels/gossamer_kernels_bench gemm-bf16 | grep router
   sec "attention prefill (the candidates' rows against the same warpgroups without)"
   timeout 150 build/bench/kernels/gossamer_kernels_bench attention | grep -v decode
+  sec "decode FP8 GEMVs: the ring filled by bulk copies (a default since the sixteenth session) against cp.async"
+  timeout 120 build/bench/kernels/gossamer_kernels_bench gemv | grep -E "gemv_fp8 \||gemv_fp8 cp.async ring"
   sec "the norm writing FP8 rows against norm then quantize"
   timeout 60 build/bench/kernels/gossamer_kernels_bench small | grep -E "rmsnorm|quantize_fp8"
 }

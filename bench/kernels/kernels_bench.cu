@@ -616,17 +616,19 @@ void bench_gemv(const char* name, int M, int N, int K, GemmEpilogue epi, bool ba
   });
   const std::string shape = std::string(name) + " M=" + std::to_string(M) + " N=" + std::to_string(N) +
                             " K=" + std::to_string(K) + (epi == GemmEpilogue::kSwiGlu ? " swiglu" : "");
-  // The model's layout (tile-major weights, PDL), then row-major with and without PDL. Random bytes: the
-  // layout changes only the order in which they are read.
-  for (const auto& [pdl, tile_major] : {std::pair{true, true}, std::pair{true, false}, std::pair{false, false}}) {
+  // The model's layout (tile-major weights, PDL; its ring filled by bulk copies, then by cp.async), then row-major
+  // with and without PDL. Random bytes: the layout changes only the order in which they are read.
+  for (const auto& [pdl, tile_major, bulk] : {std::tuple{true, true, true}, std::tuple{true, true, false},
+                                              std::tuple{true, false, true}, std::tuple{false, false, true}}) {
     p.programmatic_launch = pdl;
     p.w_tiled = tile_major;
+    p.bulk_copies = bulk;
     const double us = time_us([&](int i) {
       p.w = w[i % copies]->as<uint8_t>();
       p.w_scales = s[i % copies]->as<float>();
       launch_gemv_fp8(p, nullptr);
     });
-    row(tile_major ? "gemv_fp8"
+    row(tile_major ? (bulk ? "gemv_fp8" : "gemv_fp8 cp.async ring")
         : pdl      ? "gemv_fp8 row-major"
                    : "gemv_fp8 row-major no-PDL",
         shape, us, 2.0 * M * N * K, double(wbytes), base, "copy");

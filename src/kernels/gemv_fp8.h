@@ -71,6 +71,10 @@ struct GemvFp8Params {
   // splits K (1, 2, 4 or 8; kernels/gemv_launch.h).
   int stages = 0;
   int cluster = 0;
+  // w_tiled only: each warp's ring stage is filled by one 4 KiB bulk copy of its weight tile (lane 0, completing on
+  // an mbarrier) instead of eight 16-byte cp.async per lane: the same shared-memory bytes (a tile's [chunk][lane]
+  // order is the ring's; its padding is zeros), so the same results. false: the cp.async fill (A/B).
+  bool bulk_copies = true;
   // ---- grouped (MoE decode) mode: topk_ids non-null; num_groups = num_local_experts ----
   const int32_t* topk_ids = nullptr;  // [num_pairs] global expert id of pair p (moe_route output)
   int num_pairs = 0;                  // 1..kGemvMaxPairs

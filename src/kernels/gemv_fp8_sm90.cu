@@ -17,11 +17,13 @@
 // pairs of row g, a1/a3 those of row g+8, and b0/b1 the matching x pairs. The C fragment then holds rows
 // (g, g+8) × x rows (2t, 2t+1).
 //
-// Memory: every weight byte is read once, by a 16-byte cp.async (L2 only) into a per-warp ring of kStages
-// K steps in shared memory (4 KiB per step, 96 KiB per CTA, two CTAs per SM), so up to 192 KiB per SM
-// are in flight without holding registers; small matrices are requested in full at kernel start. Each
-// lane reads back only the chunks it copied (no warp synchronisation). x is read from L2 into registers
-// per CTA (≤ 25% of the weight bytes at 8 rows).
+// Memory: every weight byte is read once into a per-warp ring of kStages K steps in shared memory (4 KiB per
+// step, 96 KiB per CTA, two CTAs per SM), so up to 192 KiB per SM are in flight without holding registers;
+// small matrices are requested in full at kernel start. Tile-major weights (GemvFp8Params::bulk_copies): lane 0
+// fills a stage with one bulk copy of the step's 4 KiB tile, whose [chunk][lane] byte order is the ring's, on the
+// stage's mbarrier; the refill follows the warp's __syncwarp() after its last read of the stage. Else each lane
+// copies its own chunks with 16-byte cp.async (L2 only) and reads back only those (no warp synchronisation). x is
+// read from L2 into registers per CTA (≤ 25% of the weight bytes at 8 rows).
 #include <cooperative_groups.h>
 #include <cuda_fp16.h>
 
@@ -34,8 +36,10 @@
 #include "kernels/gemv_grouped.h"
 #include "kernels/gemv_grouped_sm90.cuh"
 #include "kernels/gemv_launch.h"
+#include "kernels/mbarrier_sm90.cuh"
 #include "kernels/rope_sm90.cuh"
 #include "kernels/swiglu.h"
+#include "kernels/tma_sm90.cuh"
 
 namespace gossamer::kernels {
 namespace {
@@ -150,23 +154,43 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kStages))
                 : p.w + (static_cast<int64_t>(group) * p.N + n0 + g) * K + 16 * t;
   const int rows_left = p.N - n0 - g;  // chunk c (row n0 + 8c + g) exists iff 8c < rows_left
   const float* scale_row = p.w_scales + (static_cast<int64_t>(group) * num_nb + n0 / 128) * num_kb;
-  uint4* ring = reinterpret_cast<uint4*>(smem + warp * kStages * kStageBytes) + lane;  // [stage][chunk] stride 32
+  uint8_t* const ring_bytes = smem + warp * kStages * kStageBytes;  // [stage][chunk][lane] 16 B
+  uint4* ring = reinterpret_cast<uint4*>(ring_bytes) + lane;        // this lane's chunks: [stage][chunk] stride 32
   float scale[kStages];
+  // Bulk copies (tile-major): the warp's stage barriers (lane 0's arrival plus the tile's bytes per fill).
+  const bool bulk = p.bulk_copies && p.w_tiled;
+  __shared__ uint64_t stage_full[kWarps * kStages];
+  uint64_t* full = stage_full + warp * kStages;
+  if (bulk && lane == 0) {
+#pragma unroll
+    for (int s = 0; s < kStages; ++s) mbar::init(&full[s], 1);
+    tma::fence_barrier_init();
+  }
+  __syncwarp();
+  const uint8_t* w_tile0 = w_lane - 16 * lane;  // tile-major: the step-0 tile of rows n0 … n0 + 63
 
-  // Weights of K step `step` into ring stage `stage` (zero-filled outside N/K), and its block scale. One
+  // Weights of K step `step` into ring stage `stage` (zero-filled outside N/K), and its block scale. cp.async: one
   // commit group per call, empty past the end, so the group count stays uniform.
   auto issue = [&](int step, int stage) {
     if (step < ks_end) {  // warp-uniform
-      const bool k_ok = step * kKStep + 16 * t < p.K;
-      const uint8_t* src = w_lane + step * step_stride;
+      if (bulk) {
+        if (lane == 0) {
+          tma::arrive_expect_tx(&full[stage], kStageBytes);
+          tma::copy_bulk(ring_bytes + stage * kStageBytes, w_tile0 + static_cast<int64_t>(step) * 4096, kStageBytes,
+                         &full[stage]);
+        }
+      } else {
+        const bool k_ok = step * kKStep + 16 * t < p.K;
+        const uint8_t* src = w_lane + step * step_stride;
 #pragma unroll
-      for (int c = 0; c < kChunks; ++c) {
-        const bool ok = k_ok && 8 * c < rows_left;
-        cp_async_16(ring + (stage * kChunks + c) * 32, ok ? src + c * chunk_stride : p.w, ok);
+        for (int c = 0; c < kChunks; ++c) {
+          const bool ok = k_ok && 8 * c < rows_left;
+          cp_async_16(ring + (stage * kChunks + c) * 32, ok ? src + c * chunk_stride : p.w, ok);
+        }
       }
       scale[stage] = __ldg(scale_row + step * kKStep / 128);
     }
-    cp_async_commit();
+    if (!bulk) cp_async_commit();
   };
 #pragma unroll
   for (int s = 0; s < kStages; ++s) issue(ks_begin + warp + s * kWarps, s);
@@ -198,12 +222,17 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kStages))
 
   // ---- main loop: consume the oldest stage, refill it with the step kStages·kWarps later ----
   float acc[kNTiles][4] = {};
-  for (int step0 = ks_begin + warp; step0 < ks_end; step0 += kStages * kWarps) {
+  uint32_t parity = 0;  // bulk: the phase this pass of the ring waits for
+  for (int step0 = ks_begin + warp; step0 < ks_end; step0 += kStages * kWarps, parity ^= 1) {
 #pragma unroll
     for (int s = 0; s < kStages; ++s) {
       const int step = step0 + s * kWarps;
       if (step >= ks_end) break;  // warp-uniform
-      cp_async_wait<kStages - 1>();
+      if (bulk) {
+        mbar::wait(&full[s], parity);
+      } else {
+        cp_async_wait<kStages - 1>();
+      }
       float inv_even, inv_odd;
       x_fragment(xr[s], inv_even, inv_odd, t);
 #pragma unroll
@@ -223,6 +252,7 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kStages))
         acc[nt][2] = fmaf(d[2] * inv_even, scale[s], acc[nt][2]);
         acc[nt][3] = fmaf(d[3] * inv_odd, scale[s], acc[nt][3]);
       }
+      if (bulk) __syncwarp();  // every lane's reads of stage s are done before lane 0 refills it
       issue(step + kStages * kWarps, s);
       load_x(step + kStages * kWarps, xr[s]);
     }

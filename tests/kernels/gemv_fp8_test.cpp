@@ -130,18 +130,27 @@ TEST(GemvFp8Kernel, MatchesReference) {
       r.out = ref.data();
       gemv_fp8_cpu(r);
       const auto ref_block = block(ref, m, out_cols, ldc);
-      // Row-major with and without PDL, and the model's tile-major layout (same reference).
-      for (const auto& [pdl, tile_major] : {std::pair{true, false}, std::pair{false, false}, std::pair{true, true}}) {
+      // Row-major with and without PDL, and the model's tile-major layout (same reference), filled by bulk copies
+      // and by the cp.async ring: the same bits.
+      std::vector<uint16_t> tile_major_out;
+      for (const auto& [pdl, tile_major, bulk] : {std::tuple{true, false, true}, std::tuple{false, false, true},
+                                                  std::tuple{true, true, true}, std::tuple{true, true, false}}) {
         dout.poison();
         p.programmatic_launch = pdl;
         p.w = tile_major ? dwt.get() : dw.get();
         p.w_tiled = tile_major;
+        p.bulk_copies = bulk;
         launch_gemv_fp8(p, nullptr);
         const auto out = dout.download();
+        if (tile_major && bulk) tile_major_out = out;
+        if (tile_major && !bulk) {
+          EXPECT_EQ(out, tile_major_out) << s.name << " M=" << m << ": cp.async vs bulk copies";
+        }
         const double err = rel_error(block(out, m, out_cols, ldc), ref_block);
         const std::string shape = std::string(s.name) + " M=" + std::to_string(m) + " N=" + std::to_string(s.n) +
                                   " K=" + std::to_string(s.k) + (swiglu ? " swiglu" : "") + (s.bias ? " bias" : "") +
-                                  (pdl ? "" : " no-pdl") + (tile_major ? " tile-major" : "");
+                                  (pdl ? "" : " no-pdl") + (tile_major ? " tile-major" : "") +
+                                  (tile_major && !bulk ? " cp.async" : "");
         report("gemv_fp8", shape, err, kTolBf16);
         EXPECT_LT(err, kTolBf16) << shape;
         EXPECT_TRUE(padding_untouched(out, m, out_cols, ldc)) << shape << ": wrote past the output columns";
