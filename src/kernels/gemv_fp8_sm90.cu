@@ -167,7 +167,8 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kStages))
     tma::fence_barrier_init();
   }
   __syncwarp();
-  const uint8_t* w_tile0 = w_lane - 16 * lane;  // tile-major: the step-0 tile of rows n0 … n0 + 63
+  // Tile-major: the step-0 tile of rows n0 … n0 + 63 (this lane's chunks start 16·lane bytes into it).
+  const uint8_t* w_tile0 = p.w_tiled ? w_lane - 16 * lane : nullptr;
 
   // Weights of K step `step` into ring stage `stage` (zero-filled outside N/K), and its block scale. cp.async: one
   // commit group per call, empty past the end, so the group count stays uniform.
