@@ -28,25 +28,28 @@ const uint16_t* bias_of(const DeviceLinear& w) {
   return w.bias.bytes() ? w.bias.get<uint16_t>() : nullptr;
 }
 
+// The bf16 GEMV of out [m, w.n] = x [m, w.k] · wᵀ + bias for bf16 weights (linear's, and the fused decode router's).
+kernels::GemvBf16Params bf16_gemv(const uint16_t* x, int m, const DeviceLinear& w, uint16_t* out) {
+  kernels::GemvBf16Params gemv;
+  gemv.x = x;
+  gemv.ldx = w.k;
+  gemv.w = w.weight.get<uint16_t>();
+  gemv.bias = bias_of(w);
+  gemv.out = out;
+  gemv.ldc = w.n;
+  gemv.M = m;
+  gemv.N = w.n;
+  gemv.K = w.k;
+  return gemv;
+}
+
 }  // namespace
 
 void CudaModel::linear(const uint16_t* x, int m, const DeviceLinear& w, uint16_t* out, bool x_quantized) {
   if (m <= 0) return;
   GOSSAMER_CHECK(!x_quantized || linear_quantizes(m, w), "linear: a quantized input only where the FP8 GEMM runs");
   if (!w.fp8) {
-    if (kernels::gemv_bf16_preferred(m, w.n, w.k)) {
-      kernels::GemvBf16Params gemv;
-      gemv.x = x;
-      gemv.ldx = w.k;
-      gemv.w = w.weight.get<uint16_t>();
-      gemv.bias = bias_of(w);
-      gemv.out = out;
-      gemv.ldc = w.n;
-      gemv.M = m;
-      gemv.N = w.n;
-      gemv.K = w.k;
-      return kernels::launch_gemv_bf16(gemv, stream_);
-    }
+    if (kernels::gemv_bf16_preferred(m, w.n, w.k)) return kernels::launch_gemv_bf16(bf16_gemv(x, m, w, out), stream_);
     kernels::GemmBf16Params gemm;
     gemm.a = x;
     gemm.lda = w.k;
@@ -420,15 +423,7 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
     if (routes_in_router(t)) {  // (the router is always bf16: cuda_weights.cpp)
       // Logits and routing in one launch, the routing into the decode MoE's workspace (MoeParams::routed).
       kernels::MoeRouterTopkParams router;
-      router.router = {bf16(normed_),
-                       w.router.k,
-                       w.router.weight.get<uint16_t>(),
-                       bias_of(w.router),
-                       bf16(router_logits_),
-                       w.router.n,
-                       t,
-                       w.router.n,
-                       w.router.k};
+      router.router = bf16_gemv(bf16(normed_), t, w.router, bf16(router_logits_));
       const kernels::MoeDecodeRouting routing =
           kernels::moe_decode_routing(moe_workspace_.get(), t, hidden, config_.intermediate_size);
       router.topk_ids = routing.topk_ids;
