@@ -18,12 +18,18 @@ void attention_cpu(const AttentionParams& p) {
     const int q_len = p.cu_seqlens_q[b + 1] - q_begin;
     const int kv_len = p.kv_lens[b];
     const int32_t* pages = p.page_indices + p.page_indptr[b];
-    // Element d of the cached K or V row at `pos`, dequantized (kv_fp8) or widened from bf16.
-    auto element = [&](const void* cache, const float* scales, int pos, int kv_head, int d) {
+    // The cached K or V row at `pos` of kv head `kv_head`, dequantized (kv_fp8) or widened from bf16 into `row`.
+    auto load_row = [&](const void* cache, const float* scales, int pos, int kv_head, float* row) {
       const int64_t slot = static_cast<int64_t>(pages[pos / p.page_size]) * p.page_size + pos % p.page_size;
-      const int64_t i = (slot * p.num_kv_heads + kv_head) * kD + d;
-      if (!p.kv_fp8) return bf16_to_float(static_cast<const uint16_t*>(cache)[i]);
-      return kv_fp8_dequantize(static_cast<const uint8_t*>(cache)[i], scales ? scales[kv_head] : kKvFp8DefaultScale);
+      const int64_t base = (slot * p.num_kv_heads + kv_head) * kD;
+      if (!p.kv_fp8) {
+        const uint16_t* src = static_cast<const uint16_t*>(cache) + base;
+        for (int d = 0; d < kD; ++d) row[d] = bf16_to_float(src[d]);
+        return;
+      }
+      const uint8_t* src = static_cast<const uint8_t*>(cache) + base;
+      const float scale = scales ? scales[kv_head] : kKvFp8DefaultScale;
+      for (int d = 0; d < kD; ++d) row[d] = kv_fp8_dequantize(src[d], scale);
     };
     // (query, head) rows are independent: chunks of them on worker threads give the same bits.
     parallel_for(int64_t(q_len) * p.num_q_heads, 16, [&](int64_t r0, int64_t r1) {
@@ -35,10 +41,13 @@ void attention_cpu(const AttentionParams& p) {
         const int kvh = h / group;
         const uint16_t* q = p.q + (static_cast<int64_t>(q_begin + i) * p.num_q_heads + h) * kD;
         logits.assign(pos - s0 + 1, 0.f);
+        float qf[kD], row[kD];
+        for (int d = 0; d < kD; ++d) qf[d] = bf16_to_float(q[d]);
         float m = p.sinks ? p.sinks[h] : -INFINITY;
         for (int s = s0; s <= pos; ++s) {
+          load_row(p.k_cache, p.k_scale, s, kvh, row);
           float dot = 0.f;
-          for (int d = 0; d < kD; ++d) dot += bf16_to_float(q[d]) * element(p.k_cache, p.k_scale, s, kvh, d);
+          for (int d = 0; d < kD; ++d) dot += qf[d] * row[d];
           logits[s - s0] = dot * p.scale;
           m = std::max(m, logits[s - s0]);
         }
@@ -47,7 +56,8 @@ void attention_cpu(const AttentionParams& p) {
         for (int s = s0; s <= pos; ++s) {
           const double w = std::exp(static_cast<double>(logits[s - s0]) - m);
           denom += w;
-          for (int d = 0; d < kD; ++d) o[d] += w * element(p.v_cache, p.v_scale, s, kvh, d);
+          load_row(p.v_cache, p.v_scale, s, kvh, row);
+          for (int d = 0; d < kD; ++d) o[d] += w * row[d];
         }
         uint16_t* out = p.out + (static_cast<int64_t>(q_begin + i) * p.num_q_heads + h) * kD;
         for (int d = 0; d < kD; ++d) out[d] = float_to_bf16(static_cast<float>(o[d] / denom));
