@@ -8,7 +8,7 @@
 # `bash bench/pack_for_device.sh` does it (~21 MiB), then carry ["carry",
 # "node_modules/tiktoken/encoders/o200k_base.json"]. Tests and
 # benches read their compiled-in paths under /work/main, so the checkout is linked there. Logs go to $OUT.
-#   bash bench/run_validation_h200.sh [all|tests|candidates|candidates-tests|candidates-e2e|candidates-ncu|quick|
+#   bash bench/run_validation_h200.sh [all|tests|verdict|candidates|candidates-tests|candidates-e2e|candidates-ncu|quick|
 #                                      headline|benches|ab|profile|source|timeline|prep]
 # tests: the kernel suite (seven shards) beside the model/engine/comm/server suites, all at once (correctness
 # only, so they may share the GPU); candidates: every unmeasured candidate's kernel rows (beside the base binaries of
@@ -314,21 +314,50 @@ run_candidates_e2e() {
     "build/gossamer|--no-prefill-moe-combine-deferred" "build/gossamer|--moe-quantize-tokens-once"
     "build/gossamer|--prefill-attention-row-sum-mma" "build/gossamer|--prefill-attention-kv-tma"
     "build/gossamer|--prefill-attention-fixed-max" "build/gossamer|$all_attention")
-  for round in 1 2; do for run in "${runs[@]}"; do
-    # 131,072 tokens only where attention may change (the MoE and norm flags scale with the tokens).
-    local lens="8192 32768 131072"
-    case "${run#*|}" in --no-prefill-norm-fp8|--no-prefill-moe-combine-deferred|--moe-quantize-tokens-once) lens="8192 32768" ;; esac
-    sec "${run%%|*} bench prefill 20b $lens ${run#*|}"
-    timeout 100 ${run%%|*} bench prefill --load-format dummy --preset 20b --device cuda \
-      --input-lens $lens --repeats 2 ${run#*|} | grep dummy
-  done; done
-  # Decode: the router GEMV's weights before its PDL wait (a default since the sixteenth session) against the base,
-  # and the router with its routing in one launch (--moe-router-topk, a candidate).
-  for round in 1 2; do for run in "$base|" "build/gossamer|" "build/gossamer|--moe-router-topk"; do
-    sec "${run%%|*} bench decode 20b mxfp4+fp8, batch 1 and 8, ctx 1,024 / 8,192 ${run#*|}"
-    timeout 90 ${run%%|*} bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
-      --batch-sizes 1 8 --contexts 1024 8192 --steps 32 ${run#*|} | grep dummy
-  done; done
+  # No run starts past E2E_DEADLINE seconds of this script (the verdict mode's share of one call). Each round:
+  # prefill, then decode (the router GEMV's weights before its PDL wait, a default since the sixteenth session,
+  # against the base; the router with its routing in one launch, --moe-router-topk, a candidate).
+  local deadline=${E2E_DEADLINE:-100000} lens
+  for round in 1 2; do
+    for run in "${runs[@]}"; do
+      [ $SECONDS -lt $deadline ] || { echo "(deadline: prefill ${run} round $round not run)"; continue; }
+      # 131,072 tokens only where attention may change (the MoE and norm flags scale with the tokens).
+      lens="8192 32768 131072"
+      case "${run#*|}" in --no-prefill-norm-fp8|--no-prefill-moe-combine-deferred|--moe-quantize-tokens-once) lens="8192 32768" ;; esac
+      sec "${run%%|*} bench prefill 20b $lens ${run#*|}"
+      timeout 100 ${run%%|*} bench prefill --load-format dummy --preset 20b --device cuda \
+        --input-lens $lens --repeats 2 ${run#*|} | grep dummy
+    done
+    for run in "$base|" "build/gossamer|" "build/gossamer|--moe-router-topk"; do
+      [ $SECONDS -lt $deadline ] || { echo "(deadline: decode ${run} round $round not run)"; continue; }
+      sec "${run%%|*} bench decode 20b mxfp4+fp8, batch 1 and 8, ctx 1,024 / 8,192 ${run#*|}"
+      timeout 90 ${run%%|*} bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
+        --batch-sizes 1 8 --contexts 1024 8192 --steps 32 ${run#*|} | grep dummy
+    done
+  done
+}
+
+run_verdict() {
+  # One call for a scarce device: the new defaults' tests (shards at once, 200 s), then the end-to-end A/B until
+  # 560 s (each round prefill then decode; whatever the deadline leaves out is named in the log).
+  sec "the new defaults' GPU tests (kernel shards and the model's, at once)"
+  local i=0 f
+  rm -f "$out/verdict_exit.log"
+  for f in 'QuantizeFp8Kernel.*:RmsNormKernel.*:GemmFp8Kernel.*' \
+    'MoePlanKernel.*:MoeStream*:MoeRouterTopk*:GemvBf16*:GemmBf16*:GemvFp8*' 'MoeKernel.*:MoeDecode*' \
+    'AttentionPrefillWgmmaKernel.MatchesReference:AttentionPrefillWgmmaKernel.ThreeWarpgroups*:AttentionDecode*'; do
+    (timeout 200 build/tests/gossamer_kernels_tests --gtest_color=no --gtest_filter="$f" > "$out/verdict_kernels_$i.log" 2>&1
+      echo "kernels '$f' exit $?" >> "$out/verdict_exit.log") &
+    i=$((i + 1))
+  done
+  (timeout 200 build/tests/gossamer_model_gpu_tests --gtest_color=no --gtest_filter='CudaModelGpuTest.*:Weights/*' \
+    > "$out/verdict_model.log" 2>&1
+    echo "model_gpu exit $?" >> "$out/verdict_exit.log") &
+  wait
+  cat "$out/verdict_exit.log"
+  grep -hE '^\[  (PASSED|FAILED) |^\[  FAILED  \]' "$out"/verdict_*.log
+  E2E_DEADLINE=560 run_candidates_e2e
+  python3 bench/summarize_ab.py "$out/verdict_summary.txt"
 }
 
 run_candidates_ncu() {
@@ -396,6 +425,7 @@ case $mode in
     run_candidates_e2e 2>&1 | tee "$out/candidates_e2e_summary.txt"
     python3 bench/summarize_ab.py "$out/candidates_e2e_summary.txt" | tee "$out/candidates_e2e_table.txt" ;;
   candidates-tests) run_candidates_tests 2>&1 | tee "$out/candidates_tests_summary.txt" ;;
+  verdict) run_verdict 2>&1 | tee "$out/verdict_summary.txt" ;;
   candidates-ncu) run_candidates_ncu 2>&1 | tee "$out/candidates_ncu_summary.txt" ;;
   quick) run_quick 2>&1 | tee "$out/quick_summary.txt" ;;
   timeline) run_timeline 2>&1 | tee "$out/timeline_summary.txt" ;;
