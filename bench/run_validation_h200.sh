@@ -328,7 +328,7 @@ run_candidates_e2e() {
       timeout 100 ${run%%|*} bench prefill --load-format dummy --preset 20b --device cuda \
         --input-lens $lens --repeats 2 ${run#*|} | grep dummy
     done
-    for run in "$base|" "build/gossamer|" "build/gossamer|--moe-router-topk"; do
+    for run in "$base|" "build/gossamer|" "build/gossamer|--no-decode-qkv-norm" "build/gossamer|--moe-router-topk"; do
       [ $SECONDS -lt $deadline ] || { echo "(deadline: decode ${run} round $round not run)"; continue; }
       sec "${run%%|*} bench decode 20b mxfp4+fp8, batch 1 and 8, ctx 1,024 / 8,192 ${run#*|}"
       timeout 90 ${run%%|*} bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \

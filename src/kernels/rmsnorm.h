@@ -1,8 +1,8 @@
 // RMSNorm over the hidden dimension, optionally fused with the residual add (the reference forward pass:
 // src/model/cpu_model.cpp).
 //
-//   with residual:    s = bf(x + residual); residual ← s;  out = bf(s · rsqrt(mean(s²) + eps) · w)
-//   without residual: out = bf(x · rsqrt(mean(x²) + eps) · w)
+//   with residual:    s = bf(x + residual); residual ← s (or residual_out ← s);  out = bf(s · rsqrt(mean(s²) + eps) ·
+//   w) without residual: out = bf(x · rsqrt(mean(x²) + eps) · w)
 // Math in fp32, one rounding to bf16 at the end. `out` may alias `x` (row-wise in place).
 //
 // x may instead be the MoE block's output still in pieces (the combine launch_moe_decode leaves undone with
@@ -37,6 +37,8 @@ struct RmsNormParams {
   uint8_t* out_q = nullptr;  // [num_tokens, hidden] e4m3, row stride ldq bytes (multiple of 16), 16-byte aligned
   int64_t ldq = 0;
   float* out_scales = nullptr;  // [num_tokens, ceil(hidden / 128)] fp32
+  // Where the residual sums go instead of residual (null: residual, in place).
+  uint16_t* residual_out = nullptr;  // [num_tokens, hidden] bf16
 };
 
 // With PDL the kernel reads weight, residual and the MoE routing pieces (moe_pair_row, moe_topk_weights)

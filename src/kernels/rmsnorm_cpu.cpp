@@ -39,7 +39,7 @@ void rmsnorm_cpu(const RmsNormParams& p) {
       float v = bf16_to_float(p.x[base + i]);
       if (p.residual) {
         const uint16_t sum = float_to_bf16(v + bf16_to_float(p.residual[base + i]));
-        p.residual[base + i] = sum;
+        (p.residual_out ? p.residual_out : p.residual)[base + i] = sum;
         v = bf16_to_float(sum);
       }
       s[i] = v;

@@ -266,6 +266,147 @@ TEST(GemvFp8Kernel, RopeEpilogueIsGemvThenRope) {
   }
 }
 
+// The norm prologue (GemvFp8Params::norm_prologue, on the RoPE epilogue: the decode attention block's norm and QKV
+// projection in one launch) is launch_rmsnorm then the GEMV, bit for bit: q, k / v, the bf16 cache, the residual's
+// sums (into another buffer; the input residual untouched) and the normed rows CTA 0 writes; x or the MoE pieces
+// (a skipped pair, repeated rows), with and without the residual (layer 0), every decode row count. And the CPU
+// reference's q.
+TEST(GemvFp8Kernel, NormPrologueIsNormThenGemv) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(32);
+  const std::vector<float> inv_freq = rope_inv_freq(RopeScaling{}, kHeadDim);
+  const int qh = 64, kvh = 8, n = (qh + 2 * kvh) * kHeadDim, k = 2880;
+  auto w = random_fp8_bytes(size_t(n) * k, rng);
+  auto ws = random_scales(scale_count(1, n, k), rng, 0.0005f, 0.002f);
+  auto bias = random_bf16(n, rng, 1.0f);
+  auto norm_w = random_bf16(k, rng, 1.0f);
+  DeviceBuffer<uint8_t> dw(tiled(w, 1, n, k));
+  DeviceBuffer<float> dws(ws);
+  DeviceBuffer<uint16_t> dbias(bias), dnorm_w(norm_w);
+  for (const int m : {1, 3, 8}) {
+    for (const bool moe : {false, true}) {
+      for (const bool with_residual : {false, true}) {
+        const int cache_rows = m;
+        const size_t cache_bytes = size_t(cache_rows) * kvh * kHeadDim * 2;
+        auto x = random_bf16(size_t(m) * k, rng, 1.0f);
+        auto residual = random_bf16(size_t(m) * k, rng, 4.0f);
+        // The MoE pieces: 4 rows per token out of a shuffled list, token 0's pair 2 skipped, two pairs sharing a row.
+        const int y_rows = m * kMoeTopK + 1;
+        auto y = random_bf16(size_t(y_rows) * k, rng, 2.0f);
+        std::vector<int32_t> pair_row(size_t(m) * kMoeTopK);
+        std::iota(pair_row.begin(), pair_row.end(), 1);
+        std::shuffle(pair_row.begin(), pair_row.end(), rng);
+        pair_row[2] = -1;
+        if (m > 1) pair_row[5] = pair_row[0];
+        std::vector<float> topk_w(pair_row.size());
+        std::uniform_real_distribution<float> wd(0.05f, 0.6f);
+        for (auto& v : topk_w) v = wd(rng);
+        std::vector<int32_t> pos(m);
+        std::iota(pos.begin(), pos.end(), 7);
+        std::vector<int64_t> slots(m);
+        std::iota(slots.begin(), slots.end(), 0);
+        DeviceBuffer<uint16_t> dx(x), dy(y), dres0(residual), dres1(residual), dres1_out(residual.size());
+        DeviceBuffer<uint16_t> dnormed0(x.size()), dnormed1(x.size());
+        DeviceBuffer<int32_t> dpair_row(pair_row), dpos(pos);
+        DeviceBuffer<float> dtopk_w(topk_w);
+        DeviceBuffer<int64_t> dslots(slots);
+        dres1_out.poison();
+        dnormed1.poison();
+        std::vector<DeviceBuffer<uint16_t>> dq, dk, dv;
+        std::vector<DeviceBuffer<uint8_t>> dkc, dvc;
+        for (int i = 0; i < 2; ++i) {  // [0]: the norm kernel then the GEMV; [1]: the prologue
+          dq.emplace_back(size_t(m) * qh * kHeadDim);
+          dk.emplace_back(size_t(m) * kvh * kHeadDim);
+          dv.emplace_back(size_t(m) * kvh * kHeadDim);
+          dkc.emplace_back(cache_bytes);
+          dvc.emplace_back(cache_bytes);
+          for (auto* b : {&dq[i], &dk[i], &dv[i]}) b->poison();
+          for (auto* b : {&dkc[i], &dvc[i]}) b->poison();
+        }
+        RmsNormParams norm;
+        norm.x = moe ? nullptr : dx.get();
+        norm.moe_y = moe ? dy.get() : nullptr;
+        norm.moe_pair_row = moe ? dpair_row.get() : nullptr;
+        norm.moe_topk_weights = moe ? dtopk_w.get() : nullptr;
+        norm.weight = dnorm_w.get();
+        norm.num_tokens = m;
+        norm.hidden = k;
+        RmsNormParams separate_norm = norm;
+        separate_norm.residual = with_residual ? dres0.get() : nullptr;
+        separate_norm.out = dnormed0.get();
+        launch_rmsnorm(separate_norm, nullptr);
+        GemvFp8Params p = dense_tiled_gemv(dnormed0.get(), dw.get(), dws.get(), dbias.get(), nullptr, m, n, k);
+        p.rope_epilogue = true;
+        RopeParams& r = p.rope;
+        r.positions = dpos.get();
+        r.slots = dslots.get();
+        r.num_tokens = m;
+        r.num_q_heads = qh;
+        r.num_kv_heads = kvh;
+        std::copy(inv_freq.begin(), inv_freq.end(), r.inv_freq.begin());
+        r.concentration = rope_concentration(RopeScaling{});
+        auto outputs = [&](RopeParams& o, int i) {
+          o.q_out = dq[i].get();
+          o.k_out = dk[i].get();
+          o.v_out = dv[i].get();
+          o.k_cache = dkc[i].get();
+          o.v_cache = dvc[i].get();
+        };
+        outputs(p.rope, 0);
+        launch_gemv_fp8(p, nullptr);
+        GemvFp8Params fused = p;
+        fused.x = nullptr;
+        fused.ldx = 0;
+        fused.norm_prologue = true;
+        fused.norm = norm;
+        fused.norm.residual = with_residual ? dres1.get() : nullptr;
+        fused.norm.residual_out = with_residual ? dres1_out.get() : nullptr;
+        fused.norm.out = dnormed1.get();
+        outputs(fused.rope, 1);
+        launch_gemv_fp8(fused, nullptr);
+        const std::string shape =
+            std::string(moe ? "MoE pieces" : "x") + (with_residual ? " + residual" : "") + " M=" + std::to_string(m);
+        EXPECT_EQ(dq[1].download(), dq[0].download()) << shape;
+        EXPECT_EQ(dk[1].download(), dk[0].download()) << shape;
+        EXPECT_EQ(dv[1].download(), dv[0].download()) << shape;
+        EXPECT_EQ(dkc[1].download(), dkc[0].download()) << shape;
+        EXPECT_EQ(dvc[1].download(), dvc[0].download()) << shape;
+        EXPECT_EQ(dnormed1.download(), dnormed0.download()) << shape << ": the normed rows CTA 0 writes";
+        if (with_residual) {
+          EXPECT_EQ(dres1_out.download(), dres0.download()) << shape << ": the residual sums";
+          EXPECT_EQ(dres1.download(), residual) << shape << ": the input residual is read only";
+        }
+        // The CPU reference (rmsnorm_cpu, then the GEMV and rope_cpu): q.
+        std::vector<uint16_t> q_ref(dq[0].size()), res_ref = residual, res_ref_out(residual.size());
+        std::vector<uint8_t> kc_ref(cache_bytes), vc_ref(cache_bytes);
+        std::vector<uint8_t> w_tiled = tiled(w, 1, n, k);
+        GemvFp8Params ref = fused;
+        ref.w = w_tiled.data();
+        ref.w_scales = ws.data();
+        ref.bias = bias.data();
+        ref.norm.x = moe ? nullptr : x.data();
+        ref.norm.moe_y = moe ? y.data() : nullptr;
+        ref.norm.moe_pair_row = moe ? pair_row.data() : nullptr;
+        ref.norm.moe_topk_weights = moe ? topk_w.data() : nullptr;
+        ref.norm.weight = norm_w.data();
+        ref.norm.residual = with_residual ? res_ref.data() : nullptr;
+        ref.norm.residual_out = with_residual ? res_ref_out.data() : nullptr;
+        ref.norm.out = nullptr;
+        ref.rope.positions = pos.data();
+        ref.rope.slots = slots.data();
+        ref.rope.q_out = q_ref.data();
+        ref.rope.k_out = ref.rope.v_out = nullptr;
+        ref.rope.k_cache = kc_ref.data();
+        ref.rope.v_cache = vc_ref.data();
+        gemv_fp8_cpu(ref);
+        const double err = rel_error_bf16(dq[1].download(), q_ref);
+        report("gemv_fp8", "norm prologue, rope epilogue q " + shape, err, kTolBf16);
+        EXPECT_LT(err, kTolBf16) << shape;
+      }
+    }
+  }
+}
+
 // Every launch shape the bench sweeps (GemvFp8Params::stages × cluster) gives the reference's result.
 TEST(GemvFp8Kernel, EveryLaunchShapeMatchesReference) {
   GOSSAMER_REQUIRE_GPU();

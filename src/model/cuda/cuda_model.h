@@ -93,6 +93,10 @@ struct CudaOptions {
   // The FP8 QKV GEMV of a decode step (≤ kGemvMaxRows tokens) applies RoPE and writes the K/V cache in its
   // epilogue (kernels::GemvFp8Params::rope_epilogue) instead of a separate RoPE launch.
   bool decode_qkv_rope = true;
+  // With it, every CTA of that GEMV also computes the attention norm's rows in its prologue
+  // (kernels::GemvFp8Params::norm_prologue), CTA 0 writing the residual's sums to the other residual buffer: the
+  // norm's launch goes, the same bits.
+  bool decode_qkv_norm = true;
   // The attention norm of a prefill step whose QKV projection runs the FP8 GEMM (> kGemvMaxRows tokens) writes its
   // rows quantized for that GEMM (kernels::RmsNormParams::out_q) instead of bf16 rows that the GEMM's input pass
   // then quantizes: one pass and ~3 bytes per element fewer, the same bits.
@@ -305,6 +309,10 @@ class CudaModel final : public Model {
   // epilogue where options_.decode_qkv_rope and the GEMV applies (qkv untouched), else launch_rope.
   void qkv_rope(const uint16_t* x, int m, const DeviceLinear& w, uint16_t* qkv, kernels::RopeParams rope,
                 bool x_quantized = false);
+  // Whether a step of m tokens computes the attention norm in the QKV GEMV's prologue (options_.decode_qkv_norm on
+  // the RoPE epilogue's GEMV); qkv_rope then takes the norm's parameters as `norm` (x unused).
+  bool qkv_takes_norm(int m, const DeviceLinear& w) const;
+  void qkv_rope(const kernels::RmsNormParams& norm, int m, const DeviceLinear& w, kernels::RopeParams rope);
   void experts(int layer, int num_tokens);
 
   // delta_ [T, hidden] bf16 ← Σ over the group's ranks (no-op without a group).
@@ -403,6 +411,9 @@ class CudaModel final : public Model {
   // forward_sample's penalized rows [penalized rows, vocab] fp32 (vocab-parallel: [.., local vocab] of the slice)
   DeviceBuffer penalized_;
   DeviceBuffer plan_;  // eager steps' plan
+  // residual_alt_ [≤ kGemvMaxRows, hidden] bf16: where a decode step's QKV GEMV with the norm prologue writes the
+  // residual's sums (its CTAs still read residual_); the step's later norms then work on it (qkv_takes_norm).
+  DeviceBuffer residual_alt_;
   DeviceBuffer residual_, delta_, normed_, qkv_, q_, attn_out_, act_, act_scales_, router_logits_, moe_workspace_,
       decode_workspace_, final_rows_, logits_;
   // Vocab-parallel unembedding: this rank's logits [rows, vocab_shard_rows] and every rank's slot

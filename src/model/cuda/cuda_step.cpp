@@ -130,6 +130,21 @@ void CudaModel::qkv_rope(const uint16_t* x, int m, const DeviceLinear& w, uint16
   kernels::launch_rope(rope, stream_);
 }
 
+bool CudaModel::qkv_takes_norm(int m, const DeviceLinear& w) const {
+  return options_.decode_qkv_norm && options_.decode_qkv_rope && w.fp8 && m <= kernels::kGemvMaxRows;
+}
+
+void CudaModel::qkv_rope(const kernels::RmsNormParams& norm, int m, const DeviceLinear& w, kernels::RopeParams rope) {
+  GOSSAMER_CHECK(qkv_takes_norm(m, w), "qkv_rope: the QKV GEMV of this step takes no norm");
+  kernels::GemvFp8Params gemv = decode_gemv(nullptr, m, w, nullptr);
+  gemv.ldx = 0;
+  gemv.rope_epilogue = true;
+  gemv.rope = rope;
+  gemv.norm_prologue = true;
+  gemv.norm = norm;
+  kernels::launch_gemv_fp8(gemv, stream_);
+}
+
 bool CudaModel::reads_mxfp4_experts(int num_tokens) const {
   return weights_.format == WeightFormat::kMxfp4 ||
          (weights_.format == WeightFormat::kMxfp4Fp8 && num_tokens <= kDualMxfp4MaxTokens);
@@ -355,32 +370,46 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
   // topk_weights), which the norm combines itself: one launch fewer per layer.
   const bool moe_deferred = defers_moe_combine(t);
   const kernels::MoeCombineParams moe_pieces = deferred_moe_pieces(t);
+  // The residual stream [T, hidden] bf16: residual_, until a QKV GEMV with the norm prologue writes the sums to the
+  // other buffer (its CTAs still read this one); the step's later norms follow it.
+  uint16_t* residual = bf16(residual_);
   auto add_block_output = [&](bool after_moe) {
     const bool pieces = after_moe && moe_deferred;
     norm.x = pieces ? nullptr : bf16(delta_);
     norm.moe_y = pieces ? moe_pieces.y : nullptr;
     norm.moe_pair_row = pieces ? moe_pieces.pair_row : nullptr;
     norm.moe_topk_weights = pieces ? moe_pieces.topk_weights : nullptr;
-    norm.residual = bf16(residual_);
+    norm.residual = residual;
   };
   for (int layer = 0; layer < config_.num_layers; ++layer) {
     const CudaLayer& w = weights_.layers[static_cast<size_t>(layer)];
     // ---- attention norm (fused with the residual add of the previous block) ----
     mark(StepPhase::kAttnNorm);
     if (layer == 0) {
-      norm.x = bf16(residual_);
+      norm.x = residual;
       norm.residual = nullptr;
     } else {
       add_block_output(true);
     }
     norm.weight = bf16(w.attn_norm);
-    // A prefill step's FP8 QKV GEMM takes the norm's quantized rows (RmsNormParams::out_q) in place of its input pass.
+    // A decode step's QKV GEMV computes this norm itself (qkv_takes_norm); a prefill step's FP8 QKV GEMM takes the
+    // norm's quantized rows (RmsNormParams::out_q) in place of its input pass.
+    const bool norm_in_qkv = qkv_takes_norm(t, w.qkv);
     const bool norm_fp8 = options_.prefill_norm_fp8 && linear_quantizes(t, w.qkv);
     norm.out = norm_fp8 ? nullptr : bf16(normed_);
     norm.out_q = norm_fp8 ? act_.get<uint8_t>() : nullptr;
     norm.ldq = round_up(hidden, 16);
     norm.out_scales = norm_fp8 ? act_scales_.get<float>() : nullptr;
-    kernels::launch_rmsnorm(norm, stream_);
+    kernels::RmsNormParams qkv_norm = norm;  // the prologue's (norm_in_qkv)
+    if (norm_in_qkv) {
+      qkv_norm.out = nullptr;  // nothing reads the normed rows but the QKV GEMV
+      if (norm.residual) {
+        qkv_norm.residual_out = residual == bf16(residual_) ? bf16(residual_alt_) : bf16(residual_);
+        residual = qkv_norm.residual_out;
+      }
+    } else {
+      kernels::launch_rmsnorm(norm, stream_);
+    }
     norm.out_q = nullptr;  // the other norms write bf16 rows
     norm.out_scales = nullptr;
     // ---- qkv [T, qkv_width] → RoPE (q → q_, k/v → paged cache) → attention → o-proj into delta ----
@@ -400,7 +429,11 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
     rope.k_scale = attention.k_scale = k_scale;
     rope.v_scale = attention.v_scale = v_scale;
     mark(StepPhase::kQkv);
-    qkv_rope(bf16(normed_), t, w.qkv, bf16(qkv_), rope, norm_fp8);  // marks kRope where RoPE is its own launch
+    if (norm_in_qkv) {
+      qkv_rope(qkv_norm, t, w.qkv, rope);
+    } else {
+      qkv_rope(bf16(normed_), t, w.qkv, bf16(qkv_), rope, norm_fp8);  // marks kRope where RoPE is its own launch
+    }
     attention.q = bf16(q_);
     attention.out = bf16(attn_out_);
     attention.k_cache = k_cache_[static_cast<size_t>(layer)].get();
