@@ -8,7 +8,7 @@
 # `bash bench/pack_for_device.sh` does it (~21 MiB), then carry ["carry",
 # "node_modules/tiktoken/encoders/o200k_base.json"]. Tests and
 # benches read their compiled-in paths under /work/main, so the checkout is linked there. Logs go to $OUT.
-#   bash bench/run_validation_h200.sh [all|tests|verdict|candidates|candidates-tests|candidates-e2e|candidates-ncu|quick|
+#   bash bench/run_validation_h200.sh [all|tests|verdict|followup|candidates|candidates-tests|candidates-e2e|candidates-ncu|quick|
 #                                      headline|benches|ab|profile|source|timeline|prep]
 # tests: the kernel suite (seven shards) beside the model/engine/comm/server suites, all at once (correctness
 # only, so they may share the GPU); candidates: every unmeasured candidate's kernel rows (beside the base binaries of
@@ -360,6 +360,38 @@ run_verdict() {
   python3 bench/summarize_ab.py "$out/verdict_summary.txt"
 }
 
+run_followup() {
+  # A short call after verdict: the decode norm prologue's tests and the model suite (goldens, every fusion toggled),
+  # then decode A/B (base, defaults, --no-decode-qkv-norm, --moe-router-topk) and the prefill A/B of the defaults
+  # against the two candidates that won in verdict (--moe-quantize-tokens-once --prefill-attention-fixed-max), two
+  # rounds each.
+  sec "the norm prologue's tests and the model suite"
+  timeout 120 build/tests/gossamer_kernels_tests --gtest_color=no \
+    --gtest_filter='GemvFp8Kernel.*:RmsNormKernel.*' > "$out/followup_kernels.log" 2>&1
+  echo "kernels exit $?"
+  timeout 200 build/tests/gossamer_model_gpu_tests --gtest_color=no --gtest_filter='CudaModelGpuTest.*:Weights/*:CudaPhase*' \
+    > "$out/followup_model.log" 2>&1
+  echo "model_gpu exit $?"
+  grep -hE '^\[  (PASSED|FAILED) |^\[  FAILED  \]' "$out"/followup_*.log
+  local base=build/gossamer run round
+  if [ -f carry/base/gossamer.zst ]; then
+    $z -q -d -f carry/base/gossamer.zst -o build/gossamer_base && chmod +x build/gossamer_base && base=build/gossamer_base
+  fi
+  for round in 1 2; do
+    for run in "$base|" "build/gossamer|" "build/gossamer|--no-decode-qkv-norm" "build/gossamer|--moe-router-topk"; do
+      sec "${run%%|*} bench decode 20b mxfp4+fp8, batch 1 and 8, ctx 1,024 / 8,192 ${run#*|}"
+      timeout 60 ${run%%|*} bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
+        --batch-sizes 1 8 --contexts 1024 8192 --steps 32 ${run#*|} | grep dummy
+    done
+    for run in "build/gossamer|" "build/gossamer|--moe-quantize-tokens-once --prefill-attention-fixed-max"; do
+      sec "${run%%|*} bench prefill 20b 8192 32768 131072 ${run#*|}"
+      timeout 60 ${run%%|*} bench prefill --load-format dummy --preset 20b --device cuda \
+        --input-lens 8192 32768 131072 --repeats 2 ${run#*|} | grep dummy
+    done
+  done
+  python3 bench/summarize_ab.py "$out/followup_summary.txt"
+}
+
 run_candidates_ncu() {
   # ncu source (SASS) stall samples of a full layer's prefill attention with each attention candidate.
   sec "ncu source (SASS) stall samples: a full layer's prefill attention (launch 1), the defaults and each candidate"
@@ -426,6 +458,7 @@ case $mode in
     python3 bench/summarize_ab.py "$out/candidates_e2e_summary.txt" | tee "$out/candidates_e2e_table.txt" ;;
   candidates-tests) run_candidates_tests 2>&1 | tee "$out/candidates_tests_summary.txt" ;;
   verdict) run_verdict 2>&1 | tee "$out/verdict_summary.txt" ;;
+  followup) run_followup 2>&1 | tee "$out/followup_summary.txt" ;;
   candidates-ncu) run_candidates_ncu 2>&1 | tee "$out/candidates_ncu_summary.txt" ;;
   quick) run_quick 2>&1 | tee "$out/quick_summary.txt" ;;
   timeline) run_timeline 2>&1 | tee "$out/timeline_summary.txt" ;;

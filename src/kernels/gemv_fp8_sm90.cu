@@ -354,19 +354,26 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kStages))
 static_assert(smem_bytes(3) >= (kWarps + 1) * kGemvMaxRows * kRedStride * static_cast<int>(sizeof(float)),
               "the reduction buffers overlay the rings");
 
-// Opts the kernel into its dynamic shared memory, once per device (a function attribute, not a
-// stream operation: fine during graph capture; a repeated call is harmless): the ring, and with kNorm up to the SM's
-// opt-in limit for the normalised rows (the launch checks its size).
-constexpr int kMaxDynamicSmem = 227 * 1024;
+// Opts the kernel into its dynamic shared memory, once per device (a function attribute, not a stream operation: fine
+// during graph capture; a repeated call is harmless), and returns the most it may take: the ring, and with kNorm the
+// device's opt-in limit less the kernel's static shared memory (for the normalised rows; the launch checks their size).
 template <Epilogue kEpi, int kStages, bool kNorm>
-void prepare_kernel(int device) {
-  static std::atomic<uint64_t> done{0};
-  const uint64_t bit = uint64_t(1) << (device & 63);
-  if (done.load(std::memory_order_acquire) & bit) return;
-  GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(gemv_fp8_kernel<kEpi, kStages, kNorm>,
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           kNorm ? kMaxDynamicSmem : smem_bytes(kStages)));
-  done.fetch_or(bit, std::memory_order_release);
+int prepare_kernel(int device) {
+  static std::atomic<int> limit[64] = {};
+  const int known = limit[device & 63].load(std::memory_order_acquire);
+  if (known != 0) return known;
+  int bytes = smem_bytes(kStages);
+  if constexpr (kNorm) {
+    int optin = 0;
+    GOSSAMER_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    cudaFuncAttributes attributes = {};
+    GOSSAMER_CUDA_CHECK(cudaFuncGetAttributes(&attributes, gemv_fp8_kernel<kEpi, kStages, kNorm>));
+    bytes = optin - static_cast<int>(attributes.sharedSizeBytes);
+  }
+  GOSSAMER_CUDA_CHECK(
+      cudaFuncSetAttribute(gemv_fp8_kernel<kEpi, kStages, kNorm>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  limit[device & 63].store(bytes, std::memory_order_release);
+  return bytes;
 }
 
 // Validates the GEMV contract (gemv_fp8.h) and launches the kernel of epilogue kEpi (M = 0 is a no-op).
@@ -426,8 +433,6 @@ void launch_with(const GemvFp8Params& p, cudaStream_t stream) {
   const int stages = p.stages != 0 ? p.stages : static_cast<int64_t>(tiles) * slots * cluster <= sms ? 4 : 3;
 
   const int64_t norm_bytes = p.norm_prologue ? int64_t{p.M} * norm_row_stride(p.K) * 2 : 0;
-  GOSSAMER_CHECK(smem_bytes(stages) + norm_bytes <= kMaxDynamicSmem, "gemv_fp8: the norm prologue's ", p.M, " rows of ",
-                 p.K, " do not fit shared memory beside the ring");
 
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(tiles * cluster), static_cast<unsigned>(slots), 1);
@@ -438,7 +443,9 @@ void launch_with(const GemvFp8Params& p, cudaStream_t stream) {
   attrs.apply(cfg);
   // One instantiation per (epilogue, ring depth), and the RoPE epilogue's with the norm prologue.
   auto launch = [&]<int kStages, bool kNorm>() {
-    prepare_kernel<kEpi, kStages, kNorm>(device);
+    const int limit = prepare_kernel<kEpi, kStages, kNorm>(device);
+    GOSSAMER_CHECK(cfg.dynamicSmemBytes <= static_cast<size_t>(limit), "gemv_fp8: the norm prologue's ", p.M,
+                   " rows of ", p.K, " do not fit shared memory beside the ring");
     GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv_fp8_kernel<kEpi, kStages, kNorm>, p, cluster, k_steps));
   };
   constexpr bool kNormAllowed = kEpi == Epilogue::kRope;
