@@ -32,16 +32,10 @@ void ModelChoice::add_options(CLI::App& cli) {
                  "(192) (A/B)")
       ->check(CLI::IsMember({0, 2, 3}))
       ->group("");  // hidden: A/B runs
-  cli.add_flag("--prefill-attention-row-sum-mma", options.prefill_attention_row_sum_mma,
-               "cuda: the wgmma prefill attention sums each row's probabilities on the tensor core (A/B)")
-      ->group("");  // hidden: candidates
-  cli.add_flag("--prefill-attention-kv-tma", options.prefill_attention_kv_tma,
-               "cuda: the wgmma prefill attention loads bf16 K/V tiles by TMA from one producer thread (A/B)")
-      ->group("");  // hidden: candidates
-  cli.add_flag("--prefill-attention-fixed-max", options.prefill_attention_fixed_max,
+  cli.add_flag("--prefill-attention-fixed-max,!--no-prefill-attention-fixed-max", options.prefill_attention_fixed_max,
                "cuda: the wgmma prefill attention (three warpgroups) keeps the running max on unmasked key tiles "
-               "after the first (A/B)")
-      ->group("");  // hidden: candidates
+               "after the first (default; A/B)")
+      ->group("");  // hidden: A/B runs
   cli.add_option("--decode-attention-min-tiles-per-split", options.decode_attention_min_tiles_per_split,
                  "cuda: decode attention's splits hold at least N key tiles where one per tile would pass two "
                  "waves of CTAs (default 4; 1: no floor) (A/B)")
@@ -85,9 +79,9 @@ void ModelChoice::add_options(CLI::App& cli) {
                "cuda: the single-row MXFP4 gate_up GEMV stages x in shared memory by one bulk copy before its PDL "
                "wait (default; A/B)")
       ->group("");  // hidden: A/B runs
-  cli.add_flag("--moe-quantize-tokens-once", options.moe_quantize_tokens_once,
-               "cuda: the MoE quantizes each token once and scatters it to its expert-order rows (A/B)")
-      ->group("");  // hidden: candidates
+  cli.add_flag("--moe-quantize-tokens-once,!--no-moe-quantize-tokens-once", options.moe_quantize_tokens_once,
+               "cuda: the MoE quantizes each token once and scatters it to its expert-order rows (default; A/B)")
+      ->group("");  // hidden: A/B runs
   cli.add_option("--moe-gemm-tile", options.moe_gemm_tile,
                  "cuda: the expert GEMMs' tile at 128-row tiles, auto | 128x192tma2 | 128x256tma2 | 128x256tma2b "
                  "(pairs share B) (A/B)")

@@ -8,12 +8,13 @@
 # `bash bench/pack_for_device.sh` does it (~21 MiB), then carry ["carry",
 # "node_modules/tiktoken/encoders/o200k_base.json"]. Tests and
 # benches read their compiled-in paths under /work/main, so the checkout is linked there. Logs go to $OUT.
-#   bash bench/run_validation_h200.sh [all|tests|verdict|followup|candidates|candidates-tests|candidates-e2e|candidates-ncu|quick|
+#   bash bench/run_validation_h200.sh [all|tests|verdict|followup|candidates|candidates-e2e|quick|
 #                                      headline|benches|ab|profile|source|timeline|prep]
 # tests: the kernel suite (seven shards) beside the model/engine/comm/server suites, all at once (correctness
-# only, so they may share the GPU); candidates: every unmeasured candidate's kernel rows (beside the base binaries of
-# carry/base); candidates-tests: their tests alone; candidates-e2e: their end-to-end A/B; candidates-ncu: ncu source
-# profiles of the attention candidates; benches: prefill with its phase breakdown, the MoE and prefill GEMMs
+# only, so they may share the GPU); verdict: the new defaults' tests, then candidates-e2e to a deadline (one call when
+# the device is scarce); followup: the decode norm prologue's tests and model suite, then a short decode and prefill
+# A/B; candidates: the recent changes' kernel rows (beside the base binaries of carry/base); candidates-e2e: their
+# end-to-end A/B; benches: prefill with its phase breakdown, the MoE and prefill GEMMs
 # against cuBLASLt (both TMA tiles), attention prefill (every wgmma variant), the decode GEMV shapes, decode
 # (mxfp4+fp8, and at long contexts) and the step breakdown; ab: the end-to-end A/B of the product's prefill
 # choices, and 120b prefill; headline: the figures the open issues' targets name (prefill 20b / 120b, decode
@@ -53,7 +54,7 @@ run_tests() {
   # model/engine/comm suites (correctness only: they may share the GPU and the 16 cores); each its own time
   # limit. server_gpu serves through the gossamer binary (build/gossamer), its replicas and ranks colocated on
   # GPU 0.
-  local cand='AttentionPrefillWgmmaKernel.RowSumMma*:AttentionPrefillWgmmaKernel.KvTma*:AttentionPrefillWgmmaKernel.FixedMax*'
+  local cand='AttentionPrefillWgmmaKernel.FixedMax*'
   shards=("-MoeKernel.*:MoeDecode*:Sampling*:TokenMask*:GemvMxfp4*:Mxfp4*:MoeStream*:Attention*"
     "MoeDecode*:Sampling*:TokenMask*:GemvMxfp4*:Mxfp4*" "MoeKernel.*" "MoeStream*"
     "Attention*:-AttentionPrefillWgmmaKernel.*" "AttentionPrefillWgmmaKernel.*:-$cand" "$cand")
@@ -250,38 +251,11 @@ for k, (n, ns) in sorted(total.items(), key=lambda kv: -kv[1][1]):
 PY
 }
 
-run_candidates_tests() {
-  # The candidates' own GPU tests, and the model suite with the new defaults (each fusion toggled against them).
-  sec "the candidates' own GPU tests (kernels in six shards and the model's, at once)"
-  local i=0 f
-  rm -f "$out/cand_exit.log"
-  for f in 'QuantizeFp8Kernel.*:RmsNormKernel.*:GemmFp8Kernel.*' 'MoePlanKernel.*:MoeStream*:MoeRouterTopk*:GemvBf16*:GemmBf16*' \
-    'MoeKernel.*:MoeDecode*' \
-    'AttentionPrefillWgmmaKernel.RowSumMma*' \
-    'AttentionPrefillWgmmaKernel.KvTma*' 'AttentionPrefillWgmmaKernel.FixedMax*'; do
-    (timeout 300 build/tests/gossamer_kernels_tests --gtest_color=no --gtest_filter="$f" > "$out/cand_kernels_$i.log" 2>&1
-      echo "kernels '$f' exit $?" >> "$out/cand_exit.log") &
-    i=$((i + 1))
-  done
-  # The model with the new defaults: the goldens, and each fusion toggled against them (no logit changes).
-  (timeout 300 build/tests/gossamer_model_gpu_tests --gtest_color=no --gtest_filter='CudaModelGpuTest.*:Weights/*' \
-    > "$out/cand_model.log" 2>&1
-    echo "model_gpu exit $?" >> "$out/cand_exit.log") &
-  wait
-  cat "$out/cand_exit.log"
-  grep -hE '^\[  (PASSED|FAILED) |^\[  FAILED  \]' "$out"/cand_*.log
-}
-
 run_candidates() {
-  # Every unmeasured candidate's kernel rows, beside the defaults and the binaries before a change
-  # (carry/base/gossamer.zst and kernels_bench.zst when packed, stripped, zstd); candidates-tests has their tests
-  # (the `tests` mode runs them too), candidates-e2e their end-to-end A/B and ncu. Now (written in the fifteenth and
-  # sixteenth sessions without a device): the MoE's tokens quantized once each (MoeParams::quantize_tokens_once,
-  # hidden --moe-quantize-tokens-once), the TMA GEMM's skipped pass past N, the plan's per-warp counters, the
-  # routers' 64-row tiles, the norm's FP8 rows (defaults: against the base binary), and the wgmma prefill
-  # attention's row sums on the tensor core (AttentionParams::prefill_row_sum_mma, --prefill-attention-row-sum-mma),
-  # K/V tiles by TMA (prefill_kv_tma, --prefill-attention-kv-tma) and fixed max (prefill_fixed_max,
-  # --prefill-attention-fixed-max); the decode router with its routing (--moe-router-topk) is end to end only.
+  # The kernel rows of the recent changes, beside the binaries before them (carry/base/gossamer.zst and
+  # kernels_bench.zst when packed, stripped, zstd); candidates-e2e has their end-to-end A/B. Now: the MoE's rows and
+  # phases (the tokens quantized once, the TMA GEMM's skipped pass past N, the plan's per-warp counters), the routers'
+  # 64-row tiles, the wgmma prefill attention's rows (the fixed max), the FP8 GEMVs' bulk fill, the norm's FP8 rows.
   sec "moe (the rows and phases with the tokens quantized once beside the defaults)"
   timeout 120 build/bench/kernels/gossamer_kernels_bench moe | grep -E "^\| moe|moe phase"
   if [ -f carry/base/kernels_bench.zst ]; then
@@ -302,28 +276,25 @@ run_candidates() {
 }
 
 run_candidates_e2e() {
-  # The candidates' end-to-end A/B: bench prefill and bench decode, two rounds, the base binary first; the new
-  # defaults against their A/B flags.
+  # The recent changes' end-to-end A/B: bench prefill and bench decode, two rounds, the base binary first; the
+  # defaults against their A/B flags and the candidates.
   local run base=build/gossamer
   if [ -f carry/base/gossamer.zst ]; then
     $z -q -d -f carry/base/gossamer.zst -o build/gossamer_base && chmod +x build/gossamer_base && base=build/gossamer_base
   fi
-  local all_attention="--prefill-attention-row-sum-mma --prefill-attention-kv-tma --prefill-attention-fixed-max"
   local round
-  local runs=("$base|" "build/gossamer|" "build/gossamer|--no-prefill-norm-fp8"
-    "build/gossamer|--no-prefill-moe-combine-deferred" "build/gossamer|--moe-quantize-tokens-once"
-    "build/gossamer|--prefill-attention-row-sum-mma" "build/gossamer|--prefill-attention-kv-tma"
-    "build/gossamer|--prefill-attention-fixed-max" "build/gossamer|$all_attention")
+  local runs=("$base|" "build/gossamer|" "build/gossamer|--no-moe-quantize-tokens-once"
+    "build/gossamer|--no-prefill-attention-fixed-max")
   # No run starts past E2E_DEADLINE seconds of this script (the verdict mode's share of one call). Each round:
-  # prefill, then decode (the router GEMV's weights before its PDL wait, a default since the sixteenth session,
-  # against the base; the router with its routing in one launch, --moe-router-topk, a candidate).
+  # prefill, then decode (the decode norm in the QKV GEMV's prologue, a default since the seventeenth session; the
+  # router with its routing in one launch, --moe-router-topk, a candidate).
   local deadline=${E2E_DEADLINE:-100000} lens
   for round in 1 2; do
     for run in "${runs[@]}"; do
       [ $SECONDS -lt $deadline ] || { echo "(deadline: prefill ${run} round $round not run)"; continue; }
       # 131,072 tokens only where attention may change (the MoE and norm flags scale with the tokens).
       lens="8192 32768 131072"
-      case "${run#*|}" in --no-prefill-norm-fp8|--no-prefill-moe-combine-deferred|--moe-quantize-tokens-once) lens="8192 32768" ;; esac
+      case "${run#*|}" in --no-moe-quantize-tokens-once) lens="8192 32768" ;; esac
       sec "${run%%|*} bench prefill 20b $lens ${run#*|}"
       timeout 100 ${run%%|*} bench prefill --load-format dummy --preset 20b --device cuda \
         --input-lens $lens --repeats 2 ${run#*|} | grep dummy
@@ -361,10 +332,9 @@ run_verdict() {
 }
 
 run_followup() {
-  # A short call after verdict: the decode norm prologue's tests and the model suite (goldens, every fusion toggled),
-  # then decode A/B (base, defaults, --no-decode-qkv-norm, --moe-router-topk) and the prefill A/B of the defaults
-  # against the two candidates that won in verdict (--moe-quantize-tokens-once --prefill-attention-fixed-max), two
-  # rounds each.
+  # A short call: the decode norm prologue's tests and the model suite (goldens, every fusion toggled), then decode
+  # A/B (base, defaults, --no-decode-qkv-norm, --moe-router-topk) and prefill A/B (base, defaults, without the
+  # seventeenth session's two takes: --no-moe-quantize-tokens-once --no-prefill-attention-fixed-max), two rounds.
   sec "the norm prologue's tests and the model suite"
   timeout 120 build/tests/gossamer_kernels_tests --gtest_color=no \
     --gtest_filter='GemvFp8Kernel.*:RmsNormKernel.*' > "$out/followup_kernels.log" 2>&1
@@ -383,23 +353,13 @@ run_followup() {
       timeout 60 ${run%%|*} bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
         --batch-sizes 1 8 --contexts 1024 8192 --steps 32 ${run#*|} | grep dummy
     done
-    for run in "build/gossamer|" "build/gossamer|--moe-quantize-tokens-once --prefill-attention-fixed-max"; do
+    for run in "$base|" "build/gossamer|" "build/gossamer|--no-moe-quantize-tokens-once --no-prefill-attention-fixed-max"; do
       sec "${run%%|*} bench prefill 20b 8192 32768 131072 ${run#*|}"
       timeout 60 ${run%%|*} bench prefill --load-format dummy --preset 20b --device cuda \
         --input-lens 8192 32768 131072 --repeats 2 ${run#*|} | grep dummy
     done
   done
   python3 bench/summarize_ab.py "$out/followup_summary.txt"
-}
-
-run_candidates_ncu() {
-  # ncu source (SASS) stall samples of a full layer's prefill attention with each attention candidate.
-  sec "ncu source (SASS) stall samples: a full layer's prefill attention (launch 1), the defaults and each candidate"
-  local prefill=(bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 --repeats 1)
-  profile_source attention_prefill_wgmma 1 "${prefill[@]}"
-  PROFILE_TAG=_row_sum_mma profile_source attention_prefill_wgmma 1 "${prefill[@]}" --prefill-attention-row-sum-mma
-  PROFILE_TAG=_kv_tma profile_source attention_prefill_wgmma 1 "${prefill[@]}" --prefill-attention-kv-tma
-  PROFILE_TAG=_fixed_max profile_source attention_prefill_wgmma 1 "${prefill[@]}" --prefill-attention-fixed-max
 }
 
 run_quick() {
@@ -456,10 +416,8 @@ case $mode in
   candidates-e2e)
     run_candidates_e2e 2>&1 | tee "$out/candidates_e2e_summary.txt"
     python3 bench/summarize_ab.py "$out/candidates_e2e_summary.txt" | tee "$out/candidates_e2e_table.txt" ;;
-  candidates-tests) run_candidates_tests 2>&1 | tee "$out/candidates_tests_summary.txt" ;;
   verdict) run_verdict 2>&1 | tee "$out/verdict_summary.txt" ;;
   followup) run_followup 2>&1 | tee "$out/followup_summary.txt" ;;
-  candidates-ncu) run_candidates_ncu 2>&1 | tee "$out/candidates_ncu_summary.txt" ;;
   quick) run_quick 2>&1 | tee "$out/quick_summary.txt" ;;
   timeline) run_timeline 2>&1 | tee "$out/timeline_summary.txt" ;;
   profile) run_profile 2>&1 | tee "$out/profile_summary.txt" ;;

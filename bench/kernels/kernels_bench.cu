@@ -1088,12 +1088,9 @@ struct MoeStreamBench {
   Buf w1, w2, w1s, w2s, b1, b2;
 };
 
-// The wgmma prefill kernel's variant (AttentionParams::prefill_consumer_warpgroups, prefill_row_sum_mma,
-// prefill_kv_tma, prefill_fixed_max).
+// The wgmma prefill kernel's variant (AttentionParams::prefill_consumer_warpgroups, prefill_fixed_max).
 struct WgmmaVariant {
   int consumer_warpgroups = 2;
-  bool row_sum_mma = false;
-  bool kv_tma = false;
   bool fixed_max = false;
 };
 
@@ -1155,8 +1152,6 @@ double bench_attention(const gpt_oss::AttentionCase& c, PrefillKernel kernel = P
   p.max_kv_len = max_kv;
   p.prefill_kernel = kernel;
   p.prefill_consumer_warpgroups = variant.consumer_warpgroups;
-  p.prefill_row_sum_mma = variant.row_sum_mma;
-  p.prefill_kv_tma = variant.kv_tma;
   p.prefill_fixed_max = variant.fixed_max;
   std::vector<int32_t> tiles_64(tokens / 64 + num_seqs), tiles_128(tokens / 128 + num_seqs),
       tiles_192(tokens / 192 + num_seqs);
@@ -1189,27 +1184,19 @@ double bench_attention(const gpt_oss::AttentionCase& c, PrefillKernel kernel = P
   if (kv_fp8) shape += ", kv fp8";
   std::string label = c.decode ? "attention_decode" : !wgmma ? "attention_prefill" : "attention_prefill_wgmma";
   if (!c.decode && wgmma && variant.consumer_warpgroups == 3) label += " 3 consumer warpgroups";
-  if (!c.decode && wgmma && variant.row_sum_mma) label += ", row sums by MMA";
-  if (!c.decode && wgmma && variant.kv_tma && !kv_fp8) label += ", K/V by TMA";
   if (!c.decode && wgmma && variant.fixed_max && variant.consumer_warpgroups == 3) label += ", fixed max";
   row(label.c_str(), shape, us, flops, c.decode ? kv_bytes : 0, base_us, c.decode ? "copy" : "bf16");
   return us;
 }
 
 // A prefill case on the mma.sync kernel and the wgmma kernel (its row carries the mma.sync time as its
-// baseline), then the wgmma kernel with three consumer warpgroups against the two-warpgroup one, then the
-// candidates (row sums on the tensor core, K/V by TMA, the fixed max, all three) against the same warpgroups without.
+// baseline), then the wgmma kernel with three consumer warpgroups against the two-warpgroup one, then the fixed max
+// against three warpgroups without.
 void bench_attention_prefill(const gpt_oss::AttentionCase& c) {
   const double base = bench_attention(c, PrefillKernel::kMmaSync);
   const double wgmma = bench_attention(c, PrefillKernel::kWgmma, base);
   const double three = bench_attention(c, PrefillKernel::kWgmma, wgmma, false, {3});  // against two warpgroups
   bench_attention(c, PrefillKernel::kWgmma, three, false, {3, true});
-  bench_attention(c, PrefillKernel::kWgmma, wgmma, false, {2, true});
-  bench_attention(c, PrefillKernel::kWgmma, three, false, {3, false, true});
-  bench_attention(c, PrefillKernel::kWgmma, wgmma, false, {2, false, true});
-  bench_attention(c, PrefillKernel::kWgmma, three, false, {3, false, false, true});
-  bench_attention(c, PrefillKernel::kWgmma, three, false, {3, true, false, true});
-  bench_attention(c, PrefillKernel::kWgmma, three, false, {3, true, true, true});
 }
 
 // `attention-fp8`: every case on the FP8 KV cache, each row against the same kernel on the bf16 cache.

@@ -79,20 +79,12 @@ struct AttentionParams {
   // (q_tiles_192; FlashAttention-3's hd64 shape), or 0: 3 where the grid fills four waves of the GPU's SMs,
   // else 2 (measured, docs/PERF.md 2026-12-05). Both tile lists must be set either way.
   int prefill_consumer_warpgroups = 0;
-  // The wgmma prefill kernel sums each row's probabilities on the tensor core (P · ones, a wgmma m64n8k16 per
-  // 16 keys beside the PV ones) instead of one FADD per probability: the sums are of the bf16 P that the PV
-  // MMA multiplies. A candidate, off (hidden --prefill-attention-row-sum-mma).
-  bool prefill_row_sum_mma = false;
-  // The wgmma prefill kernel on a bf16 cache loads its K/V tiles by TMA from one producer thread (a tensor map per
-  // cache, one copy per page of each 128-key tile) instead of the producer warpgroup's 16-byte cp.async gather; a
-  // sequence's last tile, which reaches past kv_len, is still gathered (zero-filled). The same shared-memory bytes,
-  // so the same output bits. A candidate, off (hidden --prefill-attention-kv-tma); ignored with kv_fp8.
-  bool prefill_kv_tma = false;
   // The wgmma prefill kernel with three consumer warpgroups keeps each row's running max as it is on key tiles that
   // need no mask after the first (no row max there, p = exp2(s·scale − m)); a CTA whose rows overflowed that way
   // (logits past the max by more than ~2^7 in log2 units: its sums turn non-finite) runs its tiles again with the
-  // max on every tile. Rounding differs from the lazy softmax's as that one's from the eager one's. A candidate, off
-  // (hidden --prefill-attention-fixed-max); ignored with two warpgroups.
+  // max on every tile. Rounding differs from the lazy softmax's as that one's from the eager one's. The model turns it
+  // on (CudaOptions::prefill_attention_fixed_max; measured faster on the H100, docs/PERF.md 2026-12-05 seventeenth
+  // session: 20b prefill at 131,072 tokens −4%); ignored with two warpgroups.
   bool prefill_fixed_max = false;
   // Decode only: a (sequence, kv head) uses one of the launch's splits per key tile of its real length (counted
   // on the device: the launch's split count comes from max_kv_len, a graph's bound), the other splits' CTAs

@@ -18,22 +18,15 @@
 //                staging buffers), then widens the chunks it copied itself to bf16 into the swizzled stage
 //                (st.shared, a proxy fence) and arrives on the full barrier with a plain arrive (128
 //                arrivals, as before); k_scale enters the logit scale and v_scale the output.
-// kRowSumMma (AttentionParams::prefill_row_sum_mma, a candidate): each PV step also runs P · ones (wgmma
-// m64n8k16 on a 512-byte all-ones tile in shared memory), whose every column is the row's running sum, instead
-// of one FADD per probability and the final quad shuffles.
-// kKvTma (AttentionParams::prefill_kv_tma, a candidate; bf16 cache only): one producer thread loads every tile whose
-// rows all lie below kv_len by TMA (a 3-D tensor map over the cache, box = one page's rows of one kv head,
-// 128B-swizzled into the same layout), one transaction-counted arrival per stage; the other producer threads only join
-// for a tile that reaches past kv_len (a sequence's last), which they gather as above, zero-filled, before one arrival.
-// kFixedMax (AttentionParams::prefill_fixed_max, a candidate; three consumer warpgroups): a key tile that needs no mask
-// and is not the first keeps the running max m as it is (alpha 1): no row max, no shuffles, just
-// p = exp2(s·scale − m). m was set by the first tile (or the sink) and moves on masked tiles, and probabilities are
-// only relative to it, so the bf16 P and the fp32 sums keep their precision; only a row whose later logits pass m by
-// more than ~2^7 can overflow, which turns its sum or O non-finite. The CTA then runs its tiles once more with the
-// row max on every tile (producer included: a barrier after the first pass ORs the consumers' verdicts).
-// Sliding layers visit only the key tiles that intersect some query's window. Consumer warpgroups with no
-// query row (a sequence's last tile) leave at once and the others run alone.
-#include <algorithm>
+// kFixedMax (AttentionParams::prefill_fixed_max, the model's choice; three consumer warpgroups): a key tile that needs
+// no mask and is not the first keeps the running max m as it is (alpha 1): no row max, no shuffles, just p =
+// exp2(s·scale − m). m was set by the first tile (or the sink) and moves on masked tiles, and probabilities are only
+// relative to it, so the bf16 P and the fp32 sums keep their precision; only a row whose later logits pass m by more
+// than ~2^7 can overflow, which turns its sum or O non-finite. The CTA then runs its tiles once more with the row max
+// on every tile (producer included: a barrier after the first pass ORs the consumers' verdicts). Sliding layers visit
+// only the key tiles that intersect some query's window. Consumer warpgroups with no query row (a sequence's last tile)
+// leave at once and the others run alone. Row sums on the tensor core and K/V tiles by TMA were measured slower
+// (docs/PERF.md, 2026-12-05 seventeenth session) and retired.
 #include <cfloat>
 #include <cstdint>
 #include <type_traits>
@@ -64,17 +57,15 @@ constexpr int kKvBytes = kBN * 128;  // one K or V tile: [128 keys][64] bf16, sw
 constexpr int kStageBytes = 2 * kKvBytes;
 constexpr int kFp8RowsBytes = kBN * kHead;           // one e4m3 K or V tile: [128 keys][64] bytes, unswizzled
 constexpr int kFp8StagingBytes = 2 * kFp8RowsBytes;  // K then V of one tile
-constexpr int kOnesBytes = 512;  // kRowSumMma: bf16 1.0 everywhere (the m64n8k16 B operand reads 256 bytes)
-template <bool kKvFp8, int kConsumers, bool kRowSumMma>
+template <bool kKvFp8, int kConsumers>
 constexpr int kSmemBytes = 1024 + CtaShape<kConsumers>::kQBytes + kStages* kStageBytes +
-                           (kKvFp8 ? 2 * kFp8StagingBytes : 0) + 2 * kStages * 8 + (kRowSumMma ? kOnesBytes : 0);
-static_assert(kSmemBytes<true, 3, true> <= 227 * 1024, "the FP8-KV wgmma prefill exceeds shared memory");
+                           (kKvFp8 ? 2 * kFp8StagingBytes : 0) + 2 * kStages * 8;
+static_assert(kSmemBytes<true, 3> <= 227 * 1024, "the FP8-KV wgmma prefill exceeds shared memory");
 // Named barriers (0 is __syncthreads): Q of consumer warpgroup w ready (kBarQ + w, 128 threads), and
 // the issue turn of warpgroup w (kBarTurn + w, 256 threads: it and the warpgroup handing over).
 constexpr int kBarQ = 1;
 constexpr int kBarTurn = 4;
-constexpr int kBarProducer = 7;  // kKvTma: the producer warpgroup's 128 threads, after gathering a partial tile
-constexpr int kBarRedo = 8;      // kFixedMax: producer and active consumers, whether a second pass is needed
+constexpr int kBarRedo = 8;  // kFixedMax: producer and active consumers, whether a second pass is needed
 using mbar::named_arrive;
 using mbar::named_sync;
 using mbar::named_sync_or;
@@ -88,11 +79,11 @@ constexpr float kLazyRescaleLog2 = 8.f;
 // Online-softmax step on one warpgroup's S tile (64 rows × 128 keys in the wgmma D fragment: s[4j + e]
 // is row g + 8·(e / 2), key 8j + 2t + e % 2, g = 16·warp + lane / 4, t = lane % 4). Leaves the
 // probabilities exp2(s·scale_log2 − m) in s, updates m (log2 domain) and this thread's partial row sums l,
-// and sets alpha, the factor by which O must be rescaled (kRowSumMma: l is left alone, the PV step sums P). kLazy: m
-// moves only when the tile's row max passes it by more than kLazyRescaleLog2 (then to that max), so alpha is exactly 1
-// on most tiles; m is then an upper bound of the row's max minus at most 8, not the max, and O / l is unchanged up to
-// rounding (numerator and denominator carry the same factor).
-template <bool kMask, bool kLazy, bool kRowSumMma>
+// and sets alpha, the factor by which O must be rescaled. kLazy: m moves only when the tile's row max passes it by more
+// than kLazyRescaleLog2 (then to that max), so alpha is exactly 1 on most tiles; m is then an upper bound of the row's
+// max minus at most 8, not the max, and O / l is unchanged up to rounding (numerator and denominator carry the same
+// factor).
+template <bool kMask, bool kLazy>
 __device__ __forceinline__ void softmax_tile(float (&s)[64], float (&m)[2], float (&l)[2], float (&alpha)[2], int kv0,
                                              const int (&row_pos)[2], int window, float scale_log2) {
   const int lane = threadIdx.x % 32;
@@ -121,7 +112,7 @@ __device__ __forceinline__ void softmax_tile(float (&s)[64], float (&m)[2], floa
     // Lazy: exactly 1 where m stays (the caller's skip tests alpha against 1, whatever ex2.approx gives for 0).
     alpha[h] = kLazy && m_new == m[h] ? 1.f : ex2(m[h] - m_safe[h]);
     m[h] = m_new;
-    if constexpr (!kRowSumMma) l[h] *= alpha[h];
+    l[h] *= alpha[h];
   }
 #pragma unroll
   for (int j = 0; j < kBN / 8; ++j) {
@@ -130,14 +121,13 @@ __device__ __forceinline__ void softmax_tile(float (&s)[64], float (&m)[2], floa
       const float arg = fmaf(s[4 * j + e], scale_log2, -m_safe[e / 2]);
       const float pr = ex2(arg);
       s[4 * j + e] = pr;
-      if constexpr (!kRowSumMma) l[e / 2] += pr;
+      l[e / 2] += pr;
     }
   }
 }
 
 // kFixedMax's step on an unmasked key tile after the first: p = exp2(s·scale_log2 − m) with m as it is (the caller
-// sets alpha to 1), this thread's partial row sums l updated (kRowSumMma: left alone, the PV step sums P).
-template <bool kRowSumMma>
+// sets alpha to 1), this thread's partial row sums l updated.
 __device__ __forceinline__ void softmax_tile_fixed_max(float (&s)[64], const float (&m)[2], float (&l)[2],
                                                        float scale_log2) {
   const float m_safe[2] = {m[0] == -INFINITY ? 0.f : m[0], m[1] == -INFINITY ? 0.f : m[1]};
@@ -147,18 +137,14 @@ __device__ __forceinline__ void softmax_tile_fixed_max(float (&s)[64], const flo
     for (int e = 0; e < 4; ++e) {
       const float pr = ex2(fmaf(s[4 * j + e], scale_log2, -m_safe[e / 2]));
       s[4 * j + e] = pr;
-      if constexpr (!kRowSumMma) l[e / 2] += pr;
+      l[e / 2] += pr;
     }
   }
 }
 
-// k_map / v_map (kKvTma): the caches as [rows][num_kv_heads][64] bf16, box (64, 1, min(page_size, kBN) rows),
-// 128B swizzle (launch_prefill_wgmma_for); unused otherwise.
-template <bool kKvFp8, int kConsumers, bool kRowSumMma, bool kKvTma, bool kFixedMax>
+template <bool kKvFp8, int kConsumers, bool kFixedMax>
 __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
-    attention_prefill_wgmma_kernel(const AttentionParams p, const __grid_constant__ CUtensorMap k_map,
-                                   const __grid_constant__ CUtensorMap v_map) {
-  static_assert(!(kKvTma && kKvFp8), "TMA cannot widen e4m3: the FP8 cache keeps its staging producer");
+    attention_prefill_wgmma_kernel(const AttentionParams p) {
   static_assert(!kFixedMax || kConsumers == 3, "the fixed max builds on the three warpgroups' lazy softmax");
   using Shape = CtaShape<kConsumers>;
   constexpr int kBM = Shape::kBM;
@@ -182,8 +168,6 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
   const int kv_start = p.window > 0 ? max(0, q0pos - p.window + 1) : 0;
   const int tile_begin = kv_start / kBN;
   const int num_kv_tiles = ceil_div(q1pos + 1, kBN) - tile_begin;  // ≥ 1
-  // kKvTma: tiles 0 … tma_tiles − 1 lie wholly below kv_len (only the last tile can reach past it).
-  const int tma_tiles = min(num_kv_tiles, kv_len / kBN - tile_begin);
   // Consumer warpgroups with at least one query row (the others leave at once).
   const int active_wgs = min(kConsumers, ceil_div(q_len - q_lo, 64));
 
@@ -194,16 +178,11 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
   uint8_t* smem_fp8 = smem_kv + kStages * kStageBytes;  // kKvFp8: [2][K rows, V rows] e4m3 staging
   uint64_t* full = reinterpret_cast<uint64_t*>(smem_fp8 + (kKvFp8 ? 2 * kFp8StagingBytes : 0));
   uint64_t* empty = full + kStages;
-  uint8_t* smem_ones = reinterpret_cast<uint8_t*>(empty + kStages);  // kRowSumMma: [kOnesBytes] bf16 1.0
   const int tid = threadIdx.x;
-  if (kRowSumMma && tid < kOnesBytes / 16) {
-    *reinterpret_cast<uint4*>(smem_ones + 16 * tid) = make_uint4(0x3F803F80u, 0x3F803F80u, 0x3F803F80u, 0x3F803F80u);
-    fence_proxy_async();  // generic-proxy writes → the consumers' wgmma reads (async proxy)
-  }
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) {
-      mbar::init(&full[s], kKvTma ? 1 : 128);  // kKvTma: one arrival per fill; else every producer thread's
-      mbar::init(&empty[s], 4 * active_wgs);   // one arrival per active consumer warp
+      mbar::init(&full[s], 128);              // every producer thread's cp.async arrival
+      mbar::init(&empty[s], 4 * active_wgs);  // one arrival per active consumer warp
     }
     tma::fence_barrier_init();
   }
@@ -290,43 +269,12 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
             cp_async_16(sv + swz(r, c), static_cast<const uint16_t*>(p.v_cache) + off, ok);
           }
         };
-        if constexpr (kKvTma) {
-          if (tid == 0) {
-            tma::prefetch_map(&k_map);
-            tma::prefetch_map(&v_map);
-            // Each page's rows of this kv head land at their tile row (a multiple of the box's rows, 128 bytes
-            // each: the 128B swizzle's phase is the tile's).
-            const int box_rows = min(p.page_size, kBN);
-            for (int it = 0; it < tma_tiles; ++it) {
-              const int s = (ring0 + it) % kStages;
-              const int kv0 = (tile_begin + it) * kBN;
-              mbar::wait(&empty[s], (((ring0 + it) / kStages) & 1) ^ 1);
-              tma::arrive_expect_tx(&full[s], kStageBytes);
-              uint8_t* sk = smem_kv + s * kStageBytes;
-              for (int r = 0; r < kBN; r += box_rows) {
-                const int pos = kv0 + r;
-                const int row = (__ldg(pages + (pos >> page_shift)) << page_shift) | (pos & (p.page_size - 1));
-                tma::copy_3d(sk + r * 128, &k_map, 0, kv_head, row, &full[s]);
-                tma::copy_3d(sk + kKvBytes + r * 128, &v_map, 0, kv_head, row, &full[s]);
-              }
-            }
-          }
-          __syncwarp();
-          if (tma_tiles < num_kv_tiles) {  // the last tile reaches past kv_len: gathered by all 128, one arrival
-            gather_tile(num_kv_tiles - 1);
-            cp_async_commit();
-            cp_async_wait<0>();
-            named_sync(kBarProducer, 128);  // every thread's rows landed (each waited for its own copies)
-            if (tid == 0) mbar::arrive(&full[(ring0 + num_kv_tiles - 1) % kStages]);
-          }
-        } else {
-          for (int it = 0; it < num_kv_tiles; ++it) {
-            gather_tile(it);
-            mbar::cp_async_arrive(&full[(ring0 + it) % kStages]);
-          }
-          cp_async_commit();  // leave with no copy in flight
-          cp_async_wait<0>();
+        for (int it = 0; it < num_kv_tiles; ++it) {
+          gather_tile(it);
+          mbar::cp_async_arrive(&full[(ring0 + it) % kStages]);
         }
+        cp_async_commit();  // leave with no copy in flight
+        cp_async_wait<0>();
       }
     };
     produce(0);
@@ -371,18 +319,9 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
   const float sink = p.sinks ? p.sinks[head] * kLog2e : -INFINITY;
   float m[2], l[2];
   float o[32];
-  // kRowSumMma: P · ones, every column the row's sum (rows g, g + 8), starting from the sink's own term.
-  float lsum[4] = {};  // (set per pass below; initialised here for the compiler's use-before-set analysis)
-  const uint64_t desc_ones = wgmma::desc_k_noswizzle(smem_ones, 128);
   float s[64];
   uint32_t pa[kBN / 16][4];
   float alpha[2] = {1.f, 1.f};
-  auto rescale_row_sums = [&] {  // kRowSumMma: the row sums follow m as O does
-    lsum[0] *= alpha[0];
-    lsum[1] *= alpha[0];
-    lsum[2] *= alpha[1];
-    lsum[3] *= alpha[1];
-  };
   // kFixedMax: whether this pass keeps m on unmasked tiles after the first (the first pass; a second, after an
   // overflow, moves it on every tile), and the ring iteration of the pass's first tile.
   bool fixed_max = kFixedMax;
@@ -404,24 +343,22 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
 #pragma unroll
     for (int kk = 0; kk < kBN / 16; ++kk) {  // 16 keys = 2048 bytes per step
       wgmma::wgmma_m64n64k16_bf16_rs_tb(o, pa[kk], dv + static_cast<uint64_t>(kk * 2048 >> 4), 1);
-      if constexpr (kRowSumMma) wgmma::wgmma_m64n8k16_bf16_rs(lsum, pa[kk], desc_ones, 1);
     }
   };
   auto softmax = [&](int it) {
     const int kv0 = (tile_begin + it) * kBN;
     if (need_mask(kv0)) {
-      softmax_tile<true, kLazy, kRowSumMma>(s, m, l, alpha, kv0, row_pos, p.window, scale_log2);
+      softmax_tile<true, kLazy>(s, m, l, alpha, kv0, row_pos, p.window, scale_log2);
     } else if (kFixedMax && fixed_max && it > 0) {
-      softmax_tile_fixed_max<kRowSumMma>(s, m, l, scale_log2);
+      softmax_tile_fixed_max(s, m, l, scale_log2);
       alpha[0] = alpha[1] = 1.f;
     } else {
-      softmax_tile<false, kLazy, kRowSumMma>(s, m, l, alpha, kv0, row_pos, p.window, scale_log2);
+      softmax_tile<false, kLazy>(s, m, l, alpha, kv0, row_pos, p.window, scale_log2);
     }
   };
   auto wait_full = [&](int it) {
     mbar::wait(&full[(ring0 + it) % kStages], ((ring0 + it) / kStages) & 1);
-    // The producer's cp.async writes (generic proxy) → this thread's wgmma reads (TMA writes are async-proxy ones).
-    if (!kKvTma || it >= tma_tiles) fence_proxy_async();
+    fence_proxy_async();  // the producer's cp.async writes (generic proxy) → this thread's wgmma reads
   };
   auto release = [&](int it) {
     if (lane == 0) mbar::arrive(&empty[(ring0 + it) % kStages]);
@@ -431,7 +368,6 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
   auto fence_operands = [&] {
     wgmma::fence_operand(s);
     wgmma::fence_operand(o);
-    if constexpr (kRowSumMma) wgmma::fence_operand(lsum);
 #pragma unroll
     for (int kk = 0; kk < kBN / 16; ++kk) wgmma::fence_operand(pa[kk]);
   };
@@ -457,8 +393,6 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
     }
 #pragma unroll
     for (int i = 0; i < 32; ++i) o[i] = 0.f;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) lsum[i] = p.sinks ? 1.f : 0.f;
     if (pingpong && last_wg) turn_pass();
 
     // ---- section 0: S of the first tile ----
@@ -471,8 +405,7 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
     turn_pass();
     wgmma::wait<0>();
     wgmma::fence_operand(s);
-    softmax(0);                                    // O is still 0: alpha needs no application there
-    if constexpr (kRowSumMma) rescale_row_sums();  // but the sink's term in the row sums does
+    softmax(0);  // O is still 0: alpha needs no application
     wgmma::d_to_a_bf16(pa, s);
 
     // ---- sections 1 … n − 1: S of tile it and PV of tile it − 1 in flight, then the softmax of tile it ----
@@ -491,7 +424,6 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
       softmax(it);
       wgmma::wait<0>();
       wgmma::fence_operand(o);
-      if constexpr (kRowSumMma) wgmma::fence_operand(lsum);
       release(it - 1);
       wgmma::d_to_a_bf16(pa, s);
       // Lazy: the warp skips O's 32 multiplies per thread when all its 16 rows kept m (alpha exactly 1).
@@ -503,7 +435,6 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
           o[4 * j + 2] *= alpha[1];
           o[4 * j + 3] *= alpha[1];
         }
-        if constexpr (kRowSumMma) rescale_row_sums();
       }
     }
 
@@ -516,18 +447,13 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
     if (!last_wg) turn_pass();
     wgmma::wait<0>();
     wgmma::fence_operand(o);
-    if constexpr (kRowSumMma) wgmma::fence_operand(lsum);
     release(num_kv_tiles - 1);
 
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       sum[h] = l[h];
-      if constexpr (kRowSumMma) {
-        sum[h] = lsum[2 * h];
-      } else {
-        sum[h] += __shfl_xor_sync(0xffffffffu, sum[h], 1);
-        sum[h] += __shfl_xor_sync(0xffffffffu, sum[h], 2);
-      }
+      sum[h] += __shfl_xor_sync(0xffffffffu, sum[h], 1);
+      sum[h] += __shfl_xor_sync(0xffffffffu, sum[h], 2);
     }
     if constexpr (kFixedMax) {
       // An overflowed row (some p or a sum past the fp32 range) left its sum or O non-finite: then the whole CTA
@@ -559,10 +485,10 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
   }
 }
 
-template <bool kKvFp8, int kConsumers, bool kRowSumMma, bool kKvTma, bool kFixedMax>
+template <bool kKvFp8, int kConsumers, bool kFixedMax>
 void launch_prefill_wgmma_for(const AttentionParams& p, cudaStream_t stream) {
-  constexpr int kSmem = kSmemBytes<kKvFp8, kConsumers, kRowSumMma>;
-  auto* kernel = attention_prefill_wgmma_kernel<kKvFp8, kConsumers, kRowSumMma, kKvTma, kFixedMax>;
+  constexpr int kSmem = kSmemBytes<kKvFp8, kConsumers>;
+  auto* kernel = attention_prefill_wgmma_kernel<kKvFp8, kConsumers, kFixedMax>;
   static bool configured = false;
   if (!configured) {
     GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
@@ -576,19 +502,7 @@ void launch_prefill_wgmma_for(const AttentionParams& p, cudaStream_t stream) {
   if (num_tiles == 0) return;
   const int64_t grid = static_cast<int64_t>(num_tiles) * p.num_q_heads;
   GOSSAMER_CHECK(grid < (int64_t{1} << 31), "attention: too many query tiles (", grid, " CTAs)");
-  CUtensorMap k_map{}, v_map{};
-  if constexpr (kKvTma) {
-    // The caches as dims (64 dims, kv heads, rows): every row of any page is addressable, so the row count is
-    // the largest an int position reaches (the kernel only names rows of the sequences' pages).
-    const uint64_t dims[3] = {kHead, static_cast<uint64_t>(p.num_kv_heads), uint64_t{INT32_MAX}};
-    const uint64_t strides[2] = {kHead * 2, static_cast<uint64_t>(p.num_kv_heads) * kHead * 2};
-    const uint32_t box[3] = {kHead, 1, static_cast<uint32_t>(std::min(p.page_size, kBN))};
-    k_map =
-        tma::make_map(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, CU_TENSOR_MAP_SWIZZLE_128B, p.k_cache, 3, dims, strides, box);
-    v_map =
-        tma::make_map(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, CU_TENSOR_MAP_SWIZZLE_128B, p.v_cache, 3, dims, strides, box);
-  }
-  kernel<<<static_cast<unsigned>(grid), CtaShape<kConsumers>::kThreads, kSmem, stream>>>(p, k_map, v_map);
+  kernel<<<static_cast<unsigned>(grid), CtaShape<kConsumers>::kThreads, kSmem, stream>>>(p);
   GOSSAMER_CUDA_CHECK_LAUNCH();
 }
 
@@ -605,21 +519,14 @@ void launch_prefill_wgmma(const AttentionParams& p, cudaStream_t stream) {
     // their grid fills four waves.
     three = static_cast<int64_t>(p.num_q_tiles_192) * p.num_q_heads >= 4 * static_cast<int64_t>(current_sm_count());
   }
-  // The eighteen instantiations: (cache dtype, consumer warpgroups, row sums on the tensor core, bf16 K/V by TMA,
-  // and with three warpgroups the fixed max).
-  auto launch = [&](auto kv_fp8, auto row_sum_mma, auto kv_tma) {
-    constexpr bool kFp8 = decltype(kv_fp8)::value, kRowSum = decltype(row_sum_mma)::value;
-    constexpr bool kTma = decltype(kv_tma)::value;
-    if (three && p.prefill_fixed_max) return launch_prefill_wgmma_for<kFp8, 3, kRowSum, kTma, true>(p, stream);
-    if (three) return launch_prefill_wgmma_for<kFp8, 3, kRowSum, kTma, false>(p, stream);
-    launch_prefill_wgmma_for<kFp8, 2, kRowSum, kTma, false>(p, stream);
+  // The six instantiations: (cache dtype, consumer warpgroups, and with three warpgroups the fixed max).
+  auto launch = [&](auto kv_fp8) {
+    constexpr bool kFp8 = decltype(kv_fp8)::value;
+    if (three && p.prefill_fixed_max) return launch_prefill_wgmma_for<kFp8, 3, true>(p, stream);
+    if (three) return launch_prefill_wgmma_for<kFp8, 3, false>(p, stream);
+    launch_prefill_wgmma_for<kFp8, 2, false>(p, stream);
   };
-  using True = std::true_type;
-  using False = std::false_type;
-  if (p.kv_fp8) return p.prefill_row_sum_mma ? launch(True{}, True{}, False{}) : launch(True{}, False{}, False{});
-  if (p.prefill_kv_tma)
-    return p.prefill_row_sum_mma ? launch(False{}, True{}, True{}) : launch(False{}, False{}, True{});
-  return p.prefill_row_sum_mma ? launch(False{}, True{}, False{}) : launch(False{}, False{}, False{});
+  return p.kv_fp8 ? launch(std::true_type{}) : launch(std::false_type{});
 }
 
 }  // namespace gossamer::kernels::attn

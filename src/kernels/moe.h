@@ -131,8 +131,9 @@ struct MoeParams {
   // 2026-12-05: 8,192 tokens E = 32 2,569.5 → 2,533.1 µs).
   // launch_moe with FP8 experts (either format): the tokens quantized once each and scattered to their
   // expert-order rows (QuantizeFp8Params::scatter_rows through the plan's pair_row) instead of once per row
-  // (row_index); bit-identical. A candidate, off (hidden --moe-quantize-tokens-once).
-  bool quantize_tokens_once = false;
+  // (row_index); bit-identical. On (measured faster on the H100, docs/PERF.md 2026-12-05 seventeenth session:
+  // 20b prefill 8,192 tokens 0.087 → 0.084 s); false for A/B (hidden --no-moe-quantize-tokens-once).
+  bool quantize_tokens_once = true;
   // launch_moe_decode with weights_mxfp4 only: both GEMVs' launch shape (gemv_mxfp4.h); the product leaves
   // kRule, tests and benchmarks pin the others.
   GemvMxfp4Shape gemv_mxfp4_shape = GemvMxfp4Shape::kRule;

@@ -6,7 +6,7 @@
 // tokens permuted into expert order), and rows r ≥ *num_valid_rows are left untouched. With scatter_rows
 // instead, input row r is quantized once and written to each output row scatter_rows[r · scatter_width + k]
 // (k < scatter_width ≤ 4; −1 skips), the other output rows left untouched: the same tokens into expert
-// order with a quarter of the reads and the arithmetic (a candidate, MoeParams::quantize_tokens_once).
+// order with a quarter of the reads and the arithmetic (MoeParams::quantize_tokens_once).
 #pragma once
 
 #include <algorithm>

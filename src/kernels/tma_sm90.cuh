@@ -21,11 +21,11 @@ namespace gossamer::kernels::tma {
 
 // ---- host: tensor maps ----
 
-// A tensor map of `type` elements with `swizzle` (box dimension 0 must then be the swizzle span's bytes, see the
-// NOTE above). dims[0] is contiguous; strides_bytes[i] is dimension i + 1's stride. The driver entry point is
-// resolved once through the runtime (no link against libcuda).
-inline CUtensorMap make_map(CUtensorMapDataType type, CUtensorMapSwizzle swizzle, const void* base, int rank,
-                            const uint64_t* dims, const uint64_t* strides_bytes, const uint32_t* box) {
+// A uint8 tensor map with 64-byte swizzle (box dimension 0 must be 64 bytes). dims[0] is contiguous;
+// strides_bytes[i] is dimension i + 1's stride. The driver entry point is resolved once through the
+// runtime (no link against libcuda).
+inline CUtensorMap make_map_u8_sw64(const void* base, int rank, const uint64_t* dims, const uint64_t* strides_bytes,
+                                    const uint32_t* box) {
   using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
                               const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
                               CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
@@ -47,16 +47,11 @@ inline CUtensorMap make_map(CUtensorMapDataType type, CUtensorMapSwizzle swizzle
     e[i] = 1;
     if (i + 1 < rank) s[i] = strides_bytes[i];
   }
-  const CUresult r = encode(&map, type, rank, const_cast<void*>(base), d, s, b, e, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                            swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  const CUresult r = encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, rank, const_cast<void*>(base), d, s, b, e,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_64B,
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   GOSSAMER_CHECK(r == CUDA_SUCCESS, "tma: cuTensorMapEncodeTiled failed (", static_cast<int>(r), ")");
   return map;
-}
-
-// A uint8 tensor map with 64-byte swizzle (box dimension 0 must be 64 bytes): the tile-major FP8 operands.
-inline CUtensorMap make_map_u8_sw64(const void* base, int rank, const uint64_t* dims, const uint64_t* strides_bytes,
-                                    const uint32_t* box) {
-  return make_map(CU_TENSOR_MAP_DATA_TYPE_UINT8, CU_TENSOR_MAP_SWIZZLE_64B, base, rank, dims, strides_bytes, box);
 }
 
 // ---- device ----
@@ -115,15 +110,6 @@ __device__ __forceinline__ void copy_2d(void* dst, const CUtensorMap* map, int c
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\n" ::"r"(
           smem_u32(dst)),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1)
-      : "memory");
-}
-
-// The 3-D box at (c0, c1, c2) into this CTA's shared memory, its bytes completing on `bar`.
-__device__ __forceinline__ void copy_3d(void* dst, const CUtensorMap* map, int c0, int c1, int c2, uint64_t* bar) {
-  asm volatile(
-      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], "
-      "[%2];\n" ::"r"(smem_u32(dst)),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "r"(c2)
       : "memory");
 }
 

@@ -96,26 +96,4 @@ __device__ __forceinline__ void wgmma_m64n64k16_bf16_rs_tb(float (&d)[32], const
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
 }
 
-// Descriptor of a K-major B operand without swizzle (core matrices of 8 rows × 16 bytes, `core_bytes` apart
-// along both K and N). Used only for the prefill attention's all-ones tile (AttentionParams::
-// prefill_row_sum_mma), where any address inside the tile reads 1.0.
-__device__ __forceinline__ uint64_t desc_k_noswizzle(const void* smem, uint32_t core_bytes) {
-  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  uint64_t desc = (addr & 0x3FFFFu) >> 4;
-  desc |= static_cast<uint64_t>((core_bytes & 0x3FFFFu) >> 4) << 16;  // leading byte offset (along K)
-  desc |= static_cast<uint64_t>((core_bytes & 0x3FFFFu) >> 4) << 32;  // stride byte offset (along N)
-  return desc;                                                        // layout type 0: no swizzle
-}
-
-// D(64×8, fp32) (+)= A(64×16 bf16, registers, as in wgmma_m64n64k16_bf16_rs_tb) · B(16×8 bf16, smem, K-major).
-// d[0], d[1] = (row g, cols 2t, 2t + 1), d[2], d[3] = (row g + 8, same cols).
-__device__ __forceinline__ void wgmma_m64n8k16_bf16_rs(float (&d)[4], const uint32_t (&a)[4], uint64_t desc_b,
-                                                       int scale_d) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, p, 1, 1, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
-}
-
 }  // namespace gossamer::kernels::wgmma

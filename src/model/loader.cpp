@@ -134,8 +134,6 @@ cuda::CudaOptions cuda_options(const ModelOptions& options) {
                      options.prefill_attention_warpgroups == 3,
                  "--prefill-attention-warpgroups must be 0 (auto), 2 or 3, got ", options.prefill_attention_warpgroups);
   out.prefill_attention_warpgroups = options.prefill_attention_warpgroups;
-  out.prefill_attention_row_sum_mma = options.prefill_attention_row_sum_mma;
-  out.prefill_attention_kv_tma = options.prefill_attention_kv_tma;
   out.prefill_attention_fixed_max = options.prefill_attention_fixed_max;
   out.moe_decode = choose<cuda::MoeDecodePath>("--moe-decode", options.moe_decode,
                                                {{"auto", cuda::MoeDecodePath::kAuto},

@@ -44,15 +44,10 @@ struct ModelOptions {
   // 3 on 192-query tiles where the grid fills four waves, else 2 on 128), 2 or 3 (hidden bench flag
   // --prefill-attention-warpgroups, for A/B runs).
   int prefill_attention_warpgroups = 0;
-  // cuda: the wgmma prefill kernel's row sums on the tensor core (CudaOptions::prefill_attention_row_sum_mma; a
-  // candidate, hidden bench flag --prefill-attention-row-sum-mma).
-  bool prefill_attention_row_sum_mma = false;
-  // cuda: the wgmma prefill kernel loads bf16 K/V tiles by TMA (CudaOptions::prefill_attention_kv_tma; a
-  // candidate, hidden bench flag --prefill-attention-kv-tma).
-  bool prefill_attention_kv_tma = false;
   // cuda: the wgmma prefill kernel keeps the running max on unmasked key tiles after the first
-  // (CudaOptions::prefill_attention_fixed_max; a candidate, hidden bench flag --prefill-attention-fixed-max).
-  bool prefill_attention_fixed_max = false;
+  // (CudaOptions::prefill_attention_fixed_max; on: measured faster, docs/PERF.md 2026-12-05 seventeenth session;
+  // hidden bench flag --no-prefill-attention-fixed-max for A/B).
+  bool prefill_attention_fixed_max = true;
   // cuda: the experts of decode-sized steps (CudaOptions::moe_decode): "auto" (the weight-streaming grouped
   // GEMM where it measured faster: 9–64 tokens with FP8 experts, 9–512 with MXFP4), "gemv" (never) or
   // "stream" (every step of ≤ 4,096 tokens).
@@ -67,8 +62,9 @@ struct ModelOptions {
   std::string moe_gemv_shape = "rule";
   std::string moe_gemm_tile = "auto";
   // cuda: the MoE's tokens quantized once each and scattered to their expert-order rows
-  // (CudaOptions::moe_quantize_tokens_once; a candidate, hidden bench flag --moe-quantize-tokens-once).
-  bool moe_quantize_tokens_once = false;
+  // (CudaOptions::moe_quantize_tokens_once; on: measured faster, docs/PERF.md 2026-12-05 seventeenth session;
+  // hidden bench flag --no-moe-quantize-tokens-once for A/B).
+  bool moe_quantize_tokens_once = true;
   // cuda: kernels::AttentionParams::decode_min_tiles_per_split (CudaOptions::decode_attention_min_tiles_per_split;
   // a candidate, hidden bench option --decode-attention-min-tiles-per-split).
   int decode_attention_min_tiles_per_split = 4;

@@ -96,9 +96,7 @@ struct WgmmaVariant {
   float q_amplitude = 1.0f;
   int decode_min_tiles_per_split = 4;  // the product's
   int max_kv_bound = 0;
-  bool row_sum_mma = false;  // AttentionParams::prefill_row_sum_mma
-  bool kv_tma = false;       // AttentionParams::prefill_kv_tma (also checked bit for bit against the gather)
-  bool fixed_max = false;    // AttentionParams::prefill_fixed_max
+  bool fixed_max = false;  // AttentionParams::prefill_fixed_max
 };
 
 void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_heads, int kv_heads, int page_size,
@@ -172,8 +170,6 @@ void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_he
   p.decode_min_tiles_per_split = wgmma.decode_min_tiles_per_split;
   p.prefill_kernel = kernel;
   p.prefill_consumer_warpgroups = wgmma.consumer_warpgroups;
-  p.prefill_row_sum_mma = wgmma.row_sum_mma;
-  p.prefill_kv_tma = wgmma.kv_tma;
   p.prefill_fixed_max = wgmma.fixed_max;
   // mixed: the model's split of a mixed step (decode_rows_apart): the decode launch for the ≤ kDecodeMaxQ
   // sequences, then the prefill launch for the rest, into the same poisoned output.
@@ -196,15 +192,6 @@ void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_he
     launch_attention_decode(p, nullptr);
   }
   if (!decode) launch_attention_prefill(p, nullptr);
-  if (!decode && wgmma.kv_tma) {
-    // The tiles by TMA hold the bytes the producer's gather would have copied: the same output bits.
-    const std::vector<uint16_t> by_tma = dout.download();
-    dout.poison();
-    p.prefill_kv_tma = false;
-    launch_attention_prefill(p, nullptr);
-    p.prefill_kv_tma = true;
-    EXPECT_EQ(dout.download(), by_tma) << "K/V by TMA against the cp.async gather";
-  }
   if (decode) {
     // A second launch on the same workspace, not re-zeroed: the last split of each (sequence, kv head) left
     // its counter zero, so the output is the same bit for bit.
@@ -247,7 +234,6 @@ void run_case(const std::vector<std::pair<int, int>>& seqs, int window, int q_he
              ? " min tiles per split " + std::to_string(wgmma.decode_min_tiles_per_split)
              : std::string())
      << (wgmma.max_kv_bound > max_kv ? " max_kv_len bound " + std::to_string(wgmma.max_kv_bound) : std::string())
-     << (!decode && wgmma.row_sum_mma ? " row sums by MMA" : "") << (!decode && wgmma.kv_tma ? " K/V by TMA" : "")
      << (!decode && wgmma.fixed_max ? " fixed max" : "");
   const std::string shape = os.str();
   report(kernel_name(decode, kernel), shape, err, kTolBf16);
@@ -315,48 +301,21 @@ TEST(AttentionPrefillWgmmaKernel, LazyRescaleMatchesReference) {
   wgmma_cases(rng, {3, 24.0f}, true);
 }
 
-// Row sums on the tensor core (AttentionParams::prefill_row_sum_mma): both warpgroup counts, both caches, and
-// the lazy rescale's path (q amplitude 24), every sink mode of wgmma_cases.
-TEST(AttentionPrefillWgmmaKernel, RowSumMmaMatchesReference) {
-  GOSSAMER_REQUIRE_GPU();
-  std::mt19937 rng(29);
-  wgmma_cases(rng, {2, 1.0f, 4, 0, true}, false);
-  wgmma_cases(rng, {3, 1.0f, 4, 0, true}, false);
-  wgmma_cases(rng, {3, 1.0f, 4, 0, true}, true);
-  wgmma_cases(rng, {3, 24.0f, 4, 0, true}, false);
-}
-
-// K/V tiles by TMA (AttentionParams::prefill_kv_tma): both warpgroup counts on the bf16 cache (page sizes 8–64: 2–16
-// copies per operand and tile; 256: one copy inside a page), each output bit for bit the gather's; on the FP8 cache
-// the flag is ignored.
-TEST(AttentionPrefillWgmmaKernel, KvTmaMatchesReference) {
-  GOSSAMER_REQUIRE_GPU();
-  std::mt19937 rng(30);
-  const WgmmaVariant two{2, 1.0f, 4, 0, false, true}, three{3, 1.0f, 4, 0, false, true};
-  wgmma_cases(rng, two, false);
-  wgmma_cases(rng, three, false);
-  for (const int window : {0, 128}) {
-    run_case({{1000, 1000}, {300, 700}, {129, 129}}, window, 16, 2, 256, false, rng, PrefillKernel::kWgmma,
-             Sinks::kNormal, false, false, three);
-  }
-  run_case({{700, 900}, {64, 64}}, 0, 16, 2, 16, false, rng, PrefillKernel::kWgmma, Sinks::kNormal, true, false, three);
-}
-
-// The fixed max on unmasked key tiles (AttentionParams::prefill_fixed_max, three warpgroups): both caches, with the row
-// sums by MMA too, logits of a few units and of ~±50 log2 units (q amplitude 24: maxima move on masked tiles, and
-// later tiles pass the first one's max by up to ~2^5), and q amplitude 128 (logits of ~±250 log2 units: later maxima
-// pass the first tile's by more than 2^7, so rows overflow and their CTA runs a second pass with the max everywhere).
+// The fixed max on unmasked key tiles (AttentionParams::prefill_fixed_max, three warpgroups): both caches, logits of a
+// few units and of ~±50 log2 units (q amplitude 24: maxima move on masked tiles, and later tiles pass the first one's
+// max by up to ~2^5), and q amplitude 128 (logits of ~±250 log2 units: later maxima pass the first tile's by more than
+// 2^7, so rows overflow and their CTA runs a second pass with the max everywhere), with sinks and without.
 TEST(AttentionPrefillWgmmaKernel, FixedMaxMatchesReference) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(31);
-  wgmma_cases(rng, {3, 1.0f, 4, 0, false, false, true}, false);
-  wgmma_cases(rng, {3, 24.0f, 4, 0, false, false, true}, true);
-  wgmma_cases(rng, {3, 24.0f, 4, 0, true, true, true}, false);
+  wgmma_cases(rng, {3, 1.0f, 4, 0, true}, false);
+  wgmma_cases(rng, {3, 24.0f, 4, 0, true}, true);
+  wgmma_cases(rng, {3, 24.0f, 4, 0, true}, false);
   for (const bool kv_fp8 : {false, true}) {
     run_case({{2000, 2000}, {300, 1300}}, 0, 16, 2, 16, false, rng, PrefillKernel::kWgmma, Sinks::kNormal, kv_fp8,
-             false, {3, 128.0f, 4, 0, false, false, true});
+             false, {3, 128.0f, 4, 0, true});
     run_case({{1100, 1100}}, 0, 16, 2, 64, false, rng, PrefillKernel::kWgmma, Sinks::kNone, kv_fp8, false,
-             {3, 128.0f, 4, 0, true, false, true});
+             {3, 128.0f, 4, 0, true});
   }
 }
 

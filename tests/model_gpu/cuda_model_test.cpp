@@ -225,7 +225,8 @@ TEST(CudaModelGpuTest, Mxfp4SingleRowDecodeMatchesTheGeneralKernel) {
 // before its PDL wait (AttentionParams::decode_prefetch_kv), RoPE with the K/V cache write in the QKV GEMV's
 // epilogue (decode_qkv_rope), the attention norm in that GEMV's prologue (decode_qkv_norm) and the MXFP4 gate_up GEMV's
 // x staged in shared memory (moe_gemv_x_shared); and the prefill's attention norm writing the QKV GEMM's FP8 rows
-// (prefill_norm_fp8) and the next norm summing the prefill MoE's pieces (prefill_moe_combine_deferred); the candidate
+// (prefill_norm_fp8), the next norm summing the prefill MoE's pieces (prefill_moe_combine_deferred) and each token
+// quantized once for the prefill MoE (moe_quantize_tokens_once); the candidate
 // router with its routing in one launch (moe_router_topk). Each toggled alone against the defaults, in both expert
 // formats and with the FP8 KV cache, for one decoding sequence and for all of them at once.
 TEST(CudaModelGpuTest, DecodeFusionsChangeNoLogit) {
@@ -243,6 +244,8 @@ TEST(CudaModelGpuTest, DecodeFusionsChangeNoLogit) {
       {"MXFP4 gate_up's x in shared memory off", [](ModelOptions& o) { o.moe_gemv_x_shared = false; }},
       {"the prefill attention norm's FP8 rows off", [](ModelOptions& o) { o.prefill_norm_fp8 = false; }},
       {"the prefill MoE's own combine", [](ModelOptions& o) { o.prefill_moe_combine_deferred = false; }},
+      {"the prefill MoE's tokens quantized per expert row",
+       [](ModelOptions& o) { o.moe_quantize_tokens_once = false; }},
       {"router and routing in one launch (a candidate) on", [](ModelOptions& o) { o.moe_router_topk = true; }},
   };
   for (const auto& [weights, kv] : {std::pair{"mxfp4", "auto"}, std::pair{"fp8", "auto"}, std::pair{"mxfp4", "fp8"}}) {

@@ -85,9 +85,7 @@ struct CudaOptions {
   kernels::PrefillKernel prefill_kernel = kernels::PrefillKernel::kAuto;
   // Its consumer warpgroups (kernels::AttentionParams::prefill_consumer_warpgroups: 0 auto, 2 or 3).
   int prefill_attention_warpgroups = 0;
-  bool prefill_attention_row_sum_mma = false;    // kernels::AttentionParams::prefill_row_sum_mma (a candidate)
-  bool prefill_attention_kv_tma = false;         // kernels::AttentionParams::prefill_kv_tma (a candidate)
-  bool prefill_attention_fixed_max = false;      // kernels::AttentionParams::prefill_fixed_max (a candidate)
+  bool prefill_attention_fixed_max = true;       // kernels::AttentionParams::prefill_fixed_max
   int decode_attention_min_tiles_per_split = 4;  // kernels::AttentionParams::decode_min_tiles_per_split
   bool decode_attention_prefetch_kv = true;      // kernels::AttentionParams::decode_prefetch_kv
   // The FP8 QKV GEMV of a decode step (≤ kGemvMaxRows tokens) applies RoPE and writes the K/V cache in its
@@ -129,7 +127,7 @@ struct CudaOptions {
   bool moe_gemv_single_row = true;  // kernels::MoeParams::gemv_single_row
   bool moe_gemv_x_shared = true;    // kernels::MoeParams::gemv_x_shared
   kernels::GemmTile moe_gemm_tile = kernels::GemmTile::kAuto;
-  bool moe_quantize_tokens_once = false;  // kernels::MoeParams::quantize_tokens_once (a candidate)
+  bool moe_quantize_tokens_once = true;  // kernels::MoeParams::quantize_tokens_once
 };
 
 // Selects CudaModel's constructor that makes random weights on the GPU (CudaWeights::random).

@@ -346,8 +346,6 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
   attention.max_kv_len = plan.max_kv;
   attention.prefill_kernel = options_.prefill_kernel;
   attention.prefill_consumer_warpgroups = options_.prefill_attention_warpgroups;
-  attention.prefill_row_sum_mma = options_.prefill_attention_row_sum_mma;
-  attention.prefill_kv_tma = options_.prefill_attention_kv_tma;
   attention.prefill_fixed_max = options_.prefill_attention_fixed_max;
   attention.decode_min_tiles_per_split = options_.decode_attention_min_tiles_per_split;
   attention.decode_prefetch_kv = options_.decode_attention_prefetch_kv;
