@@ -286,8 +286,8 @@ run_candidates_e2e() {
   local runs=("$base|" "build/gossamer|" "build/gossamer|--no-moe-quantize-tokens-once"
     "build/gossamer|--no-prefill-attention-fixed-max")
   # No run starts past E2E_DEADLINE seconds of this script (the verdict mode's share of one call). Each round:
-  # prefill, then decode (the decode norm in the QKV GEMV's prologue, a default since the seventeenth session; the
-  # router with its routing in one launch, --moe-router-topk, a candidate).
+  # prefill, then decode (the candidates: the decode norm in the QKV GEMV's prologue, --decode-qkv-norm, and the
+  # router with its routing in one launch, --moe-router-topk).
   local deadline=${E2E_DEADLINE:-100000} lens
   for round in 1 2; do
     for run in "${runs[@]}"; do
@@ -299,7 +299,7 @@ run_candidates_e2e() {
       timeout 100 ${run%%|*} bench prefill --load-format dummy --preset 20b --device cuda \
         --input-lens $lens --repeats 2 ${run#*|} | grep dummy
     done
-    for run in "$base|" "build/gossamer|" "build/gossamer|--no-decode-qkv-norm" "build/gossamer|--moe-router-topk"; do
+    for run in "$base|" "build/gossamer|" "build/gossamer|--decode-qkv-norm" "build/gossamer|--moe-router-topk"; do
       [ $SECONDS -lt $deadline ] || { echo "(deadline: decode ${run} round $round not run)"; continue; }
       sec "${run%%|*} bench decode 20b mxfp4+fp8, batch 1 and 8, ctx 1,024 / 8,192 ${run#*|}"
       timeout 90 ${run%%|*} bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
@@ -333,7 +333,7 @@ run_verdict() {
 
 run_followup() {
   # A short call: the decode norm prologue's tests and the model suite (goldens, every fusion toggled), then decode
-  # A/B (base, defaults, --no-decode-qkv-norm, --moe-router-topk) and prefill A/B (base, defaults, without the
+  # A/B (base, defaults, --decode-qkv-norm, --moe-router-topk) and prefill A/B (base, defaults, without the
   # seventeenth session's two takes: --no-moe-quantize-tokens-once --no-prefill-attention-fixed-max), two rounds.
   sec "the norm prologue's tests and the model suite"
   timeout 120 build/tests/gossamer_kernels_tests --gtest_color=no \
@@ -348,7 +348,7 @@ run_followup() {
     $z -q -d -f carry/base/gossamer.zst -o build/gossamer_base && chmod +x build/gossamer_base && base=build/gossamer_base
   fi
   for round in 1 2; do
-    for run in "$base|" "build/gossamer|" "build/gossamer|--no-decode-qkv-norm" "build/gossamer|--moe-router-topk"; do
+    for run in "$base|" "build/gossamer|" "build/gossamer|--decode-qkv-norm" "build/gossamer|--moe-router-topk"; do
       sec "${run%%|*} bench decode 20b mxfp4+fp8, batch 1 and 8, ctx 1,024 / 8,192 ${run#*|}"
       timeout 60 ${run%%|*} bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
         --batch-sizes 1 8 --contexts 1024 8192 --steps 32 ${run#*|} | grep dummy

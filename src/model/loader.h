@@ -74,9 +74,9 @@ struct ModelOptions {
   // cuda: RoPE and the K/V cache write in the decode QKV GEMV's epilogue (CudaOptions::decode_qkv_rope; on:
   // measured faster, docs/PERF.md 2026-12-05 fourteenth session; hidden bench flag --no-decode-qkv-rope for A/B).
   bool decode_qkv_rope = true;
-  // cuda: the decode attention norm computed in the QKV GEMV's prologue (CudaOptions::decode_qkv_norm; on:
-  // bit-identical, one launch per layer fewer; hidden bench flag --no-decode-qkv-norm for A/B).
-  bool decode_qkv_norm = true;
+  // cuda: the decode attention norm computed in the QKV GEMV's prologue (CudaOptions::decode_qkv_norm; a candidate,
+  // bit-identical, one launch per layer fewer; hidden bench flag --decode-qkv-norm).
+  bool decode_qkv_norm = false;
   // cuda: a prefill step's attention norm writes its rows quantized for the FP8 QKV GEMM
   // (CudaOptions::prefill_norm_fp8; on: bit-identical, one pass fewer; hidden --no-prefill-norm-fp8 for A/B).
   bool prefill_norm_fp8 = true;

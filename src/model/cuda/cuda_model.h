@@ -93,8 +93,8 @@ struct CudaOptions {
   bool decode_qkv_rope = true;
   // With it, every CTA of that GEMV also computes the attention norm's rows in its prologue
   // (kernels::GemvFp8Params::norm_prologue), CTA 0 writing the residual's sums to the other residual buffer: the
-  // norm's launch goes, the same bits.
-  bool decode_qkv_norm = true;
+  // norm's launch goes, the same bits. A candidate (not yet run on a GPU with the shared-memory limit's fix).
+  bool decode_qkv_norm = false;
   // The attention norm of a prefill step whose QKV projection runs the FP8 GEMM (> kGemvMaxRows tokens) writes its
   // rows quantized for that GEMM (kernels::RmsNormParams::out_q) instead of bf16 rows that the GEMM's input pass
   // then quantizes: one pass and ~3 bytes per element fewer, the same bits.
