@@ -75,6 +75,27 @@ run_tests() {
   done
 }
 
+# The kernel suite once per filter beside the model suite's filter, all at once (correctness only: they may share the
+# GPU), each under `limit` seconds; logs $out/<tag>_kernels_<i>.log and $out/<tag>_model.log; prints each exit and
+# the pass / fail lines.
+parallel_tests() {  # tag, limit, model filter, kernel filters…
+  local tag=$1 limit=$2 model=$3 i=0 f
+  shift 3
+  rm -f "$out/${tag}_exit.log"
+  for f in "$@"; do
+    (timeout $limit build/tests/gossamer_kernels_tests --gtest_color=no --gtest_filter="$f" \
+      > "$out/${tag}_kernels_$i.log" 2>&1
+      echo "kernels '$f' exit $?" >> "$out/${tag}_exit.log") &
+    i=$((i + 1))
+  done
+  (timeout $limit build/tests/gossamer_model_gpu_tests --gtest_color=no --gtest_filter="$model" \
+    > "$out/${tag}_model.log" 2>&1
+    echo "model_gpu '$model' exit $?" >> "$out/${tag}_exit.log") &
+  wait
+  cat "$out/${tag}_exit.log"
+  grep -hE '^\[  (PASSED|FAILED) |^\[  FAILED  \]' "$out/${tag}"_kernels_*.log "$out/${tag}_model.log"
+}
+
 run_benches() {
   sec "bench prefill 20b, the defaults, with the phase breakdown (#13)"
   timeout 150 build/gossamer bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 32768 \
@@ -275,35 +296,45 @@ run_candidates() {
   timeout 60 build/bench/kernels/gossamer_kernels_bench small | grep -E "rmsnorm|quantize_fp8"
 }
 
-run_candidates_e2e() {
-  # The recent changes' end-to-end A/B: bench prefill and bench decode, two rounds, the base binary first; the
-  # defaults against their A/B flags and the candidates.
-  local run base=build/gossamer
+# The A/B runs' pieces: base_binary sets $base (the carried base binary, else build/gossamer); ab_prefill and
+# ab_decode bench one "binary|flags" run (titles that bench/summarize_ab.py reads).
+base_binary() {
+  base=build/gossamer
   if [ -f carry/base/gossamer.zst ]; then
     $z -q -d -f carry/base/gossamer.zst -o build/gossamer_base && chmod +x build/gossamer_base && base=build/gossamer_base
   fi
-  local round
-  local runs=("$base|" "build/gossamer|" "build/gossamer|--no-moe-quantize-tokens-once"
-    "build/gossamer|--no-prefill-attention-fixed-max")
-  # No run starts past E2E_DEADLINE seconds of this script (the verdict mode's share of one call). Each round:
-  # prefill, then decode (the candidates: the decode norm in the QKV GEMV's prologue, --decode-qkv-norm, and the
-  # router with its routing in one launch, --moe-router-topk).
-  local deadline=${E2E_DEADLINE:-100000} lens
+}
+ab_prefill() {  # run, input lengths
+  sec "${1%%|*} bench prefill 20b $2 ${1#*|}"
+  timeout 100 ${1%%|*} bench prefill --load-format dummy --preset 20b --device cuda --input-lens $2 --repeats 2 \
+    ${1#*|} | grep dummy
+}
+ab_decode() {  # run
+  sec "${1%%|*} bench decode 20b mxfp4+fp8, batch 1 and 8, ctx 1,024 / 8,192 ${1#*|}"
+  timeout 90 ${1%%|*} bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
+    --batch-sizes 1 8 --contexts 1024 8192 --steps 32 ${1#*|} | grep dummy
+}
+
+run_candidates_e2e() {
+  # The recent changes' end-to-end A/B: bench prefill and bench decode, two rounds, the base binary first; the
+  # defaults against their A/B flags and the candidates. No run starts past E2E_DEADLINE seconds of this script (the
+  # verdict mode's share of one call). Each round: prefill, then decode (the candidates: the decode norm in the QKV
+  # GEMV's prologue, --decode-qkv-norm, and the router with its routing in one launch, --moe-router-topk).
+  local base run round deadline=${E2E_DEADLINE:-100000}
+  base_binary
   for round in 1 2; do
-    for run in "${runs[@]}"; do
+    for run in "$base|" "build/gossamer|" "build/gossamer|--no-moe-quantize-tokens-once" \
+      "build/gossamer|--no-prefill-attention-fixed-max"; do
       [ $SECONDS -lt $deadline ] || { echo "(deadline: prefill ${run} round $round not run)"; continue; }
-      # 131,072 tokens only where attention may change (the MoE and norm flags scale with the tokens).
-      lens="8192 32768 131072"
-      case "${run#*|}" in --no-moe-quantize-tokens-once) lens="8192 32768" ;; esac
-      sec "${run%%|*} bench prefill 20b $lens ${run#*|}"
-      timeout 100 ${run%%|*} bench prefill --load-format dummy --preset 20b --device cuda \
-        --input-lens $lens --repeats 2 ${run#*|} | grep dummy
+      # 131,072 tokens only where attention may change (the MoE flag scales with the tokens).
+      case "${run#*|}" in
+        --no-moe-quantize-tokens-once) ab_prefill "$run" "8192 32768" ;;
+        *) ab_prefill "$run" "8192 32768 131072" ;;
+      esac
     done
     for run in "$base|" "build/gossamer|" "build/gossamer|--decode-qkv-norm" "build/gossamer|--moe-router-topk"; do
       [ $SECONDS -lt $deadline ] || { echo "(deadline: decode ${run} round $round not run)"; continue; }
-      sec "${run%%|*} bench decode 20b mxfp4+fp8, batch 1 and 8, ctx 1,024 / 8,192 ${run#*|}"
-      timeout 90 ${run%%|*} bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
-        --batch-sizes 1 8 --contexts 1024 8192 --steps 32 ${run#*|} | grep dummy
+      ab_decode "$run"
     done
   done
 }
@@ -312,21 +343,9 @@ run_verdict() {
   # One call for a scarce device: the new defaults' tests (shards at once, 200 s), then the end-to-end A/B until
   # 560 s (each round prefill then decode; whatever the deadline leaves out is named in the log).
   sec "the new defaults' GPU tests (kernel shards and the model's, at once)"
-  local i=0 f
-  rm -f "$out/verdict_exit.log"
-  for f in 'QuantizeFp8Kernel.*:RmsNormKernel.*:GemmFp8Kernel.*' \
+  parallel_tests verdict 200 'CudaModelGpuTest.*:Weights/*' 'QuantizeFp8Kernel.*:RmsNormKernel.*:GemmFp8Kernel.*' \
     'MoePlanKernel.*:MoeStream*:MoeRouterTopk*:GemvBf16*:GemmBf16*:GemvFp8*' 'MoeKernel.*:MoeDecode*' \
-    'AttentionPrefillWgmmaKernel.MatchesReference:AttentionPrefillWgmmaKernel.ThreeWarpgroups*:AttentionDecode*'; do
-    (timeout 200 build/tests/gossamer_kernels_tests --gtest_color=no --gtest_filter="$f" > "$out/verdict_kernels_$i.log" 2>&1
-      echo "kernels '$f' exit $?" >> "$out/verdict_exit.log") &
-    i=$((i + 1))
-  done
-  (timeout 200 build/tests/gossamer_model_gpu_tests --gtest_color=no --gtest_filter='CudaModelGpuTest.*:Weights/*' \
-    > "$out/verdict_model.log" 2>&1
-    echo "model_gpu exit $?" >> "$out/verdict_exit.log") &
-  wait
-  cat "$out/verdict_exit.log"
-  grep -hE '^\[  (PASSED|FAILED) |^\[  FAILED  \]' "$out"/verdict_*.log
+    'AttentionPrefillWgmmaKernel.MatchesReference:AttentionPrefillWgmmaKernel.ThreeWarpgroups*:AttentionDecode*'
   E2E_DEADLINE=560 run_candidates_e2e
   python3 bench/summarize_ab.py "$out/verdict_summary.txt"
 }
@@ -343,20 +362,14 @@ run_followup() {
     > "$out/followup_model.log" 2>&1
   echo "model_gpu exit $?"
   grep -hE '^\[  (PASSED|FAILED) |^\[  FAILED  \]' "$out"/followup_*.log
-  local base=build/gossamer run round
-  if [ -f carry/base/gossamer.zst ]; then
-    $z -q -d -f carry/base/gossamer.zst -o build/gossamer_base && chmod +x build/gossamer_base && base=build/gossamer_base
-  fi
+  local base run round
+  base_binary
   for round in 1 2; do
     for run in "$base|" "build/gossamer|" "build/gossamer|--decode-qkv-norm" "build/gossamer|--moe-router-topk"; do
-      sec "${run%%|*} bench decode 20b mxfp4+fp8, batch 1 and 8, ctx 1,024 / 8,192 ${run#*|}"
-      timeout 60 ${run%%|*} bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
-        --batch-sizes 1 8 --contexts 1024 8192 --steps 32 ${run#*|} | grep dummy
+      ab_decode "$run"
     done
     for run in "$base|" "build/gossamer|" "build/gossamer|--no-moe-quantize-tokens-once --no-prefill-attention-fixed-max"; do
-      sec "${run%%|*} bench prefill 20b 8192 32768 131072 ${run#*|}"
-      timeout 60 ${run%%|*} bench prefill --load-format dummy --preset 20b --device cuda \
-        --input-lens 8192 32768 131072 --repeats 2 ${run#*|} | grep dummy
+      ab_prefill "$run" "8192 32768 131072"
     done
   done
   python3 bench/summarize_ab.py "$out/followup_summary.txt"
@@ -365,19 +378,9 @@ run_followup() {
 run_quick() {
   # A short form of candidates for a nearly spent device budget: the candidates' tests (150 s, in parallel),
   # the end-to-end A/B and the default's timeline.
-  local f i=0 flags
-  rm -f "$out/quick_exit.log"
-  for f in "GemvMxfp4Kernel.*" "MoeDecodeMxfp4Kernel.*:RmsNorm*:GemvBf16*" "AttentionDecodeKernel.*"; do
-    i=$((i + 1))
-    (timeout 150 build/tests/gossamer_kernels_tests --gtest_color=no --gtest_filter="$f" > "$out/quick_$i.log" 2>&1
-    echo "quick tests $i exit $?" >> "$out/quick_exit.log") &
-  done
-  (timeout 150 build/tests/gossamer_model_gpu_tests --gtest_color=no --gtest_filter='CudaModelGpuTest.*:Weights/*' \
-    > "$out/quick_model.log" 2>&1
-  echo "quick model_gpu exit $?" >> "$out/quick_exit.log") &
-  wait
-  cat "$out/quick_exit.log"
-  grep -hE '^\[  (PASSED|FAILED) |^\[  FAILED  \]' "$out"/quick_*.log
+  local flags
+  parallel_tests quick 150 'CudaModelGpuTest.*:Weights/*' "GemvMxfp4Kernel.*" "MoeDecodeMxfp4Kernel.*:RmsNorm*:GemvBf16*" \
+    "AttentionDecodeKernel.*"
   for flags in "" "--no-decode-attention-prefetch-kv" ""; do
     echo "-- bench decode 20b $flags"
     timeout 60 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \

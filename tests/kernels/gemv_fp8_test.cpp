@@ -159,13 +159,71 @@ TEST(GemvFp8Kernel, MatchesReference) {
   }
 }
 
+// The decode QKV's RoPE (the model's YaRN scaling): positions, slots, heads; no outputs (RopeOutputs::point).
+RopeParams decode_rope(const int32_t* positions, const int64_t* slots, int m, int q_heads, int kv_heads) {
+  RopeParams r;
+  r.positions = positions;
+  r.slots = slots;
+  r.num_tokens = m;
+  r.num_q_heads = q_heads;
+  r.num_kv_heads = kv_heads;
+  const std::vector<float> inv_freq = rope_inv_freq(RopeScaling{}, kHeadDim);
+  std::copy(inv_freq.begin(), inv_freq.end(), r.inv_freq.begin());
+  r.concentration = rope_concentration(RopeScaling{});
+  return r;
+}
+
+// Two poisoned sets ([0], [1]) of the RoPE epilogue's outputs, q [m, q heads, 64] and k / v [m, kv heads, 64] bf16
+// and both caches (cache_bytes each), for a bit-for-bit comparison of two ways to the same rows.
+struct RopeOutputs {
+  std::vector<DeviceBuffer<uint16_t>> q, k, v;
+  std::vector<DeviceBuffer<uint8_t>> k_cache, v_cache;
+  RopeOutputs(int m, int q_heads, int kv_heads, size_t cache_bytes) {
+    for (int i = 0; i < 2; ++i) {
+      q.emplace_back(size_t(m) * q_heads * kHeadDim);
+      k.emplace_back(size_t(m) * kv_heads * kHeadDim);
+      v.emplace_back(size_t(m) * kv_heads * kHeadDim);
+      k_cache.emplace_back(cache_bytes);
+      v_cache.emplace_back(cache_bytes);
+      for (auto* b : {&q[i], &k[i], &v[i]}) b->poison();
+      for (auto* b : {&k_cache[i], &v_cache[i]}) b->poison();
+    }
+  }
+  void point(RopeParams& r, int i) {
+    r.q_out = q[i].get();
+    r.k_out = k[i].get();
+    r.v_out = v[i].get();
+    r.k_cache = k_cache[i].get();
+    r.v_cache = v_cache[i].get();
+  }
+  // q of set 1 against gemv_fp8_cpu(ref) (host operands in ref, its RoPE outputs pointed here at host buffers).
+  void expect_q_near_cpu(GemvFp8Params ref, size_t cache_bytes, const std::string& label) {
+    std::vector<uint16_t> q_ref(q[1].size());
+    std::vector<uint8_t> kc_ref(cache_bytes), vc_ref(cache_bytes);
+    ref.rope.q_out = q_ref.data();
+    ref.rope.k_out = ref.rope.v_out = nullptr;
+    ref.rope.k_cache = kc_ref.data();
+    ref.rope.v_cache = vc_ref.data();
+    gemv_fp8_cpu(ref);
+    const double err = rel_error_bf16(q[1].download(), q_ref);
+    report("gemv_fp8", label, err, kTolBf16);
+    EXPECT_LT(err, kTolBf16) << label;
+  }
+  void expect_same(const std::string& shape) {
+    EXPECT_EQ(q[1].download(), q[0].download()) << shape;
+    EXPECT_EQ(k[1].download(), k[0].download()) << shape;
+    EXPECT_EQ(v[1].download(), v[0].download()) << shape;
+    EXPECT_EQ(k_cache[1].download(), k_cache[0].download()) << shape;
+    EXPECT_EQ(v_cache[1].download(), v_cache[0].download()) << shape;
+  }
+};
+
 // The RoPE epilogue (the decode QKV projection) is the GEMV then launch_rope, bit for bit: q, k / v and both caches
 // (bf16 and e4m3), with the model's heads and a TP-halved row, every decode row count, padding slots, a position
 // 0; and near the CPU reference (libm's sin / cos against CUDA's sincosf).
 TEST(GemvFp8Kernel, RopeEpilogueIsGemvThenRope) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(27);
-  const std::vector<float> inv_freq = rope_inv_freq(RopeScaling{}, kHeadDim);
   for (const auto& [qh, kvh] : {std::pair{64, 8}, std::pair{32, 4}}) {
     for (const bool kv_fp8 : {false, true}) {
       for (const int m : {1, 3, 8}) {
@@ -190,59 +248,28 @@ TEST(GemvFp8Kernel, RopeEpilogueIsGemvThenRope) {
         DeviceBuffer<uint16_t> dbias(bias), dx(x), dqkv(size_t(m) * n);
         DeviceBuffer<int32_t> dpos(pos);
         DeviceBuffer<int64_t> dslots(slots);
-        // [0]: GEMV then launch_rope; [1]: the RoPE epilogue.
-        std::vector<DeviceBuffer<uint16_t>> dq, dk, dv;
-        std::vector<DeviceBuffer<uint8_t>> dkc, dvc;
-        for (int i = 0; i < 2; ++i) {
-          dq.emplace_back(size_t(m) * qh * kHeadDim);
-          dk.emplace_back(size_t(m) * kvh * kHeadDim);
-          dv.emplace_back(size_t(m) * kvh * kHeadDim);
-          dkc.emplace_back(cache_bytes);
-          dvc.emplace_back(cache_bytes);
-          for (auto* b : {&dq[i], &dk[i], &dv[i]}) b->poison();
-          for (auto* b : {&dkc[i], &dvc[i]}) b->poison();
-        }
+        RopeOutputs outs(m, qh, kvh, cache_bytes);  // [0]: GEMV then launch_rope; [1]: the RoPE epilogue
         GemvFp8Params p = dense_tiled_gemv(dx.get(), dw.get(), dws.get(), dbias.get(), dqkv.get(), m, n, k);
-        RopeParams r;
-        r.positions = dpos.get();
-        r.slots = dslots.get();
-        r.num_tokens = m;
-        r.num_q_heads = qh;
-        r.num_kv_heads = kvh;
+        RopeParams r = decode_rope(dpos.get(), dslots.get(), m, qh, kvh);
         r.kv_fp8 = kv_fp8;
         r.k_scale = kv_fp8 ? dscales.get() : nullptr;
         r.v_scale = kv_fp8 ? dscales.get() + kvh : nullptr;
-        std::copy(inv_freq.begin(), inv_freq.end(), r.inv_freq.begin());
-        r.concentration = rope_concentration(RopeScaling{});
-        auto outputs = [&](RopeParams& o, int i) {
-          o.q_out = dq[i].get();
-          o.k_out = dk[i].get();
-          o.v_out = dv[i].get();
-          o.k_cache = dkc[i].get();
-          o.v_cache = dvc[i].get();
-        };
         launch_gemv_fp8(p, nullptr);
         RopeParams separate = r;
         separate.qkv = dqkv.get();
         separate.qkv_stride = n;
-        outputs(separate, 0);
+        outs.point(separate, 0);
         launch_rope(separate, nullptr);
         GemvFp8Params fused = p;
         fused.out = nullptr;
         fused.rope_epilogue = true;
         fused.rope = r;
-        outputs(fused.rope, 1);
+        outs.point(fused.rope, 1);
         launch_gemv_fp8(fused, nullptr);
         const std::string shape = std::to_string(qh) + "/" + std::to_string(kvh) + " heads M=" + std::to_string(m) +
                                   (kv_fp8 ? " fp8 cache" : " bf16 cache");
-        EXPECT_EQ(dq[1].download(), dq[0].download()) << shape;
-        EXPECT_EQ(dk[1].download(), dk[0].download()) << shape;
-        EXPECT_EQ(dv[1].download(), dv[0].download()) << shape;
-        EXPECT_EQ(dkc[1].download(), dkc[0].download()) << shape;
-        EXPECT_EQ(dvc[1].download(), dvc[0].download()) << shape;
+        outs.expect_same(shape);
         // The CPU reference of the epilogue (q only: the caches follow the same rows).
-        std::vector<uint16_t> q_ref(dq[0].size());
-        std::vector<uint8_t> kc_ref(cache_bytes), vc_ref(cache_bytes);
         GemvFp8Params ref = fused;
         std::vector<uint8_t> w_tiled = tiled(w, 1, n, k);
         ref.x = x.data();
@@ -253,14 +280,7 @@ TEST(GemvFp8Kernel, RopeEpilogueIsGemvThenRope) {
         ref.rope.slots = slots.data();
         ref.rope.k_scale = kv_fp8 ? kv_scales.data() : nullptr;
         ref.rope.v_scale = kv_fp8 ? kv_scales.data() + kvh : nullptr;
-        ref.rope.q_out = q_ref.data();
-        ref.rope.k_out = ref.rope.v_out = nullptr;
-        ref.rope.k_cache = kc_ref.data();
-        ref.rope.v_cache = vc_ref.data();
-        gemv_fp8_cpu(ref);
-        const double err = rel_error_bf16(dq[1].download(), q_ref);
-        report("gemv_fp8", "rope epilogue q " + shape, err, kTolBf16);
-        EXPECT_LT(err, kTolBf16) << shape;
+        outs.expect_q_near_cpu(ref, cache_bytes, "rope epilogue q " + shape);
       }
     }
   }
@@ -274,7 +294,6 @@ TEST(GemvFp8Kernel, RopeEpilogueIsGemvThenRope) {
 TEST(GemvFp8Kernel, NormPrologueIsNormThenGemv) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(32);
-  const std::vector<float> inv_freq = rope_inv_freq(RopeScaling{}, kHeadDim);
   const int qh = 64, kvh = 8, n = (qh + 2 * kvh) * kHeadDim, k = 2880;
   auto w = random_fp8_bytes(size_t(n) * k, rng);
   auto ws = random_scales(scale_count(1, n, k), rng, 0.0005f, 0.002f);
@@ -312,17 +331,7 @@ TEST(GemvFp8Kernel, NormPrologueIsNormThenGemv) {
         DeviceBuffer<int64_t> dslots(slots);
         dres1_out.poison();
         dnormed1.poison();
-        std::vector<DeviceBuffer<uint16_t>> dq, dk, dv;
-        std::vector<DeviceBuffer<uint8_t>> dkc, dvc;
-        for (int i = 0; i < 2; ++i) {  // [0]: the norm kernel then the GEMV; [1]: the prologue
-          dq.emplace_back(size_t(m) * qh * kHeadDim);
-          dk.emplace_back(size_t(m) * kvh * kHeadDim);
-          dv.emplace_back(size_t(m) * kvh * kHeadDim);
-          dkc.emplace_back(cache_bytes);
-          dvc.emplace_back(cache_bytes);
-          for (auto* b : {&dq[i], &dk[i], &dv[i]}) b->poison();
-          for (auto* b : {&dkc[i], &dvc[i]}) b->poison();
-        }
+        RopeOutputs outs(m, qh, kvh, cache_bytes);  // [0]: the norm kernel then the GEMV; [1]: the prologue
         RmsNormParams norm;
         norm.x = moe ? nullptr : dx.get();
         norm.moe_y = moe ? dy.get() : nullptr;
@@ -337,22 +346,8 @@ TEST(GemvFp8Kernel, NormPrologueIsNormThenGemv) {
         launch_rmsnorm(separate_norm, nullptr);
         GemvFp8Params p = dense_tiled_gemv(dnormed0.get(), dw.get(), dws.get(), dbias.get(), nullptr, m, n, k);
         p.rope_epilogue = true;
-        RopeParams& r = p.rope;
-        r.positions = dpos.get();
-        r.slots = dslots.get();
-        r.num_tokens = m;
-        r.num_q_heads = qh;
-        r.num_kv_heads = kvh;
-        std::copy(inv_freq.begin(), inv_freq.end(), r.inv_freq.begin());
-        r.concentration = rope_concentration(RopeScaling{});
-        auto outputs = [&](RopeParams& o, int i) {
-          o.q_out = dq[i].get();
-          o.k_out = dk[i].get();
-          o.v_out = dv[i].get();
-          o.k_cache = dkc[i].get();
-          o.v_cache = dvc[i].get();
-        };
-        outputs(p.rope, 0);
+        p.rope = decode_rope(dpos.get(), dslots.get(), m, qh, kvh);
+        outs.point(p.rope, 0);
         launch_gemv_fp8(p, nullptr);
         GemvFp8Params fused = p;
         fused.x = nullptr;
@@ -362,23 +357,18 @@ TEST(GemvFp8Kernel, NormPrologueIsNormThenGemv) {
         fused.norm.residual = with_residual ? dres1.get() : nullptr;
         fused.norm.residual_out = with_residual ? dres1_out.get() : nullptr;
         fused.norm.out = dnormed1.get();
-        outputs(fused.rope, 1);
+        outs.point(fused.rope, 1);
         launch_gemv_fp8(fused, nullptr);
         const std::string shape =
             std::string(moe ? "MoE pieces" : "x") + (with_residual ? " + residual" : "") + " M=" + std::to_string(m);
-        EXPECT_EQ(dq[1].download(), dq[0].download()) << shape;
-        EXPECT_EQ(dk[1].download(), dk[0].download()) << shape;
-        EXPECT_EQ(dv[1].download(), dv[0].download()) << shape;
-        EXPECT_EQ(dkc[1].download(), dkc[0].download()) << shape;
-        EXPECT_EQ(dvc[1].download(), dvc[0].download()) << shape;
+        outs.expect_same(shape);
         EXPECT_EQ(dnormed1.download(), dnormed0.download()) << shape << ": the normed rows CTA 0 writes";
         if (with_residual) {
           EXPECT_EQ(dres1_out.download(), dres0.download()) << shape << ": the residual sums";
           EXPECT_EQ(dres1.download(), residual) << shape << ": the input residual is read only";
         }
         // The CPU reference (rmsnorm_cpu, then the GEMV and rope_cpu): q.
-        std::vector<uint16_t> q_ref(dq[0].size()), res_ref = residual, res_ref_out(residual.size());
-        std::vector<uint8_t> kc_ref(cache_bytes), vc_ref(cache_bytes);
+        std::vector<uint16_t> res_ref = residual, res_ref_out(residual.size());
         std::vector<uint8_t> w_tiled = tiled(w, 1, n, k);
         GemvFp8Params ref = fused;
         ref.w = w_tiled.data();
@@ -394,14 +384,7 @@ TEST(GemvFp8Kernel, NormPrologueIsNormThenGemv) {
         ref.norm.out = nullptr;
         ref.rope.positions = pos.data();
         ref.rope.slots = slots.data();
-        ref.rope.q_out = q_ref.data();
-        ref.rope.k_out = ref.rope.v_out = nullptr;
-        ref.rope.k_cache = kc_ref.data();
-        ref.rope.v_cache = vc_ref.data();
-        gemv_fp8_cpu(ref);
-        const double err = rel_error_bf16(dq[1].download(), q_ref);
-        report("gemv_fp8", "norm prologue, rope epilogue q " + shape, err, kTolBf16);
-        EXPECT_LT(err, kTolBf16) << shape;
+        outs.expect_q_near_cpu(ref, cache_bytes, "norm prologue, rope epilogue q " + shape);
       }
     }
   }
