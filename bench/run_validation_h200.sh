@@ -344,7 +344,7 @@ run_verdict() {
   # 560 s (each round prefill then decode; whatever the deadline leaves out is named in the log).
   sec "the new defaults' GPU tests (kernel shards and the model's, at once)"
   parallel_tests verdict 200 'CudaModelGpuTest.*:Weights/*' 'QuantizeFp8Kernel.*:RmsNormKernel.*:GemmFp8Kernel.*' \
-    'MoePlanKernel.*:MoeStream*:MoeRouterTopk*:GemvBf16*:GemmBf16*:GemvFp8*' 'MoeKernel.*:MoeDecode*' \
+    'MoePlanKernel.*:MoeStream*:MoeRouterTopk*:GemvBf16*:GemmBf16*:GemvFp8*' 'MoeKernel.*' 'MoeDecode*' \
     'AttentionPrefillWgmmaKernel.MatchesReference:AttentionPrefillWgmmaKernel.ThreeWarpgroups*:AttentionDecode*'
   E2E_DEADLINE=560 run_candidates_e2e
   python3 bench/summarize_ab.py "$out/verdict_summary.txt"
