@@ -51,6 +51,9 @@ void ModelChoice::add_options(CLI::App& cli) {
   cli.add_flag("--decode-qkv-norm,!--no-decode-qkv-norm", options.decode_qkv_norm,
                "cuda: the decode attention norm in the QKV GEMV's prologue (A/B)")
       ->group("");  // hidden: candidates
+  cli.add_flag("--decode-router-norm", options.decode_router_norm,
+               "cuda: the decode MLP norm in the router GEMV's prologue at 1-2 tokens (A/B)")
+      ->group("");  // hidden: candidates
   cli.add_flag("--prefill-norm-fp8,!--no-prefill-norm-fp8", options.prefill_norm_fp8,
                "cuda: a prefill step's attention norm writes its rows quantized for the FP8 QKV GEMM (default; A/B)")
       ->group("");  // hidden: A/B runs

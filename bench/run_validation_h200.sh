@@ -319,7 +319,8 @@ run_candidates_e2e() {
   # The recent changes' end-to-end A/B: bench prefill and bench decode, two rounds, the base binary first; the
   # defaults against their A/B flags and the candidates. No run starts past E2E_DEADLINE seconds of this script (the
   # verdict mode's share of one call). Each round: prefill, then decode (the candidates: the decode norm in the QKV
-  # GEMV's prologue, --decode-qkv-norm, and the router with its routing in one launch, --moe-router-topk).
+  # GEMV's prologue, --decode-qkv-norm, the MLP norm in the router GEMV's, --decode-router-norm, both, and the router
+  # with its routing in one launch, --moe-router-topk).
   local base run round deadline=${E2E_DEADLINE:-100000}
   base_binary
   for round in 1 2; do
@@ -332,7 +333,9 @@ run_candidates_e2e() {
         *) ab_prefill "$run" "8192 32768 131072" ;;
       esac
     done
-    for run in "$base|" "build/gossamer|" "build/gossamer|--decode-qkv-norm" "build/gossamer|--moe-router-topk"; do
+    for run in "$base|" "build/gossamer|" "build/gossamer|--decode-qkv-norm" \
+      "build/gossamer|--decode-router-norm" "build/gossamer|--decode-qkv-norm --decode-router-norm" \
+      "build/gossamer|--moe-router-topk"; do
       [ $SECONDS -lt $deadline ] || { echo "(deadline: decode ${run} round $round not run)"; continue; }
       ab_decode "$run"
     done
@@ -351,12 +354,13 @@ run_verdict() {
 }
 
 run_followup() {
-  # A short call: the decode norm prologue's tests and the model suite (goldens, every fusion toggled), then decode
-  # A/B (base, defaults, --decode-qkv-norm, --moe-router-topk) and prefill A/B (base, defaults, without the
-  # seventeenth session's two takes: --no-moe-quantize-tokens-once --no-prefill-attention-fixed-max), two rounds.
+  # A short call: the decode norm prologues' tests and the model suite (goldens, every fusion toggled), then decode
+  # A/B (base, defaults, --decode-qkv-norm, --decode-router-norm, both, --moe-router-topk) and prefill A/B (base,
+  # defaults, without the seventeenth session's two takes: --no-moe-quantize-tokens-once
+  # --no-prefill-attention-fixed-max), two rounds.
   sec "the norm prologue's tests and the model suite"
   timeout 120 build/tests/gossamer_kernels_tests --gtest_color=no \
-    --gtest_filter='GemvFp8Kernel.*:RmsNormKernel.*' > "$out/followup_kernels.log" 2>&1
+    --gtest_filter='GemvFp8Kernel.*:GemvBf16*:RmsNormKernel.*' > "$out/followup_kernels.log" 2>&1
   echo "kernels exit $?"
   timeout 200 build/tests/gossamer_model_gpu_tests --gtest_color=no --gtest_filter='CudaModelGpuTest.*:Weights/*:CudaPhase*' \
     > "$out/followup_model.log" 2>&1
@@ -365,7 +369,9 @@ run_followup() {
   local base run round
   base_binary
   for round in 1 2; do
-    for run in "$base|" "build/gossamer|" "build/gossamer|--decode-qkv-norm" "build/gossamer|--moe-router-topk"; do
+    for run in "$base|" "build/gossamer|" "build/gossamer|--decode-qkv-norm" \
+      "build/gossamer|--decode-router-norm" "build/gossamer|--decode-qkv-norm --decode-router-norm" \
+      "build/gossamer|--moe-router-topk"; do
       ab_decode "$run"
     done
     for run in "$base|" "build/gossamer|" "build/gossamer|--no-moe-quantize-tokens-once --no-prefill-attention-fixed-max"; do

@@ -77,6 +77,9 @@ struct ModelOptions {
   // cuda: the decode attention norm computed in the QKV GEMV's prologue (CudaOptions::decode_qkv_norm; a candidate,
   // bit-identical, one launch per layer fewer; hidden bench flag --decode-qkv-norm).
   bool decode_qkv_norm = false;
+  // cuda: the decode MLP norm computed in the router GEMV's prologue at 1–2 tokens (CudaOptions::decode_router_norm;
+  // a candidate, bit-identical, one launch per layer fewer; hidden bench flag --decode-router-norm).
+  bool decode_router_norm = false;
   // cuda: a prefill step's attention norm writes its rows quantized for the FP8 QKV GEMM
   // (CudaOptions::prefill_norm_fp8; on: bit-identical, one pass fewer; hidden --no-prefill-norm-fp8 for A/B).
   bool prefill_norm_fp8 = true;

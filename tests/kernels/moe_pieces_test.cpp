@@ -122,8 +122,16 @@ TEST(MoeRouterTopkKernel, MatchesRouterThenRoute) {
       for (auto* b : {&dout, &dout_ref}) b->poison();
       dids.poison();
       dweights.poison();
-      const GemvBf16Params router{dx.get(), ldx,       dw.get(), c.bias ? dbias.get() : nullptr, dout.get(), c.experts,
-                                  tokens,   c.experts, c.k};
+      GemvBf16Params router;
+      router.x = dx.get();
+      router.ldx = ldx;
+      router.w = dw.get();
+      router.bias = c.bias ? dbias.get() : nullptr;
+      router.out = dout.get();
+      router.ldc = c.experts;
+      router.M = tokens;
+      router.N = c.experts;
+      router.K = c.k;
       MoeRouterTopkParams fused;
       fused.router = router;
       fused.topk_ids = dids.get();

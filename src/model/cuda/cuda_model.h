@@ -95,6 +95,10 @@ struct CudaOptions {
   // (kernels::GemvFp8Params::norm_prologue), CTA 0 writing the residual's sums to the other residual buffer: the
   // norm's launch goes, the same bits. A candidate (not yet run on a GPU with the shared-memory limit's fix).
   bool decode_qkv_norm = false;
+  // A decode step of 1–2 tokens on the decode MoE with the router GEMV (not moe_router_topk) computes the MLP norm in
+  // that GEMV's prologue (kernels::GemvBf16Params::norm_prologue), CTA 0 writing normed_ and the residual's sums to
+  // the other residual buffer: the norm's launch goes, the same bits. A candidate.
+  bool decode_router_norm = false;
   // The attention norm of a prefill step whose QKV projection runs the FP8 GEMM (> kGemvMaxRows tokens) writes its
   // rows quantized for that GEMM (kernels::RmsNormParams::out_q) instead of bf16 rows that the GEMM's input pass
   // then quantizes: one pass and ~3 bytes per element fewer, the same bits.
@@ -311,6 +315,8 @@ class CudaModel final : public Model {
   // the RoPE epilogue's GEMV); qkv_rope then takes the norm's parameters as `norm` (x unused).
   bool qkv_takes_norm(int m, const DeviceLinear& w) const;
   void qkv_rope(const kernels::RmsNormParams& norm, int m, const DeviceLinear& w, kernels::RopeParams rope);
+  // Whether a step of num_tokens computes the MLP norm in the router GEMV's prologue (options_.decode_router_norm).
+  bool router_takes_norm(int num_tokens) const;
   void experts(int layer, int num_tokens);
 
   // delta_ [T, hidden] bf16 ← Σ over the group's ranks (no-op without a group).

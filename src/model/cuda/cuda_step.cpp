@@ -145,6 +145,11 @@ void CudaModel::qkv_rope(const kernels::RmsNormParams& norm, int m, const Device
   kernels::launch_gemv_fp8(gemv, stream_);
 }
 
+bool CudaModel::router_takes_norm(int num_tokens) const {
+  return options_.decode_router_norm && num_tokens <= 2 && experts_on_gemvs(num_tokens) &&
+         !routes_in_router(num_tokens);
+}
+
 bool CudaModel::reads_mxfp4_experts(int num_tokens) const {
   return weights_.format == WeightFormat::kMxfp4 ||
          (weights_.format == WeightFormat::kMxfp4Fp8 && num_tokens <= kDualMxfp4MaxTokens);
@@ -371,6 +376,7 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
   // The residual stream [T, hidden] bf16: residual_, until a QKV GEMV with the norm prologue writes the sums to the
   // other buffer (its CTAs still read this one); the step's later norms follow it.
   uint16_t* residual = bf16(residual_);
+  auto other_residual = [&] { return residual == bf16(residual_) ? bf16(residual_alt_) : bf16(residual_); };
   auto add_block_output = [&](bool after_moe) {
     const bool pieces = after_moe && moe_deferred;
     norm.x = pieces ? nullptr : bf16(delta_);
@@ -402,7 +408,7 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
     if (norm_in_qkv) {
       qkv_norm.out = nullptr;  // nothing reads the normed rows but the QKV GEMV
       if (norm.residual) {
-        qkv_norm.residual_out = residual == bf16(residual_) ? bf16(residual_alt_) : bf16(residual_);
+        qkv_norm.residual_out = other_residual();
         residual = qkv_norm.residual_out;
       }
     } else {
@@ -449,7 +455,16 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
     add_block_output(false);
     norm.weight = bf16(w.mlp_norm);
     norm.out = bf16(normed_);
-    kernels::launch_rmsnorm(norm, stream_);
+    const bool norm_in_router = router_takes_norm(t);
+    kernels::RmsNormParams router_norm = norm;  // the router GEMV's prologue's (norm_in_router)
+    if (norm_in_router) {
+      if (norm.residual) {
+        router_norm.residual_out = other_residual();
+        residual = router_norm.residual_out;
+      }
+    } else {
+      kernels::launch_rmsnorm(norm, stream_);
+    }
     mark(StepPhase::kRouter);
     if (routes_in_router(t)) {  // (the router is always bf16: cuda_weights.cpp)
       // Logits and routing in one launch, the routing into the decode MoE's workspace (MoeParams::routed).
@@ -460,6 +475,12 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
       router.topk_ids = routing.topk_ids;
       router.topk_weights = routing.topk_weights;
       kernels::launch_moe_router_topk(router, stream_);
+    } else if (norm_in_router) {
+      kernels::GemvBf16Params router = bf16_gemv(nullptr, t, w.router, bf16(router_logits_));
+      router.ldx = 0;
+      router.norm_prologue = true;
+      router.norm = router_norm;
+      kernels::launch_gemv_bf16(router, stream_);
     } else {
       linear(bf16(normed_), t, w.router, bf16(router_logits_));
     }
