@@ -11,6 +11,21 @@ namespace {
 
 using namespace test;
 
+GemvBf16Params gemv_params(const uint16_t* x, int64_t ldx, const uint16_t* w, const uint16_t* bias, uint16_t* out,
+                           int64_t ldc, int m, int n, int k) {
+  GemvBf16Params p;
+  p.x = x;
+  p.ldx = ldx;
+  p.w = w;
+  p.bias = bias;
+  p.out = out;
+  p.ldc = ldc;
+  p.M = m;
+  p.N = n;
+  p.K = k;
+  return p;
+}
+
 void check(int m, int n, int k, bool with_bias, uint32_t seed) {
   std::mt19937 rng(seed);
   const int64_t ldx = k + 8, ldc = n + 8;  // strided rows: the launcher must honour ldx/ldc
@@ -19,16 +34,7 @@ void check(int m, int n, int k, bool with_bias, uint32_t seed) {
   const auto bias = random_bf16(static_cast<size_t>(n), rng, 0.5f);
   DeviceBuffer<uint16_t> dx(x), dw(w), dbias(bias), dout(static_cast<size_t>(m * ldc));
   dout.poison();
-  GemvBf16Params p;
-  p.x = dx.get();
-  p.ldx = ldx;
-  p.w = dw.get();
-  p.bias = with_bias ? dbias.get() : nullptr;
-  p.out = dout.get();
-  p.ldc = ldc;
-  p.M = m;
-  p.N = n;
-  p.K = k;
+  GemvBf16Params p = gemv_params(dx.get(), ldx, dw.get(), with_bias ? dbias.get() : nullptr, dout.get(), ldc, m, n, k);
   launch_gemv_bf16(p, nullptr);
   const auto got = dout.download();
   std::vector<uint16_t> ref(got.size(), 0);
@@ -97,16 +103,7 @@ TEST(GemvBf16Test, NormPrologueIsNormThenGemv) {
         separate.residual = with_residual ? dres0.get() : nullptr;
         separate.out = dnormed0.get();
         launch_rmsnorm(separate, nullptr);
-        GemvBf16Params p;
-        p.x = dnormed0.get();
-        p.ldx = k;
-        p.w = dw.get();
-        p.bias = dbias.get();
-        p.out = dout0.get();
-        p.ldc = n;
-        p.M = m;
-        p.N = n;
-        p.K = k;
+        GemvBf16Params p = gemv_params(dnormed0.get(), k, dw.get(), dbias.get(), dout0.get(), n, m, n, k);
         launch_gemv_bf16(p, nullptr);
         GemvBf16Params fused = p;
         fused.x = nullptr;
