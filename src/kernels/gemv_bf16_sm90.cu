@@ -137,12 +137,8 @@ void launch_gemv_bf16(const GemvBf16Params& p, cudaStream_t stream) {
     const RmsNormParams& n = p.norm;
     GOSSAMER_CHECK(p.M <= 2 && p.N <= kColumnKernelMaxN, "gemv_bf16: the norm prologue needs M ≤ 2 and N ≤ ",
                    kColumnKernelMaxN, " (one launch of the few-column kernel), got M ", p.M, ", N ", p.N);
-    GOSSAMER_CHECK(n.num_tokens == p.M && n.hidden == p.K && n.x && !n.moe_y && n.weight && n.out,
-                   "gemv_bf16: the norm prologue takes the norm's x rows (", n.num_tokens, " of ", n.hidden,
-                   ") as x's (", p.M, " of ", p.K, "), a weight and out");
-    GOSSAMER_CHECK(!n.residual || (n.residual_out && n.residual_out != n.residual),
-                   "gemv_bf16: the norm prologue writes the residual to another buffer (residual_out)");
-    GOSSAMER_CHECK(!n.residual_out || n.residual, "gemv_bf16: residual_out without residual");
+    check_norm_prologue(n, p.M, p.K, "gemv_bf16");
+    GOSSAMER_CHECK(!n.moe_y && n.out, "gemv_bf16: the norm prologue takes x rows (no MoE pieces) and writes out");
     if (p.M == 1)
       launch_with_norm<1>(p, stream);
     else

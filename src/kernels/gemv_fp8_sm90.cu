@@ -394,17 +394,8 @@ void launch_with(const GemvFp8Params& p, cudaStream_t stream) {
   GOSSAMER_CHECK(p.norm_prologue || (p.ldx >= p.K && p.ldx % 8 == 0), "gemv_fp8: ldx (", p.ldx,
                  ") must be ≥ K and a multiple of 8");
   if (p.norm_prologue) {
-    const RmsNormParams& n = p.norm;
-    const bool moe = n.moe_y != nullptr;
     GOSSAMER_CHECK(p.rope_epilogue && !grouped, "gemv_fp8: the norm prologue is the dense RoPE epilogue's");
-    GOSSAMER_CHECK(n.num_tokens == p.M && n.hidden == p.K && n.hidden % 8 == 0 && n.weight, "gemv_fp8: the norm (",
-                   n.num_tokens, " rows of ", n.hidden, ") must be x's (", p.M, " rows of ", p.K, ")");
-    GOSSAMER_CHECK(
-        moe == (n.x == nullptr) && moe == (n.moe_pair_row != nullptr) && moe == (n.moe_topk_weights != nullptr),
-        "gemv_fp8: the norm prologue takes x or all three MoE pieces");
-    GOSSAMER_CHECK(!n.residual || (n.residual_out && n.residual_out != n.residual),
-                   "gemv_fp8: the norm prologue writes the residual to another buffer (residual_out)");
-    GOSSAMER_CHECK(!n.residual_out || n.residual, "gemv_fp8: residual_out without residual");
+    check_norm_prologue(p.norm, p.M, p.K, "gemv_fp8");
   }
   if constexpr (kEpi == Epilogue::kRope) {
     const RopeParams& r = p.rope;

@@ -48,6 +48,13 @@ struct RmsNormParams {
 // come from the previous kernel.
 void launch_rmsnorm(const RmsNormParams& p, cudaStream_t stream);
 
+// The inputs' contract (throws gossamer::Error naming `kernel`): hidden a multiple of 8, x or all three MoE pieces,
+// residual_out only with residual.
+void check_rmsnorm_inputs(const RmsNormParams& p, const char* kernel);
+// A GEMV's norm prologue (gemv_fp8.h, gemv_bf16.h): the above, a weight, the norm's rows those of the GEMV's x
+// (rows × cols), and the residual's sums into another buffer (the prologue's CTAs all read the residual).
+void check_norm_prologue(const RmsNormParams& p, int rows, int cols, const char* kernel);
+
 // float32 reference with the same rounding points (bf16 in/out as uint16_t bits).
 void rmsnorm_cpu(const RmsNormParams& p);
 

@@ -96,13 +96,9 @@ __global__ void __launch_bounds__(kThreads) rmsnorm_kernel(RmsNormParams p) {
 }  // namespace
 
 void launch_rmsnorm(const RmsNormParams& p, cudaStream_t stream) {
-  GOSSAMER_CHECK(p.hidden % 8 == 0 && p.hidden <= 8 * kThreads * 4, "rmsnorm: hidden ", p.hidden,
-                 " must be a multiple of 8 and at most 8192");
+  check_rmsnorm_inputs(p, "rmsnorm");
+  GOSSAMER_CHECK(p.hidden <= 8 * kThreads * 4, "rmsnorm: hidden ", p.hidden, " must be at most 8192");
   const bool moe = p.moe_y != nullptr;
-  GOSSAMER_CHECK(
-      moe == (p.x == nullptr) && moe == (p.moe_pair_row != nullptr) && moe == (p.moe_topk_weights != nullptr),
-      "rmsnorm: give x or all three MoE pieces");
-  GOSSAMER_CHECK(!p.residual_out || p.residual, "rmsnorm: residual_out without residual");
   const bool fp8 = p.out_q != nullptr;
   GOSSAMER_CHECK(p.out != nullptr || fp8, "rmsnorm: no output");
   GOSSAMER_CHECK(

@@ -373,10 +373,17 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
   // topk_weights), which the norm combines itself: one launch fewer per layer.
   const bool moe_deferred = defers_moe_combine(t);
   const kernels::MoeCombineParams moe_pieces = deferred_moe_pieces(t);
-  // The residual stream [T, hidden] bf16: residual_, until a QKV GEMV with the norm prologue writes the sums to the
-  // other buffer (its CTAs still read this one); the step's later norms follow it.
+  // The residual stream [T, hidden] bf16: residual_, until a GEMV with the norm prologue writes the sums to the
+  // other buffer (its CTAs still read this one); the step's later norms follow it. prologue_norm: `n` for such a
+  // GEMV (its residual's sums into the other buffer, which the stream then is).
   uint16_t* residual = bf16(residual_);
-  auto other_residual = [&] { return residual == bf16(residual_) ? bf16(residual_alt_) : bf16(residual_); };
+  auto prologue_norm = [&](kernels::RmsNormParams n) {
+    if (n.residual) {
+      n.residual_out = residual == bf16(residual_) ? bf16(residual_alt_) : bf16(residual_);
+      residual = n.residual_out;
+    }
+    return n;
+  };
   auto add_block_output = [&](bool after_moe) {
     const bool pieces = after_moe && moe_deferred;
     norm.x = pieces ? nullptr : bf16(delta_);
@@ -404,13 +411,10 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
     norm.out_q = norm_fp8 ? act_.get<uint8_t>() : nullptr;
     norm.ldq = round_up(hidden, 16);
     norm.out_scales = norm_fp8 ? act_scales_.get<float>() : nullptr;
-    kernels::RmsNormParams qkv_norm = norm;  // the prologue's (norm_in_qkv)
+    kernels::RmsNormParams qkv_norm;  // the prologue's (norm_in_qkv)
     if (norm_in_qkv) {
+      qkv_norm = prologue_norm(norm);
       qkv_norm.out = nullptr;  // nothing reads the normed rows but the QKV GEMV
-      if (norm.residual) {
-        qkv_norm.residual_out = other_residual();
-        residual = qkv_norm.residual_out;
-      }
     } else {
       kernels::launch_rmsnorm(norm, stream_);
     }
@@ -456,12 +460,9 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
     norm.weight = bf16(w.mlp_norm);
     norm.out = bf16(normed_);
     const bool norm_in_router = router_takes_norm(t);
-    kernels::RmsNormParams router_norm = norm;  // the router GEMV's prologue's (norm_in_router)
+    kernels::RmsNormParams router_norm;  // the router GEMV's prologue's (norm_in_router)
     if (norm_in_router) {
-      if (norm.residual) {
-        router_norm.residual_out = other_residual();
-        residual = router_norm.residual_out;
-      }
+      router_norm = prologue_norm(norm);
     } else {
       kernels::launch_rmsnorm(norm, stream_);
     }
