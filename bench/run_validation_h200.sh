@@ -296,20 +296,22 @@ run_candidates() {
   timeout 60 build/bench/kernels/gossamer_kernels_bench small | grep -E "rmsnorm|quantize_fp8"
 }
 
-# The A/B runs' pieces: base_binary sets $base (the carried base binary, else build/gossamer); ab_prefill and
-# ab_decode bench one "binary|flags" run (titles that bench/summarize_ab.py reads).
+# The A/B runs' pieces: base_binary sets $base (the carried base binary, else empty: those runs are skipped);
+# ab_prefill and ab_decode bench one "binary|flags" run (titles that bench/summarize_ab.py reads).
 base_binary() {
-  base=build/gossamer
+  base=""  # none carried: the runs named "$base|" are skipped (they would repeat the defaults')
   if [ -f carry/base/gossamer.zst ]; then
     $z -q -d -f carry/base/gossamer.zst -o build/gossamer_base && chmod +x build/gossamer_base && base=build/gossamer_base
   fi
 }
 ab_prefill() {  # run, input lengths
+  [ -n "${1%%|*}" ] || return 0
   sec "${1%%|*} bench prefill 20b $2 ${1#*|}"
   timeout 100 ${1%%|*} bench prefill --load-format dummy --preset 20b --device cuda --input-lens $2 --repeats 2 \
     ${1#*|} | grep dummy
 }
 ab_decode() {  # run
+  [ -n "${1%%|*}" ] || return 0
   sec "${1%%|*} bench decode 20b mxfp4+fp8, batch 1 and 8, ctx 1,024 / 8,192 ${1#*|}"
   timeout 90 ${1%%|*} bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
     --batch-sizes 1 8 --contexts 1024 8192 --steps 32 ${1#*|} | grep dummy
@@ -379,6 +381,13 @@ run_followup() {
     done
   done
   python3 bench/summarize_ab.py "$out/followup_summary.txt"
+  # Where the batch-1 step goes with both norm prologues (the timeline of run_timeline).
+  mkdir -p /tmp/timeline
+  sec "timeline: bench decode 20b mxfp4+fp8, batch 1, ctx 1,024, --decode-qkv-norm --decode-router-norm"
+  CUDA_INJECTION64_PATH=$v/libgossamer_kernel_trace.so GOSSAMER_KERNEL_TRACE=/tmp/timeline/followup.tsv \
+    timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
+    --batch-sizes 1 --contexts 1024 --steps 16 --decode-qkv-norm --decode-router-norm 2>&1 | grep -E "dummy|kernel_trace"
+  python3 bench/kernels/kernel_timeline.py /tmp/timeline/followup.tsv --sequence 24 | head -45
 }
 
 run_quick() {
