@@ -356,13 +356,14 @@ run_verdict() {
 }
 
 run_followup() {
-  # A short call: the decode norm prologues' tests and the model suite (goldens, every fusion toggled), then decode
-  # A/B (base, defaults, --decode-qkv-norm, --decode-router-norm, both, --moe-router-topk) and prefill A/B (base,
+  # A short call: the decode norm prologues' and decode attention's tests and the model suite (goldens, every fusion
+  # toggled), then decode A/B (base, defaults, --decode-qkv-norm, --decode-router-norm, both, --moe-router-topk,
+  # --decode-attention-cluster-merge) and prefill A/B (base,
   # defaults, without the seventeenth session's two takes: --no-moe-quantize-tokens-once
   # --no-prefill-attention-fixed-max), two rounds.
   sec "the norm prologue's tests and the model suite"
   timeout 120 build/tests/gossamer_kernels_tests --gtest_color=no \
-    --gtest_filter='GemvFp8Kernel.*:GemvBf16*:RmsNormKernel.*' > "$out/followup_kernels.log" 2>&1
+    --gtest_filter='GemvFp8Kernel.*:GemvBf16*:RmsNormKernel.*:AttentionDecode*' > "$out/followup_kernels.log" 2>&1
   echo "kernels exit $?"
   timeout 200 build/tests/gossamer_model_gpu_tests --gtest_color=no --gtest_filter='CudaModelGpuTest.*:Weights/*:CudaPhase*' \
     > "$out/followup_model.log" 2>&1
@@ -373,7 +374,7 @@ run_followup() {
   for round in 1 2; do
     for run in "$base|" "build/gossamer|" "build/gossamer|--decode-qkv-norm" \
       "build/gossamer|--decode-router-norm" "build/gossamer|--decode-qkv-norm --decode-router-norm" \
-      "build/gossamer|--moe-router-topk"; do
+      "build/gossamer|--moe-router-topk" "build/gossamer|--decode-attention-cluster-merge"; do
       ab_decode "$run"
     done
     for run in "$base|" "build/gossamer|" "build/gossamer|--no-moe-quantize-tokens-once --no-prefill-attention-fixed-max"; do
