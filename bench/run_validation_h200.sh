@@ -361,14 +361,9 @@ run_followup() {
   # --decode-attention-cluster-merge) and prefill A/B (base,
   # defaults, without the seventeenth session's two takes: --no-moe-quantize-tokens-once
   # --no-prefill-attention-fixed-max), two rounds.
-  sec "the norm prologue's tests and the model suite"
-  timeout 120 build/tests/gossamer_kernels_tests --gtest_color=no \
-    --gtest_filter='GemvFp8Kernel.*:GemvBf16*:RmsNormKernel.*:AttentionDecode*' > "$out/followup_kernels.log" 2>&1
-  echo "kernels exit $?"
-  timeout 200 build/tests/gossamer_model_gpu_tests --gtest_color=no --gtest_filter='CudaModelGpuTest.*:Weights/*:CudaPhase*' \
-    > "$out/followup_model.log" 2>&1
-  echo "model_gpu exit $?"
-  grep -hE '^\[  (PASSED|FAILED) |^\[  FAILED  \]' "$out"/followup_*.log
+  sec "the norm prologues' and decode attention's tests and the model suite (shards at once, 180 s)"
+  parallel_tests followup 180 'CudaModelGpuTest.*:Weights/*:CudaPhase*' 'GemvFp8Kernel.*:GemvBf16*:RmsNormKernel.*' \
+    'AttentionDecode*'
   local base run round
   base_binary
   for round in 1 2; do
