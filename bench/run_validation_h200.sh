@@ -357,33 +357,37 @@ run_verdict() {
 
 run_followup() {
   # A short call: the decode norm prologues' and decode attention's tests and the model suite (goldens, every fusion
-  # toggled), then decode A/B (base, defaults, --decode-qkv-norm, --decode-router-norm, both, --moe-router-topk,
-  # --decode-attention-cluster-merge) and prefill A/B (base,
-  # defaults, without the seventeenth session's two takes: --no-moe-quantize-tokens-once
-  # --no-prefill-attention-fixed-max), two rounds.
-  sec "the norm prologues' and decode attention's tests and the model suite (shards at once, 180 s)"
-  parallel_tests followup 180 'CudaModelGpuTest.*:Weights/*:CudaPhase*' 'GemvFp8Kernel.*:GemvBf16*:RmsNormKernel.*' \
+  # toggled; shards at once), then decode A/B (base, defaults, --decode-qkv-norm, --decode-router-norm, both,
+  # --moe-router-topk, --decode-attention-cluster-merge) and prefill A/B (base, defaults, without the seventeenth
+  # session's two takes: --no-moe-quantize-tokens-once --no-prefill-attention-fixed-max), the batch-1 timeline with
+  # both norm prologues, then a second round of the A/B. No run starts past FOLLOWUP_DEADLINE seconds (default 430).
+  local base run round deadline=${FOLLOWUP_DEADLINE:-430}
+  sec "the norm prologues' and decode attention's tests and the model suite (shards at once, 150 s)"
+  parallel_tests followup 150 'CudaModelGpuTest.*:Weights/*:CudaPhase*' 'GemvFp8Kernel.*:GemvBf16*:RmsNormKernel.*' \
     'AttentionDecode*'
-  local base run round
   base_binary
   for round in 1 2; do
     for run in "$base|" "build/gossamer|" "build/gossamer|--decode-qkv-norm" \
       "build/gossamer|--decode-router-norm" "build/gossamer|--decode-qkv-norm --decode-router-norm" \
       "build/gossamer|--moe-router-topk" "build/gossamer|--decode-attention-cluster-merge"; do
+      [ $SECONDS -lt $deadline ] || { echo "(deadline: decode ${run} round $round not run)"; continue; }
       ab_decode "$run"
     done
     for run in "$base|" "build/gossamer|" "build/gossamer|--no-moe-quantize-tokens-once --no-prefill-attention-fixed-max"; do
+      [ $SECONDS -lt $deadline ] || { echo "(deadline: prefill ${run} round $round not run)"; continue; }
       ab_prefill "$run" "8192 32768 131072"
     done
+    [ $round -eq 1 ] || continue
+    # Where the batch-1 step goes with both norm prologues (the timeline of run_timeline).
+    mkdir -p /tmp/timeline
+    sec "timeline: bench decode 20b mxfp4+fp8, batch 1, ctx 1,024, --decode-qkv-norm --decode-router-norm"
+    CUDA_INJECTION64_PATH=$v/libgossamer_kernel_trace.so GOSSAMER_KERNEL_TRACE=/tmp/timeline/followup.tsv \
+      timeout 60 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
+      --batch-sizes 1 --contexts 1024 --steps 16 --decode-qkv-norm --decode-router-norm 2>&1 |
+      grep -E "dummy|kernel_trace"
+    python3 bench/kernels/kernel_timeline.py /tmp/timeline/followup.tsv --sequence 0 | head -30
   done
   python3 bench/summarize_ab.py "$out/followup_summary.txt"
-  # Where the batch-1 step goes with both norm prologues (the timeline of run_timeline).
-  mkdir -p /tmp/timeline
-  sec "timeline: bench decode 20b mxfp4+fp8, batch 1, ctx 1,024, --decode-qkv-norm --decode-router-norm"
-  CUDA_INJECTION64_PATH=$v/libgossamer_kernel_trace.so GOSSAMER_KERNEL_TRACE=/tmp/timeline/followup.tsv \
-    timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
-    --batch-sizes 1 --contexts 1024 --steps 16 --decode-qkv-norm --decode-router-norm 2>&1 | grep -E "dummy|kernel_trace"
-  python3 bench/kernels/kernel_timeline.py /tmp/timeline/followup.tsv --sequence 24 | head -45
 }
 
 run_quick() {
