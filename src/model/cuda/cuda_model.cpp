@@ -269,6 +269,7 @@ void CudaModel::fill_and_upload_plan(const ForwardBatch& batch, StepPlan& plan, 
   int64_t* sliding_slots = reinterpret_cast<int64_t*>(host + plan.sliding_slots);
   const bool ring = num_sliding_blocks_ > 0;
   int token = 0, page = 0, row = 0, feeds = 0;
+  bool rows_are_tokens = true;
   host[plan.cu_seqlens] = 0;
   host[plan.page_indptr] = 0;
   host[plan.sliding_page_indptr] = 0;
@@ -279,6 +280,7 @@ void CudaModel::fill_and_upload_plan(const ForwardBatch& batch, StepPlan& plan, 
       host[plan.positions + token] = 0;
       slots[token] = int64_t{num_blocks_} * block_size_;
       if (ring) sliding_slots[token] = int64_t{num_sliding_blocks_} * block_size_;
+      rows_are_tokens &= row == token;
       host[plan.rows + row++] = token;
       ++token;
       host[plan.cu_seqlens + s + 1] = token;
@@ -308,8 +310,10 @@ void CudaModel::fill_and_upload_plan(const ForwardBatch& batch, StepPlan& plan, 
             int64_t{seq.sliding_block_table[static_cast<size_t>(position / block_size_)]} * block_size_ +
             position % block_size_;
       }
-      if (seq.logits == LogitsWanted::kAll || (seq.logits == LogitsWanted::kLast && i + 1 == n))
+      if (seq.logits == LogitsWanted::kAll || (seq.logits == LogitsWanted::kLast && i + 1 == n)) {
+        rows_are_tokens &= row == token;
         host[plan.rows + row++] = token;
+      }
     }
     host[plan.cu_seqlens + s + 1] = token;
     host[plan.kv_lens + s] = seq.num_cached + n;
@@ -322,6 +326,7 @@ void CudaModel::fill_and_upload_plan(const ForwardBatch& batch, StepPlan& plan, 
     host[plan.page_indptr + s + 1] = page;
     host[plan.sliding_page_indptr + s + 1] = page;
   }
+  plan.rows_are_tokens = rows_are_tokens && row == token && row == plan.num_rows;
   if (plan.max_q > kernels::kDecodeMaxQ) {  // the prefill launch's tiles (cu_seqlens is complete)
     const bool apart = mixed_step_attention_split(plan);
     plan.num_q_tiles_64 =

@@ -253,6 +253,9 @@ class CudaModel final : public Model {
     size_t feeds = 0;
     // The ring's sliding-pool slots and page table (aliases of slots / page_* without a ring).
     size_t sliding_slots = 0, sliding_page_indptr = 0, sliding_page_indices = 0;
+    // Row i is token i for every token (fill_and_upload_plan; always so in a decode graph: one token per sequence,
+    // each wanting logits): the unembedding reads the final norm's rows in place, no gather.
+    bool rows_are_tokens = false;
   };
   struct DecodeGraph {
     int batch = 0;

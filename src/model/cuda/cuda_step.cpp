@@ -498,20 +498,21 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
   norm.out = bf16(normed_);
   kernels::launch_rmsnorm(norm, stream_);
   if (plan.num_rows > 0) {
-    kernels::EmbeddingParams gather;  // a row gather: the "table" is the normalised hidden states
-    gather.table = bf16(normed_);
-    gather.ids = dev + plan.rows;
-    gather.out = bf16(final_rows_);
-    gather.num_tokens = plan.num_rows;
-    gather.hidden = hidden;
-    gather.vocab = t;
-    kernels::launch_embedding(gather, stream_);
-    mark(StepPhase::kUnembedding);
-    if (vocab_parallel()) {
-      linear(bf16(final_rows_), plan.num_rows, weights_.unembedding, bf16(vocab_local_));
-    } else {
-      linear(bf16(final_rows_), plan.num_rows, weights_.unembedding, bf16(logits_));
+    // The wanted rows [rows, hidden] bf16: normed_ itself where row i is token i, else gathered into final_rows_.
+    const uint16_t* rows = bf16(normed_);
+    if (!plan.rows_are_tokens) {
+      kernels::EmbeddingParams gather;  // a row gather: the "table" is the normalised hidden states
+      gather.table = bf16(normed_);
+      gather.ids = dev + plan.rows;
+      gather.out = bf16(final_rows_);
+      gather.num_tokens = plan.num_rows;
+      gather.hidden = hidden;
+      gather.vocab = t;
+      kernels::launch_embedding(gather, stream_);
+      rows = bf16(final_rows_);
     }
+    mark(StepPhase::kUnembedding);
+    linear(rows, plan.num_rows, weights_.unembedding, bf16(vocab_parallel() ? vocab_local_ : logits_));
   }
 }
 
