@@ -389,7 +389,10 @@ int max_cluster_splits(int device) {
   ClusterPdlAttributes attrs(dim3(1, 1, kMaxClusterSplits), false);
   attrs.apply(cfg);
   int clusters = 0;
-  GOSSAMER_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg));
+  if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess) {
+    (void)cudaGetLastError();  // no cluster of 16 on this device: the portable 8
+    clusters = 0;
+  }
   const int best = clusters > 0 ? kMaxClusterSplits : 8;
   slot.store(best, std::memory_order_release);
   return best;
