@@ -360,10 +360,11 @@ run_followup() {
   # toggled; shards at once), then decode A/B (base, defaults, --decode-qkv-norm, --decode-router-norm, both,
   # --moe-router-topk, --decode-attention-cluster-merge) and prefill A/B (base, defaults, without the seventeenth
   # session's two takes: --no-moe-quantize-tokens-once --no-prefill-attention-fixed-max), the batch-1 timeline with
-  # both norm prologues, then a second round of the A/B. No run starts past FOLLOWUP_DEADLINE seconds (default 430).
-  local base run round deadline=${FOLLOWUP_DEADLINE:-430}
-  sec "the norm prologues' and decode attention's tests and the model suite (shards at once, 150 s)"
-  parallel_tests followup 150 'CudaModelGpuTest.*:Weights/*:CudaPhase*' 'GemvFp8Kernel.*:GemvBf16*:RmsNormKernel.*' \
+  # both norm prologues, then a second round of the A/B. No run starts past FOLLOWUP_DEADLINE seconds (default 430);
+  # the tests stop at FOLLOWUP_TEST_LIMIT seconds (default 150).
+  local base run round deadline=${FOLLOWUP_DEADLINE:-430} test_limit=${FOLLOWUP_TEST_LIMIT:-150}
+  sec "the norm prologues' and decode attention's tests and the model suite (shards at once, ${test_limit} s)"
+  parallel_tests followup $test_limit 'CudaModelGpuTest.*:Weights/*:CudaPhase*' 'GemvFp8Kernel.*:GemvBf16*:RmsNormKernel.*' \
     'AttentionDecode*'
   base_binary
   for round in 1 2; do
