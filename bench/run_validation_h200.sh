@@ -368,9 +368,9 @@ run_followup() {
     'AttentionDecode*'
   base_binary
   for round in 1 2; do
-    for run in "$base|" "build/gossamer|" "build/gossamer|--decode-qkv-norm" \
-      "build/gossamer|--decode-router-norm" "build/gossamer|--decode-qkv-norm --decode-router-norm" \
-      "build/gossamer|--moe-router-topk" "build/gossamer|--decode-attention-cluster-merge"; do
+    for run in "$base|" "build/gossamer|" "build/gossamer|--decode-qkv-norm --decode-router-norm" \
+      "build/gossamer|--decode-attention-cluster-merge" "build/gossamer|--decode-qkv-norm" \
+      "build/gossamer|--decode-router-norm" "build/gossamer|--moe-router-topk"; do
       [ $SECONDS -lt $deadline ] || { echo "(deadline: decode ${run} round $round not run)"; continue; }
       ab_decode "$run"
     done
