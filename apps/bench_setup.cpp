@@ -45,9 +45,6 @@ void ModelChoice::add_options(CLI::App& cli) {
                options.decode_attention_prefetch_kv,
                "cuda: decode attention loads its first key tile of earlier steps before its PDL wait (default; A/B)")
       ->group("");  // hidden: A/B runs
-  cli.add_flag("--decode-attention-cluster-merge", options.decode_attention_cluster_merge,
-               "cuda: decode attention's splits merged in their cluster's shared memory (A/B)")
-      ->group("");  // hidden: candidates
   cli.add_flag("--decode-qkv-rope,!--no-decode-qkv-rope", options.decode_qkv_rope,
                "cuda: RoPE and the K/V cache write in the decode QKV GEMV's epilogue (default; A/B)")
       ->group("");  // hidden: A/B runs

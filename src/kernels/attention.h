@@ -98,13 +98,6 @@ struct AttentionParams {
   // Bit-identical either way; H200, 2026-12-05: batch 1 1.66 → 1.64 ms (ctx 1,024), batch 8 2.42 → 2.40
   // (docs/PERF.md, thirteenth session); false for A/B.
   bool decode_prefetch_kv = true;
-  // Decode only: the splits of a (sequence, kv head) run as one thread-block cluster and split 0 merges their
-  // partials from the cluster's shared memory after a cluster barrier, instead of the last split to arrive (an
-  // atomic counter) reading them back through L2. Taken where the rule gives 2–32 splits, capped at the largest
-  // cluster the device keeps resident (16, non-portable, else 8): bit-identical to the counter merge wherever the
-  // cap leaves the split count alone (the same sums in the same order); with the cap, fewer splits of more tiles. A
-  // candidate (CudaOptions::decode_attention_cluster_merge), off.
-  bool decode_cluster_merge = false;
   // Decode only: split-KV scratch of attention_decode_workspace_bytes: the splits' arrival counters, then
   // their partial outputs. The counters must be zero before the first launch on a workspace
   // (attention_decode_workspace_init once after allocating it); every launch leaves them zero.
@@ -121,9 +114,9 @@ int attention_prefill_tiles(const int32_t* cu_seqlens_q, int num_seqs, int tile_
 
 // Decode: at most kDecodeMaxQ query tokens per sequence (speculative decoding), split-KV across the GPU,
 // the sink counted once (first split). One kernel: the last split of each (sequence, kv head) to finish
-// merges the splits (arrival counters in the workspace), or split 0 of its cluster (decode_cluster_merge). Graph
-// capturable. At most 64 splits per (sequence, kv head): a cap of 128 was measured slower at batch 1 (H200, 2026-12-05;
-// bench decode, context 8,192: 2.16 ms against 2.09; 32,768: 2.36 against 2.25).
+// merges the splits (arrival counters in the workspace). Graph capturable. At most 64 splits per (sequence,
+// kv head): a cap of 128 was measured slower at batch 1 (H200, 2026-12-05; bench decode, context 8,192:
+// 2.16 ms against 2.09; 32,768: 2.36 against 2.25).
 inline constexpr int kDecodeMaxQ = 2;
 // Query heads per KV head the decode kernel handles (its 16-row MMA tile holds group × kDecodeMaxQ rows).
 inline constexpr int kAttentionMaxGroup = 8;

@@ -4,16 +4,12 @@
 // merged at the end; the sink enters only split 0. With one split the CTA writes O itself; with more, each
 // split writes its normalised partial and log-sum-exp to the workspace and the last split of its (sequence,
 // kv head) to arrive (an atomic counter in the workspace, reset by that CTA) merges them: no combine
-// kernel. With AttentionParams::decode_cluster_merge the splits of a (sequence, kv head) form one cluster instead:
-// each keeps its partial in its shared memory and split 0 merges them through distributed shared memory after a
-// cluster barrier (no global round trips, no counter). With decode_rows_apart (a mixed step) the kernel skips the
-// sequences of more than kDecodeMaxQ queries. FP8 KV cache (kKvFp8): the e4m3 tiles (half the bytes) stream through a
-// 3-stage cp.async ring, two tiles in flight while one is widened to bf16 into a single bf16 stage and attended;
-// k_scale enters the logit scale and v_scale the split's output.
-#include <cooperative_groups.h>
-
+// kernel. With decode_rows_apart (a mixed step) the kernel skips the sequences of more than kDecodeMaxQ
+// queries.
+// FP8 KV cache (kKvFp8): the e4m3 tiles (half the bytes) stream through a 3-stage cp.async ring, two tiles
+// in flight while one is widened to bf16 into a single bf16 stage and attended; k_scale enters the logit
+// scale and v_scale the split's output.
 #include <algorithm>
-#include <atomic>
 
 #include "kernels/attention_common_sm90.cuh"
 
@@ -21,7 +17,6 @@ namespace gossamer::kernels {
 namespace {
 
 using namespace attn;
-namespace cg = cooperative_groups;
 constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
 constexpr int kRows = 16;
@@ -35,13 +30,8 @@ constexpr int kSplitCtas = 6 * 132;  // ~6 CTAs per SM keep enough loads in flig
 // NOTE: more than one split only while num_seqs · num_kv_heads < kSplitCtas, so that many arrival counters
 // (one per (sequence, kv head)) always suffice.
 constexpr size_t kArrivalBytes = (kSplitCtas * sizeof(int32_t) + 255) / 256 * 256;
-// decode_cluster_merge: a launch whose rule gives at most kClusterMergeMaxRuleSplits splits runs at most
-// kMaxClusterSplits (a non-portable cluster of 16 CTAs, else the portable 8 where 16 cannot be resident).
-constexpr int kMaxClusterSplits = 16;
-constexpr int kClusterMergeMaxRuleSplits = 2 * kMaxClusterSplits;
 
-// The split count by the rule: one per key tile of max_kv_len, up to kSplitCtas CTAs in all and kMaxSplits.
-int decode_rule_splits(const AttentionParams& p) {
+int decode_num_splits(const AttentionParams& p) {
   // Mixed steps: one split (the scratch is per token of the whole step, prefill chunks included).
   if (p.decode_rows_apart) return 1;
   const int ctas = std::max(1, p.num_seqs * p.num_kv_heads);
@@ -51,15 +41,14 @@ int decode_rule_splits(const AttentionParams& p) {
   return std::clamp(std::min(want, tiles), 1, kMaxSplits);
 }
 
-// The merge of one (sequence, kv head)'s splits 0..used − 1 by their log-sum-exp, by one CTA: rows r < num_rows,
-// row r at [token, head] index base + (r / group) · num_q_heads + r % group; load_lse(r, s) → split s's
-// log-sum-exp of row r (float), load_o(r, s, c) → its normalised partial's dims 4c .. 4c + 3 (float4): from the
-// workspace through L2 (the counter merge: other SMs wrote them) or from the cluster's shared memory. O sums the
-// splits in split order; Σ weights is a warp tree.
+// The merge of one (sequence, kv head)'s splits 0..used − 1 by their log-sum-exp, by the last split's CTA:
+// rows r < num_rows, row r at [token, head] index base + (r / group) · num_q_heads + r % group; o_part /
+// lse_part as the kernel writes them (num_splits per row); loads through L2 (other SMs wrote them). O sums the splits
+// in split order; Σ weights is a warp tree.
 //   s_f: [kRows][kMaxSplits] fp32 shared (split weights ex2(lse − m)); s_row_l: [kRows] fp32 shared (Σ weights)
-template <typename LoadLse, typename LoadO>
-__device__ __forceinline__ void merge_splits(LoadLse load_lse, LoadO load_o, uint16_t* out, int64_t base, int group,
-                                             int num_q_heads, int num_rows, int used, float* s_f, float* s_row_l) {
+__device__ __forceinline__ void merge_splits(const float* o_part, const float* lse_part, uint16_t* out, int64_t base,
+                                             int group, int num_q_heads, int num_rows, int num_splits, int used,
+                                             float* s_f, float* s_row_l) {
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   auto token_head = [&](int r) { return base + static_cast<int64_t>(r / group) * num_q_heads + r % group; };
   // ---- split weights and their sum: one warp per row, lane l holds splits l and l + 32 ----
@@ -69,7 +58,7 @@ __device__ __forceinline__ void merge_splits(LoadLse load_lse, LoadO load_o, uin
 #pragma unroll
     for (int j = 0; j < kMaxSplits / 32; ++j) {
       const int s = lane + 32 * j;
-      lse[j] = s < used ? load_lse(r, s) : -INFINITY;
+      lse[j] = s < used ? __ldcg(lse_part + token_head(r) * num_splits + s) : -INFINITY;
       m = fmaxf(m, lse[j]);
     }
     for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
@@ -88,11 +77,12 @@ __device__ __forceinline__ void merge_splits(LoadLse load_lse, LoadO load_o, uin
   // ---- O = Σ_s f_s · o_s / Σ_s f_s, four dims per thread ----
   for (int i = tid; i < num_rows * (kHead / 4); i += kThreads) {
     const int r = i / (kHead / 4), c = i % (kHead / 4);
+    const float4* part = reinterpret_cast<const float4*>(o_part + token_head(r) * num_splits * kHead) + c;
     const float* f = s_f + r * kMaxSplits;
     float o[4] = {};
 #pragma unroll 8
     for (int s = 0; s < used; ++s) {
-      const float4 v = load_o(r, s, c);
+      const float4 v = __ldcg(part + s * (kHead / 4));
       o[0] += f[s] * v.x;
       o[1] += f[s] * v.y;
       o[2] += f[s] * v.z;
@@ -110,12 +100,10 @@ __device__ __forceinline__ void merge_splits(LoadLse load_lse, LoadO load_o, uin
 
 // NOTE: FP8 held to 5 CTAs per SM (its shared memory allows 5; 96 registers, no spills): without the bound
 // the arrival and merge tail push it to 117 registers, 4 CTAs.
-// grid (sequences, kv heads, num_splits); cluster_merge: launched with clusters of (1, 1, num_splits) (the
-// splits of a (sequence, kv head) are one cluster, split = rank), merged through shared memory.
 template <bool kKvFp8>
 __global__ void __launch_bounds__(kThreads, kKvFp8 ? 5 : 1)
     attention_decode_kernel(const AttentionParams p, int num_splits, int32_t* arrivals, float* o_part, float* lse_part,
-                            int two_waves, bool cluster_merge) {
+                            int two_waves) {
   // NOTE: before the PDL wait only the step's plan (written before the graph's first kernel), the first key
   // tile and the sinks are read; q and this step's keys come from the kernel before (their tile rows are
   // copied again after the wait).
@@ -132,8 +120,7 @@ __global__ void __launch_bounds__(kThreads, kKvFp8 ? 5 : 1)
   const int q_begin = p.cu_seqlens_q[b];
   const int q_len = p.cu_seqlens_q[b + 1] - q_begin;
   // A prefill chunk's sequence (launch_attention_prefill's) and unused splits leave, after the PDL wait.
-  const bool chunk = p.decode_rows_apart && q_len > kDecodeMaxQ;
-  bool leave = chunk;
+  bool leave = p.decode_rows_apart && q_len > kDecodeMaxQ;
   const int kv_len = p.kv_lens[b];
   const int first_pos = kv_len - q_len;
   const int kv_start = p.window > 0 ? max(0, first_pos - p.window + 1) : 0;
@@ -173,14 +160,7 @@ __global__ void __launch_bounds__(kThreads, kKvFp8 ? 5 : 1)
   }
   pdl_wait();
   pdl_trigger();
-  if (leave) {
-    // A cluster's unused split still takes part in its barriers (below; used is the same for the whole cluster).
-    if (cluster_merge && !chunk && used > 1) {
-      cg::this_cluster().sync();
-      cg::this_cluster().sync();
-    }
-    return;
-  }
+  if (leave) return;
 
   // ---- load Q rows (row i: token i / group, head g·group + i % group) ----
   for (int i = tid; i < kRows * 8; i += kThreads) {
@@ -284,12 +264,6 @@ __global__ void __launch_bounds__(kThreads, kKvFp8 ? 5 : 1)
   };
   // ---- per row (one thread each): the warps' weights f_w · v_scale / l, and this split's log-sum-exp ----
   __shared__ float s_w[kWarps][kRows];
-  // cluster_merge: this split's log-sum-exp per row and its partial [kRows][64] fp32 (past s_o: the tiles are free
-  // now), which split 0 reads.
-  __shared__ float s_lse[kRows];
-  float* const s_part = reinterpret_cast<float*>(&skv[2][0]);
-  static_assert(kRows * kHead * sizeof(float) <= kTileBytes && kWarps * kRows * kHead * sizeof(float) <= 2 * kTileBytes,
-                "s_o fills skv[0..1], s_part skv[2]");
   if (tid < num_rows) {
     const int r = tid;
     float m = -INFINITY;
@@ -304,9 +278,7 @@ __global__ void __launch_bounds__(kThreads, kKvFp8 ? 5 : 1)
     const float inv = l > 0.f ? kv_v_scale(p, g) / l : 0.f;
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) s_w[w][r] = f[w] * inv;
-    const float lse = l > 0.f ? m + __log2f(l) : -INFINITY;
-    if (used > 1 && cluster_merge) s_lse[r] = lse;
-    if (used > 1 && !cluster_merge) lse_part[token_head(r) * num_splits + split] = lse;
+    if (used > 1) lse_part[token_head(r) * num_splits + split] = l > 0.f ? m + __log2f(l) : -INFINITY;
   }
   __syncthreads();
   // ---- write O (one split) or this split's partial: o_part [token, head, split, 64], lse_part [.., split] fp32;
@@ -326,29 +298,11 @@ __global__ void __launch_bounds__(kThreads, kKvFp8 ? 5 : 1)
       packed.x = *reinterpret_cast<const uint32_t*>(&lo);
       packed.y = *reinterpret_cast<const uint32_t*>(&hi);
       *reinterpret_cast<uint2*>(p.out + token_head(r) * kHead + 4 * c) = packed;
-    } else if (cluster_merge) {
-      reinterpret_cast<float4*>(s_part + r * kHead)[c] = o;
     } else {
       reinterpret_cast<float4*>(o_part + (token_head(r) * num_splits + split) * kHead)[c] = o;
     }
   }
   if (used == 1) return;
-
-  if (cluster_merge) {
-    // ---- split 0 merges the cluster's partials from their shared memory (rank = split) ----
-    cg::cluster_group cluster = cg::this_cluster();
-    cluster.sync();  // every split's partial and log-sum-exp are in its shared memory
-    if (split == 0) {
-      merge_splits([&](int r, int s) { return *cluster.map_shared_rank(&s_lse[r], s); },
-                   [&](int r, int s, int c) {
-                     return *cluster.map_shared_rank(reinterpret_cast<const float4*>(s_part + r * kHead) + c, s);
-                   },
-                   p.out, token_head(0), group, p.num_q_heads, num_rows, used, s_o, &s_l[0][0]);
-    }
-    // NOTE: no CTA of the cluster exits while split 0 may still read its shared memory.
-    cluster.sync();
-    return;
-  }
 
   // ---- arrive: the last split of (sequence, kv head) to finish merges them all ----
   // One acquire-release add by thread 0 after a CTA barrier: the barrier orders every thread's partial stores
@@ -367,53 +321,14 @@ __global__ void __launch_bounds__(kThreads, kKvFp8 ? 5 : 1)
   __syncthreads();
   if (!s_last) return;
 
-  merge_splits([&](int r, int s) { return __ldcg(lse_part + token_head(r) * num_splits + s); },
-               [&](int r, int s, int c) {
-                 return __ldcg(reinterpret_cast<const float4*>(o_part + (token_head(r) * num_splits + s) * kHead) + c);
-               },
-               p.out, token_head(0), group, p.num_q_heads, num_rows, used, s_o, &s_l[0][0]);
-}
-
-// The largest cluster of decode CTAs the device keeps resident (16, non-portable, else the portable 8), once per
-// (kernel, device).
-template <bool kKvFp8>
-int max_cluster_splits(int device) {
-  static std::atomic<int> cached[64] = {};
-  std::atomic<int>& slot = cached[device & 63];
-  if (const int known = slot.load(std::memory_order_acquire)) return known;
-  auto* kernel = attention_decode_kernel<kKvFp8>;
-  GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(1, 1, kMaxClusterSplits);
-  cfg.blockDim = dim3(kThreads);
-  ClusterPdlAttributes attrs(dim3(1, 1, kMaxClusterSplits), false);
-  attrs.apply(cfg);
-  int clusters = 0;
-  if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess) {
-    (void)cudaGetLastError();  // no cluster of 16 on this device: the portable 8
-    clusters = 0;
-  }
-  const int best = clusters > 0 ? kMaxClusterSplits : 8;
-  slot.store(best, std::memory_order_release);
-  return best;
-}
-
-// The launch's split count: the rule's, or with decode_cluster_merge (where the rule gives 2 ..
-// kClusterMergeMaxRuleSplits) at most the largest resident cluster. `cluster_merge` says which merge runs.
-int decode_num_splits(const AttentionParams& p, bool* cluster_merge = nullptr) {
-  const int rule = decode_rule_splits(p);
-  const bool cluster = p.decode_cluster_merge && rule > 1 && rule <= kClusterMergeMaxRuleSplits;
-  if (cluster_merge) *cluster_merge = cluster;
-  if (!cluster) return rule;
-  int device = 0;
-  GOSSAMER_CUDA_CHECK(cudaGetDevice(&device));
-  return std::min(rule, p.kv_fp8 ? max_cluster_splits<true>(device) : max_cluster_splits<false>(device));
+  merge_splits(o_part, lse_part, p.out, token_head(0), group, p.num_q_heads, num_rows, num_splits, used, s_o,
+               &s_l[0][0]);
 }
 
 }  // namespace
 
 size_t attention_decode_workspace_bytes(const AttentionParams& p) {
-  const int splits = decode_rule_splits(p);  // ≥ the launch's (decode_num_splits)
+  const int splits = decode_num_splits(p);
   if (splits == 1) return kArrivalBytes;
   const size_t per = static_cast<size_t>(p.num_tokens) * p.num_q_heads * splits;
   return kArrivalBytes + per * (kHead + 1) * sizeof(float);
@@ -432,22 +347,15 @@ void launch_attention_decode(const AttentionParams& p, cudaStream_t stream) {
                  " must be a power of two");
   if (p.num_tokens == 0) return;
   GOSSAMER_CHECK(p.decode_min_tiles_per_split >= 1, "attention decode: decode_min_tiles_per_split must be ≥ 1");
-  bool cluster_merge = false;
-  const int splits = decode_num_splits(p, &cluster_merge);
+  const int splits = decode_num_splits(p);
   GOSSAMER_CHECK(splits == 1 || p.num_seqs * p.num_kv_heads <= kSplitCtas, "attention decode: ", p.num_seqs,
                  " sequences split ", splits, " ways exceed the arrival counters");
   auto* arrivals = static_cast<int32_t*>(p.workspace);
   float* o_part = reinterpret_cast<float*>(static_cast<uint8_t*>(p.workspace) + kArrivalBytes);
   float* lse_part = o_part + static_cast<size_t>(p.num_tokens) * p.num_q_heads * splits * kHead;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(p.num_seqs, p.num_kv_heads, splits);
-  cfg.blockDim = dim3(kThreads);
-  cfg.stream = stream;
-  ClusterPdlAttributes attrs(dim3(1, 1, cluster_merge ? splits : 1), true);
-  attrs.apply(cfg);
-  GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg,
-                                         p.kv_fp8 ? attention_decode_kernel<true> : attention_decode_kernel<false>, p,
-                                         splits, arrivals, o_part, lse_part, 2 * current_sm_count(), cluster_merge));
+  launch_pdl(p.kv_fp8 ? attention_decode_kernel<true> : attention_decode_kernel<false>,
+             dim3(p.num_seqs, p.num_kv_heads, splits), dim3(kThreads), 0, stream, p, splits, arrivals, o_part, lse_part,
+             2 * current_sm_count());
   GOSSAMER_CUDA_CHECK_LAUNCH();
 }
 

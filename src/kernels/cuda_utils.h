@@ -105,17 +105,16 @@ __device__ __forceinline__ void pdl_trigger() {
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 }
 
-// The launch attributes of a cluster of `cluster` CTAs along x (or of the dim3 `cluster`; none when 1 CTA) and of
-// PDL (when `pdl`), for a cudaLaunchConfig_t (launch_pdl: PDL alone); apply() points the config at them, so keep
-// this alive until the launch.
+// The launch attributes of a cluster of `cluster` CTAs along x (none when 1) and of PDL (when `pdl`), for a
+// cudaLaunchConfig_t (launch_pdl: PDL alone); apply() points the config at them, so keep this alive
+// until the launch.
 struct ClusterPdlAttributes {
-  ClusterPdlAttributes(int cluster, bool pdl) : ClusterPdlAttributes(dim3(static_cast<unsigned>(cluster), 1, 1), pdl) {}
-  ClusterPdlAttributes(dim3 cluster, bool pdl) {
-    if (cluster.x * cluster.y * cluster.z > 1) {
+  ClusterPdlAttributes(int cluster, bool pdl) {
+    if (cluster > 1) {
       attrs[count].id = cudaLaunchAttributeClusterDimension;
-      attrs[count].val.clusterDim.x = cluster.x;
-      attrs[count].val.clusterDim.y = cluster.y;
-      attrs[count].val.clusterDim.z = cluster.z;
+      attrs[count].val.clusterDim.x = static_cast<unsigned>(cluster);
+      attrs[count].val.clusterDim.y = 1;
+      attrs[count].val.clusterDim.z = 1;
       ++count;
     }
     if (pdl) {

@@ -150,7 +150,6 @@ cuda::CudaOptions cuda_options(const ModelOptions& options) {
                  options.decode_attention_min_tiles_per_split);
   out.decode_attention_min_tiles_per_split = options.decode_attention_min_tiles_per_split;
   out.decode_attention_prefetch_kv = options.decode_attention_prefetch_kv;
-  out.decode_attention_cluster_merge = options.decode_attention_cluster_merge;
   out.decode_qkv_rope = options.decode_qkv_rope;
   out.decode_qkv_norm = options.decode_qkv_norm;
   out.decode_router_norm = options.decode_router_norm;

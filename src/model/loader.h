@@ -71,9 +71,6 @@ struct ModelOptions {
   // cuda: kernels::AttentionParams::decode_prefetch_kv (CudaOptions::decode_attention_prefetch_kv; on: measured
   // faster, docs/PERF.md 2026-12-05 thirteenth session; hidden bench flag --no-decode-attention-prefetch-kv).
   bool decode_attention_prefetch_kv = true;
-  // cuda: kernels::AttentionParams::decode_cluster_merge (CudaOptions::decode_attention_cluster_merge; a candidate,
-  // hidden bench flag --decode-attention-cluster-merge).
-  bool decode_attention_cluster_merge = false;
   // cuda: RoPE and the K/V cache write in the decode QKV GEMV's epilogue (CudaOptions::decode_qkv_rope; on:
   // measured faster, docs/PERF.md 2026-12-05 fourteenth session; hidden bench flag --no-decode-qkv-rope for A/B).
   bool decode_qkv_rope = true;

@@ -222,15 +222,14 @@ TEST(CudaModelGpuTest, Mxfp4SingleRowDecodeMatchesTheGeneralKernel) {
 }
 
 // The decode step's fusions change no logit against their other forms: decode attention's first key tile
-// before its PDL wait (AttentionParams::decode_prefetch_kv), the candidate split merge in the cluster's shared memory
-// (decode_cluster_merge; the tiny contexts stay under its split cap, so the same bits), RoPE with the K/V cache write
-// in the QKV GEMV's epilogue (decode_qkv_rope), the candidate attention norm in that GEMV's prologue (decode_qkv_norm),
-// the candidate MLP norm in the router GEMV's (decode_router_norm) and the MXFP4 gate_up GEMV's x staged in shared
-// memory (moe_gemv_x_shared); and the prefill's attention norm writing the QKV GEMM's FP8 rows (prefill_norm_fp8), the
-// next norm summing the prefill MoE's pieces (prefill_moe_combine_deferred) and each token quantized once for the
-// prefill MoE (moe_quantize_tokens_once); the candidate router with its routing in one launch (moe_router_topk). Each
-// toggled alone against the defaults, in both expert formats and with the FP8 KV cache, for one decoding sequence and
-// for all of them at once.
+// before its PDL wait (AttentionParams::decode_prefetch_kv), RoPE with the K/V cache write in the QKV GEMV's
+// epilogue (decode_qkv_rope), the candidate attention norm in that GEMV's prologue (decode_qkv_norm), the candidate MLP
+// norm in the router GEMV's (decode_router_norm) and the MXFP4 gate_up GEMV's x staged in shared memory
+// (moe_gemv_x_shared); and the prefill's attention norm writing the QKV GEMM's FP8 rows (prefill_norm_fp8), the next
+// norm summing the prefill MoE's pieces (prefill_moe_combine_deferred) and each token quantized once for the prefill
+// MoE (moe_quantize_tokens_once); the candidate router with its routing in one launch (moe_router_topk). Each toggled
+// alone against the defaults, in both expert formats and with the FP8 KV cache, for one decoding sequence and for all
+// of them at once.
 TEST(CudaModelGpuTest, DecodeFusionsChangeNoLogit) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU: the decode fusions not tested";
   const auto tokens = testing::golden_tokens("tiny_conditioned");
@@ -241,8 +240,6 @@ TEST(CudaModelGpuTest, DecodeFusionsChangeNoLogit) {
   };
   const Fusion fusions[] = {
       {"decode attention's early key tile off", [](ModelOptions& o) { o.decode_attention_prefetch_kv = false; }},
-      {"decode attention's cluster merge (a candidate) on",
-       [](ModelOptions& o) { o.decode_attention_cluster_merge = true; }},
       {"RoPE in the QKV GEMV off", [](ModelOptions& o) { o.decode_qkv_rope = false; }},
       {"the attention norm in the QKV GEMV (a candidate) on", [](ModelOptions& o) { o.decode_qkv_norm = true; }},
       {"the MLP norm in the router GEMV (a candidate) on", [](ModelOptions& o) { o.decode_router_norm = true; }},

@@ -88,7 +88,6 @@ struct CudaOptions {
   bool prefill_attention_fixed_max = true;       // kernels::AttentionParams::prefill_fixed_max
   int decode_attention_min_tiles_per_split = 4;  // kernels::AttentionParams::decode_min_tiles_per_split
   bool decode_attention_prefetch_kv = true;      // kernels::AttentionParams::decode_prefetch_kv
-  bool decode_attention_cluster_merge = false;   // kernels::AttentionParams::decode_cluster_merge (a candidate)
   // The FP8 QKV GEMV of a decode step (≤ kGemvMaxRows tokens) applies RoPE and writes the K/V cache in its
   // epilogue (kernels::GemvFp8Params::rope_epilogue) instead of a separate RoPE launch.
   bool decode_qkv_rope = true;

@@ -354,7 +354,6 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
   attention.prefill_fixed_max = options_.prefill_attention_fixed_max;
   attention.decode_min_tiles_per_split = options_.decode_attention_min_tiles_per_split;
   attention.decode_prefetch_kv = options_.decode_attention_prefetch_kv;
-  attention.decode_cluster_merge = options_.decode_attention_cluster_merge;
   const bool decode = plan.max_q <= kernels::kDecodeMaxQ;
   attention.decode_rows_apart = mixed_step_attention_split(plan);
   attention.q_tiles_64 = dev + plan.q_tiles_64;  // [num_q_tiles_64] (sequence << 16) | tile
