@@ -48,12 +48,6 @@ void ModelChoice::add_options(CLI::App& cli) {
   cli.add_flag("--decode-qkv-rope,!--no-decode-qkv-rope", options.decode_qkv_rope,
                "cuda: RoPE and the K/V cache write in the decode QKV GEMV's epilogue (default; A/B)")
       ->group("");  // hidden: A/B runs
-  cli.add_flag("--decode-qkv-norm,!--no-decode-qkv-norm", options.decode_qkv_norm,
-               "cuda: the decode attention norm in the QKV GEMV's prologue (A/B)")
-      ->group("");  // hidden: candidates
-  cli.add_flag("--decode-router-norm", options.decode_router_norm,
-               "cuda: the decode MLP norm in the router GEMV's prologue at 1-2 tokens (A/B)")
-      ->group("");  // hidden: candidates
   cli.add_flag("--prefill-norm-fp8,!--no-prefill-norm-fp8", options.prefill_norm_fp8,
                "cuda: a prefill step's attention norm writes its rows quantized for the FP8 QKV GEMM (default; A/B)")
       ->group("");  // hidden: A/B runs
@@ -61,9 +55,6 @@ void ModelChoice::add_options(CLI::App& cli) {
                options.prefill_moe_combine_deferred,
                "cuda: the prefill MoE's combine summed by the next norm (default; A/B)")
       ->group("");  // hidden: A/B runs
-  cli.add_flag("--moe-router-topk", options.moe_router_topk,
-               "cuda: decode steps compute the router logits and the top-4 routing in one launch (A/B)")
-      ->group("");  // hidden: candidates
   cli.add_option(
          "--moe-decode", options.moe_decode,
          "cuda: auto (default: the weight-streaming grouped GEMM at 9-64 tokens, FP8, or 9-512, MXFP4) | gemv | stream")

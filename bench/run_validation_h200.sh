@@ -320,9 +320,7 @@ ab_decode() {  # run
 run_candidates_e2e() {
   # The recent changes' end-to-end A/B: bench prefill and bench decode, two rounds, the base binary first; the
   # defaults against their A/B flags and the candidates. No run starts past E2E_DEADLINE seconds of this script (the
-  # verdict mode's share of one call). Each round: prefill, then decode (the candidates: the decode norm in the QKV
-  # GEMV's prologue, --decode-qkv-norm, the MLP norm in the router GEMV's, --decode-router-norm, both, and the router
-  # with its routing in one launch, --moe-router-topk).
+  # verdict mode's share of one call). Each round: prefill, then decode.
   local base run round deadline=${E2E_DEADLINE:-100000}
   base_binary
   for round in 1 2; do
@@ -335,9 +333,7 @@ run_candidates_e2e() {
         *) ab_prefill "$run" "8192 32768 131072" ;;
       esac
     done
-    for run in "$base|" "build/gossamer|" "build/gossamer|--decode-qkv-norm" \
-      "build/gossamer|--decode-router-norm" "build/gossamer|--decode-qkv-norm --decode-router-norm" \
-      "build/gossamer|--moe-router-topk"; do
+    for run in "$base|" "build/gossamer|"; do
       [ $SECONDS -lt $deadline ] || { echo "(deadline: decode ${run} round $round not run)"; continue; }
       ab_decode "$run"
     done
@@ -349,28 +345,29 @@ run_verdict() {
   # 560 s (each round prefill then decode; whatever the deadline leaves out is named in the log).
   sec "the new defaults' GPU tests (kernel shards and the model's, at once)"
   parallel_tests verdict 200 'CudaModelGpuTest.*:Weights/*' 'QuantizeFp8Kernel.*:RmsNormKernel.*:GemmFp8Kernel.*' \
-    'MoePlanKernel.*:MoeStream*:MoeRouterTopk*:GemvBf16*:GemmBf16*:GemvFp8*' 'MoeKernel.*' 'MoeDecode*' \
+    'MoePlanKernel.*:MoeStream*:GemvBf16*:GemmBf16*:GemvFp8*' 'MoeKernel.*' 'MoeDecode*' \
     'AttentionPrefillWgmmaKernel.MatchesReference:AttentionPrefillWgmmaKernel.ThreeWarpgroups*:AttentionDecode*'
   E2E_DEADLINE=560 run_candidates_e2e
   python3 bench/summarize_ab.py "$out/verdict_summary.txt"
 }
 
 run_followup() {
-  # A short call: the decode norm prologues' and decode attention's tests and the model suite (goldens, every fusion
-  # toggled; shards at once), then decode A/B (base, defaults, --decode-qkv-norm, --decode-router-norm, both,
-  # --moe-router-topk, --decode-attention-cluster-merge) and prefill A/B (base, defaults, without the seventeenth
-  # session's two takes: --no-moe-quantize-tokens-once --no-prefill-attention-fixed-max), the batch-1 timeline with
-  # both norm prologues, then a second round of the A/B. No run starts past FOLLOWUP_DEADLINE seconds (default 430);
-  # the tests stop at FOLLOWUP_TEST_LIMIT seconds (default 150).
+  # A short call: the decode kernels' tests and the model suite (goldens, every fusion toggled; shards at once), then
+  # decode A/B (base, defaults, the candidates of FOLLOWUP_DECODE_FLAGS: one run per entry, entries separated by ";")
+  # and prefill A/B (base, defaults, without the seventeenth session's two takes: --no-moe-quantize-tokens-once
+  # --no-prefill-attention-fixed-max), the defaults' batch-1 timeline, then a second round of the A/B. No run starts
+  # past FOLLOWUP_DEADLINE seconds (default 430); the tests stop at FOLLOWUP_TEST_LIMIT seconds (default 150).
   local base run round deadline=${FOLLOWUP_DEADLINE:-430} test_limit=${FOLLOWUP_TEST_LIMIT:-150}
-  sec "the norm prologues' and decode attention's tests and the model suite (shards at once, ${test_limit} s)"
+  sec "the decode kernels' tests and the model suite (shards at once, ${test_limit} s)"
   parallel_tests followup $test_limit 'CudaModelGpuTest.*:Weights/*:CudaPhase*' 'GemvFp8Kernel.*:GemvBf16*:RmsNormKernel.*' \
     'AttentionDecode*'
+  local runs flags
   base_binary
+  runs=("$base|" "build/gossamer|")
+  IFS=';' read -ra flags <<< "${FOLLOWUP_DECODE_FLAGS:-}"
+  for run in "${flags[@]}"; do runs+=("build/gossamer|$run"); done
   for round in 1 2; do
-    for run in "$base|" "build/gossamer|" "build/gossamer|--decode-qkv-norm --decode-router-norm" \
-      "build/gossamer|--decode-attention-cluster-merge" "build/gossamer|--decode-qkv-norm" \
-      "build/gossamer|--decode-router-norm" "build/gossamer|--moe-router-topk"; do
+    for run in "${runs[@]}"; do
       [ $SECONDS -lt $deadline ] || { echo "(deadline: decode ${run} round $round not run)"; continue; }
       ab_decode "$run"
     done
@@ -379,12 +376,12 @@ run_followup() {
       ab_prefill "$run" "8192 32768 131072"
     done
     [ $round -eq 1 ] || continue
-    # Where the batch-1 step goes with both norm prologues (the timeline of run_timeline).
+    # Where the defaults' batch-1 step goes (the timeline of run_timeline).
     mkdir -p /tmp/timeline
-    sec "timeline: bench decode 20b mxfp4+fp8, batch 1, ctx 1,024, --decode-qkv-norm --decode-router-norm"
+    sec "timeline: bench decode 20b mxfp4+fp8, batch 1, ctx 1,024"
     CUDA_INJECTION64_PATH=$v/libgossamer_kernel_trace.so GOSSAMER_KERNEL_TRACE=/tmp/timeline/followup.tsv \
       timeout 60 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
-      --batch-sizes 1 --contexts 1024 --steps 16 --decode-qkv-norm --decode-router-norm 2>&1 |
+      --batch-sizes 1 --contexts 1024 --steps 16 2>&1 |
       grep -E "dummy|kernel_trace"
     python3 bench/kernels/kernel_timeline.py /tmp/timeline/followup.tsv --sequence 0 | head -30
   done

@@ -16,7 +16,6 @@
 #include <cstdint>
 
 #include "core/cuda/cuda_types.h"  // cudaStream_t, GOSSAMER_HOST_DEVICE
-#include "kernels/rmsnorm.h"
 
 namespace gossamer::kernels {
 
@@ -39,14 +38,6 @@ struct GemvBf16Params {
   int M = 0;
   int N = 0;
   int K = 0;
-  // The norm prologue (the decode router; a candidate): x is not read. Every CTA computes the rows launch_rmsnorm(norm)
-  // would write (rmsnorm_sm90.cuh's arithmetic, the same bits) into its shared memory and multiplies those; CTA 0
-  // writes norm.out (required: the experts read the rows) and norm.residual_out (required with norm.residual, and
-  // another buffer: the other CTAs still read norm.residual). Needs the few-column form in one launch (M ≤ 2, N ≤
-  // 1,024), norm.num_tokens == M, norm.hidden == K, x rows in norm.x (no MoE pieces). With PDL everything of the norm
-  // is read after the wait.
-  bool norm_prologue = false;
-  RmsNormParams norm;
 };
 
 void launch_gemv_bf16(const GemvBf16Params& p, cudaStream_t stream);

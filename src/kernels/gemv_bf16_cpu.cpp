@@ -4,14 +4,6 @@
 namespace gossamer::kernels {
 
 void gemv_bf16_cpu(const GemvBf16Params& p) {
-  if (p.norm_prologue) {  // rmsnorm_cpu (norm.out, the residual's sums), then the GEMV on norm.out
-    rmsnorm_cpu(p.norm);
-    GemvBf16Params plain = p;
-    plain.norm_prologue = false;
-    plain.x = p.norm.out;
-    plain.ldx = p.K;
-    return gemv_bf16_cpu(plain);
-  }
   for (int m = 0; m < p.M; ++m) {
     for (int n = 0; n < p.N; ++n) {
       float acc = 0.f;

@@ -1,8 +1,6 @@
 #include "kernels/cuda_utils.h"
 #include "kernels/gemv_bf16.h"
 #include "kernels/gemv_bf16_sm90.cuh"
-#include "kernels/moe.h"  // kMoeTopK
-#include "kernels/rmsnorm_sm90.cuh"
 
 namespace gossamer::kernels {
 namespace {
@@ -56,36 +54,21 @@ __global__ void __launch_bounds__(kThreads) gemv_bf16_kernel(const GemvBf16Param
   }
 }
 
-// The norm prologue's rows in shared memory (GemvBf16Params::norm_prologue): [kRows][K + 8] bf16.
-constexpr int norm_row_stride(int K) {
-  return K + 8;
-}
-
 // Few columns (the router: N = 32–128): one block per column, its 8 warps split K and their partial sums
 // are added in warp order (deterministic; gemv_bf16_sm90.cuh). Spreads a 184 KB read over N SMs instead of N/8. The
 // block's weight row is loaded into registers before the PDL wait (weights: never the previous kernel's output), so
-// only x's load follows the kernel before. kNorm: x is the norm prologue's rows (dynamic shared memory).
-template <int kRows, bool kNorm>
+// only x's load follows the kernel before.
+template <int kRows>
 __global__ void __launch_bounds__(kThreads) gemv_bf16_column_kernel(const GemvBf16Params p) {
   namespace col = gemv_bf16_column;
   static_assert(col::kThreads == kThreads, "one column per CTA of this kernel's threads");
   __shared__ float partial[col::kWarps][kRows];
-  extern __shared__ __align__(16) uint16_t x_norm[];  // kNorm: [kRows][norm_row_stride(K)]
   const int n = blockIdx.x, vecs = p.K / 8;
   uint4 w[kGemvBf16MaxK / 8 / kThreads];
   col::load_row(p.w + static_cast<int64_t>(n) * p.K, vecs, w);
   pdl_wait();
   pdl_trigger();
-  if constexpr (kNorm) {
-    const int(*no_moe_rows)[kMoeTopK] = nullptr;  // the norm's x is a plain row (the launch checks)
-    const float(*no_moe_w)[kMoeTopK] = nullptr;
-    rmsnorm_device::rows_to_shared<kThreads, kRows>(p.norm, no_moe_rows, no_moe_w, x_norm, norm_row_stride(p.K),
-                                                    blockIdx.x == 0);
-    col::warp_partials<kRows, kGemvBf16MaxK / 8 / kThreads, true>(w, vecs, x_norm, norm_row_stride(p.K), kRows,
-                                                                  partial);
-  } else {
-    col::warp_partials<kRows>(w, vecs, p.x, p.ldx, kRows, partial);
-  }
+  col::warp_partials<kRows>(w, vecs, p.x, p.ldx, kRows, partial);
   __syncthreads();
   if (threadIdx.x < kRows) {
     const int r = threadIdx.x;
@@ -110,18 +93,10 @@ void launch_staged(const GemvBf16Params& p, cudaStream_t stream) {
 template <int kRows>
 void launch_rows(const GemvBf16Params& p, cudaStream_t stream) {
   if (p.N <= kColumnKernelMaxN) {
-    launch_pdl(gemv_bf16_column_kernel<kRows, false>, dim3(p.N), dim3(kThreads), 0, stream, p);
+    launch_pdl(gemv_bf16_column_kernel<kRows>, dim3(p.N), dim3(kThreads), 0, stream, p);
     return;
   }
   launch_staged<kRows>(p, stream);
-}
-
-// The norm prologue's launch (GemvBf16Params::norm_prologue): the column kernel of M rows, once.
-template <int kRows>
-void launch_with_norm(const GemvBf16Params& p, cudaStream_t stream) {
-  const size_t smem = static_cast<size_t>(kRows) * norm_row_stride(p.K) * 2;
-  GOSSAMER_CHECK(smem <= 48 * 1024, "gemv_bf16: the norm prologue's rows exceed 48 KiB of shared memory");
-  launch_pdl(gemv_bf16_column_kernel<kRows, true>, dim3(p.N), dim3(kThreads), smem, stream, p);
 }
 
 constexpr int kChunkRows = 8;  // rows per block above 8 rows
@@ -133,19 +108,6 @@ void launch_gemv_bf16(const GemvBf16Params& p, cudaStream_t stream) {
   GOSSAMER_CHECK(p.K % 8 == 0 && p.K > 0 && p.K <= kGemvBf16MaxK, "gemv_bf16: K must be a multiple of 8 up to ",
                  kGemvBf16MaxK, ", got ", p.K);
   GOSSAMER_CHECK(p.ldx % 8 == 0 && p.N > 0, "gemv_bf16: ldx must be a multiple of 8 and N positive");
-  if (p.norm_prologue) {
-    const RmsNormParams& n = p.norm;
-    GOSSAMER_CHECK(p.M <= 2 && p.N <= kColumnKernelMaxN, "gemv_bf16: the norm prologue needs M ≤ 2 and N ≤ ",
-                   kColumnKernelMaxN, " (one launch of the few-column kernel), got M ", p.M, ", N ", p.N);
-    check_norm_prologue(n, p.M, p.K, "gemv_bf16");
-    GOSSAMER_CHECK(!n.moe_y && n.out, "gemv_bf16: the norm prologue takes x rows (no MoE pieces) and writes out");
-    if (p.M == 1)
-      launch_with_norm<1>(p, stream);
-    else
-      launch_with_norm<2>(p, stream);
-    GOSSAMER_CUDA_CHECK_LAUNCH();
-    return;
-  }
   if (p.M > 8) {
     launch_staged<kChunkRows>(p, stream);
     GOSSAMER_CUDA_CHECK_LAUNCH();

@@ -33,8 +33,8 @@ __device__ __forceinline__ void load_row(const uint16_t* w_row, int vecs, uint4 
 
 // The row's dot with x's rows 0 … rows − 1 (rows ≤ kRows, row stride ldx elements), per warp: partial[warp][r]
 // (rows past `rows` read nothing and hold 0). Every thread of the CTA calls it; the caller synchronises before
-// reading `partial` (shared memory). A row's sum does not depend on kRows. kXShared: x lies in shared memory.
-template <int kRows, int kVecs, bool kXShared = false>
+// reading `partial` (shared memory). A row's sum does not depend on kRows.
+template <int kRows, int kVecs>
 __device__ __forceinline__ void warp_partials(const uint4 (&w)[kVecs], int vecs, const uint16_t* x, int64_t ldx,
                                               int rows, float (&partial)[kWarps][kRows]) {
   float acc[kRows] = {};
@@ -46,8 +46,7 @@ __device__ __forceinline__ void warp_partials(const uint4 (&w)[kVecs], int vecs,
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
       if (r >= rows) break;
-      const uint4* xr = reinterpret_cast<const uint4*>(x + r * ldx) + c;
-      const uint4 xv = kXShared ? *xr : __ldg(xr);
+      const uint4 xv = __ldg(reinterpret_cast<const uint4*>(x + r * ldx) + c);
       const uint32_t xp[4] = {xv.x, xv.y, xv.z, xv.w};
 #pragma unroll
       for (int j = 0; j < 4; ++j) acc[r] += lo(wp[j]) * lo(xp[j]) + hi(wp[j]) * hi(xp[j]);

@@ -32,14 +32,6 @@
 // tile is one head, so a pair (i, i + 32) never leaves its CTA. rope.qkv, qkv_stride and num_tokens are unused
 // (x's rows are the tokens) and out may be null.
 //
-// Norm prologue (norm_prologue, dense only; the decode QKV projection): x is not read. Every CTA computes the rows
-// launch_rmsnorm(norm) would write (norm.out's bits; rmsnorm_sm90.cuh's arithmetic) into its own shared memory and
-// multiplies those, so the norm's launch and its round trip through global memory go. CTA 0 writes what the norm
-// kernel would besides: norm.residual_out (required with norm.residual, and another buffer: the other CTAs are still
-// reading norm.residual) and norm.out when set. Needs norm.num_tokens == M and norm.hidden == K. With PDL the
-// MoE pieces' routing (norm.moe_pair_row, moe_topk_weights) is read before the wait (written at least two launches
-// back, as rmsnorm.h asks); x or the MoE rows, the residual and the weight after it.
-//
 // Launches are CUDA-graph capturable (fixed grid for given shapes, no host synchronisation). With
 // programmatic_launch the kernel is launched with programmatic dependent launch (PDL): a dense GEMV
 // issues its first weight loads before waiting for the previous kernel in the stream (weights must not
@@ -53,7 +45,6 @@
 
 #include "core/cuda/cuda_types.h"  // cudaStream_t, GOSSAMER_HOST_DEVICE
 #include "kernels/gemm_fp8.h"
-#include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
 
 namespace gossamer::kernels {
@@ -98,9 +89,6 @@ struct GemvFp8Params {
   // ---- RoPE epilogue (see above) ----
   bool rope_epilogue = false;
   RopeParams rope;  // positions, q_out, k_out / v_out, the cache, slots, heads, inv_freq, concentration
-  // ---- norm prologue (see above) ----
-  bool norm_prologue = false;
-  RmsNormParams norm;  // x or the MoE pieces, residual, residual_out, weight, eps; out optional
 };
 
 // Validates the contract above and launches (M = 0 is a no-op).

@@ -13,18 +13,6 @@ namespace gossamer::kernels {
 // Per output: fp32 dot products per 128-column block, times the block scale, summed over blocks on top
 // of the bias; one rounding to bf16 (after SwiGLU for kSwiGlu).
 void gemv_fp8_cpu(const GemvFp8Params& p) {
-  if (p.norm_prologue) {  // rmsnorm_cpu's rows (norm.out when set, else a copy), then the GEMV on them
-    std::vector<uint16_t> normed(static_cast<size_t>(p.M) * p.K);
-    RmsNormParams norm = p.norm;
-    norm.out = normed.data();
-    rmsnorm_cpu(norm);
-    if (p.norm.out) std::copy(normed.begin(), normed.end(), p.norm.out);
-    GemvFp8Params plain = p;
-    plain.norm_prologue = false;
-    plain.x = normed.data();
-    plain.ldx = p.K;
-    return gemv_fp8_cpu(plain);
-  }
   const int num_kb = (p.K + 127) / 128, num_nb = (p.N + 127) / 128;
   float lut[256];
   for (int i = 0; i < 256; ++i) lut[i] = fp8e4m3_to_float(static_cast<uint8_t>(i));

@@ -37,8 +37,6 @@
 #include "kernels/gemv_grouped_sm90.cuh"
 #include "kernels/gemv_launch.h"
 #include "kernels/mbarrier_sm90.cuh"
-#include "kernels/moe.h"  // kMoeTopK
-#include "kernels/rmsnorm_sm90.cuh"
 #include "kernels/rope_sm90.cuh"
 #include "kernels/swiglu.h"
 #include "kernels/tma_sm90.cuh"
@@ -112,19 +110,12 @@ __device__ __forceinline__ void x_fragment(uint32_t (&x)[8], float& inv_even, fl
 // own instantiation, so the others keep their registers).
 enum class Epilogue { kBias, kSwiGlu, kRope };
 
-// The norm prologue's rows in shared memory (GemvFp8Params::norm_prologue): [M][K + 8] bf16 (the pad spreads the
-// rows' 16-byte loads over the banks).
-constexpr int norm_row_stride(int K) {
-  return K + 8;
-}
-
-// grid: x = tiles × cluster (a cluster's CTAs are consecutive in x), y = expert slot (grouped) or 1. kNorm: the norm
-// prologue (the RoPE epilogue's instantiations only).
-template <Epilogue kEpi, int kStages, bool kNorm>
+// grid: x = tiles × cluster (a cluster's CTAs are consecutive in x), y = expert slot (grouped) or 1.
+template <Epilogue kEpi, int kStages>
 __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kStages))
     gemv_fp8_kernel(const GemvFp8Params p, int cluster, int k_steps) {
   // Dynamic: the warps' cp.async rings [warp][stage][chunk][lane] (16 bytes each); after the main loop the
-  // same bytes hold the partial sums. kNorm: then the normalised x rows ([M][norm_row_stride(K)] bf16).
+  // same bytes hold the partial sums.
   extern __shared__ __align__(16) uint8_t smem[];
   using RedRow = float[kGemvMaxRows][kRedStride];
   // red[warp]: per-warp partials [x row][tile row]; part: this CTA's sum, which cluster rank 0 reads.
@@ -204,38 +195,21 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kStages))
   };
 #pragma unroll
   for (int s = 0; s < kStages; ++s) issue(ks_begin + warp + s * kWarps, s);
-  // The norm prologue's MoE routing (written two launches back or earlier: before the wait).
-  __shared__ int norm_moe_rows[kNorm ? kGemvMaxRows : 1][kMoeTopK];
-  __shared__ float norm_moe_w[kNorm ? kGemvMaxRows : 1][kMoeTopK];
-  if constexpr (kNorm) {
-    if (p.norm.moe_y && threadIdx.x < p.M * kMoeTopK) {
-      norm_moe_rows[threadIdx.x / kMoeTopK][threadIdx.x % kMoeTopK] = p.norm.moe_pair_row[threadIdx.x];
-      norm_moe_w[threadIdx.x / kMoeTopK][threadIdx.x % kMoeTopK] = p.norm.moe_topk_weights[threadIdx.x];
-    }
-  }
   if (!wait_first) {
     pdl_wait();  // weights were requested already; x, bias and out follow the stream order
     pdl_trigger();
   }
-  uint16_t* const x_norm = reinterpret_cast<uint16_t*>(smem + smem_bytes(kStages));
-  if constexpr (kNorm) {
-    __syncthreads();  // the routing above
-    rmsnorm_device::rows_to_shared<kThreads, kGemvMaxRows>(p.norm, norm_moe_rows, norm_moe_w, x_norm,
-                                                           norm_row_stride(p.K), blockIdx.x == 0);
-  }
 
-  // x of K step `step`: this lane's 16 bf16 of x row g (kNorm: of the normalised rows in shared memory), zero
-  // outside rows/K.
+  // x of K step `step`: this lane's 16 bf16 of x row g, zero outside rows/K.
   const uint16_t* x_lane = p.x;
   if (g < rows) {
     const int x_row = grouped ? gs.pair[g] / p.x_pair_divisor : g;
-    x_lane =
-        kNorm ? x_norm + x_row * norm_row_stride(p.K) + 16 * t : p.x + static_cast<int64_t>(x_row) * p.ldx + 16 * t;
+    x_lane = p.x + static_cast<int64_t>(x_row) * p.ldx + 16 * t;
   }
   auto load_x = [&](int step, uint32_t(&xr)[8]) {
     if (step < ks_end && g < rows && step * kKStep + 16 * t < p.K) {
       const uint4* src = reinterpret_cast<const uint4*>(x_lane + static_cast<int64_t>(step) * kKStep);
-      const uint4 a = kNorm ? src[0] : __ldcg(src), b = kNorm ? src[1] : __ldcg(src + 1);
+      const uint4 a = __ldcg(src), b = __ldcg(src + 1);
       xr[0] = a.x, xr[1] = a.y, xr[2] = a.z, xr[3] = a.w;
       xr[4] = b.x, xr[5] = b.y, xr[6] = b.z, xr[7] = b.w;
     } else {
@@ -354,26 +328,16 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kStages))
 static_assert(smem_bytes(3) >= (kWarps + 1) * kGemvMaxRows * kRedStride * static_cast<int>(sizeof(float)),
               "the reduction buffers overlay the rings");
 
-// Opts the kernel into its dynamic shared memory, once per device (a function attribute, not a stream operation: fine
-// during graph capture; a repeated call is harmless), and returns the most it may take: the ring, and with kNorm the
-// device's opt-in limit less the kernel's static shared memory (for the normalised rows; the launch checks their size).
-template <Epilogue kEpi, int kStages, bool kNorm>
-int prepare_kernel(int device) {
-  static std::atomic<int> limit[64] = {};
-  const int known = limit[device & 63].load(std::memory_order_acquire);
-  if (known != 0) return known;
-  int bytes = smem_bytes(kStages);
-  if constexpr (kNorm) {
-    int optin = 0;
-    GOSSAMER_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-    cudaFuncAttributes attributes = {};
-    GOSSAMER_CUDA_CHECK(cudaFuncGetAttributes(&attributes, gemv_fp8_kernel<kEpi, kStages, kNorm>));
-    bytes = optin - static_cast<int>(attributes.sharedSizeBytes);
-  }
-  GOSSAMER_CUDA_CHECK(
-      cudaFuncSetAttribute(gemv_fp8_kernel<kEpi, kStages, kNorm>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-  limit[device & 63].store(bytes, std::memory_order_release);
-  return bytes;
+// Opts the kernel into its dynamic shared memory, once per device (a function attribute, not a
+// stream operation: fine during graph capture; a repeated call is harmless).
+template <Epilogue kEpi, int kStages>
+void prepare_kernel(int device) {
+  static std::atomic<uint64_t> done{0};
+  const uint64_t bit = uint64_t(1) << (device & 63);
+  if (done.load(std::memory_order_acquire) & bit) return;
+  GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(gemv_fp8_kernel<kEpi, kStages>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           smem_bytes(kStages)));
+  done.fetch_or(bit, std::memory_order_release);
 }
 
 // Validates the GEMV contract (gemv_fp8.h) and launches the kernel of epilogue kEpi (M = 0 is a no-op).
@@ -390,13 +354,8 @@ void launch_with(const GemvFp8Params& p, cudaStream_t stream) {
     GOSSAMER_CHECK(p.M >= 0 && p.M <= kGemvMaxRows, "gemv_fp8: M (", p.M, ") must be ≤ ", kGemvMaxRows);
     if (p.M == 0) return;
   }
-  GOSSAMER_CHECK((p.x || p.norm_prologue) && p.w && p.w_scales, "gemv_fp8: null operand");
-  GOSSAMER_CHECK(p.norm_prologue || (p.ldx >= p.K && p.ldx % 8 == 0), "gemv_fp8: ldx (", p.ldx,
-                 ") must be ≥ K and a multiple of 8");
-  if (p.norm_prologue) {
-    GOSSAMER_CHECK(p.rope_epilogue && !grouped, "gemv_fp8: the norm prologue is the dense RoPE epilogue's");
-    check_norm_prologue(p.norm, p.M, p.K, "gemv_fp8");
-  }
+  GOSSAMER_CHECK(p.x && p.w && p.w_scales, "gemv_fp8: null operand");
+  GOSSAMER_CHECK(p.ldx >= p.K && p.ldx % 8 == 0, "gemv_fp8: ldx (", p.ldx, ") must be ≥ K and a multiple of 8");
   if constexpr (kEpi == Epilogue::kRope) {
     const RopeParams& r = p.rope;
     GOSSAMER_CHECK(
@@ -423,29 +382,21 @@ void launch_with(const GemvFp8Params& p, cudaStream_t stream) {
   const int cluster = gemv_cluster_size(tiles, slots, k_steps, kWarps, sms, p.cluster, "gemv_fp8");
   const int stages = p.stages != 0 ? p.stages : static_cast<int64_t>(tiles) * slots * cluster <= sms ? 4 : 3;
 
-  const int64_t norm_bytes = p.norm_prologue ? int64_t{p.M} * norm_row_stride(p.K) * 2 : 0;
-
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(tiles * cluster), static_cast<unsigned>(slots), 1);
   cfg.blockDim = dim3(kThreads, 1, 1);
-  cfg.dynamicSmemBytes = static_cast<size_t>(smem_bytes(stages) + norm_bytes);
+  cfg.dynamicSmemBytes = smem_bytes(stages);
   cfg.stream = stream;
   ClusterPdlAttributes attrs(cluster, p.programmatic_launch);
   attrs.apply(cfg);
-  // One instantiation per (epilogue, ring depth), and the RoPE epilogue's with the norm prologue.
-  auto launch = [&]<int kStages, bool kNorm>() {
-    const int limit = prepare_kernel<kEpi, kStages, kNorm>(device);
-    GOSSAMER_CHECK(cfg.dynamicSmemBytes <= static_cast<size_t>(limit), "gemv_fp8: the norm prologue's ", p.M,
-                   " rows of ", p.K, " do not fit shared memory beside the ring");
-    GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv_fp8_kernel<kEpi, kStages, kNorm>, p, cluster, k_steps));
-  };
-  constexpr bool kNormAllowed = kEpi == Epilogue::kRope;
-  if (p.norm_prologue && kNormAllowed) {
-    if (stages == 3) return launch.template operator()<3, kNormAllowed>();
-    return launch.template operator()<4, kNormAllowed>();
+  // One instantiation per (epilogue, ring depth).
+  if (stages == 3) {
+    prepare_kernel<kEpi, 3>(device);
+    GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv_fp8_kernel<kEpi, 3>, p, cluster, k_steps));
+  } else {
+    prepare_kernel<kEpi, 4>(device);
+    GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv_fp8_kernel<kEpi, 4>, p, cluster, k_steps));
   }
-  if (stages == 3) return launch.template operator()<3, false>();
-  launch.template operator()<4, false>();
 }
 
 }  // namespace

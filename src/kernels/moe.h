@@ -14,7 +14,6 @@
 
 #include "core/cuda/cuda_types.h"  // cudaStream_t, cudaEvent_t, GOSSAMER_HOST_DEVICE
 #include "kernels/gemm_fp8.h"      // GemmTile
-#include "kernels/gemv_bf16.h"     // GemvBf16Params
 #include "kernels/gemv_fp8.h"      // kGemvMaxRows, kGemvMaxPairs
 #include "kernels/gemv_mxfp4.h"    // GemvMxfp4Shape
 
@@ -34,21 +33,6 @@ struct MoeRouteParams {
 void launch_moe_route(const MoeRouteParams& p, cudaStream_t stream);
 void moe_route_cpu(const MoeRouteParams& p);
 
-// The decode router and the route above in one launch (a candidate, MoeParams::routed): router.out = the logits
-// launch_gemv_bf16(router) writes (the same sums in the same order, gemv_bf16_sm90.cuh), and topk_ids / topk_weights
-// = launch_moe_route's from them (moe_route_sm90.cuh), bit for bit. One cluster of E / 4 CTAs: CTA c computes experts
-// 4c … 4c + 3 (their weight rows loaded before the PDL wait) and writes their logits to router.out and into CTA 0's
-// shared memory; after the cluster barrier CTA 0's warp t routes token t. No grid-wide fence or counter.
-inline constexpr int kMoeRouterTopkMaxTokens = kGemvMaxRows;
-inline constexpr int kMoeRouterTopkMaxExperts = 32;  // a portable cluster: 8 CTAs of 4 experts
-struct MoeRouterTopkParams {
-  // x [M, K] bf16 (the normalised rows), w [E, K] bf16 router, bias [E] or null, out [M, E] bf16 logits (ldc ≥ E):
-  // 1 ≤ M ≤ kMoeRouterTopkMaxTokens, N = E a multiple of 4 up to kMoeRouterTopkMaxExperts, K a multiple of 8 ≤ 4,096.
-  GemvBf16Params router;
-  int32_t* topk_ids = nullptr;    // [M, 4] int32
-  float* topk_weights = nullptr;  // [M, 4] fp32
-};
-void launch_moe_router_topk(const MoeRouterTopkParams& p, cudaStream_t stream);
 // One row of the rule above on float logits with any k (the CPU backend's router): the k largest of
 // logits[0, num_experts) in descending order, ties to the lower index, and softmax weights over them
 // (exp(l − l_max) / Σ, fp32).   logits: [num_experts] f32 → ids: [k] int32, weights: [k] f32
@@ -149,9 +133,6 @@ struct MoeParams {
   // which sums the pieces moe_decode_deferred_combine / moe_deferred_combine name (rmsnorm.h moe_y); residual and out
   // unused.
   bool combine_deferred = false;
-  // launch_moe_decode only: the workspace's routing (moe_decode_routing) already holds this step's top-k, written
-  // by launch_moe_router_topk right before: no route launch, logits unused.
-  bool routed = false;
   // launch_moe only, for benchmarks: [kNumMoePhases + 1] events recorded on the stream, event i as phase i
   // (MoePhase) starts and the last after the combine; null (the product) records none.
   cudaEvent_t* phase_events = nullptr;
@@ -209,13 +190,6 @@ MoeCombineParams moe_decode_deferred_combine(void* workspace, int num_tokens, in
 // weights_mxfp4 (its y in expert order, pair_row from its plan).
 MoeCombineParams moe_deferred_combine(void* workspace, int num_tokens, int num_local_experts, int hidden, int inter,
                                       bool weights_mxfp4);
-// The routing arrays of a launch_moe_decode workspace for these sizes (host only, no launch): where
-// launch_moe_router_topk writes them for a launch with MoeParams::routed.
-struct MoeDecodeRouting {
-  int32_t* topk_ids;    // [num_tokens, 4]
-  float* topk_weights;  // [num_tokens, 4]
-};
-MoeDecodeRouting moe_decode_routing(void* workspace, int num_tokens, int hidden, int inter);
 // One grouped GEMV of the decode block, shared by launch_moe_decode and moe_decode_cpu. gate_up: pair q
 // reads x row q / 4 (a token of p.x) and writes act row q with the SwiGLU, and pair_row[q] = q or −1;
 // down: pair q reads act row q and writes y row q (its weights stream before the PDL wait: the routing

@@ -1,11 +1,8 @@
-// The MoE pieces of moe.h on the GPU: route (one warp per token), the decode router with its route (one cluster),
+// The MoE pieces of moe.h on the GPU: route (one warp per token),
 // plan (one CTA, in pair order) and combine. The compositions of the expert block over them are in moe_sm90.cu.
-#include <cooperative_groups.h>
-
 #include <cfloat>
 
 #include "kernels/cuda_utils.h"
-#include "kernels/gemv_bf16_sm90.cuh"
 #include "kernels/moe.h"
 #include "kernels/moe_route_sm90.cuh"
 
@@ -20,50 +17,6 @@ __global__ void moe_route_kernel(MoeRouteParams p) {
   if (t >= p.num_tokens) return;
   moe_route_token_store(p.logits + static_cast<int64_t>(t) * p.num_experts, p.num_experts, p.topk_ids + t * kMoeTopK,
                         p.topk_weights + t * kMoeTopK);
-}
-
-// launch_moe_router_topk: CTA c of the cluster computes router columns (experts) kRouterCols·c … with the GEMV's
-// column code (its weight rows in registers before the PDL wait), writes each logit to out and into CTA 0's
-// s_logits; after the cluster barrier CTA 0's warp t routes token t from them. kRows: x rows the loads may touch
-// (1, 2, 4 or 8 ≥ M; rows ≥ M are not read).
-constexpr int kRouterCols = 4;
-constexpr int kRouterVecs = 2;  // 16-byte weight vectors per thread and column: K ≤ 2 · 256 · 8 = 4,096
-template <int kRows>
-__global__ void __launch_bounds__(gemv_bf16_column::kThreads) moe_router_topk_kernel(const MoeRouterTopkParams p) {
-  namespace col = gemv_bf16_column;
-  namespace cg = cooperative_groups;
-  __shared__ float partial[col::kWarps][kRows];
-  __shared__ uint16_t s_logits[kMoeRouterTopkMaxTokens][kMoeRouterTopkMaxExperts];  // CTA 0's: every logit
-  const GemvBf16Params& g = p.router;
-  cg::cluster_group cluster = cg::this_cluster();
-  const int rank = static_cast<int>(cluster.block_rank());
-  const int vecs = g.K / 8;
-  uint4 w[kRouterCols][kRouterVecs];
-#pragma unroll
-  for (int j = 0; j < kRouterCols; ++j) {
-    col::load_row(g.w + static_cast<int64_t>(rank * kRouterCols + j) * g.K, vecs, w[j]);
-  }
-  pdl_wait();
-  pdl_trigger();
-  uint16_t* logits0 = cluster.map_shared_rank(&s_logits[0][0], 0);
-#pragma unroll
-  for (int j = 0; j < kRouterCols; ++j) {
-    const int n = rank * kRouterCols + j;
-    col::warp_partials<kRows>(w[j], vecs, g.x, g.ldx, g.M, partial);
-    __syncthreads();
-    if (static_cast<int>(threadIdx.x) < g.M) {
-      const int r = threadIdx.x;
-      const uint16_t logit = col::output<kRows>(partial, r, g.bias ? g.bias + n : nullptr);
-      g.out[r * g.ldc + n] = logit;
-      logits0[r * kMoeRouterTopkMaxExperts + n] = logit;
-    }
-    __syncthreads();  // the next column rewrites partial
-  }
-  cluster.sync();  // every CTA's logits in CTA 0's shared memory (release / acquire at cluster scope)
-  if (rank != 0) return;
-  const int t = static_cast<int>(threadIdx.x) / 32;
-  if (t >= g.M) return;
-  moe_route_token_store(&s_logits[t][0], g.N, p.topk_ids + t * kMoeTopK, p.topk_weights + t * kMoeTopK);
 }
 
 // The plan in one CTA of kPlanWarps warps, in pair order (moe_plan_cpu's rows exactly). Warp w owns a contiguous
@@ -211,31 +164,6 @@ void launch_moe_route(const MoeRouteParams& p, cudaStream_t stream) {
                  " experts not in [4, 256]");
   if (p.num_tokens == 0) return;
   launch_pdl(moe_route_kernel, dim3(ceil_div(p.num_tokens * 32, 256)), dim3(256), 0, stream, p);
-  GOSSAMER_CUDA_CHECK_LAUNCH();
-}
-
-void launch_moe_router_topk(const MoeRouterTopkParams& p, cudaStream_t stream) {
-  const GemvBf16Params& g = p.router;
-  GOSSAMER_CHECK(g.M >= 1 && g.M <= kMoeRouterTopkMaxTokens, "moe_router_topk: ", g.M, " tokens (1 to ",
-                 kMoeRouterTopkMaxTokens, ")");
-  GOSSAMER_CHECK(g.N >= kMoeTopK && g.N % kRouterCols == 0 && g.N <= kMoeRouterTopkMaxExperts, "moe_router_topk: ", g.N,
-                 " experts (a multiple of ", kRouterCols, " up to ", kMoeRouterTopkMaxExperts, ")");
-  GOSSAMER_CHECK(
-      g.K > 0 && g.K % 8 == 0 && g.K <= kRouterVecs * gemv_bf16_column::kThreads * 8 && g.ldx % 8 == 0 && g.ldc >= g.N,
-      "moe_router_topk: K (", g.K, ") must be a multiple of 8 up to 4,096, ldx of 8, ldc ≥ N");
-  GOSSAMER_CHECK(g.x && g.w && g.out && p.topk_ids && p.topk_weights, "moe_router_topk: null operand");
-  cudaLaunchConfig_t cfg = {};
-  const int cluster = g.N / kRouterCols;
-  cfg.gridDim = dim3(static_cast<unsigned>(cluster));
-  cfg.blockDim = dim3(gemv_bf16_column::kThreads);
-  cfg.stream = stream;
-  ClusterPdlAttributes attrs(cluster, true);
-  attrs.apply(cfg);
-  auto* kernel = g.M == 1   ? moe_router_topk_kernel<1>
-                 : g.M == 2 ? moe_router_topk_kernel<2>
-                 : g.M <= 4 ? moe_router_topk_kernel<4>
-                            : moe_router_topk_kernel<8>;
-  GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, p));
   GOSSAMER_CUDA_CHECK_LAUNCH();
 }
 

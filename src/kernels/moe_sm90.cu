@@ -319,10 +319,9 @@ void experts_stream(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t strea
 // The composition (b.T > 0; the caller checked the step's contract).
 void launch_moe_block(const MoeBlock& b, void* workspace, cudaStream_t stream) {
   const MoeWorkspace w = carve(static_cast<uint8_t*>(workspace), b.step, b.T, b.E, b.hidden, b.inter);
-  // ---- route (unless launch_moe_router_topk did) ----
+  // ---- route ----
   mark(b, MoePhase::kRoute, stream);
-  if (b.fp8 == nullptr || !b.fp8->routed)
-    launch_moe_route({b.logits, w.topk_ids, w.topk_weights, b.T, b.num_experts}, stream);
+  launch_moe_route({b.logits, w.topk_ids, w.topk_weights, b.T, b.num_experts}, stream);
   // ---- plan: pairs grouped by local expert, the GEMMs' tile list ----
   mark(b, MoePhase::kPlan, stream);
   if (b.step != ExpertStep::kFp8Gemv) {
@@ -367,7 +366,6 @@ size_t moe_workspace_bytes(int num_tokens, int num_local_experts, int hidden, in
 }
 
 void launch_moe(const MoeParams& p, void* workspace, cudaStream_t stream) {
-  GOSSAMER_CHECK(!p.routed, "moe: routed is launch_moe_decode's");
   GOSSAMER_CHECK(!p.combine_deferred || p.residual == nullptr, "moe: a deferred combine takes no residual");
   const int mult = p.weights_mxfp4 ? 32 : 16;
   GOSSAMER_CHECK(p.hidden % mult == 0 && p.inter % mult == 0, "moe: hidden (", p.hidden, ") and inter (", p.inter,
@@ -418,18 +416,13 @@ MoeCombineParams moe_deferred_combine(void* workspace, int num_tokens, int num_l
   return {w.y, w.pair_row, w.topk_weights, nullptr, nullptr, num_tokens, hidden};
 }
 
-MoeDecodeRouting moe_decode_routing(void* workspace, int num_tokens, int hidden, int inter) {
-  const MoeWorkspace w = carve(static_cast<uint8_t*>(workspace), ExpertStep::kFp8Gemv, num_tokens, 1, hidden, inter);
-  return {w.topk_ids, w.topk_weights};
-}
-
 size_t moe_stream_workspace_bytes(int num_tokens, int num_local_experts, int hidden, int inter) {
   return carve(nullptr, ExpertStep::kStream, num_tokens, num_local_experts, hidden, inter).bytes;
 }
 
 void launch_moe_stream(const MoeParams& p, void* workspace, cudaStream_t stream) {
   GOSSAMER_CHECK(p.phase_events == nullptr, "moe_stream: phase_events are launch_moe's");
-  GOSSAMER_CHECK(!p.combine_deferred && !p.routed, "moe_stream: combine_deferred and routed are launch_moe_decode's");
+  GOSSAMER_CHECK(!p.combine_deferred, "moe_stream: combine_deferred is launch_moe_decode's");
   GOSSAMER_CHECK(p.weights_mxfp4 || p.weights_tiled, "moe_stream: FP8 experts must be tile-major (weights_tiled)");
   const int mult = p.weights_mxfp4 ? 32 : 16;
   GOSSAMER_CHECK(p.hidden % mult == 0 && p.inter % mult == 0, "moe_stream: hidden (", p.hidden, ") and inter (",

@@ -1,8 +1,8 @@
 // RMSNorm over the hidden dimension, optionally fused with the residual add (the reference forward pass:
 // src/model/cpu_model.cpp).
 //
-//   with residual:    s = bf(x + residual); residual ← s (or residual_out ← s);  out = bf(s · rsqrt(mean(s²) + eps) ·
-//   w) without residual: out = bf(x · rsqrt(mean(x²) + eps) · w)
+//   with residual:    s = bf(x + residual); residual ← s;  out = bf(s · rsqrt(mean(s²) + eps) · w)
+//   without residual: out = bf(x · rsqrt(mean(x²) + eps) · w)
 // Math in fp32, one rounding to bf16 at the end. `out` may alias `x` (row-wise in place).
 //
 // x may instead be the MoE block's output still in pieces (the combine launch_moe_decode leaves undone with
@@ -37,8 +37,6 @@ struct RmsNormParams {
   uint8_t* out_q = nullptr;  // [num_tokens, hidden] e4m3, row stride ldq bytes (multiple of 16), 16-byte aligned
   int64_t ldq = 0;
   float* out_scales = nullptr;  // [num_tokens, ceil(hidden / 128)] fp32
-  // Where the residual sums go instead of residual (null: residual, in place).
-  uint16_t* residual_out = nullptr;  // [num_tokens, hidden] bf16
 };
 
 // With PDL the kernel reads weight, residual and the MoE routing pieces (moe_pair_row, moe_topk_weights)
@@ -47,13 +45,6 @@ struct RmsNormParams {
 // before the previous one has finished; non-PDL work before the launch is complete anyway). x and moe_y may
 // come from the previous kernel.
 void launch_rmsnorm(const RmsNormParams& p, cudaStream_t stream);
-
-// The inputs' contract (throws gossamer::Error naming `kernel`): hidden a multiple of 8, x or all three MoE pieces,
-// residual_out only with residual.
-void check_rmsnorm_inputs(const RmsNormParams& p, const char* kernel);
-// A GEMV's norm prologue (gemv_fp8.h, gemv_bf16.h): the above, a weight, the norm's rows those of the GEMV's x
-// (rows × cols), and the residual's sums into another buffer (the prologue's CTAs all read the residual).
-void check_norm_prologue(const RmsNormParams& p, int rows, int cols, const char* kernel);
 
 // float32 reference with the same rounding points (bf16 in/out as uint16_t bits).
 void rmsnorm_cpu(const RmsNormParams& p);

@@ -3,7 +3,6 @@
 #include <vector>
 
 #include "core/dtype.h"
-#include "core/error.h"
 #include "kernels/moe.h"           // moe_combine_cpu
 #include "kernels/quantize_fp8.h"  // quantize_fp8_cpu
 #include "kernels/rmsnorm.h"
@@ -19,23 +18,6 @@ void rmsnorm_f32_cpu(const float* x, int64_t num_rows, int64_t hidden, const flo
     const float inv = 1.0f / std::sqrt(static_cast<float>(sum_squares / static_cast<double>(hidden)) + eps);
     for (int64_t i = 0; i < hidden; ++i) yt[i] = (xt[i] * inv) * weight[i];
   }
-}
-
-void check_rmsnorm_inputs(const RmsNormParams& p, const char* kernel) {
-  GOSSAMER_CHECK(p.hidden % 8 == 0, kernel, ": hidden ", p.hidden, " must be a multiple of 8");
-  const bool moe = p.moe_y != nullptr;
-  GOSSAMER_CHECK(
-      moe == (p.x == nullptr) && moe == (p.moe_pair_row != nullptr) && moe == (p.moe_topk_weights != nullptr), kernel,
-      ": give the norm x or all three MoE pieces");
-  GOSSAMER_CHECK(!p.residual_out || p.residual, kernel, ": residual_out without residual");
-}
-
-void check_norm_prologue(const RmsNormParams& p, int rows, int cols, const char* kernel) {
-  check_rmsnorm_inputs(p, kernel);
-  GOSSAMER_CHECK(p.weight && p.num_tokens == rows && p.hidden == cols, kernel, ": the norm (", p.num_tokens,
-                 " rows of ", p.hidden, ", a weight) must give x's ", rows, " rows of ", cols);
-  GOSSAMER_CHECK(!p.residual || (p.residual_out && p.residual_out != p.residual), kernel,
-                 ": the norm prologue writes the residual's sums to another buffer (residual_out)");
 }
 
 void rmsnorm_cpu(const RmsNormParams& p) {
@@ -57,7 +39,7 @@ void rmsnorm_cpu(const RmsNormParams& p) {
       float v = bf16_to_float(p.x[base + i]);
       if (p.residual) {
         const uint16_t sum = float_to_bf16(v + bf16_to_float(p.residual[base + i]));
-        (p.residual_out ? p.residual_out : p.residual)[base + i] = sum;
+        p.residual[base + i] = sum;
         v = bf16_to_float(sum);
       }
       s[i] = v;

@@ -151,11 +151,8 @@ cuda::CudaOptions cuda_options(const ModelOptions& options) {
   out.decode_attention_min_tiles_per_split = options.decode_attention_min_tiles_per_split;
   out.decode_attention_prefetch_kv = options.decode_attention_prefetch_kv;
   out.decode_qkv_rope = options.decode_qkv_rope;
-  out.decode_qkv_norm = options.decode_qkv_norm;
-  out.decode_router_norm = options.decode_router_norm;
   out.prefill_norm_fp8 = options.prefill_norm_fp8;
   out.prefill_moe_combine_deferred = options.prefill_moe_combine_deferred;
-  out.moe_router_topk = options.moe_router_topk;
   out.moe_gemv_single_row = options.moe_gemv_single_row;
   out.moe_gemv_x_shared = options.moe_gemv_x_shared;
   out.moe_quantize_tokens_once = options.moe_quantize_tokens_once;

@@ -74,21 +74,12 @@ struct ModelOptions {
   // cuda: RoPE and the K/V cache write in the decode QKV GEMV's epilogue (CudaOptions::decode_qkv_rope; on:
   // measured faster, docs/PERF.md 2026-12-05 fourteenth session; hidden bench flag --no-decode-qkv-rope for A/B).
   bool decode_qkv_rope = true;
-  // cuda: the decode attention norm computed in the QKV GEMV's prologue (CudaOptions::decode_qkv_norm; a candidate,
-  // bit-identical, one launch per layer fewer; hidden bench flag --decode-qkv-norm).
-  bool decode_qkv_norm = false;
-  // cuda: the decode MLP norm computed in the router GEMV's prologue at 1–2 tokens (CudaOptions::decode_router_norm;
-  // a candidate, bit-identical, one launch per layer fewer; hidden bench flag --decode-router-norm).
-  bool decode_router_norm = false;
   // cuda: a prefill step's attention norm writes its rows quantized for the FP8 QKV GEMM
   // (CudaOptions::prefill_norm_fp8; on: bit-identical, one pass fewer; hidden --no-prefill-norm-fp8 for A/B).
   bool prefill_norm_fp8 = true;
   // cuda: the prefill MoE's combine summed by the next norm (CudaOptions::prefill_moe_combine_deferred; on:
   // bit-identical, one launch and a round trip fewer; hidden --no-prefill-moe-combine-deferred for A/B).
   bool prefill_moe_combine_deferred = true;
-  // cuda: the decode router and its routing in one launch (CudaOptions::moe_router_topk; a candidate, hidden bench
-  // flag --moe-router-topk).
-  bool moe_router_topk = false;
   // cuda: the MXFP4 decode GEMVs' single-row kernel at one token (CudaOptions::moe_gemv_single_row; on: measured
   // faster, docs/PERF.md 2026-12-05 twelfth session; hidden bench flag --no-moe-gemv-single-row for A/B).
   bool moe_gemv_single_row = true;

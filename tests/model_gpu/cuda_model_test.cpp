@@ -223,13 +223,11 @@ TEST(CudaModelGpuTest, Mxfp4SingleRowDecodeMatchesTheGeneralKernel) {
 
 // The decode step's fusions change no logit against their other forms: decode attention's first key tile
 // before its PDL wait (AttentionParams::decode_prefetch_kv), RoPE with the K/V cache write in the QKV GEMV's
-// epilogue (decode_qkv_rope), the candidate attention norm in that GEMV's prologue (decode_qkv_norm), the candidate MLP
-// norm in the router GEMV's (decode_router_norm) and the MXFP4 gate_up GEMV's x staged in shared memory
-// (moe_gemv_x_shared); and the prefill's attention norm writing the QKV GEMM's FP8 rows (prefill_norm_fp8), the next
-// norm summing the prefill MoE's pieces (prefill_moe_combine_deferred) and each token quantized once for the prefill
-// MoE (moe_quantize_tokens_once); the candidate router with its routing in one launch (moe_router_topk). Each toggled
-// alone against the defaults, in both expert formats and with the FP8 KV cache, for one decoding sequence and for all
-// of them at once.
+// epilogue (decode_qkv_rope) and the MXFP4 gate_up GEMV's x staged in shared memory (moe_gemv_x_shared); and the
+// prefill's attention norm writing the QKV GEMM's FP8 rows (prefill_norm_fp8), the next norm summing the prefill
+// MoE's pieces (prefill_moe_combine_deferred) and each token quantized once for the prefill MoE
+// (moe_quantize_tokens_once). Each toggled alone against the defaults, in both expert formats and with the FP8 KV
+// cache, for one decoding sequence and for all of them at once.
 TEST(CudaModelGpuTest, DecodeFusionsChangeNoLogit) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU: the decode fusions not tested";
   const auto tokens = testing::golden_tokens("tiny_conditioned");
@@ -241,19 +239,11 @@ TEST(CudaModelGpuTest, DecodeFusionsChangeNoLogit) {
   const Fusion fusions[] = {
       {"decode attention's early key tile off", [](ModelOptions& o) { o.decode_attention_prefetch_kv = false; }},
       {"RoPE in the QKV GEMV off", [](ModelOptions& o) { o.decode_qkv_rope = false; }},
-      {"the attention norm in the QKV GEMV (a candidate) on", [](ModelOptions& o) { o.decode_qkv_norm = true; }},
-      {"the MLP norm in the router GEMV (a candidate) on", [](ModelOptions& o) { o.decode_router_norm = true; }},
-      {"both norms in the GEMVs (candidates) on",
-       [](ModelOptions& o) {
-         o.decode_qkv_norm = true;
-         o.decode_router_norm = true;
-       }},
       {"MXFP4 gate_up's x in shared memory off", [](ModelOptions& o) { o.moe_gemv_x_shared = false; }},
       {"the prefill attention norm's FP8 rows off", [](ModelOptions& o) { o.prefill_norm_fp8 = false; }},
       {"the prefill MoE's own combine", [](ModelOptions& o) { o.prefill_moe_combine_deferred = false; }},
       {"the prefill MoE's tokens quantized per expert row",
        [](ModelOptions& o) { o.moe_quantize_tokens_once = false; }},
-      {"router and routing in one launch (a candidate) on", [](ModelOptions& o) { o.moe_router_topk = true; }},
   };
   for (const auto& [weights, kv] : {std::pair{"mxfp4", "auto"}, std::pair{"fp8", "auto"}, std::pair{"mxfp4", "fp8"}}) {
     for (const bool all : {false, true}) {

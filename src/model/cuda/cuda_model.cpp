@@ -404,7 +404,6 @@ void CudaModel::prepare_workspace(const StepPlan& plan) {
   }
   bool moved = false;
   moved |= grow_shared(residual_, t * h * 2);
-  moved |= grow_shared(residual_alt_, std::min<int64_t>(t, kernels::kGemvMaxRows) * h * 2);
   moved |= grow_shared(delta_, t * h * 2);
   moved |= grow_shared(normed_, t * h * 2);
   moved |= grow_shared(qkv_, t * qkv * 2);

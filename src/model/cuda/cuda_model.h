@@ -91,14 +91,6 @@ struct CudaOptions {
   // The FP8 QKV GEMV of a decode step (≤ kGemvMaxRows tokens) applies RoPE and writes the K/V cache in its
   // epilogue (kernels::GemvFp8Params::rope_epilogue) instead of a separate RoPE launch.
   bool decode_qkv_rope = true;
-  // With it, every CTA of that GEMV also computes the attention norm's rows in its prologue
-  // (kernels::GemvFp8Params::norm_prologue), CTA 0 writing the residual's sums to the other residual buffer: the
-  // norm's launch goes, the same bits. A candidate (not yet run on a GPU with the shared-memory limit's fix).
-  bool decode_qkv_norm = false;
-  // A decode step of 1–2 tokens on the decode MoE with the router GEMV (not moe_router_topk) computes the MLP norm in
-  // that GEMV's prologue (kernels::GemvBf16Params::norm_prologue), CTA 0 writing normed_ and the residual's sums to
-  // the other residual buffer: the norm's launch goes, the same bits. A candidate.
-  bool decode_router_norm = false;
   // The attention norm of a prefill step whose QKV projection runs the FP8 GEMM (> kGemvMaxRows tokens) writes its
   // rows quantized for that GEMM (kernels::RmsNormParams::out_q) instead of bf16 rows that the GEMM's input pass
   // then quantizes: one pass and ~3 bytes per element fewer, the same bits.
@@ -107,9 +99,6 @@ struct CudaOptions {
   // rows itself, as the decode MoE does (defers_moe_combine): the combine launch and delta_'s write and read go, the
   // same bits.
   bool prefill_moe_combine_deferred = true;
-  // Decode steps of the decode MoE compute the router logits and the top-4 routing in one launch
-  // (kernels::launch_moe_router_topk; routes_in_router) instead of the router GEMV and the route launch. A candidate.
-  bool moe_router_topk = false;
   // Which decode-sized steps run the FP8 or MXFP4 experts on the weight-streaming grouped GEMM
   // (kernels/moe.h launch_moe_stream) instead of the GEMV decode MoE (≤ 8 tokens, MXFP4 in chunks of 8 up
   // to kMxfp4GemvMaxTokens) or the FP8 expert GEMMs: kAuto where it measured faster on the H200
@@ -211,10 +200,6 @@ class CudaModel final : public Model {
   bool defers_moe_combine(int num_tokens) const;
   // The pieces the next norm sums where defers_moe_combine (in moe_workspace_), else none.
   kernels::MoeCombineParams deferred_moe_pieces(int num_tokens) const;
-  // Whether a step of num_tokens computes its router logits and routing in one launch (CudaOptions::moe_router_topk,
-  // kernels::launch_moe_router_topk into the decode MoE's workspace; the MoE then runs with MoeParams::routed): the
-  // decode MoE's steps (launch_moe_decode, one chunk) of a model with at most 32 experts.
-  bool routes_in_router(int num_tokens) const;
   // --weights mxfp4+fp8: steps of up to this many tokens read the MXFP4 experts, larger ones the FP8 copy
   // (H200, 2026-12-01, bench decode with device sampling: mxfp4 faster to 64 rows — 6.92 vs 9.37 ms at 64
   // — and fp8 from 256: 12.41 vs 17.13 ms).
@@ -314,12 +299,6 @@ class CudaModel final : public Model {
   // epilogue where options_.decode_qkv_rope and the GEMV applies (qkv untouched), else launch_rope.
   void qkv_rope(const uint16_t* x, int m, const DeviceLinear& w, uint16_t* qkv, kernels::RopeParams rope,
                 bool x_quantized = false);
-  // Whether a step of m tokens computes the attention norm in the QKV GEMV's prologue (options_.decode_qkv_norm on
-  // the RoPE epilogue's GEMV); qkv_rope then takes the norm's parameters as `norm` (x unused).
-  bool qkv_takes_norm(int m, const DeviceLinear& w) const;
-  void qkv_rope(const kernels::RmsNormParams& norm, int m, const DeviceLinear& w, kernels::RopeParams rope);
-  // Whether a step of num_tokens computes the MLP norm in the router GEMV's prologue (options_.decode_router_norm).
-  bool router_takes_norm(int num_tokens) const;
   void experts(int layer, int num_tokens);
 
   // delta_ [T, hidden] bf16 ← Σ over the group's ranks (no-op without a group).
@@ -418,9 +397,6 @@ class CudaModel final : public Model {
   // forward_sample's penalized rows [penalized rows, vocab] fp32 (vocab-parallel: [.., local vocab] of the slice)
   DeviceBuffer penalized_;
   DeviceBuffer plan_;  // eager steps' plan
-  // residual_alt_ [≤ kGemvMaxRows, hidden] bf16: where a decode step's QKV GEMV with the norm prologue writes the
-  // residual's sums (its CTAs still read residual_); the step's later norms then work on it (qkv_takes_norm).
-  DeviceBuffer residual_alt_;
   DeviceBuffer residual_, delta_, normed_, qkv_, q_, attn_out_, act_, act_scales_, router_logits_, moe_workspace_,
       decode_workspace_, final_rows_, logits_;
   // Vocab-parallel unembedding: this rank's logits [rows, vocab_shard_rows] and every rank's slot

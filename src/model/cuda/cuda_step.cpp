@@ -130,26 +130,6 @@ void CudaModel::qkv_rope(const uint16_t* x, int m, const DeviceLinear& w, uint16
   kernels::launch_rope(rope, stream_);
 }
 
-bool CudaModel::qkv_takes_norm(int m, const DeviceLinear& w) const {
-  return options_.decode_qkv_norm && options_.decode_qkv_rope && w.fp8 && m <= kernels::kGemvMaxRows;
-}
-
-void CudaModel::qkv_rope(const kernels::RmsNormParams& norm, int m, const DeviceLinear& w, kernels::RopeParams rope) {
-  GOSSAMER_CHECK(qkv_takes_norm(m, w), "qkv_rope: the QKV GEMV of this step takes no norm");
-  kernels::GemvFp8Params gemv = decode_gemv(nullptr, m, w, nullptr);
-  gemv.ldx = 0;
-  gemv.rope_epilogue = true;
-  gemv.rope = rope;
-  gemv.norm_prologue = true;
-  gemv.norm = norm;
-  kernels::launch_gemv_fp8(gemv, stream_);
-}
-
-bool CudaModel::router_takes_norm(int num_tokens) const {
-  return options_.decode_router_norm && num_tokens <= 2 && experts_on_gemvs(num_tokens) &&
-         !routes_in_router(num_tokens);
-}
-
 bool CudaModel::reads_mxfp4_experts(int num_tokens) const {
   return weights_.format == WeightFormat::kMxfp4 ||
          (weights_.format == WeightFormat::kMxfp4Fp8 && num_tokens <= kDualMxfp4MaxTokens);
@@ -193,13 +173,6 @@ kernels::MoeCombineParams CudaModel::deferred_moe_pieces(int num_tokens) const {
                                        experts_gemm_read_mxfp4(num_tokens));
 }
 
-bool CudaModel::routes_in_router(int num_tokens) const {
-  return options_.moe_router_topk && weights_.format != WeightFormat::kBf16 &&
-         num_tokens <= kernels::kMoeRouterTopkMaxTokens && !streams_experts(num_tokens) &&
-         config_.num_experts % 4 == 0 && config_.num_experts <= kernels::kMoeRouterTopkMaxExperts &&
-         config_.hidden_size <= 4096;
-}
-
 // Experts of one layer: normed_ [T, hidden] and router_logits_ [T, E] → delta_ [T, hidden], or with
 // defers_moe_combine the pieces in moe_workspace_ that the next norm sums.
 void CudaModel::experts(int layer, int num_tokens) {
@@ -234,7 +207,6 @@ void CudaModel::experts(int layer, int num_tokens) {
   kernels::MoeParams moe;
   common(moe);
   moe.combine_deferred = defers_moe_combine(num_tokens);
-  moe.routed = routes_in_router(num_tokens);  // the router launch routed too (the decode MoE's steps only)
   moe.gemv_mxfp4_shape = options_.moe_gemv_shape;
   moe.gemv_single_row = options_.moe_gemv_single_row;
   moe.gemv_x_shared = options_.moe_gemv_x_shared;
@@ -373,51 +345,32 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
   // topk_weights), which the norm combines itself: one launch fewer per layer.
   const bool moe_deferred = defers_moe_combine(t);
   const kernels::MoeCombineParams moe_pieces = deferred_moe_pieces(t);
-  // The residual stream [T, hidden] bf16: residual_, until a GEMV with the norm prologue writes the sums to the
-  // other buffer (its CTAs still read this one); the step's later norms follow it. prologue_norm: `n` for such a
-  // GEMV (its residual's sums into the other buffer, which the stream then is).
-  uint16_t* residual = bf16(residual_);
-  auto prologue_norm = [&](kernels::RmsNormParams n) {
-    if (n.residual) {
-      n.residual_out = residual == bf16(residual_) ? bf16(residual_alt_) : bf16(residual_);
-      residual = n.residual_out;
-    }
-    return n;
-  };
   auto add_block_output = [&](bool after_moe) {
     const bool pieces = after_moe && moe_deferred;
     norm.x = pieces ? nullptr : bf16(delta_);
     norm.moe_y = pieces ? moe_pieces.y : nullptr;
     norm.moe_pair_row = pieces ? moe_pieces.pair_row : nullptr;
     norm.moe_topk_weights = pieces ? moe_pieces.topk_weights : nullptr;
-    norm.residual = residual;
+    norm.residual = bf16(residual_);
   };
   for (int layer = 0; layer < config_.num_layers; ++layer) {
     const CudaLayer& w = weights_.layers[static_cast<size_t>(layer)];
     // ---- attention norm (fused with the residual add of the previous block) ----
     mark(StepPhase::kAttnNorm);
     if (layer == 0) {
-      norm.x = residual;
+      norm.x = bf16(residual_);
       norm.residual = nullptr;
     } else {
       add_block_output(true);
     }
     norm.weight = bf16(w.attn_norm);
-    // A decode step's QKV GEMV computes this norm itself (qkv_takes_norm); a prefill step's FP8 QKV GEMM takes the
-    // norm's quantized rows (RmsNormParams::out_q) in place of its input pass.
-    const bool norm_in_qkv = qkv_takes_norm(t, w.qkv);
+    // A prefill step's FP8 QKV GEMM takes the norm's quantized rows (RmsNormParams::out_q) in place of its input pass.
     const bool norm_fp8 = options_.prefill_norm_fp8 && linear_quantizes(t, w.qkv);
     norm.out = norm_fp8 ? nullptr : bf16(normed_);
     norm.out_q = norm_fp8 ? act_.get<uint8_t>() : nullptr;
     norm.ldq = round_up(hidden, 16);
     norm.out_scales = norm_fp8 ? act_scales_.get<float>() : nullptr;
-    kernels::RmsNormParams qkv_norm;  // the prologue's (norm_in_qkv)
-    if (norm_in_qkv) {
-      qkv_norm = prologue_norm(norm);
-      qkv_norm.out = nullptr;  // nothing reads the normed rows but the QKV GEMV
-    } else {
-      kernels::launch_rmsnorm(norm, stream_);
-    }
+    kernels::launch_rmsnorm(norm, stream_);
     norm.out_q = nullptr;  // the other norms write bf16 rows
     norm.out_scales = nullptr;
     // ---- qkv [T, qkv_width] → RoPE (q → q_, k/v → paged cache) → attention → o-proj into delta ----
@@ -437,11 +390,7 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
     rope.k_scale = attention.k_scale = k_scale;
     rope.v_scale = attention.v_scale = v_scale;
     mark(StepPhase::kQkv);
-    if (norm_in_qkv) {
-      qkv_rope(qkv_norm, t, w.qkv, rope);
-    } else {
-      qkv_rope(bf16(normed_), t, w.qkv, bf16(qkv_), rope, norm_fp8);  // marks kRope where RoPE is its own launch
-    }
+    qkv_rope(bf16(normed_), t, w.qkv, bf16(qkv_), rope, norm_fp8);  // marks kRope where RoPE is its own launch
     attention.q = bf16(q_);
     attention.out = bf16(attn_out_);
     attention.k_cache = k_cache_[static_cast<size_t>(layer)].get();
@@ -459,32 +408,9 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
     add_block_output(false);
     norm.weight = bf16(w.mlp_norm);
     norm.out = bf16(normed_);
-    const bool norm_in_router = router_takes_norm(t);
-    kernels::RmsNormParams router_norm;  // the router GEMV's prologue's (norm_in_router)
-    if (norm_in_router) {
-      router_norm = prologue_norm(norm);
-    } else {
-      kernels::launch_rmsnorm(norm, stream_);
-    }
+    kernels::launch_rmsnorm(norm, stream_);
     mark(StepPhase::kRouter);
-    if (routes_in_router(t)) {  // (the router is always bf16: cuda_weights.cpp)
-      // Logits and routing in one launch, the routing into the decode MoE's workspace (MoeParams::routed).
-      kernels::MoeRouterTopkParams router;
-      router.router = bf16_gemv(bf16(normed_), t, w.router, bf16(router_logits_));
-      const kernels::MoeDecodeRouting routing =
-          kernels::moe_decode_routing(moe_workspace_.get(), t, hidden, config_.intermediate_size);
-      router.topk_ids = routing.topk_ids;
-      router.topk_weights = routing.topk_weights;
-      kernels::launch_moe_router_topk(router, stream_);
-    } else if (norm_in_router) {
-      kernels::GemvBf16Params router = bf16_gemv(nullptr, t, w.router, bf16(router_logits_));
-      router.ldx = 0;
-      router.norm_prologue = true;
-      router.norm = router_norm;
-      kernels::launch_gemv_bf16(router, stream_);
-    } else {
-      linear(bf16(normed_), t, w.router, bf16(router_logits_));
-    }
+    linear(bf16(normed_), t, w.router, bf16(router_logits_));
     mark(StepPhase::kExperts);
     experts(layer, t);
     reduce_partial_outputs(t);  // TP: each rank's intermediate columns; EP: each rank's experts
