@@ -274,26 +274,31 @@ PY
 
 run_candidates() {
   # The kernel rows of the recent changes, beside the binaries before them (carry/base/gossamer.zst and
-  # kernels_bench.zst when packed, stripped, zstd); candidates-e2e has their end-to-end A/B. Now: the MoE's rows and
-  # phases (the tokens quantized once, the TMA GEMM's skipped pass past N, the plan's per-warp counters), the routers'
-  # 64-row tiles, the wgmma prefill attention's rows (the fixed max), the FP8 GEMVs' bulk fill, the norm's FP8 rows.
-  sec "moe (the rows and phases with the tokens quantized once beside the defaults)"
-  timeout 120 build/bench/kernels/gossamer_kernels_bench moe | grep -E "^\| moe|moe phase"
+  # kernels_bench.zst when packed, stripped, zstd), then their end-to-end A/B. Now: the MXFP4 → FP8 pass of
+  # --weights mxfp4 prefill in one DRAM round trip per CTA (its tests, the moe-mxfp4 rows: FP8 / convert + FP8 /
+  # direct at 256–8,192 tokens, E = 32 and 128; bench prefill --weights mxfp4, 20b and 120b).
+  sec "the MXFP4 → FP8 pass's tests (bit-exact against the load-time conversion; the GEMM and MoE on it)"
+  parallel_tests candidates 200 'CudaModelGpuTest.Mxfp4*:Weights/*' 'Mxfp4TiledKernel.*' \
+    'GemmFp8Mxfp4Kernel.*:MoeKernel.Mxfp4MatchesReference'
+  sec "moe-mxfp4 (the pass's rows: \"mxfp4_tiled_to_fp8, one layer's experts\", convert + FP8, direct)"
+  timeout 150 build/bench/kernels/gossamer_kernels_bench moe-mxfp4 | grep -E "^\| "
   if [ -f carry/base/kernels_bench.zst ]; then
-    # The base binary's rows: the gate_up GEMM's skipped pass past N (a default since the sixteenth session).
     $z -q -d -f carry/base/kernels_bench.zst -o build/kernels_bench_base && chmod +x build/kernels_bench_base
-    sec "moe, the base binary ($(cat carry/base/COMMIT 2>/dev/null))"
-    timeout 120 build/kernels_bench_base moe | grep -E "^\| moe|moe phase"
-    sec "the routers' bf16 GEMM, the base binary, then the 64-row tiles (a default since the sixteenth session)"
-    timeout 60 build/kernels_bench_base gemm-bf16 | grep router
+    sec "moe-mxfp4, the base binary ($(cat carry/base/COMMIT 2>/dev/null))"
+    timeout 150 build/kernels_bench_base moe-mxfp4 | grep -E "^\| "
   fi
-  timeout 60 build/bench/kernels/gossamer_kernels_bench gemm-bf16 | grep router
-  sec "attention prefill (the candidates' rows against the same warpgroups without)"
-  timeout 150 build/bench/kernels/gossamer_kernels_bench attention | grep -v decode
-  sec "decode FP8 GEMVs: the ring filled by bulk copies (a default since the sixteenth session) against cp.async"
-  timeout 120 build/bench/kernels/gossamer_kernels_bench gemv | grep -E "gemv_fp8 \||gemv_fp8 cp.async ring"
-  sec "the norm writing FP8 rows against norm then quantize"
-  timeout 60 build/bench/kernels/gossamer_kernels_bench small | grep -E "rmsnorm|quantize_fp8"
+  local base run round
+  base_binary
+  for round in 1 2; do
+    for run in "$base|" "build/gossamer|"; do
+      [ -n "${run%%|*}" ] || continue
+      sec "${run%%|*} bench prefill --weights mxfp4: 20b 2,048 / 8,192 / 32,768, 120b 2,048 / 8,192"
+      timeout 100 ${run%%|*} bench prefill --load-format dummy --preset 20b --device cuda --weights mxfp4 \
+        --input-lens 2048 8192 32768 --repeats 2 | grep dummy
+      timeout 100 ${run%%|*} bench prefill --load-format dummy --preset 120b --device cuda --weights mxfp4 \
+        --input-lens 2048 8192 --repeats 2 | grep dummy
+    done
+  done
 }
 
 # The A/B runs' pieces: base_binary sets $base (the carried base binary, else empty: those runs are skipped);

@@ -48,12 +48,15 @@ __global__ void mxfp4_to_tiled_kernel(const uint8_t* __restrict__ blocks, const 
 // One CTA (256 threads) per (group, 128-row block, 128-column block): the block's largest and smallest MX
 // exponents over its real rows and columns, then 8 weights (one relaid word) at a time into 8 contiguous fp8
 // bytes by bit arithmetic (mxfp4_tiled_word_to_e4m3, as the MXFP4 GEMM dequantizes on chip: exact where the
-// block's exponents span ≤ 14 binades, its rounding variant otherwise; ~23 instructions per 8 weights where
-// an ldexpf and a float → e4m3 conversion per weight bound the old pass by issue). Measured at 46% of copy on
-// an H100 (docs/PERF.md, 2026-12-05): not yet bound by its bytes.
+// block's exponents span ≤ 14 binades, its rounding variant otherwise; ~23 instructions per 8 weights).
+// One DRAM round trip per CTA: thread q reads 16-byte unit q of each of the block's two 64-row tiles (row
+// 8·(q / 32) + (q / 4) % 8, columns 8·(q % 4) + 32j of MX blocks j = 0..3; 4 KiB per tile, coalesced) and its
+// rows' 4 scale bytes (one word) before the exponent reduction needs them; the codes wait in registers.
 // Exponents are clamped to [e_max − 36, e_max]: padding (scale 127, code 0) never makes a non-finite
 // multiplier, and real weights further below become ±0 either way (mxfp4_tiled.h).
-__global__ void __launch_bounds__(256)
+constexpr int kToFp8Threads = 256;  // one per 16-byte unit of a tile's codes
+static_assert(kToFp8Threads * 16 == 4096, "a thread per code unit of a 64-row tile");
+__global__ void __launch_bounds__(kToFp8Threads)
     mxfp4_tiled_to_fp8_kernel(const uint8_t* __restrict__ src, uint8_t* __restrict__ dst,
                               float* __restrict__ dst_scales, int n, int k) {
   const int nb = (n + 127) / 128, kb = (k + 127) / 128;
@@ -61,43 +64,69 @@ __global__ void __launch_bounds__(256)
   const int64_t gr = blockIdx.x / (int64_t(kb) * nb);
   const uint8_t* group = src + gr * mxfp4_tiled_group_bytes(n, k);
   const int k_tiles = (k + 127) / 128;
-  // Tile of local row rl (0..127): (2·rb + rl / 64, cb).
-  auto tile_of = [&](int rl) { return group + (int64_t(2 * rb + rl / 64) * k_tiles + cb) * kMxfp4TileBytes; };
-  __shared__ int s_max[8], s_min[8];
+  const int q = static_cast<int>(threadIdx.x);
+  const int rr = 8 * (q / 32) + (q / 4) % 8, t = q % 4;  // row inside its 64-row tile, 8-column group
+  const int64_t np = fp8_tiled_pad(n), kp = fp8_tiled_pad(k);
+  // ---- loads: per tile h (rows 64h …) this thread's code unit and its row's scale word; none past pad(N) ----
+  uint4 codes[2];
+  uint32_t scale_word[2];
+  bool tile_ok[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    tile_ok[h] = rb * 128 + 64 * h < np;
+    if (tile_ok[h]) {
+      const uint8_t* tile = group + (int64_t(2 * rb + h) * k_tiles + cb) * kMxfp4TileBytes;
+      codes[h] = *reinterpret_cast<const uint4*>(tile + 16 * q);
+      scale_word[h] = *reinterpret_cast<const uint32_t*>(tile + 4096 + 32 * (rr % 8) + 4 * (rr / 8));
+    } else {
+      codes[h] = make_uint4(0u, 0u, 0u, 0u);
+      scale_word[h] = 0x7F7F7F7Fu;
+    }
+  }
+  // ---- the block's exponent range over real rows (< n) and MX blocks (column < k) ----
   int e_max = 0, e_min = 255;
-  for (int i = threadIdx.x; i < 512; i += 256) {  // (row, MX block)
-    const int rl = i / 4, j = i % 4, r = rb * 128 + rl;
-    if (r < n && cb * 128 + 32 * j < k) {
-      const int rr = rl % 64, e = tile_of(rl)[4096 + 32 * (rr % 8) + 4 * (rr / 8) + j];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    if (rb * 128 + 64 * h + rr >= n) continue;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      if (cb * 128 + 32 * j >= k) continue;
+      const int e = static_cast<int>((scale_word[h] >> (8 * j)) & 0xFFu);
       e_max = max(e_max, e);
       e_min = min(e_min, e);
     }
   }
+  __shared__ int s_max[kToFp8Threads / 32], s_min[kToFp8Threads / 32];
   e_max = __reduce_max_sync(0xffffffffu, e_max);
   e_min = __reduce_min_sync(0xffffffffu, e_min);
-  if (threadIdx.x % 32 == 0) s_max[threadIdx.x / 32] = e_max, s_min[threadIdx.x / 32] = e_min;
+  if (q % 32 == 0) s_max[q / 32] = e_max, s_min[q / 32] = e_min;
   __syncthreads();
   e_max = 0, e_min = 255;
-  for (int w = 0; w < 8; ++w) e_max = max(e_max, s_max[w]), e_min = min(e_min, s_min[w]);
-  if (threadIdx.x == 0) dst_scales[(gr * nb + rb) * kb + cb] = ldexpf(1.0f, e_max - 127 - 6);
+#pragma unroll
+  for (int w = 0; w < kToFp8Threads / 32; ++w) e_max = max(e_max, s_max[w]), e_min = min(e_min, s_min[w]);
+  if (q == 0) dst_scales[(gr * nb + rb) * kb + cb] = ldexpf(1.0f, e_max - 127 - 6);
   const bool round = e_max - e_min > 14;  // CTA-uniform
-  const int64_t np = fp8_tiled_pad(n), kp = fp8_tiled_pad(k);
+  // ---- convert and store: 8 fp8 bytes per (row, MX block) ----
   uint8_t* out = dst + gr * fp8_tiled_group_bytes(n, k);
-  for (int i = threadIdx.x; i < 2048; i += 256) {  // (row, 8-column group)
-    const int rl = i / 16, q = i % 16, j = q / 4, t = q % 4, rr = rl % 64;
-    const int64_t r = rb * 128 + rl, c = cb * 128 + 32 * j + 8 * t;
-    if (r >= np || c >= kp) continue;
-    const uint8_t* tile = tile_of(rl);
-    const uint32_t word = *reinterpret_cast<const uint32_t*>(tile + (32 * (rr / 8) + 4 * (rr % 8) + t) * 16 + 4 * j);
-    const int e = min(max(int(tile[4096 + 32 * (rr % 8) + 4 * (rr / 8) + j]), e_max - 36), e_max);
-    const uint32_t m2 = mxfp4_f16x2_pow2(e - e_max + 12);
-    uint32_t lo, hi;
-    if (round) {
-      mxfp4_tiled_word_to_e4m3<true>(word, m2, lo, hi);
-    } else {
-      mxfp4_tiled_word_to_e4m3<false>(word, m2, lo, hi);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    if (!tile_ok[h]) continue;
+    const int64_t r = rb * 128 + 64 * h + rr;
+    const uint32_t words[4] = {codes[h].x, codes[h].y, codes[h].z, codes[h].w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int64_t c = cb * 128 + 32 * j + 8 * t;
+      if (c >= kp) continue;
+      const int e = min(max(static_cast<int>((scale_word[h] >> (8 * j)) & 0xFFu), e_max - 36), e_max);
+      const uint32_t m2 = mxfp4_f16x2_pow2(e - e_max + 12);
+      uint32_t lo, hi;
+      if (round) {
+        mxfp4_tiled_word_to_e4m3<true>(words[j], m2, lo, hi);
+      } else {
+        mxfp4_tiled_word_to_e4m3<false>(words[j], m2, lo, hi);
+      }
+      *reinterpret_cast<uint2*>(out + fp8_tiled_offset(r, c, kp)) = make_uint2(lo, hi);
     }
-    *reinterpret_cast<uint2*>(out + fp8_tiled_offset(r, c, kp)) = make_uint2(lo, hi);
   }
 }
 
@@ -107,9 +136,11 @@ void launch_mxfp4_tiled_to_fp8(const uint8_t* src, uint8_t* dst, float* dst_scal
                                cudaStream_t stream) {
   GOSSAMER_CHECK(groups >= 0 && n >= 0 && k >= 0 && k % 32 == 0, "mxfp4_tiled_to_fp8: K (", k,
                  ") must be a multiple of 32");
+  GOSSAMER_CHECK(reinterpret_cast<uintptr_t>(src) % 16 == 0 && reinterpret_cast<uintptr_t>(dst) % 16 == 0,
+                 "mxfp4_tiled_to_fp8: src and dst must be 16-byte aligned");
   const int64_t blocks = int64_t(groups) * ((n + 127) / 128) * ((k + 127) / 128);
   if (blocks == 0) return;
-  mxfp4_tiled_to_fp8_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(src, dst, dst_scales, n, k);
+  mxfp4_tiled_to_fp8_kernel<<<static_cast<unsigned>(blocks), kToFp8Threads, 0, stream>>>(src, dst, dst_scales, n, k);
   GOSSAMER_CUDA_CHECK_LAUNCH();
 }
 
