@@ -138,6 +138,13 @@ run_headline() {
     --input-lens 8192 32768 131072 --repeats 3 | grep dummy
   timeout 150 build/gossamer bench prefill --load-format dummy --preset 120b --device cuda --input-lens 8192 32768 \
     --repeats 3 | grep dummy
+  sec "bench prefill --weights mxfp4: 20b 2,048 / 8,192 / 32,768 and 120b 2,048 / 8,192 tokens (#15: within 10% of FP8)"
+  timeout 100 build/gossamer bench prefill --load-format dummy --preset 20b --device cuda --weights mxfp4 \
+    --input-lens 2048 8192 32768 --repeats 3 | grep dummy
+  timeout 100 build/gossamer bench prefill --load-format dummy --preset 20b --device cuda --input-lens 2048 \
+    --repeats 3 | grep dummy
+  timeout 100 build/gossamer bench prefill --load-format dummy --preset 120b --device cuda --weights mxfp4 \
+    --input-lens 2048 8192 --repeats 3 | grep dummy
   sec "bench decode 20b mxfp4+fp8 and 120b mxfp4 (both copies do not fit), batch 1 and 8, ctx 1,024 and 8,192 (#15)"
   timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
     --batch-sizes 1 8 --contexts 1024 8192 --steps 32 | grep dummy

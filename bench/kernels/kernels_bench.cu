@@ -1360,7 +1360,8 @@ int main(int argc, char** argv) {
   if (want("moe-mxfp4")) {  // the prefill MoE on MXFP4 experts: FP8, convert + FP8 (old), direct
     for (const int E : {32, 128}) {
       MoeMxfp4Bench b(E);
-      for (const int T : {256, 1024, 2048, 8192}) b.run(T);
+      // 1,536 and 6,144 tokens: 192 rows per expert at E = 32 and E = 128 (CudaModel::kMxfp4DirectMaxRowsPerExpert).
+      for (const int T : {256, 1024, 1536, 2048, 6144, 8192}) b.run(T);
     }
   }
   if (only == "profile-mxfp4") {  // one MXFP4 prefill MoE (2048 tokens, E = 32) for a profiler
