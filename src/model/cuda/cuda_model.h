@@ -208,9 +208,11 @@ class CudaModel final : public Model {
   bool reads_mxfp4_experts(int num_tokens) const;
   // --weights mxfp4, steps past the decode MoE and the stream path: the grouped GEMMs read the MXFP4
   // experts directly up to this many (token, expert) rows per expert on average (num_tokens · 4 / E), and
-  // convert the layer's experts to FP8 first beyond it (H200, 2026-12-01, `gossamer_kernels_bench
-  // moe-mxfp4`: direct 1.3–1.9× faster up to 128 rows per expert, 0.94–0.97× at 256, 0.64× at 1,024).
-  static constexpr int kMxfp4DirectMaxRowsPerExpert = 192;
+  // convert the layer's experts to FP8 first beyond it. H100, 2026-12-06, `gossamer_kernels_bench moe-mxfp4`
+  // with the one-round-trip conversion pass (route → combine, direct against convert + FP8): E = 32 1.00× at
+  // 128 rows per expert, 0.81× at 192, 0.72× at 256; E = 128 1.66× at 64, 0.87× at 192, 0.72× at 256 (the
+  // crossovers ≈ 128 and ≈ 155 rows).
+  static constexpr int kMxfp4DirectMaxRowsPerExpert = 128;
 
  protected:
   void allocate_kv_cache_impl(int32_t num_blocks, int32_t block_size, int32_t num_sliding_blocks) override;
