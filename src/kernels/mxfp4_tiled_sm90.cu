@@ -45,119 +45,88 @@ __global__ void mxfp4_to_tiled_kernel(const uint8_t* __restrict__ blocks, const 
   }
 }
 
-// Each CTA (256 threads) walks (group, 128-row block, 128-column block) blocks, blockIdx.x, + gridDim.x, …: per
-// block the largest and smallest MX exponents over its real rows and columns, then 8 weights (one relaid word) at
-// a time into 8 contiguous fp8 bytes by bit arithmetic (mxfp4_tiled_word_to_e4m3, as the MXFP4 GEMM dequantizes
-// on chip: exact where the block's exponents span ≤ 14 binades, its rounding variant otherwise; ~23 instructions
-// per 8 weights). Thread q holds 16-byte unit q of each of the block's two 64-row tiles (row 8·(q / 32) +
-// (q / 4) % 8, columns 8·(q % 4) + 32j of MX blocks j = 0..3; 4 KiB per tile, coalesced) and its rows' scale
-// word; the next block's units and words are loaded before the current one is reduced and converted, so each
-// CTA keeps a block's 8.5 KiB of reads in flight while it works.
+// One CTA (256 threads) per (group, 128-row block, 128-column block): the block's largest and smallest MX
+// exponents over its real rows and columns, then 8 weights (one relaid word) at a time into 8 contiguous fp8
+// bytes by bit arithmetic (mxfp4_tiled_word_to_e4m3, as the MXFP4 GEMM dequantizes on chip: exact where the
+// block's exponents span ≤ 14 binades, its rounding variant otherwise; ~23 instructions per 8 weights).
+// One DRAM round trip per CTA: thread q reads 16-byte unit q of each of the block's two 64-row tiles (row
+// 8·(q / 32) + (q / 4) % 8, columns 8·(q % 4) + 32j of MX blocks j = 0..3; 4 KiB per tile, coalesced) and its
+// rows' 4 scale bytes (one word) before the exponent reduction needs them; the codes wait in registers.
 // Exponents are clamped to [e_max − 36, e_max]: padding (scale 127, code 0) never makes a non-finite
 // multiplier, and real weights further below become ±0 either way (mxfp4_tiled.h).
 constexpr int kToFp8Threads = 256;  // one per 16-byte unit of a tile's codes
-constexpr int kToFp8CtasPerSm = 6;  // ≤ 40 registers (two blocks in flight per thread; 8 CTAs would spill at 32)
 static_assert(kToFp8Threads * 16 == 4096, "a thread per code unit of a 64-row tile");
-
-// One block's share of a thread: its code unit and row scale word in each 64-row tile.
-struct ToFp8Loads {
-  uint4 codes[2];
-  uint32_t scale_word[2];
-};
-
-struct ToFp8Block {
-  int64_t group;
-  int rb, cb;
-};
-__device__ __forceinline__ ToFp8Block to_fp8_block(int64_t b, int nb, int kb) {
-  return {b / (int64_t(kb) * nb), static_cast<int>(b / kb % nb), static_cast<int>(b % kb)};
-}
-
-// Loads block `blk`'s units (none past pad(N): those stay zero, scale 127).
-__device__ __forceinline__ ToFp8Loads to_fp8_load(const uint8_t* src, ToFp8Block blk, int n, int k, int64_t np, int q,
-                                                  int rr) {
-  const uint8_t* group = src + blk.group * mxfp4_tiled_group_bytes(n, k);
-  const int k_tiles = (k + 127) / 128;
-  ToFp8Loads l;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    if (blk.rb * 128 + 64 * h < np) {
-      const uint8_t* tile = group + (int64_t(2 * blk.rb + h) * k_tiles + blk.cb) * kMxfp4TileBytes;
-      l.codes[h] = __ldcs(reinterpret_cast<const uint4*>(tile + 16 * q));
-      l.scale_word[h] = __ldcs(reinterpret_cast<const uint32_t*>(tile + 4096 + 32 * (rr % 8) + 4 * (rr / 8)));
-    } else {
-      l.codes[h] = make_uint4(0u, 0u, 0u, 0u);
-      l.scale_word[h] = 0x7F7F7F7Fu;
-    }
-  }
-  return l;
-}
-
-__global__ void __launch_bounds__(kToFp8Threads, kToFp8CtasPerSm)
+__global__ void __launch_bounds__(kToFp8Threads)
     mxfp4_tiled_to_fp8_kernel(const uint8_t* __restrict__ src, uint8_t* __restrict__ dst,
-                              float* __restrict__ dst_scales, int n, int k, int64_t num_blocks) {
+                              float* __restrict__ dst_scales, int n, int k) {
   const int nb = (n + 127) / 128, kb = (k + 127) / 128;
+  const int cb = static_cast<int>(blockIdx.x) % kb, rb = static_cast<int>(blockIdx.x) / kb % nb;
+  const int64_t gr = blockIdx.x / (int64_t(kb) * nb);
+  const uint8_t* group = src + gr * mxfp4_tiled_group_bytes(n, k);
+  const int k_tiles = (k + 127) / 128;
   const int q = static_cast<int>(threadIdx.x);
   const int rr = 8 * (q / 32) + (q / 4) % 8, t = q % 4;  // row inside its 64-row tile, 8-column group
   const int64_t np = fp8_tiled_pad(n), kp = fp8_tiled_pad(k);
-  // The warps' exponent partials, double-buffered by block parity (one barrier per block).
-  __shared__ int s_max[2][kToFp8Threads / 32], s_min[2][kToFp8Threads / 32];
-  int64_t b = blockIdx.x;
-  if (b >= num_blocks) return;
-  ToFp8Loads cur = to_fp8_load(src, to_fp8_block(b, nb, kb), n, k, np, q, rr);
-  for (int parity = 0; b < num_blocks; b += gridDim.x, parity ^= 1) {
-    const ToFp8Block blk = to_fp8_block(b, nb, kb);
-    const int64_t b_next = b + gridDim.x;
-    const ToFp8Loads next =
-        b_next < num_blocks ? to_fp8_load(src, to_fp8_block(b_next, nb, kb), n, k, np, q, rr) : ToFp8Loads{};
-    // ---- the block's exponent range over real rows (< n) and MX blocks (column < k) ----
-    int e_max = 0, e_min = 255;
+  // ---- loads: per tile h (rows 64h …) this thread's code unit and its row's scale word; none past pad(N) ----
+  uint4 codes[2];
+  uint32_t scale_word[2];
+  bool tile_ok[2];
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      if (blk.rb * 128 + 64 * h + rr >= n) continue;
+  for (int h = 0; h < 2; ++h) {
+    tile_ok[h] = rb * 128 + 64 * h < np;
+    if (tile_ok[h]) {
+      const uint8_t* tile = group + (int64_t(2 * rb + h) * k_tiles + cb) * kMxfp4TileBytes;
+      codes[h] = *reinterpret_cast<const uint4*>(tile + 16 * q);
+      scale_word[h] = *reinterpret_cast<const uint32_t*>(tile + 4096 + 32 * (rr % 8) + 4 * (rr / 8));
+    } else {
+      codes[h] = make_uint4(0u, 0u, 0u, 0u);
+      scale_word[h] = 0x7F7F7F7Fu;
+    }
+  }
+  // ---- the block's exponent range over real rows (< n) and MX blocks (column < k) ----
+  int e_max = 0, e_min = 255;
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        if (blk.cb * 128 + 32 * j >= k) continue;
-        const int e = static_cast<int>((cur.scale_word[h] >> (8 * j)) & 0xFFu);
-        e_max = max(e_max, e);
-        e_min = min(e_min, e);
+  for (int h = 0; h < 2; ++h) {
+    if (rb * 128 + 64 * h + rr >= n) continue;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      if (cb * 128 + 32 * j >= k) continue;
+      const int e = static_cast<int>((scale_word[h] >> (8 * j)) & 0xFFu);
+      e_max = max(e_max, e);
+      e_min = min(e_min, e);
+    }
+  }
+  __shared__ int s_max[kToFp8Threads / 32], s_min[kToFp8Threads / 32];
+  e_max = __reduce_max_sync(0xffffffffu, e_max);
+  e_min = __reduce_min_sync(0xffffffffu, e_min);
+  if (q % 32 == 0) s_max[q / 32] = e_max, s_min[q / 32] = e_min;
+  __syncthreads();
+  e_max = 0, e_min = 255;
+#pragma unroll
+  for (int w = 0; w < kToFp8Threads / 32; ++w) e_max = max(e_max, s_max[w]), e_min = min(e_min, s_min[w]);
+  if (q == 0) dst_scales[(gr * nb + rb) * kb + cb] = ldexpf(1.0f, e_max - 127 - 6);
+  const bool round = e_max - e_min > 14;  // CTA-uniform
+  // ---- convert and store: 8 fp8 bytes per (row, MX block) ----
+  uint8_t* out = dst + gr * fp8_tiled_group_bytes(n, k);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    if (!tile_ok[h]) continue;
+    const int64_t r = rb * 128 + 64 * h + rr;
+    const uint32_t words[4] = {codes[h].x, codes[h].y, codes[h].z, codes[h].w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int64_t c = cb * 128 + 32 * j + 8 * t;
+      if (c >= kp) continue;
+      const int e = min(max(static_cast<int>((scale_word[h] >> (8 * j)) & 0xFFu), e_max - 36), e_max);
+      const uint32_t m2 = mxfp4_f16x2_pow2(e - e_max + 12);
+      uint32_t lo, hi;
+      if (round) {
+        mxfp4_tiled_word_to_e4m3<true>(words[j], m2, lo, hi);
+      } else {
+        mxfp4_tiled_word_to_e4m3<false>(words[j], m2, lo, hi);
       }
+      *reinterpret_cast<uint2*>(out + fp8_tiled_offset(r, c, kp)) = make_uint2(lo, hi);
     }
-    e_max = __reduce_max_sync(0xffffffffu, e_max);
-    e_min = __reduce_min_sync(0xffffffffu, e_min);
-    // NOTE: this parity's slots were last read two blocks ago, before the barrier of the previous block.
-    if (q % 32 == 0) s_max[parity][q / 32] = e_max, s_min[parity][q / 32] = e_min;
-    __syncthreads();
-    e_max = 0, e_min = 255;
-#pragma unroll
-    for (int w = 0; w < kToFp8Threads / 32; ++w) {
-      e_max = max(e_max, s_max[parity][w]), e_min = min(e_min, s_min[parity][w]);
-    }
-    if (q == 0) dst_scales[(blk.group * nb + blk.rb) * kb + blk.cb] = ldexpf(1.0f, e_max - 127 - 6);
-    const bool round = e_max - e_min > 14;  // CTA-uniform
-    // ---- convert and store: 8 fp8 bytes per (row, MX block) ----
-    uint8_t* out = dst + blk.group * fp8_tiled_group_bytes(n, k);
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int64_t r = blk.rb * 128 + 64 * h + rr;
-      if (blk.rb * 128 + 64 * h >= np) continue;
-      const uint32_t words[4] = {cur.codes[h].x, cur.codes[h].y, cur.codes[h].z, cur.codes[h].w};
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const int64_t c = blk.cb * 128 + 32 * j + 8 * t;
-        if (c >= kp) continue;
-        const int e = min(max(static_cast<int>((cur.scale_word[h] >> (8 * j)) & 0xFFu), e_max - 36), e_max);
-        const uint32_t m2 = mxfp4_f16x2_pow2(e - e_max + 12);
-        uint32_t lo, hi;
-        if (round) {
-          mxfp4_tiled_word_to_e4m3<true>(words[j], m2, lo, hi);
-        } else {
-          mxfp4_tiled_word_to_e4m3<false>(words[j], m2, lo, hi);
-        }
-        __stcs(reinterpret_cast<uint2*>(out + fp8_tiled_offset(r, c, kp)), make_uint2(lo, hi));
-      }
-    }
-    cur = next;
   }
 }
 
@@ -171,9 +140,7 @@ void launch_mxfp4_tiled_to_fp8(const uint8_t* src, uint8_t* dst, float* dst_scal
                  "mxfp4_tiled_to_fp8: src and dst must be 16-byte aligned");
   const int64_t blocks = int64_t(groups) * ((n + 127) / 128) * ((k + 127) / 128);
   if (blocks == 0) return;
-  const int64_t ctas = std::min<int64_t>(blocks, int64_t{kToFp8CtasPerSm} * current_sm_count());
-  mxfp4_tiled_to_fp8_kernel<<<static_cast<unsigned>(ctas), kToFp8Threads, 0, stream>>>(src, dst, dst_scales, n, k,
-                                                                                       blocks);
+  mxfp4_tiled_to_fp8_kernel<<<static_cast<unsigned>(blocks), kToFp8Threads, 0, stream>>>(src, dst, dst_scales, n, k);
   GOSSAMER_CUDA_CHECK_LAUNCH();
 }
 
