@@ -51,7 +51,9 @@ __global__ void mxfp4_to_tiled_kernel(const uint8_t* __restrict__ blocks, const 
 // block's exponents span ≤ 14 binades, its rounding variant otherwise; ~23 instructions per 8 weights).
 // One DRAM round trip per CTA: thread q reads 16-byte unit q of each of the block's two 64-row tiles (row
 // 8·(q / 32) + (q / 4) % 8, columns 8·(q % 4) + 32j of MX blocks j = 0..3; 4 KiB per tile, coalesced) and its
-// rows' 4 scale bytes (one word) before the exponent reduction needs them; the codes wait in registers.
+// rows' 4 scale bytes (one word) before the exponent reduction needs them; the codes wait in registers. H100,
+// 2026-12-06: 69–70% of copy (was 45–47% with its loads after the reduction; a block-walking variant with the next
+// block's loads in flight ran at 63%: docs/PERF.md).
 // Exponents are clamped to [e_max − 36, e_max]: padding (scale 127, code 0) never makes a non-finite
 // multiplier, and real weights further below become ±0 either way (mxfp4_tiled.h).
 constexpr int kToFp8Threads = 256;  // one per 16-byte unit of a tile's codes
