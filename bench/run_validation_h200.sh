@@ -157,6 +157,11 @@ run_headline() {
     timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
     --batch-sizes 1 --contexts 1024 --steps 16 2>&1 | grep -E "dummy|kernel_trace"
   python3 bench/kernels/kernel_timeline.py $raw/headline.tsv --sequence 30 | head -70
+  sec "every kernel of one 20b prefill of 8,192 tokens (fp8; the launches of the last complete step)"
+  CUDA_INJECTION64_PATH=$v/libgossamer_kernel_trace.so GOSSAMER_KERNEL_TRACE=$raw/prefill.tsv \
+    timeout 90 build/gossamer bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 \
+    --repeats 1 2>&1 | grep -E "dummy|kernel_trace"
+  python3 bench/kernels/kernel_timeline.py $raw/prefill.tsv --eager | head -30
 }
 
 # Nsight Compute metrics (clocks as they run): stall reasons per issued instruction, pipe and issue activity;
@@ -366,24 +371,28 @@ run_verdict() {
 run_followup() {
   # A short call: the decode kernels' tests and the model suite (goldens, every fusion toggled; shards at once), then
   # decode A/B (base, defaults, the candidates of FOLLOWUP_DECODE_FLAGS: one run per entry, entries separated by ";")
-  # and prefill A/B (base, defaults, without the seventeenth session's two takes: --no-moe-quantize-tokens-once
-  # --no-prefill-attention-fixed-max), the defaults' batch-1 timeline, then a second round of the A/B. No run starts
-  # past FOLLOWUP_DEADLINE seconds (default 430); the tests stop at FOLLOWUP_TEST_LIMIT seconds (default 150).
+  # and prefill A/B (base, defaults, FOLLOWUP_PREFILL_FLAGS the same way; by default the wgmma attention kernel on
+  # the sliding layers too, which the mma.sync kernel beat there on 2026-12-01), the defaults' batch-1 timeline, then
+  # a second round of the A/B. No run starts past FOLLOWUP_DEADLINE seconds (default 430); the tests stop at
+  # FOLLOWUP_TEST_LIMIT seconds (default 150).
   local base run round deadline=${FOLLOWUP_DEADLINE:-430} test_limit=${FOLLOWUP_TEST_LIMIT:-150}
   sec "the decode kernels' tests and the model suite (shards at once, ${test_limit} s)"
   parallel_tests followup $test_limit 'CudaModelGpuTest.*:Weights/*:CudaPhase*' 'GemvFp8Kernel.*:GemvBf16*:RmsNormKernel.*' \
     'AttentionDecode*'
-  local runs flags
+  local runs prefill_runs flags
   base_binary
   runs=("$base|" "build/gossamer|")
   IFS=';' read -ra flags <<< "${FOLLOWUP_DECODE_FLAGS:-}"
   for run in "${flags[@]}"; do runs+=("build/gossamer|$run"); done
+  prefill_runs=("$base|" "build/gossamer|")
+  IFS=';' read -ra flags <<< "${FOLLOWUP_PREFILL_FLAGS---prefill-attention wgmma}"
+  for run in "${flags[@]}"; do prefill_runs+=("build/gossamer|$run"); done
   for round in 1 2; do
     for run in "${runs[@]}"; do
       [ $SECONDS -lt $deadline ] || { echo "(deadline: decode ${run} round $round not run)"; continue; }
       ab_decode "$run"
     done
-    for run in "$base|" "build/gossamer|" "build/gossamer|--no-moe-quantize-tokens-once --no-prefill-attention-fixed-max"; do
+    for run in "${prefill_runs[@]}"; do
       [ $SECONDS -lt $deadline ] || { echo "(deadline: prefill ${run} round $round not run)"; continue; }
       ab_prefill "$run" "8192 32768 131072"
     done

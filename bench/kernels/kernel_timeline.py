@@ -2,6 +2,7 @@
 """Where a CUDA-graph step's time goes, from a gossamer_kernel_trace file (bench/kernels/kernel_trace.cpp).
 
   python3 bench/kernels/kernel_timeline.py trace.tsv [--sequence N]
+  python3 bench/kernels/kernel_timeline.py trace.tsv --eager    (one prefill step, per kernel name)
 
 Each graph (one per decode batch size) is replayed many times; the replays are cut where the graph's first
 kernel comes round again, and the replay of median span is shown. In a chain of dependent kernels each one
@@ -79,12 +80,39 @@ def show(graph, step, sequence):
             print(f"{start / 1e3:8.2f} {end / 1e3:8.2f} {dur / 1e3:7.2f} {exposed / 1e3:7.2f} {head / 1e3:6.2f} {ctas:6d}  {name}")
 
 
+def eager_step(rows):
+    """The last complete eager step (a prefill): the launches outside graphs from the second-to-last embedding
+    kernel up to the last one, summed per kernel name (duration: its launches' end − start)."""
+    eager = [r for r in rows if r[2] == 0]
+    starts = [i for i, r in enumerate(eager) if "embedding_kernel" in r[4]]
+    if len(starts) < 2:
+        sys.exit("fewer than two eager steps in the trace (no second embedding launch)")
+    step = eager[starts[-2]:starts[-1]]
+    span = max(r[1] for r in step) - step[0][0]
+    per = collections.defaultdict(lambda: [0, 0])
+    for start, end, _, _, name in step:
+        p = per[short(name)]
+        p[0] += 1
+        p[1] += end - start
+    busy = sum(d for _, d in per.values())
+    print(f"eager step: {len(step)} kernels, span {span / 1e3:.1f} us, kernel time {busy / 1e3:.1f} us")
+    print(f"{'kernel ms':>10} {'share':>6} {'count':>5}  kernel")
+    for name, (n, dur) in sorted(per.items(), key=lambda kv: -kv[1][1]):
+        print(f"{dur / 1e6:10.3f} {100 * dur / busy:5.1f}% {n:5d}  {name}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("trace")
     parser.add_argument("--sequence", type=int, default=0, help="also list the first N kernels of the step")
+    parser.add_argument("--eager", action="store_true",
+                        help="an eager step instead (a prefill): the launches outside graphs between the last two "
+                        "embedding kernels, per kernel name")
     args = parser.parse_args()
     rows = read(args.trace)
+    if args.eager:
+        eager_step(rows)
+        return
     graphs = collections.defaultdict(list)
     for r in rows:
         if r[2] != 0:
