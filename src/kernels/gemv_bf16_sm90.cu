@@ -1,5 +1,6 @@
 #include "kernels/cuda_utils.h"
 #include "kernels/gemv_bf16.h"
+#include "kernels/gemv_bf16_sm90.cuh"
 
 namespace gossamer::kernels {
 namespace {
@@ -7,12 +8,8 @@ namespace {
 constexpr int kWarps = 8;
 constexpr int kThreads = 32 * kWarps;
 
-__device__ __forceinline__ float lo(uint32_t v) {
-  return __uint_as_float(v << 16);
-}
-__device__ __forceinline__ float hi(uint32_t v) {
-  return __uint_as_float(v & 0xFFFF0000u);
-}
+using gemv_bf16_column::hi;
+using gemv_bf16_column::lo;
 
 // Block: kWarps output columns of the kRows-row chunk blockIdx.y; the chunk's x rows staged in shared
 // memory as bf16 (kRows·K·2 ≤ 128 KiB dynamic); rows past M (a partial last chunk) read as zero.
@@ -58,54 +55,24 @@ __global__ void __launch_bounds__(kThreads) gemv_bf16_kernel(const GemvBf16Param
 }
 
 // Few columns (the router: N = 32–128): one block per column, its 8 warps split K and their partial sums
-// are added in warp order (deterministic). Spreads a 184 KB read over N SMs instead of N/8. The block's weight
-// row is loaded into registers before the PDL wait (weights: never the previous kernel's output), so only x's
-// load follows the kernel before.
+// are added in warp order (deterministic; gemv_bf16_sm90.cuh). Spreads a 184 KB read over N SMs instead of N/8. The
+// block's weight row is loaded into registers before the PDL wait (weights: never the previous kernel's output), so
+// only x's load follows the kernel before.
 template <int kRows>
 __global__ void __launch_bounds__(kThreads) gemv_bf16_column_kernel(const GemvBf16Params p) {
-  __shared__ float partial[kWarps][kRows];
-  constexpr int kMaxVecs = kGemvBf16MaxK / 8 / kThreads;  // 16-byte weight vectors per thread
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, n = blockIdx.x;
-  const int vecs = p.K / 8;
-  const uint4* wrow = reinterpret_cast<const uint4*>(p.w + static_cast<int64_t>(n) * p.K);
-  uint4 w_early[kMaxVecs];
-#pragma unroll
-  for (int i = 0; i < kMaxVecs; ++i) {
-    const int c = threadIdx.x + i * kThreads;
-    if (c < vecs) w_early[i] = __ldg(wrow + c);
-  }
+  namespace col = gemv_bf16_column;
+  static_assert(col::kThreads == kThreads, "one column per CTA of this kernel's threads");
+  __shared__ float partial[col::kWarps][kRows];
+  const int n = blockIdx.x, vecs = p.K / 8;
+  uint4 w[kGemvBf16MaxK / 8 / kThreads];
+  col::load_row(p.w + static_cast<int64_t>(n) * p.K, vecs, w);
   pdl_wait();
   pdl_trigger();
-  float acc[kRows] = {};
-#pragma unroll
-  for (int i = 0; i < kMaxVecs; ++i) {
-    const int c = threadIdx.x + i * kThreads;
-    if (c >= vecs) break;
-    const uint4 wv = w_early[i];
-    const uint32_t wp[4] = {wv.x, wv.y, wv.z, wv.w};
-#pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-      const uint4 xv = __ldg(reinterpret_cast<const uint4*>(p.x + r * p.ldx) + c);
-      const uint32_t xp[4] = {xv.x, xv.y, xv.z, xv.w};
-#pragma unroll
-      for (int j = 0; j < 4; ++j) acc[r] += lo(wp[j]) * lo(xp[j]) + hi(wp[j]) * hi(xp[j]);
-    }
-  }
-#pragma unroll
-  for (int r = 0; r < kRows; ++r) {
-    float v = acc[r];
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    if (lane == 0) partial[warp][r] = v;
-  }
+  col::warp_partials<kRows>(w, vecs, p.x, p.ldx, kRows, partial);
   __syncthreads();
   if (threadIdx.x < kRows) {
     const int r = threadIdx.x;
-    float v = 0.f;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) v += partial[w][r];
-    const float b = p.bias ? __uint_as_float(static_cast<uint32_t>(p.bias[n]) << 16) : 0.f;
-    const __nv_bfloat16 h = __float2bfloat16_rn(v + b);
-    p.out[r * p.ldc + n] = *reinterpret_cast<const uint16_t*>(&h);
+    p.out[r * p.ldc + n] = col::output<kRows>(partial, r, p.bias ? p.bias + n : nullptr);
   }
 }
 
