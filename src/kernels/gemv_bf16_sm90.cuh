@@ -1,7 +1,7 @@
 // The few-column bf16 GEMV's column on the device (gemv_bf16.h: one CTA of 8 warps per output column, the warps
-// splitting K), shared by gemv_bf16_sm90.cu and the decode router with its routing (moe_router_sm90.cu) so that
-// both produce the same logits bit for bit: thread t takes the weight row's 16-byte vectors t + 256·i, sums its
-// products with x in that order, the warps reduce by shuffles, and the warps' sums are added in warp order.
+// splitting K; gemv_bf16_sm90.cu's column kernel, the decode router): thread t takes the weight row's 16-byte vectors
+// t + 256·i, sums its products with x in that order, the warps reduce by shuffles, and the warps' sums are added in
+// warp order.
 #pragma once
 
 #include <cuda_bf16.h>
