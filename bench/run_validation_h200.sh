@@ -73,11 +73,23 @@ run_tests() {
     sec "$(basename "$f")"
     grep -E '^\[  (PASSED|FAILED) |^\[  FAILED  \]|tests ran' "$f" | head -20
   done
+  print_failures "$out"/kernels_?.log "$out"/model_gpu.log "$out"/engine_gpu.log "$out"/comm_gpu.log \
+    "$out"/server_gpu.log
+}
+
+# Each failing test log's failure messages on stdout (a call returns only a few of $out's files).
+print_failures() {  # logs…
+  local f
+  for f in "$@"; do
+    grep -q 'Failure\|FAILED  \]' "$f" 2>/dev/null || continue
+    sec "failures in $(basename "$f")"
+    grep -n -B2 -A12 -E 'Failure$|: Failure|exception with description' "$f" | head -60
+  done
 }
 
 # The kernel suite once per filter beside the model suite's filter, all at once (correctness only: they may share the
-# GPU), each under `limit` seconds; logs $out/<tag>_kernels_<i>.log and $out/<tag>_model.log; prints each exit and
-# the pass / fail lines.
+# GPU), each under `limit` seconds; logs $out/<tag>_kernels_<i>.log and $out/<tag>_model.log; prints each exit, the
+# pass / fail lines and the failures' messages.
 parallel_tests() {  # tag, limit, model filter, kernel filters…
   local tag=$1 limit=$2 model=$3 i=0 f
   shift 3
@@ -94,6 +106,7 @@ parallel_tests() {  # tag, limit, model filter, kernel filters…
   wait
   cat "$out/${tag}_exit.log"
   grep -hE '^\[  (PASSED|FAILED) |^\[  FAILED  \]' "$out/${tag}"_kernels_*.log "$out/${tag}_model.log"
+  print_failures "$out/${tag}"_kernels_*.log "$out/${tag}_model.log"
 }
 
 run_benches() {
