@@ -1,6 +1,7 @@
+#include <cuda_bf16.h>
+
 #include "kernels/cuda_utils.h"
 #include "kernels/gemv_bf16.h"
-#include "kernels/gemv_bf16_sm90.cuh"
 
 namespace gossamer::kernels {
 namespace {
@@ -8,8 +9,63 @@ namespace {
 constexpr int kWarps = 8;
 constexpr int kThreads = 32 * kWarps;
 
-using gemv_bf16_column::hi;
-using gemv_bf16_column::lo;
+__device__ __forceinline__ float lo(uint32_t v) {
+  return __uint_as_float(v << 16);
+}
+__device__ __forceinline__ float hi(uint32_t v) {
+  return __uint_as_float(v & 0xFFFF0000u);
+}
+
+// This thread's vectors of the weight row (`vecs` = K / 8 of them; at most 256 · kVecs): w[i] = row[t + 256·i].
+// Weights only: read before a PDL wait.
+template <int kVecs>
+__device__ __forceinline__ void load_row(const uint16_t* w_row, int vecs, uint4 (&w)[kVecs]) {
+#pragma unroll
+  for (int i = 0; i < kVecs; ++i) {
+    const int c = static_cast<int>(threadIdx.x) + i * kThreads;
+    if (c < vecs) w[i] = __ldg(reinterpret_cast<const uint4*>(w_row) + c);
+  }
+}
+
+// The few-column kernel's row dot with x's rows 0 … kRows − 1 (row stride ldx elements), per warp: partial[warp][r].
+// Thread t takes the weight row's vectors t + 256·i and sums its products with x in that order; the warp reduces by
+// shuffles. Every thread of the CTA calls it; the caller synchronises before reading `partial` (shared memory).
+template <int kRows, int kVecs>
+__device__ __forceinline__ void warp_partials(const uint4 (&w)[kVecs], int vecs, const uint16_t* x, int64_t ldx,
+                                              float (&partial)[kWarps][kRows]) {
+  float acc[kRows] = {};
+#pragma unroll
+  for (int i = 0; i < kVecs; ++i) {
+    const int c = static_cast<int>(threadIdx.x) + i * kThreads;
+    if (c >= vecs) break;
+    const uint32_t wp[4] = {w[i].x, w[i].y, w[i].z, w[i].w};
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      const uint4 xv = __ldg(reinterpret_cast<const uint4*>(x + r * ldx) + c);
+      const uint32_t xp[4] = {xv.x, xv.y, xv.z, xv.w};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) acc[r] += lo(wp[j]) * lo(xp[j]) + hi(wp[j]) * hi(xp[j]);
+    }
+  }
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    float v = acc[r];
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    if (lane == 0) partial[warp][r] = v;
+  }
+}
+
+// Output r: bf(Σ_warps partial[w][r] (in warp order) + bias), as bf16 bits; bias: the column's bf16 or null.
+template <int kRows>
+__device__ __forceinline__ uint16_t output(const float (&partial)[kWarps][kRows], int r, const uint16_t* bias) {
+  float v = 0.f;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) v += partial[w][r];
+  const float b = bias ? __uint_as_float(static_cast<uint32_t>(*bias) << 16) : 0.f;
+  const __nv_bfloat16 h = __float2bfloat16_rn(v + b);
+  return *reinterpret_cast<const uint16_t*>(&h);
+}
 
 // Block: kWarps output columns of the kRows-row chunk blockIdx.y; the chunk's x rows staged in shared
 // memory as bf16 (kRows·K·2 ≤ 128 KiB dynamic); rows past M (a partial last chunk) read as zero.
@@ -55,24 +111,22 @@ __global__ void __launch_bounds__(kThreads) gemv_bf16_kernel(const GemvBf16Param
 }
 
 // Few columns (the router: N = 32–128): one block per column, its 8 warps split K and their partial sums
-// are added in warp order (deterministic; gemv_bf16_sm90.cuh). Spreads a 184 KB read over N SMs instead of N/8. The
+// are added in warp order (deterministic). Spreads a 184 KB read over N SMs instead of N/8. The
 // block's weight row is loaded into registers before the PDL wait (weights: never the previous kernel's output), so
 // only x's load follows the kernel before.
 template <int kRows>
 __global__ void __launch_bounds__(kThreads) gemv_bf16_column_kernel(const GemvBf16Params p) {
-  namespace col = gemv_bf16_column;
-  static_assert(col::kThreads == kThreads, "one column per CTA of this kernel's threads");
-  __shared__ float partial[col::kWarps][kRows];
+  __shared__ float partial[kWarps][kRows];
   const int n = blockIdx.x, vecs = p.K / 8;
   uint4 w[kGemvBf16MaxK / 8 / kThreads];
-  col::load_row(p.w + static_cast<int64_t>(n) * p.K, vecs, w);
+  load_row(p.w + static_cast<int64_t>(n) * p.K, vecs, w);
   pdl_wait();
   pdl_trigger();
-  col::warp_partials<kRows>(w, vecs, p.x, p.ldx, kRows, partial);
+  warp_partials<kRows>(w, vecs, p.x, p.ldx, partial);
   __syncthreads();
   if (threadIdx.x < kRows) {
     const int r = threadIdx.x;
-    p.out[r * p.ldc + n] = col::output<kRows>(partial, r, p.bias ? p.bias + n : nullptr);
+    p.out[r * p.ldc + n] = output<kRows>(partial, r, p.bias ? p.bias + n : nullptr);
   }
 }
 
