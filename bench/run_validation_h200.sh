@@ -299,31 +299,36 @@ PY
 
 run_candidates() {
   # The kernel rows of the recent changes, beside the binaries before them (carry/base/gossamer.zst and
-  # kernels_bench.zst when packed, stripped, zstd), then their end-to-end A/B. Now: the MXFP4 → FP8 pass of
-  # --weights mxfp4 prefill in one DRAM round trip per CTA (its tests, the moe-mxfp4 rows: FP8 / convert + FP8 /
-  # direct at 256–8,192 tokens, E = 32 and 128; bench prefill --weights mxfp4, 20b and 120b).
-  sec "the MXFP4 → FP8 pass's tests (bit-exact against the load-time conversion; the GEMM and MoE on it)"
-  parallel_tests candidates 200 'CudaModelGpuTest.Mxfp4*:Weights/*' 'Mxfp4TiledKernel.*' \
-    'GemmFp8Mxfp4Kernel.*:MoeKernel.Mxfp4MatchesReference'
-  sec "moe-mxfp4 (the pass's rows: \"mxfp4_tiled_to_fp8, one layer's experts\", convert + FP8, direct)"
-  timeout 150 build/bench/kernels/gossamer_kernels_bench moe-mxfp4 | grep -E "^\| "
+  # kernels_bench.zst when packed, stripped, zstd), then their end-to-end A/B. Now: the TMA GEMM's epilogue
+  # through shared memory and asynchronous row copies (its tests and the model goldens; the gemm-large and moe
+  # rows, new then base; bench prefill fp8 20b, with --dense-gemm gossamer too, and --weights mxfp4 20b / 120b).
+  sec "the TMA GEMM's tests (every tile and epilogue, the MoE bit-identical across tiles) and the model suite"
+  parallel_tests candidates 240 'CudaModelGpuTest.*:Weights/*' 'GemmFp8Kernel.*:GemmFp8Mxfp4Kernel.*' 'MoeKernel.*'
+  sec "gemm-large and moe (8,192 / 512 tokens), the new binary"
+  timeout 120 build/bench/kernels/gossamer_kernels_bench gemm-large | grep -E "^\| "
+  timeout 150 build/bench/kernels/gossamer_kernels_bench moe | grep -E "^\| .*(8192|512) tok"
   if [ -f carry/base/kernels_bench.zst ]; then
     $z -q -d -f carry/base/kernels_bench.zst -o build/kernels_bench_base && chmod +x build/kernels_bench_base
-    sec "moe-mxfp4, the base binary ($(cat carry/base/COMMIT 2>/dev/null))"
-    timeout 150 build/kernels_bench_base moe-mxfp4 | grep -E "^\| "
+    sec "gemm-large and moe, the base binary ($(cat carry/base/COMMIT 2>/dev/null))"
+    timeout 120 build/kernels_bench_base gemm-large | grep -E "^\| "
+    timeout 150 build/kernels_bench_base moe | grep -E "^\| .*(8192|512) tok"
   fi
   local base run round
   base_binary
   for round in 1 2; do
+    for run in "$base|" "build/gossamer|" "build/gossamer|--dense-gemm gossamer"; do
+      ab_prefill "$run" "8192 32768"
+    done
     for run in "$base|" "build/gossamer|"; do
       [ -n "${run%%|*}" ] || continue
-      sec "${run%%|*} bench prefill --weights mxfp4: 20b 2,048 / 8,192 / 32,768, 120b 2,048 / 8,192"
+      sec "${run%%|*} bench prefill --weights mxfp4: 20b 2,048 / 8,192, 120b 8,192"
       timeout 100 ${run%%|*} bench prefill --load-format dummy --preset 20b --device cuda --weights mxfp4 \
-        --input-lens 2048 8192 32768 --repeats 2 | grep dummy
-      timeout 100 ${run%%|*} bench prefill --load-format dummy --preset 120b --device cuda --weights mxfp4 \
         --input-lens 2048 8192 --repeats 2 | grep dummy
+      timeout 100 ${run%%|*} bench prefill --load-format dummy --preset 120b --device cuda --weights mxfp4 \
+        --input-lens 8192 --repeats 2 | grep dummy
     done
   done
+  python3 bench/summarize_ab.py "$out/candidates_summary.txt"
 }
 
 # The A/B runs' pieces: base_binary sets $base (the carried base binary, else empty: those runs are skipped);

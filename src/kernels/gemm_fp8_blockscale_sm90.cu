@@ -9,6 +9,7 @@
 #include "kernels/fp8_tiled.h"
 #include "kernels/gemm_fp8.h"
 #include "kernels/gemm_fp8_common_sm90.cuh"
+#include "kernels/gemm_fp8_tma_out_sm90.cuh"
 
 namespace gossamer::kernels {
 namespace {
@@ -204,7 +205,7 @@ void launch_gemm_fp8(const GemmFp8Params& p, int rows_hint, cudaStream_t stream)
       // 338.6 / 341.9 / 324.0), below 128×192 (qkv M = 1024: 47.4 / 56.8 / 54.3); the rule is the best or
       // within 1% on every measured shape. The grouped MoE 128×256 sharing A (8,192 tokens, E = 32: 2,280.3
       // µs, 2,370.2 sharing B; E = 128 3,004.9 vs 3,276.9: pairs of row tiles across experts cannot share B).
-      const bool tma_ok = p.b_tiled && p.a_row_index == nullptr;
+      const bool tma_ok = p.b_tiled && p.a_row_index == nullptr && tma_output_ok(p);
       const bool grouped = p.tile_group != nullptr;
       tile = (!grouped && p.M <= 256) ? GemmTile::k64x128
              : !tma_ok                ? GemmTile::k128x128

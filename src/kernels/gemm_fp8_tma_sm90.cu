@@ -19,9 +19,10 @@
 //                tile's 128 A scales and its B scales per K block, and with a tile's first K block its
 //                kBN bias values, each lane's completion one arrival on the full barrier (1
 //                transaction-counted + 32 arrivals), so the consumers never wait on a global load;
-//   warpgroups 1 and 2  consumers: rows 0–63 and 64–127. Per K block: four wgmma m64nkBNk32 into a
-//                temporary accumulator, wait, release the stage, promote with a_scale[row] · b_scale; the
-//                first K block of a tile sets the accumulators to the staged bias while its wgmma run.
+//   warpgroups 1 and 2  consumers: rows 0–63 and 64–127 (each writes its rows of a finished tile through its
+//                own shared-memory staging buffer and asynchronous row copies: gemm_fp8_tma_out_sm90.cuh). Per K block:
+//                four wgmma m64nkBNk32 into a temporary accumulator, wait, release the stage, promote with a_scale[row]
+//                · b_scale; the first K block of a tile sets the accumulators to the staged bias while its wgmma run.
 //                A 256-wide tile runs that as two 128-column passes per K block (the temporary is half
 //                the tile, so accumulators and temporary fit the consumers' registers); it releases the
 //                stage after the second (or skips the second where its columns all lie past N). Per FLOP it
@@ -34,6 +35,7 @@
 #include <algorithm>
 
 #include "kernels/gemm_fp8_common_sm90.cuh"
+#include "kernels/gemm_fp8_tma_out_sm90.cuh"
 #include "kernels/mbarrier_sm90.cuh"
 #include "kernels/tma_sm90.cuh"
 
@@ -45,10 +47,14 @@ constexpr int kCluster = 2;  // CTAs per cluster, sharing the A tile
 constexpr int kProducerRegs = 40;
 constexpr int kConsumerRegs = 232;
 
-template <int kBN>
+// kFp8Out: the kSwiGluFp8 epilogue's instantiation (its output rows are 128 bytes: a smaller staging buffer).
+template <int kBN, bool kFp8Out>
 struct TmaTile {
   static_assert(kBN == 192 || kBN == 256, "128×192 and 128×256 tiles");
-  static constexpr int kStages = kBN == 192 ? 5 : 4;
+  static_assert(!kFp8Out || kBN == 256, "kSwiGluFp8 on 256-wide tiles");
+  // As many stages as fit beside the two consumer warpgroups' output staging (TmaOut) in the 227 KiB a CTA may
+  // hold: 4 of 40 KiB (192), 3 of 48 KiB (256, bf16 rows), 4 of 48 KiB (256, FP8 rows); 215–220 KiB in all.
+  static constexpr int kStages = kBN == 256 && !kFp8Out ? 3 : 4;
   static constexpr int kABytes = 128 * kBK;  // [K half][128 rows][64 bytes]
   static constexpr int kBBytes = kBN * kBK;  // [K half][kBN rows][64 bytes]
   static constexpr int kStageBytes = kABytes + kBBytes;
@@ -56,7 +62,9 @@ struct TmaTile {
   // pairs; written with a tile's first K block only)].
   static constexpr int kBiasWord0 = 132;
   static constexpr int kScaleFloats = kBiasWord0 + kBN / 2;
-  static constexpr int kSmemBytes = 1024 + kStages * kStageBytes + 2 * kStages * 8 + kStages * kScaleFloats * 4;
+  static constexpr int kOutOffset = kStages * kStageBytes + 2 * kStages * 8 + kStages * kScaleFloats * 4;
+  static constexpr int kSmemBytes = 1024 + kOutOffset + 2 * TmaOut<kBN, kFp8Out>::kBytes;
+  static_assert(kOutOffset % 16 == 0, "the output staging is 16-byte aligned (bulk copies)");
 };
 constexpr int kScaleLanes = 32;  // producer warp 1
 // Columns of B one wgmma pass covers: the whole 192-wide tile; a 256-wide tile runs two 128-column passes
@@ -183,7 +191,7 @@ __device__ __forceinline__ TmaWalk tma_walk(const GemmFp8Params& p) {
   return w;
 }
 
-template <int kBN, bool kShareB>
+template <int kBN, bool kShareB, bool kFp8Out>
 __device__ __forceinline__ void consume_tma_tiles(const GemmFp8Params& p, uint8_t* smem, uint64_t* full,
                                                   uint64_t* empty, float* scales, int num_kb);
 
@@ -191,11 +199,11 @@ __device__ __forceinline__ void consume_tma_tiles(const GemmFp8Params& p, uint8_
 // released it (each consumer warp arrives on its own and its peer's empty barrier).
 // map_a: box 64 K bytes × 64 rows (share A) or × 128 rows (kShareB); map_b: box (64, 64, kBN / 64, 2)
 // (share A) or (64, 64, kBN / 128, 1): one K half of half the tile's rows (kShareB).
-template <int kBN, bool kShareB>
+template <int kBN, bool kShareB, bool kFp8Out>
 __global__ void __launch_bounds__(kTmaThreads, 1)
     gemm_fp8_tma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                         const GemmFp8Params p) {
-  using T = TmaTile<kBN>;
+  using T = TmaTile<kBN, kFp8Out>;
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + T::kStages * T::kStageBytes);
@@ -291,17 +299,18 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
       }
     }
   } else {
-    consume_tma_tiles<kBN, kShareB>(p, smem, full, empty, scales, num_kb);
+    consume_tma_tiles<kBN, kShareB, kFp8Out>(p, smem, full, empty, scales, num_kb);
   }
   // NOTE: no CTA of a cluster exits while its peer may still multicast into it or arrive on its barriers.
   tma::cluster_sync();
 }
 
 // ================= consumers (warpgroups 1 and 2) =================
-template <int kBN, bool kShareB>
+template <int kBN, bool kShareB, bool kFp8Out>
 __device__ __forceinline__ void consume_tma_tiles(const GemmFp8Params& p, uint8_t* smem, uint64_t* full,
                                                   uint64_t* empty, float* scales, int num_kb) {
-  using T = TmaTile<kBN>;
+  using T = TmaTile<kBN, kFp8Out>;
+  using Out = TmaOut<kBN, kFp8Out>;
   const int tid = threadIdx.x;
   tma::regs_claim<kConsumerRegs>();
   // Consumer warpgroup: rows 64·cw … (through a shuffle so that the compiler knows it is warp-uniform and
@@ -375,15 +384,17 @@ __device__ __forceinline__ void consume_tma_tiles(const GemmFp8Params& p, uint8_
         }
       }
     }
-    if (c.active) write_out<kBN>(p, acc, c.m0, c.n0, c.row_end, local_row, lane);
+    if (c.active)
+      write_out_staged<kBN, kFp8Out>(p, acc, c.m0, c.n0, c.row_end, cw, smem + T::kOutOffset + cw * Out::kBytes);
   }
+  wait_tma_out();
 }
 
-template <int kBN, bool kShareB>
+template <int kBN, bool kShareB, bool kFp8Out>
 void launch_tma_tile(const GemmFp8Params& p, cudaStream_t stream) {
   static_assert(!kShareB || kBN == 256, "sharing B splits the tile's 64-row bands in two halves");
-  using T = TmaTile<kBN>;
-  auto* kernel = gemm_fp8_tma_kernel<kBN, kShareB>;
+  using T = TmaTile<kBN, kFp8Out>;
+  auto* kernel = gemm_fp8_tma_kernel<kBN, kShareB, kFp8Out>;
   // Resident clusters (clusters of 2 need two free SMs of one GPC): queried once per instantiation.
   // The launch configuration for `units` work units (kCluster CTAs each).
   ClusterPdlAttributes cluster_attribute(kCluster, false);
@@ -439,8 +450,14 @@ void launch_tma(const GemmFp8Params& p, int tile_n, bool share_b, cudaStream_t s
                  "gemm_fp8: the TMA kernel needs 16-byte aligned operands");
   GOSSAMER_CHECK(tile_n == 192 || tile_n == 256, "gemm_fp8: TMA tile 128x", tile_n, " is not built");
   GOSSAMER_CHECK(!share_b || tile_n == 256, "gemm_fp8: the B-sharing TMA tile is 128x256 only");
-  if (share_b) return launch_tma_tile<256, true>(p, stream);
-  tile_n == 256 ? launch_tma_tile<256, false>(p, stream) : launch_tma_tile<192, false>(p, stream);
+  GOSSAMER_CHECK(tma_output_ok(p),
+                 "gemm_fp8: the TMA kernel copies whole output rows: the output 16-byte aligned, "
+                 "ldc a multiple of 8 (ldq of 16) and N of 8 (kSwiGlu: 16; kSwiGluFp8: 32)");
+  if (p.epilogue == GemmEpilogue::kSwiGluFp8) {  // launch_gemm_fp8 picks a 256-wide tile for it
+    return share_b ? launch_tma_tile<256, true, true>(p, stream) : launch_tma_tile<256, false, true>(p, stream);
+  }
+  if (share_b) return launch_tma_tile<256, true, false>(p, stream);
+  tile_n == 256 ? launch_tma_tile<256, false, false>(p, stream) : launch_tma_tile<192, false, false>(p, stream);
 }
 
 }  // namespace gossamer::kernels::gemm_fp8_detail

@@ -59,6 +59,14 @@ __device__ __forceinline__ uint32_t ld_shared_u32(uint32_t addr) {
   return v;
 }
 
+__device__ __forceinline__ void st_shared_u32(uint32_t addr, uint32_t v) {
+  asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+}
+
+__device__ __forceinline__ void st_shared_u16(uint32_t addr, uint16_t v) {
+  asm volatile("st.shared.u16 [%0], %1;\n" ::"r"(addr), "h"(v) : "memory");
+}
+
 // Named CTA barriers (bar.sync / bar.arrive; id 0 is __syncthreads'): `count` threads, a multiple of 32, meet
 // at barrier `id`; an arriving thread does not wait. The warpgroups' issue turns (ping-pong) use them.
 __device__ __forceinline__ void named_sync(int id, int count) {

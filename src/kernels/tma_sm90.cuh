@@ -124,6 +124,26 @@ __device__ __forceinline__ void copy_4d_multicast(void* dst, const CUtensorMap* 
       : "memory");
 }
 
+// `bytes` (a multiple of 16; both addresses 16-byte aligned) from this CTA's shared memory to global memory,
+// asynchronously, in this thread's open bulk group (commit_bulk_group closes it). Make the source's
+// generic-proxy writes visible first (fence_proxy_async, then a barrier).
+__device__ __forceinline__ void store_bulk(void* dst, const void* src, uint32_t bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(reinterpret_cast<uint64_t>(dst)),
+               "r"(smem_u32(src)), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void commit_bulk_group() {
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+// Waits until every bulk group this thread committed has read its shared-memory source (it may be rewritten).
+__device__ __forceinline__ void wait_bulk_groups_read() {
+  asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+}
+// Waits until every bulk group this thread committed has completed (its global writes performed).
+__device__ __forceinline__ void wait_bulk_groups() {
+  asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+}
+
 // This CTA's rank in its cluster.
 __device__ __forceinline__ uint32_t cluster_rank() {
   uint32_t rank;
