@@ -119,8 +119,9 @@ __device__ __forceinline__ void stage_bf16(const GemmFp8Params& p, const float (
 }
 
 // Consumer warpgroup cw's rows [m0 + 64·cw, +64) of the 128×kBN tile at (m0, n0) with the epilogue (kFp8Out:
-// kSwiGluFp8, else kBias / kSwiGlu): staged in buf (TmaOut<kBN, kFp8Out>::kBytes of shared memory, its own), then copied row by row. Every thread of the
-// warpgroup calls it (named barrier 1 + cw). The copies stay in flight; wait_tma_out before the CTA exits.
+// kSwiGluFp8, else kBias / kSwiGlu): staged in buf (TmaOut<kBN, kFp8Out>::kBytes of shared memory, its own), then
+// copied row by row. Every thread of the warpgroup calls it (named barrier 1 + cw). The copies stay in flight;
+// wait_tma_out before the CTA exits.
 template <int kBN, bool kFp8Out>
 __device__ __forceinline__ void write_out_staged(const GemmFp8Params& p, const float (&acc)[kBN / 2], int m0, int n0,
                                                  int row_end, int cw, uint8_t* buf) {
@@ -145,12 +146,12 @@ __device__ __forceinline__ void write_out_staged(const GemmFp8Params& p, const f
     if (row < row_end) {
       // The row's output piece: FP8 group n0 / 256 of h, or bf16 columns from n0 (SwiGLU: from n0 / 2).
       const bool swiglu = p.epilogue == GemmEpilogue::kSwiGlu;
-      uint8_t* dst = kFp8Out ? p.out_q + static_cast<int64_t>(row) * p.ldq + 128 * (n0 / 256)
-                               : reinterpret_cast<uint8_t*>(p.out + static_cast<int64_t>(row) * p.ldc +
-                                                            (swiglu ? n0 / 2 : n0));
-      const int bytes = kFp8Out ? min(128, p.N / 2 - 128 * (n0 / 256))
-                        : swiglu  ? min(kBN, p.N - n0)
-                                  : 2 * min(kBN, p.N - n0);
+      uint8_t* dst =
+          kFp8Out ? p.out_q + static_cast<int64_t>(row) * p.ldq + 128 * (n0 / 256)
+                  : reinterpret_cast<uint8_t*>(p.out + static_cast<int64_t>(row) * p.ldc + (swiglu ? n0 / 2 : n0));
+      const int bytes = kFp8Out  ? min(128, p.N / 2 - 128 * (n0 / 256))
+                        : swiglu ? min(kBN, p.N - n0)
+                                 : 2 * min(kBN, p.N - n0);
       tma::store_bulk(dst, buf + wt * TmaOut<kBN, kFp8Out>::kPitch, bytes);
     }
     tma::commit_bulk_group();
