@@ -198,13 +198,14 @@ void launch_gemm_fp8(const GemmFp8Params& p, int rows_hint, cudaStream_t stream)
     if (gemm_fp8_tile_rows(rows_hint) == 64) {
       tile = GemmTile::k64x64;
     } else {
-      // 128-row tiles: the persistent TMA kernel wherever its operand rules hold (tile-major B, contiguous
-      // A), else the cp.async kernel. Measured on an H100 (2026-12-05, fifteenth session; µs, 128×192 /
-      // 128×256 sharing A / 128×256 sharing B, clusters of 2): plain GEMMs from M = 4096 128×256 sharing B
-      // (qkv M = 8192: 310.9 / 289.9 / 269.4; o M = 4096: 116.8 / 109.6 / 110.2; gate_up N = 5760 M = 8192:
-      // 338.6 / 341.9 / 324.0), below 128×192 (qkv M = 1024: 47.4 / 56.8 / 54.3); the rule is the best or
-      // within 1% on every measured shape. The grouped MoE 128×256 sharing A (8,192 tokens, E = 32: 2,280.3
-      // µs, 2,370.2 sharing B; E = 128 3,004.9 vs 3,276.9: pairs of row tiles across experts cannot share B).
+      // 128-row tiles: the persistent TMA kernel wherever its operand and output rules hold (tile-major B,
+      // contiguous A, 16-byte output rows), else the cp.async kernel. Measured on an H100 (2026-12-06, twentieth
+      // session; µs, 128×192 / 128×256 sharing A / 128×256 sharing B, clusters of 2): plain GEMMs from M = 4096
+      // 128×256 sharing B (qkv M = 8192: 261.6 / 236.7 / 221.0; gate_up N = 5760: 284.3 / 278.8 / 274.4; o M =
+      // 8192: 208.5 / 196.1 / 204.5, the one shape where sharing A wins, by 4%), below 128×192 (qkv M = 1024:
+      // 41.1 / 50.2 / 47.9; o: 32.4 / 33.2 / 33.3). The grouped MoE 128×256 sharing A (8,192 tokens, E = 32: 2,092.4
+      // µs, 2,154.3 sharing B, 2,112.8 with down on 128×192; E = 128 2,707.4 vs 3,063.2 / 2,719.8: pairs of row tiles
+      // across experts cannot share B).
       const bool tma_ok = p.b_tiled && p.a_row_index == nullptr && tma_output_ok(p);
       const bool grouped = p.tile_group != nullptr;
       tile = (!grouped && p.M <= 256) ? GemmTile::k64x128
