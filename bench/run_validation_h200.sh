@@ -9,7 +9,7 @@
 # "node_modules/tiktoken/encoders/o200k_base.json"]. Tests and
 # benches read their compiled-in paths under /work/main, so the checkout is linked there. Logs go to $OUT.
 #   bash bench/run_validation_h200.sh [all|tests|verdict|followup|candidates|candidates-e2e|quick|
-#                                      headline|benches|ab|profile|source|timeline|prep]
+#                                      headline|benches|ab|profile|profile-moe|source|timeline|prep]
 # tests: the kernel suite (seven shards) beside the model/engine/comm/server suites, all at once (correctness
 # only, so they may share the GPU); verdict: the new defaults' tests, then candidates-e2e to a deadline (one call when
 # the device is scarce); followup: the decode norm prologue's tests and model suite, then a short decode and prefill
@@ -20,7 +20,8 @@
 # choices, and 120b prefill; headline: the figures the open issues' targets name (prefill 20b / 120b, decode
 # batch 1 and 8) and the batch-1 decode timeline; timeline: the real kernel timeline of graph decode steps
 # (CUPTI); source: Nsight Compute's per-instruction stall samples of the batch-1 decode's attention, MXFP4 and
-# FP8 GEMVs, and of the prefill's MoE GEMM and attention; profile: Nsight Compute on the prefill kernels (attention warpgroup variants, the MoE GEMMs), the
+# FP8 GEMVs, and of the prefill's MoE GEMM and attention; profile-moe: ncu's metrics and stall samples of the MoE's
+# gate_up and down GEMMs in a 20b 8k prefill; profile: Nsight Compute on the prefill kernels (attention warpgroup variants, the MoE GEMMs), the
 # batch-1 decode GEMVs' stall reasons, and every kernel's duration in a batch-1 decode step (profile, timeline
 # and headline are not part of all). Each mode fits one
 # 600 s call, alone on the GPU (the tokenizer against tiktoken: bench/text/run_tokenizer_vs_tiktoken.sh).
@@ -256,6 +257,20 @@ run_source() {
   profile_source attention_prefill_wgmma 1 "${prefill[@]}"
 }
 
+# ncu on the first MoE gate_up and down TMA GEMMs of a 20b 8k prefill: the metrics of ncu_setup, then (with
+# "source") their warp-stall samples by instruction.
+profile_moe_gemms() {
+  local raw=/tmp/ncu prefill=(bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 --repeats 1)
+  [ -n "${ncu_run:-}" ] || ncu_setup
+  sec "ncu: the MoE's TMA GEMMs at 8k tokens (gate_up, down) (#13)"
+  $ncu_run -k regex:gemm_fp8_tma -c 2 build/gossamer "${prefill[@]}" > "$raw/moe_gemm.txt" 2>&1
+  summarize "$raw/moe_gemm.txt"
+  [ "${1:-}" = source ] || return 0
+  sec "ncu source (SASS) stall samples: the MoE gate_up (launch 0) and down (launch 1) of a 20b 8k prefill"
+  profile_source gemm_fp8_tma 0 "${prefill[@]}"
+  profile_source gemm_fp8_tma 1 "${prefill[@]}"
+}
+
 run_profile() {
   ncu_setup
   local raw=/tmp/ncu
@@ -265,10 +280,7 @@ run_profile() {
       build/bench/kernels/gossamer_kernels_bench profile > "$raw/attention_$v.txt" 2>&1
     echo "-- $v"; summarize "$raw/attention_$v.txt"
   done
-  sec "ncu: the MoE's TMA GEMMs at 8k tokens (gate_up, down) (#13)"
-  $ncu_run -k regex:gemm_fp8_tma -c 2 build/gossamer bench prefill --load-format dummy --preset 20b --device cuda \
-    --input-lens 8192 --repeats 1 > "$raw/moe_gemm.txt" 2>&1
-  summarize "$raw/moe_gemm.txt"
+  profile_moe_gemms
   sec "ncu: the decode GEMVs of a batch-1 step (20b mxfp4+fp8, graph nodes): MXFP4 gate_up + down, FP8 qkv + o (#15)"
   profile_decode_gemvs gemv_mxfp4_kernel ""
   profile_decode_gemvs gemv_fp8_kernel ""
@@ -477,6 +489,7 @@ case $mode in
   timeline) run_timeline 2>&1 | tee "$out/timeline_summary.txt" ;;
   profile) run_profile 2>&1 | tee "$out/profile_summary.txt" ;;
   source) run_source 2>&1 | tee "$out/source_summary.txt" ;;
+  profile-moe) profile_moe_gemms source 2>&1 | tee "$out/profile_moe_summary.txt" ;;
   prep) ;;  # binaries and checkpoint in place only
   *) run_tests; run_benches; run_ab ;;
 esac
