@@ -247,28 +247,34 @@ run_source() {
   profile_source gemv_mxfp4_kernel 1
   profile_source gemv_fp8_kernel 0
   profile_source gemv_fp8_kernel 1
-  # Launch 0 / 1: the MoE's gate_up / down GEMM of layer 0 (qkv and o go to cuBLASLt); attention of layer 0
-  # (sliding) / layer 1 (full).
-  sec "ncu source (SASS) stall samples: 20b prefill of 8,192 tokens, MoE gate_up and down, sliding and full attention"
+  # The MoE's gate_up / down GEMM of the 8k step's layer 0 (qkv and o go to cuBLASLt), then the first two full
+  # layers' attention (the sliding layers run mma.sync): bench prefill's 2,048-token warm-up runs first
+  # (kPrefillWarmupTmaGemms and 12 wgmma attentions).
+  sec "ncu source (SASS) stall samples: 20b prefill of 8,192 tokens, MoE gate_up and down, full-layer attention"
   local prefill=(bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 --repeats 1)
-  profile_source gemm_fp8_tma 0 "${prefill[@]}"
-  profile_source gemm_fp8_tma 1 "${prefill[@]}"
-  profile_source attention_prefill_wgmma 0 "${prefill[@]}"
-  profile_source attention_prefill_wgmma 1 "${prefill[@]}"
+  profile_source gemm_fp8_tma $kPrefillWarmupTmaGemms "${prefill[@]}"
+  profile_source gemm_fp8_tma $((kPrefillWarmupTmaGemms + 1)) "${prefill[@]}"
+  profile_source attention_prefill_wgmma 12 "${prefill[@]}"
+  profile_source attention_prefill_wgmma 13 "${prefill[@]}"
 }
 
-# ncu on the first MoE gate_up and down TMA GEMMs of a 20b 8k prefill: the metrics of ncu_setup, then (with
-# "source") their warp-stall samples by instruction.
+# TMA GEMM launches of bench prefill's warm-up (2,048 tokens of 20b: a gate_up and a down per layer) before the
+# measured step's; ncu skips them.
+kPrefillWarmupTmaGemms=48
+
+# ncu on the MoE gate_up and down TMA GEMMs of a 20b 8k prefill's layer 0 (after the warm-up's): the metrics of
+# ncu_setup, then (with "source") their warp-stall samples by instruction.
 profile_moe_gemms() {
   local raw=/tmp/ncu prefill=(bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 --repeats 1)
   [ -n "${ncu_run:-}" ] || ncu_setup
   sec "ncu: the MoE's TMA GEMMs at 8k tokens (gate_up, down) (#13)"
-  $ncu_run -k regex:gemm_fp8_tma -c 2 build/gossamer "${prefill[@]}" > "$raw/moe_gemm.txt" 2>&1
+  $ncu_run -k regex:gemm_fp8_tma -s $kPrefillWarmupTmaGemms -c 2 build/gossamer "${prefill[@]}" \
+    > "$raw/moe_gemm.txt" 2>&1
   summarize "$raw/moe_gemm.txt"
   [ "${1:-}" = source ] || return 0
-  sec "ncu source (SASS) stall samples: the MoE gate_up (launch 0) and down (launch 1) of a 20b 8k prefill"
-  profile_source gemm_fp8_tma 0 "${prefill[@]}"
-  profile_source gemm_fp8_tma 1 "${prefill[@]}"
+  sec "ncu source (SASS) stall samples: the MoE gate_up and down of a 20b 8k prefill's layer 0"
+  profile_source gemm_fp8_tma $kPrefillWarmupTmaGemms "${prefill[@]}"
+  profile_source gemm_fp8_tma $((kPrefillWarmupTmaGemms + 1)) "${prefill[@]}"
 }
 
 run_profile() {
@@ -493,4 +499,9 @@ case $mode in
   prep) ;;  # binaries and checkpoint in place only
   *) run_tests; run_benches; run_ab ;;
 esac
+# A call returns only 8 of $OUT's files: the mode's logs and CSVs go back as one archive beside the summaries.
+if [ "$mode" != prep ]; then
+  (cd "$out" && ls -- *.log *.csv 2>/dev/null | tar cf - -T - 2>/dev/null | $z -q -19 -f -o "logs_$mode.tar.zst" &&
+    rm -f -- *.log *.csv)
+fi
 sec done
