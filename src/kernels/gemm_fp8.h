@@ -29,12 +29,13 @@ namespace gossamer::kernels {
 
 // kSwiGluFp8: kSwiGlu's bf16 output quantized in the epilogue exactly as quantize_fp8.h would quantize it
 // (1×128 groups of the N/2 outputs, e4m3 into out_q, scales into out_scales): the MoE's gate_up writes the
-// down GEMM's A directly. k128x256tma2 only (a 256-wide tile's 128 outputs per row are one group).
+// down GEMM's A directly. The 128×256 TMA tiles only (a 256-wide tile's 128 outputs per row are one group).
 enum class GemmEpilogue : int { kBias = 0, kSwiGlu = 1, kSwiGluFp8 = 2 };
 // CTA tile (BM×BN). kAuto picks 64×64 for ≤ 64 rows per tile, 64×128 for plain GEMMs of 65–256 rows,
 // else 128-row tiles: the persistent TMA warp-specialised kernel in clusters of 2 CTAs multicasting their
-// shared A tile (k128x192tma2 / k128x256tma2; gemm_fp8_tma_sm90.cu) when B is tile-major and A is not
-// gathered, the cp.async kernel (k128x128) otherwise; k128x256tma2b: the TMA kernel's pairs share B instead
+// shared A tile (k128x192tma2 / k128x256tma2; gemm_fp8_tma_sm90.cu) when B is tile-major, A is not gathered
+// and the output rows are 16-byte aligned (it copies whole rows: ldc % 8, N % 8; kSwiGlu N % 16; kSwiGluFp8
+// N % 32), the cp.async kernel (k128x128) otherwise; k128x256tma2b: the TMA kernel's pairs share B instead
 // (neighbouring row tiles of one column tile), kAuto's pick for plain GEMMs from M = 4096. Grouped (MoE) launches must
 // use a tile whose BM equals the tile list's tile_rows. The numeric values carry no meaning.
 enum class GemmTile : int {
