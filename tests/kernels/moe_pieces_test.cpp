@@ -1,10 +1,8 @@
-// The MoE plan and combine kernels (moe.h) against their CPU references (moe_plan_cpu, moe_combine_cpu), and the
-// decode router with its routing in one launch against the two launches it replaces.
+// The MoE plan and combine kernels (moe.h) against their CPU references (moe_plan_cpu, moe_combine_cpu).
 #include <algorithm>
 #include <numeric>
 
 #include "kernel_test_utils.h"
-#include "kernels/gemv_bf16.h"
 #include "kernels/moe.h"
 
 namespace gossamer::kernels {
