@@ -317,33 +317,23 @@ PY
 
 run_candidates() {
   # The kernel rows of the recent changes, beside the binaries before them (carry/base/gossamer.zst and
-  # kernels_bench.zst when packed, stripped, zstd), then their end-to-end A/B. Now: the TMA GEMM's epilogue
-  # through shared memory and asynchronous row copies (its tests and the model goldens; the gemm-large and moe
-  # rows, new then base; bench prefill fp8 20b, with --dense-gemm gossamer too, and --weights mxfp4 20b / 120b).
-  sec "the TMA GEMM's tests (every tile and epilogue, the MoE bit-identical across tiles) and the model suite"
-  parallel_tests candidates 240 'CudaModelGpuTest.*:Weights/*' 'GemmFp8Kernel.*:GemmFp8Mxfp4Kernel.*' 'MoeKernel.*'
-  sec "gemm-large and moe (8,192 / 512 tokens), the new binary"
-  timeout 120 build/bench/kernels/gossamer_kernels_bench gemm-large | grep -E "^\| "
-  timeout 150 build/bench/kernels/gossamer_kernels_bench moe | grep -E "^\| .*(8192|512) tok"
+  # kernels_bench.zst when packed, stripped, zstd), then their end-to-end A/B. Now: the MoE plan kernel loading 8
+  # walks' expert ids at a time (its test against moe_plan_cpu, the MoE and model suites; the moe bench's phase rows,
+  # new then base; bench prefill 20b fp8 at 8k / 32k / 131k).
+  sec "the plan kernel's tests (exact against moe_plan_cpu), the MoE's and the model suite"
+  parallel_tests candidates 240 'CudaModelGpuTest.*:Weights/*' 'MoePlanKernel.*:MoeCombineKernel.*' 'MoeKernel.*'
+  sec "moe (8,192 tokens): rows and phases, the new binary"
+  timeout 150 build/bench/kernels/gossamer_kernels_bench moe | grep -E "8192 tok"
   if [ -f carry/base/kernels_bench.zst ]; then
     $z -q -d -f carry/base/kernels_bench.zst -o build/kernels_bench_base && chmod +x build/kernels_bench_base
-    sec "gemm-large and moe, the base binary ($(cat carry/base/COMMIT 2>/dev/null))"
-    timeout 120 build/kernels_bench_base gemm-large | grep -E "^\| "
-    timeout 150 build/kernels_bench_base moe | grep -E "^\| .*(8192|512) tok"
+    sec "moe, the base binary ($(cat carry/base/COMMIT 2>/dev/null))"
+    timeout 150 build/kernels_bench_base moe | grep -E "8192 tok"
   fi
   local base run round
   base_binary
   for round in 1 2; do
-    for run in "$base|" "build/gossamer|" "build/gossamer|--dense-gemm gossamer"; do
-      ab_prefill "$run" "8192 32768"
-    done
     for run in "$base|" "build/gossamer|"; do
-      [ -n "${run%%|*}" ] || continue
-      sec "${run%%|*} bench prefill --weights mxfp4: 20b 2,048 / 8,192, 120b 8,192"
-      timeout 100 ${run%%|*} bench prefill --load-format dummy --preset 20b --device cuda --weights mxfp4 \
-        --input-lens 2048 8192 --repeats 2 | grep dummy
-      timeout 100 ${run%%|*} bench prefill --load-format dummy --preset 120b --device cuda --weights mxfp4 \
-        --input-lens 8192 --repeats 2 | grep dummy
+      ab_prefill "$run" "8192 32768 131072"
     done
   done
   python3 bench/summarize_ab.py "$out/candidates_summary.txt"
