@@ -23,11 +23,8 @@ __global__ void moe_route_kernel(MoeRouteParams p) {
 // chunk of pairs and walks it 32 at a time: the lanes of one expert find each other (__match_any_sync), their leader
 // counts them into the warp's own row of counters (no atomics, no contention between warps), and in the scatter
 // each lane's row is its warp's next row of that expert plus its rank among those lanes. Between the two walks the
-// counts become rows: per expert over the warps, and over the experts by warp 0's scan. The expert ids of kPlanBatch
-// walks are loaded before any of them is used, so a batch waits on memory once (with one load per walk the kernel
-// took ~30 µs for 8,192 tokens on an H100; the batched form is not yet measured: docs/PERF.md).
+// counts become rows: per expert over the warps, and over the experts by warp 0's scan.
 constexpr int kPlanWarps = 32;
-constexpr int kPlanBatch = 8;
 __global__ void __launch_bounds__(kPlanWarps * 32) moe_plan_kernel(MoePlanParams p) {
   pdl_wait();  // PDL: nothing global is touched before the previous kernel is done
   pdl_trigger();
@@ -47,17 +44,11 @@ __global__ void __launch_bounds__(kPlanWarps * 32) moe_plan_kernel(MoePlanParams
   for (int e = lane; e < num_experts; e += 32) warp_rows[warp][e] = 0;
   __syncwarp();
   // ---- count: each warp its chunk ----
-  for (int i0 = begin; i0 < end; i0 += 32 * kPlanBatch) {
-    int batch[kPlanBatch];  // walk b's expert ids (−1 past the chunk)
-#pragma unroll
-    for (int b = 0; b < kPlanBatch; ++b) batch[b] = local_expert(i0 + 32 * b + lane);
-#pragma unroll
-    for (int b = 0; b < kPlanBatch; ++b) {
-      const int e = batch[b];
-      const unsigned same = __match_any_sync(0xffffffffu, e);
-      if (e >= 0 && lane == __ffs(same) - 1) warp_rows[warp][e] += __popc(same);
-      __syncwarp();
-    }
+  for (int i0 = begin; i0 < end; i0 += 32) {
+    const int e = local_expert(i0 + lane);
+    const unsigned same = __match_any_sync(0xffffffffu, e);
+    if (e >= 0 && lane == __ffs(same) - 1) warp_rows[warp][e] += __popc(same);
+    __syncwarp();
   }
   __syncthreads();
   if (threadIdx.x < num_experts) {
@@ -110,24 +101,19 @@ __global__ void __launch_bounds__(kPlanWarps * 32) moe_plan_kernel(MoePlanParams
   }
   __syncthreads();
   // ---- scatter: each warp its chunk again, in pair order ----
-  for (int i0 = begin; i0 < end; i0 += 32 * kPlanBatch) {
-    int batch[kPlanBatch];
-#pragma unroll
-    for (int b = 0; b < kPlanBatch; ++b) batch[b] = local_expert(i0 + 32 * b + lane);
-#pragma unroll
-    for (int b = 0; b < kPlanBatch; ++b) {
-      const int i = i0 + 32 * b + lane, e = batch[b];
-      const unsigned same = __match_any_sync(0xffffffffu, e);
-      int row = -1;
-      if (e >= 0) {
-        row = warp_rows[warp][e] + __popc(same & ((1u << lane) - 1));
-        p.row_token[row] = i / kMoeTopK;
-      }
-      if (i < end) p.pair_row[i] = row;
-      __syncwarp();
-      if (e >= 0 && lane == __ffs(same) - 1) warp_rows[warp][e] += __popc(same);
-      __syncwarp();
+  for (int i0 = begin; i0 < end; i0 += 32) {
+    const int i = i0 + lane;
+    const int e = local_expert(i);
+    const unsigned same = __match_any_sync(0xffffffffu, e);
+    int row = -1;
+    if (e >= 0) {
+      row = warp_rows[warp][e] + __popc(same & ((1u << lane) - 1));
+      p.row_token[row] = i / kMoeTopK;
     }
+    if (i < end) p.pair_row[i] = row;
+    __syncwarp();
+    if (e >= 0 && lane == __ffs(same) - 1) warp_rows[warp][e] += __popc(same);
+    __syncwarp();
   }
 }
 
