@@ -317,9 +317,9 @@ PY
 
 run_candidates() {
   # The kernel rows of the recent changes, beside the binaries before them (carry/base/gossamer.zst and
-  # kernels_bench.zst when packed, stripped, zstd), then their end-to-end A/B. Now: the MoE plan kernel loading 8
-  # walks' expert ids at a time (its test against moe_plan_cpu, the MoE and model suites; the moe bench's phase rows,
-  # new then base; bench prefill 20b fp8 at 8k / 32k / 131k).
+  # kernels_bench.zst when packed, stripped, zstd), then their end-to-end A/B. Next: the MoE plan kernel loading 8
+  # walks' expert ids at a time (branch candidate/moe-plan-batched; its test against moe_plan_cpu, the MoE and model
+  # suites; the moe bench's phase rows, new then base; bench prefill 20b fp8 at 8k / 32k / 131k).
   sec "the plan kernel's tests (exact against moe_plan_cpu), the MoE's and the model suite"
   parallel_tests candidates 240 'CudaModelGpuTest.*:Weights/*' 'MoePlanKernel.*:MoeCombineKernel.*' 'MoeKernel.*'
   sec "moe (8,192 tokens): rows and phases, the new binary"
