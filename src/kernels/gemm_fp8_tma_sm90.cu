@@ -53,7 +53,7 @@ struct TmaTile {
   static_assert(kBN == 192 || kBN == 256, "128×192 and 128×256 tiles");
   static_assert(!kFp8Out || kBN == 256, "kSwiGluFp8 on 256-wide tiles");
   // As many stages as fit beside the two consumer warpgroups' output staging (TmaOut) in the 227 KiB a CTA may
-  // hold: 4 of 40 KiB (192), 3 of 48 KiB (256, bf16 rows), 4 of 48 KiB (256, FP8 rows); 215–220 KiB in all.
+  // hold: 4 of 40 KiB (192), 3 of 48 KiB (256, bf16 rows), 4 of 48 KiB (256, FP8 rows); 214–215 KiB in all.
   static constexpr int kStages = kBN == 256 && !kFp8Out ? 3 : 4;
   static constexpr int kABytes = 128 * kBK;  // [K half][128 rows][64 bytes]
   static constexpr int kBBytes = kBN * kBK;  // [K half][kBN rows][64 bytes]

@@ -1,6 +1,6 @@
 // Tensor Memory Accelerator (TMA) helpers for sm_90a: building a tensor map on the host, and the bulk
-// tensor copies, transaction-counted mbarrier arrivals and register reallocation used by the
-// warp-specialised kernels on the device.
+// tensor copies, bulk shared → global stores, transaction-counted mbarrier arrivals and register reallocation
+// used by the warp-specialised kernels on the device.
 //
 // A tensor map describes a global tensor of up to 5 dimensions (dimension 0 contiguous, the others with
 // byte strides that are multiples of 16) and the box one copy moves into shared memory. Boxes that reach
