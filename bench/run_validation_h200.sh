@@ -9,7 +9,7 @@
 # "node_modules/tiktoken/encoders/o200k_base.json"]. Tests and
 # benches read their compiled-in paths under /work/main, so the checkout is linked there. Logs go to $OUT.
 #   bash bench/run_validation_h200.sh [all|tests|verdict|followup|candidates|candidates-e2e|quick|
-#                                      headline|benches|ab|profile|profile-moe|source|timeline|prep]
+#                                      headline|benches|ab|profile|profile-moe|profile-mxfp4|source|timeline|prep]
 # tests: the kernel suite (seven shards) beside the model/engine/comm/server suites, all at once (correctness
 # only, so they may share the GPU); verdict: the new defaults' tests, then candidates-e2e to a deadline (one call when
 # the device is scarce); followup: the decode norm prologue's tests and model suite, then a short decode and prefill
@@ -21,7 +21,7 @@
 # batch 1 and 8) and the batch-1 decode timeline; timeline: the real kernel timeline of graph decode steps
 # (CUPTI); source: Nsight Compute's per-instruction stall samples of the batch-1 decode's attention, MXFP4 and
 # FP8 GEMVs, and of the prefill's MoE GEMM and attention; profile-moe: ncu's metrics and stall samples of the MoE's
-# gate_up and down GEMMs in a 20b 8k prefill; profile: Nsight Compute on the prefill kernels (attention warpgroup variants, the MoE GEMMs), the
+# gate_up and down GEMMs in a 20b 8k prefill; profile-mxfp4: the same of a 20b 2k --weights mxfp4 prefill; profile: Nsight Compute on the prefill kernels (attention warpgroup variants, the MoE GEMMs), the
 # batch-1 decode GEMVs' stall reasons, and every kernel's duration in a batch-1 decode step (profile, timeline
 # and headline are not part of all). Each mode fits one
 # 600 s call, alone on the GPU (the tokenizer against tiktoken: bench/text/run_tokenizer_vs_tiktoken.sh).
@@ -277,6 +277,20 @@ profile_moe_gemms() {
   profile_source gemm_fp8_tma $((kPrefillWarmupTmaGemms + 1)) "${prefill[@]}"
 }
 
+profile_mxfp4_gemms() {
+  # The MoE's GEMMs on MXFP4 experts (--weights mxfp4, 20b, 2,048 tokens: the warm-up's layer 0 gate_up and down):
+  # ncu's metrics, then the per-instruction stall samples. (Main's binaries convert first at this size, so the GEMMs
+  # profiled are the FP8 ones; branch candidate/mxfp4-tma's read MXFP4.)
+  local raw=/tmp/ncu prefill=(bench prefill --load-format dummy --preset 20b --device cuda --weights mxfp4
+    --input-lens 2048 --repeats 1)
+  [ -n "${ncu_run:-}" ] || ncu_setup
+  sec "ncu: the MoE's GEMMs on MXFP4 experts, 2,048 tokens (gate_up, down) (#15)"
+  $ncu_run -k regex:gemm_fp8 -c 2 build/gossamer "${prefill[@]}" > "$raw/moe_mxfp4.txt" 2>&1
+  summarize "$raw/moe_mxfp4.txt"
+  profile_source gemm_fp8 0 "${prefill[@]}"
+  profile_source gemm_fp8 1 "${prefill[@]}"
+}
+
 run_profile() {
   ncu_setup
   local raw=/tmp/ncu
@@ -317,24 +331,28 @@ PY
 
 run_candidates() {
   # The kernel rows of the recent changes, beside the binaries before them (carry/base/gossamer.zst and
-  # kernels_bench.zst when packed, stripped, zstd), then their end-to-end A/B. Next: the MoE plan kernel loading 8
-  # walks' expert ids at a time (branch candidate/moe-plan-batched; its test against moe_plan_cpu, the MoE and model
-  # suites; the moe bench's phase rows, new then base; bench prefill 20b fp8 at 8k / 32k / 131k).
-  sec "the plan kernel's tests (exact against moe_plan_cpu), the MoE's and the model suite"
-  parallel_tests candidates 240 'CudaModelGpuTest.*:Weights/*' 'MoePlanKernel.*:MoeCombineKernel.*' 'MoeKernel.*'
-  sec "moe (8,192 tokens): rows and phases, the new binary"
-  timeout 150 build/bench/kernels/gossamer_kernels_bench moe | grep -E "8192 tok"
-  if [ -f carry/base/kernels_bench.zst ]; then
-    $z -q -d -f carry/base/kernels_bench.zst -o build/kernels_bench_base && chmod +x build/kernels_bench_base
-    sec "moe, the base binary ($(cat carry/base/COMMIT 2>/dev/null))"
-    timeout 150 build/kernels_bench_base moe | grep -E "8192 tok"
-  fi
+  # kernels_bench.zst when packed, stripped, zstd), then their end-to-end A/B. Last used for MXFP4 experts on the
+  # TMA GEMM (binaries of branch candidate/mxfp4-tma, where the MoE takes it at every size): its kernel test first
+  # (a hang costs the call otherwise), the MXFP4 MoE and model tests; the moe-mxfp4 rows at E = 32 / 128; bench
+  # prefill --weights mxfp4 new vs base at 2k / 8k / 32k (and 120b 2k / 8k), fp8 beside it.
+  sec "MXFP4 on the TMA GEMM: its kernel test first (stop here if it fails or hangs)"
+  timeout 90 build/tests/gossamer_kernels_tests --gtest_color=no --gtest_filter='GemmFp8Mxfp4Kernel.*' \
+    > "$out/candidates_smoke.log" 2>&1
+  local smoke=$?
+  tail -4 "$out/candidates_smoke.log"
+  print_failures "$out/candidates_smoke.log"
+  [ $smoke -eq 0 ] || { echo "smoke test exit $smoke: stopping"; return; }
+  sec "the MXFP4 MoE's tests and the model suite's MXFP4 mode"
+  parallel_tests candidates 150 'CudaModelGpuTest.Mxfp4*' 'MoeKernel.Mxfp4*'
+  sec "moe-mxfp4, the new binary"
+  timeout 100 build/bench/kernels/gossamer_kernels_bench moe-mxfp4
   local base run round
   base_binary
-  for round in 1 2; do
-    for run in "$base|" "build/gossamer|"; do
-      ab_prefill "$run" "8192 32768 131072"
-    done
+  for run in "$base|--weights mxfp4" "build/gossamer|--weights mxfp4" "build/gossamer|"; do
+    ab_prefill "$run" "2048 8192 32768"
+  done
+  for run in "$base|--weights mxfp4" "build/gossamer|--weights mxfp4"; do
+    ab_prefill "$run" "2048 8192" 120b
   done
   python3 bench/summarize_ab.py "$out/candidates_summary.txt"
 }
@@ -347,10 +365,10 @@ base_binary() {
     $z -q -d -f carry/base/gossamer.zst -o build/gossamer_base && chmod +x build/gossamer_base && base=build/gossamer_base
   fi
 }
-ab_prefill() {  # run, input lengths
+ab_prefill() {  # run, input lengths[, preset (20b)]
   [ -n "${1%%|*}" ] || return 0
-  sec "${1%%|*} bench prefill 20b $2 ${1#*|}"
-  timeout 100 ${1%%|*} bench prefill --load-format dummy --preset 20b --device cuda --input-lens $2 --repeats 2 \
+  sec "${1%%|*} bench prefill ${3:-20b} $2 ${1#*|}"
+  timeout 100 ${1%%|*} bench prefill --load-format dummy --preset ${3:-20b} --device cuda --input-lens $2 --repeats 2 \
     ${1#*|} | grep dummy
 }
 ab_decode() {  # run
@@ -486,6 +504,7 @@ case $mode in
   profile) run_profile 2>&1 | tee "$out/profile_summary.txt" ;;
   source) run_source 2>&1 | tee "$out/source_summary.txt" ;;
   profile-moe) profile_moe_gemms source 2>&1 | tee "$out/profile_moe_summary.txt" ;;
+  profile-mxfp4) profile_mxfp4_gemms 2>&1 | tee "$out/profile_mxfp4_summary.txt" ;;
   prep) ;;  # binaries and checkpoint in place only
   *) run_tests; run_benches; run_ab ;;
 esac
