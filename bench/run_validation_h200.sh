@@ -8,8 +8,8 @@
 # `bash bench/pack_for_device.sh` does it (~21 MiB), then carry ["carry",
 # "node_modules/tiktoken/encoders/o200k_base.json"]. Tests and
 # benches read their compiled-in paths under /work/main, so the checkout is linked there. Logs go to $OUT.
-#   bash bench/run_validation_h200.sh [all|tests|verdict|followup|candidates|candidates-e2e|quick|
-#                                      headline|benches|ab|profile|profile-moe|profile-mxfp4|bench-variants|source|timeline|prep]
+#   bash bench/run_validation_h200.sh [all|tests|verdict|followup|candidates|candidates-e2e|quick|headline|benches|
+#                                      ab|profile|profile-moe|profile-mxfp4|bench-variants|source|timeline|prep]
 # tests: the kernel suite (seven shards) beside the model/engine/comm/server suites, all at once (correctness
 # only, so they may share the GPU); verdict: the new defaults' tests, then candidates-e2e to a deadline (one call when
 # the device is scarce); followup: the decode norm prologue's tests and model suite, then a short decode and prefill
@@ -22,10 +22,11 @@
 # (CUPTI); source: Nsight Compute's per-instruction stall samples of the batch-1 decode's attention, MXFP4 and
 # FP8 GEMVs, and of the prefill's MoE GEMM and attention; profile-moe: ncu's metrics and stall samples of the MoE's
 # gate_up and down GEMMs in a 20b 8k prefill; profile-mxfp4: the same of a 20b 2k --weights mxfp4 prefill;
-# bench-variants: one kernels-bench section for each variant binary in carry/exp (a branch's experiments); profile: Nsight Compute on the prefill kernels (attention warpgroup variants, the MoE GEMMs), the
-# batch-1 decode GEMVs' stall reasons, and every kernel's duration in a batch-1 decode step (profile, timeline
-# and headline are not part of all). Each mode fits one
-# 600 s call, alone on the GPU (the tokenizer against tiktoken: bench/text/run_tokenizer_vs_tiktoken.sh).
+# bench-variants: one kernels-bench section for each variant binary in carry/exp (a branch's experiments); profile:
+# Nsight Compute on the prefill kernels (attention warpgroup variants, the MoE GEMMs), the batch-1 decode GEMVs'
+# stall reasons, and every kernel's duration in a batch-1 decode step (profile, timeline and headline are not part
+# of all). Each mode fits one 600 s call, alone on the GPU (the tokenizer against tiktoken:
+# bench/text/run_tokenizer_vs_tiktoken.sh).
 set -uo pipefail
 mode=${1:-all}
 cd "$(dirname "$0")/.."

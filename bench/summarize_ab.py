@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The A/B table of a `run_validation_h200.sh candidates-e2e` log: per run (binary and flags, from the `== …`
-section titles) the best `bench prefill` latency per input length (120b runs named apart) and the best `bench decode` step per (context,
-batch) over the rounds, each beside the defaults' (the run without flags of build/gossamer) as a ratio.
+section titles; 120b runs named apart) the best `bench prefill` latency per input length and the best `bench decode`
+step per (context, batch) over the rounds, each beside the defaults' (the run without flags of build/gossamer) as a
+ratio.
 
     python3 bench/summarize_ab.py candidates_e2e_summary.txt
 """
@@ -22,7 +23,8 @@ def parse(lines):
         m = SECTION.match(line)
         if m:
             binary, kind, model, flags = m.group(1), m.group(2), m.group(3), (m.group(4) or "").strip()
-            run = ("base " if binary.endswith("_base") else "") + ("120b " if model == "120b" else "") + (flags or "defaults")
+            base = "base " if binary.endswith("_base") else ""
+            run = base + ("120b " if model == "120b" else "") + (flags or "defaults")
             continue
         if run is None:
             continue
