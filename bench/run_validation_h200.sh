@@ -35,20 +35,36 @@ v=$root/carry/val
 # The binaries may travel packed (carry/valz/val.tar.zst with a zstd beside it) to fit the carry limit.
 if [ ! -d "$v" ] && [ -f carry/valz/val.tar.zst ]; then
   mkdir -p "$v" && carry/valz/zstd -q -dc carry/valz/val.tar.zst | tar xf - -C "$v"
+elif [ ! -d "$v" ] && [ -f carry/libz/lib.tar.zst ]; then
+  # A lean carry: only val's lib/ (carry/libz/lib.tar.zst) and a zstd; CANDIDATE_DIR (below) brings the binaries.
+  mkdir -p "$v" && carry/valz/zstd -q -dc carry/libz/lib.tar.zst | tar xf - -C "$v"
 fi
 out=${OUT:-/tmp/gossamer-validation}
 mkdir -p "$out"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}:$v/lib NCCL_NVLS_ENABLE=0
 [ -e /work/main ] || { mkdir -p /work; ln -s "$root" /work/main; }
 mkdir -p build/tests build/bench/kernels build/models/tiny
-cp $v/gossamer $v/gossamer_tokenizer_bench build/
-cp $v/gossamer_kernels_tests $v/gossamer_model_gpu_tests $v/gossamer_engine_gpu_tests $v/gossamer_comm_gpu_tests \
-  $v/gossamer_server_gpu_tests $v/gossamer_comm_gpu_worker \
-  $v/gossamer_tp_model_worker build/tests/
-cp $v/gossamer_kernels_bench build/bench/kernels/
+if [ -f $v/gossamer ]; then
+  cp $v/gossamer $v/gossamer_tokenizer_bench build/
+  cp $v/gossamer_kernels_tests $v/gossamer_model_gpu_tests $v/gossamer_engine_gpu_tests $v/gossamer_comm_gpu_tests \
+    $v/gossamer_server_gpu_tests $v/gossamer_comm_gpu_worker \
+    $v/gossamer_tp_model_worker build/tests/
+  cp $v/gossamer_kernels_bench build/bench/kernels/
+fi
 cp models/tiny/config.json build/models/tiny/
 z=$(command -v zstd || echo $root/carry/valz/zstd)
 $z -q -d -f models/tiny/model.safetensors.zst -o build/models/tiny/model.safetensors
+# CANDIDATE_DIR (e.g. carry/cand): a branch's stripped, zstd binaries (<name>.zst) replace carry/val's of the same
+# name for this run (a branch's build profiled or timed with the modes above).
+for f in ${CANDIDATE_DIR:+$CANDIDATE_DIR/*.zst}; do
+  name=$(basename "$f" .zst)
+  case $name in
+    gossamer | gossamer_tokenizer_bench) dst=build/$name ;;
+    gossamer_kernels_bench) dst=build/bench/kernels/$name ;;
+    *) dst=build/tests/$name ;;
+  esac
+  $z -q -d -f "$f" -o "$dst" && chmod +x "$dst" && echo "candidate binary: $dst"
+done
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 sec() { echo; echo "== $1 ($(date +%T))"; }
 run_tests() {

@@ -419,8 +419,9 @@ void bench_moe(int T, int E) {
 // ---- prefill MoE on MXFP4 experts: FP8 experts vs MXFP4 converted per call (the old path) vs direct ----
 // One layer (hidden = inter = 2880, E experts, top-4, random routing), three rows per shape: launch_moe on
 // FP8 tile-major experts; every expert converted (launch_mxfp4_tiled_to_fp8, both projections) then
-// launch_moe on FP8 (the model's path before the direct kernel); launch_moe with weights_mxfp4 (dequantized
-// inside the GEMM). Baseline column: the FP8 row for the convert row, the convert row for the direct row.
+// launch_moe on FP8 (the model's path before the direct kernels); launch_moe with weights_mxfp4 (dequantized
+// inside the GEMM: the TMA kernel's B-sharing pairs with a dequantizing producer). Baseline column: the FP8 row
+// for the convert and direct rows.
 // MXFP4 scale bytes are uniform in [112, 124] (a block's exponents span ≤ 12: the exact fast path); one
 // extra row at 2048 tokens, E = 32 spans [60, 124] (the rounding path). GB/s counts the experts' stored
 // weight bytes (FP8 row 1 B, MXFP4 rows 0.53 B per weight; every expert is routed at these sizes; the
@@ -504,7 +505,7 @@ struct MoeMxfp4Bench {
     const char* ceiling = T <= 256 ? "copy" : "fp8";
     row("moe fp8 experts (route..combine)", shape, us_fp8, flops, fp8_bytes, 0, ceiling);
     row("moe mxfp4 convert + fp8 GEMMs", shape, us_convert, flops, mx_bytes, us_fp8, ceiling);
-    row("moe mxfp4 direct (route..combine)", shape, us_direct, flops, mx_bytes, us_convert, ceiling);
+    row("moe mxfp4 direct (route..combine)", shape, us_direct, flops, mx_bytes, us_fp8, ceiling);
     if (T == 256) {  // the conversion alone (one layer's experts; GB/s counts MXFP4 read + FP8 written)
       const double us_pass = time_us(
           [&](int) {

@@ -11,10 +11,12 @@
 //
 // MXFP4 weights (b_mxfp4, grouped or plain): B is the tiled MXFP4 layout of mxfp4_tiled.h ([num_groups,
 // mxfp4_tiled_group_bytes(N, K)] u8, E8M0 scales inside; b_scales and b_tiled unused; K a multiple of 32).
-// The kernel (gemm_fp8_mxfp4_sm90.cu, 128×128 tiles: grouped launches need tile_rows 128) dequantizes each
-// 128×128 block on chip into the e4m3 bytes and fp32 block scale launch_mxfp4_tiled_to_fp8 would write
-// (mxfp4_tiled.h), then runs the FP8 kernels' wgmma and promotion arithmetic: the output is bit-identical
-// to converting B first and running the FP8 GEMM on it, at half the weight bytes and no conversion pass.
+// The TMA kernel's B-sharing 128×256 pairs (gemm_fp8_tma_sm90.cu; p.tile does not apply; grouped launches need
+// tile_rows 128) dequantize each 128×128 block on chip into the e4m3 bytes and fp32 block scale
+// launch_mxfp4_tiled_to_fp8 would write (mxfp4_tiled.h), then run the FP8 kernels' wgmma and promotion
+// arithmetic: the output is bit-identical to converting B first and running the FP8 GEMM on it, at half the
+// weight bytes and no conversion pass. It needs contiguous A rows (no a_row_index), 16-byte aligned operands and
+// the TMA kernel's whole-row outputs (tma_output_ok: ldc a multiple of 8; kBias N of 8, kSwiGlu 16, kSwiGluFp8 32).
 //
 // Epilogues: kBias writes out[m, n]; kSwiGlu treats even columns as gate and odd columns as up
 // (kernels/swiglu.h: gate = min(gate, 7), up = clamp(up, ±7), out = gate·σ(1.702·gate)·(up + 1)) and writes

@@ -185,10 +185,11 @@ void launch_gemm_fp8(const GemmFp8Params& p, int rows_hint, cudaStream_t stream)
   const bool quantized_out = p.epilogue == GemmEpilogue::kSwiGluFp8;
   GOSSAMER_CHECK(
       !quantized_out || (p.out_q && reinterpret_cast<uintptr_t>(p.out_q) % 16 == 0 && p.out_scales && p.ldq % 16 == 0 &&
-                         p.ldq >= p.N / 2 && !p.b_mxfp4 && p.b_tiled && p.a_row_index == nullptr),
+                         p.ldq >= p.N / 2 && (p.b_tiled || p.b_mxfp4) && p.a_row_index == nullptr),
       "gemm_fp8: the kSwiGluFp8 epilogue needs out_q (16-byte aligned, ldq a multiple of 16, ≥ N/2), "
-      "out_scales and the TMA kernel's operands (tile-major FP8 B, contiguous A)");
-  if (p.b_mxfp4) return launch_mxfp4(p, stream);  // one kernel (128×128 tiles): p.tile does not apply
+      "out_scales and the TMA kernel's operands (tile-major FP8 or tiled MXFP4 B, contiguous A)");
+  // MXFP4 weights: the TMA kernel's B-sharing pairs with a dequantizing producer (p.tile does not apply).
+  if (p.b_mxfp4) return launch_tma(p, 256, true, stream);
   GemmTile tile = quantized_out && p.tile == GemmTile::kAuto ? GemmTile::k128x256tma2 : p.tile;
   GOSSAMER_CHECK(!quantized_out || tile == GemmTile::k128x256tma2 || tile == GemmTile::k128x256tma2b,
                  "gemm_fp8: the kSwiGluFp8 epilogue is built for the 128×256 TMA tiles only");

@@ -62,7 +62,7 @@ __device__ __forceinline__ void promote(float (&acc)[kBN / 2], const float (&tmp
 }
 
 // Rows local_row and local_row + 8 of the warpgroup's accumulators: bf16 with the epilogue (kBias, kSwiGlu),
-// stored straight from the D fragments (the cp.async and MXFP4 kernels; the TMA kernel stages its tile in
+// stored straight from the D fragments (the cp.async kernel; the TMA kernel stages its tile in
 // shared memory and copies whole rows: gemm_fp8_tma_out_sm90.cuh).
 template <int kBN>
 __device__ __forceinline__ void write_out(const GemmFp8Params& p, const float (&acc)[kBN / 2], int m0, int n0,
@@ -97,7 +97,5 @@ __device__ __forceinline__ const float* b_scale_row(const GemmFp8Params& p, int 
 // in clusters of 2 CTAs sharing A, or B (share_b, tile_n 256): tile-major B, contiguous A.
 void launch_tma(const GemmFp8Params& p, int tile_n, bool share_b, cudaStream_t stream);
 
-// The MXFP4-weight kernel (gemm_fp8_mxfp4_sm90.cu), 128×128 tiles: B tiled MXFP4 (b_mxfp4), A gathered or not.
-void launch_mxfp4(const GemmFp8Params& p, cudaStream_t stream);
 
 }  // namespace gossamer::kernels::gemm_fp8_detail

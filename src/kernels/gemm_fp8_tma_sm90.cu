@@ -28,13 +28,17 @@
 //                stage after the second (or skips the second where its columns all lie past N). Per FLOP it
 //                loads 10% fewer bytes from L2 than 128×192.
 // The producer gives its registers to the consumers (setmaxnreg). A must be contiguous rows (grouped MoE
-// callers permute tokens into expert order first: quantize_fp8's row_index); B must be tile-major.
+// callers permute tokens into expert order first: quantize_fp8's row_index); B must be tile-major FP8, or tiled
+// MXFP4 (b_mxfp4, B-sharing pairs only): then flat bulk copies bring B as stored into raw slots and the producer
+// warpgroup's 128 threads write the e4m3 bytes and block scales into the stages (produce_mxfp4,
+// gemm_fp8_tma_mxfp4_sm90.cuh); the consumers run unchanged.
 // Partial tiles: TMA zero-fills rows, columns and K past the tensor bounds; writes stop at row_end and N.
 // 192-wide tiles cover two 128-row B scale blocks: each 8-column group takes the scale of its block (two
 // compiled promotions, for n0 % 128 = 0 and 64); a 256-wide tile's pass h takes block h.
 #include <algorithm>
 
 #include "kernels/gemm_fp8_common_sm90.cuh"
+#include "kernels/gemm_fp8_tma_mxfp4_sm90.cuh"
 #include "kernels/gemm_fp8_tma_out_sm90.cuh"
 #include "kernels/mbarrier_sm90.cuh"
 #include "kernels/tma_sm90.cuh"
@@ -44,17 +48,31 @@ namespace {
 
 constexpr int kTmaThreads = 384;
 constexpr int kCluster = 2;  // CTAs per cluster, sharing the A tile
-constexpr int kProducerRegs = 40;
-constexpr int kConsumerRegs = 232;
+// Registers per thread after reallocation: the producer warpgroup's and the consumers'. 128 · producer + 256 ·
+// consumer must not pass what the launch allocated (384 · 168 = 64,512): setmaxnreg.inc waits for registers the
+// producer's dec freed, and with more than that it waits forever (80 / 216, 65,536 in all, hung on the first launch).
+// The MXFP4 producer dequantizes from shared memory: 88 (no spills); the consumers 208 (the kSwiGluFp8
+// instantiation spills 20 bytes at 200, none at 208).
+template <bool kMxfp4>
+struct TmaRegs {
+  static constexpr int kProducer = kMxfp4 ? 88 : 40;
+  static constexpr int kConsumer = kMxfp4 ? 208 : 232;
+  static_assert(128 * kProducer + 256 * kConsumer <= kTmaThreads * 168, "more registers than the launch holds");
+};
 
 // kFp8Out: the kSwiGluFp8 epilogue's instantiation (its output rows are 128 bytes: a smaller staging buffer).
-template <int kBN, bool kFp8Out>
+// kMxfp4: B decoded from MXFP4 (gemm_fp8_tma_mxfp4_sm90.cuh), whose raw slots take the room of FP8 stages.
+template <int kBN, bool kFp8Out, bool kMxfp4 = false>
 struct TmaTile {
   static_assert(kBN == 192 || kBN == 256, "128×192 and 128×256 tiles");
   static_assert(!kFp8Out || kBN == 256, "kSwiGluFp8 on 256-wide tiles");
+  static_assert(!kMxfp4 || kBN == 256, "MXFP4 weights on 256-wide tiles");
   // As many stages as fit beside the two consumer warpgroups' output staging (TmaOut) in the 227 KiB a CTA may
   // hold: 4 of 40 KiB (192), 3 of 48 KiB (256, bf16 rows), 4 of 48 KiB (256, FP8 rows); 214–215 KiB in all.
-  static constexpr int kStages = kBN == 256 && !kFp8Out ? 3 : 4;
+  // MXFP4: one FP8 stage fewer and kRawStages raw slots of 17 KiB (the decode refills a stage from shared
+  // memory, so the raw ring carries the copies' latency): 216–217 KiB.
+  static constexpr int kStages = (kBN == 256 && !kFp8Out ? 3 : 4) - (kMxfp4 ? 1 : 0);
+  static constexpr int kRawStages = kMxfp4 ? 3 : 0;
   static constexpr int kABytes = 128 * kBK;  // [K half][128 rows][64 bytes]
   static constexpr int kBBytes = kBN * kBK;  // [K half][kBN rows][64 bytes]
   static constexpr int kStageBytes = kABytes + kBBytes;
@@ -62,9 +80,15 @@ struct TmaTile {
   // pairs; written with a tile's first K block only)].
   static constexpr int kBiasWord0 = 132;
   static constexpr int kScaleFloats = kBiasWord0 + kBN / 2;
-  static constexpr int kOutOffset = kStages * kStageBytes + 2 * kStages * 8 + kStages * kScaleFloats * 4;
+  // After the scales: kMxfp4's raw barriers (8 slots) and raw slots.
+  static constexpr int kRawBarOffset = kStages * kStageBytes + 2 * kStages * 8 + kStages * kScaleFloats * 4;
+  static constexpr int kRawOffset = kRawBarOffset + (kMxfp4 ? 64 : 0);
+  static constexpr int kOutOffset = kRawOffset + kRawStages * kMxfp4RawSlotBytes;
   static constexpr int kSmemBytes = 1024 + kOutOffset + 2 * TmaOut<kBN, kFp8Out>::kBytes;
-  static_assert(kOutOffset % 16 == 0, "the output staging is 16-byte aligned (bulk copies)");
+  static_assert(kRawBarOffset % 16 == 0 && kRawOffset % 16 == 0 && kOutOffset % 16 == 0,
+                "raw slots and output staging are 16-byte aligned (bulk copies)");
+  static_assert(kRawStages <= 8, "raw barrier slots");
+  static_assert(kSmemBytes <= 227 * 1024, "a CTA's shared memory");
 };
 constexpr int kScaleLanes = 32;  // producer warp 1
 // Columns of B one wgmma pass covers: the whole 192-wide tile; a 256-wide tile runs two 128-column passes
@@ -191,19 +215,123 @@ __device__ __forceinline__ TmaWalk tma_walk(const GemmFp8Params& p) {
   return w;
 }
 
-template <int kBN, bool kShareB, bool kFp8Out>
+template <int kBN, bool kShareB, bool kFp8Out, bool kMxfp4>
 __device__ __forceinline__ void consume_tma_tiles(const GemmFp8Params& p, uint8_t* smem, uint64_t* full,
                                                   uint64_t* empty, float* scales, int num_kb);
+
+// Warp 1 of the producer warpgroup (lane: 0–31) stages stage s's scales for K block kb of tile c: the tile's 128 A
+// scales (rows past row_end read as 0: their outputs are never written), with kBScales its two B scales, and with
+// the first K block its kBN bias values (bf16 pairs, 0 past N or without bias); each lane's copies are one
+// arrival on the full barrier once they land.
+template <int kBN, bool kFp8Out, bool kBScales>
+__device__ __forceinline__ void stage_scales(const GemmFp8Params& p, const TmaTileCoord& c, int kb, int num_kb,
+                                             float* sc, uint64_t* full, int lane) {
+  using T = TmaTile<kBN, kFp8Out>;
+#pragma unroll
+  for (int i = 0; i < 128 / kScaleLanes; ++i) {
+    const int r = c.m0 + lane + kScaleLanes * i;
+    const bool ok = r < c.row_end;
+    cp_async_4(sc + lane + kScaleLanes * i, p.a_scales + static_cast<int64_t>(ok ? r : 0) * num_kb + kb, ok);
+  }
+  if (kBScales && lane < 2) {
+    const float* bs0 = b_scale_row(p, c.group, c.n0_load, num_kb);
+    const float* bs1 = c.n0_load / 128 + 1 < ceil_div(p.N, 128) ? bs0 + num_kb : bs0;
+    cp_async_4(sc + 128 + lane, (lane == 0 ? bs0 : bs1) + kb, true);
+  }
+  if (kb == 0) {
+#pragma unroll
+    for (int i = 0; i < kBN / 2 / kScaleLanes; ++i) {
+      const int col = c.n0_load + 2 * (lane + kScaleLanes * i);
+      const bool ok = p.bias != nullptr && col < p.N;
+      const void* src = ok ? static_cast<const void*>(p.bias + static_cast<int64_t>(c.group) * p.N + col)
+                           : static_cast<const void*>(p.a_scales);  // not read
+      cp_async_4(sc + T::kBiasWord0 + lane + kScaleLanes * i, src, ok);
+    }
+  }
+  mbar::cp_async_arrive(full);
+}
+
+// The MXFP4 producer (kMxfp4, B-sharing pairs; gemm_fp8_tma_mxfp4_sm90.cuh): all 128 threads of warpgroup 0 walk
+// the stages; thread 0 issues A's copies and the raw slots' bulk copies (kRawStages stages ahead, across tiles),
+// warp 1 stages the A scales and bias, and every thread dequantizes its share of the stage's two B halves from
+// the raw slot. Each warp arrives twice on the full barrier (once per half): 8 arrivals per stage. (Each CTA of a
+// B-sharing pair decodes the whole tile: sharing the decode through distributed shared memory measured slower, PERF.md.)
+template <int kBN, bool kFp8Out>
+__device__ __forceinline__ void produce_mxfp4(const CUtensorMap* map_a, const GemmFp8Params& p, uint8_t* smem,
+                                              uint64_t* full, uint64_t* empty, float* scales, int num_kb) {
+  using T = TmaTile<kBN, kFp8Out, true>;
+  __shared__ int exchange[16];
+  const TmaWalk w = tma_walk<kBN, true>(p);
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const Mxfp4PairUnit pu = mxfp4_pair_unit(tid);
+  const int64_t band_bytes = int64_t{num_kb} * kMxfp4TileBytes;
+  uint64_t* raw_full = reinterpret_cast<uint64_t*>(smem + T::kRawBarOffset);
+  uint8_t* raw = smem + T::kRawOffset;
+  // Thread 0's copy cursor: the (work unit, K block) whose weights go into the next raw slot.
+  int copy_u = w.first, copy_kb = 0;
+  auto copy_raw = [&](int slot) {
+    if (copy_u >= w.units) return;
+    const TmaTileCoord c = tma_tile<kBN, true>(p, copy_u, w.m_tiles, w.rank);
+    const uint8_t* group_b = p.b + c.group * mxfp4_tiled_group_bytes(p.N, p.K);
+    const int tiles = min(4, ceil_div(p.N - c.n0, 64));  // the tile's 64-row bands below N
+    tma::arrive_expect_tx(&raw_full[slot], static_cast<uint32_t>(tiles * kMxfp4TileBytes));
+    for (int t = 0; t < tiles; ++t) {
+      tma::copy_bulk(raw + slot * kMxfp4RawSlotBytes + t * kMxfp4TileBytes,
+                     group_b + (c.n0 / 64 + t) * band_bytes + int64_t{copy_kb} * kMxfp4TileBytes, kMxfp4TileBytes,
+                     &raw_full[slot]);
+    }
+    if (++copy_kb == num_kb) {
+      copy_kb = 0;
+      copy_u += w.stride;
+    }
+  };
+  if (tid == 0) {
+    for (int r = 0; r < T::kRawStages; ++r) copy_raw(r);
+  }
+  int s = 0, r = 0, parity = 0;
+  uint32_t phase = 0, raw_phase = 0;
+  for (int u = w.first; u < w.units; u += w.stride) {
+    const TmaTileCoord c = tma_tile<kBN, true>(p, u, w.m_tiles, w.rank);
+    for (int kb = 0; kb < num_kb;
+         ++kb, s = next_stage<T::kStages>(s, phase), r = next_stage<T::kRawStages>(r, raw_phase)) {
+      mbar::wait(&empty[s], phase ^ 1);  // both CTAs' consumers released the stage (they arrive on both barriers)
+      uint8_t* sa = smem + s * T::kStageBytes;
+      float* sc = scales + s * T::kScaleFloats;
+      if (tid == 0) {
+        tma::arrive_expect_tx(&full[s], T::kABytes);
+        tma::copy_2d(sa, map_a, kb * kBK, c.m0, &full[s]);
+        tma::copy_2d(sa + T::kABytes / 2, map_a, kb * kBK + 64, c.m0, &full[s]);
+      }
+      if (warp == 1) stage_scales<kBN, kFp8Out, false>(p, c, kb, num_kb, sc, &full[s], lane);
+      mbar::wait(&raw_full[r], raw_phase);
+      const uint32_t slot = tma::smem_u32(raw + r * kMxfp4RawSlotBytes);
+      for (int half = 0; half < 2; ++half) {
+        const int n_half = c.n0 + 128 * half;
+        if (n_half >= p.N) continue;  // uniform over the warpgroup
+        const Mxfp4HalfCodes codes = load_mxfp4_half(slot + half * 2 * kMxfp4TileBytes, n_half, p.N, pu);
+        store_mxfp4_half<kBN>(codes, n_half, p.N, p.K, kb, half, pu, tma::smem_u32(sa + T::kABytes),
+                              tma::smem_u32(sc + 128 + half), exchange, parity);
+        parity ^= 1;
+      }
+      // Every thread read the slot before the last half's named barrier: refill it.
+      if (tid == 0) copy_raw(r);
+      // The e4m3 bytes, written by the generic proxy, feed wgmma.
+      fence_proxy_async();
+      __syncwarp();
+      if (lane == 0) mbar::arrive_count(&full[s], 2);
+    }
+  }
+}
 
 // The two CTAs of a cluster share an operand tile, so a stage may be refilled only when both CTAs' consumers
 // released it (each consumer warp arrives on its own and its peer's empty barrier).
 // map_a: box 64 K bytes × 64 rows (share A) or × 128 rows (kShareB); map_b: box (64, 64, kBN / 64, 2)
 // (share A) or (64, 64, kBN / 128, 1): one K half of half the tile's rows (kShareB).
-template <int kBN, bool kShareB, bool kFp8Out>
+template <int kBN, bool kShareB, bool kFp8Out, bool kMxfp4>
 __global__ void __launch_bounds__(kTmaThreads, 1)
     gemm_fp8_tma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                         const GemmFp8Params p) {
-  using T = TmaTile<kBN, kFp8Out>;
+  using T = TmaTile<kBN, kFp8Out, kMxfp4>;
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + T::kStages * T::kStageBytes);
@@ -216,18 +344,21 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     tma::prefetch_map(&map_a);
     tma::prefetch_map(&map_b);
     for (int s = 0; s < T::kStages; ++s) {
-      mbar::init(&full[s], 1 + kScaleLanes);
+      mbar::init(&full[s], 1 + kScaleLanes + (kMxfp4 ? 8 : 0));
       mbar::init(&empty[s], 8 * kCluster);
     }
+    for (int r = 0; r < T::kRawStages; ++r) mbar::init(reinterpret_cast<uint64_t*>(smem + T::kRawBarOffset) + r, 1);
     tma::fence_barrier_init();
   }
   tma::cluster_sync();  // the peer's barriers exist before any copy or arrival names them
 
   if (tid < 128) {
     // ================= producer =================
-    tma::regs_release<kProducerRegs>();
+    tma::regs_release<TmaRegs<kMxfp4>::kProducer>();
     const TmaWalk w = tma_walk<kBN, kShareB>(p);
-    if (tid == 0) {
+    if constexpr (kMxfp4) {
+      produce_mxfp4<kBN, kFp8Out>(&map_a, p, smem, full, empty, scales, num_kb);
+    } else if (tid == 0) {
       // B bands: 64-row bands of the tile-major layout, G · pad(N)/64 of them.
       const int bands_per_group = static_cast<int>(fp8_tiled_pad(p.N) / 64);
       int s = 0;
@@ -265,54 +396,31 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
         }
       }
     } else if (tid >= 32 && tid < 32 + kScaleLanes) {
-      // Scale stager: rows past row_end read as 0 (their outputs are never written).
-      const int lane = tid - 32;
-      const int num_nb = ceil_div(p.N, 128);
       int s = 0;
       uint32_t phase = 0;
       for (int u = w.first; u < w.units; u += w.stride) {
         const TmaTileCoord c = tma_tile<kBN, kShareB>(p, u, w.m_tiles, w.rank);
-        const float* bs0 = b_scale_row(p, c.group, c.n0_load, num_kb);
-        const float* bs1 = c.n0_load / 128 + 1 < num_nb ? bs0 + num_kb : bs0;
         for (int kb = 0; kb < num_kb; ++kb, s = next_stage<T::kStages>(s, phase)) {
           mbar::wait(&empty[s], phase ^ 1);
-          float* sc = scales + s * T::kScaleFloats;
-#pragma unroll
-          for (int i = 0; i < 128 / kScaleLanes; ++i) {
-            const int r = c.m0 + lane + kScaleLanes * i;
-            const bool ok = r < c.row_end;
-            cp_async_4(sc + lane + kScaleLanes * i, p.a_scales + static_cast<int64_t>(ok ? r : 0) * num_kb + kb, ok);
-          }
-          if (lane < 2) cp_async_4(sc + 128 + lane, (lane == 0 ? bs0 : bs1) + kb, true);
-          if (kb == 0) {  // the tile's bias, bf16 pairs (0 past N or without bias)
-#pragma unroll
-            for (int i = 0; i < kBN / 2 / kScaleLanes; ++i) {
-              const int col = c.n0_load + 2 * (lane + kScaleLanes * i);
-              const bool ok = p.bias != nullptr && col < p.N;
-              const void* src = ok ? static_cast<const void*>(p.bias + static_cast<int64_t>(c.group) * p.N + col)
-                                   : static_cast<const void*>(p.a_scales);  // not read
-              cp_async_4(sc + T::kBiasWord0 + lane + kScaleLanes * i, src, ok);
-            }
-          }
-          mbar::cp_async_arrive(&full[s]);
+          stage_scales<kBN, kFp8Out, true>(p, c, kb, num_kb, scales + s * T::kScaleFloats, &full[s], tid - 32);
         }
       }
     }
   } else {
-    consume_tma_tiles<kBN, kShareB, kFp8Out>(p, smem, full, empty, scales, num_kb);
+    consume_tma_tiles<kBN, kShareB, kFp8Out, kMxfp4>(p, smem, full, empty, scales, num_kb);
   }
   // NOTE: no CTA of a cluster exits while its peer may still multicast into it or arrive on its barriers.
   tma::cluster_sync();
 }
 
 // ================= consumers (warpgroups 1 and 2) =================
-template <int kBN, bool kShareB, bool kFp8Out>
+template <int kBN, bool kShareB, bool kFp8Out, bool kMxfp4>
 __device__ __forceinline__ void consume_tma_tiles(const GemmFp8Params& p, uint8_t* smem, uint64_t* full,
                                                   uint64_t* empty, float* scales, int num_kb) {
-  using T = TmaTile<kBN, kFp8Out>;
+  using T = TmaTile<kBN, kFp8Out, kMxfp4>;
   using Out = TmaOut<kBN, kFp8Out>;
   const int tid = threadIdx.x;
-  tma::regs_claim<kConsumerRegs>();
+  tma::regs_claim<TmaRegs<kMxfp4>::kConsumer>();
   // Consumer warpgroup: rows 64·cw … (through a shuffle so that the compiler knows it is warp-uniform and
   // keeps the wgmma descriptors built from it in uniform registers).
   const int cw = __shfl_sync(0xffffffffu, tid / 128, 0) - 1;
@@ -342,6 +450,9 @@ __device__ __forceinline__ void consume_tma_tiles(const GemmFp8Params& p, uint8_
     const bool second_pass = kPasses == 1 || c.n0_load + kPassN < p.N;
 
     for (int kb = 0; kb < num_kb; ++kb, s = next_stage<T::kStages>(s, phase)) {
+      // NOTE: CTA scope also for the peer's half of B (stored into this CTA's shared memory before its arrival
+      // released them at cluster scope): an acquire at cluster scope invalidates L1 (CCTL.IVALL) on every wait,
+      // measured at 45% of the MXFP4 kernel's stall samples.
       mbar::wait(&full[s], phase);
       const uint64_t stage = static_cast<uint64_t>(s * T::kStageBytes) >> 4;
       const uint32_t sc = scales0 + s * T::kScaleFloats * 4;
@@ -390,11 +501,12 @@ __device__ __forceinline__ void consume_tma_tiles(const GemmFp8Params& p, uint8_
   wait_tma_out();
 }
 
-template <int kBN, bool kShareB, bool kFp8Out>
+template <int kBN, bool kShareB, bool kFp8Out, bool kMxfp4 = false>
 void launch_tma_tile(const GemmFp8Params& p, cudaStream_t stream) {
   static_assert(!kShareB || kBN == 256, "sharing B splits the tile's 64-row bands in two halves");
-  using T = TmaTile<kBN, kFp8Out>;
-  auto* kernel = gemm_fp8_tma_kernel<kBN, kShareB, kFp8Out>;
+  static_assert(!kMxfp4 || kShareB, "MXFP4 weights: B-sharing pairs (each CTA dequantizes one half for both)");
+  using T = TmaTile<kBN, kFp8Out, kMxfp4>;
+  auto* kernel = gemm_fp8_tma_kernel<kBN, kShareB, kFp8Out, kMxfp4>;
   // Resident clusters (clusters of 2 need two free SMs of one GPC): queried once per instantiation.
   // The launch configuration for `units` work units (kCluster CTAs each).
   ClusterPdlAttributes cluster_attribute(kCluster, false);
@@ -423,14 +535,15 @@ void launch_tma_tile(const GemmFp8Params& p, cudaStream_t stream) {
   const CUtensorMap map_a = tma::make_map_u8_sw64(p.a, 2, a_dims, a_strides, a_box);
   // B tile-major (fp8_tiled.h: 4 KiB tiles ordered (g, n / 64, k / 64)) as dims (k in tile 64, row in
   // band 64, band G·NT, k tile KT); box (64, 64, kBN / 64, 2) lands as [K half][kBN rows][64 bytes]
-  // (kShareB: box (64, 64, kBN / 128, 1), one K half of half the rows, four per stage and pair).
+  // (kShareB: box (64, 64, kBN / 128, 1), one K half of half the rows, four per stage and pair). MXFP4 weights
+  // are read by the producer's threads (produce_mxfp4): no map, map_a passed in its place.
   const uint64_t kt = static_cast<uint64_t>(fp8_tiled_pad(p.K) / 64);
   const uint64_t bands = static_cast<uint64_t>(fp8_tiled_pad(p.N) / 64);
   const uint64_t groups = p.tile_group ? static_cast<uint64_t>(p.num_groups) : 1;
   const uint64_t b_dims[4] = {64, 64, bands * groups, kt};
   const uint64_t b_strides[3] = {64, kt * 4096, 4096};
   const uint32_t b_box[4] = {64, 64, kShareB ? kBN / 128u : kBN / 64u, kShareB ? 1u : 2u};
-  const CUtensorMap map_b = tma::make_map_u8_sw64(p.b, 4, b_dims, b_strides, b_box);
+  const CUtensorMap map_b = kMxfp4 ? map_a : tma::make_map_u8_sw64(p.b, 4, b_dims, b_strides, b_box);
   const int64_t m_tiles = p.tile_group ? p.max_tiles : ceil_div(p.M, 128);
   const int64_t max_units = kShareB ? ceil_div(m_tiles, int64_t{kCluster}) * ceil_div(p.N, kBN)
                                     : m_tiles * ceil_div(ceil_div(p.N, kBN), kCluster);
@@ -444,7 +557,9 @@ void launch_tma_tile(const GemmFp8Params& p, cudaStream_t stream) {
 }  // namespace
 
 void launch_tma(const GemmFp8Params& p, int tile_n, bool share_b, cudaStream_t stream) {
-  GOSSAMER_CHECK(p.b_tiled, "gemm_fp8: the TMA kernel reads tile-major B only");
+  GOSSAMER_CHECK(p.b_tiled || p.b_mxfp4, "gemm_fp8: the TMA kernel reads tile-major FP8 or tiled MXFP4 B only");
+  GOSSAMER_CHECK(!p.b_mxfp4 || (share_b && p.K % 32 == 0),
+                 "gemm_fp8: MXFP4 weights on the TMA kernel: the B-sharing 128x256 tile and K a multiple of 32");
   GOSSAMER_CHECK(p.a_row_index == nullptr, "gemm_fp8: the TMA kernel reads contiguous A rows (no gather)");
   GOSSAMER_CHECK(reinterpret_cast<uintptr_t>(p.a) % 16 == 0 && reinterpret_cast<uintptr_t>(p.b) % 16 == 0,
                  "gemm_fp8: the TMA kernel needs 16-byte aligned operands");
@@ -453,6 +568,10 @@ void launch_tma(const GemmFp8Params& p, int tile_n, bool share_b, cudaStream_t s
   GOSSAMER_CHECK(tma_output_ok(p),
                  "gemm_fp8: the TMA kernel copies whole output rows: the output 16-byte aligned, "
                  "ldc a multiple of 8 (ldq of 16) and N of 8 (kSwiGlu: 16; kSwiGluFp8: 32)");
+  if (p.b_mxfp4) {
+    return p.epilogue == GemmEpilogue::kSwiGluFp8 ? launch_tma_tile<256, true, true, true>(p, stream)
+                                                  : launch_tma_tile<256, true, false, true>(p, stream);
+  }
   if (p.epilogue == GemmEpilogue::kSwiGluFp8) {  // launch_gemm_fp8 picks a 256-wide tile for it
     return share_b ? launch_tma_tile<256, true, true>(p, stream) : launch_tma_tile<256, false, true>(p, stream);
   }

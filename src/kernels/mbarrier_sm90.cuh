@@ -1,4 +1,5 @@
-// mbarrier helpers (shared::cta) for producer/consumer pipelines on sm_90.
+// mbarrier helpers (shared::cta) for producer/consumer pipelines on sm_90, and the shared-memory loads and stores
+// they use.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +29,13 @@ __device__ __forceinline__ void arrive_cluster(uint64_t* bar, uint32_t rank) {
       "[remote];\n}\n" ::"r"(smem_addr(bar)),
       "r"(rank)
       : "memory");
+}
+
+// `count` arrivals at once (release semantics at CTA scope, as arrive).
+__device__ __forceinline__ void arrive_count(uint64_t* bar, uint32_t count) {
+  asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0], %1;\n}\n" ::"r"(smem_addr(bar)),
+               "r"(count)
+               : "memory");
 }
 
 // Blocks until the phase of parity `parity` has completed (the first phase has parity 0).
@@ -65,6 +73,20 @@ __device__ __forceinline__ void st_shared_u32(uint32_t addr, uint32_t v) {
 
 __device__ __forceinline__ void st_shared_u16(uint32_t addr, uint16_t v) {
   asm volatile("st.shared.u16 [%0], %1;\n" ::"r"(addr), "h"(v) : "memory");
+}
+
+__device__ __forceinline__ uint4 ld_shared_v4(uint32_t addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr)
+               : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_shared_v4(uint32_t addr, uint4 v) {
+  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+               : "memory");
+}
+__device__ __forceinline__ void st_shared_f32(uint32_t addr, float v) {
+  asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(addr), "f"(v) : "memory");
 }
 
 // Named CTA barriers (bar.sync / bar.arrive; id 0 is __syncthreads'): `count` threads, a multiple of 32, meet

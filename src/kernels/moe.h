@@ -106,8 +106,9 @@ struct MoeParams {
   int num_local_experts = 0;
   int hidden = 2880;
   int inter = 2880;
-  // The expert GEMMs' tile at 128-row tiles (k128x192tma2 / k128x256tma2 need weights_tiled); kAuto lets
-  // launch_gemm_fp8 choose (grouped: k128x256tma2). Benchmarks and tests pin it to compare kernels.
+  // The expert GEMMs' tile at 128-row tiles (k128x192tma2 / k128x256tma2 need weights_tiled; MXFP4 experts always
+  // run the B-sharing k128x256tma2b); kAuto lets launch_gemm_fp8 choose (grouped: k128x256tma2). Benchmarks and
+  // tests pin it to compare kernels.
   GemmTile gemm_tile = GemmTile::kAuto;
   // NOTE: launch_moe with FP8 tile-major experts at 128-row tiles: the gate_up GEMM quantizes h in its
   // epilogue (GemmEpilogue::kSwiGluFp8, on the k128x256tma2 tile whatever gemm_tile) instead of writing bf16 h

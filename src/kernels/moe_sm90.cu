@@ -223,14 +223,15 @@ void experts_fp8_gemm(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t str
   const bool rows_128 = plan_tile_rows(b.step, b.T, b.E) == 128;
   if (rows_128) g1.tile = b.gemm_tile;
   const GemmTile tile = g1.tile;  // both GEMMs' tile (gate_up's may become 128×256 below)
-  // h quantized in gate_up's epilogue: FP8 tile-major experts at 128-row tiles (a TMA 128×256 tile).
-  const bool fuse_quantization = b.step == ExpertStep::kFp8Gemm && b.weights_tiled && rows_128;
+  // h quantized in gate_up's epilogue: FP8 tile-major experts at 128-row tiles (a TMA 128×256 tile), or MXFP4
+  // experts (always the TMA kernel's B-sharing pairs; gemm_tile does not apply to them).
+  const bool fuse_quantization = rows_128 && ((b.step == ExpertStep::kFp8Gemm && b.weights_tiled) || g1.b_mxfp4);
   if (fuse_quantization) {
     g1.epilogue = GemmEpilogue::kSwiGluFp8;
     g1.out_q = w.h_q;
     g1.ldq = ld16(b.inter);
     g1.out_scales = w.h_scales;
-    g1.tile = tile == GemmTile::k128x256tma2b ? tile : GemmTile::k128x256tma2;
+    g1.tile = tile == GemmTile::k128x256tma2b || g1.b_mxfp4 ? GemmTile::k128x256tma2b : GemmTile::k128x256tma2;
   }
   mark(b, MoePhase::kGateUp, stream);
   launch_gemm_fp8(g1, rows_hint, stream);

@@ -207,12 +207,12 @@ class CudaModel final : public Model {
   // Whether a step of num_tokens reads MXFP4 experts (--weights mxfp4, or mxfp4+fp8 up to kDualMxfp4MaxTokens).
   bool reads_mxfp4_experts(int num_tokens) const;
   // --weights mxfp4, steps past the decode MoE and the stream path: the grouped GEMMs read the MXFP4
-  // experts directly up to this many (token, expert) rows per expert on average (num_tokens · 4 / E), and
-  // convert the layer's experts to FP8 first beyond it. H100, 2026-12-06, `gossamer_kernels_bench moe-mxfp4`
-  // with the one-round-trip conversion pass (route → combine, direct against convert + FP8): E = 32 1.00× at
-  // 128 rows per expert, 0.81× at 192, 0.72× at 256; E = 128 1.66× at 64, 0.87× at 192, 0.72× at 256 (the
-  // crossovers ≈ 128 and ≈ 155 rows).
-  static constexpr int kMxfp4DirectMaxRowsPerExpert = 128;
+  // experts directly (the TMA kernel's dequantizing producer) up to this many (token, expert) rows per expert on
+  // average (num_tokens · 4 / E), and convert the layer's experts to FP8 first beyond it. H100, 2026-12-06,
+  // `gossamer_kernels_bench moe-mxfp4` (route → combine, µs, direct / convert + FP8): E = 32 774 / 859 at 128 rows
+  // per expert, 1,124 / 982 at 192; E = 128 2,091 / 4,005 at 64, 4,482 / 3,966 at 192 (crossovers ≈ 150 and
+  // ≈ 165 rows).
+  static constexpr int kMxfp4DirectMaxRowsPerExpert = 160;
 
  protected:
   void allocate_kv_cache_impl(int32_t num_blocks, int32_t block_size, int32_t num_sliding_blocks) override;
