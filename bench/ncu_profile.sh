@@ -14,9 +14,9 @@ for kernel in gemm_fp8_kernel attention_prefill_kernel attention_prefill_wgmma_k
     -k regex:$kernel -c 1 $bin profile >> $out/ncu.txt 2>&1
   echo "ncu $kernel rc $?"
 done
-# The FP8 GEMM on MXFP4 weights (the gate_up launch of a 2048-token 20b MoE block).
+# The FP8 GEMM on MXFP4 weights (the TMA kernel's gate_up launch of a 2048-token 20b MoE block).
 ncu --clock-control none --metrics "$stalls,$pipes,sm__throughput.avg.pct_of_peak_sustained_elapsed,smsp__issue_active.avg.pct_of_peak_sustained_active" \
-  -k regex:gemm_fp8_mxfp4_kernel -c 1 $bin profile-mxfp4 >> $out/ncu.txt 2>&1
-echo "ncu gemm_fp8_mxfp4_kernel rc $?"
-grep -E "gemm_fp8_kernel|gemm_fp8_mxfp4_kernel|attention_prefill|ERROR" $out/ncu.txt | cut -c1-120
-awk '/gemm_fp8_kernel|gemm_fp8_mxfp4_kernel|attention_prefill/ {print "## " substr($0,1,60)} $NF ~ /^[0-9.]+$/ && $NF+0 >= 0.05 {print "  " $1 " " $NF}' $out/ncu.txt | head -80
+  -k regex:gemm_fp8_tma_kernel -c 1 $bin profile-mxfp4 >> $out/ncu.txt 2>&1
+echo "ncu gemm_fp8_tma_kernel (MXFP4) rc $?"
+grep -E "gemm_fp8_kernel|gemm_fp8_tma_kernel|attention_prefill|ERROR" $out/ncu.txt | cut -c1-120
+awk '/gemm_fp8_kernel|gemm_fp8_tma_kernel|attention_prefill/ {print "## " substr($0,1,60)} $NF ~ /^[0-9.]+$/ && $NF+0 >= 0.05 {print "  " $1 " " $NF}' $out/ncu.txt | head -80

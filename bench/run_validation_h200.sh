@@ -21,7 +21,7 @@
 # batch 1 and 8) and the batch-1 decode timeline; timeline: the real kernel timeline of graph decode steps
 # (CUPTI); source: Nsight Compute's per-instruction stall samples of the batch-1 decode's attention, MXFP4 and
 # FP8 GEMVs, and of the prefill's MoE GEMM and attention; profile-moe: ncu's metrics and stall samples of the MoE's
-# gate_up and down GEMMs in a 20b 8k prefill; profile-mxfp4: the same of a 20b 2k --weights mxfp4 prefill;
+# gate_up and down GEMMs in a 20b 8k prefill; profile-mxfp4: the same of a 20b 1.5k --weights mxfp4 prefill;
 # bench-variants: one kernels-bench section for each variant binary in carry/exp (a branch's experiments); profile:
 # Nsight Compute on the prefill kernels (attention warpgroup variants, the MoE GEMMs), the batch-1 decode GEMVs'
 # stall reasons, and every kernel's duration in a batch-1 decode step (profile, timeline and headline are not part
@@ -296,13 +296,13 @@ profile_moe_gemms() {
 }
 
 profile_mxfp4_gemms() {
-  # The MoE's GEMMs on MXFP4 experts (--weights mxfp4, 20b, 2,048 tokens: the warm-up's layer 0 gate_up and down):
-  # ncu's metrics, then the per-instruction stall samples. (Main's binaries convert first at this size, so the GEMMs
-  # profiled are the FP8 ones; branch candidate/mxfp4-tma's read MXFP4.)
+  # The MoE's GEMMs on MXFP4 experts (--weights mxfp4, 20b, 1,536 tokens — 192 rows per expert, read as MXFP4 up to
+  # CudaModel::kMxfp4DirectMaxRowsPerExpert: the warm-up's layer 0 gate_up and down): ncu's metrics, then the
+  # per-instruction stall samples.
   local raw=/tmp/ncu prefill=(bench prefill --load-format dummy --preset 20b --device cuda --weights mxfp4
-    --input-lens 2048 --repeats 1)
+    --input-lens 1536 --repeats 1)
   [ -n "${ncu_run:-}" ] || ncu_setup
-  sec "ncu: the MoE's GEMMs on MXFP4 experts, 2,048 tokens (gate_up, down) (#15)"
+  sec "ncu: the MoE's GEMMs on MXFP4 experts, 1,536 tokens (gate_up, down) (#15)"
   $ncu_run -k regex:gemm_fp8 -c 2 build/gossamer "${prefill[@]}" > "$raw/moe_mxfp4.txt" 2>&1
   summarize "$raw/moe_mxfp4.txt"
   profile_source gemm_fp8 0 "${prefill[@]}"
@@ -363,9 +363,8 @@ PY
 run_candidates() {
   # The kernel rows of the recent changes, beside the binaries before them (carry/base/gossamer.zst and
   # kernels_bench.zst when packed, stripped, zstd), then their end-to-end A/B. Last used for MXFP4 experts on the
-  # TMA GEMM (binaries of branch candidate/mxfp4-tma, where the MoE takes it at every size): its kernel test first
-  # (a hang costs the call otherwise), the MXFP4 MoE and model tests; the moe-mxfp4 rows at E = 32 / 128; bench
-  # prefill --weights mxfp4 new vs base at 2k / 8k / 32k (and 120b 2k / 8k), fp8 beside it.
+  # TMA GEMM: its kernel test first (a hang costs the call otherwise), the MXFP4 MoE and model tests; the moe-mxfp4
+  # rows at E = 32 / 128; bench prefill --weights mxfp4 new vs base at 1k–32k (and 120b 1k–8k), fp8 beside it.
   sec "MXFP4 on the TMA GEMM: its kernel test first (stop here if it fails or hangs)"
   timeout 90 build/tests/gossamer_kernels_tests --gtest_color=no --gtest_filter='GemmFp8Mxfp4Kernel.*' \
     > "$out/candidates_smoke.log" 2>&1
@@ -380,10 +379,10 @@ run_candidates() {
   local base run round
   base_binary
   for run in "$base|--weights mxfp4" "build/gossamer|--weights mxfp4" "build/gossamer|"; do
-    ab_prefill "$run" "2048 8192 32768"
+    ab_prefill "$run" "1024 2048 8192 32768"
   done
   for run in "$base|--weights mxfp4" "build/gossamer|--weights mxfp4"; do
-    ab_prefill "$run" "2048 8192" 120b
+    ab_prefill "$run" "1024 2048 4096 8192" 120b
   done
   python3 bench/summarize_ab.py "$out/candidates_summary.txt"
 }

@@ -524,7 +524,7 @@ struct MoeMxfp4Bench {
     }
   }
 
-  // One direct call (for a profiler: ncu -k regex:gemm_fp8_mxfp4 ... profile-mxfp4).
+  // One direct call (for a profiler: ncu -k regex:gemm_fp8_tma ... profile-mxfp4: its first launch is gate_up).
   void once(int T) {
     Buf x(size_t(T) * kH * 2), logits(size_t(T) * E * 2), out(size_t(T) * kH * 2),
         ws(moe_workspace_bytes(T, E, kH, kI));

@@ -97,5 +97,4 @@ __device__ __forceinline__ const float* b_scale_row(const GemmFp8Params& p, int 
 // in clusters of 2 CTAs sharing A, or B (share_b, tile_n 256): tile-major B, contiguous A.
 void launch_tma(const GemmFp8Params& p, int tile_n, bool share_b, cudaStream_t stream);
 
-
 }  // namespace gossamer::kernels::gemm_fp8_detail

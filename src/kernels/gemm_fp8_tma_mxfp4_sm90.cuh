@@ -1,18 +1,18 @@
 // The TMA GEMM's dequantizing producer for MXFP4 weights (gemm_fp8_tma_sm90.cu with b_mxfp4; gemm_fp8.h).
 // No tensor copy brings B: flat bulk copies bring the weights as stored (mxfp4_tiled.h, 4.25 bits a weight: per
-// stage the four 64-row × 128-K tiles of the kBN = 256-row B tile, 17 KiB) into a ring of kRawStages raw slots
-// running ahead of the FP8 stages, and the producer warpgroup's 128 threads turn each slot into the e4m3 bytes and
-// fp32 block scales that launch_mxfp4_tiled_to_fp8 would have written, straight into the FP8 stage, in the layout
-// the TMA copy of FP8 B leaves ([K half][kBN rows][64 bytes], 64B-swizzled). Each CTA decodes the whole tile for
-// itself (sharing the decode across the pair through distributed shared memory measured slower: PERF.md).
+// stage up to the four 64-row × 128-K tiles of the kBN = 256-row B tile, 17 KiB) into a ring of kRawStages raw
+// slots running ahead of the FP8 stages, and the producer warpgroup's 128 threads turn a slot into the e4m3 bytes
+// and fp32 block scales that launch_mxfp4_tiled_to_fp8 would have written, straight into the FP8 stage, in the
+// layout the TMA copy of FP8 B leaves ([K half][kBN rows][64 bytes], 64B-swizzled). Where the cluster pair shares
+// B each CTA decodes its own 128-row half and bulk-copies it into the peer's stage (produce_mxfp4).
 //
 // Per half and K block (two 64-row MXFP4 tiles): thread tid takes one pair of code units of each tile (row 8c + g,
 // units 2q and 2q + 1: K columns 16q … 16q + 15 of each MX block; mxfp4_pair_unit), 2 × 32 bytes and its row's
 // scale word; the warpgroup reduces the block's exponent range (a warp reduction, then 4 warps through shared
 // memory and named barrier kMxfp4Barrier), thread 0 writes the block scale 2^(e_max − 133), and each thread
 // turns its units into 4 × 2 swizzled 16-byte chunks (mxfp4_units_to_e4m3; the rule and its exactness are
-// mxfp4_tiled.h's mxfp4_tiled_word_to_e4m3: bit-identical to launch_mxfp4_tiled_to_fp8). The lane → (c, g, q) map puts the 8
-// lanes of each quarter warp on rows g ∈ {0, 1, 4, 5} or {2, 3, 6, 7}: their 16-byte stores hit 8 distinct bank
+// mxfp4_tiled.h's mxfp4_tiled_word_to_e4m3: bit-identical to launch_mxfp4_tiled_to_fp8). The lane → (c, g, q) map puts
+// the 8 lanes of each quarter warp on rows g ∈ {0, 1, 4, 5} or {2, 3, 6, 7}: their 16-byte stores hit 8 distinct bank
 // groups under the 64B swizzle (chunk ^= (row >> 1) & 3).
 #pragma once
 

@@ -30,8 +30,9 @@
 // The producer gives its registers to the consumers (setmaxnreg). A must be contiguous rows (grouped MoE
 // callers permute tokens into expert order first: quantize_fp8's row_index); B must be tile-major FP8, or tiled
 // MXFP4 (b_mxfp4, B-sharing pairs only): then flat bulk copies bring B as stored into raw slots and the producer
-// warpgroup's 128 threads write the e4m3 bytes and block scales into the stages (produce_mxfp4,
-// gemm_fp8_tma_mxfp4_sm90.cuh); the consumers run unchanged.
+// warpgroup's 128 threads write the e4m3 bytes and block scales into the stages, where the pair shares B each CTA
+// its own half, bulk-copied into the peer's stage too (produce_mxfp4, gemm_fp8_tma_mxfp4_sm90.cuh); the consumers
+// run unchanged.
 // Partial tiles: TMA zero-fills rows, columns and K past the tensor bounds; writes stop at row_end and N.
 // 192-wide tiles cover two 128-row B scale blocks: each 8-column group takes the scale of its block (two
 // compiled promotions, for n0 % 128 = 0 and 64); a 256-wide tile's pass h takes block h.
@@ -76,9 +77,11 @@ struct TmaTile {
   static constexpr int kABytes = 128 * kBK;  // [K half][128 rows][64 bytes]
   static constexpr int kBBytes = kBN * kBK;  // [K half][kBN rows][64 bytes]
   static constexpr int kStageBytes = kABytes + kBBytes;
-  // Per stage: [128 A scales, B scale of the first block, of the second, pad 2, kBN / 2 bias words (bf16
-  // pairs; written with a tile's first K block only)].
-  static constexpr int kBiasWord0 = 132;
+  // Per stage: [128 A scales, B scale of the first block, pad 3, of the second, pad 3, kBN / 2 bias words (bf16
+  // pairs; written with a tile's first K block only)]: each B scale in a 16-byte slot of its own (kMxfp4 copies a
+  // half's slot to the cluster peer).
+  static constexpr int kBScale0 = 128;
+  static constexpr int kBiasWord0 = 136;
   static constexpr int kScaleFloats = kBiasWord0 + kBN / 2;
   // After the scales: kMxfp4's raw barriers (8 slots) and raw slots.
   static constexpr int kRawBarOffset = kStages * kStageBytes + 2 * kStages * 8 + kStages * kScaleFloats * 4;
@@ -236,7 +239,7 @@ __device__ __forceinline__ void stage_scales(const GemmFp8Params& p, const TmaTi
   if (kBScales && lane < 2) {
     const float* bs0 = b_scale_row(p, c.group, c.n0_load, num_kb);
     const float* bs1 = c.n0_load / 128 + 1 < ceil_div(p.N, 128) ? bs0 + num_kb : bs0;
-    cp_async_4(sc + 128 + lane, (lane == 0 ? bs0 : bs1) + kb, true);
+    cp_async_4(sc + T::kBScale0 + 4 * lane, (lane == 0 ? bs0 : bs1) + kb, true);
   }
   if (kb == 0) {
 #pragma unroll
@@ -253,29 +256,37 @@ __device__ __forceinline__ void stage_scales(const GemmFp8Params& p, const TmaTi
 
 // The MXFP4 producer (kMxfp4, B-sharing pairs; gemm_fp8_tma_mxfp4_sm90.cuh): all 128 threads of warpgroup 0 walk
 // the stages; thread 0 issues A's copies and the raw slots' bulk copies (kRawStages stages ahead, across tiles),
-// warp 1 stages the A scales and bias, and every thread dequantizes its share of the stage's two B halves from
-// the raw slot. Each warp arrives twice on the full barrier (once per half): 8 arrivals per stage. (Each CTA of a
-// B-sharing pair decodes the whole tile: sharing the decode through distributed shared memory measured slower, PERF.md.)
+// warp 1 stages the A scales and bias, and every thread dequantizes its share of the stage's B from the raw slot.
+// Where the pair shares B (both row tiles of one group) each CTA copies and decodes only its own 128-row half and
+// bulk-copies it (each warp its 16 rows of each 64-row tile and K half, thread 0 the half's block-scale slot) into
+// the peer's stage, completing as transactions on the peer's full barrier (announced by the peer's thread 0 with
+// its A bytes); otherwise it decodes both halves. Each warp arrives once on its own full barrier.
 template <int kBN, bool kFp8Out>
 __device__ __forceinline__ void produce_mxfp4(const CUtensorMap* map_a, const GemmFp8Params& p, uint8_t* smem,
                                               uint64_t* full, uint64_t* empty, float* scales, int num_kb) {
   using T = TmaTile<kBN, kFp8Out, true>;
+  constexpr int kHalfRowsBytes = 128 * 64;  // one half's rows of one K half
   __shared__ int exchange[16];
   const TmaWalk w = tma_walk<kBN, true>(p);
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const Mxfp4PairUnit pu = mxfp4_pair_unit(tid);
+  const uint32_t peer = static_cast<uint32_t>(w.rank ^ 1);
   const int64_t band_bytes = int64_t{num_kb} * kMxfp4TileBytes;
   uint64_t* raw_full = reinterpret_cast<uint64_t*>(smem + T::kRawBarOffset);
   uint8_t* raw = smem + T::kRawOffset;
+  // The halves this CTA decodes: its own (rank) where the pair shares B, else both.
+  auto first_half = [&](const TmaTileCoord& c) { return c.b_shared ? w.rank : 0; };
+  auto num_halves = [&](const TmaTileCoord& c) { return c.b_shared ? 1 : 2; };
   // Thread 0's copy cursor: the (work unit, K block) whose weights go into the next raw slot.
   int copy_u = w.first, copy_kb = 0;
   auto copy_raw = [&](int slot) {
     if (copy_u >= w.units) return;
     const TmaTileCoord c = tma_tile<kBN, true>(p, copy_u, w.m_tiles, w.rank);
     const uint8_t* group_b = p.b + c.group * mxfp4_tiled_group_bytes(p.N, p.K);
-    const int tiles = min(4, ceil_div(p.N - c.n0, 64));  // the tile's 64-row bands below N
-    tma::arrive_expect_tx(&raw_full[slot], static_cast<uint32_t>(tiles * kMxfp4TileBytes));
-    for (int t = 0; t < tiles; ++t) {
+    // The 64-row bands of the decoded halves below N.
+    const int t0 = 2 * first_half(c), t1 = max(t0, min(t0 + 2 * num_halves(c), ceil_div(p.N - c.n0, 64)));
+    tma::arrive_expect_tx(&raw_full[slot], static_cast<uint32_t>((t1 - t0) * kMxfp4TileBytes));
+    for (int t = t0; t < t1; ++t) {
       tma::copy_bulk(raw + slot * kMxfp4RawSlotBytes + t * kMxfp4TileBytes,
                      group_b + (c.n0 / 64 + t) * band_bytes + int64_t{copy_kb} * kMxfp4TileBytes, kMxfp4TileBytes,
                      &raw_full[slot]);
@@ -292,33 +303,53 @@ __device__ __forceinline__ void produce_mxfp4(const CUtensorMap* map_a, const Ge
   uint32_t phase = 0, raw_phase = 0;
   for (int u = w.first; u < w.units; u += w.stride) {
     const TmaTileCoord c = tma_tile<kBN, true>(p, u, w.m_tiles, w.rank);
+    const int half0 = first_half(c), halves = num_halves(c);
+    // Where the pair shares B: whether this CTA's half, and the peer's, hold rows below N.
+    const bool own_half = c.n0 + 128 * w.rank < p.N, peer_half = c.n0 + 128 * static_cast<int>(peer) < p.N;
     for (int kb = 0; kb < num_kb;
          ++kb, s = next_stage<T::kStages>(s, phase), r = next_stage<T::kRawStages>(r, raw_phase)) {
       mbar::wait(&empty[s], phase ^ 1);  // both CTAs' consumers released the stage (they arrive on both barriers)
       uint8_t* sa = smem + s * T::kStageBytes;
       float* sc = scales + s * T::kScaleFloats;
       if (tid == 0) {
-        tma::arrive_expect_tx(&full[s], T::kABytes);
+        // A, and where the pair shares B the peer's decoded half and its scale slot.
+        const uint32_t from_peer = c.b_shared && peer_half ? 2 * kHalfRowsBytes + 16 : 0;
+        tma::arrive_expect_tx(&full[s], T::kABytes + from_peer);
         tma::copy_2d(sa, map_a, kb * kBK, c.m0, &full[s]);
         tma::copy_2d(sa + T::kABytes / 2, map_a, kb * kBK + 64, c.m0, &full[s]);
       }
       if (warp == 1) stage_scales<kBN, kFp8Out, false>(p, c, kb, num_kb, sc, &full[s], lane);
       mbar::wait(&raw_full[r], raw_phase);
-      const uint32_t slot = tma::smem_u32(raw + r * kMxfp4RawSlotBytes);
-      for (int half = 0; half < 2; ++half) {
-        const int n_half = c.n0 + 128 * half;
+      const uint32_t slot = tma::smem_u32(raw + r * kMxfp4RawSlotBytes), sb = tma::smem_u32(sa + T::kABytes);
+      for (int i = 0; i < halves; ++i) {
+        const int half = half0 + i, n_half = c.n0 + 128 * half;
         if (n_half >= p.N) continue;  // uniform over the warpgroup
         const Mxfp4HalfCodes codes = load_mxfp4_half(slot + half * 2 * kMxfp4TileBytes, n_half, p.N, pu);
-        store_mxfp4_half<kBN>(codes, n_half, p.N, p.K, kb, half, pu, tma::smem_u32(sa + T::kABytes),
-                              tma::smem_u32(sc + 128 + half), exchange, parity);
+        store_mxfp4_half<kBN>(codes, n_half, p.N, p.K, kb, half, pu, sb, tma::smem_u32(sc + T::kBScale0 + 4 * half),
+                              exchange, parity);
         parity ^= 1;
       }
       // Every thread read the slot before the last half's named barrier: refill it.
       if (tid == 0) copy_raw(r);
-      // The e4m3 bytes, written by the generic proxy, feed wgmma.
+      // The e4m3 bytes and the block scale, written by the generic proxy, feed wgmma and the copies to the peer.
       fence_proxy_async();
       __syncwarp();
-      if (lane == 0) mbar::arrive_count(&full[s], 2);
+      if (lane == 0) {
+        if (c.b_shared && own_half) {
+          const uint32_t bar = mbar::peer_addr(tma::smem_u32(&full[s]), peer);
+          for (int kh = 0; kh < 2; ++kh) {
+            for (int ti = 0; ti < 2; ++ti) {  // rows 16·warp … of each 64-row tile (mxfp4_pair_unit's c = 2·warp, +1)
+              const uint32_t rows = sb + kh * (kBN * 64) + (128 * w.rank + 64 * ti + 16 * warp) * 64;
+              tma::copy_bulk_to_peer(mbar::peer_addr(rows, peer), rows, 16 * 64, bar);
+            }
+          }
+          if (warp == 0) {
+            const uint32_t slot_scale = tma::smem_u32(sc + T::kBScale0 + 4 * w.rank);
+            tma::copy_bulk_to_peer(mbar::peer_addr(slot_scale, peer), slot_scale, 16, bar);
+          }
+        }
+        mbar::arrive(&full[s]);
+      }
     }
   }
 }
@@ -344,7 +375,7 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     tma::prefetch_map(&map_a);
     tma::prefetch_map(&map_b);
     for (int s = 0; s < T::kStages; ++s) {
-      mbar::init(&full[s], 1 + kScaleLanes + (kMxfp4 ? 8 : 0));
+      mbar::init(&full[s], 1 + kScaleLanes + (kMxfp4 ? 4 : 0));
       mbar::init(&empty[s], 8 * kCluster);
     }
     for (int r = 0; r < T::kRawStages; ++r) mbar::init(reinterpret_cast<uint64_t*>(smem + T::kRawBarOffset) + r, 1);
@@ -477,7 +508,8 @@ __device__ __forceinline__ void consume_tma_tiles(const GemmFp8Params& p, uint8_
         if (kb == 0 && h == 0) init_with_staged_bias<kBN>(acc, sc + T::kBiasWord0 * 4, lane);
         // The stage's scales, read while the wgmma run.
         const float sa0 = mbar::ld_shared_f32(sc + local_row * 4), sa1 = mbar::ld_shared_f32(sc + (local_row + 8) * 4);
-        const float sb0 = mbar::ld_shared_f32(sc + 128 * 4), sb1 = mbar::ld_shared_f32(sc + 129 * 4);
+        const float sb0 = mbar::ld_shared_f32(sc + T::kBScale0 * 4),
+                    sb1 = mbar::ld_shared_f32(sc + (T::kBScale0 + 4) * 4);
         wgmma::wait<0>();
         if (h == kPasses - 1 && lane == 0) {
           mbar::arrive(&empty[s]);

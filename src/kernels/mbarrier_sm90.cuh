@@ -31,13 +31,6 @@ __device__ __forceinline__ void arrive_cluster(uint64_t* bar, uint32_t rank) {
       : "memory");
 }
 
-// `count` arrivals at once (release semantics at CTA scope, as arrive).
-__device__ __forceinline__ void arrive_count(uint64_t* bar, uint32_t count) {
-  asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0], %1;\n}\n" ::"r"(smem_addr(bar)),
-               "r"(count)
-               : "memory");
-}
-
 // Blocks until the phase of parity `parity` has completed (the first phase has parity 0).
 __device__ __forceinline__ void wait(uint64_t* bar, uint32_t parity) {
   asm volatile(
@@ -77,7 +70,9 @@ __device__ __forceinline__ void st_shared_u16(uint32_t addr, uint16_t v) {
 
 __device__ __forceinline__ uint4 ld_shared_v4(uint32_t addr) {
   uint4 v;
-  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr)
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(addr)
                : "memory");
   return v;
 }
@@ -87,6 +82,14 @@ __device__ __forceinline__ void st_shared_v4(uint32_t addr, uint4 v) {
 }
 __device__ __forceinline__ void st_shared_f32(uint32_t addr, float v) {
   asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(addr), "f"(v) : "memory");
+}
+
+// The shared-space address `addr` of this CTA mapped to the same offset in cluster rank `rank`'s shared memory
+// (a shared::cluster address; offsets from it map alike).
+__device__ __forceinline__ uint32_t peer_addr(uint32_t addr, uint32_t rank) {
+  uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(addr), "r"(rank));
+  return remote;
 }
 
 // Named CTA barriers (bar.sync / bar.arrive; id 0 is __syncthreads'): `count` threads, a multiple of 32, meet

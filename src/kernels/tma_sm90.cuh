@@ -93,6 +93,16 @@ __device__ __forceinline__ void copy_bulk(void* dst, const void* src, uint32_t b
       : "memory");
 }
 
+// `bytes` (a multiple of 16) of this CTA's shared memory at src into a cluster peer's at dst (a shared::cluster
+// address, mbar::peer_addr), completing as transactions on the peer's barrier at bar (shared::cluster too). The
+// source must be visible to the async proxy (fence_proxy_async after the writes).
+__device__ __forceinline__ void copy_bulk_to_peer(uint32_t dst, uint32_t src, uint32_t bytes, uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+      "r"(src), "r"(bytes), "r"(bar)
+      : "memory");
+}
+
 // The 2-D box at (c0, c1) into the same shared-memory offset of every CTA in `cta_mask` (a cluster's
 // ranks), each destination's barrier at `bar`'s offset receiving the box's bytes.
 __device__ __forceinline__ void copy_2d_multicast(void* dst, const CUtensorMap* map, int c0, int c1, uint64_t* bar,

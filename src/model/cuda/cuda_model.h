@@ -209,10 +209,10 @@ class CudaModel final : public Model {
   // --weights mxfp4, steps past the decode MoE and the stream path: the grouped GEMMs read the MXFP4
   // experts directly (the TMA kernel's dequantizing producer) up to this many (token, expert) rows per expert on
   // average (num_tokens · 4 / E), and convert the layer's experts to FP8 first beyond it. H100, 2026-12-06,
-  // `gossamer_kernels_bench moe-mxfp4` (route → combine, µs, direct / convert + FP8): E = 32 774 / 859 at 128 rows
-  // per expert, 1,124 / 982 at 192; E = 128 2,091 / 4,005 at 64, 4,482 / 3,966 at 192 (crossovers ≈ 150 and
-  // ≈ 165 rows).
-  static constexpr int kMxfp4DirectMaxRowsPerExpert = 160;
+  // `gossamer_kernels_bench moe-mxfp4` (route → combine, µs, direct / convert + FP8): E = 32 957 / 980 at 192 rows
+  // per expert, 1,256 / 1,067 at 256; E = 128 3,690 / 3,893 at 192, 5,284 / 4,503 at 256 (crossovers ≈ 200 and
+  // ≈ 205 rows).
+  static constexpr int kMxfp4DirectMaxRowsPerExpert = 200;
 
  protected:
   void allocate_kv_cache_impl(int32_t num_blocks, int32_t block_size, int32_t num_sliding_blocks) override;
