@@ -481,9 +481,9 @@ __device__ __forceinline__ void consume_tma_tiles(const GemmFp8Params& p, uint8_
     const bool second_pass = kPasses == 1 || c.n0_load + kPassN < p.N;
 
     for (int kb = 0; kb < num_kb; ++kb, s = next_stage<T::kStages>(s, phase)) {
-      // NOTE: CTA scope also for the peer's half of B (stored into this CTA's shared memory before its arrival
-      // released them at cluster scope): an acquire at cluster scope invalidates L1 (CCTL.IVALL) on every wait,
-      // measured at 45% of the MXFP4 kernel's stall samples.
+      // NOTE: CTA scope also for MXFP4's peer half of B (its bulk copy lands as transactions on this barrier): an
+      // acquire at cluster scope would invalidate L1 (CCTL.IVALL) on every poll (45% of an earlier MXFP4 kernel's
+      // stall samples).
       mbar::wait(&full[s], phase);
       const uint64_t stage = static_cast<uint64_t>(s * T::kStageBytes) >> 4;
       const uint32_t sc = scales0 + s * T::kScaleFloats * 4;
@@ -568,7 +568,7 @@ void launch_tma_tile(const GemmFp8Params& p, cudaStream_t stream) {
   // B tile-major (fp8_tiled.h: 4 KiB tiles ordered (g, n / 64, k / 64)) as dims (k in tile 64, row in
   // band 64, band G·NT, k tile KT); box (64, 64, kBN / 64, 2) lands as [K half][kBN rows][64 bytes]
   // (kShareB: box (64, 64, kBN / 128, 1), one K half of half the rows, four per stage and pair). MXFP4 weights
-  // are read by the producer's threads (produce_mxfp4): no map, map_a passed in its place.
+  // come by flat bulk copies (produce_mxfp4): no map, map_a passed in its place.
   const uint64_t kt = static_cast<uint64_t>(fp8_tiled_pad(p.K) / 64);
   const uint64_t bands = static_cast<uint64_t>(fp8_tiled_pad(p.N) / 64);
   const uint64_t groups = p.tile_group ? static_cast<uint64_t>(p.num_groups) : 1;
