@@ -13,8 +13,9 @@
 # tests: the kernel suite (seven shards) beside the model/engine/comm/server suites, all at once (correctness
 # only, so they may share the GPU); verdict: the new defaults' tests, then candidates-e2e to a deadline (one call when
 # the device is scarce); followup: the decode norm prologue's tests and model suite, then a short decode and prefill
-# A/B; candidates: the recent changes' kernel rows (beside the base binaries of carry/base); candidates-e2e: their
-# end-to-end A/B; benches: prefill with its phase breakdown, the MoE and prefill GEMMs
+# A/B; candidates: a candidate branch's tests and end-to-end A/B (CANDIDATE_DIR's binaries beside carry/val's);
+# candidates-e2e: the recent changes' end-to-end A/B; benches: prefill with its phase breakdown, the MoE and
+# prefill GEMMs
 # against cuBLASLt (both TMA tiles), attention prefill (every wgmma variant), the decode GEMV shapes, decode
 # (mxfp4+fp8, and at long contexts) and the step breakdown; ab: the end-to-end A/B of the product's prefill
 # choices, and 120b prefill; headline: the figures the open issues' targets name (prefill 20b / 120b, decode
@@ -361,28 +362,26 @@ PY
 }
 
 run_candidates() {
-  # The kernel rows of the recent changes, beside the binaries before them (carry/base/gossamer.zst and
-  # kernels_bench.zst when packed, stripped, zstd), then their end-to-end A/B. Last used for MXFP4 experts on the
-  # TMA GEMM: its kernel test first (a hang costs the call otherwise), the MXFP4 MoE and model tests; the moe-mxfp4
-  # rows at E = 32 / 128; bench prefill --weights mxfp4 new vs base at 1k–32k (and 120b 1k–8k), fp8 beside it.
-  sec "MXFP4 on the TMA GEMM: its kernel test first (stop here if it fails or hangs)"
-  timeout 90 build/tests/gossamer_kernels_tests --gtest_color=no --gtest_filter='GemmFp8Mxfp4Kernel.*' \
+  # A candidate branch's binaries (CANDIDATE_DIR, e.g. carry/rope: gossamer and the kernel and model test suites)
+  # beside the base (carry/base/gossamer.zst if carried, else carry/val's gossamer): its kernel test first (a hang
+  # costs the call otherwise), its model tests, then the end-to-end A/B. Now: RoPE in the prefill QKV GEMM's epilogue
+  # (branch candidate/prefill-qkv-rope, hidden --prefill-qkv-rope): prefill 20b 8k / 32k / 131k, base, the candidate
+  # binary as is (its other paths unchanged), and with the flag.
+  sec "the candidate's kernel test first (stop here if it fails or hangs)"
+  timeout 90 build/tests/gossamer_kernels_tests --gtest_color=no \
+    --gtest_filter='GemmFp8Kernel.RopeEpilogueIsGemmThenRope:GemvFp8Kernel.RopeEpilogue*' \
     > "$out/candidates_smoke.log" 2>&1
   local smoke=$?
   tail -4 "$out/candidates_smoke.log"
   print_failures "$out/candidates_smoke.log"
   [ $smoke -eq 0 ] || { echo "smoke test exit $smoke: stopping"; return; }
-  sec "the MXFP4 MoE's tests and the model suite's MXFP4 mode"
-  parallel_tests candidates 150 'CudaModelGpuTest.Mxfp4*' 'MoeKernel.Mxfp4*'
-  sec "moe-mxfp4, the new binary"
-  timeout 100 build/bench/kernels/gossamer_kernels_bench moe-mxfp4
-  local base run round
+  sec "the candidate's model tests and the GEMM suite"
+  parallel_tests candidates 200 'CudaModelGpuTest.PrefillQkvRope*:CudaModelGpuTest.DecodeFusions*:CudaGolden*' \
+    'GemmFp8Kernel.*'
+  local base run
   base_binary
-  for run in "$base|--weights mxfp4" "build/gossamer|--weights mxfp4" "build/gossamer|"; do
-    ab_prefill "$run" "1024 2048 8192 32768"
-  done
-  for run in "$base|--weights mxfp4" "build/gossamer|--weights mxfp4"; do
-    ab_prefill "$run" "1024 2048 4096 8192" 120b
+  for run in "$base|" "build/gossamer|" "build/gossamer|--prefill-qkv-rope"; do
+    ab_prefill "$run" "8192 32768 131072"
   done
   python3 bench/summarize_ab.py "$out/candidates_summary.txt"
 }
@@ -393,6 +392,8 @@ base_binary() {
   base=""  # none carried: the runs named "$base|" are skipped (they would repeat the defaults')
   if [ -f carry/base/gossamer.zst ]; then
     $z -q -d -f carry/base/gossamer.zst -o build/gossamer_base && chmod +x build/gossamer_base && base=build/gossamer_base
+  elif [ -n "${CANDIDATE_DIR:-}" ] && [ -f "$CANDIDATE_DIR/gossamer.zst" ] && [ -f "$v/gossamer" ]; then
+    base=$v/gossamer  # a candidate's binary replaced build/gossamer: carry/val's build is its base
   fi
 }
 ab_prefill() {  # run, input lengths[, preset (20b)]
