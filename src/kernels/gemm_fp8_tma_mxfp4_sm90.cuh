@@ -71,7 +71,7 @@ struct Mxfp4HalfCodes {
 };
 
 // The codes of the half whose first row is n_half from its two tiles in a raw slot (raw_half: the slot's shared
-// address + half · 2 · kMxfp4TileBytes; a tile past N was not copied and reads as zeros).
+// address + half · 2 · kMxfp4TileBytes; a tile past N was not copied and is not read: its codes are zeros).
 __device__ __forceinline__ Mxfp4HalfCodes load_mxfp4_half(uint32_t raw_half, int n_half, int n, Mxfp4PairUnit pu) {
   Mxfp4HalfCodes codes;
 #pragma unroll

@@ -3,10 +3,9 @@
 //
 // Exactness: the kernel (the TMA GEMM's B-sharing pairs, whose producer dequantizes) turns each 128×128 block into
 // the e4m3 bytes and fp32 block scale that launch_mxfp4_tiled_to_fp8 writes and runs the FP8 kernels' wgmma and
-// promotion arithmetic, so its output
-// must equal "convert, then the FP8 GEMM" bit for bit (EXPECT_EQ, poisoned outputs, partial row/column
-// blocks, wide exponent spans that take the rounding path). Against the CPU references (gemm_fp8_cpu /
-// moe_cpu on the converted weights) the bounds are the FP8 path's: kTolBf16 for one GEMM (fp32 sums in
+// promotion arithmetic, so its output must equal "convert, then the FP8 GEMM" bit for bit (EXPECT_EQ, poisoned
+// outputs, partial row/column blocks, wide exponent spans that take the rounding path). Against the CPU references
+// (gemm_fp8_cpu / moe_cpu on the converted weights) the bounds are the FP8 path's: kTolBf16 for one GEMM (fp32 sums in
 // another order, one bf16 rounding), kTolBf16Requant for the block (h re-quantized to fp8).
 #include <algorithm>
 #include <cstring>
