@@ -416,15 +416,14 @@ void bench_moe(int T, int E) {
   for (cudaEvent_t event : events) cudaEventDestroy(event);
 }
 
-// ---- prefill MoE on MXFP4 experts: FP8 experts vs MXFP4 converted per call (the old path) vs direct ----
+// ---- prefill MoE on MXFP4 experts: FP8 experts vs MXFP4 converted per call vs direct ----
 // One layer (hidden = inter = 2880, E experts, top-4, random routing), three rows per shape: launch_moe on
 // FP8 tile-major experts; every expert converted (launch_mxfp4_tiled_to_fp8, both projections) then
-// launch_moe on FP8 (the model's path before the direct kernels); launch_moe with weights_mxfp4 (dequantized
-// inside the GEMM: the TMA kernel's B-sharing pairs with a dequantizing producer). Baseline column: the FP8 row
-// for the convert and direct rows.
-// MXFP4 scale bytes are uniform in [112, 124] (a block's exponents span ≤ 12: the exact fast path); one
-// extra row at 2048 tokens, E = 32 spans [60, 124] (the rounding path). GB/s counts the experts' stored
-// weight bytes (FP8 row 1 B, MXFP4 rows 0.53 B per weight; every expert is routed at these sizes; the
+// launch_moe on FP8 (the model's path past CudaModel::kMxfp4DirectMaxRowsPerExpert); launch_moe with weights_mxfp4
+// (dequantized inside the GEMM: the TMA kernel's B-sharing pairs with a dequantizing producer). Baseline column: the
+// FP8 row for the convert and direct rows. MXFP4 scale bytes are uniform in [112, 124] (a block's exponents span ≤ 12:
+// the exact fast path); one extra row at 2048 tokens, E = 32 spans [60, 124] (the rounding path). GB/s counts the
+// experts' stored weight bytes (FP8 row 1 B, MXFP4 rows 0.53 B per weight; every expert is routed at these sizes; the
 // convert row moves ≈ 3 B per weight in all); TFLOP/s the routed pairs' GEMM work; the ceiling column is
 // copy at 256 tokens, FP8 block-scaled cuBLASLt above. Weights are 0.8–3.2 GB: no rotation needed.
 struct MoeMxfp4Bench {
