@@ -4,9 +4,9 @@
 # gossamer_comm_gpu_worker, gossamer_tp_model_worker, gossamer_kernels_bench, libgossamer_kernel_trace.so, zstd,
 # and lib/ with the chart library's shared objects — the device image has no libcairo — and CUPTI), and carry
 # node_modules/tiktoken/encoders/o200k_base.json too (the tokenizer's ranks: the text benches and tests
-# read them); or pack carry/val as carry/valz/val.tar.zst (plus a zstd binary) and carry that:
-# `bash bench/pack_for_device.sh` does it (~21 MiB), then carry ["carry",
-# "node_modules/tiktoken/encoders/o200k_base.json"]. Tests and
+# read them). `bash bench/pack_for_device.sh` packs them: carry/valfull (everything, ~25 MiB) for `tests` and
+# `all`, carry/valz (lean, ~13 MiB: no test suites) for the benches, `headline` and a candidate's binaries
+# (CANDIDATE_DIR); carry either (or both) with the tiktoken file. Tests and
 # benches read their compiled-in paths under /work/main, so the checkout is linked there. Logs go to $OUT.
 #   bash bench/run_validation_h200.sh [all|tests|verdict|followup|candidates|candidates-e2e|quick|headline|benches|
 #                                      ab|profile|profile-moe|profile-mxfp4|bench-variants|source|timeline|prep]
@@ -33,27 +33,28 @@ mode=${1:-all}
 cd "$(dirname "$0")/.."
 root=$PWD
 v=$root/carry/val
-# The binaries may travel packed (carry/valz/val.tar.zst with a zstd beside it) to fit the carry limit.
-if [ ! -d "$v" ] && [ -f carry/valz/val.tar.zst ]; then
-  mkdir -p "$v" && carry/valz/zstd -q -dc carry/valz/val.tar.zst | tar xf - -C "$v"
-elif [ ! -d "$v" ] && [ -f carry/libz/lib.tar.zst ]; then
-  # A lean carry: only val's lib/ (carry/libz/lib.tar.zst) and a zstd; CANDIDATE_DIR (below) brings the binaries.
-  mkdir -p "$v" && carry/valz/zstd -q -dc carry/libz/lib.tar.zst | tar xf - -C "$v"
+# The binaries travel packed to fit the carry limit (bench/pack_for_device.sh): carry/valfull (every binary) or
+# carry/valz (the lean pack: gossamer, the kernels bench, the workers, the tracer, lib/; no test suites, so that a
+# candidate's binaries fit beside it: CANDIDATE_DIR below), each with a zstd beside it; whichever were carried.
+if [ ! -d "$v" ]; then
+  for pack in carry/valz carry/valfull; do
+    [ -f $pack/val.tar.zst ] && mkdir -p "$v" && $pack/zstd -q -dc $pack/val.tar.zst | tar xf - -C "$v"
+  done
 fi
 out=${OUT:-/tmp/gossamer-validation}
 mkdir -p "$out"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}:$v/lib NCCL_NVLS_ENABLE=0
 [ -e /work/main ] || { mkdir -p /work; ln -s "$root" /work/main; }
 mkdir -p build/tests build/bench/kernels build/models/tiny
-if [ -f $v/gossamer ]; then
-  cp $v/gossamer $v/gossamer_tokenizer_bench build/
-  cp $v/gossamer_kernels_tests $v/gossamer_model_gpu_tests $v/gossamer_engine_gpu_tests $v/gossamer_comm_gpu_tests \
-    $v/gossamer_server_gpu_tests $v/gossamer_comm_gpu_worker \
-    $v/gossamer_tp_model_worker build/tests/
-  cp $v/gossamer_kernels_bench build/bench/kernels/
-fi
+# (The lean pack lacks the test suites and the tokenizer bench: those copies are skipped.)
+for f in gossamer gossamer_tokenizer_bench; do [ -f $v/$f ] && cp $v/$f build/; done
+for f in gossamer_kernels_tests gossamer_model_gpu_tests gossamer_engine_gpu_tests gossamer_comm_gpu_tests \
+  gossamer_server_gpu_tests gossamer_comm_gpu_worker gossamer_tp_model_worker; do
+  [ -f $v/$f ] && cp $v/$f build/tests/
+done
+[ -f $v/gossamer_kernels_bench ] && cp $v/gossamer_kernels_bench build/bench/kernels/
 cp models/tiny/config.json build/models/tiny/
-z=$(command -v zstd || echo $root/carry/valz/zstd)
+z=$(command -v zstd || ls $root/carry/val*/zstd | head -1)
 $z -q -d -f models/tiny/model.safetensors.zst -o build/models/tiny/model.safetensors
 # CANDIDATE_DIR (e.g. carry/cand): a branch's stripped, zstd binaries (<name>.zst) replace carry/val's of the same
 # name for this run (a branch's build profiled or timed with the modes above).
@@ -362,26 +363,37 @@ PY
 }
 
 run_candidates() {
-  # A candidate branch's binaries (CANDIDATE_DIR, e.g. carry/rope: gossamer and the kernel and model test suites)
-  # beside the base (carry/base/gossamer.zst if carried, else carry/val's gossamer): its kernel test first (a hang
-  # costs the call otherwise), its model tests, then the end-to-end A/B. Now: RoPE in the prefill QKV GEMM's epilogue
-  # (branch candidate/prefill-qkv-rope, hidden --prefill-qkv-rope): prefill 20b 8k / 32k / 131k, base, the candidate
-  # binary as is (its other paths unchanged), and with the flag.
-  sec "the candidate's kernel test first (stop here if it fails or hangs)"
-  timeout 90 build/tests/gossamer_kernels_tests --gtest_color=no \
-    --gtest_filter='GemmFp8Kernel.RopeEpilogueIsGemmThenRope:GemvFp8Kernel.RopeEpilogue*' \
+  # A candidate branch's binaries (CANDIDATE_DIR, e.g. carry/rope) beside the base (carry/base/gossamer.zst if
+  # carried, else carry/val's build), steered by (defaults: the prefill QKV RoPE candidate, branch
+  # candidate/prefill-qkv-rope, hidden --prefill-qkv-rope):
+  #   CANDIDATE_SMOKE        kernel tests run first and alone (the call stops there if they fail or hang)
+  #   CANDIDATE_TESTS        kernel tests, beside CANDIDATE_MODEL_TESTS (model_gpu), all at once
+  #   CANDIDATE_BENCH        kernels-bench sections, the base's bench then the candidate's (empty: none)
+  #   CANDIDATE_FLAG         the candidate's flag in the prefill A/B (empty: the binaries only)
+  #   CANDIDATE_LENS         the prefill A/B's input lengths (20b)
+  local smoke=${CANDIDATE_SMOKE-GemmFp8Kernel.RopeEpilogueIsGemmThenRope:GemvFp8Kernel.RopeEpilogue*}
+  local tests=${CANDIDATE_TESTS-GemmFp8Kernel.*}
+  local model=${CANDIDATE_MODEL_TESTS-CudaModelGpuTest.PrefillQkvRope*:CudaModelGpuTest.DecodeFusions*:CudaGolden*}
+  local bench=${CANDIDATE_BENCH-} flag=${CANDIDATE_FLAG---prefill-qkv-rope} lens=${CANDIDATE_LENS-8192 32768 131072}
+  sec "the candidate's kernel tests first (stop here if they fail or hang): $smoke"
+  timeout 120 build/tests/gossamer_kernels_tests --gtest_color=no --gtest_filter="$smoke" \
     > "$out/candidates_smoke.log" 2>&1
-  local smoke=$?
+  local status=$?
   tail -4 "$out/candidates_smoke.log"
   print_failures "$out/candidates_smoke.log"
-  [ $smoke -eq 0 ] || { echo "smoke test exit $smoke: stopping"; return; }
-  sec "the candidate's model tests and the GEMM suite"
-  parallel_tests candidates 200 'CudaModelGpuTest.PrefillQkvRope*:CudaModelGpuTest.DecodeFusions*:CudaGolden*' \
-    'GemmFp8Kernel.*'
+  [ $status -eq 0 ] || { echo "smoke test exit $status: stopping"; return; }
+  sec "the candidate's tests: kernels $tests, model_gpu $model"
+  parallel_tests candidates 240 "$model" "$tests"
+  local section
+  for section in $bench; do
+    sec "kernels bench $section: base, then the candidate"
+    timeout 150 $v/gossamer_kernels_bench "$section" 2>&1 | grep -E '^[|]'
+    timeout 150 build/bench/kernels/gossamer_kernels_bench "$section" 2>&1 | grep -E '^[|]'
+  done
   local base run
   base_binary
-  for run in "$base|" "build/gossamer|" "build/gossamer|--prefill-qkv-rope"; do
-    ab_prefill "$run" "8192 32768 131072"
+  for run in "$base|" "build/gossamer|" ${flag:+"build/gossamer|$flag"}; do
+    ab_prefill "$run" "$lens"
   done
   python3 bench/summarize_ab.py "$out/candidates_summary.txt"
 }
