@@ -328,7 +328,7 @@ run_profile() {
   ncu_setup
   local raw=/tmp/ncu
   sec "ncu: attention 1x8192 causal, two and three (lazy softmax) warpgroups (#13)"
-  for v in ILb0ELi2EE ILb0ELi3EE; do
+  for v in ILb0ELi2ELb0E ILb0ELi3ELb0E; do  # (kv fp8, consumer warpgroups, fixed max), as the bench launches them
     $ncu_run --kernel-name-base mangled -k regex:attention_prefill_wgmma_kernel$v -c 1 \
       build/bench/kernels/gossamer_kernels_bench profile > "$raw/attention_$v.txt" 2>&1
     echo "-- $v"; summarize "$raw/attention_$v.txt"
