@@ -21,14 +21,18 @@ __device__ __forceinline__ void arrive(uint64_t* bar) {
                : "memory");
 }
 
+// The shared-space address `addr` of this CTA mapped to the same offset in cluster rank `rank`'s shared memory
+// (a shared::cluster address; offsets from it map alike).
+__device__ __forceinline__ uint32_t peer_addr(uint32_t addr, uint32_t rank) {
+  uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(addr), "r"(rank));
+  return remote;
+}
+
 // One arrival on the barrier at `bar`'s offset in the shared memory of cluster rank `rank` (relaxed beyond
 // the CTA: it orders nothing for the other CTA, so use it for releases of data this thread only read).
 __device__ __forceinline__ void arrive_cluster(uint64_t* bar, uint32_t rank) {
-  asm volatile(
-      "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\nmbarrier.arrive.shared::cluster.b64 _, "
-      "[remote];\n}\n" ::"r"(smem_addr(bar)),
-      "r"(rank)
-      : "memory");
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(peer_addr(smem_addr(bar), rank)) : "memory");
 }
 
 // Blocks until the phase of parity `parity` has completed (the first phase has parity 0).
@@ -82,14 +86,6 @@ __device__ __forceinline__ void st_shared_v4(uint32_t addr, uint4 v) {
 }
 __device__ __forceinline__ void st_shared_f32(uint32_t addr, float v) {
   asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(addr), "f"(v) : "memory");
-}
-
-// The shared-space address `addr` of this CTA mapped to the same offset in cluster rank `rank`'s shared memory
-// (a shared::cluster address; offsets from it map alike).
-__device__ __forceinline__ uint32_t peer_addr(uint32_t addr, uint32_t rank) {
-  uint32_t remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(addr), "r"(rank));
-  return remote;
 }
 
 // Named CTA barriers (bar.sync / bar.arrive; id 0 is __syncthreads'): `count` threads, a multiple of 32, meet
