@@ -363,18 +363,18 @@ PY
 }
 
 run_candidates() {
-  # A candidate branch's binaries (CANDIDATE_DIR, e.g. carry/rope) beside the base (carry/base/gossamer.zst if
-  # carried, else carry/val's build), steered by (defaults: the prefill QKV RoPE candidate, branch
-  # candidate/prefill-qkv-rope, hidden --prefill-qkv-rope):
+  # A candidate branch's binaries (CANDIDATE_DIR, e.g. carry/cand) beside the base (carry/base/gossamer.zst if
+  # carried, else carry/val's build), steered by (defaults: the FP8 GEMM's tests, the model suite, the binaries
+  # alone at 8k / 32k / 131k):
   #   CANDIDATE_SMOKE        kernel tests run first and alone (the call stops there if they fail or hang)
   #   CANDIDATE_TESTS        kernel tests, beside CANDIDATE_MODEL_TESTS (model_gpu), all at once
   #   CANDIDATE_BENCH        kernels-bench sections, the base's bench then the candidate's (empty: none)
   #   CANDIDATE_FLAG         the candidate's flag in the prefill A/B (empty: the binaries only)
   #   CANDIDATE_LENS         the prefill A/B's input lengths (20b)
-  local smoke=${CANDIDATE_SMOKE-GemmFp8Kernel.RopeEpilogueIsGemmThenRope:GemvFp8Kernel.RopeEpilogue*}
+  local smoke=${CANDIDATE_SMOKE-GemmFp8Kernel.MatchesReference}
   local tests=${CANDIDATE_TESTS-GemmFp8Kernel.*}
-  local model=${CANDIDATE_MODEL_TESTS-CudaModelGpuTest.PrefillQkvRope*:CudaModelGpuTest.DecodeFusions*:CudaGolden*}
-  local bench=${CANDIDATE_BENCH-} flag=${CANDIDATE_FLAG---prefill-qkv-rope} lens=${CANDIDATE_LENS-8192 32768 131072}
+  local model=${CANDIDATE_MODEL_TESTS-CudaModelGpuTest.*}
+  local bench=${CANDIDATE_BENCH-} flag=${CANDIDATE_FLAG-} lens=${CANDIDATE_LENS-8192 32768 131072}
   sec "the candidate's kernel tests first (stop here if they fail or hang): $smoke"
   timeout 120 build/tests/gossamer_kernels_tests --gtest_color=no --gtest_filter="$smoke" \
     > "$out/candidates_smoke.log" 2>&1
