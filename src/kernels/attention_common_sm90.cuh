@@ -229,4 +229,9 @@ __device__ __forceinline__ void load_q_frag(uint32_t (&q)[4][4], const uint8_t* 
 // The FA3-design prefill kernel (attention_prefill_bf16_wgmma_sm90.cu), behind launch_attention_prefill.
 void launch_prefill_wgmma(const AttentionParams& p, cudaStream_t stream);
 
+// The sliding-window prefill kernel with a K/V ring (attention_prefill_sliding_sm90.cu), behind
+// launch_attention_prefill for the launches it applies to: window ≤ 128, bf16 cache.
+bool prefill_sliding_ring_applies(const AttentionParams& p);
+void launch_prefill_sliding_ring(const AttentionParams& p, cudaStream_t stream);
+
 }  // namespace gossamer::kernels::attn

@@ -1,9 +1,11 @@
 // Prefill attention with sinks, the mma.sync kernel: one CTA per (64-query tile of one sequence, query
 // head), 4 warps of 16 query rows, 64-key K/V tiles double-buffered with cp.async from the paged cache.
-// Sliding layers visit only the key tiles that intersect some query's window. The launcher runs it for
-// sliding-window layers (PrefillKernel::kAuto; it beats the wgmma kernel there, docs/PERF.md 2026-12-01) or
-// when asked (kMmaSync); full-causal layers go to attention_prefill_bf16_wgmma_sm90.cu. (A 128-query,
-// 8-warp variant was slower on every bench shape and was removed.)
+// Sliding layers visit only the key tiles that intersect some query's window. The launcher runs the mma.sync
+// kernels for sliding-window layers (PrefillKernel::kAuto; they beat the wgmma kernel there, docs/PERF.md
+// 2026-12-01) or when asked (kMmaSync): windows ≤ 128 on a bf16 cache go to the K/V-ring variant
+// (attention_prefill_sliding_sm90.cu), the rest (wider windows, FP8 cache, full causal) to this kernel;
+// full-causal layers under kAuto go to attention_prefill_bf16_wgmma_sm90.cu. (A 128-query, 8-warp variant was
+// slower on every bench shape and was removed.)
 // FP8 KV cache (kKvFp8): the e4m3 tiles are double-buffered with cp.async in the second K and V stage's
 // shared memory and widened to bf16 into the first (a single bf16 stage), one tile at a time; k_scale
 // enters the logit scale and v_scale the output.
@@ -140,6 +142,7 @@ void launch_attention_prefill(const AttentionParams& p, cudaStream_t stream) {
   if (wgmma) return attn::launch_prefill_wgmma(p, stream);
   GOSSAMER_CHECK(p.q_tiles_64 != nullptr || p.num_q_tiles_64 == 0, "attention prefill: q_tiles_64 missing");
   if (p.num_q_tiles_64 == 0) return;
+  if (attn::prefill_sliding_ring_applies(p)) return attn::launch_prefill_sliding_ring(p, stream);
   const dim3 grid(p.num_q_tiles_64, p.num_q_heads);
   if (p.kv_fp8) {
     attention_prefill_kernel<true><<<grid, 128, 0, stream>>>(p);

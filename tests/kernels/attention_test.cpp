@@ -252,6 +252,23 @@ TEST(AttentionPrefillKernel, MatchesReference) {
   }
 }
 
+// Sliding windows ≤ 128 on a bf16 cache take the K/V-ring kernel (attention_prefill_sliding_sm90.cu: 4 query tiles
+// per CTA walking a sequence forward); window 129 stays on the one-tile kernel. Shapes: a long sequence (many CTAs of
+// one sequence), chunked prefill whose first query is not tile-aligned (entries needing all 4 ring slots), short
+// sequences sharing one CTA's entries (the ring dropped between sequences), a window of 1; sinks of every kind.
+TEST(AttentionPrefillKernel, SlidingRingMatchesReference) {
+  GOSSAMER_REQUIRE_GPU();
+  std::mt19937 rng(21);
+  const PrefillKernel kernel = PrefillKernel::kMmaSync;
+  for (const int window : {1, 37, 64, 128, 129}) {
+    run_case({{1000, 1000}}, window, 16, 2, 16, false, rng, kernel);
+    run_case({{300, 1300}, {129, 129}, {190, 1001}}, window, 16, 2, 64, false, rng, kernel, Sinks::kLarge);
+    run_case({{1, 1}, {70, 70}, {65, 200}, {5, 300}, {64, 64}, {128, 128}}, window, 64, 8, 16, false, rng, kernel,
+             Sinks::kNone);
+    run_case({{517, 517}, {2, 2}}, window, 8, 1, 32, false, rng, kernel, Sinks::kVeryNegative);
+  }
+}
+
 // The wgmma kernel (kAuto's for full-causal layers): 64-row consumer warpgroups (two on 128-query tiles, or three on
 // 192), 128-key tiles. The shapes cross every tile edge (q_len 1, 17, 64/65, 127–129, 191–193, 300, 1000+), chunked
 // prefill (q_len < kv_len, the chunk attending to its cached prefix), full causal and window 128, GQA 8 (64/8 and
