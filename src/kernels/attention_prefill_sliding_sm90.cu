@@ -12,10 +12,10 @@
 namespace gossamer::kernels::attn {
 namespace {
 
-constexpr int kBM = 64;       // query rows per entry (the list's 64-query tiles)
+constexpr int kBM = 64;        // query rows per entry (the list's 64-query tiles)
 constexpr int kThreads = 128;  // 4 warps × 16 query rows
-constexpr int kRing = 4;      // key tiles held: an entry needs ≤ 4 (3 where its first query is tile-aligned)
-constexpr int kEntries = 4;   // query tiles per CTA
+constexpr int kRing = 4;       // key tiles held: an entry needs ≤ 4 (3 where its first query is tile-aligned)
+constexpr int kEntries = 4;    // query tiles per CTA
 constexpr int kTileBytes = kKeysPerTile * 128;
 constexpr int kSmemBytes = kBM * 128 + 2 * kRing * kTileBytes;  // Q, then K [kRing] and V [kRing] (swizzled)
 static_assert(kRing * kKeysPerTile >= (kBM + 128 - 1) + (kKeysPerTile - 1),
@@ -149,7 +149,8 @@ bool prefill_sliding_ring_applies(const AttentionParams& p) {
 }
 
 void launch_prefill_sliding_ring(const AttentionParams& p, cudaStream_t stream) {
-  GOSSAMER_CHECK(prefill_sliding_ring_applies(p), "attention prefill: the sliding ring takes windows ≤ 128, bf16 cache");
+  GOSSAMER_CHECK(prefill_sliding_ring_applies(p),
+                 "attention prefill: the sliding ring takes windows ≤ 128, bf16 cache");
   if (p.num_q_tiles_64 == 0) return;
   static const bool configured = [] {
     GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(attention_prefill_sliding_kernel,
