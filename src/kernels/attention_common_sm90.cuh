@@ -216,6 +216,29 @@ __device__ __forceinline__ void attend_tile(RowState& st, const uint32_t (&q_fra
   }
 }
 
+// The warp's finished rows: O / l (l quad-reduced, times out_scale: the FP8 cache's v_scale, else 1) as bf16 into
+// out[q_begin + query index][head][64] for query indices q_lo + 16·warp + lane / 4 (+ 8); padding rows
+// (row_pos −1) skipped.
+__device__ __forceinline__ void store_rows(const AttentionParams& p, const RowState& st, const int (&row_pos)[2],
+                                           int q_begin, int q_lo, int head, float out_scale) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float l = st.l[h];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    if (row_pos[h] < 0) continue;
+    const float inv = l > 0.f ? out_scale / l : 0.f;
+    const int qi = q_lo + warp * 16 + lane / 4 + 8 * h;
+    uint16_t* dst = p.out + (static_cast<int64_t>(q_begin + qi) * p.num_q_heads + head) * kHead;
+#pragma unroll
+    for (int d = 0; d < 8; ++d) {
+      *reinterpret_cast<uint32_t*>(dst + 8 * d + 2 * (lane % 4)) =
+          pack_bf16(st.o[d][2 * h] * inv, st.o[d][2 * h + 1] * inv);
+    }
+  }
+}
+
 // Loads the warp's 16×64 Q A-fragments from a swizzled smem tile (rows row0…row0+15).
 __device__ __forceinline__ void load_q_frag(uint32_t (&q)[4][4], const uint8_t* sq, int row0) {
   const int lane = threadIdx.x % 32;

@@ -112,22 +112,7 @@ __global__ void __launch_bounds__(32 * kWarps) attention_prefill_kernel(const At
   }
 
   // ---- write O ----
-  const float v_scale = kv_v_scale(p, kv_head);
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    float l = st.l[h];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
-    if (row_pos[h] < 0) continue;
-    const float inv = l > 0.f ? v_scale / l : 0.f;
-    const int qi = q_lo + warp * 16 + lane / 4 + 8 * h;
-    uint16_t* dst = p.out + (static_cast<int64_t>(q_begin + qi) * p.num_q_heads + head) * kHead;
-#pragma unroll
-    for (int d = 0; d < 8; ++d) {
-      *reinterpret_cast<uint32_t*>(dst + 8 * d + 2 * (lane % 4)) =
-          pack_bf16(st.o[d][2 * h] * inv, st.o[d][2 * h + 1] * inv);
-    }
-  }
+  store_rows(p, st, row_pos, q_begin, q_lo, head, kv_v_scale(p, kv_head));
 }
 
 }  // namespace

@@ -124,21 +124,7 @@ __global__ void __launch_bounds__(kThreads) attention_prefill_sliding_kernel(con
         attend_tile<kKeysPerTile, false>(st, q_frag, k_tile, v_tile, 0, kv0, row_pos, p.window, scale_log2);
       }
     }
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      float l = st.l[h];
-      l += __shfl_xor_sync(0xffffffffu, l, 1);
-      l += __shfl_xor_sync(0xffffffffu, l, 2);
-      if (row_pos[h] < 0) continue;
-      const float inv = l > 0.f ? 1.f / l : 0.f;
-      const int qi = g.q_lo + warp * 16 + lane / 4 + 8 * h;
-      uint16_t* dst = p.out + (static_cast<int64_t>(g.q_begin + qi) * p.num_q_heads + head) * kHead;
-#pragma unroll
-      for (int d = 0; d < 8; ++d) {
-        *reinterpret_cast<uint32_t*>(dst + 8 * d + 2 * (lane % 4)) =
-            pack_bf16(st.o[d][2 * h] * inv, st.o[d][2 * h + 1] * inv);
-      }
-    }
+    store_rows(p, st, row_pos, g.q_begin, g.q_lo, head, 1.f);
   }
 }
 
