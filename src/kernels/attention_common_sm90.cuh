@@ -216,6 +216,37 @@ __device__ __forceinline__ void attend_tile(RowState& st, const uint32_t (&q_fra
   }
 }
 
+// Issues the cp.async copies of a 64-query Q tile (queries q_lo … q_lo + 63 of the sequence starting at token
+// q_begin, head `head`) into swizzled shared memory; queries ≥ q_len are zero-filled. Called by all kThreads threads.
+template <int kThreads>
+__device__ __forceinline__ void load_q_tile(uint8_t* sq, const AttentionParams& p, int q_begin, int q_lo, int q_len,
+                                            int head, int tid) {
+  for (int i = tid; i < 64 * 8; i += kThreads) {
+    const int r = i / 8, c = i % 8;
+    const bool ok = q_lo + r < q_len;
+    const uint16_t* src =
+        ok ? p.q + (static_cast<int64_t>(q_begin + q_lo + r) * p.num_q_heads + head) * kHead + c * 8 : p.q;
+    cp_async_16(sq + swz(r, c), src, ok);
+  }
+}
+
+// The warp's rows before their first key tile: row_pos[h] the cache position of row h (query q_lo + 16·warp +
+// lane / 4 + 8h; −1 past q_len), the running max at the sink logit (log2 domain; −∞ without sinks), l counting the
+// sink's own exp2(sink − m) = 1 once per row (lane t = 0), O zero.
+__device__ __forceinline__ void start_rows(RowState& st, int (&row_pos)[2], const AttentionParams& p, int q_lo,
+                                           int q_len, int first_pos, float sink) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int qi = q_lo + warp * 16 + lane / 4 + 8 * h;
+    row_pos[h] = qi < q_len ? first_pos + qi : -1;
+    st.m[h] = sink;
+    st.l[h] = (p.sinks && lane % 4 == 0) ? 1.f : 0.f;
+  }
+#pragma unroll
+  for (int d = 0; d < 8; ++d) st.o[d][0] = st.o[d][1] = st.o[d][2] = st.o[d][3] = 0.f;
+}
+
 // The warp's finished rows: O / l (l quad-reduced, times out_scale: the FP8 cache's v_scale, else 1) as bf16 into
 // out[q_begin + query index][head][64] for query indices q_lo + 16·warp + lane / 4 (+ 8); padding rows
 // (row_pos −1) skipped.

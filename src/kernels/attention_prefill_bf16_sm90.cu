@@ -42,16 +42,10 @@ __global__ void __launch_bounds__(32 * kWarps) attention_prefill_kernel(const At
   const int tile_begin = kv_start / kKeysPerTile;
   const int tile_end = ceil_div(q1pos + 1, kKeysPerTile);
   const int32_t* pages = p.page_indices + p.page_indptr[b];
-  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int tid = threadIdx.x, warp = tid / 32;
 
   // ---- load Q tile and the first K/V tile ----
-  for (int i = tid; i < kBM * 8; i += kThreads) {
-    const int r = i / 8, c = i % 8;
-    const bool ok = q_lo + r < q_len;
-    const uint16_t* src =
-        ok ? p.q + (static_cast<int64_t>(q_begin + q_lo + r) * p.num_q_heads + head) * kHead + c * 8 : p.q;
-    cp_async_16(sq + swz(r, c), src, ok);
-  }
+  load_q_tile<kThreads>(sq, p, q_begin, q_lo, q_len, head, tid);
   const int page_shift = __ffs(p.page_size) - 1;
   // Issues the copies of key tile j into stage `stage`.
   auto load_tile = [&](int j, int stage) {
@@ -69,15 +63,7 @@ __global__ void __launch_bounds__(32 * kWarps) attention_prefill_kernel(const At
   const float scale_log2 = p.scale * kv_k_scale(p, kv_head) * kLog2e;
   const float sink = p.sinks ? p.sinks[head] * kLog2e : -INFINITY;
   int row_pos[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int qi = q_lo + warp * 16 + lane / 4 + 8 * h;
-    row_pos[h] = qi < q_len ? first_pos + qi : -1;
-    st.m[h] = sink;
-    st.l[h] = (p.sinks && lane % 4 == 0) ? 1.f : 0.f;
-  }
-#pragma unroll
-  for (int d = 0; d < 8; ++d) st.o[d][0] = st.o[d][1] = st.o[d][2] = st.o[d][3] = 0.f;
+  start_rows(st, row_pos, p, q_lo, q_len, first_pos, sink);
   uint32_t q_frag[4][4];
 
   // ---- main loop over key tiles ----

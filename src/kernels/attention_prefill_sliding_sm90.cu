@@ -5,7 +5,7 @@
 // entries' query tiles forward through a sequence and keeps the last kRing key tiles in a ring keyed by tile index
 // (tile j in slot j % kRing): the next 64 queries load only the key tile they add, and it is prefetched, with their
 // Q, while the current entry's queries attend. Same per-tile math as that kernel (attend_tile), so bit-identical to
-// it. Measured (H100, 1 × 32,768 tokens, window 128): 697 → 581 µs; 4 entries per CTA beat 8 at short sequences
+// it. Measured (H100, 1 × 32,768 tokens, window 128): 697 → 584 µs; 4 entries per CTA beat 8 at short sequences
 // (docs/PERF.md, 2026-12-06).
 #include "kernels/attention_common_sm90.cuh"
 
@@ -51,18 +51,10 @@ __global__ void __launch_bounds__(kThreads) attention_prefill_sliding_kernel(con
   const int head = blockIdx.y;
   const int kv_head = head / (p.num_q_heads / p.num_kv_heads);
   const int page_shift = __ffs(p.page_size) - 1;
-  const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
+  const int tid = static_cast<int>(threadIdx.x), warp = tid / 32;
   const float scale_log2 = p.scale * kLog2e;
   const float sink = p.sinks ? p.sinks[head] * kLog2e : -INFINITY;
-  auto load_q = [&](const Entry& g) {
-    for (int i = tid; i < kBM * 8; i += kThreads) {
-      const int r = i / 8, c = i % 8;
-      const bool ok = g.q_lo + r < g.q_len;
-      const uint16_t* src =
-          ok ? p.q + (static_cast<int64_t>(g.q_begin + g.q_lo + r) * p.num_q_heads + head) * kHead + c * 8 : p.q;
-      cp_async_16(sq + swz(r, c), src, ok);
-    }
-  };
+  auto load_q = [&](const Entry& g) { load_q_tile<kThreads>(sq, p, g.q_begin, g.q_lo, g.q_len, head, tid); };
   auto load_tile = [&](const Entry& g, int j) {
     load_kv_tiles<kThreads>(sk + (j % kRing) * kTileBytes, sv + (j % kRing) * kTileBytes, p, g.pages, page_shift,
                             kv_head, j * kKeysPerTile, g.kv_len, tid);
@@ -104,15 +96,7 @@ __global__ void __launch_bounds__(kThreads) attention_prefill_sliding_kernel(con
     }
     RowState st;
     int row_pos[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int qi = g.q_lo + warp * 16 + lane / 4 + 8 * h;
-      row_pos[h] = qi < g.q_len ? g.first_pos + qi : -1;
-      st.m[h] = sink;
-      st.l[h] = (p.sinks && lane % 4 == 0) ? 1.f : 0.f;
-    }
-#pragma unroll
-    for (int d = 0; d < 8; ++d) st.o[d][0] = st.o[d][1] = st.o[d][2] = st.o[d][3] = 0.f;
+    start_rows(st, row_pos, p, g.q_lo, g.q_len, g.first_pos, sink);
     for (int j = g.tile_begin; j < g.tile_end; ++j) {
       const int kv0 = j * kKeysPerTile;
       const uint8_t* k_tile = sk + (j % kRing) * kTileBytes;
