@@ -299,16 +299,16 @@ profile_moe_gemms() {
 
 profile_mxfp4_gemms() {
   # The MoE's GEMMs on MXFP4 experts (--weights mxfp4, 20b, 1,536 tokens — 192 rows per expert, read as MXFP4 up to
-  # CudaModel::kMxfp4DirectMaxRowsPerExpert: the warm-up's layer 0 gate_up and down): ncu's metrics, then the
+  # CudaModel::kMxfp4W4A16MaxRowsPerExpert: the warm-up's layer 0 gate_up and down, W4A16): ncu's metrics, then the
   # per-instruction stall samples.
   local raw=/tmp/ncu prefill=(bench prefill --load-format dummy --preset 20b --device cuda --weights mxfp4
     --input-lens 1536 --repeats 1)
   [ -n "${ncu_run:-}" ] || ncu_setup
   sec "ncu: the MoE's GEMMs on MXFP4 experts, 1,536 tokens (gate_up, down) (#15)"
-  $ncu_run -k regex:gemm_fp8 -c 2 build/gossamer "${prefill[@]}" > "$raw/moe_mxfp4.txt" 2>&1
+  $ncu_run -k regex:gemm_w4a16 -c 2 build/gossamer "${prefill[@]}" > "$raw/moe_mxfp4.txt" 2>&1
   summarize "$raw/moe_mxfp4.txt"
-  profile_source gemm_fp8 0 "${prefill[@]}"
-  profile_source gemm_fp8 1 "${prefill[@]}"
+  profile_source gemm_w4a16 0 "${prefill[@]}"
+  profile_source gemm_w4a16 1 "${prefill[@]}"
 }
 
 run_bench_variants() {

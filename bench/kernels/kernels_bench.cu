@@ -416,13 +416,12 @@ void bench_moe(int T, int E) {
   for (cudaEvent_t event : events) cudaEventDestroy(event);
 }
 
-// ---- prefill MoE on MXFP4 experts: FP8 experts vs MXFP4 converted per call vs direct ----
+// ---- prefill MoE on MXFP4 experts: FP8 experts vs MXFP4 converted per call vs W4A16 ----
 // One layer (hidden = inter = 2880, E experts, top-4, random routing), three rows per shape: launch_moe on
 // FP8 tile-major experts; every expert converted (launch_mxfp4_tiled_to_fp8, both projections) then
-// launch_moe on FP8 (the model's path past CudaModel::kMxfp4DirectMaxRowsPerExpert); launch_moe with weights_mxfp4
-// (dequantized inside the GEMM: the TMA kernel's B-sharing pairs with a dequantizing producer). Baseline column: the
-// FP8 row for the convert and direct rows. MXFP4 scale bytes are uniform in [112, 124] (a block's exponents span ≤ 12:
-// the exact fast path); one extra row at 2048 tokens, E = 32 spans [60, 124] (the rounding path). GB/s counts the
+// launch_moe on FP8 (the model's path past CudaModel::kMxfp4W4A16MaxRowsPerExpert); launch_moe with weights_mxfp4
+// (the W4A16 GEMMs, gemm_w4a16.h). Baseline column: the FP8 row for the convert and W4A16 rows. MXFP4 scale bytes
+// are uniform in [112, 124] (the convert's exact fast path; W4A16 is exact for any). GB/s counts the
 // experts' stored weight bytes (FP8 row 1 B, MXFP4 rows 0.53 B per weight; every expert is routed at these sizes; the
 // convert row moves ≈ 3 B per weight in all); TFLOP/s the routed pairs' GEMM work; the ceiling column is
 // copy at 256 tokens, FP8 block-scaled cuBLASLt above. Weights are 0.8–3.2 GB: no rotation needed.
@@ -484,10 +483,10 @@ struct MoeMxfp4Bench {
     converted.w1_scales = c1s.as<float>();
     converted.w2 = c2.as<uint8_t>();
     converted.w2_scales = c2s.as<float>();
-    MoeParams direct = p;
-    direct.weights_mxfp4 = true;
-    direct.w1 = w1.as<uint8_t>();
-    direct.w2 = w2.as<uint8_t>();
+    MoeParams w4a16 = p;
+    w4a16.weights_mxfp4 = true;
+    w4a16.w1 = w1.as<uint8_t>();
+    w4a16.w2 = w2.as<uint8_t>();
     const int iters = T >= 2048 ? 5 : 10;
     const double us_fp8 = time_us([&](int) { launch_moe(fp8, ws.get(), nullptr); }, iters);
     const double us_convert = time_us(
@@ -497,14 +496,14 @@ struct MoeMxfp4Bench {
           launch_moe(converted, ws.get(), nullptr);
         },
         iters);
-    const double us_direct = time_us([&](int) { launch_moe(direct, ws.get(), nullptr); }, iters);
+    const double us_w4a16 = time_us([&](int) { launch_moe(w4a16, ws.get(), nullptr); }, iters);
     const double flops = double(T) * kMoeTopK * 2 * (2.0 * kI * kH + double(kH) * kI);
     const double fp8_bytes = double(E) * 3.0 * kI * kH, mx_bytes = double(E) * double(g1 + g2);
     const std::string shape = std::to_string(T) + " tok, E=" + std::to_string(E) + ", top-4";
     const char* ceiling = T <= 256 ? "copy" : "fp8";
     row("moe fp8 experts (route..combine)", shape, us_fp8, flops, fp8_bytes, 0, ceiling);
     row("moe mxfp4 convert + fp8 GEMMs", shape, us_convert, flops, mx_bytes, us_fp8, ceiling);
-    row("moe mxfp4 direct (route..combine)", shape, us_direct, flops, mx_bytes, us_fp8, ceiling);
+    row("moe mxfp4 w4a16 (route..combine)", shape, us_w4a16, flops, mx_bytes, us_fp8, ceiling);
     if (T == 256) {  // the conversion alone (one layer's experts; GB/s counts MXFP4 read + FP8 written)
       const double us_pass = time_us(
           [&](int) {
@@ -515,15 +514,9 @@ struct MoeMxfp4Bench {
       row("mxfp4_tiled_to_fp8, one layer's experts", "E=" + std::to_string(E), us_pass, 0,
           mx_bytes + double(f1.bytes + f2.bytes), 0, "copy");
     }
-    if (T == 2048 && E == 32) {  // the rounding path: exponents spanning more than 14 binades per block
-      fill_mxfp4(60, 124);
-      const double us_wide = time_us([&](int) { launch_moe(direct, ws.get(), nullptr); }, iters);
-      row("moe mxfp4 direct, exponents [60,124] (rounding path)", shape, us_wide, flops, mx_bytes, us_direct, "fp8");
-      fill_mxfp4(112, 124);
-    }
   }
 
-  // One direct call (for a profiler: ncu -k regex:gemm_fp8_tma ... profile-mxfp4: its first launch is gate_up).
+  // One W4A16 call (for a profiler: ncu -k regex:gemm_w4a16 ... profile-mxfp4: its first launch is gate_up).
   void once(int T) {
     Buf x(size_t(T) * kH * 2), logits(size_t(T) * E * 2), out(size_t(T) * kH * 2),
         ws(moe_workspace_bytes(T, E, kH, kI));
@@ -1071,14 +1064,14 @@ struct MoeStreamBench {
     row(mxfp4 ? "moe_stream mxfp4 (route..combine)" : "moe_stream fp8 (route..combine)", shape, us, flops, touched,
         base, "copy");
     row(base_name, shape, base, flops, touched, 0, "copy");
-    if (mxfp4 && T > kGemvMaxRows && T <= 64) {  // the direct MXFP4 GEMMs where the model still chunks the GEMV
+    if (mxfp4 && T > kGemvMaxRows && T <= 64) {  // the W4A16 GEMMs where the model still chunks the GEMV
       const double direct = time_us(
           [&](int i) {
             p.logits = logits_of(i);
             launch_moe(p, ws_gemm.get(), nullptr);
           },
           16);
-      row("moe mxfp4 GEMMs (direct; not the model's path here)", shape, direct, flops, touched, base, "copy");
+      row("moe mxfp4 W4A16 GEMMs (not the model's path here)", shape, direct, flops, touched, base, "copy");
     }
   }
 
@@ -1357,16 +1350,17 @@ int main(int argc, char** argv) {
       bench_gemv_scaling("down", 2880, 2880, GemmEpilogue::kBias, mxfp4);
     }
   }
-  if (want("moe-mxfp4")) {  // the prefill MoE on MXFP4 experts: FP8, convert + FP8 (old), direct
+  if (want("moe-mxfp4")) {  // the prefill MoE on MXFP4 experts: FP8, convert + FP8, W4A16
     for (const int E : {32, 128}) {
       MoeMxfp4Bench b(E);
-      // 1,536 and 6,144 tokens: 192 rows per expert at E = 32 and E = 128 (CudaModel::kMxfp4DirectMaxRowsPerExpert).
-      for (const int T : {256, 1024, 1536, 2048, 6144, 8192}) b.run(T);
+      // 2,048 and 8,192 tokens: 256 rows per expert at E = 32 and E = 128 (CudaModel::kMxfp4W4A16MaxRowsPerExpert
+      // 320 lies between them and 384 / 768).
+      for (const int T : {256, 1024, 1536, 2048, 3072, 6144, 8192}) b.run(T);
     }
   }
-  if (only == "profile-mxfp4") {  // one MXFP4 prefill MoE (2048 tokens, E = 32) for a profiler
+  if (only == "profile-mxfp4") {  // one MXFP4 prefill MoE on the W4A16 GEMMs (8,192 tokens, E = 32) for a profiler
     MoeMxfp4Bench b(32);
-    b.once(2048);
+    b.once(8192);
   }
   if (want("moe-stream")) {  // the weight-streaming decode MoE vs the current path, FP8 and MXFP4 experts
     for (const int E : {32, 128}) {

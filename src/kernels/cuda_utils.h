@@ -131,6 +131,42 @@ struct ClusterPdlAttributes {
   unsigned count = 0;
 };
 
+// A persistent kernel in clusters of `cluster` CTAs along x (threads and dynamic shared memory per CTA): config(n)
+// is the launch configuration of n clusters on `stream` (no PDL); resident_clusters() raises the kernel's shared
+// memory limit and asks how many of its clusters the GPU holds at once (once per kernel: keep it in a static).
+// Keep the object alive until the launch (config points at its attributes).
+template <typename Kernel>
+struct PersistentClusterLaunch {
+  PersistentClusterLaunch(Kernel kernel, int cluster, int threads, int smem_bytes, cudaStream_t stream)
+      : kernel(kernel),
+        cluster(cluster),
+        threads(threads),
+        smem_bytes(smem_bytes),
+        stream(stream),
+        attributes(cluster, false) {}
+  cudaLaunchConfig_t config(int clusters) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(static_cast<unsigned>(clusters * cluster), 1, 1);
+    cfg.blockDim = dim3(static_cast<unsigned>(threads), 1, 1);
+    cfg.dynamicSmemBytes = static_cast<size_t>(smem_bytes);
+    cfg.stream = stream;
+    attributes.apply(cfg);
+    return cfg;
+  }
+  int resident_clusters(const char* what) {
+    GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
+    const cudaLaunchConfig_t cfg = config(current_sm_count() / cluster);
+    int clusters = 0;
+    GOSSAMER_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg));
+    GOSSAMER_CHECK(clusters > 0, what, ": no cluster of ", cluster, " CTAs fits the GPU");
+    return clusters;
+  }
+  Kernel kernel;
+  int cluster, threads, smem_bytes;
+  cudaStream_t stream;
+  ClusterPdlAttributes attributes;
+};
+
 // Launches `kernel` with programmatic stream serialization: its launch and CTA scheduling overlap the
 // previous kernel's tail (the kernel must start with pdl_wait()). Graph capturable.
 template <typename... KernelArgs, typename... Args>

@@ -9,15 +9,6 @@
 // (tile_group, tile_m0, num_tiles) built by launch_moe_plan (moe.h); tile_rows must equal the BM the
 // launcher picks for max_rows_per_tile (gemm_fp8_tile_rows).
 //
-// MXFP4 weights (b_mxfp4, grouped or plain): B is the tiled MXFP4 layout of mxfp4_tiled.h ([num_groups,
-// mxfp4_tiled_group_bytes(N, K)] u8, E8M0 scales inside; b_scales and b_tiled unused; K a multiple of 32).
-// The TMA kernel's B-sharing 128×256 pairs (gemm_fp8_tma_sm90.cu; p.tile does not apply; grouped launches need
-// tile_rows 128) dequantize each 128×128 block on chip into the e4m3 bytes and fp32 block scale
-// launch_mxfp4_tiled_to_fp8 would write (mxfp4_tiled.h), then run the FP8 kernels' wgmma and promotion
-// arithmetic: the output is bit-identical to converting B first and running the FP8 GEMM on it, at half the
-// weight bytes and no conversion pass. It needs contiguous A rows (no a_row_index), 16-byte aligned operands and
-// the TMA kernel's whole-row outputs (tma_output_ok: ldc a multiple of 8; kBias N of 8, kSwiGlu 16, kSwiGluFp8 32).
-//
 // Epilogues: kBias writes out[m, n]; kSwiGlu treats even columns as gate and odd columns as up
 // (kernels/swiglu.h: gate = min(gate, 7), up = clamp(up, ±7), out = gate·σ(1.702·gate)·(up + 1)) and writes
 // out[m, n/2]. Accumulation and epilogue math in fp32, one rounding to bf16.
@@ -57,7 +48,6 @@ struct GemmFp8Params {
   const int32_t* a_row_index = nullptr;  // [M] or null (identity)
   const uint8_t* b = nullptr;            // [num_groups, N, K] fp8, K contiguous (or tile-major: b_tiled)
   bool b_tiled = false;                  // b in the tile-major layout of fp8_tiled.h
-  bool b_mxfp4 = false;                  // b in the tiled MXFP4 layout of mxfp4_tiled.h (see above)
   const float* b_scales = nullptr;       // [num_groups, ceil(N/128), ceil(K/128)] fp32
   const uint16_t* bias = nullptr;        // [num_groups, N] bf16 or null
   uint16_t* out = nullptr;               // [M, N] (kBias) or [M, N/2] (kSwiGlu) bf16, row stride ldc elements
@@ -79,9 +69,8 @@ struct GemmFp8Params {
   GemmTile tile = GemmTile::kAuto;
 };
 
-// The BM the launcher uses: 64 when every tile has at most 64 rows worth computing, else 128. With MXFP4
-// weights (b_mxfp4) always 128: each tile dequantizes its weight block once, so fewer, taller tiles.
-int gemm_fp8_tile_rows(int max_rows_per_tile, bool b_mxfp4 = false);
+// The BM the launcher uses: 64 when every tile has at most 64 rows worth computing, else 128.
+int gemm_fp8_tile_rows(int max_rows_per_tile);
 
 // `rows_hint` picks the tile shape: the plain M, or in grouped mode the expected rows per group.
 void launch_gemm_fp8(const GemmFp8Params& p, int rows_hint, cudaStream_t stream);

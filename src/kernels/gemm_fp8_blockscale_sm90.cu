@@ -173,8 +173,8 @@ void launch_tile(const GemmFp8Params& p, cudaStream_t stream) {
 
 }  // namespace
 
-int gemm_fp8_tile_rows(int max_rows_per_tile, bool b_mxfp4) {
-  return max_rows_per_tile <= 64 && !b_mxfp4 ? 64 : 128;
+int gemm_fp8_tile_rows(int max_rows_per_tile) {
+  return max_rows_per_tile <= 64 ? 64 : 128;
 }
 
 void launch_gemm_fp8(const GemmFp8Params& p, int rows_hint, cudaStream_t stream) {
@@ -183,13 +183,10 @@ void launch_gemm_fp8(const GemmFp8Params& p, int rows_hint, cudaStream_t stream)
   GOSSAMER_CHECK(!p.tile_group || (p.group_offsets && p.tile_m0 && p.num_tiles), "gemm_fp8: incomplete grouped params");
   if (p.M == 0 || p.N == 0) return;
   const bool quantized_out = p.epilogue == GemmEpilogue::kSwiGluFp8;
-  GOSSAMER_CHECK(
-      !quantized_out || (p.out_q && reinterpret_cast<uintptr_t>(p.out_q) % 16 == 0 && p.out_scales && p.ldq % 16 == 0 &&
-                         p.ldq >= p.N / 2 && (p.b_tiled || p.b_mxfp4) && p.a_row_index == nullptr),
-      "gemm_fp8: the kSwiGluFp8 epilogue needs out_q (16-byte aligned, ldq a multiple of 16, ≥ N/2), "
-      "out_scales and the TMA kernel's operands (tile-major FP8 or tiled MXFP4 B, contiguous A)");
-  // MXFP4 weights: the TMA kernel's B-sharing pairs with a dequantizing producer (p.tile does not apply).
-  if (p.b_mxfp4) return launch_tma(p, 256, true, stream);
+  GOSSAMER_CHECK(!quantized_out || (p.out_q && reinterpret_cast<uintptr_t>(p.out_q) % 16 == 0 && p.out_scales &&
+                                    p.ldq % 16 == 0 && p.ldq >= p.N / 2 && p.b_tiled && p.a_row_index == nullptr),
+                 "gemm_fp8: the kSwiGluFp8 epilogue needs out_q (16-byte aligned, ldq a multiple of 16, ≥ N/2), "
+                 "out_scales and the TMA kernel's operands (tile-major B, contiguous A)");
   GemmTile tile = quantized_out && p.tile == GemmTile::kAuto ? GemmTile::k128x256tma2 : p.tile;
   GOSSAMER_CHECK(!quantized_out || tile == GemmTile::k128x256tma2 || tile == GemmTile::k128x256tma2b,
                  "gemm_fp8: the kSwiGluFp8 epilogue is built for the 128×256 TMA tiles only");

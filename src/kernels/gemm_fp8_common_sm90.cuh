@@ -88,6 +88,21 @@ __device__ __forceinline__ void write_out(const GemmFp8Params& p, const float (&
   }
 }
 
+// Row tile mt: from a grouped launch's tile list (its group, first row and the group's end), or the mt-th of
+// `tile_rows` rows of a plain GEMM (group 0, ending at M).
+struct RowTile {
+  int group, m0, row_end;
+};
+// (Params: GemmFp8Params or gemm_w4a16.h's GemmW4A16Params, the same grouped fields.)
+template <typename Params>
+__device__ __forceinline__ RowTile row_tile(const Params& p, int mt, int tile_rows) {
+  if (p.tile_group) {
+    const int group = p.tile_group[mt];
+    return {group, p.tile_m0[mt], p.group_offsets[group + 1]};
+  }
+  return {0, mt * tile_rows, p.M};
+}
+
 // The B block scales of the CTA's 128-row band (index by K block).
 __device__ __forceinline__ const float* b_scale_row(const GemmFp8Params& p, int group, int n0, int num_kb) {
   return p.b_scales + (static_cast<int64_t>(group) * ceil_div(p.N, 128) + n0 / 128) * num_kb;

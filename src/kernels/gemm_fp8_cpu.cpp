@@ -6,7 +6,6 @@
 #include "core/parallel.h"
 #include "kernels/fp8_tiled.h"
 #include "kernels/gemm_fp8.h"
-#include "kernels/mxfp4_tiled.h"
 #include "kernels/swiglu.h"
 
 namespace gossamer::kernels {
@@ -14,18 +13,6 @@ namespace gossamer::kernels {
 // NOTE: in grouped mode the CPU reference reads group_offsets (host memory here) directly; tile lists
 // are a GPU scheduling detail and are ignored.
 void gemm_fp8_cpu(const GemmFp8Params& p) {
-  if (p.b_mxfp4) {  // the FP8 weights and block scales the kernel dequantizes to on chip
-    const int groups = p.group_offsets ? p.num_groups : 1;
-    std::vector<uint8_t> b(static_cast<size_t>(groups * fp8_tiled_group_bytes(p.N, p.K)));
-    std::vector<float> scales(static_cast<size_t>(groups) * ((p.N + 127) / 128) * ((p.K + 127) / 128));
-    mxfp4_tiled_to_fp8_cpu(p.b, b.data(), scales.data(), groups, p.N, p.K);
-    GemmFp8Params q = p;
-    q.b = b.data();
-    q.b_scales = scales.data();
-    q.b_tiled = true;
-    q.b_mxfp4 = false;
-    return gemm_fp8_cpu(q);
-  }
   const int num_kb = (p.K + 127) / 128, num_nb = (p.N + 127) / 128;
   float lut[256];
   for (int i = 0; i < 256; ++i) lut[i] = fp8e4m3_to_float(static_cast<uint8_t>(i));

@@ -28,18 +28,13 @@
 //                stage after the second (or skips the second where its columns all lie past N). Per FLOP it
 //                loads 10% fewer bytes from L2 than 128×192.
 // The producer gives its registers to the consumers (setmaxnreg). A must be contiguous rows (grouped MoE
-// callers permute tokens into expert order first: quantize_fp8's row_index); B must be tile-major FP8, or tiled
-// MXFP4 (b_mxfp4, B-sharing pairs only): then flat bulk copies bring B as stored into raw slots and the producer
-// warpgroup's 128 threads write the e4m3 bytes and block scales into the stages, where the pair shares B each CTA
-// its own half, bulk-copied into the peer's stage too (produce_mxfp4, gemm_fp8_tma_mxfp4_sm90.cuh); the consumers
-// run unchanged.
+// callers permute tokens into expert order first: quantize_fp8's row_index); B must be tile-major FP8.
 // Partial tiles: TMA zero-fills rows, columns and K past the tensor bounds; writes stop at row_end and N.
 // 192-wide tiles cover two 128-row B scale blocks: each 8-column group takes the scale of its block (two
 // compiled promotions, for n0 % 128 = 0 and 64); a 256-wide tile's pass h takes block h.
 #include <algorithm>
 
 #include "kernels/gemm_fp8_common_sm90.cuh"
-#include "kernels/gemm_fp8_tma_mxfp4_sm90.cuh"
 #include "kernels/gemm_fp8_tma_out_sm90.cuh"
 #include "kernels/mbarrier_sm90.cuh"
 #include "kernels/tma_sm90.cuh"
@@ -52,45 +47,29 @@ constexpr int kCluster = 2;  // CTAs per cluster, sharing the A tile
 // Registers per thread after reallocation: the producer warpgroup's and the consumers'. 128 · producer + 256 ·
 // consumer must not pass what the launch allocated (384 · 168 = 64,512): setmaxnreg.inc waits for registers the
 // producer's dec freed, and with more than that it waits forever (80 / 216, 65,536 in all, hung on the first launch).
-// The MXFP4 producer dequantizes from shared memory: 88 (no spills); the consumers 208 (the kSwiGluFp8
-// instantiation spills 20 bytes at 200, none at 208).
-template <bool kMxfp4>
-struct TmaRegs {
-  static constexpr int kProducer = kMxfp4 ? 88 : 40;
-  static constexpr int kConsumer = kMxfp4 ? 208 : 232;
-  static_assert(128 * kProducer + 256 * kConsumer <= kTmaThreads * 168, "more registers than the launch holds");
-};
+constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= kTmaThreads * 168, "more registers than the launch holds");
 
 // kFp8Out: the kSwiGluFp8 epilogue's instantiation (its output rows are 128 bytes: a smaller staging buffer).
-// kMxfp4: B decoded from MXFP4 (gemm_fp8_tma_mxfp4_sm90.cuh), whose raw slots take the room of FP8 stages.
-template <int kBN, bool kFp8Out, bool kMxfp4 = false>
+template <int kBN, bool kFp8Out>
 struct TmaTile {
   static_assert(kBN == 192 || kBN == 256, "128×192 and 128×256 tiles");
   static_assert(!kFp8Out || kBN == 256, "kSwiGluFp8 on 256-wide tiles");
-  static_assert(!kMxfp4 || kBN == 256, "MXFP4 weights on 256-wide tiles");
   // As many stages as fit beside the two consumer warpgroups' output staging (TmaOut) in the 227 KiB a CTA may
   // hold: 4 of 40 KiB (192), 3 of 48 KiB (256, bf16 rows), 4 of 48 KiB (256, FP8 rows); 214–215 KiB in all.
-  // MXFP4: one FP8 stage fewer and kRawStages raw slots of 17 KiB (the decode refills a stage from shared
-  // memory, so the raw ring carries the copies' latency): 216–217 KiB.
-  static constexpr int kStages = (kBN == 256 && !kFp8Out ? 3 : 4) - (kMxfp4 ? 1 : 0);
-  static constexpr int kRawStages = kMxfp4 ? 3 : 0;
+  static constexpr int kStages = kBN == 256 && !kFp8Out ? 3 : 4;
   static constexpr int kABytes = 128 * kBK;  // [K half][128 rows][64 bytes]
   static constexpr int kBBytes = kBN * kBK;  // [K half][kBN rows][64 bytes]
   static constexpr int kStageBytes = kABytes + kBBytes;
   // Per stage: [128 A scales, B scale of the first block, pad 3, of the second, pad 3, kBN / 2 bias words (bf16
-  // pairs; written with a tile's first K block only)]: each B scale in a 16-byte slot of its own (kMxfp4 copies a
-  // half's slot to the cluster peer).
+  // pairs; written with a tile's first K block only)].
   static constexpr int kBScale0 = 128;
   static constexpr int kBiasWord0 = 136;
   static constexpr int kScaleFloats = kBiasWord0 + kBN / 2;
-  // After the scales: kMxfp4's raw barriers (8 slots) and raw slots.
-  static constexpr int kRawBarOffset = kStages * kStageBytes + 2 * kStages * 8 + kStages * kScaleFloats * 4;
-  static constexpr int kRawOffset = kRawBarOffset + (kMxfp4 ? 64 : 0);
-  static constexpr int kOutOffset = kRawOffset + kRawStages * kMxfp4RawSlotBytes;
+  // After the scales: the output staging.
+  static constexpr int kOutOffset = kStages * kStageBytes + 2 * kStages * 8 + kStages * kScaleFloats * 4;
   static constexpr int kSmemBytes = 1024 + kOutOffset + 2 * TmaOut<kBN, kFp8Out>::kBytes;
-  static_assert(kRawBarOffset % 16 == 0 && kRawOffset % 16 == 0 && kOutOffset % 16 == 0,
-                "raw slots and output staging are 16-byte aligned (bulk copies)");
-  static_assert(kRawStages <= 8, "raw barrier slots");
+  static_assert(kOutOffset % 16 == 0, "output staging 16-byte aligned (bulk copies)");
   static_assert(kSmemBytes <= 227 * 1024, "a CTA's shared memory");
 };
 constexpr int kScaleLanes = 32;  // producer warp 1
@@ -128,15 +107,10 @@ __device__ __forceinline__ TmaTileCoord tma_tile(const GemmFp8Params& p, int u, 
     c.n0_load = c.active ? c.n0 : c.n0 - kBN;
     c.b_shared = false;
   }
-  if (p.tile_group) {
-    c.group = p.tile_group[mt];
-    c.m0 = p.tile_m0[mt];
-    c.row_end = p.group_offsets[c.group + 1];
-  } else {
-    c.group = 0;
-    c.m0 = mt * 128;
-    c.row_end = p.M;
-  }
+  const RowTile rt = row_tile(p, mt, 128);
+  c.group = rt.group;
+  c.m0 = rt.m0;
+  c.row_end = rt.row_end;
   return c;
 }
 
@@ -149,14 +123,6 @@ __device__ __forceinline__ void wgmma_pass(float (&d)[TmaPassCols<kBN>::value / 
   } else {
     wgmma::wgmma_m64n128k32_e4m3(d, da, db, scale_d);
   }
-}
-
-// The ring position after stage s: the next stage, and the phase parity flipped on wrapping.
-template <int kStages>
-__device__ __forceinline__ int next_stage(int s, uint32_t& phase) {
-  if (++s < kStages) return s;
-  phase ^= 1;
-  return 0;
 }
 
 // acc += tmp · scale, the first kFirstCols columns with the first B block's products (s0a rows r, s1a rows
@@ -218,7 +184,7 @@ __device__ __forceinline__ TmaWalk tma_walk(const GemmFp8Params& p) {
   return w;
 }
 
-template <int kBN, bool kShareB, bool kFp8Out, bool kMxfp4>
+template <int kBN, bool kShareB, bool kFp8Out>
 __device__ __forceinline__ void consume_tma_tiles(const GemmFp8Params& p, uint8_t* smem, uint64_t* full,
                                                   uint64_t* empty, float* scales, int num_kb);
 
@@ -254,115 +220,15 @@ __device__ __forceinline__ void stage_scales(const GemmFp8Params& p, const TmaTi
   mbar::cp_async_arrive(full);
 }
 
-// The MXFP4 producer (kMxfp4, B-sharing pairs; gemm_fp8_tma_mxfp4_sm90.cuh): all 128 threads of warpgroup 0 walk
-// the stages; thread 0 issues A's copies and the raw slots' bulk copies (kRawStages stages ahead, across tiles),
-// warp 1 stages the A scales and bias, and every thread dequantizes its share of the stage's B from the raw slot.
-// Where the pair shares B (both row tiles of one group) each CTA copies and decodes only its own 128-row half and
-// bulk-copies it (each warp its 16 rows of each 64-row tile and K half, thread 0 the half's block-scale slot) into
-// the peer's stage, completing as transactions on the peer's full barrier (announced by the peer's thread 0 with
-// its A bytes); otherwise it decodes both halves. Each warp arrives once on its own full barrier.
-template <int kBN, bool kFp8Out>
-__device__ __forceinline__ void produce_mxfp4(const CUtensorMap* map_a, const GemmFp8Params& p, uint8_t* smem,
-                                              uint64_t* full, uint64_t* empty, float* scales, int num_kb) {
-  using T = TmaTile<kBN, kFp8Out, true>;
-  constexpr int kHalfRowsBytes = 128 * 64;  // one half's rows of one K half
-  __shared__ int exchange[16];
-  const TmaWalk w = tma_walk<kBN, true>(p);
-  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  const Mxfp4PairUnit pu = mxfp4_pair_unit(tid);
-  const uint32_t peer = static_cast<uint32_t>(w.rank ^ 1);
-  const int64_t band_bytes = int64_t{num_kb} * kMxfp4TileBytes;
-  uint64_t* raw_full = reinterpret_cast<uint64_t*>(smem + T::kRawBarOffset);
-  uint8_t* raw = smem + T::kRawOffset;
-  // The halves this CTA decodes: its own (rank) where the pair shares B, else both.
-  auto first_half = [&](const TmaTileCoord& c) { return c.b_shared ? w.rank : 0; };
-  auto num_halves = [&](const TmaTileCoord& c) { return c.b_shared ? 1 : 2; };
-  // Thread 0's copy cursor: the (work unit, K block) whose weights go into the next raw slot.
-  int copy_u = w.first, copy_kb = 0;
-  auto copy_raw = [&](int slot) {
-    if (copy_u >= w.units) return;
-    const TmaTileCoord c = tma_tile<kBN, true>(p, copy_u, w.m_tiles, w.rank);
-    const uint8_t* group_b = p.b + c.group * mxfp4_tiled_group_bytes(p.N, p.K);
-    // The 64-row bands of the decoded halves below N.
-    const int t0 = 2 * first_half(c), t1 = max(t0, min(t0 + 2 * num_halves(c), ceil_div(p.N - c.n0, 64)));
-    tma::arrive_expect_tx(&raw_full[slot], static_cast<uint32_t>((t1 - t0) * kMxfp4TileBytes));
-    for (int t = t0; t < t1; ++t) {
-      tma::copy_bulk(raw + slot * kMxfp4RawSlotBytes + t * kMxfp4TileBytes,
-                     group_b + (c.n0 / 64 + t) * band_bytes + int64_t{copy_kb} * kMxfp4TileBytes, kMxfp4TileBytes,
-                     &raw_full[slot]);
-    }
-    if (++copy_kb == num_kb) {
-      copy_kb = 0;
-      copy_u += w.stride;
-    }
-  };
-  if (tid == 0) {
-    for (int r = 0; r < T::kRawStages; ++r) copy_raw(r);
-  }
-  int s = 0, r = 0, parity = 0;
-  uint32_t phase = 0, raw_phase = 0;
-  for (int u = w.first; u < w.units; u += w.stride) {
-    const TmaTileCoord c = tma_tile<kBN, true>(p, u, w.m_tiles, w.rank);
-    const int half0 = first_half(c), halves = num_halves(c);
-    // Where the pair shares B: whether this CTA's half, and the peer's, hold rows below N.
-    const bool own_half = c.n0 + 128 * w.rank < p.N, peer_half = c.n0 + 128 * static_cast<int>(peer) < p.N;
-    for (int kb = 0; kb < num_kb;
-         ++kb, s = next_stage<T::kStages>(s, phase), r = next_stage<T::kRawStages>(r, raw_phase)) {
-      mbar::wait(&empty[s], phase ^ 1);  // both CTAs' consumers released the stage (they arrive on both barriers)
-      uint8_t* sa = smem + s * T::kStageBytes;
-      float* sc = scales + s * T::kScaleFloats;
-      if (tid == 0) {
-        // A, and where the pair shares B the peer's decoded half and its scale slot.
-        const uint32_t from_peer = c.b_shared && peer_half ? 2 * kHalfRowsBytes + 16 : 0;
-        tma::arrive_expect_tx(&full[s], T::kABytes + from_peer);
-        tma::copy_2d(sa, map_a, kb * kBK, c.m0, &full[s]);
-        tma::copy_2d(sa + T::kABytes / 2, map_a, kb * kBK + 64, c.m0, &full[s]);
-      }
-      if (warp == 1) stage_scales<kBN, kFp8Out, false>(p, c, kb, num_kb, sc, &full[s], lane);
-      mbar::wait(&raw_full[r], raw_phase);
-      const uint32_t slot = tma::smem_u32(raw + r * kMxfp4RawSlotBytes), sb = tma::smem_u32(sa + T::kABytes);
-      for (int i = 0; i < halves; ++i) {
-        const int half = half0 + i, n_half = c.n0 + 128 * half;
-        if (n_half >= p.N) continue;  // uniform over the warpgroup
-        const Mxfp4HalfCodes codes = load_mxfp4_half(slot + half * 2 * kMxfp4TileBytes, n_half, p.N, pu);
-        store_mxfp4_half<kBN>(codes, n_half, p.N, p.K, kb, half, pu, sb, tma::smem_u32(sc + T::kBScale0 + 4 * half),
-                              exchange, parity);
-        parity ^= 1;
-      }
-      // Every thread read the slot before the last half's named barrier: refill it.
-      if (tid == 0) copy_raw(r);
-      // The e4m3 bytes and the block scale, written by the generic proxy, feed wgmma and the copies to the peer.
-      fence_proxy_async();
-      __syncwarp();
-      if (lane == 0) {
-        if (c.b_shared && own_half) {
-          const uint32_t bar = mbar::peer_addr(tma::smem_u32(&full[s]), peer);
-          for (int kh = 0; kh < 2; ++kh) {
-            for (int ti = 0; ti < 2; ++ti) {  // rows 16·warp … of each 64-row tile (mxfp4_pair_unit's c = 2·warp, +1)
-              const uint32_t rows = sb + kh * (kBN * 64) + (128 * w.rank + 64 * ti + 16 * warp) * 64;
-              tma::copy_bulk_to_peer(mbar::peer_addr(rows, peer), rows, 16 * 64, bar);
-            }
-          }
-          if (warp == 0) {
-            const uint32_t slot_scale = tma::smem_u32(sc + T::kBScale0 + 4 * w.rank);
-            tma::copy_bulk_to_peer(mbar::peer_addr(slot_scale, peer), slot_scale, 16, bar);
-          }
-        }
-        mbar::arrive(&full[s]);
-      }
-    }
-  }
-}
-
 // The two CTAs of a cluster share an operand tile, so a stage may be refilled only when both CTAs' consumers
 // released it (each consumer warp arrives on its own and its peer's empty barrier).
 // map_a: box 64 K bytes × 64 rows (share A) or × 128 rows (kShareB); map_b: box (64, 64, kBN / 64, 2)
 // (share A) or (64, 64, kBN / 128, 1): one K half of half the tile's rows (kShareB).
-template <int kBN, bool kShareB, bool kFp8Out, bool kMxfp4>
+template <int kBN, bool kShareB, bool kFp8Out>
 __global__ void __launch_bounds__(kTmaThreads, 1)
     gemm_fp8_tma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                         const GemmFp8Params p) {
-  using T = TmaTile<kBN, kFp8Out, kMxfp4>;
+  using T = TmaTile<kBN, kFp8Out>;
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + T::kStages * T::kStageBytes);
@@ -375,21 +241,18 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     tma::prefetch_map(&map_a);
     tma::prefetch_map(&map_b);
     for (int s = 0; s < T::kStages; ++s) {
-      mbar::init(&full[s], 1 + kScaleLanes + (kMxfp4 ? 4 : 0));
+      mbar::init(&full[s], 1 + kScaleLanes);
       mbar::init(&empty[s], 8 * kCluster);
     }
-    for (int r = 0; r < T::kRawStages; ++r) mbar::init(reinterpret_cast<uint64_t*>(smem + T::kRawBarOffset) + r, 1);
     tma::fence_barrier_init();
   }
   tma::cluster_sync();  // the peer's barriers exist before any copy or arrival names them
 
   if (tid < 128) {
     // ================= producer =================
-    tma::regs_release<TmaRegs<kMxfp4>::kProducer>();
+    tma::regs_release<kProducerRegs>();
     const TmaWalk w = tma_walk<kBN, kShareB>(p);
-    if constexpr (kMxfp4) {
-      produce_mxfp4<kBN, kFp8Out>(&map_a, p, smem, full, empty, scales, num_kb);
-    } else if (tid == 0) {
+    if (tid == 0) {
       // B bands: 64-row bands of the tile-major layout, G · pad(N)/64 of them.
       const int bands_per_group = static_cast<int>(fp8_tiled_pad(p.N) / 64);
       int s = 0;
@@ -397,7 +260,7 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
       for (int u = w.first; u < w.units; u += w.stride) {
         const TmaTileCoord c = tma_tile<kBN, kShareB>(p, u, w.m_tiles, w.rank);
         const int band0 = c.group * bands_per_group + c.n0_load / 64;
-        for (int kb = 0; kb < num_kb; ++kb, s = next_stage<T::kStages>(s, phase)) {
+        for (int kb = 0; kb < num_kb; ++kb, s = mbar::next_stage<T::kStages>(s, phase)) {
           mbar::wait(&empty[s], phase ^ 1);
           uint8_t* sa = smem + s * T::kStageBytes;
           uint8_t* sb = sa + T::kABytes;
@@ -431,27 +294,27 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
       uint32_t phase = 0;
       for (int u = w.first; u < w.units; u += w.stride) {
         const TmaTileCoord c = tma_tile<kBN, kShareB>(p, u, w.m_tiles, w.rank);
-        for (int kb = 0; kb < num_kb; ++kb, s = next_stage<T::kStages>(s, phase)) {
+        for (int kb = 0; kb < num_kb; ++kb, s = mbar::next_stage<T::kStages>(s, phase)) {
           mbar::wait(&empty[s], phase ^ 1);
           stage_scales<kBN, kFp8Out, true>(p, c, kb, num_kb, scales + s * T::kScaleFloats, &full[s], tid - 32);
         }
       }
     }
   } else {
-    consume_tma_tiles<kBN, kShareB, kFp8Out, kMxfp4>(p, smem, full, empty, scales, num_kb);
+    consume_tma_tiles<kBN, kShareB, kFp8Out>(p, smem, full, empty, scales, num_kb);
   }
   // NOTE: no CTA of a cluster exits while its peer may still multicast into it or arrive on its barriers.
   tma::cluster_sync();
 }
 
 // ================= consumers (warpgroups 1 and 2) =================
-template <int kBN, bool kShareB, bool kFp8Out, bool kMxfp4>
+template <int kBN, bool kShareB, bool kFp8Out>
 __device__ __forceinline__ void consume_tma_tiles(const GemmFp8Params& p, uint8_t* smem, uint64_t* full,
                                                   uint64_t* empty, float* scales, int num_kb) {
-  using T = TmaTile<kBN, kFp8Out, kMxfp4>;
+  using T = TmaTile<kBN, kFp8Out>;
   using Out = TmaOut<kBN, kFp8Out>;
   const int tid = threadIdx.x;
-  tma::regs_claim<TmaRegs<kMxfp4>::kConsumer>();
+  tma::regs_claim<kConsumerRegs>();
   // Consumer warpgroup: rows 64·cw … (through a shuffle so that the compiler knows it is warp-uniform and
   // keeps the wgmma descriptors built from it in uniform registers).
   const int cw = __shfl_sync(0xffffffffu, tid / 128, 0) - 1;
@@ -480,10 +343,7 @@ __device__ __forceinline__ void consume_tma_tiles(const GemmFp8Params& p, uint8_
     // masks, so the written bits are the same. (Sharing A, the pair's inactive rank computes this tile too.)
     const bool second_pass = kPasses == 1 || c.n0_load + kPassN < p.N;
 
-    for (int kb = 0; kb < num_kb; ++kb, s = next_stage<T::kStages>(s, phase)) {
-      // NOTE: CTA scope also for MXFP4's peer half of B (its bulk copy lands as transactions on this barrier): an
-      // acquire at cluster scope would invalidate L1 (CCTL.IVALL) on every poll (45% of an earlier MXFP4 kernel's
-      // stall samples).
+    for (int kb = 0; kb < num_kb; ++kb, s = mbar::next_stage<T::kStages>(s, phase)) {
       mbar::wait(&full[s], phase);
       const uint64_t stage = static_cast<uint64_t>(s * T::kStageBytes) >> 4;
       const uint32_t sc = scales0 + s * T::kScaleFloats * 4;
@@ -533,32 +393,14 @@ __device__ __forceinline__ void consume_tma_tiles(const GemmFp8Params& p, uint8_
   wait_tma_out();
 }
 
-template <int kBN, bool kShareB, bool kFp8Out, bool kMxfp4 = false>
+template <int kBN, bool kShareB, bool kFp8Out>
 void launch_tma_tile(const GemmFp8Params& p, cudaStream_t stream) {
   static_assert(!kShareB || kBN == 256, "sharing B splits the tile's 64-row bands in two halves");
-  static_assert(!kMxfp4 || kShareB, "MXFP4 weights: B-sharing pairs (each CTA dequantizes one half for both)");
-  using T = TmaTile<kBN, kFp8Out, kMxfp4>;
-  auto* kernel = gemm_fp8_tma_kernel<kBN, kShareB, kFp8Out, kMxfp4>;
+  using T = TmaTile<kBN, kFp8Out>;
   // Resident clusters (clusters of 2 need two free SMs of one GPC): queried once per instantiation.
-  // The launch configuration for `units` work units (kCluster CTAs each).
-  ClusterPdlAttributes cluster_attribute(kCluster, false);
-  auto config = [&](int units) {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(static_cast<unsigned>(units * kCluster), 1, 1);
-    cfg.blockDim = dim3(kTmaThreads, 1, 1);
-    cfg.dynamicSmemBytes = T::kSmemBytes;
-    cfg.stream = stream;
-    cluster_attribute.apply(cfg);
-    return cfg;
-  };
-  static const int max_units_in_flight = [&] {
-    GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes));
-    const cudaLaunchConfig_t cfg = config(current_sm_count() / kCluster);
-    int clusters = 0;
-    GOSSAMER_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg));
-    GOSSAMER_CHECK(clusters > 0, "gemm_fp8: no cluster of ", kCluster, " TMA CTAs fits an SM pair");
-    return clusters;
-  }();
+  PersistentClusterLaunch launch(gemm_fp8_tma_kernel<kBN, kShareB, kFp8Out>, kCluster, kTmaThreads, T::kSmemBytes,
+                                 stream);
+  static const int max_units_in_flight = launch.resident_clusters("gemm_fp8");
   // A: [M, K] bytes with row stride lda; box 64 K bytes × 128 / kCluster rows (share A: two per stage and
   // CTA, multicast) or × 128 rows (kShareB: two per stage).
   const uint64_t a_dims[2] = {static_cast<uint64_t>(p.K), static_cast<uint64_t>(p.M)};
@@ -567,31 +409,28 @@ void launch_tma_tile(const GemmFp8Params& p, cudaStream_t stream) {
   const CUtensorMap map_a = tma::make_map_u8_sw64(p.a, 2, a_dims, a_strides, a_box);
   // B tile-major (fp8_tiled.h: 4 KiB tiles ordered (g, n / 64, k / 64)) as dims (k in tile 64, row in
   // band 64, band G·NT, k tile KT); box (64, 64, kBN / 64, 2) lands as [K half][kBN rows][64 bytes]
-  // (kShareB: box (64, 64, kBN / 128, 1), one K half of half the rows, four per stage and pair). MXFP4 weights
-  // come by flat bulk copies (produce_mxfp4): no map, map_a passed in its place.
+  // (kShareB: box (64, 64, kBN / 128, 1), one K half of half the rows, four per stage and pair).
   const uint64_t kt = static_cast<uint64_t>(fp8_tiled_pad(p.K) / 64);
   const uint64_t bands = static_cast<uint64_t>(fp8_tiled_pad(p.N) / 64);
   const uint64_t groups = p.tile_group ? static_cast<uint64_t>(p.num_groups) : 1;
   const uint64_t b_dims[4] = {64, 64, bands * groups, kt};
   const uint64_t b_strides[3] = {64, kt * 4096, 4096};
   const uint32_t b_box[4] = {64, 64, kShareB ? kBN / 128u : kBN / 64u, kShareB ? 1u : 2u};
-  const CUtensorMap map_b = kMxfp4 ? map_a : tma::make_map_u8_sw64(p.b, 4, b_dims, b_strides, b_box);
+  const CUtensorMap map_b = tma::make_map_u8_sw64(p.b, 4, b_dims, b_strides, b_box);
   const int64_t m_tiles = p.tile_group ? p.max_tiles : ceil_div(p.M, 128);
   const int64_t max_units = kShareB ? ceil_div(m_tiles, int64_t{kCluster}) * ceil_div(p.N, kBN)
                                     : m_tiles * ceil_div(ceil_div(p.N, kBN), kCluster);
   const int units_in_flight = static_cast<int>(std::min<int64_t>(max_units, max_units_in_flight));
   if (units_in_flight == 0) return;
-  const cudaLaunchConfig_t cfg = config(units_in_flight);
-  GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, map_a, map_b, p));
+  const cudaLaunchConfig_t cfg = launch.config(units_in_flight);
+  GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, launch.kernel, map_a, map_b, p));
   GOSSAMER_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace
 
 void launch_tma(const GemmFp8Params& p, int tile_n, bool share_b, cudaStream_t stream) {
-  GOSSAMER_CHECK(p.b_tiled || p.b_mxfp4, "gemm_fp8: the TMA kernel reads tile-major FP8 or tiled MXFP4 B only");
-  GOSSAMER_CHECK(!p.b_mxfp4 || (share_b && p.K % 32 == 0),
-                 "gemm_fp8: MXFP4 weights on the TMA kernel: the B-sharing 128x256 tile and K a multiple of 32");
+  GOSSAMER_CHECK(p.b_tiled, "gemm_fp8: the TMA kernel reads tile-major B only");
   GOSSAMER_CHECK(p.a_row_index == nullptr, "gemm_fp8: the TMA kernel reads contiguous A rows (no gather)");
   GOSSAMER_CHECK(reinterpret_cast<uintptr_t>(p.a) % 16 == 0 && reinterpret_cast<uintptr_t>(p.b) % 16 == 0,
                  "gemm_fp8: the TMA kernel needs 16-byte aligned operands");
@@ -600,10 +439,6 @@ void launch_tma(const GemmFp8Params& p, int tile_n, bool share_b, cudaStream_t s
   GOSSAMER_CHECK(tma_output_ok(p),
                  "gemm_fp8: the TMA kernel copies whole output rows: the output 16-byte aligned, "
                  "ldc a multiple of 8 (ldq of 16) and N of 8 (kSwiGlu: 16; kSwiGluFp8: 32)");
-  if (p.b_mxfp4) {
-    return p.epilogue == GemmEpilogue::kSwiGluFp8 ? launch_tma_tile<256, true, true, true>(p, stream)
-                                                  : launch_tma_tile<256, true, false, true>(p, stream);
-  }
   if (p.epilogue == GemmEpilogue::kSwiGluFp8) {  // launch_gemm_fp8 picks a 256-wide tile for it
     return share_b ? launch_tma_tile<256, true, true>(p, stream) : launch_tma_tile<256, false, true>(p, stream);
   }

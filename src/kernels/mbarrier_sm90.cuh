@@ -35,6 +35,14 @@ __device__ __forceinline__ void arrive_cluster(uint64_t* bar, uint32_t rank) {
   asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(peer_addr(smem_addr(bar), rank)) : "memory");
 }
 
+// The ring position after stage s of a kStages-stage ring: the next stage, and the phase parity flipped on wrapping.
+template <int kStages>
+__device__ __forceinline__ int next_stage(int s, uint32_t& phase) {
+  if (++s < kStages) return s;
+  phase ^= 1;
+  return 0;
+}
+
 // Blocks until the phase of parity `parity` has completed (the first phase has parity 0).
 __device__ __forceinline__ void wait(uint64_t* bar, uint32_t parity) {
   asm volatile(
@@ -80,6 +88,12 @@ __device__ __forceinline__ uint4 ld_shared_v4(uint32_t addr) {
                : "memory");
   return v;
 }
+__device__ __forceinline__ uint2 ld_shared_v2(uint32_t addr) {
+  uint2 v;
+  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "r"(addr) : "memory");
+  return v;
+}
+
 __device__ __forceinline__ void st_shared_v4(uint32_t addr, uint4 v) {
   asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
                : "memory");

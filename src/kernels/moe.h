@@ -1,8 +1,8 @@
 // The MoE op family, one header: the pieces — router top-4 + softmax over the 4 (route), permutation by
 // expert with the grouped GEMMs' tile list (plan), the weighted combine back to token order (combine) —
 // and the expert block over them: one composition (moe_sm90.cu) with four entry points,
-//   launch_moe         FP8 or MXFP4 experts, grouped FP8 GEMMs with per-token activation quantization
-//                      (prefill; MXFP4 weights dequantized inside the GEMM, gemm_fp8.h b_mxfp4);
+//   launch_moe         FP8 experts, grouped FP8 GEMMs with per-token activation quantization, or MXFP4
+//                      experts, grouped W4A16 GEMMs on bf16 activations (prefill; gemm_w4a16.h);
 //   launch_moe_decode  FP8 or MXFP4 experts, grouped weight-only GEMVs, ≤ kGemvMaxRows tokens (decode);
 //   launch_moe_stream  FP8 or MXFP4 experts, the weight-streaming grouped GEMM (decode batches);
 //   launch_moe_bf16    bf16 experts, grouped bf16 GEMMs (the --weights bf16 accuracy baseline).
@@ -97,8 +97,8 @@ struct MoeParams {
   bool weights_tiled = false;    // w1 and w2 in the tile-major layout of fp8_tiled.h
   // w1 and w2 in the tiled MXFP4 layout of mxfp4_tiled.h ([E_local, mxfp4_tiled_group_bytes(N, K)] u8,
   // scales inside; w1_scales / w2_scales unused; hidden and inter multiples of 32): every entry point.
-  // launch_moe then equals launch_moe on the experts converted by launch_mxfp4_tiled_to_fp8 bit for bit
-  // where that plans 128-row tiles too (> 64 rows per expert; else up to its 64×64 kernel's MMA order).
+  // launch_moe then runs gemm_w4a16.h's GEMMs: bf16 activations (no FP8 quantization of x or h) times the weights
+  // decoded exactly to bf16, i.e. launch_moe_bf16's arithmetic on the MXFP4 values (moe_cpu's reference).
   bool weights_mxfp4 = false;
   int num_tokens = 0;
   int num_experts = 0;
@@ -141,8 +141,8 @@ struct MoeParams {
 // Device scratch for launch_moe, carved from one buffer of moe_workspace_bytes().
 size_t moe_workspace_bytes(int num_tokens, int num_local_experts, int hidden, int inter);
 void launch_moe(const MoeParams& p, void* workspace, cudaStream_t stream);
-// Reference of the whole block with the same quantization points (host memory throughout); MXFP4 experts
-// are converted first (mxfp4_tiled_to_fp8_cpu), as the GPU's on-chip dequantization does.
+// Reference of the whole block with the same quantization points (host memory throughout); MXFP4 experts are
+// decoded to bf16 (mxfp4_tiled_to_bf16_cpu) and run as moe_bf16_cpu, the W4A16 GEMMs' arithmetic.
 void moe_cpu(const MoeParams& p);
 
 // ---- MoE expert block with bf16 weights --------------------------------------------------------------

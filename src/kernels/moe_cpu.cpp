@@ -119,22 +119,27 @@ void moe_combine_cpu(const MoeCombineParams& p) {
 }
 
 void moe_cpu(const MoeParams& p) {
-  if (p.weights_mxfp4) {  // the FP8 experts and block scales the GPU dequantizes to on chip
+  if (p.weights_mxfp4) {  // the W4A16 GEMMs: launch_moe_bf16's arithmetic on the experts decoded to bf16 (exact)
+    GOSSAMER_CHECK(!p.combine_deferred, "moe_cpu: MXFP4 experts with a deferred combine are not modelled");
     const int E = p.num_local_experts, H = p.hidden, I = p.inter;
-    std::vector<uint8_t> w1(static_cast<size_t>(E * fp8_tiled_group_bytes(2 * I, H)));
-    std::vector<uint8_t> w2(static_cast<size_t>(E * fp8_tiled_group_bytes(H, I)));
-    std::vector<float> s1(static_cast<size_t>(E) * ((2 * I + 127) / 128) * ((H + 127) / 128));
-    std::vector<float> s2(static_cast<size_t>(E) * ((H + 127) / 128) * ((I + 127) / 128));
-    mxfp4_tiled_to_fp8_cpu(p.w1, w1.data(), s1.data(), E, 2 * I, H);
-    mxfp4_tiled_to_fp8_cpu(p.w2, w2.data(), s2.data(), E, H, I);
-    MoeParams q = p;
-    q.weights_mxfp4 = false;
-    q.weights_tiled = true;
+    const std::vector<uint16_t> w1 = mxfp4_tiled_to_bf16_cpu(p.w1, E, 2 * I, H),
+                                w2 = mxfp4_tiled_to_bf16_cpu(p.w2, E, H, I);
+    MoeBf16Params q;
+    q.x = p.x;
+    q.logits = p.logits;
+    q.residual = p.residual;
+    q.out = p.out;
     q.w1 = w1.data();
-    q.w1_scales = s1.data();
+    q.b1 = p.b1;
     q.w2 = w2.data();
-    q.w2_scales = s2.data();
-    return moe_cpu(q);
+    q.b2 = p.b2;
+    q.num_tokens = p.num_tokens;
+    q.num_experts = p.num_experts;
+    q.expert_begin = p.expert_begin;
+    q.num_local_experts = E;
+    q.hidden = H;
+    q.inter = I;
+    return moe_bf16_cpu(q);
   }
   const int H = p.hidden, I = p.inter;
   const int kb_h = (H + 127) / 128, kb_i = (I + 127) / 128;

@@ -4,8 +4,8 @@
 //
 //   kFp8Gemm  (launch_moe):        plan with the FP8 GEMM's tile rows; x and h quantized per token (1×128)
 //                                  into expert order and fed to the grouped FP8 GEMMs.
-//   kMxfp4Gemm (launch_moe, weights_mxfp4): the same with 128-row tiles and the FP8 GEMM's MXFP4-weight
-//                                  kernel (gemm_fp8.h b_mxfp4: the experts dequantized on chip).
+//   kMxfp4Gemm (launch_moe, weights_mxfp4): plan with the W4A16 GEMM's tile rows; x scattered into expert order
+//                                  in bf16 and fed to the grouped W4A16 GEMMs (gemm_w4a16.h), h and y bf16.
 //   kBf16Gemm (launch_moe_bf16):   plan with the bf16 GEMM's tile rows; grouped bf16 GEMMs, h and y bf16.
 //   kFp8Gemv  (launch_moe_decode): no plan: the grouped weight-only GEMVs (moe_decode_projection, shared
 //                                  with moe_decode_cpu) group the ≤ 32 (token, k) pairs by expert
@@ -24,6 +24,7 @@
 #include "kernels/gemm_bf16.h"
 #include "kernels/gemm_fp8.h"
 #include "kernels/gemm_stream.h"
+#include "kernels/gemm_w4a16.h"
 #include "kernels/gemv_fp8.h"
 #include "kernels/gemv_mxfp4.h"
 #include "kernels/moe.h"
@@ -45,7 +46,7 @@ int64_t ld16(int cols) {
 int plan_tile_rows(ExpertStep step, int T, int E) {
   switch (step) {
     case ExpertStep::kFp8Gemm: return gemm_fp8_tile_rows(ceil_div(T * kMoeTopK, std::max(E, 1)));
-    case ExpertStep::kMxfp4Gemm: return gemm_fp8_tile_rows(ceil_div(T * kMoeTopK, std::max(E, 1)), true);
+    case ExpertStep::kMxfp4Gemm: return gemm_w4a16_tile_rows();
     case ExpertStep::kBf16Gemm: return gemm_bf16_tile_rows();
     case ExpertStep::kStream: return gemm_stream_tile_rows(T);
     default: return 0;
@@ -88,7 +89,7 @@ MoeWorkspace carve(uint8_t* base, ExpertStep step, int T, int E, int hidden, int
     w.tile_m0 = reinterpret_cast<int32_t*>(take(max_tiles * 4));
     w.num_tiles = reinterpret_cast<int32_t*>(take(4));
   }
-  if (step == ExpertStep::kFp8Gemm || step == ExpertStep::kMxfp4Gemm) {
+  if (step == ExpertStep::kFp8Gemm) {
     // x quantized straight into expert order (one row per routed pair): both GEMMs read contiguous A.
     w.x_q = take(pairs * ld16(hidden));
     w.x_scales = reinterpret_cast<float*>(take(pairs * ceil_div(hidden, 128) * 4));
@@ -197,6 +198,47 @@ Gemm grouped_projection(const MoeBlock& b, const MoeWorkspace& w, bool gate_up, 
   return g;
 }
 
+// kMxfp4Gemm: gemm_w4a16.h's kernel on bf16 activations. The tokens, in its register
+// order, are scattered into expert order in w.y (down writes y only after gate_up has read them); gate_up writes h
+// in bf16 and register order; down reads it and writes y.
+void experts_mxfp4_w4a16(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t stream) {
+  mark(b, MoePhase::kQuantizeTokens, stream);
+  launch_w4a16_activations(b.x, b.hidden, b.T, b.hidden, w.pair_row, w.y, b.hidden, stream);
+  GemmW4A16Params g;
+  g.M = b.T * kMoeTopK;
+  g.group_offsets = w.group_offsets;
+  g.tile_group = w.tile_group;
+  g.tile_m0 = w.tile_m0;
+  g.num_tiles = w.num_tiles;
+  g.max_tiles = moe_max_tiles(b.T, b.E, gemm_w4a16_tile_rows());
+  g.num_groups = b.E;
+  GemmW4A16Params g1 = g;
+  g1.a = w.y;
+  g1.lda = b.hidden;
+  g1.b = static_cast<const uint8_t*>(b.w1);
+  g1.bias = b.b1;
+  g1.out = w.h;
+  g1.ldc = b.inter;
+  g1.out_register_order = true;
+  g1.N = 2 * b.inter;
+  g1.K = b.hidden;
+  g1.epilogue = GemmEpilogue::kSwiGlu;
+  mark(b, MoePhase::kGateUp, stream);
+  launch_gemm_w4a16(g1, stream);
+  mark(b, MoePhase::kQuantizeHidden, stream);
+  GemmW4A16Params g2 = g;
+  g2.a = w.h;
+  g2.lda = b.inter;
+  g2.b = static_cast<const uint8_t*>(b.w2);
+  g2.bias = b.b2;
+  g2.out = w.y;
+  g2.ldc = b.hidden;
+  g2.N = b.hidden;
+  g2.K = b.inter;
+  mark(b, MoePhase::kDown, stream);
+  launch_gemm_w4a16(g2, stream);
+}
+
 void experts_fp8_gemm(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t stream) {
   const int rows_hint = ceil_div(b.T * kMoeTopK, b.E);
   // Tokens permuted into expert order while quantized (rows past group_offsets[E] are left untouched): each
@@ -217,21 +259,19 @@ void experts_fp8_gemm(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t str
   g1.a_row_index = nullptr;
   g1.a_scales = w.x_scales;
   g1.b_tiled = b.weights_tiled;
-  g1.b_mxfp4 = b.step == ExpertStep::kMxfp4Gemm;
   g1.b_scales = b.w1_scales;
   g1.num_groups = b.E;
   const bool rows_128 = plan_tile_rows(b.step, b.T, b.E) == 128;
   if (rows_128) g1.tile = b.gemm_tile;
   const GemmTile tile = g1.tile;  // both GEMMs' tile (gate_up's may become 128×256 below)
-  // h quantized in gate_up's epilogue: FP8 tile-major experts at 128-row tiles (a TMA 128×256 tile), or MXFP4
-  // experts (always the TMA kernel's B-sharing pairs; gemm_tile does not apply to them).
-  const bool fuse_quantization = rows_128 && ((b.step == ExpertStep::kFp8Gemm && b.weights_tiled) || g1.b_mxfp4);
+  // h quantized in gate_up's epilogue: tile-major experts at 128-row tiles (a TMA 128×256 tile).
+  const bool fuse_quantization = rows_128 && b.weights_tiled;
   if (fuse_quantization) {
     g1.epilogue = GemmEpilogue::kSwiGluFp8;
     g1.out_q = w.h_q;
     g1.ldq = ld16(b.inter);
     g1.out_scales = w.h_scales;
-    g1.tile = tile == GemmTile::k128x256tma2b || g1.b_mxfp4 ? GemmTile::k128x256tma2b : GemmTile::k128x256tma2;
+    g1.tile = tile == GemmTile::k128x256tma2b ? GemmTile::k128x256tma2b : GemmTile::k128x256tma2;
   }
   mark(b, MoePhase::kGateUp, stream);
   launch_gemm_fp8(g1, rows_hint, stream);
@@ -243,7 +283,6 @@ void experts_fp8_gemm(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t str
   auto g2 = grouped_projection<GemmFp8Params, uint8_t, uint8_t>(b, w, false, w.h_q, ld16(b.inter), b.w2, b.b2);
   g2.a_scales = w.h_scales;
   g2.b_tiled = b.weights_tiled;
-  g2.b_mxfp4 = g1.b_mxfp4;
   g2.b_scales = b.w2_scales;
   g2.num_groups = b.E;
   g2.tile = tile;
@@ -332,8 +371,8 @@ void launch_moe_block(const MoeBlock& b, void* workspace, cudaStream_t stream) {
   }
   // ---- experts ----
   switch (b.step) {
-    case ExpertStep::kFp8Gemm:
-    case ExpertStep::kMxfp4Gemm: experts_fp8_gemm(b, w, stream); break;
+    case ExpertStep::kFp8Gemm: experts_fp8_gemm(b, w, stream); break;
+    case ExpertStep::kMxfp4Gemm: experts_mxfp4_w4a16(b, w, stream); break;
     case ExpertStep::kBf16Gemm: experts_bf16_gemm(b, w, stream); break;
     case ExpertStep::kFp8Gemv: experts_fp8_gemv(*b.fp8, w, stream); break;
     case ExpertStep::kStream: experts_stream(b, w, stream); break;

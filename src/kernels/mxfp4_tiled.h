@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "core/cuda/cuda_types.h"  // cudaStream_t, GOSSAMER_HOST_DEVICE
 #include "core/dtype.h"            // fp16_to_float, float_to_fp16 (host emulation below)
@@ -59,7 +60,31 @@ GOSSAMER_HOST_DEVICE inline void mxfp4_tiled_decode_word(uint32_t w, uint32_t (&
   o[3] = ((w & 0x40384038u) * ((1u << 1) + (1u << 6))) & 0x8E008E00u;
 }
 
-// ---- tiled MXFP4 → FP8 e4m3 by bit arithmetic (the GEMM's on-chip dequantization, gemm_fp8.h b_mxfp4) ----
+// The four bf16x2 of one relaid word: o[p] holds values 2p (low half) and 2p + 1, each exactly fp4 · 2^-126
+// (e2m1's exponent bits become bf16's low exponent bits, its mantissa bit bf16's top mantissa bit; code ±0.5
+// becomes the bf16 subnormal ±2^-127). The W4A16 GEMM's decode (gemm_w4a16.h), which then multiplies by the MX
+// block's 2^(e − 1). 13 integer ops for 8 weights.
+// NOTE: values 2, 3 and 4, 5 move their sign and magnitude bits by one multiply of the masked bits by 2^a + 2^b:
+// 1 + 8 (the two shifted copies share no bit) and 4 + 64 (they share bit 19 — a sign bit moved by 6 meets a
+// magnitude bit moved by 2 — whose carry stops below bit 22, outside the mask).
+GOSSAMER_HOST_DEVICE inline void mxfp4_tiled_decode_word_bf16(uint32_t w, uint32_t (&o)[4]) {
+  o[0] = (w & 0x80008000u) | ((w >> 3) & 0x01C001C0u);
+  o[1] = ((w & 0x11C011C0u) * 9u) & 0x81C081C0u;
+  o[2] = ((w & 0x20072007u) * 68u) & 0x81C081C0u;
+  o[3] = ((w << 3) & 0x01C001C0u) | ((w << 1) & 0x80008000u);
+}
+
+// The register order of bf16 activations for the W4A16 GEMM (gemm_w4a16.h): wgmma's 16-bit A fragment gives lane
+// (g, t) columns 2t, 2t + 1 and 8 + 2t, 9 + 2t of a k16 step, and mxfp4_tiled_decode_word_bf16 gives it columns
+// 8t + 2p, 8t + 2p + 1 (p = 0..3) of each MX block, so p = 0, 1 feed the block's first k16 step and p = 2, 3 its
+// second: stored column c of every 32 holds column w4a16_source_column(c). In 4-byte words (column pairs) of a
+// 32-column chunk, stored word t + 4q holds source word 4t + q: a 4 × 4 transpose.
+GOSSAMER_HOST_DEVICE constexpr int w4a16_source_column(int c) {
+  const int word = (c & 31) >> 1;
+  return (c & ~31) + 2 * (4 * (word & 3) + (word >> 2)) + (c & 1);
+}
+
+// ---- tiled MXFP4 → FP8 e4m3 by bit arithmetic (launch_mxfp4_tiled_to_fp8, --weights mxfp4 prefill past W4A16) ----
 // The rule is mxfp4_convert.h's: in a 128×128 block whose largest MX exponent is e_max, a weight of an MX
 // block with exponent e becomes fp8(fp4 · 2^(e − e_max + 6)). With k = e − e_max + 12 (≤ 12):
 //   z = (fp4 · 2^-14) · 2^k    (mxfp4_tiled_decode_word, then one f16x2 multiply by mxfp4_f16x2_pow2(k))
@@ -128,6 +153,10 @@ GOSSAMER_HOST_DEVICE inline void mxfp4_tiled_word_to_e4m3(uint32_t w, uint32_t m
 uint8_t mxfp4_tiled_code(const uint8_t* group, int64_t n, int64_t k, int64_t k_dim);
 uint8_t mxfp4_tiled_scale(const uint8_t* group, int64_t n, int64_t k, int64_t k_dim);
 
+// The weights [G, N, K] as bf16, exactly fp4 · 2^(e − 127) (every real checkpoint value fits bf16): what the W4A16
+// GEMM (gemm_w4a16.h) multiplies, on host memory.
+std::vector<uint16_t> mxfp4_tiled_to_bf16_cpu(const uint8_t* src, int groups, int n, int k);
+
 // dst [G, mxfp4_tiled_group_bytes(N, K)] ← checkpoint blocks/scales [G, N, K/32, ...] (K a multiple of 32).
 // Device pointers (blocks 4-byte aligned); asynchronous on `stream`.
 void launch_mxfp4_to_tiled(const uint8_t* blocks, const uint8_t* scales, uint8_t* dst, int groups, int n, int k,
@@ -142,7 +171,7 @@ void launch_mxfp4_tiled_to_fp8(const uint8_t* src, uint8_t* dst, float* dst_scal
                                cudaStream_t stream);
 
 // The same on host memory: dst [G, fp8_tiled_group_bytes(N, K)] tile-major e4m3, dst_scales [G, ⌈N/128⌉,
-// ⌈K/128⌉] fp32 (the reference of launch_mxfp4_tiled_to_fp8 and of the GEMM's on-chip dequantization).
+// ⌈K/128⌉] fp32 (the reference of launch_mxfp4_tiled_to_fp8).
 void mxfp4_tiled_to_fp8_cpu(const uint8_t* src, uint8_t* dst, float* dst_scales, int groups, int n, int k);
 
 // The same on host memory.

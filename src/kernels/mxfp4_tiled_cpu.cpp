@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "core/dtype.h"
 #include "core/parallel.h"
@@ -36,6 +37,22 @@ uint8_t mxfp4_tiled_code(const uint8_t* group, int64_t n, int64_t k, int64_t k_d
 
 uint8_t mxfp4_tiled_scale(const uint8_t* group, int64_t n, int64_t k, int64_t k_dim) {
   return group[mxfp4_tiled_tile_offset(n, k, k_dim) + scale_byte(static_cast<int>(n & 63), static_cast<int>(k & 127))];
+}
+
+std::vector<uint16_t> mxfp4_tiled_to_bf16_cpu(const uint8_t* src, int groups, int n, int k) {
+  std::vector<uint16_t> w(static_cast<size_t>(groups) * n * k);
+  parallel_for(int64_t{groups} * n, 16, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const uint8_t* group = src + r / n * mxfp4_tiled_group_bytes(n, k);
+      const int64_t row = r % n;
+      for (int64_t c = 0; c < k; ++c) {
+        const float v = std::ldexp(fp4e2m1_to_float(mxfp4_tiled_code(group, row, c, k)),
+                                   int(mxfp4_tiled_scale(group, row, c, k)) - 127);
+        w[static_cast<size_t>(r) * k + c] = float_to_bf16(v);
+      }
+    }
+  });
+  return w;
 }
 
 void mxfp4_tiled_to_fp8_cpu(const uint8_t* src, uint8_t* dst, float* dst_scales, int groups, int n, int k) {

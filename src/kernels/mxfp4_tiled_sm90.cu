@@ -47,7 +47,7 @@ __global__ void mxfp4_to_tiled_kernel(const uint8_t* __restrict__ blocks, const 
 
 // One CTA (256 threads) per (group, 128-row block, 128-column block): the block's largest and smallest MX
 // exponents over its real rows and columns, then 8 weights (one relaid word) at a time into 8 contiguous fp8
-// bytes by bit arithmetic (mxfp4_tiled_word_to_e4m3, as the MXFP4 GEMM dequantizes on chip: exact where the
+// bytes by bit arithmetic (mxfp4_tiled_word_to_e4m3: exact where the
 // block's exponents span ≤ 14 binades, its rounding variant otherwise; ~23 instructions per 8 weights).
 // One DRAM round trip per CTA: thread q reads 16-byte unit q of each of the block's two 64-row tiles (row
 // 8·(q / 32) + (q / 4) % 8, columns 8·(q % 4) + 32j of MX blocks j = 0..3; 4 KiB per tile, coalesced) and its

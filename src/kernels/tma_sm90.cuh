@@ -21,11 +21,11 @@ namespace gossamer::kernels::tma {
 
 // ---- host: tensor maps ----
 
-// A uint8 tensor map with 64-byte swizzle (box dimension 0 must be 64 bytes). dims[0] is contiguous;
+// A uint8 tensor map with the given swizzle (box dimension 0 must be the swizzle span). dims[0] is contiguous;
 // strides_bytes[i] is dimension i + 1's stride. The driver entry point is resolved once through the
 // runtime (no link against libcuda).
-inline CUtensorMap make_map_u8_sw64(const void* base, int rank, const uint64_t* dims, const uint64_t* strides_bytes,
-                                    const uint32_t* box) {
+inline CUtensorMap make_map_u8(const void* base, int rank, const uint64_t* dims, const uint64_t* strides_bytes,
+                               const uint32_t* box, CUtensorMapSwizzle swizzle) {
   using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
                               const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
                               CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
@@ -48,10 +48,20 @@ inline CUtensorMap make_map_u8_sw64(const void* base, int rank, const uint64_t* 
     if (i + 1 < rank) s[i] = strides_bytes[i];
   }
   const CUresult r = encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, rank, const_cast<void*>(base), d, s, b, e,
-                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_64B,
-                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   GOSSAMER_CHECK(r == CUDA_SUCCESS, "tma: cuTensorMapEncodeTiled failed (", static_cast<int>(r), ")");
   return map;
+}
+// 64-byte rows of box dimension 0, 64B-swizzled (the FP8 GEMMs' K halves).
+inline CUtensorMap make_map_u8_sw64(const void* base, int rank, const uint64_t* dims, const uint64_t* strides_bytes,
+                                    const uint32_t* box) {
+  return make_map_u8(base, rank, dims, strides_bytes, box, CU_TENSOR_MAP_SWIZZLE_64B);
+}
+// 128-byte rows of box dimension 0, 128B-swizzled (64 bf16: the W4A16 GEMM's activations).
+inline CUtensorMap make_map_u8_sw128(const void* base, int rank, const uint64_t* dims, const uint64_t* strides_bytes,
+                                     const uint32_t* box) {
+  return make_map_u8(base, rank, dims, strides_bytes, box, CU_TENSOR_MAP_SWIZZLE_128B);
 }
 
 // ---- device ----
@@ -90,16 +100,6 @@ __device__ __forceinline__ void copy_bulk(void* dst, const void* src, uint32_t b
   asm volatile(
       "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(smem_u32(dst)),
       "l"(reinterpret_cast<uint64_t>(src)), "r"(bytes), "r"(smem_u32(bar))
-      : "memory");
-}
-
-// `bytes` (a multiple of 16) of this CTA's shared memory at src into a cluster peer's at dst (a shared::cluster
-// address, mbar::peer_addr), completing as transactions on the peer's barrier at bar (shared::cluster too). The
-// source must be visible to the async proxy (fence_proxy_async after the writes).
-__device__ __forceinline__ void copy_bulk_to_peer(uint32_t dst, uint32_t src, uint32_t bytes, uint32_t bar) {
-  asm volatile(
-      "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
-      "r"(src), "r"(bytes), "r"(bar)
       : "memory");
 }
 

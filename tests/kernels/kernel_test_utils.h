@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "core/cuda/device_buffer.h"
 #include "core/dtype.h"
 #include "kernels/fp8_tiled.h"
+#include "kernels/mxfp4_tiled.h"
 
 namespace gossamer::kernels::test {
 
@@ -54,6 +56,44 @@ inline std::vector<uint8_t> tiled(const std::vector<uint8_t>& w, int groups, int
   std::vector<uint8_t> t(size_t(groups) * fp8_tiled_group_bytes(n, k));
   fp8_to_tiled_cpu(w.data(), t.data(), groups, n, k);
   return t;
+}
+
+inline uint64_t splitmix64(uint64_t& s) {
+  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// Random bytes fast enough for GB-sized experts.
+inline void fill_random(std::vector<uint8_t>& v, uint64_t seed) {
+  for (size_t i = 0; i < v.size(); i += 8) {
+    const uint64_t r = splitmix64(seed);
+    std::memcpy(v.data() + i, &r, std::min<size_t>(8, v.size() - i));
+  }
+}
+
+// MXFP4 weights [G, N, K] directly in the tiled layout of mxfp4_tiled.h: random codes, E8M0 exponents in
+// [e_lo, e_hi]; rows ≥ N and columns ≥ K padded with code 0 and exponent 127 as the layout prescribes.
+inline std::vector<uint8_t> random_mxfp4_tiled(int groups, int n, int k, uint64_t seed, int e_lo, int e_hi) {
+  const int64_t row_tiles = (n + 63) / 64, k_tiles = (k + 127) / 128;
+  std::vector<uint8_t> w(size_t(groups) * mxfp4_tiled_group_bytes(n, k));
+  fill_random(w, seed);
+  for (int64_t tile = 0; tile < groups * row_tiles * k_tiles; ++tile) {
+    uint8_t* p = w.data() + tile * kMxfp4TileBytes;
+    const int64_t rt = tile / k_tiles % row_tiles, kt = tile % k_tiles;
+    for (int r = 0; r < 64; ++r) {
+      const int c = r / 8, g = r % 8;
+      for (int j = 0; j < 4; ++j) {
+        uint8_t& scale = p[4096 + 32 * g + 4 * c + j];
+        scale = static_cast<uint8_t>(e_lo + scale % (e_hi - e_lo + 1));
+        if (rt * 64 + r < n && kt * 128 + 32 * j < k) continue;
+        scale = 127;
+        for (int t = 0; t < 4; ++t) std::fill_n(p + (32 * c + 4 * g + t) * 16 + 4 * j, 4, uint8_t{0});
+      }
+    }
+  }
+  return w;
 }
 
 inline std::vector<uint16_t> random_bf16(size_t n, std::mt19937& rng, float stddev = 1.0f, float mean = 0.0f) {

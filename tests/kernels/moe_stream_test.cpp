@@ -25,21 +25,6 @@ using namespace test;
 
 constexpr int kH = 2880, kI = 2880;  // gpt-oss hidden and intermediate sizes
 
-uint64_t splitmix64(uint64_t& s) {
-  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-// Random bytes fast enough for 3 GB of 120b-shaped experts.
-void fill_random(std::vector<uint8_t>& v, uint64_t seed) {
-  for (size_t i = 0; i < v.size(); i += 8) {
-    const uint64_t r = splitmix64(seed);
-    std::memcpy(v.data() + i, &r, std::min<size_t>(8, v.size() - i));
-  }
-}
-
 // FP8 experts [G, N, K] directly in the tile-major layout (N and K multiples of 64: no padding): e4m3 over
 // the finite range (the NaN codes 0x7F/0xFF become ±448).
 std::vector<uint8_t> random_fp8_tiled(int groups, int n, int k, uint64_t seed) {
@@ -49,36 +34,13 @@ std::vector<uint8_t> random_fp8_tiled(int groups, int n, int k, uint64_t seed) {
   return w;
 }
 
-// MXFP4 experts [G, N, K] directly in the tiled layout of mxfp4_tiled.h: random codes, E8M0 exponents in
-// [e_lo, e_hi]; rows ≥ N and columns ≥ K padded with code 0 and exponent 127 as the layout prescribes.
-std::vector<uint8_t> random_mxfp4_tiled(int groups, int n, int k, uint64_t seed, int e_lo = 112, int e_hi = 118) {
-  const int64_t row_tiles = (n + 63) / 64, k_tiles = (k + 127) / 128;
-  std::vector<uint8_t> w(size_t(groups) * mxfp4_tiled_group_bytes(n, k));
-  fill_random(w, seed);
-  for (int64_t tile = 0; tile < groups * row_tiles * k_tiles; ++tile) {
-    uint8_t* p = w.data() + tile * kMxfp4TileBytes;
-    const int64_t rt = tile / k_tiles % row_tiles, kt = tile % k_tiles;
-    for (int r = 0; r < 64; ++r) {
-      const int c = r / 8, g = r % 8;
-      for (int j = 0; j < 4; ++j) {
-        uint8_t& scale = p[4096 + 32 * g + 4 * c + j];
-        scale = static_cast<uint8_t>(e_lo + scale % (e_hi - e_lo + 1));
-        if (rt * 64 + r < n && kt * 128 + 32 * j < k) continue;
-        scale = 127;
-        for (int t = 0; t < 4; ++t) std::fill_n(p + (32 * c + 4 * g + t) * 16 + 4 * j, 4, uint8_t{0});
-      }
-    }
-  }
-  return w;
-}
-
 // One layer's experts at a gpt-oss shape, host and device, FP8 (tile-major, block scales) or MXFP4.
 struct ExpertSet {
   ExpertSet(int experts, bool mxfp4, uint64_t seed) : E(experts), mxfp4(mxfp4) {
     std::mt19937 rng(static_cast<uint32_t>(seed));
     if (mxfp4) {
-      w1 = random_mxfp4_tiled(E, 2 * kI, kH, seed + 1);
-      w2 = random_mxfp4_tiled(E, kH, kI, seed + 2);
+      w1 = random_mxfp4_tiled(E, 2 * kI, kH, seed + 1, 112, 118);
+      w2 = random_mxfp4_tiled(E, kH, kI, seed + 2, 112, 118);
     } else {
       w1 = random_fp8_tiled(E, 2 * kI, kH, seed + 1);
       w2 = random_fp8_tiled(E, kH, kI, seed + 2);

@@ -118,6 +118,64 @@ TEST(Mxfp4Tiled, DecodeMultiplyFormMatchesShifts) {
   }
 }
 
+// mxfp4_tiled_decode_word_bf16 (the W4A16 GEMM's decode): every code at every value position v of a word, the other
+// positions holding other codes, gives exactly fp4 · 2^-126 (code ±0.5 a bf16 subnormal).
+TEST(Mxfp4Tiled, DecodeToBf16IsExact) {
+  for (int v = 0; v < 8; ++v) {
+    for (uint32_t code = 0; code < 16; ++code) {
+      for (uint32_t other : {0u, 15u, 7u, 9u}) {
+        uint32_t w = 0;
+        for (int u = 0; u < 8; ++u) {
+          const uint32_t cu = u == v ? code : (other + u) & 15u;
+          w |= (cu >> 3) << mxfp4_tiled_sign_bit(u) | (cu & 7u) << mxfp4_tiled_mag_bit(u);
+        }
+        uint32_t o[4];
+        mxfp4_tiled_decode_word_bf16(w, o);
+        const uint16_t h = static_cast<uint16_t>(o[v / 2] >> (16 * (v % 2)));
+        EXPECT_EQ(bf16_to_float(h), std::ldexp(fp4e2m1_to_float(static_cast<uint8_t>(code)), -126))
+            << "v " << v << " code " << code;
+        if (code == 8) {
+          EXPECT_EQ(h, 0x8000) << "-0 stays -0";
+        }
+      }
+    }
+  }
+}
+
+// The multiply forms of values 2, 3 and 4, 5 (mxfp4_tiled_decode_word_bf16) against plain shifts and masks, for
+// every pattern of the bits those values occupy, with the other values' bits all clear or all set.
+TEST(Mxfp4Tiled, DecodeBf16MultiplyFormsMatchShifts) {
+  for (uint32_t bits = 0; bits < (1u << 16); ++bits) {
+    uint32_t w = 0;
+    for (int b = 0, n = 0; b < 32; ++b)
+      if ((0x31C731C7u >> b) & 1u) w |= ((bits >> n++) & 1u) << b;
+    for (const uint32_t rest : {0u, 0xCE38CE38u}) {  // the bits of values 0, 1 and 6, 7: none, all
+      const uint32_t x = w | rest;
+      uint32_t o[4];
+      mxfp4_tiled_decode_word_bf16(x, o);
+      ASSERT_EQ(o[1], ((x << 3) & 0x80008000u) | (x & 0x01C001C0u)) << std::hex << x;
+      ASSERT_EQ(o[2], ((x << 2) & 0x80008000u) | ((x << 6) & 0x01C001C0u)) << std::hex << x;
+    }
+  }
+}
+
+// The register order of gemm_w4a16.h: within 32 columns, wgmma's 16-bit A fragment columns 2t + q, 8 + 2t + q,
+// 16 + 2t + q, 24 + 2t + q (lane t, q < 2) take the lane's tiled columns 8t + q, 8t + 2 + q, 8t + 4 + q,
+// 8t + 6 + q; a permutation of every 32-column chunk that is its own inverse.
+TEST(Mxfp4RegisterOrder, W4A16SourceColumnsFollowTheFragment) {
+  for (int chunk = 0; chunk < 3; ++chunk) {
+    const int base = 32 * chunk;
+    for (int t = 0; t < 4; ++t) {
+      for (int q = 0; q < 2; ++q) {
+        for (int p = 0; p < 4; ++p) {
+          EXPECT_EQ(w4a16_source_column(base + 8 * p + 2 * t + q), base + 8 * t + 2 * p + q);
+        }
+      }
+    }
+    for (int c = 0; c < 32; ++c) EXPECT_EQ(w4a16_source_column(w4a16_source_column(base + c)), base + c);
+  }
+}
+
 // mxfp4_tiled_word_to_e4m3 against the rule of mxfp4_convert.h, fp8(fp4 · 2^(e − e_max + 6)) rounded by
 // float_to_fp8e4m3: every code at every position, exponent distances 0..40 (the rounding variant; the
 // plain one where it claims exactness, e_max − e ≤ 14), the lower ones clamped to 36 as the kernel does.

@@ -10,9 +10,10 @@
 // Paths of a step: rows ≤ 8 (decode) use weight-only GEMVs (activations stay bf16), larger steps the
 // FP8 GEMMs with per-token 1×128 activation quantization (or the bf16 GEMMs in bf16 mode). With MXFP4
 // experts (--weights mxfp4) steps of ≤ kMxfp4GemvMaxTokens read them as MXFP4 (the decode MoE, 8 tokens
-// at a time); larger steps run the FP8 expert GEMMs on them: up to kMxfp4DirectMaxRowsPerExpert rows per
-// expert on the experts as stored, each weight block dequantized on chip (kernels/gemm_fp8.h b_mxfp4),
-// beyond that after converting the layer's experts to FP8 into a scratch of the model (kernels/mxfp4_tiled.h).
+// at a time); larger steps run grouped GEMMs on them: up to kMxfp4W4A16MaxRowsPerExpert rows per expert the W4A16
+// GEMMs on the experts as stored (kernels/gemm_w4a16.h: bf16 activations, each warp decoding its weights into the
+// MMA's registers), beyond that the FP8 GEMMs after converting the layer's experts to FP8 into a scratch of the
+// model (kernels/mxfp4_tiled.h).
 // Steps that CudaModel::streams_experts picks (by
 // default 9–64 tokens with FP8 experts, 9–512 with MXFP4) run the experts of either format on the
 // weight-streaming grouped GEMM (kernels/moe.h launch_moe_stream) instead. Pure decode
@@ -191,7 +192,8 @@ class CudaModel final : public Model {
   // Whether a step of num_tokens runs its FP8 or MXFP4 experts on the decode GEMVs (launch_moe_decode, in chunks of
   // kGemvMaxRows tokens), else (not streamed) on the grouped GEMMs (launch_moe).
   bool experts_on_gemvs(int num_tokens) const;
-  // Whether launch_moe reads the MXFP4 experts as stored (else converted to FP8 first, or FP8 experts).
+  // Whether launch_moe reads the MXFP4 experts as stored, on the W4A16 GEMMs (else converted to FP8 first, or FP8
+  // experts).
   bool experts_gemm_read_mxfp4(int num_tokens) const;
   // Whether a step of num_tokens leaves the MoE combine to the next RMSNorm, which sums the experts' rows
   // itself (kernels/rmsnorm.h moe_y): the decode MoE (launch_moe_decode, one chunk) and, with
@@ -206,13 +208,13 @@ class CudaModel final : public Model {
   static constexpr int kDualMxfp4MaxTokens = 64;
   // Whether a step of num_tokens reads MXFP4 experts (--weights mxfp4, or mxfp4+fp8 up to kDualMxfp4MaxTokens).
   bool reads_mxfp4_experts(int num_tokens) const;
-  // --weights mxfp4, steps past the decode MoE and the stream path: the grouped GEMMs read the MXFP4
-  // experts directly (the TMA kernel's dequantizing producer) up to this many (token, expert) rows per expert on
-  // average (num_tokens · 4 / E), and convert the layer's experts to FP8 first beyond it. H100, 2026-12-06,
-  // `gossamer_kernels_bench moe-mxfp4` (route → combine, µs, direct / convert + FP8): E = 32 957 / 980 at 192 rows
-  // per expert, 1,256 / 1,067 at 256; E = 128 3,690 / 3,893 at 192, 5,284 / 4,503 at 256 (crossovers ≈ 200 and
-  // ≈ 205 rows).
-  static constexpr int kMxfp4DirectMaxRowsPerExpert = 200;
+  // --weights mxfp4, steps past the decode MoE and the stream path: the W4A16 GEMMs read the MXFP4 experts as
+  // stored up to this many (token, expert) rows per expert on average (num_tokens · 4 / E), and the layer's experts
+  // are converted to FP8 first beyond it. H100, 2026-12-06 (twenty-sixth session), `gossamer_kernels_bench
+  // moe-mxfp4` (route → combine, µs, W4A16 / convert + FP8): E = 32 826 / 978 at 192 rows per expert, 982 / 1,071 at
+  // 256, 2,616 / 2,033 at 768; E = 128 3,980 / 4,419 at 256 (crossover ≈ 320 rows: 20b prefill of 2,048 tokens
+  // 0.028 / 0.030 s, of 4,096 0.054 / 0.048).
+  static constexpr int kMxfp4W4A16MaxRowsPerExpert = 320;
 
  protected:
   void allocate_kv_cache_impl(int32_t num_blocks, int32_t block_size, int32_t num_sliding_blocks) override;
@@ -406,7 +408,7 @@ class CudaModel final : public Model {
   DeviceBuffer vocab_local_, vocab_slots_;
   // sample_vocab_slices's records, row states, histograms, masses and picks (grown per sampled step).
   DeviceBuffer vocab_exchange_;
-  // --weights mxfp4: one layer's experts converted to FP8 for steps of more than kMxfp4DirectMaxRowsPerExpert
+  // --weights mxfp4: one layer's experts converted to FP8 for steps of more than kMxfp4W4A16MaxRowsPerExpert
   // rows per expert (tile-major [E, 2·inter, hidden] / [E, hidden, inter] e4m3 and their 128×128 scales),
   // reused per layer.
   DeviceBuffer prefill_w1_, prefill_w1_scales_, prefill_w2_, prefill_w2_scales_;

@@ -153,7 +153,7 @@ bool CudaModel::experts_on_gemvs(int num_tokens) const {
 
 bool CudaModel::experts_gemm_read_mxfp4(int num_tokens) const {
   return reads_mxfp4_experts(num_tokens) &&
-         int64_t{num_tokens} * kernels::kMoeTopK <= int64_t{kMxfp4DirectMaxRowsPerExpert} * config_.num_experts;
+         int64_t{num_tokens} * kernels::kMoeTopK <= int64_t{kMxfp4W4A16MaxRowsPerExpert} * config_.num_experts;
 }
 
 bool CudaModel::defers_moe_combine(int num_tokens) const {
@@ -243,15 +243,14 @@ void CudaModel::experts(int layer, int num_tokens) {
       return;
     }
     if (experts_gemm_read_mxfp4(num_tokens)) {
-      // The FP8 expert GEMMs on the experts as stored: each 128×128 weight block dequantized on chip
-      // (kernels/gemm_fp8.h b_mxfp4), no conversion pass.
+      // The W4A16 expert GEMMs on the experts as stored (kernels/gemm_w4a16.h), no conversion pass.
       moe.weights_mxfp4 = true;
       moe.w1 = gate_up.weight.get<uint8_t>();
       moe.w2 = down.weight.get<uint8_t>();
       return kernels::launch_moe(moe, moe_workspace_.get(), stream_);
     }
     // Many rows per expert: every expert of the layer to FP8 (≈ 3 bytes moved per weight), then the FP8
-    // expert GEMMs, whose producers do no dequantization (faster from ≈ 200 rows per expert).
+    // expert GEMMs, whose FP8 tensor rate wins from ≈ 320 rows per expert.
     const int i = config_.intermediate_size, held = moe.num_local_experts;  // this rank's experts (EP)
     kernels::launch_mxfp4_tiled_to_fp8(gate_up.weight.get<uint8_t>(), prefill_w1_.get<uint8_t>(),
                                        prefill_w1_scales_.get<float>(), held, 2 * i, h, stream_);

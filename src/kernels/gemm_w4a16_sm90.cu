@@ -1,0 +1,435 @@
+// W4A16 GEMM (gemm_w4a16.h) on sm_90a. Persistent: one CTA per SM walks the work units (weight tiles fastest), in
+// clusters of 2 CTAs that compute neighbouring 128-row weight tiles of one 128-token tile and share its activations:
+// each loads one half and multicasts it to both.
+//
+// A CTA computes 128 weight rows × 128 tokens with 384 threads:
+//   warpgroup 0  producer: thread 0 issues, per K block of 128, the activations' tensor copies (its 64 tokens, both
+//                K halves of 64 bf16, 128B-swizzled, multicast) and two flat bulk copies of the weights as stored
+//                (the two 64-row MXFP4 tiles of mxfp4_tiled.h, 4,352 bytes each) into a ring of kStages stages, each
+//                guarded by a full barrier and an empty barrier (the 8 consumer warps of both CTAs arrive: a stage
+//                is refilled only once the peer released it too);
+//   warpgroups 1 and 2  consumers: weight rows 0–63 and 64–127 (one MXFP4 tile each). Per K block every warp loads
+//                its 16 rows' two 16-byte code units and scale words (lane (g, t): rows 16w + g and 16w + g + 8,
+//                columns 8t … 8t + 7 of each MX block), decodes them into the bf16 A fragments of the eight k16 steps
+//                (mxfp4_tiled_decode_word_bf16, then one bf16x2 multiply by 2^(e − 1)) and runs eight wgmma
+//                m64n128k16 with A from those registers and B the activations in shared memory straight into the
+//                accumulators (the tile's first wgmma overwrites them; the bias, two values a thread, is added in
+//                the epilogue). Two sets of fragments: K block kb + 1 is decoded while kb's wgmma run, and a stage
+//                is released once its group completed. The finished tile (weight rows × tokens) is written transposed
+//                through a staging buffer per warpgroup ([128 tokens][64 bf16], or 32 SwiGLU outputs: gate and up
+//                rows are lanes 4 apart, one shuffle), then each thread copies one token's row piece with a bulk copy.
+// The producer gives its registers to the consumers (setmaxnreg). A rank past the last weight tile (an odd tile
+// count) loads and computes its peer's tile for the shared activations' and the barriers' sake and writes nothing;
+// a warpgroup whose 64 rows lie wholly past N skips its decode and wgmma but keeps the barrier protocol. Rows past N
+// and K past the real columns decode the layout's padding (code 0) and the activations' zero fill: zeros.
+#include <cuda_bf16.h>
+
+#include <algorithm>
+
+#include "kernels/cuda_utils.h"
+#include "kernels/gemm_fp8_common_sm90.cuh"  // row_tile
+#include "kernels/gemm_w4a16.h"
+#include "kernels/mbarrier_sm90.cuh"
+#include "kernels/mxfp4_tiled.h"
+#include "kernels/swiglu.h"
+#include "kernels/tma_sm90.cuh"
+#include "kernels/wgmma_bf16_sm90.cuh"
+
+namespace gossamer::kernels {
+namespace {
+
+constexpr int kThreads = 384;
+constexpr int kCluster = 2;  // CTAs sharing one token tile's activations
+constexpr int kTileW = 128;  // weight rows per CTA: 64 per consumer warpgroup
+constexpr int kTileT = 128;  // tokens per tile (the n of wgmma)
+constexpr int kBK = 128;     // K per stage: one MXFP4 tile's columns
+constexpr int kStages = 4;
+constexpr int kHalfBytes = kTileT * 128;  // one K half of the activations: [128 tokens][64 bf16], 128B-swizzled
+constexpr int kXBytes = 2 * kHalfBytes;
+constexpr int kStageBytes = (kXBytes + 2 * kMxfp4TileBytes + 1023) / 1024 * 1024;  // activations, then weights
+constexpr int kBarOffset = kStages * kStageBytes;                                  // full[kStages], empty[kStages]
+constexpr int kOutOffset = kBarOffset + 2 * kStages * 8;
+constexpr int kOutPitch = 2 * 64 + 16;  // a staged token row: 64 bf16 and 16 bytes (conflict-free)
+constexpr int kOutBytes = kTileT * kOutPitch;
+constexpr int kSmemBytes = 1024 + kOutOffset + 2 * kOutBytes;
+static_assert(kStageBytes % 1024 == 0 && kHalfBytes % 1024 == 0, "activations 1024-byte aligned (128B swizzle)");
+static_assert(kOutOffset % 16 == 0, "staging buffers 16-byte aligned (bulk copies)");
+static_assert(kSmemBytes <= 227 * 1024, "a CTA's shared memory");
+// Registers after reallocation: 128 · producer + 256 · consumer ≤ 384 · 168 (what the launch allocates).
+constexpr int kProducerRegs = 56, kConsumerRegs = 224;
+static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= kThreads * 168, "more registers than the launch holds");
+
+// The CTA's walk over work units u = first, first + stride, … < units; unit u is the pair of weight tiles u % pairs
+// of token tile u / pairs, rank r computing the r-th. Weight pairs fastest: the clusters in flight share a few token
+// tiles (read from DRAM once, then from L2) and one expert's weights (re-read from L2 by its next token tiles);
+// token tiles fastest re-read every token's activations from DRAM for each weight pair (8k tokens, E = 32: 4.3 GB
+// for gate_up's 23 pairs, measured 64% of DRAM bandwidth).
+struct Walk {
+  int pairs, units, first, stride, rank;
+};
+__device__ __forceinline__ Walk walk_of(const GemmW4A16Params& p) {
+  Walk w;
+  w.pairs = ceil_div(ceil_div(p.N, kTileW), kCluster);
+  w.units = (p.tile_group ? *p.num_tiles : ceil_div(p.M, kTileT)) * w.pairs;
+  w.first = static_cast<int>(blockIdx.x) / kCluster;
+  w.stride = static_cast<int>(gridDim.x) / kCluster;
+  w.rank = static_cast<int>(tma::cluster_rank());
+  return w;
+}
+
+// Unit u for this rank: group, tokens [m0, row_end), weight rows from n0 (n0_load: the rows it loads; an inactive
+// rank, past N, loads its peer's).
+struct Coord {
+  int group, m0, row_end, n0, n0_load;
+  bool active;
+};
+__device__ __forceinline__ Coord coord_of(const GemmW4A16Params& p, const Walk& w, int u) {
+  Coord c;
+  c.n0 = (kCluster * (u % w.pairs) + w.rank) * kTileW;
+  c.active = c.n0 < p.N;
+  c.n0_load = c.active ? c.n0 : c.n0 - kTileW;
+  const gemm_fp8_detail::RowTile rt = gemm_fp8_detail::row_tile(p, u / w.pairs, kTileT);
+  c.group = rt.group;
+  c.m0 = rt.m0;
+  c.row_end = rt.row_end;
+  return c;
+}
+
+__device__ __forceinline__ uint32_t mul_bf16x2(uint32_t a, uint32_t b) {
+  uint32_t d;
+  asm("mul.rn.bf16x2 %0, %1, %2;\n" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+}
+
+// 2^(e − 1) in both bf16 halves for an E8M0 byte e ≤ 128 (exponent field e + 126).
+__device__ __forceinline__ uint32_t pow2_bf16x2(uint32_t e) {
+  return e * 0x00800080u + 0x3F003F00u;
+}
+
+// One warp's 16 weight rows of the K block in the stage's raw weights at `raw` as the bf16 A fragments of its eight
+// k16 steps: a[2j + s] from MX block j (s = 0: values 0–3 of the lane's word, s = 1: values 4–7; rows g into
+// registers 0 / 2, rows g + 8 into 1 / 3). Every weight is fp4 · 2^-126 times 2^(e − 1): one multiply, or two where
+// an exponent of the warp's rows exceeds 128 (2^(e − 1) past bf16's range; no real checkpoint has one).
+__device__ __forceinline__ void load_fragments(uint32_t raw, int warp, int g, int t, uint32_t (&a)[8][4]) {
+  const uint4 u0 = mbar::ld_shared_v4(raw + (64 * warp + 4 * g + t) * 16);       // tile row 8·(2w) + g
+  const uint4 u1 = mbar::ld_shared_v4(raw + (64 * warp + 32 + 4 * g + t) * 16);  // 8·(2w + 1) + g
+  const uint2 sw = mbar::ld_shared_v2(raw + 4096 + 32 * g + 8 * warp);
+  const uint32_t w0[4] = {u0.x, u0.y, u0.z, u0.w}, w1[4] = {u1.x, u1.y, u1.z, u1.w};
+  const bool large = __any_sync(0xffffffffu, ((sw.x | sw.y) & 0x80808080u) != 0);  // some e ≥ 128
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const uint32_t e0 = (sw.x >> (8 * j)) & 0xFFu, e1 = (sw.y >> (8 * j)) & 0xFFu;
+    uint32_t o0[4], o1[4];
+    mxfp4_tiled_decode_word_bf16(w0[j], o0);
+    mxfp4_tiled_decode_word_bf16(w1[j], o1);
+    if (large) {  // 2^(e − 1) = 2^(min(e, 128) − 1) · 2^(max(e, 128) − 128), each a bf16
+      const uint32_t lo0 = pow2_bf16x2(min(e0, 128u)), lo1 = pow2_bf16x2(min(e1, 128u));
+      const uint32_t hi0 = (max(e0, 128u) - 1) * 0x00800080u, hi1 = (max(e1, 128u) - 1) * 0x00800080u;
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        o0[q] = mul_bf16x2(mul_bf16x2(o0[q], lo0), hi0);
+        o1[q] = mul_bf16x2(mul_bf16x2(o1[q], lo1), hi1);
+      }
+    } else {
+      const uint32_t m0 = pow2_bf16x2(e0), m1 = pow2_bf16x2(e1);
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        o0[q] = mul_bf16x2(o0[q], m0);
+        o1[q] = mul_bf16x2(o1[q], m1);
+      }
+    }
+    a[2 * j][0] = o0[0];
+    a[2 * j][2] = o0[1];
+    a[2 * j + 1][0] = o0[2];
+    a[2 * j + 1][2] = o0[3];
+    a[2 * j][1] = o1[0];
+    a[2 * j][3] = o1[1];
+    a[2 * j + 1][1] = o1[2];
+    a[2 * j + 1][3] = o1[3];
+  }
+}
+
+// __shfl_xor_sync on an f32 register (the intrinsic goes through an integer bitcast, which makes the compiler carry
+// the accumulators in b32 registers across the K loop and move them while wgmma groups are in flight).
+__device__ __forceinline__ float shfl_xor_f32(float v, int lane_mask) {
+  float r;
+  asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;\n" : "=f"(r) : "f"(v), "r"(lane_mask));
+  return r;
+}
+
+// Consumer warpgroup cw's finished 64 weight rows × 128 tokens into its staging buffer (token rows; kBias: the 64
+// outputs, kSwiGlu: the 32 SwiGLU outputs of the gate / up row pairs, in register order with out_register_order),
+// then one bulk copy per token row below row_end. Every thread of the warpgroup calls it (named barrier 1 + cw); the
+// copies stay in flight.
+__device__ __forceinline__ void write_out(const GemmW4A16Params& p, const float (&acc)[64], const Coord& c, int cw,
+                                          uint8_t* buf) {
+  const int wt = static_cast<int>(threadIdx.x) % 128, warp = wt / 32, lane = wt % 32, g = lane / 4, t = lane % 4;
+  const uint32_t staging = tma::smem_u32(buf);
+  tma::wait_bulk_groups_read();  // this thread's copy of the previous tile read the buffer
+  mbar::named_sync(1 + cw, 128);
+  const bool swiglu = p.epilogue == GemmEpilogue::kSwiGlu;
+  // kSwiGlu: this thread's outputs 8·warp + g / 2 (rows r) and + 4 (rows r + 8) of the warpgroup's 32.
+  const int o0 = 8 * warp + g / 2;
+  const uint32_t col0 = 2 * (p.out_register_order ? w4a16_source_column(o0) : o0);
+  const uint32_t col1 = 2 * (p.out_register_order ? w4a16_source_column(o0 + 4) : o0 + 4);
+#pragma unroll
+  for (int j = 0; j < 16; ++j) {
+    const int token = 8 * j + 2 * t;  // acc[4j + 0 / 2]: rows r, r + 8; acc[4j + 1 / 3]: token + 1
+    if (swiglu) {
+      // Row r = 16·warp + g: gate when g is even, its up row r + 1 in lane + 4. The even lane computes token,
+      // the odd one token + 1, each after one exchange per row pair.
+      const bool even = (g & 1) == 0;
+      const float r0 = shfl_xor_f32(even ? acc[4 * j + 1] : acc[4 * j], 4);
+      const float r1 = shfl_xor_f32(even ? acc[4 * j + 3] : acc[4 * j + 2], 4);
+      const float v0 = even ? swiglu_clamped(acc[4 * j], r0) : swiglu_clamped(r0, acc[4 * j + 1]);
+      const float v1 = even ? swiglu_clamped(acc[4 * j + 2], r1) : swiglu_clamped(r1, acc[4 * j + 3]);
+      const uint32_t row = staging + (token + (even ? 0 : 1)) * kOutPitch;
+      mbar::st_shared_u16(row + col0, __bfloat16_as_ushort(__float2bfloat16_rn(v0)));
+      mbar::st_shared_u16(row + col1, __bfloat16_as_ushort(__float2bfloat16_rn(v1)));
+    } else {
+      const uint32_t col = 2 * (16 * warp + g);
+      const uint32_t row_a = staging + token * kOutPitch + col, row_b = row_a + kOutPitch;
+      mbar::st_shared_u16(row_a, __bfloat16_as_ushort(__float2bfloat16_rn(acc[4 * j])));
+      mbar::st_shared_u16(row_b, __bfloat16_as_ushort(__float2bfloat16_rn(acc[4 * j + 1])));
+      mbar::st_shared_u16(row_a + 16, __bfloat16_as_ushort(__float2bfloat16_rn(acc[4 * j + 2])));
+      mbar::st_shared_u16(row_b + 16, __bfloat16_as_ushort(__float2bfloat16_rn(acc[4 * j + 3])));
+    }
+  }
+  fence_proxy_async();  // the staging writes (generic proxy) → the bulk copies' reads (async proxy)
+  mbar::named_sync(1 + cw, 128);
+  const int token = c.m0 + wt, n_first = c.n0 + 64 * cw;
+  if (token < c.row_end) {
+    uint16_t* dst = p.out + static_cast<int64_t>(token) * p.ldc + (swiglu ? n_first / 2 : n_first);
+    const int bytes = swiglu ? min(64, p.N - n_first) : 2 * min(64, p.N - n_first);
+    tma::store_bulk(dst, buf + wt * kOutPitch, static_cast<uint32_t>(bytes));
+  }
+  tma::commit_bulk_group();
+}
+
+// Releases ring stage s to both CTAs' producers (every lane's reads of it are done).
+__device__ __forceinline__ void release(uint64_t* empty, int s, int lane, int rank) {
+  __syncwarp();
+  if (lane == 0) {
+    mbar::arrive(&empty[s]);
+    mbar::arrive_cluster(&empty[s], static_cast<uint32_t>(rank ^ 1));
+  }
+}
+
+// The eight wgmma of one K block (A: fragments a, B: the stage's activations) into acc, as one group.
+// NOTE: the operand fences keep acc in f32 registers across the loop (without them the compiler carries it in b32
+// registers, moved after every group: reads of in-flight accumulators, which make ptxas serialize the wgmma).
+// The tile's first K block (first) overwrites acc: no other instruction defines it while groups are in flight.
+__device__ __forceinline__ void mma_block(float (&acc)[64], const uint32_t (&a)[8][4], uint64_t desc_x0, int s,
+                                          bool first) {
+  wgmma::fence_operand(acc);
+  wgmma::fence();
+#pragma unroll
+  for (int kk = 0; kk < kBK / 16; ++kk) {
+    const uint32_t off = s * kStageBytes + (kk / 4) * kHalfBytes + (kk % 4) * 32;
+    wgmma::wgmma_m64n128k16_bf16_rs(acc, a[kk], desc_x0 + (off >> 4), first && kk == 0 ? 0 : 1);
+  }
+  wgmma::commit();
+  wgmma::fence_operand(acc);
+}
+
+__device__ __forceinline__ void consume(const GemmW4A16Params& p, uint8_t* smem, uint64_t* full, uint64_t* empty) {
+  tma::regs_claim<kConsumerRegs>();
+  const int tid = static_cast<int>(threadIdx.x);
+  // Consumer warpgroup cw (through a shuffle so that the compiler knows it is warp-uniform).
+  const int cw = __shfl_sync(0xffffffffu, tid / 128, 0) - 1;
+  const int warp = (tid % 128) / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+  const int num_kb = ceil_div(p.K, kBK);
+  // The activations' descriptor at ring stage 0; a stage, K half or k16 step adds its byte offset / 16.
+  const uint64_t desc_x0 = wgmma::desc_k128_sw128(smem);
+  const uint32_t smem0 = tma::smem_u32(smem), raw0 = smem0 + kXBytes + cw * kMxfp4TileBytes;
+  uint8_t* buf = smem + kOutOffset + cw * kOutBytes;
+  int s = 0;
+  uint32_t phase = 0;
+  const Walk w = walk_of(p);
+  for (int u = w.first; u < w.units; u += w.stride) {
+    const Coord c = coord_of(p, w, u);
+    // (Per unit: not carried across the loop, so that no copy of it is live while wgmma groups are in flight.)
+    float acc[64];
+    const int n_wg = c.n0_load + 64 * cw;   // this warpgroup's first weight row
+    const bool live = n_wg < p.N;           // uniform over the warpgroup (else only the barrier protocol)
+    const int row0 = n_wg + 16 * warp + g;  // this thread's rows: row0, row0 + 8
+    float b0 = 0.f, b1 = 0.f;
+    if (p.bias != nullptr) {
+      const uint16_t* bias = p.bias + static_cast<int64_t>(c.group) * p.N;
+      if (row0 < p.N) b0 = __bfloat162float(__ushort_as_bfloat16(bias[row0]));
+      if (row0 + 8 < p.N) b1 = __bfloat162float(__ushort_as_bfloat16(bias[row0 + 8]));
+    }
+    if (!live) {
+      for (int kb = 0; kb < num_kb; ++kb, s = mbar::next_stage<kStages>(s, phase)) {
+        mbar::wait(&full[s], phase);
+        release(empty, s, lane, w.rank);
+      }
+      continue;
+    }
+    // Two fragment sets: K block kb + 1 is decoded while kb's wgmma run; its set was kb − 1's, whose group the
+    // wait<1> after kb's issue completed (and whose stage it releases).
+    uint32_t a[2][8][4];
+    int s_prev = s;
+    mbar::wait(&full[s], phase);
+    load_fragments(raw0 + s * kStageBytes, warp, g, t, a[0]);
+    const auto step = [&](int kb, uint32_t(&now)[8][4], uint32_t(&next)[8][4]) {
+      mma_block(acc, now, desc_x0, s, kb == 0);
+      wgmma::wait<1>();  // K block kb − 1's group
+      if (kb > 0) release(empty, s_prev, lane, w.rank);
+      s_prev = s;
+      s = mbar::next_stage<kStages>(s, phase);
+      if (kb + 1 < num_kb) {
+        mbar::wait(&full[s], phase);
+        load_fragments(raw0 + s * kStageBytes, warp, g, t, next);
+      }
+    };
+    for (int kb = 0; kb < num_kb; kb += 2) {
+      step(kb, a[0], a[1]);
+      if (kb + 1 < num_kb) step(kb + 1, a[1], a[0]);
+    }
+    wgmma::wait<0>();
+    release(empty, s_prev, lane, w.rank);
+    wgmma::fence_operand(acc);  // (the epilogue's shuffles read copies: acc stays f32, see mma_block)
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      acc[4 * j] += b0;
+      acc[4 * j + 1] += b0;
+      acc[4 * j + 2] += b1;
+      acc[4 * j + 3] += b1;
+    }
+    if (c.active) write_out(p, acc, c, cw, buf);
+  }
+  tma::wait_bulk_groups();
+}
+
+__global__ void __launch_bounds__(kThreads, 1)
+    gemm_w4a16_kernel(const __grid_constant__ CUtensorMap map_x, const GemmW4A16Params p) {
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + kBarOffset);
+  uint64_t* empty = full + kStages;
+  const int tid = static_cast<int>(threadIdx.x);
+  if (tid == 0) {
+    tma::prefetch_map(&map_x);
+    for (int s = 0; s < kStages; ++s) {
+      mbar::init(&full[s], 1);              // thread 0's expect_tx
+      mbar::init(&empty[s], 8 * kCluster);  // every consumer warp of both CTAs
+    }
+    tma::fence_barrier_init();
+  }
+  tma::cluster_sync();  // the peer's barriers exist before any copy or arrival names them
+
+  if (tid < 128) {
+    tma::regs_release<kProducerRegs>();
+    if (tid == 0) {
+      const Walk w = walk_of(p);
+      const int num_kb = ceil_div(p.K, kBK);
+      const int bands = ceil_div(p.N, 64);
+      const int64_t band_bytes = int64_t{num_kb} * kMxfp4TileBytes;
+      int s = 0;
+      uint32_t phase = 0;
+      for (int u = w.first; u < w.units; u += w.stride) {
+        const Coord c = coord_of(p, w, u);
+        const int band0 = c.n0_load / 64, nb = min(2, bands - band0);
+        const uint8_t* weights = p.b + c.group * mxfp4_tiled_group_bytes(p.N, p.K) + band0 * band_bytes;
+        for (int kb = 0; kb < num_kb; ++kb, s = mbar::next_stage<kStages>(s, phase)) {
+          mbar::wait(&empty[s], phase ^ 1);
+          uint8_t* stage = smem + s * kStageBytes;
+          // Both 64-token halves land here (the peer multicasts the other), and this CTA's weight tiles.
+          tma::arrive_expect_tx(&full[s], static_cast<uint32_t>(kXBytes + nb * kMxfp4TileBytes));
+          for (int kh = 0; kh < 2; ++kh) {
+            tma::copy_2d_multicast(stage + kh * kHalfBytes + w.rank * (kTileT / kCluster) * 128, &map_x,
+                                   2 * (kb * kBK + 64 * kh), c.m0 + (kTileT / kCluster) * w.rank, &full[s], 0x3);
+          }
+          for (int b = 0; b < nb; ++b) {
+            tma::copy_bulk(stage + kXBytes + b * kMxfp4TileBytes,
+                           weights + b * band_bytes + int64_t{kb} * kMxfp4TileBytes, kMxfp4TileBytes, &full[s]);
+          }
+        }
+      }
+    }
+  } else {
+    consume(p, smem, full, empty);
+  }
+  // NOTE: no CTA of a cluster exits while its peer may still multicast into it or arrive on its barriers.
+  tma::cluster_sync();
+}
+
+// ---- the activations in register order, scattered into expert order ----
+
+// One warp per input row; each lane moves 16 bytes (source words 4t … 4t + 3 of a 32-column chunk, t = lane % 4)
+// to stored words t, t + 4, t + 8, t + 12 of each destination row.
+__global__ void w4a16_activations_kernel(const uint16_t* __restrict__ x, int64_t ldx, int rows, int K,
+                                         const int32_t* __restrict__ scatter_rows, uint16_t* __restrict__ out,
+                                         int64_t ldo) {
+  const int row = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) / 32), lane = threadIdx.x % 32;
+  if (row >= rows) return;
+  int dst[4];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) dst[k] = scatter_rows[static_cast<int64_t>(row) * 4 + k];
+  const uint16_t* src = x + static_cast<int64_t>(row) * ldx;
+  const int t = lane % 4;
+  for (int chunk = lane / 4; chunk < K / 32; chunk += 8) {
+    const uint4 v = *reinterpret_cast<const uint4*>(src + 32 * chunk + 8 * t);
+    const uint32_t words[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      if (dst[k] < 0) continue;
+      uint32_t* d = reinterpret_cast<uint32_t*>(out + static_cast<int64_t>(dst[k]) * ldo + 32 * chunk);
+#pragma unroll
+      for (int q = 0; q < 4; ++q) d[t + 4 * q] = words[q];
+    }
+  }
+}
+
+}  // namespace
+
+int gemm_w4a16_tile_rows() {
+  return kTileT;
+}
+
+void launch_gemm_w4a16(const GemmW4A16Params& p, cudaStream_t stream) {
+  GOSSAMER_CHECK(p.K % 32 == 0, "gemm_w4a16: K a multiple of 32, not ", p.K);
+  GOSSAMER_CHECK(
+      reinterpret_cast<uintptr_t>(p.a) % 16 == 0 && p.lda % 8 == 0 && reinterpret_cast<uintptr_t>(p.b) % 16 == 0,
+      "gemm_w4a16: A and B 16-byte aligned, lda a multiple of 8");
+  GOSSAMER_CHECK(p.epilogue == GemmEpilogue::kBias || p.epilogue == GemmEpilogue::kSwiGlu,
+                 "gemm_w4a16: the kBias and kSwiGlu epilogues");
+  GOSSAMER_CHECK(reinterpret_cast<uintptr_t>(p.out) % 16 == 0 && p.ldc % 8 == 0 &&
+                     p.N % (p.epilogue == GemmEpilogue::kBias ? 8
+                            : p.out_register_order            ? 64
+                                                              : 16) ==
+                         0,
+                 "gemm_w4a16: out 16-byte aligned, ldc a multiple of 8, N of 8 (kSwiGlu: 16, in register order 64)");
+  GOSSAMER_CHECK(!p.out_register_order || p.epilogue == GemmEpilogue::kSwiGlu,
+                 "gemm_w4a16: out_register_order is kSwiGlu's");
+  if (p.M == 0 || p.N == 0) return;
+  PersistentClusterLaunch launch(gemm_w4a16_kernel, kCluster, kThreads, kSmemBytes, stream);
+  static const int max_units_in_flight = launch.resident_clusters("gemm_w4a16");
+  // A: [M, 2K] bytes, row stride 2·lda; box 128 bytes (64 bf16) × 64 tokens (a rank's half of a tile, one K half).
+  const uint64_t dims[2] = {static_cast<uint64_t>(2 * p.K), static_cast<uint64_t>(p.M)};
+  const uint64_t strides[1] = {static_cast<uint64_t>(2 * p.lda)};
+  const uint32_t box[2] = {128, kTileT / kCluster};
+  const CUtensorMap map_x = tma::make_map_u8_sw128(p.a, 2, dims, strides, box);
+  const int64_t m_tiles = p.tile_group ? p.max_tiles : ceil_div(p.M, kTileT);
+  const int64_t max_units = m_tiles * ceil_div(ceil_div(p.N, kTileW), kCluster);
+  const int units = static_cast<int>(std::min<int64_t>(max_units, max_units_in_flight));
+  if (units == 0) return;
+  const cudaLaunchConfig_t cfg = launch.config(units);
+  GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, launch.kernel, map_x, p));
+  GOSSAMER_CUDA_CHECK_LAUNCH();
+}
+
+void launch_w4a16_activations(const uint16_t* x, int64_t ldx, int rows, int K, const int32_t* scatter_rows,
+                              uint16_t* out, int64_t ldo, cudaStream_t stream) {
+  GOSSAMER_CHECK(K % 32 == 0 && ldx % 8 == 0 && ldo % 8 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
+                     reinterpret_cast<uintptr_t>(out) % 16 == 0,
+                 "w4a16_activations: K a multiple of 32, x and out 16-byte aligned, ldx and ldo multiples of 8");
+  if (rows == 0) return;
+  const int threads = 256;
+  const auto blocks = static_cast<unsigned>(ceil_div<int64_t>(int64_t{rows} * 32, threads));
+  w4a16_activations_kernel<<<blocks, threads, 0, stream>>>(x, ldx, rows, K, scatter_rows, out, ldo);
+  GOSSAMER_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace gossamer::kernels
