@@ -78,8 +78,10 @@ TEST(Mxfp4Tiled, KeepsEveryCodeAndScale) {
   }
 }
 
-TEST(Mxfp4Tiled, DecodeToF16IsExact) {
-  // Every code at every value position v of a word, the other positions holding other codes.
+// Every code at every value position v of a relaid word, the other positions holding other codes: the 16-bit half
+// `decode` gives for position v must be code · 2^scale_exp as `to_float` reads it (and −0 stays −0).
+template <typename Decode, typename ToFloat>
+void expect_exact_decode(Decode decode, ToFloat to_float, int scale_exp) {
   for (int v = 0; v < 8; ++v) {
     for (uint32_t code = 0; code < 16; ++code) {
       for (uint32_t other : {0u, 15u, 7u, 9u}) {
@@ -89,9 +91,9 @@ TEST(Mxfp4Tiled, DecodeToF16IsExact) {
           w |= (cu >> 3) << mxfp4_tiled_sign_bit(u) | (cu & 7u) << mxfp4_tiled_mag_bit(u);
         }
         uint32_t o[4];
-        mxfp4_tiled_decode_word(w, o);
+        decode(w, o);
         const uint16_t h = static_cast<uint16_t>(o[v / 2] >> (16 * (v % 2)));
-        EXPECT_EQ(f16_to_float(h), std::ldexp(fp4e2m1_to_float(static_cast<uint8_t>(code)), -14))
+        EXPECT_EQ(to_float(h), std::ldexp(fp4e2m1_to_float(static_cast<uint8_t>(code)), scale_exp))
             << "v " << v << " code " << code;
         if (code == 8) {
           EXPECT_EQ(h, 0x8000) << "-0 stays -0";
@@ -101,13 +103,23 @@ TEST(Mxfp4Tiled, DecodeToF16IsExact) {
   }
 }
 
+// The word w whose bits under `mask` are the bits of `bits`, in order (the rest 0).
+uint32_t scatter_bits(uint32_t bits, uint32_t mask) {
+  uint32_t w = 0;
+  for (int b = 0, n = 0; b < 32; ++b)
+    if ((mask >> b) & 1u) w |= ((bits >> n++) & 1u) << b;
+  return w;
+}
+
+TEST(Mxfp4Tiled, DecodeToF16IsExact) {
+  expect_exact_decode([](uint32_t w, uint32_t(&o)[4]) { mxfp4_tiled_decode_word(w, o); }, f16_to_float, -14);
+}
+
 // The multiply form of values 4..7 (mxfp4_tiled_decode_word) against the plain shift-and-mask form, for
 // every pattern of the 16 bits those values occupy (the other bits are masked off before the multiply).
 TEST(Mxfp4Tiled, DecodeMultiplyFormMatchesShifts) {
   for (uint32_t bits = 0; bits < (1u << 16); ++bits) {
-    uint32_t w = 0;
-    for (int b = 0, n = 0; b < 32; ++b)
-      if ((0x603F603Fu >> b) & 1u) w |= ((bits >> n++) & 1u) << b;
+    const uint32_t w = scatter_bits(bits, 0x603F603Fu);
     for (const uint32_t rest : {0u, 0x9FC09FC0u}) {  // the bits of values 0..3: none, all
       const uint32_t v = w | rest;
       uint32_t o[4];
@@ -121,34 +133,14 @@ TEST(Mxfp4Tiled, DecodeMultiplyFormMatchesShifts) {
 // mxfp4_tiled_decode_word_bf16 (the W4A16 GEMM's decode): every code at every value position v of a word, the other
 // positions holding other codes, gives exactly fp4 · 2^-126 (code ±0.5 a bf16 subnormal).
 TEST(Mxfp4Tiled, DecodeToBf16IsExact) {
-  for (int v = 0; v < 8; ++v) {
-    for (uint32_t code = 0; code < 16; ++code) {
-      for (uint32_t other : {0u, 15u, 7u, 9u}) {
-        uint32_t w = 0;
-        for (int u = 0; u < 8; ++u) {
-          const uint32_t cu = u == v ? code : (other + u) & 15u;
-          w |= (cu >> 3) << mxfp4_tiled_sign_bit(u) | (cu & 7u) << mxfp4_tiled_mag_bit(u);
-        }
-        uint32_t o[4];
-        mxfp4_tiled_decode_word_bf16(w, o);
-        const uint16_t h = static_cast<uint16_t>(o[v / 2] >> (16 * (v % 2)));
-        EXPECT_EQ(bf16_to_float(h), std::ldexp(fp4e2m1_to_float(static_cast<uint8_t>(code)), -126))
-            << "v " << v << " code " << code;
-        if (code == 8) {
-          EXPECT_EQ(h, 0x8000) << "-0 stays -0";
-        }
-      }
-    }
-  }
+  expect_exact_decode([](uint32_t w, uint32_t(&o)[4]) { mxfp4_tiled_decode_word_bf16(w, o); }, bf16_to_float, -126);
 }
 
 // The multiply forms of values 2, 3 and 4, 5 (mxfp4_tiled_decode_word_bf16) against plain shifts and masks, for
 // every pattern of the bits those values occupy, with the other values' bits all clear or all set.
 TEST(Mxfp4Tiled, DecodeBf16MultiplyFormsMatchShifts) {
   for (uint32_t bits = 0; bits < (1u << 16); ++bits) {
-    uint32_t w = 0;
-    for (int b = 0, n = 0; b < 32; ++b)
-      if ((0x31C731C7u >> b) & 1u) w |= ((bits >> n++) & 1u) << b;
+    const uint32_t w = scatter_bits(bits, 0x31C731C7u);
     for (const uint32_t rest : {0u, 0xCE38CE38u}) {  // the bits of values 0, 1 and 6, 7: none, all
       const uint32_t x = w | rest;
       uint32_t o[4];
