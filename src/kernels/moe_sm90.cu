@@ -198,9 +198,9 @@ Gemm grouped_projection(const MoeBlock& b, const MoeWorkspace& w, bool gate_up, 
   return g;
 }
 
-// kMxfp4Gemm: gemm_w4a16.h's kernel on bf16 activations. The tokens, in its register
-// order, are scattered into expert order in w.y (down writes y only after gate_up has read them); gate_up writes h
-// in bf16 and register order; down reads it and writes y.
+// kMxfp4Gemm: gemm_w4a16.h's kernel on bf16 activations. The tokens, in its register order, are scattered into expert
+// order in w.y (down writes y only after gate_up has read them); gate_up writes h in bf16 and register order; down
+// reads it and writes y.
 void experts_mxfp4_w4a16(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t stream) {
   mark(b, MoePhase::kQuantizeTokens, stream);
   launch_w4a16_activations(b.x, b.hidden, b.T, b.hidden, w.pair_row, w.y, b.hidden, stream);
