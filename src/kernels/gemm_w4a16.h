@@ -16,7 +16,7 @@
 // gather), K a multiple of 32; B [num_groups, mxfp4_tiled_group_bytes(N, K)] the tiled MXFP4 weights; epilogue kBias
 // (N a multiple of 8) or kSwiGlu (N of 16; even rows gate, odd rows up: out[m, n / 2]; with out_register_order
 // (N of 64) out's every 32 columns in register order: the next W4A16 GEMM's A). out 16-byte aligned, ldc a multiple
-// of 8. Grouped mode as in gemm_fp8.h with the tile lists' tile_rows (gemm_w4a16_tile_rows) passed to the launcher.
+// of 8. Grouped mode as in gemm_fp8.h, the tile lists built with gemm_w4a16_tile_rows() rows per tile.
 // Launchers: device pointers, asynchronous on `stream`, graph capturable (fixed grid for given shapes).
 #pragma once
 

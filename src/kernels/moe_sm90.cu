@@ -210,7 +210,7 @@ void experts_mxfp4_w4a16(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t 
   g.tile_group = w.tile_group;
   g.tile_m0 = w.tile_m0;
   g.num_tiles = w.num_tiles;
-  g.max_tiles = moe_max_tiles(b.T, b.E, gemm_w4a16_tile_rows());
+  g.max_tiles = moe_max_tiles(b.T, b.E, plan_tile_rows(b.step, b.T, b.E));
   g.num_groups = b.E;
   GemmW4A16Params g1 = g;
   g1.a = w.y;
