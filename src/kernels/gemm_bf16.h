@@ -23,6 +23,7 @@
 
 #include "core/cuda/cuda_types.h"  // cudaStream_t, GOSSAMER_HOST_DEVICE
 #include "kernels/gemm_fp8.h"      // GemmEpilogue
+#include "kernels/grouped_tiles.h"
 
 namespace gossamer::kernels {
 
@@ -38,12 +39,7 @@ struct GemmBf16Params {
   int N = 0;  // multiple of 8 (even/odd pairs for kSwiGlu)
   int K = 0;  // multiple of 16
   GemmEpilogue epilogue = GemmEpilogue::kBias;
-  // Grouped mode (all null for a plain GEMM); device memory, as produced by launch_moe_plan.
-  const int32_t* group_offsets = nullptr;  // [num_groups + 1] int32 row offsets
-  const int32_t* tile_group = nullptr;     // [max_tiles] int32
-  const int32_t* tile_m0 = nullptr;        // [max_tiles] int32
-  const int32_t* num_tiles = nullptr;      // [1] int32
-  int max_tiles = 0;                       // grid bound in grouped mode (moe_max_tiles(T, E, gemm_bf16_tile_rows()))
+  GroupedTiles grouped;  // grouped mode (grouped_tiles.h; unset for a plain GEMM): tile_rows = gemm_bf16_tile_rows()
 };
 
 // The BM of the launcher's CTA tile (128); grouped tile lists must be built with this tile_rows.

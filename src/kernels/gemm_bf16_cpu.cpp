@@ -35,8 +35,8 @@ void gemm_bf16_cpu(const GemmBf16Params& p) {
     std::vector<float> out_row(p.N);
     int group = 0, loaded_group = -1;
     for (int m = static_cast<int>(m0); m < m1; ++m) {
-      if (p.group_offsets) {
-        while (m >= p.group_offsets[group + 1]) ++group;
+      if (p.grouped.group_offsets) {
+        while (m >= p.grouped.group_offsets[group + 1]) ++group;
       }
       if (group != loaded_group) {
         const uint16_t* b = p.b + static_cast<int64_t>(group) * p.N * p.K;

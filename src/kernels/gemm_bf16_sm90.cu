@@ -51,11 +51,11 @@ __global__ void __launch_bounds__(Bf16Tile<kBM, kStages>::kThreads) gemm_bf16_ke
 
   // ---- which tile ----
   int group = 0, m0, row_end = p.M;
-  if (p.tile_group) {
-    if (static_cast<int>(blockIdx.x) >= *p.num_tiles) return;
-    group = p.tile_group[blockIdx.x];
-    m0 = p.tile_m0[blockIdx.x];
-    row_end = p.group_offsets[group + 1];
+  if (p.grouped.on()) {
+    if (static_cast<int>(blockIdx.x) >= *p.grouped.num_tiles) return;
+    group = p.grouped.tile_group[blockIdx.x];
+    m0 = p.grouped.tile_m0[blockIdx.x];
+    row_end = p.grouped.group_offsets[group + 1];
   } else {
     m0 = blockIdx.x * kBM;
   }
@@ -207,8 +207,7 @@ void launch_gemm_bf16(const GemmBf16Params& p, cudaStream_t stream) {
   GOSSAMER_CHECK(p.K % 16 == 0 && p.N % 8 == 0 && p.lda % 8 == 0, "gemm_bf16: K (", p.K,
                  ") must be a multiple of 16, N (", p.N, ") of 8 and lda (", p.lda, ") of 8");
   GOSSAMER_CHECK(p.M >= 0 && p.N >= 0 && p.K >= 0, "gemm_bf16: negative shape");
-  GOSSAMER_CHECK(!p.tile_group || (p.group_offsets && p.tile_m0 && p.num_tiles && p.max_tiles >= 0),
-                 "gemm_bf16: incomplete grouped params");
+  GOSSAMER_CHECK(!p.grouped.on() || p.grouped.complete(), "gemm_bf16: incomplete grouped params");
   GOSSAMER_CHECK(reinterpret_cast<uintptr_t>(p.a) % 16 == 0 && reinterpret_cast<uintptr_t>(p.b) % 16 == 0,
                  "gemm_bf16: a and b must be 16-byte aligned");
   GOSSAMER_CHECK(p.epilogue == GemmEpilogue::kSwiGlu ? p.ldc >= p.N / 2 : (p.ldc >= p.N && p.ldc % 2 == 0),
@@ -223,7 +222,7 @@ void launch_gemm_bf16(const GemmBf16Params& p, cudaStream_t stream) {
                                                cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes));
       configured = true;
     }
-    const int tiles_m = p.tile_group ? p.max_tiles : ceil_div(p.M, kBM);
+    const int tiles_m = p.grouped.on() ? p.grouped.max_tiles : ceil_div(p.M, kBM);
     if (tiles_m == 0) return;
     const dim3 grid(tiles_m, ceil_div(p.N, kBN));
     gemm_bf16_kernel<kBM, kStages><<<grid, T::kThreads, T::kSmemBytes, stream>>>(p);
@@ -231,7 +230,7 @@ void launch_gemm_bf16(const GemmBf16Params& p, cudaStream_t stream) {
   };
   // One column tile of a plain product (the router): 64-row tiles (see the header); else, and always in grouped
   // mode (the plan's tiles are kGroupedBM rows), 128.
-  if (!p.tile_group && p.N <= kBN) return launch(std::integral_constant<int, 64>{}, std::integral_constant<int, 6>{});
+  if (!p.grouped.on() && p.N <= kBN) return launch(std::integral_constant<int, 64>{}, std::integral_constant<int, 6>{});
   launch(std::integral_constant<int, kGroupedBM>{}, std::integral_constant<int, 3>{});
 }
 

@@ -5,9 +5,9 @@
 //
 // Grouped mode (MoE): rows are partitioned into groups (experts) by `group_offsets`; each group g uses
 // B[g], b_scales[g] and bias[g]. A row r of the grouped problem reads A row a_row_index[r] (a gather, so
-// tokens need not be copied into expert order). The M tiles come from a device tile list
-// (tile_group, tile_m0, num_tiles) built by launch_moe_plan (moe.h); tile_rows must equal the BM the
-// launcher picks for max_rows_per_tile (gemm_fp8_tile_rows).
+// tokens need not be copied into expert order). The M tiles come from a device tile list (grouped_tiles.h)
+// built by launch_moe_plan (moe.h); its tile_rows must equal the BM the launcher picks for max_rows_per_tile
+// (gemm_fp8_tile_rows).
 //
 // Epilogues: kBias writes out[m, n]; kSwiGlu treats even columns as gate and odd columns as up
 // (kernels/swiglu.h: gate = min(gate, 7), up = clamp(up, ±7), out = gate·σ(1.702·gate)·(up + 1)) and writes
@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "core/cuda/cuda_types.h"  // cudaStream_t, GOSSAMER_HOST_DEVICE
+#include "kernels/grouped_tiles.h"
 
 namespace gossamer::kernels {
 
@@ -59,13 +60,7 @@ struct GemmFp8Params {
   int N = 0;                    // multiple of 8 (even pairs for kSwiGlu)
   int K = 0;                    // multiple of 16
   GemmEpilogue epilogue = GemmEpilogue::kBias;
-  // Grouped mode (all null for a plain GEMM).
-  const int32_t* group_offsets = nullptr;  // [num_groups + 1] row offsets
-  const int32_t* tile_group = nullptr;     // [max_tiles]
-  const int32_t* tile_m0 = nullptr;        // [max_tiles]
-  const int32_t* num_tiles = nullptr;      // [1]
-  int max_tiles = 0;                       // grid bound in grouped mode
-  int num_groups = 1;                      // groups (experts) in b and b_scales in grouped mode
+  GroupedTiles grouped;  // grouped mode (grouped_tiles.h; unset for a plain GEMM): tile_rows = gemm_fp8_tile_rows
   GemmTile tile = GemmTile::kAuto;
 };
 

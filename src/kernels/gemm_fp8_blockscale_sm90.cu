@@ -42,11 +42,11 @@ __global__ void __launch_bounds__(Tile<kBM, kBN>::kThreads, Tile<kBM, kBN>::kMin
 
   // ---- which tile ----
   int group = 0, m0, row_end = p.M;
-  if (p.tile_group) {
-    if (static_cast<int>(blockIdx.x) >= *p.num_tiles) return;
-    group = p.tile_group[blockIdx.x];
-    m0 = p.tile_m0[blockIdx.x];
-    row_end = p.group_offsets[group + 1];
+  if (p.grouped.on()) {
+    if (static_cast<int>(blockIdx.x) >= *p.grouped.num_tiles) return;
+    group = p.grouped.tile_group[blockIdx.x];
+    m0 = p.grouped.tile_m0[blockIdx.x];
+    row_end = p.grouped.group_offsets[group + 1];
   } else {
     m0 = blockIdx.x * kBM;
   }
@@ -164,7 +164,7 @@ void launch_tile(const GemmFp8Params& p, cudaStream_t stream) {
         cudaFuncSetAttribute(gemm_fp8_kernel<kBM, kBN>, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes));
     configured = true;
   }
-  const int tiles_m = p.tile_group ? p.max_tiles : ceil_div(p.M, kBM);
+  const int tiles_m = p.grouped.on() ? p.grouped.max_tiles : ceil_div(p.M, kBM);
   const dim3 grid(tiles_m, ceil_div(p.N, kBN));
   if (grid.x == 0) return;
   gemm_fp8_kernel<kBM, kBN><<<grid, T::kThreads, T::kSmemBytes, stream>>>(p);
@@ -180,7 +180,7 @@ int gemm_fp8_tile_rows(int max_rows_per_tile) {
 void launch_gemm_fp8(const GemmFp8Params& p, int rows_hint, cudaStream_t stream) {
   GOSSAMER_CHECK(p.K % 16 == 0 && p.lda % 16 == 0 && p.N % 8 == 0, "gemm_fp8: K (", p.K, ") and lda (", p.lda,
                  ") must be multiples of 16 and N (", p.N, ") of 8");
-  GOSSAMER_CHECK(!p.tile_group || (p.group_offsets && p.tile_m0 && p.num_tiles), "gemm_fp8: incomplete grouped params");
+  GOSSAMER_CHECK(!p.grouped.on() || p.grouped.complete(), "gemm_fp8: incomplete grouped params");
   if (p.M == 0 || p.N == 0) return;
   const bool quantized_out = p.epilogue == GemmEpilogue::kSwiGluFp8;
   GOSSAMER_CHECK(!quantized_out || (p.out_q && reinterpret_cast<uintptr_t>(p.out_q) % 16 == 0 && p.out_scales &&
@@ -205,7 +205,7 @@ void launch_gemm_fp8(const GemmFp8Params& p, int rows_hint, cudaStream_t stream)
       // µs, 2,154.3 sharing B, 2,112.8 with down on 128×192; E = 128 2,707.4 vs 3,063.2 / 2,719.8: pairs of row tiles
       // across experts cannot share B).
       const bool tma_ok = p.b_tiled && p.a_row_index == nullptr && tma_output_ok(p);
-      const bool grouped = p.tile_group != nullptr;
+      const bool grouped = p.grouped.on();
       tile = (!grouped && p.M <= 256) ? GemmTile::k64x128
              : !tma_ok                ? GemmTile::k128x128
              : grouped                ? GemmTile::k128x256tma2

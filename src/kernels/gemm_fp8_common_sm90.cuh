@@ -96,9 +96,9 @@ struct RowTile {
 // (Params: GemmFp8Params or gemm_w4a16.h's GemmW4A16Params, the same grouped fields.)
 template <typename Params>
 __device__ __forceinline__ RowTile row_tile(const Params& p, int mt, int tile_rows) {
-  if (p.tile_group) {
-    const int group = p.tile_group[mt];
-    return {group, p.tile_m0[mt], p.group_offsets[group + 1]};
+  if (p.grouped.on()) {
+    const int group = p.grouped.tile_group[mt];
+    return {group, p.grouped.tile_m0[mt], p.grouped.group_offsets[group + 1]};
   }
   return {0, mt * tile_rows, p.M};
 }

@@ -24,8 +24,8 @@ void gemm_fp8_cpu(const GemmFp8Params& p) {
     std::vector<float> out_row(p.N);
     int group = 0;
     for (int m = static_cast<int>(m0); m < m1; ++m) {
-      if (p.group_offsets) {
-        while (m >= p.group_offsets[group + 1]) ++group;
+      if (p.grouped.group_offsets) {
+        while (m >= p.grouped.group_offsets[group + 1]) ++group;
       }
       const int src = p.a_row_index ? p.a_row_index[m] : m;
       for (int k = 0; k < p.K; ++k) a_row[k] = lut[p.a[static_cast<int64_t>(src) * p.lda + k]];

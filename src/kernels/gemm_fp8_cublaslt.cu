@@ -150,7 +150,7 @@ CublasLtFp8Gemm::Plan* CublasLtFp8Gemm::plan(const GemmFp8Params& p) {
 }
 
 CublasLtFp8Gemm::Plan* CublasLtFp8Gemm::usable_plan(const GemmFp8Params& p) {
-  if (p.b_tiled || p.tile_group || p.a_row_index || p.epilogue != GemmEpilogue::kBias || p.M <= 0) return nullptr;
+  if (p.b_tiled || p.grouped.on() || p.a_row_index || p.epilogue != GemmEpilogue::kBias || p.M <= 0) return nullptr;
   if (p.K % 16 != 0 || p.lda % 16 != 0 || p.ldc % 8 != 0 || p.N % 8 != 0 || p.M % 4 != 0) return nullptr;
   if (scale_layout(p).total > kScaleWorkspaceFloats) return nullptr;
   Plan* made = plan(p);

@@ -99,7 +99,7 @@ __device__ __forceinline__ TmaTileCoord tma_tile(const GemmFp8Params& p, int u, 
     c.n0 = c.n0_load = (u / m_pairs) * kBN;
     c.active = mt0 + rank < m_tiles;
     mt = c.active ? mt0 + rank : mt0;
-    c.b_shared = mt0 + 1 >= m_tiles || !p.tile_group || p.tile_group[mt0] == p.tile_group[mt0 + 1];
+    c.b_shared = mt0 + 1 >= m_tiles || !p.grouped.on() || p.grouped.tile_group[mt0] == p.grouped.tile_group[mt0 + 1];
   } else {
     mt = u % m_tiles;
     c.n0 = (kCluster * (u / m_tiles) + rank) * kBN;
@@ -175,7 +175,7 @@ struct TmaWalk {
 template <int kBN, bool kShareB>
 __device__ __forceinline__ TmaWalk tma_walk(const GemmFp8Params& p) {
   TmaWalk w;
-  w.m_tiles = p.tile_group ? *p.num_tiles : ceil_div(p.M, 128);
+  w.m_tiles = p.grouped.on() ? *p.grouped.num_tiles : ceil_div(p.M, 128);
   w.units =
       kShareB ? ceil_div(w.m_tiles, kCluster) * ceil_div(p.N, kBN) : w.m_tiles * ceil_div(ceil_div(p.N, kBN), kCluster);
   w.first = static_cast<int>(blockIdx.x) / kCluster;
@@ -412,12 +412,12 @@ void launch_tma_tile(const GemmFp8Params& p, cudaStream_t stream) {
   // (kShareB: box (64, 64, kBN / 128, 1), one K half of half the rows, four per stage and pair).
   const uint64_t kt = static_cast<uint64_t>(fp8_tiled_pad(p.K) / 64);
   const uint64_t bands = static_cast<uint64_t>(fp8_tiled_pad(p.N) / 64);
-  const uint64_t groups = p.tile_group ? static_cast<uint64_t>(p.num_groups) : 1;
+  const uint64_t groups = p.grouped.on() ? static_cast<uint64_t>(p.grouped.num_groups) : 1;
   const uint64_t b_dims[4] = {64, 64, bands * groups, kt};
   const uint64_t b_strides[3] = {64, kt * 4096, 4096};
   const uint32_t b_box[4] = {64, 64, kShareB ? kBN / 128u : kBN / 64u, kShareB ? 1u : 2u};
   const CUtensorMap map_b = tma::make_map_u8_sw64(p.b, 4, b_dims, b_strides, b_box);
-  const int64_t m_tiles = p.tile_group ? p.max_tiles : ceil_div(p.M, 128);
+  const int64_t m_tiles = p.grouped.on() ? p.grouped.max_tiles : ceil_div(p.M, 128);
   const int64_t max_units = kShareB ? ceil_div(m_tiles, int64_t{kCluster}) * ceil_div(p.N, kBN)
                                     : m_tiles * ceil_div(ceil_div(p.N, kBN), kCluster);
   const int units_in_flight = static_cast<int>(std::min<int64_t>(max_units, max_units_in_flight));

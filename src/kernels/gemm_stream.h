@@ -31,6 +31,7 @@
 
 #include "core/cuda/cuda_types.h"  // cudaStream_t
 #include "kernels/gemm_fp8.h"      // GemmEpilogue
+#include "kernels/grouped_tiles.h"
 
 namespace gossamer::kernels {
 
@@ -62,13 +63,9 @@ struct GemmStreamParams {
   int N = 0;  // multiple of 16
   int K = 0;  // multiple of 16 (FP8) or 32 (MXFP4), ≤ kStreamMaxK
   GemmEpilogue epilogue = GemmEpilogue::kBias;
-  // ---- the plan (launch_moe_plan with tile_rows = this tile_rows), device memory ----
-  const int32_t* group_offsets = nullptr;  // [num_groups + 1]
-  const int32_t* tile_group = nullptr;     // [max_tiles]
-  const int32_t* tile_m0 = nullptr;        // [max_tiles]
-  const int32_t* num_tiles = nullptr;      // [1], ≤ max_tiles
-  int num_groups = 0;
-  int max_tiles = 0;  // grid.y (≤ 65,535); 0: nothing to do
+  // The plan (grouped_tiles.h; launch_moe_plan with this tile_rows), always set; grouped.max_tiles is grid.y
+  // (≤ 65,535; 0: nothing to do).
+  GroupedTiles grouped;
   int tile_rows = 8;  // 8, 16, 24 or 32
   bool plan_from_earlier_kernel = false;
 };

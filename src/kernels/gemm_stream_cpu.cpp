@@ -19,9 +19,9 @@ void gemm_stream_cpu(const GemmStreamParams& p) {
                  "gemm_stream_cpu: tile_rows ", p.tile_rows);
   const int64_t group_bytes = p.w_mxfp4 ? mxfp4_tiled_group_bytes(p.N, p.K) : fp8_tiled_group_bytes(p.N, p.K);
   const int64_t group_scales = int64_t((p.N + 127) / 128) * ((p.K + 127) / 128);
-  for (int tile = 0; tile < *p.num_tiles; ++tile) {
-    const int g = p.tile_group[tile], m0 = p.tile_m0[tile];
-    const int rows = std::min(p.tile_rows, p.group_offsets[g + 1] - m0);
+  for (int tile = 0; tile < *p.grouped.num_tiles; ++tile) {
+    const int g = p.grouped.tile_group[tile], m0 = p.grouped.tile_m0[tile];
+    const int rows = std::min(p.tile_rows, p.grouped.group_offsets[g + 1] - m0);
     for (int r = m0; r < m0 + rows; ++r) {
       GemvFp8Params row;
       row.x = p.x + static_cast<int64_t>(p.x_row_index ? p.x_row_index[r] : r) * p.ldx;

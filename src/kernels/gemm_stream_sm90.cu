@@ -94,9 +94,9 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm) gemm_stream_kernel(co
   }
   // NOTE: the plan is read through L2 (__ldcg): the down projection reads it before its PDL wait, and the
   // workspace holding it is rewritten every layer, so no SM may answer from an L1 line of an earlier layer.
-  if (slot >= __ldcg(p.num_tiles)) return;
-  const int group = __ldcg(p.tile_group + slot), m0 = __ldcg(p.tile_m0 + slot);
-  const int rows = min(p.tile_rows, __ldcg(p.group_offsets + group + 1) - m0);
+  if (slot >= __ldcg(p.grouped.num_tiles)) return;
+  const int group = __ldcg(p.grouped.tile_group + slot), m0 = __ldcg(p.grouped.tile_m0 + slot);
+  const int rows = min(p.tile_rows, __ldcg(p.grouped.group_offsets + group + 1) - m0);
   const int n8_used = (rows + 7) / 8;  // n8 tiles holding rows; x rows [rows, 8·n8_used) are zero-filled
   const int k_steps = (p.K + kStageK - 1) / kStageK;
   const int stage_bytes = S::stage_bytes(p.tile_rows);
@@ -394,7 +394,7 @@ void launch_variant(const GemmStreamParams& p, int device, cudaStream_t stream) 
                                              cudaFuncAttributeMaxDynamicSharedMemorySize, S::kMaxSmem));
     prepared.fetch_or(bit, std::memory_order_release);
   }
-  const dim3 grid(static_cast<unsigned>(ceil_div(p.N, kFeat)), static_cast<unsigned>(p.max_tiles), 1);
+  const dim3 grid(static_cast<unsigned>(ceil_div(p.N, kFeat)), static_cast<unsigned>(p.grouped.max_tiles), 1);
   launch_pdl(gemm_stream_kernel<kMxfp4, kN8>, grid, dim3(kThreads, 1, 1),
              static_cast<size_t>(S::kStages) * S::stage_bytes(p.tile_rows), stream, p);
 }
@@ -408,11 +408,11 @@ void launch_gemm_stream(const GemmStreamParams& p, cudaStream_t stream) {
                  ") must be a positive multiple of ", p.w_mxfp4 ? 32 : 16, " up to ", kStreamMaxK);
   GOSSAMER_CHECK(p.tile_rows >= 8 && p.tile_rows <= kStreamMaxTileRows && p.tile_rows % 8 == 0,
                  "gemm_stream: tile_rows (", p.tile_rows, ") must be 8, 16, 24 or 32");
-  GOSSAMER_CHECK(p.num_groups >= 1 && p.max_tiles >= 0 && p.max_tiles <= 65535, "gemm_stream: ", p.num_groups,
-                 " groups, max_tiles ", p.max_tiles);
-  if (p.max_tiles == 0) return;
+  GOSSAMER_CHECK(p.grouped.num_groups >= 1 && p.grouped.max_tiles >= 0 && p.grouped.max_tiles <= 65535,
+                 "gemm_stream: ", p.grouped.num_groups, " groups, max_tiles ", p.grouped.max_tiles);
+  if (p.grouped.max_tiles == 0) return;
   GOSSAMER_CHECK(p.x && p.w && p.out && (p.w_mxfp4 || p.w_scales), "gemm_stream: null operand");
-  GOSSAMER_CHECK(p.group_offsets && p.tile_group && p.tile_m0 && p.num_tiles, "gemm_stream: null plan");
+  GOSSAMER_CHECK(p.grouped.complete(), "gemm_stream: null plan");
   GOSSAMER_CHECK(p.ldx >= p.K && p.ldx % 8 == 0, "gemm_stream: ldx (", p.ldx, ") must be ≥ K and a multiple of 8");
   GOSSAMER_CHECK(p.ldc >= (swiglu ? p.N / 2 : p.N) && p.ldc % 8 == 0, "gemm_stream: bad ldc ", p.ldc);
   GOSSAMER_CHECK(reinterpret_cast<uintptr_t>(p.x) % 16 == 0 && reinterpret_cast<uintptr_t>(p.w) % 16 == 0 &&

@@ -24,6 +24,7 @@
 
 #include "core/cuda/cuda_types.h"  // cudaStream_t
 #include "kernels/gemm_fp8.h"      // GemmEpilogue
+#include "kernels/grouped_tiles.h"
 
 namespace gossamer::kernels {
 
@@ -37,13 +38,7 @@ struct GemmW4A16Params {
   bool out_register_order = false;  // kSwiGlu: out stored in register order (see above)
   int M = 0, N = 0, K = 0;
   GemmEpilogue epilogue = GemmEpilogue::kBias;
-  // Grouped mode (all null for a plain GEMM), as in GemmFp8Params.
-  const int32_t* group_offsets = nullptr;  // [num_groups + 1] row offsets
-  const int32_t* tile_group = nullptr;     // [max_tiles]
-  const int32_t* tile_m0 = nullptr;        // [max_tiles]
-  const int32_t* num_tiles = nullptr;      // [1]
-  int max_tiles = 0;                       // grid bound in grouped mode
-  int num_groups = 1;
+  GroupedTiles grouped;  // grouped mode (grouped_tiles.h; unset for a plain GEMM): tile_rows = gemm_w4a16_tile_rows()
 };
 
 // The token rows of a grouped launch's tiles (the plan's tile_rows): 128.

@@ -13,7 +13,7 @@ namespace gossamer::kernels {
 // NOTE: in grouped mode the reference reads group_offsets (host memory here) directly; tile lists are a GPU
 // scheduling detail and are ignored.
 void gemm_w4a16_cpu(const GemmW4A16Params& p) {
-  const int groups = p.group_offsets ? p.num_groups : 1;
+  const int groups = p.grouped.group_offsets ? p.grouped.num_groups : 1;
   // The weights as the kernel decodes them: fp4 · 2^(e − 127), logical columns ([G, N, K] bf16, exact).
   const std::vector<uint16_t> w = mxfp4_tiled_to_bf16_cpu(p.b, groups, p.N, p.K);
   const int64_t row_work = std::max<int64_t>(1, int64_t(p.N) * p.K);
@@ -22,9 +22,9 @@ void gemm_w4a16_cpu(const GemmW4A16Params& p) {
     std::vector<uint16_t> natural(p.N);
     int group = 0;
     for (int m = static_cast<int>(m0); m < m1; ++m) {
-      if (p.group_offsets) {
-        if (m >= p.group_offsets[p.num_groups]) break;  // rows past every group are left untouched
-        while (m >= p.group_offsets[group + 1]) ++group;
+      if (p.grouped.group_offsets) {
+        if (m >= p.grouped.group_offsets[p.grouped.num_groups]) break;  // rows past every group are left untouched
+        while (m >= p.grouped.group_offsets[group + 1]) ++group;
       }
       // A as stored is in register order: stored column c holds logical column w4a16_source_column(c).
       for (int c = 0; c < p.K; ++c) a_row[w4a16_source_column(c)] = bf16_to_float(p.a[int64_t{m} * p.lda + c]);

@@ -70,7 +70,7 @@ struct Walk {
 __device__ __forceinline__ Walk walk_of(const GemmW4A16Params& p) {
   Walk w;
   w.pairs = ceil_div(ceil_div(p.N, kTileW), kCluster);
-  w.units = (p.tile_group ? *p.num_tiles : ceil_div(p.M, kTileT)) * w.pairs;
+  w.units = (p.grouped.on() ? *p.grouped.num_tiles : ceil_div(p.M, kTileT)) * w.pairs;
   w.first = static_cast<int>(blockIdx.x) / kCluster;
   w.stride = static_cast<int>(gridDim.x) / kCluster;
   w.rank = static_cast<int>(tma::cluster_rank());
@@ -411,7 +411,7 @@ void launch_gemm_w4a16(const GemmW4A16Params& p, cudaStream_t stream) {
   const uint64_t strides[1] = {static_cast<uint64_t>(2 * p.lda)};
   const uint32_t box[2] = {128, kTileT / kCluster};
   const CUtensorMap map_x = tma::make_map_u8_sw128(p.a, 2, dims, strides, box);
-  const int64_t m_tiles = p.tile_group ? p.max_tiles : ceil_div(p.M, kTileT);
+  const int64_t m_tiles = p.grouped.on() ? p.grouped.max_tiles : ceil_div(p.M, kTileT);
   const int64_t max_units = m_tiles * ceil_div(ceil_div(p.N, kTileW), kCluster);
   const int units = static_cast<int>(std::min<int64_t>(max_units, max_units_in_flight));
   if (units == 0) return;

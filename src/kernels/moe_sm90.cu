@@ -172,7 +172,19 @@ MoeBlock block_of(const MoeBf16Params& p) {
 
 // ---- expert steps: gate_up + bias + SwiGLU → w.h, then down + bias → w.y ----
 
-// The grouped GEMM of one projection, for GemmFp8Params or GemmBf16Params (the same grouped fields):
+// The plan's tile list in w (launch_moe_plan, tiles of plan_tile_rows rows) as every grouped GEMM reads it.
+GroupedTiles plan_tiles(const MoeBlock& b, const MoeWorkspace& w) {
+  GroupedTiles t;
+  t.group_offsets = w.group_offsets;
+  t.tile_group = w.tile_group;
+  t.tile_m0 = w.tile_m0;
+  t.num_tiles = w.num_tiles;
+  t.max_tiles = moe_max_tiles(b.T, b.E, plan_tile_rows(b.step, b.T, b.E));
+  t.num_groups = b.E;
+  return t;
+}
+
+// The grouped GEMM of one projection, for GemmFp8Params or GemmBf16Params:
 // gate_up reads A rows gathered through row_token and writes h with the SwiGLU epilogue; down reads h's
 // rows in place and writes y.
 template <typename Gemm, typename A, typename Weight>
@@ -190,11 +202,7 @@ Gemm grouped_projection(const MoeBlock& b, const MoeWorkspace& w, bool gate_up, 
   g.N = gate_up ? 2 * b.inter : b.hidden;
   g.K = gate_up ? b.hidden : b.inter;
   g.epilogue = gate_up ? GemmEpilogue::kSwiGlu : GemmEpilogue::kBias;
-  g.group_offsets = w.group_offsets;
-  g.tile_group = w.tile_group;
-  g.tile_m0 = w.tile_m0;
-  g.num_tiles = w.num_tiles;
-  g.max_tiles = moe_max_tiles(b.T, b.E, plan_tile_rows(b.step, b.T, b.E));
+  g.grouped = plan_tiles(b, w);
   return g;
 }
 
@@ -206,12 +214,7 @@ void experts_mxfp4_w4a16(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t 
   launch_w4a16_activations(b.x, b.hidden, b.T, b.hidden, w.pair_row, w.y, b.hidden, stream);
   GemmW4A16Params g;
   g.M = b.T * kMoeTopK;
-  g.group_offsets = w.group_offsets;
-  g.tile_group = w.tile_group;
-  g.tile_m0 = w.tile_m0;
-  g.num_tiles = w.num_tiles;
-  g.max_tiles = moe_max_tiles(b.T, b.E, plan_tile_rows(b.step, b.T, b.E));
-  g.num_groups = b.E;
+  g.grouped = plan_tiles(b, w);
   GemmW4A16Params g1 = g;
   g1.a = w.y;
   g1.lda = b.hidden;
@@ -260,7 +263,6 @@ void experts_fp8_gemm(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t str
   g1.a_scales = w.x_scales;
   g1.b_tiled = b.weights_tiled;
   g1.b_scales = b.w1_scales;
-  g1.num_groups = b.E;
   const bool rows_128 = plan_tile_rows(b.step, b.T, b.E) == 128;
   if (rows_128) g1.tile = b.gemm_tile;
   const GemmTile tile = g1.tile;  // both GEMMs' tile (gate_up's may become 128×256 below)
@@ -284,7 +286,6 @@ void experts_fp8_gemm(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t str
   g2.a_scales = w.h_scales;
   g2.b_tiled = b.weights_tiled;
   g2.b_scales = b.w2_scales;
-  g2.num_groups = b.E;
   g2.tile = tile;
   mark(b, MoePhase::kDown, stream);
   launch_gemm_fp8(g2, rows_hint, stream);
@@ -320,14 +321,10 @@ void experts_fp8_gemv(const MoeParams& p, const MoeWorkspace& w, cudaStream_t st
 void experts_stream(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t stream) {
   GemmStreamParams g;
   g.w_mxfp4 = b.fp8->weights_mxfp4;
-  g.group_offsets = w.group_offsets;
-  g.tile_group = w.tile_group;
-  g.tile_m0 = w.tile_m0;
-  g.num_tiles = w.num_tiles;
-  g.num_groups = b.E;
+  g.grouped = plan_tiles(b, w);
   g.tile_rows = plan_tile_rows(b.step, b.T, b.E);
   // Every tile holds ≥ 1 of the T·4 pairs.
-  g.max_tiles = std::min(b.T * kMoeTopK, moe_max_tiles(b.T, b.E, g.tile_rows));
+  g.grouped.max_tiles = std::min(b.T * kMoeTopK, g.grouped.max_tiles);
   GemmStreamParams up = g;  // x [T, hidden] → h [T·4, inter] (plan order)
   up.x = b.x;
   up.ldx = b.hidden;

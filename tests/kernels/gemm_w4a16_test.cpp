@@ -92,12 +92,7 @@ TEST(GemmW4A16Kernel, MatchesReference) {
     p.K = c.k;
     p.epilogue = c.epi;
     if (!c.plain) {
-      p.group_offsets = doff.get();
-      p.tile_group = dtg.get();
-      p.tile_m0 = dtm.get();
-      p.num_tiles = dnt.get();
-      p.max_tiles = static_cast<int>(tile_group.size());
-      p.num_groups = groups;
+      p.grouped = {doff.get(), dtg.get(), dtm.get(), dnt.get(), static_cast<int>(tile_group.size()), groups};
     }
     const std::string shape = std::to_string(groups) + "x[" + std::to_string(c.n) + "x" + std::to_string(c.k) + "] M" +
                               std::to_string(M) + (c.epi == GemmEpilogue::kSwiGlu ? " swiglu" : " bias") +
@@ -112,7 +107,7 @@ TEST(GemmW4A16Kernel, MatchesReference) {
     h.b = w.data();
     h.bias = bias.data();
     h.out = host.data();
-    h.group_offsets = c.plain ? nullptr : offsets.data();
+    h.grouped.group_offsets = c.plain ? nullptr : offsets.data();
     gemm_w4a16_cpu(h);
     std::vector<uint16_t> got, want;
     for (int m = 0; m < M; ++m) {

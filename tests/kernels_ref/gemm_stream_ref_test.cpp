@@ -86,8 +86,8 @@ TEST(GemmStreamReference, ComposesToTheDecodeReference) {
     std::vector<uint16_t> h(size_t(P) * I), y(size_t(P) * H);
     GemmStreamParams g;
     g.w_mxfp4 = c.mxfp4;
-    g.group_offsets = offsets.data(), g.tile_group = tile_group.data(), g.tile_m0 = tile_m0.data();
-    g.num_tiles = num_tiles.data(), g.num_groups = L, g.max_tiles = max_tiles, g.tile_rows = tile_rows;
+    g.grouped = {offsets.data(), tile_group.data(), tile_m0.data(), num_tiles.data(), max_tiles, L};
+    g.tile_rows = tile_rows;
     GemmStreamParams up = g, down = g;
     up.x = x.data(), up.ldx = H, up.x_row_index = row_token.data(), up.w = w1.data(), up.w_scales = p.w1_scales;
     up.bias = b1.data(), up.out = h.data(), up.ldc = I, up.N = 2 * I, up.K = H, up.epilogue = GemmEpilogue::kSwiGlu;
