@@ -13,6 +13,7 @@
 #include "kernel_test_utils.h"
 #include "kernels/moe.h"
 #include "kernels/mxfp4_tiled.h"
+#include "moe_problem.h"
 
 namespace gossamer::kernels {
 namespace {
@@ -144,63 +145,34 @@ TEST(GemmW4A16Kernel, ActivationsScatterIsThePermutation) {
   }
 }
 
-struct MoeW4A16Case {
-  int tokens, experts, expert_begin, local, hidden, inter;
-  bool residual;
-};
-
 // launch_moe with weights_mxfp4 (the W4A16 GEMMs) against moe_cpu: moe_bf16_cpu on the experts decoded to bf16 (the
 // same values; bf16 h and y).
 TEST(MoeKernel, Mxfp4MatchesReference) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(53);
-  const MoeW4A16Case cases[] = {
+  const MoeProblemCase cases[] = {
       {200, 32, 0, 32, 2880, 2880, true},   {3000, 32, 0, 32, 576, 320, true},   {512, 128, 0, 128, 576, 320, false},
       {3000, 128, 0, 128, 352, 224, false}, {2048, 128, 32, 64, 576, 320, true},
   };
   uint64_t seed = 200;
-  for (const MoeW4A16Case& c : cases) {
-    const int T = c.tokens, E = c.local, H = c.hidden, I = c.inter;
-    const auto w1 = random_mxfp4_tiled(E, 2 * I, H, seed++, 110, 124);
-    const auto w2 = random_mxfp4_tiled(E, H, I, seed++, 110, 124);
-    const auto x = random_bf16(size_t(T) * H, rng, 1.0f), res = random_bf16(size_t(T) * H, rng, 1.0f);
-    const auto logits = random_bf16(size_t(T) * c.experts, rng, 2.0f);
-    const auto b1 = random_bf16(size_t(E) * 2 * I, rng, 0.5f), b2 = random_bf16(size_t(E) * H, rng, 0.5f);
-    DeviceBuffer<uint8_t> dw1(w1), dw2(w2), ws(moe_workspace_bytes(T, E, H, I));
-    DeviceBuffer<uint16_t> dx(x), dres(res), dl(logits), db1(b1), db2(b2), dout(size_t(T) * H);
-    MoeParams d;
-    d.x = dx.get();
-    d.logits = dl.get();
-    d.residual = c.residual ? dres.get() : nullptr;
+  for (const MoeProblemCase& c : cases) {
+    const int T = c.tokens, H = c.hidden;
+    MoeProblem m(c, rng, Mxfp4Experts{seed, 110, 124});
+    seed += 2;
+    DeviceBuffer<uint8_t> ws(moe_workspace_bytes(T, c.local, H, c.inter));
+    DeviceBuffer<uint16_t> dout(size_t(T) * H);
+    MoeParams d = m.dev;
     d.out = dout.get();
-    d.w1 = dw1.get();
-    d.w2 = dw2.get();
-    d.b1 = db1.get();
-    d.b2 = db2.get();
-    d.weights_mxfp4 = true;
-    d.num_tokens = T;
-    d.num_experts = c.experts;
-    d.expert_begin = c.expert_begin;
-    d.num_local_experts = E;
-    d.hidden = H;
-    d.inter = I;
     const std::string shape = std::to_string(T) + "tok E" + std::to_string(c.experts) + " local[" +
-                              std::to_string(c.expert_begin) + "+" + std::to_string(E) + "] h" + std::to_string(H) +
-                              " i" + std::to_string(I);
+                              std::to_string(c.expert_begin) + "+" + std::to_string(c.local) + "] h" +
+                              std::to_string(H) + " i" + std::to_string(c.inter);
     dout.poison();
     ws.poison();
     launch_moe(d, ws.get(), nullptr);
     const auto out = dout.download();
     std::vector<uint16_t> ref(size_t(T) * H);
-    MoeParams h = d;
-    h.x = x.data();
-    h.logits = logits.data();
-    h.residual = c.residual ? res.data() : nullptr;
+    MoeParams h = m.host;
     h.out = ref.data();
-    h.w1 = w1.data();
-    h.w2 = w2.data();
-    h.b1 = b1.data();
-    h.b2 = b2.data();
     moe_cpu(h);  // MXFP4 experts: moe_bf16_cpu on the experts decoded to bf16
     const double err = rel_error_bf16(out, ref);
     report("moe mxfp4 w4a16", shape, err, kTolBf16);

@@ -1,5 +1,6 @@
-// A random MoE block for the kernel tests (gemm_fp8_test, gemv_fp8_test): host data, its device copies,
-// and MoeParams for both (the output pointers are the caller's).
+// A random MoE block for the kernel tests (gemm_fp8_test, gemv_fp8_test, gemm_w4a16_test): host data, its device
+// copies, and MoeParams for both (the output pointers are the caller's). FP8 experts with block scales, or MXFP4
+// experts in the tiled layout (weights_mxfp4, no scales).
 #pragma once
 
 #include <algorithm>
@@ -21,17 +22,32 @@ struct MoeProblemCase {
 
 using Fp8Generator = std::vector<uint8_t> (*)(size_t, std::mt19937&);
 
+// MXFP4 experts: random_mxfp4_tiled's codes from `seed` (w1) and seed + 1 (w2), exponents in [e_lo, e_hi].
+struct Mxfp4Experts {
+  uint64_t seed;
+  int e_lo, e_hi;
+};
+
 struct MoeProblem {
   MoeProblem(const MoeProblemCase& c, std::mt19937& rng, Fp8Generator fp8 = random_fp8_bytes)
+      : MoeProblem(c, rng, fp8, nullptr) {}
+  MoeProblem(const MoeProblemCase& c, std::mt19937& rng, const Mxfp4Experts& mxfp4)
+      : MoeProblem(c, rng, nullptr, &mxfp4) {}
+
+ private:
+  MoeProblem(const MoeProblemCase& c, std::mt19937& rng, Fp8Generator fp8, const Mxfp4Experts* mx)
       : x(random_bf16(size_t(c.tokens) * c.hidden, rng, 1.0f)),
         logits(make_logits(c, rng)),
         res(random_bf16(size_t(c.tokens) * c.hidden, rng, 1.0f)),
         b1(random_bf16(size_t(c.local) * 2 * c.inter, rng, 0.5f)),
         b2(random_bf16(size_t(c.local) * c.hidden, rng, 0.5f)),
-        w1(fp8(size_t(c.local) * 2 * c.inter * c.hidden, rng)),
-        w2(fp8(size_t(c.local) * c.hidden * c.inter, rng)),
-        w1s(random_scales(scale_count(c.local, 2 * c.inter, c.hidden), rng, 0.0002f, 0.0006f)),
-        w2s(random_scales(scale_count(c.local, c.hidden, c.inter), rng, 0.0002f, 0.0006f)),
+        w1(mx ? random_mxfp4_tiled(c.local, 2 * c.inter, c.hidden, mx->seed, mx->e_lo, mx->e_hi)
+              : fp8(size_t(c.local) * 2 * c.inter * c.hidden, rng)),
+        w2(mx ? random_mxfp4_tiled(c.local, c.hidden, c.inter, mx->seed + 1, mx->e_lo, mx->e_hi)
+              : fp8(size_t(c.local) * c.hidden * c.inter, rng)),
+        w1s(mx ? std::vector<float>()
+               : random_scales(scale_count(c.local, 2 * c.inter, c.hidden), rng, 0.0002f, 0.0006f)),
+        w2s(mx ? std::vector<float>() : random_scales(scale_count(c.local, c.hidden, c.inter), rng, 0.0002f, 0.0006f)),
         dx(x),
         dl(logits),
         dres(res),
@@ -47,26 +63,29 @@ struct MoeProblem {
     host.num_local_experts = c.local;
     host.hidden = c.hidden;
     host.inter = c.inter;
+    host.weights_mxfp4 = mx != nullptr;
     dev = host;
     host.x = x.data();
     host.logits = logits.data();
     host.residual = c.residual ? res.data() : nullptr;
     host.w1 = w1.data();
-    host.w1_scales = w1s.data();
+    host.w1_scales = mx ? nullptr : w1s.data();
     host.b1 = b1.data();
     host.w2 = w2.data();
-    host.w2_scales = w2s.data();
+    host.w2_scales = mx ? nullptr : w2s.data();
     host.b2 = b2.data();
     dev.x = dx.get();
     dev.logits = dl.get();
     dev.residual = c.residual ? dres.get() : nullptr;
     dev.w1 = dw1.get();
-    dev.w1_scales = dw1s.get();
+    dev.w1_scales = mx ? nullptr : dw1s.get();
     dev.b1 = db1.get();
     dev.w2 = dw2.get();
-    dev.w2_scales = dw2s.get();
+    dev.w2_scales = mx ? nullptr : dw2s.get();
     dev.b2 = db2.get();
   }
+
+ public:
   // Router logits; with distinct_logit_rows = d > 0 token t copies row t % d (tokens share experts).
   static std::vector<uint16_t> make_logits(const MoeProblemCase& c, std::mt19937& rng) {
     const int rows = c.distinct_logit_rows > 0 ? c.distinct_logit_rows : c.tokens;
