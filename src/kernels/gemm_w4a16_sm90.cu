@@ -1,23 +1,27 @@
 // W4A16 GEMM (gemm_w4a16.h) on sm_90a. Persistent: one CTA per SM walks the work units (weight tiles fastest), in
-// clusters of 2 CTAs that compute neighbouring 128-row weight tiles of one 128-token tile and share its activations:
+// clusters of 2 CTAs that compute neighbouring 256-row weight tiles of one 128-token tile and share its activations:
 // each loads one half and multicasts it to both.
 //
-// A CTA computes 128 weight rows × 128 tokens with 384 threads:
+// A CTA computes 256 weight rows × 128 tokens with 384 threads:
 //   warpgroup 0  producer: thread 0 issues, per K block of 128, the activations' tensor copies (its 64 tokens, both
-//                K halves of 64 bf16, 128B-swizzled, multicast) and two flat bulk copies of the weights as stored
-//                (the two 64-row MXFP4 tiles of mxfp4_tiled.h, 4,352 bytes each) into a ring of kStages stages, each
+//                K halves of 64 bf16, 128B-swizzled, multicast) and four flat bulk copies of the weights as stored
+//                (the four 64-row MXFP4 tiles of mxfp4_tiled.h, 4,352 bytes each) into a ring of kStages stages, each
 //                guarded by a full barrier and an empty barrier (the 8 consumer warps of both CTAs arrive: a stage
 //                is refilled only once the peer released it too);
-//   warpgroups 1 and 2  consumers: weight rows 0–63 and 64–127 (one MXFP4 tile each). Per K block every warp loads
-//                its 16 rows' two 16-byte code units and scale words (lane (g, t): rows 16w + g and 16w + g + 8,
-//                columns 8t … 8t + 7 of each MX block), decodes them into the bf16 A fragments of the eight k16 steps
-//                (mxfp4_tiled_decode_word_bf16, then one bf16x2 multiply by 2^(e − 1)) and runs eight wgmma
-//                m64n128k16 with A from those registers and B the activations in shared memory straight into the
-//                accumulators (the tile's first wgmma overwrites them; the bias, two values a thread, is added in
-//                the epilogue). Two sets of fragments: K block kb + 1 is decoded while kb's wgmma run, and a stage
-//                is released once its group completed. The finished tile (weight rows × tokens) is written transposed
-//                through a staging buffer per warpgroup ([128 tokens][64 bf16], or 32 SwiGLU outputs: gate and up
-//                rows are lanes 4 apart, one shuffle), then each thread copies one token's row piece with a bulk copy.
+//   warpgroups 1 and 2  consumers: weight rows 0–127 and 128–255, each as two row blocks of 64 (one MXFP4 tile each).
+//                Per K block and row block every warp loads its 16 rows' two 16-byte code units and scale words (lane
+//                (g, t): rows 16w + g and 16w + g + 8, columns 8t … 8t + 7 of each MX block), decodes them into the
+//                bf16 A fragments of the eight k16 steps (mxfp4_tiled_decode_word_bf16, then one bf16x2 multiply by
+//                2^(e − 1)) and runs eight wgmma m64n128k16 with A from those registers and B the activations in
+//                shared memory straight into the row block's accumulators (the tile's first wgmma overwrites them;
+//                the bias, two values a thread and row block, is added in the epilogue). Two sets of fragments: the
+//                next (K block, row block) is decoded while this one's wgmma run, and a stage is released once its
+//                K block's last group completed. Each finished row block (weight rows × tokens) is written transposed
+//                through a staging buffer of its own ([128 tokens][64 bf16], or 32 SwiGLU outputs: gate and up rows
+//                are lanes 4 apart, one shuffle), then each thread copies one token's row piece with a bulk copy.
+// Two row blocks a warpgroup (256 rows a CTA) rather than one: each activation byte brought into shared memory feeds
+// twice the MMAs (H100, 2026-12-07: 8,192 tokens E = 32 route → combine 3,582 against 3,808 µs; wider token tiles of
+// 192 and 256 with one row block lost everywhere: docs/PERF.md).
 // The producer gives its registers to the consumers (setmaxnreg). A rank past the last weight tile (an odd tile
 // count) loads and computes its peer's tile for the shared activations' and the barriers' sake and writes nothing;
 // a warpgroup whose 64 rows lie wholly past N skips its decode and wgmma but keeps the barrier protocol. Rows past N
@@ -25,6 +29,7 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "kernels/cuda_utils.h"
 #include "kernels/gemm_fp8_common_sm90.cuh"  // row_tile
@@ -39,23 +44,25 @@ namespace gossamer::kernels {
 namespace {
 
 constexpr int kThreads = 384;
-constexpr int kCluster = 2;  // CTAs sharing one token tile's activations
-constexpr int kTileW = 128;  // weight rows per CTA: 64 per consumer warpgroup
-constexpr int kTileT = 128;  // tokens per tile (the n of wgmma)
-constexpr int kBK = 128;     // K per stage: one MXFP4 tile's columns
-constexpr int kStages = 4;
+constexpr int kCluster = 2;               // CTAs sharing one token tile's activations
+constexpr int kBlocks = 2;                // 64-row weight blocks per consumer warpgroup
+constexpr int kTileW = 256;               // weight rows per CTA: 2 · 64 per consumer warpgroup
+constexpr int kTileT = 128;               // tokens per tile (the n of wgmma)
+constexpr int kBK = 128;                  // K per stage: one MXFP4 tile's columns
+constexpr int kStages = 3;                // (a fourth does not fit beside the staging buffers)
 constexpr int kHalfBytes = kTileT * 128;  // one K half of the activations: [128 tokens][64 bf16], 128B-swizzled
 constexpr int kXBytes = 2 * kHalfBytes;
-constexpr int kStageBytes = (kXBytes + 2 * kMxfp4TileBytes + 1023) / 1024 * 1024;  // activations, then weights
+constexpr int kStageBytes = (kXBytes + 4 * kMxfp4TileBytes + 1023) / 1024 * 1024;  // activations, then weights
 constexpr int kBarOffset = kStages * kStageBytes;                                  // full[kStages], empty[kStages]
 constexpr int kOutOffset = kBarOffset + 2 * kStages * 8;
-constexpr int kOutPitch = 2 * 64 + 16;  // a staged token row: 64 bf16 and 16 bytes (conflict-free)
-constexpr int kOutBytes = kTileT * kOutPitch;
-constexpr int kSmemBytes = 1024 + kOutOffset + 2 * kOutBytes;
+constexpr int kOutPitch = 2 * 64 + 16;         // a staged token row: 64 bf16 and 16 bytes (conflict-free)
+constexpr int kOutBytes = kTileT * kOutPitch;  // one row block's staging buffer (four in all)
+constexpr int kSmemBytes = 1024 + kOutOffset + 4 * kOutBytes;
 static_assert(kStageBytes % 1024 == 0 && kHalfBytes % 1024 == 0, "activations 1024-byte aligned (128B swizzle)");
 static_assert(kOutOffset % 16 == 0, "staging buffers 16-byte aligned (bulk copies)");
 static_assert(kSmemBytes <= 227 * 1024, "a CTA's shared memory");
-// Registers after reallocation: 128 · producer + 256 · consumer ≤ 384 · 168 (what the launch allocates).
+// Registers after reallocation: 128 · producer + 256 · consumer ≤ 384 · 168 (what the launch allocates). A consumer
+// thread holds 2 · 64 accumulators and two fragment sets (64), without spills.
 constexpr int kProducerRegs = 56, kConsumerRegs = 224;
 static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= kThreads * 168, "more registers than the launch holds");
 
@@ -157,15 +164,15 @@ __device__ __forceinline__ float shfl_xor_f32(float v, int lane_mask) {
   return r;
 }
 
-// Consumer warpgroup cw's finished 64 weight rows × 128 tokens into its staging buffer (token rows; kBias: the 64
-// outputs, kSwiGlu: the 32 SwiGLU outputs of the gate / up row pairs, in register order with out_register_order),
-// then one bulk copy per token row below row_end. Every thread of the warpgroup calls it (named barrier 1 + cw); the
-// copies stay in flight.
-__device__ __forceinline__ void write_out(const GemmW4A16Params& p, const float (&acc)[64], const Coord& c, int cw,
-                                          uint8_t* buf) {
+// Consumer warpgroup cw's finished row block — 64 weight rows from n_first (< N) × 128 tokens — into its staging
+// buffer (token rows; kBias: the 64 outputs, kSwiGlu: the 32 SwiGLU outputs of the gate / up row pairs, in register
+// order with out_register_order), then one bulk copy per token row below row_end. Every thread of the warpgroup calls
+// it (named barrier 1 + cw), once per row block in order, each with its own buffer; the copies stay in flight.
+__device__ __forceinline__ void write_out(const GemmW4A16Params& p, const float (&acc)[64], const Coord& c, int n_first,
+                                          int cw, uint8_t* buf) {
   const int wt = static_cast<int>(threadIdx.x) % 128, warp = wt / 32, lane = wt % 32, g = lane / 4, t = lane % 4;
   const uint32_t staging = tma::smem_u32(buf);
-  tma::wait_bulk_groups_read();  // this thread's copy of the previous tile read the buffer
+  tma::wait_bulk_groups_read<kBlocks - 1>();  // this thread's copies of this buffer's previous row block read it
   mbar::named_sync(1 + cw, 128);
   const bool swiglu = p.epilogue == GemmEpilogue::kSwiGlu;
   // kSwiGlu: this thread's outputs 8·warp + g / 2 (rows r) and + 4 (rows r + 8) of the warpgroup's 32.
@@ -197,7 +204,7 @@ __device__ __forceinline__ void write_out(const GemmW4A16Params& p, const float 
   }
   fence_proxy_async();  // the staging writes (generic proxy) → the bulk copies' reads (async proxy)
   mbar::named_sync(1 + cw, 128);
-  const int token = c.m0 + wt, n_first = c.n0 + 64 * cw;
+  const int token = c.m0 + wt;
   if (token < c.row_end) {
     uint16_t* dst = p.out + static_cast<int64_t>(token) * p.ldc + (swiglu ? n_first / 2 : n_first);
     const int bytes = swiglu ? min(64, p.N - n_first) : 2 * min(64, p.N - n_first);
@@ -238,66 +245,78 @@ __device__ __forceinline__ void consume(const GemmW4A16Params& p, uint8_t* smem,
   // Consumer warpgroup cw (through a shuffle so that the compiler knows it is warp-uniform).
   const int cw = __shfl_sync(0xffffffffu, tid / 128, 0) - 1;
   const int warp = (tid % 128) / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
-  const int num_kb = ceil_div(p.K, kBK);
+  const int num_kb = ceil_div(p.K, kBK), num_slots = num_kb * kBlocks;
   // The activations' descriptor at ring stage 0; a stage, K half or k16 step adds its byte offset / 16.
   const uint64_t desc_x0 = wgmma::desc_k128_sw128(smem);
-  const uint32_t smem0 = tma::smem_u32(smem), raw0 = smem0 + kXBytes + cw * kMxfp4TileBytes;
-  uint8_t* buf = smem + kOutOffset + cw * kOutBytes;
+  // Row block rb's raw weights at ring stage 0 (the stage's weight tiles: the CTA's row blocks in order).
+  const uint32_t raw0 = tma::smem_u32(smem) + kXBytes + cw * kBlocks * kMxfp4TileBytes;
+  uint8_t* buf = smem + kOutOffset + cw * kBlocks * kOutBytes;
   int s = 0;
   uint32_t phase = 0;
   const Walk w = walk_of(p);
   for (int u = w.first; u < w.units; u += w.stride) {
     const Coord c = coord_of(p, w, u);
-    // (Per unit: not carried across the loop, so that no copy of it is live while wgmma groups are in flight.)
-    float acc[64];
-    const int n_wg = c.n0_load + 64 * cw;   // this warpgroup's first weight row
-    const bool live = n_wg < p.N;           // uniform over the warpgroup (else only the barrier protocol)
-    const int row0 = n_wg + 16 * warp + g;  // this thread's rows: row0, row0 + 8
-    float b0 = 0.f, b1 = 0.f;
-    if (p.bias != nullptr) {
-      const uint16_t* bias = p.bias + static_cast<int64_t>(c.group) * p.N;
-      if (row0 < p.N) b0 = __bfloat162float(__ushort_as_bfloat16(bias[row0]));
-      if (row0 + 8 < p.N) b1 = __bfloat162float(__ushort_as_bfloat16(bias[row0 + 8]));
-    }
-    if (!live) {
+    const int n_wg = c.n0_load + 64 * kBlocks * cw;  // this warpgroup's first weight row
+    if (n_wg >= p.N) {                               // (uniform over the warpgroup) only the barrier protocol
       for (int kb = 0; kb < num_kb; ++kb, s = mbar::next_stage<kStages>(s, phase)) {
         mbar::wait(&full[s], phase);
         release(empty, s, lane, w.rank);
       }
       continue;
     }
-    // Two fragment sets: K block kb + 1 is decoded while kb's wgmma run; its set was kb − 1's, whose group the
-    // wait<1> after kb's issue completed (and whose stage it releases).
+    // (Per unit: not carried across the loop, so that no copy of it is live while wgmma groups are in flight.)
+    float acc[kBlocks][64];
+    // Slot i = 2 · kb + rb: row block rb of K block kb. Two fragment sets: slot i + 1 is decoded while slot i's
+    // wgmma run; its set was slot i − 1's, whose group the wait<1> after slot i's issue completed (a K block's stage
+    // is released once its last slot completed). A row block past N (the last weight tile) computes on whatever
+    // its stage slot holds and is not written.
     uint32_t a[2][8][4];
     int s_prev = s;
     mbar::wait(&full[s], phase);
     load_fragments(raw0 + s * kStageBytes, warp, g, t, a[0]);
-    const auto step = [&](int kb, uint32_t(&now)[8][4], uint32_t(&next)[8][4]) {
-      mma_block(acc, now, desc_x0, s, kb == 0);
-      wgmma::wait<1>();  // K block kb − 1's group
-      if (kb > 0) release(empty, s_prev, lane, w.rank);
-      s_prev = s;
-      s = mbar::next_stage<kStages>(s, phase);
-      if (kb + 1 < num_kb) {
-        mbar::wait(&full[s], phase);
-        load_fragments(raw0 + s * kStageBytes, warp, g, t, next);
+    const auto step = [&](int i, auto rb_constant, uint32_t(&now)[8][4], uint32_t(&next)[8][4]) {
+      constexpr int rb = decltype(rb_constant)::value;
+      const int kb = i / kBlocks;
+      mma_block(acc[rb], now, desc_x0, s, kb == 0);
+      wgmma::wait<1>();  // slot i − 1's group
+      if (rb == 0 && i > 0) release(empty, s_prev, lane, w.rank);
+      if (rb == kBlocks - 1) {
+        s_prev = s;
+        s = mbar::next_stage<kStages>(s, phase);
+        if (kb + 1 < num_kb) mbar::wait(&full[s], phase);
+      }
+      if (i + 1 < num_slots) {
+        load_fragments(raw0 + s * kStageBytes + ((rb + 1) % kBlocks) * kMxfp4TileBytes, warp, g, t, next);
       }
     };
-    for (int kb = 0; kb < num_kb; kb += 2) {
-      step(kb, a[0], a[1]);
-      if (kb + 1 < num_kb) step(kb + 1, a[1], a[0]);
+    for (int i = 0; i < num_slots; i += 2) {
+      step(i, std::integral_constant<int, 0>{}, a[0], a[1]);
+      if (i + 1 < num_slots) step(i + 1, std::integral_constant<int, 1>{}, a[1], a[0]);
+    }
+    // The bias (two values a thread and row block: rows row0, row0 + 8), loaded while the last group runs.
+    float b[kBlocks][2];
+#pragma unroll
+    for (int rb = 0; rb < kBlocks; ++rb) {
+      const int row0 = n_wg + 64 * rb + 16 * warp + g;
+      const uint16_t* bias = p.bias + static_cast<int64_t>(c.group) * p.N;
+      b[rb][0] = p.bias != nullptr && row0 < p.N ? __bfloat162float(__ushort_as_bfloat16(bias[row0])) : 0.f;
+      b[rb][1] = p.bias != nullptr && row0 + 8 < p.N ? __bfloat162float(__ushort_as_bfloat16(bias[row0 + 8])) : 0.f;
     }
     wgmma::wait<0>();
     release(empty, s_prev, lane, w.rank);
-    wgmma::fence_operand(acc);  // (the epilogue's shuffles read copies: acc stays f32, see mma_block)
 #pragma unroll
-    for (int j = 0; j < 16; ++j) {
-      acc[4 * j] += b0;
-      acc[4 * j + 1] += b0;
-      acc[4 * j + 2] += b1;
-      acc[4 * j + 3] += b1;
+    for (int rb = 0; rb < kBlocks; ++rb) {
+      wgmma::fence_operand(acc[rb]);  // (the epilogue's shuffles read copies: acc stays f32, see mma_block)
+#pragma unroll
+      for (int j = 0; j < 16; ++j) {
+        acc[rb][4 * j] += b[rb][0];
+        acc[rb][4 * j + 1] += b[rb][0];
+        acc[rb][4 * j + 2] += b[rb][1];
+        acc[rb][4 * j + 3] += b[rb][1];
+      }
+      const int n_first = c.n0 + 64 * (kBlocks * cw + rb);
+      if (c.active && n_first < p.N) write_out(p, acc[rb], c, n_first, cw, buf + rb * kOutBytes);
     }
-    if (c.active) write_out(p, acc, c, cw, buf);
   }
   tma::wait_bulk_groups();
 }
@@ -330,7 +349,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       uint32_t phase = 0;
       for (int u = w.first; u < w.units; u += w.stride) {
         const Coord c = coord_of(p, w, u);
-        const int band0 = c.n0_load / 64, nb = min(2, bands - band0);
+        const int band0 = c.n0_load / 64, nb = min(2 * kBlocks, bands - band0);
         const uint8_t* weights = p.b + c.group * mxfp4_tiled_group_bytes(p.N, p.K) + band0 * band_bytes;
         for (int kb = 0; kb < num_kb; ++kb, s = mbar::next_stage<kStages>(s, phase)) {
           mbar::wait(&empty[s], phase ^ 1);
