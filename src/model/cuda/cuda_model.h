@@ -15,7 +15,7 @@
 // MMA's registers), beyond that the FP8 GEMMs after converting the layer's experts to FP8 into a scratch of the
 // model (kernels/mxfp4_tiled.h).
 // Steps that CudaModel::streams_experts picks (by
-// default 9–64 tokens with FP8 experts, 9–512 with MXFP4) run the experts of either format on the
+// default 9–64 tokens with FP8 experts, 9–32 with MXFP4) run the experts of either format on the
 // weight-streaming grouped GEMM (kernels/moe.h launch_moe_stream) instead. Pure decode
 // steps (one new token per sequence, ≤ kMaxGraphBatch sequences) replay a CUDA graph captured once per
 // padded batch size; padding sequences compute on a scratch KV block that no caller can own.
@@ -102,9 +102,9 @@ struct CudaOptions {
   bool prefill_moe_combine_deferred = true;
   // Which decode-sized steps run the FP8 or MXFP4 experts on the weight-streaming grouped GEMM
   // (kernels/moe.h launch_moe_stream) instead of the GEMV decode MoE (≤ 8 tokens, MXFP4 in chunks of 8 up
-  // to kMxfp4GemvMaxTokens) or the FP8 expert GEMMs: kAuto where it measured faster on the H200
-  // (2026-12-01, docs/PERF.md: it loses at 1–8 tokens, wins at 16–64, and at 128–512 only with MXFP4), kStream
-  // every step of ≤ kMoeStreamMaxTokens, kGemv never (A/B runs).
+  // to kMxfp4GemvMaxTokens) or the grouped expert GEMMs: kAuto where it measured faster (FP8 experts 9–64 tokens:
+  // H200, 2026-12-01; MXFP4 experts 9–32: H100, 2026-12-07; docs/PERF.md), kStream every step of
+  // ≤ kMoeStreamMaxTokens, kGemv never (A/B runs).
   MoeDecodePath moe_decode = MoeDecodePath::kAuto;
   // --kv-cache-dtype fp8: the full-attention layers cache K and V as e4m3 with static per-KV-head scales of
   // kernels::kKvFp8DefaultScale (kernels/kv_cache_fp8.h, docs/kv-cache-fp8.md), half the bytes per position;
@@ -177,16 +177,19 @@ class CudaModel final : public Model {
   int64_t graph_replays() const { return graph_replays_; }
 
   static constexpr int kMaxGraphBatch = 1024;  // --max-num-seqs 1024 decodes in graphs too (#14)
-  // --weights mxfp4: steps of up to this many tokens run the MXFP4 decode MoE in chunks of 8 tokens;
-  // larger ones the grouped FP8 GEMMs (measured before those read MXFP4 directly).
-  static constexpr int kMxfp4GemvMaxTokens = 64;
+  // --weights mxfp4, steps not streamed: up to this many tokens run the MXFP4 decode MoE in chunks of 8 tokens,
+  // larger ones the grouped W4A16 GEMMs. H100, 2026-12-07 (twenty-eighth session), 20b prefill of N tokens with
+  // --moe-decode gemv, tok/s chunks / W4A16: 16 3,330 / 3,166, 32 4,186 / 6,066, 64 4,849 / 12,045 (120b 16 2,233 /
+  // 2,139).
+  static constexpr int kMxfp4GemvMaxTokens = 16;
   // --moe-decode stream streams steps of up to this many tokens (larger ones take the grouped GEMMs).
   static constexpr int kMoeStreamMaxTokens = 4096;
   // MoeDecodePath::kAuto streams up to this many tokens: with FP8 experts (the grouped GEMMs win at 128)
-  // and with MXFP4 experts (the stream path beat converting the layer to FP8 up to 512 tokens: H200,
-  // 2026-12-01, docs/PERF.md; not yet re-measured against the direct MXFP4 GEMMs).
+  // and with MXFP4 experts (the W4A16 GEMMs win from 64: H100, 2026-12-07, 20b prefill of N tokens, tok/s stream /
+  // W4A16: 16 3,623 / 3,166, 32 6,057 / 6,066, 64 10,150 / 12,045, 128 13,908 / 22,357, 256 17,587 / 37,891; 120b
+  // 32 3,921 / 3,893, 64 6,430 / 7,148; docs/PERF.md).
   static constexpr int kMoeStreamAutoMaxTokensFp8 = 64;
-  static constexpr int kMoeStreamAutoMaxTokensMxfp4 = 512;
+  static constexpr int kMoeStreamAutoMaxTokensMxfp4 = 32;
   // Whether a step of num_tokens runs its experts on launch_moe_stream (CudaOptions::moe_decode).
   bool streams_experts(int num_tokens) const;
   // Whether a step of num_tokens runs its FP8 or MXFP4 experts on the decode GEMVs (launch_moe_decode, in chunks of
@@ -210,10 +213,10 @@ class CudaModel final : public Model {
   bool reads_mxfp4_experts(int num_tokens) const;
   // --weights mxfp4, steps past the decode MoE and the stream path: the W4A16 GEMMs read the MXFP4 experts as
   // stored up to this many (token, expert) rows per expert on average (num_tokens · 4 / E), and the layer's experts
-  // are converted to FP8 first beyond it. H100, 2026-12-06 (twenty-sixth session), `gossamer_kernels_bench
-  // moe-mxfp4` (route → combine, µs, W4A16 / convert + FP8): E = 32 826 / 978 at 192 rows per expert, 982 / 1,071 at
-  // 256, 2,616 / 2,033 at 768; E = 128 3,980 / 4,419 at 256 (crossover ≈ 320 rows: 20b prefill of 2,048 tokens
-  // 0.028 / 0.030 s, of 4,096 0.054 / 0.048).
+  // are converted to FP8 first beyond it. H100, 2026-12-07 (twenty-eighth session, 256-row W4A16 tiles),
+  // `gossamer_kernels_bench moe-mxfp4` (route → combine, µs, W4A16 / convert + FP8): E = 32 800 / 1,009 at 192 rows
+  // per expert, 935 / 1,102 at 256, 1,449 / 1,376 at 384; E = 128 4,209 / 4,653 at 256 (crossover ≈ 320 rows: 20b
+  // prefill of 4,096 tokens 0.052 s W4A16 against 0.048 converting, of 8,192 0.106 / 0.091).
   static constexpr int kMxfp4W4A16MaxRowsPerExpert = 320;
 
  protected:
