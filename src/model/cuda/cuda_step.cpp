@@ -226,9 +226,8 @@ void CudaModel::experts(int layer, int num_tokens) {
   if (gate_up.mxfp4) {
     const int e = config_.num_experts, h = config_.hidden_size;
     if (experts_on_gemvs(num_tokens)) {
-      // The MXFP4 decode block over chunks of ≤ 8 tokens (each reads its routed experts once): measured
-      // cheaper up to this size than the grouped GEMMs when those converted every expert to FP8
-      // (docs/kernels-hopper.md); not yet re-measured against the direct MXFP4 GEMMs.
+      // The MXFP4 decode block over chunks of ≤ 8 tokens (each reads its routed experts once): cheaper than the
+      // W4A16 GEMMs up to kMxfp4GemvMaxTokens (cuda_model.h).
       moe.weights_mxfp4 = true;
       moe.w1 = gate_up.weight.get<uint8_t>();
       moe.w2 = down.weight.get<uint8_t>();
