@@ -9,12 +9,13 @@
 # (CANDIDATE_DIR); carry either (or both) with the tiktoken file. Tests and
 # benches read their compiled-in paths under /work/main, so the checkout is linked there. Logs go to $OUT.
 #   bash bench/run_validation_h200.sh [all|tests|verdict|followup|candidates|candidates-e2e|quick|headline|benches|
-#                                      ab|profile|profile-moe|profile-mxfp4|bench-variants|source|timeline|prep]
+#                                      ab|profile|profile-moe|profile-mxfp4|bench-variants|source|timeline|mxfp4-steps|prep]
 # tests: the kernel suite (seven shards) beside the model/engine/comm/server suites, all at once (correctness
 # only, so they may share the GPU); verdict: the new defaults' tests, then candidates-e2e to a deadline (one call when
 # the device is scarce); followup: the decode norm prologue's tests and model suite, then a short decode and prefill
 # A/B; candidates: a candidate branch's tests and end-to-end A/B (CANDIDATE_DIR's binaries beside carry/val's);
-# candidates-e2e: the recent changes' end-to-end A/B; benches: prefill with its phase breakdown, the MoE and
+# candidates-e2e: the recent changes' end-to-end A/B; mxfp4-steps: the suites but attention's, then the MXFP4
+# decode-sized steps and prefill (run_mxfp4_steps); benches: prefill with its phase breakdown, the MoE and
 # prefill GEMMs
 # against cuBLASLt (both TMA tiles), attention prefill (every wgmma variant), the decode GEMV shapes, decode
 # (mxfp4+fp8, and at long contexts) and the step breakdown; ab: the end-to-end A/B of the product's prefill
@@ -514,6 +515,28 @@ run_quick() {
   python3 bench/kernels/kernel_timeline.py /tmp/timeline/quick.tsv --sequence 24 | head -45
 }
 
+run_mxfp4_steps() {
+  # The kernel suite except attention (in four filters) beside the model suite, then the MXFP4 decode-sized steps
+  # (bench decode --weights mxfp4 at batch 1–256: the default, where 33+ tokens take the W4A16 GEMMs, against
+  # --moe-decode stream, the default's path before 2026-12-07) and the mxfp4 prefill headline.
+  parallel_tests mxfp4 "${TEST_LIMIT:-240}" '*' \
+    "-MoeKernel.*:MoeDecode*:Sampling*:TokenMask*:GemvMxfp4*:Mxfp4*:MoeStream*:Attention*" \
+    "MoeDecode*:Sampling*:TokenMask*:GemvMxfp4*:Mxfp4*" "MoeKernel.*" "MoeStream*"
+  local f
+  sec "bench decode 20b --weights mxfp4, ctx 1,024: the default, then --moe-decode stream"
+  for f in "" "--moe-decode stream"; do
+    timeout 60 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4 \
+      --batch-sizes 1 16 32 64 128 256 --contexts 1024 --steps 16 $f | grep dummy
+  done
+  sec "bench prefill 20b fp8 / mxfp4, 120b mxfp4"
+  timeout 60 build/gossamer bench prefill --load-format dummy --preset 20b --device cuda --input-lens 2048 4096 8192 \
+    --repeats 3 | grep dummy
+  timeout 60 build/gossamer bench prefill --load-format dummy --preset 20b --device cuda --weights mxfp4 \
+    --input-lens 2048 4096 8192 --repeats 3 | grep dummy
+  timeout 60 build/gossamer bench prefill --load-format dummy --preset 120b --device cuda --weights mxfp4 \
+    --input-lens 2048 8192 --repeats 3 | grep dummy
+}
+
 run_timeline() {
   # The real timeline of CUDA-graph decode steps (kernels overlapped through PDL, as the product runs them):
   # CUPTI concurrent-kernel records through the injection library, summarised per kernel by what each adds to
@@ -544,6 +567,7 @@ case $mode in
   followup) run_followup 2>&1 | tee "$out/followup_summary.txt" ;;
   quick) run_quick 2>&1 | tee "$out/quick_summary.txt" ;;
   timeline) run_timeline 2>&1 | tee "$out/timeline_summary.txt" ;;
+  mxfp4-steps) run_mxfp4_steps 2>&1 | tee "$out/mxfp4_steps_summary.txt" ;;
   profile) run_profile 2>&1 | tee "$out/profile_summary.txt" ;;
   source) run_source 2>&1 | tee "$out/source_summary.txt" ;;
   profile-moe) profile_moe_gemms source 2>&1 | tee "$out/profile_moe_summary.txt" ;;
