@@ -410,13 +410,13 @@ TEST(CudaModelGpuTest, GraphDecodeMatchesEagerDecode) {
   }
 }
 
-// The conditioned tiny checkpoint on the cuda fp8 path with its golden sequences and reversed copies of
-// the first `reversed` of them (8 blocks of 16 positions each), prefilled to kPrefix positions: decode() is
+// The conditioned tiny checkpoint on the cuda path (fp8 weights unless named) with its golden sequences and reversed
+// copies of the first `reversed` of them (8 blocks of 16 positions each), prefilled to kPrefix positions: decode() is
 // the batch of every sequence's token at position kPrefix (the same step each time it runs).
 struct PrefilledGoldens {
   static constexpr int32_t kPrefix = 100;
-  explicit PrefilledGoldens(int reversed, bool graphs = true)
-      : model(load(tiny_checkpoint(DummyInit::kConditioned), "fp8", graphs)),
+  explicit PrefilledGoldens(int reversed, bool graphs = true, const std::string& weights = "fp8")
+      : model(load(tiny_checkpoint(DummyInit::kConditioned), weights, graphs)),
         vocab(model->config().vocab_size),
         tokens(testing::golden_tokens("tiny_conditioned")) {
     for (int s = 0; s < reversed; ++s) tokens.push_back(std::vector<int32_t>(tokens[s].rbegin(), tokens[s].rend()));
@@ -444,6 +444,24 @@ struct PrefilledGoldens {
   int32_t n = 0;  // sequences
   std::vector<std::vector<int32_t>> tokens, tables;
 };
+
+// --weights mxfp4, a decode step of 40 sequences (past the stream path's 32 tokens: the W4A16 expert GEMMs, 20 rows per
+// expert) replayed from its CUDA graph, against the same step run eagerly.
+TEST(CudaModelGpuTest, Mxfp4GraphDecodeOnW4A16MatchesEager) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU: mxfp4 decode graph test not run";
+  PrefilledGoldens graphs(38, true, "mxfp4"), eager(38, false, "mxfp4");
+  ASSERT_EQ(graphs.n, 40);
+  std::vector<float> want, got;
+  eager.model->forward(eager.decode(), want);
+  for (int i = 0; i < 3; ++i) graphs.model->forward(graphs.decode(), got);  // warm-up (eager), capture, replay
+  EXPECT_GE(dynamic_cast<cuda::CudaModel&>(*graphs.model).graph_replays(), 2);
+  ASSERT_EQ(got.size(), want.size());
+  const auto agreement = testing::compare_rows(got.data(), want.data(), graphs.n, graphs.vocab);
+  std::printf("[cuda mxfp4 graphs] 40-sequence decode step, graph vs eager: rel L2 %.3e, argmax match %.4f\n",
+              agreement.relative_l2, agreement.argmax_match);
+  EXPECT_LE(agreement.relative_l2, 1e-3);
+  EXPECT_EQ(agreement.argmax_match, 1.0);
+}
 
 // forward_sample draws from the same logits forward() returns: greedy rows are their argmax, seeded rows
 // what the sampling reference (kernels::sampling_cpu) draws from those logits with the same settings.
