@@ -24,7 +24,7 @@
 // 192 and 256 with one row block lost everywhere: docs/PERF.md).
 // The producer gives its registers to the consumers (setmaxnreg). A rank past the last weight tile (an odd tile
 // count) loads and computes its peer's tile for the shared activations' and the barriers' sake and writes nothing;
-// a warpgroup whose 64 rows lie wholly past N skips its decode and wgmma but keeps the barrier protocol. Rows past N
+// a warpgroup whose 128 rows lie wholly past N skips its decode and wgmma but keeps the barrier protocol. Rows past N
 // and K past the real columns decode the layout's padding (code 0) and the activations' zero fill: zeros.
 #include <cuda_bf16.h>
 
@@ -294,13 +294,15 @@ __device__ __forceinline__ void consume(const GemmW4A16Params& p, uint8_t* smem,
       if (i + 1 < num_slots) step(i + 1, std::integral_constant<int, 1>{}, a[1], a[0]);
     }
     // The bias (two values a thread and row block: rows row0, row0 + 8), loaded while the last group runs.
-    float b[kBlocks][2];
-#pragma unroll
-    for (int rb = 0; rb < kBlocks; ++rb) {
-      const int row0 = n_wg + 64 * rb + 16 * warp + g;
+    float b[kBlocks][2] = {};
+    if (p.bias != nullptr) {
       const uint16_t* bias = p.bias + static_cast<int64_t>(c.group) * p.N;
-      b[rb][0] = p.bias != nullptr && row0 < p.N ? __bfloat162float(__ushort_as_bfloat16(bias[row0])) : 0.f;
-      b[rb][1] = p.bias != nullptr && row0 + 8 < p.N ? __bfloat162float(__ushort_as_bfloat16(bias[row0 + 8])) : 0.f;
+#pragma unroll
+      for (int rb = 0; rb < kBlocks; ++rb) {
+        const int row0 = n_wg + 64 * rb + 16 * warp + g;
+        if (row0 < p.N) b[rb][0] = __bfloat162float(__ushort_as_bfloat16(bias[row0]));
+        if (row0 + 8 < p.N) b[rb][1] = __bfloat162float(__ushort_as_bfloat16(bias[row0 + 8]));
+      }
     }
     wgmma::wait<0>();
     release(empty, s_prev, lane, w.rank);
@@ -315,7 +317,14 @@ __device__ __forceinline__ void consume(const GemmW4A16Params& p, uint8_t* smem,
         acc[rb][4 * j + 3] += b[rb][1];
       }
       const int n_first = c.n0 + 64 * (kBlocks * cw + rb);
-      if (c.active && n_first < p.N) write_out(p, acc[rb], c, n_first, cw, buf + rb * kOutBytes);
+      if (!c.active) continue;
+      // NOTE: an active tile commits one bulk group per row block, an empty one for a block past N: write_out's
+      // wait for its buffer's previous copies counts on it.
+      if (n_first < p.N) {
+        write_out(p, acc[rb], c, n_first, cw, buf + rb * kOutBytes);
+      } else {
+        tma::commit_bulk_group();
+      }
     }
   }
   tma::wait_bulk_groups();
