@@ -9,12 +9,14 @@
 # (CANDIDATE_DIR); carry either (or both) with the tiktoken file. Tests and
 # benches read their compiled-in paths under /work/main, so the checkout is linked there. Logs go to $OUT.
 #   bash bench/run_validation_h200.sh [all|tests|verdict|followup|candidates|candidates-e2e|quick|headline|benches|
-#                                      ab|profile|profile-moe|profile-mxfp4|bench-variants|source|timeline|mxfp4-steps|prep]
+#                                      ab|profile|profile-moe|profile-mxfp4|bench-variants|source|timeline|mxfp4-steps|
+#                                      variants|prep]
 # tests: the kernel suite (seven shards) beside the model/engine/comm/server suites, all at once (correctness
 # only, so they may share the GPU); verdict: the new defaults' tests, then candidates-e2e to a deadline (one call when
 # the device is scarce); followup: the decode norm prologue's tests and model suite, then a short decode and prefill
 # A/B; candidates: a candidate branch's tests and end-to-end A/B (CANDIDATE_DIR's binaries beside carry/val's);
-# candidates-e2e: the recent changes' end-to-end A/B; mxfp4-steps: the suites but attention's, then the MXFP4
+# candidates-e2e: the recent changes' end-to-end A/B; variants: several branches' builds (carry/variants/<branch
+# name>/) tested and timed beside main's (run_variants); mxfp4-steps: the suites but attention's, then the MXFP4
 # decode-sized steps and prefill (run_mxfp4_steps); benches: prefill with its phase breakdown, the MoE and
 # prefill GEMMs
 # against cuBLASLt (both TMA tiles), attention prefill (every wgmma variant), the decode GEMV shapes, decode
@@ -537,6 +539,45 @@ run_mxfp4_steps() {
     --input-lens 2048 8192 --repeats 3 | grep dummy
 }
 
+run_variants() {
+  # Several branches' builds at once (VARIANTS_DIR, default carry/variants: one folder per variant holding its
+  # stripped, zstd gossamer, gossamer_kernels_bench and gossamer_kernels_tests, built with the checkout at
+  # /work/<name>, which is linked here). For each variant in turn: its kernel tests (VARIANT_TESTS), then main's and
+  # each variant's kernels-bench section (VARIANT_BENCH, the rows matching VARIANT_ROWS), then main's and each
+  # variant's `bench prefill` (VARIANT_PREFILL), main first and last.
+  local dir=${VARIANTS_DIR:-carry/variants} tests=${VARIANT_TESTS:-GemmW4A16Kernel.*:MoeKernel.Mxfp4*}
+  local section=${VARIANT_BENCH:-moe-mxfp4} rows=${VARIANT_ROWS:-w4a16} d name f b
+  local prefill=${VARIANT_PREFILL:---preset 20b --weights mxfp4 --input-lens 2048 4096 8192}
+  local names=()
+  for d in "$dir"/*/; do
+    name=$(basename "$d")
+    names+=("$name")
+    mkdir -p "build/variants/$name"
+    for f in "$d"*.zst; do $z -q -d -f "$f" -o "build/variants/$name/$(basename "$f" .zst)"; done
+    chmod +x build/variants/$name/*
+    [ -e "/work/$name" ] || ln -s "$root" "/work/$name"
+  done
+  [ ${#names[@]} -gt 0 ] || { echo "no variants under $dir"; return; }
+  for name in "${names[@]}"; do
+    sec "$name: kernel tests $tests"
+    timeout 150 build/variants/$name/gossamer_kernels_tests --gtest_color=no --gtest_filter="$tests" \
+      > "$out/variant_${name}_tests.log" 2>&1
+    echo "exit $?"
+    grep -E '^\[  (PASSED|FAILED) ' "$out/variant_${name}_tests.log"
+    print_failures "$out/variant_${name}_tests.log"
+  done
+  for b in build/bench/kernels/gossamer_kernels_bench "${names[@]}"; do
+    [ "$b" = build/bench/kernels/gossamer_kernels_bench ] || b=build/variants/$b/gossamer_kernels_bench
+    sec "$b $section ($rows)"
+    timeout 120 "$b" "$section" 2>&1 | grep -E '^[|]' | grep -E "$rows"
+  done
+  for b in build/gossamer "${names[@]}" build/gossamer; do
+    [ "$b" = build/gossamer ] || b=build/variants/$b/gossamer
+    sec "$b bench prefill $prefill"
+    timeout 100 "$b" bench prefill --load-format dummy --device cuda $prefill --repeats 3 | grep dummy
+  done
+}
+
 run_timeline() {
   # The real timeline of CUDA-graph decode steps (kernels overlapped through PDL, as the product runs them):
   # CUPTI concurrent-kernel records through the injection library, summarised per kernel by what each adds to
@@ -568,6 +609,7 @@ case $mode in
   quick) run_quick 2>&1 | tee "$out/quick_summary.txt" ;;
   timeline) run_timeline 2>&1 | tee "$out/timeline_summary.txt" ;;
   mxfp4-steps) run_mxfp4_steps 2>&1 | tee "$out/mxfp4_steps_summary.txt" ;;
+  variants) run_variants 2>&1 | tee "$out/variants_summary.txt" ;;
   profile) run_profile 2>&1 | tee "$out/profile_summary.txt" ;;
   source) run_source 2>&1 | tee "$out/source_summary.txt" ;;
   profile-moe) profile_moe_gemms source 2>&1 | tee "$out/profile_moe_summary.txt" ;;
