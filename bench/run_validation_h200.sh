@@ -541,10 +541,10 @@ run_mxfp4_steps() {
 
 run_variants() {
   # Several branches' builds at once (VARIANTS_DIR, default carry/variants: one folder per variant holding its
-  # stripped, zstd gossamer, gossamer_kernels_bench and gossamer_kernels_tests, built with the checkout at
-  # /work/<name>, which is linked here). For each variant in turn: its kernel tests (VARIANT_TESTS), then main's and
-  # each variant's kernels-bench section (VARIANT_BENCH, the rows matching VARIANT_ROWS), then main's and each
-  # variant's `bench prefill` (VARIANT_PREFILL), main first and last.
+  # stripped, zstd gossamer, gossamer_kernels_bench and gossamer_kernels_tests — any may be left out — built with
+  # the checkout at /work/<name>, which is linked here). For each variant in turn: its kernel tests (VARIANT_TESTS),
+  # then main's and each variant's kernels-bench section (VARIANT_BENCH, the rows matching VARIANT_ROWS), then main's
+  # and each variant's `bench prefill` (VARIANT_PREFILL), main first and last.
   local dir=${VARIANTS_DIR:-carry/variants} tests=${VARIANT_TESTS:-GemmW4A16Kernel.*:MoeKernel.Mxfp4*}
   local section=${VARIANT_BENCH:-moe-mxfp4} rows=${VARIANT_ROWS:-w4a16} d name f b
   local prefill=${VARIANT_PREFILL:---preset 20b --weights mxfp4 --input-lens 2048 4096 8192}
@@ -568,11 +568,13 @@ run_variants() {
   done
   for b in build/bench/kernels/gossamer_kernels_bench "${names[@]}"; do
     [ "$b" = build/bench/kernels/gossamer_kernels_bench ] || b=build/variants/$b/gossamer_kernels_bench
+    [ -x "$b" ] || { echo "($b not carried)"; continue; }
     sec "$b $section ($rows)"
     timeout 120 "$b" "$section" 2>&1 | grep -E '^[|]' | grep -E "$rows"
   done
   for b in build/gossamer "${names[@]}" build/gossamer; do
     [ "$b" = build/gossamer ] || b=build/variants/$b/gossamer
+    [ -x "$b" ] || { echo "($b not carried)"; continue; }
     sec "$b bench prefill $prefill"
     timeout 100 "$b" bench prefill --load-format dummy --device cuda $prefill --repeats 3 | grep dummy
   done
