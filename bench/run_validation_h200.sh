@@ -543,8 +543,10 @@ run_variants() {
   # Several branches' builds at once (VARIANTS_DIR, default carry/variants: one folder per variant holding its
   # stripped, zstd gossamer, gossamer_kernels_bench and gossamer_kernels_tests — any may be left out — built with
   # the checkout at /work/<name>, which is linked here). For each variant in turn: its kernel tests (VARIANT_TESTS),
-  # then main's and each variant's kernels-bench section (VARIANT_BENCH, the rows matching VARIANT_ROWS), then main's
-  # and each variant's `bench prefill` (VARIANT_PREFILL), main first and last.
+  # then main's and each variant's kernels-bench section (VARIANT_BENCH, the rows matching VARIANT_ROWS; a variant's
+  # files `section`, `rows` and `envs` — one run per line of environment settings, an experiment's switches — take
+  # their place for it: bench/pack_variant.sh copies them from the branch's bench/variant/), then main's and each
+  # variant's `bench prefill` (VARIANT_PREFILL), main first and last.
   local dir=${VARIANTS_DIR:-carry/variants} tests=${VARIANT_TESTS:-GemmW4A16Kernel.*:MoeKernel.Mxfp4*}
   local section=${VARIANT_BENCH:-moe-mxfp4} rows=${VARIANT_ROWS:-w4a16} d name f b
   local prefill=${VARIANT_PREFILL:---preset 20b --weights mxfp4 --input-lens 2048 4096 8192}
@@ -559,6 +561,7 @@ run_variants() {
   done
   [ ${#names[@]} -gt 0 ] || { echo "no variants under $dir"; return; }
   for name in "${names[@]}"; do
+    [ -x "build/variants/$name/gossamer_kernels_tests" ] || { echo "($name: no kernel tests carried)"; continue; }
     sec "$name: kernel tests $tests"
     timeout 150 build/variants/$name/gossamer_kernels_tests --gtest_color=no --gtest_filter="$tests" \
       > "$out/variant_${name}_tests.log" 2>&1
@@ -566,11 +569,19 @@ run_variants() {
     grep -E '^\[  (PASSED|FAILED) ' "$out/variant_${name}_tests.log"
     print_failures "$out/variant_${name}_tests.log"
   done
-  for b in build/bench/kernels/gossamer_kernels_bench "${names[@]}"; do
-    [ "$b" = build/bench/kernels/gossamer_kernels_bench ] || b=build/variants/$b/gossamer_kernels_bench
+  local v_section v_rows envs env
+  for name in main "${names[@]}"; do
+    b=build/variants/$name/gossamer_kernels_bench d=$dir/$name
+    [ "$name" = main ] && b=build/bench/kernels/gossamer_kernels_bench
     [ -x "$b" ] || { echo "($b not carried)"; continue; }
-    sec "$b $section ($rows)"
-    timeout 120 "$b" "$section" 2>&1 | grep -E '^[|]' | grep -E "$rows"
+    # A variant's own section, rows and environments (one run per line: an experiment's switches), if it has them.
+    v_section=$(cat "$d/section" 2>/dev/null || echo "$section")
+    v_rows=$(cat "$d/rows" 2>/dev/null || echo "$rows")
+    envs=$(cat "$d/envs" 2>/dev/null || echo "")
+    while IFS= read -r env; do
+      sec "$b $v_section ($v_rows) $env"
+      env $env timeout 120 "$b" "$v_section" 2>&1 | grep -E '^[|]' | grep -E "$v_rows"
+    done <<< "$envs"
   done
   for b in build/gossamer "${names[@]}" build/gossamer; do
     [ "$b" = build/gossamer ] || b=build/variants/$b/gossamer
