@@ -530,13 +530,9 @@ run_mxfp4_steps() {
     timeout 60 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4 \
       --batch-sizes 1 16 32 64 128 256 --contexts 1024 --steps 16 $f | grep dummy
   done
-  sec "bench prefill 20b fp8 / mxfp4, 120b mxfp4"
-  timeout 60 build/gossamer bench prefill --load-format dummy --preset 20b --device cuda --input-lens 2048 4096 8192 \
-    --repeats 3 | grep dummy
-  timeout 60 build/gossamer bench prefill --load-format dummy --preset 20b --device cuda --weights mxfp4 \
-    --input-lens 2048 4096 8192 --repeats 3 | grep dummy
-  timeout 60 build/gossamer bench prefill --load-format dummy --preset 120b --device cuda --weights mxfp4 \
-    --input-lens 2048 8192 --repeats 3 | grep dummy
+  ab_prefill "build/gossamer|" "2048 4096 8192"
+  ab_prefill "build/gossamer|--weights mxfp4" "2048 4096 8192"
+  ab_prefill "build/gossamer|--weights mxfp4" "2048 8192" 120b
 }
 
 run_variants() {
@@ -546,10 +542,10 @@ run_variants() {
   # then main's and each variant's kernels-bench section (VARIANT_BENCH, the rows matching VARIANT_ROWS; a variant's
   # files `section`, `rows` and `envs` — one run per line of environment settings, an experiment's switches — take
   # their place for it: bench/pack_variant.sh copies them from the branch's bench/variant/), then main's and each
-  # variant's `bench prefill` (VARIANT_PREFILL), main first and last.
+  # variant's 20b `bench prefill` (ab_prefill: VARIANT_PREFILL_FLAGS at VARIANT_LENS), main first and last.
   local dir=${VARIANTS_DIR:-carry/variants} tests=${VARIANT_TESTS:-GemmW4A16Kernel.*:MoeKernel.Mxfp4*}
   local section=${VARIANT_BENCH:-moe-mxfp4} rows=${VARIANT_ROWS:-w4a16} d name f b
-  local prefill=${VARIANT_PREFILL:---preset 20b --weights mxfp4 --input-lens 2048 4096 8192}
+  local flags=${VARIANT_PREFILL_FLAGS:---weights mxfp4} lens=${VARIANT_LENS:-2048 4096 8192}
   local names=()
   for d in "$dir"/*/; do
     name=$(basename "$d")
@@ -586,8 +582,7 @@ run_variants() {
   for b in build/gossamer "${names[@]}" build/gossamer; do
     [ "$b" = build/gossamer ] || b=build/variants/$b/gossamer
     [ -x "$b" ] || { echo "($b not carried)"; continue; }
-    sec "$b bench prefill $prefill"
-    timeout 100 "$b" bench prefill --load-format dummy --device cuda $prefill --repeats 3 | grep dummy
+    ab_prefill "$b|$flags" "$lens"
   done
 }
 
