@@ -327,22 +327,22 @@ __global__ void __launch_bounds__(CtaShape<kConsumers>::kThreads, 1)
   bool fixed_max = kFixedMax;
   int ring0 = 0;
 
-  // Descriptors of stage 0 (a stage adds its byte offset / 16: shared memory < 256 KiB, no carry).
+  // Descriptors of stage 0 (a stage advances them: wgmma::desc_plus).
   const uint64_t desc_q = wgmma::desc_k128_sw128(sq);
   const uint64_t desc_k0 = wgmma::desc_k128_sw128(smem_kv);
   const uint64_t desc_v0 = wgmma::desc_mn_sw128(smem_kv + kKvBytes, kKvBytes);
   auto issue_qk = [&](int it) {
-    const uint64_t dk = desc_k0 + static_cast<uint64_t>((ring0 + it) % kStages * kStageBytes >> 4);
+    const uint64_t dk = wgmma::desc_plus(desc_k0, (ring0 + it) % kStages * kStageBytes);
 #pragma unroll
     for (int kk = 0; kk < kHead / 16; ++kk) {  // 16 dims = 32 bytes per step, inside the 128-byte row
-      wgmma::wgmma_m64n128k16_bf16_ss(s, desc_q + 2 * kk, dk + 2 * kk, kk > 0);
+      wgmma::wgmma_m64n128k16_bf16_ss(s, wgmma::desc_plus(desc_q, 32 * kk), wgmma::desc_plus(dk, 32 * kk), kk > 0);
     }
   };
   auto issue_pv = [&](int it) {
-    const uint64_t dv = desc_v0 + static_cast<uint64_t>((ring0 + it) % kStages * kStageBytes >> 4);
+    const uint64_t dv = wgmma::desc_plus(desc_v0, (ring0 + it) % kStages * kStageBytes);
 #pragma unroll
     for (int kk = 0; kk < kBN / 16; ++kk) {  // 16 keys = 2048 bytes per step
-      wgmma::wgmma_m64n64k16_bf16_rs_tb(o, pa[kk], dv + static_cast<uint64_t>(kk * 2048 >> 4), 1);
+      wgmma::wgmma_m64n64k16_bf16_rs_tb(o, pa[kk], wgmma::desc_plus(dv, kk * 2048), 1);
     }
   };
   auto softmax = [&](int it) {

@@ -325,8 +325,8 @@ __device__ __forceinline__ void consume_tma_tiles(const GemmFp8Params& p, uint8_
   constexpr int kPasses = kBN / kPassN;
   float acc[kBN / 2];
   float tmp[kPassN / 2];
-  // Descriptors of ring stage 0 (this warpgroup's A rows, the B tile); a stage or K step adds its byte
-  // offset / 16 to the address field (shared memory < 256 KiB, so the field never carries).
+  // Descriptors of ring stage 0 (this warpgroup's A rows, the B tile); a stage or K step advances them
+  // (wgmma::desc_plus).
   const uint64_t desc_a0 = wgmma::desc_k64_sw64(smem + cw * 64 * 64);
   const uint64_t desc_b0 = wgmma::desc_k64_sw64(smem + T::kABytes);
   const uint32_t scales0 = tma::smem_u32(scales);
@@ -345,7 +345,8 @@ __device__ __forceinline__ void consume_tma_tiles(const GemmFp8Params& p, uint8_
 
     for (int kb = 0; kb < num_kb; ++kb, s = mbar::next_stage<T::kStages>(s, phase)) {
       mbar::wait(&full[s], phase);
-      const uint64_t stage = static_cast<uint64_t>(s * T::kStageBytes) >> 4;
+      const uint64_t desc_a = wgmma::desc_plus(desc_a0, s * T::kStageBytes);
+      const uint64_t desc_b = wgmma::desc_plus(desc_b0, s * T::kStageBytes);
       const uint32_t sc = scales0 + s * T::kScaleFloats * 4;
 #pragma unroll
       for (int h = 0; h < kPasses; ++h) {
@@ -359,10 +360,9 @@ __device__ __forceinline__ void consume_tma_tiles(const GemmFp8Params& p, uint8_
         wgmma::fence();
 #pragma unroll
         for (int kk = 0; kk < kBK / 32; ++kk) {
-          const uint64_t off_a = static_cast<uint64_t>((kk / 2) * (T::kABytes / 2) + (kk % 2) * 32) >> 4;
-          const uint64_t off_b =
-              static_cast<uint64_t>((kk / 2) * (T::kBBytes / 2) + h * kPassN * 64 + (kk % 2) * 32) >> 4;
-          wgmma_pass<kBN>(tmp, desc_a0 + stage + off_a, desc_b0 + stage + off_b, kk > 0);
+          const uint32_t off_a = (kk / 2) * (T::kABytes / 2) + (kk % 2) * 32;
+          const uint32_t off_b = (kk / 2) * (T::kBBytes / 2) + h * kPassN * 64 + (kk % 2) * 32;
+          wgmma_pass<kBN>(tmp, wgmma::desc_plus(desc_a, off_a), wgmma::desc_plus(desc_b, off_b), kk > 0);
         }
         wgmma::commit();
         if (kb == 0 && h == 0) init_with_staged_bias<kBN>(acc, sc + T::kBiasWord0 * 4, lane);

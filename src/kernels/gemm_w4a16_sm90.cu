@@ -17,11 +17,14 @@
 //                the bias, two values a thread and row block, is added in the epilogue). Two sets of fragments: the
 //                next (K block, row block) is decoded while this one's wgmma run, and a stage is released once its
 //                K block's last group completed. Each finished row block (weight rows × tokens) is written transposed
-//                through a staging buffer of its own ([128 tokens][64 bf16], or 32 SwiGLU outputs: gate and up rows
-//                are lanes 4 apart, one shuffle), then each thread copies one token's row piece with a bulk copy.
+//                through the warpgroup's staging buffer ([128 tokens][64 bf16], or 32 SwiGLU outputs: gate and up
+//                rows are lanes 4 apart, one shuffle), then copied out by the warpgroup in 16-byte pieces of whole
+//                token rows.
 // Two row blocks a warpgroup (256 rows a CTA) rather than one: each activation byte brought into shared memory feeds
 // twice the MMAs (H100, 2026-12-07: 8,192 tokens E = 32 route → combine 3,582 against 3,808 µs; wider token tiles of
-// 192 and 256 with one row block lost everywhere: docs/PERF.md).
+// 192 and 256 with one row block lost everywhere: docs/PERF.md). The exponent vote outside the MX blocks' loop, the
+// warpgroup's copy-out and wgmma::desc_plus took 8–10% off route → combine (H100, 2026-12-07, thirtieth session:
+// 8,192 tokens E = 32 3,332 against 3,700 µs); three consumer warpgroups of one row block each measured slower.
 // The producer gives its registers to the consumers (setmaxnreg). A rank past the last weight tile (an odd tile
 // count) loads and computes its peer's tile for the shared activations' and the barriers' sake and writes nothing;
 // a warpgroup whose 128 rows lie wholly past N skips its decode and wgmma but keeps the barrier protocol. Rows past N
@@ -56,10 +59,10 @@ constexpr int kStageBytes = (kXBytes + 4 * kMxfp4TileBytes + 1023) / 1024 * 1024
 constexpr int kBarOffset = kStages * kStageBytes;                                  // full[kStages], empty[kStages]
 constexpr int kOutOffset = kBarOffset + 2 * kStages * 8;
 constexpr int kOutPitch = 2 * 64 + 16;         // a staged token row: 64 bf16 and 16 bytes (conflict-free)
-constexpr int kOutBytes = kTileT * kOutPitch;  // one row block's staging buffer (four in all)
-constexpr int kSmemBytes = 1024 + kOutOffset + 4 * kOutBytes;
+constexpr int kOutBytes = kTileT * kOutPitch;  // one consumer warpgroup's staging buffer
+constexpr int kSmemBytes = 1024 + kOutOffset + 2 * kOutBytes;
 static_assert(kStageBytes % 1024 == 0 && kHalfBytes % 1024 == 0, "activations 1024-byte aligned (128B swizzle)");
-static_assert(kOutOffset % 16 == 0, "staging buffers 16-byte aligned (bulk copies)");
+static_assert(kOutOffset % 16 == 0, "staging buffers 16-byte aligned (16-byte loads)");
 static_assert(kSmemBytes <= 227 * 1024, "a CTA's shared memory");
 // Registers after reallocation: 128 · producer + 256 · consumer ≤ 384 · 168 (what the launch allocates). A consumer
 // thread holds 2 · 64 accumulators and two fragment sets (64), without spills.
@@ -113,46 +116,60 @@ __device__ __forceinline__ uint32_t pow2_bf16x2(uint32_t e) {
   return e * 0x00800080u + 0x3F003F00u;
 }
 
+// MX block j of the lane's two code words (w0: row g, w1: row g + 8) as bf16 A fragment values a[2j + s] (s = 0:
+// values 0–3 of the word, s = 1: values 4–7; rows g into registers 0 / 2, rows g + 8 into 1 / 3), each fp4 · 2^-126
+// times 2^(e − 1): one multiply (kLarge: two, for exponents past 128: 2^(e − 1) then lies past bf16's range).
+template <bool kLarge>
+__device__ __forceinline__ void decode_block(uint32_t w0, uint32_t w1, uint32_t e0, uint32_t e1, uint32_t (&a0)[4],
+                                             uint32_t (&a1)[4]) {
+  uint32_t o0[4], o1[4];
+  mxfp4_tiled_decode_word_bf16(w0, o0);
+  mxfp4_tiled_decode_word_bf16(w1, o1);
+  if constexpr (kLarge) {  // 2^(e − 1) = 2^(min(e, 128) − 1) · 2^(max(e, 128) − 128), each a bf16
+    const uint32_t lo0 = pow2_bf16x2(min(e0, 128u)), lo1 = pow2_bf16x2(min(e1, 128u));
+    const uint32_t hi0 = (max(e0, 128u) - 1) * 0x00800080u, hi1 = (max(e1, 128u) - 1) * 0x00800080u;
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      o0[q] = mul_bf16x2(mul_bf16x2(o0[q], lo0), hi0);
+      o1[q] = mul_bf16x2(mul_bf16x2(o1[q], lo1), hi1);
+    }
+  } else {
+    const uint32_t m0 = pow2_bf16x2(e0), m1 = pow2_bf16x2(e1);
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      o0[q] = mul_bf16x2(o0[q], m0);
+      o1[q] = mul_bf16x2(o1[q], m1);
+    }
+  }
+  a0[0] = o0[0];
+  a0[2] = o0[1];
+  a1[0] = o0[2];
+  a1[2] = o0[3];
+  a0[1] = o1[0];
+  a0[3] = o1[1];
+  a1[1] = o1[2];
+  a1[3] = o1[3];
+}
+
 // One warp's 16 weight rows of the K block in the stage's raw weights at `raw` as the bf16 A fragments of its eight
-// k16 steps: a[2j + s] from MX block j (s = 0: values 0–3 of the lane's word, s = 1: values 4–7; rows g into
-// registers 0 / 2, rows g + 8 into 1 / 3). Every weight is fp4 · 2^-126 times 2^(e − 1): one multiply, or two where
-// an exponent of the warp's rows exceeds 128 (2^(e − 1) past bf16's range; no real checkpoint has one).
+// k16 steps (decode_block for each MX block j). The exponent test is one vote for the whole K block, outside the
+// blocks' loop, so that the common path is one branch-free block the compiler can interleave (with the branch inside
+// the loop, 2026-12-07's ncu source profile showed the decode's dependent chains stalled one MX block at a time).
 __device__ __forceinline__ void load_fragments(uint32_t raw, int warp, int g, int t, uint32_t (&a)[8][4]) {
   const uint4 u0 = mbar::ld_shared_v4(raw + (64 * warp + 4 * g + t) * 16);       // tile row 8·(2w) + g
   const uint4 u1 = mbar::ld_shared_v4(raw + (64 * warp + 32 + 4 * g + t) * 16);  // 8·(2w + 1) + g
   const uint2 sw = mbar::ld_shared_v2(raw + 4096 + 32 * g + 8 * warp);
   const uint32_t w0[4] = {u0.x, u0.y, u0.z, u0.w}, w1[4] = {u1.x, u1.y, u1.z, u1.w};
-  const bool large = __any_sync(0xffffffffu, ((sw.x | sw.y) & 0x80808080u) != 0);  // some e ≥ 128
+  if (__any_sync(0xffffffffu, ((sw.x | sw.y) & 0x80808080u) != 0)) {  // some e ≥ 128 (no real checkpoint's)
 #pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    const uint32_t e0 = (sw.x >> (8 * j)) & 0xFFu, e1 = (sw.y >> (8 * j)) & 0xFFu;
-    uint32_t o0[4], o1[4];
-    mxfp4_tiled_decode_word_bf16(w0[j], o0);
-    mxfp4_tiled_decode_word_bf16(w1[j], o1);
-    if (large) {  // 2^(e − 1) = 2^(min(e, 128) − 1) · 2^(max(e, 128) − 128), each a bf16
-      const uint32_t lo0 = pow2_bf16x2(min(e0, 128u)), lo1 = pow2_bf16x2(min(e1, 128u));
-      const uint32_t hi0 = (max(e0, 128u) - 1) * 0x00800080u, hi1 = (max(e1, 128u) - 1) * 0x00800080u;
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        o0[q] = mul_bf16x2(mul_bf16x2(o0[q], lo0), hi0);
-        o1[q] = mul_bf16x2(mul_bf16x2(o1[q], lo1), hi1);
-      }
-    } else {
-      const uint32_t m0 = pow2_bf16x2(e0), m1 = pow2_bf16x2(e1);
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        o0[q] = mul_bf16x2(o0[q], m0);
-        o1[q] = mul_bf16x2(o1[q], m1);
-      }
+    for (int j = 0; j < 4; ++j) {
+      decode_block<true>(w0[j], w1[j], (sw.x >> (8 * j)) & 0xFFu, (sw.y >> (8 * j)) & 0xFFu, a[2 * j], a[2 * j + 1]);
     }
-    a[2 * j][0] = o0[0];
-    a[2 * j][2] = o0[1];
-    a[2 * j + 1][0] = o0[2];
-    a[2 * j + 1][2] = o0[3];
-    a[2 * j][1] = o1[0];
-    a[2 * j][3] = o1[1];
-    a[2 * j + 1][1] = o1[2];
-    a[2 * j + 1][3] = o1[3];
+  } else {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      decode_block<false>(w0[j], w1[j], (sw.x >> (8 * j)) & 0xFFu, (sw.y >> (8 * j)) & 0xFFu, a[2 * j], a[2 * j + 1]);
+    }
   }
 }
 
@@ -164,15 +181,35 @@ __device__ __forceinline__ float shfl_xor_f32(float v, int lane_mask) {
   return r;
 }
 
+// The staged token rows [0, 128) of a row block (kRowBytes each, kOutPitch apart) to out's rows m0 + token below
+// row_end from byte `first` of each (the row block's first column), the first `bytes` of each row: 16-byte pieces,
+// consecutive threads on consecutive pieces of a row, so that every warp store covers whole rows.
+template <int kRowBytes>
+__device__ __forceinline__ void copy_rows(const GemmW4A16Params& p, const Coord& c, uint32_t staging, int64_t first,
+                                          int bytes, int wt) {
+  constexpr int kPieces = kRowBytes / 16;
+#pragma unroll
+  for (int i = wt; i < kTileT * kPieces; i += 128) {
+    const int token = i / kPieces, piece = i % kPieces;
+    if (c.m0 + token < c.row_end && 16 * piece < bytes) {
+      const uint4 v = mbar::ld_shared_v4(staging + token * kOutPitch + 16 * piece);
+      uint8_t* row = reinterpret_cast<uint8_t*>(p.out + static_cast<int64_t>(c.m0 + token) * p.ldc);
+      *reinterpret_cast<uint4*>(row + first + 16 * piece) = v;
+    }
+  }
+}
+
 // Consumer warpgroup cw's finished row block — 64 weight rows from n_first (< N) × 128 tokens — into its staging
 // buffer (token rows; kBias: the 64 outputs, kSwiGlu: the 32 SwiGLU outputs of the gate / up row pairs, in register
-// order with out_register_order), then one bulk copy per token row below row_end. Every thread of the warpgroup calls
-// it (named barrier 1 + cw), once per row block in order, each with its own buffer; the copies stay in flight.
+// order with out_register_order), then copied to out by the warpgroup (copy_rows). Every thread of the warpgroup
+// calls it (named barrier 1 + cw), once per row block; the first barrier also orders the previous call's copies
+// (loads whose values the stores consumed) before this call's staging writes, so one buffer serves both blocks.
+// (Measured 2026-12-07, ncu source profile: a bulk copy per token row, as before, is issued lane by lane — its
+// operands are uniform registers — and those loops were a third of the epilogue's samples.)
 __device__ __forceinline__ void write_out(const GemmW4A16Params& p, const float (&acc)[64], const Coord& c, int n_first,
                                           int cw, uint8_t* buf) {
   const int wt = static_cast<int>(threadIdx.x) % 128, warp = wt / 32, lane = wt % 32, g = lane / 4, t = lane % 4;
   const uint32_t staging = tma::smem_u32(buf);
-  tma::wait_bulk_groups_read<kBlocks - 1>();  // this thread's copies of this buffer's previous row block read it
   mbar::named_sync(1 + cw, 128);
   const bool swiglu = p.epilogue == GemmEpilogue::kSwiGlu;
   // kSwiGlu: this thread's outputs 8·warp + g / 2 (rows r) and + 4 (rows r + 8) of the warpgroup's 32.
@@ -202,15 +239,12 @@ __device__ __forceinline__ void write_out(const GemmW4A16Params& p, const float 
       mbar::st_shared_u16(row_b + 16, __bfloat16_as_ushort(__float2bfloat16_rn(acc[4 * j + 3])));
     }
   }
-  fence_proxy_async();  // the staging writes (generic proxy) → the bulk copies' reads (async proxy)
   mbar::named_sync(1 + cw, 128);
-  const int token = c.m0 + wt;
-  if (token < c.row_end) {
-    uint16_t* dst = p.out + static_cast<int64_t>(token) * p.ldc + (swiglu ? n_first / 2 : n_first);
-    const int bytes = swiglu ? min(64, p.N - n_first) : 2 * min(64, p.N - n_first);
-    tma::store_bulk(dst, buf + wt * kOutPitch, static_cast<uint32_t>(bytes));
+  if (swiglu) {
+    copy_rows<64>(p, c, staging, n_first, min(64, p.N - n_first), wt);  // (N / 2 outputs: n_first bytes in)
+  } else {
+    copy_rows<128>(p, c, staging, 2 * int64_t{n_first}, 2 * min(64, p.N - n_first), wt);
   }
-  tma::commit_bulk_group();
 }
 
 // Releases ring stage s to both CTAs' producers (every lane's reads of it are done).
@@ -230,10 +264,11 @@ __device__ __forceinline__ void mma_block(float (&acc)[64], const uint32_t (&a)[
                                           bool first) {
   wgmma::fence_operand(acc);
   wgmma::fence();
+  const uint64_t desc_stage = wgmma::desc_plus(desc_x0, s * kStageBytes);
 #pragma unroll
   for (int kk = 0; kk < kBK / 16; ++kk) {
-    const uint32_t off = s * kStageBytes + (kk / 4) * kHalfBytes + (kk % 4) * 32;
-    wgmma::wgmma_m64n128k16_bf16_rs(acc, a[kk], desc_x0 + (off >> 4), first && kk == 0 ? 0 : 1);
+    const uint64_t desc = wgmma::desc_plus(desc_stage, (kk / 4) * kHalfBytes + (kk % 4) * 32);
+    wgmma::wgmma_m64n128k16_bf16_rs(acc, a[kk], desc, first && kk == 0 ? 0 : 1);
   }
   wgmma::commit();
   wgmma::fence_operand(acc);
@@ -246,11 +281,11 @@ __device__ __forceinline__ void consume(const GemmW4A16Params& p, uint8_t* smem,
   const int cw = __shfl_sync(0xffffffffu, tid / 128, 0) - 1;
   const int warp = (tid % 128) / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
   const int num_kb = ceil_div(p.K, kBK), num_slots = num_kb * kBlocks;
-  // The activations' descriptor at ring stage 0; a stage, K half or k16 step adds its byte offset / 16.
+  // The activations' descriptor at ring stage 0; a stage, K half or k16 step advances it (wgmma::desc_plus).
   const uint64_t desc_x0 = wgmma::desc_k128_sw128(smem);
   // Row block rb's raw weights at ring stage 0 (the stage's weight tiles: the CTA's row blocks in order).
   const uint32_t raw0 = tma::smem_u32(smem) + kXBytes + cw * kBlocks * kMxfp4TileBytes;
-  uint8_t* buf = smem + kOutOffset + cw * kBlocks * kOutBytes;
+  uint8_t* buf = smem + kOutOffset + cw * kOutBytes;
   int s = 0;
   uint32_t phase = 0;
   const Walk w = walk_of(p);
@@ -317,17 +352,9 @@ __device__ __forceinline__ void consume(const GemmW4A16Params& p, uint8_t* smem,
         acc[rb][4 * j + 3] += b[rb][1];
       }
       const int n_first = c.n0 + 64 * (kBlocks * cw + rb);
-      if (!c.active) continue;
-      // NOTE: an active tile commits one bulk group per row block, an empty one for a block past N: write_out's
-      // wait for its buffer's previous copies counts on it.
-      if (n_first < p.N) {
-        write_out(p, acc[rb], c, n_first, cw, buf + rb * kOutBytes);
-      } else {
-        tma::commit_bulk_group();
-      }
+      if (c.active && n_first < p.N) write_out(p, acc[rb], c, n_first, cw, buf);
     }
   }
-  tma::wait_bulk_groups();
 }
 
 __global__ void __launch_bounds__(kThreads, 1)

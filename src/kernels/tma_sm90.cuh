@@ -145,11 +145,9 @@ __device__ __forceinline__ void store_bulk(void* dst, const void* src, uint32_t 
 __device__ __forceinline__ void commit_bulk_group() {
   asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
 }
-// Waits until all but the kPending most recent bulk groups this thread committed have read their shared-memory
-// sources (those may be rewritten).
-template <int kPending = 0>
+// Waits until every bulk group this thread committed has read its shared-memory sources (those may be rewritten).
 __device__ __forceinline__ void wait_bulk_groups_read() {
-  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(kPending) : "memory");
+  asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
 }
 // Waits until every bulk group this thread committed has completed (its global writes performed).
 __device__ __forceinline__ void wait_bulk_groups() {

@@ -26,6 +26,15 @@ __device__ __forceinline__ uint64_t desc_k64_sw64(const void* smem) {
   return desc;
 }
 
+// desc advanced by `bytes` (a multiple of 16) in shared memory: a 32-bit add to the word that holds the start-address
+// field. Shared memory is below 256 KiB, so the 14-bit field (address / 16) never carries into the word's other
+// fields or the high word. The same value as desc + bytes / 16, which the compiler does as a 64-bit add with carry in
+// uniform registers, 4–7 instructions a descriptor (ncu source of the W4A16 GEMM, 2026-12-07).
+__device__ __forceinline__ uint64_t desc_plus(uint64_t desc, uint32_t bytes) {
+  const uint32_t lo = static_cast<uint32_t>(desc) + (bytes >> 4);
+  return (desc & 0xFFFFFFFF00000000ull) | lo;
+}
+
 __device__ __forceinline__ void fence() {
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 }
