@@ -255,7 +255,7 @@ profile_source() {
     --batch-sizes 1 --contexts 1024 --steps 2
   mkdir -p $raw
   timeout 150 ncu --clock-control none --section SourceCounters --section WarpStateStats --warp-sampling-interval 0 \
-    -k regex:$k -s "$skip" -c 1 -f -o "$raw/$name" build/gossamer "$@" > "$raw/$name.log" 2>&1
+    -k regex:$k -s "$skip" -c 1 -f -o "$raw/$name" "${PROFILE_GOSSAMER:-build/gossamer}" "$@" > "$raw/$name.log" 2>&1
   ncu --import "$raw/$name.ncu-rep" --page source --csv --print-source sass > "$raw/$name.csv" 2>&1
   echo "-- $k (launch $skip): $(grep -c . "$raw/$name.csv") source lines"
   cp "$raw/$name.csv" "$out/" 2>/dev/null
@@ -303,12 +303,13 @@ profile_moe_gemms() {
 profile_mxfp4_gemms() {
   # The MoE's GEMMs on MXFP4 experts (--weights mxfp4, 20b, 1,536 tokens — 192 rows per expert, read as MXFP4 up to
   # CudaModel::kMxfp4W4A16MaxRowsPerExpert: the warm-up's layer 0 gate_up and down, W4A16): ncu's metrics, then the
-  # per-instruction stall samples.
+  # per-instruction stall samples. PROFILE_GOSSAMER: another build's gossamer (a variant's; the mode start copies
+  # carry/val's over build/gossamer).
   local raw=/tmp/ncu prefill=(bench prefill --load-format dummy --preset 20b --device cuda --weights mxfp4
     --input-lens 1536 --repeats 1)
   [ -n "${ncu_run:-}" ] || ncu_setup
   sec "ncu: the MoE's GEMMs on MXFP4 experts, 1,536 tokens (gate_up, down) (#15)"
-  $ncu_run -k regex:gemm_w4a16 -c 2 build/gossamer "${prefill[@]}" > "$raw/moe_mxfp4.txt" 2>&1
+  $ncu_run -k regex:gemm_w4a16 -c 2 "${PROFILE_GOSSAMER:-build/gossamer}" "${prefill[@]}" > "$raw/moe_mxfp4.txt" 2>&1
   summarize "$raw/moe_mxfp4.txt"
   profile_source gemm_w4a16 0 "${prefill[@]}"
   profile_source gemm_w4a16 1 "${prefill[@]}"
