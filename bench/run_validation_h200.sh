@@ -9,7 +9,7 @@
 # (CANDIDATE_DIR); carry either (or both) with the tiktoken file. Tests and
 # benches read their compiled-in paths under /work/main, so the checkout is linked there. Logs go to $OUT.
 #   bash bench/run_validation_h200.sh [all|tests|verdict|followup|candidates|candidates-e2e|quick|headline|benches|
-#                                      ab|profile|profile-moe|profile-mxfp4|bench-variants|source|timeline|mxfp4-steps|
+#                                      ab|profile|profile-moe|profile-mxfp4|source|timeline|mxfp4-steps|
 #                                      variants|prep]
 # tests: the kernel suite (seven shards) beside the model/engine/comm/server suites, all at once (correctness
 # only, so they may share the GPU); verdict: the new defaults' tests, then candidates-e2e to a deadline (one call when
@@ -26,8 +26,7 @@
 # (CUPTI); source: Nsight Compute's per-instruction stall samples of the batch-1 decode's attention, MXFP4 and
 # FP8 GEMVs, and of the prefill's MoE GEMM and attention; profile-moe: ncu's metrics and stall samples of the MoE's
 # gate_up and down GEMMs in a 20b 8k prefill; profile-mxfp4: the same of a 20b 1.5k --weights mxfp4 prefill;
-# bench-variants: one kernels-bench section for each variant binary in carry/exp (a branch's experiments); profile:
-# Nsight Compute on the prefill kernels (attention warpgroup variants, the MoE GEMMs), the batch-1 decode GEMVs'
+# profile: Nsight Compute on the prefill kernels (attention warpgroup variants, the MoE GEMMs), the batch-1 decode GEMVs'
 # stall reasons, and every kernel's duration in a batch-1 decode step (profile, timeline and headline are not part
 # of all). Each mode fits one 600 s call, alone on the GPU (the tokenizer against tiktoken:
 # bench/text/run_tokenizer_vs_tiktoken.sh).
@@ -313,19 +312,6 @@ profile_mxfp4_gemms() {
   summarize "$raw/moe_mxfp4.txt"
   profile_source gemm_w4a16 0 "${prefill[@]}"
   profile_source gemm_w4a16 1 "${prefill[@]}"
-}
-
-run_bench_variants() {
-  # One kernels-bench section (BENCH_SECTION, default moe-mxfp4) for every variant binary carried as
-  # carry/exp/<name>.zst (stripped, zstd; built on a branch with its experiment switches), each alone on the GPU.
-  local f name section=${BENCH_SECTION:-moe-mxfp4}
-  for f in carry/exp/*.zst; do
-    [ -f "$f" ] || { echo "no carry/exp/*.zst"; return; }
-    name=$(basename "$f" .zst)
-    $z -q -d -f "$f" -o "build/$name" && chmod +x "build/$name"
-    sec "$name: gossamer_kernels_bench $section"
-    timeout 120 "build/$name" "$section" 2>&1 | grep -E '^[|]'
-  done
 }
 
 run_profile() {
@@ -623,7 +609,6 @@ case $mode in
   source) run_source 2>&1 | tee "$out/source_summary.txt" ;;
   profile-moe) profile_moe_gemms source 2>&1 | tee "$out/profile_moe_summary.txt" ;;
   profile-mxfp4) profile_mxfp4_gemms 2>&1 | tee "$out/profile_mxfp4_summary.txt" ;;
-  bench-variants) run_bench_variants 2>&1 | tee "$out/bench_variants_summary.txt" ;;
   prep) ;;  # binaries and checkpoint in place only
   *) run_tests; run_benches; run_ab ;;
 esac
