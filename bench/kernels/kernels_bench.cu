@@ -1354,7 +1354,7 @@ int main(int argc, char** argv) {
     for (const int E : {32, 128}) {
       MoeMxfp4Bench b(E);
       // 2,048 and 8,192 tokens: 256 rows per expert at E = 32 and E = 128 (CudaModel::kMxfp4W4A16MaxRowsPerExpert
-      // 320 lies between them and 384 / 768).
+      // 416 lies between 384 (3,072 tokens at E = 32) and 768).
       for (const int T : {256, 1024, 1536, 2048, 3072, 6144, 8192}) b.run(T);
     }
   }

@@ -213,11 +213,11 @@ class CudaModel final : public Model {
   bool reads_mxfp4_experts(int num_tokens) const;
   // --weights mxfp4, steps past the decode MoE and the stream path: the W4A16 GEMMs read the MXFP4 experts as
   // stored up to this many (token, expert) rows per expert on average (num_tokens · 4 / E), and the layer's experts
-  // are converted to FP8 first beyond it. H100, 2026-12-07 (twenty-eighth session, 256-row W4A16 tiles),
-  // `gossamer_kernels_bench moe-mxfp4` (route → combine, µs, W4A16 / convert + FP8): E = 32 800 / 1,009 at 192 rows
-  // per expert, 935 / 1,102 at 256, 1,449 / 1,376 at 384; E = 128 4,209 / 4,653 at 256 (crossover ≈ 320 rows: 20b
-  // prefill of 4,096 tokens 0.052 s W4A16 against 0.048 converting, of 8,192 0.106 / 0.091).
-  static constexpr int kMxfp4W4A16MaxRowsPerExpert = 320;
+  // are converted to FP8 first beyond it. H100, 2026-12-07 (thirty-first session, one call),
+  // `gossamer_kernels_bench moe-mxfp4` (route → combine, µs, W4A16 / convert + FP8), E = 32: 877 / 1,078 at 256 rows
+  // per expert, 1,314 / 1,364 at 384, 2,490 / 2,055 at 768; E = 128: 3,884 / 4,487 at 256. Interpolated crossover
+  // ≈ 420 rows (E = 32, 3,400 tokens); the convert pass costs the same at every size, so E = 128 crosses later.
+  static constexpr int kMxfp4W4A16MaxRowsPerExpert = 416;
 
  protected:
   void allocate_kv_cache_impl(int32_t num_blocks, int32_t block_size, int32_t num_sliding_blocks) override;

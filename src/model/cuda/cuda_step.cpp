@@ -249,7 +249,7 @@ void CudaModel::experts(int layer, int num_tokens) {
       return kernels::launch_moe(moe, moe_workspace_.get(), stream_);
     }
     // Many rows per expert: every expert of the layer to FP8 (≈ 3 bytes moved per weight), then the FP8
-    // expert GEMMs, whose FP8 tensor rate wins from ≈ 320 rows per expert.
+    // expert GEMMs, whose FP8 tensor rate wins from ≈ 420 rows per expert.
     const int i = config_.intermediate_size, held = moe.num_local_experts;  // this rank's experts (EP)
     kernels::launch_mxfp4_tiled_to_fp8(gate_up.weight.get<uint8_t>(), prefill_w1_.get<uint8_t>(),
                                        prefill_w1_scales_.get<float>(), held, 2 * i, h, stream_);
