@@ -76,6 +76,10 @@ void ModelChoice::add_options(CLI::App& cli) {
   cli.add_flag("--moe-quantize-tokens-once,!--no-moe-quantize-tokens-once", options.moe_quantize_tokens_once,
                "cuda: the MoE quantizes each token once and scatters it to its expert-order rows (default; A/B)")
       ->group("");  // hidden: A/B runs
+  cli.add_flag(
+         "--moe-mxfp4-w4a8,!--no-moe-mxfp4-w4a8", options.moe_mxfp4_w4a8,
+         "cuda: MXFP4 experts on the W4A8 GEMMs past 128 rows per expert (default; off: W4A16 at every size; A/B)")
+      ->group("");  // hidden: A/B runs
   cli.add_option("--moe-gemm-tile", options.moe_gemm_tile,
                  "cuda: the expert GEMMs' tile at 128-row tiles, auto | 128x192tma2 | 128x256tma2 | 128x256tma2b "
                  "(pairs share B) (A/B)")

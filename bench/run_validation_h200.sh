@@ -25,7 +25,8 @@
 # batch 1 and 8) and the batch-1 decode timeline; timeline: the real kernel timeline of graph decode steps
 # (CUPTI); source: Nsight Compute's per-instruction stall samples of the batch-1 decode's attention, MXFP4 and
 # FP8 GEMVs, and of the prefill's MoE GEMM and attention; profile-moe: ncu's metrics and stall samples of the MoE's
-# gate_up and down GEMMs in a 20b 8k prefill; profile-mxfp4: the same of a 20b 1.5k --weights mxfp4 prefill;
+# gate_up and down GEMMs in a 20b 8k prefill; profile-mxfp4: the same of 20b --weights mxfp4 prefills (W4A16 at 1k,
+# W4A8 at 8k);
 # profile: Nsight Compute on the prefill kernels (attention warpgroup variants, the MoE GEMMs), the batch-1 decode GEMVs'
 # stall reasons, and every kernel's duration in a batch-1 decode step (profile, timeline and headline are not part
 # of all). Each mode fits one 600 s call, alone on the GPU (the tokenizer against tiktoken:
@@ -300,18 +301,23 @@ profile_moe_gemms() {
 }
 
 profile_mxfp4_gemms() {
-  # The MoE's GEMMs on MXFP4 experts (--weights mxfp4, 20b, 1,536 tokens — 192 rows per expert, read as MXFP4 up to
-  # CudaModel::kMxfp4W4A16MaxRowsPerExpert: the warm-up's layer 0 gate_up and down, W4A16): ncu's metrics, then the
+  # The MoE's GEMMs on MXFP4 experts (--weights mxfp4, 20b; the warm-up's layer 0 gate_up and down): W4A16 at 1,024
+  # tokens (128 rows per expert, CudaModel::kMxfp4W4A8MinRowsPerExpert) and W4A8 at 8,192: ncu's metrics, then the
   # per-instruction stall samples. PROFILE_GOSSAMER: another build's gossamer (a variant's; the mode start copies
   # carry/val's over build/gossamer).
-  local raw=/tmp/ncu prefill=(bench prefill --load-format dummy --preset 20b --device cuda --weights mxfp4
-    --input-lens 1536 --repeats 1)
+  local raw=/tmp/ncu kernel tokens prefill
   [ -n "${ncu_run:-}" ] || ncu_setup
-  sec "ncu: the MoE's GEMMs on MXFP4 experts, 1,536 tokens (gate_up, down) (#15)"
-  $ncu_run -k regex:gemm_w4a16 -c 2 "${PROFILE_GOSSAMER:-build/gossamer}" "${prefill[@]}" > "$raw/moe_mxfp4.txt" 2>&1
-  summarize "$raw/moe_mxfp4.txt"
-  profile_source gemm_w4a16 0 "${prefill[@]}"
-  profile_source gemm_w4a16 1 "${prefill[@]}"
+  for kernel in gemm_w4a16:1024 gemm_w4a8:8192; do
+    tokens=${kernel#*:}
+    kernel=${kernel%:*}
+    prefill=(bench prefill --load-format dummy --preset 20b --device cuda --weights mxfp4 --input-lens $tokens
+      --repeats 1)
+    sec "ncu: the MoE's GEMMs on MXFP4 experts, $kernel, $tokens tokens (gate_up, down) (#15)"
+    $ncu_run -k regex:$kernel -c 2 "${PROFILE_GOSSAMER:-build/gossamer}" "${prefill[@]}" > "$raw/moe_$kernel.txt" 2>&1
+    summarize "$raw/moe_$kernel.txt"
+    profile_source $kernel 0 "${prefill[@]}"
+    profile_source $kernel 1 "${prefill[@]}"
+  done
 }
 
 run_profile() {

@@ -21,6 +21,7 @@
 #include "kernels/gemm_bf16.h"
 #include "kernels/gemm_fp8.h"
 #include "kernels/gemm_fp8_cublaslt.h"
+#include "kernels/gemm_w4a8.h"
 #include "kernels/gemv_fp8.h"
 #include "kernels/gemv_mxfp4.h"
 #include "kernels/gpt_oss_cases.h"  // tests/kernels/: the cases the kernel tests check
@@ -416,15 +417,15 @@ void bench_moe(int T, int E) {
   for (cudaEvent_t event : events) cudaEventDestroy(event);
 }
 
-// ---- prefill MoE on MXFP4 experts: FP8 experts vs MXFP4 converted per call vs W4A16 ----
-// One layer (hidden = inter = 2880, E experts, top-4, random routing), three rows per shape: launch_moe on
-// FP8 tile-major experts; every expert converted (launch_mxfp4_tiled_to_fp8, both projections) then
-// launch_moe on FP8 (the model's path past CudaModel::kMxfp4W4A16MaxRowsPerExpert); launch_moe with weights_mxfp4
-// (the W4A16 GEMMs, gemm_w4a16.h). Baseline column: the FP8 row for the convert and W4A16 rows. MXFP4 scale bytes
-// are uniform in [112, 124] (the convert's exact fast path; W4A16 is exact for any). GB/s counts the
-// experts' stored weight bytes (FP8 row 1 B, MXFP4 rows 0.53 B per weight; every expert is routed at these sizes; the
-// convert row moves ≈ 3 B per weight in all); TFLOP/s the routed pairs' GEMM work; the ceiling column is
-// copy at 256 tokens, FP8 block-scaled cuBLASLt above. Weights are 0.8–3.2 GB: no rotation needed.
+// ---- prefill MoE on MXFP4 experts: FP8 experts vs the W4A16 and W4A8 GEMMs on MXFP4 ----
+// One layer (hidden = inter = 2880, E experts, top-4, random routing), three rows per shape: launch_moe on FP8
+// tile-major experts; launch_moe with weights_mxfp4 on the W4A16 GEMMs (gemm_w4a16.h) and on the W4A8 GEMMs
+// (mxfp4_w4a8, gemm_w4a8.h; the model's path past CudaModel::kMxfp4W4A8MinRowsPerExpert). Baseline column: the FP8
+// row. MXFP4 scale bytes are uniform in [112, 124]. GB/s counts the experts' stored weight bytes (FP8 row 1 B, MXFP4
+// rows 0.53 B per weight; every expert is routed at these sizes); TFLOP/s the routed pairs' GEMM work; the ceiling
+// column is copy at 256 tokens, FP8 block-scaled cuBLASLt above. Once per E, the load-time conversion of one layer's
+// experts to FP8 (launch_mxfp4_tiled_to_fp8: --weights mxfp4+fp8 and fp8 from a checkpoint). Weights are 0.8–3.2 GB:
+// no rotation needed.
 struct MoeMxfp4Bench {
   static constexpr int kH = 2880, kI = 2880;
   explicit MoeMxfp4Bench(int E)
@@ -478,32 +479,28 @@ struct MoeMxfp4Bench {
     fp8.w1_scales = w1s.as<float>();
     fp8.w2 = f2.as<uint8_t>();
     fp8.w2_scales = w2s.as<float>();
-    MoeParams converted = fp8;
-    converted.w1 = c1.as<uint8_t>();
-    converted.w1_scales = c1s.as<float>();
-    converted.w2 = c2.as<uint8_t>();
-    converted.w2_scales = c2s.as<float>();
     MoeParams w4a16 = p;
     w4a16.weights_mxfp4 = true;
     w4a16.w1 = w1.as<uint8_t>();
     w4a16.w2 = w2.as<uint8_t>();
+    MoeParams w4a8 = w4a16;
+    Buf r1(size_t(E) * 2 * kI), r2(size_t(E) * kH);
+    launch_mxfp4_tiled_row_exponents(w1.as<uint8_t>(), E, 2 * kI, kH, r1.as<uint8_t>(), nullptr);
+    launch_mxfp4_tiled_row_exponents(w2.as<uint8_t>(), E, kH, kI, r2.as<uint8_t>(), nullptr);
+    w4a8.mxfp4_w4a8 = true;
+    w4a8.w1_row_exponents = r1.as<uint8_t>();
+    w4a8.w2_row_exponents = r2.as<uint8_t>();
     const int iters = T >= 2048 ? 5 : 10;
     const double us_fp8 = time_us([&](int) { launch_moe(fp8, ws.get(), nullptr); }, iters);
-    const double us_convert = time_us(
-        [&](int) {
-          launch_mxfp4_tiled_to_fp8(w1.as<uint8_t>(), c1.as<uint8_t>(), c1s.as<float>(), E, 2 * kI, kH, nullptr);
-          launch_mxfp4_tiled_to_fp8(w2.as<uint8_t>(), c2.as<uint8_t>(), c2s.as<float>(), E, kH, kI, nullptr);
-          launch_moe(converted, ws.get(), nullptr);
-        },
-        iters);
     const double us_w4a16 = time_us([&](int) { launch_moe(w4a16, ws.get(), nullptr); }, iters);
+    const double us_w4a8 = time_us([&](int) { launch_moe(w4a8, ws.get(), nullptr); }, iters);
     const double flops = double(T) * kMoeTopK * 2 * (2.0 * kI * kH + double(kH) * kI);
     const double fp8_bytes = double(E) * 3.0 * kI * kH, mx_bytes = double(E) * double(g1 + g2);
     const std::string shape = std::to_string(T) + " tok, E=" + std::to_string(E) + ", top-4";
     const char* ceiling = T <= 256 ? "copy" : "fp8";
     row("moe fp8 experts (route..combine)", shape, us_fp8, flops, fp8_bytes, 0, ceiling);
-    row("moe mxfp4 convert + fp8 GEMMs", shape, us_convert, flops, mx_bytes, us_fp8, ceiling);
     row("moe mxfp4 w4a16 (route..combine)", shape, us_w4a16, flops, mx_bytes, us_fp8, ceiling);
+    row("moe mxfp4 w4a8 (route..combine)", shape, us_w4a8, flops, mx_bytes, us_fp8, ceiling);
     if (T == 256) {  // the conversion alone (one layer's experts; GB/s counts MXFP4 read + FP8 written)
       const double us_pass = time_us(
           [&](int) {
@@ -516,8 +513,9 @@ struct MoeMxfp4Bench {
     }
   }
 
-  // One W4A16 call (for a profiler: ncu -k regex:gemm_w4a16 ... profile-mxfp4: its first launch is gate_up).
-  void once(int T) {
+  // One W4A16 call, or W4A8 (for a profiler: ncu -k regex:gemm_w4a ... profile-mxfp4 / profile-w4a8: its first
+  // launch is gate_up).
+  void once(int T, bool w4a8 = false) {
     Buf x(size_t(T) * kH * 2), logits(size_t(T) * E * 2), out(size_t(T) * kH * 2),
         ws(moe_workspace_bytes(T, E, kH, kI));
     fill_bf16(x, -2, 2);
@@ -535,6 +533,12 @@ struct MoeMxfp4Bench {
     p.weights_mxfp4 = true;
     p.w1 = w1.as<uint8_t>();
     p.w2 = w2.as<uint8_t>();
+    Buf r1(size_t(E) * 2 * kI), r2(size_t(E) * kH);
+    launch_mxfp4_tiled_row_exponents(w1.as<uint8_t>(), E, 2 * kI, kH, r1.as<uint8_t>(), nullptr);
+    launch_mxfp4_tiled_row_exponents(w2.as<uint8_t>(), E, kH, kI, r2.as<uint8_t>(), nullptr);
+    p.mxfp4_w4a8 = w4a8;
+    p.w1_row_exponents = r1.as<uint8_t>();
+    p.w2_row_exponents = r2.as<uint8_t>();
     launch_moe(p, ws.get(), nullptr);
     GOSSAMER_CUDA_CHECK(cudaDeviceSynchronize());
   }
@@ -1353,14 +1357,13 @@ int main(int argc, char** argv) {
   if (want("moe-mxfp4")) {  // the prefill MoE on MXFP4 experts: FP8, convert + FP8, W4A16
     for (const int E : {32, 128}) {
       MoeMxfp4Bench b(E);
-      // 2,048 and 8,192 tokens: 256 rows per expert at E = 32 and E = 128 (CudaModel::kMxfp4W4A16MaxRowsPerExpert
-      // 416 lies between 384 (3,072 tokens at E = 32) and 768).
-      for (const int T : {256, 1024, 1536, 2048, 3072, 6144, 8192}) b.run(T);
+      // 128 rows per expert (CudaModel::kMxfp4W4A8MinRowsPerExpert) at 1,024 tokens for E = 32 and 4,096 for E = 128.
+      for (const int T : {256, 1024, 1536, 2048, 3072, 4096, 6144, 8192}) b.run(T);
     }
   }
-  if (only == "profile-mxfp4") {  // one MXFP4 prefill MoE on the W4A16 GEMMs (8,192 tokens, E = 32) for a profiler
-    MoeMxfp4Bench b(32);
-    b.once(8192);
+  if (only == "profile-mxfp4" || only == "profile-w4a8") {  // one MXFP4 prefill MoE on the W4A16 / W4A8 GEMMs
+    MoeMxfp4Bench b(32);                                    // (8,192 tokens, E = 32) for a profiler
+    b.once(8192, only == "profile-w4a8");
   }
   if (want("moe-stream")) {  // the weight-streaming decode MoE vs the current path, FP8 and MXFP4 experts
     for (const int E : {32, 128}) {

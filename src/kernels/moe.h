@@ -100,6 +100,12 @@ struct MoeParams {
   // launch_moe then runs gemm_w4a16.h's GEMMs: bf16 activations (no FP8 quantization of x or h) times the weights
   // decoded exactly to bf16, i.e. launch_moe_bf16's arithmetic on the MXFP4 values (moe_cpu's reference).
   bool weights_mxfp4 = false;
+  // launch_moe with weights_mxfp4: gemm_w4a8.h's GEMMs instead (x quantized per token to e4m3, h to e4m3 at the fixed
+  // scale kW4A8HiddenScale, the weights decoded to e5m2 against each row's largest MX exponent), with those exponents
+  // in w1_row_exponents [E_local, 2·inter] and w2_row_exponents [E_local, hidden] (launch_mxfp4_tiled_row_exponents).
+  bool mxfp4_w4a8 = false;
+  const uint8_t* w1_row_exponents = nullptr;
+  const uint8_t* w2_row_exponents = nullptr;
   int num_tokens = 0;
   int num_experts = 0;
   int expert_begin = 0;
@@ -142,7 +148,8 @@ struct MoeParams {
 size_t moe_workspace_bytes(int num_tokens, int num_local_experts, int hidden, int inter);
 void launch_moe(const MoeParams& p, void* workspace, cudaStream_t stream);
 // Reference of the whole block with the same quantization points (host memory throughout); MXFP4 experts are
-// decoded to bf16 (mxfp4_tiled_to_bf16_cpu) and run as moe_bf16_cpu, the W4A16 GEMMs' arithmetic.
+// decoded to bf16 (mxfp4_tiled_to_bf16_cpu) and run as moe_bf16_cpu, the W4A16 GEMMs' arithmetic, or with
+// mxfp4_w4a8 run through gemm_w4a8_cpu with the W4A8 GEMMs' quantization points (row exponents on the host).
 void moe_cpu(const MoeParams& p);
 
 // ---- MoE expert block with bf16 weights --------------------------------------------------------------
@@ -187,10 +194,10 @@ void launch_moe_decode(const MoeParams& p, void* workspace, cudaStream_t stream)
 // `workspace` (valid until its next use; residual and out null), for that launch's num_tokens, hidden and
 // inter. Host only, no launch.
 MoeCombineParams moe_decode_deferred_combine(void* workspace, int num_tokens, int hidden, int inter);
-// The same for launch_moe with combine_deferred, for that launch's num_tokens, num_local_experts, hidden, inter and
-// weights_mxfp4 (its y in expert order, pair_row from its plan).
+// The same for launch_moe with combine_deferred, for that launch's num_tokens, num_local_experts, hidden, inter,
+// weights_mxfp4 and mxfp4_w4a8 (its y in expert order, pair_row from its plan).
 MoeCombineParams moe_deferred_combine(void* workspace, int num_tokens, int num_local_experts, int hidden, int inter,
-                                      bool weights_mxfp4);
+                                      bool weights_mxfp4, bool mxfp4_w4a8);
 // One grouped GEMV of the decode block, shared by launch_moe_decode and moe_decode_cpu. gate_up: pair q
 // reads x row q / 4 (a token of p.x) and writes act row q with the SwiGLU, and pair_row[q] = q or −1;
 // down: pair q reads act row q and writes y row q (its weights stream before the PDL wait: the routing

@@ -8,6 +8,7 @@
 #include "kernels/fp8_tiled.h"
 #include "kernels/gemm_bf16.h"
 #include "kernels/gemm_fp8.h"
+#include "kernels/gemm_w4a8.h"
 #include "kernels/gemv_fp8.h"
 #include "kernels/gemv_mxfp4.h"
 #include "kernels/moe.h"
@@ -118,7 +119,63 @@ void moe_combine_cpu(const MoeCombineParams& p) {
   }
 }
 
+namespace {
+
+// launch_moe with mxfp4_w4a8: per local expert, its pairs' tokens quantized per row (w4a8_activations_cpu), then
+// gemm_w4a8_cpu for gate_up (e4m3 h at the fixed scale) and down on that expert's weights and row exponents.
+void moe_w4a8_cpu(const MoeParams& p) {
+  const int H = p.hidden, I = p.inter;
+  moe_compose_cpu(p.logits, p.residual, p.out, p.num_tokens, p.num_experts, p.expert_begin, p.num_local_experts, H,
+                  [&](int e, const std::vector<int>& pairs, uint16_t* y) {
+                    const int n = static_cast<int>(pairs.size());
+                    std::vector<uint8_t> xq(static_cast<size_t>(n) * H), hq(static_cast<size_t>(n) * I);
+                    std::vector<float> xs(n);
+                    std::vector<uint16_t> out(static_cast<size_t>(n) * H);
+                    for (int i = 0; i < n; ++i) {
+                      const int32_t dst[kMoeTopK] = {i, -1, -1, -1};
+                      w4a8_activations_cpu(p.x + static_cast<int64_t>(pairs[i] / kMoeTopK) * H, H, 1, H, dst, xq.data(),
+                                           H, xs.data());
+                    }
+                    GemmW4A8Params g1;
+                    g1.a = xq.data();
+                    g1.lda = H;
+                    g1.a_scales = xs.data();
+                    g1.b = p.w1 + static_cast<int64_t>(e) * mxfp4_tiled_group_bytes(2 * I, H);
+                    g1.b_row_exponents = p.w1_row_exponents + static_cast<int64_t>(e) * 2 * I;
+                    g1.bias = p.b1 + static_cast<int64_t>(e) * 2 * I;
+                    g1.out = hq.data();
+                    g1.ldc = I;
+                    g1.M = n;
+                    g1.N = 2 * I;
+                    g1.K = H;
+                    g1.epilogue = GemmEpilogue::kSwiGluFp8;
+                    gemm_w4a8_cpu(g1);
+                    GemmW4A8Params g2;
+                    g2.a = hq.data();
+                    g2.lda = I;
+                    g2.a_scale = 1.0f / kW4A8HiddenScale;
+                    g2.b = p.w2 + static_cast<int64_t>(e) * mxfp4_tiled_group_bytes(H, I);
+                    g2.b_row_exponents = p.w2_row_exponents + static_cast<int64_t>(e) * H;
+                    g2.bias = p.b2 + static_cast<int64_t>(e) * H;
+                    g2.out = out.data();
+                    g2.ldc = H;
+                    g2.M = n;
+                    g2.N = H;
+                    g2.K = I;
+                    gemm_w4a8_cpu(g2);
+                    for (int i = 0; i < n; ++i) {
+                      std::copy_n(out.begin() + static_cast<int64_t>(i) * H, H, y + static_cast<int64_t>(pairs[i]) * H);
+                    }
+                  });
+}
+
+}  // namespace
+
 void moe_cpu(const MoeParams& p) {
+  if (p.weights_mxfp4 && p.mxfp4_w4a8) {
+    GOSSAMER_CHECK(!p.combine_deferred, "moe_cpu: MXFP4 experts with a deferred combine are not modelled");
+    return moe_w4a8_cpu(p);
+  }
   if (p.weights_mxfp4) {  // the W4A16 GEMMs: launch_moe_bf16's arithmetic on the experts decoded to bf16 (exact)
     GOSSAMER_CHECK(!p.combine_deferred, "moe_cpu: MXFP4 experts with a deferred combine are not modelled");
     const int E = p.num_local_experts, H = p.hidden, I = p.inter;

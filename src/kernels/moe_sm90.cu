@@ -6,6 +6,9 @@
 //                                  into expert order and fed to the grouped FP8 GEMMs.
 //   kMxfp4Gemm (launch_moe, weights_mxfp4): plan with the W4A16 GEMM's tile rows; x scattered into expert order
 //                                  in bf16 and fed to the grouped W4A16 GEMMs (gemm_w4a16.h), h and y bf16.
+//   kMxfp4W4A8 (launch_moe, weights_mxfp4 and mxfp4_w4a8): plan with the W4A8 GEMM's tile rows; x quantized per
+//                                  token into expert order (e4m3), the grouped W4A8 GEMMs (gemm_w4a8.h), h e4m3
+//                                  at a fixed scale, y bf16.
 //   kBf16Gemm (launch_moe_bf16):   plan with the bf16 GEMM's tile rows; grouped bf16 GEMMs, h and y bf16.
 //   kFp8Gemv  (launch_moe_decode): no plan: the grouped weight-only GEMVs (moe_decode_projection, shared
 //                                  with moe_decode_cpu) group the ≤ 32 (token, k) pairs by expert
@@ -25,6 +28,7 @@
 #include "kernels/gemm_fp8.h"
 #include "kernels/gemm_stream.h"
 #include "kernels/gemm_w4a16.h"
+#include "kernels/gemm_w4a8.h"
 #include "kernels/gemv_fp8.h"
 #include "kernels/gemv_mxfp4.h"
 #include "kernels/moe.h"
@@ -33,7 +37,7 @@
 namespace gossamer::kernels {
 namespace {
 
-enum class ExpertStep { kFp8Gemm, kMxfp4Gemm, kBf16Gemm, kFp8Gemv, kStream };
+enum class ExpertStep { kFp8Gemm, kMxfp4Gemm, kMxfp4W4A8, kBf16Gemm, kFp8Gemv, kStream };
 
 size_t align_up(size_t v) {
   return (v + 255) & ~size_t(255);
@@ -47,6 +51,7 @@ int plan_tile_rows(ExpertStep step, int T, int E) {
   switch (step) {
     case ExpertStep::kFp8Gemm: return gemm_fp8_tile_rows(ceil_div(T * kMoeTopK, std::max(E, 1)));
     case ExpertStep::kMxfp4Gemm: return gemm_w4a16_tile_rows();
+    case ExpertStep::kMxfp4W4A8: return gemm_w4a8_tile_rows();
     case ExpertStep::kBf16Gemm: return gemm_bf16_tile_rows();
     case ExpertStep::kStream: return gemm_stream_tile_rows(T);
     default: return 0;
@@ -89,8 +94,9 @@ MoeWorkspace carve(uint8_t* base, ExpertStep step, int T, int E, int hidden, int
     w.tile_m0 = reinterpret_cast<int32_t*>(take(max_tiles * 4));
     w.num_tiles = reinterpret_cast<int32_t*>(take(4));
   }
-  if (step == ExpertStep::kFp8Gemm) {
-    // x quantized straight into expert order (one row per routed pair): both GEMMs read contiguous A.
+  if (step == ExpertStep::kFp8Gemm || step == ExpertStep::kMxfp4W4A8) {
+    // x quantized straight into expert order (one row per routed pair): both GEMMs read contiguous A (kMxfp4W4A8:
+    // one scale a row, h's fixed).
     w.x_q = take(pairs * ld16(hidden));
     w.x_scales = reinterpret_cast<float*>(take(pairs * ceil_div(hidden, 128) * 4));
     w.h_q = take(pairs * ld16(inter));
@@ -242,6 +248,45 @@ void experts_mxfp4_w4a16(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t 
   launch_gemm_w4a16(g2, stream);
 }
 
+// kMxfp4W4A8: gemm_w4a8.h's kernel on e4m3 activations. The tokens are quantized per row into expert order and
+// register order (x_q, x_scales); gate_up writes h in e4m3 (fixed scale) and register order; down reads it and
+// writes y.
+void experts_mxfp4_w4a8(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t stream) {
+  mark(b, MoePhase::kQuantizeTokens, stream);
+  launch_w4a8_activations(b.x, b.hidden, b.T, b.hidden, w.pair_row, w.x_q, ld16(b.hidden), w.x_scales, stream);
+  GemmW4A8Params g;
+  g.M = b.T * kMoeTopK;
+  g.grouped = plan_tiles(b, w);
+  GemmW4A8Params g1 = g;
+  g1.a = w.x_q;
+  g1.lda = ld16(b.hidden);
+  g1.a_scales = w.x_scales;
+  g1.b = static_cast<const uint8_t*>(b.w1);
+  g1.b_row_exponents = b.fp8->w1_row_exponents;
+  g1.bias = b.b1;
+  g1.out = w.h_q;
+  g1.ldc = ld16(b.inter);
+  g1.N = 2 * b.inter;
+  g1.K = b.hidden;
+  g1.epilogue = GemmEpilogue::kSwiGluFp8;
+  mark(b, MoePhase::kGateUp, stream);
+  launch_gemm_w4a8(g1, stream);
+  mark(b, MoePhase::kQuantizeHidden, stream);
+  GemmW4A8Params g2 = g;
+  g2.a = w.h_q;
+  g2.lda = ld16(b.inter);
+  g2.a_scale = 1.0f / kW4A8HiddenScale;
+  g2.b = static_cast<const uint8_t*>(b.w2);
+  g2.b_row_exponents = b.fp8->w2_row_exponents;
+  g2.bias = b.b2;
+  g2.out = w.y;
+  g2.ldc = b.hidden;
+  g2.N = b.hidden;
+  g2.K = b.inter;
+  mark(b, MoePhase::kDown, stream);
+  launch_gemm_w4a8(g2, stream);
+}
+
 void experts_fp8_gemm(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t stream) {
   const int rows_hint = ceil_div(b.T * kMoeTopK, b.E);
   // Tokens permuted into expert order while quantized (rows past group_offsets[E] are left untouched): each
@@ -370,6 +415,7 @@ void launch_moe_block(const MoeBlock& b, void* workspace, cudaStream_t stream) {
   switch (b.step) {
     case ExpertStep::kFp8Gemm: experts_fp8_gemm(b, w, stream); break;
     case ExpertStep::kMxfp4Gemm: experts_mxfp4_w4a16(b, w, stream); break;
+    case ExpertStep::kMxfp4W4A8: experts_mxfp4_w4a8(b, w, stream); break;
     case ExpertStep::kBf16Gemm: experts_bf16_gemm(b, w, stream); break;
     case ExpertStep::kFp8Gemv: experts_fp8_gemv(*b.fp8, w, stream); break;
     case ExpertStep::kStream: experts_stream(b, w, stream); break;
@@ -398,8 +444,9 @@ const char* moe_phase_name(MoePhase phase) {
 
 size_t moe_workspace_bytes(int num_tokens, int num_local_experts, int hidden, int inter) {
   // Either expert format (FP8 or MXFP4 experts plan different tile rows).
-  return std::max(carve(nullptr, ExpertStep::kFp8Gemm, num_tokens, num_local_experts, hidden, inter).bytes,
-                  carve(nullptr, ExpertStep::kMxfp4Gemm, num_tokens, num_local_experts, hidden, inter).bytes);
+  return std::max({carve(nullptr, ExpertStep::kFp8Gemm, num_tokens, num_local_experts, hidden, inter).bytes,
+                   carve(nullptr, ExpertStep::kMxfp4Gemm, num_tokens, num_local_experts, hidden, inter).bytes,
+                   carve(nullptr, ExpertStep::kMxfp4W4A8, num_tokens, num_local_experts, hidden, inter).bytes});
 }
 
 void launch_moe(const MoeParams& p, void* workspace, cudaStream_t stream) {
@@ -408,7 +455,12 @@ void launch_moe(const MoeParams& p, void* workspace, cudaStream_t stream) {
   GOSSAMER_CHECK(p.hidden % mult == 0 && p.inter % mult == 0, "moe: hidden (", p.hidden, ") and inter (", p.inter,
                  ") must be multiples of ", mult);
   if (p.num_tokens == 0) return;
-  launch_moe_block(block_of(p, p.weights_mxfp4 ? ExpertStep::kMxfp4Gemm : ExpertStep::kFp8Gemm), workspace, stream);
+  GOSSAMER_CHECK(!p.mxfp4_w4a8 || (p.weights_mxfp4 && p.w1_row_exponents && p.w2_row_exponents),
+                 "moe: mxfp4_w4a8 needs MXFP4 experts and both row exponents");
+  const ExpertStep step = !p.weights_mxfp4 ? ExpertStep::kFp8Gemm
+                          : p.mxfp4_w4a8   ? ExpertStep::kMxfp4W4A8
+                                           : ExpertStep::kMxfp4Gemm;
+  launch_moe_block(block_of(p, step), workspace, stream);
 }
 
 size_t moe_bf16_workspace_bytes(int num_tokens, int num_local_experts, int hidden, int inter) {
@@ -447,8 +499,10 @@ MoeCombineParams moe_decode_deferred_combine(void* workspace, int num_tokens, in
 }
 
 MoeCombineParams moe_deferred_combine(void* workspace, int num_tokens, int num_local_experts, int hidden, int inter,
-                                      bool weights_mxfp4) {
-  const ExpertStep step = weights_mxfp4 ? ExpertStep::kMxfp4Gemm : ExpertStep::kFp8Gemm;
+                                      bool weights_mxfp4, bool mxfp4_w4a8) {
+  const ExpertStep step = !weights_mxfp4 ? ExpertStep::kFp8Gemm
+                          : mxfp4_w4a8   ? ExpertStep::kMxfp4W4A8
+                                         : ExpertStep::kMxfp4Gemm;
   const MoeWorkspace w = carve(static_cast<uint8_t*>(workspace), step, num_tokens, num_local_experts, hidden, inter);
   return {w.y, w.pair_row, w.topk_weights, nullptr, nullptr, num_tokens, hidden};
 }

@@ -156,6 +156,7 @@ cuda::CudaOptions cuda_options(const ModelOptions& options) {
   out.moe_gemv_single_row = options.moe_gemv_single_row;
   out.moe_gemv_x_shared = options.moe_gemv_x_shared;
   out.moe_quantize_tokens_once = options.moe_quantize_tokens_once;
+  out.moe_mxfp4_w4a8 = options.moe_mxfp4_w4a8;
   out.moe_gemm_tile = choose<kernels::GemmTile>("--moe-gemm-tile", options.moe_gemm_tile,
                                                 {{"auto", kernels::GemmTile::kAuto},
                                                  {"128x192tma2", kernels::GemmTile::k128x192tma2},

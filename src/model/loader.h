@@ -65,6 +65,10 @@ struct ModelOptions {
   // (CudaOptions::moe_quantize_tokens_once; on: measured faster, docs/PERF.md 2026-12-05 seventeenth session;
   // hidden bench flag --no-moe-quantize-tokens-once for A/B).
   bool moe_quantize_tokens_once = true;
+  // cuda: MXFP4 experts on the W4A8 GEMMs past CudaModel::kMxfp4W4A8MinRowsPerExpert rows per expert
+  // (CudaOptions::moe_mxfp4_w4a8; on: measured faster, docs/PERF.md 2026-12-07 thirty-first session; hidden bench
+  // flag --no-moe-mxfp4-w4a8 for A/B: W4A16 at every size).
+  bool moe_mxfp4_w4a8 = true;
   // cuda: kernels::AttentionParams::decode_min_tiles_per_split (CudaOptions::decode_attention_min_tiles_per_split;
   // a candidate, hidden bench option --decode-attention-min-tiles-per-split).
   int decode_attention_min_tiles_per_split = 4;

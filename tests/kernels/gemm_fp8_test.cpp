@@ -220,7 +220,7 @@ TEST(MoeKernel, DeferredCombineIntoNorm) {
     expect_deferred_combine_into_norm(
         c, m, moe_workspace_bytes(c.tokens, c.local, c.hidden, c.inter),
         [](const MoeParams& p, void* ws) { launch_moe(p, ws, nullptr); },
-        [&](void* ws) { return moe_deferred_combine(ws, c.tokens, c.local, c.hidden, c.inter, false); }, rng);
+        [&](void* ws) { return moe_deferred_combine(ws, c.tokens, c.local, c.hidden, c.inter, false, false); }, rng);
   }
 }
 

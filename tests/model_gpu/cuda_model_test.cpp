@@ -140,9 +140,9 @@ TEST_P(CudaGoldenTest, ConditionedDecodeAfterPrefillWithinBounds) {
 INSTANTIATE_TEST_SUITE_P(Weights, CudaGoldenTest, ::testing::Values("fp8", "bf16", "mxfp4", "mxfp4+fp8"));
 
 // --weights mxfp4 on the conditioned tiny checkpoint, whose expert blocks convert to FP8 exactly: the prefill step
-// (2 × 200 tokens, 200 rows per expert) runs the W4A16 expert GEMMs (kernels/gemm_w4a16.h: bf16 activations, no FP8
-// quantization in the MoE), against the golden with the mode's bounds; decode steps the MXFP4 GEMV against fp8
-// mode's FP8 GEMV on the same values (only fp32 summation order and bf16 roundings differ).
+// (2 × 200 tokens, 200 rows per expert) runs the W4A8 expert GEMMs (kernels/gemm_w4a8.h), against the golden with the
+// mode's bounds; decode steps the MXFP4 GEMV against fp8 mode's FP8 GEMV on the same values (only fp32 summation order
+// and bf16 roundings differ).
 TEST(CudaModelGpuTest, Mxfp4MatchesFp8Mode) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU: mxfp4 mode not tested";
   const auto tokens = testing::golden_tokens("tiny_conditioned");
@@ -157,12 +157,12 @@ TEST(CudaModelGpuTest, Mxfp4MatchesFp8Mode) {
   const Bounds bounds = bounds_for("mxfp4");
   const std::vector<float> a = prefill_logits(*fp8, tokens), b = prefill_logits(*mxfp4, tokens);
   const auto vs_fp8 = testing::compare_rows(b.data(), a.data(), static_cast<int64_t>(a.size()) / vocab, vocab);
-  std::printf("[cuda mxfp4] prefill (W4A16 experts) vs fp8 mode: rel L2 %.3e, argmax match %.4f\n", vs_fp8.relative_l2,
+  std::printf("[cuda mxfp4] prefill (W4A8 experts) vs fp8 mode: rel L2 %.3e, argmax match %.4f\n", vs_fp8.relative_l2,
               vs_fp8.argmax_match);
   for (size_t s = 0; s < tokens.size(); ++s) {
     const auto agreement =
         testing::compare_rows(b.data() + s * length * vocab, ref.data.data() + s * length * vocab, length, vocab);
-    std::printf("[cuda mxfp4] seq %zu prefill (W4A16 experts) vs golden: rel L2 %.3e, argmax match %.4f\n", s,
+    std::printf("[cuda mxfp4] seq %zu prefill (W4A8 experts) vs golden: rel L2 %.3e, argmax match %.4f\n", s,
                 agreement.relative_l2, agreement.argmax_match);
     EXPECT_LE(agreement.relative_l2, bounds.max_relative_l2);
     EXPECT_GE(agreement.argmax_match, bounds.min_argmax_match);
@@ -186,6 +186,37 @@ TEST(CudaModelGpuTest, Mxfp4MatchesFp8Mode) {
     std::printf(
         "[cuda mxfp4] seq %zu prefill 8 (chunked MXFP4 MoE) + decode vs golden: rel L2 %.3e, argmax match %.4f\n", s,
         agreement.relative_l2, agreement.argmax_match);
+    EXPECT_LE(agreement.relative_l2, bounds.max_relative_l2);
+    EXPECT_GE(agreement.argmax_match, bounds.min_argmax_match);
+  }
+}
+
+// --weights mxfp4 with the W4A8 expert GEMMs off (CudaOptions::moe_mxfp4_w4a8 = false: the W4A16 GEMMs at every
+// size, bf16 activations): the 2 × 200-token prefill against the golden with the mode's bounds, and against the
+// default's W4A8 GEMMs (e4m3 activations and h; measured 4.3e-2 apart on the H100, 2026-12-07).
+TEST(CudaModelGpuTest, Mxfp4W4A16PrefillMatchesGolden) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU: the W4A16 expert GEMMs not tested";
+  const auto tokens = testing::golden_tokens("tiny_conditioned");
+  const std::string dir = tiny_checkpoint(DummyInit::kConditioned);
+  ModelOptions options;
+  options.weights = "mxfp4";
+  options.moe_decode = "gemv";  // the 2 × 200-token step on the grouped GEMMs
+  options.moe_mxfp4_w4a8 = false;
+  auto w4a16 = load_model(dir, "cuda", options);
+  auto w4a8 = load(dir, "mxfp4", true, "gemv");
+  const int64_t vocab = w4a8->config().vocab_size, length = static_cast<int64_t>(tokens[0].size());
+  const NpyArray ref = testing::golden_logits("tiny_conditioned");
+  const Bounds bounds = bounds_for("mxfp4");
+  const std::vector<float> a = prefill_logits(*w4a16, tokens), b = prefill_logits(*w4a8, tokens);
+  const auto vs_w4a8 = testing::compare_rows(b.data(), a.data(), static_cast<int64_t>(a.size()) / vocab, vocab);
+  std::printf("[cuda mxfp4] prefill (W4A8 experts) vs W4A16: rel L2 %.3e, argmax match %.4f\n", vs_w4a8.relative_l2,
+              vs_w4a8.argmax_match);
+  EXPECT_LE(vs_w4a8.relative_l2, bounds.max_relative_l2);
+  for (size_t s = 0; s < tokens.size(); ++s) {
+    const auto agreement =
+        testing::compare_rows(a.data() + s * length * vocab, ref.data.data() + s * length * vocab, length, vocab);
+    std::printf("[cuda mxfp4] seq %zu prefill (W4A16 experts) vs golden: rel L2 %.3e, argmax match %.4f\n", s,
+                agreement.relative_l2, agreement.argmax_match);
     EXPECT_LE(agreement.relative_l2, bounds.max_relative_l2);
     EXPECT_GE(agreement.argmax_match, bounds.min_argmax_match);
   }

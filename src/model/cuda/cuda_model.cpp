@@ -111,16 +111,6 @@ CudaModel::CudaModel(GptOssConfig config, CudaOptions options,
                  config_.vocab_size, ")");
   if (options_.cublaslt_dense) add_row_major_copies();
   rope_ = RopeTables::from_config(config_);
-  if (weights_.format == WeightFormat::kMxfp4) {
-    const int64_t e = config_.num_experts, h = config_.hidden_size, i = config_.intermediate_size;
-    auto scale_bytes = [&](int64_t rows, int64_t cols) {
-      return static_cast<size_t>(e * ((rows + 127) / 128) * ((cols + 127) / 128) * 4);
-    };
-    prefill_w1_.ensure(static_cast<size_t>(e * kernels::fp8_tiled_group_bytes(2 * i, h)));
-    prefill_w1_scales_.ensure(scale_bytes(2 * i, h));
-    prefill_w2_.ensure(static_cast<size_t>(e * kernels::fp8_tiled_group_bytes(h, i)));
-    prefill_w2_scales_.ensure(scale_bytes(h, i));
-  }
 }
 
 // The row-major copies of the FP8 qkv and o linears that cuBLASLt reads (CudaOptions::cublaslt_dense).

@@ -10,10 +10,10 @@
 // Paths of a step: rows ≤ 8 (decode) use weight-only GEMVs (activations stay bf16), larger steps the
 // FP8 GEMMs with per-token 1×128 activation quantization (or the bf16 GEMMs in bf16 mode). With MXFP4
 // experts (--weights mxfp4) steps of ≤ kMxfp4GemvMaxTokens read them as MXFP4 (the decode MoE, 8 tokens
-// at a time); larger steps run grouped GEMMs on them: up to kMxfp4W4A16MaxRowsPerExpert rows per expert the W4A16
-// GEMMs on the experts as stored (kernels/gemm_w4a16.h: bf16 activations, each warp decoding its weights into the
-// MMA's registers), beyond that the FP8 GEMMs after converting the layer's experts to FP8 into a scratch of the
-// model (kernels/mxfp4_tiled.h).
+// at a time); larger steps run grouped GEMMs on the experts as stored, each warp decoding its weights into the
+// MMA's registers: up to kMxfp4W4A8MinRowsPerExpert rows per expert the W4A16 GEMMs (kernels/gemm_w4a16.h: bf16
+// activations), beyond that the W4A8 GEMMs (kernels/gemm_w4a8.h: e4m3 activations, e5m2 weights, the FP8 tensor
+// rate).
 // Steps that CudaModel::streams_experts picks (by
 // default 9–64 tokens with FP8 experts, 9–32 with MXFP4) run the experts of either format on the
 // weight-streaming grouped GEMM (kernels/moe.h launch_moe_stream) instead. Pure decode
@@ -122,6 +122,9 @@ struct CudaOptions {
   bool moe_gemv_x_shared = true;    // kernels::MoeParams::gemv_x_shared
   kernels::GemmTile moe_gemm_tile = kernels::GemmTile::kAuto;
   bool moe_quantize_tokens_once = true;  // kernels::MoeParams::quantize_tokens_once
+  // MXFP4 experts on the grouped GEMMs (launch_moe) past kMxfp4W4A8MinRowsPerExpert rows per expert run the W4A8
+  // GEMMs (kernels::MoeParams::mxfp4_w4a8); off: the W4A16 ones at every size (A/B).
+  bool moe_mxfp4_w4a8 = true;
 };
 
 // Selects CudaModel's constructor that makes random weights on the GPU (CudaWeights::random).
@@ -195,9 +198,9 @@ class CudaModel final : public Model {
   // Whether a step of num_tokens runs its FP8 or MXFP4 experts on the decode GEMVs (launch_moe_decode, in chunks of
   // kGemvMaxRows tokens), else (not streamed) on the grouped GEMMs (launch_moe).
   bool experts_on_gemvs(int num_tokens) const;
-  // Whether launch_moe reads the MXFP4 experts as stored, on the W4A16 GEMMs (else converted to FP8 first, or FP8
-  // experts).
-  bool experts_gemm_read_mxfp4(int num_tokens) const;
+  // Whether launch_moe runs the MXFP4 experts on the W4A8 GEMMs (else, reading MXFP4 experts, the W4A16 ones):
+  // past kMxfp4W4A8MinRowsPerExpert rows per expert, unless CudaOptions::moe_mxfp4_w4a8 is off.
+  bool experts_gemm_w4a8(int num_tokens) const;
   // Whether a step of num_tokens leaves the MoE combine to the next RMSNorm, which sums the experts' rows
   // itself (kernels/rmsnorm.h moe_y): the decode MoE (launch_moe_decode, one chunk) and, with
   // CudaOptions::prefill_moe_combine_deferred, the grouped GEMMs (launch_moe), on one GPU, where no all-reduce of
@@ -211,13 +214,14 @@ class CudaModel final : public Model {
   static constexpr int kDualMxfp4MaxTokens = 64;
   // Whether a step of num_tokens reads MXFP4 experts (--weights mxfp4, or mxfp4+fp8 up to kDualMxfp4MaxTokens).
   bool reads_mxfp4_experts(int num_tokens) const;
-  // --weights mxfp4, steps past the decode MoE and the stream path: the W4A16 GEMMs read the MXFP4 experts as
-  // stored up to this many (token, expert) rows per expert on average (num_tokens · 4 / E), and the layer's experts
-  // are converted to FP8 first beyond it. H100, 2026-12-07 (thirty-first session, one call),
-  // `gossamer_kernels_bench moe-mxfp4` (route → combine, µs, W4A16 / convert + FP8), E = 32: 877 / 1,078 at 256 rows
-  // per expert, 1,314 / 1,364 at 384, 2,490 / 2,055 at 768; E = 128: 3,884 / 4,487 at 256. Interpolated crossover
-  // ≈ 420 rows (E = 32, 3,400 tokens); the convert pass costs the same at every size, so E = 128 crosses later.
-  static constexpr int kMxfp4W4A16MaxRowsPerExpert = 416;
+  // MXFP4 experts on the grouped GEMMs (steps past the decode MoE and the stream path): the W4A16 GEMMs up to this
+  // many (token, expert) rows per expert on average (num_tokens · 4 / E), the W4A8 GEMMs beyond (their 256-token
+  // tiles run half empty below it). H100, 2026-12-07 (thirty-first session, one call), `gossamer_kernels_bench
+  // moe-mxfp4` (route → combine, µs, W4A16 / W4A8): E = 32 486 / 494 at 128 rows per expert, 743 / 535 at 192, 3,386
+  // / 2,269 at 1,024; E = 128 1,518 / 1,908 at 96, 3,375 / 2,428 at 192 (crossovers ≈ 125–130 rows). The W4A8 GEMMs
+  // beat converting the experts to FP8 at every size (8,192 tokens: E = 32 2,269 against 2,542, E = 128 3,313
+  // against 5,229), which they replaced.
+  static constexpr int kMxfp4W4A8MinRowsPerExpert = 128;
 
  protected:
   void allocate_kv_cache_impl(int32_t num_blocks, int32_t block_size, int32_t num_sliding_blocks) override;
@@ -411,10 +415,6 @@ class CudaModel final : public Model {
   DeviceBuffer vocab_local_, vocab_slots_;
   // sample_vocab_slices's records, row states, histograms, masses and picks (grown per sampled step).
   DeviceBuffer vocab_exchange_;
-  // --weights mxfp4: one layer's experts converted to FP8 for steps of more than kMxfp4W4A16MaxRowsPerExpert
-  // rows per expert (tile-major [E, 2·inter, hidden] / [E, hidden, inter] e4m3 and their 128×128 scales),
-  // reused per layer.
-  DeviceBuffer prefill_w1_, prefill_w1_scales_, prefill_w2_, prefill_w2_scales_;
   uint64_t workspace_generation_ = 0;
   std::vector<DecodeGraph> graphs_;
   int64_t graph_replays_ = 0;

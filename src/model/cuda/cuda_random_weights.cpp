@@ -80,6 +80,7 @@ class RandomBuilder {
     e.mxfp4 = mxfp4;
     e.weight = mxfp4 ? mxfp4_matrix(count, rows, cols, std) : matrix(count, rows, cols, std, fp8, &e.scales);
     e.bias = bf16(count * rows, 0.0f, 0.1f);
+    if (mxfp4) add_row_exponents(e, count, rows, cols, counter_);
     return e;
   }
   // Tiled MXFP4 experts: code bytes from a uniform fp8 fill (their nibbles' magnitudes average ≈ 4 in

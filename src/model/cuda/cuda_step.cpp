@@ -151,9 +151,9 @@ bool CudaModel::experts_on_gemvs(int num_tokens) const {
          num_tokens <= (reads_mxfp4_experts(num_tokens) ? kMxfp4GemvMaxTokens : kernels::kGemvMaxRows);
 }
 
-bool CudaModel::experts_gemm_read_mxfp4(int num_tokens) const {
-  return reads_mxfp4_experts(num_tokens) &&
-         int64_t{num_tokens} * kernels::kMoeTopK <= int64_t{kMxfp4W4A16MaxRowsPerExpert} * config_.num_experts;
+bool CudaModel::experts_gemm_w4a8(int num_tokens) const {
+  return options_.moe_mxfp4_w4a8 && reads_mxfp4_experts(num_tokens) &&
+         int64_t{num_tokens} * kernels::kMoeTopK > int64_t{kMxfp4W4A8MinRowsPerExpert} * config_.num_experts;
 }
 
 bool CudaModel::defers_moe_combine(int num_tokens) const {
@@ -170,7 +170,7 @@ kernels::MoeCombineParams CudaModel::deferred_moe_pieces(int num_tokens) const {
   }
   const int local = options_.num_local_experts > 0 ? options_.num_local_experts : config_.num_experts;
   return kernels::moe_deferred_combine(moe_workspace_.get(), num_tokens, local, hidden, inter,
-                                       experts_gemm_read_mxfp4(num_tokens));
+                                       reads_mxfp4_experts(num_tokens), experts_gemm_w4a8(num_tokens));
 }
 
 // Experts of one layer: normed_ [T, hidden] and router_logits_ [T, E] → delta_ [T, hidden], or with
@@ -241,25 +241,16 @@ void CudaModel::experts(int layer, int num_tokens) {
       }
       return;
     }
-    if (experts_gemm_read_mxfp4(num_tokens)) {
-      // The W4A16 expert GEMMs on the experts as stored (kernels/gemm_w4a16.h), no conversion pass.
-      moe.weights_mxfp4 = true;
-      moe.w1 = gate_up.weight.get<uint8_t>();
-      moe.w2 = down.weight.get<uint8_t>();
-      return kernels::launch_moe(moe, moe_workspace_.get(), stream_);
+    // The grouped GEMMs on the experts as stored (no conversion pass): W4A8 (kernels/gemm_w4a8.h) past
+    // kMxfp4W4A8MinRowsPerExpert rows per expert, else W4A16 (kernels/gemm_w4a16.h).
+    moe.weights_mxfp4 = true;
+    moe.w1 = gate_up.weight.get<uint8_t>();
+    moe.w2 = down.weight.get<uint8_t>();
+    if (experts_gemm_w4a8(num_tokens)) {
+      moe.mxfp4_w4a8 = true;
+      moe.w1_row_exponents = gate_up.row_exponents.get<uint8_t>();
+      moe.w2_row_exponents = down.row_exponents.get<uint8_t>();
     }
-    // Many rows per expert: every expert of the layer to FP8 (≈ 3 bytes moved per weight), then the FP8
-    // expert GEMMs, whose FP8 tensor rate wins from ≈ 420 rows per expert.
-    const int i = config_.intermediate_size, held = moe.num_local_experts;  // this rank's experts (EP)
-    kernels::launch_mxfp4_tiled_to_fp8(gate_up.weight.get<uint8_t>(), prefill_w1_.get<uint8_t>(),
-                                       prefill_w1_scales_.get<float>(), held, 2 * i, h, stream_);
-    kernels::launch_mxfp4_tiled_to_fp8(down.weight.get<uint8_t>(), prefill_w2_.get<uint8_t>(),
-                                       prefill_w2_scales_.get<float>(), held, h, i, stream_);
-    moe.weights_tiled = true;
-    moe.w1 = prefill_w1_.get<uint8_t>();
-    moe.w1_scales = prefill_w1_scales_.get<float>();
-    moe.w2 = prefill_w2_.get<uint8_t>();
-    moe.w2_scales = prefill_w2_scales_.get<float>();
     return kernels::launch_moe(moe, moe_workspace_.get(), stream_);
   }
   moe.weights_tiled = true;

@@ -8,6 +8,7 @@
 #include "core/log.h"
 #include "core/parallel.h"
 #include "kernels/fp8_tiled.h"
+#include "kernels/gemm_w4a8.h"  // launch_mxfp4_tiled_row_exponents
 #include "kernels/mxfp4_convert.h"
 #include "kernels/mxfp4_tiled.h"
 #include "kernels/quantize_fp8.h"
@@ -180,10 +181,20 @@ DeviceExperts mxfp4_experts(const MxFp4Tensor& tensor, const TensorView& bias, u
   GOSSAMER_CUDA_CHECK(cudaDeviceSynchronize());
   counter += experts.weight.bytes();
   experts.bias = upload_vector(to_bf16(bias), counter);
+  add_row_exponents(experts, e, rows, cols, counter);
   return experts;
 }
 
 }  // namespace
+
+void add_row_exponents(DeviceExperts& mxfp4, int64_t num_experts, int64_t rows, int64_t cols, uint64_t& counter) {
+  mxfp4.row_exponents.ensure(static_cast<size_t>(num_experts * rows));
+  kernels::launch_mxfp4_tiled_row_exponents(mxfp4.weight.get<uint8_t>(), static_cast<int>(num_experts),
+                                            static_cast<int>(rows), static_cast<int>(cols),
+                                            mxfp4.row_exponents.get<uint8_t>(), nullptr);
+  GOSSAMER_CUDA_CHECK(cudaDeviceSynchronize());
+  counter += mxfp4.row_exponents.bytes();
+}
 
 DeviceExperts fp8_experts_of(const DeviceExperts& mxfp4, int64_t num_experts, int64_t rows, int64_t cols,
                              uint64_t& counter) {

@@ -48,11 +48,12 @@ struct DeviceLinear {
 };
 
 struct DeviceExperts {
-  DeviceBuffer weight;  // fp8: [E] × tile-major [rows, cols] (fp8_tiled.h); bf16: [E, rows, cols] row-major;
-                        // mxfp4: [E, mxfp4_tiled_group_bytes(rows, cols)] u8 (mxfp4_tiled.h, scales inside)
-  DeviceBuffer scales;  // fp8: [E, ceil(rows/128), ceil(cols/128)] fp32; bf16 and mxfp4: empty
-  DeviceBuffer bias;    // [E, rows] bf16
-  bool fp8 = true;      // fp8 or mxfp4 (false: bf16)
+  DeviceBuffer weight;         // fp8: [E] × tile-major [rows, cols] (fp8_tiled.h); bf16: [E, rows, cols] row-major;
+                               // mxfp4: [E, mxfp4_tiled_group_bytes(rows, cols)] u8 (mxfp4_tiled.h, scales inside)
+  DeviceBuffer scales;         // fp8: [E, ceil(rows/128), ceil(cols/128)] fp32; bf16 and mxfp4: empty
+  DeviceBuffer bias;           // [E, rows] bf16
+  DeviceBuffer row_exponents;  // mxfp4: [E, rows] u8, each row's largest MX exponent (the W4A8 GEMMs'); else empty
+  bool fp8 = true;             // fp8 or mxfp4 (false: bf16)
   bool mxfp4 = false;
 };
 
@@ -68,6 +69,9 @@ struct CudaLayer {
   // kMxfp4Fp8 only: the same experts as FP8 (tile-major, 128×128 scales); else empty.
   DeviceExperts gate_up_fp8, down_fp8;
 };
+
+// mxfp4's row_exponents from its weight ([E] × rows × cols, mxfp4_tiled.h) on the GPU; adds their bytes to `counter`.
+void add_row_exponents(DeviceExperts& mxfp4, int64_t num_experts, int64_t rows, int64_t cols, uint64_t& counter);
 
 // FP8 experts with the values of MXFP4 experts `mxfp4` ([E] × rows × cols, mxfp4_tiled.h), converted on the GPU
 // by the rule of kernels/mxfp4_convert.h (what kFp8 holds for the same checkpoint); the bias is copied.
