@@ -42,7 +42,7 @@ inline constexpr float kW4A8HiddenScale = 8.0f;
 struct GemmW4A8Params {
   const uint8_t* a = nullptr;  // [M, K] e4m3 in register order, row stride lda bytes
   int64_t lda = 0;
-  const float* a_scales = nullptr;  // [M] fp32, or null: a_scale
+  const float* a_scales = nullptr;  // [M] fp32 (8-byte aligned), or null: a_scale
   float a_scale = 1.0f;
   const uint8_t* b = nullptr;                // [num_groups, mxfp4_tiled_group_bytes(N, K)] u8
   const uint8_t* b_row_exponents = nullptr;  // [num_groups, N] u8: each weight row's largest MX exponent
@@ -72,15 +72,14 @@ GOSSAMER_HOST_DEVICE constexpr int w4a8_source_word(int q) {
 // amax)) (quantize_fp8.h's rule with one group per row), written to each row scatter_rows[r · 4 + k] ≥ 0 (k < 4;
 // −1 skips) of out ([*, K] e4m3, row stride ldo bytes) with its scale in out_scales[row]. K a multiple of 32, x
 // 16-byte aligned, ldx a multiple of 8, out 16-byte aligned, ldo a multiple of 16. Rows no input names are untouched.
-void launch_w4a8_activations(const uint16_t* x, int64_t ldx, int rows, int K, const int32_t* scatter_rows,
-                             uint8_t* out, int64_t ldo, float* out_scales, cudaStream_t stream);
+void launch_w4a8_activations(const uint16_t* x, int64_t ldx, int rows, int K, const int32_t* scatter_rows, uint8_t* out,
+                             int64_t ldo, float* out_scales, cudaStream_t stream);
 void w4a8_activations_cpu(const uint16_t* x, int64_t ldx, int rows, int K, const int32_t* scatter_rows, uint8_t* out,
                           int64_t ldo, float* out_scales);
 
 // Each weight row's largest MX exponent: out [G, N] u8 from tiled MXFP4 [G] (mxfp4_tiled.h, [N, K] each; the
 // padding's scales are not read). Once per weight tensor (at load). Device pointers, asynchronous on `stream`.
-void launch_mxfp4_tiled_row_exponents(const uint8_t* src, int groups, int n, int k, uint8_t* out,
-                                      cudaStream_t stream);
+void launch_mxfp4_tiled_row_exponents(const uint8_t* src, int groups, int n, int k, uint8_t* out, cudaStream_t stream);
 void mxfp4_tiled_row_exponents_cpu(const uint8_t* src, int groups, int n, int k, uint8_t* out);
 
 }  // namespace gossamer::kernels

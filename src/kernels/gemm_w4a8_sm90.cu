@@ -18,16 +18,17 @@
 //                block (64 weight rows × 256 tokens) is scaled (a_scale per token, 2^(r − 128) per row), biased and
 //                written transposed through the warpgroup's staging buffer, then copied out by the warpgroup in
 //                16-byte pieces of whole token rows.
-// 256-token tiles with one 64-row block a warpgroup (rather than W4A16's 128 tokens and two blocks): each decoded weight
-// feeds twice the MMAs, and the e4m3 activations' stage is the size of W4A16's bf16 one.
-// The producer gives its registers to the consumers (setmaxnreg). A rank past the last weight tile loads and computes
-// its peer's tile for the shared activations' and the barriers' sake and writes nothing; a warpgroup whose rows lie
-// wholly past N skips its decode and wgmma but keeps the barrier protocol. Rows past N and K past the real columns
-// decode the layout's padding (code 0, multiplied by a finite power of two) against the activations' zero fill.
+// 256-token tiles with one 64-row block a warpgroup (rather than W4A16's 128 tokens and two blocks): each decoded
+// weight feeds twice the MMAs, and the e4m3 activations' stage is the size of W4A16's bf16 one. The producer gives its
+// registers to the consumers (setmaxnreg). A rank past the last weight tile loads and computes its peer's tile for the
+// shared activations' and the barriers' sake and writes nothing; a warpgroup whose rows lie wholly past N skips its
+// decode and wgmma but keeps the barrier protocol. Rows past N and K past the real columns decode the layout's padding
+// (code 0, multiplied by a finite power of two) against the activations' zero fill.
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "kernels/cuda_utils.h"
 #include "kernels/gemm_fp8_common_sm90.cuh"  // row_tile
@@ -43,21 +44,28 @@ namespace gossamer::kernels {
 namespace {
 
 constexpr int kThreads = 384;
-constexpr int kCluster = 2;             // CTAs sharing one token tile's activations
-constexpr int kTileW = 128;             // weight rows per CTA: 64 per consumer warpgroup
-constexpr int kTileT = 256;             // tokens per tile (the n of wgmma)
-constexpr int kBK = 128;                // K per stage: one MXFP4 tile's columns, one 128-byte activation row
-constexpr int kStages = 3;              // (a fourth does not fit beside the staging buffers)
-constexpr int kXBytes = kTileT * kBK;   // [256 tokens][128 e4m3], 128B-swizzled
+constexpr int kCluster = 2;            // CTAs sharing one token tile's activations
+constexpr int kTileW = 128;            // weight rows per CTA: 64 per consumer warpgroup
+constexpr int kTileT = 256;            // tokens per tile (the n of wgmma)
+constexpr int kBK = 128;               // K per stage: one MXFP4 tile's columns, one 128-byte activation row
+constexpr int kXBytes = kTileT * kBK;  // [256 tokens][128 e4m3], 128B-swizzled
 constexpr int kStageBytes = (kXBytes + 2 * kMxfp4TileBytes + 1023) / 1024 * 1024;  // activations, then weights
-constexpr int kBarOffset = kStages * kStageBytes;                                  // full[kStages], empty[kStages]
-constexpr int kOutOffset = kBarOffset + 2 * kStages * 8;
-constexpr int kOutPitch = 2 * 64 + 16;         // a staged token row: 64 bf16 (or 32 e4m3) and 16 bytes
-constexpr int kOutBytes = kTileT * kOutPitch;  // one consumer warpgroup's staging buffer
-constexpr int kSmemBytes = 1024 + kOutOffset + 2 * kOutBytes;
+constexpr int kOutPitch = 2 * 64 + 16;  // a staged token row: 64 bf16 (or 32 e4m3) and 16 bytes
 static_assert(kStageBytes % 1024 == 0 && kXBytes % 1024 == 0, "activations 1024-byte aligned (128B swizzle)");
-static_assert(kOutOffset % 16 == 0, "staging buffers 16-byte aligned (16-byte loads)");
-static_assert(kSmemBytes <= 227 * 1024, "a CTA's shared memory");
+
+// The ring's depth and the epilogue's parts: a warpgroup stages and copies out its 256 tokens in kParts passes through
+// a buffer of 256 / kParts token rows, so that the staging buffers leave room for kStages stages.
+template <int kStages_, int kParts_>
+struct Ring {
+  static constexpr int kStages = kStages_, kParts = kParts_;
+  static constexpr int kBarOffset = kStages * kStageBytes;  // full[kStages], empty[kStages]
+  static constexpr int kOutOffset = kBarOffset + 2 * kStages * 8;
+  static constexpr int kOutTokens = kTileT / kParts;
+  static constexpr int kOutBytes = kOutTokens * kOutPitch;  // one consumer warpgroup's staging buffer
+  static constexpr int kSmemBytes = 1024 + kOutOffset + 2 * kOutBytes;
+  static_assert(kOutOffset % 16 == 0, "staging buffers 16-byte aligned (16-byte loads)");
+  static_assert(kSmemBytes <= 227 * 1024, "a CTA's shared memory");
+};
 // Registers after reallocation: a consumer thread holds 128 accumulators and two fragment sets (32).
 constexpr int kProducerRegs = 56, kConsumerRegs = 224;
 static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= kThreads * 168, "more registers than the launch holds");
@@ -144,16 +152,16 @@ __device__ __forceinline__ void st_shared_u8(uint32_t addr, uint8_t v) {
 
 // The staged token rows [0, 256) (kRowBytes each, kOutPitch apart) to out's rows m0 + token below row_end, from byte
 // `first` of each: 16-byte pieces, consecutive threads on consecutive pieces of a row.
-template <int kRowBytes>
-__device__ __forceinline__ void copy_rows(const GemmW4A8Params& p, const Coord& c, uint32_t staging, int64_t first,
-                                          int bytes, int64_t row_bytes, int wt) {
+template <int kRowBytes, int kTokens>
+__device__ __forceinline__ void copy_rows(const GemmW4A8Params& p, const Coord& c, int token0, uint32_t staging,
+                                          int64_t first, int bytes, int64_t row_bytes, int wt) {
   constexpr int kPieces = kRowBytes / 16;
 #pragma unroll 4
-  for (int i = wt; i < kTileT * kPieces; i += 128) {
+  for (int i = wt; i < kTokens * kPieces; i += 128) {
     const int token = i / kPieces, piece = i % kPieces;
-    if (c.m0 + token < c.row_end && 16 * piece < bytes) {
+    if (c.m0 + token0 + token < c.row_end && 16 * piece < bytes) {
       const uint4 v = mbar::ld_shared_v4(staging + token * kOutPitch + 16 * piece);
-      uint8_t* row = static_cast<uint8_t*>(p.out) + static_cast<int64_t>(c.m0 + token) * row_bytes;
+      uint8_t* row = static_cast<uint8_t*>(p.out) + static_cast<int64_t>(c.m0 + token0 + token) * row_bytes;
       *reinterpret_cast<uint4*>(row + first + 16 * piece) = v;
     }
   }
@@ -161,45 +169,52 @@ __device__ __forceinline__ void copy_rows(const GemmW4A8Params& p, const Coord& 
 
 // Consumer warpgroup cw's finished block — 64 weight rows from n_first (< N) × 256 tokens, scaled and biased in acc —
 // into its staging buffer (token rows; kBias: 64 bf16, kSwiGluFp8: the 32 e4m3 SwiGLU outputs of the gate / up row
-// pairs in register order), then copied to out by the warpgroup.
-__device__ __forceinline__ void write_out(const GemmW4A8Params& p, const float (&acc)[128], const Coord& c,
-                                          int n_first, int cw, uint8_t* buf) {
+// pairs in register order), then copied to out by the warpgroup; in R::kParts passes of 256 / kParts tokens.
+template <typename R>
+__device__ __forceinline__ void write_out(const GemmW4A8Params& p, const float (&acc)[128], const Coord& c, int n_first,
+                                          int cw, uint8_t* buf) {
   const int wt = static_cast<int>(threadIdx.x) % 128, warp = wt / 32, lane = wt % 32, g = lane / 4, t = lane % 4;
   const uint32_t staging = tma::smem_u32(buf);
-  mbar::named_sync(1 + cw, 128);  // the previous block's copies read this buffer
-  if (p.epilogue == GemmEpilogue::kSwiGluFp8) {
-    // This thread's outputs 8·warp + g / 2 (rows r) and + 4 (rows r + 8) of the block's 32, at their register-order
-    // columns: source word 2·warp → stored word warp, 2·warp + 1 → 4 + warp.
-    const uint32_t col0 = 4 * warp + g / 2, col1 = 16 + 4 * warp + g / 2;
-    const bool even = (g & 1) == 0;
+  constexpr int kJ = 32 / R::kParts;  // accumulator groups (8 tokens each) a pass
 #pragma unroll
-    for (int j = 0; j < 32; ++j) {
-      const int token = 8 * j + 2 * t;
-      const float r0 = shfl_xor_f32(even ? acc[4 * j + 1] : acc[4 * j], 4);
-      const float r1 = shfl_xor_f32(even ? acc[4 * j + 3] : acc[4 * j + 2], 4);
-      const float v0 = even ? swiglu_clamped(acc[4 * j], r0) : swiglu_clamped(r0, acc[4 * j + 1]);
-      const float v1 = even ? swiglu_clamped(acc[4 * j + 2], r1) : swiglu_clamped(r1, acc[4 * j + 3]);
-      const uint32_t row = staging + (token + (even ? 0 : 1)) * kOutPitch;
-      st_shared_u8(row + col0, __nv_cvt_float_to_fp8(kW4A8HiddenScale * v0, __NV_SATFINITE, __NV_E4M3));
-      st_shared_u8(row + col1, __nv_cvt_float_to_fp8(kW4A8HiddenScale * v1, __NV_SATFINITE, __NV_E4M3));
-    }
-  } else {
-    const uint32_t col = 2 * (16 * warp + g);
+  for (int part = 0; part < R::kParts; ++part) {
+    mbar::named_sync(1 + cw, 128);  // the previous pass's copies read this buffer
+    if (p.epilogue == GemmEpilogue::kSwiGluFp8) {
+      // This thread's outputs 8·warp + g / 2 (rows r) and + 4 (rows r + 8) of the block's 32, at their
+      // register-order columns: source word 2·warp → stored word warp, 2·warp + 1 → 4 + warp.
+      const uint32_t col0 = 4 * warp + g / 2, col1 = 16 + 4 * warp + g / 2;
+      const bool even = (g & 1) == 0;
 #pragma unroll
-    for (int j = 0; j < 32; ++j) {
-      const int token = 8 * j + 2 * t;
-      const uint32_t row_a = staging + token * kOutPitch + col, row_b = row_a + kOutPitch;
-      mbar::st_shared_u16(row_a, __bfloat16_as_ushort(__float2bfloat16_rn(acc[4 * j])));
-      mbar::st_shared_u16(row_b, __bfloat16_as_ushort(__float2bfloat16_rn(acc[4 * j + 1])));
-      mbar::st_shared_u16(row_a + 16, __bfloat16_as_ushort(__float2bfloat16_rn(acc[4 * j + 2])));
-      mbar::st_shared_u16(row_b + 16, __bfloat16_as_ushort(__float2bfloat16_rn(acc[4 * j + 3])));
+      for (int jj = 0; jj < kJ; ++jj) {
+        const int j = part * kJ + jj, token = 8 * jj + 2 * t;
+        const float r0 = shfl_xor_f32(even ? acc[4 * j + 1] : acc[4 * j], 4);
+        const float r1 = shfl_xor_f32(even ? acc[4 * j + 3] : acc[4 * j + 2], 4);
+        const float v0 = even ? swiglu_clamped(acc[4 * j], r0) : swiglu_clamped(r0, acc[4 * j + 1]);
+        const float v1 = even ? swiglu_clamped(acc[4 * j + 2], r1) : swiglu_clamped(r1, acc[4 * j + 3]);
+        const uint32_t row = staging + (token + (even ? 0 : 1)) * kOutPitch;
+        st_shared_u8(row + col0, __nv_cvt_float_to_fp8(kW4A8HiddenScale * v0, __NV_SATFINITE, __NV_E4M3));
+        st_shared_u8(row + col1, __nv_cvt_float_to_fp8(kW4A8HiddenScale * v1, __NV_SATFINITE, __NV_E4M3));
+      }
+    } else {
+      const uint32_t col = 2 * (16 * warp + g);
+#pragma unroll
+      for (int jj = 0; jj < kJ; ++jj) {
+        const int j = part * kJ + jj, token = 8 * jj + 2 * t;
+        const uint32_t row_a = staging + token * kOutPitch + col, row_b = row_a + kOutPitch;
+        mbar::st_shared_u16(row_a, __bfloat16_as_ushort(__float2bfloat16_rn(acc[4 * j])));
+        mbar::st_shared_u16(row_b, __bfloat16_as_ushort(__float2bfloat16_rn(acc[4 * j + 1])));
+        mbar::st_shared_u16(row_a + 16, __bfloat16_as_ushort(__float2bfloat16_rn(acc[4 * j + 2])));
+        mbar::st_shared_u16(row_b + 16, __bfloat16_as_ushort(__float2bfloat16_rn(acc[4 * j + 3])));
+      }
     }
-  }
-  mbar::named_sync(1 + cw, 128);
-  if (p.epilogue == GemmEpilogue::kSwiGluFp8) {
-    copy_rows<32>(p, c, staging, n_first / 2, min(32, (p.N - n_first) / 2), p.ldc, wt);
-  } else {
-    copy_rows<128>(p, c, staging, 2 * int64_t{n_first}, 2 * min(64, p.N - n_first), 2 * p.ldc, wt);
+    mbar::named_sync(1 + cw, 128);
+    const int token0 = part * R::kOutTokens;
+    if (p.epilogue == GemmEpilogue::kSwiGluFp8) {
+      copy_rows<32, R::kOutTokens>(p, c, token0, staging, n_first / 2, min(32, (p.N - n_first) / 2), p.ldc, wt);
+    } else {
+      copy_rows<128, R::kOutTokens>(p, c, token0, staging, 2 * int64_t{n_first}, 2 * min(64, p.N - n_first), 2 * p.ldc,
+                                    wt);
+    }
   }
 }
 
@@ -232,7 +247,9 @@ __device__ __forceinline__ int row_bias(const GemmW4A8Params& p, int group, int 
   return 30 - (n < p.N ? static_cast<int>(p.b_row_exponents[static_cast<int64_t>(group) * p.N + n]) : 255);
 }
 
+template <typename R>
 __device__ __forceinline__ void consume(const GemmW4A8Params& p, uint8_t* smem, uint64_t* full, uint64_t* empty) {
+  constexpr int kStages = R::kStages;
   tma::regs_claim<kConsumerRegs>();
   const int tid = static_cast<int>(threadIdx.x);
   const int cw = __shfl_sync(0xffffffffu, tid / 128, 0) - 1;  // (warp-uniform for the compiler)
@@ -240,7 +257,7 @@ __device__ __forceinline__ void consume(const GemmW4A8Params& p, uint8_t* smem, 
   const int num_kb = ceil_div(p.K, kBK);
   const uint64_t desc_x0 = wgmma::desc_k128_sw128(smem);
   const uint32_t raw0 = tma::smem_u32(smem) + kXBytes + cw * kMxfp4TileBytes;
-  uint8_t* buf = smem + kOutOffset + cw * kOutBytes;
+  uint8_t* buf = smem + R::kOutOffset + cw * R::kOutBytes;
   int s = 0;
   uint32_t phase = 0;
   const Walk w = walk_of(p);
@@ -290,28 +307,39 @@ __device__ __forceinline__ void consume(const GemmW4A8Params& p, uint8_t* smem, 
     wgmma::wait<0>();
     release(empty, s_prev, lane, w.rank);
     wgmma::fence_operand(acc);
-    // acc · a_scale[token] · 2^(r − 128) + bias (token rows past the last real one read the last's scale).
+    // acc · a_scale[token] · 2^(r − 128) + bias (token rows past the last real one read the last's scale; a_scales
+    // 8-byte aligned).
     const int last = p.M - 1;
 #pragma unroll
     for (int j = 0; j < 32; ++j) {
-      const int m = c.m0 + 8 * j + 2 * t;
-      const float s0 = p.a_scales ? __ldg(p.a_scales + min(m, last)) : p.a_scale;
-      const float s1 = p.a_scales ? __ldg(p.a_scales + min(m + 1, last)) : p.a_scale;
+      const int m = c.m0 + 8 * j + 2 * t;  // (even: a_scales + m is 8-byte aligned)
+      float s0 = p.a_scale, s1 = p.a_scale;
+      if (p.a_scales != nullptr) {
+        if (m < last) {
+          const float2 pair = __ldg(reinterpret_cast<const float2*>(p.a_scales + m));
+          s0 = pair.x;
+          s1 = pair.y;
+        } else {
+          s0 = s1 = __ldg(p.a_scales + last);
+        }
+      }
       acc[4 * j] = fmaf(acc[4 * j], s0 * rf[0], b[0]);
       acc[4 * j + 1] = fmaf(acc[4 * j + 1], s1 * rf[0], b[0]);
       acc[4 * j + 2] = fmaf(acc[4 * j + 2], s0 * rf[1], b[1]);
       acc[4 * j + 3] = fmaf(acc[4 * j + 3], s1 * rf[1], b[1]);
     }
     const int n_first = c.n0 + 64 * cw;
-    if (c.active && n_first < p.N) write_out(p, acc, c, n_first, cw, buf);
+    if (c.active && n_first < p.N) write_out<R>(p, acc, c, n_first, cw, buf);
   }
 }
 
+template <typename R>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm_w4a8_kernel(const __grid_constant__ CUtensorMap map_x, const GemmW4A8Params p) {
+  constexpr int kStages = R::kStages;
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
-  uint64_t* full = reinterpret_cast<uint64_t*>(smem + kBarOffset);
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + R::kBarOffset);
   uint64_t* empty = full + kStages;
   const int tid = static_cast<int>(threadIdx.x);
   if (tid == 0) {
@@ -352,7 +380,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     }
   } else {
-    consume(p, smem, full, empty);
+    consume<R>(p, smem, full, empty);
   }
   // NOTE: no CTA of a cluster exits while its peer may still multicast into it or arrive on its barriers.
   tma::cluster_sync();
@@ -437,8 +465,10 @@ int gemm_w4a8_tile_rows() {
 void launch_gemm_w4a8(const GemmW4A8Params& p, cudaStream_t stream) {
   GOSSAMER_CHECK(p.K % 32 == 0, "gemm_w4a8: K a multiple of 32, not ", p.K);
   GOSSAMER_CHECK(reinterpret_cast<uintptr_t>(p.a) % 16 == 0 && p.lda % 16 == 0 &&
-                     reinterpret_cast<uintptr_t>(p.b) % 16 == 0 && p.b_row_exponents != nullptr,
-                 "gemm_w4a8: A and B 16-byte aligned, lda a multiple of 16, the row exponents given");
+                     reinterpret_cast<uintptr_t>(p.b) % 16 == 0 && p.b_row_exponents != nullptr &&
+                     reinterpret_cast<uintptr_t>(p.a_scales) % 8 == 0,
+                 "gemm_w4a8: A and B 16-byte aligned, lda a multiple of 16, a_scales 8-byte aligned, the row exponents "
+                 "given");
   GOSSAMER_CHECK(p.epilogue == GemmEpilogue::kBias || p.epilogue == GemmEpilogue::kSwiGluFp8,
                  "gemm_w4a8: the kBias and kSwiGluFp8 epilogues");
   const bool bf16_out = p.epilogue == GemmEpilogue::kBias;
@@ -446,7 +476,17 @@ void launch_gemm_w4a8(const GemmW4A8Params& p, cudaStream_t stream) {
                      p.N % (bf16_out ? 8 : 64) == 0,
                  "gemm_w4a8: out 16-byte aligned, ldc a multiple of 8 and N of 8 (kSwiGluFp8: 16 and 64)");
   if (p.M == 0 || p.N == 0) return;
-  PersistentClusterLaunch launch(gemm_w4a8_kernel, kCluster, kThreads, kSmemBytes, stream);
+  // (A/B of the ring's depth, this session's measurement only: GOSSAMER_W4A8_RING = 3, 4 or 5 stages.)
+  static const int ring = [] {
+    const char* v = std::getenv("GOSSAMER_W4A8_RING");
+    return v ? std::atoi(v) : 3;
+  }();
+  using R3 = Ring<3, 1>;
+  using R4 = Ring<4, 2>;
+  using R5 = Ring<5, 4>;
+  auto kernel = ring == 5 ? gemm_w4a8_kernel<R5> : ring == 4 ? gemm_w4a8_kernel<R4> : gemm_w4a8_kernel<R3>;
+  const int smem_bytes = ring == 5 ? R5::kSmemBytes : ring == 4 ? R4::kSmemBytes : R3::kSmemBytes;
+  PersistentClusterLaunch launch(kernel, kCluster, kThreads, smem_bytes, stream);
   static const int max_units_in_flight = launch.resident_clusters("gemm_w4a8");
   // A: [M, K] bytes, row stride lda; box 128 bytes × 128 tokens (a rank's half of a tile).
   const uint64_t dims[2] = {static_cast<uint64_t>(p.K), static_cast<uint64_t>(p.M)};
@@ -462,8 +502,8 @@ void launch_gemm_w4a8(const GemmW4A8Params& p, cudaStream_t stream) {
   GOSSAMER_CUDA_CHECK_LAUNCH();
 }
 
-void launch_w4a8_activations(const uint16_t* x, int64_t ldx, int rows, int K, const int32_t* scatter_rows,
-                             uint8_t* out, int64_t ldo, float* out_scales, cudaStream_t stream) {
+void launch_w4a8_activations(const uint16_t* x, int64_t ldx, int rows, int K, const int32_t* scatter_rows, uint8_t* out,
+                             int64_t ldo, float* out_scales, cudaStream_t stream) {
   GOSSAMER_CHECK(K % 32 == 0 && ldx % 8 == 0 && ldo % 16 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
                      reinterpret_cast<uintptr_t>(out) % 16 == 0,
                  "w4a8_activations: K a multiple of 32, x and out 16-byte aligned, ldx of 8 and ldo of 16");
@@ -474,8 +514,7 @@ void launch_w4a8_activations(const uint16_t* x, int64_t ldx, int rows, int K, co
   GOSSAMER_CUDA_CHECK_LAUNCH();
 }
 
-void launch_mxfp4_tiled_row_exponents(const uint8_t* src, int groups, int n, int k, uint8_t* out,
-                                      cudaStream_t stream) {
+void launch_mxfp4_tiled_row_exponents(const uint8_t* src, int groups, int n, int k, uint8_t* out, cudaStream_t stream) {
   const int64_t count = int64_t{groups} * n;
   if (count == 0) return;
   const int threads = 256;
