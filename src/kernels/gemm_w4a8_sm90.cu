@@ -312,15 +312,16 @@ __device__ __forceinline__ void consume(const GemmW4A8Params& p, uint8_t* smem, 
     const int last = p.M - 1;
 #pragma unroll
     for (int j = 0; j < 32; ++j) {
-      const int m = c.m0 + 8 * j + 2 * t;  // (even: a_scales + m is 8-byte aligned)
+      const int m = c.m0 + 8 * j + 2 * t;
       float s0 = p.a_scale, s1 = p.a_scale;
       if (p.a_scales != nullptr) {
-        if (m < last) {
+        if (m < last && (c.m0 & 1) == 0) {  // (a_scales + m 8-byte aligned; m0's parity is the unit's)
           const float2 pair = __ldg(reinterpret_cast<const float2*>(p.a_scales + m));
           s0 = pair.x;
           s1 = pair.y;
         } else {
-          s0 = s1 = __ldg(p.a_scales + last);
+          s0 = __ldg(p.a_scales + min(m, last));
+          s1 = __ldg(p.a_scales + min(m + 1, last));
         }
       }
       acc[4 * j] = fmaf(acc[4 * j], s0 * rf[0], b[0]);

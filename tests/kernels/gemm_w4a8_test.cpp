@@ -101,8 +101,8 @@ TEST(GemmW4A8Kernel, MatchesReference) {
       p.grouped = {doff.get(), dtg.get(), dtm.get(), dnt.get(), static_cast<int>(tile_group.size()), groups};
     }
     const std::string shape = std::to_string(groups) + "x[" + std::to_string(c.n) + "x" + std::to_string(c.k) + "] M" +
-                              std::to_string(M) + (fp8_out ? " swiglu-fp8" : " bias") + " e[" +
-                              std::to_string(c.e_lo) + "," + std::to_string(c.e_hi) + "]" + (c.plain ? " plain" : "") +
+                              std::to_string(M) + (fp8_out ? " swiglu-fp8" : " bias") + " e[" + std::to_string(c.e_lo) +
+                              "," + std::to_string(c.e_hi) + "]" + (c.plain ? " plain" : "") +
                               (c.row_scales ? "" : " fixed scale");
     dout.poison();
     const std::vector<uint8_t> poisoned = dout.download();
