@@ -65,7 +65,7 @@ struct ModelOptions {
   // (CudaOptions::moe_quantize_tokens_once; on: measured faster, docs/PERF.md 2026-12-05 seventeenth session;
   // hidden bench flag --no-moe-quantize-tokens-once for A/B).
   bool moe_quantize_tokens_once = true;
-  // cuda: MXFP4 experts on the W4A8 GEMMs past CudaModel::kMxfp4W4A8MinRowsPerExpert rows per expert
+  // cuda: MXFP4 experts on the W4A8 GEMMs from CudaModel::kMxfp4W4A8MinRowsPerExpert rows per expert
   // (CudaOptions::moe_mxfp4_w4a8; on: measured faster, docs/PERF.md 2026-12-07 thirty-first session; hidden bench
   // flag --no-moe-mxfp4-w4a8 for A/B: W4A16 at every size).
   bool moe_mxfp4_w4a8 = true;

@@ -11,9 +11,8 @@
 // FP8 GEMMs with per-token 1×128 activation quantization (or the bf16 GEMMs in bf16 mode). With MXFP4
 // experts (--weights mxfp4) steps of ≤ kMxfp4GemvMaxTokens read them as MXFP4 (the decode MoE, 8 tokens
 // at a time); larger steps run grouped GEMMs on the experts as stored, each warp decoding its weights into the
-// MMA's registers: up to kMxfp4W4A8MinRowsPerExpert rows per expert the W4A16 GEMMs (kernels/gemm_w4a16.h: bf16
-// activations), beyond that the W4A8 GEMMs (kernels/gemm_w4a8.h: e4m3 activations, e5m2 weights, the FP8 tensor
-// rate).
+// MMA's registers: below kMxfp4W4A8MinRowsPerExpert rows per expert the W4A16 GEMMs (kernels/gemm_w4a16.h: bf16
+// activations), from it the W4A8 GEMMs (kernels/gemm_w4a8.h: e4m3 activations, e5m2 weights, the FP8 tensor rate).
 // Steps that CudaModel::streams_experts picks (by
 // default 9–64 tokens with FP8 experts, 9–32 with MXFP4) run the experts of either format on the
 // weight-streaming grouped GEMM (kernels/moe.h launch_moe_stream) instead. Pure decode
@@ -122,7 +121,7 @@ struct CudaOptions {
   bool moe_gemv_x_shared = true;    // kernels::MoeParams::gemv_x_shared
   kernels::GemmTile moe_gemm_tile = kernels::GemmTile::kAuto;
   bool moe_quantize_tokens_once = true;  // kernels::MoeParams::quantize_tokens_once
-  // MXFP4 experts on the grouped GEMMs (launch_moe) past kMxfp4W4A8MinRowsPerExpert rows per expert run the W4A8
+  // MXFP4 experts on the grouped GEMMs (launch_moe) from kMxfp4W4A8MinRowsPerExpert rows per expert run the W4A8
   // GEMMs (kernels::MoeParams::mxfp4_w4a8); off: the W4A16 ones at every size (A/B).
   bool moe_mxfp4_w4a8 = true;
 };
@@ -199,7 +198,7 @@ class CudaModel final : public Model {
   // kGemvMaxRows tokens), else (not streamed) on the grouped GEMMs (launch_moe).
   bool experts_on_gemvs(int num_tokens) const;
   // Whether launch_moe runs the MXFP4 experts on the W4A8 GEMMs (else, reading MXFP4 experts, the W4A16 ones):
-  // past kMxfp4W4A8MinRowsPerExpert rows per expert, unless CudaOptions::moe_mxfp4_w4a8 is off.
+  // from kMxfp4W4A8MinRowsPerExpert rows per expert, unless CudaOptions::moe_mxfp4_w4a8 is off.
   bool experts_gemm_w4a8(int num_tokens) const;
   // Whether a step of num_tokens leaves the MoE combine to the next RMSNorm, which sums the experts' rows
   // itself (kernels/rmsnorm.h moe_y): the decode MoE (launch_moe_decode, one chunk) and, with
@@ -214,13 +213,14 @@ class CudaModel final : public Model {
   static constexpr int kDualMxfp4MaxTokens = 64;
   // Whether a step of num_tokens reads MXFP4 experts (--weights mxfp4, or mxfp4+fp8 up to kDualMxfp4MaxTokens).
   bool reads_mxfp4_experts(int num_tokens) const;
-  // MXFP4 experts on the grouped GEMMs (steps past the decode MoE and the stream path): the W4A16 GEMMs up to this
-  // many (token, expert) rows per expert on average (num_tokens · 4 / E), the W4A8 GEMMs beyond (their 256-token
-  // tiles run half empty below it). H100, 2026-12-07 (thirty-first session, one call), `gossamer_kernels_bench
-  // moe-mxfp4` (route → combine, µs, W4A16 / W4A8): E = 32 486 / 494 at 128 rows per expert, 743 / 535 at 192, 3,386
-  // / 2,269 at 1,024; E = 128 1,518 / 1,908 at 96, 3,375 / 2,428 at 192 (crossovers ≈ 125–130 rows). The W4A8 GEMMs
-  // beat converting the experts to FP8 at every size (8,192 tokens: E = 32 2,269 against 2,542, E = 128 3,313
-  // against 5,229), which they replaced.
+  // MXFP4 experts on the grouped GEMMs (steps past the decode MoE and the stream path): the W4A16 GEMMs below this
+  // many (token, expert) rows per expert on average (num_tokens · 4 / E), the W4A8 GEMMs from it (their 256-token
+  // tiles run half empty below it). H100, 2026-12-07 (thirty-first session), `gossamer_kernels_bench moe-mxfp4`
+  // (route → combine, µs, W4A16 / W4A8 with its 3-stage ring, one call): E = 32 486 / 494 at 128 rows per expert,
+  // 743 / 535 at 192, 3,386 / 2,269 at 1,024; E = 128 1,518 / 1,908 at 96, 3,375 / 2,428 at 192; the 4-stage ring
+  // (another call) took W4A8 2–8% lower (E = 128 at 128 rows ≈ 2,000 against W4A16's 2,256). The W4A8 GEMMs beat
+  // converting the experts to FP8 at every size (8,192 tokens: E = 32 2,269 against 2,542, E = 128 3,313 against
+  // 5,229), which they replaced.
   static constexpr int kMxfp4W4A8MinRowsPerExpert = 128;
 
  protected:

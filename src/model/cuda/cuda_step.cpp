@@ -153,7 +153,7 @@ bool CudaModel::experts_on_gemvs(int num_tokens) const {
 
 bool CudaModel::experts_gemm_w4a8(int num_tokens) const {
   return options_.moe_mxfp4_w4a8 && reads_mxfp4_experts(num_tokens) &&
-         int64_t{num_tokens} * kernels::kMoeTopK > int64_t{kMxfp4W4A8MinRowsPerExpert} * config_.num_experts;
+         int64_t{num_tokens} * kernels::kMoeTopK >= int64_t{kMxfp4W4A8MinRowsPerExpert} * config_.num_experts;
 }
 
 bool CudaModel::defers_moe_combine(int num_tokens) const {
@@ -241,7 +241,7 @@ void CudaModel::experts(int layer, int num_tokens) {
       }
       return;
     }
-    // The grouped GEMMs on the experts as stored (no conversion pass): W4A8 (kernels/gemm_w4a8.h) past
+    // The grouped GEMMs on the experts as stored (no conversion pass): W4A8 (kernels/gemm_w4a8.h) from
     // kMxfp4W4A8MinRowsPerExpert rows per expert, else W4A16 (kernels/gemm_w4a16.h).
     moe.weights_mxfp4 = true;
     moe.w1 = gate_up.weight.get<uint8_t>();
