@@ -443,7 +443,9 @@ struct MoeMxfp4Bench {
         c1s(w1s.bytes),
         c2s(w2s.bytes),
         b1(size_t(E) * 2 * kI * 2),
-        b2(size_t(E) * kH * 2) {
+        b2(size_t(E) * kH * 2),
+        r1(size_t(E) * 2 * kI),
+        r2(size_t(E) * kH) {
     fill_fp8(f1);
     fill_fp8(f2);
     fill_f32(w1s, 1e-4f, 3e-4f);
@@ -452,9 +454,12 @@ struct MoeMxfp4Bench {
     fill_bf16(b1, -0.5f, 0.5f);
     fill_bf16(b2, -0.5f, 0.5f);
   }
+  // Random MXFP4 experts and their row exponents (the W4A8 GEMMs').
   void fill_mxfp4(int e_lo, int e_hi) {
     fill(w1, 4, w1.bytes, float(e_lo), float(e_hi));
     fill(w2, 4, w2.bytes, float(e_lo), float(e_hi));
+    launch_mxfp4_tiled_row_exponents(w1.as<uint8_t>(), E, 2 * kI, kH, r1.as<uint8_t>(), nullptr);
+    launch_mxfp4_tiled_row_exponents(w2.as<uint8_t>(), E, kH, kI, r2.as<uint8_t>(), nullptr);
   }
 
   void run(int T) {
@@ -484,9 +489,6 @@ struct MoeMxfp4Bench {
     w4a16.w1 = w1.as<uint8_t>();
     w4a16.w2 = w2.as<uint8_t>();
     MoeParams w4a8 = w4a16;
-    Buf r1(size_t(E) * 2 * kI), r2(size_t(E) * kH);
-    launch_mxfp4_tiled_row_exponents(w1.as<uint8_t>(), E, 2 * kI, kH, r1.as<uint8_t>(), nullptr);
-    launch_mxfp4_tiled_row_exponents(w2.as<uint8_t>(), E, kH, kI, r2.as<uint8_t>(), nullptr);
     w4a8.mxfp4_w4a8 = true;
     w4a8.w1_row_exponents = r1.as<uint8_t>();
     w4a8.w2_row_exponents = r2.as<uint8_t>();
@@ -533,9 +535,6 @@ struct MoeMxfp4Bench {
     p.weights_mxfp4 = true;
     p.w1 = w1.as<uint8_t>();
     p.w2 = w2.as<uint8_t>();
-    Buf r1(size_t(E) * 2 * kI), r2(size_t(E) * kH);
-    launch_mxfp4_tiled_row_exponents(w1.as<uint8_t>(), E, 2 * kI, kH, r1.as<uint8_t>(), nullptr);
-    launch_mxfp4_tiled_row_exponents(w2.as<uint8_t>(), E, kH, kI, r2.as<uint8_t>(), nullptr);
     p.mxfp4_w4a8 = w4a8;
     p.w1_row_exponents = r1.as<uint8_t>();
     p.w2_row_exponents = r2.as<uint8_t>();
@@ -545,7 +544,7 @@ struct MoeMxfp4Bench {
 
   int E;
   size_t g1, g2;
-  Buf f1, f2, c1, c2, w1, w2, w1s, w2s, c1s, c2s, b1, b2;
+  Buf f1, f2, c1, c2, w1, w2, w1s, w2s, c1s, c2s, b1, b2, r1, r2;
 };
 
 // ---- decode GEMV (gemv_fp8.h) vs quantize_fp8 + gemm_fp8 (the prefill path) at the same shape ----

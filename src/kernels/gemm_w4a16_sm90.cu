@@ -35,7 +35,7 @@
 #include <type_traits>
 
 #include "kernels/cuda_utils.h"
-#include "kernels/gemm_fp8_common_sm90.cuh"  // row_tile
+#include "kernels/gemm_mxfp4_pair_sm90.cuh"
 #include "kernels/gemm_w4a16.h"
 #include "kernels/mbarrier_sm90.cuh"
 #include "kernels/mxfp4_tiled.h"
@@ -47,7 +47,6 @@ namespace gossamer::kernels {
 namespace {
 
 constexpr int kThreads = 384;
-constexpr int kCluster = 2;               // CTAs sharing one token tile's activations
 constexpr int kBlocks = 2;                // 64-row weight blocks per consumer warpgroup
 constexpr int kTileW = 256;               // weight rows per CTA: 2 · 64 per consumer warpgroup
 constexpr int kTileT = 128;               // tokens per tile (the n of wgmma)
@@ -69,40 +68,16 @@ static_assert(kSmemBytes <= 227 * 1024, "a CTA's shared memory");
 constexpr int kProducerRegs = 56, kConsumerRegs = 224;
 static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= kThreads * 168, "more registers than the launch holds");
 
-// The CTA's walk over work units u = first, first + stride, … < units; unit u is the pair of weight tiles u % pairs
-// of token tile u / pairs, rank r computing the r-th. Weight pairs fastest: the clusters in flight share a few token
-// tiles (read from DRAM once, then from L2) and one expert's weights (re-read from L2 by its next token tiles);
-// token tiles fastest re-read every token's activations from DRAM for each weight pair (8k tokens, E = 32: 4.3 GB
-// for gate_up's 23 pairs, measured 64% of DRAM bandwidth).
-struct Walk {
-  int pairs, units, first, stride, rank;
-};
+using mxfp4_pair::Coord;
+using mxfp4_pair::kCluster;
+using mxfp4_pair::release;
+using mxfp4_pair::shfl_xor_f32;
+using mxfp4_pair::Walk;
 __device__ __forceinline__ Walk walk_of(const GemmW4A16Params& p) {
-  Walk w;
-  w.pairs = ceil_div(ceil_div(p.N, kTileW), kCluster);
-  w.units = (p.grouped.on() ? *p.grouped.num_tiles : ceil_div(p.M, kTileT)) * w.pairs;
-  w.first = static_cast<int>(blockIdx.x) / kCluster;
-  w.stride = static_cast<int>(gridDim.x) / kCluster;
-  w.rank = static_cast<int>(tma::cluster_rank());
-  return w;
+  return mxfp4_pair::walk_of<kTileW, kTileT>(p);
 }
-
-// Unit u for this rank: group, tokens [m0, row_end), weight rows from n0 (n0_load: the rows it loads; an inactive
-// rank, past N, loads its peer's).
-struct Coord {
-  int group, m0, row_end, n0, n0_load;
-  bool active;
-};
 __device__ __forceinline__ Coord coord_of(const GemmW4A16Params& p, const Walk& w, int u) {
-  Coord c;
-  c.n0 = (kCluster * (u % w.pairs) + w.rank) * kTileW;
-  c.active = c.n0 < p.N;
-  c.n0_load = c.active ? c.n0 : c.n0 - kTileW;
-  const gemm_fp8_detail::RowTile rt = gemm_fp8_detail::row_tile(p, u / w.pairs, kTileT);
-  c.group = rt.group;
-  c.m0 = rt.m0;
-  c.row_end = rt.row_end;
-  return c;
+  return mxfp4_pair::coord_of<kTileW, kTileT>(p, w, u);
 }
 
 __device__ __forceinline__ uint32_t mul_bf16x2(uint32_t a, uint32_t b) {
@@ -173,32 +148,6 @@ __device__ __forceinline__ void load_fragments(uint32_t raw, int warp, int g, in
   }
 }
 
-// __shfl_xor_sync on an f32 register (the intrinsic goes through an integer bitcast, which makes the compiler carry
-// the accumulators in b32 registers across the K loop and move them while wgmma groups are in flight).
-__device__ __forceinline__ float shfl_xor_f32(float v, int lane_mask) {
-  float r;
-  asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;\n" : "=f"(r) : "f"(v), "r"(lane_mask));
-  return r;
-}
-
-// The staged token rows [0, 128) of a row block (kRowBytes each, kOutPitch apart) to out's rows m0 + token below
-// row_end from byte `first` of each (the row block's first column), the first `bytes` of each row: 16-byte pieces,
-// consecutive threads on consecutive pieces of a row, so that every warp store covers whole rows.
-template <int kRowBytes>
-__device__ __forceinline__ void copy_rows(const GemmW4A16Params& p, const Coord& c, uint32_t staging, int64_t first,
-                                          int bytes, int wt) {
-  constexpr int kPieces = kRowBytes / 16;
-#pragma unroll
-  for (int i = wt; i < kTileT * kPieces; i += 128) {
-    const int token = i / kPieces, piece = i % kPieces;
-    if (c.m0 + token < c.row_end && 16 * piece < bytes) {
-      const uint4 v = mbar::ld_shared_v4(staging + token * kOutPitch + 16 * piece);
-      uint8_t* row = reinterpret_cast<uint8_t*>(p.out + static_cast<int64_t>(c.m0 + token) * p.ldc);
-      *reinterpret_cast<uint4*>(row + first + 16 * piece) = v;
-    }
-  }
-}
-
 // Consumer warpgroup cw's finished row block — 64 weight rows from n_first (< N) × 128 tokens — into its staging
 // buffer (token rows; kBias: the 64 outputs, kSwiGlu: the 32 SwiGLU outputs of the gate / up row pairs, in register
 // order with out_register_order), then copied to out by the warpgroup (copy_rows). Every thread of the warpgroup
@@ -241,18 +190,12 @@ __device__ __forceinline__ void write_out(const GemmW4A16Params& p, const float 
   }
   mbar::named_sync(1 + cw, 128);
   if (swiglu) {
-    copy_rows<64>(p, c, staging, n_first, min(64, p.N - n_first), wt);  // (N / 2 outputs: n_first bytes in)
+    // (N / 2 outputs: n_first bytes in)
+    mxfp4_pair::copy_rows<64, kTileT, kOutPitch, kTileT * 4 / 128>(p.out, 2 * p.ldc, c, 0, staging, n_first,
+                                                                   min(64, p.N - n_first), wt);
   } else {
-    copy_rows<128>(p, c, staging, 2 * int64_t{n_first}, 2 * min(64, p.N - n_first), wt);
-  }
-}
-
-// Releases ring stage s to both CTAs' producers (every lane's reads of it are done).
-__device__ __forceinline__ void release(uint64_t* empty, int s, int lane, int rank) {
-  __syncwarp();
-  if (lane == 0) {
-    mbar::arrive(&empty[s]);
-    mbar::arrive_cluster(&empty[s], static_cast<uint32_t>(rank ^ 1));
+    mxfp4_pair::copy_rows<128, kTileT, kOutPitch, kTileT * 8 / 128>(
+        p.out, 2 * p.ldc, c, 0, staging, 2 * int64_t{n_first}, 2 * min(64, p.N - n_first), wt);
   }
 }
 
@@ -360,19 +303,9 @@ __device__ __forceinline__ void consume(const GemmW4A16Params& p, uint8_t* smem,
 __global__ void __launch_bounds__(kThreads, 1)
     gemm_w4a16_kernel(const __grid_constant__ CUtensorMap map_x, const GemmW4A16Params p) {
   extern __shared__ uint8_t smem_raw[];
-  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
-  uint64_t* full = reinterpret_cast<uint64_t*>(smem + kBarOffset);
-  uint64_t* empty = full + kStages;
+  uint64_t *full, *empty;
+  uint8_t* smem = mxfp4_pair::init_ring<kStages>(smem_raw, kBarOffset, &map_x, full, empty);
   const int tid = static_cast<int>(threadIdx.x);
-  if (tid == 0) {
-    tma::prefetch_map(&map_x);
-    for (int s = 0; s < kStages; ++s) {
-      mbar::init(&full[s], 1);              // thread 0's expect_tx
-      mbar::init(&empty[s], 8 * kCluster);  // every consumer warp of both CTAs
-    }
-    tma::fence_barrier_init();
-  }
-  tma::cluster_sync();  // the peer's barriers exist before any copy or arrival names them
 
   if (tid < 128) {
     tma::regs_release<kProducerRegs>();

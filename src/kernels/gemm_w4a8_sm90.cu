@@ -31,7 +31,7 @@
 #include <algorithm>
 
 #include "kernels/cuda_utils.h"
-#include "kernels/gemm_fp8_common_sm90.cuh"  // row_tile
+#include "kernels/gemm_mxfp4_pair_sm90.cuh"
 #include "kernels/gemm_w4a8.h"
 #include "kernels/mbarrier_sm90.cuh"
 #include "kernels/mxfp4_tiled.h"
@@ -44,7 +44,6 @@ namespace gossamer::kernels {
 namespace {
 
 constexpr int kThreads = 384;
-constexpr int kCluster = 2;            // CTAs sharing one token tile's activations
 constexpr int kTileW = 128;            // weight rows per CTA: 64 per consumer warpgroup
 constexpr int kTileT = 256;            // tokens per tile (the n of wgmma)
 constexpr int kBK = 128;               // K per stage: one MXFP4 tile's columns, one 128-byte activation row
@@ -70,36 +69,16 @@ static_assert(kSmemBytes <= 227 * 1024, "a CTA's shared memory");
 constexpr int kProducerRegs = 56, kConsumerRegs = 224;
 static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= kThreads * 168, "more registers than the launch holds");
 
-// The CTA's walk over work units (gemm_w4a16_sm90.cu's: weight pairs fastest).
-struct Walk {
-  int pairs, units, first, stride, rank;
-};
+using mxfp4_pair::Coord;
+using mxfp4_pair::kCluster;
+using mxfp4_pair::release;
+using mxfp4_pair::shfl_xor_f32;
+using mxfp4_pair::Walk;
 __device__ __forceinline__ Walk walk_of(const GemmW4A8Params& p) {
-  Walk w;
-  w.pairs = ceil_div(ceil_div(p.N, kTileW), kCluster);
-  w.units = (p.grouped.on() ? *p.grouped.num_tiles : ceil_div(p.M, kTileT)) * w.pairs;
-  w.first = static_cast<int>(blockIdx.x) / kCluster;
-  w.stride = static_cast<int>(gridDim.x) / kCluster;
-  w.rank = static_cast<int>(tma::cluster_rank());
-  return w;
+  return mxfp4_pair::walk_of<kTileW, kTileT>(p);
 }
-
-// Unit u for this rank: group, tokens [m0, row_end), weight rows from n0 (n0_load: the rows it loads; an inactive
-// rank, past N, loads its peer's).
-struct Coord {
-  int group, m0, row_end, n0, n0_load;
-  bool active;
-};
 __device__ __forceinline__ Coord coord_of(const GemmW4A8Params& p, const Walk& w, int u) {
-  Coord c;
-  c.n0 = (kCluster * (u % w.pairs) + w.rank) * kTileW;
-  c.active = c.n0 < p.N;
-  c.n0_load = c.active ? c.n0 : c.n0 - kTileW;
-  const gemm_fp8_detail::RowTile rt = gemm_fp8_detail::row_tile(p, u / w.pairs, kTileT);
-  c.group = rt.group;
-  c.m0 = rt.m0;
-  c.row_end = rt.row_end;
-  return c;
+  return mxfp4_pair::coord_of<kTileW, kTileT>(p, w, u);
 }
 
 // The f16x2 multiplier 2^(e − r + 15) of an MX block with exponent e in a row whose largest is r (bias = 30 − r):
@@ -139,32 +118,8 @@ __device__ __forceinline__ void load_fragments(uint32_t raw, int warp, int g, in
   }
 }
 
-// __shfl_xor_sync on an f32 register (see gemm_w4a16_sm90.cu: keeps the accumulators f32).
-__device__ __forceinline__ float shfl_xor_f32(float v, int lane_mask) {
-  float r;
-  asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;\n" : "=f"(r) : "f"(v), "r"(lane_mask));
-  return r;
-}
-
 __device__ __forceinline__ void st_shared_u8(uint32_t addr, uint8_t v) {
   asm volatile("st.shared.u8 [%0], %1;\n" ::"r"(addr), "h"(static_cast<uint16_t>(v)));
-}
-
-// The staged token rows [0, 256) (kRowBytes each, kOutPitch apart) to out's rows m0 + token below row_end, from byte
-// `first` of each: 16-byte pieces, consecutive threads on consecutive pieces of a row.
-template <int kRowBytes, int kTokens>
-__device__ __forceinline__ void copy_rows(const GemmW4A8Params& p, const Coord& c, int token0, uint32_t staging,
-                                          int64_t first, int bytes, int64_t row_bytes, int wt) {
-  constexpr int kPieces = kRowBytes / 16;
-#pragma unroll 4
-  for (int i = wt; i < kTokens * kPieces; i += 128) {
-    const int token = i / kPieces, piece = i % kPieces;
-    if (c.m0 + token0 + token < c.row_end && 16 * piece < bytes) {
-      const uint4 v = mbar::ld_shared_v4(staging + token * kOutPitch + 16 * piece);
-      uint8_t* row = static_cast<uint8_t*>(p.out) + static_cast<int64_t>(c.m0 + token0 + token) * row_bytes;
-      *reinterpret_cast<uint4*>(row + first + 16 * piece) = v;
-    }
-  }
 }
 
 // Consumer warpgroup cw's finished block — 64 weight rows from n_first (< N) × 256 tokens, scaled and biased in acc —
@@ -209,20 +164,12 @@ __device__ __forceinline__ void write_out(const GemmW4A8Params& p, const float (
     mbar::named_sync(1 + cw, 128);
     const int token0 = part * kOutTokens;
     if (p.epilogue == GemmEpilogue::kSwiGluFp8) {
-      copy_rows<32, kOutTokens>(p, c, token0, staging, n_first / 2, min(32, (p.N - n_first) / 2), p.ldc, wt);
+      mxfp4_pair::copy_rows<32, kOutTokens, kOutPitch, 4>(p.out, p.ldc, c, token0, staging, n_first / 2,
+                                                          min(32, (p.N - n_first) / 2), wt);
     } else {
-      copy_rows<128, kOutTokens>(p, c, token0, staging, 2 * int64_t{n_first}, 2 * min(64, p.N - n_first), 2 * p.ldc,
-                                 wt);
+      mxfp4_pair::copy_rows<128, kOutTokens, kOutPitch, 4>(p.out, 2 * p.ldc, c, token0, staging, 2 * int64_t{n_first},
+                                                           2 * min(64, p.N - n_first), wt);
     }
-  }
-}
-
-// Releases ring stage s to both CTAs' producers (every lane's reads of it are done).
-__device__ __forceinline__ void release(uint64_t* empty, int s, int lane, int rank) {
-  __syncwarp();
-  if (lane == 0) {
-    mbar::arrive(&empty[s]);
-    mbar::arrive_cluster(&empty[s], static_cast<uint32_t>(rank ^ 1));
   }
 }
 
@@ -334,19 +281,9 @@ __device__ __forceinline__ void consume(const GemmW4A8Params& p, uint8_t* smem, 
 __global__ void __launch_bounds__(kThreads, 1)
     gemm_w4a8_kernel(const __grid_constant__ CUtensorMap map_x, const GemmW4A8Params p) {
   extern __shared__ uint8_t smem_raw[];
-  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
-  uint64_t* full = reinterpret_cast<uint64_t*>(smem + kBarOffset);
-  uint64_t* empty = full + kStages;
+  uint64_t *full, *empty;
+  uint8_t* smem = mxfp4_pair::init_ring<kStages>(smem_raw, kBarOffset, &map_x, full, empty);
   const int tid = static_cast<int>(threadIdx.x);
-  if (tid == 0) {
-    tma::prefetch_map(&map_x);
-    for (int s = 0; s < kStages; ++s) {
-      mbar::init(&full[s], 1);              // thread 0's expect_tx
-      mbar::init(&empty[s], 8 * kCluster);  // every consumer warp of both CTAs
-    }
-    tma::fence_barrier_init();
-  }
-  tma::cluster_sync();  // the peer's barriers exist before any copy or arrival names them
 
   if (tid < 128) {
     tma::regs_release<kProducerRegs>();

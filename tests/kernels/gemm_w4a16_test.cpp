@@ -59,18 +59,9 @@ TEST(GemmW4A16Kernel, MatchesReference) {
   const int tile_rows = gemm_w4a16_tile_rows();
   for (const W4A16Case& c : kCases) {
     const int groups = static_cast<int>(c.rows.size());
-    std::vector<int32_t> offsets = {0}, tile_group, tile_m0;
-    for (const int r : c.rows) offsets.push_back(offsets.back() + r);
-    const int M = offsets.back();
-    for (int g = 0; g < groups; ++g) {
-      for (int m0 = offsets[g]; m0 < offsets[g + 1]; m0 += tile_rows) {
-        tile_group.push_back(g);
-        tile_m0.push_back(m0);
-      }
-    }
-    const int num_tiles = static_cast<int>(tile_group.size());
-    tile_group.resize(tile_group.size() + 3, 0);  // spare slots: units past num_tiles do nothing
-    tile_m0.resize(tile_m0.size() + 3, 0);
+    const GroupedTileLists lists = grouped_tile_lists(c.rows, tile_rows);
+    const std::vector<int32_t>&offsets = lists.offsets, &tile_group = lists.tile_group, &tile_m0 = lists.tile_m0;
+    const int M = lists.M(), num_tiles = lists.num_tiles;
     const int64_t lda = (c.k + 7) / 8 * 8 + 8;  // padded rows
     const auto a = register_order(random_bf16(size_t(M) * lda, rng, 1.0f), M, c.k, lda);
     const auto w = random_mxfp4_tiled(groups, c.n, c.k, seed++, c.e_lo, c.e_hi);

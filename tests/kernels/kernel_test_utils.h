@@ -160,6 +160,28 @@ inline double rel_error_bf16(const std::vector<uint16_t>& out, const std::vector
   return rel_error(bf16_to_floats(out), bf16_to_floats(ref));
 }
 
+// A grouped launch's lists for `rows` rows per group (0 allowed) at tile_rows rows a tile: group offsets [G + 1], and
+// per tile its group and first row, followed by 3 spare slots (units past num_tiles must do nothing).
+struct GroupedTileLists {
+  std::vector<int32_t> offsets = {0}, tile_group, tile_m0;
+  int num_tiles = 0;
+  int M() const { return offsets.back(); }
+};
+inline GroupedTileLists grouped_tile_lists(const std::vector<int>& rows, int tile_rows) {
+  GroupedTileLists l;
+  for (const int r : rows) l.offsets.push_back(l.offsets.back() + r);
+  for (size_t g = 0; g < rows.size(); ++g) {
+    for (int m0 = l.offsets[g]; m0 < l.offsets[g + 1]; m0 += tile_rows) {
+      l.tile_group.push_back(static_cast<int32_t>(g));
+      l.tile_m0.push_back(m0);
+    }
+  }
+  l.num_tiles = static_cast<int>(l.tile_group.size());
+  l.tile_group.resize(l.tile_group.size() + 3, 0);
+  l.tile_m0.resize(l.tile_m0.size() + 3, 0);
+  return l;
+}
+
 // One machine-readable line per checked case; bench/run_gpu_suite.sh collects the maxima.
 inline void report(const char* kernel, const std::string& shape, double err, double tol) {
   std::printf("[relerr] %s %s %.3e (tol %.1e)\n", kernel, shape.c_str(), err, tol);

@@ -1,0 +1,114 @@
+// What the two register-operand MXFP4 GEMMs (gemm_w4a16_sm90.cu, gemm_w4a8_sm90.cu) share: the persistent walk of
+// clusters of 2 CTAs over neighbouring weight tiles of one token tile, the ring's release to both producers, an f32
+// shuffle that keeps accumulators in f32 registers, and the copy-out of staged token rows.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cuda_utils.h"
+#include "kernels/gemm_fp8_common_sm90.cuh"  // row_tile
+#include "kernels/mbarrier_sm90.cuh"
+#include "kernels/tma_sm90.cuh"
+
+namespace gossamer::kernels::mxfp4_pair {
+
+constexpr int kCluster = 2;  // CTAs sharing one token tile's activations
+
+// The CTA's walk over work units u = first, first + stride, … < units; unit u is the pair of weight tiles u % pairs
+// of token tile u / pairs, rank r computing the r-th. Weight pairs fastest: the clusters in flight share a few token
+// tiles (read from DRAM once, then from L2) and one expert's weights (re-read from L2 by its next token tiles);
+// token tiles fastest re-read every token's activations from DRAM for each weight pair (8k tokens, E = 32: 4.3 GB
+// for W4A16's gate_up's 23 pairs, measured 64% of DRAM bandwidth).
+struct Walk {
+  int pairs, units, first, stride, rank;
+};
+// (Params: GemmW4A16Params or GemmW4A8Params; kTileW weight rows and kTileT tokens a CTA.)
+template <int kTileW, int kTileT, typename Params>
+__device__ __forceinline__ Walk walk_of(const Params& p) {
+  Walk w;
+  w.pairs = ceil_div(ceil_div(p.N, kTileW), kCluster);
+  w.units = (p.grouped.on() ? *p.grouped.num_tiles : ceil_div(p.M, kTileT)) * w.pairs;
+  w.first = static_cast<int>(blockIdx.x) / kCluster;
+  w.stride = static_cast<int>(gridDim.x) / kCluster;
+  w.rank = static_cast<int>(tma::cluster_rank());
+  return w;
+}
+
+// Unit u for this rank: group, tokens [m0, row_end), weight rows from n0 (n0_load: the rows it loads; an inactive
+// rank, past N, loads its peer's).
+struct Coord {
+  int group, m0, row_end, n0, n0_load;
+  bool active;
+};
+template <int kTileW, int kTileT, typename Params>
+__device__ __forceinline__ Coord coord_of(const Params& p, const Walk& w, int u) {
+  Coord c;
+  c.n0 = (kCluster * (u % w.pairs) + w.rank) * kTileW;
+  c.active = c.n0 < p.N;
+  c.n0_load = c.active ? c.n0 : c.n0 - kTileW;
+  const gemm_fp8_detail::RowTile rt = gemm_fp8_detail::row_tile(p, u / w.pairs, kTileT);
+  c.group = rt.group;
+  c.m0 = rt.m0;
+  c.row_end = rt.row_end;
+  return c;
+}
+
+// The kernel's dynamic shared memory, 1024-byte aligned (128B-swizzled tiles); the ring's barriers at bar_offset:
+// full[kStages] (the producer thread's expect_tx) and empty[kStages] (every consumer warp of both CTAs), set up by
+// thread 0 (which also prefetches the activations' map), then a cluster sync, so that the peer's barriers exist
+// before any copy or arrival names them. Every thread calls it first.
+template <int kStages>
+__device__ __forceinline__ uint8_t* init_ring(uint8_t* smem_raw, int bar_offset, const CUtensorMap* map,
+                                              uint64_t*& full, uint64_t*& empty) {
+  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  full = reinterpret_cast<uint64_t*>(smem + bar_offset);
+  empty = full + kStages;
+  if (threadIdx.x == 0) {
+    tma::prefetch_map(map);
+    for (int s = 0; s < kStages; ++s) {
+      mbar::init(&full[s], 1);              // thread 0's expect_tx
+      mbar::init(&empty[s], 8 * kCluster);  // every consumer warp of both CTAs
+    }
+    tma::fence_barrier_init();
+  }
+  tma::cluster_sync();
+  return smem;
+}
+
+// Releases ring stage s to both CTAs' producers (every lane's reads of it are done).
+__device__ __forceinline__ void release(uint64_t* empty, int s, int lane, int rank) {
+  __syncwarp();
+  if (lane == 0) {
+    mbar::arrive(&empty[s]);
+    mbar::arrive_cluster(&empty[s], static_cast<uint32_t>(rank ^ 1));
+  }
+}
+
+// __shfl_xor_sync on an f32 register (the intrinsic goes through an integer bitcast, which makes the compiler carry
+// the accumulators in b32 registers across the K loop and move them while wgmma groups are in flight).
+__device__ __forceinline__ float shfl_xor_f32(float v, int lane_mask) {
+  float r;
+  asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;\n" : "=f"(r) : "f"(v), "r"(lane_mask));
+  return r;
+}
+
+// kTokens staged token rows (kRowBytes each, kPitch apart from `staging`) to the output rows m0 + token0 + token below
+// row_end (row_bytes apart from `out`), from byte `first` of each, the first `bytes` of each row: 16-byte pieces,
+// consecutive threads (wt of the warpgroup's 128) on consecutive pieces of a row, so that every warp store covers
+// whole rows. kUnroll: the loop's unroll factor (each kernel keeps the one it was measured with).
+template <int kRowBytes, int kTokens, int kPitch, int kUnroll>
+__device__ __forceinline__ void copy_rows(void* out, int64_t row_bytes, const Coord& c, int token0, uint32_t staging,
+                                          int64_t first, int bytes, int wt) {
+  constexpr int kPieces = kRowBytes / 16;
+#pragma unroll kUnroll
+  for (int i = wt; i < kTokens * kPieces; i += 128) {
+    const int token = i / kPieces, piece = i % kPieces;
+    if (c.m0 + token0 + token < c.row_end && 16 * piece < bytes) {
+      const uint4 v = mbar::ld_shared_v4(staging + token * kPitch + 16 * piece);
+      uint8_t* row = static_cast<uint8_t*>(out) + static_cast<int64_t>(c.m0 + token0 + token) * row_bytes;
+      *reinterpret_cast<uint4*>(row + first + 16 * piece) = v;
+    }
+  }
+}
+
+}  // namespace gossamer::kernels::mxfp4_pair
