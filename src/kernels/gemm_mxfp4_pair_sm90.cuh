@@ -8,6 +8,7 @@
 #include "kernels/cuda_utils.h"
 #include "kernels/gemm_fp8_common_sm90.cuh"  // row_tile
 #include "kernels/mbarrier_sm90.cuh"
+#include "kernels/mxfp4_tiled.h"
 #include "kernels/tma_sm90.cuh"
 
 namespace gossamer::kernels::mxfp4_pair {
@@ -73,6 +74,35 @@ __device__ __forceinline__ uint8_t* init_ring(uint8_t* smem_raw, int bar_offset,
   }
   tma::cluster_sync();
   return smem;
+}
+
+// The producer: thread 0 walks the units and, per K block of 128, waits until both CTAs released the stage, expects
+// kXBytes of activations (its half and the peer's multicast half) and its weight tiles, has copy_x(stage, kb, c, w)
+// issue its half of the activations, and copies its kTileW / 64 weight tiles as stored (4,352-byte MXFP4 tiles,
+// flat bulk copies) behind them; an inactive rank loads its peer's (Coord::n0_load).
+template <int kStages, int kTileW, int kTileT, int kStageBytes, int kXBytes, typename Params, typename CopyX>
+__device__ __forceinline__ void produce(const Params& p, uint8_t* smem, uint64_t* full, uint64_t* empty, CopyX copy_x) {
+  const Walk w = walk_of<kTileW, kTileT>(p);
+  const int num_kb = ceil_div(p.K, 128);
+  const int bands = ceil_div(p.N, 64);
+  const int64_t band_bytes = int64_t{num_kb} * kMxfp4TileBytes;
+  int s = 0;
+  uint32_t phase = 0;
+  for (int u = w.first; u < w.units; u += w.stride) {
+    const Coord c = coord_of<kTileW, kTileT>(p, w, u);
+    const int band0 = c.n0_load / 64, nb = min(kTileW / 64, bands - band0);
+    const uint8_t* weights = p.b + c.group * mxfp4_tiled_group_bytes(p.N, p.K) + band0 * band_bytes;
+    for (int kb = 0; kb < num_kb; ++kb, s = mbar::next_stage<kStages>(s, phase)) {
+      mbar::wait(&empty[s], phase ^ 1);
+      uint8_t* stage = smem + s * kStageBytes;
+      tma::arrive_expect_tx(&full[s], static_cast<uint32_t>(kXBytes + nb * kMxfp4TileBytes));
+      copy_x(stage, kb, c, w, &full[s]);
+      for (int b = 0; b < nb; ++b) {
+        tma::copy_bulk(stage + kXBytes + b * kMxfp4TileBytes, weights + b * band_bytes + int64_t{kb} * kMxfp4TileBytes,
+                       kMxfp4TileBytes, &full[s]);
+      }
+    }
+  }
 }
 
 // Releases ring stage s to both CTAs' producers (every lane's reads of it are done).

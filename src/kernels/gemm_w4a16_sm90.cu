@@ -68,17 +68,7 @@ static_assert(kSmemBytes <= 227 * 1024, "a CTA's shared memory");
 constexpr int kProducerRegs = 56, kConsumerRegs = 224;
 static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= kThreads * 168, "more registers than the launch holds");
 
-using mxfp4_pair::Coord;
-using mxfp4_pair::kCluster;
-using mxfp4_pair::release;
-using mxfp4_pair::shfl_xor_f32;
-using mxfp4_pair::Walk;
-__device__ __forceinline__ Walk walk_of(const GemmW4A16Params& p) {
-  return mxfp4_pair::walk_of<kTileW, kTileT>(p);
-}
-__device__ __forceinline__ Coord coord_of(const GemmW4A16Params& p, const Walk& w, int u) {
-  return mxfp4_pair::coord_of<kTileW, kTileT>(p, w, u);
-}
+using namespace mxfp4_pair;  // Walk, Coord, kCluster, release, shfl_xor_f32
 
 __device__ __forceinline__ uint32_t mul_bf16x2(uint32_t a, uint32_t b) {
   uint32_t d;
@@ -191,11 +181,11 @@ __device__ __forceinline__ void write_out(const GemmW4A16Params& p, const float 
   mbar::named_sync(1 + cw, 128);
   if (swiglu) {
     // (N / 2 outputs: n_first bytes in)
-    mxfp4_pair::copy_rows<64, kTileT, kOutPitch, kTileT * 4 / 128>(p.out, 2 * p.ldc, c, 0, staging, n_first,
-                                                                   min(64, p.N - n_first), wt);
+    copy_rows<64, kTileT, kOutPitch, kTileT * 4 / 128>(p.out, 2 * p.ldc, c, 0, staging, n_first, min(64, p.N - n_first),
+                                                       wt);
   } else {
-    mxfp4_pair::copy_rows<128, kTileT, kOutPitch, kTileT * 8 / 128>(
-        p.out, 2 * p.ldc, c, 0, staging, 2 * int64_t{n_first}, 2 * min(64, p.N - n_first), wt);
+    copy_rows<128, kTileT, kOutPitch, kTileT * 8 / 128>(p.out, 2 * p.ldc, c, 0, staging, 2 * int64_t{n_first},
+                                                        2 * min(64, p.N - n_first), wt);
   }
 }
 
@@ -231,9 +221,9 @@ __device__ __forceinline__ void consume(const GemmW4A16Params& p, uint8_t* smem,
   uint8_t* buf = smem + kOutOffset + cw * kOutBytes;
   int s = 0;
   uint32_t phase = 0;
-  const Walk w = walk_of(p);
+  const Walk w = walk_of<kTileW, kTileT>(p);
   for (int u = w.first; u < w.units; u += w.stride) {
-    const Coord c = coord_of(p, w, u);
+    const Coord c = coord_of<kTileW, kTileT>(p, w, u);
     const int n_wg = c.n0_load + 64 * kBlocks * cw;  // this warpgroup's first weight row
     if (n_wg >= p.N) {                               // (uniform over the warpgroup) only the barrier protocol
       for (int kb = 0; kb < num_kb; ++kb, s = mbar::next_stage<kStages>(s, phase)) {
@@ -304,37 +294,20 @@ __global__ void __launch_bounds__(kThreads, 1)
     gemm_w4a16_kernel(const __grid_constant__ CUtensorMap map_x, const GemmW4A16Params p) {
   extern __shared__ uint8_t smem_raw[];
   uint64_t *full, *empty;
-  uint8_t* smem = mxfp4_pair::init_ring<kStages>(smem_raw, kBarOffset, &map_x, full, empty);
+  uint8_t* smem = init_ring<kStages>(smem_raw, kBarOffset, &map_x, full, empty);
   const int tid = static_cast<int>(threadIdx.x);
 
   if (tid < 128) {
     tma::regs_release<kProducerRegs>();
     if (tid == 0) {
-      const Walk w = walk_of(p);
-      const int num_kb = ceil_div(p.K, kBK);
-      const int bands = ceil_div(p.N, 64);
-      const int64_t band_bytes = int64_t{num_kb} * kMxfp4TileBytes;
-      int s = 0;
-      uint32_t phase = 0;
-      for (int u = w.first; u < w.units; u += w.stride) {
-        const Coord c = coord_of(p, w, u);
-        const int band0 = c.n0_load / 64, nb = min(2 * kBlocks, bands - band0);
-        const uint8_t* weights = p.b + c.group * mxfp4_tiled_group_bytes(p.N, p.K) + band0 * band_bytes;
-        for (int kb = 0; kb < num_kb; ++kb, s = mbar::next_stage<kStages>(s, phase)) {
-          mbar::wait(&empty[s], phase ^ 1);
-          uint8_t* stage = smem + s * kStageBytes;
-          // Both 64-token halves land here (the peer multicasts the other), and this CTA's weight tiles.
-          tma::arrive_expect_tx(&full[s], static_cast<uint32_t>(kXBytes + nb * kMxfp4TileBytes));
-          for (int kh = 0; kh < 2; ++kh) {
-            tma::copy_2d_multicast(stage + kh * kHalfBytes + w.rank * (kTileT / kCluster) * 128, &map_x,
-                                   2 * (kb * kBK + 64 * kh), c.m0 + (kTileT / kCluster) * w.rank, &full[s], 0x3);
-          }
-          for (int b = 0; b < nb; ++b) {
-            tma::copy_bulk(stage + kXBytes + b * kMxfp4TileBytes,
-                           weights + b * band_bytes + int64_t{kb} * kMxfp4TileBytes, kMxfp4TileBytes, &full[s]);
-          }
-        }
-      }
+      // Both 64-token halves of the activations land in the stage (the peer multicasts the other).
+      produce<kStages, kTileW, kTileT, kStageBytes, kXBytes>(
+          p, smem, full, empty, [&](uint8_t* stage, int kb, const Coord& c, const Walk& w, uint64_t* bar) {
+            for (int kh = 0; kh < 2; ++kh) {
+              tma::copy_2d_multicast(stage + kh * kHalfBytes + w.rank * (kTileT / kCluster) * 128, &map_x,
+                                     2 * (kb * kBK + 64 * kh), c.m0 + (kTileT / kCluster) * w.rank, bar, 0x3);
+            }
+          });
     }
   } else {
     consume(p, smem, full, empty);

@@ -69,17 +69,7 @@ static_assert(kSmemBytes <= 227 * 1024, "a CTA's shared memory");
 constexpr int kProducerRegs = 56, kConsumerRegs = 224;
 static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= kThreads * 168, "more registers than the launch holds");
 
-using mxfp4_pair::Coord;
-using mxfp4_pair::kCluster;
-using mxfp4_pair::release;
-using mxfp4_pair::shfl_xor_f32;
-using mxfp4_pair::Walk;
-__device__ __forceinline__ Walk walk_of(const GemmW4A8Params& p) {
-  return mxfp4_pair::walk_of<kTileW, kTileT>(p);
-}
-__device__ __forceinline__ Coord coord_of(const GemmW4A8Params& p, const Walk& w, int u) {
-  return mxfp4_pair::coord_of<kTileW, kTileT>(p, w, u);
-}
+using namespace mxfp4_pair;  // Walk, Coord, kCluster, release, shfl_xor_f32
 
 // The f16x2 multiplier 2^(e − r + 15) of an MX block with exponent e in a row whose largest is r (bias = 30 − r):
 // v = e − r + 30 clamped to [0, 30] in both halves' exponent fields (v = 0: zero — blocks more than 29 binades below
@@ -164,11 +154,11 @@ __device__ __forceinline__ void write_out(const GemmW4A8Params& p, const float (
     mbar::named_sync(1 + cw, 128);
     const int token0 = part * kOutTokens;
     if (p.epilogue == GemmEpilogue::kSwiGluFp8) {
-      mxfp4_pair::copy_rows<32, kOutTokens, kOutPitch, 4>(p.out, p.ldc, c, token0, staging, n_first / 2,
-                                                          min(32, (p.N - n_first) / 2), wt);
+      copy_rows<32, kOutTokens, kOutPitch, 4>(p.out, p.ldc, c, token0, staging, n_first / 2,
+                                              min(32, (p.N - n_first) / 2), wt);
     } else {
-      mxfp4_pair::copy_rows<128, kOutTokens, kOutPitch, 4>(p.out, 2 * p.ldc, c, token0, staging, 2 * int64_t{n_first},
-                                                           2 * min(64, p.N - n_first), wt);
+      copy_rows<128, kOutTokens, kOutPitch, 4>(p.out, 2 * p.ldc, c, token0, staging, 2 * int64_t{n_first},
+                                               2 * min(64, p.N - n_first), wt);
     }
   }
 }
@@ -204,9 +194,9 @@ __device__ __forceinline__ void consume(const GemmW4A8Params& p, uint8_t* smem, 
   uint8_t* buf = smem + kOutOffset + cw * kOutBytes;
   int s = 0;
   uint32_t phase = 0;
-  const Walk w = walk_of(p);
+  const Walk w = walk_of<kTileW, kTileT>(p);
   for (int u = w.first; u < w.units; u += w.stride) {
-    const Coord c = coord_of(p, w, u);
+    const Coord c = coord_of<kTileW, kTileT>(p, w, u);
     const int n_wg = c.n0_load + 64 * cw;  // this warpgroup's first weight row
     if (n_wg >= p.N) {                     // (uniform over the warpgroup) only the barrier protocol
       for (int kb = 0; kb < num_kb; ++kb, s = mbar::next_stage<kStages>(s, phase)) {
@@ -282,35 +272,18 @@ __global__ void __launch_bounds__(kThreads, 1)
     gemm_w4a8_kernel(const __grid_constant__ CUtensorMap map_x, const GemmW4A8Params p) {
   extern __shared__ uint8_t smem_raw[];
   uint64_t *full, *empty;
-  uint8_t* smem = mxfp4_pair::init_ring<kStages>(smem_raw, kBarOffset, &map_x, full, empty);
+  uint8_t* smem = init_ring<kStages>(smem_raw, kBarOffset, &map_x, full, empty);
   const int tid = static_cast<int>(threadIdx.x);
 
   if (tid < 128) {
     tma::regs_release<kProducerRegs>();
     if (tid == 0) {
-      const Walk w = walk_of(p);
-      const int num_kb = ceil_div(p.K, kBK);
-      const int bands = ceil_div(p.N, 64);
-      const int64_t band_bytes = int64_t{num_kb} * kMxfp4TileBytes;
-      int s = 0;
-      uint32_t phase = 0;
-      for (int u = w.first; u < w.units; u += w.stride) {
-        const Coord c = coord_of(p, w, u);
-        const int band0 = c.n0_load / 64, nb = min(kTileW / 64, bands - band0);
-        const uint8_t* weights = p.b + c.group * mxfp4_tiled_group_bytes(p.N, p.K) + band0 * band_bytes;
-        for (int kb = 0; kb < num_kb; ++kb, s = mbar::next_stage<kStages>(s, phase)) {
-          mbar::wait(&empty[s], phase ^ 1);
-          uint8_t* stage = smem + s * kStageBytes;
-          // Both 128-token halves land here (the peer multicasts the other), and this CTA's weight tiles.
-          tma::arrive_expect_tx(&full[s], static_cast<uint32_t>(kXBytes + nb * kMxfp4TileBytes));
-          tma::copy_2d_multicast(stage + w.rank * (kTileT / kCluster) * kBK, &map_x, kb * kBK,
-                                 c.m0 + (kTileT / kCluster) * w.rank, &full[s], 0x3);
-          for (int b = 0; b < nb; ++b) {
-            tma::copy_bulk(stage + kXBytes + b * kMxfp4TileBytes,
-                           weights + b * band_bytes + int64_t{kb} * kMxfp4TileBytes, kMxfp4TileBytes, &full[s]);
-          }
-        }
-      }
+      // Both 128-token halves of the activations land in the stage (the peer multicasts the other).
+      produce<kStages, kTileW, kTileT, kStageBytes, kXBytes>(
+          p, smem, full, empty, [&](uint8_t* stage, int kb, const Coord& c, const Walk& w, uint64_t* bar) {
+            tma::copy_2d_multicast(stage + w.rank * (kTileT / kCluster) * kBK, &map_x, kb * kBK,
+                                   c.m0 + (kTileT / kCluster) * w.rank, bar, 0x3);
+          });
     }
   } else {
     consume(p, smem, full, empty);

@@ -59,9 +59,8 @@ TEST(GemmW4A16Kernel, MatchesReference) {
   const int tile_rows = gemm_w4a16_tile_rows();
   for (const W4A16Case& c : kCases) {
     const int groups = static_cast<int>(c.rows.size());
-    const GroupedTileLists lists = grouped_tile_lists(c.rows, tile_rows);
-    const std::vector<int32_t>&offsets = lists.offsets, &tile_group = lists.tile_group, &tile_m0 = lists.tile_m0;
-    const int M = lists.M(), num_tiles = lists.num_tiles;
+    const GroupedTileLists lists(c.rows, tile_rows);
+    const int M = lists.M();
     const int64_t lda = (c.k + 7) / 8 * 8 + 8;  // padded rows
     const auto a = register_order(random_bf16(size_t(M) * lda, rng, 1.0f), M, c.k, lda);
     const auto w = random_mxfp4_tiled(groups, c.n, c.k, seed++, c.e_lo, c.e_hi);
@@ -70,7 +69,6 @@ TEST(GemmW4A16Kernel, MatchesReference) {
     const int64_t ldc = out_cols + c.ldc_pad;
     DeviceBuffer<uint16_t> da(a), dbias(bias), dout(size_t(M) * ldc);
     DeviceBuffer<uint8_t> dw(w);
-    DeviceBuffer<int32_t> doff(offsets), dtg(tile_group), dtm(tile_m0), dnt(std::vector<int32_t>{num_tiles});
     GemmW4A16Params p;
     p.a = da.get();
     p.lda = lda;
@@ -84,7 +82,7 @@ TEST(GemmW4A16Kernel, MatchesReference) {
     p.K = c.k;
     p.epilogue = c.epi;
     if (!c.plain) {
-      p.grouped = {doff.get(), dtg.get(), dtm.get(), dnt.get(), static_cast<int>(tile_group.size()), groups};
+      p.grouped = lists.params();
     }
     const std::string shape = std::to_string(groups) + "x[" + std::to_string(c.n) + "x" + std::to_string(c.k) + "] M" +
                               std::to_string(M) + (c.epi == GemmEpilogue::kSwiGlu ? " swiglu" : " bias") +
@@ -99,7 +97,7 @@ TEST(GemmW4A16Kernel, MatchesReference) {
     h.b = w.data();
     h.bias = bias.data();
     h.out = host.data();
-    h.grouped.group_offsets = c.plain ? nullptr : offsets.data();
+    h.grouped.group_offsets = c.plain ? nullptr : lists.offsets.data();
     gemm_w4a16_cpu(h);
     std::vector<uint16_t> got, want;
     for (int m = 0; m < M; ++m) {

@@ -56,9 +56,8 @@ TEST(GemmW4A8Kernel, MatchesReference) {
   const int tile_rows = gemm_w4a8_tile_rows();
   for (const W4A8Case& c : kCases) {
     const int groups = static_cast<int>(c.rows.size());
-    const GroupedTileLists lists = grouped_tile_lists(c.rows, tile_rows);
-    const std::vector<int32_t>&offsets = lists.offsets, &tile_group = lists.tile_group, &tile_m0 = lists.tile_m0;
-    const int M = lists.M(), num_tiles = lists.num_tiles;
+    const GroupedTileLists lists(c.rows, tile_rows);
+    const int M = lists.M();
     const int64_t lda = (c.k + 15) / 16 * 16 + 16;  // padded rows
     const auto a = random_fp8_bytes(size_t(M) * lda, rng);
     const auto a_scales = random_scales(size_t(M), rng, 1e-3f, 4e-3f);
@@ -73,7 +72,6 @@ TEST(GemmW4A8Kernel, MatchesReference) {
     DeviceBuffer<uint8_t> da(a), dw(w), drow(row_exp), dout(out_bytes);
     DeviceBuffer<float> dscales(a_scales);
     DeviceBuffer<uint16_t> dbias(bias);
-    DeviceBuffer<int32_t> doff(offsets), dtg(tile_group), dtm(tile_m0), dnt(std::vector<int32_t>{num_tiles});
     GemmW4A8Params p;
     p.a = da.get();
     p.lda = lda;
@@ -89,7 +87,7 @@ TEST(GemmW4A8Kernel, MatchesReference) {
     p.K = c.k;
     p.epilogue = c.epi;
     if (!c.plain) {
-      p.grouped = {doff.get(), dtg.get(), dtm.get(), dnt.get(), static_cast<int>(tile_group.size()), groups};
+      p.grouped = lists.params();
     }
     const std::string shape = std::to_string(groups) + "x[" + std::to_string(c.n) + "x" + std::to_string(c.k) + "] M" +
                               std::to_string(M) + (fp8_out ? " swiglu-fp8" : " bias") + " e[" + std::to_string(c.e_lo) +
@@ -107,7 +105,7 @@ TEST(GemmW4A8Kernel, MatchesReference) {
     h.b_row_exponents = row_exp.data();
     h.bias = bias.data();
     h.out = host.data();
-    h.grouped.group_offsets = c.plain ? nullptr : offsets.data();
+    h.grouped.group_offsets = c.plain ? nullptr : lists.offsets.data();
     gemm_w4a8_cpu(h);
     std::vector<float> got, want;
     const size_t elem = fp8_out ? 1 : 2;

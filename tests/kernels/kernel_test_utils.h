@@ -17,6 +17,7 @@
 #include "core/cuda/device_buffer.h"
 #include "core/dtype.h"
 #include "kernels/fp8_tiled.h"
+#include "kernels/grouped_tiles.h"
 #include "kernels/mxfp4_tiled.h"
 
 namespace gossamer::kernels::test {
@@ -160,27 +161,39 @@ inline double rel_error_bf16(const std::vector<uint16_t>& out, const std::vector
   return rel_error(bf16_to_floats(out), bf16_to_floats(ref));
 }
 
-// A grouped launch's lists for `rows` rows per group (0 allowed) at tile_rows rows a tile: group offsets [G + 1], and
-// per tile its group and first row, followed by 3 spare slots (units past num_tiles must do nothing).
+// A grouped launch's lists for `rows` rows per group (0 allowed) at tile_rows rows a tile, on the host and the device:
+// group offsets [G + 1], and per tile its group and first row, followed by 3 spare slots (units past num_tiles must
+// do nothing); params() names the device copies (GroupedTiles).
 struct GroupedTileLists {
+  GroupedTileLists(const std::vector<int>& rows, int tile_rows) {
+    for (const int r : rows) offsets.push_back(offsets.back() + r);
+    for (size_t g = 0; g < rows.size(); ++g) {
+      for (int m0 = offsets[g]; m0 < offsets[g + 1]; m0 += tile_rows) {
+        tile_group.push_back(static_cast<int32_t>(g));
+        tile_m0.push_back(m0);
+      }
+    }
+    num_tiles = static_cast<int>(tile_group.size());
+    tile_group.resize(tile_group.size() + 3, 0);
+    tile_m0.resize(tile_m0.size() + 3, 0);
+    d_offsets = DeviceBuffer<int32_t>(offsets);
+    d_tile_group = DeviceBuffer<int32_t>(tile_group);
+    d_tile_m0 = DeviceBuffer<int32_t>(tile_m0);
+    d_num_tiles = DeviceBuffer<int32_t>(std::vector<int32_t>{num_tiles});
+  }
+  int M() const { return offsets.back(); }
+  GroupedTiles params() const {
+    return {d_offsets.get(),
+            d_tile_group.get(),
+            d_tile_m0.get(),
+            d_num_tiles.get(),
+            static_cast<int>(tile_group.size()),
+            static_cast<int>(offsets.size()) - 1};
+  }
   std::vector<int32_t> offsets = {0}, tile_group, tile_m0;
   int num_tiles = 0;
-  int M() const { return offsets.back(); }
+  DeviceBuffer<int32_t> d_offsets, d_tile_group, d_tile_m0, d_num_tiles;
 };
-inline GroupedTileLists grouped_tile_lists(const std::vector<int>& rows, int tile_rows) {
-  GroupedTileLists l;
-  for (const int r : rows) l.offsets.push_back(l.offsets.back() + r);
-  for (size_t g = 0; g < rows.size(); ++g) {
-    for (int m0 = l.offsets[g]; m0 < l.offsets[g + 1]; m0 += tile_rows) {
-      l.tile_group.push_back(static_cast<int32_t>(g));
-      l.tile_m0.push_back(m0);
-    }
-  }
-  l.num_tiles = static_cast<int>(l.tile_group.size());
-  l.tile_group.resize(l.tile_group.size() + 3, 0);
-  l.tile_m0.resize(l.tile_m0.size() + 3, 0);
-  return l;
-}
 
 // One machine-readable line per checked case; bench/run_gpu_suite.sh collects the maxima.
 inline void report(const char* kernel, const std::string& shape, double err, double tol) {
