@@ -513,7 +513,8 @@ run_quick() {
 run_mxfp4_steps() {
   # The kernel suite except attention (in four filters) beside the model suite, then the MXFP4 decode-sized steps
   # (bench decode --weights mxfp4 at batch 1–256: the default, where 33+ tokens take the W4A16 GEMMs, against
-  # --moe-decode stream, the default's path before 2026-12-07) and the mxfp4 prefill headline.
+  # --moe-decode stream, the default's path before 2026-12-07) and the mxfp4 prefill headline against fp8 weights and
+  # against W4A16 at every size (--no-moe-mxfp4-w4a8), 20b and 120b.
   parallel_tests mxfp4 "${TEST_LIMIT:-240}" '*' \
     "-MoeKernel.*:MoeDecode*:Sampling*:TokenMask*:GemvMxfp4*:Mxfp4*:MoeStream*:Attention*" \
     "MoeDecode*:Sampling*:TokenMask*:GemvMxfp4*:Mxfp4*" "MoeKernel.*" "MoeStream*"
@@ -523,9 +524,11 @@ run_mxfp4_steps() {
     timeout 60 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4 \
       --batch-sizes 1 16 32 64 128 256 --contexts 1024 --steps 16 $f | grep dummy
   done
-  ab_prefill "build/gossamer|" "2048 4096 8192"
-  ab_prefill "build/gossamer|--weights mxfp4" "2048 4096 8192"
-  ab_prefill "build/gossamer|--weights mxfp4" "2048 8192" 120b
+  ab_prefill "build/gossamer|" "2048 4096 8192 16384"
+  ab_prefill "build/gossamer|--weights mxfp4" "2048 4096 8192 16384"
+  ab_prefill "build/gossamer|--weights mxfp4 --no-moe-mxfp4-w4a8" "2048 4096 8192 16384"
+  ab_prefill "build/gossamer|--weights mxfp4" "2048 4096 8192" 120b
+  ab_prefill "build/gossamer|--weights mxfp4 --no-moe-mxfp4-w4a8" "2048 4096 8192" 120b
 }
 
 run_variants() {
@@ -537,7 +540,7 @@ run_variants() {
   # their place for it: bench/pack_variant.sh copies them from the branch's bench/variant/), then main's and each
   # variant's 20b `bench prefill` (ab_prefill: VARIANT_PREFILL_FLAGS at VARIANT_LENS), main first and last.
   local dir=${VARIANTS_DIR:-carry/variants} tests=${VARIANT_TESTS:-GemmW4A16Kernel.*:MoeKernel.Mxfp4*}
-  local section=${VARIANT_BENCH:-moe-mxfp4} rows=${VARIANT_ROWS:-w4a16} d name f b
+  local section=${VARIANT_BENCH:-moe-mxfp4} rows=${VARIANT_ROWS:-w4a} d name f b
   local flags=${VARIANT_PREFILL_FLAGS:---weights mxfp4} lens=${VARIANT_LENS:-2048 4096 8192}
   local names=()
   for d in "$dir"/*/; do
