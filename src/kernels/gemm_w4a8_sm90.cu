@@ -108,10 +108,6 @@ __device__ __forceinline__ void load_fragments(uint32_t raw, int warp, int g, in
   }
 }
 
-__device__ __forceinline__ void st_shared_u8(uint32_t addr, uint8_t v) {
-  asm volatile("st.shared.u8 [%0], %1;\n" ::"r"(addr), "h"(static_cast<uint16_t>(v)));
-}
-
 // Consumer warpgroup cw's finished block — 64 weight rows from n_first (< N) × 256 tokens, scaled and biased in acc —
 // into its staging buffer (token rows; kBias: 64 bf16, kSwiGluFp8: the 32 e4m3 SwiGLU outputs of the gate / up row
 // pairs in register order), then copied to out by the warpgroup; in kParts passes of 256 / kParts tokens.
@@ -136,8 +132,8 @@ __device__ __forceinline__ void write_out(const GemmW4A8Params& p, const float (
         const float v0 = even ? swiglu_clamped(acc[4 * j], r0) : swiglu_clamped(r0, acc[4 * j + 1]);
         const float v1 = even ? swiglu_clamped(acc[4 * j + 2], r1) : swiglu_clamped(r1, acc[4 * j + 3]);
         const uint32_t row = staging + (token + (even ? 0 : 1)) * kOutPitch;
-        st_shared_u8(row + col0, __nv_cvt_float_to_fp8(kW4A8HiddenScale * v0, __NV_SATFINITE, __NV_E4M3));
-        st_shared_u8(row + col1, __nv_cvt_float_to_fp8(kW4A8HiddenScale * v1, __NV_SATFINITE, __NV_E4M3));
+        mbar::st_shared_u8(row + col0, __nv_cvt_float_to_fp8(kW4A8HiddenScale * v0, __NV_SATFINITE, __NV_E4M3));
+        mbar::st_shared_u8(row + col1, __nv_cvt_float_to_fp8(kW4A8HiddenScale * v1, __NV_SATFINITE, __NV_E4M3));
       }
     } else {
       const uint32_t col = 2 * (16 * warp + g);
@@ -352,12 +348,10 @@ __global__ void mxfp4_tiled_row_exponents_kernel(const uint8_t* __restrict__ src
   const int64_t group = i / n;
   const int row = static_cast<int>(i % n);
   const uint8_t* g = src + group * mxfp4_tiled_group_bytes(n, k);
-  const int kt = (k + 127) / 128;
   uint32_t e = 0;
   for (int c = 0; c < k; c += 32) {
-    const uint8_t* tile = g + ((row >> 6) * int64_t{kt} + (c >> 7)) * kMxfp4TileBytes;
-    const int r = row & 63;
-    e = max(e, static_cast<uint32_t>(tile[4096 + 32 * (r & 7) + 4 * (r >> 3) + ((c & 127) >> 5)]));
+    e = max(e,
+            static_cast<uint32_t>(g[mxfp4_tiled_tile_offset(row, c, k) + mxfp4_tiled_scale_byte(row & 63, c & 127)]));
   }
   out[i] = static_cast<uint8_t>(e);
 }

@@ -38,6 +38,11 @@ GOSSAMER_HOST_DEVICE constexpr int64_t mxfp4_tiled_tile_offset(int64_t n, int64_
   return ((n >> 6) * ((k_dim + 127) / 128) + (k >> 7)) * kMxfp4TileBytes;
 }
 
+// Byte offset, inside its tile, of the E8M0 scale of element (r, kk) of the tile (r < 64, kk < 128).
+GOSSAMER_HOST_DEVICE constexpr int mxfp4_tiled_scale_byte(int r, int kk) {
+  return 4096 + 32 * (r % 8) + 4 * (r / 8) + kk / 32;
+}
+
 // Sign-bit and lowest-magnitude-bit positions of value v (0..7) inside its 32-bit word.
 GOSSAMER_HOST_DEVICE constexpr int mxfp4_tiled_sign_bit(int v) {
   return 16 * (v & 1) + (v >> 1 == 0 ? 15 : 11 + (v >> 1));

@@ -20,9 +20,6 @@ InTile in_tile(int r, int kk) {
   const int c = r / 8, g = r % 8, j = kk / 32, t = (kk % 32) / 8, v = kk % 8;
   return {(32 * c + 4 * g + t) * 16 + 4 * j, v};
 }
-int64_t scale_byte(int r, int kk) {
-  return 4096 + 32 * (r % 8) + 4 * (r / 8) + kk / 32;
-}
 
 }  // namespace
 
@@ -36,7 +33,8 @@ uint8_t mxfp4_tiled_code(const uint8_t* group, int64_t n, int64_t k, int64_t k_d
 }
 
 uint8_t mxfp4_tiled_scale(const uint8_t* group, int64_t n, int64_t k, int64_t k_dim) {
-  return group[mxfp4_tiled_tile_offset(n, k, k_dim) + scale_byte(static_cast<int>(n & 63), static_cast<int>(k & 127))];
+  return group[mxfp4_tiled_tile_offset(n, k, k_dim) +
+               mxfp4_tiled_scale_byte(static_cast<int>(n & 63), static_cast<int>(k & 127))];
 }
 
 std::vector<uint16_t> mxfp4_tiled_to_bf16_cpu(const uint8_t* src, int groups, int n, int k) {
@@ -96,7 +94,8 @@ void mxfp4_to_tiled_cpu(const uint8_t* blocks, const uint8_t* scales, uint8_t* d
         const bool inside = r < n && kk < k;
         const int64_t mb = (int64_t(gr) * n + r) * mx + kk / 32;
         if (kk % 32 == 0)
-          tile[scale_byte(static_cast<int>(r & 63), static_cast<int>(kk & 127))] = inside ? scales[mb] : 127;
+          tile[mxfp4_tiled_scale_byte(static_cast<int>(r & 63), static_cast<int>(kk & 127))] =
+              inside ? scales[mb] : 127;
         if (!inside) continue;
         const uint8_t byte = blocks[mb * 16 + (kk % 32) / 2];
         const uint32_t code = kk % 2 ? byte >> 4 : byte & 0xF;
