@@ -9,8 +9,9 @@
 //                tiles, 4,352 bytes each) into a ring of kStages stages, each guarded by a full and an empty barrier
 //                (the 8 consumer warps of both CTAs arrive: a stage is refilled only once the peer released it too);
 //   warpgroups 1 and 2  consumers: weight rows 0–63 and 64–127 (one MXFP4 tile each). Per K block every warp loads
-//                its 16 rows' two 16-byte code units and scale words (lane (g, t): rows 16w + g and 16w + g + 8,
-//                columns 8t … 8t + 7 of each MX block), decodes each MX block into the e5m2 A fragment of one k32
+//                its 16 rows' two 16-byte code units and scale words (lane (g, t): rows 16w + g and 16w + g + 8 —
+//                for gate_up the gate / up pair 16w + 2g, 16w + 2g + 1, fragment_rows — columns 8t … 8t + 7 of each
+//                MX block), decodes each MX block into the e5m2 A fragment of one k32
 //                step (mxfp4_tiled_decode_word's f16 fp4 · 2^-14, one f16x2 multiply by 2^(e − r + 15) per value
 //                pair, the high bytes) and runs four wgmma m64n256k32 (A from those registers, B the activations in
 //                shared memory) into fp32 accumulators that run across all of K. Two sets of fragments: K block
@@ -69,7 +70,7 @@ static_assert(kSmemBytes <= 227 * 1024, "a CTA's shared memory");
 constexpr int kProducerRegs = 56, kConsumerRegs = 224;
 static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= kThreads * 168, "more registers than the launch holds");
 
-using namespace mxfp4_pair;  // Walk, Coord, kCluster, release, shfl_xor_f32
+using namespace mxfp4_pair;  // Walk, Coord, kCluster, release
 
 // The f16x2 multiplier 2^(e − r + 15) of an MX block with exponent e in a row whose largest is r (bias = 30 − r):
 // v = e − r + 30 clamped to [0, 30] in both halves' exponent fields (v = 0: zero — blocks more than 29 binades below
@@ -80,19 +81,40 @@ __device__ __forceinline__ uint32_t block_multiplier(uint32_t e, int bias) {
   return static_cast<uint32_t>(v) * 0x04000400u;
 }
 
+// The lane's two weight rows of a warp's 16 (fragment rows g and g + 8): kBias rows g and g + 8; kSwiGluFp8 the
+// gate / up pair 2g and 2g + 1, so that a thread's accumulators hold both halves of its SwiGLU outputs (no exchange
+// between lanes). Their byte offsets in a stage's 64-row MXFP4 tile (tile row 8c + g' of mxfp4_tiled.h): the 16-byte
+// code unit of lane t and the word of the row's four scales.
+struct FragmentRows {
+  int row[2];  // of the warpgroup's 64 weight rows
+  uint32_t unit[2], scales[2];
+};
+__device__ __forceinline__ FragmentRows fragment_rows(bool paired, int warp, int g, int t) {
+  FragmentRows f;
+  f.row[0] = 16 * warp + (paired ? 2 * g : g);
+  f.row[1] = 16 * warp + (paired ? 2 * g + 1 : g + 8);
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int c = f.row[i] / 8, gp = f.row[i] % 8;
+    f.unit[i] = (32 * c + 4 * gp + t) * 16;
+    f.scales[i] = 4096 + 32 * gp + 4 * c;
+  }
+  return f;
+}
+
 // One warp's 16 weight rows of the K block in the stage's raw weights at `raw` as the e5m2 A fragments of its four
-// k32 steps (MX block j = step j): w0 row g into registers 0 / 2, w1 row g + 8 into 1 / 3; values 0–3 of a word
-// into registers 0 / 1 (columns 4t …), 4–7 into 2 / 3 (columns 16 + 4t …).
-__device__ __forceinline__ void load_fragments(uint32_t raw, int warp, int g, int t, int bias0, int bias1,
+// k32 steps (MX block j = step j): fragment row g (rows.row[0]) into registers 0 / 2, row g + 8 (rows.row[1]) into
+// 1 / 3; values 0–3 of a word into registers 0 / 1 (columns 4t …), 4–7 into 2 / 3 (columns 16 + 4t …).
+__device__ __forceinline__ void load_fragments(uint32_t raw, const FragmentRows& rows, int bias0, int bias1,
                                                uint32_t (&a)[4][4]) {
-  const uint4 u0 = mbar::ld_shared_v4(raw + (64 * warp + 4 * g + t) * 16);       // tile row 8·(2w) + g
-  const uint4 u1 = mbar::ld_shared_v4(raw + (64 * warp + 32 + 4 * g + t) * 16);  // 8·(2w + 1) + g
-  const uint2 sw = mbar::ld_shared_v2(raw + 4096 + 32 * g + 8 * warp);
+  const uint4 u0 = mbar::ld_shared_v4(raw + rows.unit[0]);
+  const uint4 u1 = mbar::ld_shared_v4(raw + rows.unit[1]);
+  const uint32_t sw0 = mbar::ld_shared_u32(raw + rows.scales[0]), sw1 = mbar::ld_shared_u32(raw + rows.scales[1]);
   const uint32_t w0[4] = {u0.x, u0.y, u0.z, u0.w}, w1[4] = {u1.x, u1.y, u1.z, u1.w};
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
-    const uint32_t m0 = block_multiplier((sw.x >> (8 * j)) & 0xFFu, bias0);
-    const uint32_t m1 = block_multiplier((sw.y >> (8 * j)) & 0xFFu, bias1);
+    const uint32_t m0 = block_multiplier((sw0 >> (8 * j)) & 0xFFu, bias0);
+    const uint32_t m1 = block_multiplier((sw1 >> (8 * j)) & 0xFFu, bias1);
     uint32_t o0[4], o1[4];
     mxfp4_tiled_decode_word(w0[j], o0);
     mxfp4_tiled_decode_word(w1[j], o1);
@@ -120,20 +142,17 @@ __device__ __forceinline__ void write_out(const GemmW4A8Params& p, const float (
   for (int part = 0; part < kParts; ++part) {
     mbar::named_sync(1 + cw, 128);  // the previous pass's copies read this buffer
     if (p.epilogue == GemmEpilogue::kSwiGluFp8) {
-      // This thread's outputs 8·warp + g / 2 (rows r) and + 4 (rows r + 8) of the block's 32, at their
-      // register-order columns: source word 2·warp → stored word warp, 2·warp + 1 → 4 + warp.
-      const uint32_t col0 = 4 * warp + g / 2, col1 = 16 + 4 * warp + g / 2;
-      const bool even = (g & 1) == 0;
+      // Fragment rows g and g + 8 are the gate and up rows of output 8·warp + g (fragment_rows) of the block's 32, at
+      // its register-order column: source word 2·warp + g / 4 → stored word warp (g < 4) or 4 + warp.
+      const uint32_t col = (g < 4 ? 4 * warp : 12 + 4 * warp) + g;
 #pragma unroll
       for (int jj = 0; jj < kJ; ++jj) {
         const int j = part * kJ + jj, token = 8 * jj + 2 * t;
-        const float r0 = shfl_xor_f32(even ? acc[4 * j + 1] : acc[4 * j], 4);
-        const float r1 = shfl_xor_f32(even ? acc[4 * j + 3] : acc[4 * j + 2], 4);
-        const float v0 = even ? swiglu_clamped(acc[4 * j], r0) : swiglu_clamped(r0, acc[4 * j + 1]);
-        const float v1 = even ? swiglu_clamped(acc[4 * j + 2], r1) : swiglu_clamped(r1, acc[4 * j + 3]);
-        const uint32_t row = staging + (token + (even ? 0 : 1)) * kOutPitch;
-        mbar::st_shared_u8(row + col0, __nv_cvt_float_to_fp8(kW4A8HiddenScale * v0, __NV_SATFINITE, __NV_E4M3));
-        mbar::st_shared_u8(row + col1, __nv_cvt_float_to_fp8(kW4A8HiddenScale * v1, __NV_SATFINITE, __NV_E4M3));
+        const float v0 = swiglu_clamped(acc[4 * j], acc[4 * j + 2]);      // token
+        const float v1 = swiglu_clamped(acc[4 * j + 1], acc[4 * j + 3]);  // token + 1
+        const uint32_t row = staging + token * kOutPitch + col;
+        mbar::st_shared_u8(row, __nv_cvt_float_to_fp8(kW4A8HiddenScale * v0, __NV_SATFINITE, __NV_E4M3));
+        mbar::st_shared_u8(row + kOutPitch, __nv_cvt_float_to_fp8(kW4A8HiddenScale * v1, __NV_SATFINITE, __NV_E4M3));
       }
     } else {
       const uint32_t col = 2 * (16 * warp + g);
@@ -184,6 +203,7 @@ __device__ __forceinline__ void consume(const GemmW4A8Params& p, uint8_t* smem, 
   const int tid = static_cast<int>(threadIdx.x);
   const int cw = __shfl_sync(0xffffffffu, tid / 128, 0) - 1;  // (warp-uniform for the compiler)
   const int warp = (tid % 128) / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+  const FragmentRows rows = fragment_rows(p.epilogue == GemmEpilogue::kSwiGluFp8, warp, g, t);
   const int num_kb = ceil_div(p.K, kBK);
   const uint64_t desc_x0 = wgmma::desc_k128_sw128(smem);
   const uint32_t raw0 = tma::smem_u32(smem) + kXBytes + cw * kMxfp4TileBytes;
@@ -201,13 +221,13 @@ __device__ __forceinline__ void consume(const GemmW4A8Params& p, uint8_t* smem, 
       }
       continue;
     }
-    const int row0 = n_wg + 16 * warp + g;
-    const int bias0 = row_bias(p, c.group, row0), bias1 = row_bias(p, c.group, row0 + 8);
+    const int row0 = n_wg + rows.row[0], row1 = n_wg + rows.row[1];
+    const int bias0 = row_bias(p, c.group, row0), bias1 = row_bias(p, c.group, row1);
     float acc[128];
     uint32_t a[2][4][4];
     int s_prev = s;
     mbar::wait(&full[s], phase);
-    load_fragments(raw0 + s * kStageBytes, warp, g, t, bias0, bias1, a[0]);
+    load_fragments(raw0 + s * kStageBytes, rows, bias0, bias1, a[0]);
     // K block kb's group reads `now`; once it is issued, wait<1> completes kb − 1's (which read `next` and stage
     // s_prev), so its stage is released and `next` takes K block kb + 1.
     const auto step = [&](int kb, uint32_t(&now)[4][4], uint32_t(&next)[4][4]) {
@@ -218,21 +238,21 @@ __device__ __forceinline__ void consume(const GemmW4A8Params& p, uint8_t* smem, 
       s = mbar::next_stage<kStages>(s, phase);
       if (kb + 1 < num_kb) {
         mbar::wait(&full[s], phase);
-        load_fragments(raw0 + s * kStageBytes, warp, g, t, bias0, bias1, next);
+        load_fragments(raw0 + s * kStageBytes, rows, bias0, bias1, next);
       }
     };
     for (int kb = 0; kb < num_kb; kb += 2) {
       step(kb, a[0], a[1]);
       if (kb + 1 < num_kb) step(kb + 1, a[1], a[0]);
     }
-    // The epilogue's per-row factors 2^(r − 128) and biases (rows row0, row0 + 8), loaded while the last group runs.
+    // The epilogue's per-row factors 2^(r − 128) and biases (rows row0, row1), loaded while the last group runs.
     float rf[2], b[2] = {0.f, 0.f};
     rf[0] = row0 < p.N ? exp2f(static_cast<float>(30 - bias0 - 128)) : 0.f;
-    rf[1] = row0 + 8 < p.N ? exp2f(static_cast<float>(30 - bias1 - 128)) : 0.f;
+    rf[1] = row1 < p.N ? exp2f(static_cast<float>(30 - bias1 - 128)) : 0.f;
     if (p.bias != nullptr) {
       const uint16_t* bias = p.bias + static_cast<int64_t>(c.group) * p.N;
       if (row0 < p.N) b[0] = __bfloat162float(__ushort_as_bfloat16(bias[row0]));
-      if (row0 + 8 < p.N) b[1] = __bfloat162float(__ushort_as_bfloat16(bias[row0 + 8]));
+      if (row1 < p.N) b[1] = __bfloat162float(__ushort_as_bfloat16(bias[row1]));
     }
     wgmma::wait<0>();
     release(empty, s_prev, lane, w.rank);
