@@ -1,6 +1,6 @@
 // What the two register-operand MXFP4 GEMMs (gemm_w4a16_sm90.cu, gemm_w4a8_sm90.cu) share: the persistent walk of
-// clusters of 2 CTAs over neighbouring weight tiles of one token tile, the ring's release to both producers, an f32
-// shuffle that keeps accumulators in f32 registers, and the copy-out of staged token rows.
+// clusters of 2 CTAs over neighbouring weight tiles of one token tile, the ring's release to both producers, the lanes'
+// weight rows (gate / up pairs for SwiGLU), and the copy-out of staged token rows.
 #pragma once
 
 #include <cstdint>
@@ -114,12 +114,26 @@ __device__ __forceinline__ void release(uint64_t* empty, int s, int lane, int ra
   }
 }
 
-// __shfl_xor_sync on an f32 register (the intrinsic goes through an integer bitcast, which makes the compiler carry
-// the accumulators in b32 registers across the K loop and move them while wgmma groups are in flight).
-__device__ __forceinline__ float shfl_xor_f32(float v, int lane_mask) {
-  float r;
-  asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;\n" : "=f"(r) : "f"(v), "r"(lane_mask));
-  return r;
+// A lane's two weight rows of its warp's 16 (wgmma's fragment rows g and g + 8, lane = 4g + t): kBias-style rows g and
+// g + 8; with `paired` (a SwiGLU epilogue) the gate / up pair 2g and 2g + 1, so that a thread's accumulators hold both
+// halves of its SwiGLU outputs (no exchange between lanes; its code-unit loads take 2-way bank conflicts). Their byte
+// offsets in a stage's 64-row MXFP4 tile (tile row 8c + g' of mxfp4_tiled.h): lane t's 16-byte code unit and the
+// word of the row's four scales.
+struct FragmentRows {
+  int row[2];  // of the 64-row tile
+  uint32_t unit[2], scales[2];
+};
+__device__ __forceinline__ FragmentRows fragment_rows(bool paired, int warp, int g, int t) {
+  FragmentRows f;
+  f.row[0] = 16 * warp + (paired ? 2 * g : g);
+  f.row[1] = 16 * warp + (paired ? 2 * g + 1 : g + 8);
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int c = f.row[i] / 8, gp = f.row[i] % 8;
+    f.unit[i] = (32 * c + 4 * gp + t) * 16;
+    f.scales[i] = 4096 + 32 * gp + 4 * c;
+  }
+  return f;
 }
 
 // kTokens staged token rows (kRowBytes each, kPitch apart from `staging`) to the output rows m0 + token0 + token below

@@ -10,15 +10,16 @@
 //                is refilled only once the peer released it too);
 //   warpgroups 1 and 2  consumers: weight rows 0–127 and 128–255, each as two row blocks of 64 (one MXFP4 tile each).
 //                Per K block and row block every warp loads its 16 rows' two 16-byte code units and scale words (lane
-//                (g, t): rows 16w + g and 16w + g + 8, columns 8t … 8t + 7 of each MX block), decodes them into the
+//                (g, t): rows 16w + g and 16w + g + 8 — for gate_up the gate / up pair 16w + 2g, 16w + 2g + 1,
+//                fragment_rows — columns 8t … 8t + 7 of each MX block), decodes them into the
 //                bf16 A fragments of the eight k16 steps (mxfp4_tiled_decode_word_bf16, then one bf16x2 multiply by
 //                2^(e − 1)) and runs eight wgmma m64n128k16 with A from those registers and B the activations in
 //                shared memory straight into the row block's accumulators (the tile's first wgmma overwrites them;
 //                the bias, two values a thread and row block, is added in the epilogue). Two sets of fragments: the
 //                next (K block, row block) is decoded while this one's wgmma run, and a stage is released once its
 //                K block's last group completed. Each finished row block (weight rows × tokens) is written transposed
-//                through the warpgroup's staging buffer ([128 tokens][64 bf16], or 32 SwiGLU outputs: gate and up
-//                rows are lanes 4 apart, one shuffle), then copied out by the warpgroup in 16-byte pieces of whole
+//                through the warpgroup's staging buffer ([128 tokens][64 bf16], or 32 SwiGLU outputs: a thread holds
+//                its outputs' gate and up rows), then copied out by the warpgroup in 16-byte pieces of whole
 //                token rows.
 // Two row blocks a warpgroup (256 rows a CTA) rather than one: each activation byte brought into shared memory feeds
 // twice the MMAs (H100, 2026-12-07: 8,192 tokens E = 32 route → combine 3,582 against 3,808 µs; wider token tiles of
@@ -68,7 +69,7 @@ static_assert(kSmemBytes <= 227 * 1024, "a CTA's shared memory");
 constexpr int kProducerRegs = 56, kConsumerRegs = 224;
 static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= kThreads * 168, "more registers than the launch holds");
 
-using namespace mxfp4_pair;  // Walk, Coord, kCluster, release, shfl_xor_f32
+using namespace mxfp4_pair;  // Walk, Coord, kCluster, release, FragmentRows
 
 __device__ __forceinline__ uint32_t mul_bf16x2(uint32_t a, uint32_t b) {
   uint32_t d;
@@ -81,8 +82,8 @@ __device__ __forceinline__ uint32_t pow2_bf16x2(uint32_t e) {
   return e * 0x00800080u + 0x3F003F00u;
 }
 
-// MX block j of the lane's two code words (w0: row g, w1: row g + 8) as bf16 A fragment values a[2j + s] (s = 0:
-// values 0–3 of the word, s = 1: values 4–7; rows g into registers 0 / 2, rows g + 8 into 1 / 3), each fp4 · 2^-126
+// MX block j of the lane's two code words (w0: fragment row g, w1: g + 8) as bf16 A fragment values a[2j + s] (s = 0:
+// values 0–3 of the word, s = 1: values 4–7; row g into registers 0 / 2, row g + 8 into 1 / 3), each fp4 · 2^-126
 // times 2^(e − 1): one multiply (kLarge: two, for exponents past 128: 2^(e − 1) then lies past bf16's range).
 template <bool kLarge>
 __device__ __forceinline__ void decode_block(uint32_t w0, uint32_t w1, uint32_t e0, uint32_t e1, uint32_t (&a0)[4],
@@ -116,14 +117,15 @@ __device__ __forceinline__ void decode_block(uint32_t w0, uint32_t w1, uint32_t 
   a1[3] = o1[3];
 }
 
-// One warp's 16 weight rows of the K block in the stage's raw weights at `raw` as the bf16 A fragments of its eight
-// k16 steps (decode_block for each MX block j). The exponent test is one vote for the whole K block, outside the
-// blocks' loop, so that the common path is one branch-free block the compiler can interleave (with the branch inside
-// the loop, 2026-12-07's ncu source profile showed the decode's dependent chains stalled one MX block at a time).
-__device__ __forceinline__ void load_fragments(uint32_t raw, int warp, int g, int t, uint32_t (&a)[8][4]) {
-  const uint4 u0 = mbar::ld_shared_v4(raw + (64 * warp + 4 * g + t) * 16);       // tile row 8·(2w) + g
-  const uint4 u1 = mbar::ld_shared_v4(raw + (64 * warp + 32 + 4 * g + t) * 16);  // 8·(2w + 1) + g
-  const uint2 sw = mbar::ld_shared_v2(raw + 4096 + 32 * g + 8 * warp);
+// One warp's 16 weight rows of the K block in the stage's raw weights at `raw` (the lane's: `rows`) as the bf16 A
+// fragments of its eight k16 steps (decode_block for each MX block j). The exponent test is one vote for the whole K
+// block, outside the blocks' loop, so that the common path is one branch-free block the compiler can interleave (with
+// the branch inside the loop, 2026-12-07's ncu source profile showed the decode's dependent chains stalled one MX block
+// at a time).
+__device__ __forceinline__ void load_fragments(uint32_t raw, const FragmentRows& rows, uint32_t (&a)[8][4]) {
+  const uint4 u0 = mbar::ld_shared_v4(raw + rows.unit[0]);
+  const uint4 u1 = mbar::ld_shared_v4(raw + rows.unit[1]);
+  const uint2 sw = {mbar::ld_shared_u32(raw + rows.scales[0]), mbar::ld_shared_u32(raw + rows.scales[1])};
   const uint32_t w0[4] = {u0.x, u0.y, u0.z, u0.w}, w1[4] = {u1.x, u1.y, u1.z, u1.w};
   if (__any_sync(0xffffffffu, ((sw.x | sw.y) & 0x80808080u) != 0)) {  // some e ≥ 128 (no real checkpoint's)
 #pragma unroll
@@ -151,24 +153,18 @@ __device__ __forceinline__ void write_out(const GemmW4A16Params& p, const float 
   const uint32_t staging = tma::smem_u32(buf);
   mbar::named_sync(1 + cw, 128);
   const bool swiglu = p.epilogue == GemmEpilogue::kSwiGlu;
-  // kSwiGlu: this thread's outputs 8·warp + g / 2 (rows r) and + 4 (rows r + 8) of the warpgroup's 32.
-  const int o0 = 8 * warp + g / 2;
-  const uint32_t col0 = 2 * (p.out_register_order ? w4a16_source_column(o0) : o0);
-  const uint32_t col1 = 2 * (p.out_register_order ? w4a16_source_column(o0 + 4) : o0 + 4);
+  // kSwiGlu: fragment rows g and g + 8 are the gate and up rows (fragment_rows) of this thread's output 8·warp + g of
+  // the warpgroup's 32.
+  const int o = 8 * warp + g;
+  const uint32_t col = 2 * (p.out_register_order ? w4a16_source_column(o) : o);
 #pragma unroll
   for (int j = 0; j < 16; ++j) {
-    const int token = 8 * j + 2 * t;  // acc[4j + 0 / 2]: rows r, r + 8; acc[4j + 1 / 3]: token + 1
+    const int token = 8 * j + 2 * t;  // acc[4j + 0 / 2]: fragment rows g, g + 8; acc[4j + 1 / 3]: token + 1
     if (swiglu) {
-      // Row r = 16·warp + g: gate when g is even, its up row r + 1 in lane + 4. The even lane computes token,
-      // the odd one token + 1, each after one exchange per row pair.
-      const bool even = (g & 1) == 0;
-      const float r0 = shfl_xor_f32(even ? acc[4 * j + 1] : acc[4 * j], 4);
-      const float r1 = shfl_xor_f32(even ? acc[4 * j + 3] : acc[4 * j + 2], 4);
-      const float v0 = even ? swiglu_clamped(acc[4 * j], r0) : swiglu_clamped(r0, acc[4 * j + 1]);
-      const float v1 = even ? swiglu_clamped(acc[4 * j + 2], r1) : swiglu_clamped(r1, acc[4 * j + 3]);
-      const uint32_t row = staging + (token + (even ? 0 : 1)) * kOutPitch;
-      mbar::st_shared_u16(row + col0, __bfloat16_as_ushort(__float2bfloat16_rn(v0)));
-      mbar::st_shared_u16(row + col1, __bfloat16_as_ushort(__float2bfloat16_rn(v1)));
+      const uint32_t row = staging + token * kOutPitch + col;
+      mbar::st_shared_u16(row, __bfloat16_as_ushort(__float2bfloat16_rn(swiglu_clamped(acc[4 * j], acc[4 * j + 2]))));
+      mbar::st_shared_u16(row + kOutPitch,
+                          __bfloat16_as_ushort(__float2bfloat16_rn(swiglu_clamped(acc[4 * j + 1], acc[4 * j + 3]))));
     } else {
       const uint32_t col = 2 * (16 * warp + g);
       const uint32_t row_a = staging + token * kOutPitch + col, row_b = row_a + kOutPitch;
@@ -213,6 +209,7 @@ __device__ __forceinline__ void consume(const GemmW4A16Params& p, uint8_t* smem,
   // Consumer warpgroup cw (through a shuffle so that the compiler knows it is warp-uniform).
   const int cw = __shfl_sync(0xffffffffu, tid / 128, 0) - 1;
   const int warp = (tid % 128) / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+  const FragmentRows rows = fragment_rows(p.epilogue == GemmEpilogue::kSwiGlu, warp, g, t);
   const int num_kb = ceil_div(p.K, kBK), num_slots = num_kb * kBlocks;
   // The activations' descriptor at ring stage 0; a stage, K half or k16 step advances it (wgmma::desc_plus).
   const uint64_t desc_x0 = wgmma::desc_k128_sw128(smem);
@@ -241,7 +238,7 @@ __device__ __forceinline__ void consume(const GemmW4A16Params& p, uint8_t* smem,
     uint32_t a[2][8][4];
     int s_prev = s;
     mbar::wait(&full[s], phase);
-    load_fragments(raw0 + s * kStageBytes, warp, g, t, a[0]);
+    load_fragments(raw0 + s * kStageBytes, rows, a[0]);
     const auto step = [&](int i, auto rb_constant, uint32_t(&now)[8][4], uint32_t(&next)[8][4]) {
       constexpr int rb = decltype(rb_constant)::value;
       const int kb = i / kBlocks;
@@ -254,29 +251,31 @@ __device__ __forceinline__ void consume(const GemmW4A16Params& p, uint8_t* smem,
         if (kb + 1 < num_kb) mbar::wait(&full[s], phase);
       }
       if (i + 1 < num_slots) {
-        load_fragments(raw0 + s * kStageBytes + ((rb + 1) % kBlocks) * kMxfp4TileBytes, warp, g, t, next);
+        load_fragments(raw0 + s * kStageBytes + ((rb + 1) % kBlocks) * kMxfp4TileBytes, rows, next);
       }
     };
     for (int i = 0; i < num_slots; i += 2) {
       step(i, std::integral_constant<int, 0>{}, a[0], a[1]);
       if (i + 1 < num_slots) step(i + 1, std::integral_constant<int, 1>{}, a[1], a[0]);
     }
-    // The bias (two values a thread and row block: rows row0, row0 + 8), loaded while the last group runs.
+    // The bias (two values a thread and row block: its fragment rows), loaded while the last group runs.
     float b[kBlocks][2] = {};
     if (p.bias != nullptr) {
       const uint16_t* bias = p.bias + static_cast<int64_t>(c.group) * p.N;
 #pragma unroll
       for (int rb = 0; rb < kBlocks; ++rb) {
-        const int row0 = n_wg + 64 * rb + 16 * warp + g;
-        if (row0 < p.N) b[rb][0] = __bfloat162float(__ushort_as_bfloat16(bias[row0]));
-        if (row0 + 8 < p.N) b[rb][1] = __bfloat162float(__ushort_as_bfloat16(bias[row0 + 8]));
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          const int row = n_wg + 64 * rb + rows.row[i];
+          if (row < p.N) b[rb][i] = __bfloat162float(__ushort_as_bfloat16(bias[row]));
+        }
       }
     }
     wgmma::wait<0>();
     release(empty, s_prev, lane, w.rank);
 #pragma unroll
     for (int rb = 0; rb < kBlocks; ++rb) {
-      wgmma::fence_operand(acc[rb]);  // (the epilogue's shuffles read copies: acc stays f32, see mma_block)
+      wgmma::fence_operand(acc[rb]);  // (acc stays f32, see mma_block)
 #pragma unroll
       for (int j = 0; j < 16; ++j) {
         acc[rb][4 * j] += b[rb][0];

@@ -70,7 +70,7 @@ static_assert(kSmemBytes <= 227 * 1024, "a CTA's shared memory");
 constexpr int kProducerRegs = 56, kConsumerRegs = 224;
 static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= kThreads * 168, "more registers than the launch holds");
 
-using namespace mxfp4_pair;  // Walk, Coord, kCluster, release
+using namespace mxfp4_pair;  // Walk, Coord, kCluster, release, FragmentRows
 
 // The f16x2 multiplier 2^(e − r + 15) of an MX block with exponent e in a row whose largest is r (bias = 30 − r):
 // v = e − r + 30 clamped to [0, 30] in both halves' exponent fields (v = 0: zero — blocks more than 29 binades below
@@ -79,27 +79,6 @@ using namespace mxfp4_pair;  // Walk, Coord, kCluster, release
 __device__ __forceinline__ uint32_t block_multiplier(uint32_t e, int bias) {
   const int v = min(max(static_cast<int>(e) + bias, 0), 30);
   return static_cast<uint32_t>(v) * 0x04000400u;
-}
-
-// The lane's two weight rows of a warp's 16 (fragment rows g and g + 8): kBias rows g and g + 8; kSwiGluFp8 the
-// gate / up pair 2g and 2g + 1, so that a thread's accumulators hold both halves of its SwiGLU outputs (no exchange
-// between lanes). Their byte offsets in a stage's 64-row MXFP4 tile (tile row 8c + g' of mxfp4_tiled.h): the 16-byte
-// code unit of lane t and the word of the row's four scales.
-struct FragmentRows {
-  int row[2];  // of the warpgroup's 64 weight rows
-  uint32_t unit[2], scales[2];
-};
-__device__ __forceinline__ FragmentRows fragment_rows(bool paired, int warp, int g, int t) {
-  FragmentRows f;
-  f.row[0] = 16 * warp + (paired ? 2 * g : g);
-  f.row[1] = 16 * warp + (paired ? 2 * g + 1 : g + 8);
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const int c = f.row[i] / 8, gp = f.row[i] % 8;
-    f.unit[i] = (32 * c + 4 * gp + t) * 16;
-    f.scales[i] = 4096 + 32 * gp + 4 * c;
-  }
-  return f;
 }
 
 // One warp's 16 weight rows of the K block in the stage's raw weights at `raw` as the e5m2 A fragments of its four
