@@ -1356,8 +1356,9 @@ int main(int argc, char** argv) {
   if (want("moe-mxfp4")) {  // the prefill MoE on MXFP4 experts: FP8, convert + FP8, W4A16
     for (const int E : {32, 128}) {
       MoeMxfp4Bench b(E);
-      // 128 rows per expert (CudaModel::kMxfp4W4A8MinRowsPerExpert) at 1,024 tokens for E = 32 and 4,096 for E = 128.
-      for (const int T : {256, 1024, 1536, 2048, 3072, 4096, 6144, 8192}) b.run(T);
+      // 128 rows per expert (CudaModel::kMxfp4W4A8MinRowsPerExpert) at 1,024 tokens for E = 32 and 4,096 for E = 128;
+      // 64 rows (kW4A16NarrowMaxRows) at 512 and 2,048.
+      for (const int T : {64, 256, 512, 1024, 1536, 2048, 3072, 4096, 6144, 8192}) b.run(T);
     }
   }
   if (only == "profile-mxfp4" || only == "profile-w4a8") {  // one MXFP4 prefill MoE on the W4A16 / W4A8 GEMMs

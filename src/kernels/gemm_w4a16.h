@@ -16,7 +16,7 @@
 // gather), K a multiple of 32; B [num_groups, mxfp4_tiled_group_bytes(N, K)] the tiled MXFP4 weights; epilogue kBias
 // (N a multiple of 8) or kSwiGlu (N of 16; even rows gate, odd rows up: out[m, n / 2]; with out_register_order
 // (N of 64) out's every 32 columns in register order: the next W4A16 GEMM's A). out 16-byte aligned, ldc a multiple
-// of 8. Grouped mode as in gemm_fp8.h, the tile lists built with gemm_w4a16_tile_rows() rows per tile.
+// of 8. Grouped mode as in gemm_fp8.h, the tile lists built with tile_rows rows per tile.
 // Launchers: device pointers, asynchronous on `stream`, graph capturable (fixed grid for given shapes).
 #pragma once
 
@@ -38,11 +38,15 @@ struct GemmW4A16Params {
   bool out_register_order = false;  // kSwiGlu: out stored in register order (see above)
   int M = 0, N = 0, K = 0;
   GemmEpilogue epilogue = GemmEpilogue::kBias;
-  GroupedTiles grouped;  // grouped mode (grouped_tiles.h; unset for a plain GEMM): tile_rows = gemm_w4a16_tile_rows()
+  GroupedTiles grouped;  // grouped mode (grouped_tiles.h; unset for a plain GEMM): tiles of tile_rows rows
+  int tile_rows = 128;   // tokens per CTA tile: gemm_w4a16_tile_rows()'s 128 or 32 (a grouped list's tile_rows)
 };
 
-// The token rows of a grouped launch's tiles (the plan's tile_rows): 128.
-int gemm_w4a16_tile_rows();
+// The token tile for tiles of up to max_rows_per_tile rows worth computing (a plain GEMM's M, an expert's expected
+// rows): 32 up to kW4A16NarrowMaxRows (the weights are then what the kernel streams: a narrow tile computes fewer
+// padded tokens and keeps more weight stages in flight), else 128.
+inline constexpr int kW4A16NarrowMaxRows = 64;
+int gemm_w4a16_tile_rows(int max_rows_per_tile);
 
 void launch_gemm_w4a16(const GemmW4A16Params& p, cudaStream_t stream);
 

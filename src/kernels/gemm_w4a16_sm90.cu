@@ -48,22 +48,30 @@ namespace gossamer::kernels {
 namespace {
 
 constexpr int kThreads = 384;
-constexpr int kBlocks = 2;                // 64-row weight blocks per consumer warpgroup
-constexpr int kTileW = 256;               // weight rows per CTA: 2 · 64 per consumer warpgroup
-constexpr int kTileT = 128;               // tokens per tile (the n of wgmma)
-constexpr int kBK = 128;                  // K per stage: one MXFP4 tile's columns
-constexpr int kStages = 3;                // (a fourth does not fit beside the staging buffers)
-constexpr int kHalfBytes = kTileT * 128;  // one K half of the activations: [128 tokens][64 bf16], 128B-swizzled
-constexpr int kXBytes = 2 * kHalfBytes;
-constexpr int kStageBytes = (kXBytes + 4 * kMxfp4TileBytes + 1023) / 1024 * 1024;  // activations, then weights
-constexpr int kBarOffset = kStages * kStageBytes;                                  // full[kStages], empty[kStages]
-constexpr int kOutOffset = kBarOffset + 2 * kStages * 8;
-constexpr int kOutPitch = 2 * 64 + 16;         // a staged token row: 64 bf16 and 16 bytes (conflict-free)
-constexpr int kOutBytes = kTileT * kOutPitch;  // one consumer warpgroup's staging buffer
-constexpr int kSmemBytes = 1024 + kOutOffset + 2 * kOutBytes;
-static_assert(kStageBytes % 1024 == 0 && kHalfBytes % 1024 == 0, "activations 1024-byte aligned (128B swizzle)");
-static_assert(kOutOffset % 16 == 0, "staging buffers 16-byte aligned (16-byte loads)");
-static_assert(kSmemBytes <= 227 * 1024, "a CTA's shared memory");
+constexpr int kBlocks = 2;              // 64-row weight blocks per consumer warpgroup
+constexpr int kTileW = 256;             // weight rows per CTA: 2 · 64 per consumer warpgroup
+constexpr int kBK = 128;                // K per stage: one MXFP4 tile's columns
+constexpr int kOutPitch = 2 * 64 + 16;  // a staged token row: 64 bf16 and 16 bytes (conflict-free)
+constexpr int kWideTokens = 128, kNarrowTokens = 32;
+
+// The shared-memory plan of a kernel with token tiles of kTileT (the n of wgmma): 128 (3 stages: a fourth does not
+// fit beside the staging buffers), or 32 for experts of few rows (8 stages: its stages are 25 KiB, and the weights
+// are then what the kernel streams, so it keeps more of them in flight).
+template <int kTileT>
+struct Shape {
+  static constexpr int kStages = kTileT == kWideTokens ? 3 : 8;
+  static constexpr int kHalfBytes =
+      kTileT * 128;  // one K half of the activations: [kTileT tokens][64 bf16], 128B-swizzled
+  static constexpr int kXBytes = 2 * kHalfBytes;
+  static constexpr int kStageBytes = (kXBytes + 4 * kMxfp4TileBytes + 1023) / 1024 * 1024;  // activations, weights
+  static constexpr int kBarOffset = kStages * kStageBytes;  // full[kStages], empty[kStages]
+  static constexpr int kOutOffset = kBarOffset + 2 * kStages * 8;
+  static constexpr int kOutBytes = kTileT * kOutPitch;  // one consumer warpgroup's staging buffer
+  static constexpr int kSmemBytes = 1024 + kOutOffset + 2 * kOutBytes;
+  static_assert(kStageBytes % 1024 == 0 && kHalfBytes % 1024 == 0, "activations 1024-byte aligned (128B swizzle)");
+  static_assert(kOutOffset % 16 == 0, "staging buffers 16-byte aligned (16-byte loads)");
+  static_assert(kSmemBytes <= 227 * 1024, "a CTA's shared memory");
+};
 // Registers after reallocation: 128 · producer + 256 · consumer ≤ 384 · 168 (what the launch allocates). A consumer
 // thread holds 2 · 64 accumulators and two fragment sets (64), without spills.
 constexpr int kProducerRegs = 56, kConsumerRegs = 224;
@@ -147,8 +155,9 @@ __device__ __forceinline__ void load_fragments(uint32_t raw, const FragmentRows&
 // (loads whose values the stores consumed) before this call's staging writes, so one buffer serves both blocks.
 // (Measured 2026-12-07, ncu source profile: a bulk copy per token row, as before, is issued lane by lane — its
 // operands are uniform registers — and those loops were a third of the epilogue's samples.)
-__device__ __forceinline__ void write_out(const GemmW4A16Params& p, const float (&acc)[64], const Coord& c, int n_first,
-                                          int cw, uint8_t* buf) {
+template <int kTileT>
+__device__ __forceinline__ void write_out(const GemmW4A16Params& p, const float (&acc)[kTileT / 2], const Coord& c,
+                                          int n_first, int cw, uint8_t* buf) {
   const int wt = static_cast<int>(threadIdx.x) % 128, warp = wt / 32, lane = wt % 32, g = lane / 4, t = lane % 4;
   const uint32_t staging = tma::smem_u32(buf);
   mbar::named_sync(1 + cw, 128);
@@ -158,7 +167,7 @@ __device__ __forceinline__ void write_out(const GemmW4A16Params& p, const float 
   const int o = 8 * warp + g;
   const uint32_t col = 2 * (p.out_register_order ? w4a16_source_column(o) : o);
 #pragma unroll
-  for (int j = 0; j < 16; ++j) {
+  for (int j = 0; j < kTileT / 8; ++j) {
     const int token = 8 * j + 2 * t;  // acc[4j + 0 / 2]: fragment rows g, g + 8; acc[4j + 1 / 3]: token + 1
     if (swiglu) {
       const uint32_t row = staging + token * kOutPitch + col;
@@ -177,8 +186,8 @@ __device__ __forceinline__ void write_out(const GemmW4A16Params& p, const float 
   mbar::named_sync(1 + cw, 128);
   if (swiglu) {
     // (N / 2 outputs: n_first bytes in)
-    copy_rows<64, kTileT, kOutPitch, kTileT * 4 / 128>(p.out, 2 * p.ldc, c, 0, staging, n_first, min(64, p.N - n_first),
-                                                       wt);
+    copy_rows<64, kTileT, kOutPitch, std::max(kTileT * 4 / 128, 1)>(p.out, 2 * p.ldc, c, 0, staging, n_first,
+                                                                    min(64, p.N - n_first), wt);
   } else {
     copy_rows<128, kTileT, kOutPitch, kTileT * 8 / 128>(p.out, 2 * p.ldc, c, 0, staging, 2 * int64_t{n_first},
                                                         2 * min(64, p.N - n_first), wt);
@@ -189,21 +198,30 @@ __device__ __forceinline__ void write_out(const GemmW4A16Params& p, const float 
 // NOTE: the operand fences keep acc in f32 registers across the loop (without them the compiler carries it in b32
 // registers, moved after every group: reads of in-flight accumulators, which make ptxas serialize the wgmma).
 // The tile's first K block (first) overwrites acc: no other instruction defines it while groups are in flight.
-__device__ __forceinline__ void mma_block(float (&acc)[64], const uint32_t (&a)[8][4], uint64_t desc_x0, int s,
+template <int kTileT>
+__device__ __forceinline__ void mma_block(float (&acc)[kTileT / 2], const uint32_t (&a)[8][4], uint64_t desc_x0, int s,
                                           bool first) {
+  using S = Shape<kTileT>;
   wgmma::fence_operand(acc);
   wgmma::fence();
-  const uint64_t desc_stage = wgmma::desc_plus(desc_x0, s * kStageBytes);
+  const uint64_t desc_stage = wgmma::desc_plus(desc_x0, s * S::kStageBytes);
 #pragma unroll
   for (int kk = 0; kk < kBK / 16; ++kk) {
-    const uint64_t desc = wgmma::desc_plus(desc_stage, (kk / 4) * kHalfBytes + (kk % 4) * 32);
-    wgmma::wgmma_m64n128k16_bf16_rs(acc, a[kk], desc, first && kk == 0 ? 0 : 1);
+    const uint64_t desc = wgmma::desc_plus(desc_stage, (kk / 4) * S::kHalfBytes + (kk % 4) * 32);
+    if constexpr (kTileT == kWideTokens) {
+      wgmma::wgmma_m64n128k16_bf16_rs(acc, a[kk], desc, first && kk == 0 ? 0 : 1);
+    } else {
+      wgmma::wgmma_m64n32k16_bf16_rs(acc, a[kk], desc, first && kk == 0 ? 0 : 1);
+    }
   }
   wgmma::commit();
   wgmma::fence_operand(acc);
 }
 
+template <int kTileT>
 __device__ __forceinline__ void consume(const GemmW4A16Params& p, uint8_t* smem, uint64_t* full, uint64_t* empty) {
+  using S = Shape<kTileT>;
+  constexpr int kStages = S::kStages;
   tma::regs_claim<kConsumerRegs>();
   const int tid = static_cast<int>(threadIdx.x);
   // Consumer warpgroup cw (through a shuffle so that the compiler knows it is warp-uniform).
@@ -214,8 +232,8 @@ __device__ __forceinline__ void consume(const GemmW4A16Params& p, uint8_t* smem,
   // The activations' descriptor at ring stage 0; a stage, K half or k16 step advances it (wgmma::desc_plus).
   const uint64_t desc_x0 = wgmma::desc_k128_sw128(smem);
   // Row block rb's raw weights at ring stage 0 (the stage's weight tiles: the CTA's row blocks in order).
-  const uint32_t raw0 = tma::smem_u32(smem) + kXBytes + cw * kBlocks * kMxfp4TileBytes;
-  uint8_t* buf = smem + kOutOffset + cw * kOutBytes;
+  const uint32_t raw0 = tma::smem_u32(smem) + S::kXBytes + cw * kBlocks * kMxfp4TileBytes;
+  uint8_t* buf = smem + S::kOutOffset + cw * S::kOutBytes;
   int s = 0;
   uint32_t phase = 0;
   const Walk w = walk_of<kTileW, kTileT>(p);
@@ -230,7 +248,7 @@ __device__ __forceinline__ void consume(const GemmW4A16Params& p, uint8_t* smem,
       continue;
     }
     // (Per unit: not carried across the loop, so that no copy of it is live while wgmma groups are in flight.)
-    float acc[kBlocks][64];
+    float acc[kBlocks][kTileT / 2];
     // Slot i = 2 · kb + rb: row block rb of K block kb. Two fragment sets: slot i + 1 is decoded while slot i's
     // wgmma run; its set was slot i − 1's, whose group the wait<1> after slot i's issue completed (a K block's stage
     // is released once its last slot completed). A row block past N (the last weight tile) computes on whatever
@@ -238,11 +256,11 @@ __device__ __forceinline__ void consume(const GemmW4A16Params& p, uint8_t* smem,
     uint32_t a[2][8][4];
     int s_prev = s;
     mbar::wait(&full[s], phase);
-    load_fragments(raw0 + s * kStageBytes, rows, a[0]);
+    load_fragments(raw0 + s * S::kStageBytes, rows, a[0]);
     const auto step = [&](int i, auto rb_constant, uint32_t(&now)[8][4], uint32_t(&next)[8][4]) {
       constexpr int rb = decltype(rb_constant)::value;
       const int kb = i / kBlocks;
-      mma_block(acc[rb], now, desc_x0, s, kb == 0);
+      mma_block<kTileT>(acc[rb], now, desc_x0, s, kb == 0);
       wgmma::wait<1>();  // slot i − 1's group
       if (rb == 0 && i > 0) release(empty, s_prev, lane, w.rank);
       if (rb == kBlocks - 1) {
@@ -251,7 +269,7 @@ __device__ __forceinline__ void consume(const GemmW4A16Params& p, uint8_t* smem,
         if (kb + 1 < num_kb) mbar::wait(&full[s], phase);
       }
       if (i + 1 < num_slots) {
-        load_fragments(raw0 + s * kStageBytes + ((rb + 1) % kBlocks) * kMxfp4TileBytes, rows, next);
+        load_fragments(raw0 + s * S::kStageBytes + ((rb + 1) % kBlocks) * kMxfp4TileBytes, rows, next);
       }
     };
     for (int i = 0; i < num_slots; i += 2) {
@@ -277,39 +295,41 @@ __device__ __forceinline__ void consume(const GemmW4A16Params& p, uint8_t* smem,
     for (int rb = 0; rb < kBlocks; ++rb) {
       wgmma::fence_operand(acc[rb]);  // (acc stays f32, see mma_block)
 #pragma unroll
-      for (int j = 0; j < 16; ++j) {
+      for (int j = 0; j < kTileT / 8; ++j) {
         acc[rb][4 * j] += b[rb][0];
         acc[rb][4 * j + 1] += b[rb][0];
         acc[rb][4 * j + 2] += b[rb][1];
         acc[rb][4 * j + 3] += b[rb][1];
       }
       const int n_first = c.n0 + 64 * (kBlocks * cw + rb);
-      if (c.active && n_first < p.N) write_out(p, acc[rb], c, n_first, cw, buf);
+      if (c.active && n_first < p.N) write_out<kTileT>(p, acc[rb], c, n_first, cw, buf);
     }
   }
 }
 
+template <int kTileT>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm_w4a16_kernel(const __grid_constant__ CUtensorMap map_x, const GemmW4A16Params p) {
+  using S = Shape<kTileT>;
   extern __shared__ uint8_t smem_raw[];
   uint64_t *full, *empty;
-  uint8_t* smem = init_ring<kStages>(smem_raw, kBarOffset, &map_x, full, empty);
+  uint8_t* smem = init_ring<S::kStages>(smem_raw, S::kBarOffset, &map_x, full, empty);
   const int tid = static_cast<int>(threadIdx.x);
 
   if (tid < 128) {
     tma::regs_release<kProducerRegs>();
     if (tid == 0) {
       // Both 64-token halves of the activations land in the stage (the peer multicasts the other).
-      produce<kStages, kTileW, kTileT, kStageBytes, kXBytes>(
+      produce<S::kStages, kTileW, kTileT, S::kStageBytes, S::kXBytes>(
           p, smem, full, empty, [&](uint8_t* stage, int kb, const Coord& c, const Walk& w, uint64_t* bar) {
             for (int kh = 0; kh < 2; ++kh) {
-              tma::copy_2d_multicast(stage + kh * kHalfBytes + w.rank * (kTileT / kCluster) * 128, &map_x,
+              tma::copy_2d_multicast(stage + kh * S::kHalfBytes + w.rank * (kTileT / kCluster) * 128, &map_x,
                                      2 * (kb * kBK + 64 * kh), c.m0 + (kTileT / kCluster) * w.rank, bar, 0x3);
             }
           });
     }
   } else {
-    consume(p, smem, full, empty);
+    consume<kTileT>(p, smem, full, empty);
   }
   // NOTE: no CTA of a cluster exits while its peer may still multicast into it or arrive on its barriers.
   tma::cluster_sync();
@@ -342,10 +362,29 @@ __global__ void w4a16_activations_kernel(const uint16_t* __restrict__ x, int64_t
   }
 }
 
+template <int kTileT>
+void launch_tiles(const GemmW4A16Params& p, cudaStream_t stream) {
+  PersistentClusterLaunch launch(gemm_w4a16_kernel<kTileT>, kCluster, kThreads, Shape<kTileT>::kSmemBytes, stream);
+  static const int max_units_in_flight = launch.resident_clusters("gemm_w4a16");
+  // A: [M, 2K] bytes, row stride 2·lda; box 128 bytes (64 bf16) × kTileT / 2 tokens (a rank's half of a tile, one K
+  // half).
+  const uint64_t dims[2] = {static_cast<uint64_t>(2 * p.K), static_cast<uint64_t>(p.M)};
+  const uint64_t strides[1] = {static_cast<uint64_t>(2 * p.lda)};
+  const uint32_t box[2] = {128, kTileT / kCluster};
+  const CUtensorMap map_x = tma::make_map_u8_sw128(p.a, 2, dims, strides, box);
+  const int64_t m_tiles = p.grouped.on() ? p.grouped.max_tiles : ceil_div(p.M, kTileT);
+  const int64_t max_units = m_tiles * ceil_div(ceil_div(p.N, kTileW), kCluster);
+  const int units = static_cast<int>(std::min<int64_t>(max_units, max_units_in_flight));
+  if (units == 0) return;
+  const cudaLaunchConfig_t cfg = launch.config(units);
+  GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, launch.kernel, map_x, p));
+  GOSSAMER_CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace
 
-int gemm_w4a16_tile_rows() {
-  return kTileT;
+int gemm_w4a16_tile_rows(int max_rows_per_tile) {
+  return max_rows_per_tile <= kW4A16NarrowMaxRows ? kNarrowTokens : kWideTokens;
 }
 
 void launch_gemm_w4a16(const GemmW4A16Params& p, cudaStream_t stream) {
@@ -363,21 +402,14 @@ void launch_gemm_w4a16(const GemmW4A16Params& p, cudaStream_t stream) {
                  "gemm_w4a16: out 16-byte aligned, ldc a multiple of 8, N of 8 (kSwiGlu: 16, in register order 64)");
   GOSSAMER_CHECK(!p.out_register_order || p.epilogue == GemmEpilogue::kSwiGlu,
                  "gemm_w4a16: out_register_order is kSwiGlu's");
+  GOSSAMER_CHECK(p.tile_rows == kWideTokens || p.tile_rows == kNarrowTokens,
+                 "gemm_w4a16: tile_rows is gemm_w4a16_tile_rows()'s 128 or 32, not ", p.tile_rows);
   if (p.M == 0 || p.N == 0) return;
-  PersistentClusterLaunch launch(gemm_w4a16_kernel, kCluster, kThreads, kSmemBytes, stream);
-  static const int max_units_in_flight = launch.resident_clusters("gemm_w4a16");
-  // A: [M, 2K] bytes, row stride 2·lda; box 128 bytes (64 bf16) × 64 tokens (a rank's half of a tile, one K half).
-  const uint64_t dims[2] = {static_cast<uint64_t>(2 * p.K), static_cast<uint64_t>(p.M)};
-  const uint64_t strides[1] = {static_cast<uint64_t>(2 * p.lda)};
-  const uint32_t box[2] = {128, kTileT / kCluster};
-  const CUtensorMap map_x = tma::make_map_u8_sw128(p.a, 2, dims, strides, box);
-  const int64_t m_tiles = p.grouped.on() ? p.grouped.max_tiles : ceil_div(p.M, kTileT);
-  const int64_t max_units = m_tiles * ceil_div(ceil_div(p.N, kTileW), kCluster);
-  const int units = static_cast<int>(std::min<int64_t>(max_units, max_units_in_flight));
-  if (units == 0) return;
-  const cudaLaunchConfig_t cfg = launch.config(units);
-  GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, launch.kernel, map_x, p));
-  GOSSAMER_CUDA_CHECK_LAUNCH();
+  if (p.tile_rows == kWideTokens) {
+    launch_tiles<kWideTokens>(p, stream);
+  } else {
+    launch_tiles<kNarrowTokens>(p, stream);
+  }
 }
 
 void launch_w4a16_activations(const uint16_t* x, int64_t ldx, int rows, int K, const int32_t* scatter_rows,

@@ -50,7 +50,7 @@ int64_t ld16(int cols) {
 int plan_tile_rows(ExpertStep step, int T, int E) {
   switch (step) {
     case ExpertStep::kFp8Gemm: return gemm_fp8_tile_rows(ceil_div(T * kMoeTopK, std::max(E, 1)));
-    case ExpertStep::kMxfp4Gemm: return gemm_w4a16_tile_rows();
+    case ExpertStep::kMxfp4Gemm: return gemm_w4a16_tile_rows(ceil_div(T * kMoeTopK, std::max(E, 1)));
     case ExpertStep::kMxfp4W4A8: return gemm_w4a8_tile_rows();
     case ExpertStep::kBf16Gemm: return gemm_bf16_tile_rows();
     case ExpertStep::kStream: return gemm_stream_tile_rows(T);
@@ -221,6 +221,7 @@ void experts_mxfp4_w4a16(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t 
   GemmW4A16Params g;
   g.M = b.T * kMoeTopK;
   g.grouped = plan_tiles(b, w);
+  g.tile_rows = plan_tile_rows(b.step, b.T, b.E);
   GemmW4A16Params g1 = g;
   g1.a = w.y;
   g1.lda = b.hidden;

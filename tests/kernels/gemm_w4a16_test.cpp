@@ -40,7 +40,7 @@ struct W4A16Case {
 
 // The model's gate_up (h in register order, as the MoE stores it) and down, partial row tiles and K blocks, an odd
 // number of 256-row weight tiles (a last cluster pair with an inactive rank), N past a 64-row tile, exponents
-// from 60 to 200 (the two-multiply path past 128), plain GEMMs.
+// from 60 to 200 (the two-multiply path past 128), plain GEMMs; each with both token tiles (128 and 32).
 const W4A16Case kCases[] = {
     {5760, 2880, {300, 0, 129, 64, 1}, GemmEpilogue::kSwiGlu, 110, 124, false, true},
     {2880, 2880, {200, 7, 256, 0}, GemmEpilogue::kBias, 110, 124},
@@ -56,59 +56,62 @@ TEST(GemmW4A16Kernel, MatchesReference) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(47);
   uint64_t seed = 31;
-  const int tile_rows = gemm_w4a16_tile_rows();
-  for (const W4A16Case& c : kCases) {
-    const int groups = static_cast<int>(c.rows.size());
-    const GroupedTileLists lists(c.rows, tile_rows);
-    const int M = lists.M();
-    const int64_t lda = (c.k + 7) / 8 * 8 + 8;  // padded rows
-    const auto a = register_order(random_bf16(size_t(M) * lda, rng, 1.0f), M, c.k, lda);
-    const auto w = random_mxfp4_tiled(groups, c.n, c.k, seed++, c.e_lo, c.e_hi);
-    const auto bias = random_bf16(size_t(groups) * c.n, rng, 1.0f);
-    const int out_cols = c.epi == GemmEpilogue::kSwiGlu ? c.n / 2 : c.n;
-    const int64_t ldc = out_cols + c.ldc_pad;
-    DeviceBuffer<uint16_t> da(a), dbias(bias), dout(size_t(M) * ldc);
-    DeviceBuffer<uint8_t> dw(w);
-    GemmW4A16Params p;
-    p.a = da.get();
-    p.lda = lda;
-    p.b = dw.get();
-    p.bias = dbias.get();
-    p.out = dout.get();
-    p.ldc = ldc;
-    p.out_register_order = c.register_order;
-    p.M = M;
-    p.N = c.n;
-    p.K = c.k;
-    p.epilogue = c.epi;
-    if (!c.plain) {
-      p.grouped = lists.params();
+  for (const int tile_rows : {gemm_w4a16_tile_rows(kW4A16NarrowMaxRows + 1), gemm_w4a16_tile_rows(1)})
+    for (const W4A16Case& c : kCases) {
+      const int groups = static_cast<int>(c.rows.size());
+      const GroupedTileLists lists(c.rows, tile_rows);
+      const int M = lists.M();
+      const int64_t lda = (c.k + 7) / 8 * 8 + 8;  // padded rows
+      const auto a = register_order(random_bf16(size_t(M) * lda, rng, 1.0f), M, c.k, lda);
+      const auto w = random_mxfp4_tiled(groups, c.n, c.k, seed++, c.e_lo, c.e_hi);
+      const auto bias = random_bf16(size_t(groups) * c.n, rng, 1.0f);
+      const int out_cols = c.epi == GemmEpilogue::kSwiGlu ? c.n / 2 : c.n;
+      const int64_t ldc = out_cols + c.ldc_pad;
+      DeviceBuffer<uint16_t> da(a), dbias(bias), dout(size_t(M) * ldc);
+      DeviceBuffer<uint8_t> dw(w);
+      GemmW4A16Params p;
+      p.a = da.get();
+      p.lda = lda;
+      p.b = dw.get();
+      p.bias = dbias.get();
+      p.out = dout.get();
+      p.ldc = ldc;
+      p.out_register_order = c.register_order;
+      p.M = M;
+      p.N = c.n;
+      p.K = c.k;
+      p.epilogue = c.epi;
+      p.tile_rows = tile_rows;
+      if (!c.plain) {
+        p.grouped = lists.params();
+      }
+      const std::string shape = std::to_string(groups) + "x[" + std::to_string(c.n) + "x" + std::to_string(c.k) +
+                                "] M" + std::to_string(M) + (c.epi == GemmEpilogue::kSwiGlu ? " swiglu" : " bias") +
+                                (c.register_order ? " (register order)" : "") + " e[" + std::to_string(c.e_lo) + "," +
+                                std::to_string(c.e_hi) + "]" + (c.plain ? " plain" : "") + " tiles of " +
+                                std::to_string(tile_rows);
+      dout.poison();
+      launch_gemm_w4a16(p, nullptr);
+      const auto out = dout.download();
+      std::vector<uint16_t> host(size_t(M) * ldc, 0xFFFF);
+      GemmW4A16Params h = p;
+      h.a = a.data();
+      h.b = w.data();
+      h.bias = bias.data();
+      h.out = host.data();
+      h.grouped.group_offsets = c.plain ? nullptr : lists.offsets.data();
+      gemm_w4a16_cpu(h);
+      std::vector<uint16_t> got, want;
+      for (int m = 0; m < M; ++m) {
+        got.insert(got.end(), out.begin() + m * ldc, out.begin() + m * ldc + out_cols);
+        want.insert(want.end(), host.begin() + m * ldc, host.begin() + m * ldc + out_cols);
+        for (int64_t j = out_cols; j < ldc; ++j)
+          EXPECT_EQ(out[m * ldc + j], 0xFFFF) << shape << ": ldc padding written";
+      }
+      const double err = rel_error_bf16(got, want);
+      report("gemm_w4a16", shape, err, kTolBf16);
+      EXPECT_LT(err, kTolBf16) << shape;
     }
-    const std::string shape = std::to_string(groups) + "x[" + std::to_string(c.n) + "x" + std::to_string(c.k) + "] M" +
-                              std::to_string(M) + (c.epi == GemmEpilogue::kSwiGlu ? " swiglu" : " bias") +
-                              (c.register_order ? " (register order)" : "") + " e[" + std::to_string(c.e_lo) + "," +
-                              std::to_string(c.e_hi) + "]" + (c.plain ? " plain" : "");
-    dout.poison();
-    launch_gemm_w4a16(p, nullptr);
-    const auto out = dout.download();
-    std::vector<uint16_t> host(size_t(M) * ldc, 0xFFFF);
-    GemmW4A16Params h = p;
-    h.a = a.data();
-    h.b = w.data();
-    h.bias = bias.data();
-    h.out = host.data();
-    h.grouped.group_offsets = c.plain ? nullptr : lists.offsets.data();
-    gemm_w4a16_cpu(h);
-    std::vector<uint16_t> got, want;
-    for (int m = 0; m < M; ++m) {
-      got.insert(got.end(), out.begin() + m * ldc, out.begin() + m * ldc + out_cols);
-      want.insert(want.end(), host.begin() + m * ldc, host.begin() + m * ldc + out_cols);
-      for (int64_t j = out_cols; j < ldc; ++j) EXPECT_EQ(out[m * ldc + j], 0xFFFF) << shape << ": ldc padding written";
-    }
-    const double err = rel_error_bf16(got, want);
-    report("gemm_w4a16", shape, err, kTolBf16);
-    EXPECT_LT(err, kTolBf16) << shape;
-  }
 }
 
 // The scatter into expert order in register order, bit for bit against its reference: rows skipped (−1), rows no
