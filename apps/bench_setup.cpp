@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/random.h"
+#include "weights_flag.h"
 
 namespace gossamer::app {
 
@@ -14,10 +15,7 @@ void ModelChoice::add_options(CLI::App& cli) {
   cli.add_option("--gpu-memory-limit-gib", gpu_memory_limit_gib,
                  "cuda: behave as a GPU of this many GiB (e.g. 80 on an H200); 0 = the whole GPU")
       ->check(CLI::NonNegativeNumber);
-  cli.add_option("--weights", options.weights,
-                 "cuda weight format: fp8 (default) | mxfp4 (MXFP4 experts kept as shipped) | mxfp4+fp8 (both: MXFP4 "
-                 "for decode steps, FP8 for larger) | bf16")
-      ->check(CLI::IsMember({"fp8", "bf16", "mxfp4", "mxfp4+fp8"}));
+  add_weights_flag(cli, options.weights);
   cli.add_flag(
       "--enforce-eager", [this](int64_t) { options.cuda_graphs = false; }, "no CUDA graphs for decode steps");
   cli.add_option("--dense-gemm", options.dense_gemm,
@@ -57,7 +55,7 @@ void ModelChoice::add_options(CLI::App& cli) {
       ->group("");  // hidden: A/B runs
   cli.add_option(
          "--moe-decode", options.moe_decode,
-         "cuda: auto (default: the weight-streaming grouped GEMM at 9-64 tokens, FP8, or 9-512, MXFP4) | gemv | stream")
+         "cuda: auto (default: the weight-streaming grouped GEMM at 9-32 tokens, MXFP4, or 9-64, FP8) | gemv | stream")
       ->check(CLI::IsMember({"auto", "gemv", "stream"}));
   cli.add_flag("--split-mixed-attention,!--no-split-mixed-attention", options.split_mixed_attention,
                "cuda: decode sequences of mixed steps on the decode attention kernel (default; off: all on the "

@@ -24,6 +24,7 @@
 #include "model/dummy_checkpoint.h"
 #include "model/loader.h"
 #include "rank_launch.h"
+#include "weights_flag.h"
 
 namespace gossamer::app {
 
@@ -204,10 +205,7 @@ int run_bench_sweep(int argc, char** argv) {
   cli.add_option("--load-format", s.load_format, "auto | dummy (random weights of --preset shapes, no disk)");
   cli.add_option("--preset", s.preset, "20b | 120b | tiny (with --load-format dummy)");
   cli.add_option("--device", s.device, "cuda | cpu (simulated ranks)");
-  cli.add_option("--weights", options.weights,
-                 "cuda weight format: fp8 (default) | mxfp4 (MXFP4 experts kept as shipped) | mxfp4+fp8 (both: MXFP4 "
-                 "for decode steps, FP8 for larger) | bf16")
-      ->check(CLI::IsMember({"fp8", "bf16", "mxfp4", "mxfp4+fp8"}));
+  add_weights_flag(cli, options.weights);
   cli.add_option("--gpus", gpus, "GPUs (cpu: simulated ranks) the layouts may use; 0 = the GPUs visible (cpu: 1)");
   cli.add_option("--batch-sizes", s.batch_sizes, "decode batch sizes")->delimiter(',');
   cli.add_option("--contexts", s.contexts, "decode: cached context per sequence")->delimiter(',');

@@ -14,6 +14,7 @@
 #include "model/sequence_runner.h"
 #include "parallel_flags.h"
 #include "rank_launch.h"
+#include "weights_flag.h"
 
 namespace gossamer::app {
 
@@ -70,10 +71,7 @@ int run_logits(int argc, char** argv) {
   cli.add_option("--output", output, "output .npy path")->required();
   cli.add_option("--device", device, "cpu | cuda");
   model::ModelOptions options;
-  cli.add_option("--weights", options.weights,
-                 "cuda weight format: fp8 (default) | mxfp4 (MXFP4 experts kept as shipped) | mxfp4+fp8 (both: MXFP4 "
-                 "for decode steps, FP8 for larger) | bf16")
-      ->check(CLI::IsMember({"fp8", "bf16", "mxfp4", "mxfp4+fp8"}));
+  add_weights_flag(cli, options.weights);
   cli.add_option("--kv-cache-dtype", options.kv_cache_dtype,
                  "auto (default: bf16) | fp8 (alias fp8_e4m3: e4m3 K/V with scales of 1.0 on the full-attention "
                  "layers, sliding-window layers bf16; on cpu the float32 cache holds the rounded values)")
@@ -108,10 +106,7 @@ int run_generate(int argc, char** argv) {
   cli.add_option("--max-tokens", max_tokens, "tokens to generate")->check(CLI::NonNegativeNumber);
   cli.add_option("--device", device, "cpu | cuda");
   model::ModelOptions options;
-  cli.add_option("--weights", options.weights,
-                 "cuda weight format: fp8 (default) | mxfp4 (MXFP4 experts kept as shipped) | mxfp4+fp8 (both: MXFP4 "
-                 "for decode steps, FP8 for larger) | bf16")
-      ->check(CLI::IsMember({"fp8", "bf16", "mxfp4", "mxfp4+fp8"}));
+  add_weights_flag(cli, options.weights);
   cli.add_option("--kv-cache-dtype", options.kv_cache_dtype,
                  "auto (default: bf16) | fp8 (alias fp8_e4m3: e4m3 K/V with scales of 1.0 on the full-attention "
                  "layers, sliding-window layers bf16; on cpu the float32 cache holds the rounded values)")

@@ -22,6 +22,7 @@
 #include "server/openai_server.h"
 #include "testing/test_backend.h"
 #include "text/tokenizer.h"
+#include "weights_flag.h"
 
 namespace gossamer::app {
 
@@ -70,12 +71,7 @@ int run_serve(int argc, char** argv) {
       ->envname("GOSSAMER_DEVICE")
       ->group("Model");
   model::ModelOptions model_options;
-  cli.add_option("--weights", model_options.weights,
-                 "cuda weight format: fp8 (default: 128x128 block-scaled FP8) | mxfp4 (MXFP4 experts as shipped, fp8 "
-                 "dense: faster decode to 64 rows, slower larger steps) | mxfp4+fp8 (both expert copies: MXFP4 for "
-                 "steps of <= 64 tokens, FP8 beyond) | bf16 (accuracy baseline)")
-      ->check(CLI::IsMember({"fp8", "bf16", "mxfp4", "mxfp4+fp8"}))
-      ->group("Model");
+  add_weights_flag(cli, model_options.weights)->group("Model");
   cli.add_flag(
          "--enforce-eager", [&](int64_t) { model_options.cuda_graphs = false; }, "no CUDA graphs for decode steps")
       ->group("Model");
@@ -103,7 +99,7 @@ int run_serve(int argc, char** argv) {
       ->group("Model");
   cli.add_option(
          "--moe-decode", model_options.moe_decode,
-         "cuda: auto (default: the weight-streaming grouped GEMM at 9-64 tokens, FP8, or 9-512, MXFP4) | gemv | stream")
+         "cuda: auto (default: the weight-streaming grouped GEMM at 9-32 tokens, MXFP4, or 9-64, FP8) | gemv | stream")
       ->envname("GOSSAMER_MOE_DECODE")
       ->check(CLI::IsMember({"auto", "gemv", "stream"}))
       ->group("Model");

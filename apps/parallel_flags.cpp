@@ -61,11 +61,8 @@ std::string layout_summary(const model::Model& model, const model::ModelOptions&
   if (model.backend_name() == "cuda") {
     char gib[32];
     std::snprintf(gib, sizeof gib, "%.1f", static_cast<double>(model.weight_bytes()) / double(1u << 30));
-    line += ", weights " +
-            (options.weights == "mxfp4"       ? std::string("mxfp4 experts + fp8")
-             : options.weights == "mxfp4+fp8" ? std::string("mxfp4 and fp8 experts + fp8")
-                                              : options.weights) +
-            " (" + gib + " GiB)";
+    line += ", weights " + (options.weights == "mxfp4" ? std::string("mxfp4 experts + fp8") : options.weights) + " (" +
+            gib + " GiB)";
   }
   return line;
 }

@@ -20,7 +20,7 @@
 # decode-sized steps and prefill (run_mxfp4_steps); benches: prefill with its phase breakdown, the MoE and
 # prefill GEMMs
 # against cuBLASLt (both TMA tiles), attention prefill (every wgmma variant), the decode GEMV shapes, decode
-# (mxfp4+fp8, and at long contexts) and the step breakdown; ab: the end-to-end A/B of the product's prefill
+# (mxfp4, and at long contexts) and the step breakdown; ab: the end-to-end A/B of the product's prefill
 # choices, and 120b prefill; headline: the figures the open issues' targets name (prefill 20b / 120b, decode
 # batch 1 and 8) and the batch-1 decode timeline; timeline: the real kernel timeline of graph decode steps
 # (CUPTI); source: Nsight Compute's per-instruction stall samples of the batch-1 decode's attention, MXFP4 and
@@ -145,8 +145,8 @@ run_benches() {
   timeout 90 build/bench/kernels/gossamer_kernels_bench gemv-tune
   timeout 60 build/bench/kernels/gossamer_kernels_bench gemv-scaling  # time against expert count, M = 1
   timeout 90 build/bench/kernels/gossamer_kernels_bench mxfp4  # MXFP4 vs FP8 GEMVs, the MXFP4 MoE decode (#15)
-  sec "bench decode 20b mxfp4+fp8 (#15)"
-  timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
+  sec "bench decode 20b mxfp4 (#15)"
+  timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4 \
     --batch-sizes 1 8 64 --contexts 1024 --steps 32
   sec "bench decode 20b batch 1-2 at long contexts"
   timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --batch-sizes 1 2 \
@@ -157,11 +157,12 @@ run_benches() {
 }
 
 run_ab() {
+  # --weights fp8 throughout: the MoE tile is the FP8 experts' (as measured on 2026-12-05, when fp8 was the default).
   sec "end-to-end A/B against the product's choices (PERF.md 2026-12-05): 2-warpgroup attention, MoE 128x192 tile"
   for flags in "" "--prefill-attention-warpgroups 2" "--moe-gemm-tile 128x192tma2"; do
-    echo "-- bench prefill 20b $flags"
-    timeout 60 build/gossamer bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 32768 \
-      --repeats 3 $flags | grep dummy
+    echo "-- bench prefill 20b --weights fp8 $flags"
+    timeout 60 build/gossamer bench prefill --load-format dummy --preset 20b --device cuda --weights fp8 \
+      --input-lens 8192 32768 --repeats 3 $flags | grep dummy
   done
   sec "bench prefill 120b"
   timeout 120 build/gossamer bench prefill --load-format dummy --preset 120b --device cuda --input-lens 8192 32768 \
@@ -178,26 +179,26 @@ run_headline() {
   sec "bench prefill --weights mxfp4: 20b 2,048 / 8,192 / 32,768 and 120b 2,048 / 8,192 tokens (#15: within 10% of FP8)"
   timeout 100 build/gossamer bench prefill --load-format dummy --preset 20b --device cuda --weights mxfp4 \
     --input-lens 2048 8192 32768 --repeats 3 | grep dummy
-  timeout 100 build/gossamer bench prefill --load-format dummy --preset 20b --device cuda --input-lens 2048 \
-    --repeats 3 | grep dummy
+  timeout 100 build/gossamer bench prefill --load-format dummy --preset 20b --device cuda --weights fp8 \
+    --input-lens 2048 --repeats 3 | grep dummy
   timeout 100 build/gossamer bench prefill --load-format dummy --preset 120b --device cuda --weights mxfp4 \
     --input-lens 2048 8192 --repeats 3 | grep dummy
-  sec "bench decode 20b mxfp4+fp8 and 120b mxfp4 (both copies do not fit), batch 1 and 8, ctx 1,024 and 8,192 (#15)"
-  timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
+  sec "bench decode 20b and 120b mxfp4, batch 1 and 8, ctx 1,024 and 8,192 (#15)"
+  timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4 \
     --batch-sizes 1 8 --contexts 1024 8192 --steps 32 | grep dummy
   timeout 150 build/gossamer bench decode --load-format dummy --preset 120b --device cuda --weights mxfp4 \
     --batch-sizes 1 8 --contexts 1024 8192 --steps 32 | grep dummy
-  sec "timeline of the batch-1 decode step (20b mxfp4+fp8, ctx 1,024)"
+  sec "timeline of the batch-1 decode step (20b mxfp4, ctx 1,024)"
   local raw=/tmp/timeline
   mkdir -p $raw
   CUDA_INJECTION64_PATH=$v/libgossamer_kernel_trace.so GOSSAMER_KERNEL_TRACE=$raw/headline.tsv \
-    timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
+    timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4 \
     --batch-sizes 1 --contexts 1024 --steps 16 2>&1 | grep -E "dummy|kernel_trace"
   python3 bench/kernels/kernel_timeline.py $raw/headline.tsv --sequence 30 | head -70
   sec "every kernel of one 20b prefill of 8,192 tokens (fp8; the launches of the last complete step)"
   CUDA_INJECTION64_PATH=$v/libgossamer_kernel_trace.so GOSSAMER_KERNEL_TRACE=$raw/prefill.tsv \
-    timeout 90 build/gossamer bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 \
-    --repeats 1 2>&1 | grep -E "dummy|kernel_trace"
+    timeout 90 build/gossamer bench prefill --load-format dummy --preset 20b --device cuda --weights fp8 \
+    --input-lens 8192 --repeats 1 2>&1 | grep -E "dummy|kernel_trace"
   python3 bench/kernels/kernel_timeline.py $raw/prefill.tsv --eager | head -30
 }
 
@@ -232,7 +233,7 @@ ncu_setup() {
     grep -v "==PROF==" | sed 's/  */ /g' | head -60; }
 }
 
-# ncu on kernel $1 (regex) in a batch-1 decode (20b mxfp4+fp8, graph nodes), once per further argument (flags).
+# ncu on kernel $1 (regex) in a batch-1 decode (20b mxfp4, graph nodes), once per further argument (flags).
 profile_decode_gemvs() {
   local k=$1 flags raw=/tmp/ncu
   shift
@@ -240,18 +241,18 @@ profile_decode_gemvs() {
   [ -n "${ncu_run:-}" ] || ncu_setup
   for flags in "$@"; do
     $ncu_run -k regex:$k -c 2 build/gossamer bench decode --load-format dummy --preset 20b --device cuda \
-      --weights mxfp4+fp8 --batch-sizes 1 --contexts 1024 --steps 2 $flags > "$raw/$k$flags.txt" 2>&1
+      --weights mxfp4 --batch-sizes 1 --contexts 1024 --steps 2 $flags > "$raw/$k$flags.txt" 2>&1
     echo "-- $k $flags"; summarize "$raw/$k$flags.txt"
   done
 }
 
 # ncu's source page (SASS) of one launch of kernel $1 (regex; $2 launches of it skipped) in a batch-1 decode step
-# (20b mxfp4+fp8, ctx 1,024), or in the gossamer command given after them: warp-stall samples every 32 cycles; the
+# (20b mxfp4, ctx 1,024), or in the gossamer command given after them: warp-stall samples every 32 cycles; the
 # instructions with the most samples, with their stall reasons, and the samples per reason.
 profile_source() {
   local k=$1 skip=$2 raw=/tmp/ncu name="src_$1$2${PROFILE_TAG:-}"  # PROFILE_TAG: a suffix for the files
   shift 2
-  [ $# -gt 0 ] || set -- bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
+  [ $# -gt 0 ] || set -- bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4 \
     --batch-sizes 1 --contexts 1024 --steps 2
   mkdir -p $raw
   timeout 150 ncu --clock-control none --section SourceCounters --section WarpStateStats --warp-sampling-interval 0 \
@@ -273,29 +274,32 @@ run_source() {
   # The MoE's gate_up / down GEMM of the 8k step's layer 0 (qkv and o go to cuBLASLt), then the first two full
   # layers' attention (the sliding layers run mma.sync): bench prefill's 2,048-token warm-up runs first
   # (kPrefillWarmupTmaGemms and 12 wgmma attentions).
-  sec "ncu source (SASS) stall samples: 20b prefill of 8,192 tokens, MoE gate_up and down, full-layer attention"
-  local prefill=(bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 --repeats 1)
+  sec "ncu source (SASS) stall samples: 20b fp8 prefill of 8,192 tokens, MoE gate_up and down, full-layer attention"
+  local prefill=(bench prefill --load-format dummy --preset 20b --device cuda --weights fp8 --input-lens 8192
+    --repeats 1)
   profile_source gemm_fp8_tma $kPrefillWarmupTmaGemms "${prefill[@]}"
   profile_source gemm_fp8_tma $((kPrefillWarmupTmaGemms + 1)) "${prefill[@]}"
   profile_source attention_prefill_wgmma 12 "${prefill[@]}"
   profile_source attention_prefill_wgmma 13 "${prefill[@]}"
 }
 
-# TMA GEMM launches of bench prefill's warm-up (2,048 tokens of 20b: a gate_up and a down per layer) before the
-# measured step's; ncu skips them.
+# TMA GEMM launches of bench prefill's warm-up (2,048 tokens of 20b --weights fp8: a gate_up and a down per layer)
+# before the measured step's; ncu skips them.
 kPrefillWarmupTmaGemms=48
 
-# ncu on the MoE gate_up and down TMA GEMMs of a 20b 8k prefill's layer 0 (after the warm-up's): the metrics of
-# ncu_setup, then (with "source") their warp-stall samples by instruction.
+# ncu on the MoE gate_up and down TMA GEMMs of a 20b --weights fp8 8k prefill's layer 0 (after the warm-up's): the
+# metrics of ncu_setup, then (with "source") their warp-stall samples by instruction.
 profile_moe_gemms() {
-  local raw=/tmp/ncu prefill=(bench prefill --load-format dummy --preset 20b --device cuda --input-lens 8192 --repeats 1)
+  local raw=/tmp/ncu
+  local prefill=(bench prefill --load-format dummy --preset 20b --device cuda --weights fp8 --input-lens 8192
+    --repeats 1)
   [ -n "${ncu_run:-}" ] || ncu_setup
-  sec "ncu: the MoE's TMA GEMMs at 8k tokens (gate_up, down) (#13)"
+  sec "ncu: the FP8 MoE's TMA GEMMs at 8k tokens (gate_up, down) (#13)"
   $ncu_run -k regex:gemm_fp8_tma -s $kPrefillWarmupTmaGemms -c 2 build/gossamer "${prefill[@]}" \
     > "$raw/moe_gemm.txt" 2>&1
   summarize "$raw/moe_gemm.txt"
   [ "${1:-}" = source ] || return 0
-  sec "ncu source (SASS) stall samples: the MoE gate_up and down of a 20b 8k prefill's layer 0"
+  sec "ncu source (SASS) stall samples: the FP8 MoE gate_up and down of a 20b 8k prefill's layer 0"
   profile_source gemm_fp8_tma $kPrefillWarmupTmaGemms "${prefill[@]}"
   profile_source gemm_fp8_tma $((kPrefillWarmupTmaGemms + 1)) "${prefill[@]}"
 }
@@ -330,12 +334,12 @@ run_profile() {
     echo "-- $v"; summarize "$raw/attention_$v.txt"
   done
   profile_moe_gemms
-  sec "ncu: the decode GEMVs of a batch-1 step (20b mxfp4+fp8, graph nodes): MXFP4 gate_up + down, FP8 qkv + o (#15)"
+  sec "ncu: the decode GEMVs of a batch-1 step (20b mxfp4, graph nodes): MXFP4 gate_up + down, FP8 qkv + o (#15)"
   profile_decode_gemvs gemv_mxfp4_kernel ""
   profile_decode_gemvs gemv_fp8_kernel ""
-  sec "ncu: every kernel's duration in a batch-1 decode step (20b mxfp4+fp8, ctx 128)"
+  sec "ncu: every kernel's duration in a batch-1 decode step (20b mxfp4, ctx 128)"
   timeout 300 ncu --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
-    build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 --batch-sizes 1 \
+    build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4 --batch-sizes 1 \
     --contexts 128 --steps 1 > "$raw/decode_step.csv" 2> "$raw/decode_step.err"
   python3 - "$raw/decode_step.csv" <<'PY'
 import csv, collections, sys
@@ -412,8 +416,8 @@ ab_prefill() {  # run, input lengths[, preset (20b)]
 }
 ab_decode() {  # run
   [ -n "${1%%|*}" ] || return 0
-  sec "${1%%|*} bench decode 20b mxfp4+fp8, batch 1 and 8, ctx 1,024 / 8,192 ${1#*|}"
-  timeout 90 ${1%%|*} bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
+  sec "${1%%|*} bench decode 20b mxfp4, batch 1 and 8, ctx 1,024 / 8,192 ${1#*|}"
+  timeout 90 ${1%%|*} bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4 \
     --batch-sizes 1 8 --contexts 1024 8192 --steps 32 ${1#*|} | grep dummy
 }
 
@@ -482,9 +486,9 @@ run_followup() {
     [ $round -eq 1 ] || continue
     # Where the defaults' batch-1 step goes (the timeline of run_timeline).
     mkdir -p /tmp/timeline
-    sec "timeline: bench decode 20b mxfp4+fp8, batch 1, ctx 1,024"
+    sec "timeline: bench decode 20b mxfp4, batch 1, ctx 1,024"
     CUDA_INJECTION64_PATH=$v/libgossamer_kernel_trace.so GOSSAMER_KERNEL_TRACE=/tmp/timeline/followup.tsv \
-      timeout 60 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
+      timeout 60 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4 \
       --batch-sizes 1 --contexts 1024 --steps 16 2>&1 |
       grep -E "dummy|kernel_trace"
     python3 bench/kernels/kernel_timeline.py /tmp/timeline/followup.tsv --sequence 0 | head -30
@@ -500,12 +504,12 @@ run_quick() {
     "AttentionDecodeKernel.*"
   for flags in "" "--no-decode-attention-prefetch-kv" ""; do
     echo "-- bench decode 20b $flags"
-    timeout 60 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
+    timeout 60 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4 \
       --batch-sizes 1 8 --contexts 1024 8192 --steps 32 $flags | grep dummy
   done
   mkdir -p /tmp/timeline
   CUDA_INJECTION64_PATH=$v/libgossamer_kernel_trace.so GOSSAMER_KERNEL_TRACE=/tmp/timeline/quick.tsv \
-    timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4+fp8 \
+    timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4 \
     --batch-sizes 1 --contexts 1024 --steps 16 2>&1 | grep -E "dummy|kernel_trace"
   python3 bench/kernels/kernel_timeline.py /tmp/timeline/quick.tsv --sequence 24 | head -45
 }
@@ -524,7 +528,7 @@ run_mxfp4_steps() {
     timeout 60 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights mxfp4 \
       --batch-sizes 1 16 32 64 128 256 --contexts 1024 --steps 16 $f | grep dummy
   done
-  ab_prefill "build/gossamer|" "2048 4096 8192 16384"
+  ab_prefill "build/gossamer|--weights fp8" "2048 4096 8192 16384"
   ab_prefill "build/gossamer|--weights mxfp4" "2048 4096 8192 16384"
   ab_prefill "build/gossamer|--weights mxfp4 --no-moe-mxfp4-w4a8" "2048 4096 8192 16384"
   ab_prefill "build/gossamer|--weights mxfp4" "2048 4096 8192" 120b
@@ -588,7 +592,7 @@ run_timeline() {
   # the step (bench/kernels/kernel_timeline.py). The device has no nsys, and ncu serialises kernels.
   local raw=/tmp/timeline w i=0
   mkdir -p $raw
-  for w in mxfp4+fp8 fp8; do
+  for w in mxfp4 fp8; do
     i=$((i + 1))
     sec "timeline: bench decode 20b --weights $w, batch 1 and 8, ctx 1,024"
     CUDA_INJECTION64_PATH=$v/libgossamer_kernel_trace.so GOSSAMER_KERNEL_TRACE=$raw/trace_$i.tsv \

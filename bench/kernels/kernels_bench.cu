@@ -423,8 +423,8 @@ void bench_moe(int T, int E) {
 // (mxfp4_w4a8, gemm_w4a8.h; the model's path past CudaModel::kMxfp4W4A8MinRowsPerExpert). Baseline column: the FP8
 // row. MXFP4 scale bytes are uniform in [112, 124]. GB/s counts the experts' stored weight bytes (FP8 row 1 B, MXFP4
 // rows 0.53 B per weight; every expert is routed at these sizes); TFLOP/s the routed pairs' GEMM work; the ceiling
-// column is copy at 256 tokens, FP8 block-scaled cuBLASLt above. Once per E, the load-time conversion of one layer's
-// experts to FP8 (launch_mxfp4_tiled_to_fp8: --weights mxfp4+fp8 and fp8 from a checkpoint). Weights are 0.8–3.2 GB:
+// column is copy at 256 tokens, FP8 block-scaled cuBLASLt above. Once per E, the conversion of one layer's experts to
+// FP8 (launch_mxfp4_tiled_to_fp8: the FP8 experts of --load-format dummy --weights fp8). Weights are 0.8–3.2 GB:
 // no rotation needed.
 struct MoeMxfp4Bench {
   static constexpr int kH = 2880, kI = 2880;
@@ -1353,7 +1353,7 @@ int main(int argc, char** argv) {
       bench_gemv_scaling("down", 2880, 2880, GemmEpilogue::kBias, mxfp4);
     }
   }
-  if (want("moe-mxfp4")) {  // the prefill MoE on MXFP4 experts: FP8, convert + FP8, W4A16
+  if (want("moe-mxfp4")) {  // the prefill MoE: FP8 experts, MXFP4 on W4A16 and W4A8; the MXFP4 → FP8 conversion
     for (const int E : {32, 128}) {
       MoeMxfp4Bench b(E);
       // 128 rows per expert (CudaModel::kMxfp4W4A8MinRowsPerExpert) at 1,024 tokens for E = 32 and 4,096 for E = 128;

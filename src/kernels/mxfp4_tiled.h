@@ -89,7 +89,7 @@ GOSSAMER_HOST_DEVICE constexpr int w4a16_source_column(int c) {
   return (c & ~31) + 2 * (4 * (word & 3) + (word >> 2)) + (c & 1);
 }
 
-// ---- tiled MXFP4 → FP8 e4m3 by bit arithmetic (launch_mxfp4_tiled_to_fp8, --weights mxfp4 prefill past W4A16) ----
+// ---- tiled MXFP4 → FP8 e4m3 by bit arithmetic (launch_mxfp4_tiled_to_fp8: random FP8 experts) ----
 // The rule is mxfp4_convert.h's: in a 128×128 block whose largest MX exponent is e_max, a weight of an MX
 // block with exponent e becomes fp8(fp4 · 2^(e − e_max + 6)). With k = e − e_max + 12 (≤ 12):
 //   z = (fp4 · 2^-14) · 2^k    (mxfp4_tiled_decode_word, then one f16x2 multiply by mxfp4_f16x2_pow2(k))
@@ -170,8 +170,9 @@ void launch_mxfp4_to_tiled(const uint8_t* blocks, const uint8_t* scales, uint8_t
 // Tiled MXFP4 [G] → FP8 e4m3 tile-major (fp8_tiled.h, [G, fp8_tiled_group_bytes(N, K)]) with 128×128
 // fp32 block scales [G, ceil(N/128), ceil(K/128)], by the rule of mxfp4_convert.h (per block over its real
 // rows and columns: scale 2^(e_max − 133), weight fp8(fp4 · 2^(e − e_max + 6)); exact when the block's
-// exponents span ≤ 13): bit-identical to launch_mxfp4_to_fp8 followed by launch_fp8_to_tiled. For the
-// prefill GEMMs of --weights mxfp4. Device pointers (16-byte aligned); asynchronous on `stream`.
+// exponents span ≤ 13): bit-identical to launch_mxfp4_to_fp8 followed by launch_fp8_to_tiled. For the FP8
+// experts of random weights (model/cuda CudaWeights::random, --weights fp8: the MXFP4 experts it draws, converted
+// as a checkpoint's are). Device pointers (16-byte aligned); asynchronous on `stream`.
 void launch_mxfp4_tiled_to_fp8(const uint8_t* src, uint8_t* dst, float* dst_scales, int groups, int n, int k,
                                cudaStream_t stream);
 

@@ -263,9 +263,8 @@ bool kv_cache_dtype_is_fp8(const std::string& kv_cache_dtype) {
 }
 
 std::unique_ptr<Model> load_model(const std::string& dir, const std::string& device, const ModelOptions& options) {
-  GOSSAMER_CHECK(options.weights == "fp8" || options.weights == "bf16" || options.weights == "mxfp4" ||
-                     options.weights == "mxfp4+fp8",
-                 "unknown weight format '", options.weights, "' (expected fp8, bf16, mxfp4 or mxfp4+fp8)");
+  GOSSAMER_CHECK(options.weights == "fp8" || options.weights == "bf16" || options.weights == "mxfp4",
+                 "unknown weight format '", options.weights, "' (expected fp8, bf16 or mxfp4)");
   if (device == "cpu") {
     std::shared_ptr<Checkpoint> checkpoint = Checkpoint::open(dir);
     const GptOssConfig config = checkpoint->config();

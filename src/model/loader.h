@@ -29,8 +29,9 @@ int64_t gpu_kv_cache_budget_bytes(double utilization, int device, int64_t headro
 
 // Backend options (weights and cuda_graphs: cuda only).
 struct ModelOptions {
-  std::string weights =
-      "fp8";                // cuda weight format: "fp8" (128×128 block-scaled), "mxfp4" (experts as shipped) or "bf16"
+  // cuda weight format (cuda_weights.h WeightFormat): "mxfp4" (experts as shipped, FP8 dense layers), "fp8"
+  // (experts too as 128×128 block-scaled FP8) or "bf16"
+  std::string weights = "mxfp4";
   bool cuda_graphs = true;  // false = vLLM's --enforce-eager: no decode graphs
   // cuda: "cublaslt" (default) = the FP8 qkv/o linears above the decode GEMV's rows run on cuBLASLt where it
   // has an algorithm (it measures faster there: kernels/gemm_fp8_cublaslt.h); "gossamer" = our kernels
@@ -49,7 +50,7 @@ struct ModelOptions {
   // hidden bench flag --no-prefill-attention-fixed-max for A/B).
   bool prefill_attention_fixed_max = true;
   // cuda: the experts of decode-sized steps (CudaOptions::moe_decode): "auto" (the weight-streaming grouped
-  // GEMM where it measured faster: 9–64 tokens with FP8 experts, 9–512 with MXFP4), "gemv" (never) or
+  // GEMM where it measured faster: 9–32 tokens with MXFP4 experts, 9–64 with FP8), "gemv" (never) or
   // "stream" (every step of ≤ 4,096 tokens).
   std::string moe_decode = "auto";
   // cuda: mixed steps run their decode sequences on the decode attention kernel and only the prefill chunks

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,13 @@ std::string conditioned_tiny() {
   if (!std::filesystem::exists(dir / "model.safetensors"))
     model::write_dummy_checkpoint(model::preset_config("tiny"), 0, dir.string(), model::DummyInit::kConditioned);
   return dir.string();
+}
+
+// The conditioned tiny checkpoint on cuda with --weights fp8.
+std::unique_ptr<model::Model> load_tiny() {
+  model::ModelOptions options;
+  options.weights = "fp8";
+  return model::load_model(conditioned_tiny(), "cuda", options);
 }
 
 EngineConfig config_for(bool async_scheduling) {
@@ -57,7 +65,7 @@ SubmitParams greedy(std::vector<TokenId> prompt, int32_t max_tokens, std::vector
 
 // Each request alone (submitted once the one before finished), on a fresh engine.
 std::vector<OutputCollector::Record> run_one_by_one(bool async_scheduling, const std::vector<TokenId>& stops) {
-  Engine engine(model::load_model(conditioned_tiny(), "cuda"), config_for(async_scheduling));
+  Engine engine(load_tiny(), config_for(async_scheduling));
   OutputCollector outputs;
   std::vector<OutputCollector::Record> records;
   for (int i = 0; i < 6; ++i) {
@@ -94,7 +102,7 @@ TEST(AsyncSchedulingGpu, GreedyOutputsEqualTheLoopWithoutIt) {
 TEST(AsyncSchedulingGpu, ABatchFinishesAlikeAndFreesEveryBlock) {
   if (!test::have_gpu()) GTEST_SKIP() << "no CUDA GPU: async scheduling engine test not run";
   const auto run = [](bool async_scheduling) {
-    Engine engine(model::load_model(conditioned_tiny(), "cuda"), config_for(async_scheduling));
+    Engine engine(load_tiny(), config_for(async_scheduling));
     OutputCollector outputs;
     std::vector<RequestId> ids;
     for (int i = 0; i < 48; ++i) ids.push_back(engine.submit(greedy(prompt_of(i, 8 + i % 40), 10 + i, {}, outputs)));

@@ -103,8 +103,8 @@ TEST(Mxfp4TiledKernel, MatchesCpuRelayout) {
   }
 }
 
-// The prefill path's conversion (tiled MXFP4 → tile-major FP8 + 128×128 scales) is bit-identical to the
-// load-time one (mxfp4_to_fp8 on the checkpoint layout, then fp8_to_tiled), wide exponent spans included.
+// The random weights' conversion (tiled MXFP4 → tile-major FP8 + 128×128 scales) is bit-identical to the
+// checkpoint's (mxfp4_to_fp8 on the checkpoint layout, then fp8_to_tiled), wide exponent spans included.
 TEST(Mxfp4TiledKernel, ToFp8MatchesCheckpointConversion) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(35);

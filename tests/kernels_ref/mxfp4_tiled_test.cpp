@@ -197,9 +197,8 @@ TEST(Mxfp4Tiled, WordToE4m3MatchesConversionRule) {
   }
 }
 
-// The CPU tiled → FP8 conversion (the reference of launch_mxfp4_tiled_to_fp8 and of the FP8 GEMM's MXFP4
-// weights) equals the checkpoint conversion followed by the FP8 tile-major relayout, partial blocks and
-// wide exponent spans included.
+// The CPU tiled → FP8 conversion (the reference of launch_mxfp4_tiled_to_fp8) equals the checkpoint conversion
+// followed by the FP8 tile-major relayout, partial blocks and wide exponent spans included.
 TEST(Mxfp4Tiled, ToFp8MatchesCheckpointConversion) {
   std::mt19937 rng(9);
   for (const auto& [groups, n, k, lo, hi] :

@@ -1,4 +1,5 @@
-// Corrupt and mismatched checkpoints must give clear errors naming the tensor and the file, never a crash.
+// Corrupt and mismatched checkpoints must give clear errors naming the tensor and the file, never a crash; so must
+// a weight format the loader does not know.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -6,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/error.h"
 #include "core/mapped_file.h"
@@ -67,6 +69,22 @@ class CheckpointErrorsTest : public ::testing::Test {
 
 TEST_F(CheckpointErrorsTest, IntactCheckpointLoads) {
   EXPECT_NO_THROW(load_model(dir_.string(), "cpu"));
+}
+
+// The cuda weight formats are mxfp4 (the default), fp8 and bf16; any other name, the retired mxfp4+fp8 (both expert
+// copies) included, is refused with the names before anything loads, on either device.
+TEST_F(CheckpointErrorsTest, UnknownWeightFormatIsRefusedByName) {
+  EXPECT_EQ(ModelOptions{}.weights, "mxfp4");
+  ModelOptions options;
+  options.weights = "mxfp4+fp8";
+  try {
+    load_model(dir_.string(), "cpu", options);
+    FAIL() << "--weights mxfp4+fp8 must be refused";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("unknown weight format 'mxfp4+fp8' (expected fp8, bf16 or mxfp4)"),
+              std::string::npos)
+        << error.what();
+  }
 }
 
 TEST_F(CheckpointErrorsTest, TruncatedFileNamesTheTensorAndFile) {

@@ -88,6 +88,9 @@ TEST_F(ModelCliTest, BadInputGivesAClearErrorAndNonZeroExit) {
   EXPECT_NE(result.output.find("same length"), std::string::npos) << result.output;
   result = run("make-dummy --preset huge --out " + (dir_ / "x").string());
   EXPECT_NE(result.status, 0);
+  result = run("generate --model " + (dir_ / "m").string() + " --prompt-tokens 1 --max-tokens 1 --weights mxfp4+fp8");
+  EXPECT_NE(result.status, 0);
+  EXPECT_NE(result.output.find("--weights"), std::string::npos) << result.output;
   result = run("generate --model " + (dir_ / "missing").string() + " --prompt-tokens 1 --max-tokens 1");
   EXPECT_NE(result.status, 0);
   EXPECT_NE(result.output.find("not a directory"), std::string::npos) << result.output;

@@ -18,7 +18,9 @@ using test::have_gpu;
 
 TEST(CudaPhaseTiming, TimedStepsMatchTheGraphsAndCountEveryLayer) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU";
-  auto model = load_dummy_model("tiny", 0, "cuda");
+  ModelOptions options;
+  options.weights = "fp8";
+  auto model = load_dummy_model("tiny", 0, "cuda", options);
   auto* cuda = dynamic_cast<cuda::CudaModel*>(model.get());
   ASSERT_NE(cuda, nullptr);
   const int32_t batch = 4, block = 16, per_seq = 4;
@@ -46,7 +48,7 @@ TEST(CudaPhaseTiming, TimedStepsMatchTheGraphsAndCountEveryLayer) {
   model->forward_sample(step(0), rows, timed_tokens);
   EXPECT_EQ(cuda->graph_replays(), replays) << "a timed step runs eagerly";
   // The timed step runs the eager path: the same launches as a model without graphs, events aside.
-  ModelOptions eager_options;
+  ModelOptions eager_options = options;
   eager_options.cuda_graphs = false;
   auto eager = load_dummy_model("tiny", 0, "cuda", eager_options);
   eager->allocate_kv_cache(batch * per_seq, block);
@@ -60,8 +62,8 @@ TEST(CudaPhaseTiming, TimedStepsMatchTheGraphsAndCountEveryLayer) {
                           StepPhase::kMlpNorm, StepPhase::kRouter, StepPhase::kExperts}) {
     EXPECT_EQ(phases.counts[static_cast<size_t>(phase)], layers) << step_phase_name(phase);
   }
-  // A decode step on FP8 linears (the default weights) applies RoPE in the QKV GEMV's epilogue (its time counts
-  // under qkv), so the rope phase never opens.
+  // A decode step on FP8 linears (--weights fp8 here; mxfp4's dense linears are FP8 too) applies RoPE in the QKV
+  // GEMV's epilogue (its time counts under qkv), so the rope phase never opens.
   EXPECT_EQ(phases.counts[static_cast<size_t>(StepPhase::kRope)], 0) << "RoPE fused into the decode QKV GEMV";
   for (StepPhase phase : {StepPhase::kEmbedding, StepPhase::kFinalNorm, StepPhase::kUnembedding, StepPhase::kSampling,
                           StepPhase::kOutput}) {

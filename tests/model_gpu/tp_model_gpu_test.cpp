@@ -2,9 +2,9 @@
 // each rank holds half the attention heads and half of every expert (TP) or half the experts (EP), and
 // the partial outputs are summed through the IPC all-reduce. Against the float32 golden of the
 // conditioned tiny checkpoint the logits keep the single-GPU bounds (bf16 ≤ 2e-2 relative L2, ≥ 98% same
-// argmax; fp8 ≤ 6e-2, ≥ 95%), prefill and decode (graphs), and both ranks' logits are bitwise equal. The
-// embedding is vocab-parallel too: each rank uploads only its half of the rows (checked from its log), looks
-// up the tokens of its half and the group sums the rows; the golden tokens fall in both halves.
+// argmax; fp8 and mxfp4, the default, ≤ 6e-2, ≥ 95%), prefill and decode (graphs), and both ranks' logits are
+// bitwise equal. The embedding is vocab-parallel too: each rank uploads only its half of the rows (checked from its
+// log), looks up the tokens of its half and the group sums the rows; the golden tokens fall in both halves.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -139,7 +139,7 @@ TEST_P(TpModelGpuTest, TwoRanksOnOneGpuKeepTheSingleGpuBounds) {
 
 INSTANTIATE_TEST_SUITE_P(Layouts, TpModelGpuTest,
                          ::testing::Values(TpCase{false, "bf16"}, TpCase{true, "bf16"}, TpCase{false, "fp8"},
-                                           TpCase{true, "fp8"}),
+                                           TpCase{true, "fp8"}, TpCase{false, "mxfp4"}, TpCase{true, "mxfp4"}),
                          [](const ::testing::TestParamInfo<TpCase>& info) {
                            return std::string(info.param.expert_parallel ? "EP2_" : "TP2_") + info.param.weights;
                          });

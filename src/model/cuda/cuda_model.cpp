@@ -370,7 +370,7 @@ void CudaModel::prepare_workspace(const StepPlan& plan) {
   } else if (t <= kernels::kGemvMaxRows) {
     moe_bytes =
         std::max(moe_bytes, kernels::moe_decode_workspace_bytes(static_cast<int>(t), config_.hidden_size, inter));
-  } else if (reads_mxfp4_experts(static_cast<int>(t)) && t <= kMxfp4GemvMaxTokens) {  // chunks of 8 tokens
+  } else if (reads_mxfp4_experts() && t <= kMxfp4GemvMaxTokens) {  // chunks of 8 tokens
     moe_bytes =
         std::max(moe_bytes, kernels::moe_decode_workspace_bytes(kernels::kGemvMaxRows, config_.hidden_size, inter));
   }

@@ -1,6 +1,7 @@
-// The `cuda` backend (sm_90a): gpt-oss on one GPU with FP8 128×128 block-scaled (default) or bf16
-// linears and experts, bf16 activations and a paged bf16 KV cache (or, CudaOptions::kv_cache_fp8, e4m3 on
-// the full-attention layers), attention with sinks from src/kernels.
+// The `cuda` backend (sm_90a): gpt-oss on one GPU with FP8 128×128 block-scaled dense linears and the
+// checkpoint's MXFP4 experts (default), FP8 experts too, or bf16 everything (cuda_weights.h WeightFormat), bf16
+// activations and a paged bf16 KV cache (or, CudaOptions::kv_cache_fp8, e4m3 on the full-attention layers),
+// attention with sinks from src/kernels.
 //
 // Contract: the constructor uploads and converts all weights (host views may be released afterwards)
 // and throws gossamer::Error when the config is outside what the kernels support (head_dim 64, top-4,
@@ -9,7 +10,7 @@
 //
 // Paths of a step: rows ≤ 8 (decode) use weight-only GEMVs (activations stay bf16), larger steps the
 // FP8 GEMMs with per-token 1×128 activation quantization (or the bf16 GEMMs in bf16 mode). With MXFP4
-// experts (--weights mxfp4) steps of ≤ kMxfp4GemvMaxTokens read them as MXFP4 (the decode MoE, 8 tokens
+// experts (--weights mxfp4, the default) steps of ≤ kMxfp4GemvMaxTokens read them as MXFP4 (the decode MoE, 8 tokens
 // at a time); larger steps run grouped GEMMs on the experts as stored, each warp decoding its weights into the
 // MMA's registers: below kMxfp4W4A8MinRowsPerExpert rows per expert the W4A16 GEMMs (kernels/gemm_w4a16.h: bf16
 // activations), from it the W4A8 GEMMs (kernels/gemm_w4a8.h: e4m3 activations, e5m2 weights, the FP8 tensor rate).
@@ -55,7 +56,7 @@ struct CudaOptions {
   // device (core/cuda/current_device.h), so models on several GPUs share a process and any thread may call
   // them (model/loader.h gpu_of places data-parallel replicas and their ranks).
   int device = 0;
-  WeightFormat weights = WeightFormat::kFp8;
+  WeightFormat weights = WeightFormat::kMxfp4;
   bool cuda_graphs = true;  // replay decode steps as CUDA graphs
   // One rank of a tensor/expert-parallel group (the weights and config are the rank's shard:
   // model/shard_weights.h): the partial outputs of the O-projection and the experts are summed over
@@ -207,12 +208,8 @@ class CudaModel final : public Model {
   bool defers_moe_combine(int num_tokens) const;
   // The pieces the next norm sums where defers_moe_combine (in moe_workspace_), else none.
   kernels::MoeCombineParams deferred_moe_pieces(int num_tokens) const;
-  // --weights mxfp4+fp8: steps of up to this many tokens read the MXFP4 experts, larger ones the FP8 copy
-  // (H200, 2026-12-01, bench decode with device sampling: mxfp4 faster to 64 rows — 6.92 vs 9.37 ms at 64
-  // — and fp8 from 256: 12.41 vs 17.13 ms).
-  static constexpr int kDualMxfp4MaxTokens = 64;
-  // Whether a step of num_tokens reads MXFP4 experts (--weights mxfp4, or mxfp4+fp8 up to kDualMxfp4MaxTokens).
-  bool reads_mxfp4_experts(int num_tokens) const;
+  // Whether the experts are MXFP4 (--weights mxfp4), read as stored by every step.
+  bool reads_mxfp4_experts() const { return weights_.format == WeightFormat::kMxfp4; }
   // MXFP4 experts on the grouped GEMMs (steps past the decode MoE and the stream path): the W4A16 GEMMs below this
   // many (token, expert) rows per expert on average (num_tokens · 4 / E), the W4A8 GEMMs from it (their 256-token
   // tiles run half empty below it). H100, 2026-12-07 (thirty-first session), `gossamer_kernels_bench moe-mxfp4`

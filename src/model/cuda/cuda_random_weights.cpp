@@ -17,6 +17,27 @@ namespace {
 
 constexpr int kBlock = 128;
 
+// FP8 experts with the values of MXFP4 experts `mxfp4` ([E] × rows × cols, mxfp4_tiled.h), converted on the GPU
+// (kernels::launch_mxfp4_tiled_to_fp8: the rule of kernels/mxfp4_convert.h, what --weights fp8 holds for a
+// checkpoint's MXFP4 experts); the bias is copied. Adds the new buffers' bytes to `counter`.
+DeviceExperts fp8_experts_of(const DeviceExperts& mxfp4, int64_t num_experts, int64_t rows, int64_t cols,
+                             uint64_t& counter) {
+  GOSSAMER_CHECK(mxfp4.mxfp4, "fp8_experts_of: the source experts are not MXFP4");
+  DeviceExperts experts;
+  experts.weight.ensure(static_cast<size_t>(num_experts * kernels::fp8_tiled_group_bytes(rows, cols)));
+  experts.scales.ensure(
+      static_cast<size_t>(num_experts * ((rows + kBlock - 1) / kBlock) * ((cols + kBlock - 1) / kBlock)) *
+      sizeof(float));
+  kernels::launch_mxfp4_tiled_to_fp8(mxfp4.weight.get<uint8_t>(), experts.weight.get<uint8_t>(),
+                                     experts.scales.get<float>(), static_cast<int>(num_experts), static_cast<int>(rows),
+                                     static_cast<int>(cols), nullptr);
+  experts.bias.ensure(mxfp4.bias.bytes());
+  GOSSAMER_CUDA_CHECK(cudaMemcpy(experts.bias.get(), mxfp4.bias.get(), mxfp4.bias.bytes(), cudaMemcpyDeviceToDevice));
+  GOSSAMER_CUDA_CHECK(cudaDeviceSynchronize());
+  counter += experts.weight.bytes() + experts.scales.bytes() + experts.bias.bytes();
+  return experts;
+}
+
 class RandomBuilder {
  public:
   RandomBuilder(uint64_t seed, uint64_t& counter) : seed_(seed), counter_(counter) {}
@@ -67,10 +88,10 @@ class RandomBuilder {
   }
   DeviceExperts experts(int64_t count, int64_t rows, int64_t cols, float std, bool fp8, bool mxfp4) {
     if (fp8 && !mxfp4) {
-      // As from a checkpoint: random MXFP4 experts converted to FP8, so --weights fp8, mxfp4 and mxfp4+fp8 hold
-      // the same expert values for a seed (and route alike: the GEMMs' work depends on the routing).
+      // As from a checkpoint: random MXFP4 experts converted to FP8, so --weights fp8 and mxfp4 hold the same
+      // expert values for a seed (and route alike: the GEMMs' work depends on the routing).
       DeviceExperts shipped = experts(count, rows, cols, std, true, true);
-      const uint64_t transient = shipped.weight.bytes() + shipped.bias.bytes();
+      const uint64_t transient = shipped.weight.bytes() + shipped.bias.bytes() + shipped.row_exponents.bytes();
       DeviceExperts converted = fp8_experts_of(shipped, count, rows, cols, counter_);
       counter_ -= transient;
       return converted;
@@ -116,8 +137,7 @@ CudaWeights CudaWeights::random(const GptOssConfig& config, uint64_t seed, Weigh
   const auto start = std::chrono::steady_clock::now();
   CudaWeights weights;
   weights.format = format;
-  const bool fp8 = format != WeightFormat::kBf16,
-             mxfp4 = format == WeightFormat::kMxfp4 || format == WeightFormat::kMxfp4Fp8;
+  const bool fp8 = format != WeightFormat::kBf16, mxfp4 = format == WeightFormat::kMxfp4;
   RandomBuilder make(seed, weights.device_bytes);
   const int64_t hidden = config.hidden_size, inter = config.intermediate_size, experts = config.num_experts;
   const float inv_sqrt_hidden = 1.0f / std::sqrt(static_cast<float>(hidden));
@@ -141,10 +161,6 @@ CudaWeights CudaWeights::random(const GptOssConfig& config, uint64_t seed, Weigh
     const int64_t held = num_local_experts > 0 ? num_local_experts : experts;
     l.gate_up = make.experts(held, 2 * inter, hidden, 3.0f * inv_sqrt_hidden, fp8, mxfp4);
     l.down = make.experts(held, hidden, inter, 0.5f / std::sqrt(static_cast<float>(inter)), fp8, mxfp4);
-    if (format == WeightFormat::kMxfp4Fp8) {
-      l.gate_up_fp8 = fp8_experts_of(l.gate_up, held, 2 * inter, hidden, weights.device_bytes);
-      l.down_fp8 = fp8_experts_of(l.down, held, hidden, inter, weights.device_bytes);
-    }
     weights.layers.push_back(std::move(l));
   }
   GOSSAMER_CUDA_CHECK(cudaDeviceSynchronize());

@@ -130,11 +130,6 @@ void CudaModel::qkv_rope(const uint16_t* x, int m, const DeviceLinear& w, uint16
   kernels::launch_rope(rope, stream_);
 }
 
-bool CudaModel::reads_mxfp4_experts(int num_tokens) const {
-  return weights_.format == WeightFormat::kMxfp4 ||
-         (weights_.format == WeightFormat::kMxfp4Fp8 && num_tokens <= kDualMxfp4MaxTokens);
-}
-
 bool CudaModel::streams_experts(int num_tokens) const {
   if (weights_.format == WeightFormat::kBf16 || num_tokens > kMoeStreamMaxTokens) return false;
   switch (options_.moe_decode) {
@@ -142,17 +137,17 @@ bool CudaModel::streams_experts(int num_tokens) const {
     case MoeDecodePath::kGemv: return false;
     case MoeDecodePath::kAuto: break;
   }
-  const int max_tokens = reads_mxfp4_experts(num_tokens) ? kMoeStreamAutoMaxTokensMxfp4 : kMoeStreamAutoMaxTokensFp8;
+  const int max_tokens = reads_mxfp4_experts() ? kMoeStreamAutoMaxTokensMxfp4 : kMoeStreamAutoMaxTokensFp8;
   return num_tokens > kernels::kGemvMaxRows && num_tokens <= max_tokens;
 }
 
 bool CudaModel::experts_on_gemvs(int num_tokens) const {
   return weights_.format != WeightFormat::kBf16 && !streams_experts(num_tokens) &&
-         num_tokens <= (reads_mxfp4_experts(num_tokens) ? kMxfp4GemvMaxTokens : kernels::kGemvMaxRows);
+         num_tokens <= (reads_mxfp4_experts() ? kMxfp4GemvMaxTokens : kernels::kGemvMaxRows);
 }
 
 bool CudaModel::experts_gemm_w4a8(int num_tokens) const {
-  return options_.moe_mxfp4_w4a8 && reads_mxfp4_experts(num_tokens) &&
+  return options_.moe_mxfp4_w4a8 && reads_mxfp4_experts() &&
          int64_t{num_tokens} * kernels::kMoeTopK >= int64_t{kMxfp4W4A8MinRowsPerExpert} * config_.num_experts;
 }
 
@@ -169,19 +164,16 @@ kernels::MoeCombineParams CudaModel::deferred_moe_pieces(int num_tokens) const {
     return kernels::moe_decode_deferred_combine(moe_workspace_.get(), num_tokens, hidden, inter);
   }
   const int local = options_.num_local_experts > 0 ? options_.num_local_experts : config_.num_experts;
-  return kernels::moe_deferred_combine(moe_workspace_.get(), num_tokens, local, hidden, inter,
-                                       reads_mxfp4_experts(num_tokens), experts_gemm_w4a8(num_tokens));
+  return kernels::moe_deferred_combine(moe_workspace_.get(), num_tokens, local, hidden, inter, reads_mxfp4_experts(),
+                                       experts_gemm_w4a8(num_tokens));
 }
 
 // Experts of one layer: normed_ [T, hidden] and router_logits_ [T, E] → delta_ [T, hidden], or with
 // defers_moe_combine the pieces in moe_workspace_ that the next norm sums.
 void CudaModel::experts(int layer, int num_tokens) {
   const CudaLayer& layer_weights = weights_.layers[static_cast<size_t>(layer)];
-  // The experts this step reads: --weights mxfp4+fp8 holds both formats and takes the FP8 copy past
-  // kDualMxfp4MaxTokens; every other format one copy.
-  const bool fp8_copy = weights_.format == WeightFormat::kMxfp4Fp8 && !reads_mxfp4_experts(num_tokens);
-  const DeviceExperts& gate_up = fp8_copy ? layer_weights.gate_up_fp8 : layer_weights.gate_up;
-  const DeviceExperts& down = fp8_copy ? layer_weights.down_fp8 : layer_weights.down;
+  const DeviceExperts& gate_up = layer_weights.gate_up;
+  const DeviceExperts& down = layer_weights.down;
   // The fields both weight formats' parameter structs share.
   auto common = [&](auto& moe) {
     moe.x = normed_.get<uint16_t>();

@@ -196,30 +196,11 @@ void add_row_exponents(DeviceExperts& mxfp4, int64_t num_experts, int64_t rows, 
   counter += mxfp4.row_exponents.bytes();
 }
 
-DeviceExperts fp8_experts_of(const DeviceExperts& mxfp4, int64_t num_experts, int64_t rows, int64_t cols,
-                             uint64_t& counter) {
-  GOSSAMER_CHECK(mxfp4.mxfp4, "fp8_experts_of: the source experts are not MXFP4");
-  DeviceExperts experts;
-  experts.weight.ensure(static_cast<size_t>(num_experts * kernels::fp8_tiled_group_bytes(rows, cols)));
-  experts.scales.ensure(
-      static_cast<size_t>(num_experts * ((rows + kBlock - 1) / kBlock) * ((cols + kBlock - 1) / kBlock)) *
-      sizeof(float));
-  kernels::launch_mxfp4_tiled_to_fp8(mxfp4.weight.get<uint8_t>(), experts.weight.get<uint8_t>(),
-                                     experts.scales.get<float>(), static_cast<int>(num_experts), static_cast<int>(rows),
-                                     static_cast<int>(cols), nullptr);
-  experts.bias.ensure(mxfp4.bias.bytes());
-  GOSSAMER_CUDA_CHECK(cudaMemcpy(experts.bias.get(), mxfp4.bias.get(), mxfp4.bias.bytes(), cudaMemcpyDeviceToDevice));
-  GOSSAMER_CUDA_CHECK(cudaDeviceSynchronize());
-  counter += experts.weight.bytes() + experts.scales.bytes() + experts.bias.bytes();
-  return experts;
-}
-
 WeightFormat parse_weight_format(const std::string& name) {
   if (name == "fp8") return WeightFormat::kFp8;
   if (name == "bf16") return WeightFormat::kBf16;
   if (name == "mxfp4") return WeightFormat::kMxfp4;
-  if (name == "mxfp4+fp8") return WeightFormat::kMxfp4Fp8;
-  GOSSAMER_THROW("unknown weight format '", name, "' (expected fp8, bf16, mxfp4 or mxfp4+fp8)");
+  GOSSAMER_THROW("unknown weight format '", name, "' (expected fp8, bf16 or mxfp4)");
 }
 
 const char* weight_format_name(WeightFormat format) {
@@ -227,7 +208,6 @@ const char* weight_format_name(WeightFormat format) {
     case WeightFormat::kFp8: return "fp8";
     case WeightFormat::kBf16: return "bf16";
     case WeightFormat::kMxfp4: return "mxfp4";
-    case WeightFormat::kMxfp4Fp8: return "mxfp4+fp8";
   }
   return "?";
 }
@@ -242,7 +222,7 @@ CudaWeights CudaWeights::upload(const GptOssConfig& config, const GptOssWeights&
     return fp8 ? quantize_linear(rows, biases, bytes) : bf16_linear(rows, biases, bytes);
   };
   auto experts = [&](const MxFp4Tensor& tensor, const TensorView& bias) {
-    if (format == WeightFormat::kMxfp4 || format == WeightFormat::kMxfp4Fp8) return mxfp4_experts(tensor, bias, bytes);
+    if (format == WeightFormat::kMxfp4) return mxfp4_experts(tensor, bias, bytes);
     return fp8 ? convert_experts(tensor, bias, bytes) : bf16_experts(tensor, bias, bytes);
   };
   weights.embedding = upload_vector(to_bf16(host.embedding), bytes);  // [rows of the view, hidden] bf16
@@ -260,10 +240,6 @@ CudaWeights CudaWeights::upload(const GptOssConfig& config, const GptOssWeights&
     l.router = bf16_linear(StackedRows{{w.router}}, {w.router_bias}, bytes);
     l.gate_up = experts(w.gate_up, w.gate_up_bias);
     l.down = experts(w.down, w.down_bias);
-    if (format == WeightFormat::kMxfp4Fp8) {
-      l.gate_up_fp8 = fp8_experts_of(l.gate_up, w.gate_up.num_experts(), w.gate_up.rows(), w.gate_up.cols(), bytes);
-      l.down_fp8 = fp8_experts_of(l.down, w.down.num_experts(), w.down.rows(), w.down.cols(), bytes);
-    }
     weights.layers.push_back(std::move(l));
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     GOSSAMER_LOG_INFO("loading weights (", weight_format_name(format), "): layer ", layer + 1, "/", config.num_layers,

@@ -1,14 +1,12 @@
 // gpt-oss weights on the GPU in a serving format:
-//  - kFp8 (default): attention linears and the unembedding as FP8 e4m3 with 128×128 fp32 block scales,
-//    experts converted from MXFP4 to the same format on the GPU; the router stays bf16 (2880 × E: a
-//    negligible read, and FP8 router logits flip top-4 choices: docs/model-checkpoints-and-backends.md).
+//  - kMxfp4 (default, --weights mxfp4): attention linears and the unembedding as FP8 e4m3 with 128×128 fp32
+//    block scales; the experts stay the checkpoint's MXFP4 (4.25 bits per weight), relaid tile-major
+//    (kernels/mxfp4_tiled.h) for the MXFP4 decode GEMVs and the W4A16 / W4A8 grouped GEMMs; the router stays
+//    bf16 (2880 × E: a negligible read, and FP8 router logits flip top-4 choices:
+//    docs/model-checkpoints-and-backends.md).
+//  - kFp8 (--weights fp8): dense linears, router and unembedding as in kMxfp4; the experts converted from MXFP4
+//    to the dense linears' FP8 format on the GPU (1.9× kMxfp4's expert memory).
 //  - kBf16 (the accuracy baseline): every linear and expert in bf16 (MXFP4 decoded exactly on the host).
-//  - kMxfp4 (--weights mxfp4):  dense linears, router and unembedding as in kFp8; the experts stay
-//    the checkpoint's MXFP4 (4.25 bits per weight), relaid tile-major (kernels/mxfp4_tiled.h) for the
-//    MXFP4 decode GEMV; prefill steps convert one layer's experts at a time to FP8 (a scratch of the model).
-//  - kMxfp4Fp8 (--weights mxfp4+fp8): kMxfp4's experts and beside them kFp8's (converted on the GPU from the
-//    MXFP4 ones: the same values --weights fp8 holds), so decode-sized steps read 4.25 bits per weight and
-//    larger ones run the FP8 GEMMs with no per-step conversion; 1.5× kFp8's expert memory (20b: +10 GiB).
 // Norms and biases are bf16, sinks fp32, in every format.
 //
 // Contract: upload() reads host views (a mapped checkpoint or in-memory weights) and returns device
@@ -28,8 +26,8 @@ namespace gossamer::model::cuda {
 using ::gossamer::cuda::DeviceBuffer;  // core/cuda/device_buffer.h
 using ::gossamer::cuda::PinnedBuffer;
 
-enum class WeightFormat { kFp8, kBf16, kMxfp4, kMxfp4Fp8 };
-// "fp8" | "bf16" | "mxfp4" | "mxfp4+fp8"; throws otherwise
+enum class WeightFormat { kFp8, kBf16, kMxfp4 };
+// "fp8" | "bf16" | "mxfp4"; throws otherwise
 WeightFormat parse_weight_format(const std::string& name);
 const char* weight_format_name(WeightFormat format);
 
@@ -66,18 +64,10 @@ struct CudaLayer {
   DeviceLinear router;     // [num_experts, hidden], bf16 in both formats
   DeviceExperts gate_up;   // rows 2·inter (interleaved gate/up), cols hidden
   DeviceExperts down;      // rows hidden, cols inter
-  // kMxfp4Fp8 only: the same experts as FP8 (tile-major, 128×128 scales); else empty.
-  DeviceExperts gate_up_fp8, down_fp8;
 };
 
 // mxfp4's row_exponents from its weight ([E] × rows × cols, mxfp4_tiled.h) on the GPU; adds their bytes to `counter`.
 void add_row_exponents(DeviceExperts& mxfp4, int64_t num_experts, int64_t rows, int64_t cols, uint64_t& counter);
-
-// FP8 experts with the values of MXFP4 experts `mxfp4` ([E] × rows × cols, mxfp4_tiled.h), converted on the GPU
-// by the rule of kernels/mxfp4_convert.h (what kFp8 holds for the same checkpoint); the bias is copied.
-// Adds the new buffers' bytes to `counter`.
-DeviceExperts fp8_experts_of(const DeviceExperts& mxfp4, int64_t num_experts, int64_t rows, int64_t cols,
-                             uint64_t& counter);
 
 struct CudaWeights {
   // [embedding_rows, hidden] bf16: the whole vocabulary, or a vocab-parallel rank's rows of it
@@ -88,7 +78,7 @@ struct CudaWeights {
   DeviceLinear unembedding;  // [vocab or the rank's vocab rows, hidden], no bias
   std::vector<CudaLayer> layers;
   uint64_t device_bytes = 0;
-  WeightFormat format = WeightFormat::kFp8;
+  WeightFormat format = WeightFormat::kMxfp4;
 
   static CudaWeights upload(const GptOssConfig& config, const GptOssWeights& host, WeightFormat format);
   // Random weights of the config's shapes made directly in GPU memory (benchmarks: no host copy, seconds

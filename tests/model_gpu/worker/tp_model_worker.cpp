@@ -13,7 +13,7 @@
 // GPU, no communicator (the TP1 reference).
 //
 // usage: gossamer_tp_model_worker --model DIR --tokens JSON --out NPY --rank R --world N --port P
-//        [--expert-parallel] [--weights fp8|bf16] [--prefix N] [--tokens-out NPY --logprobs-out NPY]
+//        [--expert-parallel] [--weights mxfp4|fp8|bf16] [--prefix N] [--tokens-out NPY --logprobs-out NPY]
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
