@@ -78,6 +78,10 @@ void ModelChoice::add_options(CLI::App& cli) {
          "--moe-mxfp4-w4a8,!--no-moe-mxfp4-w4a8", options.moe_mxfp4_w4a8,
          "cuda: MXFP4 experts on the W4A8 GEMMs from 128 rows per expert (default; off: W4A16 at every size; A/B)")
       ->group("");  // hidden: A/B runs
+  cli.add_option("--moe-w4a16-narrow-max-rows", options.moe_w4a16_narrow_max_rows,
+                 "cuda: the W4A16 expert GEMMs' 32-token tiles up to this many rows per expert on average (default: "
+                 "the measured threshold; 0: 128-token tiles at every size; A/B)")
+      ->group("");  // hidden: A/B runs
   cli.add_option("--moe-gemm-tile", options.moe_gemm_tile,
                  "cuda: the expert GEMMs' tile at 128-row tiles, auto | 128x192tma2 | 128x256tma2 | 128x256tma2b "
                  "(pairs share B) (A/B)")

@@ -42,11 +42,14 @@ struct GemmW4A16Params {
   int tile_rows = 128;   // tokens per CTA tile: gemm_w4a16_tile_rows()'s 128 or 32 (a grouped list's tile_rows)
 };
 
-// The token tile for tiles of up to max_rows_per_tile rows worth computing (a plain GEMM's M, an expert's expected
-// rows): 32 up to kW4A16NarrowMaxRows (the weights are then what the kernel streams: a narrow tile computes fewer
-// padded tokens and keeps more weight stages in flight), else 128.
-inline constexpr int kW4A16NarrowMaxRows = 64;
-int gemm_w4a16_tile_rows(int max_rows_per_tile);
+// The token tile for tiles of max_rows_per_tile rows worth computing (a plain GEMM's M, an expert's mean rows): 32 up
+// to narrow_max_rows (the weights are then what the kernel streams: a narrow tile computes fewer padded tokens and
+// keeps more weight stages in flight), else 128. The default kW4A16NarrowMaxRows from measurements (docs/PERF.md,
+// thirty-second session): narrow tiles won at 8 rows an expert end to end and in the kernel bench to 32, but a 20b
+// decode step of 256 tokens (32 rows on average) measured slower with them — an expert with many more rows than the
+// mean is split into as many narrow tiles, each decoding its weights again.
+inline constexpr int kW4A16NarrowMaxRows = 16;
+int gemm_w4a16_tile_rows(int max_rows_per_tile, int narrow_max_rows = kW4A16NarrowMaxRows);
 
 void launch_gemm_w4a16(const GemmW4A16Params& p, cudaStream_t stream);
 

@@ -383,8 +383,8 @@ void launch_tiles(const GemmW4A16Params& p, cudaStream_t stream) {
 
 }  // namespace
 
-int gemm_w4a16_tile_rows(int max_rows_per_tile) {
-  return max_rows_per_tile <= kW4A16NarrowMaxRows ? kNarrowTokens : kWideTokens;
+int gemm_w4a16_tile_rows(int max_rows_per_tile, int narrow_max_rows) {
+  return max_rows_per_tile <= narrow_max_rows ? kNarrowTokens : kWideTokens;
 }
 
 void launch_gemm_w4a16(const GemmW4A16Params& p, cudaStream_t stream) {

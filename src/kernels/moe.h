@@ -14,6 +14,7 @@
 
 #include "core/cuda/cuda_types.h"  // cudaStream_t, cudaEvent_t, GOSSAMER_HOST_DEVICE
 #include "kernels/gemm_fp8.h"      // GemmTile
+#include "kernels/gemm_w4a16.h"    // kW4A16NarrowMaxRows
 #include "kernels/gemv_fp8.h"      // kGemvMaxRows, kGemvMaxPairs
 #include "kernels/gemv_mxfp4.h"    // GemvMxfp4Shape
 
@@ -104,6 +105,9 @@ struct MoeParams {
   // scale kW4A8HiddenScale, the weights decoded to e5m2 against each row's largest MX exponent), with those exponents
   // in w1_row_exponents [E_local, 2·inter] and w2_row_exponents [E_local, hidden] (launch_mxfp4_tiled_row_exponents).
   bool mxfp4_w4a8 = false;
+  // The W4A16 GEMMs' 32-token tiles for experts of up to this many rows on average, 128-token tiles above
+  // (gemm_w4a16_tile_rows).
+  int w4a16_narrow_max_rows = kW4A16NarrowMaxRows;
   const uint8_t* w1_row_exponents = nullptr;
   const uint8_t* w2_row_exponents = nullptr;
   int num_tokens = 0;

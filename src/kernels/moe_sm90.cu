@@ -22,6 +22,7 @@
 //
 // Each launch has a fixed grid for given shapes and no host synchronisation: graph capturable.
 #include <algorithm>
+#include <climits>
 
 #include "kernels/cuda_utils.h"
 #include "kernels/gemm_bf16.h"
@@ -46,11 +47,13 @@ int64_t ld16(int cols) {
   return (cols + 15) / 16 * 16;
 }
 
-// The rows per tile of the plan (0: no plan).
-int plan_tile_rows(ExpertStep step, int T, int E) {
+// The rows per tile of the plan (0: no plan); w4a16_narrow_max_rows: MoeParams's (INT_MAX: the narrowest tiles the
+// step can take, which bound its tile list).
+int plan_tile_rows(ExpertStep step, int T, int E, int w4a16_narrow_max_rows) {
   switch (step) {
     case ExpertStep::kFp8Gemm: return gemm_fp8_tile_rows(ceil_div(T * kMoeTopK, std::max(E, 1)));
-    case ExpertStep::kMxfp4Gemm: return gemm_w4a16_tile_rows(ceil_div(T * kMoeTopK, std::max(E, 1)));
+    case ExpertStep::kMxfp4Gemm:
+      return gemm_w4a16_tile_rows(ceil_div(T * kMoeTopK, std::max(E, 1)), w4a16_narrow_max_rows);
     case ExpertStep::kMxfp4W4A8: return gemm_w4a8_tile_rows();
     case ExpertStep::kBf16Gemm: return gemm_bf16_tile_rows();
     case ExpertStep::kStream: return gemm_stream_tile_rows(T);
@@ -87,7 +90,7 @@ MoeWorkspace carve(uint8_t* base, ExpertStep step, int T, int E, int hidden, int
   w.topk_weights = reinterpret_cast<float*>(take(pairs * 4));
   w.pair_row = reinterpret_cast<int32_t*>(take(pairs * 4));
   if (step != ExpertStep::kFp8Gemv) {
-    const size_t max_tiles = static_cast<size_t>(moe_max_tiles(T, E, plan_tile_rows(step, T, E)));
+    const size_t max_tiles = static_cast<size_t>(moe_max_tiles(T, E, plan_tile_rows(step, T, E, INT_MAX)));
     w.group_offsets = reinterpret_cast<int32_t*>(take((static_cast<size_t>(E) + 1) * 4));
     w.row_token = reinterpret_cast<int32_t*>(take(pairs * 4));
     w.tile_group = reinterpret_cast<int32_t*>(take(max_tiles * 4));
@@ -121,6 +124,9 @@ struct MoeBlock {
   const MoeParams* fp8 = nullptr;        // the FP8 steps' own params (the decode step builds its GEMVs from them)
   GemmTile gemm_tile = GemmTile::kAuto;  // the FP8 expert GEMMs' tile at 128-row tiles (MoeParams)
   cudaEvent_t* phase_events = nullptr;   // MoeParams::phase_events (launch_moe only)
+  int w4a16_narrow_max_rows = kW4A16NarrowMaxRows;  // MoeParams's
+  // The plan's rows per tile.
+  int tile_rows() const { return plan_tile_rows(step, T, E, w4a16_narrow_max_rows); }
 };
 
 // Records the event of `phase` (kNumMoePhases: the end) when the block has phase events.
@@ -152,7 +158,8 @@ MoeBlock block_of(const MoeParams& p, ExpertStep step) {
           p.inter,
           &p,
           p.gemm_tile,
-          p.phase_events};
+          p.phase_events,
+          p.w4a16_narrow_max_rows};
 }
 
 MoeBlock block_of(const MoeBf16Params& p) {
@@ -178,14 +185,14 @@ MoeBlock block_of(const MoeBf16Params& p) {
 
 // ---- expert steps: gate_up + bias + SwiGLU → w.h, then down + bias → w.y ----
 
-// The plan's tile list in w (launch_moe_plan, tiles of plan_tile_rows rows) as every grouped GEMM reads it.
+// The plan's tile list in w (launch_moe_plan, tiles of MoeBlock::tile_rows() rows) as every grouped GEMM reads it.
 GroupedTiles plan_tiles(const MoeBlock& b, const MoeWorkspace& w) {
   GroupedTiles t;
   t.group_offsets = w.group_offsets;
   t.tile_group = w.tile_group;
   t.tile_m0 = w.tile_m0;
   t.num_tiles = w.num_tiles;
-  t.max_tiles = moe_max_tiles(b.T, b.E, plan_tile_rows(b.step, b.T, b.E));
+  t.max_tiles = moe_max_tiles(b.T, b.E, b.tile_rows());
   t.num_groups = b.E;
   return t;
 }
@@ -221,7 +228,7 @@ void experts_mxfp4_w4a16(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t 
   GemmW4A16Params g;
   g.M = b.T * kMoeTopK;
   g.grouped = plan_tiles(b, w);
-  g.tile_rows = plan_tile_rows(b.step, b.T, b.E);
+  g.tile_rows = b.tile_rows();
   GemmW4A16Params g1 = g;
   g1.a = w.y;
   g1.lda = b.hidden;
@@ -309,7 +316,7 @@ void experts_fp8_gemm(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t str
   g1.a_scales = w.x_scales;
   g1.b_tiled = b.weights_tiled;
   g1.b_scales = b.w1_scales;
-  const bool rows_128 = plan_tile_rows(b.step, b.T, b.E) == 128;
+  const bool rows_128 = b.tile_rows() == 128;
   if (rows_128) g1.tile = b.gemm_tile;
   const GemmTile tile = g1.tile;  // both GEMMs' tile (gate_up's may become 128×256 below)
   // h quantized in gate_up's epilogue: tile-major experts at 128-row tiles (a TMA 128×256 tile).
@@ -368,7 +375,7 @@ void experts_stream(const MoeBlock& b, const MoeWorkspace& w, cudaStream_t strea
   GemmStreamParams g;
   g.w_mxfp4 = b.fp8->weights_mxfp4;
   g.grouped = plan_tiles(b, w);
-  g.tile_rows = plan_tile_rows(b.step, b.T, b.E);
+  g.tile_rows = b.tile_rows();
   // Every tile holds ≥ 1 of the T·4 pairs.
   g.grouped.max_tiles = std::min(b.T * kMoeTopK, g.grouped.max_tiles);
   GemmStreamParams up = g;  // x [T, hidden] → h [T·4, inter] (plan order)
@@ -408,8 +415,8 @@ void launch_moe_block(const MoeBlock& b, void* workspace, cudaStream_t stream) {
   // ---- plan: pairs grouped by local expert, the GEMMs' tile list ----
   mark(b, MoePhase::kPlan, stream);
   if (b.step != ExpertStep::kFp8Gemv) {
-    launch_moe_plan({w.topk_ids, b.T, b.expert_begin, b.E, plan_tile_rows(b.step, b.T, b.E), w.group_offsets,
-                     w.row_token, w.pair_row, w.tile_group, w.tile_m0, w.num_tiles},
+    launch_moe_plan({w.topk_ids, b.T, b.expert_begin, b.E, b.tile_rows(), w.group_offsets, w.row_token, w.pair_row,
+                     w.tile_group, w.tile_m0, w.num_tiles},
                     stream);
   }
   // ---- experts ----

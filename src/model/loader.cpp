@@ -157,6 +157,9 @@ cuda::CudaOptions cuda_options(const ModelOptions& options) {
   out.moe_gemv_x_shared = options.moe_gemv_x_shared;
   out.moe_quantize_tokens_once = options.moe_quantize_tokens_once;
   out.moe_mxfp4_w4a8 = options.moe_mxfp4_w4a8;
+  GOSSAMER_CHECK(options.moe_w4a16_narrow_max_rows >= -1, "--moe-w4a16-narrow-max-rows must be ≥ 0, not ",
+                 options.moe_w4a16_narrow_max_rows);
+  if (options.moe_w4a16_narrow_max_rows >= 0) out.moe_w4a16_narrow_max_rows = options.moe_w4a16_narrow_max_rows;
   out.moe_gemm_tile = choose<kernels::GemmTile>("--moe-gemm-tile", options.moe_gemm_tile,
                                                 {{"auto", kernels::GemmTile::kAuto},
                                                  {"128x192tma2", kernels::GemmTile::k128x192tma2},

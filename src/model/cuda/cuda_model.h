@@ -125,6 +125,7 @@ struct CudaOptions {
   // MXFP4 experts on the grouped GEMMs (launch_moe) from kMxfp4W4A8MinRowsPerExpert rows per expert run the W4A8
   // GEMMs (kernels::MoeParams::mxfp4_w4a8); off: the W4A16 ones at every size (A/B).
   bool moe_mxfp4_w4a8 = true;
+  int moe_w4a16_narrow_max_rows = kernels::kW4A16NarrowMaxRows;  // kernels::MoeParams::w4a16_narrow_max_rows
 };
 
 // Selects CudaModel's constructor that makes random weights on the GPU (CudaWeights::random).

@@ -236,6 +236,7 @@ void CudaModel::experts(int layer, int num_tokens) {
     // The grouped GEMMs on the experts as stored (no conversion pass): W4A8 (kernels/gemm_w4a8.h) from
     // kMxfp4W4A8MinRowsPerExpert rows per expert, else W4A16 (kernels/gemm_w4a16.h).
     moe.weights_mxfp4 = true;
+    moe.w4a16_narrow_max_rows = options_.moe_w4a16_narrow_max_rows;
     moe.w1 = gate_up.weight.get<uint8_t>();
     moe.w2 = down.weight.get<uint8_t>();
     if (experts_gemm_w4a8(num_tokens)) {
