@@ -23,7 +23,8 @@
 # (mxfp4, and at long contexts) and the step breakdown; ab: the end-to-end A/B of the product's prefill
 # choices, and 120b prefill; headline: the figures the open issues' targets name (prefill 20b / 120b, decode
 # batch 1 and 8) and the batch-1 decode timeline; timeline: the real kernel timeline of graph decode steps
-# (CUPTI); source: Nsight Compute's per-instruction stall samples of the batch-1 decode's attention, MXFP4 and
+# (CUPTI); narrow-ab: the W4A16 narrow tiles' threshold A/B in decode (run_narrow_ab); source: Nsight Compute's
+# per-instruction stall samples of the batch-1 decode's attention, MXFP4 and
 # FP8 GEMVs, and of the prefill's MoE GEMM and attention; profile-moe: ncu's metrics and stall samples of the MoE's
 # gate_up and down GEMMs in a 20b 8k prefill; profile-mxfp4: the same of 20b --weights mxfp4 prefills (W4A16 at 1k,
 # W4A8 at 8k);
@@ -586,6 +587,24 @@ run_variants() {
   done
 }
 
+run_narrow_ab() {
+  # The W4A16 GEMMs' 32-token tiles against 128-token ones in decode-sized steps (--moe-w4a16-narrow-max-rows: 0 wide
+  # everywhere, 16 the default, 64 the first build's threshold), 20b batch 64 / 128 / 256, in one call; then their
+  # kernel tests.
+  local r
+  for r in 0 16 64 0; do
+    sec "bench decode 20b, --moe-w4a16-narrow-max-rows $r"
+    timeout 30 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --batch-sizes 64 128 256 \
+      --contexts 1024 --steps 16 --moe-w4a16-narrow-max-rows $r 2>&1 | grep -E "dummy-|rror"
+  done
+  sec "kernel tests GemmW4A16Kernel.*:MoeKernel.Mxfp4*"
+  timeout 60 build/tests/gossamer_kernels_tests --gtest_color=no --gtest_filter='GemmW4A16Kernel.*:MoeKernel.Mxfp4*' \
+    > "$out/narrow_kernels.log" 2>&1
+  echo "exit $?"
+  grep -E '^\[  (PASSED|FAILED) ' "$out/narrow_kernels.log"
+  print_failures "$out/narrow_kernels.log"
+}
+
 run_timeline() {
   # The real timeline of CUDA-graph decode steps (kernels overlapped through PDL, as the product runs them):
   # CUPTI concurrent-kernel records through the injection library, summarised per kernel by what each adds to
@@ -616,6 +635,7 @@ case $mode in
   followup) run_followup 2>&1 | tee "$out/followup_summary.txt" ;;
   quick) run_quick 2>&1 | tee "$out/quick_summary.txt" ;;
   timeline) run_timeline 2>&1 | tee "$out/timeline_summary.txt" ;;
+  narrow-ab) run_narrow_ab 2>&1 | tee "$out/narrow_ab_summary.txt" ;;
   mxfp4-steps) run_mxfp4_steps 2>&1 | tee "$out/mxfp4_steps_summary.txt" ;;
   variants) run_variants 2>&1 | tee "$out/variants_summary.txt" ;;
   profile) run_profile 2>&1 | tee "$out/profile_summary.txt" ;;
