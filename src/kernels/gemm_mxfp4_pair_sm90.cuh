@@ -1,8 +1,10 @@
 // What the two register-operand MXFP4 GEMMs (gemm_w4a16_sm90.cu, gemm_w4a8_sm90.cu) share: the persistent walk of
 // clusters of 2 CTAs over neighbouring weight tiles of one token tile, the ring's release to both producers, the lanes'
-// weight rows (gate / up pairs for SwiGLU), and the copy-out of staged token rows.
+// weight rows (gate / up pairs for SwiGLU), the copy-out of staged token rows, and the host's launch over the work
+// units.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "kernels/cuda_utils.h"
@@ -153,6 +155,19 @@ __device__ __forceinline__ void copy_rows(void* out, int64_t row_bytes, const Co
       *reinterpret_cast<uint4*>(row + first + 16 * piece) = v;
     }
   }
+}
+
+// Host: launches `launch`'s kernel (map_x, p) on as many clusters as there are work units (kTileW weight rows ×
+// kTileT tokens, pairs of weight tiles per token tile), at most max_units_in_flight (its resident clusters).
+template <int kTileW, int kTileT, typename Launch, typename Params>
+void launch_units(Launch& launch, int max_units_in_flight, const CUtensorMap& map_x, const Params& p) {
+  const int64_t m_tiles = p.grouped.on() ? p.grouped.max_tiles : ceil_div(p.M, kTileT);
+  const int64_t max_units = m_tiles * ceil_div(ceil_div(p.N, kTileW), kCluster);
+  const int units = static_cast<int>(std::min<int64_t>(max_units, max_units_in_flight));
+  if (units == 0) return;
+  const cudaLaunchConfig_t cfg = launch.config(units);
+  GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, launch.kernel, map_x, p));
+  GOSSAMER_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace gossamer::kernels::mxfp4_pair

@@ -77,7 +77,7 @@ struct Shape {
 constexpr int kProducerRegs = 56, kConsumerRegs = 224;
 static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= kThreads * 168, "more registers than the launch holds");
 
-using namespace mxfp4_pair;  // Walk, Coord, kCluster, release, FragmentRows
+using namespace mxfp4_pair;  // Walk, Coord, kCluster, release, FragmentRows, launch_units
 
 __device__ __forceinline__ uint32_t mul_bf16x2(uint32_t a, uint32_t b) {
   uint32_t d;
@@ -372,13 +372,7 @@ void launch_tiles(const GemmW4A16Params& p, cudaStream_t stream) {
   const uint64_t strides[1] = {static_cast<uint64_t>(2 * p.lda)};
   const uint32_t box[2] = {128, kTileT / kCluster};
   const CUtensorMap map_x = tma::make_map_u8_sw128(p.a, 2, dims, strides, box);
-  const int64_t m_tiles = p.grouped.on() ? p.grouped.max_tiles : ceil_div(p.M, kTileT);
-  const int64_t max_units = m_tiles * ceil_div(ceil_div(p.N, kTileW), kCluster);
-  const int units = static_cast<int>(std::min<int64_t>(max_units, max_units_in_flight));
-  if (units == 0) return;
-  const cudaLaunchConfig_t cfg = launch.config(units);
-  GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, launch.kernel, map_x, p));
-  GOSSAMER_CUDA_CHECK_LAUNCH();
+  launch_units<kTileW, kTileT>(launch, max_units_in_flight, map_x, p);
 }
 
 }  // namespace

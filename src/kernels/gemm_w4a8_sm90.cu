@@ -70,7 +70,7 @@ static_assert(kSmemBytes <= 227 * 1024, "a CTA's shared memory");
 constexpr int kProducerRegs = 56, kConsumerRegs = 224;
 static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= kThreads * 168, "more registers than the launch holds");
 
-using namespace mxfp4_pair;  // Walk, Coord, kCluster, release, FragmentRows
+using namespace mxfp4_pair;  // Walk, Coord, kCluster, release, FragmentRows, launch_units
 
 // The f16x2 multiplier 2^(e − r + 15) of an MX block with exponent e in a row whose largest is r (bias = 30 − r):
 // v = e − r + 30 clamped to [0, 30] in both halves' exponent fields (v = 0: zero — blocks more than 29 binades below
@@ -382,13 +382,7 @@ void launch_gemm_w4a8(const GemmW4A8Params& p, cudaStream_t stream) {
   const uint64_t strides[1] = {static_cast<uint64_t>(p.lda)};
   const uint32_t box[2] = {kBK, kTileT / kCluster};
   const CUtensorMap map_x = tma::make_map_u8_sw128(p.a, 2, dims, strides, box);
-  const int64_t m_tiles = p.grouped.on() ? p.grouped.max_tiles : ceil_div(p.M, kTileT);
-  const int64_t max_units = m_tiles * ceil_div(ceil_div(p.N, kTileW), kCluster);
-  const int units = static_cast<int>(std::min<int64_t>(max_units, max_units_in_flight));
-  if (units == 0) return;
-  const cudaLaunchConfig_t cfg = launch.config(units);
-  GOSSAMER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, launch.kernel, map_x, p));
-  GOSSAMER_CUDA_CHECK_LAUNCH();
+  launch_units<kTileW, kTileT>(launch, max_units_in_flight, map_x, p);
 }
 
 void launch_w4a8_activations(const uint16_t* x, int64_t ldx, int rows, int K, const int32_t* scatter_rows, uint8_t* out,
