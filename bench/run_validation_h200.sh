@@ -589,20 +589,37 @@ run_variants() {
 
 run_narrow_ab() {
   # The W4A16 GEMMs' 32-token tiles against 128-token ones in decode-sized steps (--moe-w4a16-narrow-max-rows: 0 wide
-  # everywhere, 16 the default, 64 the first build's threshold), 20b batch 64 / 128 / 256, in one call; then their
-  # kernel tests.
+  # everywhere, 16 the default, 64 the first build's threshold), 20b batch 64 / 128 / 256, in one call; then the
+  # sub-tile candidate's (if carried) and their kernel tests.
   local r
   for r in 0 16 64 0; do
     sec "bench decode 20b, --moe-w4a16-narrow-max-rows $r"
     timeout 30 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --batch-sizes 64 128 256 \
       --contexts 1024 --steps 16 --moe-w4a16-narrow-max-rows $r 2>&1 | grep -E "dummy-|rror"
   done
-  sec "kernel tests GemmW4A16Kernel.*:MoeKernel.Mxfp4*"
-  timeout 60 build/tests/gossamer_kernels_tests --gtest_color=no --gtest_filter='GemmW4A16Kernel.*:MoeKernel.Mxfp4*' \
-    > "$out/narrow_kernels.log" 2>&1
-  echo "exit $?"
-  grep -E '^\[  (PASSED|FAILED) ' "$out/narrow_kernels.log"
-  print_failures "$out/narrow_kernels.log"
+  # candidate/w4a16-subtiles, if carried (carry/variants/subtiles): 128-token tiles of 32-token sub-tiles where the
+  # narrow tiles would run, at the same thresholds.
+  local cand=carry/variants/subtiles b
+  if [ -d $cand ]; then
+    mkdir -p build/variants/subtiles
+    for b in $cand/*.zst; do $z -q -d -f "$b" -o "build/variants/subtiles/$(basename "$b" .zst)"; done
+    chmod +x build/variants/subtiles/*
+    for r in 16 64; do
+      sec "subtiles: bench decode 20b, --moe-w4a16-sub-tiles --moe-w4a16-narrow-max-rows $r"
+      timeout 30 build/variants/subtiles/gossamer bench decode --load-format dummy --preset 20b --device cuda \
+        --batch-sizes 64 128 256 --contexts 1024 --steps 16 --moe-w4a16-sub-tiles --moe-w4a16-narrow-max-rows $r 2>&1 |
+        grep -E "dummy-|rror"
+    done
+  fi
+  local t
+  for t in build/tests/gossamer_kernels_tests build/variants/subtiles/gossamer_kernels_tests; do
+    [ -x $t ] || continue
+    sec "$t GemmW4A16Kernel.*:MoeKernel.Mxfp4*"
+    timeout 60 $t --gtest_color=no --gtest_filter='GemmW4A16Kernel.*:MoeKernel.Mxfp4*' > "$out/narrow_kernels.log" 2>&1
+    echo "exit $?"
+    grep -E '^\[  (PASSED|FAILED) ' "$out/narrow_kernels.log"
+    print_failures "$out/narrow_kernels.log"
+  done
 }
 
 run_timeline() {
