@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine (Firecracker runtime: ncu reads counters there): the FP8 GEMM (8192×5120×2880), the
-# FP8 GEMM on MXFP4 weights (group profile-mxfp4) and the prefill attention (1×8192 causal; the mma.sync and the wgmma kernel) under Nsight Compute: stall reasons per issued instruction, tensor
+# W4A8 GEMM on MXFP4 experts (group profile-w4a8: the gate_up of an 8,192-token MoE block) and the prefill attention
+# (1×8192 causal; the mma.sync and the wgmma kernel) under Nsight Compute: stall reasons per issued instruction, tensor
 # pipe utilisation, issue activity. Usage: bench/ncu_profile.sh BIN_DIR_BENCH OUT_DIR
 #   BIN_DIR_BENCH: the gossamer_kernels_bench binary (its group `profile` runs the two shapes).
 bin=$1; out=$2
@@ -14,9 +15,9 @@ for kernel in gemm_fp8_kernel attention_prefill_kernel attention_prefill_wgmma_k
     -k regex:$kernel -c 1 $bin profile >> $out/ncu.txt 2>&1
   echo "ncu $kernel rc $?"
 done
-# The FP8 GEMM on MXFP4 weights (the TMA kernel's gate_up launch of a 2048-token 20b MoE block).
+# The W4A8 GEMM on MXFP4 experts (the gate_up launch of an 8,192-token MoE block, E = 32).
 ncu --clock-control none --metrics "$stalls,$pipes,sm__throughput.avg.pct_of_peak_sustained_elapsed,smsp__issue_active.avg.pct_of_peak_sustained_active" \
-  -k regex:gemm_fp8_tma_kernel -c 1 $bin profile-mxfp4 >> $out/ncu.txt 2>&1
-echo "ncu gemm_fp8_tma_kernel (MXFP4) rc $?"
+  -k regex:gemm_w4a8_kernel -c 1 $bin profile-w4a8 >> $out/ncu.txt 2>&1
+echo "ncu gemm_w4a8_kernel rc $?"
 grep -E "gemm_fp8_kernel|gemm_fp8_tma_kernel|attention_prefill|ERROR" $out/ncu.txt | cut -c1-120
 awk '/gemm_fp8_kernel|gemm_fp8_tma_kernel|attention_prefill/ {print "## " substr($0,1,60)} $NF ~ /^[0-9.]+$/ && $NF+0 >= 0.05 {print "  " $1 " " $NF}' $out/ncu.txt | head -80
