@@ -1,8 +1,9 @@
 // W4A16 GEMM (gemm_w4a16.h) on sm_90a. Persistent: one CTA per SM walks the work units (weight tiles fastest), in
-// clusters of 2 CTAs that compute neighbouring 256-row weight tiles of one 128-token tile and share its activations:
+// clusters of 2 CTAs that compute neighbouring 256-row weight tiles of one token tile and share its activations:
 // each loads one half and multicasts it to both.
 //
-// A CTA computes 256 weight rows × 128 tokens with 384 threads:
+// A CTA computes 256 weight rows × 128 tokens (or 32: narrow tiles for experts of few rows, Shape below; the text
+// below speaks of 128) with 384 threads:
 //   warpgroup 0  producer: thread 0 issues, per K block of 128, the activations' tensor copies (its 64 tokens, both
 //                K halves of 64 bf16, 128B-swizzled, multicast) and four flat bulk copies of the weights as stored
 //                (the four 64-row MXFP4 tiles of mxfp4_tiled.h, 4,352 bytes each) into a ring of kStages stages, each
@@ -60,8 +61,8 @@ constexpr int kWideTokens = 128, kNarrowTokens = 32;
 template <int kTileT>
 struct Shape {
   static constexpr int kStages = kTileT == kWideTokens ? 3 : 8;
-  static constexpr int kHalfBytes =
-      kTileT * 128;  // one K half of the activations: [kTileT tokens][64 bf16], 128B-swizzled
+  // One K half of the activations: [kTileT tokens][64 bf16], 128B-swizzled.
+  static constexpr int kHalfBytes = kTileT * 128;
   static constexpr int kXBytes = 2 * kHalfBytes;
   static constexpr int kStageBytes = (kXBytes + 4 * kMxfp4TileBytes + 1023) / 1024 * 1024;  // activations, weights
   static constexpr int kBarOffset = kStages * kStageBytes;  // full[kStages], empty[kStages]
