@@ -9,11 +9,14 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "bench/chart.h"
 #include "bench_setup.h"
 #include "command.h"
 #include "core/error.h"
+#include "model/routing_trace.h"
 
 namespace gossamer::app {
 
@@ -130,6 +133,10 @@ int run_bench_decode(int argc, char** argv) {
   cli.add_option("--kv-budget-gib", kv_budget_gib, "largest KV cache to allocate; bigger points are skipped");
   bool ring = true;
   cli.add_flag("!--no-ring", ring, "full-length KV on the sliding-window layers too (as before the ring)");
+  bool routing_stats = false;
+  cli.add_flag("--routing-stats", routing_stats,
+               "after each point, one more step (eager) with the routing traced: how many experts a layer's tokens "
+               "touch against uniform routing, and the busiest expert's rows (model/routing_trace.h)");
   cli.add_option("--json-out", json_out, "also write the results as JSON");
   cli.add_option("--plot", plot_out,
                  "also write a chart (PNG, or SVG for a .svg path): $ per 1M output tokens (log scale) against "
@@ -139,6 +146,7 @@ int run_bench_decode(int argc, char** argv) {
   check_output_directory("--plot", plot_out);  // fail now, not after the measurements
   auto model = choice.load();
   nlohmann::json results = nlohmann::json::array();
+  std::vector<std::string> routing_lines;  // printed after the table
   std::printf(
       "| model | context | batch | step (ms) | tok/s per seq | tok/s total | $ / 1M output tokens |\n"
       "|---|---|---|---|---|---|---|\n");
@@ -159,14 +167,36 @@ int run_bench_decode(int argc, char** argv) {
                   model->backend_name().c_str(), static_cast<long long>(context), batch_size, per_step * 1e3,
                   1.0 / per_step, total, cost);
       std::fflush(stdout);
-      results.push_back({{"context", context},
-                         {"batch", batch_size},
-                         {"step_ms", per_step * 1e3},
-                         {"tokens_per_s_per_seq", 1.0 / per_step},
-                         {"tokens_per_s_total", total},
-                         {"dollars_per_million_output_tokens", cost}});
+      nlohmann::json point = {{"context", context},          {"batch", batch_size},
+                              {"step_ms", per_step * 1e3},   {"tokens_per_s_per_seq", 1.0 / per_step},
+                              {"tokens_per_s_total", total}, {"dollars_per_million_output_tokens", cost}};
+      if (routing_stats) {
+        char line[320];
+        if (model->set_routing_trace(true)) {
+          decode_seconds_per_step(*model, *setup, 0, 1);
+          const model::RoutingCounts counts = model->last_routing();
+          model->set_routing_trace(false);
+          const model::RoutingSpread spread = model::routing_spread(counts);
+          std::snprintf(line, sizeof(line),
+                        "routing, context %lld, batch %d: experts touched per layer %.1f of %d (uniform routing: "
+                        "%.1f), busiest expert %.1f rows (mean %.1f)",
+                        static_cast<long long>(context), batch_size, spread.experts_touched, counts.experts,
+                        spread.uniform_touched, spread.busiest_rows, spread.mean_rows);
+          point["routing"] = {{"experts_touched", spread.experts_touched},
+                              {"uniform_touched", spread.uniform_touched},
+                              {"busiest_rows", spread.busiest_rows},
+                              {"mean_rows", spread.mean_rows}};
+        } else {
+          std::snprintf(line, sizeof(line), "routing, context %lld, batch %d: not traced by the %s backend",
+                        static_cast<long long>(context), batch_size, model->backend_name().c_str());
+        }
+        routing_lines.emplace_back(line);
+      }
+      results.push_back(std::move(point));
     }
   }
+  if (!routing_lines.empty()) std::printf("\n");
+  for (const std::string& line : routing_lines) std::printf("%s\n", line.c_str());
   write_json(json_out,
              {{"bench", "decode"}, {"model", choice.name()}, {"device", model->backend_name()}, {"results", results}});
   if (!plot_out.empty()) {

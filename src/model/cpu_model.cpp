@@ -60,6 +60,7 @@ void CpuModel::forward(const ForwardBatch& batch, std::vector<float>& logits) {
     }
   }
   if (numerics_.bf16_activations) cpu::round_to_bf16(x.data(), static_cast<int64_t>(x.size()));
+  if (routing_trace_) routing_trace_->begin_step();
   for (int layer = 0; layer < config_.num_layers; ++layer) {
     attention_block(layer, step, batch, x);
     moe_block(layer, num_tokens, x);
@@ -77,6 +78,12 @@ void CpuModel::forward(const ForwardBatch& batch, std::vector<float>& logits) {
   if (num_rows > 0)
     linear(selected.data(), num_rows, weights_.unembedding, nullptr, logits.data(), numerics_.fp8_unembedding);
   if (phase_clock_) phase_clock_->end();
+}
+
+bool CpuModel::set_routing_trace(bool on) {
+  if (!on) routing_trace_.reset();
+  if (on && !routing_trace_) routing_trace_ = std::make_unique<RoutingTrace>();
+  return true;
 }
 
 bool CpuModel::set_phase_timing(bool on) {
@@ -188,6 +195,9 @@ void CpuModel::moe_block(int layer, int64_t num_tokens, std::vector<float>& x) {
   mark(StepPhase::kRouter);
   linear(normed.data(), num_tokens, w.router, p.router_bias.data(), router.data(), numerics_.fp8_router);
   mark(StepPhase::kExperts);
+  if (routing_trace_) {
+    routing_trace_->add_layer(router, static_cast<int32_t>(num_tokens), static_cast<int32_t>(num_experts), top);
+  }
   const auto tokens_of_expert = cpu::route_tokens(router.data(), num_tokens, num_experts, top);
 
   // ---- experts: decode MXFP4 once per used expert, run its tokens, combine with the gate weights ----

@@ -53,6 +53,8 @@ class CpuModel final : public Model {
   void forward(const ForwardBatch& batch, std::vector<float>& logits) override;
   bool set_phase_timing(bool on) override;
   PhaseSeconds last_phase_seconds() override { return phase_clock_ ? phase_clock_->collect() : PhaseSeconds{}; }
+  bool set_routing_trace(bool on) override;
+  RoutingCounts last_routing() override { return routing_trace_ ? routing_trace_->counts() : RoutingCounts{}; }
 
   // Switches the emulated quantization points (takes effect on the next forward).
   void set_numerics(const CpuNumerics& numerics) { numerics_ = numerics; }
@@ -86,6 +88,7 @@ class CpuModel final : public Model {
   CpuNumerics numerics_;
   std::unordered_map<const void*, std::vector<float>> fp8_weights_;  // dequantized FP8 weights by view data
   std::unique_ptr<WallPhaseClock> phase_clock_;                      // null unless phase timing is on (benchmarks)
+  std::unique_ptr<RoutingTrace> routing_trace_;                      // null unless the routing is traced (benchmarks)
 };
 
 }  // namespace gossamer::model

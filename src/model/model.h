@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "model/config.h"
+#include "model/routing_trace.h"
 #include "model/step_phases.h"
 
 namespace gossamer::model {
@@ -184,6 +185,11 @@ class Model {
   virtual bool set_phase_timing(bool /*on*/) { return false; }
   // The last timed forward's phases (valid = false when none was timed); waits for the device.
   virtual PhaseSeconds last_phase_seconds() { return {}; }
+  // Benchmarks: record which experts the following forward steps route each token to (model/routing_trace.h);
+  // off by default. Returns false (and records nothing) where the backend cannot.
+  virtual bool set_routing_trace(bool /*on*/) { return false; }
+  // The last traced forward's rows per expert and layer (not valid() when none was traced); waits for the device.
+  virtual RoutingCounts last_routing() { return {}; }
   // Layers with a sliding window (the ring's pool serves them).
   int32_t num_sliding_layers() const {
     int32_t count = 0;

@@ -60,6 +60,33 @@ TEST_F(ModelCliTest, BenchDecodeWithAndWithoutTheRing) {
   EXPECT_NE(refused.output.find("no directory"), std::string::npos) << refused.output;
 }
 
+// --routing-stats traces one more step per point: the table's line, then the spread of the routing (every token's
+// top-4 counted once per layer) in the output and the JSON.
+TEST_F(ModelCliTest, BenchDecodeReportsTheRoutingSpread) {
+  fs::create_directories(dir_);
+  const std::string json = (dir_ / "routing.json").string();
+  const Result result =
+      run("bench decode --load-format dummy --preset tiny --device cpu --batch-sizes 1,3 --contexts 64 --steps 1 "
+          "--routing-stats --json-out " +
+          json);
+  ASSERT_EQ(result.status, 0) << result.output;
+  EXPECT_NE(result.output.find("routing, context 64, batch 3: experts touched per layer"), std::string::npos)
+      << result.output;
+  const auto parsed = nlohmann::json::parse(read_text_file(json));
+  ASSERT_EQ(parsed["results"].size(), 2u);
+  for (const auto& point : parsed["results"]) {
+    const auto& routing = point["routing"];
+    const int batch = point["batch"].get<int>();
+    const double touched = routing["experts_touched"].get<double>();
+    EXPECT_GE(touched, 4.0) << "every token routes to 4 distinct experts";
+    EXPECT_LE(touched, 4.0 * batch);
+    EXPECT_GE(routing["busiest_rows"].get<double>(), 1.0);
+    EXPECT_LE(routing["busiest_rows"].get<double>(), batch);
+  }
+  EXPECT_DOUBLE_EQ(parsed["results"][0]["routing"]["experts_touched"].get<double>(), 4.0);
+  EXPECT_DOUBLE_EQ(parsed["results"][0]["routing"]["busiest_rows"].get<double>(), 1.0);
+}
+
 TEST_F(ModelCliTest, GenerateIsGreedyAndRepeatable) {
   ASSERT_EQ(run("make-dummy --preset tiny --out " + (dir_ / "m").string()).status, 0);
   const Result first = run("generate --model " + (dir_ / "m").string() + " --prompt-tokens 5,6,7 --max-tokens 8");

@@ -150,6 +150,23 @@ bool CudaModel::set_phase_timing(bool on) {
   return true;
 }
 
+bool CudaModel::set_routing_trace(bool on) {
+  if (!on) routing_trace_.reset();
+  if (on && !routing_trace_) routing_trace_ = std::make_unique<RoutingTrace>();
+  return true;
+}
+
+void CudaModel::trace_routing(int num_tokens) {
+  const int experts = config_.num_experts;
+  std::vector<uint16_t> bits(static_cast<size_t>(num_tokens) * static_cast<size_t>(experts));
+  GOSSAMER_CUDA_CHECK(
+      cudaMemcpyAsync(bits.data(), router_logits_.get(), bits.size() * 2, cudaMemcpyDeviceToHost, stream_));
+  GOSSAMER_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  std::vector<float> logits(bits.size());
+  std::transform(bits.begin(), bits.end(), logits.begin(), [](uint16_t b) { return bf16_to_float(b); });
+  routing_trace_->add_layer(logits, num_tokens, experts, config_.experts_per_token);
+}
+
 void CudaModel::bind_device() const {
   gossamer::cuda::use_device(options_.device);
 }
@@ -437,7 +454,7 @@ void CudaModel::copy_logits_out(int num_rows, std::vector<float>& logits) {
 
 bool CudaModel::run_decode_graph(const ForwardBatch& batch) {
   const int n = static_cast<int>(batch.sequences.size());
-  if (!options_.cuda_graphs || phase_timer_ || n == 0 || n > kMaxGraphBatch) return false;
+  if (!options_.cuda_graphs || phase_timer_ || routing_trace_ || n == 0 || n > kMaxGraphBatch) return false;
   for (const SequenceInput& seq : batch.sequences) {
     if (seq.tokens.size() != 1 || seq.logits == LogitsWanted::kNone) return false;
   }

@@ -170,6 +170,9 @@ class CudaModel final : public Model {
   // Phase timing (model/step_phases.h): events between the launch groups, every step eager (no graphs).
   bool set_phase_timing(bool on) override;
   PhaseSeconds last_phase_seconds() override;
+  // Routing trace (model/routing_trace.h): every step eager, the router logits copied back after each layer's router.
+  bool set_routing_trace(bool on) override;
+  RoutingCounts last_routing() override { return routing_trace_ ? routing_trace_->counts() : RoutingCounts{}; }
 
   uint64_t weight_bytes() const override { return weights_.device_bytes; }
   // Vocabulary rows of the embedding on this GPU: config().vocab_size, or this rank's vocab_rows.
@@ -351,6 +354,8 @@ class CudaModel final : public Model {
   void mark(StepPhase phase) {
     if (phase_timer_) phase_timer_->mark(phase, stream_);
   }
+  // With the routing traced: waits for this layer's router and records its logits [T, E] (eager steps only).
+  void trace_routing(int num_tokens);
 
   GptOssConfig config_;
   CudaOptions options_;
@@ -418,6 +423,7 @@ class CudaModel final : public Model {
   int64_t graph_replays_ = 0;
   std::unique_ptr<kernels::CublasLtFp8Gemm> cublaslt_;  // null unless options_.cublaslt_dense with FP8 linears
   std::unique_ptr<CudaPhaseTimer> phase_timer_;         // null unless phase timing is on (benchmarks)
+  std::unique_ptr<RoutingTrace> routing_trace_;         // null unless the routing is traced (benchmarks)
 };
 
 }  // namespace gossamer::model::cuda

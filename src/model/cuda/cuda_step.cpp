@@ -335,6 +335,7 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
     norm.moe_topk_weights = pieces ? moe_pieces.topk_weights : nullptr;
     norm.residual = bf16(residual_);
   };
+  if (routing_trace_) routing_trace_->begin_step();
   for (int layer = 0; layer < config_.num_layers; ++layer) {
     const CudaLayer& w = weights_.layers[static_cast<size_t>(layer)];
     // ---- attention norm (fused with the residual add of the previous block) ----
@@ -393,6 +394,7 @@ void CudaModel::enqueue_step(const StepPlan& plan, const int32_t* dev) {
     kernels::launch_rmsnorm(norm, stream_);
     mark(StepPhase::kRouter);
     linear(bf16(normed_), t, w.router, bf16(router_logits_));
+    if (routing_trace_) trace_routing(t);
     mark(StepPhase::kExperts);
     experts(layer, t);
     reduce_partial_outputs(t);  // TP: each rank's intermediate columns; EP: each rank's experts
