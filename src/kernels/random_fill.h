@@ -3,8 +3,10 @@
 //   u_j(i) = (splitmix64(seed + 4i + j) >> 40) / 2^24, j = 0..3 (exact in float)
 //   normal:  v = a + b · (u_0 + u_1 + u_2 + u_3 − 2) · √3   (Irwin–Hall: mean a, std b, |v − a| < 2√3·b)
 //   uniform: v = a + (b − a) · u_0
-// then stored as fp32, bf16 (round to nearest even) or fp8 e4m3 of v · inv_scale (saturating to ±448, so
-// never NaN). Every step is exact or a single IEEE rounding, so the CPU reference gives the same bits.
+// then stored as fp32, bf16 (round to nearest even), fp8 e4m3 of v · inv_scale (saturating to ±448, so
+// never NaN), or a byte: ⌊v⌋ clamped to 0..255 (uniform over [0, 256): every byte value equally likely, e.g.
+// MXFP4 code pairs with zero-mean e2m1 values). Every step is exact or a single IEEE rounding, so the CPU reference
+// gives the same bits.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +16,12 @@
 namespace gossamer::kernels {
 
 enum class RandomDist : int { kNormal = 0, kUniform = 1 };
-enum class RandomFillType : int { kF32 = 0, kBf16 = 1, kFp8E4M3 = 2 };
+enum class RandomFillType : int { kF32 = 0, kBf16 = 1, kFp8E4M3 = 2, kU8 = 3 };
+
+// ⌊v⌋ clamped to a byte (kU8).
+GOSSAMER_HOST_DEVICE inline uint8_t random_fill_byte(float v) {
+  return static_cast<uint8_t>(v <= 0.0f ? 0.0f : v >= 255.0f ? 255.0f : v);
+}
 
 struct RandomFillParams {
   void* out = nullptr;  // [count] elements of `type`

@@ -10,6 +10,7 @@ void random_fill_cpu(const RandomFillParams& p) {
       case RandomFillType::kF32: static_cast<float*>(p.out)[i] = v; break;
       case RandomFillType::kBf16: static_cast<uint16_t*>(p.out)[i] = float_to_bf16(v); break;
       case RandomFillType::kFp8E4M3: static_cast<uint8_t*>(p.out)[i] = float_to_fp8e4m3(v * p.inv_scale); break;
+      case RandomFillType::kU8: static_cast<uint8_t*>(p.out)[i] = random_fill_byte(v); break;
     }
   }
 }

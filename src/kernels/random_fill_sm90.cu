@@ -26,6 +26,7 @@ __global__ void random_fill_kernel(const RandomFillParams p) {
         break;
       }
       case RandomFillType::kFp8E4M3: static_cast<uint8_t*>(p.out)[i] = to_fp8(__fmul_rn(v, p.inv_scale)); break;
+      case RandomFillType::kU8: static_cast<uint8_t*>(p.out)[i] = random_fill_byte(v); break;
     }
   }
 }

@@ -23,8 +23,8 @@ void RoutingTrace::add_layer(std::span<const float> logits, int32_t tokens, int3
   std::vector<int32_t> chosen(static_cast<size_t>(top_k));
   std::vector<float> weights(chosen.size());
   for (int32_t t = 0; t < tokens; ++t) {
-    kernels::moe_topk_softmax_cpu(logits.data() + static_cast<size_t>(t) * static_cast<size_t>(experts), experts,
-                                  top_k, chosen.data(), weights.data());
+    kernels::moe_topk_softmax_cpu(logits.data() + static_cast<size_t>(t) * static_cast<size_t>(experts), experts, top_k,
+                                  chosen.data(), weights.data());
     for (int32_t e : chosen) ++rows[static_cast<size_t>(e)];
   }
 }
@@ -34,7 +34,8 @@ RoutingSpread routing_spread(const RoutingCounts& counts) {
   if (!counts.valid()) return spread;
   const double experts = counts.experts;
   for (const std::vector<int32_t>& rows : counts.rows) {
-    spread.experts_touched += static_cast<double>(std::count_if(rows.begin(), rows.end(), [](int32_t r) { return r > 0; }));
+    spread.experts_touched +=
+        static_cast<double>(std::count_if(rows.begin(), rows.end(), [](int32_t r) { return r > 0; }));
     spread.busiest_rows += *std::max_element(rows.begin(), rows.end());
   }
   const double layers = static_cast<double>(counts.rows.size());

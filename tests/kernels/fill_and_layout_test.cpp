@@ -1,8 +1,10 @@
 // Random weight fills (random_fill.h) and the tile-major FP8 relayout (fp8_tiled.h): CPU properties, and
 // the GPU kernels against their CPU references, bit for bit.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <tuple>
+#include <vector>
 
 #include "kernel_test_utils.h"
 #include "kernels/fp8_tiled.h"
@@ -65,13 +67,39 @@ TEST(RandomFill, DistributionsAndSeeds) {
   EXPECT_NE(fill_cpu<uint16_t>(params(RandomFillType::kBf16, RandomDist::kNormal, 1.0f, 0.1f, n, 70)), normal);
 }
 
+// CPU only: kU8 over [0, 256) gives every byte value about equally often, so both nibbles read as MXFP4 codes are
+// zero-mean e2m1 values (the dummy experts' codes); the bytes of a uniform fp8 fill are not (their low nibble's sign
+// is the fp8 exponent's low bit: mean ≈ −0.28, which made the dummy models' routing collapse).
+TEST(RandomFill, UniformBytesAreZeroMeanMxfp4Codes) {
+  const int64_t n = 1 << 20;
+  const auto bytes = fill_cpu<uint8_t>(params(RandomFillType::kU8, RandomDist::kUniform, 0.0f, 256.0f, n, 21));
+  std::vector<int64_t> histogram(256, 0);
+  for (const uint8_t b : bytes) ++histogram[b];
+  EXPECT_GT(*std::min_element(histogram.begin(), histogram.end()), n / 256 * 9 / 10);
+  EXPECT_LT(*std::max_element(histogram.begin(), histogram.end()), n / 256 * 11 / 10);
+  constexpr float kE2m1[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+  auto nibble_mean = [&](const std::vector<uint8_t>& codes, int shift) {
+    double sum = 0;
+    for (const uint8_t b : codes) {
+      const int c = (b >> shift) & 15;
+      sum += (c & 8 ? -1.0 : 1.0) * kE2m1[c & 7];
+    }
+    return sum / static_cast<double>(codes.size());
+  };
+  EXPECT_NEAR(nibble_mean(bytes, 0), 0.0, 0.02);
+  EXPECT_NEAR(nibble_mean(bytes, 4), 0.0, 0.02);
+  const auto fp8 = fill_cpu<uint8_t>(params(RandomFillType::kFp8E4M3, RandomDist::kUniform, -448.0f, 448.0f, n, 22));
+  EXPECT_LT(nibble_mean(fp8, 0), -0.2) << "the old dummy codes' bias";
+}
+
 // CPU only: a fill started at element `first` (a vocab-parallel rank's embedding rows) has exactly the
 // bits of those elements of the whole fill, for every type and distribution.
 TEST(RandomFill, SliceHasTheWholeFillsBits) {
   const int64_t n = 10007, first = 2880 * 3 + 5, count = 1234;
   for (const auto& p : {params(RandomFillType::kBf16, RandomDist::kNormal, 0.0f, 1.0f, n, 11),
                         params(RandomFillType::kF32, RandomDist::kUniform, -2.0f, 4.0f, n, 12),
-                        params(RandomFillType::kFp8E4M3, RandomDist::kNormal, 0.0f, 0.02f, n, 13, 5000.0f)}) {
+                        params(RandomFillType::kFp8E4M3, RandomDist::kNormal, 0.0f, 0.02f, n, 13, 5000.0f),
+                        params(RandomFillType::kU8, RandomDist::kUniform, 0.0f, 256.0f, n, 14)}) {
     const size_t size = p.type == RandomFillType::kF32 ? 4 : p.type == RandomFillType::kBf16 ? 2 : 1;
     std::vector<uint8_t> all(static_cast<size_t>(n) * size), part(static_cast<size_t>(count) * size);
     RandomFillParams q = p;  // elements [0, n), then [first, first + count) of the same fill
@@ -95,6 +123,7 @@ TEST(RandomFillKernel, MatchesReferenceBitExactly) {
         params(RandomFillType::kBf16, RandomDist::kNormal, 0.0f, 0.02f, n, 3),
         params(RandomFillType::kFp8E4M3, RandomDist::kNormal, 0.0f, 0.0186f, n, 4, 1.0f / (4 * 0.0186f / 448)),
         params(RandomFillType::kFp8E4M3, RandomDist::kUniform, -1e-6f, 1e-6f, n, 5, 1000.0f),
+        params(RandomFillType::kU8, RandomDist::kUniform, 0.0f, 256.0f, n, 7),
         sliced(params(RandomFillType::kBf16, RandomDist::kNormal, 0.0f, 1.0f, n, 6), 2880 * 100544)}) {
     const size_t bytes = static_cast<size_t>(n) * (p.type == RandomFillType::kF32    ? 4
                                                    : p.type == RandomFillType::kBf16 ? 2

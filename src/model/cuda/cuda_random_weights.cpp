@@ -104,16 +104,20 @@ class RandomBuilder {
     if (mxfp4) add_row_exponents(e, count, rows, cols, counter_);
     return e;
   }
-  // Tiled MXFP4 experts: code bytes from a uniform fp8 fill (their nibbles' magnitudes average ≈ 4 in
-  // fp4 units), one E8M0 exponent for all blocks so that the std is ≈ `std`, relaid on the GPU.
+  // Tiled MXFP4 experts: uniformly random code bytes (every e2m1 value equally likely in both nibbles: mean 0, RMS
+  // √(68.5 / 8) ≈ 2.93 in fp4 units), one E8M0 exponent for all blocks so that the std is ≈ `std`, relaid on the GPU.
+  // (Codes read from a uniform fp8 fill, as before 2026-12-07, had a low nibble of mean −0.28: every expert row
+  // summed its input's mean into the same direction, the residual stream of every token drifted to it over the
+  // layers and the dummy models routed every token of a decode step to nearly the same experts.)
   DeviceBuffer mxfp4_matrix(int64_t groups, int64_t rows, int64_t cols, float std) {
     uint64_t temporary = 0;
     std::swap(temporary, counter_);  // the checkpoint-layout staging is freed below
-    DeviceBuffer blocks = fill(groups * rows * cols / 2, kernels::RandomFillType::kFp8E4M3,
-                               kernels::RandomDist::kUniform, -448.0f, 448.0f);
+    DeviceBuffer blocks =
+        fill(groups * rows * cols / 2, kernels::RandomFillType::kU8, kernels::RandomDist::kUniform, 0.0f, 256.0f);
     std::swap(temporary, counter_);
     DeviceBuffer scales(static_cast<size_t>(std::max<int64_t>(groups * rows * cols / 32, 16)));
-    const int e = std::clamp(127 + static_cast<int>(std::lround(std::log2(std / 4.0f))), 1, 254);
+    constexpr float kCodeRms = 2.926f;  // √(68.5 / 8): the RMS of the 16 e2m1 values
+    const int e = std::clamp(127 + static_cast<int>(std::lround(std::log2(std / kCodeRms))), 1, 254);
     GOSSAMER_CUDA_CHECK(cudaMemset(scales.get(), e, scales.bytes()));
     DeviceBuffer tiled(static_cast<size_t>(groups * kernels::mxfp4_tiled_group_bytes(rows, cols)));
     kernels::launch_mxfp4_to_tiled(blocks.get<uint8_t>(), scales.get<uint8_t>(), tiled.get<uint8_t>(),
