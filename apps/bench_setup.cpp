@@ -53,9 +53,9 @@ void ModelChoice::add_options(CLI::App& cli) {
                options.prefill_moe_combine_deferred,
                "cuda: the prefill MoE's combine summed by the next norm (default; A/B)")
       ->group("");  // hidden: A/B runs
-  cli.add_option(
-         "--moe-decode", options.moe_decode,
-         "cuda: auto (default: the weight-streaming grouped GEMM at 9-32 tokens, MXFP4, or 9-64, FP8) | gemv | stream")
+  cli.add_option("--moe-decode", options.moe_decode,
+                 "cuda: auto (default: the weight-streaming grouped GEMM at 9-16 tokens with MXFP4 experts and T*4 >= "
+                 "E, or 9-64, FP8) | gemv | stream")
       ->check(CLI::IsMember({"auto", "gemv", "stream"}));
   cli.add_flag("--split-mixed-attention,!--no-split-mixed-attention", options.split_mixed_attention,
                "cuda: decode sequences of mixed steps on the decode attention kernel (default; off: all on the "

@@ -97,9 +97,9 @@ int run_serve(int argc, char** argv) {
       ->envname("GOSSAMER_KV_CACHE_DTYPE")
       ->check(CLI::IsMember({"auto", "fp8", "fp8_e4m3"}))
       ->group("Model");
-  cli.add_option(
-         "--moe-decode", model_options.moe_decode,
-         "cuda: auto (default: the weight-streaming grouped GEMM at 9-32 tokens, MXFP4, or 9-64, FP8) | gemv | stream")
+  cli.add_option("--moe-decode", model_options.moe_decode,
+                 "cuda: auto (default: the weight-streaming grouped GEMM at 9-16 tokens with MXFP4 experts and T*4 >= "
+                 "E, or 9-64, FP8) | gemv | stream")
       ->envname("GOSSAMER_MOE_DECODE")
       ->check(CLI::IsMember({"auto", "gemv", "stream"}))
       ->group("Model");

@@ -45,10 +45,10 @@ struct GemmW4A16Params {
 // The token tile for tiles of max_rows_per_tile rows worth computing (a plain GEMM's M, an expert's mean rows): 32 up
 // to narrow_max_rows (the weights are then what the kernel streams: a narrow tile computes fewer padded tokens and
 // keeps more weight stages in flight), else 128. The default kW4A16NarrowMaxRows from measurements (docs/PERF.md,
-// thirty-second session): narrow tiles won at 8 rows an expert end to end and in the kernel bench to 32, but a 20b
-// decode step of 256 tokens (32 rows on average) measured slower with them — an expert with many more rows than the
-// mean is split into as many narrow tiles, each decoding its weights again.
-inline constexpr int kW4A16NarrowMaxRows = 16;
+// thirty-third session, H100, dummy weights routing like a trained model's): 20b decode at 64 / 96 / 128 / 256 tokens
+// (8–32 rows an expert) −28 / −27 / −26 / −6% with narrow tiles, 120b at 256 (8 rows) −39%; at 48 and 64 rows they
+// lost (+7%, +21%).
+inline constexpr int kW4A16NarrowMaxRows = 32;
 int gemm_w4a16_tile_rows(int max_rows_per_tile, int narrow_max_rows = kW4A16NarrowMaxRows);
 
 void launch_gemm_w4a16(const GemmW4A16Params& p, cudaStream_t stream);

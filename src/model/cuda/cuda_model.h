@@ -15,7 +15,7 @@
 // MMA's registers: below kMxfp4W4A8MinRowsPerExpert rows per expert the W4A16 GEMMs (kernels/gemm_w4a16.h: bf16
 // activations), from it the W4A8 GEMMs (kernels/gemm_w4a8.h: e4m3 activations, e5m2 weights, the FP8 tensor rate).
 // Steps that CudaModel::streams_experts picks (by
-// default 9–64 tokens with FP8 experts, 9–32 with MXFP4) run the experts of either format on the
+// default 9–64 tokens with FP8 experts, 9–16 with MXFP4 where T · 4 ≥ E) run the experts of either format on the
 // weight-streaming grouped GEMM (kernels/moe.h launch_moe_stream) instead. Pure decode
 // steps (one new token per sequence, ≤ kMaxGraphBatch sequences) replay a CUDA graph captured once per
 // padded batch size; padding sequences compute on a scratch KV block that no caller can own.
@@ -191,12 +191,14 @@ class CudaModel final : public Model {
   static constexpr int kMxfp4GemvMaxTokens = 16;
   // --moe-decode stream streams steps of up to this many tokens (larger ones take the grouped GEMMs).
   static constexpr int kMoeStreamMaxTokens = 4096;
-  // MoeDecodePath::kAuto streams up to this many tokens: with FP8 experts (the grouped GEMMs win at 128)
-  // and with MXFP4 experts (the W4A16 GEMMs win from 64: H100, 2026-12-07, 20b prefill of N tokens, tok/s stream /
-  // W4A16: 16 3,623 / 3,166, 32 6,057 / 6,066, 64 10,150 / 12,045, 128 13,908 / 22,357, 256 17,587 / 37,891; 120b
-  // 32 3,921 / 3,893, 64 6,430 / 7,148; docs/PERF.md).
+  // MoeDecodePath::kAuto streams from kGemvMaxRows + 1 up to this many tokens: with FP8 experts (the grouped GEMMs
+  // win at 128; H200, 2026-12-01) and with MXFP4 experts where the step has at least one row per expert on average
+  // (H100, 2026-12-07, thirty-third session, `bench decode` with dummy weights that route like a trained model's, ms
+  // per step stream / the alternative: 20b 16 tokens 7.63 / 8.18 (the GEMV chunks), 24 8.24 / 7.23 and 32 8.53 / 7.47
+  // (W4A16); 120b 16 tokens 17.39 / 14.80 (chunks), 32 25.56 / 21.34 and 64 33.82 / 28.09 (W4A16)). The earlier
+  // thresholds came from dummy weights whose routing had collapsed onto a few experts (docs/PERF.md).
   static constexpr int kMoeStreamAutoMaxTokensFp8 = 64;
-  static constexpr int kMoeStreamAutoMaxTokensMxfp4 = 32;
+  static constexpr int kMoeStreamAutoMaxTokensMxfp4 = 16;
   // Whether a step of num_tokens runs its experts on launch_moe_stream (CudaOptions::moe_decode).
   bool streams_experts(int num_tokens) const;
   // Whether a step of num_tokens runs its FP8 or MXFP4 experts on the decode GEMVs (launch_moe_decode, in chunks of

@@ -108,7 +108,8 @@ class RandomBuilder {
   // √(68.5 / 8) ≈ 2.93 in fp4 units), one E8M0 exponent for all blocks so that the std is ≈ `std`, relaid on the GPU.
   // (Codes read from a uniform fp8 fill, as before 2026-12-07, had a low nibble of mean −0.28: every expert row
   // summed its input's mean into the same direction, the residual stream of every token drifted to it over the
-  // layers and the dummy models routed every token of a decode step to nearly the same experts.)
+  // layers and the dummy models routed every token of a step to nearly the same experts: 7.5 of 32 experts a layer
+  // at 20b batch 64, 13 of 128 at 120b batch 256; docs/PERF.md, thirty-third session.)
   DeviceBuffer mxfp4_matrix(int64_t groups, int64_t rows, int64_t cols, float std) {
     uint64_t temporary = 0;
     std::swap(temporary, counter_);  // the checkpoint-layout staging is freed below

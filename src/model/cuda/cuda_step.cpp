@@ -137,8 +137,11 @@ bool CudaModel::streams_experts(int num_tokens) const {
     case MoeDecodePath::kGemv: return false;
     case MoeDecodePath::kAuto: break;
   }
-  const int max_tokens = reads_mxfp4_experts() ? kMoeStreamAutoMaxTokensMxfp4 : kMoeStreamAutoMaxTokensFp8;
-  return num_tokens > kernels::kGemvMaxRows && num_tokens <= max_tokens;
+  if (reads_mxfp4_experts()) {
+    return num_tokens > kernels::kGemvMaxRows && num_tokens <= kMoeStreamAutoMaxTokensMxfp4 &&
+           num_tokens * kernels::kMoeTopK >= config_.num_experts;
+  }
+  return num_tokens > kernels::kGemvMaxRows && num_tokens <= kMoeStreamAutoMaxTokensFp8;
 }
 
 bool CudaModel::experts_on_gemvs(int num_tokens) const {
