@@ -311,22 +311,23 @@ profile_moe_gemms() {
 }
 
 profile_mxfp4_gemms() {
-  # The MoE's GEMMs on MXFP4 experts (--weights mxfp4, 20b; the warm-up's layer 0 gate_up and down): W4A16 at 1,024
-  # tokens (128 rows per expert, CudaModel::kMxfp4W4A8MinRowsPerExpert) and W4A8 at 8,192: ncu's metrics, then the
+  # The MoE's GEMMs on MXFP4 experts (--weights mxfp4, 20b; the warm-up's layer 0 gate_up and down): W4A16's narrow
+  # 32-token tiles at 256 tokens (32 rows per expert, the decode-at-load size), its wide tiles at 1,024 (128 rows,
+  # CudaModel::kMxfp4W4A8MinRowsPerExpert) and W4A8 at 8,192: ncu's metrics, then the
   # per-instruction stall samples. PROFILE_GOSSAMER: another build's gossamer (a variant's; the mode start copies
   # carry/val's over build/gossamer).
   local raw=/tmp/ncu kernel tokens prefill
   [ -n "${ncu_run:-}" ] || ncu_setup
-  for kernel in gemm_w4a16:1024 gemm_w4a8:8192; do
+  for kernel in gemm_w4a16:256 gemm_w4a16:1024 gemm_w4a8:8192; do
     tokens=${kernel#*:}
     kernel=${kernel%:*}
     prefill=(bench prefill --load-format dummy --preset 20b --device cuda --weights mxfp4 --input-lens $tokens
       --repeats 1)
     sec "ncu: the MoE's GEMMs on MXFP4 experts, $kernel, $tokens tokens (gate_up, down) (#15)"
-    $ncu_run -k regex:$kernel -c 2 "${PROFILE_GOSSAMER:-build/gossamer}" "${prefill[@]}" > "$raw/moe_$kernel.txt" 2>&1
-    summarize "$raw/moe_$kernel.txt"
-    profile_source $kernel 0 "${prefill[@]}"
-    profile_source $kernel 1 "${prefill[@]}"
+    $ncu_run -k regex:$kernel -c 2 "${PROFILE_GOSSAMER:-build/gossamer}" "${prefill[@]}" > "$raw/moe_${kernel}_$tokens.txt" 2>&1
+    summarize "$raw/moe_${kernel}_$tokens.txt"
+    PROFILE_TAG=_$tokens profile_source $kernel 0 "${prefill[@]}"
+    PROFILE_TAG=_$tokens profile_source $kernel 1 "${prefill[@]}"
   done
 }
 
