@@ -1357,7 +1357,7 @@ int main(int argc, char** argv) {
     for (const int E : {32, 128}) {
       MoeMxfp4Bench b(E);
       // 128 rows per expert (CudaModel::kMxfp4W4A8MinRowsPerExpert) at 1,024 tokens for E = 32 and 4,096 for E = 128;
-      // 16 rows (kW4A16NarrowMaxRows) at 512 tokens for E = 128.
+      // 32 rows (kW4A16NarrowMaxRows) at 256 tokens for E = 32 and 1,024 for E = 128.
       for (const int T : {64, 256, 512, 1024, 1536, 2048, 3072, 4096, 6144, 8192}) b.run(T);
     }
   }

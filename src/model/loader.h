@@ -71,7 +71,7 @@ struct ModelOptions {
   // flag --no-moe-mxfp4-w4a8 for A/B: W4A16 at every size).
   bool moe_mxfp4_w4a8 = true;
   // cuda: the W4A16 GEMMs' 32-token tiles for experts of up to this many rows on average
-  // (CudaOptions::moe_w4a16_narrow_max_rows; −1: kernels::kW4A16NarrowMaxRows, from docs/PERF.md's thirty-second
+  // (CudaOptions::moe_w4a16_narrow_max_rows; −1: kernels::kW4A16NarrowMaxRows, from docs/PERF.md's thirty-third
   // session; hidden bench option --moe-w4a16-narrow-max-rows for A/B, 0: 128-token tiles at every size).
   int moe_w4a16_narrow_max_rows = -1;
   // cuda: kernels::AttentionParams::decode_min_tiles_per_split (CudaOptions::decode_attention_min_tiles_per_split;

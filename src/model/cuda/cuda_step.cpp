@@ -137,11 +137,9 @@ bool CudaModel::streams_experts(int num_tokens) const {
     case MoeDecodePath::kGemv: return false;
     case MoeDecodePath::kAuto: break;
   }
-  if (reads_mxfp4_experts()) {
-    return num_tokens > kernels::kGemvMaxRows && num_tokens <= kMoeStreamAutoMaxTokensMxfp4 &&
-           num_tokens * kernels::kMoeTopK >= config_.num_experts;
-  }
-  return num_tokens > kernels::kGemvMaxRows && num_tokens <= kMoeStreamAutoMaxTokensFp8;
+  if (num_tokens <= kernels::kGemvMaxRows) return false;
+  if (!reads_mxfp4_experts()) return num_tokens <= kMoeStreamAutoMaxTokensFp8;
+  return num_tokens <= kMoeStreamAutoMaxTokensMxfp4 && num_tokens * kernels::kMoeTopK >= config_.num_experts;
 }
 
 bool CudaModel::experts_on_gemvs(int num_tokens) const {
