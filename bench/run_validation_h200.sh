@@ -312,13 +312,13 @@ profile_moe_gemms() {
 
 profile_mxfp4_gemms() {
   # The MoE's GEMMs on MXFP4 experts (--weights mxfp4, 20b; the warm-up's layer 0 gate_up and down): W4A16's narrow
-  # 32-token tiles at 256 tokens (32 rows per expert, the decode-at-load size), its wide tiles at 1,024 (128 rows,
+  # 32-token tiles at 64 and 256 tokens (8 and 32 rows per expert, the decode-at-load sizes), its wide tiles at 1,024 (128 rows,
   # CudaModel::kMxfp4W4A8MinRowsPerExpert) and W4A8 at 8,192: ncu's metrics, then the
   # per-instruction stall samples. PROFILE_GOSSAMER: another build's gossamer (a variant's; the mode start copies
   # carry/val's over build/gossamer).
   local raw=/tmp/ncu kernel tokens prefill
   [ -n "${ncu_run:-}" ] || ncu_setup
-  for kernel in gemm_w4a16:256 gemm_w4a16:1024 gemm_w4a8:8192; do
+  for kernel in gemm_w4a16:64 gemm_w4a16:256 gemm_w4a16:1024 gemm_w4a8:8192; do
     tokens=${kernel#*:}
     kernel=${kernel%:*}
     prefill=(bench prefill --load-format dummy --preset 20b --device cuda --weights mxfp4 --input-lens $tokens
@@ -631,18 +631,20 @@ run_narrow_ab() {
 run_timeline() {
   # The real timeline of CUDA-graph decode steps (kernels overlapped through PDL, as the product runs them):
   # CUPTI concurrent-kernel records through the injection library, summarised per kernel by what each adds to
-  # the step (bench/kernels/kernel_timeline.py). The device has no nsys, and ncu serialises kernels.
-  local raw=/tmp/timeline w i=0
+  # the step (bench/kernels/kernel_timeline.py). The device has no nsys, and ncu serialises kernels. Batch 1 and 8
+  # (#15's latency) and the at-load batches 16, 64 and 256 (8–32 rows an expert: the throughput lever).
+  local raw=/tmp/timeline
   mkdir -p $raw
-  for w in mxfp4 fp8; do
-    i=$((i + 1))
-    sec "timeline: bench decode 20b --weights $w, batch 1 and 8, ctx 1,024"
-    CUDA_INJECTION64_PATH=$v/libgossamer_kernel_trace.so GOSSAMER_KERNEL_TRACE=$raw/trace_$i.tsv \
-      timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --weights $w \
-      --batch-sizes 1 8 --contexts 1024 --steps 16 2>&1 | grep -E "dummy|kernel_trace"
-    python3 bench/kernels/kernel_timeline.py $raw/trace_$i.tsv --sequence $([ $i -eq 1 ] && echo 40 || echo 0) |
-      head -80
-  done
+  sec "timeline: bench decode 20b (default weights), batch 1 8 16 64 256, ctx 1,024"
+  CUDA_INJECTION64_PATH=$v/libgossamer_kernel_trace.so GOSSAMER_KERNEL_TRACE=$raw/trace_20b.tsv \
+    timeout 120 build/gossamer bench decode --load-format dummy --preset 20b --device cuda \
+    --batch-sizes 1 8 16 64 256 --contexts 1024 --steps 16 2>&1 | grep -E "dummy|kernel_trace"
+  python3 bench/kernels/kernel_timeline.py $raw/trace_20b.tsv | grep -v '^ *0\.[0-9] ' | head -120
+  sec "timeline: bench decode 120b (default weights), batch 64 and 256, ctx 1,024"
+  CUDA_INJECTION64_PATH=$v/libgossamer_kernel_trace.so GOSSAMER_KERNEL_TRACE=$raw/trace_120b.tsv \
+    timeout 150 build/gossamer bench decode --load-format dummy --preset 120b --device cuda \
+    --batch-sizes 64 256 --contexts 1024 --steps 8 2>&1 | grep -E "dummy|kernel_trace"
+  python3 bench/kernels/kernel_timeline.py $raw/trace_120b.tsv | grep -v '^ *0\.[0-9] ' | head -60
 }
 
 case $mode in
