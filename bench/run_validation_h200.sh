@@ -10,7 +10,7 @@
 # benches read their compiled-in paths under /work/main, so the checkout is linked there. Logs go to $OUT.
 #   bash bench/run_validation_h200.sh [all|tests|verdict|followup|candidates|candidates-e2e|quick|headline|benches|
 #                                      ab|profile|profile-moe|profile-mxfp4|source|timeline|mxfp4-steps|
-#                                      variants|prep]
+#                                      variants|decode-variants|prep]
 # tests: the kernel suite (seven shards) beside the model/engine/comm/server suites, all at once (correctness
 # only, so they may share the GPU); verdict: the new defaults' tests, then candidates-e2e to a deadline (one call when
 # the device is scarce); followup: the decode norm prologue's tests and model suite, then a short decode and prefill
@@ -23,7 +23,8 @@
 # (mxfp4, and at long contexts) and the step breakdown; ab: the end-to-end A/B of the product's prefill
 # choices, and 120b prefill; headline: the figures the open issues' targets name (prefill 20b / 120b, decode
 # batch 1 and 8) and the batch-1 decode timeline; timeline: the real kernel timeline of graph decode steps
-# (CUPTI); narrow-ab: the W4A16 narrow tiles' threshold A/B in decode (run_narrow_ab); source: Nsight Compute's
+# (CUPTI); narrow-ab: the W4A16 narrow tiles' threshold A/B in decode (run_narrow_ab); decode-variants: the
+# carry/variants builds' kernel tests and `bench decode` beside main's (run_decode_variants); source: Nsight Compute's
 # per-instruction stall samples of the batch-1 decode's attention, MXFP4 and
 # FP8 GEMVs, and of the prefill's MoE GEMM and attention; profile-moe: ncu's metrics and stall samples of the MoE's
 # gate_up and down GEMMs in a 20b 8k prefill; profile-mxfp4: the same of 20b --weights mxfp4 prefills (W4A16 at 1k,
@@ -550,28 +551,12 @@ run_variants() {
   # files `section`, `rows` and `envs` — one run per line of environment settings, an experiment's switches — take
   # their place for it: bench/pack_variant.sh copies them from the branch's bench/variant/), then main's and each
   # variant's 20b `bench prefill` (ab_prefill: VARIANT_PREFILL_FLAGS at VARIANT_LENS), main first and last.
-  local dir=${VARIANTS_DIR:-carry/variants} tests=${VARIANT_TESTS:-GemmW4A16Kernel.*:MoeKernel.Mxfp4*}
-  local section=${VARIANT_BENCH:-moe-mxfp4} rows=${VARIANT_ROWS:-w4a} d name f b
+  local dir=${VARIANTS_DIR:-carry/variants}
+  local section=${VARIANT_BENCH:-moe-mxfp4} rows=${VARIANT_ROWS:-w4a} d name b
   local flags=${VARIANT_PREFILL_FLAGS:---weights mxfp4} lens=${VARIANT_LENS:-2048 4096 8192}
   local names=()
-  for d in "$dir"/*/; do
-    name=$(basename "$d")
-    names+=("$name")
-    mkdir -p "build/variants/$name"
-    for f in "$d"*.zst; do $z -q -d -f "$f" -o "build/variants/$name/$(basename "$f" .zst)"; done
-    chmod +x build/variants/$name/*
-    [ -e "/work/$name" ] || ln -s "$root" "/work/$name"
-  done
-  [ ${#names[@]} -gt 0 ] || { echo "no variants under $dir"; return; }
-  for name in "${names[@]}"; do
-    [ -x "build/variants/$name/gossamer_kernels_tests" ] || { echo "($name: no kernel tests carried)"; continue; }
-    sec "$name: kernel tests $tests"
-    timeout 150 build/variants/$name/gossamer_kernels_tests --gtest_color=no --gtest_filter="$tests" \
-      > "$out/variant_${name}_tests.log" 2>&1
-    echo "exit $?"
-    grep -E '^\[  (PASSED|FAILED) ' "$out/variant_${name}_tests.log"
-    print_failures "$out/variant_${name}_tests.log"
-  done
+  unpack_variants "$dir" || return
+  test_variants
   local v_section v_rows envs env
   for name in main "${names[@]}"; do
     b=build/variants/$name/gossamer_kernels_bench d=$dir/$name
@@ -590,6 +575,75 @@ run_variants() {
     [ "$b" = build/gossamer ] || b=build/variants/$b/gossamer
     [ -x "$b" ] || { echo "($b not carried)"; continue; }
     ab_prefill "$b|$flags" "$lens"
+  done
+}
+
+# The variants under $1 (one folder each, as run_variants says) unpacked into build/variants/<name>/; sets names.
+unpack_variants() {  # dir
+  local d name f
+  names=()
+  for d in "$1"/*/; do
+    [ -d "$d" ] || continue
+    name=$(basename "$d")
+    names+=("$name")
+    mkdir -p "build/variants/$name"
+    for f in "$d"*.zst; do $z -q -d -f "$f" -o "build/variants/$name/$(basename "$f" .zst)"; done
+    chmod +x build/variants/$name/*
+    [ -e "/work/$name" ] || ln -s "$root" "/work/$name"
+  done
+  [ ${#names[@]} -gt 0 ] || { echo "no variants under $1"; return 1; }
+}
+
+# Each variant's kernel tests (VARIANT_TESTS), each alone.
+test_variants() {
+  local tests=${VARIANT_TESTS:-GemmW4A16Kernel.*:MoeKernel.Mxfp4*} name
+  for name in "${names[@]}"; do
+    [ -x "build/variants/$name/gossamer_kernels_tests" ] || { echo "($name: no kernel tests carried)"; continue; }
+    sec "$name: kernel tests $tests"
+    timeout 150 build/variants/$name/gossamer_kernels_tests --gtest_color=no --gtest_filter="$tests" \
+      > "$out/variant_${name}_tests.log" 2>&1
+    echo "exit $?"
+    grep -E '^\[  (PASSED|FAILED) ' "$out/variant_${name}_tests.log"
+    print_failures "$out/variant_${name}_tests.log"
+  done
+}
+
+run_decode_variants() {
+  # The decode MoE's candidates (VARIANTS_DIR, default carry/variants, as run_variants) against the carried main
+  # (carry/valz or carry/valfull) end to end: each variant's kernel tests, then `bench decode` of main and every
+  # variant in turn at ctx 1,024 — 20b at DECODE_BATCHES_20B, 120b at DECODE_BATCHES_120B — twice for 20b, main
+  # first; a variant's file `decode_flags` (one run per line: flags, e.g. a path switch) adds runs of it at
+  # DECODE_FLAG_BATCHES_20B / _120B. DECODE_GUARD: seconds into the mode after which no new run starts (the device
+  # call's limit), so that what ran comes back.
+  local dir=${VARIANTS_DIR:-carry/variants} b name round line
+  local b20=${DECODE_BATCHES_20B:-8 16 32 64 128 256} b120=${DECODE_BATCHES_120B:-64 256}
+  local f20=${DECODE_FLAG_BATCHES_20B:-12 16 24} f120=${DECODE_FLAG_BATCHES_120B:-16 32}
+  local names=() start=$SECONDS
+  unpack_variants "$dir" || return
+  test_variants
+  guard() { [ $((SECONDS - start)) -lt ${DECODE_GUARD:-100000} ] || { echo "== guard: stopping at $((SECONDS - start)) s"; return 1; }; }
+  decode_run() {  # binary, preset, batches, steps, flags…
+    local binary=$1 preset=$2 batches=$3 steps=$4
+    shift 4
+    guard || return 1
+    sec "$binary bench decode $preset batch $batches $*"
+    timeout 120 "$binary" bench decode --load-format dummy --preset "$preset" --device cuda --batch-sizes $batches \
+      --contexts 1024 --steps "$steps" "$@" 2>&1 | grep -E "dummy-|rror"
+    return 0  # (only the guard stops the mode; a failed run shows its error)
+  }
+  for round in 1 2; do
+    for b in build/gossamer "${names[@]}"; do
+      [ "$b" = build/gossamer ] || b=build/variants/$b/gossamer
+      decode_run "$b" 20b "$b20" 16 || return 0
+      [ $round -eq 2 ] || decode_run "$b" 120b "$b120" 8 || return 0
+    done
+  done
+  for name in "${names[@]}"; do
+    [ -f "$dir/$name/decode_flags" ] || continue
+    while IFS= read -r line; do
+      decode_run build/variants/$name/gossamer 20b "$f20" 16 $line || return 0
+      decode_run build/variants/$name/gossamer 120b "$f120" 8 $line || return 0
+    done < "$dir/$name/decode_flags"
   done
 }
 
@@ -661,6 +715,7 @@ case $mode in
   quick) run_quick 2>&1 | tee "$out/quick_summary.txt" ;;
   timeline) run_timeline 2>&1 | tee "$out/timeline_summary.txt" ;;
   narrow-ab) run_narrow_ab 2>&1 | tee "$out/narrow_ab_summary.txt" ;;
+  decode-variants) run_decode_variants 2>&1 | tee "$out/decode_variants_summary.txt" ;;
   mxfp4-steps) run_mxfp4_steps 2>&1 | tee "$out/mxfp4_steps_summary.txt" ;;
   variants) run_variants 2>&1 | tee "$out/variants_summary.txt" ;;
   profile) run_profile 2>&1 | tee "$out/profile_summary.txt" ;;
