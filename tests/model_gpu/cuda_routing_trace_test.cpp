@@ -35,12 +35,13 @@ TEST(CudaRoutingTraceTest, CountsTheCpuBackendsExperts) {
   ASSERT_TRUE(cpu.valid());
   const auto tokens = static_cast<int32_t>(sequence.size());
   EXPECT_EQ(cuda.tokens, tokens);
-  EXPECT_EQ(cuda.experts, cpu.experts);
+  ASSERT_EQ(cuda.experts, cpu.experts);  // (the loop below indexes both with the same expert)
   EXPECT_EQ(cuda.top_k, cpu.top_k);
   ASSERT_EQ(cuda.rows.size(), cpu.rows.size());
   int64_t pairs = 0, moved = 0;
   for (size_t layer = 0; layer < cuda.rows.size(); ++layer) {
     ASSERT_EQ(cuda.rows[layer].size(), static_cast<size_t>(cuda.experts)) << "layer " << layer;
+    ASSERT_EQ(cpu.rows[layer].size(), cuda.rows[layer].size()) << "layer " << layer;
     int64_t sum = 0;
     for (int32_t e = 0; e < cuda.experts; ++e) {
       sum += cuda.rows[layer][static_cast<size_t>(e)];
