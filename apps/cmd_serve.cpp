@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/mapped_file.h"
+#include "engine/speculative.h"
 #include "model/embedded_default.h"
 #include "model/loader.h"
 #include "model/spmd_model.h"
@@ -55,7 +56,7 @@ int run_serve(int argc, char** argv) {
   CLI::App cli{"Serve gpt-oss over an OpenAI-compatible HTTP API (without a model: the embedded default on the CPU)"};
   cli.option_defaults()->always_capture_default();
   std::string model_dir, model_flag, device = "auto", served_name, log_format = "text", log_level = "info";
-  std::string reasoning_field = "both", port_file;
+  std::string reasoning_field = "both", port_file, speculative_config;
   std::vector<std::string> api_keys;
   server::ServerConfig config;
   engine::EngineConfig engine_config;
@@ -194,6 +195,13 @@ int run_serve(int argc, char** argv) {
          "an H200, docs/engine-scheduler.md")
       ->envname("GOSSAMER_ASYNC_SCHEDULING")
       ->group("Scheduler");
+  cli.add_option("--speculative-config", speculative_config,
+                 "speculative decoding, vLLM's JSON; the ngram method (prompt lookup): '{\"method\": \"ngram\", "
+                 "\"num_speculative_tokens\": 3, \"prompt_lookup_max\": 4, \"prompt_lookup_min\": 2}' (optional "
+                 "\"disable_by_batch_size\": no drafts above that many running requests); off by default, needs "
+                 "--no-async-scheduling (docs/engine-scheduler.md)")
+      ->envname("GOSSAMER_SPECULATIVE_CONFIG")
+      ->group("Scheduler");
   cli.add_option("--max-queued-requests", engine_config.max_queued_requests,
                  "waiting requests (per replica with -dp) beyond which new ones get 429")
       ->envname("GOSSAMER_MAX_QUEUED_REQUESTS")
@@ -296,6 +304,7 @@ int run_serve(int argc, char** argv) {
   }
   config.served_model_name = served_name;
   if (!model_dir.empty() && model_dir != served_name) config.model_aliases.push_back(model_dir);
+  if (!speculative_config.empty()) engine_config.speculative = engine::parse_speculative_config(speculative_config);
   engine_config.default_seed = seed;
   engine_config.device_sampling = !host_sampling;
   if (kv_cache_memory_bytes > 0) engine_config.kv_cache_memory_bytes = kv_cache_memory_bytes;

@@ -6,6 +6,7 @@
 
 #include "core/log.h"
 #include "engine/sampler.h"
+#include "engine/speculative.h"
 #include "engine/token_constraint.h"
 
 namespace gossamer::engine {
@@ -48,6 +49,11 @@ Engine::Engine(std::unique_ptr<model::Model> model, const EngineConfig& config, 
                         ? ", sliding-window ring of " + std::to_string(config_.num_sliding_kv_blocks) + " blocks"
                         : std::string(", no sliding-window ring"),
                     config_.enable_prefix_caching ? ", prefix caching on" : ", prefix caching off",
+                    config_.speculative.enabled()
+                        ? detail::concat(", speculative decoding: ngram, ", config_.speculative.num_speculative_tokens,
+                                         " tokens, lookup ", config_.speculative.prompt_lookup_min, "-",
+                                         config_.speculative.prompt_lookup_max)
+                        : std::string(),
                     !config_.async_scheduling                  ? ", async scheduling off"
                     : model_->feeds_pending_tokens_on_device() ? ", async scheduling on"
                                                                : ", async scheduling on (the backend cannot: off)");
@@ -137,6 +143,9 @@ EngineStats Engine::stats() const {
   stats.num_steps_launched_ahead_total = stat_launched_ahead_.load();
   stats.num_prefix_cache_queries_total = stat_prefix_queries_.load();
   stats.num_prefix_cache_hits_total = stat_prefix_hits_.load();
+  stats.num_spec_drafts_total = stat_spec_drafts_.load();
+  stats.num_spec_draft_tokens_total = stat_spec_draft_tokens_.load();
+  stats.num_spec_accepted_tokens_total = stat_spec_accepted_.load();
   const auto seconds = [&](LoopPhase phase) { return static_cast<double>(stat_loop_ns_[phase].load()) * 1e-9; };
   stats.loop = {seconds(kIdle),    seconds(kSchedule), seconds(kWait),
                 seconds(kCollect), seconds(kLaunch),   seconds(kPostprocess)};
@@ -255,6 +264,8 @@ bool Engine::last_by_length(const Request& request, int32_t num_output, int32_t 
 
 void Engine::launch(SchedulerOutput next) {
   if (next.empty()) return;
+  // NOTE: never with a step in flight: the drafts come from the tokens its predecessor kept.
+  if (config_.speculative.enabled() && !runner_.in_flight()) propose_drafts(next);
   const auto now = Clock::now();
   for (const ScheduledSequence& seq : next.sequences) {
     Request* request = seq.request;
@@ -285,6 +296,44 @@ void Engine::launch(SchedulerOutput next) {
     ++request->num_pending;
   }
   in_flight_.push_back(std::move(next));
+}
+
+void Engine::propose_drafts(SchedulerOutput& next) {
+  const SpeculativeConfig& spec = config_.speculative;
+  if (spec.disable_by_batch_size > 0 && scheduler_.num_running() > spec.disable_by_batch_size) return;
+  int32_t token_budget = config_.max_num_batched_tokens - next.num_tokens;
+  int32_t block_budget = scheduler_.draft_block_budget();
+  for (ScheduledSequence& seq : next.sequences) {
+    if (token_budget <= 0) break;
+    Request* request = seq.request;
+    if (!seq.sample || seq.prefill || seq.num_new != 1 || request->num_pending > 0) continue;
+    if (!speculation_eligible(*request)) continue;
+    // The step may give it 1 + k tokens: all within its limits.
+    const int32_t num_known = request->num_known_tokens();
+    int32_t room = std::min(request->max_total_tokens, config_.max_model_len) - num_known;
+    if (request->sampling.max_tokens > 0)
+      room = std::min(room, request->sampling.max_tokens - request->num_known_output());
+    const int32_t max_draft = std::min(room - 1, token_budget);
+    if (max_draft <= 0) continue;
+    propose_ngram_draft(request->prompt, std::span<const TokenId>(request->output).first(request->num_known_output()),
+                        spec, max_draft, draft_buffer_);
+    auto num_draft = static_cast<int32_t>(draft_buffer_.size());
+    if (num_draft == 0) continue;
+    // Its tables cover the drafts and the position after them (the next step's token when all are kept),
+    // from free blocks, else as many drafts as they already cover.
+    if (!scheduler_.grow_for_draft(request, request->num_computed + num_draft + 2, block_budget)) {
+      const int32_t covered = static_cast<int32_t>(request->block_table.size()) * config_.block_size;
+      num_draft = std::min(num_draft, covered - request->num_computed - 2);
+      if (num_draft <= 0) continue;
+    }
+    request->draft.assign(draft_buffer_.begin(), draft_buffer_.begin() + num_draft);
+    request->draft_preemptions = request->num_preemptions;
+    seq.num_draft = num_draft;
+    next.num_tokens += num_draft;
+    token_budget -= num_draft;
+    ++stat_spec_drafts_;
+    stat_spec_draft_tokens_ += num_draft;
+  }
 }
 
 void Engine::release_retired() {
@@ -320,8 +369,15 @@ void Engine::collect(SchedulerOutput* next) {
   }
   const auto now = Clock::now();
   add_loop_time(kWait, wait_start);
-  for (const SampledRow& row : *rows) {
+  const std::span<const SampledRow> sampled(*rows);
+  for (size_t r = 0; r < sampled.size(); ++r) {
+    const SampledRow& row = sampled[r];
     Request* request = row.request;
+    if (row.speculative) {
+      keep_speculative(sampled.subspan(r, static_cast<size_t>(1 + row.num_draft)), now);
+      r += static_cast<size_t>(row.num_draft);
+      continue;
+    }
     // Cancelled while the step ran, or (async scheduling) finished by the previous step's token, which this
     // step computed as if it went on: the token is dropped.
     if (request->state == RequestState::kFinished) continue;
@@ -330,26 +386,8 @@ void Engine::collect(SchedulerOutput* next) {
       finish(request, FinishReason::kAbort);
       continue;
     }
-    const TokenId token = row.token;
-    if (request->num_pending > 0) {  // the oldest placeholder (a step launched ahead added the newest)
-      request->output[request->output.size() - static_cast<size_t>(request->num_pending)] = token;
-      --request->num_pending;
-    } else {
-      request->output.push_back(token);
-    }
-    if (request->sampling.constraint) request->sampling.constraint->accept(token);
-    ++stat_generation_tokens_;
-    const int32_t num_output = request->num_known_output();
-    if (num_output == 1) request->times.first_token = now;
-    const auto& stops = request->sampling.stop_token_ids;
-    const bool is_stop = !request->sampling.ignore_eos && std::find(stops.begin(), stops.end(), token) != stops.end();
-    if (is_stop) {
-      finish(request, FinishReason::kStop, {token}, token);
-    } else if (last_by_length(*request, num_output, request->num_known_tokens())) {
-      finish(request, FinishReason::kLength, {token});
-    } else {
-      token_rows_.push_back(request);
-    }
+    std::vector<TokenId> kept;
+    if (keep_token(request, row.token, now, kept)) token_rows_.emplace_back(request, 1);
   }
   // NOTE: a sequence that finished was scheduled behind this step on its placeholder: it leaves before launch.
   if (next != nullptr) {
@@ -361,6 +399,52 @@ void Engine::collect(SchedulerOutput* next) {
     });
   }
   add_loop_time(kCollect, now);
+}
+
+bool Engine::keep_token(Request* request, TokenId token, Clock::time_point now, std::vector<TokenId>& kept) {
+  if (request->num_pending > 0) {  // the oldest placeholder (a step launched ahead added the newest)
+    request->output[request->output.size() - static_cast<size_t>(request->num_pending)] = token;
+    --request->num_pending;
+  } else {
+    request->output.push_back(token);
+  }
+  if (request->sampling.constraint) request->sampling.constraint->accept(token);
+  ++stat_generation_tokens_;
+  kept.push_back(token);
+  const int32_t num_output = request->num_known_output();
+  if (num_output == 1) request->times.first_token = now;
+  const auto& stops = request->sampling.stop_token_ids;
+  const bool is_stop = !request->sampling.ignore_eos && std::find(stops.begin(), stops.end(), token) != stops.end();
+  if (is_stop) {
+    finish(request, FinishReason::kStop, kept, token);
+    return false;
+  }
+  if (last_by_length(*request, num_output, request->num_known_tokens())) {
+    finish(request, FinishReason::kLength, kept);
+    return false;
+  }
+  return true;
+}
+
+void Engine::keep_speculative(std::span<const SampledRow> rows, Clock::time_point now) {
+  Request* request = rows.front().request;
+  if (request->state == RequestState::kFinished) return;  // cancelled while the step ran
+  std::vector<TokenId> drawn;
+  for (const SampledRow& row : rows) drawn.push_back(row.token);
+  const int32_t accepted = count_accepted_drafts(request->draft, drawn);
+  stat_spec_accepted_ += accepted;
+  request->rng_state = rng_state_after(request->sampling, request->rng_state, accepted + 1);
+  // Preempted meanwhile: the tokens stand (they are what it would have drawn), its KV is gone anyway.
+  const bool kv_kept =
+      request->state == RequestState::kRunning && request->num_preemptions == request->draft_preemptions;
+  request->draft.clear();
+  std::vector<TokenId> kept;
+  for (int32_t i = 0; i <= accepted; ++i) {
+    if (!keep_token(request, drawn[static_cast<size_t>(i)], now, kept)) return;
+  }
+  // The last known token was counted at launch; the confirmed drafts' positions hold the right K/V too.
+  if (kv_kept) request->num_computed += accepted;
+  token_rows_.emplace_back(request, accepted + 1);
 }
 
 void Engine::fail_step(const SchedulerOutput& step, SchedulerOutput* next, const std::exception& error) {
@@ -379,11 +463,12 @@ void Engine::fail_step(const SchedulerOutput& step, SchedulerOutput* next, const
 }
 
 void Engine::postprocess(Clock::time_point iteration_start) {
-  for (Request* request : token_rows_) {
+  for (const auto& [request, count] : token_rows_) {
     if (!request->on_output) continue;
     RequestOutput output;
     output.id = request->id;
-    output.new_tokens = {request->output[static_cast<size_t>(request->num_known_output() - 1)]};
+    const auto end = request->output.begin() + request->num_known_output();
+    output.new_tokens.assign(end - count, end);
     output.num_prompt_tokens = static_cast<int32_t>(request->prompt.size());
     output.num_output_tokens = request->num_known_output();
     output.times = request->times;

@@ -115,6 +115,11 @@ struct EngineStats {
   int64_t num_steps_launched_ahead_total = 0;
   int64_t num_prefix_cache_queries_total = 0;  // tokens looked up in the prefix cache at admission
   int64_t num_prefix_cache_hits_total = 0;     // of those, tokens found cached
+  // Speculative decoding (speculative.h; vLLM's spec_decode counters): drafted decode rows, their draft
+  // tokens, and the draft tokens the model confirmed.
+  int64_t num_spec_drafts_total = 0;
+  int64_t num_spec_draft_tokens_total = 0;
+  int64_t num_spec_accepted_tokens_total = 0;
   EngineLoopSeconds loop;
   double kv_usage() const { return num_kv_blocks == 0 ? 0.0 : 1.0 - double(num_free_kv_blocks) / num_kv_blocks; }
 };
@@ -169,6 +174,16 @@ class Engine {
   // slots of the finished requests now fit, join `next` (else they would wait one step more).
   void admit_late(SchedulerOutput& next, std::vector<std::unique_ptr<Request>>& incoming);
   void launch(SchedulerOutput next);
+  // Speculative decoding: gives the eligible decode rows of `next` their drafts (speculative.h), within the
+  // step's token budget and the free blocks, before it is launched with no step in flight.
+  void propose_drafts(SchedulerOutput& next);
+  // Appends a drawn token to the request's output (its oldest placeholder, if any) and finishes the request
+  // on a stop token or its length limits, its final event carrying `kept` (the step's tokens so far, this
+  // one included). False once it finished.
+  bool keep_token(Request* request, TokenId token, Clock::time_point now, std::vector<TokenId>& kept);
+  // A drafted sequence's 1 + num_draft rows: keeps the tokens up to the first draft the model did not draw
+  // (speculative.h), advances its RNG state and its computed positions past the confirmed drafts.
+  void keep_speculative(std::span<const SampledRow> rows, Clock::time_point now);
   // Step N's output events, stats and observer (after step N+1 was launched).
   void postprocess(Clock::time_point iteration_start);
   // Aborts a failed step's requests (and `next`'s, scheduled behind it).
@@ -203,7 +218,9 @@ class Engine {
   int64_t num_collected_ = 0;              // steps collected (or failed)
   std::deque<SchedulerOutput> in_flight_;  // the launched steps, oldest first (runner_'s; two with async scheduling)
   SchedulerOutput collected_;              // the step collected in this iteration, for postprocess()
-  std::vector<Request*> token_rows_;       // collected_'s requests that got a token and go on
+  // collected_'s requests that got tokens and go on, and how many tokens each got (more than one: drafts).
+  std::vector<std::pair<Request*, int32_t>> token_rows_;
+  std::vector<TokenId> draft_buffer_;      // propose_drafts' scratch
   int32_t launched_constrained_rows_ = 0;  // launches not reported yet: constrained rows, mask time
   double launched_mask_seconds_ = 0.0;
   std::vector<std::pair<OutputCallback, RequestOutput>> pending_outputs_;
@@ -226,6 +243,9 @@ class Engine {
   std::atomic<int64_t> stat_launched_ahead_{0};
   std::atomic<int64_t> stat_prefix_queries_{0};
   std::atomic<int64_t> stat_prefix_hits_{0};
+  std::atomic<int64_t> stat_spec_drafts_{0};
+  std::atomic<int64_t> stat_spec_draft_tokens_{0};
+  std::atomic<int64_t> stat_spec_accepted_{0};
   // EngineLoopSeconds in nanoseconds, in its field order.
   enum LoopPhase { kIdle, kSchedule, kWait, kCollect, kLaunch, kPostprocess, kNumLoopPhases };
   std::atomic<int64_t> stat_loop_ns_[kNumLoopPhases] = {};

@@ -10,10 +10,13 @@ namespace gossamer::engine {
 namespace {
 
 // The ring's blocks per running sequence (window + margin positions, +2 blocks of rounding, +1 for the
-// step's new positions) and for one step's new positions (max_num_batched_tokens), so that
+// step's new positions; with speculative decoding the drafts and the position after them, +1 block of
+// rounding) and for one step's new positions (max_num_batched_tokens), so that
 // ring_blocks_needed = per_seq · max_num_seqs + chunk (engine_config.h).
-int64_t ring_blocks_per_seq(int32_t window, int32_t block_size) {
-  return (int64_t{window} - 1 + model::kSlidingKeepMargin + block_size - 1) / block_size + 3;
+int64_t ring_blocks_per_seq(int32_t window, int32_t block_size, const SpeculativeConfig& speculative) {
+  const int64_t draft_positions = speculative.enabled() ? speculative.num_speculative_tokens + 1 : 0;
+  const int64_t draft_blocks = draft_positions > 0 ? (draft_positions + block_size - 1) / block_size + 1 : 0;
+  return (int64_t{window} - 1 + model::kSlidingKeepMargin + block_size - 1) / block_size + 3 + draft_blocks;
 }
 int64_t ring_blocks_per_step(int32_t max_num_batched_tokens, int32_t block_size) {
   return (int64_t{max_num_batched_tokens} + block_size - 1) / block_size;
@@ -57,6 +60,10 @@ void EngineConfig::validate_resolved() const {
   GOSSAMER_CHECK(block_size >= 1 && block_size <= 1024, "block_size must be in [1, 1024] (got ", block_size, ")");
   GOSSAMER_CHECK(num_kv_blocks >= 1, "num_kv_blocks must be >= 1 (got ", num_kv_blocks, ")");
   GOSSAMER_CHECK(max_queued_requests >= 0, "max_queued_requests must be >= 0 (got ", max_queued_requests, ")");
+  speculative.validate();
+  GOSSAMER_CHECK(!speculative.enabled() || !async_scheduling,
+                 "speculative decoding needs async scheduling off (--no-async-scheduling): a step's drafts come "
+                 "from the tokens the step before it kept");
   const int64_t blocks_for_one = (static_cast<int64_t>(max_model_len) + block_size - 1) / block_size;
   GOSSAMER_CHECK(num_kv_blocks >= blocks_for_one, "the KV cache (", num_kv_blocks, " blocks of ", block_size,
                  " positions) cannot hold one sequence of max_model_len ", max_model_len,
@@ -64,13 +71,13 @@ void EngineConfig::validate_resolved() const {
 }
 
 int32_t EngineConfig::ring_blocks_needed(int32_t window) const {
-  const int64_t per_seq = ring_blocks_per_seq(window, block_size);
+  const int64_t per_seq = ring_blocks_per_seq(window, block_size, speculative);
   const int64_t chunk = ring_blocks_per_step(max_num_batched_tokens, block_size);
   return static_cast<int32_t>(std::min<int64_t>(per_seq * max_num_seqs + chunk, 1 << 30));
 }
 
 int32_t EngineConfig::max_num_seqs_for_ring(int32_t window, int64_t ring_blocks) const {
-  const int64_t per_seq = ring_blocks_per_seq(window, block_size);
+  const int64_t per_seq = ring_blocks_per_seq(window, block_size, speculative);
   const int64_t chunk = ring_blocks_per_step(max_num_batched_tokens, block_size);
   return static_cast<int32_t>(std::clamp<int64_t>((ring_blocks - chunk) / per_seq, 0, 1 << 30));
 }

@@ -14,6 +14,8 @@
 
 #include <cstdint>
 
+#include "engine/speculative.h"
+
 namespace gossamer::model {
 class Model;
 }
@@ -44,6 +46,9 @@ struct EngineConfig {
   // the model can (feeds_pending_tokens_on_device) and device_sampling is on. Off by default until measured
   // on the H200 (A/B: --async-scheduling / --no-async-scheduling).
   bool async_scheduling = false;
+  // Speculative decoding by prompt lookup (speculative.h; serve --speculative-config); off by default. Needs
+  // async_scheduling off: a step's drafts come from the tokens the step before it kept.
+  SpeculativeConfig speculative;
 
   // The step budgets when left at 0 (docs/engine-scheduler.md "Scheduling at load"): prompt tokens per step
   // kDefaultPrefillTokens, and a step of every decode plus that: max_num_seqs + max_prefill_tokens.

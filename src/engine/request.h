@@ -149,6 +149,10 @@ struct Request {
   // the logits row it samples it in: where a step launched on top of it reads the pending token (runner.h).
   int64_t sampled_launch = -1;
   int32_t sampled_row = -1;
+  // Speculative decoding (speculative.h): the draft tokens the step in flight runs after the last known token,
+  // and num_preemptions when it was launched (a request preempted meanwhile keeps its tokens, not their KV).
+  std::vector<TokenId> draft;
+  int32_t draft_preemptions = 0;
   // The scheduler's mark of the step being composed (Scheduler::step_): the tokens this request got in it.
   int64_t scheduled_step = -1;
   int32_t num_scheduled = 0;

@@ -25,6 +25,7 @@ bool Runner::can_launch_ahead(const SchedulerOutput& step) const {
   for (const ScheduledSequence& seq : step.sequences) {
     const Request& request = *seq.request;
     if (seq.sample && request.sampling.constraint) return false;  // its mask needs the grammar advanced first
+    if (seq.num_draft > 0) return false;  // its draft came from the tokens of the step in flight
     if (request.num_pending == 0) continue;
     // NOTE: a pending token is always the sequence's one new token here (the decode after a sampled step).
     if (request.num_pending != 1 || request.sampled_launch != in_flight.launch || !seq.sample) return false;
@@ -43,14 +44,19 @@ void Runner::launch(const SchedulerOutput& step) {
   // ahead: the last one may be pending, read on the device from the step in flight's row).
   // NOTE: tokens_ is sized first and never grown below, so the spans into it stay valid.
   size_t num_tokens = 0;
-  for (const ScheduledSequence& seq : step.sequences) num_tokens += static_cast<size_t>(seq.num_new);
+  for (const ScheduledSequence& seq : step.sequences) num_tokens += static_cast<size_t>(seq.num_new + seq.num_draft);
   tokens_.resize(num_tokens);
   batch_.sequences.clear();
   size_t offset = 0;
   for (const ScheduledSequence& seq : step.sequences) {
     Request* request = seq.request;
-    const std::span<TokenId> tokens(tokens_.data() + offset, static_cast<size_t>(seq.num_new));
+    const std::span<TokenId> tokens(tokens_.data() + offset, static_cast<size_t>(seq.num_new + seq.num_draft));
     model::SequenceInput input;
+    GOSSAMER_ASSERT(seq.num_draft == 0 ||
+                        (seq.sample && seq.num_new == 1 && request->draft.size() == static_cast<size_t>(seq.num_draft)),
+                    "request ", request->id, ": a draft needs a sampled decode row and its tokens");
+    for (int32_t j = 0; j < seq.num_draft; ++j)
+      tokens[static_cast<size_t>(seq.num_new + j)] = request->draft[static_cast<size_t>(j)];
     for (int32_t i = 0; i < seq.num_new; ++i) {
       tokens[static_cast<size_t>(i)] = request->token_at(request->num_computed + i);
       if (tokens[static_cast<size_t>(i)] != kPendingToken) continue;
@@ -63,9 +69,21 @@ void Runner::launch(const SchedulerOutput& step) {
     input.num_cached = request->num_computed;
     input.block_table = request->block_table;
     input.sliding_block_table = request->sliding_block_table;
-    input.logits = seq.sample ? model::LogitsWanted::kLast : model::LogitsWanted::kNone;
+    input.logits = seq.num_draft > 0 ? model::LogitsWanted::kAll
+                   : seq.sample      ? model::LogitsWanted::kLast
+                                     : model::LogitsWanted::kNone;
     batch_.sequences.push_back(input);
-    if (seq.sample) launched.sampled.push_back({seq.request, 0, false});
+    if (seq.num_draft > 0) {
+      for (int32_t i = 0; i <= seq.num_draft; ++i) {
+        SampledRow row{seq.request, 0, false};
+        row.speculative = true;
+        row.num_draft = i == 0 ? seq.num_draft : 0;
+        row.rng_state = rng_state_after(request->sampling, request->rng_state, i);
+        launched.sampled.push_back(row);
+      }
+    } else if (seq.sample) {
+      launched.sampled.push_back({seq.request, 0, false});
+    }
   }
   constraints_.clear();
   for (const SampledRow& row : launched.sampled) constraints_.push_back(row.request->sampling.constraint.get());
@@ -118,8 +136,14 @@ void Runner::fill_token_masks(LaunchedStep& step) {
 void Runner::build_rows(const LaunchedStep& step) {
   rows_.clear();
   for (size_t row = 0; row < step.sampled.size(); ++row) {
-    rows_.push_back(device_row_sampling(*step.sampled[row].request));
-    rows_.back().token_mask = masks_.mask(row);
+    const SampledRow& sampled = step.sampled[row];
+    if (sampled.speculative) {  // an eligible request (speculative.h): no penalties, logprobs or mask
+      uint64_t state = sampled.rng_state;
+      rows_.push_back(device_row_sampling(sampled.request->sampling, state));
+    } else {
+      rows_.push_back(device_row_sampling(*sampled.request));
+      rows_.back().token_mask = masks_.mask(row);
+    }
   }
 }
 
@@ -147,7 +171,8 @@ const std::vector<SampledRow>& Runner::wait() {
     for (size_t row = 0; row < step.sampled.size(); ++row) {
       step.sampled[row].token = result_.tokens[row];
       Request& request = *step.sampled[row].request;
-      if (request.sampling.logprobs >= 0) take_device_logprobs(request, result_.logprobs[row]);
+      if (!step.sampled[row].speculative && request.sampling.logprobs >= 0)
+        take_device_logprobs(request, result_.logprobs[row]);
     }
   } else {
     sample_on_host(step);
@@ -166,6 +191,11 @@ void Runner::sample_on_host(LaunchedStep& step) {
     for (int64_t row = begin; row < end; ++row) {
       const std::span<float> logits(result_.logits.data() + row * vocab_size_, static_cast<size_t>(vocab_size_));
       SampledRow& sampled = step.sampled[static_cast<size_t>(row)];
+      if (sampled.speculative) {  // its own copy of the RNG state; no penalties, logprobs or mask
+        uint64_t state = sampled.rng_state;
+        sampled.token = sample_token(logits, sampled.request->sampling, state);
+        continue;
+      }
       if (const uint32_t* mask = masks_.mask(static_cast<size_t>(row))) {
         apply_token_mask(logits, std::span<const uint32_t>(mask, words));
       }

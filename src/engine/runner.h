@@ -18,6 +18,10 @@
 // mask needs the previous token accepted by the grammar first), or a penalized row whose token is pending
 // (its counts need that token), or any step while the one in flight samples on the host.
 //
+// Speculative decoding (ScheduledSequence::num_draft > 0): the sequence runs its last known token and its
+// request's draft with a logits row each, and wait() returns 1 + num_draft rows for it (SampledRow above);
+// such a step is never launched ahead.
+//
 // Contract: launch, wait, launch, ..., or launch, launch (only when can_launch_ahead), wait, launch, wait, ...:
 // at most two steps in flight, waited for in launch order. Every token launch() reads must be known (no
 // kPendingToken) except, in a step launched ahead, the last token of a sequence that the step in flight
@@ -42,6 +46,12 @@ struct SampledRow {
   Request* request = nullptr;
   TokenId token = 0;
   bool no_token_allowed = false;  // the request's constraint allowed nothing: `token` is meaningless
+  // Speculative decoding (speculative.h): a drafted sequence has 1 + num_draft rows in a row, row 0 being its
+  // last known token's (which holds num_draft); each samples from its own copy of the request's RNG state,
+  // advanced by its index (the request's state moves only when the engine keeps the tokens).
+  bool speculative = false;
+  int32_t num_draft = 0;
+  uint64_t rng_state = 0;
 };
 
 class Runner {

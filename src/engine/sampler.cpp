@@ -233,6 +233,12 @@ model::RowSampling device_row_sampling(Request& request) {
   return row;
 }
 
+uint64_t rng_state_after(const SamplingParams& params, uint64_t rng_state, int32_t draws) {
+  if (is_greedy(params)) return rng_state;
+  for (int32_t i = 0; i < draws; ++i) splitmix64(rng_state);
+  return rng_state;
+}
+
 void take_device_logprobs(Request& request, const model::RowLogprobs& logprobs) {
   SampledLogprobs out;
   out.logprob = logprobs.logprob;

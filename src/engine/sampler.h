@@ -41,6 +41,10 @@ model::RowSampling device_row_sampling(Request& request);
 // A device row's logprobs as the request's last_logprobs.
 void take_device_logprobs(Request& request, const model::RowLogprobs& logprobs);
 
+// rng_state after `draws` tokens sampled with `params` (greedy ones draw nothing): the state a speculative
+// row (engine/speculative.h) samples from, and the request's state once its step's tokens are kept.
+uint64_t rng_state_after(const SamplingParams& params, uint64_t rng_state, int32_t draws);
+
 // Raw logprobs of one row (log_softmax of `logits`): `token`'s and the num_top most likely (≤ 20).
 SampledLogprobs raw_logprobs(std::span<const float> logits, TokenId token, int32_t num_top);
 

@@ -346,6 +346,21 @@ void Scheduler::cache_blocks(Request& request, int32_t num_positions) {
   request.num_cached_blocks = std::max(request.num_cached_blocks, num_full);
 }
 
+int32_t Scheduler::draft_block_budget() const {
+  const int32_t watermark = std::max(1, allocator_.num_blocks() / 100);
+  return std::max(0, allocator_.num_free() - watermark - num_reserved_blocks());
+}
+
+bool Scheduler::grow_for_draft(Request* request, int32_t num_positions, int32_t& budget) {
+  GOSSAMER_ASSERT(request->state == RequestState::kRunning, "request ", request->id, " drafts while not running");
+  const int32_t needed = blocks_for(num_positions) - static_cast<int32_t>(request->block_table.size());
+  if (needed <= 0) return true;
+  if (needed > budget || (sliding_allocator_ != nullptr && needed > sliding_allocator_->num_free())) return false;
+  grow_tables(request, needed);
+  budget -= needed;
+  return true;
+}
+
 void Scheduler::reset_prefix_cache() {
   allocator_.reset_cache();
   if (sliding_allocator_ != nullptr) sliding_allocator_->reset_cache();

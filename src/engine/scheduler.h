@@ -68,6 +68,9 @@ struct ScheduledSequence {
   int32_t num_new = 0;   // tokens [num_computed, num_computed + num_new) run this step
   bool sample = false;   // this chunk reaches the end of the known tokens: sample the next one
   bool prefill = false;  // a prompt (or recompute) chunk, not a decode row
+  // Speculative decoding (speculative.h; set by the engine before launch): request->draft's tokens run after
+  // the num_new known ones, each with a logits row of its own (num_new is then 1).
+  int32_t num_draft = 0;
 };
 
 struct SchedulerOutput {
@@ -91,6 +94,12 @@ class Scheduler {
   // calls it again once the step in flight is collected, so that requests that arrived and blocks that
   // were freed meanwhile make the step (engine.h).
   void admit_waiting(SchedulerOutput& out);
+  // Speculative decoding: free blocks that drafts may take this step without touching the running prefills'
+  // reserve (num_reserved_blocks) or the admission watermark, and a best-effort growth of a running request's
+  // tables (both pools) to cover num_positions, never preempting: false (nothing taken) when `budget` (free
+  // blocks still allowed, decremented) or the ring's free blocks fall short.
+  int32_t draft_block_budget() const;
+  bool grow_for_draft(Request* request, int32_t num_positions, int32_t& budget);
   // Removes a running or waiting request, frees its blocks and marks it kFinished with `reason`.
   void finish(Request* request, FinishReason reason);
 

@@ -214,6 +214,12 @@ std::string Metrics::render(const std::vector<engine::EngineStats>& replicas) co
             [](const engine::EngineStats& s) { return double(s.num_prefix_cache_queries_total); });
     counter("prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.",
             [](const engine::EngineStats& s) { return double(s.num_prefix_cache_hits_total); });
+    counter("spec_decode_num_drafts", "Number of spec decoding drafts.",
+            [](const engine::EngineStats& s) { return double(s.num_spec_drafts_total); });
+    counter("spec_decode_num_draft_tokens", "Number of draft tokens.",
+            [](const engine::EngineStats& s) { return double(s.num_spec_draft_tokens_total); });
+    counter("spec_decode_num_accepted_tokens", "Number of accepted tokens.",
+            [](const engine::EngineStats& s) { return double(s.num_spec_accepted_tokens_total); });
     header("request_success_total", "counter", "Count of successfully processed requests.");
     for (const char* reason : {"stop", "length", "tool_calls", "abort"}) {
       const auto found = success_by_reason_.find(reason);
