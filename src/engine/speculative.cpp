@@ -35,11 +35,12 @@ SpeculativeConfig parse_speculative_config(std::string_view json) {
   SpeculativeConfig out;
   for (const auto& [key, value] : config.items()) {
     if (key == "method") {
-      GOSSAMER_CHECK(value.is_string() && value.get<std::string>() == "ngram",
-                     "--speculative-config: method ", value.dump(), " is not supported (only \"ngram\": prompt lookup)");
+      GOSSAMER_CHECK(value.is_string() && value.get<std::string>() == "ngram", "--speculative-config: method ",
+                     value.dump(), " is not supported (only \"ngram\": prompt lookup)");
     } else if (key != "num_speculative_tokens" && key != "prompt_lookup_max" && key != "prompt_lookup_min" &&
                key != "disable_by_batch_size") {
-      throw Error(detail::concat("--speculative-config: \"", key, "\" is not supported (the ngram method takes "
+      throw Error(detail::concat("--speculative-config: \"", key,
+                                 "\" is not supported (the ngram method takes "
                                  "method, num_speculative_tokens, prompt_lookup_max, prompt_lookup_min, "
                                  "disable_by_batch_size)"));
     }
@@ -68,11 +69,15 @@ void propose_ngram_draft(std::span<const TokenId> prompt, std::span<const TokenI
     return i < prompt_len ? prompt[static_cast<size_t>(i)] : output[static_cast<size_t>(i - prompt_len)];
   };
   if (wanted <= 0) return;
+  // The first choice is the most recent occurrence followed by `wanted` tokens, at the longest n that has one;
+  // failing that (matches near the end only, as in a run of one token), the longest continuation of any
+  // occurrence (ties: the longer n, then the more recent).
+  int64_t partial_from = -1, partial_count = 0;
   for (int32_t n = config.prompt_lookup_max; n >= config.prompt_lookup_min; --n) {
     if (length < n + 1) continue;
     const int64_t suffix = length - n;
     const TokenId last = at(length - 1);
-    // The most recent earlier occurrence: it ends before the suffix's last token (start ≤ length − n − 1).
+    // Occurrences end before the suffix's last token (start ≤ length − n − 1), most recent first.
     for (int64_t start = length - n - 1; start >= 0; --start) {
       if (at(start + n - 1) != last) continue;  // the cheap filter first
       int32_t i = 0;
@@ -80,10 +85,17 @@ void propose_ngram_draft(std::span<const TokenId> prompt, std::span<const TokenI
       if (i < n - 1) continue;
       const int64_t from = start + n;
       const int64_t count = std::min<int64_t>(wanted, length - from);
-      for (int64_t j = 0; j < count; ++j) draft.push_back(at(from + j));
-      return;
+      if (count == wanted) {
+        for (int64_t j = 0; j < count; ++j) draft.push_back(at(from + j));
+        return;
+      }
+      if (count > partial_count) {
+        partial_from = from;
+        partial_count = count;
+      }
     }
   }
+  for (int64_t j = 0; j < partial_count; ++j) draft.push_back(at(partial_from + j));
 }
 
 int32_t count_accepted_drafts(std::span<const TokenId> draft, std::span<const TokenId> drawn) {

@@ -2,8 +2,9 @@
 // copied from earlier in the request's own tokens, and keeps the ones the model would have drawn anyway.
 //
 // The draft: the longest suffix of the request's known tokens, n from prompt_lookup_max down to
-// prompt_lookup_min tokens, that occurs earlier in them; its most recent earlier occurrence is followed by
-// up to num_speculative_tokens tokens, which become the draft. The step runs the last known token and the
+// prompt_lookup_min tokens, whose most recent earlier occurrence is followed by num_speculative_tokens tokens
+// (else, as in a run of one token, the occurrence with the longest continuation); the
+// tokens that followed become the draft. The step runs the last known token and the
 // draft d_1..d_k at once with a logits row each (model::LogitsWanted::kAll) and draws t_0..t_k, row i with
 // the request's own sampling settings and the RNG draw it would have made for that output position. The
 // engine keeps t_0..t_a, where a is the number of leading drafts with t_{i-1} = d_i: every kept token is

@@ -48,12 +48,20 @@ TEST(NgramDraft, TheLongestRecurringSuffixProposesWhatFollowedIt) {
 }
 
 TEST(NgramDraft, ClipsAtTheEndAndAtItsLimits) {
-  // [1, 2] last occurred at 3, followed only by 6, 1, 2 (the suffix itself): the draft may run into it.
+  // [1, 2] last occurred at 3, followed only by 6, 1, 2 (the suffix itself): five tokens follow it at 0.
   const std::vector<TokenId> tokens = {1, 2, 5, 1, 2, 6, 1, 2};
-  EXPECT_EQ(draft_of(tokens, ngram(5), 5), (std::vector<TokenId>{6, 1, 2}));
-  EXPECT_EQ(draft_of(tokens, ngram(5), 2), (std::vector<TokenId>{6, 1}));  // max_tokens
+  EXPECT_EQ(draft_of(tokens, ngram(5), 5), (std::vector<TokenId>{5, 1, 2, 6, 1}));
+  EXPECT_EQ(draft_of(tokens, ngram(5), 2), (std::vector<TokenId>{6, 1}));  // max_tokens: the most recent
   EXPECT_EQ(draft_of(tokens, ngram(1), 5), (std::vector<TokenId>{6}));     // num_speculative_tokens
   EXPECT_TRUE(draft_of(tokens, ngram(5), 0).empty());
+  // No occurrence has a full continuation: the longest one, which may run into the suffix itself.
+  EXPECT_EQ(draft_of({4, 1, 2, 3, 1, 2}, ngram(6, 2, 2), 6), (std::vector<TokenId>{3, 1, 2}));
+}
+
+TEST(NgramDraft, ARunOfOneTokenDraftsMoreOfIt) {
+  // [3, 3, 3, 3] recurs only one position back (one token after it); [3, 3] has three after it.
+  EXPECT_EQ(draft_of({9, 3, 3, 3, 3, 3}, ngram(3, 4, 1), 3), (std::vector<TokenId>{3, 3, 3}));
+  EXPECT_EQ(draft_of({9, 3, 3, 3}, ngram(3, 4, 1), 3), (std::vector<TokenId>{3, 3}));
 }
 
 TEST(NgramDraft, NothingBelowTheShortestSuffix) {
@@ -114,7 +122,9 @@ TEST(SpeculativeConfigFlag, RefusedBesideAsyncScheduling) {
 // The pattern the prompt carries and the fake model's script plays back after it: from its second token on,
 // its last two tokens occurred in the prompt, so the drafts are the script's next tokens.
 constexpr TokenId kStop = 77;
-std::vector<TokenId> script_tokens() { return {5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}; }
+std::vector<TokenId> script_tokens() {
+  return {5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20};
+}
 std::vector<TokenId> prompt_with_pattern(int index) {
   std::vector<TokenId> prompt = {100, 101};
   for (const TokenId t : script_tokens()) prompt.push_back(t);
@@ -129,7 +139,7 @@ struct EngineRun {
 
 // Runs `n` requests (request i: prompt_with_pattern(i), `sampling` with seed i) to the end on a fresh engine.
 EngineRun run(const SpeculativeConfig& speculative, bool device_sampling, const SamplingParams& sampling, int n,
-        int32_t num_kv_blocks = 256) {
+              int32_t num_kv_blocks = 256) {
   FakeModelOptions options;
   options.device_sampling = device_sampling;
   std::vector<TokenId> script = script_tokens();

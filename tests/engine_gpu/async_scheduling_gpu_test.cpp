@@ -13,28 +13,13 @@
 #include <string>
 #include <vector>
 
+#include "conditioned_tiny.h"
 #include "engine/engine.h"
 #include "engine/output_collector.h"  // tests/engine/
 #include "gpu_test_util.h"
-#include "model/dummy_checkpoint.h"
-#include "model/loader.h"
 
 namespace gossamer::engine {
 namespace {
-
-std::string conditioned_tiny() {
-  const auto dir = std::filesystem::temp_directory_path() / ("gossamer_async_tiny." + std::to_string(::getpid()));
-  if (!std::filesystem::exists(dir / "model.safetensors"))
-    model::write_dummy_checkpoint(model::preset_config("tiny"), 0, dir.string(), model::DummyInit::kConditioned);
-  return dir.string();
-}
-
-// The conditioned tiny checkpoint on cuda with --weights fp8.
-std::unique_ptr<model::Model> load_tiny() {
-  model::ModelOptions options;
-  options.weights = "fp8";
-  return model::load_model(conditioned_tiny(), "cuda", options);
-}
 
 EngineConfig config_for(bool async_scheduling) {
   EngineConfig config;
@@ -65,7 +50,7 @@ SubmitParams greedy(std::vector<TokenId> prompt, int32_t max_tokens, std::vector
 
 // Each request alone (submitted once the one before finished), on a fresh engine.
 std::vector<OutputCollector::Record> run_one_by_one(bool async_scheduling, const std::vector<TokenId>& stops) {
-  Engine engine(load_tiny(), config_for(async_scheduling));
+  Engine engine(test::load_tiny(), config_for(async_scheduling));
   OutputCollector outputs;
   std::vector<OutputCollector::Record> records;
   for (int i = 0; i < 6; ++i) {
@@ -102,7 +87,7 @@ TEST(AsyncSchedulingGpu, GreedyOutputsEqualTheLoopWithoutIt) {
 TEST(AsyncSchedulingGpu, ABatchFinishesAlikeAndFreesEveryBlock) {
   if (!test::have_gpu()) GTEST_SKIP() << "no CUDA GPU: async scheduling engine test not run";
   const auto run = [](bool async_scheduling) {
-    Engine engine(load_tiny(), config_for(async_scheduling));
+    Engine engine(test::load_tiny(), config_for(async_scheduling));
     OutputCollector outputs;
     std::vector<RequestId> ids;
     for (int i = 0; i < 48; ++i) ids.push_back(engine.submit(greedy(prompt_of(i, 8 + i % 40), 10 + i, {}, outputs)));
