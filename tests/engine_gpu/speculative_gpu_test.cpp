@@ -63,12 +63,13 @@ TEST(SpeculativeGpu, GreedyOutputsEqualTheEngineWithoutDrafts) {
     EXPECT_EQ(drafted.records[i].reason, FinishReason::kLength) << "request " << i;
     identical += drafted.records[i].tokens == plain.records[i].tokens;
   }
-  std::printf("[speculative] %d of %zu requests identical; %lld drafts, %lld of %lld draft tokens accepted, %lld "
-              "steps (without drafts: %lld)\n",
-              identical, plain.records.size(), static_cast<long long>(drafted.stats.num_spec_drafts_total),
-              static_cast<long long>(drafted.stats.num_spec_accepted_tokens_total),
-              static_cast<long long>(drafted.stats.num_spec_draft_tokens_total),
-              static_cast<long long>(drafted.stats.num_steps_total), static_cast<long long>(plain.stats.num_steps_total));
+  std::printf(
+      "[speculative] %d of %zu requests identical; %lld drafts, %lld of %lld draft tokens accepted, %lld "
+      "steps (without drafts: %lld)\n",
+      identical, plain.records.size(), static_cast<long long>(drafted.stats.num_spec_drafts_total),
+      static_cast<long long>(drafted.stats.num_spec_accepted_tokens_total),
+      static_cast<long long>(drafted.stats.num_spec_draft_tokens_total),
+      static_cast<long long>(drafted.stats.num_steps_total), static_cast<long long>(plain.stats.num_steps_total));
   EXPECT_GE(identical, static_cast<int>(plain.records.size() * 3 / 4));
   EXPECT_GT(drafted.stats.num_spec_drafts_total, 0);
   EXPECT_GT(drafted.stats.num_spec_accepted_tokens_total, 0);
