@@ -153,30 +153,36 @@ double time_prefill(model::Model& model, const std::vector<int32_t>& tokens, con
   return bench_seconds_since(start);
 }
 
-model::ForwardBatch DecodeSetup::step(int index) const {
+model::ForwardBatch DecodeSetup::step(int index, int32_t queries) const {
+  GOSSAMER_CHECK(queries >= 1 && queries <= max_queries, "decode setup: ", queries, " queries a step (at most ",
+                 max_queries, ")");
   model::ForwardBatch forward;
   forward.sequences.reserve(static_cast<size_t>(batch));
   for (int32_t b = 0; b < batch; ++b) {
     forward.sequences.push_back(model::SequenceInput{
-        std::span(tokens).subspan(static_cast<size_t>(b), 1), static_cast<int32_t>(context + index),
-        tables[static_cast<size_t>(b)], model::LogitsWanted::kLast, sliding_tables[static_cast<size_t>(b)]});
+        std::span(tokens).subspan(static_cast<size_t>(b) * static_cast<size_t>(max_queries),
+                                  static_cast<size_t>(queries)),
+        static_cast<int32_t>(context + int64_t{index} * queries), tables[static_cast<size_t>(b)],
+        queries > 1 ? model::LogitsWanted::kAll : model::LogitsWanted::kLast, sliding_tables[static_cast<size_t>(b)]});
   }
   return forward;
 }
 
 std::optional<DecodeSetup> prepare_decode(model::Model& model, int64_t context, int32_t batch, int max_steps, bool ring,
-                                          double budget_gib, uint64_t token_seed, double* kv_gib) {
-  GOSSAMER_CHECK(batch >= 1 && context >= 0 && max_steps >= 1, "decode setup: batch ", batch, ", context ", context,
-                 ", steps ", max_steps);
-  GOSSAMER_CHECK(context + max_steps <= model.config().max_position_embeddings, "context ", context, " + ", max_steps,
-                 " steps exceeds the model's ", model.config().max_position_embeddings, " positions");
+                                          double budget_gib, uint64_t token_seed, double* kv_gib, int32_t max_queries) {
+  GOSSAMER_CHECK(batch >= 1 && context >= 0 && max_steps >= 1 && max_queries >= 1, "decode setup: batch ", batch,
+                 ", context ", context, ", steps ", max_steps, ", queries ", max_queries);
+  const int64_t new_positions = int64_t{max_steps} * max_queries;
+  GOSSAMER_CHECK(context + new_positions <= model.config().max_position_embeddings, "context ", context, " + ",
+                 new_positions, " positions exceeds the model's ", model.config().max_position_embeddings);
   DecodeSetup setup;
   setup.context = context;
   setup.batch = batch;
-  const int64_t per_seq = (context + max_steps + kBenchBlockSize - 1) / kBenchBlockSize;
+  setup.max_queries = max_queries;
+  const int64_t per_seq = (context + new_positions + kBenchBlockSize - 1) / kBenchBlockSize;
   // The ring (as the engine does it): sliding layers hold only the last window + margin + the steps.
   const int32_t sliding_layers = ring ? model.num_sliding_layers() : 0;
-  const int64_t ring_positions = model.config().sliding_window + model::kSlidingKeepMargin + max_steps;
+  const int64_t ring_positions = model.config().sliding_window + model::kSlidingKeepMargin + new_positions;
   const int64_t ring_per_seq = sliding_layers > 0 ? std::min(per_seq, ring_positions / kBenchBlockSize + 2) : 0;
   const model::KvPoolBytes pool = model::kv_pool_bytes_per_token(model, sliding_layers > 0);
   setup.kv_gib = (static_cast<double>(per_seq * batch) * static_cast<double>(pool.main * kBenchBlockSize) +
@@ -201,11 +207,11 @@ std::optional<DecodeSetup> prepare_decode(model::Model& model, int64_t context, 
       sliding[static_cast<size_t>(i)] = static_cast<int32_t>(b * ring_per_seq + std::max<int64_t>(0, i - first_ring));
     }
   }
-  setup.tokens = bench_random_tokens(token_seed, batch, model.config().vocab_size);
+  setup.tokens = bench_random_tokens(token_seed, batch * max_queries, model.config().vocab_size);
   return setup;
 }
 
-double decode_seconds_per_step(model::Model& model, const DecodeSetup& setup, int warmup, int steps) {
+double decode_seconds_per_step(model::Model& model, const DecodeSetup& setup, int warmup, int steps, int32_t queries) {
   // The engine's step: sampled on the device where the backend can (greedy; only token ids come back),
   // else the logits to the host. Copying B × 201,088 logits to the host would time PCIe, not the model.
   const bool sampled = model.samples_on_device();
@@ -213,9 +219,9 @@ double decode_seconds_per_step(model::Model& model, const DecodeSetup& setup, in
   std::vector<int32_t> tokens;
   std::vector<model::RowSampling> rows;
   auto run = [&](int i) {
-    const model::ForwardBatch batch = setup.step(i);
+    const model::ForwardBatch batch = setup.step(i, queries);
     if (!sampled) return model.forward(batch, logits);
-    rows.assign(static_cast<size_t>(setup.batch), model::RowSampling{});  // one logits row per sequence (kLast)
+    rows.assign(static_cast<size_t>(setup.batch * queries), model::RowSampling{});  // a logits row per query
     model.forward_sample(batch, rows, tokens);
   };
   for (int i = 0; i < warmup; ++i) run(i);

@@ -54,18 +54,23 @@ struct DecodeSetup {
   int32_t batch = 0;
   double kv_gib = 0.0;  // KV cache the batch takes
   std::vector<std::vector<int32_t>> tables, sliding_tables;
-  std::vector<int32_t> tokens;  // [batch] the token each sequence runs
-  // Step `index` (0, 1, …): every sequence's token at position context + index. Views into this setup.
-  model::ForwardBatch step(int index) const;
+  int32_t max_queries = 1;      // tokens a sequence may run in one step (a verification step's 1 + drafts)
+  std::vector<int32_t> tokens;  // [batch][max_queries] the tokens each sequence runs
+  // Step `index` (0, 1, …): every sequence's `queries` (≤ max_queries) tokens from position
+  // context + index · queries, with a logits row each (one: kLast). Views into this setup.
+  model::ForwardBatch step(int index, int32_t queries = 1) const;
 };
 
-// Allocates the cache for `batch` sequences of `context` positions plus `max_steps` more, the tokens drawn
-// from `token_seed`; nullopt (and nothing allocated) when it would take more than budget_gib, with
-// `kv_gib` set to what it would take.
+// Allocates the cache for `batch` sequences of `context` positions plus `max_steps` steps of up to
+// `max_queries` tokens, the tokens drawn from `token_seed`; nullopt (and nothing allocated) when it would take
+// more than budget_gib, with `kv_gib` set to what it would take.
 std::optional<DecodeSetup> prepare_decode(model::Model& model, int64_t context, int32_t batch, int max_steps, bool ring,
-                                          double budget_gib, uint64_t token_seed, double* kv_gib = nullptr);
-// Mean seconds of `steps` decode steps (steps warmup …) after `warmup` untimed ones (steps 0 …): greedy
-// sampling on the device where the backend samples there (the engine's path), else forward() to host logits.
-double decode_seconds_per_step(model::Model& model, const DecodeSetup& setup, int warmup, int steps);
+                                          double budget_gib, uint64_t token_seed, double* kv_gib = nullptr,
+                                          int32_t max_queries = 1);
+// Mean seconds of `steps` decode steps (steps warmup …) of `queries` tokens a sequence after `warmup` untimed
+// ones (steps 0 …): greedy sampling of every row on the device where the backend samples there (the engine's
+// path), else forward() to host logits.
+double decode_seconds_per_step(model::Model& model, const DecodeSetup& setup, int warmup, int steps,
+                               int32_t queries = 1);
 
 }  // namespace gossamer::app

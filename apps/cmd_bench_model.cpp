@@ -137,6 +137,12 @@ int run_bench_decode(int argc, char** argv) {
   cli.add_flag("--routing-stats", routing_stats,
                "after each point, one more step (eager) with the routing traced: how many experts a layer's tokens "
                "touch against uniform routing, and the busiest expert's rows (model/routing_trace.h)");
+  int speculative_tokens = 0;
+  cli.add_option("--speculative-tokens", speculative_tokens,
+                 "also time, at each point, the verification step of speculative decoding (serve "
+                 "--speculative-config): every sequence runs 1 + this many tokens with a logits row each; prints its "
+                 "cost against the plain step and the accepted drafts a step that break even")
+      ->check(CLI::Range(0, 16));
   cli.add_option("--json-out", json_out, "also write the results as JSON");
   cli.add_option("--plot", plot_out,
                  "also write a chart (PNG, or SVG for a .svg path): $ per 1M output tokens (log scale) against "
@@ -146,15 +152,16 @@ int run_bench_decode(int argc, char** argv) {
   check_output_directory("--plot", plot_out);  // fail now, not after the measurements
   auto model = choice.load();
   nlohmann::json results = nlohmann::json::array();
-  std::vector<std::string> routing_lines;  // printed after the table
+  std::vector<std::string> routing_lines;  // printed after the table (with the speculative verification lines)
   std::printf(
       "| model | context | batch | step (ms) | tok/s per seq | tok/s total | $ / 1M output tokens |\n"
       "|---|---|---|---|---|---|---|\n");
   for (int64_t context : contexts) {
     for (int batch_size : batch_sizes) {
       double kv_gib = 0.0;
-      const auto setup = prepare_decode(*model, context, batch_size, steps + 4, ring, kv_budget_gib,
-                                        choice.seed + static_cast<uint64_t>(batch_size), &kv_gib);
+      const auto setup =
+          prepare_decode(*model, context, batch_size, steps + 4, ring, kv_budget_gib,
+                         choice.seed + static_cast<uint64_t>(batch_size), &kv_gib, 1 + speculative_tokens);
       if (!setup) {
         std::printf("| %s | %lld | %d | skipped: KV cache %.0f GiB > budget %.0f GiB | | | |\n", choice.name().c_str(),
                     static_cast<long long>(context), batch_size, kv_gib, kv_budget_gib);
@@ -170,6 +177,22 @@ int run_bench_decode(int argc, char** argv) {
       nlohmann::json point = {{"context", context},          {"batch", batch_size},
                               {"step_ms", per_step * 1e3},   {"tokens_per_s_per_seq", 1.0 / per_step},
                               {"tokens_per_s_total", total}, {"dollars_per_million_output_tokens", cost}};
+      if (speculative_tokens > 0) {
+        // A verification step of k drafts costs `verify`; it pays when more than verify / plain − 1 of its
+        // drafts are accepted on average (each accepted draft is a plain step saved).
+        const int32_t queries = 1 + speculative_tokens;
+        const double verify = decode_seconds_per_step(*model, *setup, 3, steps, queries);
+        char line[320];
+        std::snprintf(line, sizeof(line),
+                      "speculative verification, context %lld, batch %d: %d tokens a sequence %.2f ms against %.2f "
+                      "(%.2fx); breaks even at %.2f accepted drafts a step; all accepted: %.1f tok/s per sequence",
+                      static_cast<long long>(context), batch_size, queries, verify * 1e3, per_step * 1e3,
+                      verify / per_step, verify / per_step - 1.0, queries / verify);
+        routing_lines.emplace_back(line);
+        point["speculative"] = {{"tokens_per_sequence", queries},
+                                {"step_ms", verify * 1e3},
+                                {"break_even_accepted", verify / per_step - 1.0}};
+      }
       if (routing_stats) {
         char line[320];
         if (model->set_routing_trace(true)) {

@@ -190,6 +190,9 @@ run_headline() {
     --batch-sizes 1 8 --contexts 1024 8192 --steps 32 | grep dummy
   timeout 150 build/gossamer bench decode --load-format dummy --preset 120b --device cuda --weights mxfp4 \
     --batch-sizes 1 8 --contexts 1024 8192 --steps 32 | grep dummy
+  sec "speculative decoding's verification step (1 + 3 tokens a sequence) against the plain step, 20b, ctx 1,024"
+  timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --batch-sizes 1 4 16 \
+    --contexts 1024 --steps 16 --speculative-tokens 3 | grep -E "dummy|speculative"
   sec "bench decode batch sweep, 20b and 120b, ctx 1,024, with the dummy routing's spread (#15's sweep)"
   timeout 90 build/gossamer bench decode --load-format dummy --preset 20b --device cuda --batch-sizes 1 8 16 32 64 128 \
     256 512 --contexts 1024 --steps 16 --routing-stats | grep -E "dummy|routing"

@@ -87,6 +87,30 @@ TEST_F(ModelCliTest, BenchDecodeReportsTheRoutingSpread) {
   EXPECT_DOUBLE_EQ(parsed["results"][0]["routing"]["busiest_rows"].get<double>(), 1.0);
 }
 
+// --speculative-tokens times the verification step of speculative decoding beside each point's plain step:
+// its line, and the JSON's step time and break-even (verify / plain − 1).
+TEST_F(ModelCliTest, BenchDecodeTimesTheSpeculativeVerificationStep) {
+  fs::create_directories(dir_);
+  const std::string json = (dir_ / "speculative.json").string();
+  const Result result =
+      run("bench decode --load-format dummy --preset tiny --device cpu --batch-sizes 1,2 --contexts 64 --steps 2 "
+          "--speculative-tokens 3 --json-out " +
+          json);
+  ASSERT_EQ(result.status, 0) << result.output;
+  EXPECT_NE(result.output.find("speculative verification, context 64, batch 2: 4 tokens a sequence"), std::string::npos)
+      << result.output;
+  const auto parsed = nlohmann::json::parse(read_text_file(json));
+  ASSERT_EQ(parsed["results"].size(), 2u);
+  for (const auto& point : parsed["results"]) {
+    const auto& speculative = point["speculative"];
+    EXPECT_EQ(speculative["tokens_per_sequence"].get<int>(), 4);
+    EXPECT_GT(speculative["step_ms"].get<double>(), 0.0);
+    EXPECT_NEAR(speculative["break_even_accepted"].get<double>(),
+                speculative["step_ms"].get<double>() / point["step_ms"].get<double>() - 1.0, 1e-9);
+  }
+  EXPECT_NE(run("bench decode --load-format dummy --preset tiny --device cpu --speculative-tokens 17").status, 0);
+}
+
 TEST_F(ModelCliTest, GenerateIsGreedyAndRepeatable) {
   ASSERT_EQ(run("make-dummy --preset tiny --out " + (dir_ / "m").string()).status, 0);
   const Result first = run("generate --model " + (dir_ / "m").string() + " --prompt-tokens 5,6,7 --max-tokens 8");
