@@ -39,7 +39,7 @@ struct GemmW4A16Params {
   int M = 0, N = 0, K = 0;
   GemmEpilogue epilogue = GemmEpilogue::kBias;
   GroupedTiles grouped;  // grouped mode (grouped_tiles.h; unset for a plain GEMM): tiles of tile_rows rows
-  int tile_rows = 128;   // tokens per CTA tile: gemm_w4a16_tile_rows()'s 128 or 32 (a grouped list's tile_rows)
+  int tile_rows = 128;   // tokens per CTA tile: gemm_w4a16_tile_rows()'s 128, 32 or 16 (a grouped list's tile_rows)
 };
 
 // The token tile for tiles of max_rows_per_tile rows worth computing (a plain GEMM's M, an expert's mean rows): 32 up
@@ -49,6 +49,9 @@ struct GemmW4A16Params {
 // (8–32 rows an expert) −28 / −27 / −26 / −6% with narrow tiles, 120b at 256 (8 rows) −39%; at 48 and 64 rows they
 // lost (+7%, +21%).
 inline constexpr int kW4A16NarrowMaxRows = 32;
+// Token tiles of 16 (half the narrow tile's MMA work) up to this many rows an expert on average, where the narrow
+// tiles are taken at all (narrow_max_rows > 0): at 8 rows on average an expert rarely holds more than 16.
+inline constexpr int kW4A16NarrowestMaxRows = 8;
 int gemm_w4a16_tile_rows(int max_rows_per_tile, int narrow_max_rows = kW4A16NarrowMaxRows);
 
 void launch_gemm_w4a16(const GemmW4A16Params& p, cudaStream_t stream);

@@ -51,14 +51,14 @@ namespace {
 
 constexpr int kBK = 128;                // K per stage: one MXFP4 tile's columns
 constexpr int kOutPitch = 2 * 64 + 16;  // a staged token row: 64 bf16 and 16 bytes (conflict-free)
-constexpr int kWideTokens = 128, kNarrowTokens = 32;
+constexpr int kWideTokens = 128, kNarrowTokens = 32, kNarrowestTokens = 16;
 
 // The plan of a kernel with token tiles of kTileT (the n of wgmma): 128 (2 consumer warpgroups of two row blocks: 256
-// weight rows, 3 stages: a fourth does not fit beside the staging buffers), or 32 for experts of few rows (3 consumer
-// warpgroups of one row block: 192 weight rows, which divide both expert GEMMs' N, 5,760 and 2,880; a narrow row
-// block's wgmma are a quarter of a wide one's, so the consumers' decode is the work, and two warps a scheduler do not
-// hide its dependent chains; 8 stages of 21 KiB. Four warpgroups of one row block: the launch's 96 registers a thread
-// do not hold both fragment sets — spills, and ptxas serializes the wgmma, C7512).
+// weight rows, 3 stages: a fourth does not fit beside the staging buffers), or 32 or 16 for experts of few rows (3
+// consumer warpgroups of one row block: 192 weight rows, which divide both expert GEMMs' N, 5,760 and 2,880; a narrow
+// row block's wgmma are a quarter of a wide one's, so the consumers' decode is the work, and two warps a scheduler do
+// not hide its dependent chains; 8 stages of 21 KiB. Four warpgroups of one row block: the launch's 96 registers a
+// thread do not hold both fragment sets — spills, and ptxas serializes the wgmma, C7512).
 template <int kTileT>
 struct Shape {
   static constexpr bool kWide = kTileT == kWideTokens;
@@ -221,8 +221,10 @@ __device__ __forceinline__ void mma_block(float (&acc)[kTileT / 2], const uint32
     const uint64_t desc = wgmma::desc_plus(desc_stage, (kk / 4) * S::kHalfBytes + (kk % 4) * 32);
     if constexpr (kTileT == kWideTokens) {
       wgmma::wgmma_m64n128k16_bf16_rs(acc, a[kk], desc, first && kk == 0 ? 0 : 1);
-    } else {
+    } else if constexpr (kTileT == kNarrowTokens) {
       wgmma::wgmma_m64n32k16_bf16_rs(acc, a[kk], desc, first && kk == 0 ? 0 : 1);
+    } else {
+      wgmma::wgmma_m64n16k16_bf16_rs(acc, a[kk], desc, first && kk == 0 ? 0 : 1);
     }
   }
   wgmma::commit();
@@ -390,7 +392,8 @@ void launch_tiles(const GemmW4A16Params& p, cudaStream_t stream) {
 }  // namespace
 
 int gemm_w4a16_tile_rows(int max_rows_per_tile, int narrow_max_rows) {
-  return max_rows_per_tile <= narrow_max_rows ? kNarrowTokens : kWideTokens;
+  if (max_rows_per_tile > narrow_max_rows) return kWideTokens;
+  return max_rows_per_tile <= kW4A16NarrowestMaxRows ? kNarrowestTokens : kNarrowTokens;
 }
 
 void launch_gemm_w4a16(const GemmW4A16Params& p, cudaStream_t stream) {
@@ -408,13 +411,15 @@ void launch_gemm_w4a16(const GemmW4A16Params& p, cudaStream_t stream) {
                  "gemm_w4a16: out 16-byte aligned, ldc a multiple of 8, N of 8 (kSwiGlu: 16, in register order 64)");
   GOSSAMER_CHECK(!p.out_register_order || p.epilogue == GemmEpilogue::kSwiGlu,
                  "gemm_w4a16: out_register_order is kSwiGlu's");
-  GOSSAMER_CHECK(p.tile_rows == kWideTokens || p.tile_rows == kNarrowTokens,
-                 "gemm_w4a16: tile_rows is gemm_w4a16_tile_rows()'s 128 or 32, not ", p.tile_rows);
+  GOSSAMER_CHECK(p.tile_rows == kWideTokens || p.tile_rows == kNarrowTokens || p.tile_rows == kNarrowestTokens,
+                 "gemm_w4a16: tile_rows is gemm_w4a16_tile_rows()'s 128, 32 or 16, not ", p.tile_rows);
   if (p.M == 0 || p.N == 0) return;
   if (p.tile_rows == kWideTokens) {
     launch_tiles<kWideTokens>(p, stream);
-  } else {
+  } else if (p.tile_rows == kNarrowTokens) {
     launch_tiles<kNarrowTokens>(p, stream);
+  } else {
+    launch_tiles<kNarrowestTokens>(p, stream);
   }
 }
 
