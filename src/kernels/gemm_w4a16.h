@@ -44,10 +44,10 @@ struct GemmW4A16Params {
 
 // The token tile for tiles of max_rows_per_tile rows worth computing (a plain GEMM's M, an expert's mean rows): 32 up
 // to narrow_max_rows (the weights are then what the kernel streams: a narrow tile computes fewer padded tokens and
-// keeps more weight stages in flight), else 128. The default kW4A16NarrowMaxRows from measurements (docs/PERF.md,
-// thirty-third session, H100, dummy weights routing like a trained model's): 20b decode at 64 / 96 / 128 / 256 tokens
-// (8–32 rows an expert) −28 / −27 / −26 / −6% with narrow tiles, 120b at 256 (8 rows) −39%; at 48 and 64 rows they
-// lost (+7%, +21%).
+// keeps more weight stages in flight), 16 of those up to kW4A16NarrowestMaxRows, else 128. The default
+// kW4A16NarrowMaxRows from measurements (docs/PERF.md, thirty-third session, H100, dummy weights routing like a trained
+// model's): 20b decode at 64 / 96 / 128 / 256 tokens (8–32 rows an expert) −28 / −27 / −26 / −6% with narrow tiles,
+// 120b at 256 (8 rows) −39%; at 48 and 64 rows they lost (+7%, +21%).
 inline constexpr int kW4A16NarrowMaxRows = 32;
 // Token tiles of 16 (half the narrow tile's MMA work) up to this many rows an expert on average, where the narrow
 // tiles are taken at all (narrow_max_rows > 0): at 8 rows on average an expert rarely holds more than 16.

@@ -2,8 +2,8 @@
 // clusters of 2 CTAs that compute neighbouring weight tiles of one token tile and share its activations: each loads
 // one half and multicasts it to both.
 //
-// A CTA computes 256 weight rows × 128 tokens with 384 threads (or 192 rows × 32 tokens with 512: narrow tiles for
-// experts of few rows, three consumer warpgroups of one row block each, Shape below; the text below speaks of the
+// A CTA computes 256 weight rows × 128 tokens with 384 threads (or 192 rows × 32 or 16 tokens with 512: narrow tiles
+// for experts of few rows, three consumer warpgroups of one row block each, Shape below; the text below speaks of the
 // wide tile):
 //   warpgroup 0  producer: thread 0 issues, per K block of 128, the activations' tensor copies (its 64 tokens, both
 //                K halves of 64 bf16, 128B-swizzled, multicast) and four flat bulk copies of the weights as stored
