@@ -57,8 +57,8 @@ constexpr int kWideTokens = 128, kNarrowTokens = 32, kNarrowestTokens = 16;
 // weight rows, 3 stages: a fourth does not fit beside the staging buffers), or 32 or 16 for experts of few rows (3
 // consumer warpgroups of one row block: 192 weight rows, which divide both expert GEMMs' N, 5,760 and 2,880; a narrow
 // row block's wgmma are a quarter of a wide one's, so the consumers' decode is the work, and two warps a scheduler do
-// not hide its dependent chains; 8 stages of 21 KiB. Four warpgroups of one row block: the launch's 96 registers a
-// thread do not hold both fragment sets — spills, and ptxas serializes the wgmma, C7512).
+// not hide its dependent chains; 8 stages of 21 KiB (17 at 16 tokens). Four warpgroups of one row block: the launch's
+// 96 registers a thread do not hold both fragment sets — spills, and ptxas serializes the wgmma, C7512).
 template <int kTileT>
 struct Shape {
   static constexpr bool kWide = kTileT == kWideTokens;
