@@ -2,9 +2,9 @@
 // clusters of 2 CTAs that compute neighbouring weight tiles of one token tile and share its activations: each loads
 // one half and multicasts it to both.
 //
-// A CTA computes 256 weight rows × 128 tokens with 384 threads (or 192 rows × 32 or 16 tokens with 512: narrow tiles
-// for experts of few rows, three consumer warpgroups of one row block each, Shape below; the text below speaks of the
-// wide tile):
+// A CTA computes 256 weight rows × 128 tokens with 384 threads (or 192 rows × 64, 32 or 16 tokens with 512: narrow
+// tiles for experts of few rows, three consumer warpgroups of one row block each, Shape below; the text below speaks of
+// the wide tile):
 //   warpgroup 0  producer: thread 0 issues, per K block of 128, the activations' tensor copies (its 64 tokens, both
 //                K halves of 64 bf16, 128B-swizzled, multicast) and four flat bulk copies of the weights as stored
 //                (the four 64-row MXFP4 tiles of mxfp4_tiled.h, 4,352 bytes each) into a ring of kStages stages, each
@@ -51,14 +51,15 @@ namespace {
 
 constexpr int kBK = 128;                // K per stage: one MXFP4 tile's columns
 constexpr int kOutPitch = 2 * 64 + 16;  // a staged token row: 64 bf16 and 16 bytes (conflict-free)
-constexpr int kWideTokens = 128, kNarrowTokens = 32, kNarrowestTokens = 16;
+constexpr int kWideTokens = 128;
+constexpr int kNarrowTokens[] = {16, 32, 64};  // the narrow tiles, narrowest first (gemm_w4a16_tile_rows)
 
 // The plan of a kernel with token tiles of kTileT (the n of wgmma): 128 (2 consumer warpgroups of two row blocks: 256
-// weight rows, 3 stages: a fourth does not fit beside the staging buffers), or 32 or 16 for experts of few rows (3
+// weight rows, 3 stages: a fourth does not fit beside the staging buffers), or 64, 32 or 16 for experts of few rows (3
 // consumer warpgroups of one row block: 192 weight rows, which divide both expert GEMMs' N, 5,760 and 2,880; a narrow
 // row block's wgmma are a quarter of a wide one's, so the consumers' decode is the work, and two warps a scheduler do
-// not hide its dependent chains; 8 stages of 21 KiB (17 at 16 tokens). Four warpgroups of one row block: the launch's
-// 96 registers a thread do not hold both fragment sets — spills, and ptxas serializes the wgmma, C7512).
+// not hide its dependent chains; 8 stages of 21 KiB (17 at 16 tokens; 6 of 29 at 64). Four warpgroups of one row block:
+// the launch's 96 registers a thread do not hold both fragment sets — spills, and ptxas serializes the wgmma, C7512).
 template <int kTileT>
 struct Shape {
   static constexpr bool kWide = kTileT == kWideTokens;
@@ -66,7 +67,7 @@ struct Shape {
   static constexpr int kBlocks = kWide ? 2 : 1;             // 64-row weight blocks per consumer warpgroup
   static constexpr int kTileW = 64 * kBlocks * kConsumers;  // weight rows per CTA
   static constexpr int kThreads = 128 * (1 + kConsumers);
-  static constexpr int kStages = kWide ? 3 : 8;
+  static constexpr int kStages = kWide ? 3 : kTileT == 64 ? 6 : 8;
   // One K half of the activations: [kTileT tokens][64 bf16], 128B-swizzled.
   static constexpr int kHalfBytes = kTileT * 128;
   static constexpr int kXBytes = 2 * kHalfBytes;
@@ -221,7 +222,9 @@ __device__ __forceinline__ void mma_block(float (&acc)[kTileT / 2], const uint32
     const uint64_t desc = wgmma::desc_plus(desc_stage, (kk / 4) * S::kHalfBytes + (kk % 4) * 32);
     if constexpr (kTileT == kWideTokens) {
       wgmma::wgmma_m64n128k16_bf16_rs(acc, a[kk], desc, first && kk == 0 ? 0 : 1);
-    } else if constexpr (kTileT == kNarrowTokens) {
+    } else if constexpr (kTileT == 64) {
+      wgmma::wgmma_m64n64k16_bf16_rs(acc, a[kk], desc, first && kk == 0 ? 0 : 1);
+    } else if constexpr (kTileT == 32) {
       wgmma::wgmma_m64n32k16_bf16_rs(acc, a[kk], desc, first && kk == 0 ? 0 : 1);
     } else {
       wgmma::wgmma_m64n16k16_bf16_rs(acc, a[kk], desc, first && kk == 0 ? 0 : 1);
@@ -393,7 +396,10 @@ void launch_tiles(const GemmW4A16Params& p, cudaStream_t stream) {
 
 int gemm_w4a16_tile_rows(int max_rows_per_tile, int narrow_max_rows) {
   if (max_rows_per_tile > narrow_max_rows) return kWideTokens;
-  return max_rows_per_tile <= kW4A16NarrowestMaxRows ? kNarrowestTokens : kNarrowTokens;
+  for (const int tokens : kNarrowTokens) {
+    if (max_rows_per_tile <= tokens / 2) return tokens;
+  }
+  return kNarrowTokens[2];
 }
 
 void launch_gemm_w4a16(const GemmW4A16Params& p, cudaStream_t stream) {
@@ -411,15 +417,14 @@ void launch_gemm_w4a16(const GemmW4A16Params& p, cudaStream_t stream) {
                  "gemm_w4a16: out 16-byte aligned, ldc a multiple of 8, N of 8 (kSwiGlu: 16, in register order 64)");
   GOSSAMER_CHECK(!p.out_register_order || p.epilogue == GemmEpilogue::kSwiGlu,
                  "gemm_w4a16: out_register_order is kSwiGlu's");
-  GOSSAMER_CHECK(p.tile_rows == kWideTokens || p.tile_rows == kNarrowTokens || p.tile_rows == kNarrowestTokens,
-                 "gemm_w4a16: tile_rows is gemm_w4a16_tile_rows()'s 128, 32 or 16, not ", p.tile_rows);
+  GOSSAMER_CHECK(p.tile_rows == kWideTokens || p.tile_rows == 64 || p.tile_rows == 32 || p.tile_rows == 16,
+                 "gemm_w4a16: tile_rows is gemm_w4a16_tile_rows()'s 128, 64, 32 or 16, not ", p.tile_rows);
   if (p.M == 0 || p.N == 0) return;
-  if (p.tile_rows == kWideTokens) {
-    launch_tiles<kWideTokens>(p, stream);
-  } else if (p.tile_rows == kNarrowTokens) {
-    launch_tiles<kNarrowTokens>(p, stream);
-  } else {
-    launch_tiles<kNarrowestTokens>(p, stream);
+  switch (p.tile_rows) {
+    case kWideTokens: return launch_tiles<kWideTokens>(p, stream);
+    case 64: return launch_tiles<64>(p, stream);
+    case 32: return launch_tiles<32>(p, stream);
+    default: return launch_tiles<16>(p, stream);
   }
 }
 
