@@ -2,9 +2,8 @@
 // clusters of 2 CTAs that compute neighbouring weight tiles of one token tile and share its activations: each loads
 // one half and multicasts it to both.
 //
-// A CTA computes 256 weight rows × 128 tokens with 384 threads (or 192 rows × 64, 32 or 16 tokens with 512: narrow
-// tiles for experts of few rows, three consumer warpgroups of one row block each, Shape below; the text below speaks of
-// the wide tile):
+// A CTA computes 256 weight rows × 128 tokens (or 64, 32 or 16: narrow tiles for experts of few rows, Shape below; the
+// text below speaks of 128) with 384 threads:
 //   warpgroup 0  producer: thread 0 issues, per K block of 128, the activations' tensor copies (its 64 tokens, both
 //                K halves of 64 bf16, 128B-swizzled, multicast) and four flat bulk copies of the weights as stored
 //                (the four 64-row MXFP4 tiles of mxfp4_tiled.h, 4,352 bytes each) into a ring of kStages stages, each
@@ -54,17 +53,15 @@ constexpr int kOutPitch = 2 * 64 + 16;  // a staged token row: 64 bf16 and 16 by
 constexpr int kWideTokens = 128;
 constexpr int kNarrowTokens[] = {16, 32, 64};  // the narrow tiles, narrowest first (gemm_w4a16_tile_rows)
 
-// The plan of a kernel with token tiles of kTileT (the n of wgmma): 128 (2 consumer warpgroups of two row blocks: 256
-// weight rows, 3 stages: a fourth does not fit beside the staging buffers), or 64, 32 or 16 for experts of few rows (3
-// consumer warpgroups of one row block: 192 weight rows, which divide both expert GEMMs' N, 5,760 and 2,880; a narrow
-// row block's wgmma are a quarter of a wide one's, so the consumers' decode is the work, and two warps a scheduler do
-// not hide its dependent chains; 8 stages of 21 KiB (17 at 16 tokens; 6 of 29 at 64). Four warpgroups of one row block:
-// the launch's 96 registers a thread do not hold both fragment sets — spills, and ptxas serializes the wgmma, C7512).
+// The plan of a kernel with token tiles of kTileT (the n of wgmma): 2 consumer warpgroups of two 64-row blocks (256
+// weight rows) at every tile; 128 tokens (3 stages: a fourth does not fit beside the staging buffers), or 64, 32 or 16
+// for experts of few rows (6 stages of 34 KiB at 64, 8 of 26 / 22 KiB at 32 / 16: the weights are then what the kernel
+// streams, so it keeps more of them in flight).
 template <int kTileT>
 struct Shape {
   static constexpr bool kWide = kTileT == kWideTokens;
-  static constexpr int kConsumers = kWide ? 2 : 3;          // consumer warpgroups
-  static constexpr int kBlocks = kWide ? 2 : 1;             // 64-row weight blocks per consumer warpgroup
+  static constexpr int kConsumers = 2;                      // consumer warpgroups
+  static constexpr int kBlocks = 2;                         // 64-row weight blocks per consumer warpgroup
   static constexpr int kTileW = 64 * kBlocks * kConsumers;  // weight rows per CTA
   static constexpr int kThreads = 128 * (1 + kConsumers);
   static constexpr int kStages = kWide ? 3 : kTileT == 64 ? 6 : 8;
@@ -78,10 +75,10 @@ struct Shape {
   static constexpr int kOutBytes = kTileT * kOutPitch;  // one consumer warpgroup's staging buffer
   static constexpr int kSmemBytes = 1024 + kOutOffset + kConsumers * kOutBytes;
   // Registers after reallocation: 128 · producer + 128 · kConsumers · consumer ≤ what the launch allocates (65,536 /
-  // kThreads, in multiples of 8). A wide consumer thread holds 2 · 64 accumulators and two fragment sets (64), a
-  // narrow one 16 and the two sets, without spills (and the producer's walk fits 56: at 32 it spills).
+  // kThreads, in multiples of 8). A wide consumer thread holds 2 · 64 accumulators and two fragment sets (64), without
+  // spills.
   static constexpr int kLaunchRegs = 65536 / kThreads / 8 * 8;
-  static constexpr int kProducerRegs = 56, kConsumerRegs = kWide ? 224 : 152;
+  static constexpr int kProducerRegs = 56, kConsumerRegs = 224;
   static_assert(kStageBytes % 1024 == 0 && kHalfBytes % 1024 == 0, "activations 1024-byte aligned (128B swizzle)");
   static_assert(kOutOffset % 16 == 0, "staging buffers 16-byte aligned (16-byte loads)");
   static_assert(kSmemBytes <= 227 * 1024, "a CTA's shared memory");
