@@ -39,8 +39,7 @@ struct W4A16Case {
 };
 
 // The model's gate_up (h in register order, as the MoE stores it) and down, partial row tiles and K blocks, an odd
-// number of weight tiles (a last cluster pair with an inactive rank: the narrow tiles' 192 rows at N = 2,880, 136
-// and 8, the wide tiles' 256 at 640 and 136), N past a 64-row tile, exponents
+// number of 256-row weight tiles (a last cluster pair with an inactive rank), N past a 64-row tile, exponents
 // from 60 to 200 (the two-multiply path past 128), plain GEMMs; each with every token tile (128, 64, 32 and 16).
 const W4A16Case kCases[] = {
     {5760, 2880, {300, 0, 129, 64, 1}, GemmEpilogue::kSwiGlu, 110, 124, false, true},
