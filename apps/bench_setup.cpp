@@ -55,8 +55,8 @@ void ModelChoice::add_options(CLI::App& cli) {
       ->group("");  // hidden: A/B runs
   cli.add_option("--moe-decode", options.moe_decode,
                  "cuda: auto (default: the weight-streaming grouped GEMM at 9-16 tokens with MXFP4 experts and T*4 >= "
-                 "E, or 9-64, FP8) | gemv | stream")
-      ->check(CLI::IsMember({"auto", "gemv", "stream"}));
+                 "E, or 9-64, FP8) | gemv | stream | gemm (never stream; from 9 tokens the grouped GEMMs)")
+      ->check(CLI::IsMember({"auto", "gemv", "stream", "gemm"}));
   cli.add_flag("--split-mixed-attention,!--no-split-mixed-attention", options.split_mixed_attention,
                "cuda: decode sequences of mixed steps on the decode attention kernel (default; off: all on the "
                "prefill kernel)");

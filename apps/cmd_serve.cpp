@@ -100,9 +100,9 @@ int run_serve(int argc, char** argv) {
       ->group("Model");
   cli.add_option("--moe-decode", model_options.moe_decode,
                  "cuda: auto (default: the weight-streaming grouped GEMM at 9-16 tokens with MXFP4 experts and T*4 >= "
-                 "E, or 9-64, FP8) | gemv | stream")
+                 "E, or 9-64, FP8) | gemv | stream | gemm (never stream; from 9 tokens the grouped GEMMs)")
       ->envname("GOSSAMER_MOE_DECODE")
-      ->check(CLI::IsMember({"auto", "gemv", "stream"}))
+      ->check(CLI::IsMember({"auto", "gemv", "stream", "gemm"}))
       ->group("Model");
   bool host_sampling = false;
   cli.add_flag("--host-sampling", host_sampling,

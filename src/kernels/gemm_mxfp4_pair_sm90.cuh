@@ -57,20 +57,20 @@ __device__ __forceinline__ Coord coord_of(const Params& p, const Walk& w, int u)
 }
 
 // The kernel's dynamic shared memory, 1024-byte aligned (128B-swizzled tiles); the ring's barriers at bar_offset:
-// full[kStages] (the producer thread's expect_tx) and empty[kStages] (every consumer warp of both CTAs), set up by
-// thread 0 (which also prefetches the activations' map), then a cluster sync, so that the peer's barriers exist
-// before any copy or arrival names them. Every thread calls it first.
+// full[kStages] (the producer thread's expect_tx) and empty[kStages] (every one of the consumer_warps of both CTAs),
+// set up by thread 0 (which also prefetches the activations' map), then a cluster sync, so that the peer's barriers
+// exist before any copy or arrival names them. Every thread calls it first.
 template <int kStages>
 __device__ __forceinline__ uint8_t* init_ring(uint8_t* smem_raw, int bar_offset, const CUtensorMap* map,
-                                              uint64_t*& full, uint64_t*& empty) {
+                                              uint64_t*& full, uint64_t*& empty, int consumer_warps = 8) {
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   full = reinterpret_cast<uint64_t*>(smem + bar_offset);
   empty = full + kStages;
   if (threadIdx.x == 0) {
     tma::prefetch_map(map);
     for (int s = 0; s < kStages; ++s) {
-      mbar::init(&full[s], 1);              // thread 0's expect_tx
-      mbar::init(&empty[s], 8 * kCluster);  // every consumer warp of both CTAs
+      mbar::init(&full[s], 1);                           // thread 0's expect_tx
+      mbar::init(&empty[s], consumer_warps * kCluster);  // every consumer warp of both CTAs
     }
     tma::fence_barrier_init();
   }

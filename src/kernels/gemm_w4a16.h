@@ -39,15 +39,17 @@ struct GemmW4A16Params {
   int M = 0, N = 0, K = 0;
   GemmEpilogue epilogue = GemmEpilogue::kBias;
   GroupedTiles grouped;  // grouped mode (grouped_tiles.h; unset for a plain GEMM): tiles of tile_rows rows
-  int tile_rows = 128;   // tokens per CTA tile: gemm_w4a16_tile_rows()'s 128 or 32 (a grouped list's tile_rows)
+  int tile_rows = 128;   // tokens per CTA tile: gemm_w4a16_tile_rows()'s 128, 64, 32 or 16 (a grouped list's)
 };
 
-// The token tile for tiles of max_rows_per_tile rows worth computing (a plain GEMM's M, an expert's mean rows): 32 up
-// to narrow_max_rows (the weights are then what the kernel streams: a narrow tile computes fewer padded tokens and
-// keeps more weight stages in flight), else 128. The default kW4A16NarrowMaxRows from measurements (docs/PERF.md,
+// The token tile for tiles of max_rows_per_tile rows worth computing (a plain GEMM's M, an expert's mean rows): up to
+// narrow_max_rows a narrow tile (the weights are then what the kernel streams: a narrow tile computes fewer padded
+// tokens and keeps more weight stages in flight), the narrowest of 16, 32 and 64 tokens that holds twice the mean (an
+// expert routed more rows than its tile is cut into more tiles, each decoding its weights again; at a mean of m rows
+// one rarely holds more than m + 3√m), else 128. The default kW4A16NarrowMaxRows from measurements (docs/PERF.md,
 // thirty-third session, H100, dummy weights routing like a trained model's): 20b decode at 64 / 96 / 128 / 256 tokens
-// (8–32 rows an expert) −28 / −27 / −26 / −6% with narrow tiles, 120b at 256 (8 rows) −39%; at 48 and 64 rows they
-// lost (+7%, +21%).
+// (8–32 rows an expert) −28 / −27 / −26 / −6% with narrow tiles, 120b at 256 (8 rows) −39%; at 48 and 64 rows they lost
+// (+7%, +21%).
 inline constexpr int kW4A16NarrowMaxRows = 32;
 int gemm_w4a16_tile_rows(int max_rows_per_tile, int narrow_max_rows = kW4A16NarrowMaxRows);
 

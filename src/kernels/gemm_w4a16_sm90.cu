@@ -1,9 +1,9 @@
 // W4A16 GEMM (gemm_w4a16.h) on sm_90a. Persistent: one CTA per SM walks the work units (weight tiles fastest), in
-// clusters of 2 CTAs that compute neighbouring 256-row weight tiles of one token tile and share its activations:
-// each loads one half and multicasts it to both.
+// clusters of 2 CTAs that compute neighbouring weight tiles of one token tile and share its activations: each loads
+// one half and multicasts it to both.
 //
-// A CTA computes 256 weight rows × 128 tokens (or 32: narrow tiles for experts of few rows, Shape below; the text
-// below speaks of 128) with 384 threads:
+// A CTA computes 256 weight rows × 128 tokens (or 64, 32 or 16: narrow tiles for experts of few rows, Shape below; the
+// text below speaks of 128) with 384 threads:
 //   warpgroup 0  producer: thread 0 issues, per K block of 128, the activations' tensor copies (its 64 tokens, both
 //                K halves of 64 bf16, 128B-swizzled, multicast) and four flat bulk copies of the weights as stored
 //                (the four 64-row MXFP4 tiles of mxfp4_tiled.h, 4,352 bytes each) into a ring of kStages stages, each
@@ -29,7 +29,7 @@
 // 8,192 tokens E = 32 3,332 against 3,700 µs); three consumer warpgroups of one row block each measured slower.
 // The producer gives its registers to the consumers (setmaxnreg). A rank past the last weight tile (an odd tile
 // count) loads and computes its peer's tile for the shared activations' and the barriers' sake and writes nothing;
-// a warpgroup whose 128 rows lie wholly past N skips its decode and wgmma but keeps the barrier protocol. Rows past N
+// a warpgroup whose rows lie wholly past N skips its decode and wgmma but keeps the barrier protocol. Rows past N
 // and K past the real columns decode the layout's padding (code 0) and the activations' zero fill: zeros.
 #include <cuda_bf16.h>
 
@@ -48,35 +48,43 @@
 namespace gossamer::kernels {
 namespace {
 
-constexpr int kThreads = 384;
-constexpr int kBlocks = 2;              // 64-row weight blocks per consumer warpgroup
-constexpr int kTileW = 256;             // weight rows per CTA: 2 · 64 per consumer warpgroup
 constexpr int kBK = 128;                // K per stage: one MXFP4 tile's columns
 constexpr int kOutPitch = 2 * 64 + 16;  // a staged token row: 64 bf16 and 16 bytes (conflict-free)
-constexpr int kWideTokens = 128, kNarrowTokens = 32;
+constexpr int kWideTokens = 128;
+constexpr int kNarrowTokens[] = {16, 32, 64};  // the narrow tiles, narrowest first (gemm_w4a16_tile_rows)
 
-// The shared-memory plan of a kernel with token tiles of kTileT (the n of wgmma): 128 (3 stages: a fourth does not
-// fit beside the staging buffers), or 32 for experts of few rows (8 stages: its stages are 25 KiB, and the weights
-// are then what the kernel streams, so it keeps more of them in flight).
+// The plan of a kernel with token tiles of kTileT (the n of wgmma): 2 consumer warpgroups of two 64-row blocks (256
+// weight rows) at every tile; 128 tokens (3 stages: a fourth does not fit beside the staging buffers), or 64, 32 or 16
+// for experts of few rows (6 stages of 34 KiB at 64, 8 of 26 / 22 KiB at 32 / 16: the weights are then what the kernel
+// streams, so it keeps more of them in flight).
 template <int kTileT>
 struct Shape {
-  static constexpr int kStages = kTileT == kWideTokens ? 3 : 8;
+  static constexpr bool kWide = kTileT == kWideTokens;
+  static constexpr int kConsumers = 2;                      // consumer warpgroups
+  static constexpr int kBlocks = 2;                         // 64-row weight blocks per consumer warpgroup
+  static constexpr int kTileW = 64 * kBlocks * kConsumers;  // weight rows per CTA
+  static constexpr int kThreads = 128 * (1 + kConsumers);
+  static constexpr int kStages = kWide ? 3 : kTileT == 64 ? 6 : 8;
   // One K half of the activations: [kTileT tokens][64 bf16], 128B-swizzled.
   static constexpr int kHalfBytes = kTileT * 128;
   static constexpr int kXBytes = 2 * kHalfBytes;
-  static constexpr int kStageBytes = (kXBytes + 4 * kMxfp4TileBytes + 1023) / 1024 * 1024;  // activations, weights
-  static constexpr int kBarOffset = kStages * kStageBytes;  // full[kStages], empty[kStages]
+  static constexpr int kStageBytes =
+      (kXBytes + kTileW / 64 * kMxfp4TileBytes + 1023) / 1024 * 1024;  // activations, weights
+  static constexpr int kBarOffset = kStages * kStageBytes;             // full[kStages], empty[kStages]
   static constexpr int kOutOffset = kBarOffset + 2 * kStages * 8;
   static constexpr int kOutBytes = kTileT * kOutPitch;  // one consumer warpgroup's staging buffer
-  static constexpr int kSmemBytes = 1024 + kOutOffset + 2 * kOutBytes;
+  static constexpr int kSmemBytes = 1024 + kOutOffset + kConsumers * kOutBytes;
+  // Registers after reallocation: 128 · producer + 128 · kConsumers · consumer ≤ what the launch allocates (65,536 /
+  // kThreads, in multiples of 8). A wide consumer thread holds 2 · 64 accumulators and two fragment sets (64), without
+  // spills.
+  static constexpr int kLaunchRegs = 65536 / kThreads / 8 * 8;
+  static constexpr int kProducerRegs = 56, kConsumerRegs = 224;
   static_assert(kStageBytes % 1024 == 0 && kHalfBytes % 1024 == 0, "activations 1024-byte aligned (128B swizzle)");
   static_assert(kOutOffset % 16 == 0, "staging buffers 16-byte aligned (16-byte loads)");
   static_assert(kSmemBytes <= 227 * 1024, "a CTA's shared memory");
+  static_assert(128 * kProducerRegs + 128 * kConsumers * kConsumerRegs <= kThreads * kLaunchRegs,
+                "more registers than the launch holds");
 };
-// Registers after reallocation: 128 · producer + 256 · consumer ≤ 384 · 168 (what the launch allocates). A consumer
-// thread holds 2 · 64 accumulators and two fragment sets (64), without spills.
-constexpr int kProducerRegs = 56, kConsumerRegs = 224;
-static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= kThreads * 168, "more registers than the launch holds");
 
 using namespace mxfp4_pair;  // Walk, Coord, kCluster, release, FragmentRows, launch_units
 
@@ -211,8 +219,12 @@ __device__ __forceinline__ void mma_block(float (&acc)[kTileT / 2], const uint32
     const uint64_t desc = wgmma::desc_plus(desc_stage, (kk / 4) * S::kHalfBytes + (kk % 4) * 32);
     if constexpr (kTileT == kWideTokens) {
       wgmma::wgmma_m64n128k16_bf16_rs(acc, a[kk], desc, first && kk == 0 ? 0 : 1);
-    } else {
+    } else if constexpr (kTileT == 64) {
+      wgmma::wgmma_m64n64k16_bf16_rs(acc, a[kk], desc, first && kk == 0 ? 0 : 1);
+    } else if constexpr (kTileT == 32) {
       wgmma::wgmma_m64n32k16_bf16_rs(acc, a[kk], desc, first && kk == 0 ? 0 : 1);
+    } else {
+      wgmma::wgmma_m64n16k16_bf16_rs(acc, a[kk], desc, first && kk == 0 ? 0 : 1);
     }
   }
   wgmma::commit();
@@ -222,8 +234,8 @@ __device__ __forceinline__ void mma_block(float (&acc)[kTileT / 2], const uint32
 template <int kTileT>
 __device__ __forceinline__ void consume(const GemmW4A16Params& p, uint8_t* smem, uint64_t* full, uint64_t* empty) {
   using S = Shape<kTileT>;
-  constexpr int kStages = S::kStages;
-  tma::regs_claim<kConsumerRegs>();
+  constexpr int kStages = S::kStages, kBlocks = S::kBlocks;
+  tma::regs_claim<S::kConsumerRegs>();
   const int tid = static_cast<int>(threadIdx.x);
   // Consumer warpgroup cw (through a shuffle so that the compiler knows it is warp-uniform).
   const int cw = __shfl_sync(0xffffffffu, tid / 128, 0) - 1;
@@ -237,9 +249,9 @@ __device__ __forceinline__ void consume(const GemmW4A16Params& p, uint8_t* smem,
   uint8_t* buf = smem + S::kOutOffset + cw * S::kOutBytes;
   int s = 0;
   uint32_t phase = 0;
-  const Walk w = walk_of<kTileW, kTileT>(p);
+  const Walk w = walk_of<S::kTileW, kTileT>(p);
   for (int u = w.first; u < w.units; u += w.stride) {
-    const Coord c = coord_of<kTileW, kTileT>(p, w, u);
+    const Coord c = coord_of<S::kTileW, kTileT>(p, w, u);
     const int n_wg = c.n0_load + 64 * kBlocks * cw;  // this warpgroup's first weight row
     if (n_wg >= p.N) {                               // (uniform over the warpgroup) only the barrier protocol
       for (int kb = 0; kb < num_kb; ++kb, s = mbar::next_stage<kStages>(s, phase)) {
@@ -273,9 +285,9 @@ __device__ __forceinline__ void consume(const GemmW4A16Params& p, uint8_t* smem,
         load_fragments(raw0 + s * S::kStageBytes + ((rb + 1) % kBlocks) * kMxfp4TileBytes, rows, next);
       }
     };
-    for (int i = 0; i < num_slots; i += 2) {
+    for (int i = 0; i < num_slots; i += 2) {  // (the fragment sets alternate; one row block: rb is 0 throughout)
       step(i, std::integral_constant<int, 0>{}, a[0], a[1]);
-      if (i + 1 < num_slots) step(i + 1, std::integral_constant<int, 1>{}, a[1], a[0]);
+      if (i + 1 < num_slots) step(i + 1, std::integral_constant<int, 1 % kBlocks>{}, a[1], a[0]);
     }
     // The bias (two values a thread and row block: its fragment rows), loaded while the last group runs.
     float b[kBlocks][2] = {};
@@ -309,19 +321,19 @@ __device__ __forceinline__ void consume(const GemmW4A16Params& p, uint8_t* smem,
 }
 
 template <int kTileT>
-__global__ void __launch_bounds__(kThreads, 1)
+__global__ void __launch_bounds__(Shape<kTileT>::kThreads, 1)
     gemm_w4a16_kernel(const __grid_constant__ CUtensorMap map_x, const GemmW4A16Params p) {
   using S = Shape<kTileT>;
   extern __shared__ uint8_t smem_raw[];
   uint64_t *full, *empty;
-  uint8_t* smem = init_ring<S::kStages>(smem_raw, S::kBarOffset, &map_x, full, empty);
+  uint8_t* smem = init_ring<S::kStages>(smem_raw, S::kBarOffset, &map_x, full, empty, 4 * S::kConsumers);
   const int tid = static_cast<int>(threadIdx.x);
 
   if (tid < 128) {
-    tma::regs_release<kProducerRegs>();
+    tma::regs_release<S::kProducerRegs>();
     if (tid == 0) {
       // Both 64-token halves of the activations land in the stage (the peer multicasts the other).
-      produce<S::kStages, kTileW, kTileT, S::kStageBytes, S::kXBytes>(
+      produce<S::kStages, S::kTileW, kTileT, S::kStageBytes, S::kXBytes>(
           p, smem, full, empty, [&](uint8_t* stage, int kb, const Coord& c, const Walk& w, uint64_t* bar) {
             for (int kh = 0; kh < 2; ++kh) {
               tma::copy_2d_multicast(stage + kh * S::kHalfBytes + w.rank * (kTileT / kCluster) * 128, &map_x,
@@ -365,7 +377,8 @@ __global__ void w4a16_activations_kernel(const uint16_t* __restrict__ x, int64_t
 
 template <int kTileT>
 void launch_tiles(const GemmW4A16Params& p, cudaStream_t stream) {
-  PersistentClusterLaunch launch(gemm_w4a16_kernel<kTileT>, kCluster, kThreads, Shape<kTileT>::kSmemBytes, stream);
+  PersistentClusterLaunch launch(gemm_w4a16_kernel<kTileT>, kCluster, Shape<kTileT>::kThreads,
+                                 Shape<kTileT>::kSmemBytes, stream);
   static const int max_units_in_flight = launch.resident_clusters("gemm_w4a16");
   // A: [M, 2K] bytes, row stride 2·lda; box 128 bytes (64 bf16) × kTileT / 2 tokens (a rank's half of a tile, one K
   // half).
@@ -373,13 +386,17 @@ void launch_tiles(const GemmW4A16Params& p, cudaStream_t stream) {
   const uint64_t strides[1] = {static_cast<uint64_t>(2 * p.lda)};
   const uint32_t box[2] = {128, kTileT / kCluster};
   const CUtensorMap map_x = tma::make_map_u8_sw128(p.a, 2, dims, strides, box);
-  launch_units<kTileW, kTileT>(launch, max_units_in_flight, map_x, p);
+  launch_units<Shape<kTileT>::kTileW, kTileT>(launch, max_units_in_flight, map_x, p);
 }
 
 }  // namespace
 
 int gemm_w4a16_tile_rows(int max_rows_per_tile, int narrow_max_rows) {
-  return max_rows_per_tile <= narrow_max_rows ? kNarrowTokens : kWideTokens;
+  if (max_rows_per_tile > narrow_max_rows) return kWideTokens;
+  for (const int tokens : kNarrowTokens) {
+    if (max_rows_per_tile <= tokens / 2) return tokens;
+  }
+  return kNarrowTokens[2];
 }
 
 void launch_gemm_w4a16(const GemmW4A16Params& p, cudaStream_t stream) {
@@ -397,13 +414,14 @@ void launch_gemm_w4a16(const GemmW4A16Params& p, cudaStream_t stream) {
                  "gemm_w4a16: out 16-byte aligned, ldc a multiple of 8, N of 8 (kSwiGlu: 16, in register order 64)");
   GOSSAMER_CHECK(!p.out_register_order || p.epilogue == GemmEpilogue::kSwiGlu,
                  "gemm_w4a16: out_register_order is kSwiGlu's");
-  GOSSAMER_CHECK(p.tile_rows == kWideTokens || p.tile_rows == kNarrowTokens,
-                 "gemm_w4a16: tile_rows is gemm_w4a16_tile_rows()'s 128 or 32, not ", p.tile_rows);
+  GOSSAMER_CHECK(p.tile_rows == kWideTokens || p.tile_rows == 64 || p.tile_rows == 32 || p.tile_rows == 16,
+                 "gemm_w4a16: tile_rows is gemm_w4a16_tile_rows()'s 128, 64, 32 or 16, not ", p.tile_rows);
   if (p.M == 0 || p.N == 0) return;
-  if (p.tile_rows == kWideTokens) {
-    launch_tiles<kWideTokens>(p, stream);
-  } else {
-    launch_tiles<kNarrowTokens>(p, stream);
+  switch (p.tile_rows) {
+    case kWideTokens: return launch_tiles<kWideTokens>(p, stream);
+    case 64: return launch_tiles<64>(p, stream);
+    case 32: return launch_tiles<32>(p, stream);
+    default: return launch_tiles<16>(p, stream);
   }
 }
 

@@ -138,7 +138,8 @@ cuda::CudaOptions cuda_options(const ModelOptions& options) {
   out.moe_decode = choose<cuda::MoeDecodePath>("--moe-decode", options.moe_decode,
                                                {{"auto", cuda::MoeDecodePath::kAuto},
                                                 {"gemv", cuda::MoeDecodePath::kGemv},
-                                                {"stream", cuda::MoeDecodePath::kStream}});
+                                                {"stream", cuda::MoeDecodePath::kStream},
+                                                {"gemm", cuda::MoeDecodePath::kGemm}});
   out.kv_cache_fp8 = kv_cache_dtype_is_fp8(options.kv_cache_dtype);
   out.split_mixed_attention = options.split_mixed_attention;
   out.moe_gemv_shape = choose<kernels::GemvMxfp4Shape>("--moe-gemv-shape", options.moe_gemv_shape,

@@ -40,7 +40,7 @@ struct W4A16Case {
 
 // The model's gate_up (h in register order, as the MoE stores it) and down, partial row tiles and K blocks, an odd
 // number of 256-row weight tiles (a last cluster pair with an inactive rank), N past a 64-row tile, exponents
-// from 60 to 200 (the two-multiply path past 128), plain GEMMs; each with both token tiles (128 and 32).
+// from 60 to 200 (the two-multiply path past 128), plain GEMMs; each with every token tile (128, 64, 32 and 16).
 const W4A16Case kCases[] = {
     {5760, 2880, {300, 0, 129, 64, 1}, GemmEpilogue::kSwiGlu, 110, 124, false, true},
     {2880, 2880, {200, 7, 256, 0}, GemmEpilogue::kBias, 110, 124},
@@ -56,7 +56,8 @@ TEST(GemmW4A16Kernel, MatchesReference) {
   GOSSAMER_REQUIRE_GPU();
   std::mt19937 rng(47);
   uint64_t seed = 31;
-  for (const int tile_rows : {gemm_w4a16_tile_rows(kW4A16NarrowMaxRows + 1), gemm_w4a16_tile_rows(1)})
+  for (const int tile_rows : {gemm_w4a16_tile_rows(kW4A16NarrowMaxRows + 1), gemm_w4a16_tile_rows(kW4A16NarrowMaxRows),
+                              gemm_w4a16_tile_rows(16), gemm_w4a16_tile_rows(1)})
     for (const W4A16Case& c : kCases) {
       const int groups = static_cast<int>(c.rows.size());
       const GroupedTileLists lists(c.rows, tile_rows);

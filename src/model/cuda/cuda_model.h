@@ -49,7 +49,9 @@
 
 namespace gossamer::model::cuda {
 
-enum class MoeDecodePath : uint8_t { kAuto, kGemv, kStream };
+// The experts of decode-sized steps (--moe-decode): kGemv never streams (GEMV chunks up to kMxfp4GemvMaxTokens with
+// MXFP4 experts), kGemm never streams and takes the grouped GEMMs past kernels::kGemvMaxRows tokens.
+enum class MoeDecodePath : uint8_t { kAuto, kGemv, kStream, kGemm };
 
 struct CudaOptions {
   // The GPU (device ordinal) this model lives on: every entry point makes it the calling thread's current

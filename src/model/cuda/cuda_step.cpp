@@ -134,7 +134,8 @@ bool CudaModel::streams_experts(int num_tokens) const {
   if (weights_.format == WeightFormat::kBf16 || num_tokens > kMoeStreamMaxTokens) return false;
   switch (options_.moe_decode) {
     case MoeDecodePath::kStream: return true;
-    case MoeDecodePath::kGemv: return false;
+    case MoeDecodePath::kGemv:
+    case MoeDecodePath::kGemm: return false;
     case MoeDecodePath::kAuto: break;
   }
   if (num_tokens <= kernels::kGemvMaxRows) return false;
@@ -143,8 +144,9 @@ bool CudaModel::streams_experts(int num_tokens) const {
 }
 
 bool CudaModel::experts_on_gemvs(int num_tokens) const {
+  const bool mxfp4_chunks = reads_mxfp4_experts() && options_.moe_decode != MoeDecodePath::kGemm;
   return weights_.format != WeightFormat::kBf16 && !streams_experts(num_tokens) &&
-         num_tokens <= (reads_mxfp4_experts() ? kMxfp4GemvMaxTokens : kernels::kGemvMaxRows);
+         num_tokens <= (mxfp4_chunks ? kMxfp4GemvMaxTokens : kernels::kGemvMaxRows);
 }
 
 bool CudaModel::experts_gemm_w4a8(int num_tokens) const {
