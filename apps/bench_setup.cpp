@@ -53,9 +53,11 @@ void ModelChoice::add_options(CLI::App& cli) {
                options.prefill_moe_combine_deferred,
                "cuda: the prefill MoE's combine summed by the next norm (default; A/B)")
       ->group("");  // hidden: A/B runs
-  cli.add_option("--moe-decode", options.moe_decode,
-                 "cuda: auto (default: the weight-streaming grouped GEMM at 9-16 tokens with MXFP4 experts and T*4 >= "
-                 "E, or 9-64, FP8) | gemv | stream | gemm (never stream; from 9 tokens the grouped GEMMs)")
+  cli.add_option(
+         "--moe-decode", options.moe_decode,
+         "cuda: auto (default: the weight-streaming grouped GEMM at 9-64 tokens with FP8 experts; MXFP4 experts on "
+         "the grouped GEMMs from 9 tokens) | gemv (never stream; MXFP4 experts on GEMV chunks up to 16 tokens) | "
+         "stream | gemm (never stream; the grouped GEMMs from 9 tokens)")
       ->check(CLI::IsMember({"auto", "gemv", "stream", "gemm"}));
   cli.add_flag("--split-mixed-attention,!--no-split-mixed-attention", options.split_mixed_attention,
                "cuda: decode sequences of mixed steps on the decode attention kernel (default; off: all on the "

@@ -98,9 +98,11 @@ int run_serve(int argc, char** argv) {
       ->envname("GOSSAMER_KV_CACHE_DTYPE")
       ->check(CLI::IsMember({"auto", "fp8", "fp8_e4m3"}))
       ->group("Model");
-  cli.add_option("--moe-decode", model_options.moe_decode,
-                 "cuda: auto (default: the weight-streaming grouped GEMM at 9-16 tokens with MXFP4 experts and T*4 >= "
-                 "E, or 9-64, FP8) | gemv | stream | gemm (never stream; from 9 tokens the grouped GEMMs)")
+  cli.add_option(
+         "--moe-decode", model_options.moe_decode,
+         "cuda: auto (default: the weight-streaming grouped GEMM at 9-64 tokens with FP8 experts; MXFP4 experts on "
+         "the grouped GEMMs from 9 tokens) | gemv (never stream; MXFP4 experts on GEMV chunks up to 16 tokens) | "
+         "stream | gemm (never stream; the grouped GEMMs from 9 tokens)")
       ->envname("GOSSAMER_MOE_DECODE")
       ->check(CLI::IsMember({"auto", "gemv", "stream", "gemm"}))
       ->group("Model");

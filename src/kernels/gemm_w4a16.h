@@ -49,7 +49,8 @@ struct GemmW4A16Params {
 // one rarely holds more than m + 3√m), else 128. The default kW4A16NarrowMaxRows from measurements (docs/PERF.md,
 // thirty-third session, H100, dummy weights routing like a trained model's): 20b decode at 64 / 96 / 128 / 256 tokens
 // (8–32 rows an expert) −28 / −27 / −26 / −6% with narrow tiles, 120b at 256 (8 rows) −39%; at 48 and 64 rows they lost
-// (+7%, +21%).
+// (+7%, +21%). The ladder of 16 / 32 / 64 against 32-token tiles alone (thirty-fifth session, H100): 20b at 32 / 64 /
+// 256 tokens −3 / −3 / −11%, 120b at 64 / 256 −5 / −4%, 20b at 128 level (docs/kernels-hopper.md).
 inline constexpr int kW4A16NarrowMaxRows = 32;
 int gemm_w4a16_tile_rows(int max_rows_per_tile, int narrow_max_rows = kW4A16NarrowMaxRows);
 

@@ -50,9 +50,9 @@ struct ModelOptions {
   // hidden bench flag --no-prefill-attention-fixed-max for A/B).
   bool prefill_attention_fixed_max = true;
   // cuda: the experts of decode-sized steps (CudaOptions::moe_decode): "auto" (the weight-streaming grouped
-  // GEMM where it measured faster: 9–16 tokens with MXFP4 experts and at least one row per expert, 9–64 with FP8),
-  // "gemv" (never), "stream" (every step of ≤ 4,096 tokens) or "gemm" (never, and the grouped GEMMs from
-  // kGemvMaxRows + 1 tokens where "gemv" runs MXFP4 experts on GEMV chunks up to 16).
+  // GEMM where it measured faster: 9–64 tokens with FP8 experts; MXFP4 experts on the grouped GEMMs from 9 tokens),
+  // "gemv" (never, and MXFP4 experts on GEMV chunks up to 16 tokens), "stream" (every step of ≤ 4,096 tokens) or
+  // "gemm" (never, and the grouped GEMMs from kGemvMaxRows + 1 tokens).
   std::string moe_decode = "auto";
   // cuda: mixed steps run their decode sequences on the decode attention kernel and only the prefill chunks
   // on the prefill kernel (CudaOptions::split_mixed_attention); on by default (measured faster on the H200).

@@ -10,12 +10,12 @@
 //
 // Paths of a step: rows ≤ 8 (decode) use weight-only GEMVs (activations stay bf16), larger steps the
 // FP8 GEMMs with per-token 1×128 activation quantization (or the bf16 GEMMs in bf16 mode). With MXFP4
-// experts (--weights mxfp4, the default) steps of ≤ kMxfp4GemvMaxTokens read them as MXFP4 (the decode MoE, 8 tokens
-// at a time); larger steps run grouped GEMMs on the experts as stored, each warp decoding its weights into the
+// experts (--weights mxfp4, the default) steps of ≤ 8 tokens read them as MXFP4 in the decode MoE; larger steps run
+// grouped GEMMs on the experts as stored, each warp decoding its weights into the
 // MMA's registers: below kMxfp4W4A8MinRowsPerExpert rows per expert the W4A16 GEMMs (kernels/gemm_w4a16.h: bf16
 // activations), from it the W4A8 GEMMs (kernels/gemm_w4a8.h: e4m3 activations, e5m2 weights, the FP8 tensor rate).
 // Steps that CudaModel::streams_experts picks (by
-// default 9–64 tokens with FP8 experts, 9–16 with MXFP4 where T · 4 ≥ E) run the experts of either format on the
+// default 9–64 tokens with FP8 experts, none with MXFP4) run the experts of either format on the
 // weight-streaming grouped GEMM (kernels/moe.h launch_moe_stream) instead. Pure decode
 // steps (one new token per sequence, ≤ kMaxGraphBatch sequences) replay a CUDA graph captured once per
 // padded batch size; padding sequences compute on a scratch KV block that no caller can own.
@@ -105,8 +105,9 @@ struct CudaOptions {
   // Which decode-sized steps run the FP8 or MXFP4 experts on the weight-streaming grouped GEMM
   // (kernels/moe.h launch_moe_stream) instead of the GEMV decode MoE (≤ 8 tokens, MXFP4 in chunks of 8 up
   // to kMxfp4GemvMaxTokens) or the grouped expert GEMMs: kAuto where it measured faster (FP8 experts 9–64 tokens:
-  // H200, 2026-12-01; MXFP4 experts 9–32: H100, 2026-12-07; docs/PERF.md), kStream every step of
-  // ≤ kMoeStreamMaxTokens, kGemv never (A/B runs).
+  // H200, 2026-12-01; MXFP4 experts never since W4A16's 16-token tiles: H100, 2026-12-07; docs/PERF.md), kStream
+  // every step of ≤ kMoeStreamMaxTokens, kGemv and kGemm never (A/B runs; kGemv runs MXFP4 experts on GEMV chunks
+  // up to kMxfp4GemvMaxTokens, kGemm on the grouped GEMMs from 9 tokens, as kAuto does).
   MoeDecodePath moe_decode = MoeDecodePath::kAuto;
   // --kv-cache-dtype fp8: the full-attention layers cache K and V as e4m3 with static per-KV-head scales of
   // kernels::kKvFp8DefaultScale (kernels/kv_cache_fp8.h, docs/kv-cache-fp8.md), half the bytes per position;
@@ -186,21 +187,18 @@ class CudaModel final : public Model {
   int64_t graph_replays() const { return graph_replays_; }
 
   static constexpr int kMaxGraphBatch = 1024;  // --max-num-seqs 1024 decodes in graphs too (#14)
-  // --weights mxfp4, steps not streamed: up to this many tokens run the MXFP4 decode MoE in chunks of 8 tokens,
-  // larger ones the grouped W4A16 GEMMs. H100, 2026-12-07 (twenty-eighth session), 20b prefill of N tokens with
-  // --moe-decode gemv, tok/s chunks / W4A16: 16 3,330 / 3,166, 32 4,186 / 6,066, 64 4,849 / 12,045 (120b 16 2,233 /
-  // 2,139).
+  // --moe-decode gemv with --weights mxfp4: up to this many tokens run the MXFP4 decode MoE in chunks of 8 tokens,
+  // larger ones the grouped W4A16 GEMMs (by default steps of 9 tokens and more take the grouped GEMMs: their
+  // 16-token tiles measured faster, H100, 2026-12-07, thirty-fifth session, `bench decode` ms per step: 20b 12 / 16
+  // tokens 6.33 / 6.71 against the stream kernel's 7.28 / 7.72, 120b 16 tokens 14.40 against the chunks' 14.67).
   static constexpr int kMxfp4GemvMaxTokens = 16;
   // --moe-decode stream streams steps of up to this many tokens (larger ones take the grouped GEMMs).
   static constexpr int kMoeStreamMaxTokens = 4096;
-  // MoeDecodePath::kAuto streams from kGemvMaxRows + 1 up to this many tokens: with FP8 experts (the grouped GEMMs
-  // win at 128; H200, 2026-12-01) and with MXFP4 experts where the step has at least one row per expert on average
-  // (H100, 2026-12-07, thirty-third session, `bench decode` with dummy weights that route like a trained model's, ms
-  // per step stream / the alternative: 20b 16 tokens 7.63 / 8.18 (the GEMV chunks), 24 8.24 / 7.23 and 32 8.53 / 7.47
-  // (W4A16); 120b 16 tokens 17.39 / 14.80 (chunks), 32 25.56 / 21.34 and 64 33.82 / 28.09 (W4A16)). The earlier
-  // thresholds came from dummy weights whose routing had collapsed onto a few experts (docs/PERF.md).
+  // MoeDecodePath::kAuto streams FP8 experts from kGemvMaxRows + 1 up to this many tokens (the grouped GEMMs win at
+  // 128; H200, 2026-12-01). MXFP4 experts are not streamed by default: W4A16's 16-token tiles beat the stream kernel
+  // at 9–16 tokens (kMxfp4GemvMaxTokens's note) and the 32–64-token ones above (thirty-third session: 20b 24 / 32
+  // tokens 7.23 / 7.47 ms against 8.24 / 8.53 streamed; docs/PERF.md).
   static constexpr int kMoeStreamAutoMaxTokensFp8 = 64;
-  static constexpr int kMoeStreamAutoMaxTokensMxfp4 = 16;
   // Whether a step of num_tokens runs its experts on launch_moe_stream (CudaOptions::moe_decode).
   bool streams_experts(int num_tokens) const;
   // Whether a step of num_tokens runs its FP8 or MXFP4 experts on the decode GEMVs (launch_moe_decode, in chunks of

@@ -138,13 +138,12 @@ bool CudaModel::streams_experts(int num_tokens) const {
     case MoeDecodePath::kGemm: return false;
     case MoeDecodePath::kAuto: break;
   }
-  if (num_tokens <= kernels::kGemvMaxRows) return false;
-  if (!reads_mxfp4_experts()) return num_tokens <= kMoeStreamAutoMaxTokensFp8;
-  return num_tokens <= kMoeStreamAutoMaxTokensMxfp4 && num_tokens * kernels::kMoeTopK >= config_.num_experts;
+  if (num_tokens <= kernels::kGemvMaxRows || reads_mxfp4_experts()) return false;
+  return num_tokens <= kMoeStreamAutoMaxTokensFp8;
 }
 
 bool CudaModel::experts_on_gemvs(int num_tokens) const {
-  const bool mxfp4_chunks = reads_mxfp4_experts() && options_.moe_decode != MoeDecodePath::kGemm;
+  const bool mxfp4_chunks = reads_mxfp4_experts() && options_.moe_decode == MoeDecodePath::kGemv;
   return weights_.format != WeightFormat::kBf16 && !streams_experts(num_tokens) &&
          num_tokens <= (mxfp4_chunks ? kMxfp4GemvMaxTokens : kernels::kGemvMaxRows);
 }
@@ -221,8 +220,8 @@ void CudaModel::experts(int layer, int num_tokens) {
   if (gate_up.mxfp4) {
     const int e = config_.num_experts, h = config_.hidden_size;
     if (experts_on_gemvs(num_tokens)) {
-      // The MXFP4 decode block over chunks of ≤ 8 tokens (each reads its routed experts once): cheaper than the
-      // W4A16 GEMMs up to kMxfp4GemvMaxTokens (cuda_model.h).
+      // The MXFP4 decode block over chunks of ≤ 8 tokens (each reads its routed experts once): one chunk by
+      // default, up to kMxfp4GemvMaxTokens with --moe-decode gemv (cuda_model.h).
       moe.weights_mxfp4 = true;
       moe.w1 = gate_up.weight.get<uint8_t>();
       moe.w2 = down.weight.get<uint8_t>();
