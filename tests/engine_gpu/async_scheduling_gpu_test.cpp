@@ -22,11 +22,7 @@ namespace gossamer::engine {
 namespace {
 
 EngineConfig config_for(bool async_scheduling) {
-  EngineConfig config;
-  config.block_size = 16;
-  config.num_kv_blocks = 512;
-  config.max_num_seqs = 64;
-  config.max_model_len = 512;
+  EngineConfig config = test::tiny_engine_config();
   config.async_scheduling = async_scheduling;
   return config;
 }

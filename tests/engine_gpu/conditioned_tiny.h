@@ -1,5 +1,5 @@
 // Test helper of the engine GPU tests: the conditioned tiny checkpoint (model/dummy_checkpoint.h), written
-// once per test process, loaded on cuda with --weights fp8.
+// once per test process, loaded on cuda with --weights fp8, and the engine configuration the tests run it with.
 #pragma once
 
 #include <unistd.h>
@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "engine/engine_config.h"
 #include "model/dummy_checkpoint.h"
 #include "model/loader.h"
 
@@ -24,6 +25,16 @@ inline std::unique_ptr<model::Model> load_tiny() {
   model::ModelOptions options;
   options.weights = "fp8";
   return model::load_model(conditioned_tiny(), "cuda", options);
+}
+
+// 512 blocks of 16 positions, up to 64 sequences of 512 tokens.
+inline engine::EngineConfig tiny_engine_config() {
+  engine::EngineConfig config;
+  config.block_size = 16;
+  config.num_kv_blocks = 512;
+  config.max_num_seqs = 64;
+  config.max_model_len = 512;
+  return config;
 }
 
 }  // namespace gossamer::test

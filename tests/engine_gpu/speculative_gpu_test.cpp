@@ -25,11 +25,7 @@ struct SpeculativeRun {
 // Eight requests, each alone on a fresh engine's loop: a prompt that repeats a short pattern (so that the
 // suffix of what the model writes has occurred before), greedy, 48 tokens.
 SpeculativeRun run(int32_t num_speculative_tokens) {
-  EngineConfig config;
-  config.block_size = 16;
-  config.num_kv_blocks = 512;
-  config.max_num_seqs = 16;
-  config.max_model_len = 512;
+  EngineConfig config = test::tiny_engine_config();
   config.speculative.num_speculative_tokens = num_speculative_tokens;
   config.speculative.prompt_lookup_min = 1;
   Engine engine(test::load_tiny(), config);
