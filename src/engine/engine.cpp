@@ -315,8 +315,10 @@ void Engine::propose_drafts(SchedulerOutput& next) {
       room = std::min(room, request->sampling.max_tokens - request->num_known_output());
     const int32_t max_draft = std::min(room - 1, token_budget);
     if (max_draft <= 0) continue;
-    propose_ngram_draft(request->prompt, std::span<const TokenId>(request->output).first(request->num_known_output()),
-                        spec, max_draft, draft_buffer_);
+    if (!request->ngram_index) request->ngram_index = std::make_shared<NgramIndex>();
+    request->ngram_index->propose(request->prompt,
+                                  std::span<const TokenId>(request->output).first(request->num_known_output()), spec,
+                                  max_draft, draft_buffer_);
     auto num_draft = static_cast<int32_t>(draft_buffer_.size());
     if (num_draft == 0) continue;
     // Its tables cover the drafts and the position after them (the next step's token when all are kept),

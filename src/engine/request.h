@@ -16,6 +16,7 @@
 
 namespace gossamer::engine {
 
+class NgramIndex;
 class TokenConstraint;
 using TokenId = int32_t;
 using RequestId = uint64_t;
@@ -153,6 +154,7 @@ struct Request {
   // and num_preemptions when it was launched (a request preempted meanwhile keeps its tokens, not their KV).
   std::vector<TokenId> draft;
   int32_t draft_preemptions = 0;
+  std::shared_ptr<NgramIndex> ngram_index;  // its prompt-lookup proposer, made at its first draft
   // The scheduler's mark of the step being composed (Scheduler::step_): the tokens this request got in it.
   int64_t scheduled_step = -1;
   int32_t num_scheduled = 0;

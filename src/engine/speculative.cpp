@@ -59,43 +59,46 @@ SpeculativeConfig parse_speculative_config(std::string_view json) {
   return out;
 }
 
-void propose_ngram_draft(std::span<const TokenId> prompt, std::span<const TokenId> output,
+void NgramIndex::propose(std::span<const TokenId> prompt, std::span<const TokenId> output,
                          const SpeculativeConfig& config, int32_t max_tokens, std::vector<TokenId>& draft) {
   draft.clear();
-  const int32_t wanted = std::min(max_tokens, config.num_speculative_tokens);
   const auto prompt_len = static_cast<int64_t>(prompt.size());
   const int64_t length = prompt_len + static_cast<int64_t>(output.size());
   const auto at = [&](int64_t i) {
     return i < prompt_len ? prompt[static_cast<size_t>(i)] : output[static_cast<size_t>(i - prompt_len)];
   };
-  if (wanted <= 0) return;
-  // The first choice is the most recent occurrence followed by `wanted` tokens, at the longest n that has one;
-  // failing that (matches near the end only, as in a run of one token), the longest continuation of any
-  // occurrence (ties: the longer n, then the more recent).
-  int64_t partial_from = -1, partial_count = 0;
-  for (int32_t n = config.prompt_lookup_max; n >= config.prompt_lookup_min; --n) {
-    if (length < n + 1) continue;
-    const int64_t suffix = length - n;
-    const TokenId last = at(length - 1);
-    // Occurrences end before the suffix's last token (start ≤ length − n − 1), most recent first.
-    for (int64_t start = length - n - 1; start >= 0; --start) {
-      if (at(start + n - 1) != last) continue;  // the cheap filter first
-      int32_t i = 0;
-      while (i < n - 1 && at(start + i) == at(suffix + i)) ++i;
-      if (i < n - 1) continue;
-      const int64_t from = start + n;
-      const int64_t count = std::min<int64_t>(wanted, length - from);
-      if (count == wanted) {
-        for (int64_t j = 0; j < count; ++j) draft.push_back(at(from + j));
-        return;
+  GOSSAMER_ASSERT(length >= num_indexed_, "NgramIndex: the request's tokens shrank");
+  for (; num_indexed_ < length; ++num_indexed_)
+    positions_[at(num_indexed_)].push_back(static_cast<int32_t>(num_indexed_));
+  const int32_t wanted = std::min(max_tokens, config.num_speculative_tokens);
+  if (wanted <= 0 || length < config.prompt_lookup_min + 1) return;
+  // Every earlier occurrence of the last token ends a candidate suffix match: position p matches n tokens when
+  // tokens (p − n, p] equal the last n. The first choice is the longest n (≤ prompt_lookup_max) matched by an
+  // occurrence followed by `wanted` tokens, its most recent such occurrence; failing that (matches near the end
+  // only, as in a run of one token), the occurrence with the longest continuation.
+  const std::vector<int32_t>& candidates = positions_.at(at(length - 1));
+  int64_t full_from = -1, partial_from = -1;
+  int32_t full_n = 0;
+  for (auto it = candidates.rbegin(); it != candidates.rend(); ++it) {
+    const int64_t p = *it;
+    if (p == length - 1) continue;  // the suffix itself
+    int32_t n = 1;
+    while (n < config.prompt_lookup_max && p - n >= 0 && at(p - n) == at(length - 1 - n)) ++n;
+    if (n < config.prompt_lookup_min) continue;
+    if (length - (p + 1) >= wanted) {
+      if (n > full_n) {
+        full_n = n;
+        full_from = p + 1;
+        if (n == config.prompt_lookup_max) break;  // the most recent at the longest n
       }
-      if (count > partial_count) {
-        partial_from = from;
-        partial_count = count;
-      }
+    } else {
+      partial_from = p + 1;  // older occurrences continue longer
     }
   }
-  for (int64_t j = 0; j < partial_count; ++j) draft.push_back(at(partial_from + j));
+  const int64_t from = full_from >= 0 ? full_from : partial_from;
+  if (from < 0) return;
+  const int64_t count = std::min<int64_t>(wanted, length - from);
+  for (int64_t j = 0; j < count; ++j) draft.push_back(at(from + j));
 }
 
 int32_t count_accepted_drafts(std::span<const TokenId> draft, std::span<const TokenId> drawn) {

@@ -17,12 +17,14 @@
 // need the grammar advanced through the drafts before it), no penalties (their counts likewise) and no
 // logprobs (one event carries several tokens' then; left out). Others decode one token a step as before.
 //
-// Contract: pure functions; propose_ngram_draft reads only `tokens`.
+// Contract: NgramIndex belongs to one request (its tokens only ever grow: prompt, then output); the rest are
+// pure functions.
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/request.h"
@@ -50,11 +52,20 @@ inline constexpr int32_t kMaxSpeculativeTokens = 16;
 // 2. Throws gossamer::Error on anything else (other methods, draft models, unknown keys, bad values).
 SpeculativeConfig parse_speculative_config(std::string_view json);
 
-// The draft after a request's known tokens (`prompt` then `output`, read as one sequence): at most
-// max_tokens tokens (≤ config.num_speculative_tokens), empty when no suffix of prompt_lookup_min or more
-// tokens recurs. Work: one pass over the tokens per suffix length at most.
-void propose_ngram_draft(std::span<const TokenId> prompt, std::span<const TokenId> output,
-                         const SpeculativeConfig& config, int32_t max_tokens, std::vector<TokenId>& draft);
+// The prompt-lookup proposer of one request: the positions of each token id among its tokens, caught up with them at
+// every proposal (so a step's lookup costs the occurrences of its last token, not a scan of the whole context).
+class NgramIndex {
+ public:
+  // The draft after the request's known tokens (`prompt` then `output`, read as one sequence, a prefix of which
+  // was given before): at most max_tokens tokens (≤ config.num_speculative_tokens), empty when no suffix of
+  // prompt_lookup_min or more tokens recurs.
+  void propose(std::span<const TokenId> prompt, std::span<const TokenId> output, const SpeculativeConfig& config,
+               int32_t max_tokens, std::vector<TokenId>& draft);
+
+ private:
+  std::unordered_map<TokenId, std::vector<int32_t>> positions_;  // token → its positions, ascending
+  int64_t num_indexed_ = 0;
+};
 
 // How many leading drafts the model confirmed: the largest a with drawn[i] = draft[i] for every i < a
 // (drawn[i] is what row i drew, row 0 being the last known token's).

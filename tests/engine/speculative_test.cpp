@@ -8,6 +8,8 @@
 
 #include <chrono>
 #include <map>
+#include <random>
+#include <tuple>
 #include <vector>
 
 #include "core/error.h"
@@ -32,8 +34,32 @@ std::vector<TokenId> draft_of(const std::vector<TokenId>& tokens, const Speculat
                               size_t split = 0) {
   std::vector<TokenId> draft;
   const std::span<const TokenId> all(tokens);
-  propose_ngram_draft(all.first(split), all.subspan(split), config, max_tokens, draft);
+  NgramIndex index;
+  index.propose(all.first(split), all.subspan(split), config, max_tokens, draft);
   return draft;
+}
+
+// The rule by brute force (speculative.h): for n from prompt_lookup_max down, the most recent occurrence of the
+// n-token suffix (ending before the last token) followed by `wanted` tokens; else the occurrence of any such
+// suffix with the longest continuation.
+std::vector<TokenId> reference_draft(const std::vector<TokenId>& tokens, const SpeculativeConfig& config,
+                                     int32_t max_tokens) {
+  const int32_t wanted = std::min(max_tokens, config.num_speculative_tokens);
+  const auto length = static_cast<int64_t>(tokens.size());
+  int64_t partial_from = -1, partial_count = 0;
+  for (int32_t n = config.prompt_lookup_max; n >= config.prompt_lookup_min && wanted > 0; --n) {
+    for (int64_t start = length - n - 1; start >= 0; --start) {
+      if (!std::equal(tokens.end() - n, tokens.end(), tokens.begin() + start)) continue;
+      const int64_t count = std::min<int64_t>(wanted, length - (start + n));
+      if (count == wanted) return {tokens.begin() + start + n, tokens.begin() + start + n + count};
+      if (count > partial_count) {
+        partial_from = start + n;
+        partial_count = count;
+      }
+    }
+  }
+  if (partial_from < 0) return {};
+  return {tokens.begin() + partial_from, tokens.begin() + partial_from + partial_count};
 }
 
 TEST(NgramDraft, TheLongestRecurringSuffixProposesWhatFollowedIt) {
@@ -62,6 +88,29 @@ TEST(NgramDraft, ARunOfOneTokenDraftsMoreOfIt) {
   // [3, 3, 3, 3] recurs only one position back (one token after it); [3, 3] has three after it.
   EXPECT_EQ(draft_of({9, 3, 3, 3, 3, 3}, ngram(3, 4, 1), 3), (std::vector<TokenId>{3, 3, 3}));
   EXPECT_EQ(draft_of({9, 3, 3, 3}, ngram(3, 4, 1), 3), (std::vector<TokenId>{3, 3}));
+}
+
+TEST(NgramDraft, OneIndexFollowingItsRequestAgreesWithTheBruteForceRule) {
+  // Small vocabularies (many recurring suffixes) and the index caught up token by token, as a request's grows.
+  std::mt19937 rng(7);
+  for (const int vocab : {2, 3, 5, 12}) {
+    for (const auto& [k, max, min] : {std::tuple{3, 4, 2}, {5, 3, 1}, {2, 2, 2}, {4, 6, 1}}) {
+      const SpeculativeConfig config = ngram(k, max, min);
+      std::vector<TokenId> tokens;
+      NgramIndex index;
+      std::vector<TokenId> draft;
+      for (int i = 0; i < 300; ++i) {
+        tokens.push_back(static_cast<TokenId>(rng() % vocab));
+        const size_t split = std::min<size_t>(tokens.size(), 40);  // a 40-token prompt, then the output
+        const int32_t max_tokens = static_cast<int32_t>(rng() % (k + 2));
+        index.propose(std::span<const TokenId>(tokens).first(split), std::span<const TokenId>(tokens).subspan(split),
+                      config, max_tokens, draft);
+        ASSERT_EQ(draft, reference_draft(tokens, config, max_tokens))
+            << "vocab " << vocab << ", k " << k << ", lookup " << min << "-" << max << ", " << tokens.size()
+            << " tokens";
+      }
+    }
+  }
 }
 
 TEST(NgramDraft, NothingBelowTheShortestSuffix) {
