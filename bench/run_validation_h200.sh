@@ -41,10 +41,15 @@ v=$root/carry/val
 # The binaries travel packed to fit the carry limit (bench/pack_for_device.sh): carry/valfull (every binary) or
 # carry/valz (the lean pack: gossamer, the kernels bench, the workers, the tracer, lib/; no test suites, so that a
 # candidate's binaries fit beside it: CANDIDATE_DIR below), each with a zstd beside it; whichever were carried.
-if [ ! -d "$v" ]; then
+# A warm machine keeps carry/val (and build/tests) from its last call: unpack again whenever packs are carried that
+# differ from the ones it was unpacked from (their checksums in carry/val/.packs); a call carrying none keeps it.
+packs=$(for pack in carry/valz carry/valfull; do [ -f $pack/val.tar.zst ] && cksum $pack/val.tar.zst; done)
+if [ -n "$packs" ] && [ "$(cat "$v/.packs" 2>/dev/null)" != "$packs" ]; then
+  rm -rf "$v" build/tests
   for pack in carry/valz carry/valfull; do
     [ -f $pack/val.tar.zst ] && mkdir -p "$v" && $pack/zstd -q -dc $pack/val.tar.zst | tar xf - -C "$v"
   done
+  [ -d "$v" ] && echo "$packs" > "$v/.packs"
 fi
 out=${OUT:-/tmp/gossamer-validation}
 mkdir -p "$out"
