@@ -442,6 +442,8 @@ void Engine::keep_speculative(std::span<const SampledRow> rows, Clock::time_poin
   request->draft.clear();
   std::vector<TokenId> kept;
   for (int32_t i = 0; i <= accepted; ++i) {
+    if (rows[static_cast<size_t>(i)].logprobs)
+      request->pending_logprobs.push_back(*rows[static_cast<size_t>(i)].logprobs);
     if (!keep_token(request, drawn[static_cast<size_t>(i)], now, kept)) return;
   }
   // The last known token was counted at launch; the confirmed drafts' positions hold the right K/V too.
@@ -476,8 +478,7 @@ void Engine::postprocess(Clock::time_point iteration_start) {
     output.times = request->times;
     output.num_preemptions = request->num_preemptions;
     output.num_cached_tokens = request->num_cached_tokens;
-    if (request->last_logprobs)
-      output.logprobs.push_back(std::move(*std::exchange(request->last_logprobs, std::nullopt)));
+    output.logprobs = std::exchange(request->pending_logprobs, {});
     pending_outputs_.emplace_back(request->on_output, std::move(output));
   }
   token_rows_.clear();
@@ -515,8 +516,7 @@ void Engine::finish(Request* request, FinishReason reason, std::vector<TokenId> 
   output.times = request->times;
   output.num_preemptions = request->num_preemptions;
   output.num_cached_tokens = request->num_cached_tokens;
-  if (request->last_logprobs && !output.new_tokens.empty())
-    output.logprobs.push_back(std::move(*request->last_logprobs));
+  if (!output.new_tokens.empty()) output.logprobs = std::exchange(request->pending_logprobs, {});
   OutputCallback callback = std::move(request->on_output);
   const auto found = requests_.find(request->id);
   retired_.push_back({num_launched_, std::move(found->second)});  // NOTE: alive until its steps are collected

@@ -140,9 +140,10 @@ struct Request {
   int32_t num_cached_tokens = 0;
 
   RequestTimes times;
-  uint64_t rng_state = 0;                        // per-request sampler state (splitmix64), advanced only when sampling
-  PenaltyState penalty;                          // used when sampling.has_penalties()
-  std::optional<SampledLogprobs> last_logprobs;  // the last drawn token's, until its output event takes it
+  uint64_t rng_state = 0;  // per-request sampler state (splitmix64), advanced only when sampling
+  PenaltyState penalty;    // used when sampling.has_penalties()
+  // SamplingParams::logprobs ≥ 0: the drawn tokens' logprobs in order, until their output event takes them.
+  std::vector<SampledLogprobs> pending_logprobs;
   // Overlapped steps (engine.h): output ends with this many kPendingToken placeholders while the steps that
   // sample them are in flight (two with async scheduling: steps N and N+1 both sample it).
   int32_t num_pending = 0;

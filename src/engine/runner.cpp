@@ -137,9 +137,10 @@ void Runner::build_rows(const LaunchedStep& step) {
   rows_.clear();
   for (size_t row = 0; row < step.sampled.size(); ++row) {
     const SampledRow& sampled = step.sampled[row];
-    if (sampled.speculative) {  // an eligible request (speculative.h): no penalties, logprobs or mask
+    if (sampled.speculative) {  // an eligible request (speculative.h): no penalties or mask
       uint64_t state = sampled.rng_state;
       rows_.push_back(device_row_sampling(sampled.request->sampling, state));
+      rows_.back().num_top_logprobs = sampled.request->sampling.logprobs;
     } else {
       rows_.push_back(device_row_sampling(*sampled.request));
       rows_.back().token_mask = masks_.mask(row);
@@ -171,8 +172,12 @@ const std::vector<SampledRow>& Runner::wait() {
     for (size_t row = 0; row < step.sampled.size(); ++row) {
       step.sampled[row].token = result_.tokens[row];
       Request& request = *step.sampled[row].request;
-      if (!step.sampled[row].speculative && request.sampling.logprobs >= 0)
-        take_device_logprobs(request, result_.logprobs[row]);
+      if (request.sampling.logprobs < 0) continue;
+      if (step.sampled[row].speculative) {
+        step.sampled[row].logprobs = sampled_logprobs(result_.logprobs[row]);
+      } else {
+        request.pending_logprobs.push_back(sampled_logprobs(result_.logprobs[row]));
+      }
     }
   } else {
     sample_on_host(step);
@@ -191,9 +196,11 @@ void Runner::sample_on_host(LaunchedStep& step) {
     for (int64_t row = begin; row < end; ++row) {
       const std::span<float> logits(result_.logits.data() + row * vocab_size_, static_cast<size_t>(vocab_size_));
       SampledRow& sampled = step.sampled[static_cast<size_t>(row)];
-      if (sampled.speculative) {  // its own copy of the RNG state; no penalties, logprobs or mask
+      if (sampled.speculative) {  // its own copy of the RNG state; no penalties or mask
         uint64_t state = sampled.rng_state;
-        sampled.token = sample_token(logits, sampled.request->sampling, state);
+        const SamplingParams& params = sampled.request->sampling;
+        sampled.token = sample_token(logits, params, state);
+        if (params.logprobs >= 0) sampled.logprobs = raw_logprobs(logits, sampled.token, params.logprobs);
         continue;
       }
       if (const uint32_t* mask = masks_.mask(static_cast<size_t>(row))) {

@@ -32,6 +32,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "engine/engine_config.h"
@@ -52,6 +53,9 @@ struct SampledRow {
   bool speculative = false;
   int32_t num_draft = 0;
   uint64_t rng_state = 0;
+  // A speculative row's logprobs (SamplingParams::logprobs ≥ 0): the engine reports those of the rows it keeps.
+  // Other rows append theirs to Request::pending_logprobs.
+  std::optional<SampledLogprobs> logprobs;
 };
 
 class Runner {

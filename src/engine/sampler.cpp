@@ -200,7 +200,7 @@ TokenId sample_request_token(std::span<const float> logits, Request& request) {
     x = penalized;
   }
   const TokenId token = sample_row(x, params, request.rng_state);
-  if (params.logprobs >= 0) request.last_logprobs = row_raw_logprobs(logits, token, params.logprobs);
+  if (params.logprobs >= 0) request.pending_logprobs.push_back(row_raw_logprobs(logits, token, params.logprobs));
   return token;
 }
 
@@ -239,11 +239,11 @@ uint64_t rng_state_after(const SamplingParams& params, uint64_t rng_state, int32
   return rng_state;
 }
 
-void take_device_logprobs(Request& request, const model::RowLogprobs& logprobs) {
+SampledLogprobs sampled_logprobs(const model::RowLogprobs& logprobs) {
   SampledLogprobs out;
   out.logprob = logprobs.logprob;
   for (const auto& [token, logprob] : logprobs.top) out.top.push_back({token, logprob});
-  request.last_logprobs = std::move(out);
+  return out;
 }
 
 }  // namespace gossamer::engine

@@ -26,7 +26,7 @@ uint64_t initial_rng_state(const SamplingParams& params, uint64_t default_seed, 
 TokenId sample_token(std::span<const float> logits, const SamplingParams& params, uint64_t& rng_state);
 
 // The request's next token with its penalties (its prompt and output so far) and, when it asked for them,
-// its logprobs in request.last_logprobs. Advances request.rng_state and request.penalty.
+// its logprobs appended to request.pending_logprobs. Advances request.rng_state and request.penalty.
 TokenId sample_request_token(std::span<const float> logits, Request& request);
 
 // The same request settings for a backend that samples on its device (model::Model::forward_sample):
@@ -38,8 +38,8 @@ model::RowSampling device_row_sampling(const SamplingParams& params, uint64_t& r
 // up to date with its output; the spans point into request.penalty and stay valid until its next token)
 // and its logprob count.
 model::RowSampling device_row_sampling(Request& request);
-// A device row's logprobs as the request's last_logprobs.
-void take_device_logprobs(Request& request, const model::RowLogprobs& logprobs);
+// A device row's logprobs as the engine reports them.
+SampledLogprobs sampled_logprobs(const model::RowLogprobs& logprobs);
 
 // rng_state after `draws` tokens sampled with `params` (greedy ones draw nothing): the state a speculative
 // row (engine/speculative.h) samples from, and the request's state once its step's tokens are kept.

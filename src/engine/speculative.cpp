@@ -112,7 +112,7 @@ int32_t count_accepted_drafts(std::span<const TokenId> draft, std::span<const To
 
 bool speculation_eligible(const Request& request) {
   const SamplingParams& params = request.sampling;
-  return !params.constraint && !params.has_penalties() && params.logprobs < 0;
+  return !params.constraint && !params.has_penalties();
 }
 
 }  // namespace gossamer::engine

@@ -14,8 +14,8 @@
 // past num_computed and is overwritten before anything reads it (model.h).
 //
 // Which requests draft (speculation_eligible): no structured-output constraint (a draft row's mask would
-// need the grammar advanced through the drafts before it), no penalties (their counts likewise) and no
-// logprobs (one event carries several tokens' then; left out). Others decode one token a step as before.
+// need the grammar advanced through the drafts before it) and no penalties (their counts likewise). Others
+// decode one token a step as before. Logprobs are reported for every kept token.
 //
 // Contract: NgramIndex belongs to one request (its tokens only ever grow: prompt, then output); the rest are
 // pure functions.

@@ -70,12 +70,12 @@ TEST(SamplerRule, HostMatchesTheDeviceReferenceTokenForToken) {
     EXPECT_TRUE(std::find(near.begin(), near.end(), host) != near.end()) << "row " << r;
     ambiguous_rows += near.size() > 1;
     if (params.logprobs >= 0) {
-      ASSERT_TRUE(request.last_logprobs.has_value());
-      EXPECT_NEAR(request.last_logprobs->logprob, ref.logprobs.logprob, 1e-5) << r;
-      ASSERT_EQ(request.last_logprobs->top.size(), ref.logprobs.top.size()) << r;
+      ASSERT_TRUE(!request.pending_logprobs.empty());
+      EXPECT_NEAR(request.pending_logprobs.back().logprob, ref.logprobs.logprob, 1e-5) << r;
+      ASSERT_EQ(request.pending_logprobs.back().top.size(), ref.logprobs.top.size()) << r;
       for (size_t j = 0; j < ref.logprobs.top.size(); ++j) {
-        EXPECT_EQ(request.last_logprobs->top[j].token, ref.logprobs.top[j].first) << r;
-        const float got = request.last_logprobs->top[j].logprob, want = ref.logprobs.top[j].second;
+        EXPECT_EQ(request.pending_logprobs.back().top[j].token, ref.logprobs.top[j].first) << r;
+        const float got = request.pending_logprobs.back().top[j].logprob, want = ref.logprobs.top[j].second;
         if (std::isinf(want)) {
           EXPECT_EQ(got, want) << r;
         } else {
@@ -145,15 +145,15 @@ TEST(SamplerRule, RawLogprobsAreTheModelsLogSoftmax) {
   request.output = {10};
   const std::vector<float> logits = peaked_logits();
   EXPECT_EQ(sample_request_token(logits, request), 20);
-  ASSERT_TRUE(request.last_logprobs.has_value());
+  ASSERT_TRUE(!request.pending_logprobs.empty());
   double sum = 0;
   for (const float z : logits) sum += std::exp(static_cast<double>(z));
-  EXPECT_NEAR(request.last_logprobs->logprob, 2.0 - std::log(sum), 1e-5);
-  ASSERT_EQ(request.last_logprobs->top.size(), 3u);
-  EXPECT_EQ(request.last_logprobs->top[0].token, 10);
-  EXPECT_EQ(request.last_logprobs->top[1].token, 20);
-  EXPECT_EQ(request.last_logprobs->top[2].token, 30);
-  EXPECT_NEAR(request.last_logprobs->top[0].logprob, 3.0 - std::log(sum), 1e-5);
+  EXPECT_NEAR(request.pending_logprobs.back().logprob, 2.0 - std::log(sum), 1e-5);
+  ASSERT_EQ(request.pending_logprobs.back().top.size(), 3u);
+  EXPECT_EQ(request.pending_logprobs.back().top[0].token, 10);
+  EXPECT_EQ(request.pending_logprobs.back().top[1].token, 20);
+  EXPECT_EQ(request.pending_logprobs.back().top[2].token, 30);
+  EXPECT_NEAR(request.pending_logprobs.back().top[0].logprob, 3.0 - std::log(sum), 1e-5);
 }
 
 }  // namespace

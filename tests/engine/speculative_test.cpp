@@ -1,13 +1,15 @@
 // Speculative decoding by prompt lookup (engine/speculative.h): the draft proposer, the acceptance count,
 // the --speculative-config parser, and the engine with drafts on, whose outputs must equal the engine's
-// without them (greedy and seeded sampling, device and host sampling, stop tokens and max_tokens inside a
-// draft, preemption, many requests at once) while it takes fewer steps.
+// without them (greedy and seeded sampling, device and host sampling, logprobs, stop tokens and max_tokens
+// inside a draft, preemption, many requests at once) while it takes fewer steps.
 #include "engine/speculative.h"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <map>
+#include <mutex>
 #include <random>
 #include <tuple>
 #include <vector>
@@ -281,6 +283,68 @@ TEST(SpeculativeEngine, AStopTokenOrMaxTokensInsideADraftEndsTheRequestThere) {
     expect_same_outputs(with, without);
     EXPECT_EQ(with.records.at(0).tokens.size(), static_cast<size_t>(max_tokens));
     EXPECT_EQ(with.records.at(0).reason, FinishReason::kLength);
+  }
+}
+
+// One request with logprobs on a fresh engine: every kept token's logprobs, in order (one per token, several per
+// event with drafts).
+struct TokensAndLogprobs {
+  std::vector<TokenId> tokens;
+  std::vector<SampledLogprobs> logprobs;
+  EngineStats stats;
+};
+TokensAndLogprobs run_with_logprobs(const SpeculativeConfig& speculative, bool device_sampling) {
+  FakeModelOptions options;
+  options.device_sampling = device_sampling;
+  options.scripts.push_back({{100, 101}, script_tokens()});
+  EngineConfig config = test_config();
+  config.max_model_len = 128;
+  config.device_sampling = device_sampling;
+  config.speculative = speculative;
+  Engine engine(std::make_unique<FakeModel>(options), config);
+  std::mutex mutex;
+  std::condition_variable done;
+  bool finished = false;
+  TokensAndLogprobs out;
+  SubmitParams params;
+  params.prompt = prompt_with_pattern(0);
+  params.sampling.temperature = 1.0f;
+  params.sampling.seed = 3;
+  params.sampling.max_tokens = 30;
+  params.sampling.logprobs = 2;
+  params.on_output = [&](const RequestOutput& output) {
+    std::lock_guard<std::mutex> lock(mutex);
+    EXPECT_EQ(output.logprobs.size(), output.new_tokens.size());
+    out.tokens.insert(out.tokens.end(), output.new_tokens.begin(), output.new_tokens.end());
+    out.logprobs.insert(out.logprobs.end(), output.logprobs.begin(), output.logprobs.end());
+    if (output.finished) {
+      finished = true;
+      done.notify_all();
+    }
+  };
+  engine.submit(std::move(params));
+  std::unique_lock<std::mutex> lock(mutex);
+  EXPECT_TRUE(done.wait_for(lock, 30s, [&] { return finished; }));
+  out.stats = engine.stats();
+  return out;
+}
+
+TEST(SpeculativeEngine, LogprobsOfEveryKeptTokenAsWithoutDrafts) {
+  for (const bool device_sampling : {true, false}) {
+    const TokensAndLogprobs without = run_with_logprobs({}, device_sampling);
+    const TokensAndLogprobs with = run_with_logprobs(ngram(3), device_sampling);
+    EXPECT_GT(with.stats.num_spec_accepted_tokens_total, 0);
+    EXPECT_EQ(with.tokens, without.tokens);
+    ASSERT_EQ(with.logprobs.size(), 30u);
+    ASSERT_EQ(without.logprobs.size(), 30u);
+    for (size_t i = 0; i < with.logprobs.size(); ++i) {
+      EXPECT_FLOAT_EQ(with.logprobs[i].logprob, without.logprobs[i].logprob) << "token " << i;
+      ASSERT_EQ(with.logprobs[i].top.size(), 2u);
+      for (size_t j = 0; j < 2; ++j) {
+        EXPECT_EQ(with.logprobs[i].top[j].token, without.logprobs[i].top[j].token) << "token " << i;
+        EXPECT_FLOAT_EQ(with.logprobs[i].top[j].logprob, without.logprobs[i].top[j].logprob) << "token " << i;
+      }
+    }
   }
 }
 

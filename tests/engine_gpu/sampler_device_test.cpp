@@ -113,11 +113,11 @@ TEST(SamplerDevice, HostAndDeviceDrawTheSameTokenOnThousandsOfRows) {
       continue;
     }
     if (row.num_top_logprobs < 0) continue;
-    ASSERT_TRUE(host.last_logprobs.has_value()) << r;
-    EXPECT_NEAR(on_device.out_logprobs.download()[0], host.last_logprobs->logprob, 2e-3) << "row " << r;
+    ASSERT_TRUE(!host.pending_logprobs.empty()) << r;
+    EXPECT_NEAR(on_device.out_logprobs.download()[0], host.pending_logprobs.back().logprob, 2e-3) << "row " << r;
     const std::vector<int32_t> top_tokens = on_device.top_tokens.download();
-    for (size_t j = 0; j < host.last_logprobs->top.size(); ++j) {
-      EXPECT_EQ(top_tokens[j], host.last_logprobs->top[j].token) << "row " << r << " rank " << j;
+    for (size_t j = 0; j < host.pending_logprobs.back().top.size(); ++j) {
+      EXPECT_EQ(top_tokens[j], host.pending_logprobs.back().top[j].token) << "row " << r << " rank " << j;
     }
   }
   std::printf("[sampler device] %d of %zu rows (%d seeded) differ, each within rounding of a boundary\n", mismatches,

@@ -1,7 +1,7 @@
 // `gossamer serve --speculative-config` end to end on the trained embedded default (docs/engine-scheduler.md,
 // "Speculative decoding by prompt lookup"): the same answers as a server without drafts (greedy and seeded,
-// streamed and not), drafts accepted by the /metrics counters under vLLM's names too, fewer stream chunks
-// than tokens, and the configurations it refuses at start with a clear message.
+// streamed and not, with logprobs), drafts accepted by the /metrics counters under vLLM's names too, fewer stream
+// chunks than tokens, and the configurations it refuses at start with a clear message.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -42,6 +42,19 @@ TEST(SpeculativeServe, AnswersAsTheServerWithoutDraftsAndCountsThem) {
       EXPECT_EQ(got["choices"][0]["message"], expected["choices"][0]["message"]) << prompt << " at " << temperature;
       EXPECT_EQ(got["usage"]["completion_tokens"], expected["usage"]["completion_tokens"]) << prompt;
     }
+  }
+  // Logprobs: one entry per token, the same tokens, the same values up to the multi-token forward's rounding.
+  Json with_logprobs = chat_body(kPrompts[1], 0.0);
+  with_logprobs["logprobs"] = true;
+  with_logprobs["top_logprobs"] = 2;
+  const Json plain_logprobs = plain.chat_completion(with_logprobs)["choices"][0]["logprobs"]["content"];
+  const Json drafted_logprobs = drafted.chat_completion(with_logprobs)["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(drafted_logprobs.size(), plain_logprobs.size());
+  EXPECT_GT(plain_logprobs.size(), 0u);
+  for (size_t i = 0; i < plain_logprobs.size(); ++i) {
+    EXPECT_EQ(drafted_logprobs[i]["token"], plain_logprobs[i]["token"]) << i;
+    EXPECT_NEAR(drafted_logprobs[i]["logprob"].get<double>(), plain_logprobs[i]["logprob"].get<double>(), 1e-3) << i;
+    EXPECT_EQ(drafted_logprobs[i]["top_logprobs"].size(), 2u) << i;
   }
   // Streamed: the same text in fewer chunks than tokens (an event carries every token a step kept).
   Json streamed = chat_body(kPrompts[0], 0.0);
