@@ -388,8 +388,7 @@ void Engine::collect(SchedulerOutput* next) {
       finish(request, FinishReason::kAbort);
       continue;
     }
-    std::vector<TokenId> kept;
-    if (keep_token(request, row.token, now, kept)) token_rows_.emplace_back(request, 1);
+    if (keep_token(request, row.token, now, 0)) token_rows_.emplace_back(request, 1);
   }
   // NOTE: a sequence that finished was scheduled behind this step on its placeholder: it leaves before launch.
   if (next != nullptr) {
@@ -403,7 +402,7 @@ void Engine::collect(SchedulerOutput* next) {
   add_loop_time(kCollect, now);
 }
 
-bool Engine::keep_token(Request* request, TokenId token, Clock::time_point now, std::vector<TokenId>& kept) {
+bool Engine::keep_token(Request* request, TokenId token, Clock::time_point now, int32_t kept_before) {
   if (request->num_pending > 0) {  // the oldest placeholder (a step launched ahead added the newest)
     request->output[request->output.size() - static_cast<size_t>(request->num_pending)] = token;
     --request->num_pending;
@@ -412,17 +411,21 @@ bool Engine::keep_token(Request* request, TokenId token, Clock::time_point now, 
   }
   if (request->sampling.constraint) request->sampling.constraint->accept(token);
   ++stat_generation_tokens_;
-  kept.push_back(token);
   const int32_t num_output = request->num_known_output();
+  // The final event carries the step's tokens: this one and the kept_before before it (the last known outputs).
+  const auto kept = [&] {
+    const auto end = request->output.begin() + num_output;
+    return std::vector<TokenId>(end - (kept_before + 1), end);
+  };
   if (num_output == 1) request->times.first_token = now;
   const auto& stops = request->sampling.stop_token_ids;
   const bool is_stop = !request->sampling.ignore_eos && std::find(stops.begin(), stops.end(), token) != stops.end();
   if (is_stop) {
-    finish(request, FinishReason::kStop, kept, token);
+    finish(request, FinishReason::kStop, kept(), token);
     return false;
   }
   if (last_by_length(*request, num_output, request->num_known_tokens())) {
-    finish(request, FinishReason::kLength, kept);
+    finish(request, FinishReason::kLength, kept());
     return false;
   }
   return true;
@@ -440,11 +443,10 @@ void Engine::keep_speculative(std::span<const SampledRow> rows, Clock::time_poin
   const bool kv_kept =
       request->state == RequestState::kRunning && request->num_preemptions == request->draft_preemptions;
   request->draft.clear();
-  std::vector<TokenId> kept;
   for (int32_t i = 0; i <= accepted; ++i) {
     if (rows[static_cast<size_t>(i)].logprobs)
       request->pending_logprobs.push_back(*rows[static_cast<size_t>(i)].logprobs);
-    if (!keep_token(request, drawn[static_cast<size_t>(i)], now, kept)) return;
+    if (!keep_token(request, drawn[static_cast<size_t>(i)], now, i)) return;
   }
   // The last known token was counted at launch; the confirmed drafts' positions hold the right K/V too.
   if (kv_kept) request->num_computed += accepted;

@@ -178,9 +178,9 @@ class Engine {
   // step's token budget and the free blocks, before it is launched with no step in flight.
   void propose_drafts(SchedulerOutput& next);
   // Appends a drawn token to the request's output (its oldest placeholder, if any) and finishes the request
-  // on a stop token or its length limits, its final event carrying `kept` (the step's tokens so far, this
-  // one included). False once it finished.
-  bool keep_token(Request* request, TokenId token, Clock::time_point now, std::vector<TokenId>& kept);
+  // on a stop token or its length limits, its final event carrying the step's tokens (the kept_before this step
+  // kept already, then this one). False once it finished.
+  bool keep_token(Request* request, TokenId token, Clock::time_point now, int32_t kept_before);
   // A drafted sequence's 1 + num_draft rows: keeps the tokens up to the first draft the model did not draw
   // (speculative.h), advances its RNG state and its computed positions past the confirmed drafts.
   void keep_speculative(std::span<const SampledRow> rows, Clock::time_point now);

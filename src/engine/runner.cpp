@@ -74,11 +74,13 @@ void Runner::launch(const SchedulerOutput& step) {
                                      : model::LogitsWanted::kNone;
     batch_.sequences.push_back(input);
     if (seq.num_draft > 0) {
+      uint64_t state = request->rng_state;  // row i: the state after i draws
       for (int32_t i = 0; i <= seq.num_draft; ++i) {
         SampledRow row{seq.request, 0, false};
         row.speculative = true;
         row.num_draft = i == 0 ? seq.num_draft : 0;
-        row.rng_state = rng_state_after(request->sampling, request->rng_state, i);
+        row.rng_state = state;
+        state = rng_state_after(request->sampling, state, 1);
         launched.sampled.push_back(row);
       }
     } else if (seq.sample) {
